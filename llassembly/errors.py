@@ -1,0 +1,180 @@
+"""The library's errors, in three groups.
+
+* :class:`UsageError`: the developer used the library wrongly (a bad option, a tool the
+  adapter cannot describe). Fix the code, not the plan.
+* :class:`PlanError`: the model wrote a bad plan (:class:`AsmSyntaxError`,
+  :class:`PlanRejected`). These read well when sent back to the model, and carry line numbers.
+* :class:`ExecutionError`: something went wrong while a valid plan ran (a budget ran out, a
+  tool raised, a value had the wrong type at run time). Each carries the line it happened on.
+
+Every error derives from :class:`LLAssemblyError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AsmRuntimeError",
+    "AsmSyntaxError",
+    "BudgetExceeded",
+    "Diagnostic",
+    "ExecutionError",
+    "InstructionBudgetExceeded",
+    "LLAssemblyError",
+    "PlanError",
+    "PlanRejected",
+    "StackDepthExceeded",
+    "ToolArgumentError",
+    "ToolCallBudgetExceeded",
+    "ToolExecutionError",
+    "UsageError",
+    "WallClockExceeded",
+]
+
+
+class LLAssemblyError(Exception):
+    """Base of every error the library raises."""
+
+
+class UsageError(LLAssemblyError):
+    """The library was used wrongly by the developer (not by the model)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found in a plan, pointing at its place in the model's reply.
+
+    Attributes:
+        line: 1-based line number in the model's reply.
+        column: 1-based column of the offending token.
+        message: What is wrong, written for the model that will repair the plan.
+        source: The text of that line as the model wrote it.
+    """
+
+    line: int
+    column: int
+    message: str
+    source: str = ""
+
+    def render(self) -> str:
+        """Return ``line N, column C: message`` followed by the source line and a caret."""
+        head = f"line {self.line}, column {self.column}: {self.message}"
+        if not self.source:
+            return head
+        caret = " " * (max(self.column, 1) - 1) + "^"
+        return f"{head}\n    {self.source}\n    {caret}"
+
+
+def _render_all(diagnostics: tuple[Diagnostic, ...]) -> str:
+    return "\n".join(d.render() for d in diagnostics)
+
+
+class PlanError(LLAssemblyError):
+    """The model's plan is broken. ``diagnostics`` lists every problem found."""
+
+    def __init__(self, summary: str, diagnostics: tuple[Diagnostic, ...]) -> None:
+        self.summary = summary
+        self.diagnostics = diagnostics
+        super().__init__(f"{summary}\n{_render_all(diagnostics)}" if diagnostics else summary)
+
+
+class AsmSyntaxError(PlanError):
+    """The reply has text that is not valid assembly.
+
+    ``line``, ``column`` and ``expected`` describe the first problem; ``diagnostics`` has all.
+    """
+
+    def __init__(self, diagnostics: tuple[Diagnostic, ...], expected: str) -> None:
+        first = diagnostics[0]
+        self.line = first.line
+        self.column = first.column
+        self.expected = expected
+        count = len(diagnostics)
+        summary = f"the plan has {count} syntax error{'s' if count != 1 else ''}"
+        super().__init__(summary, diagnostics)
+
+
+class PlanRejected(PlanError):
+    """The verifier found problems; nothing has run. ``diagnostics`` has every problem."""
+
+    def __init__(self, diagnostics: tuple[Diagnostic, ...]) -> None:
+        count = len(diagnostics)
+        summary = f"the plan was rejected before running: {count} problem{'s' if count != 1 else ''}"
+        super().__init__(summary, diagnostics)
+
+
+class ExecutionError(LLAssemblyError):
+    """A valid plan failed while running.
+
+    Attributes:
+        line: 1-based line in the model's reply of the instruction that failed (0 if unknown).
+        source: The source text of that instruction.
+    """
+
+    def __init__(self, message: str, *, line: int = 0, source: str = "") -> None:
+        self.line = line
+        self.source = source
+        self.detail = message
+        where = f"line {line}: " if line else ""
+        shown = f" ({source})" if source else ""
+        super().__init__(f"{where}{message}{shown}")
+
+
+class AsmRuntimeError(ExecutionError):
+    """An instruction met a value it cannot work with (arithmetic on a string, empty stack...)."""
+
+
+class ToolArgumentError(ExecutionError):
+    """A value popped for a tool does not fit the tool's parameter."""
+
+    def __init__(self, message: str, *, tool: str, argument: str, line: int = 0, source: str = "") -> None:
+        self.tool = tool
+        self.argument = argument
+        super().__init__(message, line=line, source=source)
+
+
+class ToolExecutionError(ExecutionError):
+    """A tool raised. The original exception is ``__cause__`` and ``original``."""
+
+    def __init__(self, tool: str, original: BaseException, *, line: int = 0, source: str = "") -> None:
+        self.tool = tool
+        self.original = original
+        message = f"tool {tool!r} raised {type(original).__name__}: {original}"
+        super().__init__(message, line=line, source=source)
+
+
+class BudgetExceeded(ExecutionError):
+    """A run-time budget ran out. ``budget`` names it; ``limit`` and ``reached`` are the numbers."""
+
+    budget: str = "budget"
+
+    def __init__(self, limit: float, reached: float, *, line: int = 0, source: str = "") -> None:
+        self.limit = limit
+        self.reached = reached
+        message = f"{self.budget} budget exceeded: limit {limit}, reached {reached}"
+        super().__init__(message, line=line, source=source)
+
+
+class InstructionBudgetExceeded(BudgetExceeded):
+    """More instructions would run than ``max_instructions_to_exec`` allows."""
+
+    budget = "max_instructions_to_exec"
+
+
+class ToolCallBudgetExceeded(BudgetExceeded):
+    """More tool calls would be made than ``max_tool_calls`` allows."""
+
+    budget = "max_tool_calls"
+
+
+class StackDepthExceeded(BudgetExceeded):
+    """The data stack plus the return stack would grow past ``max_stack_depth``."""
+
+    budget = "max_stack_depth"
+
+
+class WallClockExceeded(BudgetExceeded):
+    """The plan ran longer than ``max_seconds``."""
+
+    budget = "max_seconds"

@@ -1,0 +1,455 @@
+"""Parser: a model's reply to a :class:`~llassembly.program.Program` (or a plain answer).
+
+Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
+instructions on one line and write data sections. This module accepts what is unambiguous and
+reports the rest with line, column and what was expected (see ``docs/language.md``).
+
+Example:
+    >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
+    >>> [str(i) for i in program.instructions]
+    ['INC R1', 'CMP R1, 3', 'JL loop']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from .errors import AsmSyntaxError, Diagnostic
+from .program import (
+    MNEMONICS,
+    OPCODE_INFO,
+    Imm,
+    Instruction,
+    Name,
+    Operand,
+    PlainAnswer,
+    Program,
+    Reg,
+    UnknownInstruction,
+    Value,
+    register_index,
+)
+
+__all__ = ["parse"]
+
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_IDENT = re.compile(r"[A-Za-z_.$@?][\w.$@?]*")
+_NUMBER = re.compile(
+    r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z"
+)
+_DATA_WORDS = frozenset({"DB", "DW", "DD", "DQ", "DT", "EQU", "DS", "STRING", "ASCIZ", "ASCII"})
+_SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
+_SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
+_GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
+_EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
+_STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+_MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
+
+
+class _LineError(Exception):
+    """A syntax problem on one line (internal; collected into an AsmSyntaxError)."""
+
+    def __init__(self, column: int, message: str, expected: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.message = message
+        self.expected = expected
+
+
+@dataclass
+class _Builder:
+    lines: tuple[str, ...]
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    label_names: dict[str, str] = field(default_factory=dict)
+    data: dict[str, Value] = field(default_factory=dict)
+    unknown: list[UnknownInstruction] = field(default_factory=list)
+    errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
+    entry_name: str | None = None
+
+    def error(self, line: int, column: int, message: str, expected: str) -> None:
+        self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
+
+    def label(self, name: str, line: int, column: int) -> None:
+        key = name.lower()
+        self.label_lines.setdefault(key, []).append((line, column))
+        if key not in self.labels:
+            self.labels[key] = len(self.instructions)
+            self.label_names[key] = name
+
+
+# ---------------------------------------------------------------------------------------------
+# Scanning one line
+
+
+def _strip_comment(text: str) -> str:
+    """Cut a ``;``, ``#`` or ``//`` comment, ignoring those characters inside quotes."""
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in ";#" or text.startswith("//", i):
+            return text[:i]
+        i += 1
+    return text
+
+
+def _read_string(text: str, start: int) -> tuple[str, int]:
+    """Read a quoted string starting at ``text[start]``; return (value, index after it)."""
+    quote = text[start]
+    out: list[str] = []
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append(_ESCAPES.get(nxt, "\\" + nxt))
+            i += 2
+            continue
+        if ch == quote:
+            return "".join(out), i + 1
+        out.append(ch)
+        i += 1
+    raise _LineError(start + 1, "unterminated string", f"a closing {quote}")
+
+
+def _split_operands(text: str, offset: int) -> list[tuple[str, int]]:
+    """Split operand text into raw tokens with their 0-based columns in the line."""
+    tokens: list[tuple[str, int]] = []
+    i = 0
+    expect_operand = True
+    while i < len(text):
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if ch == ",":
+            if expect_operand:
+                raise _LineError(offset + i + 1, "unexpected comma", "an operand")
+            expect_operand = True
+            i += 1
+            continue
+        start = i
+        if ch in "\"'":
+            try:
+                _, i = _read_string(text, i)
+            except _LineError as exc:
+                raise _LineError(offset + exc.column, exc.message, exc.expected) from None
+        elif ch == "[":
+            close = text.find("]", i)
+            i = len(text) if close < 0 else close + 1
+        else:
+            while i < len(text) and not text[i].isspace() and text[i] not in ",\"'":
+                i += 1
+        tokens.append((text[start:i], offset + start))
+        expect_operand = False
+    if tokens and expect_operand:
+        raise _LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
+    return tokens
+
+
+def _operand(token: str, column: int) -> Operand:
+    """Turn one raw operand token into an operand."""
+    if token[0] in "\"'":
+        value, _ = _read_string(token, 0)
+        return Imm(value)
+    if token[0] == "[":
+        raise _LineError(
+            column + 1,
+            f"memory operand {token} is not supported",
+            "a register, number, string or name (use registers and the stack instead of memory)",
+        )
+    if _NUMBER.match(token):
+        lowered = token.lower()
+        if "x" in lowered:
+            return Imm(int(lowered, 16))
+        if any(c in lowered for c in ".e"):
+            return Imm(float(token))
+        return Imm(int(token))
+    if token.endswith("()"):
+        token = token[:-2]
+    if _IDENT.fullmatch(token):
+        index = register_index(token)
+        if index is not None:
+            return Reg(index, token.upper())
+        if token.upper() in _STACK_POINTERS:
+            raise _LineError(
+                column + 1,
+                f"{token} (the stack pointer) is not available",
+                "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
+            )
+        return Name(token)
+    raise _LineError(column + 1, f"cannot read operand {token!r}", "a register, number, string or name")
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """What one code line holds."""
+
+    labels: tuple[tuple[str, int], ...] = ()
+    mnemonic: str = ""
+    mnemonic_col: int = 0
+    rest: str = ""
+    rest_col: int = 0
+    data_name: str = ""
+
+
+def _scan(line: str) -> _Scanned:
+    """Split a line into labels, a mnemonic (or data name) and the rest, without judging them."""
+    body = _strip_comment(line)
+    labels: list[tuple[str, int]] = []
+    pos = 0
+    while True:
+        while pos < len(body) and body[pos].isspace():
+            pos += 1
+        match = _IDENT.match(body, pos)
+        if not match:
+            break
+        after = match.end()
+        while after < len(body) and body[after] in " \t":
+            after += 1
+        if after < len(body) and body[after] == ":":
+            labels.append((match.group(), pos))
+            pos = after + 1
+            continue
+        break
+    match = _IDENT.match(body, pos)
+    if not match:
+        return _Scanned(tuple(labels), rest=body[pos:].strip(), rest_col=pos)
+    word = match.group()
+    rest_col = match.end()
+    rest = body[rest_col:]
+    # "name db ..." / "name: db ..." define data.
+    second = _IDENT.match(rest.lstrip())
+    if second and second.group().upper() in _DATA_WORDS and word.upper() not in MNEMONICS:
+        skipped = len(rest) - len(rest.lstrip())
+        value_col = rest_col + skipped + second.end()
+        return _Scanned(tuple(labels), mnemonic=second.group(), mnemonic_col=pos,
+                        rest=body[value_col:], rest_col=value_col, data_name=word)
+    if word.upper() in _DATA_WORDS and labels:
+        name, col = labels.pop()
+        return _Scanned(tuple(labels), mnemonic=word, mnemonic_col=col, rest=rest,
+                        rest_col=rest_col, data_name=name)
+    return _Scanned(tuple(labels), mnemonic=word, mnemonic_col=pos, rest=rest, rest_col=rest_col)
+
+
+def _is_directive(word: str) -> bool:
+    upper = word.upper()
+    return (
+        upper in _SECTION_WORDS
+        or upper in _SECTION_SHORT
+        or upper in _GLOBAL_WORDS
+        or upper in _EXTERN_WORDS
+    )
+
+
+def _looks_like_code(line: str) -> bool:
+    """Decide, for replies without fences, whether a line is code or prose."""
+    try:
+        scanned = _scan(line)
+    except _LineError:
+        return False
+    if scanned.data_name or (scanned.mnemonic and _is_directive(scanned.mnemonic)):
+        return True
+    if not scanned.mnemonic:
+        return bool(scanned.labels) and not scanned.rest
+    opcode = MNEMONICS.get(scanned.mnemonic.upper())
+    if opcode is None:
+        return False
+    if scanned.mnemonic.isupper():
+        return True
+    try:
+        tokens = _split_operands(scanned.rest, scanned.rest_col)
+        for token, column in tokens:
+            _operand(token, column)
+    except _LineError:
+        return False
+    return len(tokens) == len(OPCODE_INFO[opcode].operands)
+
+
+def _has_instruction(line: str) -> bool:
+    try:
+        scanned = _scan(line)
+    except _LineError:
+        return False
+    return (
+        not scanned.data_name
+        and scanned.mnemonic.upper() in MNEMONICS
+        and _looks_like_code(line)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing the code lines
+
+
+def _blank(match: re.Match[str]) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in match.group())
+
+
+def _remove_thinking(text: str) -> str:
+    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines."""
+    text = _THINK_BLOCK.sub(_blank, text)
+    closing = None
+    for closing in _THINK_CLOSE.finditer(text):
+        pass
+    if closing is not None:
+        head = "".join("\n" if ch == "\n" else " " for ch in text[: closing.end()])
+        text = head + text[closing.end() :]
+    return text
+
+
+def _code_line_numbers(lines: list[str]) -> list[int]:
+    """Return the 0-based indexes of the lines that hold the program."""
+    blocks: list[list[int]] = []
+    outside: list[int] = []
+    current: list[int] | None = None
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            if current is None:
+                current = []
+            else:
+                blocks.append(current)
+                current = None
+            continue
+        if current is None:
+            outside.append(index)
+        else:
+            current.append(index)
+    if current is not None:
+        blocks.append(current)
+    chosen = [i for block in blocks if any(_has_instruction(lines[j]) for j in block) for i in block]
+    if chosen:
+        return chosen
+    code = [i for i in outside if _looks_like_code(lines[i])]
+    if not code:
+        return []
+    first, last = code[0], code[-1]
+    return [i for i in outside if first <= i <= last]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the chosen lines
+
+
+def _data_value(rest: str, column: int) -> Value:
+    """Read the value part of a data definition."""
+    text = rest.strip()
+    if not text:
+        raise _LineError(column + 1, "data definition without a value", "a string, number or JSON")
+    if text[0] in "{[":
+        try:
+            return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+        except (ValueError, RecursionError) as exc:
+            raise _LineError(column + 1, f"invalid JSON in data: {exc}", "valid JSON") from None
+    parts = [_operand(tok, col) for tok, col in _split_operands(rest, column)]
+    if any(isinstance(p, Reg | Name) for p in parts):
+        raise _LineError(column + 1, "data may only hold strings, numbers or JSON", "a literal value")
+    values = [p.value for p in parts if isinstance(p, Imm)]
+    if len(values) == 1:
+        return values[0]
+    if isinstance(values[0], str):
+        out = [values[0]]
+        for value in values[1:]:
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, int) and value == 0:
+                break
+            elif isinstance(value, int) and 0 < value < 0x110000:
+                out.append(chr(value))
+            else:
+                raise _LineError(column + 1, f"cannot append {value!r} to a string", "a character code")
+        return "".join(out)
+    return json.dumps(values, separators=(",", ":"))
+
+
+def _read_line(builder: _Builder, number: int, line: str) -> None:
+    scanned = _scan(line)
+    for name, column in scanned.labels:
+        builder.label(name, number, column + 1)
+    if scanned.data_name:
+        value = _data_value(scanned.rest, scanned.rest_col)
+        key = scanned.data_name.lower()
+        if key in builder.data:
+            builder.error(number, scanned.mnemonic_col + 1,
+                          f"data label {scanned.data_name!r} is defined twice", "a new name")
+        builder.data[key] = value
+        return
+    if not scanned.mnemonic:
+        if scanned.rest:
+            raise _LineError(scanned.rest_col + 1, f"cannot read {scanned.rest!r}",
+                             "an instruction, a label or a directive")
+        return
+    upper = scanned.mnemonic.upper()
+    if upper in _SECTION_WORDS or upper in _SECTION_SHORT or upper in _EXTERN_WORDS:
+        return
+    if upper in _GLOBAL_WORDS:
+        names = _IDENT.findall(scanned.rest)
+        if names and builder.entry_name is None:
+            builder.entry_name = names[0]
+        return
+    tokens = _split_operands(scanned.rest, scanned.rest_col)
+    operands = tuple(_operand(token, column) for token, column in tokens)
+    text = _strip_comment(line)[scanned.mnemonic_col :].strip()
+    opcode = MNEMONICS.get(upper)
+    if opcode is None:
+        builder.unknown.append(UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text))
+        return
+    builder.instructions.append(
+        Instruction(opcode, operands, number, scanned.mnemonic_col + 1, text,
+                    tuple(column + 1 for _, column in tokens))
+    )
+
+
+def parse(text: str) -> Program | PlainAnswer:
+    """Parse a model's reply.
+
+    Args:
+        text: The reply as the model wrote it.
+
+    Returns:
+        A :class:`Program`, or a :class:`PlainAnswer` when the reply holds no instruction.
+
+    Raises:
+        AsmSyntaxError: Some code line cannot be read; every such line is listed.
+    """
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    source_lines = tuple(normalised.split("\n"))
+    visible = _remove_thinking(normalised).split("\n")
+    builder = _Builder(source_lines)
+    for index in _code_line_numbers(visible):
+        try:
+            _read_line(builder, index + 1, visible[index])
+        except _LineError as exc:
+            builder.error(index + 1, exc.column, exc.message, exc.expected)
+    if builder.errors:
+        raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
+    if not builder.instructions and not builder.unknown:
+        return PlainAnswer(_remove_thinking(normalised).strip())
+    entry = 0
+    if builder.entry_name is not None:
+        entry = builder.labels.get(builder.entry_name.lower(), 0)
+    return Program(
+        instructions=tuple(builder.instructions),
+        labels=builder.labels,
+        data=builder.data,
+        entry=entry,
+        source_lines=source_lines,
+        unknown=tuple(builder.unknown),
+        label_lines={k: tuple(v) for k, v in builder.label_lines.items()},
+        label_names=builder.label_names,
+    )
