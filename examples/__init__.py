@@ -1,0 +1,1 @@
+"""Example tools and plans for the command line (run from the repository root)."""

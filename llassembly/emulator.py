@@ -1,0 +1,757 @@
+"""The machine that runs a verified plan.
+
+The core is synchronous and pure: it never calls a tool itself. :meth:`Emulator.advance` runs
+instructions until the next tool call and returns a :class:`ToolCall`; the caller executes it
+(now, later, over several game frames, from async code) and hands the result to
+:meth:`Emulator.complete`. :meth:`Emulator.run` and :meth:`Emulator.arun` do that loop for you.
+
+State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
+and ``Emulator(..., state=snapshot)`` continues from it.
+
+Speed: every instruction is compiled once into a small closure (one compiler per opcode, see
+``_COMPILERS``), so the step loop is a list index and a call.
+
+Example:
+    >>> from llassembly.parser import parse
+    >>> def add(a: int, b: int) -> int:
+    ...     return a + b
+    >>> emu = Emulator(parse("PUSH 2\\nPUSH 3\\nCALL add\\nPOP R1"), [add])
+    >>> emu.run().registers
+    {'R1': 5}
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from langgraph.errors import GraphBubbleUp
+
+from .errors import (
+    AsmRuntimeError,
+    InstructionBudgetExceeded,
+    LLAssemblyError,
+    StackDepthExceeded,
+    ToolCallBudgetExceeded,
+    ToolExecutionError,
+    UsageError,
+    WallClockExceeded,
+)
+from .externs import Extern, externs_from
+from .program import (
+    OPCODE_INFO,
+    REGISTER_COUNT,
+    Imm,
+    Instruction,
+    Name,
+    Opcode,
+    Operand,
+    Program,
+    Reg,
+    Value,
+    find_tool,
+    register_index,
+    register_name,
+)
+from .verifier import verify
+
+__all__ = [
+    "DEFAULT_MAX_INSTRUCTIONS",
+    "DEFAULT_MAX_STACK_DEPTH",
+    "DEFAULT_MAX_TOOL_CALLS",
+    "CallRecord",
+    "CompiledProgram",
+    "Emulator",
+    "MachineState",
+    "RunResult",
+    "ToolCall",
+    "compile_program",
+]
+
+DEFAULT_MAX_INSTRUCTIONS = 1000
+DEFAULT_MAX_TOOL_CALLS = 100
+DEFAULT_MAX_STACK_DEPTH = 256
+_INT_LIMIT = 2**63 - 1
+_CLOCK_EVERY = 256  # instructions between wall-clock checks
+
+# Flag modes: no flag-setting instruction yet, numbers compared, strings compared.
+_UNSET, _ORDERED, _UNORDERED = 0, 1, 2
+_FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
+
+
+@dataclass(slots=True)
+class MachineState:
+    """Everything the machine knows; plain data.
+
+    Attributes:
+        pc: Index of the next instruction (``len(instructions)`` when finished).
+        regs: Register slots (see :func:`~llassembly.program.register_index`).
+        stack: The data stack, top last.
+        calls: The return stack of ``CALL label``, top last.
+        zf: Equal / zero flag.
+        lt: Less-than flag.
+        flag_mode: 0 unset, 1 ordered (numbers), 2 unordered (strings).
+        executed: Instructions executed so far.
+        tool_calls: Tool calls made so far.
+        halted: The program has ended.
+        pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
+    """
+
+    pc: int = 0
+    regs: list[Value] = field(default_factory=lambda: [0] * REGISTER_COUNT)
+    stack: list[Value] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    zf: bool = False
+    lt: bool = False
+    flag_mode: int = _UNSET
+    executed: int = 0
+    tool_calls: int = 0
+    halted: bool = False
+    pending: tuple[int, list[Value]] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return the state as a JSON- and msgpack-serialisable dict."""
+        return {
+            "pc": self.pc,
+            "registers": {register_name(i): v for i, v in enumerate(self.regs) if i and v != 0},
+            "stack": list(self.stack),
+            "return_stack": list(self.calls),
+            "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
+            "executed": self.executed,
+            "tool_calls": self.tool_calls,
+            "halted": self.halted,
+            "pending": None
+            if self.pending is None
+            else {"index": self.pending[0], "values": list(self.pending[1])},
+        }
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any]) -> MachineState:
+        """Rebuild a state from :meth:`snapshot` output.
+
+        Raises:
+            UsageError: The dict is not a snapshot.
+        """
+        try:
+            regs: list[Value] = [0] * REGISTER_COUNT
+            for name, value in data["registers"].items():
+                index = register_index(name)
+                if index is None:
+                    raise UsageError(f"snapshot names an unknown register {name!r}")
+                regs[index] = value
+            flags = data["flags"]
+            pending = data["pending"]
+            return cls(
+                pc=int(data["pc"]),
+                regs=regs,
+                stack=list(data["stack"]),
+                calls=[int(x) for x in data["return_stack"]],
+                zf=bool(flags["zf"]),
+                lt=bool(flags["lt"]),
+                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
+                executed=int(data["executed"]),
+                tool_calls=int(data["tool_calls"]),
+                halted=bool(data["halted"]),
+                pending=None
+                if pending is None
+                else (int(pending["index"]), list(pending["values"])),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"not an emulator snapshot: {exc!r}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the plan wants made.
+
+    Attributes:
+        tool: The tool's name.
+        args: Keyword arguments, converted to the tool's declared types.
+        index: Index of the ``CALL`` instruction.
+        line: Its line in the model's reply.
+        source: Its text.
+        number: 1 for the plan's first tool call, 2 for the second...
+    """
+
+    tool: str
+    args: dict[str, Any]
+    index: int
+    line: int
+    source: str
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A tool call that was made and what it returned."""
+
+    call: ToolCall
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a finished run leaves: non-zero registers, the stack, the calls made, counters."""
+
+    registers: dict[str, Value]
+    stack: list[Value]
+    calls: list[CallRecord]
+    instructions_executed: int
+    tool_calls: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling instructions to closures. A step function takes the state and its own pc and
+# returns the next pc. One compiler per opcode; the table is checked at import.
+
+Step: TypeAlias = Callable[[MachineState, int], int]
+Getter: TypeAlias = Callable[[MachineState], Value]
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    program: Program
+    end: int
+    max_stack_depth: int
+
+
+def _fail(instruction: Instruction, message: str) -> AsmRuntimeError:
+    return AsmRuntimeError(message, line=instruction.line, source=instruction.text)
+
+
+def _getter(operand: Operand, ctx: _Context) -> Getter:
+    if isinstance(operand, Reg):
+        index = operand.index
+        if index == 0:
+            return lambda st: 0
+        return lambda st: st.regs[index]
+    value: Value = (
+        operand.value if isinstance(operand, Imm) else ctx.program.data[operand.name.lower()]
+    )
+    return lambda st: value
+
+
+def _target(operand: Operand, ctx: _Context) -> int:
+    if not isinstance(operand, Name):
+        raise UsageError(f"jump target {operand} is not a label (was the program verified?)")
+    return ctx.program.labels[operand.name.lower()]
+
+
+def _dest(operand: Operand) -> int:
+    if not isinstance(operand, Reg):
+        raise UsageError(f"destination {operand} is not a register (was the program verified?)")
+    return operand.index
+
+
+def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
+    dst, get = _dest(ins.operands[0]), _getter(ins.operands[1], ctx)
+
+    def step(st: MachineState, pc: int) -> int:
+        st.regs[dst] = get(st)
+        return pc + 1
+
+    return step
+
+
+def _compile_push(ins: Instruction, ctx: _Context) -> Step:
+    get, limit = _getter(ins.operands[0], ctx), ctx.max_stack_depth
+
+    def step(st: MachineState, pc: int) -> int:
+        depth = len(st.stack) + len(st.calls)
+        if depth >= limit:
+            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        st.stack.append(get(st))
+        return pc + 1
+
+    return step
+
+
+def _compile_pop(ins: Instruction, ctx: _Context) -> Step:
+    dst = _dest(ins.operands[0])
+
+    def step(st: MachineState, pc: int) -> int:
+        if not st.stack:
+            raise _fail(ins, "POP on an empty stack")
+        st.regs[dst] = st.stack.pop()
+        return pc + 1
+
+    return step
+
+
+def _arith(ins: Instruction, ctx: _Context, op: Callable[[Any, Any], Any], src: Getter) -> Step:
+    dst = _dest(ins.operands[0])
+    name = ins.op.value
+    read_dst: Getter = _getter(ins.operands[0], ctx)
+
+    def step(st: MachineState, pc: int) -> int:
+        a, b = read_dst(st), src(st)
+        if type(a) is str or type(b) is str:
+            raise _fail(ins, f"{name} needs numbers, got {a!r} and {b!r}")
+        result = op(a, b)
+        if type(result) is int:
+            if not -_INT_LIMIT <= result <= _INT_LIMIT:
+                raise _fail(ins, f"{name} overflowed the 64-bit integer range")
+        elif not math.isfinite(result):
+            raise _fail(ins, f"{name} gave a non-finite number ({result})")
+        st.regs[dst] = result
+        st.zf = result == 0
+        st.lt = result < 0
+        st.flag_mode = _ORDERED
+        return pc + 1
+
+    return step
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    return a - b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return a * b
+
+
+def _compile_add(ins: Instruction, ctx: _Context) -> Step:
+    return _arith(ins, ctx, _add, _getter(ins.operands[1], ctx))
+
+
+def _compile_sub(ins: Instruction, ctx: _Context) -> Step:
+    return _arith(ins, ctx, _sub, _getter(ins.operands[1], ctx))
+
+
+def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
+    return _arith(ins, ctx, _mul, _getter(ins.operands[1], ctx))
+
+
+def _compile_inc(ins: Instruction, ctx: _Context) -> Step:
+    return _arith(ins, ctx, _add, lambda st: 1)
+
+
+def _compile_dec(ins: Instruction, ctx: _Context) -> Step:
+    return _arith(ins, ctx, _sub, lambda st: 1)
+
+
+def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
+    get_a, get_b = _getter(ins.operands[0], ctx), _getter(ins.operands[1], ctx)
+
+    def step(st: MachineState, pc: int) -> int:
+        a, b = get_a(st), get_b(st)
+        if type(a) is str or type(b) is str:
+            st.zf = type(a) is str and type(b) is str and a == b
+            st.lt = False
+            st.flag_mode = _UNORDERED
+        else:
+            st.zf = a == b
+            st.lt = a < b
+            st.flag_mode = _ORDERED
+        return pc + 1
+
+    return step
+
+
+def _compile_jmp(ins: Instruction, ctx: _Context) -> Step:
+    target = _target(ins.operands[0], ctx)
+    return lambda st, pc: target
+
+
+def _conditional(ins: Instruction, ctx: _Context, taken: Callable[[bool, bool], bool]) -> Step:
+    target = _target(ins.operands[0], ctx)
+    ordered = OPCODE_INFO[ins.op].ordered
+    name = ins.op.value
+
+    def step(st: MachineState, pc: int) -> int:
+        mode = st.flag_mode
+        if mode != _ORDERED and (ordered or mode == _UNSET):
+            if mode == _UNSET:
+                raise _fail(ins, f"{name} before any CMP or arithmetic set the flags")
+            raise _fail(
+                ins, f"{name} needs an ordered compare, but the last CMP compared strings "
+                "(only JE/JNE are defined for strings)"
+            )
+        return target if taken(st.zf, st.lt) else pc + 1
+
+    return step
+
+
+def _compile_je(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: zf)
+
+
+def _compile_jne(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: not zf)
+
+
+def _compile_jl(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: lt)
+
+
+def _compile_jle(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: lt or zf)
+
+
+def _compile_jg(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: not lt and not zf)
+
+
+def _compile_jge(ins: Instruction, ctx: _Context) -> Step:
+    return _conditional(ins, ctx, lambda zf, lt: not lt)
+
+
+def _compile_call(ins: Instruction, ctx: _Context) -> Step:
+    # Only subroutine calls get here; tool calls are handled by the run loop itself.
+    target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
+
+    def step(st: MachineState, pc: int) -> int:
+        depth = len(st.stack) + len(st.calls)
+        if depth >= limit:
+            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        st.calls.append(pc + 1)
+        return target
+
+    return step
+
+
+def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
+    end = ctx.end
+    return lambda st, pc: st.calls.pop() if st.calls else end
+
+
+def _compile_nop(ins: Instruction, ctx: _Context) -> Step:
+    return lambda st, pc: pc + 1
+
+
+def _compile_hlt(ins: Instruction, ctx: _Context) -> Step:
+    end = ctx.end
+    return lambda st, pc: end
+
+
+_COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
+    Opcode.MOV: _compile_mov,
+    Opcode.PUSH: _compile_push,
+    Opcode.POP: _compile_pop,
+    Opcode.ADD: _compile_add,
+    Opcode.SUB: _compile_sub,
+    Opcode.MUL: _compile_mul,
+    Opcode.INC: _compile_inc,
+    Opcode.DEC: _compile_dec,
+    Opcode.CMP: _compile_cmp,
+    Opcode.JMP: _compile_jmp,
+    Opcode.JE: _compile_je,
+    Opcode.JNE: _compile_jne,
+    Opcode.JL: _compile_jl,
+    Opcode.JLE: _compile_jle,
+    Opcode.JG: _compile_jg,
+    Opcode.JGE: _compile_jge,
+    Opcode.CALL: _compile_call,
+    Opcode.RET: _compile_ret,
+    Opcode.NOP: _compile_nop,
+    Opcode.HLT: _compile_hlt,
+}
+if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
+    raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledProgram:
+    """A verified program compiled for one set of tools and one stack limit; reusable."""
+
+    program: Program
+    steps: tuple[Step | None, ...]
+    tools: tuple[Extern | None, ...]
+    externs: Mapping[str, Extern]
+
+
+def compile_program(
+    program: Program, externs: Mapping[str, Extern], *, max_stack_depth: int
+) -> CompiledProgram:
+    """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
+    verify(program, externs)
+    ctx = _Context(program, len(program.instructions), max_stack_depth)
+    steps: list[Step | None] = []
+    tools: list[Extern | None] = []
+    for ins in program.instructions:
+        tool = None
+        if ins.op is Opcode.CALL and isinstance(ins.operands[0], Name):
+            tool = find_tool(ins.operands[0].name, externs)
+        tools.append(tool)
+        steps.append(None if tool is not None else _COMPILERS[ins.op](ins, ctx))
+    return CompiledProgram(program, tuple(steps), tuple(tools), externs)
+
+
+ToolSpec: TypeAlias = Iterable[Any] | Mapping[str, Extern]
+
+
+class Emulator:
+    """Runs one verified plan within budgets.
+
+    Args:
+        program: A parsed program (or a :class:`CompiledProgram` to skip verifying again).
+        tools: The tools the plan may call: LangChain tools, plain callables, or externs.
+        max_instructions_to_exec: Most instructions one run may execute.
+        max_tool_calls: Most tool calls one run may make.
+        max_stack_depth: Most values on the data stack plus return addresses.
+        max_seconds: Wall-clock limit for the run, or ``None``.
+        state: A :class:`MachineState` or a :meth:`snapshot` dict to continue from.
+
+    Raises:
+        PlanRejected: The program fails verification (nothing has run).
+        UsageError: A limit is not a positive number, or a tool cannot be adapted.
+    """
+
+    def __init__(
+        self,
+        program: Program | CompiledProgram,
+        tools: ToolSpec = (),
+        *,
+        max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+        max_seconds: float | None = None,
+        state: MachineState | Mapping[str, Any] | None = None,
+    ) -> None:
+        for label, limit in (
+            ("max_instructions_to_exec", max_instructions_to_exec),
+            ("max_tool_calls", max_tool_calls),
+            ("max_stack_depth", max_stack_depth),
+        ):
+            if not isinstance(limit, int) or limit < 1:
+                raise UsageError(f"{label} must be a positive integer, got {limit!r}")
+        if max_seconds is not None and not max_seconds > 0:
+            raise UsageError(f"max_seconds must be positive or None, got {max_seconds!r}")
+        if isinstance(program, CompiledProgram):
+            self.compiled = program
+        else:
+            externs = tools if isinstance(tools, Mapping) else externs_from(tools)
+            self.compiled = compile_program(program, externs, max_stack_depth=max_stack_depth)
+        self.program = self.compiled.program
+        self.max_instructions_to_exec = max_instructions_to_exec
+        self.max_tool_calls = max_tool_calls
+        self.max_stack_depth = max_stack_depth
+        self.max_seconds = max_seconds
+        if state is None:
+            self.state = MachineState(pc=self.program.entry)
+        elif isinstance(state, MachineState):
+            self.state = state
+        else:
+            self.state = MachineState.restore(state)
+        self._started: float | None = None
+        self.history: list[CallRecord] = []
+
+    # -- state ------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return the machine state as plain data (see :meth:`MachineState.snapshot`)."""
+        return self.state.snapshot()
+
+    @property
+    def finished(self) -> bool:
+        """Whether the program has ended."""
+        return self.state.halted
+
+    def result(self) -> RunResult:
+        """Return registers, stack, calls and counters as they are now."""
+        st = self.state
+        return RunResult(
+            registers={register_name(i): v for i, v in enumerate(st.regs) if i and v != 0},
+            stack=list(st.stack),
+            calls=list(self.history),
+            instructions_executed=st.executed,
+            tool_calls=st.tool_calls,
+        )
+
+    # -- stepping ---------------------------------------------------------------------------
+
+    def advance(self, max_steps: int | None = None) -> ToolCall | None:
+        """Run until the next tool call and return it, or return ``None`` when the plan ends.
+
+        The call's arguments are already taken off the stack; give its result to
+        :meth:`complete` before advancing again. If a call is already pending, it is
+        returned again (so a restored snapshot picks up where it stopped).
+
+        Args:
+            max_steps: Execute at most this many instructions (a tool CALL counts as one)
+                and return ``None`` with :attr:`finished` still false if no call was reached.
+                ``None`` runs until a call or the end.
+
+        Raises:
+            ExecutionError: A budget ran out or an instruction failed; the state stays at
+                the failing instruction.
+        """
+        st = self.state
+        if st.pending is not None:
+            return self._request(st.pending[0], st.pending[1])
+        if st.halted:
+            return None
+        steps, tools = self.compiled.steps, self.compiled.tools
+        end, limit = len(steps), self.max_instructions_to_exec
+        deadline = self._deadline()
+        pc, executed = st.pc, st.executed
+        stop = limit if max_steps is None else min(limit, executed + max_steps)
+        try:
+            while pc < end:
+                if executed >= stop:
+                    if executed < limit:
+                        return None  # paused after max_steps; not finished
+                    ins = self.program.instructions[pc]
+                    raise InstructionBudgetExceeded(limit, executed + 1, line=ins.line, source=ins.text)
+                if deadline is not None and executed % _CLOCK_EVERY == 0:
+                    self._check_clock(deadline, pc)
+                executed += 1
+                step = steps[pc]
+                if step is None:
+                    return self._begin_call(pc)
+                pc = step(st, pc)
+        finally:
+            st.pc, st.executed = pc, executed
+        st.halted = True
+        return None
+
+    def complete(self, result: Any) -> None:
+        """Push the pending call's ``result`` (converted to values) and move past the CALL.
+
+        Raises:
+            UsageError: No call is pending.
+            AsmRuntimeError: The result does not have the declared number of values.
+            StackDepthExceeded: The results do not fit on the stack.
+        """
+        st = self.state
+        if st.pending is None:
+            raise UsageError("complete() called with no pending tool call; call advance() first")
+        index = st.pending[0]
+        extern = self.compiled.tools[index]
+        ins = self.program.instructions[index]
+        if extern is None:
+            raise UsageError("the pending call does not point at a tool CALL (bad snapshot?)")
+        values = extern.to_values(result)
+        depth = len(st.stack) + len(st.calls) + len(values)
+        if depth > self.max_stack_depth:
+            raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
+        st.stack.extend(reversed(values))
+        st.pending = None
+        st.pc = index + 1
+
+    def calls(self) -> Generator[ToolCall, Any, RunResult]:
+        """Generator form: yields each :class:`ToolCall`, takes its result by ``send``.
+
+        Example:
+            >>> from llassembly.parser import parse
+            >>> def double(x: int) -> int:
+            ...     return 2 * x
+            >>> gen = Emulator(parse("PUSH 4\\nCALL double\\nPOP R1"), [double]).calls()
+            >>> call = next(gen)
+            >>> call.tool, call.args
+            ('double', {'x': 4})
+            >>> try:
+            ...     gen.send(double(**call.args))
+            ... except StopIteration as stop:
+            ...     print(stop.value.registers)
+            {'R1': 8}
+        """
+        request = self.advance()
+        while request is not None:
+            result = yield request
+            self.complete(result)
+            request = self.advance()
+        return self.result()
+
+    def run(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
+        """Run to the end. ``call`` executes each tool call (default: call the tool directly).
+
+        Raises:
+            ToolExecutionError: A tool raised (the original is its ``__cause__``).
+            ExecutionError: A budget ran out or an instruction failed.
+        """
+        execute = call or self._call_directly
+        request = self.advance()
+        while request is not None:
+            try:
+                result = execute(request)
+            except (LLAssemblyError, GraphBubbleUp):
+                raise
+            except Exception as exc:
+                raise ToolExecutionError(request.tool, exc, line=request.line, source=request.source) from exc
+            self._record(request, result)
+            request = self.advance()
+        return self.result()
+
+    async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
+        """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own)."""
+        execute = call or self._acall_directly
+        request = self.advance()
+        while request is not None:
+            try:
+                result = await execute(request)
+            except (LLAssemblyError, GraphBubbleUp):
+                raise
+            except Exception as exc:
+                raise ToolExecutionError(request.tool, exc, line=request.line, source=request.source) from exc
+            self._record(request, result)
+            request = self.advance()
+        return self.result()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _record(self, request: ToolCall, result: Any) -> None:
+        self.complete(result)
+        self.history.append(CallRecord(request, result))
+
+    def _call_directly(self, request: ToolCall) -> Any:
+        return self.compiled.externs[request.tool].call(request.args)
+
+    async def _acall_directly(self, request: ToolCall) -> Any:
+        return await self.compiled.externs[request.tool].acall(request.args)
+
+    def _deadline(self) -> float | None:
+        if self.max_seconds is None:
+            return None
+        if self._started is None:
+            self._started = time.monotonic()
+        return self._started + self.max_seconds
+
+    def _check_clock(self, deadline: float, pc: int) -> None:
+        now = time.monotonic()
+        if now > deadline and self.max_seconds is not None and self._started is not None:
+            ins = self.program.instructions[pc]
+            raise WallClockExceeded(
+                self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
+            )
+
+    def _begin_call(self, pc: int) -> ToolCall:
+        st = self.state
+        extern = self.compiled.tools[pc]
+        ins = self.program.instructions[pc]
+        if extern is None:  # pragma: no cover - steps and tools are built together
+            raise UsageError("internal error: tool call without a tool")
+        if st.tool_calls >= self.max_tool_calls:
+            raise ToolCallBudgetExceeded(
+                self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
+            )
+        if self.max_seconds is not None and self._started is not None:
+            self._check_clock(self._started + self.max_seconds, pc)
+        count = len(extern.params)
+        stack = st.stack
+        if len(stack) < count:
+            raise _fail(ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}")
+        values = stack[len(stack) - count :] if count else []
+        request = self._request(pc, values)  # converts first: a bad value leaves the stack as is
+        if count:
+            del stack[len(stack) - count :]
+        st.tool_calls += 1
+        st.pending = (pc, values)
+        return request
+
+    def _request(self, pc: int, values: list[Value]) -> ToolCall:
+        extern = self.compiled.tools[pc]
+        ins = self.program.instructions[pc]
+        if extern is None:
+            raise UsageError(f"no tool CALL at instruction {pc} (bad snapshot?)")
+        args = extern.convert_args(values, line=ins.line, source=ins.text)
+        number = self.state.tool_calls + (0 if self.state.pending else 1)
+        return ToolCall(extern.name, args, pc, ins.line, ins.text, number)
+
