@@ -1,0 +1,65 @@
+"""llassembly: one model call per plan.
+
+The model writes a whole plan in a small assembly language (PUSH, CALL a tool, POP, CMP,
+jumps, loops); the library parses it, checks it before any tool runs, and executes it,
+calling your LangChain tools.
+"""
+
+from .emulator import CallRecord, Emulator, MachineState, RunResult, ToolCall, compile_program
+from .errors import (
+    AsmRuntimeError,
+    AsmSyntaxError,
+    BudgetExceeded,
+    Diagnostic,
+    ExecutionError,
+    InstructionBudgetExceeded,
+    LLAssemblyError,
+    PlanError,
+    PlanRejected,
+    StackDepthExceeded,
+    ToolArgumentError,
+    ToolCallBudgetExceeded,
+    ToolExecutionError,
+    UsageError,
+    WallClockExceeded,
+)
+from .externs import Extern, externs_from
+from .parser import parse
+from .program import PlainAnswer, Program
+from .prompt import build_system_prompt
+from .verifier import check, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsmRuntimeError",
+    "AsmSyntaxError",
+    "BudgetExceeded",
+    "CallRecord",
+    "Diagnostic",
+    "Emulator",
+    "ExecutionError",
+    "Extern",
+    "InstructionBudgetExceeded",
+    "LLAssemblyError",
+    "MachineState",
+    "PlainAnswer",
+    "PlanError",
+    "PlanRejected",
+    "Program",
+    "RunResult",
+    "StackDepthExceeded",
+    "ToolArgumentError",
+    "ToolCall",
+    "ToolCallBudgetExceeded",
+    "ToolExecutionError",
+    "UsageError",
+    "WallClockExceeded",
+    "__version__",
+    "build_system_prompt",
+    "check",
+    "compile_program",
+    "externs_from",
+    "parse",
+    "verify",
+]

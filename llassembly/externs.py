@@ -1,0 +1,557 @@
+"""Tool adapter: LangChain tools and plain typed callables become *externs* a plan can ``CALL``.
+
+An :class:`Extern` knows what the stack machine needs about one tool:
+
+* ``params``: the parameters taken from the stack, in push order (the value pushed first is the
+  first parameter). Parameters the runtime injects (``ToolRuntime``, ``InjectedState``,
+  ``InjectedStore``, ``InjectedToolCallId``, any ``InjectedToolArg``, a ``RunnableConfig``) are
+  not among them; their names are in ``injected`` and the ``ToolRuntime`` one is
+  ``runtime_param``.
+* ``n_results``: how many values a call pushes, from the return annotation: ``tuple[A, B]``
+  gives 2, ``None`` gives 0, anything else (or no annotation) gives 1.
+* :meth:`Extern.convert_args` turns popped values into keyword arguments of the declared types,
+  :meth:`Extern.to_values` turns a raw result into stack values, :meth:`Extern.call` and
+  :meth:`Extern.acall` run the tool.
+
+A parameter without an annotation is typed ``Any``: the popped value is passed unchanged.
+Conversion is precomputed per parameter when the extern is built, so the common
+``int``/``float``/``str``/``bool`` path costs a type check and never touches pydantic.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from langchain.tools import InjectedToolArg, ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, TypeAdapter
+
+from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
+from llassembly.program import Value, register_index
+
+__all__ = ["Extern", "Param", "externs_from", "find_extern", "type_label"]
+
+_Converter = Callable[[Any], Any]
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_FILTERED = frozenset({"self", "run_manager", "callbacks"})
+_EMPTY = inspect.Parameter.empty
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter a tool takes from the stack.
+
+    Attributes:
+        name: The keyword the tool is called with.
+        annotation: The declared type (``Any`` when the parameter has none).
+        description: What the argument means, for the prompt (may be empty).
+    """
+
+    name: str
+    annotation: Any
+    description: str = ""
+
+
+# --- type helpers -------------------------------------------------------------------------------
+
+
+def _strip(annotation: Any) -> Any:
+    """Drop ``Annotated[...]`` and ``X | None`` wrappers (no ``None`` ever lives on the stack)."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+            continue
+        args = get_args(annotation)
+        if get_origin(annotation) in (typing.Union, _UnionType) and type(None) in args:
+            rest = [a for a in args if a is not type(None)]
+            if len(rest) == 1:
+                annotation = rest[0]
+                continue
+        return annotation
+
+
+_UnionType = type(int | None)
+
+
+def _is_subclass(annotation: Any, base: type) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, base)
+
+
+def _is_model(annotation: Any) -> bool:
+    return _is_subclass(annotation, BaseModel)
+
+
+def type_label(annotation: Any) -> str:
+    """Return a short, model-readable name for a type: ``int``, ``JSON array of int``, ..."""
+    ann = _strip(annotation)
+    if ann is Any or ann is _EMPTY:
+        return "any"
+    if ann in (int, float, str):
+        return str(ann.__name__)
+    if ann is bool:
+        return "bool (1 or 0)"
+    if _is_model(ann):
+        fields = ", ".join(
+            f'"{n}": {type_label(f.annotation)}' for n, f in ann.model_fields.items()
+        )
+        return f"JSON {ann.__name__} {{{fields}}}"
+    origin, args = get_origin(ann), get_args(ann)
+    if ann is dict or origin is dict:
+        return "JSON object"
+    if ann is list or origin in (list, tuple, set, frozenset):
+        return f"JSON array of {type_label(args[0])}" if args else "JSON array"
+    if origin is Literal:
+        return "one of " + ", ".join(json.dumps(a) for a in args)
+    if _is_subclass(ann, enum.Enum):
+        return "one of " + ", ".join(json.dumps(m.value) for m in ann)
+    return str(getattr(ann, "__name__", ann)).replace("typing.", "")
+
+
+# --- converters: popped value -> declared type ---------------------------------------------------
+
+
+def _to_int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    if type(v) is float and v.is_integer():
+        return int(v)
+    if type(v) is str:
+        s = v.strip()
+        try:
+            return int(s)
+        except ValueError:
+            f = float(s)
+            if f.is_integer():
+                return int(f)
+    raise ValueError("not a whole number")
+
+
+def _to_float(v: Any) -> float:
+    if type(v) is float or type(v) is int:
+        return float(v)
+    if type(v) is str:
+        return float(v.strip())
+    raise ValueError("not a number")
+
+
+_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _to_bool(v: Any) -> bool:
+    if type(v) is int or type(v) is float:
+        if v == 1 or v == 0:
+            return bool(v)
+    elif type(v) is str and v.strip().lower() in _BOOL_TEXT:
+        return _BOOL_TEXT[v.strip().lower()]
+    raise ValueError("use 1 or 0")
+
+
+def _to_str(v: Any) -> str:
+    return v if type(v) is str else str(v)
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _from_json(parse: Callable[[str], Any], kind: type | None = None) -> _Converter:
+    """A converter for JSON-typed parameters: the value must be JSON text."""
+
+    def convert(v: Any) -> Any:
+        if type(v) is not str:
+            raise ValueError("push it as JSON text")
+        loaded = parse(v)
+        if kind is not None and not isinstance(loaded, kind):
+            raise ValueError(f"the JSON is not {'an object' if kind is dict else 'an array'}")
+        return loaded
+
+    return convert
+
+
+def _general(adapter: TypeAdapter[Any]) -> _Converter:
+    """Lax pydantic validation of the value itself, then of the value read as JSON text."""
+
+    def convert(v: Any) -> Any:
+        try:
+            return adapter.validate_python(v)
+        except ValueError:
+            if type(v) is not str:
+                raise
+            return adapter.validate_json(v)
+
+    return convert
+
+
+def _converter(annotation: Any) -> _Converter:
+    """Build the one converter used for every value passed to a parameter of this type."""
+    ann = _strip(annotation)
+    simple: dict[Any, _Converter] = {int: _to_int, float: _to_float, bool: _to_bool, str: _to_str}
+    if ann in simple:
+        return simple[ann]
+    if ann is Any or ann is _EMPTY:
+        return _identity
+    if _is_model(ann):
+        return _from_json(ann.model_validate_json)
+    if ann is dict or ann is list:
+        return _from_json(json.loads, ann)
+    if get_origin(ann) in (dict, list):
+        return _from_json(TypeAdapter(ann).validate_json)
+    return _general(TypeAdapter(ann))
+
+
+# --- result -> stack values ----------------------------------------------------------------------
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    raise TypeError(type(obj).__name__)
+
+
+def _to_value(x: Any) -> Value:
+    t = type(x)
+    if t is int or t is str or t is float:
+        return typing.cast(Value, x)
+    if t is bool:
+        return 1 if x else 0
+    if isinstance(x, enum.Enum):
+        return _to_value(x.value)
+    if isinstance(x, ToolMessage):  # a tool that builds its own message: keep the content
+        return _to_value(x.content)
+    if isinstance(x, BaseModel):
+        return x.model_dump_json()
+    if isinstance(x, int):  # subclasses of the primitives become the primitive
+        return int(x)
+    if isinstance(x, float):
+        return float(x)
+    if isinstance(x, str):
+        return str.__str__(x)
+    try:
+        return json.dumps(x, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+# --- the extern ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Extern:
+    """A tool the plan can ``CALL``. Build it with :func:`externs_from`.
+
+    Attributes:
+        name: The name the plan calls it by.
+        params: Parameters taken from the stack, in push order.
+        n_results: Values a call pushes (0, 1, or the length of a ``tuple[...]`` annotation).
+        description: First paragraph of the tool description or docstring.
+        tool: The LangChain tool, or ``None`` for a plain callable.
+        func: The plain callable (``None`` for a tool).
+        injected: Names of parameters the runtime injects (not taken from the stack).
+        runtime_param: The parameter that receives the ``ToolRuntime``, if any.
+        result_types: Annotations of the results, one per value pushed.
+
+    Example:
+        >>> def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> ext = externs_from([add])["add"]
+        >>> ext.to_values(ext.call(ext.convert_args([2, "3"])))
+        (5,)
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    n_results: int = 1
+    description: str = ""
+    tool: BaseTool | None = None
+    func: Callable[..., Any] | None = None
+    injected: tuple[str, ...] = ()
+    runtime_param: str | None = None
+    result_types: tuple[Any, ...] = ()
+    _converters: tuple[tuple[str, _Converter], ...] = field(init=False, repr=False)
+    _is_async: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        converters = tuple((p.name, _converter(p.annotation)) for p in self.params)
+        object.__setattr__(self, "_converters", converters)
+        is_async = self.func is not None and inspect.iscoroutinefunction(self.func)
+        object.__setattr__(self, "_is_async", is_async)
+
+    def convert_args(
+        self, values: Sequence[Value], *, line: int = 0, source: str = ""
+    ) -> dict[str, Any]:
+        """Convert popped values (first pushed first) into keyword arguments.
+
+        Raises:
+            ToolArgumentError: A value does not fit its parameter, or the count is wrong.
+        """
+        converters = self._converters
+        if len(values) != len(converters):
+            msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
+            raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
+        out: dict[str, Any] = {}
+        try:
+            for (name, convert), value in zip(converters, values, strict=True):
+                out[name] = convert(value)
+        except (ValueError, TypeError) as exc:
+            param = self.params[len(out)]  # every converted argument is in ``out``
+            shown = repr(values[len(out)])
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            msg = (
+                f"tool {self.name!r}, argument {param.name!r}: expected "
+                f"{type_label(param.annotation)}, got {shown} ({detail})"
+            )
+            raise ToolArgumentError(
+                msg, tool=self.name, argument=param.name, line=line, source=source
+            ) from exc
+        return out
+
+    def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
+        """Return a raw result as stack values in natural order (the emulator pushes them so
+        the first one pops first).
+
+        Raises:
+            AsmRuntimeError: A multi-result tool did not return a tuple/list of that length.
+        """
+        n = self.n_results
+        if n == 1:
+            return (_to_value(result),)
+        if n == 0:
+            return ()
+        if not isinstance(result, (tuple, list)) or len(result) != n:
+            got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
+            msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
+            raise AsmRuntimeError(msg, line=line, source=source)
+        return tuple(_to_value(r) for r in result)
+
+    def call(self, args: dict[str, Any]) -> Any:
+        """Run the tool with converted arguments and return its raw result.
+
+        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``.
+        Injected parameters are not supplied here: the caller adds them to ``args``.
+
+        Raises:
+            UsageError: The tool is async only (use :meth:`acall`).
+        """
+        if self.tool is not None:
+            return self.tool.invoke(args)
+        func = self.func
+        if func is None or self._is_async:
+            msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
+            raise UsageError(msg)
+        return func(**args)
+
+    async def acall(self, args: dict[str, Any]) -> Any:
+        """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
+        if self.tool is not None:
+            return await self.tool.ainvoke(args)
+        func = self.func
+        if func is None:
+            raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
+        if self._is_async:
+            return await func(**args)
+        return func(**args)
+
+    def signature(self) -> str:
+        """Return ``name(a: int, b: str) -> int`` as the prompt shows it."""
+        from llassembly.prompt import extern_signature  # the prompt stage owns rendering
+
+        return extern_signature(self)
+
+    def describe(self) -> str:
+        """Return the block the system prompt shows for this tool."""
+        from llassembly.prompt import describe_extern
+
+        return describe_extern(self)
+
+
+# --- building externs ----------------------------------------------------------------------------
+
+
+def _is_injected(annotation: Any) -> bool:
+    """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
+    if annotation is RunnableConfig or _is_runtime(annotation):
+        return True
+    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+    return any(isinstance(m, InjectedToolArg) or _is_subclass(m, InjectedToolArg) for m in metadata)
+
+
+def _is_runtime(annotation: Any) -> bool:
+    return _is_subclass(get_origin(annotation) or annotation, ToolRuntime)
+
+
+def _first_paragraph(text: str | None) -> str:
+    text = inspect.cleandoc(text or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def _docstring_args(doc: str | None) -> dict[str, str]:
+    """Parse the ``Args:`` section of a Google-style docstring into name -> description."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
+    if start is None:
+        return out
+    current = ""
+    indent = -1
+    for ln in lines[start + 1 :]:
+        if not ln.strip():
+            continue
+        depth = len(ln) - len(ln.lstrip())
+        if depth == 0:
+            break
+        match = re.match(r"\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)", ln)
+        if match and (indent < 0 or depth <= indent):
+            indent, current = depth, match.group(1)
+            out[current] = match.group(3).strip()
+        elif current:
+            out[current] = f"{out[current]} {ln.strip()}".strip()
+    return out
+
+
+def _hints(obj: Any, name: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception as exc:
+        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
+        raise UsageError(msg) from exc
+
+
+def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
+    if annotation is _EMPTY or annotation is Any:
+        return 1, ()
+    ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    if ann is None or ann is type(None):
+        return 0, ()
+    if get_origin(ann) is tuple:
+        args = get_args(ann)
+        if len(args) == 2 and args[1] is Ellipsis:
+            msg = (
+                f"tool {name!r} returns {type_label(ann)} of unknown length: annotate a fixed "
+                "tuple (tuple[int, int]) so the plan knows how many values to POP, or return a list"
+            )
+            raise UsageError(msg)
+        return len(args), args
+    return 1, (ann,)
+
+
+def _build(
+    name: str,
+    fn: Callable[..., Any],
+    *,
+    tool: BaseTool | None = None,
+    description: str = "",
+    described: Mapping[str, str] | None = None,
+) -> Extern:
+    """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
+    hints = _hints(fn, name)
+    schema = tool.args_schema if tool is not None else None
+    if tool is not None and not hasattr(tool, "func") and _is_model(schema):
+        # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
+        model = typing.cast(type[BaseModel], schema)
+        schema_hints = _hints(model, name)
+        items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
+    else:
+        items = [
+            (p.name, hints.get(p.name, Any))
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in _FILTERED
+        ]
+    doc_args = _docstring_args(inspect.getdoc(fn))
+    described = described or {}
+    params: list[Param] = []
+    injected: list[str] = []
+    runtime_param: str | None = None
+    for pname, ann in items:
+        if _is_injected(ann):
+            injected.append(pname)
+            runtime_param = pname if _is_runtime(ann) else runtime_param
+            continue
+        meta = [m for m in get_args(ann)[1:] if isinstance(m, str)]
+        about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
+        params.append(Param(pname, ann, about))
+    n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
+    return Extern(
+        name=name,
+        params=tuple(params),
+        n_results=n_results,
+        description=description or _first_paragraph(inspect.getdoc(fn)),
+        tool=tool,
+        func=None if tool is not None else fn,
+        injected=tuple(injected),
+        runtime_param=runtime_param,
+        result_types=result_types,
+    )
+
+
+def _from_tool(tool: BaseTool) -> Extern:
+    schema = tool.args_schema
+    described: dict[str, str] = {}
+    if _is_model(schema):
+        fields = typing.cast(type[BaseModel], schema).model_fields
+        described = {n: f.description for n, f in fields.items() if f.description}
+    fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool._run
+    about = _first_paragraph(tool.description)
+    return _build(tool.name, fn, tool=tool, description=about, described=described)
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        msg = (
+            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
+            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
+        )
+        raise UsageError(msg)
+    if register_index(name) is not None:
+        msg = f"tool name {name!r} is a register name in the plan language: rename the tool"
+        raise UsageError(msg)
+
+
+def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dict[str, Extern]:
+    """Build externs for LangChain tools and plain typed callables, keeping their order.
+
+    Raises:
+        UsageError: Two tools share a name, a callable has no usable name, annotations cannot
+            be resolved, or a tool returns a ``tuple[X, ...]`` of unknown length.
+    """
+    out: dict[str, Extern] = {}
+    for item in tools:
+        if isinstance(item, Extern):
+            ext = item
+        elif isinstance(item, BaseTool):
+            _check_name(item.name)
+            ext = _from_tool(item)
+        elif callable(item):
+            name = getattr(item, "__name__", "")
+            _check_name(name)
+            ext = _build(name, item)
+        else:
+            msg = f"{item!r} is neither a LangChain tool nor a callable"
+            raise UsageError(msg)
+        if ext.name in out:
+            raise UsageError(f"two tools are named {ext.name!r}: tool names must be unique")
+        out[ext.name] = ext
+    return out
+
+
+def find_extern(name: str, externs: Mapping[str, Extern]) -> Extern | None:
+    """Return the extern named exactly ``name``, else the only case-insensitive match, else None."""
+    exact = externs.get(name)
+    if exact is not None:
+        return exact
+    folded = name.casefold()
+    matches = [e for key, e in externs.items() if key.casefold() == folded]
+    return matches[0] if len(matches) == 1 else None

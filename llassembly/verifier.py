@@ -1,0 +1,457 @@
+"""Verifier: reject a bad plan before any tool runs, listing every problem at once.
+
+Two stages (see "Checks before the run" in ``docs/language.md``):
+
+* structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
+  labels defined twice or clashing with data labels;
+* flow, only when the structure leaves the control flow well defined: stack underflow on some
+  path, loops that can never end, ordered jumps after a compare of strings.
+
+Example:
+    >>> from llassembly.parser import parse
+    >>> check(parse("POP R1\\nHLT"), {})[0].message
+    'POP on an empty stack: on some path nothing is on the stack when this line runs'
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Mapping
+
+from .errors import Diagnostic, PlanRejected
+from .program import (
+    MNEMONICS,
+    OPCODE_INFO,
+    Imm,
+    Instruction,
+    Name,
+    Opcode,
+    Operand,
+    OperandKind,
+    Program,
+    Reg,
+    ToolShape,
+    find_tool,
+)
+
+__all__ = ["MAX_CALL_DEPTH", "MAX_STATES", "check", "verify"]
+
+MAX_CALL_DEPTH = 16
+"""Subroutine nesting the stack analysis follows; deeper paths are not explored."""
+MAX_STATES = 20_000
+"""Most abstract states the stack analysis keeps, so verification always ends quickly."""
+_MAX_STEPS = 5 * MAX_STATES
+
+_KIND_WORDS: dict[OperandKind, str] = {
+    "reg": "a destination register",
+    "value": "a value",
+    "label": "a label",
+    "target": "a tool name or a label",
+}
+_OPCODE_LIST = ", ".join(op.value for op in Opcode)
+# Writing R0 discards the value, so these change nothing when their destination is R0.
+_REGISTER_WRITERS = frozenset(
+    {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
+)
+_State = tuple[int, tuple[int, ...]]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _mnemonic(ins: Instruction) -> str:
+    """The mnemonic as the model wrote it (``JB`` rather than ``JL``), upper-cased."""
+    words = ins.text.split(maxsplit=1)
+    return words[0].upper() if words else ins.op.value
+
+
+def _names(names: list[str], none: str) -> str:
+    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+    return shown or none
+
+
+class _Checker:
+    """One verification: the program, the tools and what has been found so far."""
+
+    def __init__(self, program: Program, tools: Mapping[str, ToolShape]) -> None:
+        self.program = program
+        self.tools = tools
+        self.found: list[Diagnostic] = []
+        self.structural = False  # a fault that makes the control flow meaningless
+        self.target: dict[int, int] = {}  # jump or CALL-label index -> target index
+        self.tool_at: dict[int, ToolShape] = {}  # CALL-tool index -> tool
+
+    def report(self, line: int, column: int, message: str, *, structural: bool = False) -> None:
+        self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
+        self.structural = self.structural or structural
+
+    def column_of(self, ins: Instruction, position: int) -> int:
+        columns = ins.operand_columns
+        return columns[position] if position < len(columns) else ins.column
+
+    # -- structure --------------------------------------------------------------------------
+
+    def check_unknown(self) -> None:
+        for unknown in self.program.unknown:
+            close = difflib.get_close_matches(unknown.mnemonic.upper(), MNEMONICS, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            message = (
+                f"unknown instruction {unknown.mnemonic!r}; {hint}"
+                f"the instructions are {_OPCODE_LIST}"
+            )
+            self.report(unknown.line, unknown.column, message, structural=True)
+
+    def check_labels(self) -> None:
+        program = self.program
+        for key, sites in program.label_lines.items():
+            if not sites:
+                continue
+            name = program.label_names.get(key, key)
+            (first_line, _), *again = sites
+            for line, column in again:
+                message = (
+                    f"label {name!r} is defined twice (first on line {first_line}); rename one"
+                )
+                self.report(line, column, message, structural=True)
+            if key in program.data:
+                line, column = sites[0]
+                message = f"{name!r} is both a code label and a data label; rename one of them"
+                self.report(line, column, message)
+
+    def check_operands(self) -> None:
+        for index, ins in enumerate(self.program.instructions):
+            info = OPCODE_INFO[ins.op]
+            wanted, given = info.operands, ins.operands
+            if len(given) != len(wanted):
+                kinds = " and ".join(_KIND_WORDS[kind] for kind in wanted) or "nothing"
+                column = (
+                    self.column_of(ins, len(wanted)) if len(given) > len(wanted) else ins.column
+                )
+                message = (
+                    f"{_mnemonic(ins)} takes {_plural(len(wanted), 'operand')} ({kinds}) "
+                    f"but {len(given)} {'was' if len(given) == 1 else 'were'} given"
+                )
+                self.report(ins.line, column, message, structural=True)
+                continue
+            for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
+                self.check_operand(index, ins, kind, operand, self.column_of(ins, position))
+
+    def check_operand(
+        self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
+    ) -> None:
+        line, op = ins.line, _mnemonic(ins)
+        key = operand.name.lower() if isinstance(operand, Name) else ""
+        if kind == "reg" and not isinstance(operand, Reg):
+            message = (
+                f"the destination of {op} must be a register (R1..R100, EAX..EBP), not {operand}"
+            )
+            self.report(line, column, message)
+        elif kind == "value" and isinstance(operand, Name) and key not in self.program.data:
+            if key in self.program.labels:
+                message = f"{operand.name!r} is a code label, not a value"
+            elif find_tool(operand.name, self.tools) is not None:
+                message = f"{operand.name!r} is a tool, not a value; CALL it and POP its result"
+            else:
+                message = (
+                    f"unknown name {operand.name!r}: it is not a register, a number, "
+                    "a string or a data label"
+                )
+            self.report(line, column, message)
+        elif kind == "label":
+            if not isinstance(operand, Name):
+                self.report(line, column, f"{op} needs a label, not {operand}", structural=True)
+            elif key in self.program.labels:
+                self.target[index] = self.program.labels[key]
+            else:
+                labels = _names(list(self.program.label_names.values()), "none")
+                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
+                self.report(line, column, message, structural=True)
+        elif kind == "target":
+            self.check_call(index, ins, operand, column)
+
+    def check_call(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
+        if not isinstance(operand, Name):
+            message = f"CALL needs a tool name or a label, not {operand}"
+            self.report(ins.line, column, message, structural=True)
+            return
+        tool = find_tool(operand.name, self.tools)
+        label = self.program.labels.get(operand.name.lower())
+        if tool is not None and label is not None:
+            message = (
+                f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a code "
+                "label; rename the label"
+            )
+            self.report(ins.line, column, message, structural=True)
+        elif tool is not None:
+            self.tool_at[index] = tool
+        elif label is not None:
+            self.target[index] = label
+        else:
+            tools = _names(sorted(self.tools), "none")
+            message = f"unknown tool {operand.name!r}; available tools: {tools}"
+            self.report(ins.line, column, message, structural=True)
+
+    # -- flow -------------------------------------------------------------------------------
+
+    def is_string(self, operand: Operand) -> bool:
+        if isinstance(operand, Imm):
+            return isinstance(operand.value, str)
+        if isinstance(operand, Name):
+            return isinstance(self.program.data.get(operand.name.lower()), str)
+        return False
+
+    def check_stack_and_flags(self) -> None:
+        """Explore (pc, return stack) states for the least stack depth and the reaching compares.
+
+        Each state keeps the minimum data-stack depth any path brings to it and the set of
+        string compares that may have set the flags last. Both only move one way (depth down to
+        0, the set up), and states are capped, so the worklist always drains.
+        """
+        instructions = self.program.instructions
+        count = len(instructions)
+        string_cmps = {
+            i
+            for i, ins in enumerate(instructions)
+            if ins.op is Opcode.CMP and any(self.is_string(o) for o in ins.operands)
+        }
+        depth: dict[_State, int] = {}
+        setters: dict[_State, frozenset[int]] = {}
+        queue: deque[_State] = deque()
+        queued: set[_State] = set()
+
+        def reach(pc: int, returns: tuple[int, ...], d: int, s: frozenset[int]) -> None:
+            if not 0 <= pc < count:
+                return  # past the last instruction: the program ends
+            key = (pc, returns)
+            old = depth.get(key)
+            if old is None:
+                if len(depth) >= MAX_STATES:
+                    return
+                depth[key], setters[key] = d, s
+            elif d < old or not s <= setters[key]:
+                depth[key], setters[key] = min(d, old), setters[key] | s
+            else:
+                return
+            if key not in queued:
+                queued.add(key)
+                queue.append(key)
+
+        empty_pops: set[int] = set()
+        short_calls: dict[int, int] = {}
+        string_jumps: dict[int, set[int]] = {}
+        reach(self.program.entry, (), 0, frozenset())
+        steps = 0
+        while queue and steps < _MAX_STEPS:
+            steps += 1
+            key = queue.popleft()
+            queued.discard(key)
+            pc, returns = key
+            d, s = depth[key], setters[key]
+            ins = instructions[pc]
+            info = OPCODE_INFO[ins.op]
+            after = (
+                (frozenset((pc,)) if pc in string_cmps else frozenset()) if info.sets_flags else s
+            )
+            if ins.op is Opcode.PUSH:
+                reach(pc + 1, returns, d + 1, after)
+            elif ins.op is Opcode.POP:
+                if d == 0:
+                    empty_pops.add(pc)
+                reach(pc + 1, returns, max(d - 1, 0), after)
+            elif ins.op is Opcode.CALL:
+                tool = self.tool_at.get(pc)
+                if tool is not None:
+                    need = len(tool.params)
+                    if d < need:
+                        short_calls[pc] = min(d, short_calls.get(pc, d))
+                    reach(pc + 1, returns, max(d - need, 0) + max(tool.n_results, 0), after)
+                elif len(returns) < MAX_CALL_DEPTH:
+                    reach(self.target[pc], (*returns, pc + 1), d, after)
+            elif ins.op is Opcode.RET:
+                if returns:
+                    reach(returns[-1], returns[:-1], d, after)
+            elif info.jump:
+                if info.ordered and s:
+                    string_jumps.setdefault(pc, set()).update(s)
+                reach(self.target[pc], returns, d, after)
+                if info.conditional:
+                    reach(pc + 1, returns, d, after)
+            elif ins.op is not Opcode.HLT:
+                reach(pc + 1, returns, d, after)
+        self.report_flow(empty_pops, short_calls, string_jumps)
+
+    def report_flow(
+        self, empty_pops: set[int], short_calls: dict[int, int], string_jumps: dict[int, set[int]]
+    ) -> None:
+        instructions = self.program.instructions
+        for pc in empty_pops:
+            ins = instructions[pc]
+            message = (
+                "POP on an empty stack: on some path nothing is on the stack when this line runs"
+            )
+            self.report(ins.line, ins.column, message)
+        for pc, have in short_calls.items():
+            ins, tool = instructions[pc], self.tool_at[pc]
+            params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+            message = (
+                f"CALL {tool.name} takes {_plural(len(tool.params), 'value')} from the stack "
+                f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
+                "PUSH the arguments, first parameter first, before the CALL"
+            )
+            self.report(ins.line, ins.column, message)
+        for pc, cmps in string_jumps.items():
+            ins = instructions[pc]
+            lines = sorted(instructions[c].line for c in cmps)
+            where = (
+                f"the CMP on line {lines[0]}"
+                if len(lines) == 1
+                else ("the CMPs on lines " + ", ".join(map(str, lines)))
+            )
+            message = (
+                f"{_mnemonic(ins)} needs an ordered compare, but on some path the flags come from "
+                f"{where}, which compares strings; strings have no order, so only JE, JZ, JNE "
+                "and JNZ may follow"
+            )
+            self.report(ins.line, ins.column, message)
+
+    def successors(self, pc: int) -> tuple[int, ...]:
+        """Control-flow successors used for loop detection.
+
+        ``CALL label`` goes both to the label and to the next instruction, as if the subroutine
+        returned; ``RET`` and ``HLT`` have no successors. Every cycle of this graph that has no
+        edge out really cannot be left (a ``RET`` or ``HLT`` is never inside one), so rejecting
+        such a cycle is sound. Running past the end goes to ``len(instructions)``, a node with
+        no successors: a way out.
+        """
+        ins = self.program.instructions[pc]
+        info = OPCODE_INFO[ins.op]
+        if ins.op in (Opcode.RET, Opcode.HLT):
+            out: tuple[int, ...] = ()
+        elif ins.op is Opcode.CALL and pc in self.target:
+            out = (self.target[pc], pc + 1)
+        elif info.jump:
+            out = (self.target[pc], pc + 1) if info.conditional else (self.target[pc],)
+        else:
+            out = (pc + 1,)
+        return tuple(min(t, len(self.program.instructions)) for t in out)
+
+    def changes_state(self, ins: Instruction) -> bool:
+        if not OPCODE_INFO[ins.op].writes_state:
+            return False
+        first = ins.operands[0] if ins.operands else None
+        return not (ins.op in _REGISTER_WRITERS and isinstance(first, Reg) and first.index == 0)
+
+    def check_loops(self) -> None:
+        instructions = self.program.instructions
+        if not 0 <= self.program.entry < len(instructions):
+            return
+        succ = {pc: self.successors(pc) for pc in range(len(instructions))}
+        succ[len(instructions)] = ()
+        for component in _components(self.program.entry, succ):
+            members = set(component)
+            if len(component) == 1 and component[0] not in succ[component[0]]:
+                continue
+            if any(pc in self.tool_at for pc in component):
+                continue
+            leaves = any(t not in members for pc in component for t in succ[pc])
+            if not leaves:
+                why = "there is no way out of it and it calls no tool"
+            elif not any(self.changes_state(instructions[pc]) for pc in component):
+                why = "nothing in it changes a register or the stack and it calls no tool"
+            else:
+                continue
+            first = instructions[min(component)]
+            message = f"this loop ({_span(self.program, component)}) can never end: {why}"
+            self.report(first.line, first.column, message)
+
+
+def _span(program: Program, component: list[int]) -> str:
+    """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
+    runs: list[list[int]] = []
+    for pc in sorted(component):
+        if runs and runs[-1][-1] == pc - 1:
+            runs[-1].append(pc)
+        else:
+            runs.append([pc])
+    parts = []
+    for run in runs:
+        first, last = program.instructions[run[0]].line, program.instructions[run[-1]].line
+        parts.append(str(first) if first == last else f"{first}-{last}")
+    single = len(runs) == 1 and len(runs[0]) == 1
+    return ("line " if single else "lines ") + ", ".join(parts)
+
+
+def _components(entry: int, succ: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
+    """Return the strongly connected components reachable from ``entry`` (iterative Tarjan)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    result: list[list[int]] = []
+    work: list[tuple[int, int]] = [(entry, 0)]
+    while work:
+        node, child = work.pop()
+        if child == 0:
+            index[node] = low[node] = len(index)
+            stack.append(node)
+            on_stack.add(node)
+        children = succ[node]
+        if child < len(children):
+            work.append((node, child + 1))
+            nxt = children[child]
+            if nxt not in index:
+                work.append((nxt, 0))
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+            continue
+        if low[node] == index[node]:
+            component: list[int] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            result.append(component)
+        if work:
+            parent = work[-1][0]
+            low[parent] = min(low[parent], low[node])
+    return result
+
+
+def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic, ...]:
+    """Return every problem of ``program``, sorted by line and column (empty when it is fine).
+
+    Args:
+        program: The parsed plan.
+        tools: The tools the plan may CALL, by name.
+
+    Returns:
+        One :class:`~llassembly.errors.Diagnostic` per problem.
+    """
+    checker = _Checker(program, tools)
+    checker.check_unknown()
+    checker.check_labels()
+    checker.check_operands()
+    if not checker.structural:
+        checker.check_stack_and_flags()
+        checker.check_loops()
+    unique = dict.fromkeys(checker.found)
+    return tuple(sorted(unique, key=lambda d: (d.line, d.column)))
+
+
+def verify(program: Program, tools: Mapping[str, ToolShape]) -> None:
+    """Check ``program`` and raise if anything is wrong.
+
+    Args:
+        program: The parsed plan.
+        tools: The tools the plan may CALL, by name.
+
+    Raises:
+        PlanRejected: The plan has problems; ``diagnostics`` lists all of them.
+    """
+    diagnostics = check(program, tools)
+    if diagnostics:
+        raise PlanRejected(diagnostics)

@@ -1,0 +1,167 @@
+"""Tests for llassembly.prompt: the system prompt and the per-tool blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain.tools import ToolRuntime, tool
+from pydantic import BaseModel
+
+from llassembly.errors import UsageError
+from llassembly.externs import externs_from
+from llassembly.prompt import build_system_prompt, describe_extern, load_template
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def make_one_step(x: int, y: int) -> int:
+    """Move one step towards (x, y).
+
+    Args:
+        x: Target column.
+        y: Target row.
+    """
+    return 0
+
+
+def position() -> tuple[int, int]:
+    """Where the player stands."""
+    return (0, 0)
+
+
+@tool
+def say(text: str, runtime: ToolRuntime) -> None:
+    """Say something out loud."""
+
+
+@tool
+def go(to: Point, fast: bool) -> str:
+    """Go to a point."""
+    return ""
+
+
+EXTERNS = externs_from([make_one_step, position, say, go])
+
+
+def test_built_in_template_teaches_the_language() -> None:
+    text = " ".join(load_template().split())
+    for needle in [
+        "R1",
+        "R100",
+        "JNZ",
+        "JGE",
+        "CALL label",
+        "RET",
+        "HLT",
+        "section .data",
+        "```asm",
+        "equality only",
+        "first argument first",
+        "first `POP` gets",
+        "{context}",
+        "{extern_functions}",
+    ]:
+        assert needle in text, needle
+
+
+def test_prompt_has_one_block_per_tool_and_the_caller_context() -> None:
+    prompt = build_system_prompt(EXTERNS, "You are a goblin in a dungeon.")
+    assert prompt.startswith("You are a goblin in a dungeon.")
+    for name in EXTERNS:
+        assert f"## {name}\n" in prompt
+    assert "{extern_functions}" not in prompt
+    assert "{context}" not in prompt
+
+
+def test_empty_context_leaves_no_placeholder_or_leading_blank_lines() -> None:
+    prompt = build_system_prompt(EXTERNS)
+    assert "{context}" not in prompt
+    assert prompt.startswith("# ")
+
+
+def test_block_shows_signature_description_arguments_results_and_example() -> None:
+    block = describe_extern(EXTERNS["make_one_step"])
+    assert block.splitlines() == [
+        "## make_one_step",
+        "make_one_step(x: int, y: int) -> int",
+        "Move one step towards (x, y).",
+        "Arguments, push in this order:",
+        "  x: Target column.",
+        "  y: Target row.",
+        "Returns 1 value.",
+        "Example:",
+        "    PUSH 5             ; x",
+        "    PUSH 7             ; y",
+        "    CALL make_one_step",
+        "    POP R1             ; result",
+    ]
+
+
+def test_block_of_a_two_result_tool_pops_twice() -> None:
+    block = describe_extern(EXTERNS["position"])
+    assert "position() -> (int, int)" in block
+    assert "Arguments: none." in block
+    assert "Returns 2 values: the first POP gets the first one." in block
+    assert "POP R1" in block
+    assert "POP R2" in block
+
+
+def test_block_of_a_none_tool_has_no_pop_and_hides_the_runtime() -> None:
+    block = describe_extern(EXTERNS["say"])
+    assert "say(text: str) -> nothing" in block
+    assert "runtime" not in block
+    assert "POP" not in block.split("Example:")[1]
+    assert 'PUSH "text"' in block
+
+
+def test_block_of_a_model_argument_shows_json_in_single_quotes() -> None:
+    block = describe_extern(EXTERNS["go"])
+    assert 'go(to: JSON Point {"x": int, "y": int}, fast: bool (1 or 0)) -> str' in block
+    assert """PUSH '{"x": 1, "y": 1}'""" in block
+    assert "PUSH 1 " in block
+
+
+def test_extern_describe_and_signature_delegate_to_the_prompt() -> None:
+    ext = EXTERNS["make_one_step"]
+    assert ext.describe() == describe_extern(ext)
+    assert ext.signature() == "make_one_step(x: int, y: int) -> int"
+
+
+def test_no_tools_is_said_plainly() -> None:
+    assert "(no tools)" in build_system_prompt({})
+
+
+def test_prompt_path_replaces_the_built_in_template(tmp_path: Path) -> None:
+    path = tmp_path / "mine.md"
+    path.write_text("CTX={context}\nTOOLS:\n{extern_functions}\n", encoding="utf-8")
+    prompt = build_system_prompt(EXTERNS, "hello", prompt_path=path)
+    assert prompt.startswith("CTX=hello\nTOOLS:\n## make_one_step")
+    assert "How you act" not in prompt
+    assert build_system_prompt(EXTERNS, "hello", prompt_path=str(path)) == prompt
+
+
+def test_template_without_placeholders_is_used_as_is(tmp_path: Path) -> None:
+    path = tmp_path / "plain.md"
+    path.write_text("Just plan.", encoding="utf-8")
+    assert build_system_prompt(EXTERNS, "ignored", prompt_path=path) == "Just plan.\n"
+
+
+def test_template_with_stray_braces_does_not_crash(tmp_path: Path) -> None:
+    path = tmp_path / "braces.md"
+    path.write_text('{context} {unknown} {"x": 1} {0} {{ } {\n{extern_functions}', encoding="utf-8")
+    prompt = build_system_prompt(EXTERNS, "ctx", prompt_path=path)
+    assert prompt.startswith('ctx {unknown} {"x": 1} {0} {{ } {\n## make_one_step')
+
+
+def test_context_with_braces_is_inserted_verbatim() -> None:
+    prompt = build_system_prompt(EXTERNS, "Use {extern_functions} literally? {x}")
+    assert prompt.startswith("Use {extern_functions} literally? {x}")
+
+
+def test_missing_prompt_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot read the prompt template"):
+        build_system_prompt(EXTERNS, prompt_path=tmp_path / "nope.md")

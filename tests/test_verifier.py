@@ -1,0 +1,465 @@
+"""Tests for the verifier: every check rejects its fault with the line, valid plans pass."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llassembly.errors import PlanRejected
+from llassembly.parser import parse
+from llassembly.program import (
+    OPCODE_INFO,
+    Imm,
+    Instruction,
+    Name,
+    Opcode,
+    Operand,
+    OperandKind,
+    Program,
+    Reg,
+)
+from llassembly.verifier import check, verify
+
+
+@dataclass(frozen=True)
+class FakeTool:
+    """A stand-in for the real tool adapter: just what ``ToolShape`` asks for."""
+
+    name: str
+    params: tuple[str, ...] = ()
+    n_results: int = 1
+
+
+def toolbox(*tools: FakeTool) -> dict[str, FakeTool]:
+    return {tool.name: tool for tool in tools}
+
+
+NPC_TOOLS = toolbox(
+    FakeTool("get_current_position", (), 2),
+    FakeTool("get_enemies_around", (), 1),
+    FakeTool("has_sword", (), 1),
+    FakeTool("pick_sword", (), 0),
+    FakeTool("attack_enemy", ("enemy_id",), 0),
+    FakeTool("make_one_step", ("x", "y"), 0),
+)
+
+# A copy of a real plan a model wrote for the NPC tools (/tmp/seedplan.txt).
+NPC_PLAN = """\
+```assembly
+; Target coordinates for first phase
+MOV R1, 5 ; R1 = target_x
+MOV R2, 5 ; R2 = target_y
+loop_to_5_5:
+CALL get_current_position ; Get current position (x,y)
+POP R3 ; R3 = current_x
+POP R4 ; R4 = current_y
+CMP R3, R1 ; Is current_x == target_x ?
+JNE not_at_5_5 ; If not, still moving
+CMP R4, R2 ; Is current_y == target_y ?
+JNE not_at_5_5 ; If not, still moving
+JMP after_5_5 ; Destination reached
+not_at_5_5:
+CALL get_enemies_around ; Check for enemy around
+POP R5 ; R5 = enemy_id (0 if none)
+CMP R5, 0 ; Any enemy found?
+JNE enemy_found
+JMP step_5_5 ; No enemy, just step
+enemy_found:
+CALL has_sword ; Does unit already have a sword?
+POP R6 ; R6 = has_sword flag (1 or 0)
+CMP R6, 0 ; No sword?
+JNE have_sword
+CALL pick_sword ; Pick a sword
+have_sword:
+PUSH R5 ; Push enemy_id for attack
+CALL attack_enemy ; Attack the enemy
+JMP step_5_5 ; Continue moving after attack
+step_5_5:
+PUSH R1 ; Push target_x
+PUSH R2 ; Push target_y
+CALL make_one_step ; Take one step towards (5,5)
+JMP loop_to_5_5 ; Repeat loop
+after_5_5:
+; Set new target coordinates for second phase
+MOV R1, 7 ; R1 = target_x (7)
+MOV R2, 7 ; R2 = target_y (7)
+JMP loop_to_7_7
+loop_to_7_7:
+CALL get_current_position ; Get current position (x,y)
+POP R3 ; R3 = current_x
+POP R4 ; R4 = current_y
+CMP R3, R1 ; Is current_x == target_x ?
+JNE not_at_7_7 ; If not, still moving
+CMP R4, R2 ; Is current_y == target_y ?
+JNE not_at_7_7 ; If not, still moving
+JMP end_program ; Destination reached
+not_at_7_7:
+PUSH R1 ; Push target_x
+PUSH R2 ; Push target_y
+CALL make_one_step ; Take one step towards (7,7)
+JMP loop_to_7_7 ; Repeat loop
+end_program:
+RET ; Return from program
+```
+"""
+
+
+def program_of(text: str) -> Program:
+    result = parse(text)
+    assert isinstance(result, Program)
+    return result
+
+
+def rejected(text: str, tools: dict[str, FakeTool] = NPC_TOOLS) -> str:
+    """Verify ``text`` expecting a rejection; return the rendered error."""
+    with pytest.raises(PlanRejected) as info:
+        verify(program_of(text), tools)
+    return str(info.value)
+
+
+def accepted(text: str, tools: dict[str, FakeTool] = NPC_TOOLS) -> None:
+    assert check(program_of(text), tools) == ()
+
+
+# -- 1. unknown instructions ---------------------------------------------------------------
+
+
+def test_unknown_instruction_is_rejected_with_its_line_and_the_valid_mnemonics() -> None:
+    error = rejected("```asm\nMOV R1, 1\nMOVE R2, 3\nHLT\n```")
+    assert "line 3, column 1: unknown instruction 'MOVE'" in error
+    assert "did you mean MOV?" in error
+    assert "PUSH, POP" in error
+
+
+# -- 2. CALL targets -----------------------------------------------------------------------
+
+
+def test_call_of_unknown_tool_is_rejected_listing_the_available_tools() -> None:
+    error = rejected("PUSH 1\nCALL get_weather\nHLT", toolbox(FakeTool("b"), FakeTool("a")))
+    assert "line 2, column 6: unknown tool 'get_weather'; available tools: a, b" in error
+
+
+def test_call_of_unknown_tool_with_no_tools_says_there_are_none() -> None:
+    assert "available tools: none" in rejected("CALL anything", {})
+
+
+def test_call_of_a_name_that_is_both_a_tool_and_a_label_is_ambiguous() -> None:
+    error = rejected("CALL has_sword\nHLT\nhas_sword:\nRET")
+    assert "line 1" in error
+    assert "ambiguous" in error
+    assert "both a tool and a code label" in error
+
+
+def test_tool_names_match_case_insensitively_when_unique() -> None:
+    accepted("CALL Has_Sword\nPOP R1")
+
+
+# -- 3. labels -----------------------------------------------------------------------------
+
+
+def test_jump_to_undefined_label_is_rejected_with_its_line() -> None:
+    error = rejected("start:\nINC R1\nJMP finish\nHLT")
+    assert "line 3, column 5: jump to undefined label 'finish'; labels: start" in error
+
+
+def test_label_defined_twice_is_rejected_at_the_second_definition() -> None:
+    error = rejected("top:\nINC R1\ntop:\nHLT")
+    assert "line 3, column 1: label 'top' is defined twice (first on line 1)" in error
+
+
+def test_data_label_that_clashes_with_a_code_label_is_rejected() -> None:
+    error = rejected('section .data\nname db "x"\nsection .text\nname:\nMOV R1, name\nHLT')
+    assert "line 4" in error
+    assert "both a code label and a data label" in error
+
+
+def test_jump_to_a_label_at_the_very_end_is_accepted() -> None:
+    accepted("CMP R1, 0\nJE done\nINC R1\ndone:")
+
+
+# -- 4. operands ---------------------------------------------------------------------------
+
+
+def test_wrong_operand_count_is_rejected_with_its_line() -> None:
+    error = rejected("MOV R1, 1\nMOV R2\nHLT")
+    assert "line 2, column 1: MOV takes 2 operands (a destination register and a value)" in error
+    assert "but 1 was given" in error
+
+
+def test_extra_operand_is_pointed_at() -> None:
+    error = rejected("INC R1, R2")
+    assert "line 1, column 9: INC takes 1 operand" in error
+
+
+def test_destination_that_is_not_a_register_is_rejected() -> None:
+    error = rejected("MOV 5, R1\nHLT")
+    assert "line 1, column 5: the destination of MOV must be a register" in error
+
+
+def test_unknown_name_used_as_a_value_is_rejected() -> None:
+    error = rejected("MOV R1, R1\nPUSH target_x\nPOP R2")
+    assert "line 2, column 6: unknown name 'target_x'" in error
+
+
+def test_tool_used_as_a_value_is_rejected_with_a_hint_to_call_it() -> None:
+    error = rejected("MOV R1, has_sword")
+    assert "line 1" in error
+    assert "'has_sword' is a tool, not a value; CALL it and POP its result" in error
+
+
+def test_data_label_used_as_a_value_is_accepted() -> None:
+    accepted('section .data\ncity db "Paris", 0\nsection .text\nPUSH city\nPOP R1\nHLT')
+
+
+def test_jump_to_a_register_is_rejected() -> None:
+    error = rejected("JMP R1")
+    assert "line 1, column 5: JMP needs a label, not R1" in error
+
+
+def test_call_of_a_number_is_rejected() -> None:
+    assert "line 1, column 6: CALL needs a tool name or a label, not 5" in rejected("CALL 5")
+
+
+# -- 5. stack depth ------------------------------------------------------------------------
+
+
+def test_pop_on_empty_stack_is_rejected_with_its_line() -> None:
+    error = rejected("MOV R1, 1\nPOP R2\nHLT")
+    assert "line 2, column 1: POP on an empty stack" in error
+
+
+def test_call_of_tool_with_too_few_values_on_the_stack_is_rejected() -> None:
+    error = rejected("PUSH 5\nCALL make_one_step\nHLT")
+    assert "line 2, column 1: CALL make_one_step takes 2 values from the stack (x, y)" in error
+    assert "only 1 is there" in error
+
+
+def test_call_missing_an_argument_on_one_path_only_is_rejected() -> None:
+    plan = "CMP R1, 0\nJE skip\nPUSH 3\nskip:\nCALL attack_enemy\nHLT"
+    error = rejected(plan)
+    assert "line 5" in error
+    assert "attack_enemy takes 1 value" in error
+    assert "only 0 are there" in error
+
+
+def test_pop_after_a_subroutine_that_pushes_is_accepted() -> None:
+    accepted("CALL produce\nPOP R1\nHLT\nproduce:\nPUSH 42\nRET")
+
+
+def test_pop_inside_a_subroutine_called_with_an_empty_stack_is_rejected() -> None:
+    plan = "PUSH 1\nCALL take\nCALL take\nHLT\ntake:\nPOP R1\nRET"
+    error = rejected(plan)
+    assert "line 6, column 1: POP on an empty stack" in error
+    assert error.count("POP on an empty stack") == 1
+
+
+def test_each_faulty_instruction_is_reported_once() -> None:
+    error = rejected("loop:\nPOP R1\nCALL has_sword\nJMP loop")
+    assert error.count("POP on an empty stack") == 1
+
+
+def test_recursion_is_explored_to_a_bounded_depth_and_terminates() -> None:
+    plan = (
+        "CALL down\nHLT\n"
+        "down:\nCALL get_enemies_around\nPOP R1\nCMP R1, 0\nJE out\nCALL down\nout:\nRET"
+    )
+    start = time.perf_counter()
+    accepted(plan)
+    assert time.perf_counter() - start < 1.0
+
+
+# -- 6. loops that never end ---------------------------------------------------------------
+
+
+def test_loop_with_no_way_out_and_no_tool_call_is_rejected() -> None:
+    error = rejected("MOV R1, 0\nloop:\nINC R1\nJMP loop")
+    assert "line 3, column 1: this loop (lines 3-4) can never end" in error
+    assert "no way out" in error
+
+
+def test_loop_that_changes_nothing_is_rejected_with_its_lines() -> None:
+    error = rejected("MOV R1, 1\nwait:\nCMP R1, 5\nJNE wait\nHLT")
+    assert "line 3" in error
+    assert "this loop (lines 3-4) can never end" in error
+    assert "nothing in it changes a register or the stack and it calls no tool" in error
+
+
+def test_self_loop_is_rejected() -> None:
+    assert "this loop (line 1) can never end" in rejected("spin: JMP spin")
+
+
+def test_loop_writing_only_r0_changes_nothing() -> None:
+    error = rejected("top:\nINC R0\nCMP R1, 0\nJE top\nHLT")
+    assert "nothing in it changes a register" in error
+
+
+def test_loop_with_a_tool_call_is_accepted() -> None:
+    accepted("wait:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE wait\nHLT")
+    accepted("forever:\nCALL pick_sword\nJMP forever")
+
+
+def test_counting_loop_with_dec_jnz_is_accepted() -> None:
+    accepted("MOV R1, 3\nloop:\nPUSH R1\nCALL attack_enemy\nDEC R1\nJNZ loop\nHLT")
+    accepted("MOV R1, 3\nloop: DEC R1\nJNZ loop")
+
+
+def test_unreachable_loop_is_not_reported() -> None:
+    accepted("HLT\nspin: JMP spin")
+
+
+# -- 7. ordered jumps after string compares -------------------------------------------------
+
+
+def test_ordered_jump_after_a_string_compare_is_rejected_naming_the_cmp_line() -> None:
+    plan = 'MOV R1, "abc"\nCMP R1, "abd"\nJL smaller\nHLT\nsmaller:\nHLT'
+    error = rejected(plan)
+    assert "line 3, column 1: JL needs an ordered compare" in error
+    assert "the CMP on line 2, which compares strings" in error
+
+
+def test_ordered_jump_after_a_string_data_label_compare_is_rejected() -> None:
+    plan = 'section .data\ncity db "Paris", 0\nsection .text\nCMP R1, city\nJGE out\nout: HLT'
+    error = rejected(plan)
+    assert "line 5" in error
+    assert "the CMP on line 4" in error
+
+
+def test_ordered_jump_after_a_string_compare_on_one_path_is_rejected() -> None:
+    plan = (
+        'CMP R2, 0\nJE numbers\nCMP R1, "x"\nJMP test\nnumbers:\nCMP R1, 5\ntest:\nJG out\nout: HLT'
+    )
+    error = rejected(plan)
+    assert "line 8" in error
+    assert "the CMP on line 3" in error
+
+
+def test_ordered_jump_alias_is_named_as_written() -> None:
+    error = rejected('CMP R1, "a"\njb out\nout: HLT')
+    assert "line 2, column 1: JB needs an ordered compare" in error
+
+
+def test_equality_jump_after_a_string_compare_is_accepted() -> None:
+    accepted('CMP R1, "abc"\nJE out\nout: HLT')
+
+
+def test_arithmetic_after_a_string_compare_makes_ordered_jumps_valid() -> None:
+    accepted('CMP R1, "abc"\nDEC R2\nJL out\nout: HLT')
+
+
+def test_ordered_jump_after_a_number_data_label_compare_is_accepted() -> None:
+    accepted("section .data\nlimit dd 10\nsection .text\nCMP R1, limit\nJL out\nout: HLT")
+
+
+# -- several faults, ordering, skipping ----------------------------------------------------
+
+
+def test_several_faults_are_all_reported_sorted_by_line() -> None:
+    plan = "```asm\nFOO R1\nMOV 3, R1\nCALL nope\nJMP nowhere\nPUSH mystery\n```"
+    with pytest.raises(PlanRejected) as info:
+        verify(program_of(plan), NPC_TOOLS)
+    lines = [d.line for d in info.value.diagnostics]
+    assert lines == [2, 3, 4, 5, 6]
+    assert "5 problems" in str(info.value)
+
+
+def test_stack_and_loop_faults_are_reported_together() -> None:
+    error = rejected('POP R1\nCMP R1, "a"\nJL x\nx:\nspin: JMP spin')
+    assert "line 1" in error and "POP on an empty stack" in error
+    assert "line 3" in error and "the CMP on line 2" in error
+    assert "line 5" in error and "can never end" in error
+
+
+def test_flow_checks_are_skipped_when_a_jump_target_is_undefined() -> None:
+    diagnostics = check(program_of("POP R1\nJMP nowhere"), NPC_TOOLS)
+    assert [d.message.split(" ")[0] for d in diagnostics] == ["jump"]
+
+
+def test_diagnostics_carry_the_source_line_for_the_caret() -> None:
+    (diagnostic,) = check(program_of("  POP R1   ; take"), NPC_TOOLS)
+    assert diagnostic.source == "  POP R1   ; take"
+    assert diagnostic.column == 3
+
+
+# -- valid programs -------------------------------------------------------------------------
+
+
+def test_npc_plan_is_accepted() -> None:
+    accepted(NPC_PLAN)
+
+
+def test_top_level_ret_after_subroutine_calls_is_accepted() -> None:
+    accepted("CALL helper\nCALL helper\nRET\nhelper:\nCALL pick_sword\nRET")
+
+
+def test_entry_point_from_global_directive_is_used() -> None:
+    accepted("global _start\nhelper:\nPOP R1\nRET\n_start:\nPUSH 1\nCALL helper\nHLT")
+
+
+def test_verifying_a_sixty_instruction_plan_is_fast() -> None:
+    program = program_of(NPC_PLAN)
+    assert len(program.instructions) >= 40
+    start = time.perf_counter()
+    for _ in range(100):
+        check(program, NPC_TOOLS)
+    assert (time.perf_counter() - start) / 100 < 0.005
+
+
+# -- robustness -----------------------------------------------------------------------------
+
+_NAMES = st.sampled_from(["loop", "end", "sub", "has_sword", "make_one_step", "city", "zzz"])
+_OPERANDS: st.SearchStrategy[Operand] = st.one_of(
+    st.builds(Reg, st.integers(0, 3), st.just("R1")),
+    st.builds(Imm, st.one_of(st.integers(-2, 2), st.just("s"), st.just(1.5))),
+    st.builds(Name, _NAMES),
+)
+
+
+_LABELS = ["loop", "end", "sub", "has_sword"]
+_TARGETS = st.sampled_from(["loop", "end", "sub", "pick_sword", "make_one_step", "has_sword"])
+
+
+def _well_formed(draw: st.DrawFn, kind: OperandKind) -> Operand:
+    """An operand of the right kind, so the flow checks run too."""
+    if kind == "reg":
+        return Reg(draw(st.integers(0, 3)), "R1")
+    if kind == "label":
+        return Name(draw(st.sampled_from(_LABELS[:3])))
+    if kind == "target":
+        return Name(draw(_TARGETS))
+    return draw(_OPERANDS.filter(lambda o: not isinstance(o, Name)))
+
+
+@st.composite
+def _programs(draw: st.DrawFn, *, well_formed: bool) -> Program:
+    count = draw(st.integers(0, 25))
+    instructions = []
+    for i in range(count):
+        op = draw(st.sampled_from(list(Opcode)))
+        if well_formed:
+            operands = tuple(_well_formed(draw, kind) for kind in OPCODE_INFO[op].operands)
+        else:
+            operands = tuple(draw(st.lists(_OPERANDS, max_size=3)))
+        instructions.append(Instruction(op, operands, line=i + 1, column=1, text=""))
+    keys = _LABELS[:3] if well_formed else draw(st.lists(st.sampled_from(_LABELS), unique=True))
+    labels = {key: draw(st.integers(0, count)) for key in keys}
+    return Program(
+        instructions=tuple(instructions),
+        labels=labels,
+        data={"city": "Paris"},
+        entry=draw(st.integers(0, count)),
+        label_lines={key: ((1, 1),) for key in labels},
+        label_names={key: key for key in labels},
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_programs(well_formed=False), _programs(well_formed=True)))
+def test_random_programs_never_crash_the_verifier(program: Program) -> None:
+    start = time.perf_counter()
+    diagnostics = check(program, NPC_TOOLS)
+    assert time.perf_counter() - start < 1.0
+    assert list(diagnostics) == sorted(diagnostics, key=lambda d: (d.line, d.column))
