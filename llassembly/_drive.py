@@ -1,0 +1,69 @@
+"""Drive a sans-IO generator with sync or async effects, so each body is written once.
+
+A body is a generator that yields *requests* (a tool call, a model call) and receives their
+results. :func:`drive` answers them with a sync function, :func:`adrive` with an async one.
+A failing request is thrown back into the generator (wrapped by ``wrap_error``), except
+``GraphBubbleUp`` (LangGraph interrupts), which always propagates untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, TypeVar
+
+from langgraph.errors import GraphBubbleUp
+
+__all__ = ["adrive", "drive"]
+
+_Req = TypeVar("_Req")
+_Ret = TypeVar("_Ret")
+
+
+def _identity(request: Any, error: Exception) -> BaseException:
+    return error
+
+
+def drive(
+    body: Generator[_Req, Any, _Ret],
+    execute: Callable[[_Req], Any],
+    wrap_error: Callable[[_Req, Exception], BaseException] = _identity,
+) -> _Ret:
+    """Run ``body`` to its return value, answering each request with ``execute``."""
+    try:
+        request = next(body)
+        while True:
+            try:
+                result = execute(request)
+            except GraphBubbleUp:
+                body.close()
+                raise
+            except Exception as exc:
+                request = body.throw(wrap_error(request, exc))
+                continue
+            request = body.send(result)
+    except StopIteration as stop:
+        value: _Ret = stop.value
+        return value
+
+
+async def adrive(
+    body: Generator[_Req, Any, _Ret],
+    execute: Callable[[_Req], Awaitable[Any]],
+    wrap_error: Callable[[_Req, Exception], BaseException] = _identity,
+) -> _Ret:
+    """Async :func:`drive`: each request is awaited."""
+    try:
+        request = next(body)
+        while True:
+            try:
+                result = await execute(request)
+            except GraphBubbleUp:
+                body.close()
+                raise
+            except Exception as exc:
+                request = body.throw(wrap_error(request, exc))
+                continue
+            request = body.send(result)
+    except StopIteration as stop:
+        value: _Ret = stop.value
+        return value

@@ -1,0 +1,400 @@
+"""Graph compiler: a verified program becomes a LangGraph ``StateGraph``.
+
+Three granularities, same tool calls, messages and final state:
+
+* ``"instruction"``: a node per instruction (the LLAssembly way). Jumps, ``CALL label`` and
+  ``RET`` are conditional edges labelled *taken* / *not taken*. Best for drawing and stepping;
+  one LangGraph superstep per instruction.
+* ``"block"`` (default): a node per *call step*: the pure instructions from a resume point
+  (the entry, or just after a tool ``CALL``) up to and including the next tool ``CALL``,
+  jumps followed inside the step. Every completed tool call ends a superstep, so every completed
+  call is checkpointed, at one superstep per call.
+* ``"program"``: one node runs the whole plan. Fastest; no checkpoint between calls.
+
+The graph state is plain data (:class:`PlanState`): the emulator snapshot, the messages made so
+far, and a failure record. Everything that belongs to one run (how to execute a tool, the
+call-id prefix) travels in the config under :data:`RUN_KEY`, so a graph is compiled once per
+program and reused by every run.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+# LangGraph's own node wrapper: one node with a sync and an async body, no thread hop for sync
+# bodies under ainvoke and no extra tracing run per node (langchain's agent nodes use it too).
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel
+
+from ._drive import adrive, drive
+from .emulator import CompiledProgram, Emulator, ToolCall
+from .errors import ExecutionError, LLAssemblyError, ToolExecutionError, UsageError
+from .program import OPCODE_INFO, Name, Opcode
+
+__all__ = [
+    "GRANULARITIES",
+    "RUN_KEY",
+    "Granularity",
+    "PlanGraph",
+    "PlanRun",
+    "PlanState",
+    "failure_record",
+]
+
+Granularity: TypeAlias = Literal["block", "instruction", "program"]
+GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
+RUN_KEY = "llassembly_run"
+_TAKEN, _NOT_TAKEN, _FAILED = "taken", "not taken", "failed"
+
+
+class PlanState(TypedDict, total=False):
+    """The plan sub-graph's state: plain, msgpack-serialisable data."""
+
+    machine: dict[str, Any]
+    messages: Annotated[list[AnyMessage], operator.add]
+    failure: dict[str, Any] | None
+
+
+@dataclass
+class PlanRun:
+    """What one run of a plan graph needs from its caller.
+
+    Attributes:
+        execute: Runs one tool call with the node's config and returns the raw result.
+        aexecute: The same, awaited (used under ``ainvoke``).
+        call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
+        record_messages: Add an ``AIMessage``/``ToolMessage`` pair per executed call.
+        error: Set to the live exception when the run fails (state keeps a plain record).
+    """
+
+    execute: Callable[[ToolCall, RunnableConfig], Any]
+    aexecute: Callable[[ToolCall, RunnableConfig], Awaitable[Any]]
+    call_id_prefix: str = "asm_"
+    record_messages: bool = True
+    error: ExecutionError | None = field(default=None, repr=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def result_text(result: Any) -> str:
+    """The text a ``ToolMessage`` shows for a raw tool result."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, ToolMessage):
+        return result.text
+    try:
+        return json.dumps(_jsonable(result), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def call_messages(call: ToolCall, content: str, call_id: str, *, error: bool = False) -> list[AnyMessage]:
+    """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
+    meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
+    request = AIMessage(
+        content="",
+        tool_calls=[{"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}],
+        response_metadata=meta,
+    )
+    answer = ToolMessage(
+        content=content,
+        tool_call_id=call_id,
+        name=call.tool,
+        status="error" if error else "success",
+        response_metadata=meta,
+    )
+    return [request, answer]
+
+
+def failure_record(exc: ExecutionError) -> dict[str, Any]:
+    """A plain-data description of a failed run (kept in graph state)."""
+    record: dict[str, Any] = {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "detail": exc.detail,
+        "line": exc.line,
+        "source": exc.source,
+    }
+    for attr in ("tool", "budget", "limit", "reached", "argument"):
+        if hasattr(exc, attr):
+            record[attr] = getattr(exc, attr)
+    return record
+
+
+def _wrap_tool_error(call: ToolCall, exc: Exception) -> BaseException:
+    if isinstance(exc, LLAssemblyError):
+        return exc
+    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
+    error.__cause__ = exc
+    return error
+
+
+class PlanGraph:
+    """A program compiled into a LangGraph graph at one granularity; reusable across runs.
+
+    Args:
+        compiled: The verified, compiled program.
+        granularity: ``"block"``, ``"instruction"`` or ``"program"``.
+        max_instructions_to_exec: Instruction budget of each run.
+        max_tool_calls: Tool-call budget of each run.
+
+    Example:
+        >>> from llassembly.parser import parse
+        >>> from llassembly.emulator import compile_program
+        >>> from llassembly.externs import externs_from
+        >>> def inc(x: int) -> int:
+        ...     return x + 1
+        >>> prog = compile_program(parse("PUSH 1\\nCALL inc\\nPOP R1"), externs_from([inc]),
+        ...                        max_stack_depth=16)
+        >>> "CALL inc" in PlanGraph(prog, "instruction").draw_mermaid()
+        True
+    """
+
+    def __init__(
+        self,
+        compiled: CompiledProgram,
+        granularity: Granularity = "block",
+        *,
+        max_instructions_to_exec: int = 1000,
+        max_tool_calls: int = 100,
+    ) -> None:
+        if granularity not in GRANULARITIES:
+            raise UsageError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+        self.compiled = compiled
+        self.granularity = granularity
+        self.max_instructions_to_exec = max_instructions_to_exec
+        self.max_tool_calls = max_tool_calls
+        self._max_steps = 1 if granularity == "instruction" else None
+        self._one_call = granularity != "program"
+        self._labels: dict[str, str] = {}
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
+
+    # -- running ----------------------------------------------------------------------------
+
+    def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
+        """The input for a fresh run (or one continuing from an emulator snapshot)."""
+        if machine is None:
+            machine = Emulator(self.compiled).snapshot()
+        return {"machine": machine, "messages": [], "failure": None}
+
+    def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
+        """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
+        base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        configurable = {**base.get("configurable", {}), RUN_KEY: run}
+        limit = self.max_instructions_to_exec + 2 if self.granularity == "instruction" else (
+            self.max_tool_calls + 2
+        )
+        return {**base, "configurable": configurable, "recursion_limit": limit}
+
+    def _body(self, state: PlanState, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
+        """One node's work, written once for sync and async: yields each tool call."""
+        emulator = Emulator(
+            self.compiled,
+            max_instructions_to_exec=self.max_instructions_to_exec,
+            max_tool_calls=self.max_tool_calls,
+            max_stack_depth=self.compiled.max_stack_depth,
+            state=state["machine"],
+        )
+        messages: list[AnyMessage] = []
+        failure: dict[str, Any] | None = None
+        call: ToolCall | None = None
+        try:
+            while True:
+                call = emulator.advance(self._max_steps)
+                if call is None:
+                    break
+                result = yield call
+                emulator.complete(result)
+                if run.record_messages:
+                    call_id = f"{run.call_id_prefix}{call.number}"
+                    messages.extend(call_messages(call, result_text(result), call_id))
+                call = None
+                if self._one_call:
+                    break
+        except ExecutionError as exc:
+            run.error = exc
+            failure = failure_record(exc)
+            if call is not None and run.record_messages:
+                messages.extend(
+                    call_messages(call, str(exc), f"{run.call_id_prefix}{call.number}", error=True)
+                )
+        return {"machine": emulator.snapshot(), "messages": messages, "failure": failure}
+
+    def _node(self) -> RunnableCallable:
+        def sync(state: PlanState, config: RunnableConfig) -> PlanState:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            return drive(self._body(state, run), lambda c: run.execute(c, config), _wrap_tool_error)
+
+        async def asynchronous(state: PlanState, config: RunnableConfig) -> PlanState:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            return await adrive(
+                self._body(state, run), lambda c: run.aexecute(c, config), _wrap_tool_error
+            )
+
+        return RunnableCallable(sync, asynchronous, trace=False)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(PlanState)
+        program = self.compiled.program
+        if self.granularity == "program":
+            builder.add_node("run", self._node())
+            builder.add_edge(START, "run")
+            builder.add_edge("run", END)
+            self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
+            return builder.compile()
+        starts = self._node_starts()
+        names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
+        entry = program.entry
+        if entry >= len(program.instructions):
+            builder.add_node("empty", self._node())
+            builder.add_edge(START, "empty")
+            builder.add_edge("empty", END)
+            return builder.compile()
+        for pc in starts:
+            builder.add_node(names[pc], self._node())
+            self._labels[names[pc]] = self._describe(pc)
+        builder.add_edge(START, names[entry])
+        for pc in starts:
+            choices = self._successors(pc)
+            path_map: dict[str, str] = {}
+            by_pc: dict[int, str] = {}
+            for key, target in choices:
+                node = END if target is None else names[target]
+                path_map[key or node] = node
+                if target is not None:
+                    by_pc[target] = key or node
+            end_key = next((k for k, n in path_map.items() if n == END), None)
+            builder.add_conditional_edges(names[pc], self._router(by_pc, end_key), path_map)
+        return builder.compile()
+
+    @staticmethod
+    def _router(by_pc: dict[int, str], end_key: str | None) -> Callable[[PlanState], str]:
+        def route(state: PlanState) -> str:
+            machine = state["machine"]
+            if state.get("failure") or machine["halted"] or machine["pc"] not in by_pc:
+                if end_key is None:  # pragma: no cover - the successor analysis is exhaustive
+                    raise UsageError(f"plan graph has no way to end from pc {machine['pc']}")
+                return end_key
+            return by_pc[machine["pc"]]
+
+        return route
+
+    def _node_starts(self) -> list[int]:
+        program = self.compiled.program
+        count = len(program.instructions)
+        if self.granularity == "instruction":
+            return list(range(count))
+        starts = {program.entry}
+        starts.update(i + 1 for i, tool in enumerate(self.compiled.tools) if tool is not None)
+        return sorted(s for s in starts if s < count)
+
+    def _edges(self, pc: int) -> list[tuple[str, int | None]]:
+        """Control-flow successors of one instruction, labelled; ``None`` means the end.
+
+        A failure also ends the graph, so every node can reach the end.
+        """
+        program = self.compiled.program
+        count = len(program.instructions)
+        ins = program.instructions[pc]
+        info = OPCODE_INFO[ins.op]
+
+        def at(index: int) -> int | None:
+            return index if index < count else None
+
+        if ins.op is Opcode.HLT:
+            return [("", None)]
+        if ins.op is Opcode.RET:
+            sites = [at(i + 1) for i, x in enumerate(program.instructions) if self._is_subroutine_call(i, x.op)]
+            return [("", s) for s in dict.fromkeys([*sites, None])]
+        if info.jump or (ins.op is Opcode.CALL and self.compiled.tools[pc] is None):
+            operand = ins.operands[0]
+            target = at(program.labels[operand.name.lower()]) if isinstance(operand, Name) else None
+            if not info.conditional:
+                return [("", target)]
+            return [(_TAKEN, target), (_NOT_TAKEN, at(pc + 1))]
+        return [("", at(pc + 1))]
+
+    def _is_subroutine_call(self, index: int, op: Opcode) -> bool:
+        return op is Opcode.CALL and self.compiled.tools[index] is None
+
+    def _successors(self, pc: int) -> list[tuple[str, int | None]]:
+        """Labelled successor nodes of the node starting at ``pc`` (always includes the end)."""
+        if self.granularity == "instruction":
+            edges = self._edges(pc)
+            if all(target is not None for _, target in edges):
+                edges.append((_FAILED, None))
+            return edges
+        # Block: walk pure instructions until each reachable tool CALL; its next pc is a node.
+        found: dict[int | None, None] = {None: None}
+        seen: set[int] = set()
+        todo = [pc]
+        while todo:
+            index = todo.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            if self.compiled.tools[index] is not None:
+                nxt = index + 1
+                found[nxt if nxt < len(self.compiled.program.instructions) else None] = None
+                continue
+            todo.extend(t for _, t in self._edges(index) if t is not None)
+        return [("", target) for target in found]
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    def _describe(self, pc: int) -> str:
+        program = self.compiled.program
+        ins = program.instructions[pc]
+        if self.granularity == "instruction":
+            return f"L{ins.line} {ins}"
+        calls = sorted({i for i in self._reachable_calls(pc)})
+        ends = " | ".join(f"L{program.instructions[i].line} {program.instructions[i]}" for i in calls)
+        return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
+
+    def _reachable_calls(self, pc: int) -> set[int]:
+        seen: set[int] = set()
+        calls: set[int] = set()
+        todo = [pc]
+        while todo:
+            index = todo.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            if self.compiled.tools[index] is not None:
+                calls.add(index)
+                continue
+            todo.extend(t for _, t in self._edges(index) if t is not None)
+        return calls
+
+    def draw_mermaid(self) -> str:
+        """Mermaid text of the plan: instruction text on nodes, taken / not taken on jumps."""
+        drawable = self.graph.get_graph()
+        # Every node can end the plan on a failure; those edges would bury the plan's shape.
+        drawable.edges = [e for e in drawable.edges if e.data != _FAILED]
+        for node_id, label in self._labels.items():
+            node = drawable.nodes.get(node_id)
+            if node is not None:
+                text = label.replace(":", " ").replace('"', "'")
+                drawable.nodes[node_id] = node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
+        return drawable.draw_mermaid()
