@@ -24,6 +24,7 @@ __all__ = [
     "LLAssemblyError",
     "PlanError",
     "PlanRejected",
+    "RepairsExhausted",
     "StackDepthExceeded",
     "ToolArgumentError",
     "ToolCallBudgetExceeded",
@@ -102,6 +103,22 @@ class PlanRejected(PlanError):
         count = len(diagnostics)
         summary = f"the plan was rejected before running: {count} problem{'s' if count != 1 else ''}"
         super().__init__(summary, diagnostics)
+
+
+class RepairsExhausted(PlanError):
+    """The model could not write a valid plan within ``max_repairs`` repairs.
+
+    ``attempts`` is the number of plans the model wrote; ``diagnostics`` are the last plan's.
+    """
+
+    def __init__(self, attempts: int, last: PlanError) -> None:
+        self.attempts = attempts
+        self.last = last
+        summary = (
+            f"the model wrote no valid plan in {attempts} attempt{'s' if attempts != 1 else ''}; "
+            f"last attempt: {last.summary}"
+        )
+        super().__init__(summary, last.diagnostics)
 
 
 class ExecutionError(LLAssemblyError):

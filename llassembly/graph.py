@@ -107,12 +107,16 @@ def result_text(result: Any) -> str:
         return str(result)
 
 
-def call_messages(call: ToolCall, content: str, call_id: str, *, error: bool = False) -> list[AnyMessage]:
+def call_messages(
+    call: ToolCall, content: str, call_id: str, *, error: bool = False
+) -> list[AnyMessage]:
     """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
     meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
     request = AIMessage(
         content="",
-        tool_calls=[{"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}],
+        tool_calls=[
+            {"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}
+        ],
         response_metadata=meta,
     )
     answer = ToolMessage(
@@ -200,8 +204,10 @@ class PlanGraph:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
         base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
-        limit = self.max_instructions_to_exec + 2 if self.granularity == "instruction" else (
-            self.max_tool_calls + 2
+        limit = (
+            self.max_instructions_to_exec + 2
+            if self.granularity == "instruction"
+            else (self.max_tool_calls + 2)
         )
         return {**base, "configurable": configurable, "recursion_limit": limit}
 
@@ -325,7 +331,11 @@ class PlanGraph:
         if ins.op is Opcode.HLT:
             return [("", None)]
         if ins.op is Opcode.RET:
-            sites = [at(i + 1) for i, x in enumerate(program.instructions) if self._is_subroutine_call(i, x.op)]
+            sites = [
+                at(i + 1)
+                for i, x in enumerate(program.instructions)
+                if self._is_subroutine_call(i, x.op)
+            ]
             return [("", s) for s in dict.fromkeys([*sites, None])]
         if info.jump or (ins.op is Opcode.CALL and self.compiled.tools[pc] is None):
             operand = ins.operands[0]
@@ -369,7 +379,9 @@ class PlanGraph:
         if self.granularity == "instruction":
             return f"L{ins.line} {ins}"
         calls = sorted({i for i in self._reachable_calls(pc)})
-        ends = " | ".join(f"L{program.instructions[i].line} {program.instructions[i]}" for i in calls)
+        ends = " | ".join(
+            f"L{program.instructions[i].line} {program.instructions[i]}" for i in calls
+        )
         return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
 
     def _reachable_calls(self, pc: int) -> set[int]:
@@ -396,5 +408,7 @@ class PlanGraph:
             node = drawable.nodes.get(node_id)
             if node is not None:
                 text = label.replace(":", " ").replace('"', "'")
-                drawable.nodes[node_id] = node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
+                drawable.nodes[node_id] = (
+                    node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
+                )
         return drawable.draw_mermaid()

@@ -1,0 +1,569 @@
+"""The planner turn shared by the middleware and the LangGraph nodes.
+
+A *turn* is: ask the model for a plan (repairing it when it does not parse or verify), run it
+as a nested plan graph, and, when it fails and the policy says ``"replan"``, ask the model again
+with the results so far. The turn itself is a small LangGraph graph (``plan`` → ``execute`` ⇄
+``replan``) invoked inside the caller's node, so a model call that already happened and a tool
+call that already completed are checkpointed and never repeated on resume.
+
+Everything that belongs to one invocation (the model caller, the agent state and runtime for
+``ToolRuntime``, the tools) travels in the config under :data:`TURN_KEY`; the compiled turn
+graph and the compiled plan graphs are shared by every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+
+from ._drive import adrive, drive
+from .emulator import DEFAULT_MAX_STACK_DEPTH, DEFAULT_MAX_TOOL_CALLS, ToolCall, compile_program
+from .errors import (
+    ExecutionError,
+    PlanError,
+    RepairsExhausted,
+    ToolExecutionError,
+    UsageError,
+)
+from .externs import Extern, externs_from
+from .graph import GRANULARITIES, Granularity, PlanGraph, PlanRun
+from .parser import parse
+from .program import PlainAnswer, Program
+from .prompt import build_system_prompt
+
+__all__ = [
+    "ON_TOOL_ERROR",
+    "TURN_KEY",
+    "OnToolError",
+    "PlannerOptions",
+    "Turn",
+    "TurnRun",
+    "final_message",
+    "model_reply",
+    "short_hash",
+    "turn_messages",
+]
+
+OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
+ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
+TURN_KEY = "llassembly_turn"
+_CACHE_SIZE = 256
+
+ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awrap_tool_call
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """Options shared by :class:`ToolsPlannerMiddleware` and the planner nodes.
+
+    Raises:
+        UsageError: An option is out of range.
+    """
+
+    infer_tools_messages: bool = True
+    prompt_path: str | Path | None = None
+    max_instructions_to_exec: int = 1000
+    max_repairs: int = 2
+    on_tool_error: OnToolError = "stop"
+    max_replans: int = 1
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
+    granularity: Granularity = "block"
+    tool_middleware: tuple[ToolMiddleware, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("max_repairs", "max_replans"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise UsageError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.on_tool_error not in ON_TOOL_ERROR:
+            raise UsageError(
+                f"on_tool_error must be one of {ON_TOOL_ERROR}, got {self.on_tool_error!r}"
+            )
+        if self.granularity not in GRANULARITIES:
+            raise UsageError(
+                f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}"
+            )
+        if self.prompt_path is not None and not Path(self.prompt_path).is_file():
+            raise UsageError(f"prompt_path {str(self.prompt_path)!r} is not a readable file")
+
+
+class TurnState(TypedDict, total=False):
+    """State of one planner turn (plain data)."""
+
+    conversation: list[AnyMessage]
+    plan: str | None
+    plan_number: int
+    call_prefix: str
+    new_messages: Annotated[list[AnyMessage], operator.add]
+    model_calls: int
+    repairs: int
+    replans: int
+    machine: dict[str, Any] | None
+    failure: dict[str, Any] | None
+    executed: int
+    tool_calls: int
+
+
+ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
+AModelCall: TypeAlias = Callable[[list[BaseMessage]], Awaitable[AIMessage]]
+
+
+@dataclass
+class TurnRun:
+    """What one turn needs from its caller (kept out of graph state; not serialised).
+
+    Attributes:
+        externs: The tools the plan may call.
+        system_prompt: The planner's system prompt (already filled in).
+        call_model: Sends a conversation (without system message) to the model.
+        acall_model: Async ``call_model``.
+        agent_state: The caller's graph state, given to tools as ``ToolRuntime.state``.
+        runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
+        error: The live exception of the last failed plan (for ``on_tool_error="raise"``).
+    """
+
+    externs: Mapping[str, Extern]
+    system_prompt: str
+    call_model: ModelCall | None = None
+    acall_model: AModelCall | None = None
+    agent_state: Any = None
+    runtime: Any = None
+    error: ExecutionError | None = field(default=None, repr=False)
+
+
+def short_hash(text: str) -> str:
+    """Six hex digits identifying ``text`` (for short, stable tool-call ids)."""
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
+
+
+def repair_request(error: PlanError) -> str:
+    """The message that asks the model to fix its plan, listing every problem once."""
+    return (
+        f"Your program cannot run: {error.summary}.\n\n{error}\n\n"
+        "Write the whole corrected program again in one ```asm block."
+    )
+
+
+def replan_request(failure: Mapping[str, Any]) -> str:
+    """The message that asks for a new plan after a run-time failure."""
+    return (
+        f"Your program stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
+        f"{failure.get('detail', failure.get('message', 'error'))}.\n"
+        "The tool calls above already ran and their results are final; do not repeat what "
+        "succeeded. Write a new program that finishes the task from here, in one ```asm block."
+    )
+
+
+class Turn:
+    """The planner turn graph plus the caches it needs. One per planner instance.
+
+    Args:
+        options: The planner options.
+    """
+
+    def __init__(self, options: PlannerOptions) -> None:
+        self.options = options
+        self._plans: OrderedDict[tuple[Any, ...], PlanGraph] = OrderedDict()
+        self._externs: dict[tuple[int, ...], dict[str, Extern]] = {}
+        self._prompts: dict[tuple[int, str], str] = {}
+        self.graph = self._build()
+
+    # -- caches -----------------------------------------------------------------------------
+
+    def externs_for(self, tools: Sequence[Any]) -> dict[str, Extern]:
+        """Adapt ``tools`` once per distinct tool list and reuse the result."""
+        key = tuple(id(t) for t in tools)
+        cached = self._externs.get(key)
+        if cached is None:
+            cached = externs_from(tools)
+            for extern in cached.values():
+                other = [n for n in extern.injected if n != extern.runtime_param]
+                if other:
+                    raise UsageError(
+                        f"tool {extern.name!r} has injected parameters {other}: plans give "
+                        "tools their context through a `runtime: ToolRuntime` parameter "
+                        "(state, store, context, tool_call_id)"
+                    )
+            self._externs[key] = cached
+        return cached
+
+    def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
+        """Build (once per tools and context) the planner's system prompt."""
+        key = (id(externs), context)
+        prompt = self._prompts.get(key)
+        if prompt is None:
+            prompt = build_system_prompt(externs, context, self.options.prompt_path)
+            if len(self._prompts) > _CACHE_SIZE:
+                self._prompts.clear()
+            self._prompts[key] = prompt
+        return prompt
+
+    def check(self, text: str, externs: Mapping[str, Extern]) -> Program | PlainAnswer:
+        """Parse and verify a reply. Raises :class:`PlanError` subclasses."""
+        parsed = parse(text)
+        if isinstance(parsed, Program):
+            self.plan_graph(text, parsed, externs)
+        return parsed
+
+    def plan_graph(
+        self, text: str, program: Program | None, externs: Mapping[str, Extern]
+    ) -> PlanGraph:
+        """The compiled plan graph for ``text`` (cached: a program is compiled once)."""
+        opts = self.options
+        key = (text, id(externs), opts.granularity, opts.max_instructions_to_exec)
+        graph = self._plans.get(key)
+        if graph is not None:
+            self._plans.move_to_end(key)
+            return graph
+        if program is None:
+            parsed = parse(text)
+            if not isinstance(parsed, Program):
+                raise UsageError("the stored plan is no longer a program")
+            program = parsed
+        compiled = compile_program(program, externs, max_stack_depth=opts.max_stack_depth)
+        graph = PlanGraph(
+            compiled,
+            opts.granularity,
+            max_instructions_to_exec=opts.max_instructions_to_exec,
+            max_tool_calls=opts.max_tool_calls,
+        )
+        self._plans[key] = graph
+        if len(self._plans) > _CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return graph
+
+    # -- the model side ---------------------------------------------------------------------
+
+    def draft(
+        self, conversation: list[BaseMessage], externs: Mapping[str, Extern]
+    ) -> Generator[list[BaseMessage], AIMessage, tuple[AIMessage, bool, int]]:
+        """Ask for a plan until it parses and verifies (sans-IO: yields model requests).
+
+        Returns:
+            ``(reply, is_program, model_calls)``.
+
+        Raises:
+            RepairsExhausted: No valid plan after ``max_repairs`` repairs.
+        """
+        messages = list(conversation)
+        attempts = self.options.max_repairs + 1
+        for attempt in range(1, attempts + 1):
+            reply = yield messages
+            try:
+                parsed = self.check(reply.text, externs)
+            except PlanError as error:
+                if attempt == attempts:
+                    raise RepairsExhausted(attempt, error) from error
+                messages = [*messages, reply, HumanMessage(repair_request(error))]
+                continue
+            return reply, isinstance(parsed, Program), attempt
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- the tool side ----------------------------------------------------------------------
+
+    def plan_run(self, run: TurnRun, prefix: str) -> PlanRun:
+        """A :class:`PlanRun` that executes calls with ``ToolRuntime`` and tool middleware."""
+        middleware = self.options.tool_middleware
+
+        def prepare(call: ToolCall, config: RunnableConfig) -> tuple[Extern, dict[str, Any], str]:
+            extern = run.externs[call.tool]
+            call_id = f"{prefix}{call.number}"
+            args = dict(call.args)
+            if extern.runtime_param is not None:
+                args[extern.runtime_param] = self._tool_runtime(run, call_id, config)
+            return extern, args, call_id
+
+        def invoke(extern: Extern, args: dict[str, Any], config: RunnableConfig) -> Any:
+            if extern.tool is not None:
+                return extern.tool.invoke(args, config)
+            return extern.call(args)
+
+        async def ainvoke(extern: Extern, args: dict[str, Any], config: RunnableConfig) -> Any:
+            if extern.tool is not None:
+                return await extern.tool.ainvoke(args, config)
+            return await extern.acall(args)
+
+        def execute(call: ToolCall, config: RunnableConfig) -> Any:
+            extern, args, call_id = prepare(call, config)
+            if not middleware:
+                return invoke(extern, args, config)
+            request = _request(extern, args, call_id, run, config)
+
+            def inner(req: ToolCallRequest) -> ToolMessage | Command[Any]:
+                return _wrap_result(invoke(extern, _args_of(req, args), config), req)
+
+            handler: Callable[[ToolCallRequest], Any] = inner
+            for mw in reversed(middleware):
+                handler = _bind(mw.wrap_tool_call, handler)
+            return _unwrap(handler(request), call)
+
+        async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
+            extern, args, call_id = prepare(call, config)
+            if not middleware:
+                return await ainvoke(extern, args, config)
+            request = _request(extern, args, call_id, run, config)
+
+            async def inner(req: ToolCallRequest) -> ToolMessage | Command[Any]:
+                return _wrap_result(await ainvoke(extern, _args_of(req, args), config), req)
+
+            handler: Callable[[ToolCallRequest], Awaitable[Any]] = inner
+            for mw in reversed(middleware):
+                handler = _bind(mw.awrap_tool_call, handler)
+            return _unwrap(await handler(request), call)
+
+        return PlanRun(execute, aexecute, prefix, self.options.infer_tools_messages)
+
+    @staticmethod
+    def _tool_runtime(run: TurnRun, call_id: str, config: RunnableConfig) -> ToolRuntime[Any, Any]:
+        rt = run.runtime
+        return ToolRuntime(
+            state=run.agent_state,
+            context=getattr(rt, "context", None),
+            config=config,
+            stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
+            tool_call_id=call_id,
+            store=getattr(rt, "store", None),
+            tools=[e.tool for e in run.externs.values() if e.tool is not None],
+        )
+
+    # -- the turn graph ---------------------------------------------------------------------
+
+    def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
+        builder.add_node("plan", self._model_node(replan=False))
+        builder.add_node("execute", RunnableCallable(self._execute, self._aexecute, trace=False))
+        builder.add_node("replan", self._model_node(replan=True))
+        builder.add_conditional_edges(START, _start, {"plan": "plan", "execute": "execute"})
+        builder.add_conditional_edges("plan", _after_plan, {"execute": "execute", END: END})
+        builder.add_conditional_edges("replan", _after_plan, {"execute": "execute", END: END})
+        builder.add_conditional_edges(
+            "execute", self._after_execute, {"replan": "replan", END: END}
+        )
+        return builder.compile()
+
+    def _model_node(self, *, replan: bool) -> RunnableCallable:
+        def body(
+            state: TurnState, run: TurnRun
+        ) -> Generator[list[BaseMessage], AIMessage, TurnState]:
+            conversation: list[BaseMessage] = [*state.get("conversation", [])]
+            if replan:
+                conversation += state.get("new_messages", [])
+                conversation.append(HumanMessage(replan_request(state.get("failure") or {})))
+            reply, is_program, calls = yield from self.draft(conversation, run.externs)
+            number = state.get("plan_number", 0) + 1
+            update: TurnState = {
+                "plan": reply.text if is_program else None,
+                "plan_number": number,
+                "call_prefix": f"asm{short_hash(reply.text + str(reply.id))}_{number}_",
+                "new_messages": [reply],
+                "model_calls": state.get("model_calls", 0) + calls,
+                "repairs": state.get("repairs", 0) + calls - 1,
+                "failure": None,
+            }
+            if replan:
+                update["replans"] = state.get("replans", 0) + 1
+            return update
+
+        def sync(state: TurnState, config: RunnableConfig) -> TurnState:
+            run: TurnRun = config["configurable"][TURN_KEY]
+            if run.call_model is None:
+                raise UsageError("this planner has no synchronous model; use the async entry point")
+            model = run.call_model
+            return drive(body(state, run), lambda msgs: model([*_system(run), *msgs]))
+
+        async def asynchronous(state: TurnState, config: RunnableConfig) -> TurnState:
+            run: TurnRun = config["configurable"][TURN_KEY]
+            if run.acall_model is None:
+                raise UsageError("this planner has no async model")
+            model = run.acall_model
+            return await adrive(body(state, run), lambda msgs: model([*_system(run), *msgs]))
+
+        return RunnableCallable(sync, asynchronous, trace=False)
+
+    def _plan_input(
+        self, state: TurnState, run: TurnRun, config: RunnableConfig
+    ) -> tuple[PlanGraph, Any, RunnableConfig]:
+        text = state.get("plan") or ""
+        graph = self.plan_graph(text, None, run.externs)
+        plan_run = self.plan_run(run, state.get("call_prefix") or f"asm{short_hash(text)}_")
+        return graph, graph.initial_state(), graph.config_for(plan_run, config)
+
+    def _plan_update(
+        self, state: TurnState, run: TurnRun, result: Mapping[str, Any], plan_run: PlanRun
+    ) -> TurnState:
+        machine = result["machine"]
+        if plan_run.error is not None:
+            run.error = plan_run.error
+        return {
+            "machine": machine,
+            "failure": result.get("failure"),
+            "new_messages": list(result.get("messages", [])),
+            "executed": state.get("executed", 0) + machine["executed"],
+            "tool_calls": state.get("tool_calls", 0) + machine["tool_calls"],
+        }
+
+    def _execute(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        graph, initial, plan_config = self._plan_input(state, run, config)
+        result = graph.graph.invoke(initial, plan_config)
+        return self._plan_update(state, run, result, plan_config["configurable"]["llassembly_run"])
+
+    async def _aexecute(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        graph, initial, plan_config = self._plan_input(state, run, config)
+        result = await graph.graph.ainvoke(initial, plan_config)
+        return self._plan_update(state, run, result, plan_config["configurable"]["llassembly_run"])
+
+    def _after_execute(self, state: TurnState) -> str:
+        if (
+            state.get("failure")
+            and self.options.on_tool_error == "replan"
+            and state.get("replans", 0) < self.options.max_replans
+        ):
+            return "replan"
+        return END
+
+    def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
+        """The config to invoke the turn graph with (the caller's plus the run)."""
+        base: dict[str, Any] = dict(config or {})
+        configurable = {**base.get("configurable", {}), TURN_KEY: run}
+        return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
+def _start(state: TurnState) -> str:
+    return "execute" if state.get("plan") else "plan"
+
+
+def _after_plan(state: TurnState) -> str:
+    return "execute" if state.get("plan") else END
+
+
+def _system(run: TurnRun) -> list[BaseMessage]:
+    from langchain_core.messages import SystemMessage
+
+    return [SystemMessage(run.system_prompt)]
+
+
+def _no_stream(chunk: Any) -> None:
+    """Stream writer used when the caller has none."""
+
+
+def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
+    return lambda request: wrapper(request, handler)
+
+
+def _request(
+    extern: Extern, args: dict[str, Any], call_id: str, run: TurnRun, config: RunnableConfig
+) -> ToolCallRequest:
+    visible = {k: v for k, v in args.items() if k != extern.runtime_param}
+    runtime = args.get(extern.runtime_param) if extern.runtime_param else None
+    return ToolCallRequest(
+        tool_call={"name": extern.name, "args": visible, "id": call_id, "type": "tool_call"},
+        tool=extern.tool if isinstance(extern.tool, BaseTool) else None,
+        state=run.agent_state,
+        runtime=runtime or Turn._tool_runtime(run, call_id, config),
+    )
+
+
+def _args_of(request: ToolCallRequest, original: dict[str, Any]) -> dict[str, Any]:
+    """Arguments after middleware had its say (a wrapper may rewrite ``tool_call['args']``)."""
+    return {**original, **request.tool_call.get("args", {})}
+
+
+class _Raw(ToolMessage):
+    """A ToolMessage that still carries the tool's raw result (only inside the middleware chain)."""
+
+
+def _wrap_result(result: Any, request: ToolCallRequest) -> ToolMessage:
+    from .graph import result_text
+
+    call = request.tool_call
+    return _Raw(
+        content=result_text(result),
+        artifact=result,
+        tool_call_id=call["id"] or "",
+        name=call["name"],
+    )
+
+
+def _unwrap(outcome: Any, call: ToolCall) -> Any:
+    if isinstance(outcome, _Raw):
+        return outcome.artifact
+    if isinstance(outcome, ToolMessage):
+        if outcome.status == "error":
+            raise ToolExecutionError(
+                call.tool, RuntimeError(outcome.text), line=call.line, source=call.source
+            )
+        return outcome.content
+    raise UsageError(
+        f"a tool middleware returned {type(outcome).__name__} for {call.tool!r}; plans need a ToolMessage"
+    )
+
+
+def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessage:
+    """The ``AIMessage`` (no tool calls) that ends the turn, with what happened in metadata."""
+    machine = state.get("machine") or {}
+    failure = state.get("failure")
+    registers = machine.get("registers", {})
+    tool_calls = state.get("tool_calls", 0)
+    executed = state.get("executed", 0)
+    meta: dict[str, Any] = {
+        "status": "stopped" if failure else "finished",
+        "model_calls": state.get("model_calls", 0),
+        "repairs": state.get("repairs", 0),
+        "replans": state.get("replans", 0),
+        "tool_calls": tool_calls,
+        "instructions": executed,
+        "registers": registers,
+        "granularity": options.granularity,
+    }
+    plural = "s" if tool_calls != 1 else ""
+    if failure:
+        meta["error"] = dict(failure)
+        what = failure.get("detail") or failure.get("message", "")
+        text = (
+            f"The plan stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
+            f"{what}. {tool_calls} tool call{plural} completed before it."
+        )
+    else:
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(registers.items())[:12])
+        text = f"The plan finished: {tool_calls} tool call{plural}, {executed} instructions."
+        if shown:
+            text += f" Registers: {shown}."
+    return AIMessage(content=text, response_metadata={"llassembly": meta})
+
+
+def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:
+    """The messages a turn adds: plans, executed calls (if kept) and the final message."""
+    return [*state.get("new_messages", []), final_message(state, options)]
+
+
+def model_reply(response: Any) -> AIMessage:
+    """The AIMessage inside whatever a model handler returned."""
+    if isinstance(response, AIMessage):
+        return response
+    inner = getattr(response, "model_response", response)
+    for message in reversed(getattr(inner, "result", [])):
+        if isinstance(message, AIMessage):
+            return message
+    raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")

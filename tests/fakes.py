@@ -1,0 +1,42 @@
+"""Test doubles: a scripted chat model and tools that record their calls.
+
+The scripted model's replies are written by hand in the tests (they are not recordings of a
+real model); tests that replay real model traffic use cassettes instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers each call with the next scripted reply and records what it was sent."""
+
+    replies: list[str]
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[Any] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        self.bound_tools.append(list(tools))
+        return self.bind(tools=[getattr(t, "name", str(t)) for t in tools], **kwargs)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        if len(self.calls) > len(self.replies):
+            raise AssertionError(
+                f"model called {len(self.calls)} times; only {len(self.replies)} replies scripted"
+            )
+        text = self.replies[len(self.calls) - 1]
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
