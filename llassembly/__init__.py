@@ -16,6 +16,7 @@ from .errors import (
     LLAssemblyError,
     PlanError,
     PlanRejected,
+    RepairsExhausted,
     StackDepthExceeded,
     ToolArgumentError,
     ToolCallBudgetExceeded,
@@ -24,6 +25,9 @@ from .errors import (
     WallClockExceeded,
 )
 from .externs import Extern, externs_from
+from .graph import PlanGraph
+from .middleware import ToolsPlannerMiddleware
+from .nodes import AToolsPlannerNode, ToolsPlannerNode
 from .parser import parse
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
@@ -32,6 +36,7 @@ from .verifier import check, verify
 __version__ = "0.1.0"
 
 __all__ = [
+    "AToolsPlannerNode",
     "AsmRuntimeError",
     "AsmSyntaxError",
     "BudgetExceeded",
@@ -45,14 +50,18 @@ __all__ = [
     "MachineState",
     "PlainAnswer",
     "PlanError",
+    "PlanGraph",
     "PlanRejected",
     "Program",
+    "RepairsExhausted",
     "RunResult",
     "StackDepthExceeded",
     "ToolArgumentError",
     "ToolCall",
     "ToolCallBudgetExceeded",
     "ToolExecutionError",
+    "ToolsPlannerMiddleware",
+    "ToolsPlannerNode",
     "UsageError",
     "WallClockExceeded",
     "__version__",

@@ -33,6 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 from pydantic import BaseModel
 
 from ._drive import adrive, drive
@@ -53,7 +54,13 @@ __all__ = [
 Granularity: TypeAlias = Literal["block", "instruction", "program"]
 GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
 RUN_KEY = "llassembly_run"
-_TAKEN, _NOT_TAKEN, _FAILED = "taken", "not taken", "failed"
+_TAKEN, _NOT_TAKEN = "taken", "not taken"
+
+
+class _NodeInput(TypedDict):
+    """What a plan node reads: only the machine (not the growing message list)."""
+
+    machine: dict[str, Any]
 
 
 class PlanState(TypedDict, total=False):
@@ -243,18 +250,38 @@ class PlanGraph:
                 messages.extend(
                     call_messages(call, str(exc), f"{run.call_id_prefix}{call.number}", error=True)
                 )
-        return {"machine": emulator.snapshot(), "messages": messages, "failure": failure}
+        update: PlanState = {"machine": emulator.snapshot()}
+        if messages:
+            update["messages"] = messages
+        if failure is not None:
+            update["failure"] = failure
+        return update
 
-    def _node(self) -> RunnableCallable:
-        def sync(state: PlanState, config: RunnableConfig) -> PlanState:
-            run: PlanRun = config["configurable"][RUN_KEY]
-            return drive(self._body(state, run), lambda c: run.execute(c, config), _wrap_tool_error)
+    def _node(self, names: dict[int, str]) -> RunnableCallable:
+        """A node: run its part of the plan, then go to the node at the new pc (or the end).
 
-        async def asynchronous(state: PlanState, config: RunnableConfig) -> PlanState:
+        Nodes route with ``Command(goto=...)`` rather than conditional edges: the next node
+        follows from the machine's pc, and a router would read the whole state each step.
+        """
+
+        def finish(update: PlanState) -> Command[str]:
+            machine = update["machine"]
+            if update.get("failure") or machine["halted"]:
+                return Command(update=update, goto=END)
+            target = names.get(machine["pc"])
+            if target is None:  # pragma: no cover - every resume point is a node
+                raise UsageError(f"plan graph has no node for pc {machine['pc']}")
+            return Command(update=update, goto=target)
+
+        def sync(state: PlanState, config: RunnableConfig) -> Command[str]:
             run: PlanRun = config["configurable"][RUN_KEY]
-            return await adrive(
-                self._body(state, run), lambda c: run.aexecute(c, config), _wrap_tool_error
-            )
+            body = self._body(state, run)
+            return finish(drive(body, lambda c: run.execute(c, config), _wrap_tool_error))
+
+        async def asynchronous(state: PlanState, config: RunnableConfig) -> Command[str]:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            body = self._body(state, run)
+            return finish(await adrive(body, lambda c: run.aexecute(c, config), _wrap_tool_error))
 
         return RunnableCallable(sync, asynchronous, trace=False)
 
@@ -263,48 +290,23 @@ class PlanGraph:
     def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(PlanState)
         program = self.compiled.program
-        if self.granularity == "program":
-            builder.add_node("run", self._node())
+        if self.granularity == "program" or program.entry >= len(program.instructions):
+            builder.add_node("run", self._node({}), input_schema=_NodeInput, destinations=(END,))
             builder.add_edge(START, "run")
-            builder.add_edge("run", END)
             self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
             return builder.compile()
         starts = self._node_starts()
         names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
-        entry = program.entry
-        if entry >= len(program.instructions):
-            builder.add_node("empty", self._node())
-            builder.add_edge(START, "empty")
-            builder.add_edge("empty", END)
-            return builder.compile()
         for pc in starts:
-            builder.add_node(names[pc], self._node())
+            destinations: dict[str, str] = {}
+            for label, target in self._successors(pc):
+                destinations.setdefault(END if target is None else names[target], label)
+            builder.add_node(
+                names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
+            )
             self._labels[names[pc]] = self._describe(pc)
-        builder.add_edge(START, names[entry])
-        for pc in starts:
-            choices = self._successors(pc)
-            path_map: dict[str, str] = {}
-            by_pc: dict[int, str] = {}
-            for key, target in choices:
-                node = END if target is None else names[target]
-                path_map[key or node] = node
-                if target is not None:
-                    by_pc[target] = key or node
-            end_key = next((k for k, n in path_map.items() if n == END), None)
-            builder.add_conditional_edges(names[pc], self._router(by_pc, end_key), path_map)
+        builder.add_edge(START, names[program.entry])
         return builder.compile()
-
-    @staticmethod
-    def _router(by_pc: dict[int, str], end_key: str | None) -> Callable[[PlanState], str]:
-        def route(state: PlanState) -> str:
-            machine = state["machine"]
-            if state.get("failure") or machine["halted"] or machine["pc"] not in by_pc:
-                if end_key is None:  # pragma: no cover - the successor analysis is exhaustive
-                    raise UsageError(f"plan graph has no way to end from pc {machine['pc']}")
-                return end_key
-            return by_pc[machine["pc"]]
-
-        return route
 
     def _node_starts(self) -> list[int]:
         program = self.compiled.program
@@ -351,10 +353,7 @@ class PlanGraph:
     def _successors(self, pc: int) -> list[tuple[str, int | None]]:
         """Labelled successor nodes of the node starting at ``pc`` (always includes the end)."""
         if self.granularity == "instruction":
-            edges = self._edges(pc)
-            if all(target is not None for _, target in edges):
-                edges.append((_FAILED, None))
-            return edges
+            return self._edges(pc)
         # Block: walk pure instructions until each reachable tool CALL; its next pc is a node.
         found: dict[int | None, None] = {None: None}
         seen: set[int] = set()
@@ -369,7 +368,7 @@ class PlanGraph:
                 found[nxt if nxt < len(self.compiled.program.instructions) else None] = None
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
-        return [("", target) for target in found]
+        return [("", target) for target in found if target is not None] + [("", None)]
 
     # -- drawing ----------------------------------------------------------------------------
 
@@ -402,8 +401,6 @@ class PlanGraph:
     def draw_mermaid(self) -> str:
         """Mermaid text of the plan: instruction text on nodes, taken / not taken on jumps."""
         drawable = self.graph.get_graph()
-        # Every node can end the plan on a failure; those edges would bury the plan's shape.
-        drawable.edges = [e for e in drawable.edges if e.data != _FAILED]
         for node_id, label in self._labels.items():
             node = drawable.nodes.get(node_id)
             if node is not None:

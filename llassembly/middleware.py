@@ -141,9 +141,16 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             self._externs = self._turn.externs_for(tools)
         externs = self._externs or {}
         self._model = request.model
-        context = request.system_message.text if request.system_message is not None else ""
+        # The agent's system prompt and any SystemMessage in the conversation become the
+        # planner's context; the model then sees exactly one system message (ours).
+        parts = [request.system_message.text] if request.system_message is not None else []
+        parts += [m.text for m in request.messages if isinstance(m, SystemMessage)]
+        context = "\n\n".join(p for p in parts if p)
         prompt = self._turn.system_prompt(externs, context)
-        return request.override(system_message=SystemMessage(prompt), tools=[]), externs, context
+        planner_request = request.override(
+            system_message=SystemMessage(prompt), messages=_conversation(request.messages), tools=[]
+        )
+        return planner_request, externs, context
 
     @staticmethod
     def _response(
@@ -167,7 +174,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Ask for a plan (no tools offered), repairing it until it parses and verifies."""
         planner_request, externs, context = self._prepare(request)
-        body = self._turn.draft(list(request.messages), externs)
+        body = self._turn.draft(list(planner_request.messages), externs)
         reply, is_program, calls = drive(
             body, lambda msgs: model_reply(handler(planner_request.override(messages=msgs)))
         )
@@ -180,7 +187,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         planner_request, externs, context = self._prepare(request)
-        body = self._turn.draft(list(request.messages), externs)
+        body = self._turn.draft(list(planner_request.messages), externs)
 
         async def call(msgs: list[BaseMessage]) -> AIMessage:
             return model_reply(await handler(planner_request.override(messages=msgs)))
@@ -201,7 +208,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                 "the plan's tools are unknown in this process: pass tools=[...] to "
                 "ToolsPlannerMiddleware to resume a plan before the model has been called here"
             )
-        messages = list(state["messages"])
+        messages = _conversation(state["messages"])
         plan_message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         seed = f"{record['plan']}{getattr(plan_message, 'id', '')}"
         model = self._model
@@ -288,6 +295,11 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
         return self.after_agent(state, runtime)
+
+
+def _conversation(messages: Sequence[Any]) -> list[Any]:
+    """The messages the planner model sees after its system prompt (system messages dropped)."""
+    return [m for m in messages if not isinstance(m, SystemMessage)]
 
 
 async def _ainvoke(model: Any, messages: list[BaseMessage]) -> AIMessage:

@@ -294,14 +294,22 @@ class Turn:
             return extern, args, call_id
 
         def invoke(extern: Extern, args: dict[str, Any], config: RunnableConfig) -> Any:
-            if extern.tool is not None:
-                return extern.tool.invoke(args, config)
-            return extern.call(args)
+            tool = extern.tool
+            if tool is None:
+                return extern.call(args)
+            direct = _direct_function(tool, extern)
+            if direct is not None and direct[0] is not None and _unobserved(config):
+                return direct[0](**args)
+            return tool.invoke(args, config)
 
         async def ainvoke(extern: Extern, args: dict[str, Any], config: RunnableConfig) -> Any:
-            if extern.tool is not None:
-                return await extern.tool.ainvoke(args, config)
-            return await extern.acall(args)
+            tool = extern.tool
+            if tool is None:
+                return await extern.acall(args)
+            direct = _direct_function(tool, extern)
+            if direct is not None and direct[1] is not None and _unobserved(config):
+                return await direct[1](**args)
+            return await tool.ainvoke(args, config)
 
         def execute(call: ToolCall, config: RunnableConfig) -> Any:
             extern, args, call_id = prepare(call, config)
@@ -406,6 +414,10 @@ class Turn:
         text = state.get("plan") or ""
         graph = self.plan_graph(text, None, run.externs)
         plan_run = self.plan_run(run, state.get("call_prefix") or f"asm{short_hash(text)}_")
+        if _unobserved(config):
+            # No handler listens: an empty callback manager still costs a child manager and a
+            # metadata merge per superstep, so the plan graph runs without one.
+            config = {**config, "callbacks": None}
         return graph, graph.initial_state(), graph.config_for(plan_run, config)
 
     def _plan_update(
@@ -567,3 +579,59 @@ def model_reply(response: Any) -> AIMessage:
         if isinstance(message, AIMessage):
             return message
     raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")
+
+
+# -- calling a tool's function directly when nothing observes the call ---------------------------
+#
+# ``BaseTool.invoke`` costs about as much as a LangGraph superstep: it builds a callback manager,
+# re-inspects the function's signature and re-validates arguments. When no callback handler is
+# attached (no tracer, no streaming of events) and the tool is a plain ``StructuredTool`` whose
+# errors are not turned into messages, calling its function with the already converted and
+# validated arguments is observably the same, and much cheaper. Any handler (LangSmith tracing,
+# ``stream_mode="messages"``, a user callback) takes the full ``invoke`` path, so traces nest.
+
+_DIRECT: dict[int, tuple[Any, Any] | None] = {}
+_UNOBSERVED: dict[int, tuple[Any, bool]] = {}
+_NOT_DIRECT_PARAMS = frozenset({"callbacks", "run_manager", "config"})
+
+
+def _direct_function(tool: BaseTool, extern: Extern) -> tuple[Any, Any] | None:
+    """``(func, coroutine)`` of a tool that may be called directly, else ``None`` (cached)."""
+    key = id(tool)
+    if key in _DIRECT:
+        return _DIRECT[key]
+    from langchain_core.tools import StructuredTool
+
+    found: tuple[Any, Any] | None = None
+    if (
+        type(tool) is StructuredTool
+        and not tool.handle_tool_error
+        and not tool.handle_validation_error
+        and tool.response_format == "content"
+        and set(extern.injected) <= {extern.runtime_param}
+    ):
+        import inspect
+
+        functions = [f for f in (tool.func, tool.coroutine) if f is not None]
+        if all(_NOT_DIRECT_PARAMS.isdisjoint(inspect.signature(f).parameters) for f in functions):
+            found = (tool.func, tool.coroutine)
+    if len(_DIRECT) > 4096:
+        _DIRECT.clear()
+    _DIRECT[key] = found
+    return found
+
+
+def _unobserved(config: RunnableConfig) -> bool:
+    """Whether a tool run under ``config`` would have no callback handler at all."""
+    from langchain_core.callbacks import CallbackManager
+
+    callbacks = config.get("callbacks")
+    cached = _UNOBSERVED.get(id(config))
+    if cached is not None and cached[0] is callbacks:
+        return cached[1]
+    manager = CallbackManager.configure(inheritable_callbacks=callbacks)
+    quiet = not manager.handlers
+    if len(_UNOBSERVED) > 4096:
+        _UNOBSERVED.clear()
+    _UNOBSERVED[id(config)] = (callbacks, quiet)
+    return quiet
