@@ -36,11 +36,28 @@ __all__ = ["parse"]
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_IDENT = re.compile(r"[A-Za-z_.$@?][\w.$@?]*")
-_NUMBER = re.compile(
-    r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z"
+_FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
+# Fence tags that make a block code even when no line in it reads as a valid instruction.
+_ASM_TAGS = frozenset(
+    {
+        "asm",
+        "nasm",
+        "masm",
+        "gas",
+        "fasm",
+        "yasm",
+        "tasm",
+        "assembly",
+        "assembler",
+        "x86asm",
+        "x86",
+        "s",
+        "llasm",
+        "llassembly",
+    }
 )
+_IDENT = re.compile(r"[A-Za-z_.$@?][\w.$@?]*")
+_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z")
 _DATA_WORDS = frozenset({"DB", "DW", "DD", "DQ", "DT", "EQU", "DS", "STRING", "ASCIZ", "ASCII"})
 _SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 _SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
@@ -179,7 +196,12 @@ def _operand(token: str, column: int) -> Operand:
             return Imm(int(lowered, 16))
         if any(c in lowered for c in ".e"):
             return Imm(float(token))
-        return Imm(int(token))
+        try:
+            return Imm(int(token))
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise _LineError(
+                column + 1, f"number {token[:20]}... is too long", "a shorter number"
+            ) from None
     if token.endswith("()"):
         token = token[:-2]
     if _IDENT.fullmatch(token):
@@ -193,7 +215,9 @@ def _operand(token: str, column: int) -> Operand:
                 "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
             )
         return Name(token)
-    raise _LineError(column + 1, f"cannot read operand {token!r}", "a register, number, string or name")
+    raise _LineError(
+        column + 1, f"cannot read operand {token!r}", "a register, number, string or name"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,12 +262,27 @@ def _scan(line: str) -> _Scanned:
     if second and second.group().upper() in _DATA_WORDS and word.upper() not in MNEMONICS:
         skipped = len(rest) - len(rest.lstrip())
         value_col = rest_col + skipped + second.end()
-        return _Scanned(tuple(labels), mnemonic=second.group(), mnemonic_col=pos,
-                        rest=body[value_col:], rest_col=value_col, data_name=word)
+        return _Scanned(
+            tuple(labels),
+            mnemonic=second.group(),
+            mnemonic_col=pos,
+            rest=body[value_col:],
+            rest_col=value_col,
+            data_name=word,
+        )
     if word.upper() in _DATA_WORDS and labels:
         name, col = labels.pop()
-        return _Scanned(tuple(labels), mnemonic=word, mnemonic_col=col, rest=rest,
-                        rest_col=rest_col, data_name=name)
+        return _Scanned(
+            tuple(labels),
+            mnemonic=word,
+            mnemonic_col=col,
+            rest=rest,
+            rest_col=rest_col,
+            data_name=name,
+        )
+    if rest and not rest[0].isspace():
+        # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+        return _Scanned(tuple(labels), rest=body[pos:].strip(), rest_col=pos)
     return _Scanned(tuple(labels), mnemonic=word, mnemonic_col=pos, rest=rest, rest_col=rest_col)
 
 
@@ -272,6 +311,8 @@ def _looks_like_code(line: str) -> bool:
         return False
     if scanned.mnemonic.isupper():
         return True
+    if scanned.rest.rstrip().endswith((".", "!", "?")):
+        return False  # "Push it." is a sentence, not code
     try:
         tokens = _split_operands(scanned.rest, scanned.rest_col)
         for token, column in tokens:
@@ -281,15 +322,19 @@ def _looks_like_code(line: str) -> bool:
     return len(tokens) == len(OPCODE_INFO[opcode].operands)
 
 
+def _names_instruction(line: str) -> bool:
+    """Whether a line starts with a known mnemonic, whatever its operands."""
+    scanned = _scan(line)
+    return not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS
+
+
 def _has_instruction(line: str) -> bool:
     try:
         scanned = _scan(line)
     except _LineError:
         return False
     return (
-        not scanned.data_name
-        and scanned.mnemonic.upper() in MNEMONICS
-        and _looks_like_code(line)
+        not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS and _looks_like_code(line)
     )
 
 
@@ -305,7 +350,7 @@ def _remove_thinking(text: str) -> str:
     """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines."""
     text = _THINK_BLOCK.sub(_blank, text)
     closing = None
-    for closing in _THINK_CLOSE.finditer(text):
+    for closing in _THINK_CLOSE.finditer(text):  # noqa: B007 - the last one is wanted
         pass
     if closing is not None:
         head = "".join("\n" if ch == "\n" else " " for ch in text[: closing.end()])
@@ -313,17 +358,33 @@ def _remove_thinking(text: str) -> str:
     return text
 
 
+def _is_code_block(tag: str, lines: list[str]) -> bool:
+    """Whether a fenced block holds the program.
+
+    An assembly tag is enough; an untagged block needs one line that starts with a mnemonic (so a
+    broken line is reported rather than the reply taken as prose); any other language needs a
+    line that reads as an instruction.
+    """
+    if tag in _ASM_TAGS:
+        return True
+    if not tag:
+        return any(_names_instruction(line) for line in lines)
+    return any(_has_instruction(line) for line in lines)
+
+
 def _code_line_numbers(lines: list[str]) -> list[int]:
     """Return the 0-based indexes of the lines that hold the program."""
-    blocks: list[list[int]] = []
+    blocks: list[tuple[str, list[int]]] = []
     outside: list[int] = []
     current: list[int] | None = None
+    tag = ""
     for index, line in enumerate(lines):
-        if _FENCE.match(line):
+        fence = _FENCE.match(line)
+        if fence:
             if current is None:
-                current = []
+                current, tag = [], fence.group(1).lower()
             else:
-                blocks.append(current)
+                blocks.append((tag, current))
                 current = None
             continue
         if current is None:
@@ -331,8 +392,10 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
         else:
             current.append(index)
     if current is not None:
-        blocks.append(current)
-    chosen = [i for block in blocks if any(_has_instruction(lines[j]) for j in block) for i in block]
+        blocks.append((tag, current))
+    chosen = [
+        i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
+    ]
     if chosen:
         return chosen
     code = [i for i in outside if _looks_like_code(lines[i])]
@@ -352,13 +415,16 @@ def _data_value(rest: str, column: int) -> Value:
     if not text:
         raise _LineError(column + 1, "data definition without a value", "a string, number or JSON")
     if text[0] in "{[":
+        start = column + len(rest) - len(rest.lstrip())
         try:
             return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
         except (ValueError, RecursionError) as exc:
-            raise _LineError(column + 1, f"invalid JSON in data: {exc}", "valid JSON") from None
+            raise _LineError(start + 1, f"invalid JSON in data: {exc}", "valid JSON") from None
     parts = [_operand(tok, col) for tok, col in _split_operands(rest, column)]
     if any(isinstance(p, Reg | Name) for p in parts):
-        raise _LineError(column + 1, "data may only hold strings, numbers or JSON", "a literal value")
+        raise _LineError(
+            column + 1, "data may only hold strings, numbers or JSON", "a literal value"
+        )
     values = [p.value for p in parts if isinstance(p, Imm)]
     if len(values) == 1:
         return values[0]
@@ -372,7 +438,9 @@ def _data_value(rest: str, column: int) -> Value:
             elif isinstance(value, int) and 0 < value < 0x110000:
                 out.append(chr(value))
             else:
-                raise _LineError(column + 1, f"cannot append {value!r} to a string", "a character code")
+                raise _LineError(
+                    column + 1, f"cannot append {value!r} to a string", "a character code"
+                )
         return "".join(out)
     return json.dumps(values, separators=(",", ":"))
 
@@ -385,14 +453,21 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
         value = _data_value(scanned.rest, scanned.rest_col)
         key = scanned.data_name.lower()
         if key in builder.data:
-            builder.error(number, scanned.mnemonic_col + 1,
-                          f"data label {scanned.data_name!r} is defined twice", "a new name")
+            builder.error(
+                number,
+                scanned.mnemonic_col + 1,
+                f"data label {scanned.data_name!r} is defined twice",
+                "a new name",
+            )
         builder.data[key] = value
         return
     if not scanned.mnemonic:
         if scanned.rest:
-            raise _LineError(scanned.rest_col + 1, f"cannot read {scanned.rest!r}",
-                             "an instruction, a label or a directive")
+            raise _LineError(
+                scanned.rest_col + 1,
+                f"cannot read {scanned.rest!r}",
+                "an instruction, a label or a directive",
+            )
         return
     upper = scanned.mnemonic.upper()
     if upper in _SECTION_WORDS or upper in _SECTION_SHORT or upper in _EXTERN_WORDS:
@@ -407,11 +482,19 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     text = _strip_comment(line)[scanned.mnemonic_col :].strip()
     opcode = MNEMONICS.get(upper)
     if opcode is None:
-        builder.unknown.append(UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text))
+        builder.unknown.append(
+            UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text)
+        )
         return
     builder.instructions.append(
-        Instruction(opcode, operands, number, scanned.mnemonic_col + 1, text,
-                    tuple(column + 1 for _, column in tokens))
+        Instruction(
+            opcode,
+            operands,
+            number,
+            scanned.mnemonic_col + 1,
+            text,
+            tuple(column + 1 for _, column in tokens),
+        )
     )
 
 

@@ -1,0 +1,287 @@
+"""Property tests for the parser: any text is handled, positions are sane, listings round-trip."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llassembly.errors import AsmSyntaxError
+from llassembly.parser import parse
+from llassembly.program import (
+    MNEMONICS,
+    OPCODE_INFO,
+    Imm,
+    Instruction,
+    Name,
+    Opcode,
+    Operand,
+    OperandKind,
+    PlainAnswer,
+    Program,
+    Reg,
+    register_index,
+    register_name,
+)
+
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ROUND_TRIP = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ---------------------------------------------------------------------------------------------
+# Arbitrary and assembly-ish text
+
+_PIECES = [
+    *MNEMONICS,
+    "mov",
+    "Call",
+    "jmp",
+    "R1",
+    "r2",
+    "R0",
+    "R100",
+    "R101",
+    "EAX",
+    "rbx",
+    "ESP",
+    "sp",
+    "loop",
+    ".next",
+    "_start",
+    "add",
+    "add()",
+    "()",
+    "section",
+    "segment",
+    ".data",
+    ".rodata",
+    ".text",
+    "global",
+    "extern",
+    "db",
+    "DD",
+    "dq",
+    "equ",
+    "0",
+    "-7",
+    "+3",
+    "0x1F",
+    "0x",
+    "3.5",
+    "1e3",
+    "-.5",
+    "9" * 30,
+    '"',
+    "'",
+    '"a;b"',
+    "'x'",
+    "\\",
+    '\\"',
+    ":",
+    "::",
+    ",",
+    ",,",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    ";",
+    "#",
+    "//",
+    "[",
+    "]",
+    "[R1]",
+    "{",
+    "}",
+    '{"a": 1}',
+    "[1, 2]",
+    "```",
+    "```asm",
+    "~~~",
+    "<think>",
+    "</think>",
+    "<THINK>",
+    "é",
+    "ß",
+    "ı",
+    "ﬀ",
+    "٣",
+    "\u2028",
+    "\x00",
+    "😀",
+    "Here is the plan:",
+    "Push it.",
+]
+
+asm_ish_text = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=3)), max_size=40).map(
+    "".join
+)
+
+any_reply = st.one_of(st.text(), asm_ish_text)
+
+
+def _line_count(reply: str) -> int:
+    return len(reply.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+
+
+def _outcome(reply: str) -> Program | PlainAnswer | AsmSyntaxError:
+    try:
+        return parse(reply)
+    except AsmSyntaxError as exc:
+        return exc
+
+
+@FUZZ
+@given(any_reply)
+def test_any_text_gives_a_program_a_plain_answer_or_a_syntax_error(reply: str) -> None:
+    outcome = _outcome(reply)
+    assert isinstance(outcome, Program | PlainAnswer | AsmSyntaxError)
+
+
+@FUZZ
+@given(any_reply)
+def test_every_position_points_into_the_reply(reply: str) -> None:
+    outcome = _outcome(reply)
+    count = _line_count(reply)
+    if isinstance(outcome, AsmSyntaxError):
+        assert outcome.diagnostics
+        assert (outcome.line, outcome.column) == (
+            outcome.diagnostics[0].line,
+            outcome.diagnostics[0].column,
+        )
+        assert outcome.expected
+        for diagnostic in outcome.diagnostics:
+            assert 1 <= diagnostic.line <= count
+            assert 1 <= diagnostic.column <= len(diagnostic.source) + 1
+            assert diagnostic.message
+            diagnostic.render()
+    elif isinstance(outcome, Program):
+        assert outcome.instructions or outcome.unknown
+        assert len(outcome.source_lines) == count
+        for ins in outcome.instructions:
+            assert 1 <= ins.line <= count
+            assert 1 <= ins.column <= len(outcome.source_of(ins.line))
+            assert len(ins.operand_columns) == len(ins.operands)
+            assert all(1 <= c <= len(outcome.source_of(ins.line)) for c in ins.operand_columns)
+        for unknown in outcome.unknown:
+            assert 1 <= unknown.line <= count
+            assert unknown.column >= 1
+        for places in outcome.label_lines.values():
+            assert all(1 <= line <= count and column >= 1 for line, column in places)
+        assert 0 <= outcome.entry <= len(outcome.instructions)
+
+
+@FUZZ
+@given(any_reply.filter(lambda r: "think" not in r.lower()))
+def test_instructions_point_at_their_mnemonic(reply: str) -> None:
+    outcome = _outcome(reply)
+    if not isinstance(outcome, Program):
+        return
+    for ins in outcome.instructions:
+        at = outcome.source_of(ins.line)[ins.column - 1 :]
+        assert at.startswith(ins.text)
+        assert ins.op is MNEMONICS[ins.text.split()[0].upper()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trip: a program rendered as a listing parses back to the same instructions
+
+_REGISTERS = st.sampled_from([register_name(i) for i in range(101 + 7)] + ["RAX", "RBP", "RDI"])
+
+
+def _plain_name(name: str) -> bool:
+    """A name the parser reads as a name: not a register, the stack pointer or a number."""
+    return (
+        register_index(name) is None
+        and name.upper() not in {"ESP", "RSP", "SP"}
+        and re.fullmatch(r"\.\d+(?:[eE]\d+)?", name) is None
+    )
+
+
+_NAMES = st.from_regex(r"[A-Za-z_.$@?][\w.$@?]{0,12}", fullmatch=True).filter(_plain_name)
+
+_STRINGS = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=12
+).filter(lambda s: "think>" not in s.lower())
+
+_VALUES: st.SearchStrategy[Operand] = st.one_of(
+    _REGISTERS.map(lambda name: Reg(register_index(name) or 0, name)),
+    st.integers(min_value=-(2**70), max_value=2**70).map(Imm),
+    st.floats(allow_nan=False, allow_infinity=False).map(Imm),
+    _STRINGS.map(Imm),
+    _NAMES.map(Name),
+)
+
+
+def _operand(kind: OperandKind) -> st.SearchStrategy[Operand]:
+    if kind == "reg":
+        return _REGISTERS.map(lambda name: Reg(register_index(name) or 0, name))
+    if kind == "value":
+        return _VALUES
+    return _NAMES.map(Name)
+
+
+@st.composite
+def _instruction(draw: st.DrawFn) -> Instruction:
+    op = draw(st.sampled_from(list(Opcode)))
+    operands = tuple(draw(_operand(kind)) for kind in OPCODE_INFO[op].operands)
+    return Instruction(op, operands, 0, 0, "")
+
+
+@st.composite
+def _programs(draw: st.DrawFn) -> Program:
+    instructions = draw(st.lists(_instruction(), min_size=1, max_size=12))
+    names = draw(st.lists(_NAMES, max_size=4, unique_by=str.lower))
+    labels = {
+        name.lower(): draw(st.integers(min_value=0, max_value=len(instructions))) for name in names
+    }
+    return Program(
+        instructions=tuple(instructions),
+        labels=labels,
+        label_names={name.lower(): name for name in names},
+    )
+
+
+def _same_operand(a: Operand, b: Operand) -> bool:
+    if isinstance(a, Imm) and isinstance(b, Imm) and isinstance(a.value, float):
+        return isinstance(b.value, float) and (
+            a.value == b.value and math.copysign(1, a.value) == math.copysign(1, b.value)
+        )
+    return a == b
+
+
+@ROUND_TRIP
+@given(_programs())
+def test_listing_parses_back_to_the_same_program(program: Program) -> None:
+    listing = program.listing()
+    parsed = parse(listing)
+    assert isinstance(parsed, Program), listing
+    assert [i.op for i in parsed.instructions] == [i.op for i in program.instructions]
+    for got, want in zip(parsed.instructions, program.instructions, strict=True):
+        assert len(got.operands) == len(want.operands)
+        assert all(_same_operand(g, w) for g, w in zip(got.operands, want.operands, strict=True))
+    assert parsed.labels == program.labels
+    assert parsed.label_names == program.label_names
+    assert parsed.unknown == ()
+
+
+@ROUND_TRIP
+@given(_programs(), st.sampled_from(["asm", "nasm", "", "x86asm"]), st.booleans())
+def test_fenced_listing_with_prose_keeps_line_numbers(
+    program: Program, tag: str, crlf: bool
+) -> None:
+    body = program.listing()
+    reply = f"Here is the plan.\nIt should work.\n```{tag}\n{body}\n```\nDone!"
+    if crlf:
+        reply = reply.replace("\n", "\r\n")
+    parsed = parse(reply)
+    assert isinstance(parsed, Program)
+    assert [i.op for i in parsed.instructions] == [i.op for i in program.instructions]
+    first_code_line = 4  # two lines of prose and the fence come first
+    for got, want in zip(parsed.instructions, program.instructions, strict=True):
+        assert parsed.source_of(got.line) == f"    {want}"
+        assert got.column == 5
+        assert body.split("\n")[got.line - first_code_line] == f"    {want}"
