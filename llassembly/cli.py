@@ -27,7 +27,7 @@ from .emulator import (
 from .errors import ExecutionError, LLAssemblyError, PlanError, UsageError
 from .externs import Extern, externs_from
 from .parser import parse
-from .program import PlainAnswer, Program
+from .program import Opcode, PlainAnswer, Program, find_tool
 from .verifier import check
 
 __all__ = ["load_tools", "main"]
@@ -49,8 +49,9 @@ def load_tools(spec: str) -> dict[str, Extern]:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # a missing module, or one that fails while importing
+        msg = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        raise UsageError(msg) from exc
     try:
         value: Any = getattr(module, attr)
     except AttributeError as exc:
@@ -65,6 +66,16 @@ def _is_typed_tool(value: Callable[..., Any]) -> bool:
     """A plain function with annotations is a tool; a bare factory ``def tools():`` is not."""
     annotations = getattr(value, "__annotations__", {})
     return bool(annotations) and set(annotations) != {"return"}
+
+
+def _show(value: Any) -> str:
+    """``repr`` that survives ints too long for Python to turn into text."""
+    try:
+        return repr(value)
+    except Exception:  # a huge int (ValueError), or a tool result with a broken __repr__
+        if isinstance(value, int):
+            return f"<int of {value.bit_length()} bits>"
+        return f"<unprintable {type(value).__name__}>"
 
 
 def _read_plan(path: str) -> str:
@@ -96,7 +107,9 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.\n")
         return _EXIT_PLAN
     calls = sum(
-        1 for i in program.instructions if i.op.value == "CALL" and str(i.operands[0]) in externs
+        1
+        for i in program.instructions
+        if i.op is Opcode.CALL and find_tool(str(i.operands[0]), externs) is not None
     )
     out.write(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.\n")
     return _EXIT_OK
@@ -116,9 +129,9 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     )
 
     def call(request: ToolCall) -> Any:
-        arguments = ", ".join(f"{k}={v!r}" for k, v in request.args.items())
+        arguments = ", ".join(f"{k}={_show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
-        out.write(f"line {request.line:>3}  {request.tool}({arguments}) -> {result!r}\n")
+        out.write(f"line {request.line:>3}  {request.tool}({arguments}) -> {_show(result)}\n")
         return result
 
     try:
@@ -126,13 +139,14 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     except ExecutionError as exc:
         out.write(f"stopped: {exc}\n")
         return _EXIT_RUN
-    registers = ", ".join(f"{k}={v!r}" for k, v in result.registers.items()) or "(all zero)"
+    registers = ", ".join(f"{k}={_show(v)}" for k, v in result.registers.items()) or "(all zero)"
     out.write(
         f"finished: {result.instructions_executed} instructions, "
         f"{result.tool_calls} tool calls\nregisters: {registers}\n"
     )
     if result.stack:
-        out.write(f"stack (bottom to top): {result.stack!r}\n")
+        shown = ", ".join(_show(v) for v in result.stack)
+        out.write(f"stack (bottom to top): [{shown}]\n")
     return _EXIT_OK
 
 
@@ -148,8 +162,12 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, help=helptext, description=helptext)
         sub.add_argument("plan", help="the plan file, or - for standard input")
-        sub.add_argument("--tools", required=True, metavar="MODULE:ATTR",
-                         help="a list of tools (or one tool, or a function returning a list)")
+        sub.add_argument(
+            "--tools",
+            required=True,
+            metavar="MODULE:ATTR",
+            help="a list of tools (or one tool, or a function returning a list)",
+        )
         if name == "run":
             sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
             sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
@@ -160,11 +178,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_extra_commands(commands: Any) -> None:
     """Hook for commands defined in other modules (the demo registers itself here)."""
-    try:
-        from .demo.cli import add_demo_command
+    try:  # imported by name: the demo is optional and may not be installed
+        demo = importlib.import_module(f"{__package__}.demo.cli")
     except ImportError:
         return
-    add_demo_command(commands)
+    demo.add_demo_command(commands)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -174,7 +192,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     3 the command was used wrongly.
     """
     stream = out if out is not None else sys.stdout
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage; 2 would read as "run stopped"
+        return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "check": _cmd_check,
         "run": _cmd_run,

@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from langgraph.errors import GraphBubbleUp
 
@@ -218,6 +218,14 @@ class _Context:
     max_stack_depth: int
 
 
+def _show(value: Value) -> str:
+    """``repr`` for messages: short, and safe for ints too long for ``repr`` to convert."""
+    if type(value) is int and not -_INT_LIMIT <= value <= _INT_LIMIT:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _fail(instruction: Instruction, message: str) -> AsmRuntimeError:
     return AsmRuntimeError(message, line=instruction.line, source=instruction.text)
 
@@ -289,8 +297,11 @@ def _arith(ins: Instruction, ctx: _Context, op: Callable[[Any, Any], Any], src: 
     def step(st: MachineState, pc: int) -> int:
         a, b = read_dst(st), src(st)
         if type(a) is str or type(b) is str:
-            raise _fail(ins, f"{name} needs numbers, got {a!r} and {b!r}")
-        result = op(a, b)
+            raise _fail(ins, f"{name} needs numbers, got {_show(a)} and {_show(b)}")
+        try:
+            result = op(a, b)
+        except OverflowError:  # an int too large to mix with a float
+            raise _fail(ins, f"{name} overflowed the number range") from None
         if type(result) is int:
             if not -_INT_LIMIT <= result <= _INT_LIMIT:
                 raise _fail(ins, f"{name} overflowed the 64-bit integer range")
@@ -348,7 +359,7 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
             st.flag_mode = _UNORDERED
         else:
             st.zf = a == b
-            st.lt = a < b
+            st.lt = a < b  # type: ignore[operator]  # both are numbers here
             st.flag_mode = _ORDERED
         return pc + 1
 
@@ -371,8 +382,9 @@ def _conditional(ins: Instruction, ctx: _Context, taken: Callable[[bool, bool], 
             if mode == _UNSET:
                 raise _fail(ins, f"{name} before any CMP or arithmetic set the flags")
             raise _fail(
-                ins, f"{name} needs an ordered compare, but the last CMP compared strings "
-                "(only JE/JNE are defined for strings)"
+                ins,
+                f"{name} needs an ordered compare, but the last CMP compared strings "
+                "(only JE/JNE are defined for strings)",
             )
         return target if taken(st.zf, st.lt) else pc + 1
 
@@ -459,19 +471,22 @@ if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at 
 
 @dataclass(frozen=True, slots=True)
 class CompiledProgram:
-    """A verified program compiled for one set of tools and one stack limit; reusable."""
+    """A verified program compiled for one set of tools and one stack limit; reusable.
+
+    An :class:`Emulator` given a different ``max_stack_depth`` recompiles the steps (without
+    verifying again), since the stack limit is baked into the ``PUSH`` and ``CALL`` steps.
+    """
 
     program: Program
     steps: tuple[Step | None, ...]
     tools: tuple[Extern | None, ...]
     externs: Mapping[str, Extern]
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
 
 
-def compile_program(
-    program: Program, externs: Mapping[str, Extern], *, max_stack_depth: int
+def _compile_steps(
+    program: Program, externs: Mapping[str, Extern], max_stack_depth: int
 ) -> CompiledProgram:
-    """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
-    verify(program, externs)
     ctx = _Context(program, len(program.instructions), max_stack_depth)
     steps: list[Step | None] = []
     tools: list[Extern | None] = []
@@ -481,7 +496,15 @@ def compile_program(
             tool = find_tool(ins.operands[0].name, externs)
         tools.append(tool)
         steps.append(None if tool is not None else _COMPILERS[ins.op](ins, ctx))
-    return CompiledProgram(program, tuple(steps), tuple(tools), externs)
+    return CompiledProgram(program, tuple(steps), tuple(tools), externs, max_stack_depth)
+
+
+def compile_program(
+    program: Program, externs: Mapping[str, Extern], *, max_stack_depth: int
+) -> CompiledProgram:
+    """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
+    verify(program, externs)
+    return _compile_steps(program, externs, max_stack_depth)
 
 
 ToolSpec: TypeAlias = Iterable[Any] | Mapping[str, Extern]
@@ -520,14 +543,20 @@ class Emulator:
             ("max_tool_calls", max_tool_calls),
             ("max_stack_depth", max_stack_depth),
         ):
-            if not isinstance(limit, int) or limit < 1:
+            if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
                 raise UsageError(f"{label} must be a positive integer, got {limit!r}")
-        if max_seconds is not None and not max_seconds > 0:
+        if max_seconds is not None and (
+            type(max_seconds) not in (int, float) or not max_seconds > 0
+        ):
             raise UsageError(f"max_seconds must be positive or None, got {max_seconds!r}")
         if isinstance(program, CompiledProgram):
+            if program.max_stack_depth != max_stack_depth:
+                program = _compile_steps(program.program, program.externs, max_stack_depth)
             self.compiled = program
         else:
-            externs = tools if isinstance(tools, Mapping) else externs_from(tools)
+            externs = (
+                tools if isinstance(tools, Mapping) else externs_from(cast(Iterable[Any], tools))
+            )
             self.compiled = compile_program(program, externs, max_stack_depth=max_stack_depth)
         self.program = self.compiled.program
         self.max_instructions_to_exec = max_instructions_to_exec
@@ -540,6 +569,7 @@ class Emulator:
             self.state = state
         else:
             self.state = MachineState.restore(state)
+        self._check_state()
         self._started: float | None = None
         self.history: list[CallRecord] = []
 
@@ -588,18 +618,21 @@ class Emulator:
             return self._request(st.pending[0], st.pending[1])
         if st.halted:
             return None
-        steps, tools = self.compiled.steps, self.compiled.tools
+        steps = self.compiled.steps
         end, limit = len(steps), self.max_instructions_to_exec
         deadline = self._deadline()
         pc, executed = st.pc, st.executed
-        stop = limit if max_steps is None else min(limit, executed + max_steps)
+        pause = limit if max_steps is None else executed + max_steps
+        stop = min(limit, pause)
         try:
             while pc < end:
                 if executed >= stop:
-                    if executed < limit:
-                        return None  # paused after max_steps; not finished
+                    if max_steps is not None and executed >= pause:
+                        return None  # paused after max_steps (the budget is checked next time)
                     ins = self.program.instructions[pc]
-                    raise InstructionBudgetExceeded(limit, executed + 1, line=ins.line, source=ins.text)
+                    raise InstructionBudgetExceeded(
+                        limit, executed + 1, line=ins.line, source=ins.text
+                    )
                 if deadline is not None and executed % _CLOCK_EVERY == 0:
                     self._check_clock(deadline, pc)
                 executed += 1
@@ -628,7 +661,7 @@ class Emulator:
         ins = self.program.instructions[index]
         if extern is None:
             raise UsageError("the pending call does not point at a tool CALL (bad snapshot?)")
-        values = extern.to_values(result)
+        values = extern.to_values(result, line=ins.line, source=ins.text)
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
@@ -675,7 +708,9 @@ class Emulator:
             except (LLAssemblyError, GraphBubbleUp):
                 raise
             except Exception as exc:
-                raise ToolExecutionError(request.tool, exc, line=request.line, source=request.source) from exc
+                raise ToolExecutionError(
+                    request.tool, exc, line=request.line, source=request.source
+                ) from exc
             self._record(request, result)
             request = self.advance()
         return self.result()
@@ -690,12 +725,27 @@ class Emulator:
             except (LLAssemblyError, GraphBubbleUp):
                 raise
             except Exception as exc:
-                raise ToolExecutionError(request.tool, exc, line=request.line, source=request.source) from exc
+                raise ToolExecutionError(
+                    request.tool, exc, line=request.line, source=request.source
+                ) from exc
             self._record(request, result)
             request = self.advance()
         return self.result()
 
     # -- internals --------------------------------------------------------------------------
+
+    def _check_state(self) -> None:
+        """Refuse a state that does not belong to this program (a stale or edited snapshot)."""
+        st, end = self.state, len(self.program.instructions)
+        values = [*st.regs, *st.stack, *(st.pending[1] if st.pending else ())]
+        if any(type(v) not in (int, float, str) for v in values):
+            raise UsageError("the state holds a value that is not an int, float or string")
+        if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
+            raise UsageError(f"the state points outside this program's {end} instructions")
+        if st.pending is not None and not (
+            0 <= st.pending[0] < end and self.compiled.tools[st.pending[0]] is not None
+        ):
+            raise UsageError("the state's pending call is not a tool CALL of this program")
 
     def _record(self, request: ToolCall, result: Any) -> None:
         self.complete(result)
@@ -737,7 +787,9 @@ class Emulator:
         count = len(extern.params)
         stack = st.stack
         if len(stack) < count:
-            raise _fail(ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}")
+            raise _fail(
+                ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}"
+            )
         values = stack[len(stack) - count :] if count else []
         request = self._request(pc, values)  # converts first: a bad value leaves the stack as is
         if count:
@@ -754,4 +806,3 @@ class Emulator:
         args = extern.convert_args(values, line=ins.line, source=ins.text)
         number = self.state.tool_calls + (0 if self.state.pending else 1)
         return ToolCall(extern.name, args, pc, ins.line, ins.text, number)
-

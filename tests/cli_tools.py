@@ -1,0 +1,31 @@
+"""Tiny tools for ``tests/test_cli.py`` (imported by the CLI as ``cli_tools:...``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def double(x: int) -> int:
+    """Return twice x."""
+    return 2 * x
+
+
+def greet(name: str) -> str:
+    """Return a greeting."""
+    return f"Hello, {name}"
+
+
+def explode(x: int) -> int:
+    """Always raise."""
+    raise RuntimeError(f"exploded on {x}")
+
+
+TOOLS = [double, greet, explode]
+
+
+def make_tools() -> list[Any]:
+    """A factory: the CLI calls it to get the list."""
+    return [double, greet]
+
+
+NOT_A_TOOL = 42

@@ -1,0 +1,955 @@
+"""The emulator, instruction by instruction, against ``docs/language.md``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.errors import GraphInterrupt
+from pydantic import BaseModel
+
+from llassembly.emulator import (
+    CompiledProgram,
+    Emulator,
+    MachineState,
+    RunResult,
+    ToolCall,
+    compile_program,
+)
+from llassembly.errors import (
+    AsmRuntimeError,
+    InstructionBudgetExceeded,
+    PlanRejected,
+    StackDepthExceeded,
+    ToolArgumentError,
+    ToolCallBudgetExceeded,
+    ToolExecutionError,
+    UsageError,
+    WallClockExceeded,
+)
+from llassembly.externs import externs_from
+from llassembly.parser import parse
+from llassembly.program import Opcode, Program
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def program(source: str) -> Program:
+    parsed = parse(source)
+    assert isinstance(parsed, Program), parsed
+    return parsed
+
+
+def emulator(source: str, tools: Any = (), **limits: Any) -> Emulator:
+    return Emulator(program(source), tools, **limits)
+
+
+def run(source: str, tools: Any = (), **limits: Any) -> RunResult:
+    return emulator(source, tools, **limits).run()
+
+
+def regs(source: str, tools: Any = (), **limits: Any) -> dict[str, Any]:
+    return run(source, tools, **limits).registers
+
+
+def flags(source: str) -> tuple[bool, bool, str]:
+    emu = emulator(source)
+    emu.run()
+    snap = emu.snapshot()["flags"]
+    return snap["zf"], snap["lt"], snap["mode"]
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+LOG: list[tuple[str, dict[str, Any]]] = []
+
+
+def make_one_step(x: int, y: int) -> int:
+    """Return 10*x + y so the argument order is visible."""
+    LOG.append(("make_one_step", {"x": x, "y": y}))
+    return 10 * x + y
+
+
+def split(n: int) -> tuple[int, int]:
+    """Return (tens, units)."""
+    return n // 10, n % 10
+
+
+def record(message: str, value: int) -> None:
+    """Return nothing."""
+    LOG.append(("record", {"message": message, "value": value}))
+
+
+def city() -> str:
+    return "Paris"
+
+
+def inc(x: int) -> int:
+    return x + 1
+
+
+def boom(x: int) -> int:
+    raise ValueError(f"boom {x}")
+
+
+def interrupt() -> int:
+    raise GraphInterrupt(())
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def norm1(p: Point) -> int:
+    return abs(p.x) + abs(p.y)
+
+
+def wrong_arity() -> tuple[int, int]:
+    return (1, 2, 3)  # type: ignore[return-value]
+
+
+TOOLS = [make_one_step, split, record, city, inc, boom, interrupt, norm1, wrong_arity]
+
+
+@pytest.fixture(autouse=True)
+def _clear_log() -> None:
+    LOG.clear()
+
+
+# --- MOV, PUSH, POP, registers ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operand", "value"),
+    [
+        ("42", 42),
+        ("-7", -7),
+        ("+3", 3),
+        ("0x1F", 31),
+        ("3.5", 3.5),
+        ("-0.25", -0.25),
+        ("1e3", 1000.0),
+        ('"Paris"', "Paris"),
+        ("'MiXeD case'", "MiXeD case"),
+        (r'"a\tb\n"', "a\tb\n"),
+    ],
+)
+def test_mov_immediate(operand: str, value: Any) -> None:
+    result = regs(f"MOV R1, {operand}")
+    assert result == {"R1": value}
+    assert type(result["R1"]) is type(value)
+
+
+def test_mov_register_to_register() -> None:
+    assert regs("MOV R2, 'x'\nMOV R1, R2") == {"R1": "x", "R2": "x"}
+
+
+def test_mov_data_labels_string_number_json_equ() -> None:
+    source = """
+section .rodata
+    greeting db "Hello, World", 0
+    limit dd 10
+    ratio: dq 0.5
+    point db {"x": 1, "y": 2}
+    size equ 3
+section .text
+    MOV R1, greeting
+    MOV R2, limit
+    MOV R3, ratio
+    MOV R4, point
+    MOV R5, size
+"""
+    assert regs(source) == {
+        "R1": "Hello, World",
+        "R2": 10,
+        "R3": 0.5,
+        "R4": '{"x":1,"y":2}',
+        "R5": 3,
+    }
+
+
+def test_all_registers_start_at_zero_and_r100_and_x86_names_work() -> None:
+    assert regs("MOV R100, 1\nMOV EBP, 2\nMOV R3, R99") == {"R100": 1, "EBP": 2}
+
+
+def test_push_pop_is_last_in_first_out() -> None:
+    assert regs("PUSH 1\nPUSH 'two'\nPUSH 3.0\nPOP R1\nPOP R2\nPOP R3") == {
+        "R1": 3.0,
+        "R2": "two",
+        "R3": 1,
+    }
+
+
+def test_push_register_and_data_label() -> None:
+    source = "section .data\nname db 'Oslo', 0\nsection .text\nMOV R1, 5\nPUSH R1\nPUSH name"
+    assert run(source).stack == [5, "Oslo"]
+
+
+def test_r0_reads_zero_after_a_write() -> None:
+    assert regs("MOV R0, 5\nMOV R1, R0\nADD R0, 7\nMOV R2, R0") == {}
+
+
+def test_pop_r0_discards_the_value() -> None:
+    result = run("PUSH 1\nPUSH 2\nPOP R0\nPOP R1\nMOV R2, R0")
+    assert result.registers == {"R1": 1}
+    assert result.stack == []
+
+
+def test_r0_is_not_in_the_snapshot() -> None:
+    emu = emulator("MOV R0, 5")
+    emu.run()
+    assert "R0" not in emu.snapshot()["registers"]
+
+
+@pytest.mark.parametrize(("e", "r"), [("EAX", "RAX"), ("EBX", "RBX"), ("ebp", "rbp")])
+def test_exx_and_rxx_are_the_same_register(e: str, r: str) -> None:
+    result = regs(f"MOV {e}, 7\nADD {r}, 1\nMOV R1, {e}")
+    assert result["R1"] == 8
+    assert result[e.upper()] == 8
+
+
+def test_register_names_are_case_insensitive() -> None:
+    assert regs("mov r1, 2\nmov eax, r1") == {"R1": 2, "EAX": 2}
+
+
+# --- arithmetic ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("MOV R1, 7\nADD R1, 5", 12),
+        ("MOV R1, 7\nSUB R1, 10", -3),
+        ("MOV R1, 7\nMUL R1, 6", 42),
+        ("MOV R1, 7\nIMUL R1, -2", -14),
+        ("MOV R1, 7\nINC R1", 8),
+        ("MOV R1, 7\nDEC R1", 6),
+        ("MOV R1, 2\nMOV R2, 3\nADD R1, R2", 5),
+    ],
+)
+def test_int_arithmetic_gives_int(source: str, expected: int) -> None:
+    value = regs(source)["R1"]
+    assert value == expected
+    assert type(value) is int
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("MOV R1, 7\nADD R1, 0.5", 7.5),
+        ("MOV R1, 1.5\nADD R1, 2", 3.5),
+        ("MOV R1, 1.5\nSUB R1, 2", -0.5),
+        ("MOV R1, 2\nMUL R1, 1.25", 2.5),
+        ("MOV R1, 2.0\nMUL R1, 3", 6.0),
+        ("MOV R1, 0.5\nINC R1", 1.5),
+        ("MOV R1, 0.5\nDEC R1", -0.5),
+    ],
+)
+def test_arithmetic_with_a_float_gives_float(source: str, expected: float) -> None:
+    value = regs(source)["R1"]
+    assert value == expected
+    assert type(value) is float
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "MOV R1, 'a'\nADD R1, 1",
+        "MOV R1, 1\nADD R1, 'a'",
+        "MOV R1, 'a'\nSUB R1, 'b'",
+        "MOV R1, 'a'\nMUL R1, 2",
+        "MOV R1, 'a'\nINC R1",
+        "MOV R1, 'a'\nDEC R1",
+    ],
+)
+def test_arithmetic_on_a_string_is_a_runtime_error_with_the_line(source: str) -> None:
+    with pytest.raises(AsmRuntimeError, match="needs numbers") as info:
+        run(source)
+    assert info.value.line == 2
+    assert info.value.source == source.splitlines()[1]
+    assert "line 2" in str(info.value)
+
+
+def test_arithmetic_on_a_string_from_a_tool_is_a_runtime_error() -> None:
+    with pytest.raises(AsmRuntimeError, match="needs numbers") as info:
+        run("CALL city\nPOP R1\nINC R1", TOOLS)
+    assert info.value.line == 3
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "MOV R1, 9223372036854775807\nINC R1",
+        "MOV R1, -9223372036854775807\nDEC R1",
+        "MOV R1, 4294967296\nMUL R1, 4294967296",
+        "MOV R1, 9223372036854775807\nADD R1, R1",
+        "MOV R1, -9223372036854775807\nSUB R1, 10",
+    ],
+)
+def test_int_overflow_past_64_bits_is_an_error(source: str) -> None:
+    with pytest.raises(AsmRuntimeError, match="overflowed") as info:
+        run(source)
+    assert info.value.line == 2
+
+
+def test_largest_64_bit_int_is_fine() -> None:
+    assert regs("MOV R1, 9223372036854775806\nINC R1") == {"R1": 2**63 - 1}
+
+
+def test_float_overflow_to_infinity_is_an_error() -> None:
+    with pytest.raises(AsmRuntimeError, match="non-finite"):
+        run("MOV R1, 1e308\nMUL R1, 10")
+
+
+def test_huge_int_mixed_with_a_float_is_an_error_not_an_overflowerror() -> None:
+    big = "1" + "0" * 400
+    with pytest.raises(AsmRuntimeError, match="overflowed") as info:
+        run(f"MOV R1, {big}\nMUL R1, 1.5")
+    assert info.value.line == 2
+
+
+def test_arithmetic_error_message_survives_an_int_too_long_to_print() -> None:
+    huge = "0x" + "f" * 5000  # more than Python's 4300-digit limit for int -> str
+    with pytest.raises(AsmRuntimeError, match="integer of 20000 bits") as info:
+        run(f"MOV R1, {huge}\nMOV R2, 'a'\nADD R2, R1")
+    assert info.value.line == 3
+
+
+# --- flags -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "zf", "lt", "mode"),
+    [
+        ("1", "2", False, True, "ordered"),
+        ("2", "2", True, False, "ordered"),
+        ("3", "2", False, False, "ordered"),
+        ("1.5", "2.5", False, True, "ordered"),
+        ("2.5", "2.5", True, False, "ordered"),
+        ("1", "1.0", True, False, "ordered"),
+        ("1.0", "1", True, False, "ordered"),
+        ("1", "1.5", False, True, "ordered"),
+        ("-5", "-3", False, True, "ordered"),
+        ("-3", "-5", False, False, "ordered"),
+        ("-1", "0", False, True, "ordered"),
+        ("'abc'", "'abc'", True, False, "unordered"),
+        ("'abc'", "'ABC'", False, False, "unordered"),
+        ("'a'", "'b'", False, False, "unordered"),
+        ("'1'", "1", False, False, "unordered"),
+        ("1", "'1'", False, False, "unordered"),
+        ("0", "''", False, False, "unordered"),
+    ],
+)
+def test_cmp_flags(a: str, b: str, zf: bool, lt: bool, mode: str) -> None:
+    assert flags(f"MOV R1, {a}\nMOV R2, {b}\nCMP R1, R2") == (zf, lt, mode)
+
+
+@pytest.mark.parametrize(
+    ("source", "zf", "lt"),
+    [
+        ("MOV R1, 1\nDEC R1", True, False),
+        ("MOV R1, 0\nDEC R1", False, True),
+        ("MOV R1, 0\nINC R1", False, False),
+        ("MOV R1, 2\nSUB R1, 2.0", True, False),
+        ("MOV R1, 2\nMUL R1, 0", True, False),
+        ("MOV R1, -2\nADD R1, 1", False, True),
+    ],
+)
+def test_arithmetic_sets_flags_from_the_result(source: str, zf: bool, lt: bool) -> None:
+    assert flags(source) == (zf, lt, "ordered")
+
+
+def test_mov_push_pop_do_not_touch_flags() -> None:
+    assert flags("CMP 1, 2\nMOV R1, 5\nPUSH 1\nPOP R2") == (False, True, "ordered")
+
+
+def test_cmp_accepts_immediates_on_both_sides() -> None:
+    assert flags("CMP 3, 3") == (True, False, "ordered")
+
+
+# --- jumps -----------------------------------------------------------------------------------
+
+# (mnemonic, a, b, taken) for every conditional jump and alias.
+_JUMPS: list[tuple[str, str, str, bool]] = []
+for _names, _rule in (
+    (("JE", "JZ"), lambda a, b: a == b),
+    (("JNE", "JNZ"), lambda a, b: a != b),
+    (("JL", "JLT", "JB"), lambda a, b: a < b),
+    (("JLE", "JBE"), lambda a, b: a <= b),
+    (("JG", "JGT", "JA"), lambda a, b: a > b),
+    (("JGE", "JAE"), lambda a, b: a >= b),
+):
+    for _mnemonic in _names:
+        for _a, _b in ((1, 2), (2, 2), (3, 2), (-1, 0.5), (1, 1.0)):
+            _JUMPS.append((_mnemonic, str(_a), str(_b), _rule(_a, _b)))
+
+
+@pytest.mark.parametrize(("mnemonic", "a", "b", "taken"), _JUMPS)
+def test_conditional_jumps(mnemonic: str, a: str, b: str, taken: bool) -> None:
+    source = f"MOV R1, {a}\nCMP R1, {b}\n{mnemonic} yes\nMOV R2, 1\nHLT\nyes: MOV R2, 2"
+    assert regs(source)["R2"] == (2 if taken else 1)
+
+
+@pytest.mark.parametrize(
+    ("mnemonic", "a", "b", "taken"),
+    [
+        ("JE", "'x'", "'x'", True),
+        ("JZ", "'x'", "'X'", False),
+        ("JNE", "'x'", "'X'", True),
+        ("JNZ", "'x'", "'x'", False),
+        ("JE", "'1'", "1", False),
+        ("JNE", "1", "'1'", True),
+    ],
+)
+def test_equality_jumps_work_after_a_string_compare(
+    mnemonic: str, a: str, b: str, taken: bool
+) -> None:
+    source = f"MOV R1, {a}\nCMP R1, {b}\n{mnemonic} yes\nMOV R2, 1\nHLT\nyes: MOV R2, 2"
+    assert regs(source)["R2"] == (2 if taken else 1)
+
+
+@pytest.mark.parametrize(
+    "mnemonic", ["JL", "JLT", "JB", "JLE", "JBE", "JG", "JGT", "JA", "JGE", "JAE"]
+)
+def test_ordered_jump_after_a_string_compare_from_a_tool_is_a_runtime_error(
+    mnemonic: str,
+) -> None:
+    source = f"CALL city\nPOP R1\nCMP R1, R2\n{mnemonic} done\nNOP\ndone: HLT"
+    emu = emulator(source, TOOLS)  # the verifier cannot see the string: it passes
+    with pytest.raises(AsmRuntimeError, match="ordered compare") as info:
+        emu.run()
+    assert info.value.line == 4
+
+
+def test_ordered_jump_on_visible_strings_is_rejected_before_the_run() -> None:
+    with pytest.raises(PlanRejected):
+        emulator("CMP 'a', 'b'\nJL done\nNOP\ndone: HLT")
+
+
+@pytest.mark.parametrize("mnemonic", ["JE", "JNZ", "JL", "JGE"])
+def test_conditional_jump_before_any_flags_is_a_runtime_error(mnemonic: str) -> None:
+    with pytest.raises(AsmRuntimeError, match="before any CMP") as info:
+        run(f"MOV R1, 1\n{mnemonic} done\nNOP\ndone: HLT")
+    assert info.value.line == 2
+
+
+def test_jmp_skips_code() -> None:
+    assert regs("JMP over\nMOV R1, 1\nover: MOV R2, 2") == {"R2": 2}
+
+
+def test_dec_jnz_loop() -> None:
+    result = run("MOV ECX, 5\nloop: ADD R1, 2\nDEC ECX\nJNZ loop")
+    assert result.registers == {"R1": 10}
+    assert result.instructions_executed == 1 + 5 * 3
+
+
+def test_counting_loop_with_jl() -> None:
+    assert regs("MOV R1, 0\nloop: INC R1\nCMP R1, 10\nJL loop") == {"R1": 10}
+
+
+def test_jump_to_a_label_at_the_very_end_ends_the_program() -> None:
+    result = run("JMP end\nMOV R1, 1\nend:")
+    assert result.registers == {}
+    assert result.instructions_executed == 1
+
+
+def test_labels_are_case_insensitive() -> None:
+    assert regs("JMP Over\nMOV R1, 1\nOVER: MOV R2, 2") == {"R2": 2}
+
+
+# --- subroutines and the end -----------------------------------------------------------------
+
+
+def test_call_label_and_ret() -> None:
+    source = "MOV R1, 1\nCALL double\nCALL double\nHLT\ndouble: ADD R1, R1\nRET"
+    assert regs(source) == {"R1": 4}
+
+
+def test_nested_subroutines_return_in_order() -> None:
+    source = """
+    CALL outer
+    MOV R3, 3
+    HLT
+outer:
+    MOV R1, 1
+    CALL inner
+    ADD R1, 10
+    RET
+inner:
+    MOV R2, 2
+    ADD R1, 100
+    RET
+"""
+    assert regs(source) == {"R1": 111, "R2": 2, "R3": 3}
+
+
+def test_top_level_ret_ends_the_program() -> None:
+    result = run("MOV R1, 1\nRET\nMOV R1, 2")
+    assert result.registers == {"R1": 1}
+    assert result.instructions_executed == 2
+
+
+def test_hlt_ends_the_program() -> None:
+    result = run("MOV R1, 1\nHLT\nMOV R1, 2")
+    assert result.registers == {"R1": 1}
+    assert result.instructions_executed == 2
+
+
+def test_halt_alias() -> None:
+    assert regs("MOV R1, 1\nHALT\nMOV R1, 2") == {"R1": 1}
+
+
+def test_falling_off_the_end_ends_the_program() -> None:
+    emu = emulator("MOV R1, 1\nNOP")
+    result = emu.run()
+    assert emu.finished
+    assert result.instructions_executed == 2
+    assert emu.snapshot()["pc"] == 2
+
+
+def test_global_sets_the_entry_point() -> None:
+    source = "global _start\nhelper: MOV R1, 1\nRET\n_start: MOV R2, 2\nCALL helper"
+    assert regs(source) == {"R1": 1, "R2": 2}
+
+
+def test_stack_is_left_in_the_result() -> None:
+    assert run("PUSH 1\nPUSH 'a'").stack == [1, "a"]
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def test_first_pushed_is_the_first_parameter() -> None:
+    result = run("PUSH 5\nPUSH 7\nCALL make_one_step\nPOP R1", TOOLS)
+    assert result.registers == {"R1": 57}
+    assert LOG == [("make_one_step", {"x": 5, "y": 7})]
+    assert result.calls[0].call.args == {"x": 5, "y": 7}
+    assert result.calls[0].result == 57
+
+
+def test_tuple_result_pops_in_order() -> None:
+    result = run("PUSH 42\nCALL split\nPOP R1\nPOP R2", TOOLS)
+    assert result.registers == {"R1": 4, "R2": 2}
+
+
+def test_none_result_pushes_nothing() -> None:
+    result = run("PUSH 'hot'\nPUSH 30\nCALL record", TOOLS)
+    assert result.stack == []
+    assert LOG == [("record", {"message": "hot", "value": 30})]
+
+
+def test_tool_string_result_keeps_case() -> None:
+    assert regs("CALL city\nPOP R1", TOOLS) == {"R1": "Paris"}
+
+
+def test_call_with_parentheses_and_case_insensitive_tool_name() -> None:
+    assert regs("CALL CITY()\nPOP R1", TOOLS) == {"R1": "Paris"}
+
+
+def test_arguments_are_converted_to_declared_types() -> None:
+    result = run("PUSH '5'\nPUSH 7.0\nCALL make_one_step\nPOP R1", TOOLS)
+    assert result.registers == {"R1": 57}
+    assert LOG == [("make_one_step", {"x": 5, "y": 7})]
+
+
+def test_pydantic_argument_from_json_text() -> None:
+    source = 'section .data\np db {"x": 3, "y": -4}\nsection .text\nPUSH p\nCALL norm1\nPOP R1'
+    assert regs(source, TOOLS) == {"R1": 7}
+    assert regs('PUSH \'{"x": 1, "y": 2}\'\nCALL norm1\nPOP R1', TOOLS) == {"R1": 3}
+
+
+def test_conversion_failure_names_tool_argument_and_line() -> None:
+    emu = emulator("MOV R1, 1\nPUSH 'abc'\nPUSH 1\nCALL make_one_step", TOOLS)
+    with pytest.raises(ToolArgumentError) as info:
+        emu.run()
+    err = info.value
+    assert (err.tool, err.argument, err.line) == ("make_one_step", "x", 4)
+    assert "make_one_step" in str(err) and "'x'" in str(err) and "line 4" in str(err)
+    assert LOG == []
+    assert emu.state.stack == ["abc", 1]  # a bad value leaves the stack as it was
+
+
+def test_bad_json_for_a_model_is_a_tool_argument_error() -> None:
+    with pytest.raises(ToolArgumentError) as info:
+        run("PUSH '{\"x\": 1}'\nCALL norm1", TOOLS)
+    assert (info.value.tool, info.value.argument, info.value.line) == ("norm1", "p", 2)
+
+
+def test_tool_returning_the_wrong_number_of_values_names_the_line() -> None:
+    with pytest.raises(AsmRuntimeError, match="2 values") as info:
+        run("NOP\nCALL wrong_arity", TOOLS)
+    assert info.value.line == 2
+
+
+def test_tool_raising_is_wrapped_with_cause_and_line() -> None:
+    with pytest.raises(ToolExecutionError) as info:
+        run("PUSH 3\nCALL boom", TOOLS)
+    err = info.value
+    assert isinstance(err.__cause__, ValueError)
+    assert err.original is err.__cause__
+    assert (err.tool, err.line, err.source) == ("boom", 2, "CALL boom")
+    assert "boom 3" in str(err)
+
+
+def test_graph_interrupt_from_a_tool_passes_through_unwrapped() -> None:
+    with pytest.raises(GraphInterrupt):
+        run("CALL interrupt", TOOLS)
+
+
+async def test_graph_interrupt_passes_through_arun() -> None:
+    with pytest.raises(GraphInterrupt):
+        await emulator("CALL interrupt", TOOLS).arun()
+
+
+async def test_tool_raising_in_arun_is_wrapped() -> None:
+    with pytest.raises(ToolExecutionError) as info:
+        await emulator("PUSH 1\nCALL boom", TOOLS).arun()
+    assert isinstance(info.value.__cause__, ValueError)
+    assert info.value.line == 2
+
+
+def test_custom_call_function_in_run() -> None:
+    seen: list[ToolCall] = []
+
+    def call(request: ToolCall) -> Any:
+        seen.append(request)
+        return 100
+
+    result = emulator("PUSH 1\nCALL inc\nPOP R1\nCALL city\nPOP R2", TOOLS).run(call)
+    assert result.registers == {"R1": 100, "R2": 100}
+    assert [(c.tool, c.number, c.line) for c in seen] == [("inc", 1, 2), ("city", 2, 4)]
+
+
+# --- budgets ---------------------------------------------------------------------------------
+
+_LOOP = "MOV R1, 0\nloop: INC R1\nCMP R1, 10\nJL loop"  # 1 + 10*3 = 31 instructions
+
+
+def test_exactly_max_instructions_may_run() -> None:
+    assert run(_LOOP, max_instructions_to_exec=31).instructions_executed == 31
+
+
+def test_one_instruction_too_many_raises_with_limit_reached_and_line() -> None:
+    with pytest.raises(InstructionBudgetExceeded) as info:
+        run(_LOOP, max_instructions_to_exec=30)
+    err = info.value
+    assert (err.limit, err.reached, err.line, err.source) == (30, 31, 4, "JL loop")
+    assert err.budget == "max_instructions_to_exec"
+
+
+def test_default_instruction_budget_is_1000() -> None:
+    with pytest.raises(InstructionBudgetExceeded) as info:
+        run("loop: INC R1\nCMP R1, 100000\nJL loop")
+    assert (info.value.limit, info.value.reached) == (1000, 1001)
+
+
+def test_tool_call_budget() -> None:
+    source = "loop: PUSH R1\nCALL inc\nPOP R1\nCMP R1, 10\nJL loop"
+    assert regs(source, TOOLS, max_tool_calls=10) == {"R1": 10}
+    with pytest.raises(ToolCallBudgetExceeded) as info:
+        run(source, TOOLS, max_tool_calls=9)
+    err = info.value
+    assert (err.limit, err.reached, err.line, err.source) == (9, 10, 2, "CALL inc")
+
+
+def test_stack_depth_push_loop() -> None:
+    source = "loop: PUSH 1\nINC R1\nCMP R1, 1000\nJL loop"
+    with pytest.raises(StackDepthExceeded) as info:
+        run(source, max_stack_depth=8)
+    err = info.value
+    assert (err.limit, err.reached, err.line, err.source) == (8, 9, 1, "PUSH 1")
+
+
+def test_stack_depth_exactly_at_the_limit_is_fine() -> None:
+    assert len(run("PUSH 1\nPUSH 2\nPUSH 3", max_stack_depth=3).stack) == 3
+
+
+def test_stack_depth_deep_recursion() -> None:
+    source = "CALL f\nHLT\nf: INC R1\nCMP R1, 100000\nJGE done\nCALL f\ndone: RET"
+    with pytest.raises(StackDepthExceeded) as info:
+        run(source, max_stack_depth=16, max_instructions_to_exec=10_000)
+    err = info.value
+    assert (err.limit, err.reached, err.line) == (16, 17, 6)
+
+
+def test_stack_depth_counts_data_and_return_stack_together() -> None:
+    source = "PUSH 1\nPUSH 2\nCALL f\nHLT\nf: PUSH 3\nRET"
+    with pytest.raises(StackDepthExceeded) as info:
+        run(source, max_stack_depth=3)
+    assert (info.value.reached, info.value.line) == (4, 5)
+
+
+def test_tool_results_count_towards_stack_depth() -> None:
+    with pytest.raises(StackDepthExceeded) as info:
+        run("PUSH 1\nPUSH 42\nCALL split", TOOLS, max_stack_depth=2)
+    assert (info.value.limit, info.value.reached, info.value.line) == (2, 3, 3)
+
+
+def test_stack_limit_of_a_compiled_program_follows_the_emulator() -> None:
+    compiled = compile_program(
+        program("PUSH 1\nPUSH 2\nPUSH 3"), externs_from([]), max_stack_depth=256
+    )
+    with pytest.raises(StackDepthExceeded):
+        Emulator(compiled, max_stack_depth=2).run()
+    assert len(Emulator(compiled).run().stack) == 3
+
+
+def test_compiled_program_is_reusable() -> None:
+    compiled = compile_program(program(_LOOP), externs_from([]), max_stack_depth=256)
+    assert isinstance(compiled, CompiledProgram)
+    assert Emulator(compiled).run().registers == Emulator(compiled).run().registers == {"R1": 10}
+
+
+def slow(x: int) -> int:
+    time.sleep(0.05)
+    return x
+
+
+def test_wall_clock_budget() -> None:
+    source = "loop: PUSH R1\nCALL slow\nPOP R1\nINC R1\nCMP R1, 100\nJL loop"
+    with pytest.raises(WallClockExceeded) as info:
+        run(source, [slow], max_seconds=0.12)
+    err = info.value
+    assert err.limit == 0.12
+    assert err.reached > 0.12
+    assert err.line == 2
+    assert err.budget == "max_seconds"
+
+
+def test_wall_clock_is_checked_in_pure_loops_too() -> None:
+    source = "PUSH 0\nCALL slow\nPOP R0\nloop: INC R1\nCMP R1, 100000\nJL loop"
+    with pytest.raises(WallClockExceeded) as info:
+        run(source, [slow], max_seconds=0.01, max_instructions_to_exec=1_000_000)
+    assert info.value.line in (4, 5, 6)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"max_instructions_to_exec": 0},
+        {"max_instructions_to_exec": -1},
+        {"max_instructions_to_exec": 1.5},
+        {"max_tool_calls": 0},
+        {"max_tool_calls": True},
+        {"max_stack_depth": 0},
+        {"max_stack_depth": "10"},
+        {"max_seconds": 0},
+        {"max_seconds": -1.0},
+        {"max_seconds": float("nan")},
+        {"max_seconds": "1"},
+    ],
+)
+def test_bad_limits_are_usage_errors(limits: dict[str, Any]) -> None:
+    with pytest.raises(UsageError, match=next(iter(limits))):
+        emulator("NOP", **limits)
+
+
+def test_complete_without_a_pending_call_is_a_usage_error() -> None:
+    emu = emulator("NOP")
+    with pytest.raises(UsageError, match="no pending"):
+        emu.complete(1)
+
+
+def test_bad_snapshot_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="snapshot"):
+        emulator("NOP", state={"pc": 0})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"pc": -1}, "outside"),
+        ({"pc": 99}, "outside"),
+        ({"return_stack": [7]}, "outside"),
+        ({"stack": [None]}, "not an int"),
+        ({"registers": {"R1": [1]}}, "not an int"),
+        ({"pending": {"index": 0, "values": []}}, "pending call"),
+    ],
+)
+def test_snapshot_that_does_not_fit_the_program_is_a_usage_error(
+    change: dict[str, Any], message: str
+) -> None:
+    snap = emulator("NOP\nNOP").snapshot() | change
+    with pytest.raises(UsageError, match=message):
+        emulator("NOP\nNOP", state=snap)
+
+
+# --- stepping API ----------------------------------------------------------------------------
+
+_PLAN = """
+    MOV R1, 0
+loop:
+    PUSH R1
+    PUSH 3
+    CALL make_one_step
+    POP R2
+    ADD R3, R2
+    PUSH R2
+    CALL split
+    POP R4
+    POP R5
+    INC R1
+    CMP R1, 4
+    JL loop
+    PUSH 'done'
+    PUSH R3
+    CALL record
+"""
+
+
+def _answer(call: ToolCall) -> Any:
+    return {"make_one_step": make_one_step, "split": split, "record": record}[call.tool](
+        **call.args
+    )
+
+
+def test_advance_and_complete_match_run() -> None:
+    expected = run(_PLAN, TOOLS)
+    emu = emulator(_PLAN, TOOLS)
+    numbers = []
+    while (call := emu.advance()) is not None:
+        numbers.append(call.number)
+        emu.complete(_answer(call))
+    assert emu.finished
+    assert emu.result().registers == expected.registers
+    assert emu.result().instructions_executed == expected.instructions_executed
+    assert numbers == list(range(1, 10))
+
+
+@pytest.mark.parametrize("stop_after", [0, 1, 4, 8])
+def test_snapshot_through_json_continues_identically(stop_after: int) -> None:
+    expected = run(_PLAN, TOOLS)
+    emu = emulator(_PLAN, TOOLS)
+    for _ in range(stop_after):
+        call = emu.advance()
+        assert call is not None
+        emu.complete(_answer(call))
+    snap = json.loads(json.dumps(emu.snapshot()))
+    resumed = Emulator(program(_PLAN), TOOLS, state=snap)
+    result = resumed.run()
+    assert result.registers == expected.registers
+    assert result.stack == expected.stack
+    assert result.instructions_executed == expected.instructions_executed
+    assert result.tool_calls == expected.tool_calls
+    uninterrupted = emulator(_PLAN, TOOLS)
+    uninterrupted.run()
+    assert resumed.snapshot() == uninterrupted.snapshot()
+
+
+def test_pending_call_survives_a_snapshot() -> None:
+    expected = run(_PLAN, TOOLS)
+    emu = emulator(_PLAN, TOOLS)
+    first = emu.advance()
+    emu.complete(_answer(first))  # type: ignore[arg-type]
+    pending = emu.advance()
+    assert pending is not None
+    snap = json.loads(json.dumps(emu.snapshot()))
+    assert snap["pending"] is not None
+    resumed = Emulator(program(_PLAN), TOOLS, state=snap)
+    again = resumed.advance()
+    assert again == pending  # same tool, args, index, line and number
+    resumed.complete(_answer(again))
+    result = resumed.run()
+    assert result.registers == expected.registers
+    assert result.instructions_executed == expected.instructions_executed
+
+
+def test_advance_returns_the_pending_call_again() -> None:
+    emu = emulator("PUSH 1\nCALL inc\nPOP R1", TOOLS)
+    first = emu.advance()
+    assert emu.advance() == first
+    emu.complete(2)
+    assert emu.advance() is None
+    assert emu.result().registers == {"R1": 2}
+
+
+def test_machine_state_round_trip() -> None:
+    emu = emulator("MOV R1, 'x'\nMOV EAX, 2.5\nPUSH 3\nCALL f\nHLT\nf: CMP 1, 2\nCALL inc", TOOLS)
+    call = emu.advance()
+    assert call is not None
+    snap = emu.snapshot()
+    assert MachineState.restore(json.loads(json.dumps(snap))).snapshot() == snap
+    assert snap["registers"] == {"R1": "x", "EAX": 2.5}
+    assert snap["return_stack"] == [4]
+    assert snap["flags"] == {"zf": False, "lt": True, "mode": "ordered"}
+
+
+def test_single_stepping_with_max_steps_one() -> None:
+    source = "MOV R1, 2\nloop: DEC R1\nJNZ loop\nPUSH 4\nCALL inc\nPOP R2"
+    emu = emulator(source, TOOLS)
+    pcs = []
+    while True:
+        pcs.append(emu.state.pc)
+        call = emu.advance(max_steps=1)
+        if call is not None:
+            emu.complete(inc(**call.args))
+        elif emu.finished:
+            break
+    assert pcs == [0, 1, 2, 1, 2, 3, 4, 5]  # the step past the end also finishes
+    assert emu.result().registers == {"R2": 5}
+    assert emu.result().instructions_executed == 8
+
+
+def test_max_steps_pauses_without_finishing() -> None:
+    emu = emulator(_LOOP)
+    assert emu.advance(max_steps=10) is None
+    assert not emu.finished
+    assert emu.state.executed == 10
+    assert emu.advance() is None
+    assert emu.finished
+    assert emu.state.executed == 31
+
+
+def test_max_steps_does_not_lift_the_instruction_budget() -> None:
+    emu = emulator(_LOOP, max_instructions_to_exec=5)
+    assert emu.advance(max_steps=5) is None
+    with pytest.raises(InstructionBudgetExceeded):
+        emu.advance(max_steps=5)
+
+
+def test_calls_generator() -> None:
+    gen = emulator("PUSH 4\nCALL inc\nPOP R1\nPUSH R1\nCALL inc\nPOP R2", TOOLS).calls()
+    call = next(gen)
+    assert (call.tool, call.args, call.number) == ("inc", {"x": 4}, 1)
+    call = gen.send(inc(**call.args))
+    assert (call.tool, call.args, call.number) == ("inc", {"x": 5}, 2)
+    with pytest.raises(StopIteration) as stop:
+        gen.send(inc(**call.args))
+    assert stop.value.value.registers == {"R1": 5, "R2": 6}
+
+
+def test_finished_emulator_advances_to_none() -> None:
+    emu = emulator("NOP")
+    emu.run()
+    assert emu.advance() is None
+    assert emu.run().instructions_executed == 1
+
+
+async def ainc(x: int) -> int:
+    await asyncio.sleep(0)
+    return x + 1
+
+
+async def test_arun_with_async_tools() -> None:
+    result = await emulator("PUSH 1\nCALL ainc\nCALL ainc\nPOP R1", [ainc]).arun()
+    assert result.registers == {"R1": 3}
+    assert [r.result for r in result.calls] == [2, 3]
+
+
+async def test_arun_with_sync_tools() -> None:
+    assert (await emulator(_PLAN, TOOLS).arun()).registers == run(_PLAN, TOOLS).registers
+
+
+def test_async_tool_in_sync_run_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="async"):
+        run("PUSH 1\nCALL ainc", [ainc])
+
+
+def test_every_opcode_is_covered_by_this_file() -> None:
+    text = Path(__file__).read_text(encoding="utf-8")
+    assert all(op.value in text for op in Opcode)

@@ -1,0 +1,302 @@
+"""Property tests: whatever the plan, the emulator ends or raises one of the library's errors,
+and never goes over its budgets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from llassembly.emulator import CompiledProgram, Emulator, RunResult, compile_program
+from llassembly.errors import LLAssemblyError, ToolExecutionError
+from llassembly.externs import Extern, externs_from
+from llassembly.parser import parse
+from llassembly.program import MNEMONICS, OPCODE_INFO, Program
+
+# --- a small tool set: every arity and result shape, and one tool that raises -----------------
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def add2(a: int, b: int) -> int:
+    return a + b
+
+
+def name() -> str:
+    return "Paris"
+
+
+def pair(x: float) -> tuple[int, int]:
+    return 1, 2
+
+
+def sink(message: str) -> None:
+    return None
+
+
+def fail(x: int) -> int:
+    raise RuntimeError("the tool failed")
+
+
+def describe(p: Point) -> dict[str, int]:
+    return {"sum": p.x + p.y}
+
+
+def echo(value):  # type: ignore[no-untyped-def]  # untyped: takes and returns anything
+    return value
+
+
+def truth(flag: bool) -> bool:
+    return not flag
+
+
+def triple(a: str, b: float, c: int) -> tuple[str, float, int]:
+    return a, b, c
+
+
+TOOLS = [add2, name, pair, sink, fail, describe, echo, truth, triple]
+EXTERNS: dict[str, Extern] = externs_from(TOOLS)
+
+MAX_INSTRUCTIONS = 200
+MAX_TOOL_CALLS = 6
+MAX_STACK = 8
+LIMITS: dict[str, Any] = {
+    "max_instructions_to_exec": MAX_INSTRUCTIONS,
+    "max_tool_calls": MAX_TOOL_CALLS,
+    "max_stack_depth": MAX_STACK,
+}
+
+# --- program generator -----------------------------------------------------------------------
+
+REGISTERS = ["R0", "R1", "R2", "r3", "R100", "EAX", "rax", "EBX"]
+DATA = {
+    "greeting": 'db "Hello", 0',
+    "limit": "dd 10",
+    "ratio": "dq 0.5",
+    "point": 'db {"x": 1, "y": 2}',
+    "size": "equ 3",
+}
+LABELS = ["L0", "L1", "L2", "L3"]
+_MNEMONICS = sorted(MNEMONICS)
+
+
+def _string_literal(text: str) -> str:
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+_ints = st.one_of(
+    st.integers(-5, 20),
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([2**63 - 1, -(2**63) + 1, 2**63, 0x7FFFFFFF]),
+)
+_floats = st.floats(allow_nan=False, allow_infinity=False).map(repr)
+_strings = st.text(
+    st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\r"), max_size=8
+).map(_string_literal)
+_json_strings = st.sampled_from(['\'{"x": 1, "y": 2}\'', "'[1, 2]'", "'1'", "'true'", "'0.5'"])
+_values = st.one_of(
+    st.sampled_from(REGISTERS),
+    _ints.map(str),
+    _floats,
+    _strings,
+    _json_strings,
+    st.sampled_from(sorted(DATA)),
+)
+_targets = st.one_of(st.sampled_from(LABELS), st.sampled_from(sorted(EXTERNS)))
+_OPERAND = {
+    "reg": st.sampled_from(REGISTERS),
+    "value": _values,
+    "label": st.sampled_from(LABELS),
+    "target": _targets,
+}
+
+
+@st.composite
+def any_instruction(draw: st.DrawFn) -> str:
+    mnemonic = draw(st.sampled_from(_MNEMONICS))
+    kinds = OPCODE_INFO[MNEMONICS[mnemonic]].operands
+    operands = [draw(_OPERAND[kind]) for kind in kinds]
+    return f"{mnemonic} {', '.join(operands)}".strip()
+
+
+@st.composite
+def tool_call(draw: st.DrawFn) -> str:
+    """PUSH as many values as the tool takes (usually fitting ones), CALL it, POP the results."""
+    extern = EXTERNS[draw(st.sampled_from(sorted(EXTERNS)))]
+    fitting = st.one_of(st.sampled_from(REGISTERS), st.integers(-3, 3).map(str), _values)
+    lines = [f"PUSH {draw(fitting)}" for _ in extern.params]
+    lines.append(f"CALL {extern.name}")
+    pops = draw(st.integers(0, extern.n_results))
+    lines.extend(f"POP {draw(st.sampled_from(REGISTERS))}" for _ in range(pops))
+    return "\n".join(lines)
+
+
+# Uniform opcodes rarely line up a tool call, so stack traffic, compares and whole tool calls
+# are drawn more often.
+instructions = st.one_of(
+    any_instruction(),
+    _values.map("PUSH {}".format),
+    st.sampled_from(sorted(EXTERNS)).map("CALL {}".format),
+    st.sampled_from(REGISTERS).map("POP {}".format),
+    st.tuples(_values, _values).map("CMP {0[0]}, {0[1]}".format),
+    tool_call(),
+)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    body = draw(st.lists(instructions, min_size=1, max_size=16))
+    if draw(st.booleans()):  # a counted loop around the body (R9 is never drawn elsewhere)
+        count = draw(st.integers(1, 60))
+        body = [f"MOV R9, {count}", "top: NOP", *body, "DEC R9", "JNZ top"]
+    lines = ["section .data", *(f"{k} {v}" for k, v in DATA.items()), "section .text"]
+    positions = {label: draw(st.integers(0, len(body))) for label in LABELS}
+    if draw(st.booleans()):
+        lines.insert(0, f"global {draw(st.sampled_from(LABELS))}")
+    for index in range(len(body) + 1):
+        lines.extend(f"{label}:" for label, at in positions.items() if at == index)
+        if index < len(body):
+            lines.append(body[index])
+    return "\n".join(lines)
+
+
+def _compiled(source: str) -> CompiledProgram | None:
+    """Parse and verify; ``None`` when the plan is (correctly) refused before the run."""
+    try:
+        parsed = parse(source)
+        if not isinstance(parsed, Program):
+            return None
+        return compile_program(parsed, EXTERNS, max_stack_depth=MAX_STACK)
+    except LLAssemblyError:
+        return None
+
+
+def _check_budgets(emu: Emulator) -> None:
+    state = emu.state
+    assert state.executed <= MAX_INSTRUCTIONS
+    assert state.tool_calls <= MAX_TOOL_CALLS
+    assert len(state.stack) + len(state.calls) <= MAX_STACK
+
+
+def _run(emu: Emulator) -> RunResult | LLAssemblyError:
+    try:
+        return emu.run()
+    except LLAssemblyError as exc:
+        return exc
+    finally:
+        _check_budgets(emu)
+
+
+_SETTINGS = settings(
+    deadline=None,
+    max_examples=400,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@_SETTINGS
+@given(programs())
+def test_random_programs_finish_or_raise_library_errors_within_budgets(source: str) -> None:
+    compiled = _compiled(source)
+    if compiled is None:
+        return
+    outcome = _run(Emulator(compiled, **LIMITS))
+    if isinstance(outcome, RunResult):
+        assert outcome.instructions_executed <= MAX_INSTRUCTIONS
+        assert len(outcome.calls) == outcome.tool_calls <= MAX_TOOL_CALLS
+
+
+def _summary(outcome: RunResult | LLAssemblyError) -> Any:
+    if isinstance(outcome, RunResult):
+        return ("ok", outcome.registers, outcome.stack, outcome.instructions_executed)
+    return (type(outcome).__name__, getattr(outcome, "line", None))
+
+
+@settings(_SETTINGS, max_examples=300)
+@given(programs(), st.integers(1, 7))
+def test_stepping_through_snapshots_matches_an_uninterrupted_run(source: str, every: int) -> None:
+    """Single-step, and every few steps move to a fresh emulator through a JSON snapshot: the
+    outcome is the same as one uninterrupted run, and the budgets hold after every step."""
+    compiled = _compiled(source)
+    if compiled is None:
+        return
+    expected = _summary(_run(Emulator(compiled, **LIMITS)))
+
+    emu = Emulator(compiled, **LIMITS)
+    outcome: RunResult | LLAssemblyError | None = None
+    steps = 0
+    while outcome is None:
+        try:
+            call = emu.advance(max_steps=1)
+            if call is not None:
+                try:
+                    result = EXTERNS[call.tool].call(call.args)
+                except Exception as exc:
+                    raise ToolExecutionError(call.tool, exc, line=call.line) from exc
+                emu.complete(result)
+            elif emu.finished:
+                outcome = emu.result()
+        except LLAssemblyError as exc:
+            outcome = exc
+        _check_budgets(emu)
+        steps += 1
+        if steps % every == 0:
+            snap = json.loads(json.dumps(emu.snapshot()))
+            emu = Emulator(compiled, **LIMITS, state=snap)
+        assert steps <= 2 * MAX_INSTRUCTIONS + 2 * MAX_TOOL_CALLS + 2
+    assert _summary(outcome) == expected
+
+
+# --- arbitrary text --------------------------------------------------------------------------
+
+_code_lines = st.one_of(
+    instructions,
+    st.sampled_from(
+        [
+            "loop:",
+            "L0:",
+            "L1: INC R1",
+            "JMP L0",
+            "CMP R1, 3",
+            "JL L0",
+            "section .data",
+            "section .text",
+            "x db 'a', 10, 0",
+            "y dd 99999999999999999999999999",
+            "global L1",
+            "extern add2",
+            "```asm",
+            "```",
+            "<think>",
+            "</think>",
+            "Here is the plan:",
+            "MOV [R1], 2",
+            "PUSH ESP",
+            "CALL add2()",
+            "RET",
+        ]
+    ),
+    st.text(max_size=20),
+)
+
+
+@_SETTINGS
+@given(st.one_of(st.text(max_size=200), st.lists(_code_lines, max_size=14).map("\n".join)))
+def test_arbitrary_text_only_raises_library_errors(text: str) -> None:
+    try:
+        parsed = parse(text)
+        if not isinstance(parsed, Program):
+            return
+        emu = Emulator(parsed, EXTERNS, **LIMITS)
+    except LLAssemblyError:
+        return
+    _run(emu)
