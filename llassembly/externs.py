@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import inspect
 import json
+import math
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -221,8 +222,17 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
+def _short_repr(value: Any) -> str:
+    """``repr`` that never fails (huge ints) and stays short."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
 def _to_value(x: Any) -> Value:
     t = type(x)
+    if t is float and not math.isfinite(x):
+        raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
     if t is int or t is str or t is float:
         return typing.cast(Value, x)
     if t is bool:
@@ -307,7 +317,7 @@ class Extern:
                 out[name] = convert(value)
         except (ValueError, TypeError) as exc:
             param = self.params[len(out)]  # every converted argument is in ``out``
-            shown = repr(values[len(out)])
+            shown = _short_repr(values[len(out)])
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             msg = (
@@ -327,15 +337,18 @@ class Extern:
             AsmRuntimeError: A multi-result tool did not return a tuple/list of that length.
         """
         n = self.n_results
-        if n == 1:
-            return (_to_value(result),)
-        if n == 0:
-            return ()
-        if not isinstance(result, (tuple, list)) or len(result) != n:
-            got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
-            msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
-            raise AsmRuntimeError(msg, line=line, source=source)
-        return tuple(_to_value(r) for r in result)
+        try:
+            if n == 1:
+                return (_to_value(result),)
+            if n == 0:
+                return ()
+            if not isinstance(result, (tuple, list)) or len(result) != n:
+                got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
+                msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
+                raise AsmRuntimeError(msg, line=line, source=source)
+            return tuple(_to_value(r) for r in result)
+        except ValueError as exc:
+            raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
 
     def call(self, args: dict[str, Any]) -> Any:
         """Run the tool with converted arguments and return its raw result.

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -179,6 +180,30 @@ def _split_operands(text: str, offset: int) -> list[tuple[str, int]]:
     return tokens
 
 
+def _number(token: str, column: int) -> int | float:
+    """Read a numeric literal; the language's numbers are 64-bit integers and finite floats."""
+    lowered = token.lower()
+    too_big = _LineError(
+        column + 1,
+        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
+        "an integer within 64 bits or a finite float",
+    )
+    try:
+        if "x" in lowered:
+            value: int | float = int(lowered, 16)
+        elif any(c in lowered for c in ".e"):
+            value = float(token)
+        else:
+            value = int(token)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        raise too_big from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise too_big
+    if isinstance(value, int) and not -(2**63) < value < 2**63:
+        raise too_big
+    return value
+
+
 def _operand(token: str, column: int) -> Operand:
     """Turn one raw operand token into an operand."""
     if token[0] in "\"'":
@@ -191,17 +216,7 @@ def _operand(token: str, column: int) -> Operand:
             "a register, number, string or name (use registers and the stack instead of memory)",
         )
     if _NUMBER.match(token):
-        lowered = token.lower()
-        if "x" in lowered:
-            return Imm(int(lowered, 16))
-        if any(c in lowered for c in ".e"):
-            return Imm(float(token))
-        try:
-            return Imm(int(token))
-        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-            raise _LineError(
-                column + 1, f"number {token[:20]}... is too long", "a shorter number"
-            ) from None
+        return Imm(_number(token, column))
     if token.endswith("()"):
         token = token[:-2]
     if _IDENT.fullmatch(token):
@@ -398,11 +413,33 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     ]
     if chosen:
         return chosen
+    outside_set = set(outside)
     code = [i for i in outside if _looks_like_code(lines[i])]
     if not code:
         return []
     first, last = code[0], code[-1]
+    # A misspelt instruction right next to the code ("PUSHH R1" as the last line) belongs to
+    # it: take it in, so the verifier reports it instead of the plan silently losing a line.
+    while first - 1 in outside_set and _misspelt_instruction(lines[first - 1]):
+        first -= 1
+    while last + 1 in outside_set and _misspelt_instruction(lines[last + 1]):
+        last += 1
     return [i for i in outside if first <= i <= last]
+
+
+def _misspelt_instruction(line: str) -> bool:
+    """An upper-case word of 2 to 7 letters with readable operands: an unknown mnemonic."""
+    try:
+        scanned = _scan(line)
+        word = scanned.mnemonic
+        if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
+            return False
+        tokens = _split_operands(scanned.rest, scanned.rest_col)
+        for token, column in tokens:
+            _operand(token, column)
+    except _LineError:
+        return False
+    return 1 <= len(tokens) <= _MAX_OPERANDS and word not in MNEMONICS
 
 
 # ---------------------------------------------------------------------------------------------

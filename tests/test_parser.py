@@ -613,3 +613,18 @@ def test_mnemonic_glued_to_its_operand_is_not_an_instruction() -> None:
     exc = syntax_error("```asm\nMOV R1, 1\nMOV-1\n```")
     assert (exc.line, exc.column) == (3, 1)
     assert exc.expected == "an instruction, a label or a directive"
+
+
+def test_misspelt_instruction_next_to_unfenced_code_is_kept_and_reported() -> None:
+    """A typo on the last line must not silently shorten the plan."""
+    from llassembly import PlanRejected, verify
+
+    program = parse("MOV R1, 1\nPUSHH R1\n\nThat is all.")
+    assert isinstance(program, Program)
+    assert [u.mnemonic for u in program.unknown] == ["PUSHH"]
+    with pytest.raises(PlanRejected, match="line 2"):
+        verify(program, {})
+
+
+def test_short_upper_case_prose_is_still_a_plain_answer() -> None:
+    assert isinstance(parse("OK"), PlainAnswer)

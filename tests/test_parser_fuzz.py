@@ -209,7 +209,7 @@ _STRINGS = st.text(
 
 _VALUES: st.SearchStrategy[Operand] = st.one_of(
     _REGISTERS.map(lambda name: Reg(register_index(name) or 0, name)),
-    st.integers(min_value=-(2**70), max_value=2**70).map(Imm),
+    st.integers(min_value=-(2**63) + 1, max_value=2**63 - 1).map(Imm),  # the 64-bit literal range
     st.floats(allow_nan=False, allow_infinity=False).map(Imm),
     _STRINGS.map(Imm),
     _NAMES.map(Name),
