@@ -101,7 +101,9 @@ class PlanRejected(PlanError):
 
     def __init__(self, diagnostics: tuple[Diagnostic, ...]) -> None:
         count = len(diagnostics)
-        summary = f"the plan was rejected before running: {count} problem{'s' if count != 1 else ''}"
+        summary = (
+            f"the plan was rejected before running: {count} problem{'s' if count != 1 else ''}"
+        )
         super().__init__(summary, diagnostics)
 
 
@@ -145,7 +147,9 @@ class AsmRuntimeError(ExecutionError):
 class ToolArgumentError(ExecutionError):
     """A value popped for a tool does not fit the tool's parameter."""
 
-    def __init__(self, message: str, *, tool: str, argument: str, line: int = 0, source: str = "") -> None:
+    def __init__(
+        self, message: str, *, tool: str, argument: str, line: int = 0, source: str = ""
+    ) -> None:
         self.tool = tool
         self.argument = argument
         super().__init__(message, line=line, source=source)
@@ -154,7 +158,9 @@ class ToolArgumentError(ExecutionError):
 class ToolExecutionError(ExecutionError):
     """A tool raised. The original exception is ``__cause__`` and ``original``."""
 
-    def __init__(self, tool: str, original: BaseException, *, line: int = 0, source: str = "") -> None:
+    def __init__(
+        self, tool: str, original: BaseException, *, line: int = 0, source: str = ""
+    ) -> None:
         self.tool = tool
         self.original = original
         message = f"tool {tool!r} raised {type(original).__name__}: {original}"

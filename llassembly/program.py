@@ -7,8 +7,8 @@ Opcode facts (operand kinds, whether it jumps, whether it sets flags) live in on
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, TypeVar
 
 __all__ = [

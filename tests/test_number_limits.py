@@ -24,7 +24,7 @@ def test_tool_returning_nan_stops_the_plan_with_the_tool_and_line() -> None:
     def sensor() -> float:
         return float("nan")
 
-    with pytest.raises(AsmRuntimeError, match="sensor.*non-finite") as caught:
+    with pytest.raises(AsmRuntimeError, match=r"sensor.*non-finite") as caught:
         Emulator(parse("CALL sensor\nPOP R1"), [sensor]).run()
     assert caught.value.line == 1
 
