@@ -250,6 +250,8 @@ class PlanGraph:
                 messages.extend(
                     call_messages(call, str(exc), f"{run.call_id_prefix}{call.number}", error=True)
                 )
+        if failure is None and emulator.state.pc >= len(self.compiled.steps):
+            emulator.advance()  # a CALL was the last instruction: record that the plan ended
         update: PlanState = {"machine": emulator.snapshot()}
         if messages:
             update["messages"] = messages

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, NotRequired, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -29,12 +29,11 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from ._drive import adrive, drive
 from .errors import ExecutionError, UsageError
@@ -53,7 +52,7 @@ from .planner import (
 
 __all__ = ["PlannerAgentState", "ToolsPlannerMiddleware"]
 
-_STATE_KEY = "llassembly"
+_STATE_KEY: Final = "llassembly"
 
 
 class PlannerAgentState(AgentState[Any]):
@@ -90,7 +89,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     Example:
         >>> from langchain.agents import create_agent
         >>> from llassembly import ToolsPlannerMiddleware
-        >>> agent = create_agent(model, tools=[get_weather], middleware=[ToolsPlannerMiddleware()])  # doctest: +SKIP
+        >>> planner = ToolsPlannerMiddleware()
+        >>> agent = create_agent(model, tools=[get_weather], middleware=[planner])  # doctest: +SKIP
     """
 
     state_schema = PlannerAgentState
@@ -176,7 +176,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         planner_request, externs, context = self._prepare(request)
         body = self._turn.draft(list(planner_request.messages), externs)
         reply, is_program, calls = drive(
-            body, lambda msgs: model_reply(handler(planner_request.override(messages=msgs)))
+            body, lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs))))
         )
         return self._response(reply, is_program, calls, context)
 
@@ -190,7 +190,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         body = self._turn.draft(list(planner_request.messages), externs)
 
         async def call(msgs: list[BaseMessage]) -> AIMessage:
-            return model_reply(await handler(planner_request.override(messages=msgs)))
+            return model_reply(await handler(planner_request.override(messages=_any(msgs))))
 
         reply, is_program, calls = await adrive(body, call)
         return self._response(reply, is_program, calls, context)
@@ -295,6 +295,11 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
         return self.after_agent(state, runtime)
+
+
+def _any(messages: list[BaseMessage]) -> list[AnyMessage]:
+    """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
+    return cast("list[AnyMessage]", messages)
 
 
 def _conversation(messages: Sequence[Any]) -> list[Any]:

@@ -61,7 +61,8 @@ class ToolsPlannerNode:
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
-        >>> graph.add_node("planner", ToolsPlannerNode(model, tools=[get_weather]))  # doctest: +SKIP
+        >>> node = ToolsPlannerNode(model, tools=[get_weather])  # doctest: +SKIP
+        >>> graph.add_node("planner", node)  # doctest: +SKIP
     """
 
     def __init__(

@@ -284,6 +284,7 @@ class Turn:
     def plan_run(self, run: TurnRun, prefix: str) -> PlanRun:
         """A :class:`PlanRun` that executes calls with ``ToolRuntime`` and tool middleware."""
         middleware = self.options.tool_middleware
+        seen: dict[int, tuple[RunnableConfig, bool]] = {}  # which configs nobody observes
 
         def prepare(call: ToolCall, config: RunnableConfig) -> tuple[Extern, dict[str, Any], str]:
             extern = run.externs[call.tool]
@@ -298,7 +299,7 @@ class Turn:
             if tool is None:
                 return extern.call(args)
             direct = _direct_function(tool, extern)
-            if direct is not None and direct[0] is not None and _unobserved(config):
+            if direct is not None and direct[0] is not None and _unobserved(config, seen):
                 return direct[0](**args)
             return tool.invoke(args, config)
 
@@ -307,7 +308,7 @@ class Turn:
             if tool is None:
                 return await extern.acall(args)
             direct = _direct_function(tool, extern)
-            if direct is not None and direct[1] is not None and _unobserved(config):
+            if direct is not None and direct[1] is not None and _unobserved(config, seen):
                 return await direct[1](**args)
             return await tool.ainvoke(args, config)
 
@@ -339,7 +340,10 @@ class Turn:
                 handler = _bind(mw.awrap_tool_call, handler)
             return _unwrap(await handler(request), call)
 
-        return PlanRun(execute, aexecute, prefix, self.options.infer_tools_messages)
+        # A replan shows the model the calls that completed, so they are recorded even when
+        # the caller keeps only the plan and the final message (turn_messages drops them).
+        record = self.options.infer_tools_messages or self.options.on_tool_error == "replan"
+        return PlanRun(execute, aexecute, prefix, record)
 
     @staticmethod
     def _tool_runtime(run: TurnRun, call_id: str, config: RunnableConfig) -> ToolRuntime[Any, Any]:
@@ -528,7 +532,8 @@ def _unwrap(outcome: Any, call: ToolCall) -> Any:
             )
         return outcome.content
     raise UsageError(
-        f"a tool middleware returned {type(outcome).__name__} for {call.tool!r}; plans need a ToolMessage"
+        f"a tool middleware returned {type(outcome).__name__} for {call.tool!r}; "
+        "plans need a ToolMessage"
     )
 
 
@@ -567,7 +572,10 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
 
 def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:
     """The messages a turn adds: plans, executed calls (if kept) and the final message."""
-    return [*state.get("new_messages", []), final_message(state, options)]
+    messages: list[AnyMessage] = list(state.get("new_messages", []))
+    if not options.infer_tools_messages:
+        messages = [m for m in messages if "llassembly" not in m.response_metadata]
+    return [*messages, final_message(state, options)]
 
 
 def model_reply(response: Any) -> AIMessage:
@@ -590,16 +598,18 @@ def model_reply(response: Any) -> AIMessage:
 # validated arguments is observably the same, and much cheaper. Any handler (LangSmith tracing,
 # ``stream_mode="messages"``, a user callback) takes the full ``invoke`` path, so traces nest.
 
-_DIRECT: dict[int, tuple[Any, Any] | None] = {}
-_UNOBSERVED: dict[int, tuple[Any, bool]] = {}
+# Keyed by id(tool); the entry keeps the tool alive, so an id is never reused by another tool
+# while its entry exists (a stale id would call another tool's function).
+_DIRECT: dict[int, tuple[BaseTool, tuple[Any, Any] | None]] = {}
 _NOT_DIRECT_PARAMS = frozenset({"callbacks", "run_manager", "config"})
 
 
 def _direct_function(tool: BaseTool, extern: Extern) -> tuple[Any, Any] | None:
     """``(func, coroutine)`` of a tool that may be called directly, else ``None`` (cached)."""
     key = id(tool)
-    if key in _DIRECT:
-        return _DIRECT[key]
+    cached = _DIRECT.get(key)
+    if cached is not None and cached[0] is tool:
+        return cached[1]
     from langchain_core.tools import StructuredTool
 
     found: tuple[Any, Any] | None = None
@@ -617,21 +627,25 @@ def _direct_function(tool: BaseTool, extern: Extern) -> tuple[Any, Any] | None:
             found = (tool.func, tool.coroutine)
     if len(_DIRECT) > 4096:
         _DIRECT.clear()
-    _DIRECT[key] = found
+    _DIRECT[key] = (tool, found)
     return found
 
 
-def _unobserved(config: RunnableConfig) -> bool:
-    """Whether a tool run under ``config`` would have no callback handler at all."""
+def _unobserved(
+    config: RunnableConfig, seen: dict[int, tuple[RunnableConfig, bool]] | None = None
+) -> bool:
+    """Whether a tool run under ``config`` would have no callback handler at all.
+
+    ``seen`` memoises the answer per config object for the lifetime of one plan run (a node's
+    config does not change while it runs; the dict keeps the config alive, so ids stay unique).
+    """
     from langchain_core.callbacks import CallbackManager
 
-    callbacks = config.get("callbacks")
-    cached = _UNOBSERVED.get(id(config))
-    if cached is not None and cached[0] is callbacks:
-        return cached[1]
-    manager = CallbackManager.configure(inheritable_callbacks=callbacks)
-    quiet = not manager.handlers
-    if len(_UNOBSERVED) > 4096:
-        _UNOBSERVED.clear()
-    _UNOBSERVED[id(config)] = (callbacks, quiet)
+    if seen is not None:
+        cached = seen.get(id(config))
+        if cached is not None and cached[0] is config:
+            return cached[1]
+    quiet = not CallbackManager.configure(inheritable_callbacks=config.get("callbacks")).handlers
+    if seen is not None:
+        seen[id(config)] = (config, quiet)
     return quiet

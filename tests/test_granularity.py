@@ -1,0 +1,329 @@
+"""The three plan-graph granularities ("block", "instruction", "program") are interchangeable:
+the same plan makes the same tool calls, the same messages and ends in the same registers,
+through the middleware and through the nodes, sync and async.
+
+Every model reply here is written by hand (``ScriptedChatModel``); the NPC plan is the seed
+plan from the project brief, a hand-written example of what a model writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from conftest import FLAKY_PLAN, Harness, Toolbox, asm, meta, planned_calls, shape
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from llassembly.emulator import ToolCall, compile_program
+from llassembly.externs import externs_from
+from llassembly.graph import GRANULARITIES, PlanGraph, PlanRun
+from llassembly.parser import parse
+
+# The seed NPC plan: walk to (5, 5) attacking enemies on the way, then walk to (7, 7).
+NPC_PLAN = """```assembly
+; Target coordinates for first phase
+MOV R1, 5 ; R1 = target_x
+MOV R2, 5 ; R2 = target_y
+loop_to_5_5:
+CALL get_current_position ; Get current position (x,y)
+POP R3 ; R3 = current_x
+POP R4 ; R4 = current_y
+CMP R3, R1 ; Is current_x == target_x ?
+JNE not_at_5_5 ; If not, still moving
+CMP R4, R2 ; Is current_y == target_y ?
+JNE not_at_5_5 ; If not, still moving
+JMP after_5_5 ; Destination reached
+not_at_5_5:
+CALL get_enemies_around ; Check for enemy around
+POP R5 ; R5 = enemy_id (0 if none)
+CMP R5, 0 ; Any enemy found?
+JNE enemy_found
+JMP step_5_5 ; No enemy, just step
+enemy_found:
+CALL has_sword ; Does unit already have a sword?
+POP R6 ; R6 = has_sword flag (1 or 0)
+CMP R6, 0 ; No sword?
+JNE have_sword
+CALL pick_sword ; Pick a sword
+have_sword:
+PUSH R5 ; Push enemy_id for attack
+CALL attack_enemy ; Attack the enemy
+JMP step_5_5 ; Continue moving after attack
+step_5_5:
+PUSH R1 ; Push target_x
+PUSH R2 ; Push target_y
+CALL make_one_step ; Take one step towards (5,5)
+JMP loop_to_5_5 ; Repeat loop
+after_5_5:
+; Set new target coordinates for second phase
+MOV R1, 7 ; R1 = target_x (7)
+MOV R2, 7 ; R2 = target_y (7)
+JMP loop_to_7_7
+loop_to_7_7:
+CALL get_current_position ; Get current position (x,y)
+POP R3 ; R3 = current_x
+POP R4 ; R4 = current_y
+CMP R3, R1 ; Is current_x == target_x ?
+JNE not_at_7_7 ; If not, still moving
+CMP R4, R2 ; Is current_y == target_y ?
+JNE not_at_7_7 ; If not, still moving
+JMP end_program ; Destination reached
+not_at_7_7:
+PUSH R1 ; Push target_x
+PUSH R2 ; Push target_y
+CALL make_one_step ; Take one step towards (7,7)
+JMP loop_to_7_7 ; Repeat loop
+end_program:
+RET ; Return from program
+```"""
+
+
+@dataclass
+class Grid:
+    """A small NPC world: the unit starts at (0, 0); enemies 7 at (2, 2) and 9 at (4, 4)."""
+
+    x: int = 0
+    y: int = 0
+    sword: bool = False
+    enemies: dict[tuple[int, int], int] = field(default_factory=lambda: {(2, 2): 7, (4, 4): 9})
+    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        grid = self
+
+        @tool
+        def get_current_position() -> tuple[int, int]:
+            """Where the unit stands, as (x, y)."""
+            grid.log.append(("get_current_position", {}))
+            return (grid.x, grid.y)
+
+        @tool
+        def get_enemies_around() -> int:
+            """Id of an enemy next to the unit, 0 if none."""
+            grid.log.append(("get_enemies_around", {}))
+            return grid.enemies.get((grid.x, grid.y), 0)
+
+        @tool
+        def has_sword() -> bool:
+            """Whether the unit holds a sword."""
+            grid.log.append(("has_sword", {}))
+            return grid.sword
+
+        @tool
+        def pick_sword() -> None:
+            """Pick up a sword."""
+            grid.log.append(("pick_sword", {}))
+            grid.sword = True
+
+        @tool
+        def attack_enemy(enemy_id: int) -> None:
+            """Attack an enemy by id."""
+            grid.log.append(("attack_enemy", {"enemy_id": enemy_id}))
+            grid.enemies = {k: v for k, v in grid.enemies.items() if v != enemy_id}
+
+        @tool
+        def make_one_step(x: int, y: int) -> None:
+            """Take one step towards (x, y)."""
+            grid.log.append(("make_one_step", {"x": x, "y": y}))
+            grid.x += (x > grid.x) - (x < grid.x)
+            grid.y += (y > grid.y) - (y < grid.y)
+
+        return [
+            get_current_position,
+            get_enemies_around,
+            has_sword,
+            pick_sword,
+            attack_enemy,
+            make_one_step,
+        ]
+
+
+LOOP_WITH_CALLS = asm(
+    """
+MOV R1, 0
+MOV R2, 0
+loop:
+PUSH R1
+CALL increment
+POP R1
+PUSH "Oslo"
+CALL get_temperature
+POP R3
+ADD R2, R3
+CMP R1, 4
+JL loop
+"""
+)
+
+SUBROUTINES = asm(
+    """
+global _start
+bump:
+PUSH R1
+CALL increment
+POP R1
+RET
+_start:
+MOV R1, 10
+CALL bump
+CALL bump
+CALL report
+HLT
+report:
+CALL position
+POP R4
+POP R5
+PUSH "done"
+CALL notify
+RET
+"""
+)
+
+PROGRAMS = {
+    "loop": (LOOP_WITH_CALLS, set()),
+    "subroutines": (SUBROUTINES, set()),
+    "npc": (NPC_PLAN, set()),
+    "failing": (FLAKY_PLAN, {3}),
+}
+HARNESSES = [("agent", False), ("agent", True), ("node", False), ("node", True)]
+
+
+async def _run(name: str, kind: str, asynchronous: bool, granularity: str) -> dict[str, Any]:
+    plan, fail_on = PROGRAMS[name]
+    world: Grid | Toolbox = Grid() if name == "npc" else Toolbox(fail_on=set(fail_on))
+    tools = world.tools if isinstance(world, Grid) else world.sync_tools
+    harness = Harness(kind, asynchronous)
+    out = await harness.run(
+        [plan], tools, [HumanMessage("Go.")], granularity=granularity, max_tool_calls=500
+    )
+    final = out["messages"][-1]
+    return {
+        "executed": list(world.log),
+        "recorded": planned_calls(out["messages"]),
+        "messages": shape(out["messages"]),
+        "registers": meta(final)["registers"],
+        "status": meta(final)["status"],
+        "model_calls": len(harness.model.calls),
+    }
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+async def test_every_granularity_gives_the_same_calls_messages_and_registers(name: str) -> None:
+    runs = {
+        (kind, asynchronous, granularity): await _run(name, kind, asynchronous, granularity)
+        for kind, asynchronous in HARNESSES
+        for granularity in GRANULARITIES
+    }
+    reference = runs["node", False, "block"]
+    assert reference["executed"], "the plan made no tool call at all"
+    assert reference["model_calls"] == 1
+    for key, run in runs.items():
+        assert run == reference, key
+
+
+async def test_npc_plan_walks_fights_and_arrives() -> None:
+    grid = Grid()
+    harness = Harness("node", asynchronous=False)
+    out = await harness.run([NPC_PLAN], grid.tools, granularity="instruction", max_tool_calls=500)
+    assert (grid.x, grid.y) == (7, 7)
+    assert [a for a in grid.log if a[0] in {"pick_sword", "attack_enemy"}] == [
+        ("pick_sword", {}),
+        ("attack_enemy", {"enemy_id": 7}),
+        ("attack_enemy", {"enemy_id": 9}),
+    ]
+    registers = meta(out["messages"][-1])["registers"]
+    assert (registers["R1"], registers["R2"], registers["R3"], registers["R4"]) == (7, 7, 7, 7)
+
+
+async def test_failing_plan_stops_at_the_same_call_at_every_granularity() -> None:
+    finals = []
+    for granularity in GRANULARITIES:
+        run = await _run("failing", "agent", False, granularity)
+        assert run["status"] == "stopped"
+        assert [name for name, _ in run["executed"]] == ["flaky"] * 3
+        finals.append(run["messages"][-1])
+    assert finals[0] == finals[1] == finals[2]
+    assert "line 6" in finals[0][1]
+
+
+# -- drawing and serialising ----------------------------------------------------------------------
+
+
+def _plan_graph(text: str, granularity: Any, tools: list[BaseTool]) -> PlanGraph:
+    externs = externs_from(tools)
+    program = parse(text)
+    compiled = compile_program(program, externs, max_stack_depth=64)  # type: ignore[arg-type]
+    return PlanGraph(compiled, granularity, max_instructions_to_exec=1000, max_tool_calls=100)
+
+
+def test_instruction_graph_draws_each_instruction_and_taken_edges() -> None:
+    text = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nCMP R1, 20\nJLE cold\nHLT\ncold:\nNOP')
+    mermaid = _plan_graph(text, "instruction", Toolbox().sync_tools).draw_mermaid()
+    for needle in ("CALL get_temperature", "POP R1", "CMP R1, 20", "JLE cold", "HLT"):
+        assert needle in mermaid, needle
+    assert "i1(L4 CALL get_temperature)" in mermaid
+    # JLE (node i4) goes to `cold` (i6) when taken and falls through to HLT (i5) when not.
+    assert re.search(r"i4 -\. &nbsp;taken&nbsp; \.-> i6;", mermaid)
+    assert re.search(r"i4 -\. &nbsp;not taken&nbsp; \.-> i5;", mermaid)
+
+
+def test_block_graph_has_far_fewer_nodes_than_instruction_graph() -> None:
+    tools = Grid().tools
+    per_instruction = _plan_graph(NPC_PLAN, "instruction", tools)
+    per_block = _plan_graph(NPC_PLAN, "block", tools)
+    count = len(per_instruction.compiled.program.instructions)
+    assert len(per_instruction.graph.get_graph().nodes) == count + 2  # plus start and end
+    assert len(per_block.graph.get_graph().nodes) < count // 2
+
+
+def _direct_run(tools: list[BaseTool]) -> PlanRun:
+    externs = externs_from(tools)
+
+    def execute(call: ToolCall, config: RunnableConfig) -> Any:
+        return externs[call.tool].call(call.args)
+
+    async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
+        return await externs[call.tool].acall(call.args)
+
+    return PlanRun(execute, aexecute, "asmtest_")
+
+
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+@pytest.mark.parametrize("name", ["subroutines", "failing"])
+def test_plan_graph_state_survives_a_msgpack_round_trip(name: str, granularity: Any) -> None:
+    plan, fail_on = PROGRAMS[name]
+    tools = Toolbox(fail_on=set(fail_on)).sync_tools
+    graph = _plan_graph(plan, granularity, tools)
+    run = _direct_run(tools)
+    state = graph.graph.invoke(graph.initial_state(), graph.config_for(run))
+    assert (state.get("failure") is not None) == bool(fail_on)
+    serde = JsonPlusSerializer()
+    restored = serde.loads_typed(serde.dumps_typed(state))
+    assert restored == state
+    assert serde.dumps_typed(state)[0] == "msgpack"
+    assert any(isinstance(m, ToolMessage) for m in restored["messages"])
+
+
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+async def test_checkpointed_planner_state_survives_a_msgpack_round_trip(granularity: Any) -> None:
+    box = Toolbox(fail_on={3})
+    harness = Harness("agent", asynchronous=False)
+    config = {"configurable": {"thread_id": f"serde-{granularity}"}}
+    await harness.run(
+        [FLAKY_PLAN], box.sync_tools, config=config, checkpointer=InMemorySaver(),
+        granularity=granularity,
+    )  # fmt: skip
+    values = harness.runnable.get_state(config).values
+    serde = JsonPlusSerializer()
+    kind, data = serde.dumps_typed(values)
+    assert kind == "msgpack"
+    restored = serde.loads_typed((kind, data))
+    assert shape(restored["messages"]) == shape(values["messages"])
+    assert isinstance(restored["messages"][-1], AIMessage)
