@@ -20,7 +20,12 @@ def explode(x: int) -> int:
     raise RuntimeError(f"exploded on {x}")
 
 
-TOOLS = [double, greet, explode]
+def huge() -> int:
+    """Return an integer of 20000 bits (more digits than Python prints by default)."""
+    return 2**20000 - 1
+
+
+TOOLS = [double, greet, explode, huge]
 
 
 def make_tools() -> list[Any]:
