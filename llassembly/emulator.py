@@ -80,6 +80,7 @@ _CLOCK_EVERY = 256  # instructions between wall-clock checks
 # Flag modes: no flag-setting instruction yet, numbers compared, strings compared.
 _UNSET, _ORDERED, _UNORDERED = 0, 1, 2
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
+_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
 
 
 @dataclass(slots=True)
@@ -116,7 +117,7 @@ class MachineState:
         """Return the state as a JSON- and msgpack-serialisable dict."""
         return {
             "pc": self.pc,
-            "registers": {register_name(i): v for i, v in enumerate(self.regs) if i and v != 0},
+            "registers": {n: v for n, v in zip(_SNAPSHOT_NAMES, self.regs[1:]) if v != 0},
             "stack": list(self.stack),
             "return_stack": list(self.calls),
             "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
@@ -142,12 +143,16 @@ class MachineState:
                 if index is None:
                     raise UsageError(f"snapshot names an unknown register {name!r}")
                 regs[index] = value
-            flags = data["flags"]
+            stack = list(data["stack"])
             pending = data["pending"]
+            held = [*data["registers"].values(), *stack, *(pending["values"] if pending else ())]
+            if any(type(v) not in (int, float, str) for v in held):
+                raise UsageError("the snapshot holds a value that is not an int, float or string")
+            flags = data["flags"]
             return cls(
                 pc=int(data["pc"]),
                 regs=regs,
-                stack=list(data["stack"]),
+                stack=stack,
                 calls=[int(x) for x in data["return_stack"]],
                 zf=bool(flags["zf"]),
                 lt=bool(flags["lt"]),
@@ -567,8 +572,9 @@ class Emulator:
             self.state = MachineState(pc=self.program.entry)
         elif isinstance(state, MachineState):
             self.state = state
+            self._check_values()
         else:
-            self.state = MachineState.restore(state)
+            self.state = MachineState.restore(state)  # checks the values it reads
         self._check_state()
         self._started: float | None = None
         self.history: list[CallRecord] = []
@@ -734,12 +740,15 @@ class Emulator:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _check_state(self) -> None:
-        """Refuse a state that does not belong to this program (a stale or edited snapshot)."""
-        st, end = self.state, len(self.program.instructions)
+    def _check_values(self) -> None:
+        st = self.state
         values = [*st.regs, *st.stack, *(st.pending[1] if st.pending else ())]
         if any(type(v) not in (int, float, str) for v in values):
             raise UsageError("the state holds a value that is not an int, float or string")
+
+    def _check_state(self) -> None:
+        """Refuse a state that does not belong to this program (a stale or edited snapshot)."""
+        st, end = self.state, len(self.program.instructions)
         if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
             raise UsageError(f"the state points outside this program's {end} instructions")
         if st.pending is not None and not (

@@ -1,0 +1,396 @@
+"""What users gain: model round trips, end-to-end latency, concurrency, overhead.
+
+One run measures the planner (``create_agent`` + ``ToolsPlannerMiddleware``: one plan per
+task) side by side with the alternative a user would pick instead (a plain ``create_agent``
+tool-calling loop making the same tool calls, one per model turn), so the ratios hold on any
+machine. Models are scripted (hand-written plans and replayed tool calls, see
+``benchmarks/tasks.py``) and sleep a simulated latency; tools sleep a simulated latency too.
+
+Run: ``python -m benchmarks [--quick] [--model-latency 0.8] [--tool-latency 0.02] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import platform
+import statistics
+import time
+import tracemalloc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
+
+from . import bench_emulator, bench_integration
+from .tasks import TASKS, Task
+
+
+class ScriptedModel(BaseChatModel):
+    """Replies with scripted messages after a simulated latency (a benchmark double)."""
+
+    replies: list[AIMessage]
+    latency: float = 0.0
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+    def _next(self) -> ChatResult:
+        reply = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        time.sleep(self.latency)
+        return self._next()
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        await asyncio.sleep(self.latency)
+        return self._next()
+
+
+@dataclass
+class TaskResult:
+    """Both strategies on one task."""
+
+    name: str
+    tool_calls: int
+    planner_model_calls: int
+    loop_model_calls: int
+    planner_seconds: float
+    loop_seconds: float
+
+
+class ToolLatency(AgentMiddleware[Any, Any]):
+    """Waits ``seconds`` before every tool call: the simulated tool latency, the same for the
+    tool-calling loop (as agent middleware) and for plans (as the planner's tool middleware)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        time.sleep(self.seconds)
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        await asyncio.sleep(self.seconds)
+        return await handler(request)
+
+
+async def _run_task(task: Task, model_latency: float, tool_latency: float) -> TaskResult:
+    latency = [ToolLatency(tool_latency)] if tool_latency > 0 else []
+    # The planner: one plan, run by the library.
+    tools, world, context = task.setup()
+    planner_model = ScriptedModel(replies=[AIMessage(task.plan)], latency=model_latency)
+    planner = ToolsPlannerMiddleware(tool_middleware=latency, max_instructions_to_exec=5000)
+    agent = create_agent(planner_model, tools=tools, middleware=[planner])
+    request = {"messages": [HumanMessage(task.order)]}
+    start = time.perf_counter()
+    result = await agent.ainvoke(request, context=context)
+    planner_seconds = time.perf_counter() - start
+    final = result["messages"][-1].response_metadata["llassembly"]
+    if final["status"] != "finished" or not task.expected(world):
+        raise RuntimeError(f"task {task.name}: the plan did not do the job: {final}")
+    calls = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+
+    # The tool-calling loop: the same calls, one per model turn, then a final answer.
+    tools, world, context = task.setup()
+    replies = [AIMessage("", tool_calls=[{**c, "id": f"call_{i}"}]) for i, c in enumerate(calls)]
+    loop_model = ScriptedModel(replies=[*replies, AIMessage("Done.")], latency=model_latency)
+    loop_agent = create_agent(loop_model, tools=tools, middleware=latency)
+    start = time.perf_counter()
+    await loop_agent.ainvoke(request, context=context)
+    loop_seconds = time.perf_counter() - start
+    if not task.expected(world):
+        raise RuntimeError(f"task {task.name}: the tool-calling loop did not do the job")
+    return TaskResult(
+        task.name,
+        len(calls),
+        planner_model.calls,
+        loop_model.calls,
+        planner_seconds,
+        loop_seconds,
+    )
+
+
+async def suite(
+    tasks: Sequence[Task], model_latency: float, tool_latency: float
+) -> list[TaskResult]:
+    """Run every task with both strategies (tasks concurrently; each timed on its own)."""
+    return list(await asyncio.gather(*(_run_task(t, model_latency, tool_latency) for t in tasks)))
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+_PING_PLAN = """```asm
+    MOV R1, 0
+again:
+    PUSH R1
+    CALL ping
+    POP R1
+    CMP R1, 5
+    JL again
+```"""
+
+
+@tool
+async def ping(x: int) -> int:
+    """Wait 10 ms, return x + 1."""
+    await asyncio.sleep(0.01)
+    return x + 1
+
+
+def _ping_graph() -> Any:
+    model = ScriptedModel(replies=[AIMessage(_PING_PLAN)])
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("planner", AToolsPlannerNode(model, tools=[ping]))
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    return builder.compile()
+
+
+async def _plans(graph: Any, n: int) -> None:
+    request = {"messages": [HumanMessage("ping five times")]}
+    results = await asyncio.gather(*(graph.ainvoke(request) for _ in range(n)))
+    if any(r["messages"][-1].response_metadata["llassembly"]["tool_calls"] != 5 for r in results):
+        raise RuntimeError("a concurrent plan did not finish")
+
+
+def concurrency(levels: Sequence[int]) -> list[dict[str, float]]:
+    """Wall time, plans per second and peak memory per plan for N concurrent plans."""
+    graph = _ping_graph()
+    asyncio.run(_plans(graph, 3))  # warm up: compile the plan, import lazily loaded parts
+    one_wall, one_cpu = asyncio.run(_one_plan(graph, 20))
+    rows = []
+    for n in levels:
+        wall, _ = _timed(graph, n)
+        rows.append(
+            {
+                "n": n,
+                "wall_s": wall,
+                "plans_per_s": n / wall,
+                "bound_s": 1.25 * max(one_wall, n * one_cpu),
+                "one_plan_wall_s": one_wall,
+                "one_plan_cpu_s": one_cpu,
+                "peak_kb_per_plan": _peak_kb(graph, n) / n,
+            }
+        )
+    return rows
+
+
+async def _one_plan(graph: Any, runs: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of one plan run alone, ``runs`` times in one event loop."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        start, cpu = time.perf_counter(), time.process_time()
+        await _plans(graph, 1)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _timed(graph: Any, n: int) -> tuple[float, float]:
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(_plans(graph, n))
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def _peak_kb(graph: Any, n: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    asyncio.run(_plans(graph, n))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return (peak - base) / 1024
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(
+    results: Sequence[TaskResult],
+    conc: Sequence[dict[str, float]],
+    overhead: dict[str, float],
+    args: argparse.Namespace,
+) -> str:
+    """The whole report as Markdown."""
+    trips = [r.loop_model_calls / r.planner_model_calls for r in results]
+    speedups = [r.loop_seconds / r.planner_seconds for r in results]
+    out = [
+        "## Model round trips and latency",
+        f"Simulated latency: model {args.model_latency * 1000:.0f} ms per call, tool "
+        f"{args.tool_latency * 1000:.0f} ms per call. Planner = `create_agent` + "
+        "`ToolsPlannerMiddleware`; loop = plain `create_agent` making the same tool calls, "
+        "one per model turn.",
+        "",
+        _table(
+            [
+                "task",
+                "tool calls",
+                "model calls: planner",
+                "model calls: loop",
+                "fewer calls",
+                "seconds: planner",
+                "seconds: loop",
+                "speed-up",
+            ],
+            [
+                [
+                    r.name,
+                    str(r.tool_calls),
+                    str(r.planner_model_calls),
+                    str(r.loop_model_calls),
+                    f"{t:.1f}×",
+                    f"{r.planner_seconds:.2f}",
+                    f"{r.loop_seconds:.2f}",
+                    f"{s:.1f}×",
+                ]
+                for r, t, s in zip(results, trips, speedups, strict=True)
+            ],
+        ),
+        "",
+        f"Average over the suite: **{statistics.mean(trips):.1f}× fewer model calls** "
+        f"(target ≥ 5×), **{statistics.mean(speedups):.1f}× lower latency** (target ≥ 4×).",
+        "",
+        "## Concurrency",
+        "N plans at once through `AToolsPlannerNode`, each plan 5 async tool calls of 10 ms. "
+        "Bound = 1.25 × max(one plan's wall time, N × one plan's CPU time).",
+        "",
+        _table(
+            ["N", "wall s", "plans/s", "bound s", "within bound", "peak KB per plan"],
+            [
+                [
+                    str(int(c["n"])),
+                    f"{c['wall_s']:.3f}",
+                    f"{c['plans_per_s']:.0f}",
+                    f"{c['bound_s']:.3f}",
+                    "yes" if c["wall_s"] <= c["bound_s"] else "**no**",
+                    f"{c['peak_kb_per_plan']:.0f}",
+                ]
+                for c in conc
+            ],
+        ),
+        "",
+        f"One plan alone: {conc[0]['one_plan_wall_s'] * 1000:.1f} ms wall, "
+        f"{conc[0]['one_plan_cpu_s'] * 1000:.2f} ms CPU. Target: ≤ 200 KB per plan at N = 1000.",
+        "",
+        "## Overhead",
+        _table(
+            ["figure", "value", "target"],
+            [
+                [
+                    "µs per pure instruction (emulator)",
+                    f"{overhead['us_per_instruction']:.2f}",
+                    "≤ 2",
+                ],
+                [
+                    "µs emulator overhead per tool call",
+                    f"{overhead['us_tool_call_overhead']:.2f}",
+                    "≤ 10",
+                ],
+                [
+                    "per tool call, program granularity",
+                    f"{overhead['program_per_call_ratio']:.2f}× bare invoke",
+                    "≤ 1.3×",
+                ],
+                [
+                    "per tool call, block granularity",
+                    f"{overhead['block_per_call_ratio']:.2f}× bare invoke",
+                    "≤ 3×",
+                ],
+                [
+                    "per instruction, instruction granularity",
+                    f"{overhead['instruction_per_instruction_ratio']:.2f}× empty superstep",
+                    "≤ 1.3×",
+                ],
+            ],
+        ),
+        "",
+        f"Machine: {platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.system()} ({_cores()} cores). "
+        f"Command: `python -m benchmarks{' --quick' if args.quick else ''}`.",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every benchmark, print the report and write it to ``--out``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="short smoke run (CI)")
+    parser.add_argument("--model-latency", type=float, default=0.8, help="seconds per model call")
+    parser.add_argument("--tool-latency", type=float, default=0.02, help="seconds per tool call")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "results",
+        help="folder for latest.md (and latest.png)",
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.model_latency, args.tool_latency = args.model_latency / 40, args.tool_latency / 4
+    started = time.perf_counter()
+    # Overhead first: the 1000-plan run leaves a large heap behind that slows what follows.
+    overhead = {**bench_emulator.main(quick=args.quick), **bench_integration.main(quick=args.quick)}
+    results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))
+    levels = (1, 10, 100) if args.quick else (1, 10, 100, 1000)
+    conc = concurrency(levels)
+    text = report(results, conc, overhead, args)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.md").write_text(text, encoding="utf-8")
+    _chart(conc, args.out / "latest.png")
+    print(
+        f"written: {args.out / 'latest.md'}, {args.out / 'latest.png'} "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+    return 0
+
+
+def _chart(conc: Sequence[dict[str, float]], path: Path) -> None:
+    """Concurrency curve: wall time and bound against N (log-log)."""
+    from .chart import line_chart
+
+    line_chart(
+        path,
+        [
+            ("wall time", [(c["n"], c["wall_s"]) for c in conc], (40, 110, 220)),
+            ("bound", [(c["n"], c["bound_s"]) for c in conc], (220, 80, 60)),
+        ],
+    )
