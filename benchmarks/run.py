@@ -300,6 +300,9 @@ def report(
             ],
         ),
         "",
+        "![Concurrency: wall time (blue) and bound (red) in seconds against N, log-log, "
+        "one grid line per decade](latest.png)",
+        "",
         f"One plan alone: {conc[0]['one_plan_wall_s'] * 1000:.1f} ms wall, "
         f"{conc[0]['one_plan_cpu_s'] * 1000:.2f} ms CPU. Target: ≤ 200 KB per plan at N = 1000.",
         "",
