@@ -117,7 +117,9 @@ class MachineState:
         """Return the state as a JSON- and msgpack-serialisable dict."""
         return {
             "pc": self.pc,
-            "registers": {n: v for n, v in zip(_SNAPSHOT_NAMES, self.regs[1:]) if v != 0},
+            "registers": {
+                n: v for n, v in zip(_SNAPSHOT_NAMES, self.regs[1:], strict=True) if v != 0
+            },
             "stack": list(self.stack),
             "return_stack": list(self.calls),
             "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
