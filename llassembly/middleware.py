@@ -125,10 +125,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None
-        self._externs: dict[str, Extern] | None = (
+        self._given: dict[str, Extern] | None = (
             self._turn.externs_for(self._given_tools) if self._given_tools is not None else None
         )
-        self._model: Any = None
+        # Tools and model seen in model requests, by the tool names the plan was written for:
+        # one middleware instance may serve several agents at once, with different tools.
+        self._seen: dict[tuple[str, ...], tuple[dict[str, Extern], Any]] = {}
         self._errors: dict[str, ExecutionError] = {}
 
     # -- model side -------------------------------------------------------------------------
@@ -136,11 +138,11 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def _prepare(
         self, request: ModelRequest[Any]
     ) -> tuple[ModelRequest[Any], dict[str, Extern], str]:
-        if self._given_tools is None:
-            tools = [t for t in request.tools if isinstance(t, BaseTool)]
-            self._externs = self._turn.externs_for(tools)
-        externs = self._externs or {}
-        self._model = request.model
+        if self._given is not None:
+            externs = self._given
+        else:
+            externs = self._turn.externs_for([t for t in request.tools if isinstance(t, BaseTool)])
+        self._seen[tuple(externs)] = (externs, request.model)
         # The agent's system prompt and any SystemMessage in the conversation become the
         # planner's context; the model then sees exactly one system message (ours).
         parts = [request.system_message.text] if request.system_message is not None else []
@@ -154,10 +156,11 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     @staticmethod
     def _response(
-        reply: AIMessage, is_program: bool, calls: int, context: str
+        reply: AIMessage, is_program: bool, calls: int, context: str, externs: dict[str, Extern]
     ) -> ExtendedModelResponse[Any]:
         record = {
             "plan": reply.text if is_program else None,
+            "tools": list(externs),
             "context": context,
             "model_calls": calls,
             "repairs": calls - 1,
@@ -178,7 +181,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         reply, is_program, calls = drive(
             body, lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs))))
         )
-        return self._response(reply, is_program, calls, context)
+        return self._response(reply, is_program, calls, context, externs)
 
     async def awrap_model_call(
         self,
@@ -193,7 +196,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             return model_reply(await handler(planner_request.override(messages=_any(msgs))))
 
         reply, is_program, calls = await adrive(body, call)
-        return self._response(reply, is_program, calls, context)
+        return self._response(reply, is_program, calls, context, externs)
 
     # -- plan side --------------------------------------------------------------------------
 
@@ -203,7 +206,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         record = state.get(_STATE_KEY)
         if not record or not record.get("plan"):
             return None
-        if self._externs is None:
+        externs, model = self._seen.get(tuple(record.get("tools", ())), (self._given, None))
+        if externs is None:
             raise UsageError(
                 "the plan's tools are unknown in this process: pass tools=[...] to "
                 "ToolsPlannerMiddleware to resume a plan before the model has been called here"
@@ -211,10 +215,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         messages = _conversation(state["messages"])
         plan_message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         seed = f"{record['plan']}{getattr(plan_message, 'id', '')}"
-        model = self._model
         run = TurnRun(
-            externs=self._externs,
-            system_prompt=self._turn.system_prompt(self._externs, record.get("context", "")),
+            externs=externs,
+            system_prompt=self._turn.system_prompt(externs, record.get("context", "")),
             call_model=(lambda msgs: model_reply(model.invoke(msgs)))
             if model is not None
             else None,
