@@ -7,6 +7,7 @@ real model); tests that replay real model traffic use cassettes instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -40,3 +41,9 @@ class ScriptedChatModel(BaseChatModel):
             )
         text = self.replies[len(self.calls) - 1]
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+NPC_PLAN = (Path(__file__).parent / "data" / "npc_plan.md").read_text(encoding="utf-8")
+"""The NPC plan from LLAssembly's README, as gpt-oss:20b wrote it for the tools
+get_current_position, get_enemies_around, has_sword, pick_sword, attack_enemy and make_one_step:
+walk to 5,5 attacking enemies met on the way, then walk to 7,7."""

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,66 +47,6 @@ NPC_TOOLS = toolbox(
     FakeTool("attack_enemy", ("enemy_id",), 0),
     FakeTool("make_one_step", ("x", "y"), 0),
 )
-
-# A copy of a real plan a model wrote for the NPC tools (/tmp/seedplan.txt).
-NPC_PLAN = """\
-```assembly
-; Target coordinates for first phase
-MOV R1, 5 ; R1 = target_x
-MOV R2, 5 ; R2 = target_y
-loop_to_5_5:
-CALL get_current_position ; Get current position (x,y)
-POP R3 ; R3 = current_x
-POP R4 ; R4 = current_y
-CMP R3, R1 ; Is current_x == target_x ?
-JNE not_at_5_5 ; If not, still moving
-CMP R4, R2 ; Is current_y == target_y ?
-JNE not_at_5_5 ; If not, still moving
-JMP after_5_5 ; Destination reached
-not_at_5_5:
-CALL get_enemies_around ; Check for enemy around
-POP R5 ; R5 = enemy_id (0 if none)
-CMP R5, 0 ; Any enemy found?
-JNE enemy_found
-JMP step_5_5 ; No enemy, just step
-enemy_found:
-CALL has_sword ; Does unit already have a sword?
-POP R6 ; R6 = has_sword flag (1 or 0)
-CMP R6, 0 ; No sword?
-JNE have_sword
-CALL pick_sword ; Pick a sword
-have_sword:
-PUSH R5 ; Push enemy_id for attack
-CALL attack_enemy ; Attack the enemy
-JMP step_5_5 ; Continue moving after attack
-step_5_5:
-PUSH R1 ; Push target_x
-PUSH R2 ; Push target_y
-CALL make_one_step ; Take one step towards (5,5)
-JMP loop_to_5_5 ; Repeat loop
-after_5_5:
-; Set new target coordinates for second phase
-MOV R1, 7 ; R1 = target_x (7)
-MOV R2, 7 ; R2 = target_y (7)
-JMP loop_to_7_7
-loop_to_7_7:
-CALL get_current_position ; Get current position (x,y)
-POP R3 ; R3 = current_x
-POP R4 ; R4 = current_y
-CMP R3, R1 ; Is current_x == target_x ?
-JNE not_at_7_7 ; If not, still moving
-CMP R4, R2 ; Is current_y == target_y ?
-JNE not_at_7_7 ; If not, still moving
-JMP end_program ; Destination reached
-not_at_7_7:
-PUSH R1 ; Push target_x
-PUSH R2 ; Push target_y
-CALL make_one_step ; Take one step towards (7,7)
-JMP loop_to_7_7 ; Repeat loop
-end_program:
-RET ; Return from program
-```
-"""
 
 
 def program_of(text: str) -> Program:
