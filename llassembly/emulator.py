@@ -27,8 +27,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
-from langgraph.errors import GraphBubbleUp
-
+from ._drive import adrive, drive
 from ._steps import (
     DEFAULT_MAX_STACK_DEPTH,
     UNSET,
@@ -201,6 +200,16 @@ class RunResult:
     calls: list[CallRecord]
     instructions_executed: int
     tool_calls: int
+
+
+def tool_error(call: ToolCall, exc: Exception) -> BaseException:
+    """What a tool's exception becomes: the library's own errors as they are, anything else a
+    :class:`ToolExecutionError` naming the tool and the line, with the original as its cause."""
+    if isinstance(exc, LLAssemblyError):
+        return exc
+    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
+    error.__cause__ = exc
+    return error
 
 
 ToolSpec: TypeAlias = Iterable[Any] | Mapping[str, Extern]
@@ -383,12 +392,7 @@ class Emulator:
             ...     print(stop.value.registers)
             {'R1': 8}
         """
-        request = self.advance()
-        while request is not None:
-            result = yield request
-            self.complete(result)
-            request = self.advance()
-        return self.result()
+        return (yield from self._recorded_calls())
 
     def run(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
         """Run to the end. ``call`` executes each tool call (default: call the tool directly).
@@ -397,37 +401,11 @@ class Emulator:
             ToolExecutionError: A tool raised (the original is its ``__cause__``).
             ExecutionError: A budget ran out or an instruction failed.
         """
-        execute = call or self._call_directly
-        request = self.advance()
-        while request is not None:
-            try:
-                result = execute(request)
-            except (LLAssemblyError, GraphBubbleUp):
-                raise
-            except Exception as exc:
-                raise ToolExecutionError(
-                    request.tool, exc, line=request.line, source=request.source
-                ) from exc
-            self._record(request, result)
-            request = self.advance()
-        return self.result()
+        return drive(self._recorded_calls(), call or self._call_directly, tool_error)
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
         """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own)."""
-        execute = call or self._acall_directly
-        request = self.advance()
-        while request is not None:
-            try:
-                result = await execute(request)
-            except (LLAssemblyError, GraphBubbleUp):
-                raise
-            except Exception as exc:
-                raise ToolExecutionError(
-                    request.tool, exc, line=request.line, source=request.source
-                ) from exc
-            self._record(request, result)
-            request = self.advance()
-        return self.result()
+        return await adrive(self._recorded_calls(), call or self._acall_directly, tool_error)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -447,9 +425,15 @@ class Emulator:
         ):
             raise UsageError("the state's pending call is not a tool CALL of this program")
 
-    def _record(self, request: ToolCall, result: Any) -> None:
-        self.complete(result)
-        self.history.append(CallRecord(request, result))
+    def _recorded_calls(self) -> Generator[ToolCall, Any, RunResult]:
+        """:meth:`calls` that also keeps each call and its result in :attr:`history`."""
+        request = self.advance()
+        while request is not None:
+            result = yield request
+            self.complete(result)
+            self.history.append(CallRecord(request, result))
+            request = self.advance()
+        return self.result()
 
     def _call_directly(self, request: ToolCall) -> Any:
         return self.compiled.externs[request.tool].call(request.args)

@@ -37,8 +37,8 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from ._drive import adrive, drive
-from .emulator import CompiledProgram, Emulator, ToolCall
-from .errors import ExecutionError, LLAssemblyError, ToolExecutionError, UsageError
+from .emulator import CompiledProgram, Emulator, ToolCall, tool_error
+from .errors import ExecutionError, UsageError
 from .program import OPCODE_INFO, Name, Opcode
 
 __all__ = [
@@ -149,14 +149,6 @@ def failure_record(exc: ExecutionError) -> dict[str, Any]:
         if hasattr(exc, attr):
             record[attr] = getattr(exc, attr)
     return record
-
-
-def _wrap_tool_error(call: ToolCall, exc: Exception) -> BaseException:
-    if isinstance(exc, LLAssemblyError):
-        return exc
-    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
-    error.__cause__ = exc
-    return error
 
 
 class PlanGraph:
@@ -278,12 +270,12 @@ class PlanGraph:
         def sync(state: PlanState, config: RunnableConfig) -> Command[str]:
             run: PlanRun = config["configurable"][RUN_KEY]
             body = self._body(state, run)
-            return finish(drive(body, lambda c: run.execute(c, config), _wrap_tool_error))
+            return finish(drive(body, lambda c: run.execute(c, config), tool_error))
 
         async def asynchronous(state: PlanState, config: RunnableConfig) -> Command[str]:
             run: PlanRun = config["configurable"][RUN_KEY]
             body = self._body(state, run)
-            return finish(await adrive(body, lambda c: run.aexecute(c, config), _wrap_tool_error))
+            return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
 
         return RunnableCallable(sync, asynchronous, trace=False)
 
