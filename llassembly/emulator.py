@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, TypeAlias, cast
 
 from ._drive import adrive, drive
@@ -107,11 +108,14 @@ class MachineState:
 
     def snapshot(self) -> dict[str, Any]:
         """Return the state as a JSON- and msgpack-serialisable dict."""
+        regs = self.regs[1:]
+        # compress() keeps the truthy values in C; only an empty string is non-zero yet falsy.
+        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
+        if "" in regs:
+            registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
         return {
             "pc": self.pc,
-            "registers": {
-                n: v for n, v in zip(_SNAPSHOT_NAMES, self.regs[1:], strict=True) if v != 0
-            },
+            "registers": registers,
             "stack": list(self.stack),
             "return_stack": list(self.calls),
             "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},

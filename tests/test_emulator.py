@@ -956,3 +956,12 @@ def test_async_tool_in_sync_run_is_a_usage_error() -> None:
 def test_every_opcode_is_covered_by_this_file() -> None:
     text = Path(__file__).read_text(encoding="utf-8")
     assert all(op.value in text for op in Opcode)
+
+
+def test_snapshot_keeps_empty_string_and_negative_registers() -> None:
+    """Only zero registers are left out of a snapshot; "" and negatives survive a round trip."""
+    state = MachineState()
+    state.regs[3], state.regs[5], state.regs[6] = "", "x", -2
+    snap = json.loads(json.dumps(state.snapshot()))
+    assert snap["registers"] == {"R3": "", "R5": "x", "R6": -2}
+    assert MachineState.restore(snap).regs[:7] == [0, 0, 0, "", 0, "x", -2]
