@@ -73,6 +73,7 @@ DEFAULT_MAX_TOOL_CALLS = 100
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
+_PLAIN = (int, str)  # results pushed as they are (floats are checked for NaN/inf by to_values)
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
 
 
@@ -368,12 +369,17 @@ class Emulator:
             raise UsageError("complete() called with no pending tool call; call advance() first")
         index = st.pending[0]
         extern = self.compiled.tools[index]
-        ins = self.program.instructions[index]
         if extern is None:
             raise UsageError("the pending call does not point at a tool CALL (bad snapshot?)")
-        values = extern.to_values(result, line=ins.line, source=ins.text)
+        n_results = extern.n_results
+        if n_results == 1 and type(result) in _PLAIN:  # the common case: one int/float/str
+            values: tuple[Value, ...] = (result,)
+        else:
+            ins = self.program.instructions[index]
+            values = extern.to_values(result, line=ins.line, source=ins.text)
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
+            ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
         st.stack.extend(reversed(values))
         st.pending = None
@@ -472,19 +478,21 @@ class Emulator:
             )
         if self.max_seconds is not None and self._started is not None:
             self._check_clock(self._started + self.max_seconds, pc)
-        count = len(extern.params)
         stack = st.stack
-        if len(stack) < count:
+        split = len(stack) - len(extern.params)
+        if split < 0:
             raise fail(
-                ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}"
+                ins,
+                f"CALL {extern.name} needs {len(extern.params)} values on the stack, "
+                f"found {len(stack)}",
             )
-        values = stack[len(stack) - count :] if count else []
-        request = self._request(pc, values)  # converts first: a bad value leaves the stack as is
-        if count:
-            del stack[len(stack) - count :]
+        values = stack[split:]
+        # Convert before popping: a value that does not fit leaves the stack as it was.
+        args = extern.convert_args(values, line=ins.line, source=ins.text)
+        del stack[split:]
         st.tool_calls += 1
         st.pending = (pc, values)
-        return request
+        return ToolCall(extern.name, args, pc, ins.line, ins.text, st.tool_calls)
 
     def _request(self, pc: int, values: list[Value]) -> ToolCall:
         extern = self.compiled.tools[pc]
