@@ -48,6 +48,7 @@ __all__ = [
     "PlanGraph",
     "PlanRun",
     "PlanState",
+    "call_request",
     "failure_record",
 ]
 
@@ -114,24 +115,29 @@ def result_text(result: Any) -> str:
         return str(result)
 
 
-def call_messages(
-    call: ToolCall, content: str, call_id: str, *, error: bool = False
-) -> list[AnyMessage]:
-    """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
+def call_request(call: ToolCall, call_id: str) -> AIMessage:
+    """The ``AIMessage`` carrying one executed CALL as a tool call (source line in metadata)."""
     meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
-    request = AIMessage(
+    return AIMessage(
         content="",
         tool_calls=[
             {"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}
         ],
         response_metadata=meta,
     )
+
+
+def call_messages(
+    call: ToolCall, content: str, call_id: str, *, error: bool = False
+) -> list[AnyMessage]:
+    """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
+    request = call_request(call, call_id)
     answer = ToolMessage(
         content=content,
         tool_call_id=call_id,
         name=call.tool,
         status="error" if error else "success",
-        response_metadata=meta,
+        response_metadata=request.response_metadata,
     )
     return [request, answer]
 

@@ -1,21 +1,25 @@
 """``ToolsPlannerMiddleware``: one plan per model call inside ``create_agent``.
 
-Where things happen, and why:
+Two ways a plan's calls run (``execution=``):
 
-* ``wrap_model_call`` swaps the system prompt for the planner's (the caller's system message
-  becomes its context), offers the model no tools, and repairs a plan that does not parse or
-  verify (model calls only; no tool has run). The plan goes to private state.
-* ``after_model`` runs the plan as a nested LangGraph graph that shares the agent's
-  checkpointer. ``ModelRetryMiddleware`` wraps only the model call, so a retry never re-runs a
-  tool; an ``interrupt()`` in a tool pauses the agent, and on resume only this hook re-runs:
-  the nested graph continues from its last checkpoint without calling the model again.
-* ``after_agent`` re-raises a plan failure under ``on_tool_error="raise"``, after the messages
-  of the calls that completed were saved to the agent state.
+* ``"agent"`` (default): the planner takes the model's place between tool turns. The model is
+  called once to write the plan (plus repairs and replans); every later visit of the agent's
+  model node is answered by the planner itself with the plan's next tool call, which the
+  agent's own tool node runs, through every ``wrap_tool_call`` middleware, approval and limit.
+  The machine lives in the agent's private state, so each step is checkpointed. See
+  ``llassembly._agent``.
+* ``"graph"``: ``after_model`` runs the plan as a nested LangGraph graph that shares the
+  agent's checkpointer (``granularity`` applies). About one tool invoke per call, but calls do
+  not pass the agent's tool node: only ``tool_middleware=`` wraps them.
+
+Both paths give the same tool calls, the same results to the plan and the same messages.
+``after_agent`` re-raises a plan failure under ``on_tool_error="raise"``, once the messages of
+the completed calls are saved to the agent state.
 """
 
 from __future__ import annotations
 
-import uuid
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, NotRequired, cast
@@ -29,22 +33,36 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from ._agent import (
+    StepOutcome,
+    agent_step,
+    call_meta,
+    conversation,
+    failure_message,
+    pending_call,
+    removal_messages,
+)
 from ._drive import adrive, drive
+from .emulator import tool_error
 from .errors import ExecutionError, UsageError
 from .externs import Extern
 from .graph import Granularity
 from .planner import (
+    Execution,
     OnToolError,
     PlannerOptions,
     ToolMiddleware,
     Turn,
     TurnRun,
+    error_from_record,
     model_reply,
     short_hash,
     turn_messages,
@@ -53,6 +71,9 @@ from .planner import (
 __all__ = ["PlannerAgentState", "ToolsPlannerMiddleware"]
 
 _STATE_KEY: Final = "llassembly"
+# ModelCallLimitMiddleware's counters: a planner step that calls no model takes back the count
+# that middleware's after_model adds for every model-node visit (see _counter_updates).
+_MODEL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
 
 
 class PlannerAgentState(AgentState[Any]):
@@ -64,27 +85,35 @@ class PlannerAgentState(AgentState[Any]):
 class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     """Make a ``create_agent`` agent write one plan and run it, instead of one call per turn.
 
+    Put it first in ``middleware=[...]``: on the agent path every step of a plan is a visit of
+    the agent's model node, and ``wrap_model_call`` middleware listed before the planner wraps
+    each step (some of them, like ``LLMToolSelectorMiddleware``, call a model of their own).
+
     Args:
         infer_tools_messages: Keep an ``AIMessage``/``ToolMessage`` pair per executed call
-            (``False`` keeps only the plan and the final message).
+            (``False`` keeps only the plan and the final message once the turn ends).
         prompt_path: A template file replacing the built-in prompt (``{context}`` and
             ``{extern_functions}`` are filled in).
         max_instructions_to_exec: Instruction budget of a plan.
         max_repairs: How many times the model may fix a plan that does not parse or verify.
-        on_tool_error: When a tool raises or a budget runs out: ``"stop"`` ends the turn with a
-            message naming the tool, line and error; ``"raise"`` re-raises after the completed
-            calls are saved; ``"replan"`` asks the model for a new plan with the results so far.
+        on_tool_error: When a tool fails (it raised, a limit refused the call, a person
+            rejected it) or a budget runs out: ``"stop"`` ends the turn with a message naming
+            the tool, line and error; ``"raise"`` re-raises after the completed calls are
+            saved; ``"replan"`` asks the model for a new plan with the results so far.
         max_replans: Most new plans per turn under ``"replan"``.
         max_tool_calls: Tool-call budget of a plan.
         max_stack_depth: Stack budget of a plan.
-        granularity: ``"block"`` (a checkpointed step per tool call), ``"instruction"`` (a node
-            per instruction) or ``"program"`` (one step for the whole plan).
+        granularity: Graph path only: ``"block"`` (a checkpointed step per tool call),
+            ``"instruction"`` (a node per instruction) or ``"program"`` (one step).
         tools: The tools plans may call. By default, the agent's tools as the model request
-            lists them; pass them to resume an interrupted plan in a process where the model
-            has not been called yet (LangChain tells middleware the tools only then).
+            lists them. On the graph path, pass them to resume an interrupted plan in a process
+            where the model has not been called yet.
         tool_middleware: ``wrap_tool_call`` middleware to apply to each call of a plan
-            (e.g. ``ToolRetryMiddleware``). The agent's own ``wrap_tool_call`` middleware
-            wraps its tool node, which plans do not go through.
+            (e.g. ``ToolRetryMiddleware``). On the agent path the agent's own middleware
+            already wraps every plan call; these wrap plan calls only.
+        execution: ``"agent"`` (each call through the agent's tool node) or ``"graph"``
+            (the plan runs as a nested graph beside it; faster, but the agent's tool
+            middleware, approvals and limits do not see its calls).
 
     Example:
         >>> from langchain.agents import create_agent
@@ -94,6 +123,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     """
 
     state_schema = PlannerAgentState
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ToolsPlannerMiddleware:
+        # The graph path needs an after_model hook the agent path must not have (create_agent
+        # adds a node, and so a superstep per step, for every hook a class defines).
+        if cls is ToolsPlannerMiddleware and kwargs.get("execution", "agent") == "graph":
+            cls = _GraphPathMiddleware
+        instance: ToolsPlannerMiddleware = super().__new__(cls)
+        return instance
 
     def __init__(
         self,
@@ -109,6 +146,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         granularity: Granularity = "block",
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
         tool_middleware: Sequence[ToolMiddleware] = (),
+        execution: Execution = "agent",
     ) -> None:
         super().__init__()
         self.options = PlannerOptions(
@@ -122,45 +160,183 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             max_stack_depth=max_stack_depth,
             granularity=granularity,
             tool_middleware=tuple(tool_middleware),
+            execution=execution,
         )
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None
         self._given: dict[str, Extern] | None = (
             self._turn.externs_for(self._given_tools) if self._given_tools is not None else None
         )
-        # Tools and model seen in model requests, by the tool names the plan was written for:
-        # one middleware instance may serve several agents at once, with different tools.
-        self._seen: dict[tuple[str, ...], tuple[dict[str, Extern], Any]] = {}
-        self._errors: dict[str, ExecutionError] = {}
+
+    @property
+    def name(self) -> str:
+        """``ToolsPlannerMiddleware`` on both paths (node names stay the same)."""
+        return "ToolsPlannerMiddleware"
+
+    @property
+    def execution(self) -> Execution:
+        """``"agent"`` or ``"graph"``."""
+        return self.options.execution
 
     # -- model side -------------------------------------------------------------------------
 
-    def _prepare(
-        self, request: ModelRequest[Any]
-    ) -> tuple[ModelRequest[Any], dict[str, Extern], str]:
+    def _externs(self, request: ModelRequest[Any]) -> dict[str, Extern]:
         if self._given is not None:
-            externs = self._given
-        else:
-            externs = self._turn.externs_for([t for t in request.tools if isinstance(t, BaseTool)])
-        self._seen[tuple(externs)] = (externs, request.model)
-        # The agent's system prompt and any SystemMessage in the conversation become the
-        # planner's context; the model then sees exactly one system message (ours).
-        parts = [request.system_message.text] if request.system_message is not None else []
-        parts += [m.text for m in request.messages if isinstance(m, SystemMessage)]
-        context = "\n\n".join(p for p in parts if p)
+            return self._given
+        return self._turn.externs_for([t for t in request.tools if isinstance(t, BaseTool)])
+
+    def _planner_request(
+        self, request: ModelRequest[Any], externs: dict[str, Extern]
+    ) -> tuple[ModelRequest[Any], str]:
+        """The request the planner model gets: our prompt, no tools, calls shown as text."""
+        context = _context(request)
         prompt = self._turn.system_prompt(externs, context)
         planner_request = request.override(
-            system_message=SystemMessage(prompt), messages=_conversation(request.messages), tools=[]
+            system_message=SystemMessage(prompt), messages=conversation(request.messages), tools=[]
         )
-        return planner_request, externs, context
+        return planner_request, context
 
-    @staticmethod
+    def _step(
+        self, request: ModelRequest[Any], externs: dict[str, Extern]
+    ) -> tuple[Any, Callable[[list[BaseMessage]], ModelRequest[Any]]]:
+        state = request.state
+        record = state.get(_STATE_KEY) if isinstance(state, dict) else None
+        record = record if isinstance(record, dict) else None
+        made: list[ModelRequest[Any]] = []
+
+        def asking(messages: list[BaseMessage]) -> ModelRequest[Any]:
+            if not made:
+                made.append(self._planner_request(request, externs)[0])
+            return made[0].override(messages=_any(messages))
+
+        body = agent_step(
+            self._turn,
+            state_messages=state.get("messages", []) if isinstance(state, dict) else [],
+            model_messages=request.messages,
+            record=record,
+            externs=externs,
+            context=_context(request),
+        )
+        return body, asking
+
+    def _answer(
+        self, request: ModelRequest[Any], outcome: StepOutcome
+    ) -> ExtendedModelResponse[Any]:
+        update: dict[str, Any] = {_STATE_KEY: outcome.record}
+        if outcome.removals:
+            update["messages"] = removal_messages(outcome.removals)
+        update.update(_counter_updates(request.state, outcome.model_calls))
+        return ExtendedModelResponse(
+            model_response=ModelResponse(result=list(outcome.messages)),
+            command=Command(update=update),
+        )
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Any],
+    ) -> ExtendedModelResponse[Any]:
+        """Answer the model turn: write a plan (calling the model), or take the plan's next step."""
+        externs = self._externs(request)
+        body, asking = self._step(request, externs)
+        outcome = drive(body, lambda msgs: model_reply(handler(asking(msgs))))
+        return self._answer(request, outcome)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        """Async :meth:`wrap_model_call`."""
+        externs = self._externs(request)
+        body, asking = self._step(request, externs)
+
+        async def call(msgs: list[BaseMessage]) -> AIMessage:
+            return model_reply(await handler(asking(msgs)))
+
+        outcome = await adrive(body, call)
+        return self._answer(request, outcome)
+
+    # -- tool side --------------------------------------------------------------------------
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run a plan's call through ``tool_middleware``; a tool's exception becomes the call's
+        failure (an error ``ToolMessage``) so the plan's ``on_tool_error`` decides what next."""
+        pending = _plan_call(request)
+        if pending is None:
+            return handler(request)
+        chained = handler
+        for mw in reversed(self.options.tool_middleware):
+            chained = _bind(mw.wrap_tool_call, chained)
+        try:
+            return _tagged(chained(request), pending)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            return failure_message(pending, _tool_failure(pending, exc))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        pending = _plan_call(request)
+        if pending is None:
+            return await handler(request)
+        chained = handler
+        for mw in reversed(self.options.tool_middleware):
+            chained = _bind(mw.awrap_tool_call, chained)
+        try:
+            return _tagged(await chained(request), pending)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            return failure_message(pending, _tool_failure(pending, exc))
+
+    # -- end of the run ---------------------------------------------------------------------
+
+    def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Under ``on_tool_error="raise"``, raise the plan's failure now that state is saved."""
+        record = state.get(_STATE_KEY) or {}
+        if not record.get("raise"):
+            return None
+        raise error_from_record(record.get("failure") or {})
+
+    async def aafter_agent(
+        self, state: PlannerAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async :meth:`after_agent`."""
+        return self.after_agent(state, runtime)
+
+
+# Editors and inspect.signature show __init__'s parameters, not __new__'s (*args, **kwargs).
+ToolsPlannerMiddleware.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+    ToolsPlannerMiddleware.__init__
+).replace(
+    parameters=list(inspect.signature(ToolsPlannerMiddleware.__init__).parameters.values())[1:]
+)
+
+
+class _GraphPathMiddleware(ToolsPlannerMiddleware):
+    """``ToolsPlannerMiddleware(execution="graph")``: plans run as a nested graph."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Tools and model seen in model requests, by identity: one middleware instance may
+        # serve several agents at once. Only long-lived objects live here, never a run's data.
+        self._seen: dict[str, tuple[dict[str, Extern], Any]] = {}
+
     def _response(
-        reply: AIMessage, is_program: bool, calls: int, context: str, externs: dict[str, Extern]
+        self, reply: AIMessage, is_program: bool, calls: int, context: str, token: str
     ) -> ExtendedModelResponse[Any]:
         record = {
             "plan": reply.text if is_program else None,
-            "tools": list(externs),
+            "tools": token,
             "context": context,
             "model_calls": calls,
             "repairs": calls - 1,
@@ -170,18 +346,27 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             command=Command(update={_STATE_KEY: record}),
         )
 
+    def _prepare_graph(
+        self, request: ModelRequest[Any]
+    ) -> tuple[ModelRequest[Any], dict[str, Extern], str, str]:
+        externs = self._externs(request)
+        token = f"{id(externs):x}.{id(request.model):x}"
+        self._seen[token] = (externs, request.model)
+        planner_request, context = self._planner_request(request, externs)
+        return planner_request, externs, context, token
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Any],
     ) -> ExtendedModelResponse[Any]:
         """Ask for a plan (no tools offered), repairing it until it parses and verifies."""
-        planner_request, externs, context = self._prepare(request)
+        planner_request, externs, context, token = self._prepare_graph(request)
         body = self._turn.draft(list(planner_request.messages), externs)
         reply, is_program, calls = drive(
             body, lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs))))
         )
-        return self._response(reply, is_program, calls, context, externs)
+        return self._response(reply, is_program, calls, context, token)
 
     async def awrap_model_call(
         self,
@@ -189,16 +374,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        planner_request, externs, context = self._prepare(request)
+        planner_request, externs, context, token = self._prepare_graph(request)
         body = self._turn.draft(list(planner_request.messages), externs)
 
         async def call(msgs: list[BaseMessage]) -> AIMessage:
             return model_reply(await handler(planner_request.override(messages=_any(msgs))))
 
         reply, is_program, calls = await adrive(body, call)
-        return self._response(reply, is_program, calls, context, externs)
-
-    # -- plan side --------------------------------------------------------------------------
+        return self._response(reply, is_program, calls, context, token)
 
     def _start(
         self, state: PlannerAgentState, runtime: Runtime[Any]
@@ -206,13 +389,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         record = state.get(_STATE_KEY)
         if not record or not record.get("plan"):
             return None
-        externs, model = self._seen.get(tuple(record.get("tools", ())), (self._given, None))
+        externs, model = self._seen.get(str(record.get("tools", "")), (self._given, None))
         if externs is None:
             raise UsageError(
                 "the plan's tools are unknown in this process: pass tools=[...] to "
-                "ToolsPlannerMiddleware to resume a plan before the model has been called here"
+                "ToolsPlannerMiddleware(execution='graph') to resume a plan before the model "
+                "has been called here (the default execution='agent' needs no tools=)"
             )
-        messages = _conversation(state["messages"])
+        messages = conversation(state["messages"])
         plan_message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         seed = f"{record['plan']}{getattr(plan_message, 'id', '')}"
         run = TurnRun(
@@ -239,15 +423,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         }
         return turn_input, run, record
 
-    def _finish(
-        self, final: dict[str, Any], run: TurnRun, record: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _finish(self, final: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         done = {**record, "plan": None}
         if final.get("failure") and self.options.on_tool_error == "raise":
-            key = uuid.uuid4().hex
-            if run.error is not None:
-                self._errors[key] = run.error
-            done["raise"] = key
+            done["raise"] = True
             done["failure"] = final["failure"]
         return {
             "messages": turn_messages(final, self.options),
@@ -263,7 +442,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             return None
         turn_input, run, record = started
         final = self._turn.graph.invoke(turn_input, self._turn.config_for(run, get_config()))
-        return self._finish(final, run, record)
+        return self._finish(final, record)
 
     @hook_config(can_jump_to=["end"])
     async def aafter_model(
@@ -275,39 +454,70 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             return None
         turn_input, run, record = started
         final = await self._turn.graph.ainvoke(turn_input, self._turn.config_for(run, get_config()))
-        return self._finish(final, run, record)
+        return self._finish(final, record)
 
-    def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Under ``on_tool_error="raise"``, raise the plan's failure now that state is saved."""
-        record = state.get(_STATE_KEY) or {}
-        key = record.get("raise")
-        if not key:
-            return None
-        error = self._errors.pop(key, None)
-        if error is None:
-            failure = record.get("failure") or {}
-            error = ExecutionError(
-                str(failure.get("detail", "the plan failed")),
-                line=int(failure.get("line", 0)),
-                source=str(failure.get("source", "")),
-            )
-        raise error
 
-    async def aafter_agent(
-        self, state: PlannerAgentState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async :meth:`after_agent`."""
-        return self.after_agent(state, runtime)
+def _context(request: ModelRequest[Any]) -> str:
+    """The agent's system prompt and any system message in the conversation (the planner
+    prompt's ``{context}``; the model then sees exactly one system message, ours)."""
+    parts = [request.system_message.text] if request.system_message is not None else []
+    parts += [m.text for m in request.messages if isinstance(m, SystemMessage)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _counter_updates(state: Any, model_calls: int) -> dict[str, int]:
+    """Make ``ModelCallLimitMiddleware`` count real model calls, not planner steps.
+
+    That middleware adds one per model-node visit in ``after_model``; a step that called the
+    model ``n`` times (a plan and its repairs) is set to count ``n``, a step with no model call
+    to count nothing. Only counters already in the state are touched.
+    """
+    if not isinstance(state, dict) or model_calls == 1:
+        return {}
+    return {
+        key: max(int(state[key]) + model_calls - 1, 0)
+        for key in _MODEL_COUNTERS
+        if isinstance(state.get(key), int)
+    }
+
+
+def _plan_call(request: ToolCallRequest) -> dict[str, Any] | None:
+    """The pending plan call this tool request runs, or ``None`` for any other call."""
+    state = request.state
+    record = state.get(_STATE_KEY) if isinstance(state, dict) else None
+    pending = pending_call(record)
+    if pending is None or pending["id"] != request.tool_call.get("id"):
+        return None
+    return pending
+
+
+def _tagged(
+    result: ToolMessage | Command[Any], pending: dict[str, Any]
+) -> ToolMessage | Command[Any]:
+    """A plan call's ``ToolMessage`` with the call's source line in its metadata."""
+    if isinstance(result, ToolMessage):
+        meta = {**result.response_metadata, **call_meta(pending)}
+        return result.model_copy(update={"response_metadata": meta})
+    return result
+
+
+def _tool_failure(pending: dict[str, Any], exc: Exception) -> ExecutionError:
+    from .emulator import ToolCall
+
+    call = ToolCall(
+        pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
+    )
+    error = tool_error(call, exc)
+    return error if isinstance(error, ExecutionError) else ExecutionError(str(exc))
+
+
+def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
+    return lambda request: wrapper(request, handler)
 
 
 def _any(messages: list[BaseMessage]) -> list[AnyMessage]:
     """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
     return cast("list[AnyMessage]", messages)
-
-
-def _conversation(messages: Sequence[Any]) -> list[Any]:
-    """The messages the planner model sees after its system prompt (system messages dropped)."""
-    return [m for m in messages if not isinstance(m, SystemMessage)]
 
 
 async def _ainvoke(model: Any, messages: list[BaseMessage]) -> AIMessage:

@@ -14,6 +14,7 @@ graph and the compiled plan graphs are shared by every run.
 from __future__ import annotations
 
 import hashlib
+import json
 import operator
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -27,6 +28,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
@@ -35,11 +37,19 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ._drive import adrive, drive
 from ._tools import make_plan_run, unobserved
-from .emulator import DEFAULT_MAX_STACK_DEPTH, DEFAULT_MAX_TOOL_CALLS, compile_program
+from .emulator import (
+    DEFAULT_MAX_STACK_DEPTH,
+    DEFAULT_MAX_TOOL_CALLS,
+    CompiledProgram,
+    compile_program,
+)
 from .errors import (
+    Diagnostic,
     ExecutionError,
     PlanError,
+    PlanRejected,
     RepairsExhausted,
+    ToolExecutionError,
     UsageError,
 )
 from .externs import Extern, externs_from
@@ -49,20 +59,26 @@ from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
 
 __all__ = [
+    "EXECUTIONS",
     "ON_TOOL_ERROR",
     "TURN_KEY",
+    "Execution",
     "OnToolError",
     "PlannerOptions",
     "Turn",
     "TurnRun",
+    "error_from_record",
     "final_message",
     "model_reply",
+    "planner_view",
     "short_hash",
     "turn_messages",
 ]
 
 OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
 ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
+Execution: TypeAlias = Literal["agent", "graph"]
+EXECUTIONS: tuple[Execution, ...] = ("agent", "graph")
 TURN_KEY = "llassembly_turn"
 _CACHE_SIZE = 256
 
@@ -87,6 +103,7 @@ class PlannerOptions:
     max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
     granularity: Granularity = "block"
     tool_middleware: tuple[ToolMiddleware, ...] = ()
+    execution: Execution = "graph"
 
     def __post_init__(self) -> None:
         for name in ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth"):
@@ -101,6 +118,8 @@ class PlannerOptions:
             raise UsageError(
                 f"on_tool_error must be one of {ON_TOOL_ERROR}, got {self.on_tool_error!r}"
             )
+        if self.execution not in EXECUTIONS:
+            raise UsageError(f"execution must be one of {EXECUTIONS}, got {self.execution!r}")
         if self.granularity not in GRANULARITIES:
             raise UsageError(
                 f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}"
@@ -186,6 +205,7 @@ class Turn:
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
         self._plans: OrderedDict[tuple[Any, ...], PlanGraph] = OrderedDict()
+        self._compiled: OrderedDict[tuple[Any, ...], CompiledProgram] = OrderedDict()
         self._externs: dict[tuple[int, ...], dict[str, Extern]] = {}
         self._prompts: dict[tuple[int, str], str] = {}
         self.graph = self._build()
@@ -224,8 +244,31 @@ class Turn:
         """Parse and verify a reply. Raises :class:`PlanError` subclasses."""
         parsed = parse(text)
         if isinstance(parsed, Program):
-            self.plan_graph(text, parsed, externs)
+            if self.options.execution == "agent":
+                self.compiled(text, externs, parsed)
+            else:
+                self.plan_graph(text, parsed, externs)
         return parsed
+
+    def compiled(
+        self, text: str, externs: Mapping[str, Extern], program: Program | None = None
+    ) -> CompiledProgram:
+        """The verified, compiled program for ``text`` (cached: a plan is compiled once)."""
+        key = (text, id(externs), self.options.max_stack_depth)
+        found = self._compiled.get(key)
+        if found is not None:
+            self._compiled.move_to_end(key)
+            return found
+        if program is None:
+            parsed = parse(text)
+            if not isinstance(parsed, Program):
+                raise UsageError("the stored plan is no longer a program")
+            program = parsed
+        found = compile_program(program, externs, max_stack_depth=self.options.max_stack_depth)
+        self._compiled[key] = found
+        if len(self._compiled) > _CACHE_SIZE:
+            self._compiled.popitem(last=False)
+        return found
 
     def plan_graph(
         self, text: str, program: Program | None, externs: Mapping[str, Extern]
@@ -267,12 +310,14 @@ class Turn:
         Raises:
             RepairsExhausted: No valid plan after ``max_repairs`` repairs.
         """
-        messages = list(conversation)
+        messages = planner_view(conversation)
         attempts = self.options.max_repairs + 1
         for attempt in range(1, attempts + 1):
-            reply = yield messages
+            reply, native = _without_native_calls((yield messages))
             try:
                 parsed = self.check(reply.text, externs)
+                if native and isinstance(parsed, PlainAnswer):
+                    raise _native_calls_error(native)
             except PlanError as error:
                 if attempt == attempts:
                     raise RepairsExhausted(attempt, error) from error
@@ -426,6 +471,7 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
         "instructions": executed,
         "registers": registers,
         "granularity": options.granularity,
+        "execution": options.execution,
     }
     plural = "s" if tool_calls != 1 else ""
     if failure:
@@ -460,3 +506,154 @@ def model_reply(response: Any) -> AIMessage:
         if isinstance(message, AIMessage):
             return message
     raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")
+
+
+# -- what the planner model is shown ----------------------------------------------------------
+#
+# The planner's own requests offer the model no tools, and Anthropic and Bedrock refuse a
+# request that holds tool-use / tool-result blocks but defines no tools. So earlier tool calls
+# and their results (of earlier plans, or of a ReAct turn before the planner was added) are shown
+# as text: one message per run of calls, bounded in size.
+
+_RESULT_CHARS = 2000  # most characters of one tool result shown to the planner model
+
+
+def _clip(text: str, limit: int = _RESULT_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 15]}... [truncated]"
+
+
+def _call_line(call: Mapping[str, Any]) -> str:
+    try:
+        args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        args = str(call.get("args"))
+    return f"{call.get('name', '?')}({_clip(args, 500)})"
+
+
+def planner_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The conversation as the planner model sees it: no tool-call or tool-result blocks.
+
+    Each run of ``AIMessage`` tool calls and ``ToolMessage`` results becomes one
+    ``HumanMessage`` listing the calls in order with their results (text of any ``AIMessage``
+    stays an ``AIMessage``). Every other message is kept as it is.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> call = {"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}
+        >>> answer = ToolMessage("2", tool_call_id="c1")
+        >>> view = planner_view([AIMessage("", tool_calls=[call]), answer])
+        >>> print(view[0].content)
+        Tool calls made so far, with their results:
+        1. add({"a": 1}) -> 2
+    """
+    out: list[BaseMessage] = []
+    lines: list[str] = []
+    calls: dict[str, int] = {}  # tool-call id -> index in lines
+
+    def flush() -> None:
+        if lines:
+            head = "Tool calls made so far, with their results:"
+            out.append(HumanMessage("\n".join([head, *lines])))
+            lines.clear()
+            calls.clear()
+
+    for message in messages:
+        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+            text = message.text
+            if text.strip():
+                flush()
+                out.append(AIMessage(text, id=message.id, name=message.name))
+            for call in message.tool_calls:
+                calls[call.get("id") or ""] = len(lines)
+                lines.append(f"{len(lines) + 1}. {_call_line(call)} -> (no result)")
+        elif isinstance(message, ToolMessage):
+            shown = _clip(message.text)
+            if message.status == "error":
+                shown = f"ERROR: {shown}"
+            index = calls.get(message.tool_call_id)
+            if index is None:
+                lines.append(f"{len(lines) + 1}. {message.name or 'tool'} -> {shown}")
+            else:
+                lines[index] = lines[index].replace("-> (no result)", f"-> {shown}", 1)
+        else:
+            flush()
+            out.append(message)
+    flush()
+    return out
+
+
+def _without_native_calls(reply: AIMessage) -> tuple[AIMessage, list[str]]:
+    """The reply with any native tool calls taken out (they never run unverified).
+
+    Returns the cleaned reply and the names of the tools it tried to call directly.
+    """
+    native = [c.get("name") or "?" for c in reply.tool_calls]
+    native += [c.get("name") or "?" for c in reply.invalid_tool_calls]
+    blocks = isinstance(reply.content, list) and any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call") for b in reply.content
+    )
+    if not native and not blocks and "tool_calls" not in reply.additional_kwargs:
+        return reply, []
+    content: Any = reply.content
+    if isinstance(content, list):
+        content = [
+            b
+            for b in content
+            if not (isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call"))
+        ]
+    kwargs = {k: v for k, v in reply.additional_kwargs.items() if k != "tool_calls"}
+    meta = {**reply.response_metadata, "llassembly_dropped_tool_calls": native}
+    cleaned = AIMessage(
+        content=content,
+        additional_kwargs=kwargs,
+        response_metadata=meta,
+        id=reply.id,
+        name=reply.name,
+        usage_metadata=reply.usage_metadata,
+    )
+    return cleaned, native
+
+
+def _native_calls_error(names: Sequence[str]) -> PlanRejected:
+    listed = ", ".join(dict.fromkeys(names))
+    return PlanRejected(
+        (
+            Diagnostic(
+                1,
+                1,
+                f"the reply called tools directly ({listed}) instead of writing a program; "
+                "tools run only through CALL inside one ```asm block",
+            ),
+        )
+    )
+
+
+def error_from_record(record: Mapping[str, Any]) -> ExecutionError:
+    """Rebuild the error a failure record (see ``failure_record``) describes.
+
+    Used where the live exception is gone: after a checkpoint, or in another process.
+    """
+    cls = _EXECUTION_ERRORS.get(str(record.get("type")), ExecutionError)
+    error = cls.__new__(cls)
+    ExecutionError.__init__(
+        error,
+        str(record.get("detail", record.get("message", "the plan failed"))),
+        line=int(record.get("line", 0) or 0),
+        source=str(record.get("source", "")),
+    )
+    for attr in ("tool", "budget", "limit", "reached", "argument"):
+        if attr in record:
+            setattr(error, attr, record[attr])
+    if isinstance(error, ToolExecutionError):
+        error.original = RuntimeError(str(record.get("detail", "")))
+    return error
+
+
+def _subclasses(cls: type[ExecutionError]) -> list[type[ExecutionError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _subclasses(sub)
+    return found
+
+
+_EXECUTION_ERRORS = {c.__name__: c for c in _subclasses(ExecutionError)}

@@ -135,16 +135,28 @@ PROGRAMS = {
     "npc": (NPC_PLAN, set()),
     "failing": (FLAKY_PLAN, {3}),
 }
+# The middleware on the graph path (each granularity), the nodes (each granularity), and the
+# middleware on the agent path (its calls run in the agent's tool node; granularity does not
+# apply, so it runs once per harness).
 HARNESSES = [("agent", False), ("agent", True), ("node", False), ("node", True)]
+RUNS = [
+    (kind, asynchronous, execution, granularity)
+    for kind, asynchronous in HARNESSES
+    for execution in (["graph", "agent"] if kind == "agent" else ["graph"])
+    for granularity in (GRANULARITIES if execution == "graph" else ("block",))
+]
 
 
-async def _run(name: str, kind: str, asynchronous: bool, granularity: str) -> dict[str, Any]:
+async def _run(
+    name: str, kind: str, asynchronous: bool, granularity: str, execution: str = "graph"
+) -> dict[str, Any]:
     plan, fail_on = PROGRAMS[name]
     world: Grid | Toolbox = Grid() if name == "npc" else Toolbox(fail_on=set(fail_on))
     tools = world.tools if isinstance(world, Grid) else world.sync_tools
     harness = Harness(kind, asynchronous)
+    extra = {"execution": execution} if kind == "agent" else {}
     out = await harness.run(
-        [plan], tools, [HumanMessage("Go.")], granularity=granularity, max_tool_calls=500
+        [plan], tools, [HumanMessage("Go.")], granularity=granularity, max_tool_calls=500, **extra
     )
     final = out["messages"][-1]
     return {
@@ -160,11 +172,13 @@ async def _run(name: str, kind: str, asynchronous: bool, granularity: str) -> di
 @pytest.mark.parametrize("name", list(PROGRAMS))
 async def test_every_granularity_gives_the_same_calls_messages_and_registers(name: str) -> None:
     runs = {
-        (kind, asynchronous, granularity): await _run(name, kind, asynchronous, granularity)
-        for kind, asynchronous in HARNESSES
-        for granularity in GRANULARITIES
+        (kind, asynchronous, execution, granularity): await _run(
+            name, kind, asynchronous, granularity, execution
+        )
+        for kind, asynchronous, execution, granularity in RUNS
     }
-    reference = runs["node", False, "block"]
+    assert ("agent", True, "agent", "block") in runs
+    reference = runs["node", False, "graph", "block"]
     assert reference["executed"], "the plan made no tool call at all"
     assert reference["model_calls"] == 1
     for key, run in runs.items():
@@ -188,11 +202,14 @@ async def test_npc_plan_walks_fights_and_arrives() -> None:
 async def test_failing_plan_stops_at_the_same_call_at_every_granularity() -> None:
     finals = []
     for granularity in GRANULARITIES:
-        run = await _run("failing", "agent", False, granularity)
+        run = await _run("failing", "agent", False, granularity, "graph")
         assert run["status"] == "stopped"
         assert [name for name, _ in run["executed"]] == ["flaky"] * 3
         finals.append(run["messages"][-1])
-    assert finals[0] == finals[1] == finals[2]
+    on_agent_path = await _run("failing", "agent", False, "block", "agent")
+    assert [name for name, _ in on_agent_path["executed"]] == ["flaky"] * 3
+    finals.append(on_agent_path["messages"][-1])
+    assert finals[0] == finals[1] == finals[2] == finals[3]
     assert "line 6" in finals[0][1]
 
 

@@ -80,7 +80,7 @@ HLT
 ```
 """
 
-Surface = Literal["agent", "node"]
+Surface = Literal["agent", "graph-agent", "node"]
 Granularity = Literal["block", "instruction", "program"]
 THREAD: RunnableConfig = {"configurable": {"thread_id": "npc-1"}}
 
@@ -103,12 +103,17 @@ def build(
 ) -> Any:
     """An agent (create_agent + middleware) or a one-node StateGraph, compiled with a saver."""
     if surface == "agent":
-        # In a fresh process the model has not been called yet, so LangChain has not told the
-        # middleware the agent's tools: they are passed explicitly to resume the plan.
-        middleware = ToolsPlannerMiddleware(
-            granularity=granularity, tools=TOOLS if fresh_process else None
+        # The agent path learns the agent's tools from each model request (every step is
+        # one), so a fresh process needs nothing but the thread id.
+        planner = ToolsPlannerMiddleware(granularity=granularity)
+        return create_agent(model, tools=TOOLS, middleware=[planner], checkpointer=checkpointer)
+    if surface == "graph-agent":
+        # On the graph path the plan runs in after_model, which LangChain does not tell the
+        # agent's tools: in a fresh process they are passed explicitly to resume the plan.
+        planner = ToolsPlannerMiddleware(
+            execution="graph", granularity=granularity, tools=TOOLS if fresh_process else None
         )
-        return create_agent(model, tools=TOOLS, middleware=[middleware], checkpointer=checkpointer)
+        return create_agent(model, tools=TOOLS, middleware=[planner], checkpointer=checkpointer)
     node_class = AToolsPlannerNode if is_async else ToolsPlannerNode
     builder = StateGraph(MessagesState)
     builder.add_node("planner", node_class(model, TOOLS, granularity=granularity))
@@ -172,7 +177,7 @@ def assert_finished_once(result: dict[str, Any]) -> None:
     assert meta["model_calls"] == 1
 
 
-SURFACES: list[Surface] = ["agent", "node"]
+SURFACES: list[Surface] = ["agent", "graph-agent", "node"]
 CHECKED: list[Granularity] = ["block", "instruction"]
 
 
@@ -279,19 +284,20 @@ def test_resume_value_reaches_the_plan_and_a_no_skips_the_last_step(surface: Sur
     assert len(model.calls) == 1
 
 
-def test_resuming_the_middleware_in_a_new_process_without_tools_is_a_usage_error(
+def test_resuming_the_graph_path_in_a_new_process_without_tools_is_a_usage_error(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "db.sqlite"
     with sqlite_saver(db) as saver:
-        first = build("agent", ScriptedChatModel(replies=[PLAN]), saver, "block")
+        first = build("graph-agent", ScriptedChatModel(replies=[PLAN]), saver, "block")
         assert_paused(first.invoke({"messages": [HumanMessage("Walk three steps.")]}, THREAD))
 
     with sqlite_saver(db) as saver:
         agent = create_agent(
             ScriptedChatModel(replies=[]),
             tools=TOOLS,
-            middleware=[ToolsPlannerMiddleware()],  # no tools=[...]: unknown until a model call
+            # no tools=[...]: unknown to after_model until a model call
+            middleware=[ToolsPlannerMiddleware(execution="graph")],
             checkpointer=saver,
         )
         with pytest.raises(UsageError, match=r"pass tools=\[\.\.\.\]"):
@@ -302,7 +308,7 @@ def test_resuming_the_middleware_in_a_new_process_without_tools_is_a_usage_error
 # -- "program" granularity: documented behaviour on resume -----------------------------------
 
 
-@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("surface", ["graph-agent", "node"])
 def test_program_granularity_reruns_completed_calls_on_resume(surface: Surface) -> None:
     """One node runs the whole plan, so there is no checkpoint between calls: on resume the
     plan starts over and the calls before the interrupt run again. The model is still not

@@ -1,0 +1,437 @@
+"""The agent path: a plan's calls run through the agent's own tool node.
+
+Inside ``create_agent`` the planner takes the model's place between tool turns. Each visit of
+the agent's model node is one *step*:
+
+1. No plan is waiting for a result: ask the model for a plan (repairing it until it parses and
+   verifies), start the machine, and run pure instructions up to the first ``CALL``.
+2. A plan is waiting: read the result of its pending call from the ``ToolMessage`` the agent's
+   tool node (or an approval or limit middleware) wrote, hand it to the machine, and run on to
+   the next ``CALL``.
+
+A step answers the model turn with an ``AIMessage`` carrying that one tool call, and the agent
+routes it to its tool node like any call the model made. When the plan ends (or fails and the
+policy says so) the step answers with the final ``AIMessage`` and no tool calls, which ends the
+agent's loop. The machine lives in the agent's private state as plain data, so every step is
+checkpointed and can continue in any process.
+
+The body of a step is a sans-IO generator: it yields the conversations it wants the model to
+answer (planning, repairs, replans) and returns a :class:`StepOutcome`; the middleware drives it
+with the agent's model handler, sync or async.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_origin
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from .emulator import Emulator, ToolCall
+from .errors import AsmRuntimeError, ExecutionError, ToolExecutionError
+from .externs import Extern, _strip, type_label
+from .graph import call_request, failure_record
+from .planner import Turn, final_message, replan_request, short_hash
+
+__all__ = [
+    "PLAN_CALL_KEY",
+    "StepOutcome",
+    "agent_step",
+    "call_meta",
+    "decode_result",
+    "failure_message",
+    "pending_call",
+]
+
+PLAN_CALL_KEY = "llassembly"
+"""Key of the plan-call record in ``response_metadata`` (and of the planner's private state)."""
+
+_SHOWN = 80  # characters of an undecodable result quoted in the error
+
+
+@dataclass
+class StepOutcome:
+    """What one step answers.
+
+    Attributes:
+        messages: The model turn's answer; its last message is the ``AIMessage`` the agent
+            routes on (a tool call, or the final message).
+        record: The planner's private state after the step.
+        removals: Ids of messages to take out of the agent state (``infer_tools_messages``
+            is off and the turn ended).
+        model_calls: Real model calls made during the step.
+    """
+
+    messages: list[AnyMessage]
+    record: dict[str, Any]
+    removals: list[str] = field(default_factory=list)
+    model_calls: int = 0
+
+
+def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages the planner model sees after its system prompt (system messages dropped)."""
+    return [m for m in messages if not isinstance(m, SystemMessage)]
+
+
+def pending_call(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The call a plan in ``record`` is waiting on, or ``None``."""
+    if not record:
+        return None
+    pending = record.get("pending")
+    return dict(pending) if isinstance(pending, Mapping) else None
+
+
+def call_meta(pending: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``response_metadata`` record of one plan call (as on the graph path)."""
+    return {
+        PLAN_CALL_KEY: {
+            "index": pending["index"],
+            "line": pending["line"],
+            "source": pending["source"],
+        }
+    }
+
+
+def failure_message(pending: Mapping[str, Any], error: ExecutionError) -> ToolMessage:
+    """The error ``ToolMessage`` for a plan call whose tool raised (the graph path's text)."""
+    return ToolMessage(
+        content=str(error),
+        tool_call_id=pending["id"],
+        name=pending["tool"],
+        status="error",
+        artifact={"llassembly_failure": failure_record(error)},
+        response_metadata=call_meta(pending),
+    )
+
+
+def _answer(messages: Sequence[AnyMessage], call_id: str) -> ToolMessage | None:
+    """The ``ToolMessage`` answering ``call_id`` among the trailing tool results, if any.
+
+    Anything else after the call (a new human turn, a message a limit middleware added when it
+    ended the run) means the plan was left behind; a new turn then starts a new plan.
+    """
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            return None
+        if message.tool_call_id == call_id:
+            return message
+    return None
+
+
+# -- results: ToolMessage text back to values, by the tool's declared return type ---------------
+
+
+def _undecodable(extern: Extern, text: str, label: str, pending: Mapping[str, Any]) -> Exception:
+    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+    return AsmRuntimeError(
+        f"tool {extern.name!r} is declared to return {label}, but its result {shown!r} cannot "
+        "be read as one",
+        line=int(pending.get("line", 0)),
+        source=str(pending.get("source", "")),
+    )
+
+
+def _decode_one(annotation: Any, text: str) -> Any:
+    """One declared value from its ``ToolMessage`` text; raises ``ValueError`` when it is not."""
+    ann = _strip(annotation)
+    if ann is str:
+        return text
+    if ann is bool:
+        lowered = text.strip().lower()
+        if lowered in ("true", "1"):
+            return True
+        if lowered in ("false", "0"):
+            return False
+        raise ValueError(text)
+    if ann is int:
+        return int(text.strip())
+    if ann is float:
+        number = float(text.strip())
+        if not math.isfinite(number):
+            raise ValueError(text)
+        return number
+    declared = ann not in (None, Any) and ann is not type(None) and ann is not object
+    try:
+        data = json.loads(text)
+    except ValueError:
+        if declared and get_origin(ann) is not Literal and not _is_enum(ann):
+            raise
+        return text
+    if isinstance(data, str) and not declared:
+        return text  # a tool's plain text that happens to be valid JSON stays as it was
+    if isinstance(data, float) and not math.isfinite(data):
+        raise ValueError(text)
+    return data
+
+
+def _is_enum(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
+
+
+def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, Any]) -> Any:
+    """The value a plan gets from a tool's ``ToolMessage``, by the tool's declared return type.
+
+    The agent's tool node turns results into text (JSON for anything but a string); this reads
+    it back so the plan sees what it would see on the graph path: ``int``/``float``/``bool``/
+    ``str`` as themselves, a ``tuple[...]`` as several values, lists, dicts and pydantic models
+    as JSON text.
+
+    Raises:
+        AsmRuntimeError: The text cannot be read as the declared type (names the tool and line).
+    """
+    if extern.n_results == 0:
+        return None
+    text = message.text
+    if extern.n_results == 1:
+        annotation = extern.result_types[0] if extern.result_types else None
+        try:
+            return _decode_one(annotation, text)
+        except ValueError:
+            raise _undecodable(extern, text, type_label(annotation), pending) from None
+    label = f"{extern.n_results} values (a JSON array)"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise _undecodable(extern, text, label, pending) from None
+    if not isinstance(data, list) or len(data) != extern.n_results:
+        raise _undecodable(extern, text, label, pending)
+    return data
+
+
+def _failure_of(message: ToolMessage, pending: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The failure an error ``ToolMessage`` stands for (a tool raised, a limit refused the call,
+    a person rejected it), or ``None`` for a result."""
+    if message.status != "error":
+        return None
+    artifact = message.artifact
+    if isinstance(artifact, Mapping) and isinstance(artifact.get("llassembly_failure"), Mapping):
+        return dict(artifact["llassembly_failure"])
+    error = ToolExecutionError(
+        str(pending["tool"]),
+        RuntimeError(message.text),
+        line=int(pending["line"]),
+        source=str(pending["source"]),
+    )
+    return failure_record(error)
+
+
+# -- one step -------------------------------------------------------------------------------------
+
+
+def _new_record(context: str, externs: Mapping[str, Extern]) -> dict[str, Any]:
+    return {
+        "plan": None,
+        "tools": list(externs),
+        "context": context,
+        "plan_number": 0,
+        "prefix": "",
+        "prefixes": [],
+        "machine": None,
+        "pending": None,
+        "failure": None,
+        "model_calls": 0,
+        "repairs": 0,
+        "replans": 0,
+        "executed": 0,
+        "tool_calls": 0,
+    }
+
+
+def agent_step(
+    turn: Turn,
+    *,
+    state_messages: Sequence[AnyMessage],
+    model_messages: Sequence[AnyMessage],
+    record: Mapping[str, Any] | None,
+    externs: Mapping[str, Extern],
+    context: str,
+) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    """One visit of the agent's model node (sans-IO: yields conversations for the model).
+
+    Args:
+        turn: The planner turn (options and caches).
+        state_messages: The agent state's messages (where tool results are read).
+        model_messages: The messages the model request holds (what the planner model is shown).
+        record: The planner's private state, or ``None``.
+        externs: The tools plans may call.
+        context: The caller's system text (the planner prompt's ``{context}``).
+    """
+    pending = pending_call(record)
+    answer = _answer(state_messages, pending["id"]) if pending is not None else None
+    if record is None or pending is None or answer is None:
+        rec = _new_record(context, externs)
+        out: list[AnyMessage] = []
+        asked: list[BaseMessage] = list(conversation(model_messages))
+        return (yield from _plan(turn, rec, asked, out, state_messages, externs))
+
+    rec = dict(record)
+    extern = externs.get(str(pending["tool"]))
+    emulator = _machine(turn, rec, externs)
+    failure = _failure_of(answer, pending)
+    if failure is None:
+        try:
+            if extern is None:
+                raise AsmRuntimeError(
+                    f"tool {pending['tool']!r} is no longer offered by the agent",
+                    line=int(pending["line"]),
+                    source=str(pending["source"]),
+                )
+            emulator.complete(decode_result(extern, answer, pending))
+        except ExecutionError as exc:
+            failure = failure_record(exc)
+    return (
+        yield from _continue(
+            turn, rec, emulator, failure, [], model_messages, state_messages, externs
+        )
+    )
+
+
+def _machine(turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]) -> Emulator:
+    opts = turn.options
+    return Emulator(
+        turn.compiled(str(rec["plan"]), externs),
+        max_instructions_to_exec=opts.max_instructions_to_exec,
+        max_tool_calls=opts.max_tool_calls,
+        max_stack_depth=opts.max_stack_depth,
+        state=rec["machine"],
+    )
+
+
+def _plan(
+    turn: Turn,
+    rec: dict[str, Any],
+    asked: list[BaseMessage],
+    out: list[AnyMessage],
+    state_messages: Sequence[AnyMessage],
+    externs: Mapping[str, Extern],
+) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    """Ask for a plan (or a new one), then start it; a plain answer ends the turn."""
+    reply, is_program, calls = yield from turn.draft(asked, externs)
+    rec["model_calls"] += calls
+    rec["repairs"] += calls - 1
+    out.append(reply)
+    if not is_program:
+        rec["plan"] = None
+        rec["failure"] = None
+        outcome = _end(turn, rec, None, out, state_messages)
+        if rec["plan_number"] == 0:
+            # A plain answer to a fresh question: the reply itself ends the turn.
+            outcome.messages = [reply]
+        outcome.model_calls = calls
+        return outcome
+    number = rec["plan_number"] + 1
+    prefix = f"asm{short_hash(reply.text + str(reply.id))}_{number}_"
+    rec.update(plan=reply.text, plan_number=number, prefix=prefix, failure=None, machine=None)
+    rec["prefixes"] = [*rec["prefixes"], prefix]
+    emulator = _machine(turn, rec, externs)
+    outcome = yield from _continue(turn, rec, emulator, None, out, asked, state_messages, externs)
+    outcome.model_calls += calls
+    return outcome
+
+
+def _continue(
+    turn: Turn,
+    rec: dict[str, Any],
+    emulator: Emulator,
+    failure: dict[str, Any] | None,
+    out: list[AnyMessage],
+    model_messages: Sequence[BaseMessage],
+    state_messages: Sequence[AnyMessage],
+    externs: Mapping[str, Extern],
+) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    """Run the machine to its next call (answer with it) or to its end (finish the plan)."""
+    if failure is None:
+        try:
+            call = emulator.advance()
+        except ExecutionError as exc:
+            failure, call = failure_record(exc), None
+        if call is not None:
+            rec["machine"] = emulator.snapshot()
+            rec["pending"] = _pending(call, rec["prefix"])
+            out.append(call_request(call, rec["pending"]["id"]))
+            return StepOutcome(out, rec)
+    machine = emulator.snapshot()
+    rec["executed"] += machine["executed"]
+    rec["tool_calls"] += machine["tool_calls"]
+    rec.update(machine=machine, pending=None, plan=None, failure=failure)
+    opts = turn.options
+    if failure and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
+        rec["replans"] += 1
+        asked: list[BaseMessage] = [
+            *[m for m in model_messages if not isinstance(m, SystemMessage)],
+            *out,
+            HumanMessage(replan_request(failure)),
+        ]
+        return (yield from _plan(turn, rec, asked, out, state_messages, externs))
+    return _end(turn, rec, failure, out, state_messages)
+
+
+def _end(
+    turn: Turn,
+    rec: dict[str, Any],
+    failure: dict[str, Any] | None,
+    out: list[AnyMessage],
+    state_messages: Sequence[AnyMessage],
+) -> StepOutcome:
+    opts = turn.options
+    summary = {
+        "machine": rec.get("machine"),
+        "failure": failure,
+        "model_calls": rec["model_calls"],
+        "repairs": rec["repairs"],
+        "replans": rec["replans"],
+        "tool_calls": rec["tool_calls"],
+        "executed": rec["executed"],
+    }
+    out.append(final_message(summary, opts))
+    if failure and opts.on_tool_error == "raise":
+        rec["raise"] = True
+    removals: list[str] = []
+    if not opts.infer_tools_messages:
+        removals = _call_message_ids(state_messages, tuple(rec["prefixes"]))
+    return StepOutcome(out, rec, removals)
+
+
+def _pending(call: ToolCall, prefix: str) -> dict[str, Any]:
+    return {
+        "id": f"{prefix}{call.number}",
+        "tool": call.tool,
+        "index": call.index,
+        "line": call.line,
+        "source": call.source,
+        "number": call.number,
+    }
+
+
+def _call_message_ids(messages: Sequence[AnyMessage], prefixes: tuple[str, ...]) -> list[str]:
+    """Ids of the call ``AIMessage``/``ToolMessage`` pairs the turn's plans added."""
+    if not prefixes:
+        return []
+    ids: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            ours = message.tool_call_id.startswith(prefixes)
+        elif isinstance(message, AIMessage) and message.tool_calls:
+            ours = all((c.get("id") or "").startswith(prefixes) for c in message.tool_calls)
+        else:
+            ours = False
+        if ours and message.id:
+            ids.append(message.id)
+    return ids
+
+
+def removal_messages(ids: Sequence[str]) -> list[RemoveMessage]:
+    """``RemoveMessage`` updates for ``ids``."""
+    return [RemoveMessage(id=i) for i in ids]
