@@ -38,6 +38,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.types import Command
 
 from .emulator import Emulator, ToolCall
 from .errors import AsmRuntimeError, ExecutionError, ToolExecutionError
@@ -59,6 +60,9 @@ PLAN_CALL_KEY = "llassembly"
 """Key of the plan-call record in ``response_metadata`` (and of the planner's private state)."""
 
 _SHOWN = 80  # characters of an undecodable result quoted in the error
+# HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
+# ending with this line; the plan wants the tool's value, so the notice is read past.
+_REVIEW_NOTICE_END = "\n\nTool response:\n"
 
 
 @dataclass
@@ -146,7 +150,7 @@ def _undecodable(extern: Extern, text: str, label: str, pending: Mapping[str, An
 def _decode_one(annotation: Any, text: str) -> Any:
     """One declared value from its ``ToolMessage`` text; raises ``ValueError`` when it is not."""
     ann = _strip(annotation)
-    if ann is str:
+    if ann is str or _is_message_like(ann):
         return text
     if ann is bool:
         lowered = text.strip().lower()
@@ -176,6 +180,13 @@ def _decode_one(annotation: Any, text: str) -> Any:
     return data
 
 
+def _is_message_like(annotation: Any) -> bool:
+    """A tool declared to return a ``Command`` or ``ToolMessage``: its value is the text of the
+    ``ToolMessage`` it hands the agent."""
+    target = get_origin(annotation) or annotation
+    return isinstance(target, type) and issubclass(target, (Command, ToolMessage))
+
+
 def _is_enum(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
 
@@ -193,7 +204,10 @@ def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, An
     """
     if extern.n_results == 0:
         return None
-    text = message.text
+    text: str = str(message.text)
+    notice, sep, rest = text.partition(_REVIEW_NOTICE_END)
+    if sep and " Executed instead: " in notice:
+        text = rest
     if extern.n_results == 1:
         annotation = extern.result_types[0] if extern.result_types else None
         try:

@@ -34,6 +34,7 @@ from langchain.tools import InjectedToolArg, ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 from pydantic import BaseModel, TypeAdapter
 
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
@@ -241,6 +242,10 @@ def _to_value(x: Any) -> Value:
         return _to_value(x.value)
     if isinstance(x, ToolMessage):  # a tool that builds its own message: keep the content
         return _to_value(x.content)
+    if isinstance(x, Command):  # a state update: the value is its ToolMessage's text
+        update = x.update if isinstance(x.update, dict) else {}
+        answers = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
+        return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
     if isinstance(x, int):  # subclasses of the primitives become the primitive

@@ -225,7 +225,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         update: dict[str, Any] = {_STATE_KEY: outcome.record}
         if outcome.removals:
             update["messages"] = removal_messages(outcome.removals)
-        update.update(_counter_updates(request.state, outcome.model_calls))
+        state = request.state
+        before = state.get(_STATE_KEY) if isinstance(state, dict) else None
+        lag = 1 if outcome.record.get("pending") else 0
+        outcome.record["counter_lag"] = lag
+        old_lag = int(before.get("counter_lag", 0)) if isinstance(before, dict) else 0
+        update.update(_counter_updates(state, outcome.model_calls, old_lag, lag))
         return ExtendedModelResponse(
             model_response=ModelResponse(result=list(outcome.messages)),
             command=Command(update=update),
@@ -465,20 +470,27 @@ def _context(request: ModelRequest[Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _counter_updates(state: Any, model_calls: int) -> dict[str, int]:
+def _counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:
     """Make ``ModelCallLimitMiddleware`` count real model calls, not planner steps.
 
-    That middleware adds one per model-node visit in ``after_model``; a step that called the
-    model ``n`` times (a plan and its repairs) is set to count ``n``, a step with no model call
-    to count nothing. Only counters already in the state are touched.
+    That middleware adds one per model-node visit in ``after_model`` and, before every visit,
+    stops the run once its count reaches the limit. So while a plan runs, its counters are
+    held one below the real number of model calls (``lag``), and the step that ends the plan
+    gives the one back: a plan's steps are never refused for the model call that wrote it, and
+    at the end of the turn the counters equal the real model calls. (Writing a key no
+    middleware declared is ignored by LangGraph, so this is a no-op without that middleware.)
     """
-    if not isinstance(state, dict) or model_calls == 1:
+    if not isinstance(state, dict):
         return {}
-    return {
-        key: max(int(state[key]) + model_calls - 1, 0)
-        for key in _MODEL_COUNTERS
-        if isinstance(state.get(key), int)
-    }
+    delta = old_lag + model_calls - lag - 1
+    if delta == 0:
+        return {}
+    updates: dict[str, int] = {}
+    for key in _MODEL_COUNTERS:
+        value = state.get(key, 0)
+        if isinstance(value, int):
+            updates[key] = value + delta
+    return updates
 
 
 def _plan_call(request: ToolCallRequest) -> dict[str, Any] | None:

@@ -220,7 +220,8 @@ class Turn:
             cached = externs_from(tools)
             for extern in cached.values():
                 other = [n for n in extern.injected if n != extern.runtime_param]
-                if other:
+                # On the agent path the agent's tool node injects every parameter itself.
+                if other and self.options.execution != "agent":
                     raise UsageError(
                         f"tool {extern.name!r} has injected parameters {other}: plans give "
                         "tools their context through a `runtime: ToolRuntime` parameter "

@@ -17,9 +17,12 @@ from pydantic import Field
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Answers each call with the next scripted reply and records what it was sent."""
+    """Answers each call with the next scripted reply and records what it was sent.
 
-    replies: list[str]
+    A reply is text, or an ``AIMessage`` (e.g. one carrying native tool calls).
+    """
+
+    replies: list[str | AIMessage]
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tools: list[Any] = Field(default_factory=list)
 
@@ -39,8 +42,9 @@ class ScriptedChatModel(BaseChatModel):
             raise AssertionError(
                 f"model called {len(self.calls)} times; only {len(self.replies)} replies scripted"
             )
-        text = self.replies[len(self.calls) - 1]
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        reply = self.replies[len(self.calls) - 1]
+        message = reply.model_copy() if isinstance(reply, AIMessage) else AIMessage(content=reply)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 NPC_PLAN = (Path(__file__).parent / "data" / "npc_plan.md").read_text(encoding="utf-8")

@@ -458,14 +458,19 @@ async def test_tool_retry_giving_up_stops_the_plan_with_the_error(harness: Harne
     assert meta(final)["status"] == "stopped" and "flaky" in final.text
 
 
-async def test_tool_call_limit_middleware_does_not_count_plan_calls(box: Toolbox) -> None:
-    """Documented behaviour: plans do not go through the agent's tool node, so
-    ``ToolCallLimitMiddleware`` never sees their calls; ``max_tool_calls`` is the budget."""
+async def test_on_the_graph_path_tool_call_limit_middleware_does_not_see_plan_calls(
+    box: Toolbox,
+) -> None:
+    """Documented behaviour of ``execution="graph"``: plans do not go through the agent's tool
+    node, so ``ToolCallLimitMiddleware`` never sees their calls; ``max_tool_calls`` is the
+    budget (on the agent path it sees them: see test_agent_path.py)."""
     plan = asm("MOV R1, 0\nloop:\nPUSH R1\nCALL increment\nPOP R1\nCMP R1, 4\nJL loop")
     limiter = ToolCallLimitMiddleware(run_limit=1, exit_behavior="error")
     model = ScriptedChatModel(replies=[plan])
     agent = create_agent(
-        model, tools=box.sync_tools, middleware=[limiter, ToolsPlannerMiddleware()]
+        model,
+        tools=box.sync_tools,
+        middleware=[limiter, ToolsPlannerMiddleware(execution="graph")],
     )
     out = agent.invoke({"messages": [HumanMessage("count")]})
     assert box.names() == ["increment"] * 4

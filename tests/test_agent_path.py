@@ -1,0 +1,523 @@
+"""The agent path: inside ``create_agent``, a plan's calls behave like the agent's own calls.
+
+Each test uses the plain pattern ``create_agent(model, tools=[...],
+middleware=[ToolsPlannerMiddleware(), ...])`` next to LangChain's own middleware, with tools
+that record every call, and checks that nothing ran that should not have. Every model reply
+is written by hand (``ScriptedChatModel``); none is a recording of a real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NotRequired
+
+import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
+from langchain.agents import AgentState, create_agent
+from langchain.agents.middleware import (
+    HumanInTheLoopMiddleware,
+    ModelCallLimitMiddleware,
+    ToolCallLimitMiddleware,
+    ToolRetryMiddleware,
+)
+from langchain.tools import InjectedToolCallId, ToolRuntime, tool
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from llassembly import ToolsPlannerMiddleware
+from llassembly.errors import ToolExecutionError
+
+THREAD = {"configurable": {"thread_id": "t1"}}
+
+
+class Recorder:
+    """Tools that append ``(name, args)`` to ``log`` when they really run."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, Any]] = []
+        self.fail_on: set[int] = set()
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.log]
+
+    def tools(self) -> list[Any]:
+        log = self.log
+        recorder = self
+
+        @tool
+        def set_heater(level: int) -> str:
+            """Switch the heater to a level (0 is off)."""
+            log.append(("set_heater", level))
+            return f"heater at {level}"
+
+        @tool
+        def ping(x: int) -> int:
+            """Answer x + 1."""
+            log.append(("ping", x))
+            return x + 1
+
+        @tool
+        def flaky(x: int) -> int:
+            """Return x * 10; fails on some calls."""
+            log.append(("flaky", x))
+            if len([n for n, _ in log if n == "flaky"]) in recorder.fail_on:
+                raise ValueError("flaky is down")
+            return x * 10
+
+        @tool
+        def wire_money(amount: int) -> str:
+            """Send money."""
+            log.append(("wire_money", amount))
+            return "sent"
+
+        return [set_heater, ping, flaky, wire_money]
+
+
+def agent(replies: list[Any], tools: list[Any], *middleware: Any, **kwargs: Any) -> Any:
+    model = ScriptedChatModel(replies=replies)
+    built = create_agent(
+        model,
+        tools=tools,
+        middleware=[ToolsPlannerMiddleware(**kwargs.pop("planner", {})), *middleware],
+        **kwargs,
+    )
+    built.scripted = model  # type: ignore[attr-defined]
+    return built
+
+
+def unanswered(messages: list[BaseMessage]) -> list[str]:
+    """Tool-call ids in ``messages`` that no ``ToolMessage`` answers."""
+    asked = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    return [i for i in asked if i not in answered]
+
+
+HEATER_PLAN = asm(
+    "PUSH 1\nCALL ping\nPOP R1\nPUSH 3\nCALL set_heater\nPOP R2\nPUSH R1\nCALL ping\nPOP R3"
+)
+
+
+def asked_about(paused: dict[str, Any], mode: str) -> str:
+    """The tool a paused run asks a person about (both approval modes)."""
+    value = paused["__interrupt__"][0].value
+    name: str = value["action_requests"][0]["name"] if mode == "batched" else value["name"]
+    return name
+
+
+def decide(decision: dict[str, Any], mode: str) -> Command[Any]:
+    """Answer an approval request in the shape each mode expects."""
+    return Command(resume={"decisions": [decision]} if mode == "batched" else decision)
+
+
+# -- human approval -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_human_approval_gates_a_plan_call_and_approve_runs_it_once(mode: str) -> None:
+    rec = Recorder()
+    hitl = HumanInTheLoopMiddleware(
+        interrupt_on={"set_heater": True},
+        interrupt_mode=mode,  # type: ignore[arg-type]
+    )
+    app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
+
+    paused = app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+    assert asked_about(paused, mode) == "set_heater"
+    assert rec.log == [("ping", 1)]  # the heater has not been switched on
+
+    out = app.invoke(decide({"type": "approve"}, mode), THREAD)
+    assert rec.log == [("ping", 1), ("set_heater", 3), ("ping", 2)]
+    assert meta(out["messages"][-1])["registers"] == {"R1": 2, "R2": "heater at 3", "R3": 3}
+    assert len(app.scripted.calls) == 1
+    assert unanswered(out["messages"]) == []
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_human_edit_changes_the_arguments_the_tool_gets(mode: str) -> None:
+    rec = Recorder()
+    hitl = HumanInTheLoopMiddleware(
+        interrupt_on={"set_heater": True},
+        interrupt_mode=mode,  # type: ignore[arg-type]
+    )
+    app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
+    app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+
+    edit = {"type": "edit", "edited_action": {"name": "set_heater", "args": {"level": 1}}}
+    out = app.invoke(decide(edit, mode), THREAD)
+    assert rec.log == [("ping", 1), ("set_heater", 1), ("ping", 2)]
+    assert meta(out["messages"][-1])["registers"]["R2"] == "heater at 1"
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_human_reject_does_not_run_the_call_and_the_plan_stops(mode: str) -> None:
+    rec = Recorder()
+    hitl = HumanInTheLoopMiddleware(
+        interrupt_on={"set_heater": True},
+        interrupt_mode=mode,  # type: ignore[arg-type]
+    )
+    app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
+    app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+
+    reject = {"type": "reject", "message": "too warm already"}
+    out = app.invoke(decide(reject, mode), THREAD)
+    assert rec.log == [("ping", 1)]  # neither the heater nor the calls after it ran
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped"
+    assert "too warm already" in final.text and "line 7" in final.text
+    assert unanswered(out["messages"]) == []
+
+
+def test_human_reject_under_replan_asks_the_model_for_a_new_plan() -> None:
+    rec = Recorder()
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"set_heater": True})
+    second = asm("PUSH 10\nCALL ping\nPOP R1")
+    app = agent(
+        [HEATER_PLAN, second],
+        rec.tools(),
+        hitl,
+        checkpointer=InMemorySaver(),
+        planner={"on_tool_error": "replan"},
+    )
+    app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+    reject = {"type": "reject", "message": "no heating today"}
+    out = app.invoke(Command(resume={"decisions": [reject]}), THREAD)
+    assert rec.log == [("ping", 1), ("ping", 10)]
+    assert "no heating today" in app.scripted.calls[1][-1].text
+    record = meta(out["messages"][-1])
+    assert (record["status"], record["replans"], record["model_calls"]) == ("finished", 1, 2)
+
+
+# -- limits and retries ---------------------------------------------------------------------------
+
+
+def test_tool_call_limit_middleware_counts_plan_calls() -> None:
+    rec = Recorder()
+    limit = ToolCallLimitMiddleware(tool_name="ping", run_limit=3)
+    plan = asm("MOV R1, 0\nagain:\nPUSH R1\nCALL ping\nPOP R1\nCMP R1, 5\nJL again")
+    out = agent([plan], rec.tools(), limit).invoke({"messages": [HumanMessage("ping")]})
+    assert rec.names() == ["ping"] * 3
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and "ping" in final.text
+    assert unanswered(out["messages"]) == []
+
+
+def test_tool_retry_middleware_of_the_agent_retries_a_plan_call() -> None:
+    rec = Recorder()
+    rec.fail_on = {1, 2}
+    retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
+    plan = asm("PUSH 4\nCALL flaky\nPOP R1")
+    out = agent([plan], rec.tools(), retry).invoke({"messages": [HumanMessage("go")]})
+    assert rec.log == [("flaky", 4)] * 3
+    assert meta(out["messages"][-1])["registers"] == {"R1": 40}
+
+
+def test_a_raising_tool_stops_the_plan_with_its_line_and_keeps_completed_calls() -> None:
+    rec = Recorder()
+    rec.fail_on = {2}
+    plan = asm("PUSH 1\nCALL flaky\nPOP R1\nPUSH 2\nCALL flaky\nPOP R2\nPUSH 3\nCALL ping")
+    out = agent([plan], rec.tools()).invoke({"messages": [HumanMessage("go")]})
+    assert rec.log == [("flaky", 1), ("flaky", 2)]
+    final = out["messages"][-1]
+    assert "line 7" in final.text and "flaky is down" in final.text
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in results] == ["success", "error"]
+    assert results[1].response_metadata["llassembly"]["line"] == 7
+
+
+def test_raise_rebuilds_the_tool_error_after_the_state_is_saved() -> None:
+    rec = Recorder()
+    rec.fail_on = {1}
+    app = agent(
+        [asm("PUSH 1\nCALL flaky")],
+        rec.tools(),
+        checkpointer=InMemorySaver(),
+        planner={"on_tool_error": "raise"},
+    )
+    with pytest.raises(ToolExecutionError, match="flaky is down") as caught:
+        app.invoke({"messages": [HumanMessage("go")]}, THREAD)
+    assert caught.value.tool == "flaky" and caught.value.line == 4
+    saved = app.get_state(THREAD).values["messages"]
+    assert meta(saved[-1])["status"] == "stopped" and unanswered(saved) == []
+
+
+def test_model_call_limit_middleware_counts_only_real_model_calls() -> None:
+    """A 5-call plan is one model call: a run limit of 1 does not cut it short, and the
+    counters say 1 (the repair case says 2)."""
+    rec = Recorder()
+    plan = asm("MOV R1, 0\nagain:\nPUSH R1\nCALL ping\nPOP R1\nCMP R1, 5\nJL again")
+    limit = ModelCallLimitMiddleware(run_limit=1, thread_limit=10)
+    app = agent([plan], rec.tools(), limit, checkpointer=InMemorySaver())
+    out = app.invoke({"messages": [HumanMessage("ping")]}, THREAD)
+    assert rec.names() == ["ping"] * 5
+    assert meta(out["messages"][-1])["status"] == "finished"
+    assert app.get_state(THREAD).values["thread_model_call_count"] == 1
+
+    repaired = agent(
+        ["```asm\nFROB R1\n```", plan],
+        Recorder().tools(),
+        ModelCallLimitMiddleware(thread_limit=10),
+        checkpointer=InMemorySaver(),
+    )
+    repaired.invoke({"messages": [HumanMessage("ping")]}, THREAD)
+    assert repaired.get_state(THREAD).values["thread_model_call_count"] == 2
+
+
+# -- state, Command, runtime ----------------------------------------------------------------------
+
+
+class ModeState(AgentState[Any]):
+    mode: NotRequired[str]
+
+
+def test_command_update_from_a_tool_changes_the_state_and_runtime_state_is_current() -> None:
+    seen: list[tuple[str, int]] = []
+
+    @tool
+    def set_mode(mode: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Switch the thermostat mode."""
+        message = ToolMessage(f"mode is {mode}", tool_call_id=tool_call_id)
+        return Command(update={"mode": mode, "messages": [message]})
+
+    @tool
+    def read_mode(runtime: ToolRuntime) -> str:
+        """The mode the thermostat is in."""
+        state = runtime.state
+        seen.append((state.get("mode", "unset"), len(state["messages"])))
+        return str(state.get("mode", "unset"))
+
+    plan = asm('CALL read_mode\nPOP R1\nPUSH "eco"\nCALL set_mode\nPOP R2\nCALL read_mode\nPOP R3')
+    model = ScriptedChatModel(replies=[plan])
+    app = create_agent(
+        model, tools=[set_mode, read_mode], middleware=[ToolsPlannerMiddleware()],
+        state_schema=ModeState,
+    )  # fmt: skip
+    out = app.invoke({"messages": [HumanMessage("Eco mode, please.")]})
+    assert out["mode"] == "eco"
+    registers = meta(out["messages"][-1])["registers"]
+    assert registers == {"R1": "unset", "R2": "mode is eco", "R3": "eco"}
+    # The second read sees the state after the earlier calls' messages were added.
+    assert seen[0][0] == "unset" and seen[1][0] == "eco" and seen[1][1] > seen[0][1]
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+
+PING_THREE = asm("MOV R1, 0\nagain:\nPUSH R1\nCALL ping\nPOP R1\nCMP R1, 3\nJL again")
+
+
+def test_stream_updates_deliver_each_call_while_the_plan_runs() -> None:
+    rec = Recorder()
+    app = agent([PING_THREE], rec.tools())
+    seen_when: list[int] = []
+    for update in app.stream({"messages": [HumanMessage("go")]}, stream_mode="updates"):
+        for node in update:
+            if node == "tools":
+                seen_when.append(len(rec.log))
+    # Each ToolMessage arrived before the next call ran.
+    assert seen_when == [1, 2, 3]
+
+
+async def test_stream_messages_delivers_calls_and_results_one_by_one() -> None:
+    rec = Recorder()
+    app = agent([PING_THREE], rec.tools())
+    order: list[tuple[str, int]] = []
+    async for message, _ in app.astream({"messages": [HumanMessage("go")]}, stream_mode="messages"):
+        kind = "call" if isinstance(message, AIMessage) and message.tool_calls else message.type
+        order.append((kind, len(rec.log)))
+    calls_and_results = [entry for entry in order if entry[0] in ("call", "tool")]
+    assert calls_and_results == [
+        ("call", 0), ("tool", 1), ("call", 1), ("tool", 2), ("call", 2), ("tool", 3),
+    ]  # fmt: skip
+
+
+# -- one instance, many agents --------------------------------------------------------------------
+
+
+def _same_named_tools(tag: str, log: list[str]) -> Any:
+    @tool
+    async def lookup(x: int) -> str:
+        """Look x up."""
+        await asyncio.sleep(0.01)
+        log.append(f"{tag} {x}")
+        return f"{tag}:{x}"
+
+    return lookup
+
+
+async def test_one_instance_serves_two_agents_whose_tools_share_a_name() -> None:
+    log: list[str] = []
+    shared = ToolsPlannerMiddleware()
+    plan = asm("PUSH 1\nCALL lookup\nPOP R1\nPUSH 2\nCALL lookup\nPOP R2")
+    first = create_agent(
+        ScriptedChatModel(replies=[plan]), tools=[_same_named_tools("A", log)], middleware=[shared]
+    )
+    second = create_agent(
+        ScriptedChatModel(replies=[plan]), tools=[_same_named_tools("B", log)], middleware=[shared]
+    )
+    a, b = await asyncio.gather(
+        first.ainvoke({"messages": [HumanMessage("a")]}),
+        second.ainvoke({"messages": [HumanMessage("b")]}),
+    )
+    assert sorted(log) == ["A 1", "A 2", "B 1", "B 2"]
+    assert meta(a["messages"][-1])["registers"] == {"R1": "A:1", "R2": "A:2"}
+    assert meta(b["messages"][-1])["registers"] == {"R1": "B:1", "R2": "B:2"}
+
+
+def test_an_interrupted_plan_resumes_with_its_own_agents_tools_after_another_agent_ran() -> None:
+    log: list[str] = []
+
+    def tools(tag: str) -> list[Any]:
+        @tool
+        def lookup(x: int) -> str:
+            """Look x up (asks first on agent A)."""
+            if tag == "A" and x == 2:
+                from langgraph.types import interrupt
+
+                interrupt("may I?")
+            log.append(f"{tag} {x}")
+            return f"{tag}:{x}"
+
+        return [lookup]
+
+    shared = ToolsPlannerMiddleware()
+    plan = asm("PUSH 1\nCALL lookup\nPOP R1\nPUSH 2\nCALL lookup\nPOP R2")
+    saver = InMemorySaver()
+    first = create_agent(
+        ScriptedChatModel(replies=[plan]), tools=tools("A"), middleware=[shared], checkpointer=saver
+    )
+    second = create_agent(ScriptedChatModel(replies=[plan]), tools=tools("B"), middleware=[shared])
+    first.invoke({"messages": [HumanMessage("a")]}, THREAD)
+    second.invoke({"messages": [HumanMessage("b")]})
+    out = first.invoke(Command(resume="yes"), THREAD)
+    assert log == ["A 1", "B 1", "B 2", "A 2"]
+    assert meta(out["messages"][-1])["registers"] == {"R1": "A:1", "R2": "A:2"}
+
+
+# -- native tool calls in a planner reply ---------------------------------------------------------
+
+
+def _native(*amounts: int, text: str = "") -> AIMessage:
+    return AIMessage(
+        content=text,
+        tool_calls=[
+            {"name": "wire_money", "args": {"amount": a}, "id": f"native{a}", "type": "tool_call"}
+            for a in amounts
+        ],
+    )
+
+
+def test_native_tool_calls_alone_are_never_run_and_the_model_is_asked_for_a_program() -> None:
+    rec = Recorder()
+    plan = asm("PUSH 5\nCALL wire_money\nPOP R1\nPUSH 6\nCALL wire_money\nPOP R2")
+    app = agent([_native(100, 200), plan], rec.tools(), planner={"max_tool_calls": 1})
+    out = app.invoke({"messages": [HumanMessage("pay")]})
+    assert rec.log == [("wire_money", 5)]  # only the verified plan, within max_tool_calls
+    assert "called tools directly (wire_money)" in app.scripted.calls[1][-1].text
+    assert "max_tool_calls budget exceeded" in out["messages"][-1].text
+    assert unanswered(out["messages"]) == []
+
+
+def test_native_tool_calls_beside_a_program_are_dropped_and_the_program_runs() -> None:
+    rec = Recorder()
+    both = _native(999, text=asm("PUSH 5\nCALL wire_money\nPOP R1"))
+    out = agent([both], rec.tools()).invoke({"messages": [HumanMessage("pay")]})
+    assert rec.log == [("wire_money", 5)]
+    assert unanswered(out["messages"]) == []
+    plan_message = out["messages"][1]
+    assert plan_message.tool_calls == []
+    assert plan_message.response_metadata["llassembly_dropped_tool_calls"] == ["wire_money"]
+
+
+def test_native_tool_calls_that_never_become_a_program_run_nothing() -> None:
+    rec = Recorder()
+    app = agent([_native(1), _native(2)], rec.tools(), planner={"max_repairs": 1})
+    with pytest.raises(Exception, match="called tools directly"):
+        app.invoke({"messages": [HumanMessage("pay")]})
+    assert rec.log == []
+
+
+# -- what the planner model is shown --------------------------------------------------------------
+
+
+def test_planner_requests_never_hold_tool_call_blocks() -> None:
+    """An earlier ReAct turn and an earlier plan's calls are shown to the model as text."""
+    rec = Recorder()
+    earlier = [
+        HumanMessage("ping 1"),
+        _native(7),
+        ToolMessage("sent", tool_call_id="native7", name="wire_money"),
+        AIMessage("Done."),
+    ]
+    app = agent([PING_THREE, asm("PUSH 9\nCALL ping")], rec.tools(), checkpointer=InMemorySaver())
+    app.invoke({"messages": [*earlier, HumanMessage("ping thrice")]}, THREAD)
+    app.invoke({"messages": [HumanMessage("and once more")]}, THREAD)
+    assert len(app.scripted.calls) == 2
+    for request in app.scripted.calls:
+        assert not any(isinstance(m, ToolMessage) for m in request)
+        assert not any(isinstance(m, AIMessage) and m.tool_calls for m in request)
+    shown = "\n".join(m.text for m in app.scripted.calls[1])
+    assert 'wire_money({"amount": 7}) -> sent' in shown
+    assert 'ping({"x": 2}) -> 3' in shown
+
+
+def test_without_infer_tools_messages_the_turn_ends_with_the_plan_and_final_message() -> None:
+    rec = Recorder()
+    app = agent([PING_THREE], rec.tools(), planner={"infer_tools_messages": False})
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    assert rec.names() == ["ping"] * 3
+    assert [type(m) for m in out["messages"]] == [HumanMessage, AIMessage, AIMessage]
+    assert "```asm" in out["messages"][1].text
+
+
+# -- a tool result that cannot be read as its declared type ---------------------------------------
+
+
+def test_a_result_that_does_not_decode_as_declared_fails_naming_the_tool_and_line() -> None:
+    @tool
+    def humidity() -> int:
+        """Relative humidity in percent."""
+        return "very humid"  # type: ignore[return-value]
+
+    model = ScriptedChatModel(replies=[asm("CALL humidity\nPOP R1")])
+    app = create_agent(model, tools=[humidity], middleware=[ToolsPlannerMiddleware()])
+    final = app.invoke({"messages": [HumanMessage("how humid?")]})["messages"][-1]
+    assert meta(final)["status"] == "stopped"
+    assert "'humidity' is declared to return int" in final.text and "line 3" in final.text
+
+
+# -- resuming in another process ------------------------------------------------------------------
+
+
+def test_an_interrupt_resumes_in_a_new_process_with_no_tools_argument(tmp_path: Path) -> None:
+    """Two real processes share one SQLite file. The first runs a plan until a tool calls
+    ``interrupt()``; the second resumes with only the thread id, a model with no replies and
+    the plain pattern (no ``tools=`` for the middleware)."""
+    script = Path(__file__).with_name("agent_process.py")
+    db, calls = tmp_path / "state.sqlite", tmp_path / "calls.log"
+
+    def run(role: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, str(script), role, str(db), str(calls)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+    first = run("start")
+    assert first["interrupted"] and first["model_calls"] == 1
+    assert calls.read_text().split() == ["step1", "step2", "ask"]
+    second = run("resume")
+    assert second["model_calls"] == 0 and second["status"] == "finished"
+    # ask_permission runs again on resume (LangGraph re-runs the interrupted node); nothing else.
+    assert calls.read_text().split() == ["step1", "step2", "ask", "ask", "step3"]
+    assert second["unanswered"] == []
