@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_origin
 
@@ -270,7 +270,7 @@ def agent_step(
     model_messages: Sequence[AnyMessage],
     record: Mapping[str, Any] | None,
     externs: Mapping[str, Extern],
-    context: str,
+    context: Callable[[], str],
 ) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
     """One visit of the agent's model node (sans-IO: yields conversations for the model).
 
@@ -280,12 +280,13 @@ def agent_step(
         model_messages: The messages the model request holds (what the planner model is shown).
         record: The planner's private state, or ``None``.
         externs: The tools plans may call.
-        context: The caller's system text (the planner prompt's ``{context}``).
+        context: Gives the caller's system text (the planner prompt's ``{context}``); only
+            asked for when a new plan is written (it reads the whole conversation).
     """
     pending = pending_call(record)
     answer = _answer(state_messages, pending["id"]) if pending is not None else None
     if record is None or pending is None or answer is None:
-        rec = _new_record(context, externs)
+        rec = _new_record(context(), externs)
         out: list[AnyMessage] = []
         asked: list[BaseMessage] = list(conversation(model_messages))
         return (yield from _plan(turn, rec, asked, out, state_messages, externs))

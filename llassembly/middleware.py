@@ -215,7 +215,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             model_messages=request.messages,
             record=record,
             externs=externs,
-            context=_context(request),
+            context=lambda: _context(request),
         )
         return body, asking
 

@@ -203,6 +203,7 @@ class Harness:
 
     kind: str
     asynchronous: bool
+    defaults: dict[str, Any] = field(default_factory=dict)  # planner options of every build
     model: ScriptedChatModel = field(default_factory=lambda: ScriptedChatModel(replies=[]))
     runnable: Any = None
 
@@ -218,6 +219,7 @@ class Harness:
         **options: Any,
     ) -> Harness:
         self.model = ScriptedChatModel(replies=list(replies))
+        options = {**self.defaults, **options}
         extra: dict[str, Any] = {"store": store, "checkpointer": checkpointer}
         if self.kind == "agent":
             self.runnable = build_agent(

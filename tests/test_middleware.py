@@ -40,9 +40,13 @@ from llassembly.errors import RepairsExhausted, ToolExecutionError, UsageError
 from llassembly.middleware import ToolsPlannerMiddleware
 
 
-@pytest.fixture(params=[False, True], ids=["invoke", "ainvoke"])
+@pytest.fixture(
+    params=[(False, "agent"), (True, "agent"), (False, "graph"), (True, "graph")],
+    ids=["invoke", "ainvoke", "graph-invoke", "graph-ainvoke"],
+)
 def harness(request: pytest.FixtureRequest) -> Harness:
-    return Harness("agent", asynchronous=request.param)
+    asynchronous, execution = request.param
+    return Harness("agent", asynchronous=asynchronous, defaults={"execution": execution})
 
 
 # -- 1. public API ------------------------------------------------------------------------------

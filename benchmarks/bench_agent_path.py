@@ -1,0 +1,171 @@
+"""What a plan's call costs on the agent path, next to a plain tool-calling loop.
+
+Measured in one run, side by side, so the ratios hold on any machine:
+
+* **agent path**: ``create_agent`` + ``ToolsPlannerMiddleware()`` (``execution="agent"``)
+  running a plan that calls a trivial ``@tool`` N times; every call goes through the agent's
+  own tool node, one model-node visit (answered by the planner) and one tool-node visit each;
+* **tool-calling loop**: a plain ``create_agent`` whose model (scripted, zero latency) asks for
+  the same N calls, one per model turn, then answers.
+
+Each agent is built once (building it is not part of a call). Per call = the whole turn's
+wall time / N, at N = 25 and N = 200 (flat means the per-call cost
+does not grow with the length of the plan). The two sides run alternately and each keeps its
+fastest run, so a slow spell of the machine cannot land on one side of a ratio only.
+
+Run: ``python -m benchmarks.bench_agent_path [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.tools import tool
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from llassembly import ToolsPlannerMiddleware
+
+_LOOP = """```asm
+    MOV R1, 0
+loop:
+    PUSH R1
+    CALL inc
+    POP R2
+    INC R1
+    CMP R1, {n}
+    JL loop
+    HLT
+```"""
+SIZES = (25, 200)
+
+
+@tool
+def inc(x: int) -> int:
+    """Add one."""
+    return x + 1
+
+
+class _Replies(BaseChatModel):
+    """Answers call k with reply k (the last one repeats): a zero-latency benchmark double."""
+
+    replies: list[AIMessage]
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "replies"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        reply = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
+
+
+def _best_of_pairs(
+    first: Callable[[], None], second: Callable[[], None], runs: int
+) -> tuple[float, float]:
+    """Fastest wall time of each of two runs, alternating them ``runs`` times (seconds).
+
+    Alternating puts both sides of a ratio under the same machine conditions; the fastest run
+    is the one least disturbed by other processes.
+    """
+    first()
+    second()
+    best = [float("inf"), float("inf")]
+    for _ in range(runs):
+        for i, fn in enumerate((first, second)):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best[0], best[1]
+
+
+def agent_path_run(n: int) -> Callable[[], None]:
+    """One turn whose plan makes ``n`` calls on the agent path (checked each time)."""
+    plan = AIMessage(_LOOP.format(n=n))
+    planner = ToolsPlannerMiddleware(max_tool_calls=n + 1, max_instructions_to_exec=6 * n + 10)
+    request = {"messages": [HumanMessage("count")]}
+
+    model = _Replies(replies=[plan])
+    agent = create_agent(model, tools=[inc], middleware=[planner])
+
+    def run() -> None:
+        model.calls = 0
+        result = agent.invoke(request, {"recursion_limit": 3 * n + 20})
+        meta = result["messages"][-1].response_metadata["llassembly"]
+        if meta["tool_calls"] != n or model.calls != 1:
+            raise RuntimeError(f"the plan did not run as expected: {meta}")
+
+    return run
+
+
+def tool_loop_run(n: int) -> Callable[[], None]:
+    """A plain ``create_agent`` turn making the same ``n`` calls, one per model turn."""
+    replies = [
+        AIMessage(
+            "",
+            tool_calls=[{"name": "inc", "args": {"x": i}, "id": f"call_{i}", "type": "tool_call"}],
+        )
+        for i in range(n)
+    ]
+    replies.append(AIMessage("Done."))
+    request = {"messages": [HumanMessage("count")]}
+
+    model = _Replies(replies=replies)
+    agent = create_agent(model, tools=[inc])
+
+    def run() -> None:
+        model.calls = 0
+        agent.invoke(request, {"recursion_limit": 3 * n + 20})
+        if model.calls != n + 1:
+            raise RuntimeError("the tool-calling loop did not make every call")
+
+    return run
+
+
+def main(quick: bool = False) -> dict[str, float]:
+    """Measure and print the figures; return them by name."""
+    figures: dict[str, float] = {}
+    for n in SIZES:
+        runs = (2 if quick else 5) if n > 50 else (3 if quick else 15)
+        agent_s, loop_s = _best_of_pairs(agent_path_run(n), tool_loop_run(n), runs)
+        figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
+        figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6
+        figures[f"agent_vs_loop_{n}"] = agent_s / loop_s
+    figures["agent_path_flatness"] = figures["agent_path_200_us"] / figures["agent_path_25_us"]
+    figures["tool_loop_flatness"] = figures["tool_loop_200_us"] / figures["tool_loop_25_us"]
+    _print(figures)
+    return figures
+
+
+def _print(f: dict[str, float]) -> None:
+    print("agent path: per tool call through create_agent, against a plain tool-calling loop")
+    for n in SIZES:
+        print(
+            f"  N={n:<4} agent path {f[f'agent_path_{n}_us']:7.0f} µs/call   "
+            f"tool loop {f[f'tool_loop_{n}_us']:7.0f} µs/call   "
+            f"ratio {f[f'agent_vs_loop_{n}']:.2f}× (target ≤ 1.00×)"
+        )
+    print(
+        f"  per call at N=200 / at N=25: agent path {f['agent_path_flatness']:.2f}× "
+        f"(target ≤ 1.3×), tool loop {f['tool_loop_flatness']:.2f}×"
+    )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one round, one run (CI smoke run)")
+    main(quick=parser.parse_args().quick)
