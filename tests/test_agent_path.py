@@ -91,6 +91,16 @@ def agent(replies: list[Any], tools: list[Any], *middleware: Any, **kwargs: Any)
     return built
 
 
+async def call(app: Any, payload: Any, config: Any = None, *, asynchronous: bool) -> Any:
+    """``app.invoke`` or ``await app.ainvoke`` with the same arguments."""
+    if asynchronous:
+        return await app.ainvoke(payload, config)
+    return app.invoke(payload, config)
+
+
+ASYNC = pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+
+
 def unanswered(messages: list[BaseMessage]) -> list[str]:
     """Tool-call ids in ``messages`` that no ``ToolMessage`` answers."""
     asked = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -118,8 +128,11 @@ def decide(decision: dict[str, Any], mode: str) -> Command[Any]:
 # -- human approval -------------------------------------------------------------------------------
 
 
+@ASYNC
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-def test_human_approval_gates_a_plan_call_and_approve_runs_it_once(mode: str) -> None:
+async def test_human_approval_gates_a_plan_call_and_approve_runs_it_once(
+    mode: str, asynchronous: bool
+) -> None:
     rec = Recorder()
     hitl = HumanInTheLoopMiddleware(
         interrupt_on={"set_heater": True},
@@ -127,11 +140,12 @@ def test_human_approval_gates_a_plan_call_and_approve_runs_it_once(mode: str) ->
     )
     app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
 
-    paused = app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+    ask = {"messages": [HumanMessage("Warm up.")]}
+    paused = await call(app, ask, THREAD, asynchronous=asynchronous)
     assert asked_about(paused, mode) == "set_heater"
     assert rec.log == [("ping", 1)]  # the heater has not been switched on
 
-    out = app.invoke(decide({"type": "approve"}, mode), THREAD)
+    out = await call(app, decide({"type": "approve"}, mode), THREAD, asynchronous=asynchronous)
     assert rec.log == [("ping", 1), ("set_heater", 3), ("ping", 2)]
     assert meta(out["messages"][-1])["registers"] == {"R1": 2, "R2": "heater at 3", "R3": 3}
     assert len(app.scripted.calls) == 1
@@ -154,18 +168,21 @@ def test_human_edit_changes_the_arguments_the_tool_gets(mode: str) -> None:
     assert meta(out["messages"][-1])["registers"]["R2"] == "heater at 1"
 
 
+@ASYNC
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-def test_human_reject_does_not_run_the_call_and_the_plan_stops(mode: str) -> None:
+async def test_human_reject_does_not_run_the_call_and_the_plan_stops(
+    mode: str, asynchronous: bool
+) -> None:
     rec = Recorder()
     hitl = HumanInTheLoopMiddleware(
         interrupt_on={"set_heater": True},
         interrupt_mode=mode,  # type: ignore[arg-type]
     )
     app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
-    app.invoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+    await call(app, {"messages": [HumanMessage("Warm up.")]}, THREAD, asynchronous=asynchronous)
 
     reject = {"type": "reject", "message": "too warm already"}
-    out = app.invoke(decide(reject, mode), THREAD)
+    out = await call(app, decide(reject, mode), THREAD, asynchronous=asynchronous)
     assert rec.log == [("ping", 1)]  # neither the heater nor the calls after it ran
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped"
@@ -196,23 +213,27 @@ def test_human_reject_under_replan_asks_the_model_for_a_new_plan() -> None:
 # -- limits and retries ---------------------------------------------------------------------------
 
 
-def test_tool_call_limit_middleware_counts_plan_calls() -> None:
+@ASYNC
+async def test_tool_call_limit_middleware_counts_plan_calls(asynchronous: bool) -> None:
     rec = Recorder()
     limit = ToolCallLimitMiddleware(tool_name="ping", run_limit=3)
     plan = asm("MOV R1, 0\nagain:\nPUSH R1\nCALL ping\nPOP R1\nCMP R1, 5\nJL again")
-    out = agent([plan], rec.tools(), limit).invoke({"messages": [HumanMessage("ping")]})
+    app = agent([plan], rec.tools(), limit)
+    out = await call(app, {"messages": [HumanMessage("ping")]}, asynchronous=asynchronous)
     assert rec.names() == ["ping"] * 3
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and "ping" in final.text
     assert unanswered(out["messages"]) == []
 
 
-def test_tool_retry_middleware_of_the_agent_retries_a_plan_call() -> None:
+@ASYNC
+async def test_tool_retry_middleware_of_the_agent_retries_a_plan_call(asynchronous: bool) -> None:
     rec = Recorder()
     rec.fail_on = {1, 2}
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
     plan = asm("PUSH 4\nCALL flaky\nPOP R1")
-    out = agent([plan], rec.tools(), retry).invoke({"messages": [HumanMessage("go")]})
+    app = agent([plan], rec.tools(), retry)
+    out = await call(app, {"messages": [HumanMessage("go")]}, asynchronous=asynchronous)
     assert rec.log == [("flaky", 4)] * 3
     assert meta(out["messages"][-1])["registers"] == {"R1": 40}
 
