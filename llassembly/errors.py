@@ -19,6 +19,7 @@ __all__ = [
     "AsmSyntaxError",
     "BudgetExceeded",
     "Diagnostic",
+    "EmptyReply",
     "ExecutionError",
     "InstructionBudgetExceeded",
     "LLAssemblyError",
@@ -59,16 +60,42 @@ class Diagnostic:
     source: str = ""
 
     def render(self) -> str:
-        """Return ``line N, column C: message`` followed by the source line and a caret."""
-        head = f"line {self.line}, column {self.column}: {self.message}"
+        """Return ``line N, column C: message`` followed by the source line and a caret.
+
+        Bounded whatever the plan: the message and the quoted line are clipped (a long line is
+        shown as a window around the column).
+        """
+        message = _clip(self.message, MAX_MESSAGE_CHARS)
+        head = f"line {self.line}, column {self.column}: {message}"
         if not self.source:
             return head
-        caret = " " * (max(self.column, 1) - 1) + "^"
-        return f"{head}\n    {self.source}\n    {caret}"
+        column = max(self.column, 1)
+        start = max(0, column - 1 - MAX_SOURCE_CHARS // 2)
+        shown = self.source[start : start + MAX_SOURCE_CHARS]
+        prefix = "..." if start else ""
+        suffix = "..." if start + MAX_SOURCE_CHARS < len(self.source) else ""
+        caret = " " * (len(prefix) + column - 1 - start) + "^"
+        return f"{head}\n    {prefix}{shown}{suffix}\n    {caret}"
+
+
+MAX_DIAGNOSTICS_SHOWN = 20
+"""Most problems an error's text lists (the rest are counted); ``diagnostics`` keeps them all."""
+MAX_MESSAGE_CHARS = 300
+"""Longest diagnostic message shown."""
+MAX_SOURCE_CHARS = 120
+"""Longest piece of a source line quoted under a diagnostic."""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _render_all(diagnostics: tuple[Diagnostic, ...]) -> str:
-    return "\n".join(d.render() for d in diagnostics)
+    shown = [d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
+    hidden = len(diagnostics) - MAX_DIAGNOSTICS_SHOWN
+    if hidden > 0:
+        shown.append(f"... and {hidden} more problem{'s' if hidden != 1 else ''} like these")
+    return "\n".join(shown)
 
 
 class PlanError(LLAssemblyError):
@@ -94,6 +121,18 @@ class AsmSyntaxError(PlanError):
         count = len(diagnostics)
         summary = f"the plan has {count} syntax error{'s' if count != 1 else ''}"
         super().__init__(summary, diagnostics)
+
+
+class EmptyReply(AsmSyntaxError):
+    """The model's reply is empty: neither a plan nor an answer in words."""
+
+    def __init__(self) -> None:
+        problem = Diagnostic(
+            1, 1, "the reply is empty: write the program in one ```asm block, or answer in words"
+        )
+        self.line, self.column = 1, 1
+        self.expected = "a program or an answer"
+        PlanError.__init__(self, "the model returned nothing", (problem,))
 
 
 class PlanRejected(PlanError):

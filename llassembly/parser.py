@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .errors import AsmSyntaxError, Diagnostic
+from .errors import AsmSyntaxError, Diagnostic, EmptyReply
 from .program import (
     MNEMONICS,
     OPCODE_INFO,
@@ -58,7 +58,11 @@ _ASM_TAGS = frozenset(
     }
 )
 _IDENT = re.compile(r"[A-Za-z_.$@?][\w.$@?]*")
-_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\Z")
+# A name operand may also hold inner dashes: tools named like MCP tools (``get-weather``).
+_NAME_OPERAND = re.compile(r"[A-Za-z_.$@?][\w.$@?]*(?:-[\w.$@?]+)*")
+# Each digit run can match one way only (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): a long
+# run of digits that turns out not to be a number must fail in linear time, not quadratic.
+_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\Z")
 _DATA_WORDS = frozenset({"DB", "DW", "DD", "DQ", "DT", "EQU", "DS", "STRING", "ASCIZ", "ASCII"})
 _SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 _SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
@@ -219,7 +223,7 @@ def _operand(token: str, column: int) -> Operand:
         return Imm(_number(token, column))
     if token.endswith("()"):
         token = token[:-2]
-    if _IDENT.fullmatch(token):
+    if _NAME_OPERAND.fullmatch(token):
         index = register_index(token)
         if index is not None:
             return Reg(index, token.upper())
@@ -230,8 +234,9 @@ def _operand(token: str, column: int) -> Operand:
                 "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
             )
         return Name(token)
+    shown = token if len(token) <= 40 else token[:37] + "..."
     raise _LineError(
-        column + 1, f"cannot read operand {token!r}", "a register, number, string or name"
+        column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
     )
 
 
@@ -357,20 +362,58 @@ def _has_instruction(line: str) -> bool:
 # Choosing the code lines
 
 
-def _blank(match: re.Match[str]) -> str:
-    return "".join("\n" if ch == "\n" else " " for ch in match.group())
+def _mask_code_comments(text: str) -> str:
+    """``text`` with the comments of code lines blanked (same length, same lines).
+
+    A ``<think>`` written inside a code comment (``CALL withdraw ; see <think> notes``) is part
+    of the comment, not the start of a thinking block: think tags are searched for in this copy.
+    """
+    if "<" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "<" not in line:
+            continue
+        code = _strip_comment(line)
+        if len(code) == len(line):
+            continue
+        if (code.strip() and _has_instruction(code)) or line.lstrip().startswith((";", "//")):
+            lines[i] = code + " " * (len(line) - len(code))
+    return "\n".join(lines)
 
 
 def _remove_thinking(text: str) -> str:
-    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines."""
-    text = _THINK_BLOCK.sub(_blank, text)
+    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
+
+    Tags inside the comments of code lines do not count (see :func:`_mask_code_comments`).
+    """
+    masked = _mask_code_comments(text)
+    spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
     closing = None
-    for closing in _THINK_CLOSE.finditer(text):  # noqa: B007 - the last one is wanted
+    rest = masked
+    if spans:
+        pieces, last = [], 0
+        for start, end in spans:
+            pieces += [masked[last:start], _blank_text(masked[start:end])]
+            last = end
+        rest = "".join([*pieces, masked[last:]])
+    for closing in _THINK_CLOSE.finditer(rest):  # noqa: B007 - the last one is wanted
         pass
-    if closing is not None:
-        head = "".join("\n" if ch == "\n" else " " for ch in text[: closing.end()])
-        text = head + text[closing.end() :]
-    return text
+    cut = closing.end() if closing is not None else 0
+    blanked = [(0, cut)] if cut else []
+    blanked += [(s, e) for s, e in spans if e > cut]
+    if not blanked:
+        return text
+    out, last = [], 0
+    for start, end in blanked:
+        start = max(start, last)
+        out += [text[last:start], _blank_text(text[start:end])]
+        last = max(last, end)
+    return "".join([*out, text[last:]])
+
+
+def _blank_text(text: str) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in text)
 
 
 def _is_code_block(tag: str, lines: list[str]) -> bool:
@@ -546,8 +589,11 @@ def parse(text: str) -> Program | PlainAnswer:
 
     Raises:
         AsmSyntaxError: Some code line cannot be read; every such line is listed.
+        EmptyReply: The reply is empty, blank or only thinking: neither a plan nor an answer.
     """
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not normalised.strip():
+        raise EmptyReply()
     source_lines = tuple(normalised.split("\n"))
     visible = _remove_thinking(normalised).split("\n")
     builder = _Builder(source_lines)
@@ -559,7 +605,10 @@ def parse(text: str) -> Program | PlainAnswer:
     if builder.errors:
         raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
     if not builder.instructions and not builder.unknown:
-        return PlainAnswer(_remove_thinking(normalised).strip())
+        answer = _remove_thinking(normalised).strip()
+        if not answer:  # only thinking: nothing was said to the user
+            raise EmptyReply()
+        return PlainAnswer(answer)
     entry = 0
     if builder.entry_name is not None:
         entry = builder.labels.get(builder.entry_name.lower(), 0)

@@ -177,12 +177,18 @@ def short_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
 
 
+MAX_REPAIR_REQUEST_CHARS = 8192
+"""Longest repair request sent back to the model, whatever the reply was."""
+
+
 def repair_request(error: PlanError) -> str:
-    """The message that asks the model to fix its plan, listing every problem once."""
-    return (
-        f"Your program cannot run: {error.summary}.\n\n{error}\n\n"
-        "Write the whole corrected program again in one ```asm block."
-    )
+    """The message that asks the model to fix its plan, listing its problems (bounded)."""
+    tail = "\n\nWrite the whole corrected program again in one ```asm block."
+    body = f"Your program cannot run: {error.summary}.\n\n{error}"
+    room = MAX_REPAIR_REQUEST_CHARS - len(tail)
+    if len(body) > room:
+        body = body[: room - 40] + "\n... (more problems not shown)"
+    return body + tail
 
 
 def replan_request(failure: Mapping[str, Any]) -> str:
@@ -316,6 +322,8 @@ class Turn:
         for attempt in range(1, attempts + 1):
             reply, native = _without_native_calls((yield messages))
             try:
+                if native and not reply.text.strip():
+                    raise _native_calls_error(native)
                 parsed = self.check(reply.text, externs)
                 if native and isinstance(parsed, PlainAnswer):
                     raise _native_calls_error(native)

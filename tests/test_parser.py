@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from llassembly.emulator import Emulator, RunResult
-from llassembly.errors import AsmSyntaxError
+from llassembly.errors import AsmSyntaxError, EmptyReply
 from llassembly.parser import parse
 from llassembly.program import Imm, Name, Opcode, PlainAnswer, Program, Reg
 
@@ -442,15 +442,37 @@ def test_instruction_records_line_column_text_and_operand_columns() -> None:
         "The capital of France is Paris.",
         "Push it. Call me later, then pop round.",
         "Here is a Python version:\n```python\ndef add(a, b):\n    return a + b\n```\nEnjoy!",
-        "",
-        "   \n\n  ",
-        "<think>\nMOV R1, 1\nCALL add\n</think>",
         "<think>MOV R1, 1</think>\nThe answer is 3.",
         "Steps:\n1. Move 1 into R1.\n2. Add 2.",
     ],
 )
 def test_reply_without_instructions_is_a_plain_answer(reply: str) -> None:
     assert isinstance(parse(reply), PlainAnswer)
+
+
+@pytest.mark.parametrize("reply", ["", "   \n\n  ", "<think>\nMOV R1, 1\nCALL add\n</think>"])
+def test_an_empty_or_thinking_only_reply_is_not_an_answer(reply: str) -> None:
+    with pytest.raises(EmptyReply, match="the model returned nothing"):
+        parse(reply)
+
+
+def test_think_tags_inside_code_comments_are_comment_text() -> None:
+    opening = parse("```asm\nPUSH 1\nCALL pay ; see <think> notes\nPUSH 2\nCALL refund\n```")
+    closing = parse("```asm\nPUSH 1\nCALL pay ; </think> here\nPUSH 2\nCALL refund\n```")
+    for program in (opening, closing):
+        assert isinstance(program, Program)
+        assert [str(i) for i in program.instructions] == [
+            "PUSH 1", "CALL pay", "PUSH 2", "CALL refund",
+        ]  # fmt: skip
+
+
+def test_tool_names_with_dashes_and_dots_are_call_operands() -> None:
+    program = parse("CALL get-weather\nCALL github.search")
+    assert isinstance(program, Program)
+    assert [i.operands[0] for i in program.instructions] == [
+        Name("get-weather"),
+        Name("github.search"),
+    ]
 
 
 def test_plain_answer_text_has_no_thinking() -> None:
