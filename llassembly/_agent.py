@@ -41,10 +41,10 @@ from langchain_core.messages import (
 from langgraph.types import Command
 
 from .emulator import Emulator, ToolCall
-from .errors import AsmRuntimeError, ExecutionError, ToolExecutionError
+from .errors import AsmRuntimeError, ExecutionError, RepairsExhausted, ToolExecutionError
 from .externs import Extern, _strip, type_label
 from .graph import call_request, failure_record
-from .planner import Turn, final_message, replan_request, short_hash
+from .planner import Turn, final_message, plan_failure, replan_request, short_hash
 
 __all__ = [
     "PLAN_CALL_KEY",
@@ -333,7 +333,17 @@ def _plan(
     externs: Mapping[str, Extern],
 ) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
     """Ask for a plan (or a new one), then start it; a plain answer ends the turn."""
-    reply, is_program, calls = yield from turn.draft(asked, externs)
+    try:
+        reply, is_program, calls = yield from turn.draft(asked, externs)
+    except RepairsExhausted as error:
+        if turn.options.on_tool_error == "raise":
+            raise
+        rec["model_calls"] += error.attempts
+        rec["repairs"] += error.attempts - 1
+        rec.update(plan=None, pending=None)
+        outcome = _end(turn, rec, plan_failure(error), out, state_messages)
+        outcome.model_calls = error.attempts
+        return outcome
     rec["model_calls"] += calls
     rec["repairs"] += calls - 1
     out.append(reply)

@@ -52,7 +52,7 @@ from ._agent import (
 )
 from ._drive import adrive, drive
 from .emulator import tool_error
-from .errors import ExecutionError, UsageError
+from .errors import ExecutionError, RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
 from .planner import (
@@ -63,7 +63,9 @@ from .planner import (
     Turn,
     TurnRun,
     error_from_record,
+    final_message,
     model_reply,
+    plan_failure,
     short_hash,
     turn_messages,
 )
@@ -368,9 +370,13 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         """Ask for a plan (no tools offered), repairing it until it parses and verifies."""
         planner_request, externs, context, token = self._prepare_graph(request)
         body = self._turn.draft(list(planner_request.messages), externs)
-        reply, is_program, calls = drive(
-            body, lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs))))
-        )
+        try:
+            reply, is_program, calls = drive(
+                body,
+                lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs)))),
+            )
+        except RepairsExhausted as error:
+            return self._no_plan(error, context, token)
         return self._response(reply, is_program, calls, context, token)
 
     async def awrap_model_call(
@@ -385,8 +391,26 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         async def call(msgs: list[BaseMessage]) -> AIMessage:
             return model_reply(await handler(planner_request.override(messages=_any(msgs))))
 
-        reply, is_program, calls = await adrive(body, call)
+        try:
+            reply, is_program, calls = await adrive(body, call)
+        except RepairsExhausted as error:
+            return self._no_plan(error, context, token)
         return self._response(reply, is_program, calls, context, token)
+
+    def _no_plan(
+        self, error: RepairsExhausted, context: str, token: str
+    ) -> ExtendedModelResponse[Any]:
+        """No valid plan: raise under ``"raise"``, else end the turn with a message."""
+        if self.options.on_tool_error == "raise":
+            raise error
+        failure = plan_failure(error)
+        summary = {"failure": failure, "model_calls": error.attempts, "repairs": error.attempts - 1}
+        final = final_message(summary, self.options)
+        record = {"plan": None, "tools": token, "context": context}
+        return ExtendedModelResponse(
+            model_response=ModelResponse(result=[final]),
+            command=Command(update={_STATE_KEY: record}),
+        )
 
     def _start(
         self, state: PlannerAgentState, runtime: Runtime[Any]

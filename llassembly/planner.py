@@ -70,6 +70,7 @@ __all__ = [
     "error_from_record",
     "final_message",
     "model_reply",
+    "plan_failure",
     "planner_view",
     "short_hash",
     "turn_messages",
@@ -367,7 +368,20 @@ class Turn:
             if replan:
                 conversation += state.get("new_messages", [])
                 conversation.append(HumanMessage(replan_request(state.get("failure") or {})))
-            reply, is_program, calls = yield from self.draft(conversation, run.externs)
+            try:
+                reply, is_program, calls = yield from self.draft(conversation, run.externs)
+            except RepairsExhausted as error:
+                if self.options.on_tool_error == "raise":
+                    raise
+                # Under "stop" and "replan" the turn ends with a message that keeps every
+                # completed call (a replan's failed attempt must not lose plan 1's calls).
+                return {
+                    "plan": None,
+                    "failure": plan_failure(error),
+                    "model_calls": state.get("model_calls", 0) + error.attempts,
+                    "repairs": state.get("repairs", 0) + error.attempts - 1,
+                    **({"replans": state.get("replans", 0) + 1} if replan else {}),
+                }
             number = state.get("plan_number", 0) + 1
             update: TurnState = {
                 "plan": reply.text if is_program else None,
@@ -483,7 +497,13 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
         "execution": options.execution,
     }
     plural = "s" if tool_calls != 1 else ""
-    if failure:
+    if failure and failure.get("type") == "RepairsExhausted":
+        meta["error"] = dict(failure)
+        text = (
+            f"No plan could run: {failure.get('detail', '')}. "
+            f"{tool_calls} tool call{plural} completed before it."
+        )
+    elif failure:
         meta["error"] = dict(failure)
         what = failure.get("detail") or failure.get("message", "")
         text = (
@@ -635,6 +655,19 @@ def _native_calls_error(names: Sequence[str]) -> PlanRejected:
             ),
         )
     )
+
+
+def plan_failure(error: RepairsExhausted) -> dict[str, Any]:
+    """The failure record of a turn whose model wrote no valid plan (nothing of it ran)."""
+    first = error.diagnostics[0] if error.diagnostics else None
+    return {
+        "type": "RepairsExhausted",
+        "message": str(error),
+        "detail": error.summary,
+        "line": first.line if first else 0,
+        "source": first.source if first else "",
+        "attempts": error.attempts,
+    }
 
 
 def error_from_record(record: Mapping[str, Any]) -> ExecutionError:

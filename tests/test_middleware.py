@@ -276,13 +276,31 @@ async def test_a_syntax_error_is_repaired_with_its_line_and_column(
     assert meta(out["messages"][-1])["repairs"] == 1
 
 
-async def test_exhausted_repairs_raise_and_no_tool_runs(harness: Harness, box: Toolbox) -> None:
+async def test_exhausted_repairs_raise_under_raise_and_no_tool_runs(
+    harness: Harness, box: Toolbox
+) -> None:
     """Both hand-written replies call a tool that does not exist."""
     with pytest.raises(RepairsExhausted, match="2 attempts") as caught:
-        await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
+        await harness.run(
+            [BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1, on_tool_error="raise"
+        )
     assert caught.value.attempts == 2
     assert box.log == []
     assert len(harness.model.calls) == 2
+
+
+async def test_exhausted_repairs_end_the_turn_with_a_message_under_stop(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both hand-written replies call a tool that does not exist."""
+    out = await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert "No plan could run: the model wrote no valid plan in 2 attempts" in final.text
+    record = meta(final)
+    assert (record["status"], record["model_calls"], record["repairs"]) == ("stopped", 2, 1)
+    assert record["error"]["type"] == "RepairsExhausted"
+    assert box.log == []
 
 
 async def test_a_plain_text_reply_ends_the_turn_without_tool_calls(

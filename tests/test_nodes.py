@@ -239,12 +239,30 @@ async def test_a_rejected_plan_is_repaired_and_only_the_valid_one_runs(
     assert [m.text for m in added(out) if m.text == BAD_PLAN] == []
 
 
-async def test_exhausted_repairs_raise_and_no_tool_runs(harness: Harness, box: Toolbox) -> None:
+async def test_exhausted_repairs_raise_under_raise_and_no_tool_runs(
+    harness: Harness, box: Toolbox
+) -> None:
     """Both hand-written replies call a tool that does not exist."""
     with pytest.raises(RepairsExhausted) as caught:
-        await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
+        await harness.run(
+            [BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1, on_tool_error="raise"
+        )
     assert caught.value.attempts == 2
     assert any("teleport" in d.message for d in caught.value.diagnostics)
+    assert box.log == []
+
+
+async def test_exhausted_repairs_end_the_turn_with_a_message_under_stop(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both hand-written replies call a tool that does not exist."""
+    out = await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert "No plan could run: the model wrote no valid plan in 2 attempts" in final.text
+    record = meta(final)
+    assert (record["status"], record["model_calls"], record["repairs"]) == ("stopped", 2, 1)
+    assert record["error"]["type"] == "RepairsExhausted"
     assert box.log == []
 
 

@@ -1,0 +1,162 @@
+"""Hostile replies through the public entry points: bounded cost, nothing lost, nothing run
+that should not be.
+
+Every model reply is written by hand (``ScriptedChatModel``), several of them deliberately
+malformed or huge; none is a recording of a real model.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain.tools import tool
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from llassembly import ToolsPlannerMiddleware
+from llassembly.planner import MAX_REPAIR_REQUEST_CHARS
+
+EXECUTIONS = pytest.mark.parametrize("execution", ["agent", "graph"])
+
+
+def bank(log: list[tuple[str, Any]], fail: set[str] | None = None) -> list[Any]:
+    """Tools that record their calls; names in ``fail`` raise."""
+    failing = fail or set()
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        log.append(("pay", amount))
+        if "pay" in failing:
+            raise RuntimeError("bank is down")
+        return "paid"
+
+    @tool
+    def withdraw(amount: int) -> str:
+        """Take money out."""
+        log.append(("withdraw", amount))
+        return "taken"
+
+    @tool
+    def deposit(amount: int) -> str:
+        """Put money in."""
+        log.append(("deposit", amount))
+        if "deposit" in failing:
+            raise RuntimeError("vault jammed")
+        return "stored"
+
+    return [pay, withdraw, deposit]
+
+
+def run(replies: list[str], tools: list[Any], **options: Any) -> tuple[dict[str, Any], Any]:
+    model = ScriptedChatModel(replies=replies)
+    app = create_agent(model, tools=tools, middleware=[ToolsPlannerMiddleware(**options)])
+    return app.invoke({"messages": [HumanMessage("Do it.")]}), model
+
+
+def test_a_long_digit_run_that_is_no_number_is_refused_quickly() -> None:
+    """The number pattern used to backtrack quadratically: 40,000 digits took about a minute.
+    A child process bounds the wait (the bound is generous; bench_hostile measures)."""
+    code = (
+        "from llassembly import parse\n"
+        "from llassembly.errors import AsmSyntaxError\n"
+        "try:\n"
+        "    parse('```asm\\nPUSH ' + '1' * 40000 + 'x\\n```')\n"
+        "except AsmSyntaxError as e:\n"
+        "    print(len(str(e)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 2000  # the 40,000-digit token is not quoted whole
+
+
+@EXECUTIONS
+def test_a_repair_request_stays_small_whatever_the_reply(execution: str) -> None:
+    log: list[tuple[str, Any]] = []
+    hostile = "```asm\n" + "a: " * 10000 + "NOP\n```"  # 9,999 duplicate labels on one line
+    out, model = run(
+        [hostile, asm("PUSH 1\nCALL pay")], bank(log), execution=execution, max_repairs=1
+    )
+    repair = model.calls[1][-1]
+    assert isinstance(repair, HumanMessage)
+    assert len(repair.text) <= MAX_REPAIR_REQUEST_CHARS
+    assert "9999 problems" in repair.text and "more problem" in repair.text
+    assert log == [("pay", 1)]
+    assert meta(out["messages"][-1])["status"] == "finished"
+
+
+@EXECUTIONS
+def test_a_think_tag_in_a_comment_does_not_cut_the_plan(execution: str) -> None:
+    log: list[tuple[str, Any]] = []
+    plan = asm("PUSH 5\nCALL withdraw ; see <think> notes\nPUSH 5\nCALL deposit")
+    out, _ = run([plan], bank(log), execution=execution)
+    assert log == [("withdraw", 5), ("deposit", 5)]
+    assert meta(out["messages"][-1])["tool_calls"] == 2
+    closing = asm("PUSH 5\nCALL withdraw ; </think>\nPUSH 5\nCALL deposit")
+    log.clear()
+    run([closing], bank(log), execution=execution)
+    assert log == [("withdraw", 5), ("deposit", 5)]
+
+
+@EXECUTIONS
+def test_an_empty_reply_is_asked_again_then_reported(execution: str) -> None:
+    log: list[tuple[str, Any]] = []
+    out, model = run(["", asm("PUSH 2\nCALL pay")], bank(log), execution=execution)
+    assert len(model.calls) == 2 and log == [("pay", 2)]
+    assert "empty" in model.calls[1][-1].text
+
+    out, model = run(["", "  "], bank(log), execution=execution, max_repairs=1)
+    final = out["messages"][-1]
+    assert "the model returned nothing" in final.text
+    assert meta(final)["status"] == "stopped"
+
+
+@EXECUTIONS
+def test_a_replan_that_never_verifies_keeps_the_calls_that_ran(execution: str) -> None:
+    """Plan 1 pays, then deposit fails; the replan is broken and max_repairs=0: the turn ends
+    with a message, and the pay call and its result stay in the messages."""
+    log: list[tuple[str, Any]] = []
+    plan = asm("PUSH 7\nCALL pay\nPOP R1\nPUSH 7\nCALL deposit")
+    out, model = run(
+        [plan, asm("FROB R1")],
+        bank(log, fail={"deposit"}),
+        execution=execution,
+        on_tool_error="replan",
+        max_repairs=0,
+    )
+    assert log == [("pay", 7), ("deposit", 7)]
+    assert len(model.calls) == 2
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert results[0].text == "paid" and results[0].name == "pay"
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and "No plan could run" in final.text
+    assert (meta(final)["replans"], meta(final)["status"]) == (1, "stopped")
+
+
+@EXECUTIONS
+def test_tools_named_like_mcp_tools_can_be_called(execution: str) -> None:
+    seen: list[str] = []
+
+    @tool("get-weather")
+    def get_weather(city: str) -> str:
+        """Weather in a city."""
+        seen.append(city)
+        return f"sunny in {city}"
+
+    @tool("github.search")
+    def github_search(query: str) -> int:
+        """Number of repositories found."""
+        seen.append(query)
+        return 3
+
+    plan = asm('PUSH "Oslo"\nCALL get-weather\nPOP R1\nPUSH "asm"\nCALL github.search\nPOP R2')
+    out, _ = run([plan], [get_weather, github_search], execution=execution)
+    assert seen == ["Oslo", "asm"]
+    assert meta(out["messages"][-1])["registers"] == {"R1": "sunny in Oslo", "R2": 3}
