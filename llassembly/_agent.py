@@ -42,7 +42,7 @@ from langgraph.types import Command
 
 from .emulator import Emulator, ToolCall
 from .errors import AsmRuntimeError, ExecutionError, RepairsExhausted, ToolExecutionError
-from .externs import Extern, _strip, type_label
+from .externs import Extern, _strip, check_sync_tools, type_label
 from .graph import call_request, failure_record
 from .planner import Turn, final_message, plan_failure, replan_request, short_hash
 
@@ -271,6 +271,7 @@ def agent_step(
     record: Mapping[str, Any] | None,
     externs: Mapping[str, Extern],
     context: Callable[[], str],
+    synchronous: bool = False,
 ) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
     """One visit of the agent's model node (sans-IO: yields conversations for the model).
 
@@ -282,6 +283,8 @@ def agent_step(
         externs: The tools plans may call.
         context: Gives the caller's system text (the planner prompt's ``{context}``); only
             asked for when a new plan is written (it reads the whole conversation).
+        synchronous: The agent runs with ``invoke``: a plan that calls async-only tools is
+            refused with a ``UsageError`` before its first call.
     """
     pending = pending_call(record)
     answer = _answer(state_messages, pending["id"]) if pending is not None else None
@@ -289,6 +292,7 @@ def agent_step(
         rec = _new_record(context(), externs)
         out: list[AnyMessage] = []
         asked: list[BaseMessage] = list(conversation(model_messages))
+        rec["synchronous"] = synchronous
         return (yield from _plan(turn, rec, asked, out, state_messages, externs))
 
     rec = dict(record)
@@ -361,6 +365,8 @@ def _plan(
     rec.update(plan=reply.text, plan_number=number, prefix=prefix, failure=None, machine=None)
     rec["prefixes"] = [*rec["prefixes"], prefix]
     emulator = _machine(turn, rec, externs)
+    if rec.get("synchronous"):
+        check_sync_tools((t.name for t in emulator.compiled.tools if t), emulator.compiled.externs)
     outcome = yield from _continue(turn, rec, emulator, None, out, asked, state_messages, externs)
     outcome.model_calls += calls
     return outcome

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,15 +39,15 @@ from ._steps import (
     fail,
 )
 from .errors import (
+    ExecutionError,
     InstructionBudgetExceeded,
-    LLAssemblyError,
     StackDepthExceeded,
     ToolCallBudgetExceeded,
     ToolExecutionError,
     UsageError,
     WallClockExceeded,
 )
-from .externs import Extern, externs_from
+from .externs import Extern, check_sync_tools, externs_from
 from .program import (
     REGISTER_COUNT,
     Program,
@@ -73,7 +74,7 @@ DEFAULT_MAX_TOOL_CALLS = 100
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
-_PLAIN = (int, str)  # results pushed as they are (floats are checked for NaN/inf by to_values)
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
 
 
@@ -145,26 +146,45 @@ class MachineState:
             stack = list(data["stack"])
             pending = data["pending"]
             held = [*data["registers"].values(), *stack, *(pending["values"] if pending else ())]
-            if any(type(v) not in (int, float, str) for v in held):
-                raise UsageError("the snapshot holds a value that is not an int, float or string")
+            if not all(map(_is_value, held)):
+                raise UsageError(
+                    "the snapshot holds a value that is not a 64-bit int, finite float or string"
+                )
             flags = data["flags"]
             return cls(
-                pc=int(data["pc"]),
+                pc=_count(data["pc"], "pc"),
                 regs=regs,
                 stack=stack,
-                calls=[int(x) for x in data["return_stack"]],
+                calls=[_count(x, "return address") for x in data["return_stack"]],
                 zf=bool(flags["zf"]),
                 lt=bool(flags["lt"]),
                 flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
-                executed=int(data["executed"]),
-                tool_calls=int(data["tool_calls"]),
+                executed=_count(data["executed"], "executed"),
+                tool_calls=_count(data["tool_calls"], "tool_calls"),
                 halted=bool(data["halted"]),
                 pending=None
                 if pending is None
-                else (int(pending["index"]), list(pending["values"])),
+                else (_count(pending["index"], "pending index"), list(pending["values"])),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"not an emulator snapshot: {exc!r}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
+
+
+def _count(value: Any, what: str) -> int:
+    """A counter or index read from a snapshot: a non-negative int (not a bool, float, NaN)."""
+    if type(value) is not int or not 0 <= value <= _INT_MAX:
+        raise UsageError(f"not an emulator snapshot: {what} is {str(value)[:40]!r}")
+    return value
+
+
+def _is_value(value: Any) -> bool:
+    """Whether ``value`` may live in a register or on the stack."""
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    return kind is float and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +228,19 @@ class RunResult:
 
 
 def tool_error(call: ToolCall, exc: Exception) -> BaseException:
-    """What a tool's exception becomes: the library's own errors as they are, anything else a
-    :class:`ToolExecutionError` naming the tool and the line, with the original as its cause."""
-    if isinstance(exc, LLAssemblyError):
+    """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
+    line of this plan, with the original as its cause.
+
+    Only an error already raised for this very call (same tool, same line) stays as it is.
+    Anything else, including the library's own errors from inside the tool (a tool that runs a
+    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
+    reported at a line of another plan.
+    """
+    if (
+        isinstance(exc, ExecutionError)
+        and exc.line == call.line
+        and getattr(exc, "tool", call.tool) == call.tool
+    ):
         return exc
     error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
     error.__cause__ = exc
@@ -372,8 +402,9 @@ class Emulator:
         if extern is None:
             raise UsageError("the pending call does not point at a tool CALL (bad snapshot?)")
         n_results = extern.n_results
-        if n_results == 1 and type(result) in _PLAIN:  # the common case: one int/float/str
-            values: tuple[Value, ...] = (result,)
+        kind = type(result)
+        if n_results == 1 and (kind is str or (kind is int and _INT_MIN <= result <= _INT_MAX)):
+            values: tuple[Value, ...] = (result,)  # the common case: one string or 64-bit int
         else:
             ins = self.program.instructions[index]
             values = extern.to_values(result, line=ins.line, source=ins.text)
@@ -408,9 +439,14 @@ class Emulator:
         """Run to the end. ``call`` executes each tool call (default: call the tool directly).
 
         Raises:
+            UsageError: Without ``call``, the plan calls an async-only tool (nothing has run).
             ToolExecutionError: A tool raised (the original is its ``__cause__``).
             ExecutionError: A budget ran out or an instruction failed.
         """
+        if call is None:
+            check_sync_tools(
+                (t.name for t in self.compiled.tools if t is not None), self.compiled.externs
+            )
         return drive(self._recorded_calls(), call or self._call_directly, tool_error)
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
@@ -422,8 +458,10 @@ class Emulator:
     def _check_values(self) -> None:
         st = self.state
         values = [*st.regs, *st.stack, *(st.pending[1] if st.pending else ())]
-        if any(type(v) not in (int, float, str) for v in values):
-            raise UsageError("the state holds a value that is not an int, float or string")
+        if not all(map(_is_value, values)):
+            raise UsageError(
+                "the state holds a value that is not a 64-bit int, finite float or string"
+            )
 
     def _check_state(self) -> None:
         """Refuse a state that does not belong to this program (a stale or edited snapshot)."""

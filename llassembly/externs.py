@@ -40,7 +40,7 @@ from pydantic import BaseModel, TypeAdapter
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
 from llassembly.program import Value, register_index
 
-__all__ = ["Extern", "Param", "externs_from", "find_extern", "type_label"]
+__all__ = ["Extern", "Param", "check_sync_tools", "externs_from", "find_extern", "type_label"]
 
 _Converter = Callable[[Any], Any]
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -121,27 +121,45 @@ def type_label(annotation: Any) -> str:
 # --- converters: popped value -> declared type ---------------------------------------------------
 
 
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def _in_range(number: int) -> int:
+    if not _INT_MIN <= number <= _INT_MAX:
+        raise ValueError("outside the 64-bit range")
+    return number
+
+
 def _to_int(v: Any) -> int:
     if type(v) is int:
         return v
     if type(v) is float and v.is_integer():
-        return int(v)
+        return _in_range(int(v))
     if type(v) is str:
         s = v.strip()
         try:
-            return int(s)
+            return _in_range(int(s))
         except ValueError:
             f = float(s)
             if f.is_integer():
-                return int(f)
+                return _in_range(int(f))
     raise ValueError("not a whole number")
 
 
+def _finite(number: float) -> float:
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
 def _to_float(v: Any) -> float:
-    if type(v) is float or type(v) is int:
-        return float(v)
-    if type(v) is str:
-        return float(v.strip())
+    try:
+        if type(v) is float or type(v) is int:
+            return _finite(float(v))
+        if type(v) is str:
+            return _finite(float(v.strip()))
+    except OverflowError:
+        raise ValueError("too large for a float") from None
     raise ValueError("not a number")
 
 
@@ -230,11 +248,30 @@ def _short_repr(value: Any) -> str:
     return repr(value)
 
 
+def _first_line(exc: BaseException) -> str:
+    """A short, safe description of a conversion error (never the whole huge value)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    try:
+        text = str(exc)
+    except ValueError:  # a message quoting an integer too long to print
+        text = ""
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
 def _to_value(x: Any) -> Value:
     t = type(x)
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
-    if t is int or t is str or t is float:
+    if t is int:
+        if not _INT_MIN <= x <= _INT_MAX:
+            raise ValueError(
+                f"the tool returned {_short_repr(x)} outside the 64-bit range; plans hold 64-bit "
+                "integers"
+            )
+        return typing.cast(Value, x)
+    if t is str or t is float:
         return typing.cast(Value, x)
     if t is bool:
         return 1 if x else 0
@@ -249,15 +286,28 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, BaseModel):
         return x.model_dump_json()
     if isinstance(x, int):  # subclasses of the primitives become the primitive
-        return int(x)
+        return _to_value(int(x))
     if isinstance(x, float):
         return float(x)
     if isinstance(x, str):
         return str.__str__(x)
     try:
-        return json.dumps(x, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-    except (TypeError, ValueError):
-        return str(x)
+        return json.dumps(
+            x, separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
+        )
+    except RecursionError:
+        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except ValueError:
+        raise ValueError(
+            "the tool returned data with a non-finite number or an integer too long to hold"
+        ) from None
+    except TypeError:  # not JSON data: its text
+        try:
+            return str(x)
+        except (ValueError, RecursionError):
+            raise ValueError(
+                f"the tool returned a {type(x).__name__} that cannot be held"
+            ) from None
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -320,11 +370,11 @@ class Extern:
         try:
             for (name, convert), value in zip(converters, values, strict=True):
                 out[name] = convert(value)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             param = self.params[len(out)]  # every converted argument is in ``out``
             shown = _short_repr(values[len(out)])
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            detail = _first_line(exc)
             msg = (
                 f"tool {self.name!r}, argument {param.name!r}: expected "
                 f"{type_label(param.annotation)}, got {shown} ({detail})"
@@ -382,6 +432,17 @@ class Extern:
         if self._is_async:
             return await func(**args)
         return func(**args)
+
+    @property
+    def async_only(self) -> bool:
+        """Whether the tool can only be awaited (a coroutine function, or a LangChain tool
+        built from one): a synchronous run cannot call it."""
+        if self.tool is not None:
+            return (
+                getattr(self.tool, "func", True) is None
+                and getattr(self.tool, "coroutine", None) is not None
+            )
+        return self._is_async
 
     def signature(self) -> str:
         """Return ``name(a: int, b: str) -> int`` as the prompt shows it."""
@@ -483,11 +544,17 @@ def _build(
         schema_hints = _hints(model, name)
         items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
     else:
-        items = [
-            (p.name, hints.get(p.name, Any))
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in _FILTERED
-        ]
+        signature = inspect.signature(fn).parameters.values()
+        variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            shown = ", ".join(
+                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
+            )
+            raise UsageError(
+                f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
+                "stack, so every argument needs a name and a type (e.g. def f(city: str))"
+            )
+        items = [(p.name, hints.get(p.name, Any)) for p in signature if p.name not in _FILTERED]
     doc_args = _docstring_args(inspect.getdoc(fn))
     described = described or {}
     params: list[Param] = []
@@ -498,7 +565,9 @@ def _build(
             injected.append(pname)
             runtime_param = pname if _is_runtime(ann) else runtime_param
             continue
-        meta = [m for m in get_args(ann)[1:] if isinstance(m, str)]
+        # Only Annotated[...] carries a description (a Literal's later values are not one).
+        extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
+        meta = [m for m in extras if isinstance(m, str)]
         about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
         params.append(Param(pname, ann, about))
     n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
@@ -563,6 +632,21 @@ def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dic
             raise UsageError(f"two tools are named {ext.name!r}: tool names must be unique")
         out[ext.name] = ext
     return out
+
+
+def check_sync_tools(names: Iterable[str], externs: Mapping[str, Extern]) -> None:
+    """Refuse, before anything runs, a synchronous run of a plan that calls async-only tools.
+
+    Raises:
+        UsageError: Some of ``names`` are async-only tools.
+    """
+    blocked = sorted({n for n in names if n in externs and externs[n].async_only})
+    if blocked:
+        listed = ", ".join(repr(n) for n in blocked)
+        raise UsageError(
+            f"the plan calls async-only tools ({listed}) but runs synchronously: nothing has "
+            "run; use ainvoke / the async node, or give the tools a sync function"
+        )
 
 
 def find_extern(name: str, externs: Mapping[str, Extern]) -> Extern | None:

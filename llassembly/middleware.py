@@ -199,7 +199,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return planner_request, context
 
     def _step(
-        self, request: ModelRequest[Any], externs: dict[str, Extern]
+        self, request: ModelRequest[Any], externs: dict[str, Extern], *, synchronous: bool
     ) -> tuple[Any, Callable[[list[BaseMessage]], ModelRequest[Any]]]:
         state = request.state
         record = state.get(_STATE_KEY) if isinstance(state, dict) else None
@@ -218,6 +218,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             record=record,
             externs=externs,
             context=lambda: _context(request),
+            synchronous=synchronous,
         )
         return body, asking
 
@@ -245,7 +246,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: write a plan (calling the model), or take the plan's next step."""
         externs = self._externs(request)
-        body, asking = self._step(request, externs)
+        body, asking = self._step(request, externs, synchronous=True)
         outcome = drive(body, lambda msgs: model_reply(handler(asking(msgs))))
         return self._answer(request, outcome)
 
@@ -256,7 +257,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         externs = self._externs(request)
-        body, asking = self._step(request, externs)
+        body, asking = self._step(request, externs, synchronous=False)
 
         async def call(msgs: list[BaseMessage]) -> AIMessage:
             return model_reply(await handler(asking(msgs)))

@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import AsmSyntaxError, Diagnostic, EmptyReply
 from .program import (
@@ -203,7 +204,7 @@ def _number(token: str, column: int) -> int | float:
         raise too_big from None
     if isinstance(value, float) and not math.isfinite(value):
         raise too_big
-    if isinstance(value, int) and not -(2**63) < value < 2**63:
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
         raise too_big
     return value
 
@@ -489,6 +490,11 @@ def _misspelt_instruction(line: str) -> bool:
 # Reading the chosen lines
 
 
+def _no_constant(name: str) -> Any:
+    """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
+    raise ValueError(f"{name} is not a finite number")
+
+
 def _data_value(rest: str, column: int) -> Value:
     """Read the value part of a data definition."""
     text = rest.strip()
@@ -497,9 +503,13 @@ def _data_value(rest: str, column: int) -> Value:
     if text[0] in "{[":
         start = column + len(rest) - len(rest.lstrip())
         try:
-            return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+            loaded = json.loads(text, parse_constant=_no_constant)
+            return json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except (ValueError, RecursionError) as exc:
-            raise _LineError(start + 1, f"invalid JSON in data: {exc}", "valid JSON") from None
+            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+            raise _LineError(
+                start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
+            ) from None
     parts = [_operand(tok, col) for tok, col in _split_operands(rest, column)]
     if any(isinstance(p, Reg | Name) for p in parts):
         raise _LineError(
@@ -510,10 +520,16 @@ def _data_value(rest: str, column: int) -> Value:
         return values[0]
     if isinstance(values[0], str):
         out = [values[0]]
-        for value in values[1:]:
+        for position, value in enumerate(values[1:], start=1):
             if isinstance(value, str):
                 out.append(value)
             elif isinstance(value, int) and value == 0:
+                if position != len(values) - 1:
+                    raise _LineError(
+                        column + 1,
+                        "a string ends at its 0; the values after it would be lost",
+                        "one string per data label (end it with 0, or leave the 0 out)",
+                    )
                 break
             elif isinstance(value, int) and 0 < value < 0x110000:
                 out.append(chr(value))

@@ -52,7 +52,7 @@ from .errors import (
     ToolExecutionError,
     UsageError,
 )
-from .externs import Extern, externs_from
+from .externs import Extern, check_sync_tools, externs_from
 from .graph import GRANULARITIES, Granularity, PlanGraph, PlanRun
 from .parser import parse
 from .program import PlainAnswer, Program
@@ -441,6 +441,7 @@ class Turn:
     def _execute(self, state: TurnState, config: RunnableConfig) -> TurnState:
         run: TurnRun = config["configurable"][TURN_KEY]
         graph, initial, plan_config = self._plan_input(state, run, config)
+        check_sync_tools(_called(graph.compiled), graph.compiled.externs)
         result = graph.graph.invoke(initial, plan_config)
         return self._plan_update(state, run, result, plan_config["configurable"]["llassembly_run"])
 
@@ -464,6 +465,11 @@ class Turn:
         base: dict[str, Any] = dict(config or {})
         configurable = {**base.get("configurable", {}), TURN_KEY: run}
         return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
+def _called(compiled: CompiledProgram) -> list[str]:
+    """Names of the tools a compiled plan calls."""
+    return [t.name for t in compiled.tools if t is not None]
 
 
 def _start(state: TurnState) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from conftest import asm, meta
@@ -19,6 +19,7 @@ from langchain.tools import tool
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from llassembly import ToolsPlannerMiddleware
+from llassembly.errors import UsageError
 from llassembly.planner import MAX_REPAIR_REQUEST_CHARS
 
 EXECUTIONS = pytest.mark.parametrize("execution", ["agent", "graph"])
@@ -160,3 +161,172 @@ def test_tools_named_like_mcp_tools_can_be_called(execution: str) -> None:
     out, _ = run([plan], [get_weather, github_search], execution=execution)
     assert seen == ["Oslo", "asm"]
     assert meta(out["messages"][-1])["registers"] == {"R1": "sunny in Oslo", "R2": 3}
+
+
+# -- hostile values: only the library's own errors, stopped at the right line --------------------
+
+
+@EXECUTIONS
+def test_deeply_nested_json_for_a_dict_argument_is_the_plans_error(execution: str) -> None:
+    seen: list[Any] = []
+
+    @tool
+    def store(record: dict[str, Any]) -> str:
+        """Store a record."""
+        seen.append(record)
+        return "ok"
+
+    deep = "[" * 100_000
+    out, _ = run([asm(f'PUSH "{deep}"\nCALL store')], [store], execution=execution)
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and "'store'" in final.text
+    assert seen == [] and len(final.text) < 2000
+
+
+@EXECUTIONS
+@pytest.mark.parametrize("number", [2**64, 10**400, 10**5000], ids=["2^64", "1e400", "5000 digits"])
+def test_a_huge_integer_result_stops_the_plan_and_the_state_still_saves(
+    execution: str, number: int
+) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seen: list[float] = []
+
+    @tool
+    def measure() -> int:
+        """A reading."""
+        return number
+
+    @tool
+    def scale(x: float) -> float:
+        """Scale x."""
+        seen.append(x)
+        return x * 2
+
+    model = ScriptedChatModel(replies=[asm("CALL measure\nCALL scale\nPOP R1")])
+    planner = ToolsPlannerMiddleware(execution=execution)  # type: ignore[arg-type]
+    app = create_agent(
+        model, tools=[measure, scale], middleware=[planner], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "huge"}}
+    out = app.invoke({"messages": [HumanMessage("go")]}, config)
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and "line 3" in final.text and seen == []
+    if execution == "agent" and number == 10**5000:
+        # The agent's tool node cannot even turn it into text: the tool call itself fails.
+        assert "integer string conversion" in final.text
+    else:
+        assert "outside the 64-bit range" in final.text
+    assert app.get_state(config).values["messages"][-1].text == final.text
+
+
+def test_an_async_only_tool_under_invoke_is_refused_before_anything_runs() -> None:
+    log: list[tuple[str, Any]] = []
+
+    @tool
+    async def notify(text: str) -> str:
+        """Send a notification (async only)."""
+        log.append(("notify", text))
+        return "sent"
+
+    tools = [*bank(log), notify]
+    for execution in ("agent", "graph"):
+        model = ScriptedChatModel(replies=[asm('PUSH 3\nCALL pay\nPUSH "done"\nCALL notify')])
+        planner = ToolsPlannerMiddleware(execution=execution)  # type: ignore[arg-type]
+        app = create_agent(model, tools=tools, middleware=[planner])
+        with pytest.raises(UsageError, match=r"async-only tools \('notify'\).*nothing has run"):
+            app.invoke({"messages": [HumanMessage("go")]})
+        assert log == []
+
+
+@EXECUTIONS
+def test_a_library_error_inside_a_tool_is_that_tools_failure_at_the_outer_line(
+    execution: str,
+) -> None:
+    """A tool that runs a plan of its own: its errors name the outer plan's line and follow
+    on_tool_error, instead of escaping or pointing at a line the outer plan does not have."""
+    from llassembly import Emulator, parse
+
+    @tool
+    def subplan() -> int:
+        """Run an inner plan."""
+        return Emulator(parse("NOP\nNOP\nNOP\nNOP\nNOP\nNOP\nNOP\nPOP R1")).run().tool_calls
+
+    out, _ = run([asm("NOP\nCALL subplan\nPOP R1")], [subplan], execution=execution)
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped"
+    assert meta(final)["error"]["line"] == 4 and "subplan" in final.text
+
+
+def test_tools_that_cannot_be_described_honestly_are_refused_or_fixed() -> None:
+    from llassembly import externs_from
+
+    @tool
+    def set_mode(mode: Literal["eco", "boost", "off"]) -> str:
+        """Set the thermostat mode."""
+        return mode
+
+    block = externs_from([set_mode])["set_mode"].describe()
+    assert "mode: boost" not in block and 'one of "eco", "boost", "off"' in block
+
+    def spread(*values: int) -> int:
+        return sum(values)
+
+    def options(name: str, **extra: str) -> str:
+        return name
+
+    for bad, shown in ((spread, r"\*values"), (options, r"\*\*extra")):
+        with pytest.raises(UsageError, match=shown):
+            externs_from([bad])
+
+
+@pytest.mark.parametrize(
+    ("plan", "expected"),
+    [
+        ('PUSH "nan"\nCALL scale', "not a finite number"),
+        ('PUSH "1e400"\nCALL scale', "not a finite number"),
+        ('PUSH "99999999999999999999"\nCALL count', "outside the 64-bit range"),
+    ],
+)
+def test_values_that_do_not_fit_a_parameter_are_refused_before_the_call(
+    plan: str, expected: str
+) -> None:
+    from llassembly import Emulator, parse
+    from llassembly.errors import ToolArgumentError
+
+    seen: list[Any] = []
+
+    def scale(x: float) -> float:
+        seen.append(x)
+        return x
+
+    def count(n: int) -> int:
+        seen.append(n)
+        return n
+
+    with pytest.raises(ToolArgumentError, match=expected):
+        Emulator(parse(plan), [scale, count]).run()
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("x db [NaN, 1]", "NaN is not a finite number"),
+        ("x db [1e400]", "invalid JSON in data"),
+        ('x db "ab", 0, "cd"', "a string ends at its 0"),
+    ],
+)
+def test_data_that_would_change_silently_is_a_syntax_error(data: str, expected: str) -> None:
+    from llassembly import parse
+    from llassembly.errors import AsmSyntaxError
+
+    with pytest.raises(AsmSyntaxError, match=expected):
+        parse(f"section .data\n{data}\nsection .text\nMOV R1, x")
+
+
+def test_the_smallest_64_bit_integer_is_a_literal() -> None:
+    from llassembly import Emulator, parse
+
+    result = Emulator(parse("MOV R1, -9223372036854775808")).run()
+    assert result.registers == {"R1": -(2**63)}
