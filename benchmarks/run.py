@@ -35,7 +35,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
 
-from . import bench_agent_path, bench_emulator, bench_integration
+from . import bench_agent_path, bench_emulator, bench_hostile, bench_integration
 from .tasks import TASKS, Task
 
 
@@ -356,6 +356,17 @@ def report(
                     "≤ 1.3×",
                 ],
                 [
+                    "hostile reply ≤ 1 MB: worst time to parse, verify, prepare",
+                    f"{overhead['hostile_seconds']:.2f} s, "
+                    f"{overhead['hostile_peak_mb']:.0f} MB peak",
+                    "< 2 s, < 300 MB",
+                ],
+                [
+                    "hostile reply: longest repair request",
+                    f"{overhead['hostile_repair']:.0f} chars",
+                    "≤ 8192",
+                ],
+                [
                     "per instruction, instruction granularity",
                     f"{overhead['instruction_per_instruction_ratio']:.2f}× empty superstep",
                     "≤ 1.3×",
@@ -405,6 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_emulator.main(quick=args.quick),
         **bench_integration.main(quick=args.quick),
         **bench_agent_path.main(quick=args.quick),
+        **bench_hostile.main(quick=args.quick),
     }
     results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))
     levels = (1, 10, 100) if args.quick else (1, 10, 100, 1000)

@@ -19,6 +19,7 @@ program and reused by every run.
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from collections.abc import Awaitable, Callable, Generator
@@ -55,6 +56,8 @@ __all__ = [
 Granularity: TypeAlias = Literal["block", "instruction", "program"]
 GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
 RUN_KEY = "llassembly_run"
+_MAX_DESTINATIONS = 64  # most drawn edges out of one node
+_MAX_WALK = 512  # most instructions walked to find where one block node can go
 _TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
@@ -195,6 +198,7 @@ class PlanGraph:
         self._max_steps = 1 if granularity == "instruction" else None
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
+        self._calls_from: dict[int, set[int] | None] = {}
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
     # -- running ----------------------------------------------------------------------------
@@ -299,7 +303,10 @@ class PlanGraph:
         names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
         for pc in starts:
             destinations: dict[str, str] = {}
-            for label, target in self._successors(pc):
+            # Destinations only draw the graph (nodes route with Command(goto=...)); a node
+            # whose successors cannot be listed within the bounds is drawn with its end edge
+            # only, so building stays linear in the plan's size whatever its shape.
+            for label, target in self._successors(pc) or [("", None)]:
                 destinations.setdefault(END if target is None else names[target], label)
             builder.add_node(
                 names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
@@ -333,12 +340,7 @@ class PlanGraph:
         if ins.op is Opcode.HLT:
             return [("", None)]
         if ins.op is Opcode.RET:
-            sites = [
-                at(i + 1)
-                for i, x in enumerate(program.instructions)
-                if self._is_subroutine_call(i, x.op)
-            ]
-            return [("", s) for s in dict.fromkeys([*sites, None])]
+            return [("", s) for s in dict.fromkeys([*self._return_sites, None])]
         if info.jump or (ins.op is Opcode.CALL and self.compiled.tools[pc] is None):
             operand = ins.operands[0]
             target = at(program.labels[operand.name.lower()]) if isinstance(operand, Name) else None
@@ -350,25 +352,29 @@ class PlanGraph:
     def _is_subroutine_call(self, index: int, op: Opcode) -> bool:
         return op is Opcode.CALL and self.compiled.tools[index] is None
 
-    def _successors(self, pc: int) -> list[tuple[str, int | None]]:
-        """Labelled successor nodes of the node starting at ``pc`` (always includes the end)."""
+    @functools.cached_property
+    def _return_sites(self) -> list[int | None]:
+        """Where a ``RET`` may go: the instruction after each ``CALL label`` (computed once)."""
+        program = self.compiled.program
+        count = len(program.instructions)
+        return [
+            i + 1 if i + 1 < count else None
+            for i, x in enumerate(program.instructions)
+            if self._is_subroutine_call(i, x.op)
+        ]
+
+    def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
+        """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
+        or ``None`` when there are more than the drawing bounds allow."""
         if self.granularity == "instruction":
-            return self._edges(pc)
-        # Block: walk pure instructions until each reachable tool CALL; its next pc is a node.
-        found: dict[int | None, None] = {None: None}
-        seen: set[int] = set()
-        todo = [pc]
-        while todo:
-            index = todo.pop()
-            if index in seen:
-                continue
-            seen.add(index)
-            if self.compiled.tools[index] is not None:
-                nxt = index + 1
-                found[nxt if nxt < len(self.compiled.program.instructions) else None] = None
-                continue
-            todo.extend(t for _, t in self._edges(index) if t is not None)
-        return [("", target) for target in found if target is not None] + [("", None)]
+            edges = self._edges(pc)
+            return edges if len(edges) <= _MAX_DESTINATIONS else None
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return None
+        count = len(self.compiled.program.instructions)
+        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < count)
+        return [("", target) for target in found] + [("", None)]
 
     # -- drawing ----------------------------------------------------------------------------
 
@@ -377,25 +383,35 @@ class PlanGraph:
         ins = program.instructions[pc]
         if self.granularity == "instruction":
             return f"L{ins.line} {ins}"
-        calls = sorted({i for i in self._reachable_calls(pc)})
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return f"from L{ins.line} to one of many tool calls"
         ends = " | ".join(
-            f"L{program.instructions[i].line} {program.instructions[i]}" for i in calls
+            f"L{program.instructions[i].line} {program.instructions[i]}" for i in sorted(calls)
         )
         return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
 
-    def _reachable_calls(self, pc: int) -> set[int]:
+    def _reachable_calls(self, pc: int) -> set[int] | None:
+        """Tool CALLs reachable from ``pc`` through pure instructions (memoised per node), or
+        ``None`` when the walk exceeds its bounds (the drawing then shows fewer edges)."""
+        if pc in self._calls_from:
+            return self._calls_from[pc]
         seen: set[int] = set()
-        calls: set[int] = set()
+        calls: set[int] | None = set()
         todo = [pc]
-        while todo:
+        while todo and calls is not None:
             index = todo.pop()
             if index in seen:
                 continue
             seen.add(index)
+            if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
+                calls = None
+                break
             if self.compiled.tools[index] is not None:
                 calls.add(index)
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
+        self._calls_from[pc] = calls
         return calls
 
     def draw_mermaid(self) -> str:

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -95,6 +96,7 @@ class _Builder:
     unknown: list[UnknownInstruction] = field(default_factory=list)
     errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
     entry_name: str | None = None
+    entry_site: tuple[int, int] = (0, 0)
 
     def error(self, line: int, column: int, message: str, expected: str) -> None:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
@@ -111,10 +113,18 @@ class _Builder:
 # Scanning one line
 
 
+_COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
+
+
 def _strip_comment(text: str) -> str:
     """Cut a ``;``, ``#`` or ``//`` comment, ignoring those characters inside quotes."""
+    first = _COMMENT_OR_QUOTE.search(text)
+    if first is None:  # the common case: nothing to cut, found in C
+        return text
+    if first.group() not in ("'", '"'):
+        return text[: first.start()]
     quote = ""
-    i = 0
+    i = first.start()
     while i < len(text):
         ch = text[i]
         if quote:
@@ -209,7 +219,24 @@ def _number(token: str, column: int) -> int | float:
     return value
 
 
+_OPERANDS: dict[str, Operand] = {}  # token -> operand (operands are immutable, shared)
+_OPERANDS_KEPT = 16384
+
+
 def _operand(token: str, column: int) -> Operand:
+    """Turn one raw operand token into an operand (short tokens read once, then shared)."""
+    found = _OPERANDS.get(token)
+    if found is not None:
+        return found
+    operand = _read_operand(token, column)
+    if len(token) <= 64:
+        if len(_OPERANDS) >= _OPERANDS_KEPT:
+            _OPERANDS.clear()
+        _OPERANDS[token] = operand
+    return operand
+
+
+def _read_operand(token: str, column: int) -> Operand:
     """Turn one raw operand token into an operand."""
     if token[0] in "\"'":
         value, _ = _read_string(token, 0)
@@ -254,7 +281,20 @@ class _Scanned:
 
 
 def _scan(line: str) -> _Scanned:
-    """Split a line into labels, a mnemonic (or data name) and the rest, without judging them."""
+    """Split a line into labels, a mnemonic (or data name) and the rest, without judging them.
+
+    Choosing the code lines and reading them both scan each line; short lines are scanned once
+    (a bounded cache: a scan depends on the line's text only).
+    """
+    if len(line) > _CACHED_LINE:
+        return _scan_line(line)
+    return _scan_cached(line)
+
+
+_CACHED_LINE = 256
+
+
+def _scan_line(line: str) -> _Scanned:
     body = _strip_comment(line)
     labels: list[tuple[str, int]] = []
     pos = 0
@@ -305,6 +345,9 @@ def _scan(line: str) -> _Scanned:
         # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
         return _Scanned(tuple(labels), rest=body[pos:].strip(), rest_col=pos)
     return _Scanned(tuple(labels), mnemonic=word, mnemonic_col=pos, rest=rest, rest_col=rest_col)
+
+
+_scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
 
 
 def _is_directive(word: str) -> bool:
@@ -546,6 +589,14 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     for name, column in scanned.labels:
         builder.label(name, number, column + 1)
     if scanned.data_name:
+        if register_index(scanned.data_name) is not None:
+            name = scanned.data_name
+            raise _LineError(
+                scanned.mnemonic_col + 1,
+                f"data label {name!r} has the name of a register: {name} in an operand always "
+                f"reads the register, never this data; rename the data label (e.g. {name}_data)",
+                "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
+            )
         value = _data_value(scanned.rest, scanned.rest_col)
         key = scanned.data_name.lower()
         if key in builder.data:
@@ -569,9 +620,10 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     if upper in _SECTION_WORDS or upper in _SECTION_SHORT or upper in _EXTERN_WORDS:
         return
     if upper in _GLOBAL_WORDS:
-        names = _IDENT.findall(scanned.rest)
-        if names and builder.entry_name is None:
-            builder.entry_name = names[0]
+        entry = _IDENT.search(scanned.rest)
+        if entry and builder.entry_name is None:
+            builder.entry_name = entry.group()
+            builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
         return
     tokens = _split_operands(scanned.rest, scanned.rest_col)
     operands = tuple(_operand(token, column) for token, column in tokens)
@@ -637,4 +689,6 @@ def parse(text: str) -> Program | PlainAnswer:
         unknown=tuple(builder.unknown),
         label_lines={k: tuple(v) for k, v in builder.label_lines.items()},
         label_names=builder.label_names,
+        entry_name=builder.entry_name,
+        entry_site=builder.entry_site,
     )

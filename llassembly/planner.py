@@ -60,6 +60,8 @@ from .prompt import build_system_prompt
 
 __all__ = [
     "EXECUTIONS",
+    "MAX_PLAN_INSTRUCTIONS",
+    "MAX_REPAIR_REQUEST_CHARS",
     "ON_TOOL_ERROR",
     "TURN_KEY",
     "Execution",
@@ -178,6 +180,24 @@ def short_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
 
 
+MAX_PLAN_INSTRUCTIONS = 4096
+"""Most instructions a plan written by the model may have (loops and subroutines keep real
+plans far below it); a longer one is refused before it is checked further or compiled."""
+
+
+def _check_size(program: Program) -> None:
+    count = len(program.instructions)
+    if count > MAX_PLAN_INSTRUCTIONS:
+        first = program.instructions[MAX_PLAN_INSTRUCTIONS]
+        problem = Diagnostic(
+            first.line,
+            1,
+            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
+            "repeat work with a loop or a subroutine instead of writing it out",
+        )
+        raise PlanRejected((problem,))
+
+
 MAX_REPAIR_REQUEST_CHARS = 8192
 """Longest repair request sent back to the model, whatever the reply was."""
 
@@ -252,6 +272,7 @@ class Turn:
         """Parse and verify a reply. Raises :class:`PlanError` subclasses."""
         parsed = parse(text)
         if isinstance(parsed, Program):
+            _check_size(parsed)
             if self.options.execution == "agent":
                 self.compiled(text, externs, parsed)
             else:

@@ -228,6 +228,9 @@ class Program:
         unknown: Instruction-shaped lines with an unknown mnemonic (the verifier reports them).
         label_lines: Lower-cased label to ``(line, column)`` of every definition (duplicates too).
         label_names: Lower-cased label to the label as written.
+        entry_name: The name given by a ``global NAME`` directive, as written (``None``
+            without one); the verifier refuses a name that is no code label.
+        entry_site: ``(line, column)`` of that name in the reply (``(0, 0)`` without one).
     """
 
     instructions: tuple[Instruction, ...]
@@ -238,6 +241,8 @@ class Program:
     unknown: tuple[UnknownInstruction, ...] = ()
     label_lines: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     label_names: dict[str, str] = field(default_factory=dict)
+    entry_name: str | None = None
+    entry_site: tuple[int, int] = (0, 0)
 
     def source_of(self, line: int) -> str:
         """Return the text of 1-based ``line`` of the reply, or ``""``."""

@@ -3,9 +3,12 @@
 Two stages (see "Checks before the run" in ``docs/language.md``):
 
 * structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
-  labels defined twice or clashing with data labels;
-* flow, only when the structure leaves the control flow well defined: stack underflow on some
-  path, loops that can never end, ordered jumps after a compare of strings.
+  labels defined twice or clashing with data labels, a ``global`` naming no code label;
+* flow, only when the structure leaves the control flow well defined (the path analysis is in
+  ``llassembly._flow``): stack underflow, jumps with no flags set, ordered jumps after a compare
+  of strings, arithmetic on strings and subroutines running past the end, each on some path;
+  loops that can never end. A plan the path analysis cannot follow within its limits (nesting,
+  states, steps) is refused, saying which limit.
 
 Example:
     >>> from llassembly.parser import parse
@@ -16,14 +19,13 @@ Example:
 from __future__ import annotations
 
 import difflib
-from collections import deque
 from collections.abc import Mapping
 
+from ._flow import MAX_CALL_DEPTH, MAX_STATES, Findings, explore
 from .errors import Diagnostic, PlanRejected
 from .program import (
     MNEMONICS,
     OPCODE_INFO,
-    Imm,
     Instruction,
     Name,
     Opcode,
@@ -37,12 +39,6 @@ from .program import (
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_STATES", "check", "verify"]
 
-MAX_CALL_DEPTH = 16
-"""Subroutine nesting the stack analysis follows; deeper paths are not explored."""
-MAX_STATES = 20_000
-"""Most abstract states the stack analysis keeps, so verification always ends quickly."""
-_MAX_STEPS = 5 * MAX_STATES
-
 _KIND_WORDS: dict[OperandKind, str] = {
     "reg": "a destination register",
     "value": "a value",
@@ -54,7 +50,6 @@ _OPCODE_LIST = ", ".join(op.value for op in Opcode)
 _REGISTER_WRITERS = frozenset(
     {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
 )
-_State = tuple[int, tuple[int, ...]]
 
 
 def _plural(count: int, word: str) -> str:
@@ -193,128 +188,116 @@ class _Checker:
             message = f"unknown tool {operand.name!r}; available tools: {tools}"
             self.report(ins.line, column, message, structural=True)
 
+    # -- entry -------------------------------------------------------------------------------
+
+    def check_entry(self) -> None:
+        program, name = self.program, self.program.entry_name
+        if name is None or name.lower() in program.labels:
+            return
+        what = "a data label, not a code label" if name.lower() in program.data else "no code label"
+        labels = _names(list(program.label_names.values()), "none")
+        message = (
+            f"global {name} names {what}, so the plan has no entry point; put the label "
+            f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
+        )
+        line, column = program.entry_site
+        self.report(line, column, message)
+
     # -- flow -------------------------------------------------------------------------------
 
-    def is_string(self, operand: Operand) -> bool:
-        if isinstance(operand, Imm):
-            return isinstance(operand.value, str)
-        if isinstance(operand, Name):
-            return isinstance(self.program.data.get(operand.name.lower()), str)
-        return False
-
-    def check_stack_and_flags(self) -> None:
-        """Explore (pc, return stack) states for the least stack depth and the reaching compares.
-
-        Each state keeps the minimum data-stack depth any path brings to it and the set of
-        string compares that may have set the flags last. Both only move one way (depth down to
-        0, the set up), and states are capped, so the worklist always drains.
-        """
+    def check_flow(self) -> None:
+        """Walk the paths (see ``llassembly._flow``) and report what they may do wrong."""
+        found = explore(self.program, self.target, self.tool_at)
         instructions = self.program.instructions
-        count = len(instructions)
-        string_cmps = {
-            i
-            for i, ins in enumerate(instructions)
-            if ins.op is Opcode.CMP and any(self.is_string(o) for o in ins.operands)
-        }
-        depth: dict[_State, int] = {}
-        setters: dict[_State, frozenset[int]] = {}
-        queue: deque[_State] = deque()
-        queued: set[_State] = set()
-
-        def reach(pc: int, returns: tuple[int, ...], d: int, s: frozenset[int]) -> None:
-            if not 0 <= pc < count:
-                return  # past the last instruction: the program ends
-            key = (pc, returns)
-            old = depth.get(key)
-            if old is None:
-                if len(depth) >= MAX_STATES:
-                    return
-                depth[key], setters[key] = d, s
-            elif d < old or not s <= setters[key]:
-                depth[key], setters[key] = min(d, old), setters[key] | s
-            else:
-                return
-            if key not in queued:
-                queued.add(key)
-                queue.append(key)
-
-        empty_pops: set[int] = set()
-        short_calls: dict[int, int] = {}
-        string_jumps: dict[int, set[int]] = {}
-        reach(self.program.entry, (), 0, frozenset())
-        steps = 0
-        while queue and steps < _MAX_STEPS:
-            steps += 1
-            key = queue.popleft()
-            queued.discard(key)
-            pc, returns = key
-            d, s = depth[key], setters[key]
-            ins = instructions[pc]
-            info = OPCODE_INFO[ins.op]
-            after = (
-                (frozenset((pc,)) if pc in string_cmps else frozenset()) if info.sets_flags else s
-            )
-            if ins.op is Opcode.PUSH:
-                reach(pc + 1, returns, d + 1, after)
-            elif ins.op is Opcode.POP:
-                if d == 0:
-                    empty_pops.add(pc)
-                reach(pc + 1, returns, max(d - 1, 0), after)
-            elif ins.op is Opcode.CALL:
-                tool = self.tool_at.get(pc)
-                if tool is not None:
-                    need = len(tool.params)
-                    if d < need:
-                        short_calls[pc] = min(d, short_calls.get(pc, d))
-                    reach(pc + 1, returns, max(d - need, 0) + max(tool.n_results, 0), after)
-                elif len(returns) < MAX_CALL_DEPTH:
-                    reach(self.target[pc], (*returns, pc + 1), d, after)
-            elif ins.op is Opcode.RET:
-                if returns:
-                    reach(returns[-1], returns[:-1], d, after)
-            elif info.jump:
-                if info.ordered and s:
-                    string_jumps.setdefault(pc, set()).update(s)
-                reach(self.target[pc], returns, d, after)
-                if info.conditional:
-                    reach(pc + 1, returns, d, after)
-            elif ins.op is not Opcode.HLT:
-                reach(pc + 1, returns, d, after)
-        self.report_flow(empty_pops, short_calls, string_jumps)
-
-    def report_flow(
-        self, empty_pops: set[int], short_calls: dict[int, int], string_jumps: dict[int, set[int]]
-    ) -> None:
-        instructions = self.program.instructions
-        for pc in empty_pops:
-            ins = instructions[pc]
+        for pc in found.empty_pops:
             message = (
                 "POP on an empty stack: on some path nothing is on the stack when this line runs"
             )
-            self.report(ins.line, ins.column, message)
-        for pc, have in short_calls.items():
-            ins, tool = instructions[pc], self.tool_at[pc]
+            self.report_at(pc, message)
+        for pc, have in found.short_calls.items():
+            tool = self.tool_at[pc]
             params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
             message = (
                 f"CALL {tool.name} takes {_plural(len(tool.params), 'value')} from the stack "
                 f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
                 "PUSH the arguments, first parameter first, before the CALL"
             )
-            self.report(ins.line, ins.column, message)
-        for pc, cmps in string_jumps.items():
-            ins = instructions[pc]
+            self.report_at(pc, message)
+        for pc, cmps in found.string_jumps.items():
             lines = sorted(instructions[c].line for c in cmps)
             where = (
                 f"the CMP on line {lines[0]}"
                 if len(lines) == 1
-                else ("the CMPs on lines " + ", ".join(map(str, lines)))
+                else "the CMPs on lines " + _names([str(line) for line in lines[:21]], "")
             )
             message = (
-                f"{_mnemonic(ins)} needs an ordered compare, but on some path the flags come from "
-                f"{where}, which compares strings; strings have no order, so only JE, JZ, JNE "
-                "and JNZ may follow"
+                f"{_mnemonic(instructions[pc])} needs an ordered compare, but on some path the "
+                f"flags come from {where}, which compares strings; strings have no order, so "
+                "only JE, JZ, JNE and JNZ may follow"
             )
-            self.report(ins.line, ins.column, message)
+            self.report_at(pc, message)
+        for pc in found.unset_jumps:
+            message = (
+                f"{_mnemonic(instructions[pc])} tests the flags, but on some path no CMP or "
+                "arithmetic (ADD, SUB, MUL, INC, DEC) has run before it, so there is nothing to "
+                "test; put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+            )
+            self.report_at(pc, message)
+        for pc, position in found.string_math:
+            self.report_string_math(pc, position)
+        for pc, call in found.off_end.items():
+            label = instructions[call].operands[0]
+            message = (
+                f"on some path the subroutine '{label}' (CALLed on line {instructions[call].line}) "
+                "runs past the end of the program here without RET, which would stop the whole "
+                "plan; end the subroutine with RET (or HLT to stop the plan on purpose)"
+            )
+            self.report_at(pc, message)
+        self.report_limits(found)
+
+    def report_at(self, pc: int, message: str) -> None:
+        ins = self.program.instructions[pc]
+        self.report(ins.line, ins.column, message)
+
+    def report_string_math(self, pc: int, position: int) -> None:
+        ins = self.program.instructions[pc]
+        operand, op = ins.operands[position], _mnemonic(ins)
+        if isinstance(operand, Reg):
+            what = (
+                f"on some path {operand} holds a string here (from a string literal, string data "
+                "or a tool that returns str); keep text and numbers in different registers, or "
+                f"MOV a number into {operand} first"
+            )
+        elif isinstance(operand, Name):
+            what = f"{operand.name!r} is string data; use a number or a number data label"
+        else:
+            what = f"{operand} is a string; use a number"
+        message = f"{op} needs numbers, but {what} (arithmetic works on numbers only)"
+        self.report(ins.line, self.column_of(ins, position), message)
+
+    def report_limits(self, found: Findings) -> None:
+        for pc in found.too_deep:
+            label = self.program.instructions[pc].operands[0]
+            message = (
+                f"CALL {label}: subroutines nest deeper than {MAX_CALL_DEPTH} calls here; the "
+                "checker cannot follow them, so the plan is refused (a subroutine that calls "
+                "itself nests without end); repeat work with a loop (CMP and a conditional jump "
+                f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
+            )
+            self.report_at(pc, message)
+        if found.overflow is not None:
+            fix = (
+                "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
+                "nest them less"
+                if found.overflow in self.target
+                and self.program.instructions[found.overflow].op is Opcode.CALL
+                else "write a shorter plan with fewer branches (repeat work with a loop)"
+            )
+            message = (
+                f"the program has too many paths to check (over {MAX_STATES} states of code and "
+                f"subroutine calls; the check stopped here), so it is refused; {fix}"
+            )
+            self.report_at(found.overflow, message)
 
     def successors(self, pc: int) -> tuple[int, ...]:
         """Control-flow successors used for loop detection.
@@ -435,8 +418,9 @@ def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic,
     checker.check_unknown()
     checker.check_labels()
     checker.check_operands()
+    checker.check_entry()
     if not checker.structural:
-        checker.check_stack_and_flags()
+        checker.check_flow()
         checker.check_loops()
     unique = dict.fromkeys(checker.found)
     return tuple(sorted(unique, key=lambda d: (d.line, d.column)))

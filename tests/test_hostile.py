@@ -330,3 +330,31 @@ def test_the_smallest_64_bit_integer_is_a_literal() -> None:
 
     result = Emulator(parse("MOV R1, -9223372036854775808")).run()
     assert result.registers == {"R1": -(2**63)}
+
+
+def test_many_call_sites_of_one_subroutine_build_a_plan_graph_in_linear_work() -> None:
+    """RET used to list every call site for every block that reaches it (quadratic edges):
+    75 KB of `CALL sub` lines took 45 s and 1.7 GB. Drawn edges are now bounded per node."""
+    from llassembly import PlanGraph, compile_program, externs_from, parse
+
+    def get() -> int:
+        return 1
+
+    text = "CALL sub\nCALL get\nPOP R1\n" * 1000 + "HLT\nsub: NOP\nRET\n"
+    compiled = compile_program(parse(text), externs_from([get]), max_stack_depth=64)
+    graph = PlanGraph(compiled, "block")
+    edges = graph.graph.get_graph().edges
+    assert len(edges) < 20 * 1000  # was about 1000 × 1000
+    # A node with more successors than a drawing can show says so instead of listing them.
+    assert "one of many tool calls" in graph.draw_mermaid()
+
+
+@EXECUTIONS
+def test_a_plan_longer_than_the_limit_is_refused_before_it_is_compiled(execution: str) -> None:
+    from llassembly.planner import MAX_PLAN_INSTRUCTIONS
+
+    log: list[tuple[str, Any]] = []
+    long_plan = asm("PUSH 1\nCALL pay\n" + "NOP\n" * MAX_PLAN_INSTRUCTIONS)
+    out, model = run([long_plan, asm("PUSH 2\nCALL pay")], bank(log), execution=execution)
+    assert log == [("pay", 2)] and meta(out["messages"][-1])["repairs"] == 1
+    assert f"at most {MAX_PLAN_INSTRUCTIONS} are accepted" in model.calls[1][-1].text

@@ -349,6 +349,13 @@ def test_global_naming_a_non_label_keeps_the_first_instruction() -> None:
     assert program_of("global main\nMOV R1, 1").entry == 0
 
 
+def test_global_records_the_entry_name_and_where_it_is_written() -> None:
+    program = program_of("section .text\n  global _start, other\n_start: MOV R1, 1")
+    assert (program.entry_name, program.entry_site) == ("_start", (2, 10))
+    program = program_of("MOV R1, 1")
+    assert (program.entry_name, program.entry_site) == (None, (0, 0))
+
+
 def test_call_with_parentheses() -> None:
     reply = "PUSH 1\nPUSH 2\nCALL add()\nCALL position()\nPOP R1\nPOP R2\nPOP R3"
     program = program_of(reply)
@@ -546,6 +553,18 @@ def test_data_holding_a_register_is_rejected() -> None:
     exc = syntax_error("x dd R1\nMOV R1, x")
     assert exc.line == 1
     assert exc.expected == "a literal value"
+
+
+@pytest.mark.parametrize(
+    ("line", "name"), [('R5 db "hello", 0', "R5"), ("eax: dd 3", "eax"), ("rbx equ 3", "rbx")]
+)
+def test_data_label_named_like_a_register_is_a_syntax_error(line: str, name: str) -> None:
+    """``MOV R1, R5`` would read the register R5, never this data."""
+    exc = syntax_error(f"section .data\n{line}\nsection .text\nMOV R1, {name}")
+    assert (exc.line, exc.column) == (2, 1)
+    message = exc.diagnostics[0].message
+    assert f"data label {name!r} has the name of a register" in message
+    assert "rename" in message
 
 
 def test_data_label_defined_twice() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from llassembly import Emulator, PlanRejected, parse
+from llassembly.errors import AsmSyntaxError
 from llassembly.program import Program
 
 CALLS: list[tuple[str, tuple[object, ...]]] = []
@@ -51,6 +52,63 @@ FAULTS = [
         "string",
         id="ordered-jump-after-string-compare",
     ),
+    pytest.param("PUSH 1\nCALL log\nJE done\nNOP\ndone: HLT", 3, "flags", id="jump-with-no-flags"),
+    pytest.param(
+        "PUSH 1\nCALL log\nJMP check\nagain:\nINC R1\nCMP R1, 3\ncheck:\nJL again\nHLT",
+        8,
+        "flags",
+        id="jump-with-no-flags-on-some-path",
+    ),
+    pytest.param(
+        'PUSH 1\nCALL log\nADD R1, "x"', 3, "string", id="arithmetic-with-a-string-literal"
+    ),
+    pytest.param(
+        'section .data\nmsg db "hi", 0\nsection .text\nPUSH 1\nCALL log\nMUL R1, msg',
+        6,
+        "string",
+        id="arithmetic-with-string-data",
+    ),
+    pytest.param(
+        'PUSH 1\nCALL log\nMOV R1, "x"\nINC R1', 4, "string", id="inc-of-a-string-register"
+    ),
+    pytest.param(
+        'PUSH 1\nCALL log\nPUSH "x"\nPOP R2\nDEC R2', 5, "string", id="dec-of-a-popped-string"
+    ),
+    pytest.param(
+        "global nowhere\nPUSH 1\nCALL log\nHLT", 1, "nowhere", id="global-naming-no-label"
+    ),
+    pytest.param(
+        "PUSH 1\nCALL log\nCALL sub\nPUSH 2\nCALL log\nHLT\nsub:\nPUSH 3\nCALL log",
+        9,
+        "without ret",
+        id="subroutine-running-past-the-end",
+    ),
+    pytest.param(
+        "\n".join(
+            ["PUSH 1", "CALL log", *["PUSH 0"] * 16, "CALL s1", "HLT"]
+            + [
+                line
+                for k in range(1, 18)
+                for line in (f"s{k}:", "POP R1", *([f"CALL s{k + 1}"] if k < 17 else []), "RET")
+            ]
+        ),
+        83,
+        "nest deeper than 16",
+        id="subroutines-nested-deeper-than-the-checker-follows",
+    ),
+    pytest.param(
+        "\n".join(
+            ["PUSH 1", "CALL log", *["CALL s1"] * 20, "POP R1", "HLT"]
+            + [
+                line
+                for k in range(1, 5)
+                for line in (f"s{k}:", *([f"CALL s{k + 1}"] * 20 if k < 4 else ["NOP"]), "RET")
+            ]
+        ),
+        3,
+        "too many paths",
+        id="too-many-paths-to-check",
+    ),
 ]
 
 
@@ -75,4 +133,14 @@ def test_all_problems_are_reported_in_one_rejection() -> None:
         Emulator(program, [log, add]).run()
     lines = sorted(d.line for d in caught.value.diagnostics)
     assert lines == [3, 4, 5]
+    assert CALLS == []
+
+
+def test_a_data_label_named_like_a_register_is_refused_before_any_tool_runs() -> None:
+    """``MOV R1, R5`` reads register R5, never the data ``R5``: the parser refuses the plan."""
+    CALLS.clear()
+    with pytest.raises(AsmSyntaxError) as caught:
+        Emulator(parse('section .data\nR5 db "hello", 0\nsection .text\nPUSH 1\nCALL log'), [log])
+    assert "line 2" in str(caught.value)
+    assert "register" in str(caught.value)
     assert CALLS == []

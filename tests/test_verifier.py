@@ -10,7 +10,7 @@ from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llassembly.errors import PlanRejected
+from llassembly.errors import AsmSyntaxError, PlanRejected
 from llassembly.parser import parse
 from llassembly.program import (
     OPCODE_INFO,
@@ -33,6 +33,7 @@ class FakeTool:
     name: str
     params: tuple[str, ...] = ()
     n_results: int = 1
+    result_types: tuple[object, ...] = ()
 
 
 def toolbox(*tools: FakeTool) -> dict[str, FakeTool]:
@@ -46,6 +47,8 @@ NPC_TOOLS = toolbox(
     FakeTool("pick_sword", (), 0),
     FakeTool("attack_enemy", ("enemy_id",), 0),
     FakeTool("make_one_step", ("x", "y"), 0),
+    FakeTool("get_name", (), 1, (str,)),
+    FakeTool("get_pair", (), 2, (int, str)),
 )
 
 
@@ -203,14 +206,92 @@ def test_each_faulty_instruction_is_reported_once() -> None:
     assert error.count("POP on an empty stack") == 1
 
 
-def test_recursion_is_explored_to_a_bounded_depth_and_terminates() -> None:
+def test_recursion_is_refused_quickly_because_the_checker_cannot_follow_it() -> None:
+    """A subroutine that calls itself has no fixed depth: the checker follows 16 nested calls,
+    so it cannot tell whether the plan is fine and refuses it rather than waving it through."""
     plan = (
         "CALL down\nHLT\n"
         "down:\nCALL get_enemies_around\nPOP R1\nCMP R1, 0\nJE out\nCALL down\nout:\nRET"
     )
     start = time.perf_counter()
-    accepted(plan)
+    error = rejected(plan)
     assert time.perf_counter() - start < 1.0
+    assert "line 8, column 1: CALL down: subroutines nest deeper than 16 calls" in error
+    assert "the checker cannot follow them" in error
+    assert "loop" in error
+
+
+def test_subroutines_nested_17_deep_are_refused_at_the_call_past_the_limit() -> None:
+    """17 subroutines each POP once, with 16 values pushed: the 17th POP fails at run time,
+    one level deeper than the checker follows. The plan must be refused, naming the limit."""
+    lines = ["PUSH 0"] * 16 + ["CALL s1", "HLT"]
+    for k in range(1, 18):
+        lines += [f"s{k}:", "POP R1"] + ([f"CALL s{k + 1}"] if k < 17 else []) + ["RET"]
+    error = rejected("\n".join(lines))
+    call_s17 = 18 + 15 * 4 + 3  # the CALL s17 line inside s16
+    assert f"line {call_s17}, column 1: CALL s17: subroutines nest deeper than 16 calls" in error
+
+
+def test_subroutines_nested_16_deep_are_followed() -> None:
+    lines = ["PUSH 0"] * 16 + ["CALL s1", "HLT"]
+    for k in range(1, 17):
+        lines += [f"s{k}:", "POP R1"] + ([f"CALL s{k + 1}"] if k < 16 else []) + ["RET"]
+    accepted("\n".join(lines))
+
+
+def _fan_out(sites: int, fan: int, levels: int, tail: str = "HLT") -> str:
+    """``sites`` CALLs of s1; each of s1..s(levels-1) CALLs the next ``fan`` times."""
+    lines = ["PUSH 1", "CALL attack_enemy", *["CALL s1"] * sites, tail, "HLT"]
+    for k in range(1, levels + 1):
+        lines.append(f"s{k}:")
+        lines += [f"CALL s{k + 1}"] * fan if k < levels else ["NOP"]
+        lines.append("RET")
+    return "\n".join(lines)
+
+
+def test_a_plan_with_too_many_paths_is_refused_quickly_naming_the_limit() -> None:
+    """20 call sites of 4 nested subroutines, each calling the next 20 times: far more call
+    contexts than the checker keeps. The POP after them fails at run time; it must not pass."""
+    start = time.perf_counter()
+    error = rejected(_fan_out(20, 20, 4, tail="POP R1"))
+    assert time.perf_counter() - start < 2.0
+    assert "the program has too many paths to check" in error
+    assert "over 20000 states" in error
+
+
+def test_a_plan_longer_than_the_states_kept_is_refused_asking_for_a_shorter_plan() -> None:
+    plan = "PUSH 1\nCALL attack_enemy\n" + "NOP\n" * 20_000 + "POP R1"
+    start = time.perf_counter()
+    error = rejected(plan)
+    assert time.perf_counter() - start < 3.0
+    assert "line 20001, column 1: the program has too many paths to check" in error
+    assert "write a shorter plan" in error
+
+
+def test_many_branches_into_one_place_are_checked_quickly() -> None:
+    """2,500 string compares jumping to one label, then a long tail: no repeated passes."""
+    switch = "".join(f'CMP R1, "a{i}"\nJE target\n' for i in range(2500))
+    plan = switch + "target:\n" + "NOP\n" * 2500 + "JL done\ndone: HLT"
+    start = time.perf_counter()
+    error = rejected(plan)
+    assert time.perf_counter() - start < 2.0
+    assert "the CMPs on lines 1, 3, 5," in error
+    assert "too many paths" not in error
+
+
+def test_many_subroutine_calls_within_the_limits_are_followed() -> None:
+    accepted(_fan_out(20, 4, 4))
+    assert "line 23, column 1: POP on an empty stack" in rejected(_fan_out(20, 4, 4, "POP R1"))
+
+
+def test_a_huge_program_of_subroutine_calls_is_refused_quickly() -> None:
+    """75 KB of CALL lines: verification stays bounded and refuses what it cannot follow."""
+    plan = "```asm\n" + "CALL sub\n" * 8400 + "HLT\nsub:\nPUSH 1\nCALL attack_enemy\nRET\n```"
+    assert len(plan) > 75_000
+    start = time.perf_counter()
+    error = rejected(plan)
+    assert time.perf_counter() - start < 3.0
+    assert "too many paths" in error
 
 
 # -- 6. loops that never end ---------------------------------------------------------------
@@ -293,6 +374,153 @@ def test_arithmetic_after_a_string_compare_makes_ordered_jumps_valid() -> None:
 
 def test_ordered_jump_after_a_number_data_label_compare_is_accepted() -> None:
     accepted("section .data\nlimit dd 10\nsection .text\nCMP R1, limit\nJL out\nout: HLT")
+
+
+# -- 8. conditional jumps with no flags set --------------------------------------------------
+
+
+@pytest.mark.parametrize("mnemonic", ["JE", "JNZ", "JL", "JGE", "ja"])
+def test_conditional_jump_before_any_flag_setting_instruction_is_rejected(mnemonic: str) -> None:
+    error = rejected(f"MOV R1, 1\n{mnemonic} done\nNOP\ndone: HLT")
+    assert f"line 2, column 1: {mnemonic.upper()} tests the flags, but on some path" in error
+    assert "put a CMP before the jump" in error
+
+
+def test_conditional_jump_with_no_flags_on_one_path_only_is_rejected() -> None:
+    plan = "CALL has_sword\nPOP R1\nJMP test\nagain:\nCMP R1, 3\ntest:\nJL again\nHLT"
+    error = rejected(plan)
+    assert "line 7, column 1: JL tests the flags" in error
+
+
+def test_a_tool_call_does_not_set_the_flags() -> None:
+    error = rejected("CALL has_sword\nPOP R1\nJNZ armed\nCALL pick_sword\narmed: HLT")
+    assert "line 3" in error and "tests the flags" in error
+
+
+def test_flags_set_inside_a_subroutine_count_after_it_returns() -> None:
+    accepted("CALL check\nJE yes\nHLT\ncheck:\nCALL has_sword\nPOP R1\nCMP R1, 0\nRET\nyes: HLT")
+
+
+def test_an_unset_flags_jump_is_reported_once_not_at_every_jump_after_it() -> None:
+    error = rejected("JE a\na: JNE b\nb: HLT")
+    assert "line 1" in error and error.count("tests the flags") == 1
+
+
+# -- 9. arithmetic on strings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mnemonic", ["ADD", "SUB", "MUL", "IMUL"])
+def test_arithmetic_with_a_string_literal_is_rejected(mnemonic: str) -> None:
+    error = rejected(f'MOV R1, 1\n{mnemonic} R1, "x"\nHLT')
+    column = len(mnemonic) + 6
+    assert f'line 2, column {column}: {mnemonic} needs numbers, but "x" is a string' in error
+
+
+def test_arithmetic_with_string_data_is_rejected() -> None:
+    plan = 'section .data\nmsg db "hello", 0\nsection .text\nMOV R1, 1\nADD R1, msg\nHLT'
+    error = rejected(plan)
+    assert "line 5, column 9: ADD needs numbers, but 'msg' is string data" in error
+
+
+def test_arithmetic_with_json_data_is_rejected() -> None:
+    error = rejected('section .data\npoint db {"x": 1}\nsection .text\nSUB R1, point')
+    assert "line 4" in error and "'point' is string data" in error
+
+
+@pytest.mark.parametrize("mnemonic", ["INC", "DEC"])
+def test_inc_or_dec_of_a_register_holding_a_string_is_rejected(mnemonic: str) -> None:
+    error = rejected(f'MOV R1, "a"\n{mnemonic} R1')
+    assert (
+        f"line 2, column 5: {mnemonic} needs numbers, but on some path R1 holds a string" in error
+    )
+
+
+def test_a_register_holding_a_string_on_one_path_only_is_rejected() -> None:
+    plan = 'MOV R1, 5\nCALL has_sword\nPOP R2\nCMP R2, 0\nJE go\nMOV R1, "five"\ngo:\nDEC R1\nHLT'
+    error = rejected(plan)
+    assert "line 8, column 5: DEC needs numbers, but on some path R1 holds a string" in error
+
+
+def test_a_string_source_register_is_rejected_at_its_column() -> None:
+    error = rejected('MOV R2, "a"\nMOV R1, 1\nADD R1, R2')
+    assert "line 3, column 9: ADD needs numbers, but on some path R2 holds a string" in error
+
+
+def test_a_string_moved_through_the_stack_is_followed() -> None:
+    error = rejected('PUSH "a"\nPUSH 1\nPOP R1\nPOP R2\nINC R1\nINC R2')
+    assert "line 6" in error and "R2 holds a string" in error
+    assert "line 5" not in error
+
+
+def test_a_string_from_a_tool_declared_to_return_str_is_followed() -> None:
+    error = rejected("CALL get_name\nPOP R1\nINC R1")
+    assert "line 3" in error and "R1 holds a string" in error
+    error = rejected("CALL get_pair\nPOP R1\nPOP R2\nINC R1\nINC R2")
+    assert "line 5" in error and "R2 holds a string" in error
+    assert "line 4" not in error
+
+
+def test_values_of_unknown_type_are_not_taken_for_strings() -> None:
+    accepted("CALL get_enemies_around\nPOP R1\nINC R1\nHLT")
+    accepted("CALL get_current_position\nPOP R1\nPOP R2\nADD R1, R2\nHLT")
+
+
+def test_a_register_that_stops_holding_a_string_is_accepted() -> None:
+    accepted('MOV R1, "a"\nMOV R1, 3\nINC R1')
+    accepted('PUSH 4\nMOV R1, "a"\nPOP R1\nDEC R1')
+    accepted('MOV R1, "a"\nMOV R0, R1\nINC R0\nADD R2, R0\nHLT')
+    accepted("section .data\nlimit dd 10\nsection .text\nMOV R1, 1\nADD R1, limit\nHLT")
+
+
+# -- 10. the entry point and the end of the program ------------------------------------------
+
+
+def test_global_naming_no_label_is_rejected_at_the_directive() -> None:
+    error = rejected("section .text\nglobal nowhere\nstart:\nMOV R1, 1\nHLT")
+    assert "line 2, column 8: global nowhere names no code label" in error
+    assert "code labels: start" in error
+
+
+def test_global_naming_a_data_label_is_rejected() -> None:
+    error = rejected('section .data\nmain db "x"\nsection .text\nglobal main\nMOV R1, 1')
+    assert "line 4, column 8: global main names a data label, not a code label" in error
+
+
+def test_global_naming_a_code_label_in_another_case_is_accepted() -> None:
+    accepted("global _START\nhelper:\nRET\n_start:\nCALL helper\nHLT")
+
+
+def test_data_label_named_like_a_register_is_refused_before_verification() -> None:
+    """``MOV R1, R5`` would read register R5, never the data: the parser refuses the name."""
+    with pytest.raises(AsmSyntaxError) as info:
+        parse('section .data\nR5 db "hello", 0\nsection .text\nMOV R1, R5\nHLT')
+    assert "line 2, column 1: data label 'R5' has the name of a register" in str(info.value)
+
+
+def test_subroutine_that_runs_past_the_end_of_the_program_is_rejected() -> None:
+    error = rejected("CALL sub\nMOV R1, 1\nHLT\nsub:\nCALL pick_sword")
+    assert "line 5, column 1: on some path the subroutine 'sub' (CALLed on line 1) runs" in error
+    assert "end the subroutine with RET" in error
+
+
+def test_subroutine_that_jumps_to_a_label_at_the_end_is_rejected() -> None:
+    error = rejected("CALL sub\nHLT\nsub:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE done\nRET\ndone:")
+    assert "line 7" in error and "'sub' (CALLed on line 1)" in error
+
+
+def test_call_of_a_label_at_the_very_end_is_rejected() -> None:
+    error = rejected("CALL done\nHLT\ndone:")
+    assert "line 1" in error and "'done' (CALLed on line 1)" in error
+
+
+def test_return_to_the_end_inside_an_outer_subroutine_is_rejected() -> None:
+    error = rejected("CALL outer\nHLT\ninner:\nRET\nouter:\nCALL inner")
+    assert "line 6" in error and "'outer' (CALLed on line 1)" in error
+
+
+def test_top_level_code_may_run_past_the_end() -> None:
+    accepted("CALL sub\nMOV R1, 1\nJMP fin\nsub:\nRET\nfin:")
+    accepted("global _start\nhelper: MOV R1, 1\nRET\n_start: MOV R2, 2\nCALL helper")
 
 
 # -- several faults, ordering, skipping ----------------------------------------------------
