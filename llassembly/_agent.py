@@ -41,7 +41,13 @@ from langchain_core.messages import (
 from langgraph.types import Command
 
 from .emulator import Emulator, ToolCall
-from .errors import AsmRuntimeError, ExecutionError, RepairsExhausted, ToolExecutionError
+from .errors import (
+    AsmRuntimeError,
+    ExecutionError,
+    PlanError,
+    RepairsExhausted,
+    ToolExecutionError,
+)
 from .externs import Extern, _strip, check_sync_tools, type_label
 from .graph import call_request, failure_record
 from .planner import Turn, final_message, plan_failure, replan_request, short_hash
@@ -121,16 +127,20 @@ def failure_message(pending: Mapping[str, Any], error: ExecutionError) -> ToolMe
 
 
 def _answer(messages: Sequence[AnyMessage], call_id: str) -> ToolMessage | None:
-    """The ``ToolMessage`` answering ``call_id`` among the trailing tool results, if any.
+    """The ``ToolMessage`` answering ``call_id``, searched back to the call's own ``AIMessage``.
 
-    Anything else after the call (a new human turn, a message a limit middleware added when it
-    ended the run) means the plan was left behind; a new turn then starts a new plan.
+    A tool may add other messages after its result (a ``Command`` update); they do not hide it.
+    A plan whose run ended before its call was answered (a ``return_direct`` tool, a limit
+    that ended the run) is let go when the next run starts (see ``PlannerAgentState`` and the
+    middleware's ``before_agent``), so a pending call always belongs to the current run.
     """
     for message in reversed(messages):
-        if not isinstance(message, ToolMessage):
-            return None
-        if message.tool_call_id == call_id:
+        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
             return message
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call_id for c in message.tool_calls
+        ):
+            return None
     return None
 
 
@@ -147,28 +157,37 @@ def _undecodable(extern: Extern, text: str, label: str, pending: Mapping[str, An
     )
 
 
+def _json(text: str) -> Any:
+    """``json.loads`` whose failures, nesting too deep included, are ``ValueError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _decode_one(annotation: Any, text: str) -> Any:
-    """One declared value from its ``ToolMessage`` text; raises ``ValueError`` when it is not."""
+    """One declared value from its ``ToolMessage`` text; raises ``ValueError`` when it is not.
+
+    What the plan gets is what the tool returned, as on the graph path: numbers are read as
+    JSON numbers (a ``-> float`` tool returning ``3`` gives ``3``), and ``null`` is ``None``
+    (an ``Optional`` result, which the plan holds as the text ``"null"``).
+    """
     ann = _strip(annotation)
     if ann is str or _is_message_like(ann):
         return text
-    if ann is bool:
-        lowered = text.strip().lower()
-        if lowered in ("true", "1"):
-            return True
-        if lowered in ("false", "0"):
-            return False
-        raise ValueError(text)
-    if ann is int:
-        return int(text.strip())
-    if ann is float:
-        number = float(text.strip())
-        if not math.isfinite(number):
+    stripped = text.strip()
+    if ann in (int, float, bool):
+        if ann is bool and stripped.lower() in ("true", "false", "1", "0"):
+            return stripped.lower() in ("true", "1")
+        number = _json(stripped)
+        if number is not None and type(number) not in (int, float, bool):
+            raise ValueError(text)
+        if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(text)
         return number
     declared = ann not in (None, Any) and ann is not type(None) and ann is not object
     try:
-        data = json.loads(text)
+        data = _json(text)
     except ValueError:
         if declared and get_origin(ann) is not Literal and not _is_enum(ann):
             raise
@@ -216,7 +235,7 @@ def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, An
             raise _undecodable(extern, text, type_label(annotation), pending) from None
     label = f"{extern.n_results} values (a JSON array)"
     try:
-        data = json.loads(text)
+        data = _json(text)
     except ValueError:
         raise _undecodable(extern, text, label, pending) from None
     if not isinstance(data, list) or len(data) != extern.n_results:
@@ -297,7 +316,12 @@ def agent_step(
 
     rec = dict(record)
     extern = externs.get(str(pending["tool"]))
-    emulator = _machine(turn, rec, externs)
+    try:
+        emulator = _machine(turn, rec, externs)
+    except PlanError as error:
+        # The agent offers other tools now than when the plan was checked (a tool selector
+        # listed before the planner): the plan cannot go on; that is its failure.
+        return _end(turn, _stopped(rec), _tools_changed(error, pending), [], state_messages)
     failure = _failure_of(answer, pending)
     if failure is None:
         try:
@@ -315,6 +339,25 @@ def agent_step(
             turn, rec, emulator, failure, [], model_messages, state_messages, externs
         )
     )
+
+
+def _stopped(rec: dict[str, Any]) -> dict[str, Any]:
+    """The record of a plan that ends where it is (its machine is left as it was)."""
+    machine = rec.get("machine") or {}
+    rec["executed"] += int(machine.get("executed", 0))
+    rec["tool_calls"] += int(machine.get("tool_calls", 0))
+    rec.update(pending=None, plan=None)
+    return rec
+
+
+def _tools_changed(error: PlanError, pending: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "PlanRejected",
+        "message": str(error)[:2000],
+        "detail": f"the plan no longer fits the tools the agent offers now: {error.summary}",
+        "line": int(pending.get("line", 0)),
+        "source": str(pending.get("source", "")),
+    }
 
 
 def _machine(turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]) -> Emulator:
@@ -353,8 +396,10 @@ def _plan(
     out.append(reply)
     if not is_program:
         rec["plan"] = None
-        rec["failure"] = None
-        outcome = _end(turn, rec, None, out, state_messages)
+        # A plan failed and, asked again, the model answered in words: the turn still ends
+        # with that failure on record (status "stopped"), after the model's answer.
+        failure = rec.get("failure") if rec["plan_number"] else None
+        outcome = _end(turn, rec, failure, out, state_messages)
         if rec["plan_number"] == 0:
             # A plain answer to a fresh question: the reply itself ends the turn.
             outcome.messages = [reply]
@@ -417,6 +462,7 @@ def _end(
     state_messages: Sequence[AnyMessage],
 ) -> StepOutcome:
     opts = turn.options
+    rec["failure"] = failure
     summary = {
         "machine": rec.get("machine"),
         "failure": failure,

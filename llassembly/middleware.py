@@ -73,6 +73,7 @@ from .planner import (
 __all__ = ["PlannerAgentState", "ToolsPlannerMiddleware"]
 
 _STATE_KEY: Final = "llassembly"
+_SEEN_KEPT: Final = 256  # tool sets and models the graph path remembers (for after_model)
 # ModelCallLimitMiddleware's counters: a planner step that calls no model takes back the count
 # that middleware's after_model adds for every model-node visit (see _counter_updates).
 _MODEL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
@@ -306,7 +307,28 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         except Exception as exc:
             return failure_message(pending, _tool_failure(pending, exc))
 
-    # -- end of the run ---------------------------------------------------------------------
+    # -- start and end of a run -------------------------------------------------------------
+
+    def before_agent(
+        self, state: PlannerAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """A new run starts: let go of what belonged to the last one.
+
+        A plan whose run ended before it did (a ``return_direct`` tool, a limit that ended the
+        run, an error) must not be continued by this run's first model turn, and a failure
+        already raised under ``on_tool_error="raise"`` must not be raised again. (A resume
+        after an interrupt continues its run and does not come through here.)
+        """
+        record = state.get(_STATE_KEY)
+        if not record or not (record.get("pending") or record.get("raise") or record.get("plan")):
+            return None
+        return {_STATE_KEY: {**record, "pending": None, "plan": None, "raise": False}}
+
+    async def abefore_agent(
+        self, state: PlannerAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async :meth:`before_agent`."""
+        return self.before_agent(state, runtime)
 
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Under ``on_tool_error="raise"``, raise the plan's failure now that state is saved."""
@@ -360,6 +382,8 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         externs = self._externs(request)
         token = f"{id(externs):x}.{id(request.model):x}"
         self._seen[token] = (externs, request.model)
+        if len(self._seen) > _SEEN_KEPT:  # agents built per request: keep the newest only
+            self._seen.pop(next(iter(self._seen)))
         planner_request, context = self._planner_request(request, externs)
         return planner_request, externs, context, token
 

@@ -233,8 +233,9 @@ class Turn:
         self.options = options
         self._plans: OrderedDict[tuple[Any, ...], PlanGraph] = OrderedDict()
         self._compiled: OrderedDict[tuple[Any, ...], CompiledProgram] = OrderedDict()
-        self._externs: dict[tuple[int, ...], dict[str, Extern]] = {}
-        self._prompts: dict[tuple[int, str], str] = {}
+        self._externs: OrderedDict[tuple[int, ...], dict[str, Extern]] = OrderedDict()
+        # The entry keeps the externs it was built for, so a recycled id never hits it.
+        self._prompts: dict[tuple[int, str], tuple[Mapping[str, Extern], str]] = {}
         self.graph = self._build()
 
     # -- caches -----------------------------------------------------------------------------
@@ -243,7 +244,9 @@ class Turn:
         """Adapt ``tools`` once per distinct tool list and reuse the result."""
         key = tuple(id(t) for t in tools)
         cached = self._externs.get(key)
-        if cached is None:
+        if cached is not None:  # the entry keeps its tools alive: their ids are not reused
+            self._externs.move_to_end(key)
+        else:
             cached = externs_from(tools)
             for extern in cached.values():
                 other = [n for n in extern.injected if n != extern.runtime_param]
@@ -255,17 +258,21 @@ class Turn:
                         "(state, store, context, tool_call_id)"
                     )
             self._externs[key] = cached
+            # Bounded: an agent built per request with new tools must not grow this forever.
+            if len(self._externs) > _CACHE_SIZE:
+                self._externs.popitem(last=False)
         return cached
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """Build (once per tools and context) the planner's system prompt."""
         key = (id(externs), context)
-        prompt = self._prompts.get(key)
-        if prompt is None:
-            prompt = build_system_prompt(externs, context, self.options.prompt_path)
-            if len(self._prompts) > _CACHE_SIZE:
-                self._prompts.clear()
-            self._prompts[key] = prompt
+        found = self._prompts.get(key)
+        if found is not None and found[0] is externs:
+            return found[1]
+        prompt = build_system_prompt(externs, context, self.options.prompt_path)
+        if len(self._prompts) > _CACHE_SIZE:
+            self._prompts.clear()
+        self._prompts[key] = (externs, prompt)
         return prompt
 
     def check(self, text: str, externs: Mapping[str, Extern]) -> Program | PlainAnswer:
@@ -411,7 +418,9 @@ class Turn:
                 "new_messages": [reply],
                 "model_calls": state.get("model_calls", 0) + calls,
                 "repairs": state.get("repairs", 0) + calls - 1,
-                "failure": None,
+                # Asked again after a failure, a model that answers in words leaves the
+                # failure on record (the turn is "stopped", after its answer).
+                "failure": None if is_program or not replan else state.get("failure"),
             }
             if replan:
                 update["replans"] = state.get("replans", 0) + 1

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, Optional
 
 import pytest
 from conftest import asm, meta
@@ -544,3 +544,178 @@ def test_an_interrupt_resumes_in_a_new_process_with_no_tools_argument(tmp_path: 
     # ask_permission runs again on resume (LangGraph re-runs the interrupted node); nothing else.
     assert calls.read_text().split() == ["step1", "step2", "ask", "ask", "step3"]
     assert second["unanswered"] == []
+
+
+# -- found in review: the plan's lifetime, result decoding, failures after a replan ----------------
+
+
+def test_a_tool_command_adding_other_messages_does_not_drop_the_running_plan() -> None:
+    """A Command that adds a message after its ToolMessage used to look like a new turn: the
+    plan was dropped and a new one written, charging the card twice."""
+    log: list[tuple[str, Any]] = []
+
+    @tool
+    def charge(amount: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Charge the card."""
+        log.append(("charge", amount))
+        receipt = HumanMessage(f"[receipt for {amount}]")
+        return Command(update={"messages": [ToolMessage("ok", tool_call_id=tool_call_id), receipt]})
+
+    @tool
+    def notify(text: str) -> str:
+        """Tell the user."""
+        log.append(("notify", text))
+        return "sent"
+
+    plan = asm('PUSH 10\nCALL charge\nPOP R1\nPUSH "charged"\nCALL notify')
+    model = ScriptedChatModel(replies=[plan, plan])
+    app = create_agent(model, tools=[charge, notify], middleware=[ToolsPlannerMiddleware()])
+    out = app.invoke({"messages": [HumanMessage("pay 10")]})
+    assert log == [("charge", 10), ("notify", "charged")]
+    assert len(model.calls) == 1
+    assert meta(out["messages"][-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_failure_raised_once_is_not_raised_again_in_a_later_run(execution: str) -> None:
+    from langchain.agents.middleware import AgentMiddleware, hook_config
+
+    class Gate(AgentMiddleware):  # type: ignore[type-arg]
+        """Ends a run before the model when the user says 'blocked'."""
+
+        @hook_config(can_jump_to=["end"])
+        def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            if "blocked" in state["messages"][-1].text:
+                return {"messages": [AIMessage("Refused.")], "jump_to": "end"}
+            return None
+
+    rec = Recorder()
+    rec.fail_on = {1}
+    app = agent(
+        [asm("PUSH 1\nCALL flaky")],
+        rec.tools(),
+        Gate(),
+        checkpointer=InMemorySaver(),
+        planner={"on_tool_error": "raise", "execution": execution},
+    )
+    with pytest.raises(ToolExecutionError):
+        app.invoke({"messages": [HumanMessage("go")]}, THREAD)
+    out = app.invoke({"messages": [HumanMessage("this one is blocked")]}, THREAD)
+    assert out["messages"][-1].text == "Refused."
+
+
+def test_a_plan_cut_off_by_a_return_direct_tool_is_let_go_at_the_next_turn() -> None:
+    """A return_direct tool ends the agent's run, as for any call; the rest of the plan does
+    not run then, and the next user turn gets a new plan instead of the stale one."""
+    log: list[str] = []
+
+    @tool(return_direct=True)
+    def lookup(x: int) -> str:
+        """Look x up and answer the user with it."""
+        log.append(f"lookup {x}")
+        return f"found {x}"
+
+    @tool
+    def ping(x: int) -> int:
+        """Answer x + 1."""
+        log.append(f"ping {x}")
+        return x + 1
+
+    model = ScriptedChatModel(
+        replies=[asm("PUSH 1\nCALL lookup\nPUSH 2\nCALL ping"), asm("PUSH 5\nCALL ping\nPOP R1")]
+    )
+    app = create_agent(
+        model,
+        tools=[lookup, ping],
+        middleware=[ToolsPlannerMiddleware()],
+        checkpointer=InMemorySaver(),
+    )
+    first = app.invoke({"messages": [HumanMessage("look 1 up")]}, THREAD)
+    assert log == ["lookup 1"] and first["messages"][-1].text == "found 1"
+    second = app.invoke({"messages": [HumanMessage("now ping 5")]}, THREAD)
+    assert log == ["lookup 1", "ping 5"] and len(model.calls) == 2
+    assert meta(second["messages"][-1])["registers"] == {"R1": 6}
+    assert unanswered(second["messages"]) == []
+
+
+def test_a_plan_whose_tools_are_no_longer_offered_stops_instead_of_escaping() -> None:
+    """A tool selector listed before the planner may offer other tools at a later step."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class DropNotifyAfterPlanning(AgentMiddleware):  # type: ignore[type-arg]
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            if any(isinstance(m, ToolMessage) for m in request.messages):
+                request = request.override(tools=[t for t in request.tools if t.name != "ping"])
+            return handler(request)
+
+    rec = Recorder()
+    plan = asm("PUSH 1\nCALL ping\nPOP R1\nPUSH 2\nCALL set_heater")
+    app = agent([plan], rec.tools())
+    app = create_agent(
+        ScriptedChatModel(replies=[plan]),
+        tools=rec.tools(),
+        middleware=[DropNotifyAfterPlanning(), ToolsPlannerMiddleware()],
+    )
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    final = out["messages"][-1]
+    assert rec.log == [("ping", 1)]
+    assert meta(final)["status"] == "stopped" and "no longer fits the tools" in final.text
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_results_reach_the_plan_as_the_tool_returned_them_on_both_paths(execution: str) -> None:
+
+    @tool
+    def find(key: str) -> Optional[int]:  # noqa: UP045
+        """The id of a key, if any."""
+        return None
+
+    @tool
+    def ratio() -> float:
+        """A ratio that happens to be whole."""
+        return 3  # type: ignore[return-value]
+
+    @tool
+    def page() -> Any:
+        """An attacker-controlled page: deeply nested brackets."""
+        return "[" * 100_000 + "]" * 100_000
+
+    plan = asm('PUSH "k"\nCALL find\nPOP R1\nCALL ratio\nPOP R2\nCALL page\nPOP R3')
+    out = agent([plan], [find, ratio, page], planner={"execution": execution}).invoke(
+        {"messages": [HumanMessage("go")]}
+    )
+    registers = meta(out["messages"][-1])["registers"]
+    assert registers["R1"] == "null" and registers["R2"] == 3 and type(registers["R2"]) is int
+    assert registers["R3"].startswith("[[[")
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_replan_answered_in_words_still_reports_the_failure(execution: str) -> None:
+    rec = Recorder()
+    rec.fail_on = {1}
+    app = agent(
+        [asm("PUSH 1\nCALL flaky"), "I cannot do that: the service is down."],
+        rec.tools(),
+        planner={"on_tool_error": "replan", "execution": execution},
+    )
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    assert meta(out["messages"][-1])["status"] == "stopped"
+    assert any(m.text == "I cannot do that: the service is down." for m in out["messages"])
+
+
+def test_one_instance_serving_agents_built_per_request_keeps_bounded_caches() -> None:
+    planner = ToolsPlannerMiddleware()
+    for i in range(400):
+
+        @tool
+        def ping(x: int) -> int:
+            """Answer x + 1."""
+            return x + 1
+
+        app = create_agent(
+            ScriptedChatModel(replies=[asm("PUSH 1\nCALL ping\nPOP R1")]),
+            tools=[ping],
+            middleware=[planner],
+        )
+        app.invoke({"messages": [HumanMessage(f"ping {i}")]})
+    assert len(planner._turn._externs) <= 257
