@@ -40,6 +40,7 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
+from ._messages import plan_failure, replan_request
 from .emulator import Emulator, ToolCall
 from .errors import (
     AsmRuntimeError,
@@ -50,7 +51,7 @@ from .errors import (
 )
 from .externs import Extern, _strip, check_sync_tools, type_label
 from .graph import call_request, failure_record
-from .planner import Turn, final_message, plan_failure, replan_request, short_hash
+from .planner import Turn, final_message, short_hash
 
 __all__ = [
     "PLAN_CALL_KEY",

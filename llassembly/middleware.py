@@ -51,6 +51,7 @@ from ._agent import (
     removal_messages,
 )
 from ._drive import adrive, drive
+from ._messages import error_from_record, model_reply, plan_failure
 from .emulator import tool_error
 from .errors import ExecutionError, RepairsExhausted, UsageError
 from .externs import Extern
@@ -62,10 +63,7 @@ from .planner import (
     ToolMiddleware,
     Turn,
     TurnRun,
-    error_from_record,
     final_message,
-    model_reply,
-    plan_failure,
     short_hash,
     turn_messages,
 )

@@ -1,0 +1,236 @@
+"""The messages of a planner turn that are not tool calls: what the planner model is shown,
+the repair and replan requests, and failure records turned back into errors.
+
+The planner model is offered no tools, and Anthropic and Bedrock refuse a request that holds
+tool-use / tool-result blocks but defines no tools: :func:`planner_view` shows earlier calls as
+text. Tool calls a model makes natively in a planner reply never run
+(:func:`without_native_calls`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from .errors import (
+    Diagnostic,
+    ExecutionError,
+    PlanError,
+    PlanRejected,
+    RepairsExhausted,
+    ToolExecutionError,
+    UsageError,
+)
+
+__all__ = [
+    "MAX_REPAIR_REQUEST_CHARS",
+    "error_from_record",
+    "model_reply",
+    "native_calls_error",
+    "plan_failure",
+    "planner_view",
+    "repair_request",
+    "replan_request",
+    "without_native_calls",
+]
+
+MAX_REPAIR_REQUEST_CHARS = 8192
+"""Longest repair request sent back to the model, whatever the reply was."""
+
+
+def repair_request(error: PlanError) -> str:
+    """The message that asks the model to fix its plan, listing its problems (bounded)."""
+    tail = "\n\nWrite the whole corrected program again in one ```asm block."
+    body = f"Your program cannot run: {error.summary}.\n\n{error}"
+    room = MAX_REPAIR_REQUEST_CHARS - len(tail)
+    if len(body) > room:
+        body = body[: room - 40] + "\n... (more problems not shown)"
+    return body + tail
+
+
+def replan_request(failure: Mapping[str, Any]) -> str:
+    """The message that asks for a new plan after a run-time failure."""
+    return (
+        f"Your program stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
+        f"{failure.get('detail', failure.get('message', 'error'))}.\n"
+        "The tool calls above already ran and their results are final; do not repeat what "
+        "succeeded. Write a new program that finishes the task from here, in one ```asm block."
+    )
+
+
+def model_reply(response: Any) -> AIMessage:
+    """The AIMessage inside whatever a model handler returned."""
+    if isinstance(response, AIMessage):
+        return response
+    inner = getattr(response, "model_response", response)
+    for message in reversed(getattr(inner, "result", [])):
+        if isinstance(message, AIMessage):
+            return message
+    raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")
+
+
+# -- what the planner model is shown ----------------------------------------------------------
+#
+# The planner's own requests offer the model no tools, and Anthropic and Bedrock refuse a
+# request that holds tool-use / tool-result blocks but defines no tools. So earlier tool calls
+# and their results (of earlier plans, or of a ReAct turn before the planner was added) are shown
+# as text: one message per run of calls, bounded in size.
+
+_RESULT_CHARS = 2000  # most characters of one tool result shown to the planner model
+
+
+def _clip(text: str, limit: int = _RESULT_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 15]}... [truncated]"
+
+
+def _call_line(call: Mapping[str, Any]) -> str:
+    try:
+        args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        args = str(call.get("args"))
+    return f"{call.get('name', '?')}({_clip(args, 500)})"
+
+
+def planner_view(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The conversation as the planner model sees it: no tool-call or tool-result blocks.
+
+    Each run of ``AIMessage`` tool calls and ``ToolMessage`` results becomes one
+    ``HumanMessage`` listing the calls in order with their results (text of any ``AIMessage``
+    stays an ``AIMessage``). Every other message is kept as it is.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> call = {"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}
+        >>> answer = ToolMessage("2", tool_call_id="c1")
+        >>> view = planner_view([AIMessage("", tool_calls=[call]), answer])
+        >>> print(view[0].content)
+        Tool calls made so far, with their results:
+        1. add({"a": 1}) -> 2
+    """
+    out: list[BaseMessage] = []
+    lines: list[str] = []
+    calls: dict[str, int] = {}  # tool-call id -> index in lines
+
+    def flush() -> None:
+        if lines:
+            head = "Tool calls made so far, with their results:"
+            out.append(HumanMessage("\n".join([head, *lines])))
+            lines.clear()
+            calls.clear()
+
+    for message in messages:
+        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+            text = message.text
+            if text.strip():
+                flush()
+                out.append(AIMessage(text, id=message.id, name=message.name))
+            for call in message.tool_calls:
+                calls[call.get("id") or ""] = len(lines)
+                lines.append(f"{len(lines) + 1}. {_call_line(call)} -> (no result)")
+        elif isinstance(message, ToolMessage):
+            shown = _clip(message.text)
+            if message.status == "error":
+                shown = f"ERROR: {shown}"
+            index = calls.get(message.tool_call_id)
+            if index is None:
+                lines.append(f"{len(lines) + 1}. {message.name or 'tool'} -> {shown}")
+            else:
+                lines[index] = lines[index].replace("-> (no result)", f"-> {shown}", 1)
+        else:
+            flush()
+            out.append(message)
+    flush()
+    return out
+
+
+def without_native_calls(reply: AIMessage) -> tuple[AIMessage, list[str]]:
+    """The reply with any native tool calls taken out (they never run unverified).
+
+    Returns the cleaned reply and the names of the tools it tried to call directly.
+    """
+    native = [c.get("name") or "?" for c in reply.tool_calls]
+    native += [c.get("name") or "?" for c in reply.invalid_tool_calls]
+    blocks = isinstance(reply.content, list) and any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call") for b in reply.content
+    )
+    if not native and not blocks and "tool_calls" not in reply.additional_kwargs:
+        return reply, []
+    content: Any = reply.content
+    if isinstance(content, list):
+        content = [
+            b
+            for b in content
+            if not (isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call"))
+        ]
+    kwargs = {k: v for k, v in reply.additional_kwargs.items() if k != "tool_calls"}
+    meta = {**reply.response_metadata, "llassembly_dropped_tool_calls": native}
+    cleaned = AIMessage(
+        content=content,
+        additional_kwargs=kwargs,
+        response_metadata=meta,
+        id=reply.id,
+        name=reply.name,
+        usage_metadata=reply.usage_metadata,
+    )
+    return cleaned, native
+
+
+def native_calls_error(names: Sequence[str]) -> PlanRejected:
+    listed = ", ".join(dict.fromkeys(names))
+    return PlanRejected(
+        (
+            Diagnostic(
+                1,
+                1,
+                f"the reply called tools directly ({listed}) instead of writing a program; "
+                "tools run only through CALL inside one ```asm block",
+            ),
+        )
+    )
+
+
+def plan_failure(error: RepairsExhausted) -> dict[str, Any]:
+    """The failure record of a turn whose model wrote no valid plan (nothing of it ran)."""
+    first = error.diagnostics[0] if error.diagnostics else None
+    return {
+        "type": "RepairsExhausted",
+        "message": str(error),
+        "detail": error.summary,
+        "line": first.line if first else 0,
+        "source": first.source if first else "",
+        "attempts": error.attempts,
+    }
+
+
+def error_from_record(record: Mapping[str, Any]) -> ExecutionError:
+    """Rebuild the error a failure record (see ``failure_record``) describes.
+
+    Used where the live exception is gone: after a checkpoint, or in another process.
+    """
+    cls = _EXECUTION_ERRORS.get(str(record.get("type")), ExecutionError)
+    error = cls.__new__(cls)
+    ExecutionError.__init__(
+        error,
+        str(record.get("detail", record.get("message", "the plan failed"))),
+        line=int(record.get("line", 0) or 0),
+        source=str(record.get("source", "")),
+    )
+    for attr in ("tool", "budget", "limit", "reached", "argument"):
+        if attr in record:
+            setattr(error, attr, record[attr])
+    if isinstance(error, ToolExecutionError):
+        error.original = RuntimeError(str(record.get("detail", "")))
+    return error
+
+
+def _subclasses(cls: type[ExecutionError]) -> list[type[ExecutionError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _subclasses(sub)
+    return found
+
+
+_EXECUTION_ERRORS = {c.__name__: c for c in _subclasses(ExecutionError)}
