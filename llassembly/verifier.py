@@ -37,7 +37,11 @@ from .program import (
     find_tool,
 )
 
-__all__ = ["MAX_CALL_DEPTH", "MAX_STATES", "check", "verify"]
+__all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
+
+MAX_DIAGNOSTICS = 1000
+"""Most problems one check keeps (a hostile plan can have one per character); the rest are
+counted in a last diagnostic."""
 
 _KIND_WORDS: dict[OperandKind, str] = {
     "reg": "a destination register",
@@ -74,13 +78,17 @@ class _Checker:
         self.program = program
         self.tools = tools
         self.found: list[Diagnostic] = []
+        self.not_kept = 0  # problems found beyond MAX_DIAGNOSTICS
         self.structural = False  # a fault that makes the control flow meaningless
         self.target: dict[int, int] = {}  # jump or CALL-label index -> target index
         self.tool_at: dict[int, ToolShape] = {}  # CALL-tool index -> tool
 
     def report(self, line: int, column: int, message: str, *, structural: bool = False) -> None:
-        self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
         self.structural = self.structural or structural
+        if len(self.found) >= MAX_DIAGNOSTICS:  # a hostile plan: count the rest, keep none
+            self.not_kept += 1
+            return
+        self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
 
     def column_of(self, ins: Instruction, position: int) -> int:
         columns = ins.operand_columns
@@ -105,11 +113,18 @@ class _Checker:
                 continue
             name = program.label_names.get(key, key)
             (first_line, _), *again = sites
+            per_line: dict[int, list[int]] = {}
             for line, column in again:
-                message = (
-                    f"label {name!r} is defined twice (first on line {first_line}); rename one"
+                per_line.setdefault(line, []).append(column)
+            for line, columns in per_line.items():  # one report per line, however many
+                again_here = (
+                    f"again ({len(columns)} times on this line)" if len(columns) > 1 else "twice"
                 )
-                self.report(line, column, message, structural=True)
+                message = (
+                    f"label {name!r} is defined {again_here} (first on line {first_line}); "
+                    "rename one"
+                )
+                self.report(line, columns[0], message, structural=True)
             if key in program.data:
                 line, column = sites[0]
                 message = f"{name!r} is both a code label and a data label; rename one of them"
@@ -422,8 +437,12 @@ def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic,
     if not checker.structural:
         checker.check_flow()
         checker.check_loops()
-    unique = dict.fromkeys(checker.found)
-    return tuple(sorted(unique, key=lambda d: (d.line, d.column)))
+    unique = sorted(dict.fromkeys(checker.found), key=lambda d: (d.line, d.column))
+    if checker.not_kept:
+        last = unique[-1]
+        more = f"... and {checker.not_kept} more problems, not listed; fix the ones above first"
+        unique.append(Diagnostic(last.line, last.column, more))
+    return tuple(unique)
 
 
 def verify(program: Program, tools: Mapping[str, ToolShape]) -> None:
