@@ -139,7 +139,7 @@ def main(quick: bool = False) -> dict[str, float]:
     """Measure and print the figures; return them by name."""
     figures: dict[str, float] = {}
     for n in SIZES:
-        runs = (2 if quick else 5) if n > 50 else (3 if quick else 15)
+        runs = (2 if quick else 9) if n > 50 else (3 if quick else 31)
         agent_s, loop_s = _best_of_pairs(agent_path_run(n), tool_loop_run(n), runs)
         figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
         figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6

@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_origin
 
@@ -264,11 +264,10 @@ def _failure_of(message: ToolMessage, pending: Mapping[str, Any]) -> dict[str, A
 # -- one step -------------------------------------------------------------------------------------
 
 
-def _new_record(context: str, externs: Mapping[str, Extern]) -> dict[str, Any]:
+def _new_record(externs: Mapping[str, Extern]) -> dict[str, Any]:
     return {
         "plan": None,
         "tools": list(externs),
-        "context": context,
         "plan_number": 0,
         "prefix": "",
         "prefixes": [],
@@ -290,7 +289,6 @@ def agent_step(
     model_messages: Sequence[AnyMessage],
     record: Mapping[str, Any] | None,
     externs: Mapping[str, Extern],
-    context: Callable[[], str],
     synchronous: bool = False,
 ) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
     """One visit of the agent's model node (sans-IO: yields conversations for the model).
@@ -301,15 +299,13 @@ def agent_step(
         model_messages: The messages the model request holds (what the planner model is shown).
         record: The planner's private state, or ``None``.
         externs: The tools plans may call.
-        context: Gives the caller's system text (the planner prompt's ``{context}``); only
-            asked for when a new plan is written (it reads the whole conversation).
         synchronous: The agent runs with ``invoke``: a plan that calls async-only tools is
             refused with a ``UsageError`` before its first call.
     """
     pending = pending_call(record)
     answer = _answer(state_messages, pending["id"]) if pending is not None else None
     if record is None or pending is None or answer is None:
-        rec = _new_record(context(), externs)
+        rec = _new_record(externs)
         out: list[AnyMessage] = []
         asked: list[BaseMessage] = list(conversation(model_messages))
         rec["synchronous"] = synchronous

@@ -128,8 +128,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def __new__(cls, *args: Any, **kwargs: Any) -> ToolsPlannerMiddleware:
         # The graph path needs an after_model hook the agent path must not have (create_agent
         # adds a node, and so a superstep per step, for every hook a class defines).
-        if cls is ToolsPlannerMiddleware and kwargs.get("execution", "agent") == "graph":
-            cls = _GraphPathMiddleware
+        if cls is ToolsPlannerMiddleware:
+            graph = kwargs.get("execution", "agent") == "graph"
+            raising = kwargs.get("on_tool_error", "stop") == "raise"
+            cls = _CLASSES[graph, raising]
         instance: ToolsPlannerMiddleware = super().__new__(cls)
         return instance
 
@@ -216,7 +218,6 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             model_messages=request.messages,
             record=record,
             externs=externs,
-            context=lambda: _context(request),
             synchronous=synchronous,
         )
         return body, asking
@@ -328,8 +329,16 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """Async :meth:`before_agent`."""
         return self.before_agent(state, runtime)
 
+
+class _RaisesAfterAgent(ToolsPlannerMiddleware):
+    """``on_tool_error="raise"``: the ``after_agent`` hook that raises a plan's failure.
+
+    Only these classes have the hook (create_agent adds a node, a superstep per run, for each
+    hook a class defines; the other policies have nothing to do there).
+    """
+
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Under ``on_tool_error="raise"``, raise the plan's failure now that state is saved."""
+        """Raise the plan's failure now that the messages are saved."""
         record = state.get(_STATE_KEY) or {}
         if not record.get("raise"):
             return None
@@ -581,3 +590,19 @@ def _any(messages: list[BaseMessage]) -> list[AnyMessage]:
 
 async def _ainvoke(model: Any, messages: list[BaseMessage]) -> AIMessage:
     return model_reply(await model.ainvoke(messages))
+
+
+class _AgentPathRaising(_RaisesAfterAgent):
+    """``ToolsPlannerMiddleware(on_tool_error="raise")`` on the agent path."""
+
+
+class _GraphPathRaising(_RaisesAfterAgent, _GraphPathMiddleware):
+    """``ToolsPlannerMiddleware(execution="graph", on_tool_error="raise")``."""
+
+
+_CLASSES: dict[tuple[bool, bool], type[ToolsPlannerMiddleware]] = {
+    (False, False): ToolsPlannerMiddleware,
+    (False, True): _AgentPathRaising,
+    (True, False): _GraphPathMiddleware,
+    (True, True): _GraphPathRaising,
+}
