@@ -41,6 +41,7 @@ from langchain_core.messages import (
 from langgraph.types import Command
 
 from ._messages import plan_failure, replan_request
+from ._values import strip_annotation, type_label
 from .emulator import Emulator, ToolCall
 from .errors import (
     AsmRuntimeError,
@@ -49,7 +50,7 @@ from .errors import (
     RepairsExhausted,
     ToolExecutionError,
 )
-from .externs import Extern, _strip, check_sync_tools, type_label
+from .externs import Extern, check_sync_tools
 from .graph import call_request, failure_record
 from .planner import Turn, final_message, short_hash
 
@@ -173,7 +174,7 @@ def _decode_one(annotation: Any, text: str) -> Any:
     JSON numbers (a ``-> float`` tool returning ``3`` gives ``3``), and ``null`` is ``None``
     (an ``Optional`` result, which the plan holds as the text ``"null"``).
     """
-    ann = _strip(annotation)
+    ann = strip_annotation(annotation)
     if ann is str or _is_message_like(ann):
         return text
     stripped = text.strip()

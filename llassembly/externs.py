@@ -20,32 +20,36 @@ Conversion is precomputed per parameter when the extern is built, so the common
 
 from __future__ import annotations
 
-import enum
 import inspect
-import json
-import math
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 from langchain.tools import InjectedToolArg, ToolRuntime
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.types import Command
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
+from llassembly._values import (
+    EMPTY,
+    Converter,
+    converter,
+    first_line,
+    is_model,
+    is_subclass,
+    short_repr,
+    to_value,
+    type_label,
+)
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
 from llassembly.program import Value, register_index
 
 __all__ = ["Extern", "Param", "check_sync_tools", "externs_from", "find_extern", "type_label"]
 
-_Converter = Callable[[Any], Any]
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 _FILTERED = frozenset({"self", "run_manager", "callbacks"})
-_EMPTY = inspect.Parameter.empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,253 +65,6 @@ class Param:
     name: str
     annotation: Any
     description: str = ""
-
-
-# --- type helpers -------------------------------------------------------------------------------
-
-
-def _strip(annotation: Any) -> Any:
-    """Drop ``Annotated[...]`` and ``X | None`` wrappers (no ``None`` ever lives on the stack)."""
-    while True:
-        if get_origin(annotation) is Annotated:
-            annotation = get_args(annotation)[0]
-            continue
-        args = get_args(annotation)
-        if get_origin(annotation) in (typing.Union, _UnionType) and type(None) in args:
-            rest = [a for a in args if a is not type(None)]
-            if len(rest) == 1:
-                annotation = rest[0]
-                continue
-        return annotation
-
-
-_UnionType = type(int | None)
-
-
-def _is_subclass(annotation: Any, base: type) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, base)
-
-
-def _is_model(annotation: Any) -> bool:
-    return _is_subclass(annotation, BaseModel)
-
-
-def type_label(annotation: Any) -> str:
-    """Return a short, model-readable name for a type: ``int``, ``JSON array of int``, ..."""
-    ann = _strip(annotation)
-    if ann is Any or ann is _EMPTY:
-        return "any"
-    if ann in (int, float, str):
-        return str(ann.__name__)
-    if ann is bool:
-        return "bool (1 or 0)"
-    if _is_model(ann):
-        fields = ", ".join(
-            f'"{n}": {type_label(f.annotation)}' for n, f in ann.model_fields.items()
-        )
-        return f"JSON {ann.__name__} {{{fields}}}"
-    origin, args = get_origin(ann), get_args(ann)
-    if ann is dict or origin is dict:
-        return "JSON object"
-    if ann is list or origin in (list, tuple, set, frozenset):
-        return f"JSON array of {type_label(args[0])}" if args else "JSON array"
-    if origin is Literal:
-        return "one of " + ", ".join(json.dumps(a) for a in args)
-    if _is_subclass(ann, enum.Enum):
-        return "one of " + ", ".join(json.dumps(m.value) for m in ann)
-    return str(getattr(ann, "__name__", ann)).replace("typing.", "")
-
-
-# --- converters: popped value -> declared type ---------------------------------------------------
-
-
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
-
-
-def _in_range(number: int) -> int:
-    if not _INT_MIN <= number <= _INT_MAX:
-        raise ValueError("outside the 64-bit range")
-    return number
-
-
-def _to_int(v: Any) -> int:
-    if type(v) is int:
-        return v
-    if type(v) is float and v.is_integer():
-        return _in_range(int(v))
-    if type(v) is str:
-        s = v.strip()
-        try:
-            return _in_range(int(s))
-        except ValueError:
-            f = float(s)
-            if f.is_integer():
-                return _in_range(int(f))
-    raise ValueError("not a whole number")
-
-
-def _finite(number: float) -> float:
-    if not math.isfinite(number):
-        raise ValueError("not a finite number")
-    return number
-
-
-def _to_float(v: Any) -> float:
-    try:
-        if type(v) is float or type(v) is int:
-            return _finite(float(v))
-        if type(v) is str:
-            return _finite(float(v.strip()))
-    except OverflowError:
-        raise ValueError("too large for a float") from None
-    raise ValueError("not a number")
-
-
-_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
-
-
-def _to_bool(v: Any) -> bool:
-    if type(v) is int or type(v) is float:
-        if v == 1 or v == 0:
-            return bool(v)
-    elif type(v) is str and v.strip().lower() in _BOOL_TEXT:
-        return _BOOL_TEXT[v.strip().lower()]
-    raise ValueError("use 1 or 0")
-
-
-def _to_str(v: Any) -> str:
-    return v if type(v) is str else str(v)
-
-
-def _identity(v: Any) -> Any:
-    return v
-
-
-def _from_json(parse: Callable[[str], Any], kind: type | None = None) -> _Converter:
-    """A converter for JSON-typed parameters: the value must be JSON text."""
-
-    def convert(v: Any) -> Any:
-        if type(v) is not str:
-            raise ValueError("push it as JSON text")
-        loaded = parse(v)
-        if kind is not None and not isinstance(loaded, kind):
-            raise ValueError(f"the JSON is not {'an object' if kind is dict else 'an array'}")
-        return loaded
-
-    return convert
-
-
-def _general(adapter: TypeAdapter[Any]) -> _Converter:
-    """Lax pydantic validation of the value itself, then of the value read as JSON text."""
-
-    def convert(v: Any) -> Any:
-        try:
-            return adapter.validate_python(v)
-        except ValueError:
-            if type(v) is not str:
-                raise
-            return adapter.validate_json(v)
-
-    return convert
-
-
-def _converter(annotation: Any) -> _Converter:
-    """Build the one converter used for every value passed to a parameter of this type."""
-    ann = _strip(annotation)
-    simple: dict[Any, _Converter] = {int: _to_int, float: _to_float, bool: _to_bool, str: _to_str}
-    if ann in simple:
-        return simple[ann]
-    if ann is Any or ann is _EMPTY:
-        return _identity
-    if _is_model(ann):
-        return _from_json(ann.model_validate_json)
-    if ann is dict or ann is list:
-        return _from_json(json.loads, ann)
-    if get_origin(ann) in (dict, list):
-        return _from_json(TypeAdapter(ann).validate_json)
-    return _general(TypeAdapter(ann))
-
-
-# --- result -> stack values ----------------------------------------------------------------------
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, (set, frozenset)):
-        return list(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    raise TypeError(type(obj).__name__)
-
-
-def _short_repr(value: Any) -> str:
-    """``repr`` that never fails (huge ints) and stays short."""
-    if isinstance(value, int) and value.bit_length() > 200:
-        return f"an integer of {value.bit_length()} bits"
-    return repr(value)
-
-
-def _first_line(exc: BaseException) -> str:
-    """A short, safe description of a conversion error (never the whole huge value)."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    try:
-        text = str(exc)
-    except ValueError:  # a message quoting an integer too long to print
-        text = ""
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return line if len(line) <= 200 else line[:197] + "..."
-
-
-def _to_value(x: Any) -> Value:
-    t = type(x)
-    if t is float and not math.isfinite(x):
-        raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
-    if t is int:
-        if not _INT_MIN <= x <= _INT_MAX:
-            raise ValueError(
-                f"the tool returned {_short_repr(x)} outside the 64-bit range; plans hold 64-bit "
-                "integers"
-            )
-        return typing.cast(Value, x)
-    if t is str or t is float:
-        return typing.cast(Value, x)
-    if t is bool:
-        return 1 if x else 0
-    if isinstance(x, enum.Enum):
-        return _to_value(x.value)
-    if isinstance(x, ToolMessage):  # a tool that builds its own message: keep the content
-        return _to_value(x.content)
-    if isinstance(x, Command):  # a state update: the value is its ToolMessage's text
-        update = x.update if isinstance(x.update, dict) else {}
-        answers = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
-        return _to_value(answers[0].content) if answers else ""
-    if isinstance(x, BaseModel):
-        return x.model_dump_json()
-    if isinstance(x, int):  # subclasses of the primitives become the primitive
-        return _to_value(int(x))
-    if isinstance(x, float):
-        return float(x)
-    if isinstance(x, str):
-        return str.__str__(x)
-    try:
-        return json.dumps(
-            x, separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
-        )
-    except RecursionError:
-        raise ValueError("the tool returned data nested too deeply to hold") from None
-    except ValueError:
-        raise ValueError(
-            "the tool returned data with a non-finite number or an integer too long to hold"
-        ) from None
-    except TypeError:  # not JSON data: its text
-        try:
-            return str(x)
-        except (ValueError, RecursionError):
-            raise ValueError(
-                f"the tool returned a {type(x).__name__} that cannot be held"
-            ) from None
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -345,11 +102,11 @@ class Extern:
     injected: tuple[str, ...] = ()
     runtime_param: str | None = None
     result_types: tuple[Any, ...] = ()
-    _converters: tuple[tuple[str, _Converter], ...] = field(init=False, repr=False)
+    _converters: tuple[tuple[str, Converter], ...] = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        converters = tuple((p.name, _converter(p.annotation)) for p in self.params)
+        converters = tuple((p.name, converter(p.annotation)) for p in self.params)
         object.__setattr__(self, "_converters", converters)
         is_async = self.func is not None and inspect.iscoroutinefunction(self.func)
         object.__setattr__(self, "_is_async", is_async)
@@ -372,9 +129,9 @@ class Extern:
                 out[name] = convert(value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             param = self.params[len(out)]  # every converted argument is in ``out``
-            shown = _short_repr(values[len(out)])
+            shown = short_repr(values[len(out)])
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            detail = _first_line(exc)
+            detail = first_line(exc)
             msg = (
                 f"tool {self.name!r}, argument {param.name!r}: expected "
                 f"{type_label(param.annotation)}, got {shown} ({detail})"
@@ -394,14 +151,14 @@ class Extern:
         n = self.n_results
         try:
             if n == 1:
-                return (_to_value(result),)
+                return (to_value(result),)
             if n == 0:
                 return ()
             if not isinstance(result, (tuple, list)) or len(result) != n:
                 got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
                 msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
                 raise AsmRuntimeError(msg, line=line, source=source)
-            return tuple(_to_value(r) for r in result)
+            return tuple(to_value(r) for r in result)
         except ValueError as exc:
             raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
 
@@ -465,11 +222,11 @@ def _is_injected(annotation: Any) -> bool:
     if annotation is RunnableConfig or _is_runtime(annotation):
         return True
     metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    return any(isinstance(m, InjectedToolArg) or _is_subclass(m, InjectedToolArg) for m in metadata)
+    return any(isinstance(m, InjectedToolArg) or is_subclass(m, InjectedToolArg) for m in metadata)
 
 
 def _is_runtime(annotation: Any) -> bool:
-    return _is_subclass(get_origin(annotation) or annotation, ToolRuntime)
+    return is_subclass(get_origin(annotation) or annotation, ToolRuntime)
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -510,7 +267,7 @@ def _hints(obj: Any, name: str) -> dict[str, Any]:
 
 
 def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
-    if annotation is _EMPTY or annotation is Any:
+    if annotation is EMPTY or annotation is Any:
         return 1, ()
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
@@ -538,7 +295,7 @@ def _build(
     """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
     hints = _hints(fn, name)
     schema = tool.args_schema if tool is not None else None
-    if tool is not None and not hasattr(tool, "func") and _is_model(schema):
+    if tool is not None and not hasattr(tool, "func") and is_model(schema):
         # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
         model = typing.cast(type[BaseModel], schema)
         schema_hints = _hints(model, name)
@@ -570,7 +327,7 @@ def _build(
         meta = [m for m in extras if isinstance(m, str)]
         about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
         params.append(Param(pname, ann, about))
-    n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
+    n_results, result_types = _result_count(hints.get("return", EMPTY), name)
     return Extern(
         name=name,
         params=tuple(params),
@@ -587,7 +344,7 @@ def _build(
 def _from_tool(tool: BaseTool) -> Extern:
     schema = tool.args_schema
     described: dict[str, str] = {}
-    if _is_model(schema):
+    if is_model(schema):
         fields = typing.cast(type[BaseModel], schema).model_fields
         described = {n: f.description for n, f in fields.items() if f.description}
     fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool._run

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Literal, get_args, get_origin
 
+from llassembly._values import is_model, is_subclass, strip_annotation, type_label
 from llassembly.errors import UsageError
-from llassembly.externs import Extern, _is_model, _is_subclass, _strip, type_label
+from llassembly.externs import Extern
 
 __all__ = ["build_system_prompt", "describe_extern", "extern_signature", "load_template"]
 
@@ -156,14 +157,14 @@ def _operand(annotation: Any, index: int) -> str:
 
 def _sample(annotation: Any, depth: int = 0) -> Any:
     """Return a small JSON-compatible value of this type."""
-    ann = _strip(annotation)
+    ann = strip_annotation(annotation)
     origin, args = get_origin(ann), get_args(ann)
-    if _is_model(ann):
+    if is_model(ann):
         fields = ann.model_fields.items() if depth < 3 else ()
         return {name: _sample(f.annotation, depth + 1) for name, f in fields}
     if origin is Literal:
         return args[0]
-    if _is_subclass(ann, enum.Enum):
+    if is_subclass(ann, enum.Enum):
         return next(iter(ann)).value
     simple: dict[Any, Any] = {bool: True, float: 0.5, str: "text", dict: {}, list: []}
     if ann in simple:
