@@ -25,31 +25,15 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.tools import tool
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from llassembly import ToolsPlannerMiddleware
 
-_LOOP = """```asm
-    MOV R1, 0
-loop:
-    PUSH R1
-    CALL inc
-    POP R2
-    INC R1
-    CMP R1, {n}
-    JL loop
-    HLT
-```"""
+from .bench_integration import LOOP, inc
+
 SIZES = (25, 200)
-
-
-@tool
-def inc(x: int) -> int:
-    """Add one."""
-    return x + 1
 
 
 class _Replies(BaseChatModel):
@@ -94,7 +78,7 @@ def _best_of_pairs(
 
 def agent_path_run(n: int) -> Callable[[], None]:
     """One turn whose plan makes ``n`` calls on the agent path (checked each time)."""
-    plan = AIMessage(_LOOP.format(n=n))
+    plan = AIMessage(LOOP.format(n=n))
     planner = ToolsPlannerMiddleware(max_tool_calls=n + 1, max_instructions_to_exec=6 * n + 10)
     request = {"messages": [HumanMessage("count")]}
 

@@ -30,7 +30,7 @@ from langgraph.graph import END, START, StateGraph
 
 from llassembly import ToolsPlannerMiddleware
 
-_LOOP = """```asm
+LOOP = """```asm
     MOV R1, 0
 loop:
     PUSH R1
@@ -111,7 +111,7 @@ def superstep_us(steps: int) -> float:
 
 
 def _agent_seconds(granularity: str, iterations: int, repeat: int) -> float:
-    model = _FixedModel(reply=_LOOP.format(n=iterations))
+    model = _FixedModel(reply=LOOP.format(n=iterations))
     middleware = ToolsPlannerMiddleware(
         execution="graph",
         granularity=granularity,  # type: ignore[arg-type]

@@ -436,10 +436,8 @@ def _continue(
             rec["pending"] = _pending(call, rec["prefix"])
             out.append(call_request(call, rec["pending"]["id"]))
             return StepOutcome(out, rec)
-    machine = emulator.snapshot()
-    rec["executed"] += machine["executed"]
-    rec["tool_calls"] += machine["tool_calls"]
-    rec.update(machine=machine, pending=None, plan=None, failure=failure)
+    rec["machine"] = emulator.snapshot()
+    _stopped(rec)["failure"] = failure
     opts = turn.options
     if failure and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
         rec["replans"] += 1

@@ -28,7 +28,7 @@ from .graph import PlanRun, result_text
 if TYPE_CHECKING:
     from .planner import TurnRun
 
-__all__ = ["make_plan_run", "tool_runtime", "unobserved"]
+__all__ = ["chain", "make_plan_run", "tool_runtime", "unobserved"]
 
 
 def make_plan_run(
@@ -73,9 +73,7 @@ def make_plan_run(
         def inner(req: ToolCallRequest) -> ToolMessage | Command[Any]:
             return _wrap_result(invoke(extern, _args_of(req, args), config), req)
 
-        handler: Callable[[ToolCallRequest], Any] = inner
-        for mw in reversed(middleware):
-            handler = _bind(mw.wrap_tool_call, handler)
+        handler: Callable[[ToolCallRequest], Any] = chain(middleware, "wrap_tool_call", inner)
         return _unwrap(handler(request), call)
 
     async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
@@ -87,9 +85,9 @@ def make_plan_run(
         async def inner(req: ToolCallRequest) -> ToolMessage | Command[Any]:
             return _wrap_result(await ainvoke(extern, _args_of(req, args), config), req)
 
-        handler: Callable[[ToolCallRequest], Awaitable[Any]] = inner
-        for mw in reversed(middleware):
-            handler = _bind(mw.awrap_tool_call, handler)
+        handler: Callable[[ToolCallRequest], Awaitable[Any]] = chain(
+            middleware, "awrap_tool_call", inner
+        )
         return _unwrap(await handler(request), call)
 
     return PlanRun(execute, aexecute, prefix, record_messages)
@@ -111,6 +109,14 @@ def tool_runtime(run: TurnRun, call_id: str, config: RunnableConfig) -> ToolRunt
 
 def _no_stream(chunk: Any) -> None:
     """Stream writer used when the caller has none."""
+
+
+def chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
+    """``handler`` wrapped by each middleware's ``hook`` (``"wrap_tool_call"`` or
+    ``"awrap_tool_call"``), the first one outermost, as ``create_agent`` nests them."""
+    for mw in reversed(middleware):
+        handler = _bind(getattr(mw, hook), handler)
+    return handler
 
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:

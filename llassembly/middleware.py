@@ -52,7 +52,8 @@ from ._agent import (
 )
 from ._drive import adrive, drive
 from ._messages import error_from_record, model_reply, plan_failure
-from .emulator import tool_error
+from ._tools import chain
+from .emulator import ToolCall, tool_error
 from .errors import ExecutionError, RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
@@ -277,9 +278,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         pending = _plan_call(request)
         if pending is None:
             return handler(request)
-        chained = handler
-        for mw in reversed(self.options.tool_middleware):
-            chained = _bind(mw.wrap_tool_call, chained)
+        chained = chain(self.options.tool_middleware, "wrap_tool_call", handler)
         try:
             return _tagged(chained(request), pending)
         except GraphBubbleUp:
@@ -296,9 +295,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         pending = _plan_call(request)
         if pending is None:
             return await handler(request)
-        chained = handler
-        for mw in reversed(self.options.tool_middleware):
-            chained = _bind(mw.awrap_tool_call, chained)
+        chained = chain(self.options.tool_middleware, "awrap_tool_call", handler)
         try:
             return _tagged(await chained(request), pending)
         except GraphBubbleUp:
@@ -570,17 +567,12 @@ def _tagged(
 
 
 def _tool_failure(pending: dict[str, Any], exc: Exception) -> ExecutionError:
-    from .emulator import ToolCall
-
+    """What a plan call's exception becomes, by the same rule as on the graph path."""
     call = ToolCall(
         pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
     )
     error = tool_error(call, exc)
     return error if isinstance(error, ExecutionError) else ExecutionError(str(exc))
-
-
-def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
-    return lambda request: wrapper(request, handler)
 
 
 def _any(messages: list[BaseMessage]) -> list[AnyMessage]:

@@ -298,12 +298,7 @@ class Turn:
         if graph is not None:
             self._plans.move_to_end(key)
             return graph
-        if program is None:
-            parsed = parse(text)
-            if not isinstance(parsed, Program):
-                raise UsageError("the stored plan is no longer a program")
-            program = parsed
-        compiled = compile_program(program, externs, max_stack_depth=opts.max_stack_depth)
+        compiled = self.compiled(text, externs, program)
         graph = PlanGraph(
             compiled,
             opts.granularity,

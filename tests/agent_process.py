@@ -19,24 +19,9 @@ from langchain.tools import tool
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, interrupt
+from test_interrupts import PLAN  # the same plan as the in-process interrupt tests
 
 from llassembly import ToolsPlannerMiddleware
-
-PLAN = """```asm
-PUSH 1
-CALL step
-PUSH 2
-CALL step
-PUSH "May I take step 3?"
-CALL ask_permission
-POP R1
-CMP R1, "yes"
-JNE done
-PUSH 3
-CALL step
-done:
-HLT
-```"""
 
 
 def main(role: str, db: Path, calls: Path) -> None:
