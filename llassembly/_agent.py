@@ -27,7 +27,7 @@ import json
 import math
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_origin
+from typing import Any, Literal, TypeVar, get_origin
 
 from langchain_core.messages import (
     AIMessage,
@@ -92,7 +92,10 @@ class StepOutcome:
     model_calls: int = 0
 
 
-def conversation(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+_M = TypeVar("_M", bound=BaseMessage)
+
+
+def conversation(messages: Sequence[_M]) -> list[_M]:
     """The messages the planner model sees after its system prompt (system messages dropped)."""
     return [m for m in messages if not isinstance(m, SystemMessage)]
 
@@ -442,7 +445,7 @@ def _continue(
     if failure and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
         rec["replans"] += 1
         asked: list[BaseMessage] = [
-            *[m for m in model_messages if not isinstance(m, SystemMessage)],
+            *conversation(model_messages),
             *out,
             HumanMessage(replan_request(failure)),
         ]
