@@ -9,9 +9,12 @@ Measured in one run, side by side, so the ratios hold on any machine:
   the same N calls, one per model turn, then answers.
 
 Each agent is built once (building it is not part of a call). Per call = the whole turn's
-wall time / N, at N = 25 and N = 200 (flat means the per-call cost
-does not grow with the length of the plan). The two sides run alternately and each keeps its
-fastest run, so a slow spell of the machine cannot land on one side of a ratio only.
+CPU time (``time.process_time``, every thread of the process) / N, at N = 25 and N = 200 (flat
+means the per-call cost does not grow with the length of the plan). Both sides are CPU-bound
+(zero-latency model, trivial tool), so CPU time is their wall time on an idle machine and
+stays steady on a busy one, where wall time also counts the waits for a core. The two sides
+run alternately and each keeps its fastest run, so a slow spell of the machine cannot land
+on one side of a ratio only.
 
 Run: ``python -m benchmarks.bench_agent_path [--quick]``.
 """
@@ -60,7 +63,7 @@ class _Replies(BaseChatModel):
 def _best_of_pairs(
     first: Callable[[], None], second: Callable[[], None], runs: int
 ) -> tuple[float, float]:
-    """Fastest wall time of each of two runs, alternating them ``runs`` times (seconds).
+    """Least CPU time of each of two runs, alternating them ``runs`` times (seconds).
 
     Alternating puts both sides of a ratio under the same machine conditions; the fastest run
     is the one least disturbed by other processes.
@@ -70,9 +73,9 @@ def _best_of_pairs(
     best = [float("inf"), float("inf")]
     for _ in range(runs):
         for i, fn in enumerate((first, second)):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            best[i] = min(best[i], time.perf_counter() - start)
+            best[i] = min(best[i], time.process_time() - start)
     return best[0], best[1]
 
 
@@ -123,7 +126,7 @@ def main(quick: bool = False) -> dict[str, float]:
     """Measure and print the figures; return them by name."""
     figures: dict[str, float] = {}
     for n in SIZES:
-        runs = (2 if quick else 9) if n > 50 else (3 if quick else 31)
+        runs = (2 if quick else 15) if n > 50 else (3 if quick else 41)
         agent_s, loop_s = _best_of_pairs(agent_path_run(n), tool_loop_run(n), runs)
         figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
         figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6

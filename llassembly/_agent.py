@@ -66,6 +66,10 @@ __all__ = [
 
 PLAN_CALL_KEY = "llassembly"
 """Key of the plan-call record in ``response_metadata`` (and of the planner's private state)."""
+ENDS_RUN = "ends_run"
+"""In a plan call's record: its tool is ``return_direct`` (its result ends the run)."""
+ADDED_BY_CALL = "llassembly_added_by_call"
+"""In ``response_metadata``: the id of the plan call whose tool added this message."""
 
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 # HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
@@ -132,20 +136,26 @@ def failure_message(pending: Mapping[str, Any], error: ExecutionError) -> ToolMe
 
 
 def _answer(messages: Sequence[AnyMessage], call_id: str) -> ToolMessage | None:
-    """The ``ToolMessage`` answering ``call_id``, searched back to the call's own ``AIMessage``.
+    """The ``ToolMessage`` answering ``call_id`` in the current run, or ``None``.
 
-    A tool may add other messages after its result (a ``Command`` update); they do not hide it.
-    A plan whose run ended before its call was answered (a ``return_direct`` tool, a limit
-    that ended the run) is let go when the next run starts (see ``PlannerAgentState`` and the
-    middleware's ``before_agent``), so a pending call always belongs to the current run.
+    Searched back to the call's own ``AIMessage``. A tool may add other messages beside its
+    result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the middleware's
+    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the
+    run that made it has ended (a limit answered it and ended the run, and a new run is
+    starting), as does a result marked :data:`ENDS_RUN` (a ``return_direct`` tool): the plan
+    is let go and the new run plans afresh.
     """
     for message in reversed(messages):
-        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
-            return message
-        if isinstance(message, AIMessage) and any(
-            c.get("id") == call_id for c in message.tool_calls
-        ):
-            return None
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id != call_id:
+                continue
+            tag = message.response_metadata.get(PLAN_CALL_KEY)
+            return None if isinstance(tag, Mapping) and tag.get(ENDS_RUN) else message
+        if isinstance(message, AIMessage):
+            if any(c.get("id") == call_id for c in message.tool_calls):
+                return None
+            if message.response_metadata.get(ADDED_BY_CALL) != call_id:
+                return None
     return None
 
 

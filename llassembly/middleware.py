@@ -36,7 +36,6 @@ from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -44,17 +43,13 @@ from langgraph.types import Command
 from ._agent import (
     StepOutcome,
     agent_step,
-    call_meta,
     conversation,
-    failure_message,
-    pending_call,
     removal_messages,
 )
+from ._calls import arun_plan_call, plan_call, run_plan_call
 from ._drive import adrive, drive
 from ._messages import error_from_record, model_reply, plan_failure
-from ._tools import chain
-from .emulator import ToolCall, tool_error
-from .errors import ExecutionError, RepairsExhausted, UsageError
+from .errors import RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
 from .planner import (
@@ -275,16 +270,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ToolMessage | Command[Any]:
         """Run a plan's call through ``tool_middleware``; a tool's exception becomes the call's
         failure (an error ``ToolMessage``) so the plan's ``on_tool_error`` decides what next."""
-        pending = _plan_call(request)
+        pending = plan_call(request)
         if pending is None:
             return handler(request)
-        chained = chain(self.options.tool_middleware, "wrap_tool_call", handler)
-        try:
-            return _tagged(chained(request), pending)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            return failure_message(pending, _tool_failure(pending, exc))
+        return run_plan_call(request, pending, handler, self.options.tool_middleware)
 
     async def awrap_tool_call(
         self,
@@ -292,28 +281,28 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
-        pending = _plan_call(request)
+        pending = plan_call(request)
         if pending is None:
             return await handler(request)
-        chained = chain(self.options.tool_middleware, "awrap_tool_call", handler)
-        try:
-            return _tagged(await chained(request), pending)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            return failure_message(pending, _tool_failure(pending, exc))
+        return await arun_plan_call(request, pending, handler, self.options.tool_middleware)
 
-    # -- start and end of a run -------------------------------------------------------------
+
+class _RaisesAfterAgent(ToolsPlannerMiddleware):
+    """``on_tool_error="raise"``: the ``after_agent`` hook that raises a plan's failure, and
+    the ``before_agent`` hook that keeps a later run from raising it again.
+
+    Only these classes have the hooks (create_agent adds a node, a superstep per run, for each
+    hook a class defines; the other policies have nothing to do there).
+    """
 
     def before_agent(
         self, state: PlannerAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """A new run starts: let go of what belonged to the last one.
+        """A new run starts: a failure already raised must not be raised again.
 
-        A plan whose run ended before it did (a ``return_direct`` tool, a limit that ended the
-        run, an error) must not be continued by this run's first model turn, and a failure
-        already raised under ``on_tool_error="raise"`` must not be raised again. (A resume
-        after an interrupt continues its run and does not come through here.)
+        (A resume after an interrupt continues its run and does not come through here. On
+        the agent path, the first step of a run tells a plan left by an earlier run from its
+        own, see ``_agent._answer``; the other policies need no node here.)
         """
         record = state.get(_STATE_KEY)
         if not record or not (record.get("pending") or record.get("raise") or record.get("plan")):
@@ -325,14 +314,6 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> dict[str, Any] | None:
         """Async :meth:`before_agent`."""
         return self.before_agent(state, runtime)
-
-
-class _RaisesAfterAgent(ToolsPlannerMiddleware):
-    """``on_tool_error="raise"``: the ``after_agent`` hook that raises a plan's failure.
-
-    Only these classes have the hook (create_agent adds a node, a superstep per run, for each
-    hook a class defines; the other policies have nothing to do there).
-    """
 
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Raise the plan's failure now that the messages are saved."""
@@ -544,35 +525,6 @@ def _counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> di
         if isinstance(value, int):
             updates[key] = value + delta
     return updates
-
-
-def _plan_call(request: ToolCallRequest) -> dict[str, Any] | None:
-    """The pending plan call this tool request runs, or ``None`` for any other call."""
-    state = request.state
-    record = state.get(_STATE_KEY) if isinstance(state, dict) else None
-    pending = pending_call(record)
-    if pending is None or pending["id"] != request.tool_call.get("id"):
-        return None
-    return pending
-
-
-def _tagged(
-    result: ToolMessage | Command[Any], pending: dict[str, Any]
-) -> ToolMessage | Command[Any]:
-    """A plan call's ``ToolMessage`` with the call's source line in its metadata."""
-    if isinstance(result, ToolMessage):
-        meta = {**result.response_metadata, **call_meta(pending)}
-        return result.model_copy(update={"response_metadata": meta})
-    return result
-
-
-def _tool_failure(pending: dict[str, Any], exc: Exception) -> ExecutionError:
-    """What a plan call's exception becomes, by the same rule as on the graph path."""
-    call = ToolCall(
-        pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
-    )
-    error = tool_error(call, exc)
-    return error if isinstance(error, ExecutionError) else ExecutionError(str(exc))
 
 
 def _any(messages: list[BaseMessage]) -> list[AnyMessage]:

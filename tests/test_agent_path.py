@@ -638,6 +638,74 @@ def test_a_plan_cut_off_by_a_return_direct_tool_is_let_go_at_the_next_turn() -> 
     assert unanswered(second["messages"]) == []
 
 
+@pytest.mark.parametrize("limit", ["tool call limit", "before_model jump"])
+def test_a_plan_cut_off_by_a_limit_that_ends_the_run_is_let_go_at_the_next_turn(
+    limit: str,
+) -> None:
+    """A middleware that ends the run mid-plan (``ToolCallLimitMiddleware`` with
+    ``exit_behavior="end"`` answers the plan's call itself; a ``before_model`` hook jumps to
+    the end with a message): the next user turn gets a new plan, and nothing of the old one
+    runs again."""
+    from langchain.agents.middleware import AgentMiddleware, hook_config
+
+    class CutAtSecondStep(AgentMiddleware):  # type: ignore[type-arg]
+        visits = 0
+
+        @hook_config(can_jump_to=["end"])
+        def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            self.visits += 1
+            if self.visits == 2:
+                return {"messages": [AIMessage("Time is up.")], "jump_to": "end"}
+            return None
+
+    rec = Recorder()
+    stopper: Any = (
+        ToolCallLimitMiddleware(tool_name="ping", run_limit=1, exit_behavior="end")
+        if limit == "tool call limit"
+        else CutAtSecondStep()
+    )
+    first_plan = asm("PUSH 1\nCALL ping\nPOP R1\nPUSH 2\nCALL ping\nPOP R2\nPUSH 3\nCALL ping")
+    second_plan = asm("PUSH 4\nCALL set_heater\nPOP R1")
+    app = agent([first_plan, second_plan], rec.tools(), stopper, checkpointer=InMemorySaver())
+    app.invoke({"messages": [HumanMessage("ping thrice")]}, THREAD)
+    ran_first = list(rec.log)
+    assert ran_first and len(ran_first) < 3 and all(name == "ping" for name in rec.names())
+    second = app.invoke({"messages": [HumanMessage("heater to 4")]}, THREAD)
+    assert rec.log == [*ran_first, ("set_heater", 4)]
+    assert len(app.scripted.calls) == 2
+    assert meta(second["messages"][-1])["status"] == "finished"
+
+
+def test_an_ai_message_a_tool_adds_beside_its_result_does_not_end_the_plan() -> None:
+    """A tool's ``Command`` may add an ``AIMessage`` (a hand-off note) after its result: it
+    belongs to the call, so the plan goes on; it is tagged with the call's id."""
+    log: list[str] = []
+
+    @tool
+    def hand_off(x: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Hand the case over."""
+        log.append(f"hand_off {x}")
+        note = AIMessage("(the case was handed over)")
+        return Command(update={"messages": [ToolMessage("7", tool_call_id=tool_call_id), note]})
+
+    @tool
+    def ping(x: int) -> int:
+        """Answer x + 1."""
+        log.append(f"ping {x}")
+        return x + 1
+
+    plan = asm("PUSH 1\nCALL hand_off\nPOP R1\nPUSH R1\nCALL ping\nPOP R2")
+    model = ScriptedChatModel(replies=[plan, plan])
+    app = create_agent(model, tools=[hand_off, ping], middleware=[ToolsPlannerMiddleware()])
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    assert log == ["hand_off 1", "ping 7"] and len(model.calls) == 1
+    assert meta(out["messages"][-1])["registers"] == {"R1": "7", "R2": 8}
+    note = next(m for m in out["messages"] if m.text == "(the case was handed over)")
+    result = next(m for m in out["messages"] if isinstance(m, ToolMessage) and m.text == "7")
+    assert note.response_metadata["llassembly_added_by_call"] == result.tool_call_id
+    assert result.response_metadata["llassembly"]["source"] == "CALL hand_off"
+
+
 def test_a_plan_whose_tools_are_no_longer_offered_stops_instead_of_escaping() -> None:
     """A tool selector listed before the planner may offer other tools at a later step."""
     from langchain.agents.middleware import AgentMiddleware
