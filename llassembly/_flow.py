@@ -24,7 +24,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .program import OPCODE_INFO, Imm, Name, Opcode, Operand, Program, Reg, ToolShape
+from ._layout import Layout
+from .program import (
+    EAX_INDEX,
+    ECX_INDEX,
+    EDX_INDEX,
+    OPCODE_INFO,
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Opcode,
+    Operand,
+    Program,
+    Reg,
+    ToolShape,
+)
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_STATES", "MAX_STEPS", "UNSET", "Findings", "explore"]
 
@@ -47,6 +62,7 @@ class _Facts(NamedTuple):
     setters: frozenset[int]  # string CMPs (and UNSET) that may have set the flags last
     regs: int  # bit i: register i holds a string on some path
     stack: int  # bit i: the value i slots below the top is a string on some path
+    unwritten: int = 0  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -54,6 +70,7 @@ class _Facts(NamedTuple):
             self.setters | other.setters,
             self.regs | other.regs,
             self.stack | other.stack,
+            self.unwritten | other.unwritten,
         )
 
 
@@ -71,6 +88,8 @@ class Findings:
             ``CALL`` that entered that subroutine.
         too_deep: ``CALL label`` instructions that would nest past :data:`MAX_CALL_DEPTH`.
         overflow: Where the state or step budget ran out (``None`` if it did not).
+        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
+            path, has not been written yet.
     """
 
     empty_pops: set[int] = field(default_factory=set)
@@ -81,6 +100,7 @@ class Findings:
     off_end: dict[int, int] = field(default_factory=dict)
     too_deep: set[int] = field(default_factory=set)
     overflow: int | None = None
+    unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
 
 
 def _results(tool: ToolShape) -> tuple[int, int]:
@@ -101,17 +121,27 @@ def _write(regs: int, operand: Operand, is_string: bool) -> int:
 
 class _Explorer:
     def __init__(
-        self, program: Program, target: Mapping[int, int], tools: Mapping[int, ToolShape]
+        self,
+        program: Program,
+        target: Mapping[int, int],
+        tools: Mapping[int, ToolShape],
+        layout: Layout | None = None,
+        eax_calls: frozenset[int] = frozenset(),
     ) -> None:
         self.instructions = program.instructions
         self.data = program.data
         self.target = target
         self.tools = tools
+        self.eax_calls = eax_calls
+        variables = sorted(layout.variables) if layout is not None else []
+        self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
+        self.all_variables = (1 << len(variables)) - 1
         self.results = {pc: _results(tool) for pc, tool in tools.items()}
         self.string_cmps = {
             pc
             for pc, ins in enumerate(self.instructions)
-            if ins.op is Opcode.CMP and any(self.literal_string(o) for o in ins.operands)
+            if ins.op in (Opcode.CMP, Opcode.TEST)
+            and any(self.literal_string(o) for o in ins.operands)
         }
         self.facts: dict[_State, _Facts] = {}
         self.queue: list[_State] = []  # a heap: lowest instruction first
@@ -161,7 +191,8 @@ class _Explorer:
     def run(self, entry: int) -> Findings:
         if not 0 <= entry < len(self.instructions):
             return self.found
-        self.reach(entry, (), _Facts(0, frozenset((UNSET,)), 0, 0), entry)
+        start = _Facts(0, frozenset((UNSET,)), 0, 0, self.all_variables)
+        self.reach(entry, (), start, entry)
         steps = 0
         while self.queue:
             if steps >= MAX_STEPS:
@@ -173,62 +204,129 @@ class _Explorer:
             self.step(key[0], key[1], self.facts[key])
         return self.found
 
+    def variable(self, operand: Operand) -> int:
+        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
+        if isinstance(operand, Name):
+            return self.variable_bit.get(operand.name.lower(), 0)
+        if isinstance(operand, Mem) and operand.label is not None:
+            return self.variable_bit.get(operand.label.lower(), 0)
+        return 0
+
+    def reads(self, pc: int, ins: Instruction, facts: _Facts) -> int:
+        """Check what ``ins`` reads; return the variables it leaves written."""
+        info = OPCODE_INFO[ins.op]
+        shape = info.accepts(len(ins.operands)) or info.operands
+        unwritten = facts.unwritten
+        clears = ins.op in (Opcode.XOR, Opcode.TEST) and _same_register(ins)
+        for position, (kind, operand) in enumerate(zip(shape, ins.operands, strict=False)):
+            reads_it = kind != "reg" or info.reads_dst or ins.op.value.startswith("CMOV")
+            bit = self.variable(operand)
+            if reads_it and bit and unwritten & bit:
+                self.found.unwritten_reads.add((pc, position))
+            if isinstance(operand, Mem):
+                for reg in operand.registers:
+                    if facts.regs >> reg.index & 1:
+                        self.found.string_math.add((pc, position))
+            numeric = info.numeric and reads_it and not clears and kind != "label"
+            if numeric and self.holds_string(operand, facts.regs):
+                self.found.string_math.add((pc, position))
+            if kind == "reg" and bit and not reads_it:
+                unwritten &= ~bit
+        if ins.op is Opcode.LOOP and facts.regs >> ECX_INDEX & 1:
+            self.found.string_math.add((pc, -1))  # -1: the ECX it counts down
+        return unwritten
+
+    def written(self, ins: Instruction, regs: int, stack_top: bool) -> int:
+        """``regs`` (string bits) after ``ins`` writes its destination."""
+        op, operands = ins.op, ins.operands
+        if op in (Opcode.MUL, Opcode.DIV) and len(operands) == 1:
+            return regs & ~(1 << EAX_INDEX) & ~(1 << EDX_INDEX)
+        if op is Opcode.LOOP:
+            return regs & ~(1 << ECX_INDEX)
+        info = OPCODE_INFO[op]
+        if not operands or info.operands[0] != "reg" or op is Opcode.PUSH:
+            return regs
+        dst = operands[0]
+        if op is Opcode.MOV:
+            return _write(regs, dst, self.holds_string(operands[1], regs))
+        if op is Opcode.POP:
+            return _write(regs, dst, stack_top)
+        if op is Opcode.XCHG:
+            first, second = self.holds_string(dst, regs), self.holds_string(operands[1], regs)
+            return _write(_write(regs, dst, second), operands[1], first)
+        if op.value.startswith("CMOV"):
+            either = self.holds_string(dst, regs) or self.holds_string(operands[1], regs)
+            return _write(regs, dst, either)
+        return _write(regs, dst, False)
+
     def step(self, pc: int, returns: tuple[int, ...], facts: _Facts) -> None:
         ins = self.instructions[pc]
-        op, operands = ins.op, ins.operands
-        depth, setters, regs, stack = facts
-        if op is Opcode.MOV:
-            regs = _write(regs, operands[0], self.holds_string(operands[1], regs))
-        elif op is Opcode.PUSH:
+        op = ins.op
+        info = OPCODE_INFO[op]
+        depth, setters, regs, stack, _ = facts
+        unwritten = self.reads(pc, ins, facts)
+        if info.condition:
+            self.test_flags(pc, setters)
+            if not info.jump:  # SETcc, CMOVcc: a path goes on with flags it could test
+                setters = _NO_SETTER if info.ordered else setters - {UNSET}
+        if op is Opcode.PUSH:
             depth += 1
-            stack = (stack << 1 | self.holds_string(operands[0], regs)) & _STACK_BITS
+            stack = (stack << 1 | self.holds_string(ins.operands[0], regs)) & _STACK_BITS
         elif op is Opcode.POP:
             if depth == 0:
                 self.found.empty_pops.add(pc)
             depth = max(depth - 1, 0)
-            regs, stack = _write(regs, operands[0], bool(stack & 1)), stack >> 1
-        elif op is Opcode.CMP:
+            regs, stack = self.written(ins, regs, bool(stack & 1)), stack >> 1
+        elif op in (Opcode.CMP, Opcode.TEST):
             setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
-        elif OPCODE_INFO[op].sets_flags:  # ADD SUB MUL INC DEC
-            destination = operands[0]
-            if isinstance(destination, Reg) and self.holds_string(destination, regs):
-                self.found.string_math.add((pc, 0))
-            if len(operands) > 1 and self.holds_string(operands[1], regs):
-                self.found.string_math.add((pc, 1))
-            regs, setters = _write(regs, destination, False), _NO_SETTER
         elif op is Opcode.CALL:
             if pc not in self.tools:
-                self.call(pc, returns, _Facts(depth, setters, regs, stack))
+                self.call(pc, returns, _Facts(depth, setters, regs, stack, unwritten))
                 return
             need = len(self.tools[pc].params)
             if depth < need:
                 self.found.short_calls[pc] = min(depth, self.found.short_calls.get(pc, depth))
             count, bits = self.results[pc]
-            depth = max(depth - need, 0) + count
-            stack = ((stack >> need) << count | bits) & _STACK_BITS
+            if pc in self.eax_calls:  # the one result goes to EAX (see llassembly._layout)
+                depth = max(depth - need, 0)
+                stack = stack >> need
+                regs = _write(regs, Reg(EAX_INDEX, "EAX"), bool(bits & 1))
+            else:
+                depth = max(depth - need, 0) + count
+                stack = ((stack >> need) << count | bits) & _STACK_BITS
         elif op is Opcode.RET:
             if returns:
                 back = returns[-1]
-                self.reach(back, returns[:-1], facts, back - 1)
+                self.reach(back, returns[:-1], facts._replace(unwritten=unwritten), back - 1)
             return
         elif op is Opcode.HLT:
             return
-        elif OPCODE_INFO[op].jump:
-            self.jump(pc, returns, facts)
+        else:
+            if info.sets_flags:
+                setters = _NO_SETTER
+            regs = self.written(ins, regs, False)
+        after = _Facts(depth, setters, regs, stack, unwritten)
+        if info.jump:
+            self.jump(pc, returns, after)
             return
-        self.reach(pc + 1, returns, _Facts(depth, setters, regs, stack), pc)
+        self.reach(pc + 1, returns, after, pc)
+
+    def test_flags(self, pc: int, setters: frozenset[int]) -> None:
+        """Record what an instruction testing the flags may find: none set, or strings."""
+        info = OPCODE_INFO[self.instructions[pc].op]
+        if UNSET in setters:
+            self.found.unset_jumps.add(pc)
+        strings = setters - {UNSET}
+        if info.ordered and strings:
+            self.found.string_jumps.setdefault(pc, set()).update(strings)
 
     def jump(self, pc: int, returns: tuple[int, ...], facts: _Facts) -> None:
         info = OPCODE_INFO[self.instructions[pc].op]
         if info.conditional:
-            setters = facts.setters
-            if UNSET in setters:
-                self.found.unset_jumps.add(pc)
-            strings = setters - {UNSET}
-            if info.ordered and strings:
-                self.found.string_jumps.setdefault(pc, set()).update(strings)
-            # A path that goes on past the jump had flags it could test.
-            facts = facts._replace(setters=_NO_SETTER if info.ordered else strings)
+            if info.condition:
+                # A path that goes on past the jump had flags it could test.
+                strings = facts.setters - {UNSET}
+                facts = facts._replace(setters=_NO_SETTER if info.ordered else strings)
             self.reach(pc + 1, returns, facts, pc)
         self.reach(self.target[pc], returns, facts, pc)
 
@@ -239,17 +337,28 @@ class _Explorer:
         self.reach(self.target[pc], (*returns, pc + 1), facts, pc)
 
 
+def _same_register(ins: Instruction) -> bool:
+    operands = ins.operands
+    return len(operands) == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
+
+
 def explore(
-    program: Program, target: Mapping[int, int], tools: Mapping[int, ToolShape]
+    program: Program,
+    target: Mapping[int, int],
+    tools: Mapping[int, ToolShape],
+    layout: Layout | None = None,
+    eax_calls: frozenset[int] = frozenset(),
 ) -> Findings:
     """Walk every path of ``program`` from its entry point, within the bounds.
 
     Args:
         program: A program whose structure is sound (every jump and CALL target resolved).
-        target: Jump or ``CALL label`` instruction index to the index it goes to.
+        target: Jump, ``LOOP`` or ``CALL label`` instruction index to the index it goes to.
         tools: Tool ``CALL`` instruction index to the tool.
+        layout: Its memory (for the variables that must be written before they are read).
+        eax_calls: Tool ``CALL``s whose result goes to ``EAX`` instead of the stack.
 
     Returns:
         The :class:`Findings`.
     """
-    return _Explorer(program, target, tools).run(program.entry)
+    return _Explorer(program, target, tools, layout, eax_calls).run(program.entry)

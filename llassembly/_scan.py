@@ -12,21 +12,25 @@ import math
 import re
 from dataclasses import dataclass
 
-from .program import MNEMONICS, OPCODE_INFO, Imm, Name, Operand, Reg, register_index
+from .program import MNEMONICS, OPCODE_INFO, Imm, Mem, Name, Operand, Reg, register_index
 
 __all__ = [
+    "DATA_SIZES",
     "DATA_WORDS",
     "EXTERN_WORDS",
     "GLOBAL_WORDS",
     "IDENT",
+    "RESERVE_SIZES",
     "SECTION_SHORT",
     "SECTION_WORDS",
+    "SIZE_WORDS",
     "LineError",
     "Scanned",
     "has_instruction",
     "is_directive",
     "looks_like_code",
     "names_instruction",
+    "read_memory",
     "read_number",
     "read_operand",
     "read_string",
@@ -41,7 +45,12 @@ _NAME_OPERAND = re.compile(r"[A-Za-z_.$@?][\w.$@?]*(?:-[\w.$@?]+)*")
 # Each digit run can match one way only (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): a long
 # run of digits that turns out not to be a number must fail in linear time, not quadratic.
 _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\Z")
-DATA_WORDS = frozenset({"DB", "DW", "DD", "DQ", "DT", "EQU", "DS", "STRING", "ASCIZ", "ASCII"})
+DATA_SIZES = {"DB": 1, "DW": 2, "DD": 4, "DQ": 8, "DT": 10, "DS": 1, "STRING": 1, "ASCIZ": 1}
+DATA_SIZES |= {"ASCII": 1, "EQU": 8}
+RESERVE_SIZES = {"RESB": 1, "RESW": 2, "RESD": 4, "RESQ": 8}
+DATA_WORDS = frozenset({*DATA_SIZES, *RESERVE_SIZES, "TIMES"})
+SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
+SIZE_WORDS |= {"XMMWORD": 16}
 SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
@@ -137,13 +146,29 @@ def split_operands(text: str, offset: int) -> list[tuple[str, int]]:
             close = text.find("]", i)
             i = len(text) if close < 0 else close + 1
         else:
-            while i < len(text) and not text[i].isspace() and text[i] not in ",\"'":
+            while i < len(text) and not text[i].isspace() and text[i] not in ",\"'[":
                 i += 1
+        if not expect_operand and tokens and _sized(tokens[-1][0]) and text[start] in "[pP":
+            # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
+            column = tokens.pop()[1]
+            tokens.append((text[column - offset : i], column))
+            continue
         tokens.append((text[start:i], offset + start))
         expect_operand = False
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tokens
+
+
+def _sized(token: str) -> bool:
+    """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
+    words = token.upper().split()
+    return (
+        bool(words)
+        and words[0] in SIZE_WORDS
+        and not token.endswith("]")
+        and (len(words) == 1 or words[1:] == ["PTR"])
+    )
 
 
 def read_number(token: str, column: int) -> int | float:
@@ -192,12 +217,8 @@ def _parse_operand(token: str, column: int) -> Operand:
     if token[0] in "\"'":
         value, _ = read_string(token, 0)
         return Imm(value)
-    if token[0] == "[":
-        raise LineError(
-            column + 1,
-            f"memory operand {token} is not supported",
-            "a register, number, string or name (use registers and the stack instead of memory)",
-        )
+    if token[0] == "[" or _sized(token.split("[", 1)[0].strip() or "-"):
+        return read_memory(token, column)
     if _NUMBER.match(token):
         return Imm(read_number(token, column))
     if token.endswith("()"):
@@ -217,6 +238,90 @@ def _parse_operand(token: str, column: int) -> Operand:
     raise LineError(
         column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
     )
+
+
+_MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
+_TERM = re.compile(r"\s*([+-])?\s*([^+\-\s][^+\-]*?)\s*(?=[+-]|\Z)")
+
+
+def read_memory(token: str, column: int) -> Mem:
+    """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
+    optional size word before it (``dword``, ``QWORD PTR``)."""
+    size = 0
+    opening = token.find("[")
+    if opening > 0:
+        size = SIZE_WORDS[token[:opening].upper().split()[0]]
+    inside = token[opening + 1 :]
+    if not inside.endswith("]"):
+        raise LineError(column + 1, f"unclosed memory operand {token[:40]!r}", "a closing ]")
+    inside = inside[:-1].strip()
+    if not inside:
+        raise LineError(column + 1, "empty memory operand []", _MEMORY_EXPECTED)
+    label: str | None = None
+    registers: list[tuple[Reg, int]] = []
+    disp = 0
+    position = 0
+    while position < len(inside):
+        term = _TERM.match(inside, position)
+        if term is None or term.end() == position:
+            raise LineError(
+                column + 1, f"cannot read memory operand {token[:40]!r}", _MEMORY_EXPECTED
+            )
+        position = term.end()
+        negative, body = term.group(1) == "-", term.group(2).strip()
+        factors = [f.strip() for f in body.split("*")]
+        if len(factors) > 2 or not all(factors):
+            raise LineError(column + 1, f"cannot read {body!r} in {token[:40]}", _MEMORY_EXPECTED)
+        numbers = [f for f in factors if _NUMBER.match(f)]
+        names = [f for f in factors if not _NUMBER.match(f)]
+        if not names:
+            value = 1
+            for factor in numbers:
+                number = read_number(factor, column)
+                if not isinstance(number, int):
+                    raise LineError(column + 1, f"{factor} is not a whole number", "a byte offset")
+                value *= number
+            disp += -value if negative else value
+            continue
+        if len(names) > 1:
+            raise LineError(
+                column + 1, f"{body!r}: only a register may be scaled", _MEMORY_EXPECTED
+            )
+        name = names[0]
+        index = register_index(name)
+        scale = int(read_number(numbers[0], column)) if numbers else 1
+        if index is None:
+            if name.upper() in _STACK_POINTERS:
+                raise LineError(
+                    column + 1,
+                    f"{name} (the stack pointer) is not available",
+                    "a data label and general registers; use PUSH and POP for the stack",
+                )
+            if label is not None or negative or numbers or not IDENT.fullmatch(name):
+                raise LineError(
+                    column + 1,
+                    f"{token[:40]}: a memory operand is based on one data label, added once",
+                    _MEMORY_EXPECTED,
+                )
+            label = name
+            continue
+        if negative or scale not in (1, 2, 4, 8):
+            raise LineError(
+                column + 1,
+                f"{body!r}: a register in an address is added, times 1, 2, 4 or 8",
+                _MEMORY_EXPECTED,
+            )
+        registers.append((Reg(index, name.upper()), scale))
+    if len(registers) > 2:
+        raise LineError(column + 1, f"{token[:40]}: at most two registers", _MEMORY_EXPECTED)
+    registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
+    base = registers[0][0] if len(registers) == 2 or (registers and registers[0][1] == 1) else None
+    index_reg, scale = (None, 1)
+    if len(registers) == 2:
+        index_reg, scale = registers[1]
+    elif registers and base is None:
+        index_reg, scale = registers[0]
+    return Mem(label, base, index_reg, scale, disp, size, token)
 
 
 @dataclass(frozen=True, slots=True)

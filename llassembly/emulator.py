@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any, TypeAlias, cast
 
+from ._access import fail
 from ._drive import adrive, drive
 from ._steps import (
     DEFAULT_MAX_STACK_DEPTH,
@@ -36,7 +37,6 @@ from ._steps import (
     CompiledProgram,
     _compile_steps,
     compile_program,
-    fail,
 )
 from .errors import (
     ExecutionError,
@@ -49,6 +49,7 @@ from .errors import (
 )
 from .externs import Extern, check_sync_tools, externs_from
 from .program import (
+    EAX_INDEX,
     REGISTER_COUNT,
     Program,
     Value,
@@ -94,6 +95,7 @@ class MachineState:
         tool_calls: Tool calls made so far.
         halted: The program has ended.
         pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
+        mem: The writable memory: data label (lower-cased) to its cells.
     """
 
     pc: int = 0
@@ -107,6 +109,7 @@ class MachineState:
     tool_calls: int = 0
     halted: bool = False
     pending: tuple[int, list[Value]] | None = None
+    mem: dict[str, list[Value]] = field(default_factory=dict)
 
     def snapshot(self) -> dict[str, Any]:
         """Return the state as a JSON- and msgpack-serialisable dict."""
@@ -115,7 +118,7 @@ class MachineState:
         registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
         if "" in regs:
             registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
-        return {
+        snap: dict[str, Any] = {
             "pc": self.pc,
             "registers": registers,
             "stack": list(self.stack),
@@ -128,6 +131,9 @@ class MachineState:
             if self.pending is None
             else {"index": self.pending[0], "values": list(self.pending[1])},
         }
+        if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
+            snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
+        return snap
 
     @classmethod
     def restore(cls, data: Mapping[str, Any]) -> MachineState:
@@ -145,7 +151,13 @@ class MachineState:
                 regs[index] = value
             stack = list(data["stack"])
             pending = data["pending"]
-            held = [*data["registers"].values(), *stack, *(pending["values"] if pending else ())]
+            memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            held = [
+                *data["registers"].values(),
+                *stack,
+                *(pending["values"] if pending else ()),
+                *(cell for cells in memory.values() for cell in cells),
+            ]
             if not all(map(_is_value, held)):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
@@ -165,6 +177,7 @@ class MachineState:
                 pending=None
                 if pending is None
                 else (_count(pending["index"], "pending index"), list(pending["values"])),
+                mem=memory,
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
@@ -304,7 +317,7 @@ class Emulator:
         self.max_stack_depth = max_stack_depth
         self.max_seconds = max_seconds
         if state is None:
-            self.state = MachineState(pc=self.program.entry)
+            self.state = MachineState(pc=self.program.entry, mem=self.compiled.initial_memory())
         elif isinstance(state, MachineState):
             self.state = state
             self._check_values()
@@ -412,7 +425,10 @@ class Emulator:
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        st.stack.extend(reversed(values))
+        if index in self.compiled.eax_calls:  # its result is read in EAX (see _layout)
+            st.regs[EAX_INDEX] = values[0]
+        else:
+            st.stack.extend(reversed(values))
         st.pending = None
         st.pc = index + 1
 
@@ -458,6 +474,7 @@ class Emulator:
     def _check_values(self) -> None:
         st = self.state
         values = [*st.regs, *st.stack, *(st.pending[1] if st.pending else ())]
+        values += [cell for cells in st.mem.values() for cell in cells]
         if not all(map(_is_value, values)):
             raise UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
@@ -472,6 +489,11 @@ class Emulator:
             0 <= st.pending[0] < end and self.compiled.tools[st.pending[0]] is not None
         ):
             raise UsageError("the state's pending call is not a tool CALL of this program")
+        expected = self.compiled.initial_memory()
+        if not st.mem and expected:  # a state built by hand before the plan had memory
+            st.mem = expected
+        if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
+            raise UsageError("the state's memory does not match this program's data labels")
 
     def _recorded_calls(self) -> Generator[ToolCall, Any, RunResult]:
         """:meth:`calls` that also keeps each call and its result in :attr:`history`."""

@@ -15,19 +15,24 @@ from __future__ import annotations
 import gc
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ._scan import (
+    DATA_SIZES,
     EXTERN_WORDS,
     GLOBAL_WORDS,
     IDENT,
+    RESERVE_SIZES,
     SECTION_SHORT,
     SECTION_WORDS,
     LineError,
+    Scanned,
     has_instruction,
     looks_like_code,
     names_instruction,
+    read_number,
     read_operand,
     scan,
     split_operands,
@@ -39,10 +44,10 @@ from .program import (
     OPCODE_INFO,
     Imm,
     Instruction,
+    MemoryLabel,
     Name,
     PlainAnswer,
     Program,
-    Reg,
     UnknownInstruction,
     Value,
     register_index,
@@ -87,6 +92,10 @@ class _Builder:
     errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
     entry_name: str | None = None
     entry_site: tuple[int, int] = (0, 0)
+    memory: dict[str, MemoryLabel] = field(default_factory=dict)
+    # Data rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
+    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
+    read_only: bool = False  # in section .rodata
 
     def error(self, line: int, column: int, message: str, expected: str) -> None:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
@@ -235,8 +244,8 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
-def _data_value(rest: str, column: int) -> Value:
-    """Read the value part of a data definition."""
+def _data_parts(rest: str, column: int) -> list[Imm | Name]:
+    """The values of a data definition: literals, one JSON text, or names of other labels."""
     text = rest.strip()
     if not text:
         raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
@@ -244,20 +253,32 @@ def _data_value(rest: str, column: int) -> Value:
         start = column + len(rest) - len(rest.lstrip())
         try:
             loaded = json.loads(text, parse_constant=_no_constant)
-            return json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            return [Imm(dumped)]
         except (ValueError, RecursionError) as exc:
             detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
             raise LineError(
                 start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
             ) from None
     parts = [read_operand(tok, col) for tok, col in split_operands(rest, column)]
-    if any(isinstance(p, Reg | Name) for p in parts):
+    if any(not isinstance(p, Imm | Name) for p in parts):
         raise LineError(
-            column + 1, "data may only hold strings, numbers or JSON", "a literal value"
+            column + 1,
+            "data may only hold strings, numbers, JSON or names of other data labels",
+            "a literal value",
         )
+    return [p for p in parts if isinstance(p, Imm | Name)]
+
+
+def _data_cells(parts: Sequence[Imm | Name], column: int) -> tuple[Value, list[Value]]:
+    """The value a bare label reads and the label's cells, from literal parts.
+
+    One value is one cell. Strings with character codes after them are one string (a final
+    ``0`` ends it). Several numbers are one cell each, and the label reads as their JSON list.
+    """
     values = [p.value for p in parts if isinstance(p, Imm)]
     if len(values) == 1:
-        return values[0]
+        return values[0], values
     if isinstance(values[0], str):
         out = [values[0]]
         for position, value in enumerate(values[1:], start=1):
@@ -277,8 +298,86 @@ def _data_value(rest: str, column: int) -> Value:
                 raise LineError(
                     column + 1, f"cannot append {value!r} to a string", "a character code"
                 )
-        return "".join(out)
-    return json.dumps(values, separators=(",", ":"))
+        text = "".join(out)
+        return text, [text]
+    return json.dumps(values, separators=(",", ":")), values
+
+
+_MAX_REPEAT = 1 << 16
+
+
+def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
+    """``5 dd 0`` after ``times``: the count, the data word and the values."""
+    words = rest.split(None, 2)
+    if len(words) < 3 or words[1].upper() not in DATA_SIZES:
+        raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
+    count = read_number(words[0], column)
+    if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
+        raise LineError(column + 1, f"times needs a count of 1 to {_MAX_REPEAT}", "a count")
+    value_col = column + rest.index(words[2], len(words[0]) + len(words[1]))
+    return count, words[1].upper(), words[2], value_col
+
+
+def _read_data(builder: _Builder, number: int, scanned: Scanned) -> None:
+    """A data definition: its bare value in ``data``, its cells in ``memory``."""
+    name, word = scanned.data_name, scanned.mnemonic.upper()
+    rest, column = scanned.rest, scanned.rest_col
+    if register_index(name) is not None:
+        raise LineError(
+            scanned.mnemonic_col + 1,
+            f"data label {name!r} has the name of a register: {name} in an operand always "
+            f"reads the register, never this data; rename the data label (e.g. {name}_data)",
+            "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
+        )
+    key = name.lower()
+    if key in builder.data:
+        builder.error(
+            number, scanned.mnemonic_col + 1, f"data label {name!r} is defined twice", "a new name"
+        )
+    repeat = 1
+    if word == "TIMES":
+        repeat, word, rest, column = _repeat(rest, column)
+    if word in RESERVE_SIZES:
+        count = read_number(rest.strip() or "0", column)
+        if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
+            raise LineError(column + 1, f"{word} needs a count of 1 to {_MAX_REPEAT}", "a count")
+        size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+    else:
+        size, parts = DATA_SIZES[word], _data_parts(rest, column) * repeat
+    writable = not builder.read_only and word != "EQU"
+    if any(isinstance(p, Name) for p in parts):
+        builder.data[key] = ""
+        builder.pending_rows.append((key, parts, number, column))
+        builder.memory[key] = MemoryLabel((), size, writable, number)
+        return
+    value, cells = _data_cells(parts, column)
+    builder.data[key] = value
+    if word != "EQU":
+        builder.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
+
+
+def _resolve_rows(builder: _Builder) -> None:
+    """Fill in rows that name other labels: each named label stands for its value."""
+    rows = {key for key, *_ in builder.pending_rows}
+    for key, parts, number, column in builder.pending_rows:
+        cells: list[Value] = []
+        for part in parts:
+            if isinstance(part, Imm):
+                cells.append(part.value)
+                continue
+            found = builder.data.get(part.name.lower())
+            if found is None or part.name.lower() in rows:
+                builder.error(
+                    number,
+                    column + 1,
+                    f"{part.name!r} in this data row is no data label with a value",
+                    "numbers, strings or names of data labels defined with values",
+                )
+                found = 0
+            cells.append(found)
+        label = builder.memory[key]
+        builder.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
+        builder.data[key] = json.dumps(cells, separators=(",", ":"), ensure_ascii=False)
 
 
 def _read_line(builder: _Builder, number: int, line: str) -> None:
@@ -286,24 +385,7 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     for name, column in scanned.labels:
         builder.label(name, number, column + 1)
     if scanned.data_name:
-        if register_index(scanned.data_name) is not None:
-            name = scanned.data_name
-            raise LineError(
-                scanned.mnemonic_col + 1,
-                f"data label {name!r} has the name of a register: {name} in an operand always "
-                f"reads the register, never this data; rename the data label (e.g. {name}_data)",
-                "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
-            )
-        value = _data_value(scanned.rest, scanned.rest_col)
-        key = scanned.data_name.lower()
-        if key in builder.data:
-            builder.error(
-                number,
-                scanned.mnemonic_col + 1,
-                f"data label {scanned.data_name!r} is defined twice",
-                "a new name",
-            )
-        builder.data[key] = value
+        _read_data(builder, number, scanned)
         return
     if not scanned.mnemonic:
         if scanned.rest:
@@ -314,7 +396,11 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             )
         return
     upper = scanned.mnemonic.upper()
-    if upper in SECTION_WORDS or upper in SECTION_SHORT or upper in EXTERN_WORDS:
+    if upper in SECTION_WORDS or upper in SECTION_SHORT:
+        section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
+        builder.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+        return
+    if upper in EXTERN_WORDS:
         return
     if upper in GLOBAL_WORDS:
         entry = IDENT.search(scanned.rest)
@@ -374,6 +460,7 @@ def parse(text: str) -> Program | PlainAnswer:
 
 
 _LARGE_REPLY = 64 * 1024
+_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
 def _parse(normalised: str) -> Program | PlainAnswer:
@@ -385,6 +472,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             _read_line(builder, index + 1, visible[index])
         except LineError as exc:
             builder.error(index + 1, exc.column, exc.message, exc.expected)
+    _resolve_rows(builder)
     if builder.errors:
         raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
     if not builder.instructions and not builder.unknown:
@@ -406,4 +494,5 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         label_names=builder.label_names,
         entry_name=builder.entry_name,
         entry_site=builder.entry_site,
+        memory=builder.memory,
     )

@@ -17,6 +17,8 @@ __all__ = [
     "REGISTER_COUNT",
     "Imm",
     "Instruction",
+    "Mem",
+    "MemoryLabel",
     "Name",
     "Opcode",
     "OpcodeInfo",
@@ -60,11 +62,50 @@ class Opcode(enum.Enum):
     RET = "RET"
     NOP = "NOP"
     HLT = "HLT"
+    # x86 habits (see docs/language.md): division, bit logic, shifts, addresses, loops,
+    # flags into values, swaps and floating point by the SSE names.
+    DIV = "DIV"
+    MOD = "MOD"
+    AND = "AND"
+    OR = "OR"
+    XOR = "XOR"
+    NOT = "NOT"
+    NEG = "NEG"
+    TEST = "TEST"
+    SHL = "SHL"
+    SHR = "SHR"
+    SAR = "SAR"
+    LEA = "LEA"
+    LOOP = "LOOP"
+    XCHG = "XCHG"
+    SETE = "SETE"
+    SETNE = "SETNE"
+    SETL = "SETL"
+    SETLE = "SETLE"
+    SETG = "SETG"
+    SETGE = "SETGE"
+    CMOVE = "CMOVE"
+    CMOVNE = "CMOVNE"
+    CMOVL = "CMOVL"
+    CMOVLE = "CMOVLE"
+    CMOVG = "CMOVG"
+    CMOVGE = "CMOVGE"
+    CVTSI2SD = "CVTSI2SD"
+    CVTTSD2SI = "CVTTSD2SI"
+    CVTSD2SI = "CVTSD2SI"
+    ADDSD = "ADDSD"
+    SUBSD = "SUBSD"
+    MULSD = "MULSD"
+    DIVSD = "DIVSD"
+    SQRTSD = "SQRTSD"
+    MINSD = "MINSD"
+    MAXSD = "MAXSD"
 
 
-OperandKind = Literal["reg", "value", "label", "target"]
-"""``reg``: a register to write; ``value``: register, number, string or data label;
-``label``: a code label; ``target``: a tool name or a code label."""
+OperandKind = Literal["reg", "value", "label", "target", "mem"]
+"""``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
+register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
+tool name or a code label; ``mem``: a memory operand (``LEA``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +119,71 @@ class OpcodeInfo:
     sets_flags: bool = False
     ends_block: bool = False
     writes_state: bool = False
+    numeric: bool = False
+    """Its operands (all but a plain destination) must be numbers."""
+    reads_dst: bool = False
+    """It reads its destination before writing it (``ADD``, not ``MOV``)."""
+    forms: tuple[tuple[OperandKind, ...], ...] = ()
+    """Other operand shapes it accepts (``DIV ECX`` beside ``DIV EAX, ECX``)."""
+    condition: str = ""
+    """For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is conditional,
+    on ``ECX``, and tests no flag.)"""
+
+    def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
+        """The operand shape for ``count`` operands, or ``None`` when none has that many."""
+        if len(self.operands) == count:
+            return self.operands
+        return next((form for form in self.forms if len(form) == count), None)
 
 
-_ARITH = OpcodeInfo(("reg", "value"), sets_flags=True, writes_state=True)
-_UNARY = OpcodeInfo(("reg",), sets_flags=True, writes_state=True)
-_EQ_JUMP = OpcodeInfo(("label",), jump=True, conditional=True, ends_block=True)
-_ORD_JUMP = OpcodeInfo(("label",), jump=True, conditional=True, ordered=True, ends_block=True)
+_ARITH = OpcodeInfo(
+    ("reg", "value"), sets_flags=True, writes_state=True, numeric=True, reads_dst=True
+)
+_UNARY = OpcodeInfo(("reg",), sets_flags=True, writes_state=True, numeric=True, reads_dst=True)
+_SHIFT = OpcodeInfo(
+    ("reg", "value"),
+    sets_flags=True,
+    writes_state=True,
+    numeric=True,
+    reads_dst=True,
+    forms=(("reg",),),
+)
+_FLOAT = OpcodeInfo(("reg", "value"), writes_state=True, numeric=True, reads_dst=True)
+_CONVERT = OpcodeInfo(("reg", "value"), writes_state=True, numeric=True)
+
+
+def _eq_jump(condition: str) -> OpcodeInfo:
+    return OpcodeInfo(("label",), jump=True, conditional=True, ends_block=True, condition=condition)
+
+
+def _ord_jump(condition: str) -> OpcodeInfo:
+    return OpcodeInfo(
+        ("label",),
+        jump=True,
+        conditional=True,
+        ordered=True,
+        ends_block=True,
+        condition=condition,
+    )
+
+
+def _set(condition: str) -> OpcodeInfo:
+    ordered = condition not in ("e", "ne")
+    return OpcodeInfo(
+        ("reg",), conditional=True, ordered=ordered, writes_state=True, condition=condition
+    )
+
+
+def _cmov(condition: str) -> OpcodeInfo:
+    ordered = condition not in ("e", "ne")
+    return OpcodeInfo(
+        ("reg", "value"),
+        conditional=True,
+        ordered=ordered,
+        writes_state=True,
+        condition=condition,
+    )
+
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MOV: OpcodeInfo(("reg", "value"), writes_state=True),
@@ -91,45 +191,155 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.POP: OpcodeInfo(("reg",), writes_state=True),
     Opcode.ADD: _ARITH,
     Opcode.SUB: _ARITH,
-    Opcode.MUL: _ARITH,
+    Opcode.MUL: OpcodeInfo(
+        ("reg", "value"),
+        sets_flags=True,
+        writes_state=True,
+        numeric=True,
+        reads_dst=True,
+        forms=(("value",), ("reg", "value", "value")),
+    ),
     Opcode.INC: _UNARY,
     Opcode.DEC: _UNARY,
     Opcode.CMP: OpcodeInfo(("value", "value"), sets_flags=True),
     Opcode.JMP: OpcodeInfo(("label",), jump=True, ends_block=True),
-    Opcode.JE: _EQ_JUMP,
-    Opcode.JNE: _EQ_JUMP,
-    Opcode.JL: _ORD_JUMP,
-    Opcode.JLE: _ORD_JUMP,
-    Opcode.JG: _ORD_JUMP,
-    Opcode.JGE: _ORD_JUMP,
+    Opcode.JE: _eq_jump("e"),
+    Opcode.JNE: _eq_jump("ne"),
+    Opcode.JL: _ord_jump("l"),
+    Opcode.JLE: _ord_jump("le"),
+    Opcode.JG: _ord_jump("g"),
+    Opcode.JGE: _ord_jump("ge"),
     Opcode.CALL: OpcodeInfo(("target",), ends_block=True, writes_state=True),
     Opcode.RET: OpcodeInfo((), ends_block=True),
     Opcode.NOP: OpcodeInfo(()),
     Opcode.HLT: OpcodeInfo((), ends_block=True),
+    Opcode.DIV: OpcodeInfo(
+        ("reg", "value"),
+        sets_flags=True,
+        writes_state=True,
+        numeric=True,
+        reads_dst=True,
+        forms=(("value",),),
+    ),
+    Opcode.MOD: _ARITH,
+    Opcode.AND: _ARITH,
+    Opcode.OR: _ARITH,
+    Opcode.XOR: _ARITH,
+    Opcode.NOT: OpcodeInfo(("reg",), writes_state=True, numeric=True, reads_dst=True),
+    Opcode.NEG: _UNARY,
+    Opcode.TEST: OpcodeInfo(("value", "value"), sets_flags=True),
+    Opcode.SHL: _SHIFT,
+    Opcode.SHR: _SHIFT,
+    Opcode.SAR: _SHIFT,
+    Opcode.LEA: OpcodeInfo(("reg", "mem"), writes_state=True),
+    Opcode.LOOP: OpcodeInfo(
+        ("label",), jump=True, conditional=True, ends_block=True, writes_state=True, numeric=True
+    ),
+    Opcode.XCHG: OpcodeInfo(("reg", "reg"), writes_state=True, reads_dst=True),
+    Opcode.SETE: _set("e"),
+    Opcode.SETNE: _set("ne"),
+    Opcode.SETL: _set("l"),
+    Opcode.SETLE: _set("le"),
+    Opcode.SETG: _set("g"),
+    Opcode.SETGE: _set("ge"),
+    Opcode.CMOVE: _cmov("e"),
+    Opcode.CMOVNE: _cmov("ne"),
+    Opcode.CMOVL: _cmov("l"),
+    Opcode.CMOVLE: _cmov("le"),
+    Opcode.CMOVG: _cmov("g"),
+    Opcode.CMOVGE: _cmov("ge"),
+    Opcode.CVTSI2SD: _CONVERT,
+    Opcode.CVTTSD2SI: _CONVERT,
+    Opcode.CVTSD2SI: _CONVERT,
+    Opcode.ADDSD: _FLOAT,
+    Opcode.SUBSD: _FLOAT,
+    Opcode.MULSD: _FLOAT,
+    Opcode.DIVSD: _FLOAT,
+    Opcode.SQRTSD: _CONVERT,
+    Opcode.MINSD: _FLOAT,
+    Opcode.MAXSD: _FLOAT,
+}
+
+# Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
+# docs/language.md: there is no separate sign or carry flag; S and B read LT).
+_CONDITIONS: dict[str, tuple[str, ...]] = {
+    "e": ("E", "Z"),
+    "ne": ("NE", "NZ"),
+    "l": ("L", "LT", "B", "C", "S", "NGE", "NAE"),
+    "le": ("LE", "BE", "NG", "NA"),
+    "g": ("G", "GT", "A", "NLE", "NBE"),
+    "ge": ("GE", "AE", "NC", "NS", "NL", "NB"),
+}
+_BY_CONDITION = {
+    prefix: {info.condition: op for op, info in OPCODE_INFO.items() if op.value.startswith(prefix)}
+    for prefix in ("J", "SET", "CMOV")
 }
 
 MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode} | {
     "IMUL": Opcode.MUL,
-    "JZ": Opcode.JE,
-    "JNZ": Opcode.JNE,
-    "JLT": Opcode.JL,
-    "JB": Opcode.JL,
-    "JBE": Opcode.JLE,
-    "JGT": Opcode.JG,
-    "JA": Opcode.JG,
-    "JAE": Opcode.JGE,
+    "IDIV": Opcode.DIV,
     "HALT": Opcode.HLT,
+    "SAL": Opcode.SHL,
+    "LOOPD": Opcode.LOOP,
+    "MOVZX": Opcode.MOV,
+    "MOVSX": Opcode.MOV,
+    "MOVSXD": Opcode.MOV,
+    "MOVSS": Opcode.MOV,
+    "MOVSD": Opcode.MOV,
+    "MOVAPS": Opcode.MOV,
+    "MOVAPD": Opcode.MOV,
+    "MOVUPS": Opcode.MOV,
+    "MOVUPD": Opcode.MOV,
+    "MOVQ": Opcode.MOV,
+    "MOVD": Opcode.MOV,
+    "CDQ": Opcode.NOP,
+    "CQO": Opcode.NOP,
+    "CWD": Opcode.NOP,
+    "CDQE": Opcode.NOP,
+    "COMISS": Opcode.CMP,
+    "COMISD": Opcode.CMP,
+    "UCOMISS": Opcode.CMP,
+    "UCOMISD": Opcode.CMP,
+    "PXOR": Opcode.XOR,
+    "XORPS": Opcode.XOR,
+    "XORPD": Opcode.XOR,
+    "CVTSI2SS": Opcode.CVTSI2SD,
+    "CVTTSS2SI": Opcode.CVTTSD2SI,
+    "CVTSS2SI": Opcode.CVTSD2SI,
+    "ADDSS": Opcode.ADDSD,
+    "SUBSS": Opcode.SUBSD,
+    "MULSS": Opcode.MULSD,
+    "DIVSS": Opcode.DIVSD,
+    "SQRTSS": Opcode.SQRTSD,
+    "MINSS": Opcode.MINSD,
+    "MAXSS": Opcode.MAXSD,
 }
+for _prefix, _ops in _BY_CONDITION.items():
+    for _condition, _names in _CONDITIONS.items():
+        for _spelling in _names:
+            MNEMONICS.setdefault(_prefix + _spelling, _ops[_condition])
 """Upper-case mnemonic (including aliases) to opcode."""
 
-# Registers: R0..R100 are slots 0..100; the x86-style names follow.
+# Registers: R0..R100 are slots 0..100; the x86-style names follow, then xmm0..xmm15.
 _X86_NAMES = ("EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "EBP")
-REGISTER_COUNT = 101 + len(_X86_NAMES)
+_XMM_NAMES = tuple(f"XMM{i}" for i in range(16))
+REGISTER_COUNT = 101 + len(_X86_NAMES) + len(_XMM_NAMES)
+EAX_INDEX = 101
+ECX_INDEX = 103
+EDX_INDEX = 104
 _REGISTER_INDEX: dict[str, int] = {f"R{i}": i for i in range(101)}
 for _offset, _name in enumerate(_X86_NAMES):
     _REGISTER_INDEX[_name] = 101 + _offset
-    _REGISTER_INDEX["R" + _name[1:]] = 101 + _offset
-_REGISTER_NAMES = [f"R{i}" for i in range(101)] + list(_X86_NAMES)
+    _REGISTER_INDEX["R" + _name[1:]] = 101 + _offset  # RAX..RBP: the 64-bit names
+    _REGISTER_INDEX[_name[1:]] = 101 + _offset  # AX..BP: the 16-bit names
+for _offset, _name in enumerate(_XMM_NAMES):
+    _REGISTER_INDEX[_name] = 101 + len(_X86_NAMES) + _offset
+# The 8-bit names are the same registers too (SETcc writes AL; nothing here is a byte).
+for _short, _name in (("AL", "EAX"), ("BL", "EBX"), ("CL", "ECX"), ("DL", "EDX")):
+    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
+for _short, _name in (("SIL", "ESI"), ("DIL", "EDI"), ("BPL", "EBP")):
+    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
+_REGISTER_NAMES = [f"R{i}" for i in range(101)] + list(_X86_NAMES) + list(_XMM_NAMES)
 
 
 def register_index(name: str) -> int | None:
@@ -175,7 +385,52 @@ class Name:
         return self.name
 
 
-Operand: TypeAlias = Reg | Imm | Name
+@dataclass(frozen=True, slots=True)
+class Mem:
+    """A memory operand: ``[label + base + index*scale + disp]``, any part left out.
+
+    Attributes:
+        label: The data label it is based on, as written (``None`` for ``[ESI]``).
+        base: A register added to the address.
+        index: A register multiplied by ``scale`` and added.
+        scale: 1, 2, 4 or 8.
+        disp: A constant byte offset.
+        size: Bytes named by a size word (``dword`` is 4), or 0 when none was written.
+        text: The operand as written.
+    """
+
+    label: str | None
+    base: Reg | None = None
+    index: Reg | None = None
+    scale: int = 1
+    disp: int = 0
+    size: int = 0
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def registers(self) -> tuple[Reg, ...]:
+        """The registers the address reads."""
+        return tuple(r for r in (self.base, self.index) if r is not None)
+
+
+Operand: TypeAlias = Reg | Imm | Name | Mem
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLabel:
+    """A data label as memory: its cells, their size in bytes and whether plans may write.
+
+    ``section .data`` and ``.bss`` (and data before any section) are writable, ``.rodata``
+    and ``equ`` constants are not. The byte offset of cell ``i`` is ``i * size``.
+    """
+
+    cells: tuple[Value, ...]
+    size: int
+    writable: bool
+    line: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +486,7 @@ class Program:
         entry_name: The name given by a ``global NAME`` directive, as written (``None``
             without one); the verifier refuses a name that is no code label.
         entry_site: ``(line, column)`` of that name in the reply (``(0, 0)`` without one).
+        memory: Lower-cased data label to its cells (see :class:`MemoryLabel`).
     """
 
     instructions: tuple[Instruction, ...]
@@ -243,6 +499,7 @@ class Program:
     label_names: dict[str, str] = field(default_factory=dict)
     entry_name: str | None = None
     entry_site: tuple[int, int] = (0, 0)
+    memory: dict[str, MemoryLabel] = field(default_factory=dict)
 
     def source_of(self, line: int) -> str:
         """Return the text of 1-based ``line`` of the reply, or ``""``."""

@@ -22,11 +22,13 @@ import difflib
 from collections.abc import Mapping
 
 from ._flow import MAX_CALL_DEPTH, MAX_STATES, Findings, explore
+from ._layout import MAX_MEMORY_CELLS, eax_calls, layout_of, literal_zero
 from .errors import Diagnostic, PlanRejected
 from .program import (
     MNEMONICS,
     OPCODE_INFO,
     Instruction,
+    Mem,
     Name,
     Opcode,
     Operand,
@@ -48,7 +50,9 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "value": "a value",
     "label": "a label",
     "target": "a tool name or a label",
+    "mem": "a memory operand [...]",
 }
+_DIVISIONS = frozenset({Opcode.DIV, Opcode.MOD, Opcode.DIVSD})
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
 # Writing R0 discards the value, so these change nothing when their destination is R0.
 _REGISTER_WRITERS = frozenset(
@@ -82,6 +86,7 @@ class _Checker:
         self.structural = False  # a fault that makes the control flow meaningless
         self.target: dict[int, int] = {}  # jump or CALL-label index -> target index
         self.tool_at: dict[int, ToolShape] = {}  # CALL-tool index -> tool
+        self.layout = layout_of(program, tools)
 
     def report(self, line: int, column: int, message: str, *, structural: bool = False) -> None:
         self.structural = self.structural or structural
@@ -98,7 +103,9 @@ class _Checker:
 
     def check_unknown(self) -> None:
         for unknown in self.program.unknown:
-            close = difflib.get_close_matches(unknown.mnemonic.upper(), MNEMONICS, n=1)
+            word = unknown.mnemonic.upper()
+            close = difflib.get_close_matches(word, MNEMONICS, n=3)
+            close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
             hint = f"did you mean {close[0]}? " if close else ""
             message = (
                 f"unknown instruction {unknown.mnemonic!r}; {hint}"
@@ -133,32 +140,48 @@ class _Checker:
     def check_operands(self) -> None:
         for index, ins in enumerate(self.program.instructions):
             info = OPCODE_INFO[ins.op]
-            wanted, given = info.operands, ins.operands
-            if len(given) != len(wanted):
-                kinds = " and ".join(_KIND_WORDS[kind] for kind in wanted) or "nothing"
-                column = (
-                    self.column_of(ins, len(wanted)) if len(given) > len(wanted) else ins.column
+            given = ins.operands
+            wanted = info.accepts(len(given))
+            if wanted is None:
+                wanted = info.operands
+                kinds = " or ".join(
+                    "(" + (" and ".join(_KIND_WORDS[k] for k in shape) or "nothing") + ")"
+                    for shape in (info.operands, *info.forms)
                 )
+                count = len(info.operands)
+                column = self.column_of(ins, count) if len(given) > count else ins.column
+                numbers = sorted({count, *(len(form) for form in info.forms)})
+                takes = " or ".join(str(n) for n in numbers)
                 message = (
-                    f"{_mnemonic(ins)} takes {_plural(len(wanted), 'operand')} ({kinds}) "
-                    f"but {len(given)} {'was' if len(given) == 1 else 'were'} given"
+                    f"{_mnemonic(ins)} takes {takes} operand{'' if numbers == [1] else 's'} "
+                    f"{kinds} but {len(given)} {'was' if len(given) == 1 else 'were'} given"
                 )
                 self.report(ins.line, column, message, structural=True)
                 continue
             for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
                 self.check_operand(index, ins, kind, operand, self.column_of(ins, position))
+            if ins.op in _DIVISIONS and literal_zero(given[-1], self.program):
+                message = (
+                    f"{_mnemonic(ins)} divides by {given[-1]}, which is 0: division by zero; "
+                    "divide by a number that is not 0 (CMP it with 0 and jump around first)"
+                )
+                self.report(ins.line, self.column_of(ins, len(given) - 1), message)
 
     def check_operand(
         self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
     ) -> None:
         line, op = ins.line, _mnemonic(ins)
         key = operand.name.lower() if isinstance(operand, Name) else ""
-        if kind == "reg" and not isinstance(operand, Reg):
-            message = (
-                f"the destination of {op} must be a register (R1..R100, EAX..EBP), not {operand}"
-            )
+        if isinstance(operand, Mem):
+            self.check_memory(ins, kind, operand, column)
+        elif kind == "mem":
+            message = f"{op} needs a memory operand like [name + ESI*4], not {operand}"
             self.report(line, column, message)
+        elif kind == "reg" and not isinstance(operand, Reg):
+            self.check_destination(ins, operand, column)
         elif kind == "value" and isinstance(operand, Name) and key not in self.program.data:
+            if key in self.layout.variables:
+                return
             if key in self.program.labels:
                 message = f"{operand.name!r} is a code label, not a value"
             elif find_tool(operand.name, self.tools) is not None:
@@ -166,7 +189,8 @@ class _Checker:
             else:
                 message = (
                     f"unknown name {operand.name!r}: it is not a register, a number, "
-                    "a string or a data label"
+                    "a string, a data label or a variable (a name written by MOV or POP "
+                    "before it is read)"
                 )
             self.report(line, column, message)
         elif kind == "label":
@@ -180,6 +204,81 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+
+    def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
+        """A destination that is no register: a variable, or a one-cell writable label."""
+        op = _mnemonic(ins)
+        key = operand.name.lower() if isinstance(operand, Name) else ""
+        label = self.layout.labels.get(key)
+        if label is None:
+            message = (
+                f"the destination of {op} must be a register (R1..R100, EAX..EBP, xmm0..xmm15), "
+                f"a memory operand ([name]) or a variable, not {operand}"
+            )
+        elif not label.writable:
+            message = (
+                f"{op} writes {operand}, which is read-only data (section .rodata or equ); "
+                "keep values that change in section .data or in a register"
+            )
+        elif len(label.cells) != 1:
+            message = (
+                f"{operand} has {len(label.cells)} cells; write one of them: "
+                f"[{operand} + i*{label.size}] (cell i is at byte i*{label.size})"
+            )
+        else:
+            return
+        self.report(ins.line, column, message)
+
+    def check_memory(self, ins: Instruction, kind: OperandKind, mem: Mem, column: int) -> None:
+        """A memory operand: a known data label, in bounds and at a cell where it is known."""
+        if mem.label is None:
+            return
+        key = mem.label.lower()
+        label = self.layout.labels.get(key)
+        if label is None:
+            if key in self.program.data:
+                message = (
+                    f"{mem.label} is a constant (equ), not memory; write {mem.label} without "
+                    "brackets"
+                )
+            else:
+                known = _names(
+                    [k for k in self.layout.labels if k not in self.layout.variables], "none"
+                )
+                message = f"{mem} names no data label {mem.label!r}; data labels: {known}"
+            self.report(ins.line, column, message)
+            return
+        if kind == "reg" and not label.writable:
+            message = (
+                f"{_mnemonic(ins)} writes {mem}, which is read-only data (section .rodata); "
+                "put data that changes in section .data"
+            )
+            self.report(ins.line, column, message)
+        if kind == "mem":  # LEA computes the address only: any offset is fine
+            return
+        size, cells = label.size, len(label.cells)
+        if all(scale % size == 0 for scale in _scales(mem)) and mem.disp % size:
+            message = (
+                f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
+                f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
+            )
+            self.report(ins.line, column, message)
+        elif not mem.registers and not 0 <= mem.disp // size < cells:
+            message = (
+                f"{mem} reads cell {mem.disp // size} of {mem.label}, which has {cells} "
+                f"(cells 0..{cells - 1}, at bytes 0..{(cells - 1) * size})"
+            )
+            self.report(ins.line, column, message)
+
+    def check_memory_size(self) -> None:
+        cells = self.layout.cells
+        if cells > MAX_MEMORY_CELLS:
+            line = max(label.line for label in self.layout.labels.values())
+            message = (
+                f"the data takes {cells} cells, more than the {MAX_MEMORY_CELLS} a plan may "
+                "have; keep large data in tools and fetch what the plan needs"
+            )
+            self.report(line, 1, message)
 
     def check_call(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
         if not isinstance(operand, Name):
@@ -222,8 +321,28 @@ class _Checker:
 
     def check_flow(self) -> None:
         """Walk the paths (see ``llassembly._flow``) and report what they may do wrong."""
-        found = explore(self.program, self.target, self.tool_at)
+        conventions = eax_calls(self.program, self.tool_at)
+        found = explore(self.program, self.target, self.tool_at, self.layout, conventions.eax)
         instructions = self.program.instructions
+        for call, reader, pop in conventions.mixed:
+            tool = self.tool_at[call]
+            message = (
+                f"this POP would take a value from the stack, but the result of CALL "
+                f"{tool.name} (line {instructions[call].line}) is read in EAX on line "
+                f"{instructions[reader].line}, so it is not on the stack: use one way, either "
+                "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
+            )
+            self.report_at(pop, message)
+        for pc, position in sorted(found.unwritten_reads):
+            ins = instructions[pc]
+            name = ins.operands[position]
+            shown = name.label if isinstance(name, Mem) else name
+            message = (
+                f"{shown} is read here before it is written on some path; a variable (a name "
+                f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
+                f"declare it in section .data ({shown} dd 0)"
+            )
+            self.report(ins.line, self.column_of(ins, position), message)
         for pc in found.empty_pops:
             message = (
                 "POP on an empty stack: on some path nothing is on the stack when this line runs"
@@ -252,10 +371,16 @@ class _Checker:
             )
             self.report_at(pc, message)
         for pc in found.unset_jumps:
+            jumps = OPCODE_INFO[instructions[pc].op].jump
             message = (
-                f"{_mnemonic(instructions[pc])} tests the flags, but on some path no CMP or "
-                "arithmetic (ADD, SUB, MUL, INC, DEC) has run before it, so there is nothing to "
-                "test; put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+                f"{_mnemonic(instructions[pc])} tests the flags, but on some path no CMP, TEST "
+                "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
+                "nothing to test; "
+                + (
+                    "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+                    if jumps
+                    else "put a CMP before it (for example CMP R1, 0)"
+                )
             )
             self.report_at(pc, message)
         for pc, position in found.string_math:
@@ -276,8 +401,20 @@ class _Checker:
 
     def report_string_math(self, pc: int, position: int) -> None:
         ins = self.program.instructions[pc]
+        if position < 0:  # LOOP counts ECX down
+            message = (
+                f"{_mnemonic(ins)} counts ECX down, but on some path ECX holds a string here; "
+                "MOV the number of rounds into ECX first"
+            )
+            self.report(ins.line, ins.column, message)
+            return
         operand, op = ins.operands[position], _mnemonic(ins)
-        if isinstance(operand, Reg):
+        if isinstance(operand, Mem):
+            what = (
+                f"on some path a register in the address {operand} holds a string; an address "
+                "is a number"
+            )
+        elif isinstance(operand, Reg):
             what = (
                 f"on some path {operand} holds a string here (from a string literal, string data "
                 "or a tool that returns str); keep text and numbers in different registers, or "
@@ -365,6 +502,10 @@ class _Checker:
             self.report(first.line, first.column, message)
 
 
+def _scales(mem: Mem) -> list[int]:
+    return [1 if reg is mem.base else mem.scale for reg in mem.registers]
+
+
 def _span(program: Program, component: list[int]) -> str:
     """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
     runs: list[list[int]] = []
@@ -434,6 +575,7 @@ def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic,
     checker.check_labels()
     checker.check_operands()
     checker.check_entry()
+    checker.check_memory_size()
     if not checker.structural:
         checker.check_flow()
         checker.check_loops()

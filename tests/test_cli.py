@@ -68,10 +68,10 @@ def test_check_prints_every_problem_with_source_line_and_caret(tmp_path: Path) -
 
 
 def test_check_reports_a_syntax_error_with_a_caret(tmp_path: Path) -> None:
-    code, out = cli("check", plan(tmp_path, "MOV R1, [R2]\n"), "--tools", "cli_tools:TOOLS")
+    code, out = cli("check", plan(tmp_path, "MOV R1, [R2\n"), "--tools", "cli_tools:TOOLS")
     assert code == 1
-    assert "line 1, column 9: memory operand [R2] is not supported" in out
-    assert "    MOV R1, [R2]\n            ^" in out
+    assert "line 1, column 9: unclosed memory operand '[R2'" in out
+    assert "    MOV R1, [R2\n            ^" in out
 
 
 def test_check_of_a_plain_answer(tmp_path: Path) -> None:

@@ -967,9 +967,10 @@ def test_async_tool_in_sync_run_is_a_usage_error() -> None:
         run("PUSH 1\nCALL ainc", [ainc])
 
 
-def test_every_opcode_is_covered_by_this_file() -> None:
-    text = Path(__file__).read_text(encoding="utf-8")
-    assert all(op.value in text for op in Opcode)
+def test_every_opcode_is_covered_by_this_file_or_test_x86() -> None:
+    here = Path(__file__)
+    text = here.read_text(encoding="utf-8") + here.with_name("test_x86.py").read_text("utf-8")
+    assert [op for op in Opcode if op.value not in text] == []
 
 
 def test_snapshot_keeps_empty_string_and_negative_registers() -> None:
