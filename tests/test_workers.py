@@ -142,3 +142,27 @@ def test_workers_resume_each_others_interrupts_and_finish_plans_of_killed_worker
         # The same plan, uninterrupted, ends the same way.
         assert results[thread] == uninterrupted(spec, thread), thread
         assert results[thread]["status"] == "finished"
+
+
+def test_the_workers_example_ships_every_crate_once_despite_the_killed_worker(
+    postgres: str,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.workers", "--dsn", postgres, "--workers", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "shipment-1: worker" in done.stdout
+    assert "killed while shipping crate 2" in done.stdout
+    with psycopg.connect(postgres) as db:
+        shipped = db.execute(
+            "SELECT thread_id, array_agg(crate ORDER BY crate) FROM shipments GROUP BY thread_id"
+        ).fetchall()
+        statuses = db.execute("SELECT DISTINCT result->>'status' FROM plan_jobs").fetchall()
+    # Thread i ships 2 + i % 3 crates (the last one after a human said yes), each once.
+    assert dict(shipped) == {f"shipment-{i}": list(range(1, 3 + i % 3)) for i in range(1, 7)}
+    assert statuses == [("finished",)]
