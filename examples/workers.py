@@ -15,7 +15,8 @@ finishing it. The model is a stand-in that answers every order with a hand-writt
 not a recording); the tools write their effects to a table keyed by the tool-call id, so a call
 that runs again after a crash has no second effect.
 
-The queue (:class:`ThreadQueue`) and :func:`serve` work with any agent: see ``tests/workers.py``.
+The queue (:class:`ThreadQueue`) and :func:`serve` work with any agent (the tests use them
+with other agents: ``tests/worker_process.py``).
 """
 
 from __future__ import annotations
