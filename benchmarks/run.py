@@ -7,8 +7,9 @@ machine. Models are scripted (hand-written plans and replayed tool calls, see
 ``benchmarks/tasks.py``) and sleep a simulated latency; tools sleep a simulated latency too.
 
 Run: ``python -m benchmarks [--quick] [--model-latency 0.8] [--tool-latency 0.02]
-[--out DIR | --publish]``. The report is printed; it is written only to ``--out DIR``, or to
-``benchmarks/results/`` (the published figures, tracked) with ``--publish``.
+[--postgres DSN] [--out DIR | --publish]``. The report is printed; it is written only to
+``--out DIR``, or to ``benchmarks/results/`` (the published figures, tracked) with
+``--publish``. The workers figures need PostgreSQL (``--postgres`` or ``LLASSEMBLY_POSTGRES``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
 
-from . import bench_agent_path, bench_emulator, bench_hostile, bench_integration
+from . import bench_agent_path, bench_emulator, bench_hostile, bench_integration, bench_workers
 from .tasks import TASKS, Task
 
 
@@ -248,6 +249,7 @@ def report(
     conc: Sequence[dict[str, float]],
     overhead: dict[str, float],
     args: argparse.Namespace,
+    workers: Sequence[dict[str, Any]] = (),
 ) -> str:
     """The whole report as Markdown."""
     trips = [r.loop_model_calls / r.planner_model_calls for r in results]
@@ -374,11 +376,38 @@ def report(
             ],
         ),
         "",
+        *_workers_section(workers),
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.system()} ({_cores()} cores). "
         f"Command: `python -m benchmarks{' --quick' if args.quick else ' --publish'}`.",
     ]
     return "\n".join(out) + "\n"
+
+
+def _workers_section(rows: Sequence[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    return [
+        "## Durable plans: worker processes and savers",
+        f"Each plan {rows[0]['calls']} tool calls on the agent path, every step saved before "
+        'the next (`durability="sync"`); PostgreSQL workers take threads from a queue table '
+        "(`examples/workers.py`). Checkpoint cost = time inside the saver / tool calls.",
+        "",
+        _table(
+            ["saver", "worker processes", "plans", "plans/s", "checkpoint ms per tool call"],
+            [
+                [
+                    r["saver"],
+                    str(r["workers"]),
+                    str(r["plans"]),
+                    f"{r['plans_per_s']:.1f}",
+                    f"{r['checkpoint_ms_per_call']:.2f}",
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+    ]
 
 
 def _cores() -> int:
@@ -403,10 +432,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="write the published figures to benchmarks/results/ (tracked files)",
     )
+    parser.add_argument(
+        "--postgres",
+        default=None,
+        help="PostgreSQL server for the workers benchmark (default: $LLASSEMBLY_POSTGRES)",
+    )
     args = parser.parse_args(argv)
     if args.publish:
         if args.quick:
             parser.error("--publish writes the published figures: run without --quick")
+        if not (args.postgres or bench_workers.postgres_from_env()):
+            parser.error("--publish needs PostgreSQL for the workers figures: give --postgres")
         args.out = Path(__file__).parent / "results"
     if args.quick:
         args.model_latency, args.tool_latency = args.model_latency / 40, args.tool_latency / 4
@@ -418,10 +454,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_agent_path.main(quick=args.quick),
         **bench_hostile.main(quick=args.quick),
     }
+    workers = bench_workers.main(quick=args.quick, postgres=args.postgres)
     results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))
     levels = (1, 10, 100) if args.quick else (1, 10, 100, 1000)
     conc = concurrency(levels)
-    text = report(results, conc, overhead, args)
+    text = report(results, conc, overhead, args, workers)
     print(text)
     if args.out is None:
         print(f"not written (use --out DIR or --publish) ({time.perf_counter() - started:.0f} s)")

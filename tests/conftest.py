@@ -8,10 +8,14 @@ recording of a real model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pg_cluster
+import psycopg
 import pytest
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
@@ -19,6 +23,7 @@ from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
+from psycopg.conninfo import make_conninfo
 from pydantic import BaseModel
 
 from llassembly.middleware import ToolsPlannerMiddleware
@@ -345,3 +350,40 @@ def meta(message: BaseMessage) -> dict[str, Any]:
     """The ``llassembly`` record in a message's ``response_metadata``."""
     record: dict[str, Any] = message.response_metadata["llassembly"]
     return record
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server's connection string: ``LLASSEMBLY_TEST_POSTGRES``, or a throw-away
+    cluster started here. Skipped with the reason when none can be started, except in CI
+    (``CI=true``), where that is a failure."""
+    dsn = os.environ.get(pg_cluster.ENV)
+    if dsn:
+        yield dsn
+        return
+    try:
+        cluster = pg_cluster.start()
+    except pg_cluster.NoPostgres as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the PostgreSQL tests, but none could be started: {e}")
+        pytest.skip(f"no PostgreSQL server: {e} (or set {pg_cluster.ENV})")
+    try:
+        yield cluster.dsn
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres(postgres_server: str) -> Iterator[str]:
+    """The connection string of a new, empty database, dropped after the test."""
+    name = f"llassembly_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(postgres_server, dbname=name)
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
