@@ -32,16 +32,19 @@ from .nodes import AToolsPlannerNode, ToolsPlannerNode
 from .parser import parse
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
+from .summary import Argument, CallSite, PlanSummary, ToolUse, summarize
 from .verifier import check, verify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AToolsPlannerNode",
+    "Argument",
     "AsmRuntimeError",
     "AsmSyntaxError",
     "BudgetExceeded",
     "CallRecord",
+    "CallSite",
     "Diagnostic",
     "EmptyReply",
     "Emulator",
@@ -54,6 +57,7 @@ __all__ = [
     "PlanError",
     "PlanGraph",
     "PlanRejected",
+    "PlanSummary",
     "Program",
     "RepairsExhausted",
     "RunResult",
@@ -62,6 +66,7 @@ __all__ = [
     "ToolCall",
     "ToolCallBudgetExceeded",
     "ToolExecutionError",
+    "ToolUse",
     "ToolsPlannerMiddleware",
     "ToolsPlannerNode",
     "UsageError",
@@ -72,5 +77,6 @@ __all__ = [
     "compile_program",
     "externs_from",
     "parse",
+    "summarize",
     "verify",
 ]
