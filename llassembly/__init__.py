@@ -5,6 +5,7 @@ jumps, loops); the library parses it, checks it before any tool runs, and execut
 calling your LangChain tools.
 """
 
+from ._approval import plan_call_approved, unless_plan_approved
 from .emulator import CallRecord, Emulator, MachineState, RunResult, ToolCall, compile_program
 from .errors import (
     AsmRuntimeError,
@@ -77,6 +78,8 @@ __all__ = [
     "compile_program",
     "externs_from",
     "parse",
+    "plan_call_approved",
     "summarize",
+    "unless_plan_approved",
     "verify",
 ]
