@@ -25,7 +25,7 @@ asked again for the calls of a plan a person has approved.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain.agents.middleware import hook_config
@@ -45,6 +45,7 @@ __all__ = [
     "APPROVAL_DECISIONS",
     "NOT_APPROVED",
     "ApprovalHook",
+    "approval_option",
     "approval_request",
     "ask_approval",
     "awaiting_approval",
@@ -63,6 +64,17 @@ APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
 NOT_APPROVED: Final = "PlanNotApproved"
 """The ``type`` of the failure record of a plan a reviewer rejected."""
 _STATE_KEY: Final = "llassembly"
+
+
+def approval_option(value: bool | Sequence[str]) -> bool | tuple[str, ...]:
+    """The ``approve_plan`` option as ``PlannerOptions`` keeps it.
+
+    Raises:
+        UsageError: A single string was given instead of a list of tool names.
+    """
+    if isinstance(value, str):
+        raise UsageError(f"approve_plan takes True, False or a list of tool names, not {value!r}")
+    return value if isinstance(value, bool) else tuple(value)
 
 
 def needs_approval(approve_plan: bool | tuple[str, ...], summary: PlanSummary) -> bool:

@@ -51,7 +51,7 @@ from ._agent import (
     pending_call,
     removal_messages,
 )
-from ._approval import NOT_APPROVED, ApprovalHook, awaiting_approval
+from ._approval import NOT_APPROVED, ApprovalHook, approval_option, awaiting_approval
 from ._drive import adrive, drive
 from ._messages import error_from_record, model_reply, plan_failure
 from ._tools import chain
@@ -174,7 +174,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             granularity=granularity,
             tool_middleware=tuple(tool_middleware),
             execution=execution,
-            approve_plan=approve_plan if isinstance(approve_plan, bool) else tuple(approve_plan),
+            approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
         )
         self._turn = Turn(self.options)

@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
+from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
 from .planner import (
@@ -101,7 +102,7 @@ class ToolsPlannerNode:
             max_stack_depth=max_stack_depth,
             granularity=granularity,
             tool_middleware=tuple(tool_middleware),
-            approve_plan=approve_plan if isinstance(approve_plan, bool) else tuple(approve_plan),
+            approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
         )
         self.turn = Turn(self.options)

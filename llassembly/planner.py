@@ -396,6 +396,7 @@ class Turn:
         builder.add_node("replan", self._model_node(replan=True))
         steps: dict[Hashable, str] = {
             "plan": "plan",
+            "replan": "replan",
             "execute": "execute",
             "approve": "approve",
             END: END,
