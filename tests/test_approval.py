@@ -435,3 +435,27 @@ async def test_approval_works_with_ainvoke(surface: str) -> None:
     assert request_of(paused)["type"] == "plan_approval" and ops.log == []
     out = await app.ainvoke(Command(resume={"type": "approve"}), THREAD)
     assert ops.log == ALL_CALLS and meta(out["messages"][-1])["status"] == "finished"
+
+
+def test_a_policy_can_read_constant_arguments() -> None:
+    """The README's example: send_email only to a constant address of our domain."""
+
+    def only_our_domain(summary: Any, program: Any) -> list[str]:
+        use = summary.tool("send_email")
+        return [
+            f"line {site.line}: send_email may only write to a constant @example.com address"
+            for site in (use.sites if use else ())
+            if not (
+                site.arguments[0].constant and str(site.arguments[0].value).endswith("@example.com")
+            )
+        ]
+
+    ops = Ops()
+    outside = PLAN.replace("ops@example.com", "someone@elsewhere.org")
+    app = build(
+        "agent", [outside, PLAN], ops.tools(), InMemorySaver(), plan_policy=[only_our_domain]
+    )
+    out = start(app)
+    assert ops.log == ALL_CALLS
+    assert "line 11: send_email may only write to a constant" in app.scripted.calls[1][-1].text
+    assert meta(out["messages"][-1])["repairs"] == 1
