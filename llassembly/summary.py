@@ -35,7 +35,7 @@ import heapq
 import json
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Final
 
 from ._flow import MAX_CALL_DEPTH, MAX_STATES
@@ -182,43 +182,15 @@ class PlanSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as JSON-serialisable plain data (``None`` stands for unbounded)."""
-
-        def arguments(args: tuple[Argument, ...]) -> list[dict[str, Any]]:
-            return [{"name": a.name, "constant": a.constant, "value": a.value} for a in args]
-
-        return {
-            "tools": [
-                {
-                    "name": use.name,
-                    "min_calls": use.min_calls,
-                    "max_calls": use.max_calls,
-                    "in_loop": use.in_loop,
-                    "conditional": use.conditional,
-                    "arguments": arguments(use.arguments),
-                    "sites": [
-                        {
-                            "line": site.line,
-                            "source": site.source,
-                            "arguments": arguments(site.arguments),
-                            "in_loop": site.in_loop,
-                            "conditional": site.conditional,
-                        }
-                        for site in use.sites
-                    ],
-                }
-                for use in self.tools
-            ],
-            "min_tool_calls": self.min_tool_calls,
-            "max_tool_calls": self.max_tool_calls,
-            "max_instructions": self.max_instructions,
-            "budgets": {
-                "max_instructions_to_exec": self.instruction_budget,
-                "max_tool_calls": self.tool_call_budget,
-            },
-            "within_budgets": self.within_budgets,
-            "ends": self.ends,
-            "complete": self.complete,
+        data: dict[str, Any] = _plain(self)
+        data.pop("instruction_budget")
+        data.pop("tool_call_budget")
+        data["budgets"] = {
+            "max_instructions_to_exec": self.instruction_budget,
+            "max_tool_calls": self.tool_call_budget,
         }
+        data["within_budgets"] = self.within_budgets
+        return data
 
     def render(self) -> str:
         """The summary as text for a person deciding whether the plan may run."""
@@ -247,6 +219,15 @@ class PlanSummary:
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
         return "\n".join(out)
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses to dicts and tuples to lists, all the way down."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _calls(low: int, high: int | None) -> str:
