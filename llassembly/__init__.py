@@ -5,6 +5,7 @@ jumps, loops); the library parses it, checks it before any tool runs, and execut
 calling your LangChain tools.
 """
 
+from ._approval import plan_call_approved, unless_plan_approved
 from .emulator import CallRecord, Emulator, MachineState, RunResult, ToolCall, compile_program
 from .errors import (
     AsmRuntimeError,
@@ -32,16 +33,19 @@ from .nodes import AToolsPlannerNode, ToolsPlannerNode
 from .parser import parse
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
+from .summary import Argument, CallSite, PlanSummary, ToolUse, summarize
 from .verifier import check, verify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AToolsPlannerNode",
+    "Argument",
     "AsmRuntimeError",
     "AsmSyntaxError",
     "BudgetExceeded",
     "CallRecord",
+    "CallSite",
     "Diagnostic",
     "EmptyReply",
     "Emulator",
@@ -54,6 +58,7 @@ __all__ = [
     "PlanError",
     "PlanGraph",
     "PlanRejected",
+    "PlanSummary",
     "Program",
     "RepairsExhausted",
     "RunResult",
@@ -62,6 +67,7 @@ __all__ = [
     "ToolCall",
     "ToolCallBudgetExceeded",
     "ToolExecutionError",
+    "ToolUse",
     "ToolsPlannerMiddleware",
     "ToolsPlannerNode",
     "UsageError",
@@ -72,5 +78,8 @@ __all__ = [
     "compile_program",
     "externs_from",
     "parse",
+    "plan_call_approved",
+    "summarize",
+    "unless_plan_approved",
     "verify",
 ]

@@ -40,6 +40,7 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
+from ._approval import decide, decided, edit_note
 from ._messages import plan_failure, replan_request
 from ._values import strip_annotation, type_label
 from .emulator import Emulator, ToolCall
@@ -59,6 +60,7 @@ __all__ = [
     "StepOutcome",
     "agent_step",
     "call_meta",
+    "counter_updates",
     "decode_result",
     "failure_message",
     "pending_call",
@@ -71,6 +73,9 @@ ENDS_RUN = "ends_run"
 ADDED_BY_CALL = "llassembly_added_by_call"
 """In ``response_metadata``: the id of the plan call whose tool added this message."""
 
+# ModelCallLimitMiddleware's counters: a planner step that calls no model takes back the count
+# that middleware's after_model adds for every model-node visit (see counter_updates).
+_MODEL_COUNTERS = ("thread_model_call_count", "run_model_call_count")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 # HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
 # ending with this line; the plan wants the tool's value, so the notice is read past.
@@ -317,6 +322,9 @@ def agent_step(
             refused with a ``UsageError`` before its first call.
     """
     pending = pending_call(record)
+    if record is not None and pending is None and decided(record):
+        rec = dict(record)
+        return (yield from _decided(turn, rec, model_messages, state_messages, externs))
     answer = _answer(state_messages, pending["id"]) if pending is not None else None
     if record is None or pending is None or answer is None:
         rec = _new_record(externs)
@@ -423,8 +431,44 @@ def _plan(
     emulator = _machine(turn, rec, externs)
     if rec.get("synchronous"):
         check_sync_tools((t.name for t in emulator.compiled.tools if t), emulator.compiled.externs)
+    request = turn.approval(reply.text, externs)
+    if request is not None:  # a person decides first (the planner's after_model asks)
+        rec["approval"] = {"state": "awaiting", "request": request}
+        return StepOutcome(out, rec, model_calls=calls)
     outcome = yield from _continue(turn, rec, emulator, None, out, asked, state_messages, externs)
     outcome.model_calls += calls
+    return outcome
+
+
+def _decided(
+    turn: Turn,
+    rec: dict[str, Any],
+    model_messages: Sequence[AnyMessage],
+    state_messages: Sequence[AnyMessage],
+    externs: Mapping[str, Extern],
+) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    """A person answered the plan's approval request: run it, run their edit, or not."""
+    approval = rec["approval"]
+    check = lambda text: turn.check(text, externs)  # noqa: E731
+    kind, result = decide(approval["request"], approval["decision"], check)
+    out: list[AnyMessage] = []
+    if kind == "again":  # a broken edit: the after_model hook asks again
+        rec["approval"] = {"state": "awaiting", "request": result}
+        return StepOutcome(out, rec)
+    if kind == "edit":
+        rec.update(plan=result, prefix=f"asm{short_hash(result)}_{rec['plan_number']}_")
+        rec["prefixes"] = [*rec["prefixes"], rec["prefix"]]
+        out.append(edit_note(result))
+    failure = result if kind == "reject" else None
+    rec["approval"] = None if failure else {"state": "approved", "prefix": rec["prefix"]}
+    emulator = _machine(turn, rec, externs)
+    if failure is None and rec.get("synchronous"):
+        check_sync_tools((t.name for t in emulator.compiled.tools if t), emulator.compiled.externs)
+    outcome = yield from _continue(
+        turn, rec, emulator, failure, out, model_messages, state_messages, externs
+    )
+    if failure is not None:
+        outcome.record["raise"] = False  # a rejection ends the turn; it is not an error
     return outcome
 
 
@@ -521,3 +565,26 @@ def _call_message_ids(messages: Sequence[AnyMessage], prefixes: tuple[str, ...])
 def removal_messages(ids: Sequence[str]) -> list[RemoveMessage]:
     """``RemoveMessage`` updates for ``ids``."""
     return [RemoveMessage(id=i) for i in ids]
+
+
+def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:
+    """Make ``ModelCallLimitMiddleware`` count real model calls, not planner steps.
+
+    That middleware adds one per model-node visit in ``after_model`` and, before every visit,
+    stops the run once its count reaches the limit. So while a plan runs, its counters are
+    held one below the real number of model calls (``lag``), and the step that ends the plan
+    gives the one back: a plan's steps are never refused for the model call that wrote it, and
+    at the end of the turn the counters equal the real model calls. (Writing a key no
+    middleware declared is ignored by LangGraph, so this is a no-op without that middleware.)
+    """
+    if not isinstance(state, dict):
+        return {}
+    delta = old_lag + model_calls - lag - 1
+    if delta == 0:
+        return {}
+    updates: dict[str, int] = {}
+    for key in _MODEL_COUNTERS:
+        value = state.get(key, 0)
+        if isinstance(value, int):
+            updates[key] = value + delta
+    return updates

@@ -52,7 +52,13 @@ def repair_request(error: PlanError) -> str:
 
 
 def replan_request(failure: Mapping[str, Any]) -> str:
-    """The message that asks for a new plan after a run-time failure."""
+    """The message that asks for a new plan after a run-time failure (or a rejected plan)."""
+    if failure.get("type") == "PlanNotApproved":
+        return (
+            f"Your program did not run: {failure.get('detail', 'a reviewer rejected it')}.\n"
+            "Nothing of it ran. Write a new program that takes this into account, in one "
+            "```asm block."
+        )
     return (
         f"Your program stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
         f"{failure.get('detail', failure.get('message', 'error'))}.\n"

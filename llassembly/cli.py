@@ -1,6 +1,9 @@
 """Command line: ``llassembly check``, ``llassembly run`` (and ``python -m llassembly``).
 
-``check PLAN --tools module:attr`` prints every problem with the source line and a caret.
+``check PLAN --tools module:attr`` prints every problem with the source line and a caret;
+with ``--summary`` it also prints what a valid plan can do (each tool's fewest and most calls,
+constant arguments, loops and conditions, worst-case counts against the budgets), and with
+``--json`` only that summary, as JSON.
 ``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result and the
 final registers. ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of
 tools (LangChain tools or plain typed functions), a single tool, or a function returning a list;
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +32,7 @@ from .errors import ExecutionError, LLAssemblyError, PlanError, UsageError
 from .externs import Extern, externs_from
 from .parser import parse
 from .program import Opcode, PlainAnswer, Program, find_tool
+from .summary import summarize
 from .verifier import check
 
 __all__ = ["load_tools", "main"]
@@ -111,7 +116,24 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         for i in program.instructions
         if i.op is Opcode.CALL and find_tool(str(i.operands[0]), externs) is not None
     )
+    if args.json:
+        summary = summarize(
+            program,
+            externs,
+            max_instructions_to_exec=args.max_instructions,
+            max_tool_calls=args.max_tool_calls,
+        )
+        out.write(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        return _EXIT_OK
     out.write(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.\n")
+    if args.summary:
+        summary = summarize(
+            program,
+            externs,
+            max_instructions_to_exec=args.max_instructions,
+            max_tool_calls=args.max_tool_calls,
+        )
+        out.write(summary.render() + "\n")
     return _EXIT_OK
 
 
@@ -168,10 +190,19 @@ def _parser() -> argparse.ArgumentParser:
             metavar="MODULE:ATTR",
             help="a list of tools (or one tool, or a function returning a list)",
         )
+        sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
+        sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
-            sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
-            sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
             sub.add_argument("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
+        else:
+            sub.add_argument(
+                "--summary",
+                action="store_true",
+                help="also print what the plan can do: each tool's call counts and arguments",
+            )
+            sub.add_argument(
+                "--json", action="store_true", help="print the summary as JSON (nothing else)"
+            )
     _add_extra_commands(commands)
     return parser
 

@@ -44,8 +44,10 @@ from ._agent import (
     StepOutcome,
     agent_step,
     conversation,
+    counter_updates,
     removal_messages,
 )
+from ._approval import NOT_APPROVED, ApprovalHook, approval_option, awaiting_approval
 from ._calls import arun_plan_call, plan_call, run_plan_call
 from ._drive import adrive, drive
 from ._messages import error_from_record, model_reply, plan_failure
@@ -63,14 +65,12 @@ from .planner import (
     short_hash,
     turn_messages,
 )
+from .policies import PlanPolicy
 
 __all__ = ["PlannerAgentState", "ToolsPlannerMiddleware"]
 
 _STATE_KEY: Final = "llassembly"
 _SEEN_KEPT: Final = 256  # tool sets and models the graph path remembers (for after_model)
-# ModelCallLimitMiddleware's counters: a planner step that calls no model takes back the count
-# that middleware's after_model adds for every model-node visit (see _counter_updates).
-_MODEL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
 
 
 class PlannerAgentState(AgentState[Any]):
@@ -111,6 +111,11 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         execution: ``"agent"`` (each call through the agent's tool node) or ``"graph"``
             (the plan runs as a nested graph beside it; faster, but the agent's tool
             middleware, approvals and limits do not see its calls).
+        approve_plan: ``True``: pause (``interrupt()``) before a plan's first call until a
+            person approves, edits or rejects the whole plan (see ``llassembly._approval``);
+            a list of tool names: only plans that can call one of them.
+        plan_policy: Rules ``(summary, program) -> problems`` (see ``llassembly.policies``);
+            a plan with problems is refused before anything runs and the model repairs it.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -128,6 +133,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             graph = kwargs.get("execution", "agent") == "graph"
             raising = kwargs.get("on_tool_error", "stop") == "raise"
             cls = _CLASSES[graph, raising]
+            if kwargs.get("approve_plan") and not graph:  # the approval pause is an after_model
+                cls = _APPROVING[raising]
         instance: ToolsPlannerMiddleware = super().__new__(cls)
         return instance
 
@@ -146,6 +153,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
         tool_middleware: Sequence[ToolMiddleware] = (),
         execution: Execution = "agent",
+        approve_plan: bool | Sequence[str] = False,
+        plan_policy: Sequence[PlanPolicy] = (),
     ) -> None:
         super().__init__()
         self.options = PlannerOptions(
@@ -160,6 +169,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             granularity=granularity,
             tool_middleware=tuple(tool_middleware),
             execution=execution,
+            approve_plan=approval_option(approve_plan),
+            plan_policy=tuple(plan_policy),
         )
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None
@@ -226,10 +237,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             update["messages"] = removal_messages(outcome.removals)
         state = request.state
         before = state.get(_STATE_KEY) if isinstance(state, dict) else None
-        lag = 1 if outcome.record.get("pending") else 0
+        lag = 1 if outcome.record.get("pending") or awaiting_approval(outcome.record) else 0
         outcome.record["counter_lag"] = lag
         old_lag = int(before.get("counter_lag", 0)) if isinstance(before, dict) else 0
-        update.update(_counter_updates(state, outcome.model_calls, old_lag, lag))
+        update.update(counter_updates(state, outcome.model_calls, old_lag, lag))
         return ExtendedModelResponse(
             model_response=ModelResponse(result=list(outcome.messages)),
             command=Command(update=update),
@@ -459,12 +470,18 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
             "replans": 0,
             "executed": 0,
             "tool_calls": 0,
+            "approval": self._turn.approval(record["plan"], externs),
         }
         return turn_input, run, record
 
     def _finish(self, final: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         done = {**record, "plan": None}
-        if final.get("failure") and self.options.on_tool_error == "raise":
+        failure = final.get("failure") or {}
+        if (
+            failure
+            and failure.get("type") != NOT_APPROVED
+            and self.options.on_tool_error == "raise"
+        ):
             done["raise"] = True
             done["failure"] = final["failure"]
         return {
@@ -504,29 +521,6 @@ def _context(request: ModelRequest[Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:
-    """Make ``ModelCallLimitMiddleware`` count real model calls, not planner steps.
-
-    That middleware adds one per model-node visit in ``after_model`` and, before every visit,
-    stops the run once its count reaches the limit. So while a plan runs, its counters are
-    held one below the real number of model calls (``lag``), and the step that ends the plan
-    gives the one back: a plan's steps are never refused for the model call that wrote it, and
-    at the end of the turn the counters equal the real model calls. (Writing a key no
-    middleware declared is ignored by LangGraph, so this is a no-op without that middleware.)
-    """
-    if not isinstance(state, dict):
-        return {}
-    delta = old_lag + model_calls - lag - 1
-    if delta == 0:
-        return {}
-    updates: dict[str, int] = {}
-    for key in _MODEL_COUNTERS:
-        value = state.get(key, 0)
-        if isinstance(value, int):
-            updates[key] = value + delta
-    return updates
-
-
 def _any(messages: list[BaseMessage]) -> list[AnyMessage]:
     """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
     return cast("list[AnyMessage]", messages)
@@ -544,6 +538,18 @@ class _GraphPathRaising(_RaisesAfterAgent, _GraphPathMiddleware):
     """``ToolsPlannerMiddleware(execution="graph", on_tool_error="raise")``."""
 
 
+class _ApprovingAgentPath(ApprovalHook, ToolsPlannerMiddleware):
+    """``ToolsPlannerMiddleware(approve_plan=...)`` on the agent path."""
+
+
+class _ApprovingAgentPathRaising(ApprovalHook, _AgentPathRaising):
+    """``ToolsPlannerMiddleware(approve_plan=..., on_tool_error="raise")``."""
+
+
+_APPROVING: dict[bool, type[ToolsPlannerMiddleware]] = {
+    False: _ApprovingAgentPath,
+    True: _ApprovingAgentPathRaising,
+}
 _CLASSES: dict[tuple[bool, bool], type[ToolsPlannerMiddleware]] = {
     (False, False): ToolsPlannerMiddleware,
     (False, True): _AgentPathRaising,

@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
+from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
 from .planner import (
@@ -29,6 +30,7 @@ from .planner import (
     model_reply,
     turn_messages,
 )
+from .policies import PlanPolicy
 
 __all__ = ["AToolsPlannerNode", "ToolsPlannerNode"]
 
@@ -58,6 +60,11 @@ class ToolsPlannerNode:
         max_stack_depth: Stack budget of a plan.
         granularity: ``"block"``, ``"instruction"`` or ``"program"``.
         tool_middleware: ``wrap_tool_call`` middleware to apply to each call of a plan.
+        approve_plan: Pause (``interrupt()``) before a plan's first call until a person
+            approves, edits or rejects it (a list of tool names: only plans that can call one
+            of them); needs a checkpointer. See ``ToolsPlannerMiddleware``.
+        plan_policy: Rules ``(summary, program) -> problems`` a plan must pass before it runs
+            (see ``llassembly.policies``).
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -80,6 +87,8 @@ class ToolsPlannerNode:
         max_stack_depth: int = 256,
         granularity: Granularity = "block",
         tool_middleware: Sequence[ToolMiddleware] = (),
+        approve_plan: bool | Sequence[str] = False,
+        plan_policy: Sequence[PlanPolicy] = (),
     ) -> None:
         self.model = model
         self.options = PlannerOptions(
@@ -93,6 +102,8 @@ class ToolsPlannerNode:
             max_stack_depth=max_stack_depth,
             granularity=granularity,
             tool_middleware=tuple(tool_middleware),
+            approve_plan=approval_option(approve_plan),
+            plan_policy=tuple(plan_policy),
         )
         self.turn = Turn(self.options)
         self.externs = self.turn.externs_for(list(tools))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
@@ -33,6 +33,7 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ._approval import NOT_APPROVED, approval_request, ask_approval, edit_note, needs_approval
 from ._drive import adrive, drive
 from ._messages import (
     MAX_REPAIR_REQUEST_CHARS,
@@ -62,8 +63,10 @@ from .errors import (
 from .externs import Extern, check_sync_tools, externs_from
 from .graph import GRANULARITIES, Granularity, PlanGraph, PlanRun
 from .parser import parse
+from .policies import PlanPolicy, check_policies
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
+from .summary import PlanSummary, summarize
 
 __all__ = [
     "EXECUTIONS",
@@ -113,8 +116,17 @@ class PlannerOptions:
     granularity: Granularity = "block"
     tool_middleware: tuple[ToolMiddleware, ...] = ()
     execution: Execution = "graph"
+    approve_plan: bool | tuple[str, ...] = False
+    plan_policy: tuple[PlanPolicy, ...] = ()
 
     def __post_init__(self) -> None:
+        approve = self.approve_plan
+        if not isinstance(approve, bool) and not (
+            isinstance(approve, tuple) and all(isinstance(n, str) for n in approve)
+        ):
+            raise UsageError(f"approve_plan must be True, False or tool names, got {approve!r}")
+        if not all(callable(p) for p in self.plan_policy):
+            raise UsageError("plan_policy must be a list of callables (summary, program)")
         for name in ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -152,6 +164,7 @@ class TurnState(TypedDict, total=False):
     failure: dict[str, Any] | None
     executed: int
     tool_calls: int
+    approval: dict[str, Any] | None
 
 
 ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
@@ -258,7 +271,7 @@ class Turn:
         return prompt
 
     def check(self, text: str, externs: Mapping[str, Extern]) -> Program | PlainAnswer:
-        """Parse and verify a reply. Raises :class:`PlanError` subclasses."""
+        """Parse, verify and check a reply against the policies. Raises :class:`PlanError`."""
         parsed = parse(text)
         if isinstance(parsed, Program):
             _check_size(parsed)
@@ -266,7 +279,31 @@ class Turn:
                 self.compiled(text, externs, parsed)
             else:
                 self.plan_graph(text, parsed, externs)
+            if self.options.plan_policy:
+                problems = check_policies(
+                    self.options.plan_policy, self.summary(text, externs), parsed
+                )
+                if problems:
+                    raise PlanRejected(problems)
         return parsed
+
+    def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
+        """The summary of a verified plan, against this planner's budgets."""
+        return summarize(
+            self.compiled(text, externs).program,
+            externs,
+            max_instructions_to_exec=self.options.max_instructions_to_exec,
+            max_tool_calls=self.options.max_tool_calls,
+        )
+
+    def approval(self, text: str, externs: Mapping[str, Extern]) -> dict[str, Any] | None:
+        """The approval request for a verified plan, or ``None`` when it needs none."""
+        if not self.options.approve_plan:
+            return None
+        summary = self.summary(text, externs)
+        if not needs_approval(self.options.approve_plan, summary):
+            return None
+        return approval_request(text, summary)
 
     def compiled(
         self, text: str, externs: Mapping[str, Extern], program: Program | None = None
@@ -357,9 +394,18 @@ class Turn:
         builder.add_node("plan", self._model_node(replan=False))
         builder.add_node("execute", RunnableCallable(self._execute, self._aexecute, trace=False))
         builder.add_node("replan", self._model_node(replan=True))
-        builder.add_conditional_edges(START, _start, {"plan": "plan", "execute": "execute"})
-        builder.add_conditional_edges("plan", _after_plan, {"execute": "execute", END: END})
-        builder.add_conditional_edges("replan", _after_plan, {"execute": "execute", END: END})
+        steps: dict[Hashable, str] = {
+            "plan": "plan",
+            "replan": "replan",
+            "execute": "execute",
+            "approve": "approve",
+            END: END,
+        }
+        builder.add_node("approve", RunnableCallable(self._approve, trace=False))
+        builder.add_conditional_edges("approve", self._after_approve, steps)
+        builder.add_conditional_edges(START, _start, steps)
+        builder.add_conditional_edges("plan", _after_plan, steps)
+        builder.add_conditional_edges("replan", _after_plan, steps)
         builder.add_conditional_edges(
             "execute", self._after_execute, {"replan": "replan", END: END}
         )
@@ -389,6 +435,7 @@ class Turn:
                 }
             number = state.get("plan_number", 0) + 1
             update: TurnState = {
+                "approval": self.approval(reply.text, run.externs) if is_program else None,
                 "plan": reply.text if is_program else None,
                 "plan_number": number,
                 "call_prefix": f"asm{short_hash(reply.text + str(reply.id))}_{number}_",
@@ -458,6 +505,28 @@ class Turn:
         result = await graph.graph.ainvoke(initial, plan_config)
         return self._plan_update(state, run, result, plan_config["configurable"]["llassembly_run"])
 
+    def _approve(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        """Ask a person to approve the plan (see ``llassembly._approval``)."""
+        run: TurnRun = config["configurable"][TURN_KEY]
+        request = state.get("approval") or {}
+        kind, result = ask_approval(request, lambda text: self.check(text, run.externs))
+        if kind == "approve":
+            return {"approval": None}
+        if kind == "reject":
+            return {"approval": None, "plan": None, "failure": result}
+        number = state.get("plan_number", 1)
+        return {
+            "approval": None,
+            "plan": result,
+            "call_prefix": f"asm{short_hash(result)}_{number}_",
+            "new_messages": [edit_note(result)],
+        }
+
+    def _after_approve(self, state: TurnState) -> str:
+        if state.get("plan"):
+            return "execute"
+        return self._after_execute(state)
+
     def _after_execute(self, state: TurnState) -> str:
         if (
             state.get("failure")
@@ -480,11 +549,15 @@ def _called(compiled: CompiledProgram) -> list[str]:
 
 
 def _start(state: TurnState) -> str:
-    return "execute" if state.get("plan") else "plan"
+    if state.get("plan"):
+        return "approve" if state.get("approval") else "execute"
+    return "plan"
 
 
 def _after_plan(state: TurnState) -> str:
-    return "execute" if state.get("plan") else END
+    if state.get("plan"):
+        return "approve" if state.get("approval") else "execute"
+    return END
 
 
 def _system(run: TurnRun) -> list[BaseMessage]:
@@ -510,7 +583,11 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
         "execution": options.execution,
     }
     plural = "s" if tool_calls != 1 else ""
-    if failure and failure.get("type") == "RepairsExhausted":
+    if failure and failure.get("type") == NOT_APPROVED:
+        meta["status"] = "rejected"
+        meta["error"] = dict(failure)
+        text = f"The plan did not run: {failure.get('detail', '')}."
+    elif failure and failure.get("type") == "RepairsExhausted":
         meta["error"] = dict(failure)
         text = (
             f"No plan could run: {failure.get('detail', '')}. "
