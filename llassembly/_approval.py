@@ -33,7 +33,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ._messages import repair_request
+from ._messages import NOT_APPROVED, repair_request
 from .errors import PlanError, UsageError
 from .program import Program
 
@@ -61,8 +61,6 @@ __all__ = [
 
 APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
 """The decisions a plan-approval request allows."""
-NOT_APPROVED: Final = "PlanNotApproved"
-"""The ``type`` of the failure record of a plan a reviewer rejected."""
 _STATE_KEY: Final = "llassembly"
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .errors import (
     Diagnostic,
@@ -25,15 +25,21 @@ from .errors import (
     UsageError,
 )
 
+if TYPE_CHECKING:
+    from .planner import PlannerOptions
+
 __all__ = [
     "MAX_REPAIR_REQUEST_CHARS",
+    "NOT_APPROVED",
     "error_from_record",
+    "final_message",
     "model_reply",
     "native_calls_error",
     "plan_failure",
     "planner_view",
     "repair_request",
     "replan_request",
+    "turn_messages",
     "without_native_calls",
 ]
 
@@ -240,3 +246,59 @@ def _subclasses(cls: type[ExecutionError]) -> list[type[ExecutionError]]:
 
 
 _EXECUTION_ERRORS = {c.__name__: c for c in _subclasses(ExecutionError)}
+
+
+NOT_APPROVED: Final = "PlanNotApproved"
+"""The ``type`` of the failure record of a plan a reviewer rejected."""
+
+
+def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessage:
+    """The ``AIMessage`` (no tool calls) that ends the turn, with what happened in metadata."""
+    machine = state.get("machine") or {}
+    failure = state.get("failure")
+    registers = machine.get("registers", {})
+    tool_calls = state.get("tool_calls", 0)
+    executed = state.get("executed", 0)
+    meta: dict[str, Any] = {
+        "status": "stopped" if failure else "finished",
+        "model_calls": state.get("model_calls", 0),
+        "repairs": state.get("repairs", 0),
+        "replans": state.get("replans", 0),
+        "tool_calls": tool_calls,
+        "instructions": executed,
+        "registers": registers,
+        "granularity": options.granularity,
+        "execution": options.execution,
+    }
+    plural = "s" if tool_calls != 1 else ""
+    if failure and failure.get("type") == NOT_APPROVED:
+        meta["status"] = "rejected"
+        meta["error"] = dict(failure)
+        text = f"The plan did not run: {failure.get('detail', '')}."
+    elif failure and failure.get("type") == "RepairsExhausted":
+        meta["error"] = dict(failure)
+        text = (
+            f"No plan could run: {failure.get('detail', '')}. "
+            f"{tool_calls} tool call{plural} completed before it."
+        )
+    elif failure:
+        meta["error"] = dict(failure)
+        what = failure.get("detail") or failure.get("message", "")
+        text = (
+            f"The plan stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
+            f"{what}. {tool_calls} tool call{plural} completed before it."
+        )
+    else:
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(registers.items())[:12])
+        text = f"The plan finished: {tool_calls} tool call{plural}, {executed} instructions."
+        if shown:
+            text += f" Registers: {shown}."
+    return AIMessage(content=text, response_metadata={"llassembly": meta})
+
+
+def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:
+    """The messages a turn adds: plans, executed calls (if kept) and the final message."""
+    messages: list[AnyMessage] = list(state.get("new_messages", []))
+    if not options.infer_tools_messages:
+        messages = [m for m in messages if "llassembly" not in m.response_metadata]
+    return [*messages, final_message(state, options)]

@@ -33,16 +33,18 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ._approval import NOT_APPROVED, approval_request, ask_approval, edit_note, needs_approval
+from ._approval import approval_request, ask_approval, edit_note, needs_approval
 from ._drive import adrive, drive
 from ._messages import (
     MAX_REPAIR_REQUEST_CHARS,
+    final_message,
     model_reply,
     native_calls_error,
     plan_failure,
     planner_view,
     repair_request,
     replan_request,
+    turn_messages,
     without_native_calls,
 )
 from ._tools import make_plan_run, unobserved
@@ -562,55 +564,3 @@ def _after_plan(state: TurnState) -> str:
 
 def _system(run: TurnRun) -> list[BaseMessage]:
     return [SystemMessage(run.system_prompt)]
-
-
-def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessage:
-    """The ``AIMessage`` (no tool calls) that ends the turn, with what happened in metadata."""
-    machine = state.get("machine") or {}
-    failure = state.get("failure")
-    registers = machine.get("registers", {})
-    tool_calls = state.get("tool_calls", 0)
-    executed = state.get("executed", 0)
-    meta: dict[str, Any] = {
-        "status": "stopped" if failure else "finished",
-        "model_calls": state.get("model_calls", 0),
-        "repairs": state.get("repairs", 0),
-        "replans": state.get("replans", 0),
-        "tool_calls": tool_calls,
-        "instructions": executed,
-        "registers": registers,
-        "granularity": options.granularity,
-        "execution": options.execution,
-    }
-    plural = "s" if tool_calls != 1 else ""
-    if failure and failure.get("type") == NOT_APPROVED:
-        meta["status"] = "rejected"
-        meta["error"] = dict(failure)
-        text = f"The plan did not run: {failure.get('detail', '')}."
-    elif failure and failure.get("type") == "RepairsExhausted":
-        meta["error"] = dict(failure)
-        text = (
-            f"No plan could run: {failure.get('detail', '')}. "
-            f"{tool_calls} tool call{plural} completed before it."
-        )
-    elif failure:
-        meta["error"] = dict(failure)
-        what = failure.get("detail") or failure.get("message", "")
-        text = (
-            f"The plan stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
-            f"{what}. {tool_calls} tool call{plural} completed before it."
-        )
-    else:
-        shown = ", ".join(f"{k}={v!r}" for k, v in list(registers.items())[:12])
-        text = f"The plan finished: {tool_calls} tool call{plural}, {executed} instructions."
-        if shown:
-            text += f" Registers: {shown}."
-    return AIMessage(content=text, response_metadata={"llassembly": meta})
-
-
-def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:
-    """The messages a turn adds: plans, executed calls (if kept) and the final message."""
-    messages: list[AnyMessage] = list(state.get("new_messages", []))
-    if not options.infer_tools_messages:
-        messages = [m for m in messages if "llassembly" not in m.response_metadata]
-    return [*messages, final_message(state, options)]
