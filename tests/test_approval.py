@@ -3,8 +3,8 @@ LangGraph node, with checkpointers and tools that count every real call.
 
 Each case checks that nothing runs before the decision and nothing runs twice after the
 resume. Checkpointers come from :data:`SAVERS` (name -> factory of a saver for a test's
-temporary directory), so another durable saver is one more entry. Every model reply is
-written by hand (``ScriptedChatModel``); none is a recording.
+temporary directory) and a fresh PostgreSQL database (the ``postgres`` fixture). Every model
+reply is written by hand (``ScriptedChatModel``); none is a recording.
 """
 
 from __future__ import annotations
@@ -52,8 +52,15 @@ SAVERS: dict[str, Callable[[Path], Any]] = {
 }
 
 
-@pytest.fixture(params=sorted(SAVERS))
+@pytest.fixture(params=[*sorted(SAVERS), "postgres"])
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "postgres":  # a fresh database of the test server (see conftest)
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(request.getfixturevalue("postgres")) as pg:
+            pg.setup()
+            yield pg
+        return
     yield SAVERS[request.param](tmp_path)
     while _OPEN:
         _OPEN.pop().close()
