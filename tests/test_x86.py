@@ -325,7 +325,7 @@ def test_mixing_eax_and_pop_for_one_result_is_refused_with_a_message_about_pop()
 def test_a_register_saved_below_the_arguments_is_restored_not_mixed() -> None:
     # x86 code saves ECX around a call; POP ECX after reading EAX restores it
     source = (
-        "MOV ECX, 2\nagain:\nPUSH ECX\nPUSH \"Oslo\"\nCALL get_temperature\n"
+        'MOV ECX, 2\nagain:\nPUSH ECX\nPUSH "Oslo"\nCALL get_temperature\n'
         "ADD R1, EAX\nPOP ECX\nLOOP again"
     )
     emu = machine(source, [get_temperature])
