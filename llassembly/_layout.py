@@ -190,7 +190,8 @@ def eax_calls(program: Program, tool_at: Mapping[int, ToolShape]) -> Conventions
     The rule (static, from the straight-line code after the ``CALL``): the result goes to
     ``EAX`` when ``EAX`` is read before any ``POP``, ``PUSH``, ``CALL``, jump or write of
     ``EAX``; otherwise it is pushed, as always. A ``POP`` after such a read, before any
-    ``PUSH`` or ``CALL``, mixes the two ways and is reported.
+    ``PUSH`` or ``CALL``, mixes the two ways and is reported, unless it restores a register
+    saved just below the call's arguments (``PUSH ECX``, the arguments, ``CALL``, ``POP ECX``).
     """
     eax: set[int] = set()
     mixed: list[tuple[int, int, int]] = []
