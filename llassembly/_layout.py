@@ -190,7 +190,8 @@ def eax_calls(program: Program, tool_at: Mapping[int, ToolShape]) -> Conventions
     The rule (static, from the straight-line code after the ``CALL``): the result goes to
     ``EAX`` when ``EAX`` is read before any ``POP``, ``PUSH``, ``CALL``, jump or write of
     ``EAX``; otherwise it is pushed, as always. A ``POP`` after such a read, before any
-    ``PUSH`` or ``CALL``, mixes the two ways and is reported.
+    ``PUSH`` or ``CALL``, mixes the two ways and is reported, unless it restores a register
+    saved just below the call's arguments (``PUSH ECX``, the arguments, ``CALL``, ``POP ECX``).
     """
     eax: set[int] = set()
     mixed: list[tuple[int, int, int]] = []
@@ -202,7 +203,8 @@ def eax_calls(program: Program, tool_at: Mapping[int, ToolShape]) -> Conventions
         if reader is None:
             continue
         eax.add(pc)
-        pop = _pop_after(instructions, reader)
+        saved = _saved_below(program, pc, len(tool.params))
+        pop = _pop_after(instructions, reader, saved)
         if pop is not None:
             mixed.append((pc, reader, pop))
     return Conventions(frozenset(eax), tuple(sorted(mixed)))
@@ -229,14 +231,46 @@ def _first_eax_read(instructions: tuple[Instruction, ...], pc: int) -> int | Non
     return None
 
 
-def _pop_after(instructions: tuple[Instruction, ...], reader: int) -> int | None:
+def _saved_below(program: Program, pc: int, n_args: int) -> list[Operand]:
+    """The values ``PUSH``ed just below a ``CALL``'s arguments in the straight-line code
+    before it, top first: registers saved around the call (``PUSH ECX`` ... ``POP ECX``)."""
+    instructions = program.instructions
+    targets = set(program.labels.values())
+    pushed: list[Operand] = []
+    for index in range(pc - 1, -1, -1):
+        ins = instructions[index]
+        info = OPCODE_INFO[ins.op]
+        if ins.op is Opcode.PUSH and ins.operands:
+            pushed.append(ins.operands[0])
+        elif ins.op in (Opcode.POP, Opcode.CALL) or info.jump or info.ends_block:
+            break
+        if index in targets:
+            break
+    return pushed[n_args:]
+
+
+def _same_place(a: Operand, b: Operand) -> bool:
+    if isinstance(a, Reg) and isinstance(b, Reg):
+        return a.index == b.index
+    return str(a).lower() == str(b).lower()
+
+
+def _pop_after(
+    instructions: tuple[Instruction, ...], reader: int, saved: list[Operand]
+) -> int | None:
+    """The first ``POP`` after ``reader`` that would take the result (not one restoring a
+    value saved below the call's arguments, as x86 code does around a call), or ``None``."""
     if instructions[reader].op is Opcode.PUSH:
         return None
+    restores = list(saved)
     for index in _straight_after(instructions, reader):
-        op = instructions[index].op
-        if op is Opcode.POP:
+        ins = instructions[index]
+        if ins.op is Opcode.POP:
+            if restores and ins.operands and _same_place(ins.operands[0], restores[0]):
+                restores.pop(0)
+                continue
             return index
-        if op in (Opcode.PUSH, Opcode.CALL, Opcode.RET, Opcode.HLT):
+        if ins.op in (Opcode.PUSH, Opcode.CALL, Opcode.RET, Opcode.HLT):
             return None
     return None
 

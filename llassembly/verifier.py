@@ -414,6 +414,8 @@ class _Checker:
                 f"on some path a register in the address {operand} holds a string; an address "
                 "is a number"
             )
+            if operand.label is None and operand.base is not None:  # MOV ESI, table
+                what += f" (to point {operand.base} at data, LEA {operand.base}, [label])"
         elif isinstance(operand, Reg):
             what = (
                 f"on some path {operand} holds a string here (from a string literal, string data "

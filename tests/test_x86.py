@@ -322,6 +322,22 @@ def test_mixing_eax_and_pop_for_one_result_is_refused_with_a_message_about_pop()
     assert "line 5" in message and "POP the result right after the CALL" in message
 
 
+def test_a_register_saved_below_the_arguments_is_restored_not_mixed() -> None:
+    # x86 code saves ECX around a call; POP ECX after reading EAX restores it
+    source = (
+        'MOV ECX, 2\nagain:\nPUSH ECX\nPUSH "Oslo"\nCALL get_temperature\n'
+        "ADD R1, EAX\nPOP ECX\nLOOP again"
+    )
+    emu = machine(source, [get_temperature])
+    assert emu.result().registers == {"EAX": 3.0, "R1": 6.0}
+    assert emu.result().stack == []
+    # a POP into another register still takes what the model thinks is the result
+    message = rejected(
+        'PUSH ECX\nPUSH "Paris"\nCALL get_temperature\nCMP EAX, 18\nPOP R1', [get_temperature]
+    )
+    assert "line 5" in message and "POP the result right after the CALL" in message
+
+
 def test_an_undeclared_name_written_first_is_a_variable() -> None:
     source = "MOV result_id, 42\nADD result_id, 1\nPUSH result_id\nPOP R1"
     assert regs(source) == {"R1": 43}
