@@ -414,6 +414,29 @@ def test_data_before_any_section_is_writable_and_variables_are_memory() -> None:
     assert emu.snapshot()["memory"] == {"x": [5], "best": [7]}
 
 
+def test_addresses_sections_rows_and_size_words() -> None:
+    # the first data label is at 1048576; SAR rounds toward minus infinity
+    assert regs("LEA EAX, [t]\nMOV R1, -5\nSAR R1, 1\nHLT\nsection .data\nt dd 1") == {
+        "EAX": 1048576,
+        "R1": -3,
+    }
+    for section in (".rdata", ".const", ".rodata"):
+        assert "read-only data" in rejected(f"MOV [t], 1\nHLT\nsection {section}\nt dd 1")
+    assert regs("MOV R1, xmmword [t]\nMOV R2, tword ptr [t]\nHLT\nsection .data\nt dd 4") == {
+        "R1": 4,
+        "R2": 4,
+    }
+    from llassembly.errors import AsmSyntaxError
+
+    with pytest.raises(AsmSyntaxError, match="no data label with a value"):
+        parse("HLT\nsection .data\na dd b\nb dd c\nc dd 1")
+
+
+def test_a_write_through_a_register_address_keeps_every_writable_label() -> None:
+    source = "LEA ESI, [y]\nMOV [ESI], 5\nHLT\nsection .data\nx dd 1\ny dd 2\nz dd 3, 4"
+    assert machine(source).snapshot()["memory"] == {"x": [1], "y": [5], "z": [3, 4]}
+
+
 def test_xchg_and_cmov_work_with_memory() -> None:
     source = "MOV R1, 3\nXCHG R1, [t]\nCMP 1, 1\nCMOVE R2, [t]\nHLT\nsection .data\nt dd 8"
     emu = machine(source)
