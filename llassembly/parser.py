@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ._layout import MAX_MEMORY_CELLS
 from ._scan import (
     DATA_SIZES,
     EXTERN_WORDS,
@@ -96,6 +97,7 @@ class _Builder:
     # Data rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
     pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
     read_only: bool = False  # in section .rodata
+    cells: int = 0  # values of the data rows read so far (see _claim)
 
     def error(self, line: int, column: int, message: str, expected: str) -> None:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
@@ -341,9 +343,13 @@ def _read_data(builder: _Builder, number: int, scanned: Scanned) -> None:
         count = read_number(rest.strip() or "0", column)
         if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
             raise LineError(column + 1, f"{word} needs a count of 1 to {_MAX_REPEAT}", "a count")
+        _claim(builder, count, column)
         size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
     else:
-        size, parts = DATA_SIZES[word], _data_parts(rest, column) * repeat
+        values = _data_parts(rest, column)
+        if word != "EQU":
+            _claim(builder, len(values) * repeat, column)
+        size, parts = DATA_SIZES[word], values * repeat
     writable = not builder.read_only and word != "EQU"
     if any(isinstance(p, Name) for p in parts):
         builder.data[key] = ""
@@ -354,6 +360,18 @@ def _read_data(builder: _Builder, number: int, scanned: Scanned) -> None:
     builder.data[key] = value
     if word != "EQU":
         builder.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
+
+
+def _claim(builder: _Builder, cells: int, column: int) -> None:
+    """Count a row against the memory budget before building it, so a short reply cannot
+    make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
+    builder.cells += cells
+    if builder.cells > MAX_MEMORY_CELLS:
+        raise LineError(
+            column + 1,
+            f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
+            "less data: keep large data in tools and fetch what the plan needs",
+        )
 
 
 def _resolve_rows(builder: _Builder) -> None:

@@ -227,7 +227,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.XOR: _ARITH,
     Opcode.NOT: OpcodeInfo(("reg",), writes_state=True, numeric=True, reads_dst=True),
     Opcode.NEG: _UNARY,
-    Opcode.TEST: OpcodeInfo(("value", "value"), sets_flags=True),
+    Opcode.TEST: OpcodeInfo(("value", "value"), sets_flags=True, numeric=True),
     Opcode.SHL: _SHIFT,
     Opcode.SHR: _SHIFT,
     Opcode.SAR: _SHIFT,

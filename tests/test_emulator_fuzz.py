@@ -1,5 +1,6 @@
 """Property tests: whatever the plan, the emulator ends or raises one of the library's errors,
-and never goes over its budgets."""
+and never goes over its budgets. Plans use every instruction (x86 spellings and operand forms
+included), memory operands over writable and read-only data, and variables."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from llassembly.emulator import CompiledProgram, Emulator, RunResult, compile_pr
 from llassembly.errors import LLAssemblyError, ToolExecutionError
 from llassembly.externs import Extern, externs_from
 from llassembly.parser import parse
-from llassembly.program import MNEMONICS, OPCODE_INFO, Program
+from llassembly.program import MNEMONICS, OPCODE_INFO, Opcode, Program
 
 # --- a small tool set: every arity and result shape, and one tool that raises -----------------
 
@@ -74,16 +75,23 @@ LIMITS: dict[str, Any] = {
 
 # --- program generator -----------------------------------------------------------------------
 
-REGISTERS = ["R0", "R1", "R2", "r3", "R100", "EAX", "rax", "EBX"]
+REGISTERS = ["R0", "R1", "R2", "r3", "R100", "EAX", "rax", "EBX", "ECX", "EDX", "ESI", "xmm0", "AL"]
 DATA = {
     "greeting": 'db "Hello", 0',
     "limit": "dd 10",
     "ratio": "dq 0.5",
     "point": 'db {"x": 1, "y": 2}',
     "size": "equ 3",
+    "counts": "dd 0, 1, 2",
+    "scores": "times 3 dq 1.5",
 }
+BSS = {"buf": "resd 4"}
+RODATA = {"cities": "dd greeting, point", "table": "dw 4, -2, 7"}
+MEMORY_LABELS = ["limit", "counts", "scores", "buf", "cities", "table", "var1"]
+VARIABLES = ["var1", "var2"]
 LABELS = ["L0", "L1", "L2", "L3"]
 _MNEMONICS = sorted(MNEMONICS)
+_OLD_OPCODES = {op.value for op in list(Opcode)[: list(Opcode).index(Opcode.DIV)]}
 
 
 def _string_literal(text: str) -> str:
@@ -112,20 +120,62 @@ _values = st.one_of(
     st.sampled_from(sorted(DATA)),
 )
 _targets = st.one_of(st.sampled_from(LABELS), st.sampled_from(sorted(EXTERNS)))
+
+
+@st.composite
+def memory_operand(draw: st.DrawFn) -> str:
+    """``[label + reg*scale + disp]`` with any part missing, sometimes with a size word, some
+    in bounds and at a cell, some not (the verifier or the run refuses those)."""
+    parts = []
+    if draw(st.integers(0, 5)):
+        parts.append(draw(st.sampled_from(MEMORY_LABELS)))
+    if not parts or draw(st.booleans()):
+        reg = draw(st.sampled_from(["ESI", "EAX", "R1", "ECX", "R0"]))
+        scale = draw(st.sampled_from([1, 2, 4, 8, 4, 8]))
+        parts.append(reg if scale == 1 else f"{reg}*{scale}")
+    if draw(st.booleans()):
+        parts.append(str(draw(st.sampled_from([0, 2, 4, 8, 16, 24]))))
+    text = "[" + " + ".join(parts) + "]"
+    size = draw(st.sampled_from(["", "", "dword ", "QWORD PTR ", "byte "]))
+    return size + text
+
+
 _OPERAND = {
-    "reg": st.sampled_from(REGISTERS),
-    "value": _values,
+    "reg": st.one_of(
+        st.sampled_from(REGISTERS), memory_operand(), st.sampled_from([*VARIABLES, "limit"])
+    ),
+    "value": st.one_of(_values, memory_operand(), st.sampled_from(VARIABLES)),
     "label": st.sampled_from(LABELS),
     "target": _targets,
+    "mem": memory_operand(),
 }
 
 
 @st.composite
 def any_instruction(draw: st.DrawFn) -> str:
     mnemonic = draw(st.sampled_from(_MNEMONICS))
-    kinds = OPCODE_INFO[MNEMONICS[mnemonic]].operands
+    info = OPCODE_INFO[MNEMONICS[mnemonic]]
+    kinds = draw(st.sampled_from([info.operands, *info.forms]))
     operands = [draw(_OPERAND[kind]) for kind in kinds]
     return f"{mnemonic} {', '.join(operands)}".strip()
+
+
+_X86 = sorted(m for m, op in MNEMONICS.items() if m != op.value or op.value not in _OLD_OPCODES)
+_small = st.one_of(st.sampled_from(["ECX", "ESI", "R1", "EAX"]), st.integers(-3, 9).map(str))
+
+# x86-style lines models write: the new opcodes over registers, memory and variables.
+x86_instruction = st.one_of(
+    st.builds("{} {}, {}".format, st.sampled_from(_X86), _OPERAND["reg"], _small),
+    st.builds("MOV {}, {}".format, _OPERAND["reg"], st.one_of(_small, memory_operand())),
+    st.builds("MOV {}, {}".format, st.sampled_from(VARIABLES), _values),
+    st.builds(
+        "{} {}".format,
+        st.sampled_from(["DIV", "IDIV", "MUL", "NEG", "NOT", "INC"]),
+        st.one_of(_small, memory_operand()),
+    ),
+    st.builds("MOV ECX, {}\n{}: LOOP {}".format, st.integers(-1, 4), st.just("L2"), st.just("L2")),
+    st.sampled_from(["XOR ESI, ESI", "TEST EAX, EAX", "CDQ", "SETG AL", "LEA ESI, [counts + 4]"]),
+)
 
 
 @st.composite
@@ -137,6 +187,8 @@ def tool_call(draw: st.DrawFn) -> str:
     lines.append(f"CALL {extern.name}")
     pops = draw(st.integers(0, extern.n_results))
     lines.extend(f"POP {draw(st.sampled_from(REGISTERS))}" for _ in range(pops))
+    if not pops and draw(st.booleans()):  # the result read in EAX instead
+        lines.append(draw(st.sampled_from(["TEST EAX, EAX", "CMP EAX, 1", "MOV [buf], EAX"])))
     return "\n".join(lines)
 
 
@@ -149,6 +201,7 @@ instructions = st.one_of(
     st.sampled_from(REGISTERS).map("POP {}".format),
     st.tuples(_values, _values).map("CMP {0[0]}, {0[1]}".format),
     tool_call(),
+    x86_instruction,
 )
 
 
@@ -158,7 +211,15 @@ def programs(draw: st.DrawFn) -> str:
     if draw(st.booleans()):  # a counted loop around the body (R9 is never drawn elsewhere)
         count = draw(st.integers(1, 60))
         body = [f"MOV R9, {count}", "top: NOP", *body, "DEC R9", "JNZ top"]
-    lines = ["section .data", *(f"{k} {v}" for k, v in DATA.items()), "section .text"]
+    lines = [
+        "section .data",
+        *(f"{k} {v}" for k, v in DATA.items()),
+        "section .bss",
+        *(f"{k} {v}" for k, v in BSS.items()),
+        "section .rodata",
+        *(f"{k} {v}" for k, v in RODATA.items()),
+        "section .text",
+    ]
     positions = {label: draw(st.integers(0, len(body))) for label in LABELS}
     if draw(st.booleans()):
         lines.insert(0, f"global {draw(st.sampled_from(LABELS))}")
@@ -215,21 +276,24 @@ def test_random_programs_finish_or_raise_library_errors_within_budgets(source: s
         assert len(outcome.calls) == outcome.tool_calls <= MAX_TOOL_CALLS
 
 
-def _summary(outcome: RunResult | LLAssemblyError) -> Any:
+def _summary(outcome: RunResult | LLAssemblyError, emu: Emulator) -> Any:
+    memory = json.loads(json.dumps(emu.state.mem))
     if isinstance(outcome, RunResult):
-        return ("ok", outcome.registers, outcome.stack, outcome.instructions_executed)
-    return (type(outcome).__name__, getattr(outcome, "line", None))
+        return ("ok", outcome.registers, outcome.stack, outcome.instructions_executed, memory)
+    return (type(outcome).__name__, getattr(outcome, "line", None), memory)
 
 
 @settings(_SETTINGS, max_examples=300)
 @given(programs(), st.integers(1, 7))
 def test_stepping_through_snapshots_matches_an_uninterrupted_run(source: str, every: int) -> None:
     """Single-step, and every few steps move to a fresh emulator through a JSON snapshot: the
-    outcome is the same as one uninterrupted run, and the budgets hold after every step."""
+    outcome and the memory are the same as one uninterrupted run, and the budgets hold after
+    every step."""
     compiled = _compiled(source)
     if compiled is None:
         return
-    expected = _summary(_run(Emulator(compiled, **LIMITS)))
+    whole = Emulator(compiled, **LIMITS)
+    expected = _summary(_run(whole), whole)
 
     emu = Emulator(compiled, **LIMITS)
     outcome: RunResult | LLAssemblyError | None = None
@@ -253,7 +317,7 @@ def test_stepping_through_snapshots_matches_an_uninterrupted_run(source: str, ev
             snap = json.loads(json.dumps(emu.snapshot()))
             emu = Emulator(compiled, **LIMITS, state=snap)
         assert steps <= 2 * MAX_INSTRUCTIONS + 2 * MAX_TOOL_CALLS + 2
-    assert _summary(outcome) == expected
+    assert _summary(outcome, emu) == expected
 
 
 # --- arbitrary text --------------------------------------------------------------------------
@@ -280,6 +344,12 @@ _code_lines = st.one_of(
             "</think>",
             "Here is the plan:",
             "MOV [R1], 2",
+            "MOV dword [counts + ESI*4], 2",
+            "buf resd 100000",
+            "t times 5000 dd 1",
+            "LEA ESI, [table + 8]",
+            "MOV EAX, [ESI]",
+            "DIV ECX",
             "PUSH ESP",
             "CALL add2()",
             "RET",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
+import tracemalloc
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -170,3 +172,50 @@ def test_an_accepted_plan_never_fails_with_a_fault_the_verifier_catches(source: 
         assert not any(fault in str(error) for fault in _STATIC_FAULTS), (
             f"the verifier accepted a plan that then failed with: {error}"
         )
+
+
+@st.composite
+def hostile_memory(draw: st.DrawFn) -> str:
+    """Data and memory operands at sizes no plan needs: huge ``times``/``resX`` counts, many
+    rows, thousands of memory operands, deeply bracketed or unclosed junk."""
+    count = draw(st.sampled_from([1, 4096, 4097, 65536, 65537, 10**9, 10**30]))
+    rows = draw(st.integers(1, 300))
+    word = draw(st.sampled_from(["resd", "resq", "resb", "times {} dd 1, 2", "times {} db 0"]))
+    data = [
+        f"d{i} " + (word.format(count) if "{}" in word else f"{word} {count}") for i in range(rows)
+    ]
+    operand = draw(
+        st.sampled_from(
+            [
+                "[d0 + ESI*4 + 8]",
+                "dword [d0]",
+                "[ESI]",
+                "[d0 + " + " + ".join(["4"] * 500) + "]",
+                "[" * draw(st.integers(1, 20000)) + "d0" + "]" * draw(st.integers(0, 20000)),
+                "QWORD PTR " * 200 + "[d0]",
+                "[d0 + EAX*4 + ESI + ECX]",
+            ]
+        )
+    )
+    uses = min(draw(st.integers(1, 3000)), 500_000 // len(operand))  # replies up to about 1 MB
+    code = [f"MOV EAX, {operand}", "INC dword [d0]"] * max(uses, 1)
+    return "\n".join(["section .bss", *data, "section .text", *code])
+
+
+@settings(_SETTINGS, max_examples=25)
+@given(hostile_memory())
+def test_hostile_memory_is_handled_in_bounded_time_and_memory(source: str) -> None:
+    started = time.perf_counter()
+    tracemalloc.start()  # the parser is where data would be built: its memory is measured
+    try:
+        parsed = parse(source)
+    except LLAssemblyError:
+        parsed = None  # refused: fine, as long as it is the library's error
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 100 * 2**20
+    if isinstance(parsed, Program):
+        with contextlib.suppress(LLAssemblyError):
+            Emulator(parsed, [], **LIMITS).run()
+    assert time.perf_counter() - started < 20

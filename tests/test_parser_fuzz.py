@@ -8,6 +8,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llassembly._scan import LineError, read_operand
 from llassembly.errors import AsmSyntaxError
 from llassembly.parser import parse
 from llassembly.program import (
@@ -15,6 +16,7 @@ from llassembly.program import (
     OPCODE_INFO,
     Imm,
     Instruction,
+    Mem,
     Name,
     Opcode,
     Operand,
@@ -94,6 +96,21 @@ _PIECES = [
     "[",
     "]",
     "[R1]",
+    "[t + ESI*4 + 8]",
+    "[t - 4]",
+    "[ESI*3]",
+    "dword",
+    "QWORD PTR",
+    "ptr",
+    "*",
+    "+",
+    "resd",
+    "resq 3",
+    "times",
+    "times 3",
+    ".bss",
+    "xmm0",
+    "AL",
     "{",
     "}",
     '{"a": 1}',
@@ -285,3 +302,70 @@ def test_fenced_listing_with_prose_keeps_line_numbers(
         assert parsed.source_of(got.line) == f"    {want}"
         assert got.column == 5
         assert body.split("\n")[got.line - first_code_line] == f"    {want}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory operands: any spelling of [label + base + index*scale + disp] reads back its parts
+
+_ADDRESS_REGISTERS = st.sampled_from(["ESI", "EDI", "EAX", "R1", "RBX", "R100"])
+
+
+@st.composite
+def _memory(draw: st.DrawFn) -> tuple[str, Mem]:
+    label = draw(st.one_of(st.none(), _NAMES.filter(lambda n: n[0] != ".")))
+    base = draw(st.one_of(st.none(), _ADDRESS_REGISTERS))
+    index = draw(st.one_of(st.none(), _ADDRESS_REGISTERS))
+    scale = draw(st.sampled_from([2, 4, 8]))
+    disps = draw(st.lists(st.integers(-(2**20), 2**20), max_size=3))
+    size, size_bytes = draw(st.sampled_from([("", 0), ("dword ", 4), ("QWORD PTR ", 8)]))
+    terms = [label] if label else []
+    terms += [base] if base else []
+    terms += [f"{index}*{scale}"] if index else []
+    terms += [str(d) for d in disps]
+    if not terms:
+        terms = ["0"]
+    text = size + "[" + " + ".join(terms).replace("+ -", "- ") + "]"
+    reg = {name: Reg(register_index(name) or 0, name) for name in (base, index) if name}
+    expected = Mem(
+        label,
+        reg[base] if base else None,
+        reg[index] if index else None,
+        scale if index else 1,
+        sum(disps),
+        size_bytes,
+        text,
+    )
+    return text, expected
+
+
+@FUZZ
+@given(_memory())
+def test_memory_operands_read_back_their_parts(case: tuple[str, Mem]) -> None:
+    text, expected = case
+    got = read_operand(text, 0)
+    assert isinstance(got, Mem)
+    assert (got.label, got.disp, got.size, got.text) == (
+        expected.label,
+        expected.disp,
+        expected.size,
+        expected.text,
+    )
+    want = {(r.index, 1) for r in [expected.base] if r} | (
+        {(expected.index.index, expected.scale)} if expected.index else set()
+    )
+    have = {(r.index, 1) for r in [got.base] if r} | (
+        {(got.index.index, got.scale)} if got.index else set()
+    )
+    assert have == want
+
+
+@FUZZ
+@given(st.text(alphabet="[]+-*0123456789abESI ,tdwordqPTR", max_size=60))
+def test_bracketed_junk_is_read_or_refused_with_a_line_error(text: str) -> None:
+    try:
+        operand = read_operand("[" + text, 0)
+    except LineError as error:
+        assert error.message and error.column >= 1
+        return
+    assert isinstance(operand, Mem)
+    assert operand.scale in (1, 2, 4, 8) and len(operand.registers) <= 2

@@ -64,8 +64,35 @@ def test_built_in_template_teaches_the_language() -> None:
         "first `POP` gets",
         "{context}",
         "{extern_functions}",
+        "DIV",
+        "dividing by 0 is an error",
+        "`[best]` is its cell",
+        "[temps + ESI*4]",
+        "in `EAX` right after the `CALL`, and do not `POP` it",
     ]:
         assert needle in text, needle
+    assert "no memory" not in text.lower()
+
+
+def test_built_in_template_stays_compact() -> None:
+    # Before memory, division and the EAX rule were taught: 552 words, 3123 characters.
+    # The issue allows about 10% more (words as a token estimate, and characters / 4).
+    text = load_template()
+    assert len(text.split()) <= 552 * 1.1
+    assert len(text) <= 3123 * 1.1
+
+
+def test_the_data_the_template_shows_works_as_it_says() -> None:
+    from llassembly.emulator import Emulator
+    from llassembly.parser import parse
+
+    template = load_template()
+    data = template.split("## Data\n", 1)[1].split("\nA name", 1)[0]
+    plan = "MOV EAX, 7\nMOV [best], EAX\nMOV ESI, 2\nMOV [temps + ESI*4], 9\nMOV R1, city\nHLT\n"
+    emulator = Emulator(parse(plan + data), [])
+    emulator.run()
+    assert emulator.state.mem == {"best": [7], "temps": [0, 0, 9]}
+    assert emulator.result().registers["R1"] == "Paris"
 
 
 def test_prompt_has_one_block_per_tool_and_the_caller_context() -> None:

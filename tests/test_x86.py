@@ -130,6 +130,51 @@ def failure(source: str, tools: Any = ()) -> str:
         ),
         ("MOV xmm0, 2.5\nCOMISD xmm0, 3.0", {"XMM0": 2.5}, (False, True, "ordered")),
         ("MOV RAX, 4\nADD RAX, 1", {"EAX": 5}, (False, False, "ordered")),
+        # the flags each instruction leaves: set from the result, or left as they were
+        ("MOV R1, 4\nSHR R1", {"R1": 2}, (False, False, "ordered")),
+        ("MOV R1, -4\nSAR R1", {"R1": -2}, (False, True, "ordered")),
+        ("MOV R1, -1\nSHR R1, 0", {"R1": -1}, (False, True, "ordered")),
+        ("MOV EAX, 3\nIMUL 4", {"EAX": 12}, (False, False, "ordered")),
+        ("MOV R2, -3\nIMUL R1, R2, 4", {"R1": -12, "R2": -3}, (False, True, "ordered")),
+        ("MOV EAX, 6\nCDQ\nCQO\nCWD\nCDQE", {"EAX": 6}, (False, False, "unset")),
+        ("CMP 1, 2\nMOV R1, 5", {"R1": 5}, (False, True, "ordered")),
+        ("CMP 1, 2\nNOT R1", {"R1": -1}, (False, True, "ordered")),
+        ("CMP 1, 2\nLEA R1, [R2 + 3]", {"R1": 3}, (False, True, "ordered")),
+        ("CMP 1, 2\nMOV R1, 7\nXCHG R1, R2", {"R2": 7}, (False, True, "ordered")),
+        ("MOV ECX, 2\nCMP 1, 2\nl:\nLOOP l", {}, (False, True, "ordered")),
+        ("CMP 1, 2\nMOV xmm0, 1\nADDSD xmm0, 1", {"XMM0": 2.0}, (False, True, "ordered")),
+        (
+            "CMP 1, 2\nCVTSI2SS xmm0, 3\nSQRTSS xmm1, 4",
+            {"XMM0": 3.0, "XMM1": 2.0},
+            (False, True, "ordered"),
+        ),
+        ("MOVSS xmm0, 2\nUCOMISS xmm0, 2", {"XMM0": 2}, (True, False, "ordered")),
+        ("MOVSD xmm0, 3\nUCOMISD xmm0, 2\nCOMISS xmm0, 9", {"XMM0": 3}, (False, True, "ordered")),
+        (
+            "MOV xmm0, 2.5\nXORPS xmm0, xmm0\nMOVAPS xmm1, 1\nXORPD xmm1, xmm1",
+            {},
+            (True, False, "ordered"),
+        ),
+        (
+            "MOV R1, -3\nMOVZX EAX, R1\nMOVSX EBX, R1\nMOVSXD ECX, R1",
+            {"R1": -3, "EAX": -3, "EBX": -3, "ECX": -3},
+            (False, False, "unset"),
+        ),
+        (
+            "MOVUPS xmm0, 1\nMOVUPD xmm1, 2\nMOVAPD xmm2, 3\nMOVQ RAX, xmm2\nMOVD EBX, xmm0",
+            {"XMM0": 1, "XMM1": 2, "XMM2": 3, "EAX": 3, "EBX": 1},
+            (False, False, "unset"),
+        ),
+        (
+            "MOV AX, 3\nADD AL, 1\nMOV BL, AL\nMOV SIL, 1\nMOV DIL, 2\nMOV BPL, 3\nMOV DX, 4",
+            {"EAX": 4, "EBX": 4, "ESI": 1, "EDI": 2, "EBP": 3, "EDX": 4},
+            (False, False, "ordered"),
+        ),
+        (
+            "MOV R1, 5\nMOV R1, byte [n]\nINC qword ptr [n]\nHLT\nsection .data\nn dd -1",
+            {"R1": -1},
+            (True, False, "ordered"),
+        ),
     ],
 )
 def test_instruction_result_and_flags(
@@ -154,6 +199,16 @@ def test_instruction_result_and_flags(
         ("JNC", 1, 2, False),
         ("JNGE", 1, 2, True),
         ("JNLE", 3, 2, True),
+        ("JZ", 2, 2, True),
+        ("JNZ", 2, 2, False),
+        ("JLT", 1, 2, True),
+        ("JGT", 3, 2, True),
+        ("JNAE", 1, 2, True),
+        ("JNA", 2, 2, True),
+        ("JNG", 3, 2, False),
+        ("JNBE", 3, 2, True),
+        ("JNB", 1, 2, False),
+        ("JNL", 2, 2, True),
     ],
 )
 def test_jumps_on_this_machines_flags(jump: str, a: int, b: int, taken: bool) -> None:
@@ -184,6 +239,41 @@ def test_loop_counts_ecx_down_to_zero() -> None:
     assert regs("MOV ECX, 4\nagain:\nADD R1, 10\nLOOP again") == {"R1": 40}
 
 
+def test_loop_from_zero_counts_on_past_zero_until_the_budget() -> None:
+    # ECX - 1 is tested, as on x86: starting at 0 it never reaches 0 again.
+    from llassembly.errors import InstructionBudgetExceeded
+
+    with pytest.raises(InstructionBudgetExceeded):
+        machine("MOV ECX, 0\nl:\nLOOP l")
+
+
+def test_there_is_no_sign_or_carry_flag_s_and_b_read_lt() -> None:
+    # On x86 TEST clears CF, so JB would never jump; here JB reads LT, the sign of the value.
+    taken = "\nMOV R2, 1\nHLT\nyes:\nMOV R2, 2"
+    assert regs("MOV R1, -5\nTEST R1, R1\nJB yes" + taken)["R2"] == 2
+    assert regs("MOV R1, -5\nTEST R1, R1\nJS yes" + taken)["R2"] == 2
+    assert regs("MOV R1, 5\nTEST R1, R1\nJC yes" + taken)["R2"] == 1
+    assert regs("MOV R1, -1\nAND R1, 3\nJNS yes" + taken)["R2"] == 2
+
+
+def test_setcc_and_cmovcc_take_the_jump_spellings() -> None:
+    assert regs("CMP 1, 2\nSETB AL\nSETNAE BL\nSETS CL\nSETZ DL") == {
+        "EAX": 1,
+        "EBX": 1,
+        "ECX": 1,
+    }
+    assert regs("MOV R2, 4\nCMP 3, 2\nCMOVA R1, R2\nCMOVNZ R3, R2\nCMOVBE R4, R2") == {
+        "R1": 4,
+        "R2": 4,
+        "R3": 4,
+    }
+
+
+def test_test_of_a_register_holding_a_string_tests_emptiness_only() -> None:
+    assert regs('MOV R1, ""\nTEST R1, R1\nJZ empty\nMOV R2, 1\nempty:')["R1"] == ""
+    assert "needs an ordered compare" in failure('MOV R1, "x"\nTEST R1, R1\nJL l\nl:')
+
+
 # -- run-time errors ---------------------------------------------------------------------------
 
 
@@ -199,6 +289,12 @@ def test_loop_counts_ecx_down_to_zero() -> None:
         ("MOV ECX, 0.5\nl:\nLOOP l", "LOOP counts down ECX"),
         ("SQRTSD xmm0, -1", "cannot convert"),
         ("MOV R2, 0.5\nMOV R1, [table + R2]\nHLT\nsection .data\ntable dd 1", "whole number"),
+        ("MOV R1, 5\nDIV R1, z\nHLT\nsection .data\nz dd 0", "division by zero"),
+        ("MOV xmm1, 0\nMOV xmm0, 1\nDIVSD xmm0, xmm1", "division by zero"),
+        ("MOV EAX, 1\nMOV R1, [EAX]", "points outside every data label"),
+        ("LEA EAX, [t]\nMOV [EAX], 1\nHLT\nsection .rodata\nt dd 7", "read-only data"),
+        ("MOV R1, 1\nMOV R2, 1\nSHL R1, R2\nSAR R1, -1", "shifts by 0 to 63 bits"),
+        ("MOV R1, 1e300\nCVTTSD2SI R1, R1", "overflowed"),
     ],
 )
 def test_run_time_errors_name_the_line(source: str, message: str) -> None:
@@ -286,6 +382,68 @@ def test_a_bare_writable_label_reads_its_current_value() -> None:
     assert regs("INC dword [n]\nMOV EAX, n\nHLT\nsection .data\nn dd 4") == {"EAX": 5}
 
 
+def test_a_bare_row_reads_as_the_json_list_of_its_cells() -> None:
+    source = (
+        "MOV [t + 4], 9\nMOV R1, t\nMOV R2, cities\nHLT\nsection .data\nt dd 1, 2, 3\n"
+        'section .rodata\ncities dd paris, oslo\nparis db "Paris", 0\noslo db "Oslo", 0'
+    )
+    assert regs(source) == {"R1": "[1,9,3]", "R2": '["Paris","Oslo"]'}
+
+
+def test_cells_are_values_whatever_their_size_word_and_size() -> None:
+    source = (
+        "MOV R1, [t + 8]\nMOV R2, byte [t + 8]\nMOV R3, [w + 2]\nMOV R4, [s]\nMOV R5, [j]\n"
+        "MOV R6, [t + 0x10]\nMOV R7, [t + 2*8]\nMOV R8, QWORD PTR [t]\nHLT\nsection .data\n"
+        't dq 1.5, 2.5, 3.5\nw dw 1, 2\ns db "hello", 0\nj db {"a": 1}'
+    )
+    assert regs(source) == {
+        "R1": 2.5,
+        "R2": 2.5,
+        "R3": 2,
+        "R4": "hello",
+        "R5": '{"a":1}',
+        "R6": 3.5,
+        "R7": 3.5,
+        "R8": 1.5,
+    }
+
+
+def test_data_before_any_section_is_writable_and_variables_are_memory() -> None:
+    emu = machine("x dd 1\nMOV [x], 5\nMOV best, 7\nMOV R1, [best]\nMOV R2, x")
+    assert emu.result().registers == {"R1": 7, "R2": 5}
+    assert emu.snapshot()["memory"] == {"x": [5], "best": [7]}
+
+
+def test_addresses_sections_rows_and_size_words() -> None:
+    # the first data label is at 1048576; SAR rounds toward minus infinity
+    assert regs("LEA EAX, [t]\nMOV R1, -5\nSAR R1, 1\nHLT\nsection .data\nt dd 1") == {
+        "EAX": 1048576,
+        "R1": -3,
+    }
+    for section in (".rdata", ".const", ".rodata"):
+        assert "read-only data" in rejected(f"MOV [t], 1\nHLT\nsection {section}\nt dd 1")
+    assert regs("MOV R1, xmmword [t]\nMOV R2, tword ptr [t]\nHLT\nsection .data\nt dd 4") == {
+        "R1": 4,
+        "R2": 4,
+    }
+    from llassembly.errors import AsmSyntaxError
+
+    with pytest.raises(AsmSyntaxError, match="no data label with a value"):
+        parse("HLT\nsection .data\na dd b\nb dd c\nc dd 1")
+
+
+def test_a_write_through_a_register_address_keeps_every_writable_label() -> None:
+    source = "LEA ESI, [y]\nMOV [ESI], 5\nHLT\nsection .data\nx dd 1\ny dd 2\nz dd 3, 4"
+    assert machine(source).snapshot()["memory"] == {"x": [1], "y": [5], "z": [3, 4]}
+
+
+def test_xchg_and_cmov_work_with_memory() -> None:
+    source = "MOV R1, 3\nXCHG R1, [t]\nCMP 1, 1\nCMOVE R2, [t]\nHLT\nsection .data\nt dd 8"
+    emu = machine(source)
+    assert emu.result().registers == {"R1": 8, "R2": 3}
+    assert emu.state.mem == {"t": [3]}
+
+
 # -- the EAX convention and variables ------------------------------------------------------------
 
 
@@ -370,11 +528,47 @@ def test_a_variable_read_before_it_is_written_is_refused() -> None:
         ('MOV R2, "a"\nMOV R1, [t + R2]\nHLT\nsection .data\nt dd 1', "in the address [t + R2]"),
         ("DIV", "takes 1 or 2 operands"),
         ("MOV EAX, [size]\nHLT\nsection .data\nsize equ 4", "constant (equ)"),
+        ("MOV EAX, 5\nDIV 0", "division by zero"),
+        ("MOV xmm0, 1\nDIVSS xmm0, 0.0", "division by zero"),
+        ("MOV R1, 5\nIDIV R1, z\nHLT\nsection .data\nz equ 0", "division by zero"),
+        ('MOV R1, 5\nTEST R1, "a"', "TEST needs numbers"),
+        ('MOV R1, "a"\nAND R1, 1', "needs numbers"),
+        ('CVTSI2SD xmm0, "x"', "needs numbers"),
+        ("MOV [t + 4], 1\nHLT\nsection .rodata\nt dd 1, 2", "read-only data"),
+        ("MOV t, 5\nHLT\nsection .data\nt dd 1, 2", "t has 2 cells; write one of them"),
+        ("MOV R1, [t - 4]\nHLT\nsection .data\nt dd 1, 2", "reads cell -1 of t"),
+        ('MOV R1, [s + 1]\nHLT\nsection .data\ns db "hello", 0', "reads cell 1 of s"),
+        ("MOV R1, [best]", "names no data label"),
+        ("INC counter", "the destination of INC must be a register"),
+        ("CMOVE EAX, 1", "tests the flags"),
+        ("XCHG R1", "takes 2 operands"),
+        ("SHL", "takes 1 or 2 operands"),
+        ("IMUL", "takes 1 or 2 or 3 operands"),
     ],
 )
 def test_the_verifier_refuses_before_the_run(source: str, message: str) -> None:
     assert message in rejected(source)
 
 
-def test_too_much_memory_is_refused() -> None:
-    assert "more than the 4096" in rejected("HLT\nsection .bss\nbig resq 5000")
+def test_too_much_memory_is_refused_while_parsing() -> None:
+    # Counted before the cells are built: a short reply cannot make millions of them.
+    from llassembly.errors import AsmSyntaxError
+
+    for data in ("big resq 5000", "big times 4000 dd 1, 2", "a resd 4000\nb resd 97"):
+        with pytest.raises(AsmSyntaxError, match="more than the 4096 cells"):
+            parse("HLT\nsection .bss\n" + data)
+    assert isinstance(parse("HLT\nsection .bss\nbig resq 4096"), Program)
+
+
+def test_variables_count_against_the_memory_budget() -> None:
+    assert "more than the 4096" in rejected("MOV extra, 1\nHLT\nsection .bss\nbig resq 4096")
+
+
+def test_reads_of_eax_after_calls_of_other_shapes_keep_the_stack() -> None:
+    # A write of EAX first, or a PUSH of EAX: the result is on the stack, or pushed from EAX.
+    assert regs('PUSH "Oslo"\nCALL get_temperature\nMOV EAX, 1\nPOP R1', [get_temperature]) == {
+        "EAX": 1,
+        "R1": 3.0,
+    }
+    emu = machine('PUSH "Oslo"\nCALL get_temperature\nPUSH EAX\nPOP R1', [get_temperature])
+    assert emu.result().registers == {"EAX": 3.0, "R1": 3.0}
