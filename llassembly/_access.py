@@ -134,7 +134,7 @@ def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
         total = base + disp
         for reg, scale in registers:
             total += _register_number(st, reg, operand, ins) * scale
-        if not -INT_LIMIT <= total <= INT_LIMIT:
+        if not -INT_LIMIT - 1 <= total <= INT_LIMIT:
             raise fail(ins, f"the address {operand} is out of the 64-bit range")
         return total
 

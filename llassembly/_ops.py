@@ -69,7 +69,7 @@ def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
                 raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
             raise fail(
                 ins,
-                f"{name} needs an ordered compare, but the last CMP compared strings "
+                f"{name} needs an ordered compare, but the last CMP or TEST compared strings "
                 "(only JE/JNE are defined for strings)",
             )
 
@@ -111,7 +111,7 @@ def arith(
         except OverflowError:  # an int too large to mix with a float
             raise fail(ins, f"{name} overflowed the number range") from None
         if type(result) is int:
-            if not -INT_LIMIT <= result <= INT_LIMIT:
+            if not -INT_LIMIT - 1 <= result <= INT_LIMIT:
                 raise fail(ins, f"{name} overflowed the 64-bit integer range")
         elif not math.isfinite(result):
             raise fail(ins, f"{name} gave a non-finite number ({result})")
@@ -152,7 +152,7 @@ def _set_flags(st: MachineState, result: Value) -> None:
 def _checked(ins: Instruction, result: int | float) -> int | float:
     """A result within the machine's numbers: a 64-bit integer or a finite float."""
     if type(result) is int:
-        if not -INT_LIMIT <= result <= INT_LIMIT:
+        if not -INT_LIMIT - 1 <= result <= INT_LIMIT:
             raise fail(ins, f"{mnemonic(ins)} overflowed the 64-bit integer range")
     elif not math.isfinite(result):
         raise fail(ins, f"{mnemonic(ins)} gave a non-finite number ({result})")

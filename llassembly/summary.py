@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Final
 
-from ._flow import MAX_CALL_DEPTH, MAX_STATES
+from ._flow import MAX_CALL_DEPTH, MAX_STATES, components
 from .emulator import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from .program import (
     OPCODE_INFO,
@@ -53,7 +53,6 @@ from .program import (
     Value,
     find_tool,
 )
-from .verifier import _components
 
 __all__ = ["Argument", "CallSite", "PlanSummary", "ToolUse", "summarize"]
 
@@ -497,7 +496,7 @@ def summarize(
     walk.build()
     states, succ = walk.states, walk.succ
     graph = {n: tuple(t for t in succ[n] if t != _END) for n in range(len(states))}
-    order = _components(0, graph) if states else []
+    order = components(0, graph) if states else []
     comp_of = [0] * len(states)
     for number, members in enumerate(order):
         for member in members:

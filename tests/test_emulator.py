@@ -296,7 +296,7 @@ def test_arithmetic_on_a_string_of_unknown_type_is_a_runtime_error_with_the_line
     "source",
     [
         "MOV R1, 9223372036854775807\nINC R1",
-        "MOV R1, -9223372036854775807\nDEC R1",
+        "MOV R1, -9223372036854775808\nDEC R1",
         "MOV R1, 4294967296\nMUL R1, 4294967296",
         "MOV R1, 9223372036854775807\nADD R1, R1",
         "MOV R1, -9223372036854775807\nSUB R1, 10",

@@ -572,3 +572,13 @@ def test_reads_of_eax_after_calls_of_other_shapes_keep_the_stack() -> None:
     }
     emu = machine('PUSH "Oslo"\nCALL get_temperature\nPUSH EAX\nPOP R1', [get_temperature])
     assert emu.result().registers == {"EAX": 3.0, "R1": 3.0}
+
+
+def test_arithmetic_reaches_the_lowest_64_bit_integer_and_no_further() -> None:
+    assert regs("MOV R1, -9223372036854775807\nDEC R1") == {"R1": -(2**63)}
+    assert "overflowed" in failure("MOV R1, -9223372036854775807\nDEC R1\nDEC R1")
+
+
+def test_an_ordered_jump_after_testing_a_string_names_cmp_or_test() -> None:
+    message = failure('PUSH "x"\nPOP R1\nMOV R2, R1\nTEST R2, R2\nJL there\nthere:\nHLT')
+    assert "the last CMP or TEST compared strings" in message
