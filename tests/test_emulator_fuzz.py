@@ -117,6 +117,8 @@ _OPERAND = {
     "value": _values,
     "label": st.sampled_from(LABELS),
     "target": _targets,
+    # LEA's source: an address, of a data label or through a register.
+    "mem": st.sampled_from(["[greeting]", "[limit + 4]", "[ESI]", "[EBX + ECX*4]"]),
 }
 
 
