@@ -36,7 +36,14 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
 
-from . import bench_agent_path, bench_emulator, bench_hostile, bench_integration, bench_workers
+from . import (
+    bench_agent_path,
+    bench_emulator,
+    bench_hostile,
+    bench_integration,
+    bench_parallel,
+    bench_workers,
+)
 from .tasks import TASKS, Task
 
 
@@ -376,12 +383,19 @@ def report(
             ],
         ),
         "",
+        *_parallel_section(overhead),
         *_workers_section(workers),
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.system()} ({_cores()} cores). "
         f"Command: `python -m benchmarks{' --quick' if args.quick else ' --publish'}`.",
     ]
     return "\n".join(out) + "\n"
+
+
+def _parallel_section(figures: dict[str, float]) -> list[str]:
+    if "parallel_loop_s" not in figures:
+        return []
+    return ["## Independent calls at once (`parallel_tools`)", bench_parallel.table(figures), ""]
 
 
 def _workers_section(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -453,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_integration.main(quick=args.quick),
         **bench_agent_path.main(quick=args.quick),
         **bench_hostile.main(quick=args.quick),
+        **bench_parallel.main(quick=args.quick),
     }
     workers = bench_workers.main(quick=args.quick, postgres=args.postgres)
     results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))

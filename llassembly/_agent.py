@@ -22,12 +22,9 @@ with the agent's model handler, sync or async.
 
 from __future__ import annotations
 
-import enum
-import json
-import math
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_origin
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -38,21 +35,19 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langgraph.types import Command
 
 from ._approval import decide, decided, edit_note
 from ._messages import plan_failure, replan_request
-from ._values import strip_annotation, type_label
+from ._results import decode_result, failure_of
 from .emulator import Emulator, ToolCall
 from .errors import (
     AsmRuntimeError,
     ExecutionError,
     PlanError,
     RepairsExhausted,
-    ToolExecutionError,
 )
 from .externs import Extern, check_sync_tools
-from .graph import call_request, failure_record
+from .graph import batch_request, failure_record
 from .planner import Turn, final_message, short_hash
 
 __all__ = [
@@ -76,10 +71,6 @@ ADDED_BY_CALL = "llassembly_added_by_call"
 # ModelCallLimitMiddleware's counters: a planner step that calls no model takes back the count
 # that middleware's after_model adds for every model-node visit (see counter_updates).
 _MODEL_COUNTERS = ("thread_model_call_count", "run_model_call_count")
-_SHOWN = 80  # characters of an undecodable result quoted in the error
-# HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
-# ending with this line; the plan wants the tool's value, so the notice is read past.
-_REVIEW_NOTICE_END = "\n\nTool response:\n"
 
 
 @dataclass
@@ -115,6 +106,16 @@ def pending_call(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     pending = record.get("pending")
     return dict(pending) if isinstance(pending, Mapping) else None
+
+
+def pending_calls(record: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every call a plan in ``record`` is waiting on: one, or a batch run at once
+    (``parallel_tools``; ``pending`` is then its first call), in program order."""
+    pending = pending_call(record)
+    if pending is None or record is None:
+        return []
+    batch = record.get("batch")
+    return [dict(p) for p in batch] if isinstance(batch, list) and batch else [pending]
 
 
 def call_meta(pending: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,122 +165,6 @@ def _answer(messages: Sequence[AnyMessage], call_id: str) -> ToolMessage | None:
     return None
 
 
-# -- results: ToolMessage text back to values, by the tool's declared return type ---------------
-
-
-def _undecodable(extern: Extern, text: str, label: str, pending: Mapping[str, Any]) -> Exception:
-    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-    return AsmRuntimeError(
-        f"tool {extern.name!r} is declared to return {label}, but its result {shown!r} cannot "
-        "be read as one",
-        line=int(pending.get("line", 0)),
-        source=str(pending.get("source", "")),
-    )
-
-
-def _json(text: str) -> Any:
-    """``json.loads`` whose failures, nesting too deep included, are ``ValueError``."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _decode_one(annotation: Any, text: str) -> Any:
-    """One declared value from its ``ToolMessage`` text; raises ``ValueError`` when it is not.
-
-    What the plan gets is what the tool returned, as on the graph path: numbers are read as
-    JSON numbers (a ``-> float`` tool returning ``3`` gives ``3``), and ``null`` is ``None``
-    (an ``Optional`` result, which the plan holds as the text ``"null"``).
-    """
-    ann = strip_annotation(annotation)
-    if ann is str or _is_message_like(ann):
-        return text
-    stripped = text.strip()
-    if ann in (int, float, bool):
-        if ann is bool and stripped.lower() in ("true", "false", "1", "0"):
-            return stripped.lower() in ("true", "1")
-        number = _json(stripped)
-        if number is not None and type(number) not in (int, float, bool):
-            raise ValueError(text)
-        if isinstance(number, float) and not math.isfinite(number):
-            raise ValueError(text)
-        return number
-    declared = ann not in (None, Any) and ann is not type(None) and ann is not object
-    try:
-        data = _json(text)
-    except ValueError:
-        if declared and get_origin(ann) is not Literal and not _is_enum(ann):
-            raise
-        return text
-    if isinstance(data, str) and not declared:
-        return text  # a tool's plain text that happens to be valid JSON stays as it was
-    if isinstance(data, float) and not math.isfinite(data):
-        raise ValueError(text)
-    return data
-
-
-def _is_message_like(annotation: Any) -> bool:
-    """A tool declared to return a ``Command`` or ``ToolMessage``: its value is the text of the
-    ``ToolMessage`` it hands the agent."""
-    target = get_origin(annotation) or annotation
-    return isinstance(target, type) and issubclass(target, (Command, ToolMessage))
-
-
-def _is_enum(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
-
-
-def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, Any]) -> Any:
-    """The value a plan gets from a tool's ``ToolMessage``, by the tool's declared return type.
-
-    The agent's tool node turns results into text (JSON for anything but a string); this reads
-    it back so the plan sees what it would see on the graph path: ``int``/``float``/``bool``/
-    ``str`` as themselves, a ``tuple[...]`` as several values, lists, dicts and pydantic models
-    as JSON text.
-
-    Raises:
-        AsmRuntimeError: The text cannot be read as the declared type (names the tool and line).
-    """
-    if extern.n_results == 0:
-        return None
-    text: str = str(message.text)
-    notice, sep, rest = text.partition(_REVIEW_NOTICE_END)
-    if sep and " Executed instead: " in notice:
-        text = rest
-    if extern.n_results == 1:
-        annotation = extern.result_types[0] if extern.result_types else None
-        try:
-            return _decode_one(annotation, text)
-        except ValueError:
-            raise _undecodable(extern, text, type_label(annotation), pending) from None
-    label = f"{extern.n_results} values (a JSON array)"
-    try:
-        data = _json(text)
-    except ValueError:
-        raise _undecodable(extern, text, label, pending) from None
-    if not isinstance(data, list) or len(data) != extern.n_results:
-        raise _undecodable(extern, text, label, pending)
-    return data
-
-
-def _failure_of(message: ToolMessage, pending: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The failure an error ``ToolMessage`` stands for (a tool raised, a limit refused the call,
-    a person rejected it), or ``None`` for a result."""
-    if message.status != "error":
-        return None
-    artifact = message.artifact
-    if isinstance(artifact, Mapping) and isinstance(artifact.get("llassembly_failure"), Mapping):
-        return dict(artifact["llassembly_failure"])
-    error = ToolExecutionError(
-        str(pending["tool"]),
-        RuntimeError(message.text),
-        line=int(pending["line"]),
-        source=str(pending["source"]),
-    )
-    return failure_record(error)
-
-
 # -- one step -------------------------------------------------------------------------------------
 
 
@@ -325,7 +210,9 @@ def agent_step(
     if record is not None and pending is None and decided(record):
         rec = dict(record)
         return (yield from _decided(turn, rec, model_messages, state_messages, externs))
-    answer = _answer(state_messages, pending["id"]) if pending is not None else None
+    calls = pending_calls(record)
+    answers = [_answer(state_messages, c["id"]) for c in calls]
+    answer = answers[0] if answers and None not in answers else None
     if record is None or pending is None or answer is None:
         rec = _new_record(externs)
         out: list[AnyMessage] = []
@@ -334,15 +221,33 @@ def agent_step(
         return (yield from _plan(turn, rec, asked, out, state_messages, externs))
 
     rec = dict(record)
-    extern = externs.get(str(pending["tool"]))
     try:
         emulator = _machine(turn, rec, externs)
     except PlanError as error:
         # The agent offers other tools now than when the plan was checked (a tool selector
         # listed before the planner): the plan cannot go on; that is its failure.
         return _end(turn, _stopped(rec), _tools_changed(error, pending), [], state_messages)
-    failure = _failure_of(answer, pending)
-    if failure is None:
+    failure = _complete(emulator, calls, [a for a in answers if a is not None], externs)
+    return (
+        yield from _continue(
+            turn, rec, emulator, failure, [], model_messages, state_messages, externs
+        )
+    )
+
+
+def _complete(
+    emulator: Emulator,
+    calls: Sequence[Mapping[str, Any]],
+    answers: Sequence[ToolMessage],
+    externs: Mapping[str, Extern],
+) -> dict[str, Any] | None:
+    """Give the machine each call's result in program order; the first failure (an error
+    ``ToolMessage``, or a result that cannot be read) stops there, keeping those before it."""
+    for pending, answer in zip(calls, answers, strict=True):
+        failure = failure_of(answer, pending)
+        if failure is not None:
+            return failure
+        extern = externs.get(str(pending["tool"]))
         try:
             if extern is None:
                 raise AsmRuntimeError(
@@ -350,14 +255,10 @@ def agent_step(
                     line=int(pending["line"]),
                     source=str(pending["source"]),
                 )
-            emulator.complete(decode_result(extern, answer, pending))
+            emulator.complete_batch([decode_result(extern, answer, pending)])
         except ExecutionError as exc:
-            failure = failure_record(exc)
-    return (
-        yield from _continue(
-            turn, rec, emulator, failure, [], model_messages, state_messages, externs
-        )
-    )
+            return failure_record(exc)
+    return None
 
 
 def _stopped(rec: dict[str, Any]) -> dict[str, Any]:
@@ -387,6 +288,7 @@ def _machine(turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]) 
         max_tool_calls=opts.max_tool_calls,
         max_stack_depth=opts.max_stack_depth,
         state=rec["machine"],
+        parallel_tools=opts.parallel_tools,
     )
 
 
@@ -485,13 +387,14 @@ def _continue(
     """Run the machine to its next call (answer with it) or to its end (finish the plan)."""
     if failure is None:
         try:
-            call = emulator.advance()
+            calls = _next_calls(emulator)
         except ExecutionError as exc:
-            failure, call = failure_record(exc), None
-        if call is not None:
+            failure, calls = failure_record(exc), []
+        if calls:
             rec["machine"] = emulator.snapshot()
-            rec["pending"] = _pending(call, rec["prefix"])
-            out.append(call_request(call, rec["pending"]["id"]))
+            batch = [_pending(call, rec["prefix"]) for call in calls]
+            rec["pending"], rec["batch"] = batch[0], batch if len(batch) > 1 else None
+            out.append(batch_request(calls, [p["id"] for p in batch]))
             return StepOutcome(out, rec)
     rec["machine"] = emulator.snapshot()
     _stopped(rec)["failure"] = failure
@@ -532,6 +435,14 @@ def _end(
     if not opts.infer_tools_messages:
         removals = _call_message_ids(state_messages, tuple(rec["prefixes"]))
     return StepOutcome(out, rec, removals)
+
+
+def _next_calls(emulator: Emulator) -> list[ToolCall]:
+    """The machine's next call, or its next batch when tools are marked ``parallel_tools``."""
+    if emulator.marked:
+        return emulator.advance_batch()
+    call = emulator.advance()
+    return [] if call is None else [call]
 
 
 def _pending(call: ToolCall, prefix: str) -> dict[str, Any]:

@@ -262,7 +262,7 @@ def plan_call_approved(request: Any) -> bool:
         and bool(approval.get("prefix"))
         and call_id.startswith(str(approval.get("prefix")))
         and isinstance(pending, Mapping)
-        and pending.get("id") == call_id
+        and any(p.get("id") == call_id for p in (record.get("batch") or [pending]))
     )
 
 

@@ -16,7 +16,14 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ._agent import ADDED_BY_CALL, ENDS_RUN, PLAN_CALL_KEY, call_meta, failure_message, pending_call
+from ._agent import (
+    ADDED_BY_CALL,
+    ENDS_RUN,
+    PLAN_CALL_KEY,
+    call_meta,
+    failure_message,
+    pending_calls,
+)
 from ._tools import chain
 from .emulator import ToolCall, tool_error
 from .errors import ExecutionError
@@ -31,10 +38,8 @@ def plan_call(request: ToolCallRequest) -> dict[str, Any] | None:
     """The pending plan call this tool request runs, or ``None`` for any other call."""
     state = request.state
     record = state.get(PLAN_CALL_KEY) if isinstance(state, dict) else None
-    pending = pending_call(record)
-    if pending is None or pending["id"] != request.tool_call.get("id"):
-        return None
-    return pending
+    call_id = request.tool_call.get("id")
+    return next((p for p in pending_calls(record) if p["id"] == call_id), None)
 
 
 def run_plan_call(

@@ -22,18 +22,19 @@ Example:
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass, field
-from itertools import compress
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
+from . import _ahead
 from ._access import fail
+from ._ahead import HOLE, ParallelTools
 from ._drive import adrive, drive
+from ._state import MachineState
+from ._state import is_value as _is_value
 from ._steps import (
     DEFAULT_MAX_STACK_DEPTH,
-    UNSET,
     CompiledProgram,
     _compile_steps,
     compile_program,
@@ -50,10 +51,8 @@ from .errors import (
 from .externs import Extern, check_sync_tools, externs_from
 from .program import (
     EAX_INDEX,
-    REGISTER_COUNT,
     Program,
     Value,
-    register_index,
     register_name,
 )
 
@@ -73,131 +72,7 @@ __all__ = [
 DEFAULT_MAX_INSTRUCTIONS = 1000
 DEFAULT_MAX_TOOL_CALLS = 100
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
-
-_FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
-_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
-
-
-@dataclass(slots=True)
-class MachineState:
-    """Everything the machine knows; plain data.
-
-    Attributes:
-        pc: Index of the next instruction (``len(instructions)`` when finished).
-        regs: Register slots (see :func:`~llassembly.program.register_index`).
-        stack: The data stack, top last.
-        calls: The return stack of ``CALL label``, top last.
-        zf: Equal / zero flag.
-        lt: Less-than flag.
-        flag_mode: 0 unset, 1 ordered (numbers), 2 unordered (strings).
-        executed: Instructions executed so far.
-        tool_calls: Tool calls made so far.
-        halted: The program has ended.
-        pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
-        mem: The writable memory: data label (lower-cased) to its cells.
-    """
-
-    pc: int = 0
-    regs: list[Value] = field(default_factory=lambda: [0] * REGISTER_COUNT)
-    stack: list[Value] = field(default_factory=list)
-    calls: list[int] = field(default_factory=list)
-    zf: bool = False
-    lt: bool = False
-    flag_mode: int = UNSET
-    executed: int = 0
-    tool_calls: int = 0
-    halted: bool = False
-    pending: tuple[int, list[Value]] | None = None
-    mem: dict[str, list[Value]] = field(default_factory=dict)
-
-    def snapshot(self) -> dict[str, Any]:
-        """Return the state as a JSON- and msgpack-serialisable dict."""
-        regs = self.regs[1:]
-        # compress() keeps the truthy values in C; only an empty string is non-zero yet falsy.
-        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
-        if "" in regs:
-            registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
-        snap: dict[str, Any] = {
-            "pc": self.pc,
-            "registers": registers,
-            "stack": list(self.stack),
-            "return_stack": list(self.calls),
-            "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
-            "executed": self.executed,
-            "tool_calls": self.tool_calls,
-            "halted": self.halted,
-            "pending": None
-            if self.pending is None
-            else {"index": self.pending[0], "values": list(self.pending[1])},
-        }
-        if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
-            snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
-        return snap
-
-    @classmethod
-    def restore(cls, data: Mapping[str, Any]) -> MachineState:
-        """Rebuild a state from :meth:`snapshot` output.
-
-        Raises:
-            UsageError: The dict is not a snapshot.
-        """
-        try:
-            regs: list[Value] = [0] * REGISTER_COUNT
-            for name, value in data["registers"].items():
-                index = register_index(name)
-                if index is None:
-                    raise UsageError(f"snapshot names an unknown register {name!r}")
-                regs[index] = value
-            stack = list(data["stack"])
-            pending = data["pending"]
-            memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
-            held = [
-                *data["registers"].values(),
-                *stack,
-                *(pending["values"] if pending else ()),
-                *(cell for cells in memory.values() for cell in cells),
-            ]
-            if not all(map(_is_value, held)):
-                raise UsageError(
-                    "the snapshot holds a value that is not a 64-bit int, finite float or string"
-                )
-            flags = data["flags"]
-            return cls(
-                pc=_count(data["pc"], "pc"),
-                regs=regs,
-                stack=stack,
-                calls=[_count(x, "return address") for x in data["return_stack"]],
-                zf=bool(flags["zf"]),
-                lt=bool(flags["lt"]),
-                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
-                executed=_count(data["executed"], "executed"),
-                tool_calls=_count(data["tool_calls"], "tool_calls"),
-                halted=bool(data["halted"]),
-                pending=None
-                if pending is None
-                else (_count(pending["index"], "pending index"), list(pending["values"])),
-                mem=memory,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
-
-
-def _count(value: Any, what: str) -> int:
-    """A counter or index read from a snapshot: a non-negative int (not a bool, float, NaN)."""
-    if type(value) is not int or not 0 <= value <= _INT_MAX:
-        raise UsageError(f"not an emulator snapshot: {what} is {str(value)[:40]!r}")
-    return value
-
-
-def _is_value(value: Any) -> bool:
-    """Whether ``value`` may live in a register or on the stack."""
-    kind = type(value)
-    if kind is str:
-        return True
-    if kind is int:
-        return bool(_INT_MIN <= value <= _INT_MAX)
-    return kind is float and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +149,9 @@ class Emulator:
         max_stack_depth: Most values on the data stack plus return addresses.
         max_seconds: Wall-clock limit for the run, or ``None``.
         state: A :class:`MachineState` or a :meth:`snapshot` dict to continue from.
+        parallel_tools: Tools whose calls may run together (``True`` for all): the machine
+            runs ahead of their calls (:meth:`advance_batch`); the plan's meaning is the
+            sequential one (see ``docs/language.md``, *Independent calls at once*).
 
     Raises:
         PlanRejected: The program fails verification (nothing has run).
@@ -290,6 +168,7 @@ class Emulator:
         max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
         max_seconds: float | None = None,
         state: MachineState | Mapping[str, Any] | None = None,
+        parallel_tools: ParallelTools = False,
     ) -> None:
         for label, limit in (
             ("max_instructions_to_exec", max_instructions_to_exec),
@@ -326,6 +205,11 @@ class Emulator:
         self._check_state()
         self._started: float | None = None
         self.history: list[CallRecord] = []
+        self.parallel_tools = _ahead.check_parallel_tools(parallel_tools)
+        self.marked = _ahead.marked_calls(self.compiled, self.parallel_tools)
+        """Indexes of the tool ``CALL``s that may run together."""
+        self._pops = _ahead.pop_indexes(self.compiled) if self.marked else frozenset()
+        self._fault_error: ExecutionError | None = None
 
     # -- state ------------------------------------------------------------------------------
 
@@ -368,6 +252,8 @@ class Emulator:
                 the failing instruction.
         """
         st = self.state
+        if st.outstanding or st.fault is not None:
+            raise UsageError("calls were issued as a batch: use advance_batch()/complete_batch()")
         if st.pending is not None:
             return self._request(st.pending[0], st.pending[1])
         if st.halted:
@@ -408,7 +294,9 @@ class Emulator:
             StackDepthExceeded: The results do not fit on the stack.
         """
         st = self.state
-        if st.pending is None:
+        if st.pending is None or st.outstanding:
+            if st.outstanding:
+                raise UsageError("calls were issued as a batch: use complete_batch()")
             raise UsageError("complete() called with no pending tool call; call advance() first")
         index = st.pending[0]
         extern = self.compiled.tools[index]
@@ -431,6 +319,36 @@ class Emulator:
             st.stack.extend(reversed(values))
         st.pending = None
         st.pc = index + 1
+
+    def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]:
+        """Run until the machine needs a result; return the calls issued (``[]`` at the end).
+
+        Marked calls (``parallel_tools``) are issued and the machine runs ahead of them
+        while no instruction needs their results; the batch is every call issued, in
+        program order, and may be run at once. Without marks, each batch is one call, as
+        :meth:`advance` returns it. An outstanding batch is returned again (so a restored
+        snapshot picks up where it stopped).
+
+        Args:
+            max_steps: As for :meth:`advance`, until the first call of a batch (once a call is
+                issued, the machine runs ahead to where it must wait).
+
+        Raises:
+            ExecutionError: A budget ran out or an instruction failed (when calls were
+                outstanding, only now, after their results were given).
+        """
+        return _ahead.advance_batch(self, max_steps)
+
+    def complete_batch(self, results: Sequence[Any]) -> None:
+        """Give results to the batch's calls in program order (a prefix of it may be given;
+        the rest stays outstanding). Each result is checked as :meth:`complete` checks it.
+
+        Raises:
+            UsageError: More results than outstanding calls.
+            AsmRuntimeError: A result does not have the declared number of values.
+            StackDepthExceeded: The last call's results do not fit on the stack.
+        """
+        _ahead.complete_batch(self, results)
 
     def calls(self) -> Generator[ToolCall, Any, RunResult]:
         """Generator form: yields each :class:`ToolCall`, takes its result by ``send``.
@@ -463,17 +381,30 @@ class Emulator:
             check_sync_tools(
                 (t.name for t in self.compiled.tools if t is not None), self.compiled.externs
             )
-        return drive(self._recorded_calls(), call or self._call_directly, tool_error)
+        execute = call or self._call_directly
+        if self.marked:  # a batch's calls run at once on threads
+            body = _ahead.batched_calls(self, tool_error)
+            return drive(body, lambda batch: _ahead.batch_results(batch, execute))
+        return drive(self._recorded_calls(), execute, tool_error)
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
-        """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own)."""
-        return await adrive(self._recorded_calls(), call or self._acall_directly, tool_error)
+        """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
+        a batch's calls are awaited together."""
+        execute = call or self._acall_directly
+        if self.marked:
+            body = _ahead.batched_calls(self, tool_error)
+            return await adrive(body, lambda batch: _ahead.abatch_results(batch, execute))
+        return await adrive(self._recorded_calls(), execute, tool_error)
 
     # -- internals --------------------------------------------------------------------------
 
     def _check_values(self) -> None:
         st = self.state
-        values = [*st.regs, *st.stack, *(st.pending[1] if st.pending else ())]
+        values = [*st.regs, *(v for v in st.stack if v is not HOLE)]
+        values += [
+            *(st.pending[1] if st.pending else ()),
+            *(v for o in st.outstanding for v in o[1]),
+        ]
         values += [cell for cells in st.mem.values() for cell in cells]
         if not all(map(_is_value, values)):
             raise UsageError(
@@ -489,6 +420,8 @@ class Emulator:
             0 <= st.pending[0] < end and self.compiled.tools[st.pending[0]] is not None
         ):
             raise UsageError("the state's pending call is not a tool CALL of this program")
+        if st.outstanding or st.fault is not None:
+            _ahead.check_outstanding(self.compiled, st)
         expected = self.compiled.initial_memory()
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected

@@ -37,6 +37,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from ._ahead import (
+    Failed,
+    Outcome,
+    ParallelTools,
+    abatch_results,
+    batch_results,
+    check_parallel_tools,
+    marked_calls,
+)
 from ._drive import adrive, drive
 from .emulator import CompiledProgram, Emulator, ToolCall, tool_error
 from .errors import ExecutionError, UsageError
@@ -49,6 +58,8 @@ __all__ = [
     "PlanGraph",
     "PlanRun",
     "PlanState",
+    "batch_messages",
+    "batch_request",
     "call_request",
     "failure_record",
 ]
@@ -130,6 +141,42 @@ def call_request(call: ToolCall, call_id: str) -> AIMessage:
     )
 
 
+def batch_request(calls: list[ToolCall], call_ids: list[str]) -> AIMessage:
+    """The ``AIMessage`` carrying a batch of CALLs run at once (``parallel_tools``); one
+    call gives :func:`call_request`'s message. Its metadata names the first call and lists
+    every call under ``"batch"``."""
+    if len(calls) == 1:
+        return call_request(calls[0], call_ids[0])
+    where = [{"index": c.index, "line": c.line, "source": c.source} for c in calls]
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": c.tool, "args": _jsonable(c.args), "id": i, "type": "tool_call"}
+            for c, i in zip(calls, call_ids, strict=True)
+        ],
+        response_metadata={"llassembly": {**where[0], "batch": where}},
+    )
+
+
+def batch_messages(
+    calls: list[ToolCall], answers: list[tuple[str, bool]], call_ids: list[str]
+) -> list[AnyMessage]:
+    """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``)."""
+    messages: list[AnyMessage] = [batch_request(calls, call_ids)]
+    for call, (content, error), call_id in zip(calls, answers, call_ids, strict=True):
+        meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
+        messages.append(
+            ToolMessage(
+                content=content,
+                tool_call_id=call_id,
+                name=call.tool,
+                status="error" if error else "success",
+                response_metadata=meta,
+            )
+        )
+    return messages
+
+
 def call_messages(
     call: ToolCall, content: str, call_id: str, *, error: bool = False
 ) -> list[AnyMessage]:
@@ -168,6 +215,9 @@ class PlanGraph:
         granularity: ``"block"``, ``"instruction"`` or ``"program"``.
         max_instructions_to_exec: Instruction budget of each run.
         max_tool_calls: Tool-call budget of each run.
+        parallel_tools: Tools whose calls may run together (see ``llassembly._ahead``): a
+            node runs a batch of calls at once (threads, or ``asyncio.gather`` under
+            ``ainvoke``).
 
     Example:
         >>> from llassembly.parser import parse
@@ -188,6 +238,7 @@ class PlanGraph:
         *,
         max_instructions_to_exec: int = 1000,
         max_tool_calls: int = 100,
+        parallel_tools: ParallelTools = False,
     ) -> None:
         if granularity not in GRANULARITIES:
             raise UsageError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
@@ -199,6 +250,9 @@ class PlanGraph:
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
         self._calls_from: dict[int, set[int] | None] = {}
+        self.parallel_tools = parallel_tools
+        self._batched = bool(marked_calls(compiled, check_parallel_tools(parallel_tools)))
+        self._starts = frozenset(self._node_starts())
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
     # -- running ----------------------------------------------------------------------------
@@ -261,6 +315,66 @@ class PlanGraph:
             update["failure"] = failure
         return update
 
+    def _batch_body(
+        self, state: PlanState, run: PlanRun
+    ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
+        """:meth:`_body` for a plan with marked tools: yields each batch of calls run at once.
+
+        Results are given in program order; a failed call keeps the results before it. The
+        batch is recorded as one ``AIMessage`` and a ``ToolMessage`` per call. A node ends
+        after a batch when the machine stands at a node's start (else it runs on).
+        """
+        emulator = Emulator(
+            self.compiled,
+            max_instructions_to_exec=self.max_instructions_to_exec,
+            max_tool_calls=self.max_tool_calls,
+            max_stack_depth=self.compiled.max_stack_depth,
+            state=state["machine"],
+            parallel_tools=self.parallel_tools,
+        )
+        messages: list[AnyMessage] = []
+        failure: dict[str, Any] | None = None
+        try:
+            while True:
+                batch = emulator.advance_batch(self._max_steps)
+                if not batch:
+                    break
+                outcomes = yield batch
+                answers = [
+                    (str(tool_error(c, o.error)), True)
+                    if isinstance(o, Failed) and isinstance(o.error, Exception)
+                    else (result_text(o), False)
+                    for c, o in zip(batch, outcomes, strict=True)
+                ]
+                try:
+                    for k, (call, outcome) in enumerate(zip(batch, outcomes, strict=True)):
+                        if isinstance(outcome, Failed):
+                            if not isinstance(outcome.error, Exception):
+                                raise outcome.error
+                            raise tool_error(call, outcome.error) from outcome.error
+                        try:
+                            emulator.complete_batch([outcome])
+                        except ExecutionError as exc:
+                            answers[k] = (str(exc), True)
+                            raise
+                finally:
+                    if run.record_messages:
+                        ids = [f"{run.call_id_prefix}{c.number}" for c in batch]
+                        messages.extend(batch_messages(batch, answers, ids))
+                if self._one_call and emulator.state.pc in self._starts:
+                    break
+        except ExecutionError as exc:
+            run.error = exc
+            failure = failure_record(exc)
+        if failure is None and emulator.state.pc >= len(self.compiled.steps):
+            emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
+        update: PlanState = {"machine": emulator.snapshot()}
+        if messages:
+            update["messages"] = messages
+        if failure is not None:
+            update["failure"] = failure
+        return update
+
     def _node(self, names: dict[int, str]) -> RunnableCallable:
         """A node: run its part of the plan, then go to the node at the new pc (or the end).
 
@@ -279,11 +393,19 @@ class PlanGraph:
 
         def sync(state: PlanState, config: RunnableConfig) -> Command[str]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            if self._batched:
+                batches = self._batch_body(state, run)
+                execute = lambda c: run.execute(c, config)  # noqa: E731
+                return finish(drive(batches, lambda batch: batch_results(batch, execute)))
             body = self._body(state, run)
             return finish(drive(body, lambda c: run.execute(c, config), tool_error))
 
         async def asynchronous(state: PlanState, config: RunnableConfig) -> Command[str]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            if self._batched:
+                batches = self._batch_body(state, run)
+                aexecute = lambda c: run.aexecute(c, config)  # noqa: E731
+                return finish(await adrive(batches, lambda b: abatch_results(b, aexecute)))
             body = self._body(state, run)
             return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
 

@@ -47,6 +47,7 @@ from ._agent import (
     counter_updates,
     removal_messages,
 )
+from ._ahead import check_parallel_tools
 from ._approval import NOT_APPROVED, ApprovalHook, approval_option, awaiting_approval
 from ._calls import arun_plan_call, plan_call, run_plan_call
 from ._drive import adrive, drive
@@ -116,6 +117,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             a list of tool names: only plans that can call one of them.
         plan_policy: Rules ``(summary, program) -> problems`` (see ``llassembly.policies``);
             a plan with problems is refused before anything runs and the model repairs it.
+        parallel_tools: Tools whose calls may run together (``True``: all tools): consecutive
+            calls to them that do not need each other's results run at once, on the agent
+            path as one ``AIMessage`` with several tool calls (the agent's tool node runs
+            them together), on the graph path on threads or with ``asyncio.gather``. The plan's
+            meaning stays the sequential one; only the tools' own order of side effects may
+            change. Budgets count every call.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -155,6 +162,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         execution: Execution = "agent",
         approve_plan: bool | Sequence[str] = False,
         plan_policy: Sequence[PlanPolicy] = (),
+        parallel_tools: bool | Sequence[str] = False,
     ) -> None:
         super().__init__()
         self.options = PlannerOptions(
@@ -171,6 +179,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             execution=execution,
             approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
+            parallel_tools=check_parallel_tools(parallel_tools),
         )
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None

@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
+from ._ahead import check_parallel_tools
 from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
@@ -65,6 +66,8 @@ class ToolsPlannerNode:
             of them); needs a checkpointer. See ``ToolsPlannerMiddleware``.
         plan_policy: Rules ``(summary, program) -> problems`` a plan must pass before it runs
             (see ``llassembly.policies``).
+        parallel_tools: Tools whose calls may run together (``True``: all tools); see
+            ``ToolsPlannerMiddleware``.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -89,6 +92,7 @@ class ToolsPlannerNode:
         tool_middleware: Sequence[ToolMiddleware] = (),
         approve_plan: bool | Sequence[str] = False,
         plan_policy: Sequence[PlanPolicy] = (),
+        parallel_tools: bool | Sequence[str] = False,
     ) -> None:
         self.model = model
         self.options = PlannerOptions(
@@ -104,6 +108,7 @@ class ToolsPlannerNode:
             tool_middleware=tuple(tool_middleware),
             approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
+            parallel_tools=check_parallel_tools(parallel_tools),
         )
         self.turn = Turn(self.options)
         self.externs = self.turn.externs_for(list(tools))

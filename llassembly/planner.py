@@ -33,6 +33,7 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ._ahead import check_parallel_tools
 from ._approval import approval_request, ask_approval, edit_note, needs_approval
 from ._drive import adrive, drive
 from ._messages import (
@@ -120,6 +121,8 @@ class PlannerOptions:
     execution: Execution = "graph"
     approve_plan: bool | tuple[str, ...] = False
     plan_policy: tuple[PlanPolicy, ...] = ()
+    parallel_tools: bool | tuple[str, ...] = False
+    """Tools whose calls may run together (``True``: all); see ``llassembly._ahead``."""
 
     def __post_init__(self) -> None:
         approve = self.approve_plan
@@ -127,6 +130,7 @@ class PlannerOptions:
             isinstance(approve, tuple) and all(isinstance(n, str) for n in approve)
         ):
             raise UsageError(f"approve_plan must be True, False or tool names, got {approve!r}")
+        check_parallel_tools(self.parallel_tools)
         if not all(callable(p) for p in self.plan_policy):
             raise UsageError("plan_policy must be a list of callables (summary, program)")
         for name in ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth"):
@@ -332,7 +336,8 @@ class Turn:
     ) -> PlanGraph:
         """The compiled plan graph for ``text`` (cached: a program is compiled once)."""
         opts = self.options
-        key = (text, id(externs), opts.granularity, opts.max_instructions_to_exec)
+        key: tuple[Any, ...] = (text, id(externs), opts.granularity)
+        key += (opts.max_instructions_to_exec, opts.parallel_tools)
         graph = self._plans.get(key)
         if graph is not None:
             self._plans.move_to_end(key)
@@ -343,6 +348,7 @@ class Turn:
             opts.granularity,
             max_instructions_to_exec=opts.max_instructions_to_exec,
             max_tool_calls=opts.max_tool_calls,
+            parallel_tools=opts.parallel_tools,
         )
         self._plans[key] = graph
         if len(self._plans) > _CACHE_SIZE:

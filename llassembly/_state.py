@@ -1,0 +1,159 @@
+"""The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import compress
+from typing import Any
+
+from . import _ahead
+from ._ahead import HOLE
+from ._steps import UNSET
+from .errors import UsageError
+from .program import REGISTER_COUNT, Value, register_index, register_name
+
+__all__ = ["MachineState", "is_value"]
+
+_FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
+_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+
+
+@dataclass(slots=True)
+class MachineState:
+    """Everything the machine knows; plain data.
+
+    Attributes:
+        pc: Index of the next instruction (``len(instructions)`` when finished).
+        regs: Register slots (see :func:`~llassembly.program.register_index`).
+        stack: The data stack, top last.
+        calls: The return stack of ``CALL label``, top last.
+        zf: Equal / zero flag.
+        lt: Less-than flag.
+        flag_mode: 0 unset, 1 ordered (numbers), 2 unordered (strings).
+        executed: Instructions executed so far.
+        tool_calls: Tool calls made so far.
+        halted: The program has ended.
+        pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
+        mem: The writable memory: data label (lower-cased) to its cells.
+        outstanding: Calls issued ahead (``parallel_tools``), in program order:
+            ``(instruction index, popped values, call number, stack position, results)``;
+            their results are holes on the stack from that position until they complete.
+        fault: An instruction's error found while calls were outstanding (plain data),
+            raised once they complete.
+    """
+
+    pc: int = 0
+    regs: list[Value] = field(default_factory=lambda: [0] * REGISTER_COUNT)
+    stack: list[Value] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    zf: bool = False
+    lt: bool = False
+    flag_mode: int = UNSET
+    executed: int = 0
+    tool_calls: int = 0
+    halted: bool = False
+    pending: tuple[int, list[Value]] | None = None
+    mem: dict[str, list[Value]] = field(default_factory=dict)
+    outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
+    fault: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return the state as a JSON- and msgpack-serialisable dict."""
+        regs = self.regs[1:]
+        # compress() keeps the truthy values in C; only an empty string is non-zero yet falsy.
+        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
+        if "" in regs:
+            registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
+        snap: dict[str, Any] = {
+            "pc": self.pc,
+            "registers": registers,
+            "stack": [None if v is HOLE else v for v in self.stack]
+            if self.outstanding
+            else list(self.stack),
+            "return_stack": list(self.calls),
+            "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
+            "executed": self.executed,
+            "tool_calls": self.tool_calls,
+            "halted": self.halted,
+            "pending": None
+            if self.pending is None
+            else {"index": self.pending[0], "values": list(self.pending[1])},
+        }
+        if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
+            snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
+        if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
+            snap.update(_ahead.batch_snapshot(self))
+        return snap
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any]) -> MachineState:
+        """Rebuild a state from :meth:`snapshot` output.
+
+        Raises:
+            UsageError: The dict is not a snapshot.
+        """
+        try:
+            regs: list[Value] = [0] * REGISTER_COUNT
+            for name, value in data["registers"].items():
+                index = register_index(name)
+                if index is None:
+                    raise UsageError(f"snapshot names an unknown register {name!r}")
+                regs[index] = value
+            stack = list(data["stack"])
+            outstanding = _ahead.restore_outstanding(data, stack, _count)
+            pending = data["pending"]
+            memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            held = [
+                *data["registers"].values(),
+                *(v for v in stack if v is not HOLE),
+                *(pending["values"] if pending else ()),
+                *(v for o in outstanding for v in o[1]),
+                *(cell for cells in memory.values() for cell in cells),
+            ]
+            if not all(map(is_value, held)):
+                raise UsageError(
+                    "the snapshot holds a value that is not a 64-bit int, finite float or string"
+                )
+            flags = data["flags"]
+            return cls(
+                pc=_count(data["pc"], "pc"),
+                regs=regs,
+                stack=stack,
+                calls=[_count(x, "return address") for x in data["return_stack"]],
+                zf=bool(flags["zf"]),
+                lt=bool(flags["lt"]),
+                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
+                executed=_count(data["executed"], "executed"),
+                tool_calls=_count(data["tool_calls"], "tool_calls"),
+                halted=bool(data["halted"]),
+                pending=None
+                if pending is None
+                else (_count(pending["index"], "pending index"), list(pending["values"])),
+                mem=memory,
+                outstanding=outstanding,
+                fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
+
+
+def _count(value: Any, what: str) -> int:
+    """A counter or index read from a snapshot: a non-negative int (not a bool, float, NaN)."""
+    if type(value) is not int or not 0 <= value <= _INT_MAX:
+        raise UsageError(f"not an emulator snapshot: {what} is {str(value)[:40]!r}")
+    return value
+
+
+def is_value(value: Any) -> bool:
+    """Whether ``value`` may live in a register or on the stack."""
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    return kind is float and math.isfinite(value)
