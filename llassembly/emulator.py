@@ -96,6 +96,7 @@ class MachineState:
         halted: The program has ended.
         pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
         mem: The writable memory: data label (lower-cased) to its cells.
+        answer: The lines the plan has said so far (``SAY``), in order.
     """
 
     pc: int = 0
@@ -110,6 +111,7 @@ class MachineState:
     halted: bool = False
     pending: tuple[int, list[Value]] | None = None
     mem: dict[str, list[Value]] = field(default_factory=dict)
+    answer: list[str] = field(default_factory=list)
 
     def snapshot(self) -> dict[str, Any]:
         """Return the state as a JSON- and msgpack-serialisable dict."""
@@ -133,6 +135,8 @@ class MachineState:
         }
         if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
             snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
+        if self.answer:  # likewise, only plans that have said something carry an answer
+            snap["answer"] = list(self.answer)
         return snap
 
     @classmethod
@@ -152,6 +156,9 @@ class MachineState:
             stack = list(data["stack"])
             pending = data["pending"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            answer = list(data.get("answer") or ())
+            if not all(type(line) is str for line in answer):
+                raise UsageError("the snapshot's answer is not a list of strings")
             held = [
                 *data["registers"].values(),
                 *stack,
@@ -178,6 +185,7 @@ class MachineState:
                 if pending is None
                 else (_count(pending["index"], "pending index"), list(pending["values"])),
                 mem=memory,
+                answer=answer,
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
@@ -231,13 +239,15 @@ class CallRecord:
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """What a finished run leaves: non-zero registers, the stack, the calls made, counters."""
+    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
+    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
 
     registers: dict[str, Value]
     stack: list[Value]
     calls: list[CallRecord]
     instructions_executed: int
     tool_calls: int
+    answer: str = ""
 
 
 def tool_error(call: ToolCall, exc: Exception) -> BaseException:
@@ -347,6 +357,7 @@ class Emulator:
             calls=list(self.history),
             instructions_executed=st.executed,
             tool_calls=st.tool_calls,
+            answer="\n".join(st.answer),
         )
 
     # -- stepping ---------------------------------------------------------------------------

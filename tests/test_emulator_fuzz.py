@@ -117,6 +117,7 @@ _OPERAND = {
     "value": _values,
     "label": st.sampled_from(LABELS),
     "target": _targets,
+    "mem": st.sampled_from(["[greeting]", "[limit]", "[ratio]", "[point + 1]"]),
 }
 
 
