@@ -41,7 +41,15 @@ from .program import (
     ToolShape,
 )
 
-__all__ = ["MAX_CALL_DEPTH", "MAX_STATES", "MAX_STEPS", "UNSET", "Findings", "explore"]
+__all__ = [
+    "MAX_CALL_DEPTH",
+    "MAX_STATES",
+    "MAX_STEPS",
+    "UNSET",
+    "Findings",
+    "components",
+    "explore",
+]
 
 MAX_CALL_DEPTH = 16
 """Subroutine nesting the analysis follows; a plan that nests deeper is refused."""
@@ -362,3 +370,41 @@ def explore(
         The :class:`Findings`.
     """
     return _Explorer(program, target, tools, layout, eax_calls).run(program.entry)
+
+
+def components(entry: int, succ: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
+    """Return the strongly connected components reachable from ``entry`` (iterative Tarjan)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    result: list[list[int]] = []
+    work: list[tuple[int, int]] = [(entry, 0)]
+    while work:
+        node, child = work.pop()
+        if child == 0:
+            index[node] = low[node] = len(index)
+            stack.append(node)
+            on_stack.add(node)
+        children = succ[node]
+        if child < len(children):
+            work.append((node, child + 1))
+            nxt = children[child]
+            if nxt not in index:
+                work.append((nxt, 0))
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+            continue
+        if low[node] == index[node]:
+            component: list[int] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            result.append(component)
+        if work:
+            parent = work[-1][0]
+            low[parent] = min(low[parent], low[node])
+    return result

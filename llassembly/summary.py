@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Final
 
 from ._flow import MAX_CALL_DEPTH, MAX_STATES
+from ._flow import components as _components
 from .emulator import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from .program import (
     EAX_INDEX,
@@ -54,7 +55,6 @@ from .program import (
     Value,
     find_tool,
 )
-from .verifier import _components
 
 __all__ = ["Argument", "CallSite", "PlanSummary", "ToolUse", "summarize"]
 

@@ -22,7 +22,7 @@ import difflib
 from collections.abc import Mapping
 
 from ._answers import placeholder_problems
-from ._flow import MAX_CALL_DEPTH, MAX_STATES, Findings, explore
+from ._flow import MAX_CALL_DEPTH, MAX_STATES, Findings, components, explore
 from ._layout import MAX_MEMORY_CELLS, eax_calls, layout_of, literal_zero
 from .errors import Diagnostic, PlanRejected
 from .program import (
@@ -499,7 +499,7 @@ class _Checker:
             return
         succ = {pc: self.successors(pc) for pc in range(len(instructions))}
         succ[len(instructions)] = ()
-        for component in _components(self.program.entry, succ):
+        for component in components(self.program.entry, succ):
             members = set(component)
             if len(component) == 1 and component[0] not in succ[component[0]]:
                 continue
@@ -535,44 +535,6 @@ def _span(program: Program, component: list[int]) -> str:
         parts.append(str(first) if first == last else f"{first}-{last}")
     single = len(runs) == 1 and len(runs[0]) == 1
     return ("line " if single else "lines ") + ", ".join(parts)
-
-
-def _components(entry: int, succ: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
-    """Return the strongly connected components reachable from ``entry`` (iterative Tarjan)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    result: list[list[int]] = []
-    work: list[tuple[int, int]] = [(entry, 0)]
-    while work:
-        node, child = work.pop()
-        if child == 0:
-            index[node] = low[node] = len(index)
-            stack.append(node)
-            on_stack.add(node)
-        children = succ[node]
-        if child < len(children):
-            work.append((node, child + 1))
-            nxt = children[child]
-            if nxt not in index:
-                work.append((nxt, 0))
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-            continue
-        if low[node] == index[node]:
-            component: list[int] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            result.append(component)
-        if work:
-            parent = work[-1][0]
-            low[parent] = min(low[parent], low[node])
-    return result
 
 
 def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic, ...]:
