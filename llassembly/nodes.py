@@ -22,6 +22,7 @@ from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
 from .planner import (
+    FinalAnswer,
     OnToolError,
     PlannerOptions,
     ToolMiddleware,
@@ -65,6 +66,9 @@ class ToolsPlannerNode:
             of them); needs a checkpointer. See ``ToolsPlannerMiddleware``.
         plan_policy: Rules ``(summary, program) -> problems`` a plan must pass before it runs
             (see ``llassembly.policies``).
+        final_answer: ``"plan"``: the turn ends with the plan's own answer (``SAY``), or a
+            summary of its calls; ``"model"``: the model is called once more after the plan,
+            with the calls and results as text, and its reply ends the turn.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -89,6 +93,7 @@ class ToolsPlannerNode:
         tool_middleware: Sequence[ToolMiddleware] = (),
         approve_plan: bool | Sequence[str] = False,
         plan_policy: Sequence[PlanPolicy] = (),
+        final_answer: FinalAnswer = "plan",
     ) -> None:
         self.model = model
         self.options = PlannerOptions(
@@ -104,6 +109,7 @@ class ToolsPlannerNode:
             tool_middleware=tuple(tool_middleware),
             approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
+            final_answer=final_answer,
         )
         self.turn = Turn(self.options)
         self.externs = self.turn.externs_for(list(tools))
@@ -128,8 +134,9 @@ class ToolsPlannerNode:
             acall_model=acall,
             agent_state=state,
             runtime=runtime,
+            context=context,
         )
-        return {"conversation": conversation, "new_messages": []}, run
+        return {"conversation": conversation, "new_messages": [], "answer_in_turn": True}, run
 
     def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
         messages = turn_messages(final, self.options)
