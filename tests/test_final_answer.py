@@ -71,6 +71,7 @@ SILENT_TEXT = (
 JOINED = "Cairo is the warmest today, at 31 °C."
 
 PATHS = ["agent", "graph", "node", "anode"]
+ASYNC_PATHS = ["aagent", "agraph", "anode"]  # the same, under ainvoke
 
 
 class Weather(BaseModel):
@@ -85,8 +86,9 @@ def build(path: str, replies: list[Any], **options: Any) -> tuple[Any, ScriptedC
     model = ScriptedChatModel(replies=replies)
     response_format = options.pop("response_format", None)
     middleware = options.pop("middleware", [])
-    if path in ("agent", "graph"):
-        planner = ToolsPlannerMiddleware(execution=path, **options)
+    if path in ("agent", "graph", "aagent", "agraph"):
+        execution = path[1:] if path in ASYNC_PATHS else path
+        planner = ToolsPlannerMiddleware(execution=execution, **options)
         app = create_agent(
             model,
             tools=TOOLS,
@@ -106,7 +108,7 @@ def build(path: str, replies: list[Any], **options: Any) -> tuple[Any, ScriptedC
 def run(app: Any, path: str, question: str = "Which city is warmest?") -> dict[str, Any]:
     payload = {"messages": [HumanMessage(question)]}
     config = {"configurable": {"thread_id": "t"}}
-    if path == "anode":
+    if path in ASYNC_PATHS:
         out: dict[str, Any] = asyncio.run(app.ainvoke(payload, config))
         return out
     return dict(app.invoke(payload, config))
@@ -137,7 +139,7 @@ def test_a_plan_that_says_nothing_ends_with_a_readable_summary(path: str) -> Non
     assert meta(final)["answer"] is None and meta(final)["registers"] == {"R1": 19.5}
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", [*PATHS, "aagent", "agraph"])
 def test_final_answer_model_makes_exactly_one_more_call_and_runs_no_tool_again(path: str) -> None:
     app, model = build(path, [SAY_PLAN, JOINED], final_answer="model")
     messages = run(app, path)["messages"]
@@ -158,7 +160,7 @@ def test_final_answer_model_makes_exactly_one_more_call_and_runs_no_tool_again(p
     assert 'get_temperature({"city": "Cairo"}) -> 31' in results
     assert f"The program's own answer:\n{SAY_TEXT}" in results
     assert asked[0].text == "Which city is warmest?"
-    if path in ("agent", "graph"):
+    if path != "node" and path != "anode":
         assert model.bound_tools == []  # no request offered the model a tool
 
 
@@ -185,7 +187,7 @@ def _structured_call(**args: Any) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": "Weather", "args": args, "id": "w1"}])
 
 
-@pytest.mark.parametrize("execution", ["agent", "graph"])
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
 def test_response_format_is_filled_by_the_final_call_with_the_agents_strategy(
     execution: str,
 ) -> None:
@@ -205,7 +207,7 @@ def test_response_format_is_filled_by_the_final_call_with_the_agents_strategy(
     assert final_ai.tool_calls[0]["name"] == "Weather" and meta(final_ai)["model_calls"] == 2
 
 
-@pytest.mark.parametrize("execution", ["agent", "graph"])
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
 def test_response_format_is_filled_from_a_plan_answer_that_validates(execution: str) -> None:
     plan = asm(
         'PUSH "Cairo"\nCALL get_temperature\nPOP xmm0\nSAY \'{"city": "Cairo", "celsius": {xmm0}}\''
