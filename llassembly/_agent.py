@@ -37,6 +37,7 @@ from langchain_core.messages import (
 )
 
 from ._approval import decide, decided, edit_note
+from ._final import finish, plan_call_messages, turn_summary
 from ._messages import plan_failure, replan_request
 from ._results import decode_result, failure_of
 from .emulator import Emulator, ToolCall
@@ -84,12 +85,16 @@ class StepOutcome:
         removals: Ids of messages to take out of the agent state (``infer_tools_messages``
             is off and the turn ended).
         model_calls: Real model calls made during the step.
+        structured: The agent's ``structured_response`` when the turn ends with one.
     """
 
     messages: list[AnyMessage]
     record: dict[str, Any]
     removals: list[str] = field(default_factory=list)
     model_calls: int = 0
+    structured: Any = None
+    ended: bool = False
+    """The step ends the turn with the planner's final message (a plan ran, or could not)."""
 
 
 _M = TypeVar("_M", bound=BaseMessage)
@@ -194,8 +199,12 @@ def agent_step(
     record: Mapping[str, Any] | None,
     externs: Mapping[str, Extern],
     synchronous: bool = False,
-) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    response_format: Any = None,
+) -> Generator[list[BaseMessage], Any, StepOutcome]:
     """One visit of the agent's model node (sans-IO: yields conversations for the model).
+
+    A planner request is answered with the model's ``AIMessage``; the final answer request
+    (an :class:`~llassembly._final.AnswerRequest`) with an :class:`~llassembly._final.Answered`.
 
     Args:
         turn: The planner turn (options and caches).
@@ -205,7 +214,21 @@ def agent_step(
         externs: The tools plans may call.
         synchronous: The agent runs with ``invoke``: a plan that calls async-only tools is
             refused with a ``UsageError`` before its first call.
+        response_format: The agent's ``response_format`` (``None`` without one).
     """
+    outcome = yield from _visit(turn, state_messages, model_messages, record, externs, synchronous)
+    return (yield from finish(turn, outcome, model_messages, state_messages, response_format))
+
+
+def _visit(
+    turn: Turn,
+    state_messages: Sequence[AnyMessage],
+    model_messages: Sequence[AnyMessage],
+    record: Mapping[str, Any] | None,
+    externs: Mapping[str, Extern],
+    synchronous: bool,
+) -> Generator[list[BaseMessage], AIMessage, StepOutcome]:
+    """The step up to the turn's final message (see :func:`agent_step`)."""
     pending = pending_call(record)
     if record is not None and pending is None and decided(record):
         rec = dict(record)
@@ -321,6 +344,7 @@ def _plan(
         # with that failure on record (status "stopped"), after the model's answer.
         failure = rec.get("failure") if rec["plan_number"] else None
         outcome = _end(turn, rec, failure, out, state_messages)
+        outcome.ended = False  # the model has just answered in words: no final answer call
         if rec["plan_number"] == 0:
             # A plain answer to a fresh question: the reply itself ends the turn.
             outcome.messages = [reply]
@@ -419,22 +443,13 @@ def _end(
 ) -> StepOutcome:
     opts = turn.options
     rec["failure"] = failure
-    summary = {
-        "machine": rec.get("machine"),
-        "failure": failure,
-        "model_calls": rec["model_calls"],
-        "repairs": rec["repairs"],
-        "replans": rec["replans"],
-        "tool_calls": rec["tool_calls"],
-        "executed": rec["executed"],
-    }
-    out.append(final_message(summary, opts))
+    out.append(final_message(turn_summary(rec, out, state_messages), opts))
     if failure and opts.on_tool_error == "raise":
         rec["raise"] = True
     removals: list[str] = []
     if not opts.infer_tools_messages:
         removals = _call_message_ids(state_messages, tuple(rec["prefixes"]))
-    return StepOutcome(out, rec, removals)
+    return StepOutcome(out, rec, removals, ended=True)
 
 
 def _next_calls(emulator: Emulator) -> list[ToolCall]:
@@ -458,19 +473,7 @@ def _pending(call: ToolCall, prefix: str) -> dict[str, Any]:
 
 def _call_message_ids(messages: Sequence[AnyMessage], prefixes: tuple[str, ...]) -> list[str]:
     """Ids of the call ``AIMessage``/``ToolMessage`` pairs the turn's plans added."""
-    if not prefixes:
-        return []
-    ids: list[str] = []
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            ours = message.tool_call_id.startswith(prefixes)
-        elif isinstance(message, AIMessage) and message.tool_calls:
-            ours = all((c.get("id") or "").startswith(prefixes) for c in message.tool_calls)
-        else:
-            ours = False
-        if ours and message.id:
-            ids.append(message.id)
-    return ids
+    return [m.id for m in plan_call_messages(messages, prefixes) if m.id]
 
 
 def removal_messages(ids: Sequence[str]) -> list[RemoveMessage]:

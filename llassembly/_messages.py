@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ._answers import answer_of, render
 from .errors import (
     Diagnostic,
     ExecutionError,
@@ -33,12 +34,14 @@ __all__ = [
     "NOT_APPROVED",
     "error_from_record",
     "final_message",
+    "finished_summary",
     "model_reply",
     "native_calls_error",
     "plan_failure",
     "planner_view",
     "repair_request",
     "replan_request",
+    "turn_calls",
     "turn_messages",
     "without_native_calls",
 ]
@@ -253,10 +256,17 @@ NOT_APPROVED: Final = "PlanNotApproved"
 
 
 def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessage:
-    """The ``AIMessage`` (no tool calls) that ends the turn, with what happened in metadata."""
+    """The ``AIMessage`` that ends the turn, with what happened in metadata.
+
+    Its text is the plan's answer (``SAY``), or a summary of the calls when it said nothing,
+    or what went wrong. Under ``final_answer="model"`` it is the model's reply
+    (``state["final_reply"]``), and the text the plan would have ended with is kept in the
+    metadata as ``summary``.
+    """
     machine = state.get("machine") or {}
     failure = state.get("failure")
     registers = machine.get("registers", {})
+    said = answer_of(machine)
     tool_calls = state.get("tool_calls", 0)
     executed = state.get("executed", 0)
     meta: dict[str, Any] = {
@@ -269,6 +279,7 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
         "registers": registers,
         "granularity": options.granularity,
         "execution": options.execution,
+        "answer": said,
     }
     plural = "s" if tool_calls != 1 else ""
     if failure and failure.get("type") == NOT_APPROVED:
@@ -288,12 +299,87 @@ def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessag
             f"The plan stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
             f"{what}. {tool_calls} tool call{plural} completed before it."
         )
+    elif said is not None:
+        text = said
     else:
-        shown = ", ".join(f"{k}={v!r}" for k, v in list(registers.items())[:12])
-        text = f"The plan finished: {tool_calls} tool call{plural}, {executed} instructions."
-        if shown:
-            text += f" Registers: {shown}."
+        text = finished_summary(turn_calls(state.get("new_messages", [])), registers)
+    reply = state.get("final_reply")
+    if isinstance(reply, AIMessage):  # final_answer="model": the model's reply ends the turn
+        meta["summary"] = text
+        return reply.model_copy(
+            update={"response_metadata": {**reply.response_metadata, "llassembly": meta}}
+        )
     return AIMessage(content=text, response_metadata={"llassembly": meta})
+
+
+_CALLS_SHOWN = 10  # calls listed in a summary; the rest are counted
+_VALUES_SHOWN = 6  # register values named in a summary
+
+
+def turn_calls(messages: Sequence[BaseMessage]) -> list[tuple[str, dict[str, Any], str | None]]:
+    """The plan calls among ``messages``, in order: ``(tool, args, result text)``; the text is
+    ``None`` for a call that has no result, and starts with ``ERROR:`` for a failed one."""
+    calls: dict[str, tuple[str, dict[str, Any], str | None]] = {}
+    for message in messages:
+        if "llassembly" not in message.response_metadata:
+            continue
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[call.get("id") or ""] = (call["name"], dict(call.get("args") or {}), None)
+        elif isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            name, args, _ = calls[message.tool_call_id]
+            text = message.text if message.status != "error" else f"ERROR: {message.text}"
+            calls[message.tool_call_id] = (name, args, text)
+    return list(calls.values())
+
+
+def _shown(value: Any, limit: int) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        text = render(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    return _clip(text, limit)
+
+
+def _number_read(text: str) -> str:
+    """A result that is a JSON number, rendered as one (``7.0`` reads ``7``)."""
+    try:
+        value: Any = json.loads(text) if text[:1].isdigit() or text[:1] == "-" else None
+    except ValueError:
+        return text
+    return render(value) if type(value) in (int, float) else text
+
+
+def finished_summary(
+    calls: Sequence[tuple[str, Mapping[str, Any], str | None]], registers: Mapping[str, Any]
+) -> str:
+    """What a finished plan that said nothing (no ``SAY``) did, in sentences.
+
+    Example:
+        >>> print(finished_summary([("get_temperature", {"city": "Paris"}, "19.5")], {"R1": 19.5}))
+        I made 1 tool call:
+        - get_temperature('Paris') → 19.5
+        At the end, R1 held 19.5.
+    """
+    if calls:
+        plural = "s" if len(calls) != 1 else ""
+        lines = [f"I made {len(calls)} tool call{plural}:"]
+        for name, args, result in calls[:_CALLS_SHOWN]:
+            shown = ", ".join(_shown(v, 60) for v in args.values())
+            outcome = "(no result)" if result is None else _clip(_number_read(result), 120)
+            lines.append(f"- {name}({shown}) → {outcome}")
+        if len(calls) > _CALLS_SHOWN:
+            lines.append(f"- ... and {len(calls) - _CALLS_SHOWN} more.")
+    else:
+        lines = ["The plan finished without calling a tool."]
+    values = [f"{name} held {_shown(v, 80)}" for name, v in registers.items()][:_VALUES_SHOWN]
+    if values:
+        listed = values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+        more = " (among others)" if len(registers) > _VALUES_SHOWN else ""
+        lines.append(f"At the end, {listed}{more}.")
+    return "\n".join(lines)
 
 
 def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:

@@ -45,6 +45,7 @@ class MachineState:
             their results are holes on the stack from that position until they complete.
         fault: An instruction's error found while calls were outstanding (plain data),
             raised once they complete.
+        answer: The lines the plan has said so far (``SAY``), in order.
     """
 
     pc: int = 0
@@ -61,6 +62,7 @@ class MachineState:
     mem: dict[str, list[Value]] = field(default_factory=dict)
     outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
     fault: dict[str, Any] | None = None
+    answer: list[str] = field(default_factory=list)
 
     def snapshot(self) -> dict[str, Any]:
         """Return the state as a JSON- and msgpack-serialisable dict."""
@@ -86,6 +88,8 @@ class MachineState:
         }
         if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
             snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
+        if self.answer:  # likewise, only plans that have said something carry an answer
+            snap["answer"] = list(self.answer)
         if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
             snap.update(_ahead.batch_snapshot(self))
         return snap
@@ -108,6 +112,9 @@ class MachineState:
             outstanding = _ahead.restore_outstanding(data, stack, _count)
             pending = data["pending"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            answer = list(data.get("answer") or ())
+            if not all(type(line) is str for line in answer):
+                raise UsageError("the snapshot's answer is not a list of strings")
             held = [
                 *data["registers"].values(),
                 *(v for v in stack if v is not HOLE),
@@ -137,6 +144,7 @@ class MachineState:
                 mem=memory,
                 outstanding=outstanding,
                 fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
+                answer=answer,
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc

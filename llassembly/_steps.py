@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._access import Context, fail, getter, setter
+from ._answers import compile_say
 from ._layout import Layout, eax_calls, layout_of
 from ._ops import (
     CONDITIONS,
@@ -239,6 +240,7 @@ _COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
     Opcode.RET: _compile_ret,
     Opcode.NOP: _compile_nop,
     Opcode.HLT: _compile_hlt,
+    Opcode.SAY: compile_say,
     **NEW_COMPILERS,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time

@@ -20,15 +20,16 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from ._values import short_repr
 from .emulator import ToolCall
 from .errors import ToolExecutionError, UsageError
 from .externs import Extern
-from .graph import PlanRun, result_text
+from .graph import PlanRun, jsonable, result_text
 
 if TYPE_CHECKING:
     from .planner import TurnRun
 
-__all__ = ["chain", "make_plan_run", "tool_runtime", "unobserved"]
+__all__ = ["STREAM_KEY", "chain", "make_plan_run", "tool_runtime", "unobserved"]
 
 
 def make_plan_run(
@@ -90,7 +91,66 @@ def make_plan_run(
         )
         return _unwrap(await handler(request), call)
 
-    return PlanRun(execute, aexecute, prefix, record_messages)
+    announce = _announcer(run, prefix)
+    if announce is None:
+        return PlanRun(execute, aexecute, prefix, record_messages)
+
+    def streamed(call: ToolCall, config: RunnableConfig) -> Any:
+        try:
+            result = execute(call, config)
+        except Exception as exc:
+            announce(call, None, exc)
+            raise
+        announce(call, result, None)
+        return result
+
+    async def astreamed(call: ToolCall, config: RunnableConfig) -> Any:
+        try:
+            result = await aexecute(call, config)
+        except Exception as exc:
+            announce(call, None, exc)
+            raise
+        announce(call, result, None)
+        return result
+
+    return PlanRun(streamed, astreamed, prefix, record_messages)
+
+
+STREAM_KEY = "llassembly"
+"""Key of the ``stream_mode="custom"`` event the graph path writes for each executed call."""
+
+
+def _announcer(
+    run: TurnRun, prefix: str
+) -> Callable[[ToolCall, Any, BaseException | None], None] | None:
+    """Writes each executed call, as it completes, to the caller's custom stream:
+    ``{"llassembly": {"call": {...}, "result": text}}`` (``"error"`` instead of ``"result"``
+    for a call that raised). ``None`` when the caller streams nothing."""
+    writer = getattr(run.runtime, "stream_writer", None)
+    if writer is None:
+        return None
+
+    def announce(call: ToolCall, result: Any, error: BaseException | None) -> None:
+        event: dict[str, Any] = {
+            "call": {
+                "id": f"{prefix}{call.number}",
+                "tool": call.tool,
+                "args": jsonable(call.args),
+                "line": call.line,
+                "source": call.source,
+                "number": call.number,
+            }
+        }
+        if error is None:
+            try:
+                event["result"] = result_text(result)
+            except (ValueError, RecursionError):  # the plan reports what is wrong with it
+                event["result"] = short_repr(result)[:200]
+        else:
+            event["error"] = str(error)
+        writer({STREAM_KEY: event})
+
+    return announce
 
 
 def tool_runtime(run: TurnRun, call_id: str, config: RunnableConfig) -> ToolRuntime[Any, Any]:

@@ -106,13 +106,15 @@ class CallRecord:
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """What a finished run leaves: non-zero registers, the stack, the calls made, counters."""
+    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
+    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
 
     registers: dict[str, Value]
     stack: list[Value]
     calls: list[CallRecord]
     instructions_executed: int
     tool_calls: int
+    answer: str = ""
 
 
 def tool_error(call: ToolCall, exc: Exception) -> BaseException:
@@ -231,6 +233,7 @@ class Emulator:
             calls=list(self.history),
             instructions_executed=st.executed,
             tool_calls=st.tool_calls,
+            answer="\n".join(st.answer),
         )
 
     # -- stepping ---------------------------------------------------------------------------

@@ -105,6 +105,11 @@ class PlanRun:
     error: ExecutionError | None = field(default=None, repr=False)
 
 
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data (pydantic models dumped, anything else unknown as text)."""
+    return _jsonable(value)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")

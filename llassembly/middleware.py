@@ -51,12 +51,22 @@ from ._ahead import check_parallel_tools
 from ._approval import NOT_APPROVED, ApprovalHook, approval_option, awaiting_approval
 from ._calls import arun_plan_call, plan_call, run_plan_call
 from ._drive import adrive, drive
+from ._final import (
+    Answered,
+    AnswerRequest,
+    answer_request,
+    answered,
+    awaited_answer,
+    final_answer_messages,
+    graph_path_ending,
+)
 from ._messages import error_from_record, model_reply, plan_failure
 from .errors import RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
 from .planner import (
     Execution,
+    FinalAnswer,
     OnToolError,
     PlannerOptions,
     ToolMiddleware,
@@ -123,6 +133,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             them together), on the graph path on threads or with ``asyncio.gather``. The plan's
             meaning stays the sequential one; only the tools' own order of side effects may
             change. Budgets count every call.
+        final_answer: ``"plan"``: the turn ends with the plan's own answer (``SAY``), or a
+            summary of its calls; ``"model"``: the model is called once more after the plan
+            (through the agent's model handler, so ``wrap_model_call`` middleware and call
+            limits see it), with the calls and results as text, and its reply ends the turn.
+            With ``create_agent(response_format=...)``, ``structured_response`` is filled from
+            the plan's answer when it is JSON of the schema, else by that final call.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -163,6 +179,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         approve_plan: bool | Sequence[str] = False,
         plan_policy: Sequence[PlanPolicy] = (),
         parallel_tools: bool | Sequence[str] = False,
+        final_answer: FinalAnswer = "plan",
     ) -> None:
         super().__init__()
         self.options = PlannerOptions(
@@ -180,6 +197,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
             parallel_tools=check_parallel_tools(parallel_tools),
+            final_answer=final_answer,
         )
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None
@@ -211,7 +229,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         context = _context(request)
         prompt = self._turn.system_prompt(externs, context)
         planner_request = request.override(
-            system_message=SystemMessage(prompt), messages=conversation(request.messages), tools=[]
+            system_message=SystemMessage(prompt),
+            messages=conversation(request.messages),
+            tools=[],
+            response_format=None,
         )
         return planner_request, context
 
@@ -235,6 +256,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             record=record,
             externs=externs,
             synchronous=synchronous,
+            response_format=request.response_format,
         )
         return body, asking
 
@@ -251,7 +273,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         old_lag = int(before.get("counter_lag", 0)) if isinstance(before, dict) else 0
         update.update(counter_updates(state, outcome.model_calls, old_lag, lag))
         return ExtendedModelResponse(
-            model_response=ModelResponse(result=list(outcome.messages)),
+            model_response=ModelResponse(
+                result=list(outcome.messages), structured_response=outcome.structured
+            ),
             command=Command(update=update),
         )
 
@@ -263,7 +287,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """Answer the model turn: write a plan (calling the model), or take the plan's next step."""
         externs = self._externs(request)
         body, asking = self._step(request, externs, synchronous=True)
-        outcome = drive(body, lambda msgs: model_reply(handler(asking(msgs))))
+
+        def call(msgs: list[BaseMessage]) -> Any:
+            if isinstance(msgs, AnswerRequest):
+                return answered(handler(answer_request(request, msgs)))
+            return model_reply(handler(asking(msgs)))
+
+        outcome = drive(body, call)
         return self._answer(request, outcome)
 
     async def awrap_model_call(
@@ -275,7 +305,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         externs = self._externs(request)
         body, asking = self._step(request, externs, synchronous=False)
 
-        async def call(msgs: list[BaseMessage]) -> AIMessage:
+        async def call(msgs: list[BaseMessage]) -> Any:
+            if isinstance(msgs, AnswerRequest):
+                return answered(await handler(answer_request(request, msgs)))
             return model_reply(await handler(asking(msgs)))
 
         outcome = await adrive(body, call)
@@ -364,7 +396,7 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         super().__init__(*args, **kwargs)
         # Tools and model seen in model requests, by identity: one middleware instance may
         # serve several agents at once. Only long-lived objects live here, never a run's data.
-        self._seen: dict[str, tuple[dict[str, Extern], Any]] = {}
+        self._seen: dict[str, tuple[dict[str, Extern], Any, Any]] = {}
 
     def _response(
         self, reply: AIMessage, is_program: bool, calls: int, context: str, token: str
@@ -386,11 +418,17 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
     ) -> tuple[ModelRequest[Any], dict[str, Extern], str, str]:
         externs = self._externs(request)
         token = f"{id(externs):x}.{id(request.model):x}"
-        self._seen[token] = (externs, request.model)
+        self._seen[token] = (externs, request.model, request.response_format)
         if len(self._seen) > _SEEN_KEPT:  # agents built per request: keep the newest only
             self._seen.pop(next(iter(self._seen)))
         planner_request, context = self._planner_request(request, externs)
         return planner_request, externs, context, token
+
+    def _answered(self, request: ModelRequest[Any], result: Answered) -> ExtendedModelResponse[Any]:
+        """The final answer call's reply ends the turn (``after_model`` asked for it)."""
+        messages, record = final_answer_messages(request.state, _STATE_KEY, result, self.options)
+        response = ModelResponse(result=messages, structured_response=result.structured)
+        return ExtendedModelResponse(response, Command(update={_STATE_KEY: record}))
 
     def wrap_model_call(
         self,
@@ -398,6 +436,9 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         handler: Callable[[ModelRequest[Any]], Any],
     ) -> ExtendedModelResponse[Any]:
         """Ask for a plan (no tools offered), repairing it until it parses and verifies."""
+        asked = awaited_answer(request.state, _STATE_KEY)
+        if asked is not None:
+            return self._answered(request, answered(handler(answer_request(request, asked))))
         planner_request, externs, context, token = self._prepare_graph(request)
         body = self._turn.draft(list(planner_request.messages), externs)
         try:
@@ -415,6 +456,10 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
+        asked = awaited_answer(request.state, _STATE_KEY)
+        if asked is not None:
+            result = answered(await handler(answer_request(request, asked)))
+            return self._answered(request, result)
         planner_request, externs, context, token = self._prepare_graph(request)
         body = self._turn.draft(list(planner_request.messages), externs)
 
@@ -448,7 +493,7 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         record = state.get(_STATE_KEY)
         if not record or not record.get("plan"):
             return None
-        externs, model = self._seen.get(str(record.get("tools", "")), (self._given, None))
+        externs, model, _ = self._seen.get(str(record.get("tools", "")), (self._given, None, None))
         if externs is None:
             raise UsageError(
                 "the plan's tools are unknown in this process: pass tools=[...] to "
@@ -483,7 +528,9 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         }
         return turn_input, run, record
 
-    def _finish(self, final: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    def _finish(
+        self, final: dict[str, Any], record: dict[str, Any], state: PlannerAgentState
+    ) -> dict[str, Any]:
         done = {**record, "plan": None}
         failure = final.get("failure") or {}
         if (
@@ -493,13 +540,15 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         ):
             done["raise"] = True
             done["failure"] = final["failure"]
-        return {
+        update: dict[str, Any] = {
             "messages": turn_messages(final, self.options),
             _STATE_KEY: done,
             "jump_to": "end",
         }
+        response_format = self._seen.get(str(record.get("tools", "")), (None, None, None))[2]
+        return graph_path_ending(update, done, final, self.options, response_format, state)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     def after_model(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Run the plan the model just wrote."""
         started = self._start(state, runtime)
@@ -507,9 +556,9 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
             return None
         turn_input, run, record = started
         final = self._turn.graph.invoke(turn_input, self._turn.config_for(run, get_config()))
-        return self._finish(final, record)
+        return self._finish(final, record, state)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     async def aafter_model(
         self, state: PlannerAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -519,7 +568,7 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
             return None
         turn_input, run, record = started
         final = await self._turn.graph.ainvoke(turn_input, self._turn.config_for(run, get_config()))
-        return self._finish(final, record)
+        return self._finish(final, record, state)
 
 
 def _context(request: ModelRequest[Any]) -> str:

@@ -23,6 +23,7 @@ from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
 from .planner import (
+    FinalAnswer,
     OnToolError,
     PlannerOptions,
     ToolMiddleware,
@@ -68,6 +69,9 @@ class ToolsPlannerNode:
             (see ``llassembly.policies``).
         parallel_tools: Tools whose calls may run together (``True``: all tools); see
             ``ToolsPlannerMiddleware``.
+        final_answer: ``"plan"``: the turn ends with the plan's own answer (``SAY``), or a
+            summary of its calls; ``"model"``: the model is called once more after the plan,
+            with the calls and results as text, and its reply ends the turn.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -93,6 +97,7 @@ class ToolsPlannerNode:
         approve_plan: bool | Sequence[str] = False,
         plan_policy: Sequence[PlanPolicy] = (),
         parallel_tools: bool | Sequence[str] = False,
+        final_answer: FinalAnswer = "plan",
     ) -> None:
         self.model = model
         self.options = PlannerOptions(
@@ -109,6 +114,7 @@ class ToolsPlannerNode:
             approve_plan=approval_option(approve_plan),
             plan_policy=tuple(plan_policy),
             parallel_tools=check_parallel_tools(parallel_tools),
+            final_answer=final_answer,
         )
         self.turn = Turn(self.options)
         self.externs = self.turn.externs_for(list(tools))
@@ -133,8 +139,9 @@ class ToolsPlannerNode:
             acall_model=acall,
             agent_state=state,
             runtime=runtime,
+            context=context,
         )
-        return {"conversation": conversation, "new_messages": []}, run
+        return {"conversation": conversation, "new_messages": [], "answer_in_turn": True}, run
 
     def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
         messages = turn_messages(final, self.options)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ._answers import with_placeholders
 from ._layout import MAX_MEMORY_CELLS
 from ._scan import (
     DATA_SIZES,
@@ -47,6 +48,7 @@ from .program import (
     Instruction,
     MemoryLabel,
     Name,
+    Opcode,
     PlainAnswer,
     Program,
     UnknownInstruction,
@@ -447,6 +449,18 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     )
 
 
+def _fill_answers(builder: _Builder) -> None:
+    """Give each ``SAY`` one operand per placeholder of its text (see ``llassembly._answers``);
+    done once every data label is read, since its text may be defined after the code."""
+    for position, ins in enumerate(builder.instructions):
+        if ins.op is not Opcode.SAY:
+            continue
+        filled, problems = with_placeholders(ins, builder.data, builder.lines[ins.line - 1])
+        builder.instructions[position] = filled
+        for problem in problems:
+            builder.error(ins.line, problem.column, problem.message, problem.expected)
+
+
 def parse(text: str) -> Program | PlainAnswer:
     """Parse a model's reply.
 
@@ -491,6 +505,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         except LineError as exc:
             builder.error(index + 1, exc.column, exc.message, exc.expected)
     _resolve_rows(builder)
+    _fill_answers(builder)
     if builder.errors:
         raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
     if not builder.instructions and not builder.unknown:

@@ -36,6 +36,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ._ahead import check_parallel_tools
 from ._approval import approval_request, ask_approval, edit_note, needs_approval
 from ._drive import adrive, drive
+from ._final import answer_node, needs_model
 from ._messages import (
     MAX_REPAIR_REQUEST_CHARS,
     final_message,
@@ -78,6 +79,7 @@ __all__ = [
     "ON_TOOL_ERROR",
     "TURN_KEY",
     "Execution",
+    "FinalAnswer",
     "OnToolError",
     "PlannerOptions",
     "Turn",
@@ -94,6 +96,8 @@ OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
 ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
 Execution: TypeAlias = Literal["agent", "graph"]
 EXECUTIONS: tuple[Execution, ...] = ("agent", "graph")
+FinalAnswer: TypeAlias = Literal["plan", "model"]
+FINAL_ANSWERS: tuple[FinalAnswer, ...] = ("plan", "model")
 TURN_KEY = "llassembly_turn"
 _CACHE_SIZE = 256
 
@@ -123,6 +127,7 @@ class PlannerOptions:
     plan_policy: tuple[PlanPolicy, ...] = ()
     parallel_tools: bool | tuple[str, ...] = False
     """Tools whose calls may run together (``True``: all); see ``llassembly._ahead``."""
+    final_answer: FinalAnswer = "plan"
 
     def __post_init__(self) -> None:
         approve = self.approve_plan
@@ -144,6 +149,10 @@ class PlannerOptions:
         if self.on_tool_error not in ON_TOOL_ERROR:
             raise UsageError(
                 f"on_tool_error must be one of {ON_TOOL_ERROR}, got {self.on_tool_error!r}"
+            )
+        if self.final_answer not in FINAL_ANSWERS:
+            raise UsageError(
+                f"final_answer must be one of {FINAL_ANSWERS}, got {self.final_answer!r}"
             )
         if self.execution not in EXECUTIONS:
             raise UsageError(f"execution must be one of {EXECUTIONS}, got {self.execution!r}")
@@ -171,6 +180,8 @@ class TurnState(TypedDict, total=False):
     executed: int
     tool_calls: int
     approval: dict[str, Any] | None
+    answer_in_turn: bool
+    final_reply: AIMessage | None
 
 
 ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
@@ -189,6 +200,8 @@ class TurnRun:
         agent_state: The caller's graph state, given to tools as ``ToolRuntime.state``.
         runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
         error: The live exception of the last failed plan (for ``on_tool_error="raise"``).
+        context: The caller's own system prompt: the system message of the final answer call
+            (``final_answer="model"``).
     """
 
     externs: Mapping[str, Extern]
@@ -198,6 +211,7 @@ class TurnRun:
     agent_state: Any = None
     runtime: Any = None
     error: ExecutionError | None = field(default=None, repr=False)
+    context: str = ""
 
 
 def short_hash(text: str) -> str:
@@ -390,10 +404,10 @@ class Turn:
 
     def plan_run(self, run: TurnRun, prefix: str) -> PlanRun:
         """A :class:`PlanRun` that executes calls with ``ToolRuntime`` and tool middleware."""
-        # A replan shows the model the calls that completed, so they are recorded even when
-        # the caller keeps only the plan and the final message (turn_messages drops them).
-        record = self.options.infer_tools_messages or self.options.on_tool_error == "replan"
-        return make_plan_run(run, prefix, self.options.tool_middleware, record)
+        # The calls are always recorded: a replan shows the model the calls that completed,
+        # and the final message lists them (turn_messages drops them when the caller keeps
+        # only the plan and the final message).
+        return make_plan_run(run, prefix, self.options.tool_middleware, True)
 
     # -- the turn graph ---------------------------------------------------------------------
 
@@ -402,11 +416,13 @@ class Turn:
         builder.add_node("plan", self._model_node(replan=False))
         builder.add_node("execute", RunnableCallable(self._execute, self._aexecute, trace=False))
         builder.add_node("replan", self._model_node(replan=True))
+        builder.add_node("answer", answer_node(TURN_KEY))
         steps: dict[Hashable, str] = {
             "plan": "plan",
             "replan": "replan",
             "execute": "execute",
             "approve": "approve",
+            "answer": "answer",
             END: END,
         }
         builder.add_node("approve", RunnableCallable(self._approve, trace=False))
@@ -415,8 +431,9 @@ class Turn:
         builder.add_conditional_edges("plan", _after_plan, steps)
         builder.add_conditional_edges("replan", _after_plan, steps)
         builder.add_conditional_edges(
-            "execute", self._after_execute, {"replan": "replan", END: END}
+            "execute", self._after_execute, {"replan": "replan", "answer": "answer", END: END}
         )
+        builder.add_edge("answer", END)
         return builder.compile()
 
     def _model_node(self, *, replan: bool) -> RunnableCallable:
@@ -536,12 +553,16 @@ class Turn:
         return self._after_execute(state)
 
     def _after_execute(self, state: TurnState) -> str:
-        if (
-            state.get("failure")
-            and self.options.on_tool_error == "replan"
-            and state.get("replans", 0) < self.options.max_replans
-        ):
+        opts = self.options
+        failure = state.get("failure")
+        replans_left = state.get("replans", 0) < opts.max_replans
+        if failure and opts.on_tool_error == "replan" and replans_left:
             return "replan"
+        raising = opts.on_tool_error == "raise"
+        if state.get("answer_in_turn") and needs_model(
+            opts.final_answer, failure, raising, None, None
+        ):
+            return "answer"
         return END
 
     def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:

@@ -100,6 +100,8 @@ class Opcode(enum.Enum):
     SQRTSD = "SQRTSD"
     MINSD = "MINSD"
     MAXSD = "MAXSD"
+    # The plan's answer to the user (see "Answers" in docs/language.md).
+    SAY = "SAY"
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem"]
@@ -128,11 +130,16 @@ class OpcodeInfo:
     condition: str = ""
     """For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is conditional,
     on ``ECX``, and tests no flag.)"""
+    variadic: bool = False
+    """Its last operand kind repeats: ``SAY`` reads one more value per placeholder of its
+    text (the parser adds them, see :func:`answer_template`)."""
 
     def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
         """The operand shape for ``count`` operands, or ``None`` when none has that many."""
         if len(self.operands) == count:
             return self.operands
+        if self.variadic and count > len(self.operands):
+            return self.operands + self.operands[-1:] * (count - len(self.operands))
         return next((form for form in self.forms if len(form) == count), None)
 
 
@@ -258,6 +265,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.SQRTSD: _CONVERT,
     Opcode.MINSD: _FLOAT,
     Opcode.MAXSD: _FLOAT,
+    Opcode.SAY: OpcodeInfo(("value",), variadic=True),
 }
 
 # Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
@@ -456,7 +464,8 @@ class Instruction:
     def __str__(self) -> str:
         if not self.operands:
             return self.op.value
-        return f"{self.op.value} " + ", ".join(str(o) for o in self.operands)
+        shown = self.operands[:1] if self.op is Opcode.SAY else self.operands
+        return f"{self.op.value} " + ", ".join(str(o) for o in shown)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from typing import Any, Final
 from ._flow import MAX_CALL_DEPTH, MAX_STATES, components
 from .emulator import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from .program import (
+    EAX_INDEX,
     OPCODE_INFO,
     REGISTER_COUNT,
     Imm,
@@ -73,7 +74,8 @@ _COMPUTED: Final = _Computed()
 _Abstract = Value | _Computed
 # Written without a guess of their meaning: register writers the analysis models exactly.
 _ARITHMETIC: Final = frozenset({Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC})
-_NO_EFFECT: Final = frozenset({Opcode.CMP, Opcode.NOP})
+_NO_EFFECT: Final = frozenset({Opcode.CMP, Opcode.NOP, Opcode.SAY})
+_EAX: Final = Reg(EAX_INDEX, "EAX")
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +378,7 @@ class _Walk:
             tool = self.tool_at[pc]
             stack = stack[: max(len(stack) - len(tool.params), 0)]
             stack = (*stack, *([_COMPUTED] * max(tool.n_results, 0)))[-_STACK_KEPT:]
+            regs = _write(regs, _EAX, _COMPUTED)  # the result may be read in EAX (_layout)
         elif op is Opcode.CALL or op in _NO_EFFECT or op in (Opcode.RET, Opcode.HLT):
             pass
         elif (info := OPCODE_INFO.get(op)) is None or not info.jump:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
+from ._answers import placeholder_problems
 from ._flow import MAX_CALL_DEPTH, MAX_STATES, Findings, components, explore
 from ._layout import MAX_MEMORY_CELLS, eax_calls, layout_of, literal_zero
 from .errors import Diagnostic, PlanRejected
@@ -159,7 +160,11 @@ class _Checker:
                 self.report(ins.line, column, message, structural=True)
                 continue
             for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
-                self.check_operand(index, ins, kind, operand, self.column_of(ins, position))
+                column = self.column_of(ins, position)
+                if ins.op is Opcode.SAY and position:
+                    self.check_placeholder(index, ins, position, column)
+                else:
+                    self.check_operand(index, ins, kind, operand, column)
             if ins.op in _DIVISIONS and literal_zero(given[-1], self.program):
                 message = (
                     f"{_mnemonic(ins)} divides by {given[-1]}, which is 0: division by zero; "
@@ -204,6 +209,14 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+
+    def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
+        """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
+        found = placeholder_problems(ins, position, self.program, self.tools, self.layout)
+        for at, message in found:
+            self.report(ins.line, self.column_of(ins, at), message)
+        if not isinstance(ins.operands[position], Name):
+            self.check_operand(index, ins, "value", ins.operands[position], column)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""

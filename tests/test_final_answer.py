@@ -1,0 +1,294 @@
+"""How a turn ends: the plan's own answer, a readable summary, one final model call
+(``final_answer="model"``), ``structured_response`` for ``response_format``, and each executed
+call streamed as a custom event on the graph path.
+
+Every model reply is written by hand (``ScriptedChatModel``); none is a recording of a real
+model. Tools count their real runs, so "no tool runs again" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelCallLimitMiddleware
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import BaseModel
+
+from llassembly import ToolsPlannerMiddleware
+from llassembly.nodes import AToolsPlannerNode, ToolsPlannerNode
+
+RUNS: list[str] = []
+
+
+@tool
+def get_temperature(city: str) -> float:
+    """Temperature in °C now."""
+    RUNS.append(city)
+    return {"Paris": 19.5, "Oslo": 7.0, "Cairo": 31.0}[city]
+
+
+TOOLS = [get_temperature]
+
+SAY_PLAN = asm(
+    """
+section .data
+answer db "The warmest is {R2} at {R3} °C; Oslo has {R4}.", 0
+section .text
+    PUSH "Paris"
+    CALL get_temperature
+    POP R3
+    MOV R2, "Paris"
+    PUSH "Cairo"
+    CALL get_temperature
+    POP R1
+    CMP R1, R3
+    JLE keep
+    MOV R3, R1
+    MOV R2, "Cairo"
+keep:
+    PUSH "Oslo"
+    CALL get_temperature
+    POP R4
+    SAY answer
+"""
+)
+SAY_TEXT = "The warmest is Cairo at 31 °C; Oslo has 7."
+SILENT_PLAN = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nPUSH "Oslo"\nCALL get_temperature')
+SILENT_TEXT = (
+    "I made 2 tool calls:\n- get_temperature('Paris') → 19.5\n- get_temperature('Oslo') → 7\n"
+    "At the end, R1 held 19.5."
+)
+JOINED = "Cairo is the warmest today, at 31 °C."
+
+PATHS = ["agent", "graph", "node", "anode"]
+ASYNC_PATHS = ["aagent", "agraph", "anode"]  # the same, under ainvoke
+
+
+class Weather(BaseModel):
+    """The warmest city."""
+
+    city: str
+    celsius: float
+
+
+def build(path: str, replies: list[Any], **options: Any) -> tuple[Any, ScriptedChatModel]:
+    """One planner turn on ``path``: the middleware on each execution, or a node."""
+    model = ScriptedChatModel(replies=replies)
+    response_format = options.pop("response_format", None)
+    middleware = options.pop("middleware", [])
+    if path in ("agent", "graph", "aagent", "agraph"):
+        execution = path[1:] if path in ASYNC_PATHS else path
+        planner = ToolsPlannerMiddleware(execution=execution, **options)
+        app = create_agent(
+            model,
+            tools=TOOLS,
+            middleware=[planner, *middleware],
+            response_format=response_format,
+            checkpointer=InMemorySaver(),
+        )
+        return app, model
+    node = (AToolsPlannerNode if path == "anode" else ToolsPlannerNode)(model, TOOLS, **options)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    return builder.compile(checkpointer=InMemorySaver()), model
+
+
+def run(app: Any, path: str, question: str = "Which city is warmest?") -> dict[str, Any]:
+    payload = {"messages": [HumanMessage(question)]}
+    config = {"configurable": {"thread_id": "t"}}
+    if path in ASYNC_PATHS:
+        out: dict[str, Any] = asyncio.run(app.ainvoke(payload, config))
+        return out
+    return dict(app.invoke(payload, config))
+
+
+@pytest.fixture(autouse=True)
+def _clear_runs() -> None:
+    RUNS.clear()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_plan_answer_ends_the_turn_with_its_values_rendered(path: str) -> None:
+    app, model = build(path, [SAY_PLAN])
+    final = run(app, path)["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert final.text == SAY_TEXT
+    record = meta(final)
+    assert record["answer"] == SAY_TEXT and record["status"] == "finished"
+    assert record["tool_calls"] == 3 and record["model_calls"] == 1
+    assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 1
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_plan_that_says_nothing_ends_with_a_readable_summary(path: str) -> None:
+    app, _ = build(path, [SILENT_PLAN])
+    final = run(app, path)["messages"][-1]
+    assert final.text == SILENT_TEXT
+    assert meta(final)["answer"] is None and meta(final)["registers"] == {"R1": 19.5}
+
+
+@pytest.mark.parametrize("path", [*PATHS, "aagent", "agraph"])
+def test_final_answer_model_makes_exactly_one_more_call_and_runs_no_tool_again(path: str) -> None:
+    app, model = build(path, [SAY_PLAN, JOINED], final_answer="model")
+    messages = run(app, path)["messages"]
+    final = messages[-1]
+    assert final.text == JOINED
+    assert RUNS == ["Paris", "Cairo", "Oslo"]  # no tool ran again
+    assert len(model.calls) == 2
+    record = meta(final)
+    assert record["model_calls"] == 2 and record["tool_calls"] == 3
+    assert record["summary"] == SAY_TEXT and record["status"] == "finished"
+    asked = model.calls[-1]
+    # No tool-call blocks and no planner prompt: the calls and results arrive as text.
+    assert not any(isinstance(m, ToolMessage) for m in asked)
+    assert not any(isinstance(m, AIMessage) and m.tool_calls for m in asked)
+    assert "assembly language" not in "".join(m.text for m in asked)
+    results = asked[-1].text
+    assert isinstance(asked[-1], HumanMessage)
+    assert 'get_temperature({"city": "Cairo"}) -> 31' in results
+    assert f"The program's own answer:\n{SAY_TEXT}" in results
+    assert asked[0].text == "Which city is warmest?"
+    if path != "node" and path != "anode":
+        assert model.bound_tools == []  # no request offered the model a tool
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_final_call_counts_in_model_call_limits(execution: str) -> None:
+    limit = ModelCallLimitMiddleware(thread_limit=5)
+    app, _ = build(execution, [SAY_PLAN, JOINED], final_answer="model", middleware=[limit])
+    run(app, execution)
+    state = app.get_state({"configurable": {"thread_id": "t"}}).values
+    assert state["thread_model_call_count"] == 2
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_stopped_plan_is_explained_by_the_final_call(path: str) -> None:
+    plan = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nPUSH "Rome"\nCALL get_temperature')
+    app, model = build(path, [plan, "Paris is 19.5 °C; Rome is unknown."], final_answer="model")
+    final = run(app, path)["messages"][-1]
+    assert final.text == "Paris is 19.5 °C; Rome is unknown."
+    assert meta(final)["status"] == "stopped" and meta(final)["model_calls"] == 2
+    assert "The program stopped at line 7 (CALL get_temperature)" in model.calls[-1][-1].text
+
+
+def _structured_call(**args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "Weather", "args": args, "id": "w1"}])
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
+def test_response_format_is_filled_by_the_final_call_with_the_agents_strategy(
+    execution: str,
+) -> None:
+    reply = _structured_call(city="Cairo", celsius=31)
+    app, model = build(
+        execution,
+        [SAY_PLAN, reply],
+        final_answer="model",
+        response_format=ToolStrategy(Weather),
+    )
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 2
+    # The planner's requests offered no tool; the final one offered only the schema's tool.
+    assert [[getattr(t, "name", t) for t in ts] for ts in model.bound_tools] == [["Weather"]]
+    final_ai = [m for m in out["messages"] if isinstance(m, AIMessage)][-1]
+    assert final_ai.tool_calls[0]["name"] == "Weather" and meta(final_ai)["model_calls"] == 2
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
+def test_response_format_is_filled_from_a_plan_answer_that_validates(execution: str) -> None:
+    plan = asm(
+        'PUSH "Cairo"\nCALL get_temperature\nPOP xmm0\nSAY \'{"city": "Cairo", "celsius": {xmm0}}\''
+    )
+    app, model = build(execution, [plan], response_format=Weather)
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert len(model.calls) == 1  # no extra model call
+    assert json.loads(out["messages"][-1].text) == {"city": "Cairo", "celsius": 31}
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_response_format_falls_back_to_one_call_when_the_answer_does_not_validate(
+    execution: str,
+) -> None:
+    reply = _structured_call(city="Cairo", celsius=31)
+    app, model = build(execution, [SAY_PLAN, reply], response_format=ToolStrategy(Weather))
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert len(model.calls) == 2 and RUNS == ["Paris", "Cairo", "Oslo"]
+
+
+def _custom_events(app: Any, path: str) -> list[dict[str, Any]]:
+    payload = {"messages": [HumanMessage("Which city is warmest?")]}
+    config = {"configurable": {"thread_id": "t"}}
+    if path == "anode":
+
+        async def collect() -> list[Any]:
+            return [c async for c in app.astream(payload, config, stream_mode="custom")]
+
+        chunks = asyncio.run(collect())
+    else:
+        chunks = list(app.stream(payload, config, stream_mode="custom"))
+    return [c["llassembly"] for c in chunks if isinstance(c, dict) and "llassembly" in c]
+
+
+@pytest.mark.parametrize("path", ["graph", "node", "anode"])
+def test_each_executed_call_is_streamed_as_a_custom_event(path: str) -> None:
+    seen: list[int] = []
+
+    @tool
+    def step(x: int) -> int:
+        """Add one."""
+        seen.append(x)
+        return x + 1
+
+    global TOOLS
+    saved, TOOLS = TOOLS, [step]
+    try:
+        plan = asm("MOV R1, 0\nagain:\nPUSH R1\nCALL step\nPOP R1\nCMP R1, 3\nJL again")
+        app, _ = build(path, [plan])
+        events = _custom_events(app, path)
+    finally:
+        TOOLS = saved
+    assert [(e["call"]["tool"], e["call"]["args"], e["result"]) for e in events] == [
+        ("step", {"x": 0}, "1"),
+        ("step", {"x": 1}, "2"),
+        ("step", {"x": 2}, "3"),
+    ]
+    assert [e["call"]["number"] for e in events] == [1, 2, 3]
+    assert events[0]["call"]["line"] == 6 and events[0]["call"]["source"] == "CALL step"
+    assert seen == [0, 1, 2]
+
+
+@pytest.mark.parametrize("path", ["graph", "node"])
+def test_a_failing_call_is_streamed_with_its_error(path: str) -> None:
+    plan = asm('PUSH "Rome"\nCALL get_temperature')
+    app, _ = build(path, [plan])
+    events = _custom_events(app, path)
+    assert len(events) == 1 and "Rome" in events[0]["error"] and "result" not in events[0]
+
+
+def _texts(messages: list[BaseMessage]) -> list[str]:
+    return [m.text for m in messages]
+
+
+def test_both_execution_paths_and_the_node_end_with_the_same_messages() -> None:
+    endings = []
+    for path in PATHS:
+        for plan in (SAY_PLAN, SILENT_PLAN):
+            app, _ = build(path, [plan])
+            endings.append((path, _texts(run(app, path)["messages"][-1:])))
+    by_plan = {p: {tuple(t) for path, t in endings[i::2]} for i, p in enumerate(("say", "sum"))}
+    assert all(len(texts) == 1 for texts in by_plan.values())
