@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from ._answers import answer_of, render
 from .errors import (
@@ -388,3 +395,16 @@ def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[Any
     if not options.infer_tools_messages:
         messages = [m for m in messages if "llassembly" not in m.response_metadata]
     return [*messages, final_message(state, options)]
+
+
+def request_context(system_message: BaseMessage | None, messages: Sequence[BaseMessage]) -> str:
+    """The agent's system prompt and any system message in the conversation (the planner
+    prompt's ``{context}``; the model then sees exactly one system message, ours)."""
+    parts = [system_message.text] if system_message is not None else []
+    parts += [m.text for m in messages if isinstance(m, SystemMessage)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def as_any(messages: list[BaseMessage]) -> list[AnyMessage]:
+    """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
+    return cast("list[AnyMessage]", messages)

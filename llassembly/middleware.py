@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Final, NotRequired, cast
+from typing import Annotated, Any, Final, NotRequired
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -33,7 +33,7 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -60,7 +60,7 @@ from ._final import (
     final_answer_messages,
     graph_path_ending,
 )
-from ._messages import error_from_record, model_reply, plan_failure
+from ._messages import as_any, error_from_record, model_reply, plan_failure, request_context
 from .errors import RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
@@ -226,7 +226,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         self, request: ModelRequest[Any], externs: dict[str, Extern]
     ) -> tuple[ModelRequest[Any], str]:
         """The request the planner model gets: our prompt, no tools, calls shown as text."""
-        context = _context(request)
+        context = request_context(request.system_message, request.messages)
         prompt = self._turn.system_prompt(externs, context)
         planner_request = request.override(
             system_message=SystemMessage(prompt),
@@ -247,7 +247,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         def asking(messages: list[BaseMessage]) -> ModelRequest[Any]:
             if not made:
                 made.append(self._planner_request(request, externs)[0])
-            return made[0].override(messages=_any(messages))
+            return made[0].override(messages=as_any(messages))
 
         body = agent_step(
             self._turn,
@@ -444,7 +444,7 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         try:
             reply, is_program, calls = drive(
                 body,
-                lambda msgs: model_reply(handler(planner_request.override(messages=_any(msgs)))),
+                lambda msgs: model_reply(handler(planner_request.override(messages=as_any(msgs)))),
             )
         except RepairsExhausted as error:
             return self._no_plan(error, context, token)
@@ -464,7 +464,7 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         body = self._turn.draft(list(planner_request.messages), externs)
 
         async def call(msgs: list[BaseMessage]) -> AIMessage:
-            return model_reply(await handler(planner_request.override(messages=_any(msgs))))
+            return model_reply(await handler(planner_request.override(messages=as_any(msgs))))
 
         try:
             reply, is_program, calls = await adrive(body, call)
@@ -569,19 +569,6 @@ class _GraphPathMiddleware(ToolsPlannerMiddleware):
         turn_input, run, record = started
         final = await self._turn.graph.ainvoke(turn_input, self._turn.config_for(run, get_config()))
         return self._finish(final, record, state)
-
-
-def _context(request: ModelRequest[Any]) -> str:
-    """The agent's system prompt and any system message in the conversation (the planner
-    prompt's ``{context}``; the model then sees exactly one system message, ours)."""
-    parts = [request.system_message.text] if request.system_message is not None else []
-    parts += [m.text for m in request.messages if isinstance(m, SystemMessage)]
-    return "\n\n".join(p for p in parts if p)
-
-
-def _any(messages: list[BaseMessage]) -> list[AnyMessage]:
-    """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
-    return cast("list[AnyMessage]", messages)
 
 
 async def _ainvoke(model: Any, messages: list[BaseMessage]) -> AIMessage:

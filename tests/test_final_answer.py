@@ -292,3 +292,19 @@ def test_both_execution_paths_and_the_node_end_with_the_same_messages() -> None:
             endings.append((path, _texts(run(app, path)["messages"][-1:])))
     by_plan = {p: {tuple(t) for path, t in endings[i::2]} for i, p in enumerate(("say", "sum"))}
     assert all(len(texts) == 1 for texts in by_plan.values())
+
+
+@pytest.mark.parametrize("path", ["graph", "node", "anode"])
+def test_calls_run_together_are_each_streamed_as_they_complete(path: str) -> None:
+    """With ``parallel_tools``, a batch's calls are streamed one event each, as on their own."""
+    plan = asm(
+        'PUSH "Paris"\nCALL get_temperature\nPUSH "Oslo"\nCALL get_temperature\n'
+        "POP R1\nPOP R2"
+    )
+    app, _ = build(path, [plan], parallel_tools=True)
+    events = _custom_events(app, path)
+    assert sorted((e["call"]["number"], e["call"]["args"]["city"]) for e in events) == [
+        (1, "Paris"),
+        (2, "Oslo"),
+    ]
+    assert all("result" in e for e in events)
