@@ -298,8 +298,7 @@ def test_both_execution_paths_and_the_node_end_with_the_same_messages() -> None:
 def test_calls_run_together_are_each_streamed_as_they_complete(path: str) -> None:
     """With ``parallel_tools``, a batch's calls are streamed one event each, as on their own."""
     plan = asm(
-        'PUSH "Paris"\nCALL get_temperature\nPUSH "Oslo"\nCALL get_temperature\n'
-        "POP R1\nPOP R2"
+        'PUSH "Paris"\nCALL get_temperature\nPUSH "Oslo"\nCALL get_temperature\nPOP R1\nPOP R2'
     )
     app, _ = build(path, [plan], parallel_tools=True)
     events = _custom_events(app, path)
