@@ -303,10 +303,41 @@ def _tools_changed(error: PlanError, pending: Mapping[str, Any]) -> dict[str, An
     }
 
 
+# The machines of steps that answered with a call, by the identity of the snapshot saved for
+# them: when the next step of the same plan, in this process, gets that very dict back from the
+# agent state, it takes the machine instead of rebuilding it from the snapshot (the snapshot is
+# that machine's state, so the result is the same; a checkpoint read back from storage, or any
+# other dict, is restored as always). Each entry is taken at most once and holds its dict, so an
+# id is never reused while its entry lives. Bounded: the oldest entries go first.
+_LIVE: dict[int, tuple[Mapping[str, Any], Emulator]] = {}
+_LIVE_KEPT = 256
+
+
+def _keep_live(snapshot: Mapping[str, Any], emulator: Emulator) -> None:
+    if len(_LIVE) >= _LIVE_KEPT:
+        _LIVE.pop(next(iter(_LIVE)), None)
+    _LIVE[id(snapshot)] = (snapshot, emulator)
+
+
 def _machine(turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]) -> Emulator:
     opts = turn.options
+    compiled = turn.compiled(str(rec["plan"]), externs)
+    snapshot = rec["machine"]
+    if snapshot is not None:
+        live = _LIVE.pop(id(snapshot), None)
+        if live is not None and live[0] is snapshot:
+            emulator = live[1]
+            same = (
+                emulator.compiled is compiled
+                and emulator.max_instructions_to_exec == opts.max_instructions_to_exec
+                and emulator.max_tool_calls == opts.max_tool_calls
+                and emulator.max_stack_depth == opts.max_stack_depth
+                and emulator.parallel_tools == opts.parallel_tools
+            )
+            if same:
+                return emulator
     return Emulator(
-        turn.compiled(str(rec["plan"]), externs),
+        compiled,
         max_instructions_to_exec=opts.max_instructions_to_exec,
         max_tool_calls=opts.max_tool_calls,
         max_stack_depth=opts.max_stack_depth,
@@ -416,6 +447,7 @@ def _continue(
             failure, calls = failure_record(exc), []
         if calls:
             rec["machine"] = emulator.snapshot()
+            _keep_live(rec["machine"], emulator)
             batch = [_pending(call, rec["prefix"]) for call in calls]
             rec["pending"], rec["batch"] = batch[0], batch if len(batch) > 1 else None
             out.append(batch_request(calls, [p["id"] for p in batch]))

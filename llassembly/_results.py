@@ -4,6 +4,7 @@ gets (by the tool's declared return type), or the failure it stands for."""
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -53,12 +54,12 @@ def _decode_one(annotation: Any, text: str) -> Any:
     JSON numbers (a ``-> float`` tool returning ``3`` gives ``3``), and ``null`` is ``None``
     (an ``Optional`` result, which the plan holds as the text ``"null"``).
     """
-    ann = strip_annotation(annotation)
-    if ann is str or _is_message_like(ann):
+    kind = _kind(annotation)
+    if kind == "text":
         return text
-    stripped = text.strip()
-    if ann in (int, float, bool):
-        if ann is bool and stripped.lower() in ("true", "false", "1", "0"):
+    if kind in ("number", "bool"):
+        stripped = text.strip()
+        if kind == "bool" and stripped.lower() in ("true", "false", "1", "0"):
             return stripped.lower() in ("true", "1")
         number = _json(stripped)
         if number is not None and type(number) not in (int, float, bool):
@@ -66,18 +67,46 @@ def _decode_one(annotation: Any, text: str) -> Any:
         if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(text)
         return number
-    declared = ann not in (None, Any) and ann is not type(None) and ann is not object
     try:
         data = _json(text)
     except ValueError:
-        if declared and get_origin(ann) is not Literal and not _is_enum(ann):
+        if kind == "strict":
             raise
         return text
-    if isinstance(data, str) and not declared:
+    if isinstance(data, str) and kind == "loose":
         return text  # a tool's plain text that happens to be valid JSON stays as it was
     if isinstance(data, float) and not math.isfinite(data):
         raise ValueError(text)
     return data
+
+
+def _kind(annotation: Any) -> str:
+    """How a declared result type is read back (worked out once per annotation)."""
+    try:
+        return _cached_kind(annotation)
+    except TypeError:  # an annotation that cannot be hashed
+        return _kind_of(annotation)
+
+
+def _kind_of(annotation: Any) -> str:
+    """``text`` (kept as it is), ``number``, ``bool``, ``strict`` (JSON of a declared type,
+    or an error), ``lenient`` (JSON when it reads as such: enums, literals) or ``loose``
+    (undeclared: JSON, but plain text that happens to be a JSON string stays text)."""
+    ann = strip_annotation(annotation)
+    if ann is str or _is_message_like(ann):
+        return "text"
+    if ann in (int, float):
+        return "number"
+    if ann is bool:
+        return "bool"
+    if ann in (None, Any) or ann is type(None) or ann is object:
+        return "loose"
+    if get_origin(ann) is Literal or _is_enum(ann):
+        return "lenient"
+    return "strict"
+
+
+_cached_kind = functools.lru_cache(maxsize=1024)(_kind_of)
 
 
 def _is_message_like(annotation: Any) -> bool:

@@ -787,3 +787,31 @@ def test_one_instance_serving_agents_built_per_request_keeps_bounded_caches() ->
         )
         app.invoke({"messages": [HumanMessage(f"ping {i}")]})
     assert len(planner._turn._externs) <= 257
+
+
+def test_a_machine_kept_from_the_last_step_is_taken_once_and_never_seen_advanced() -> None:
+    """A step hands its machine to the next step of the same plan (by the identity of the
+    snapshot it saved); a second step on the same state (a node run again) rebuilds it from
+    the snapshot instead of continuing a machine the first one already advanced."""
+    from llassembly._agent import _keep_live, _machine
+    from llassembly.externs import externs_from
+    from llassembly.planner import PlannerOptions, Turn
+
+    def ping(x: int) -> int:
+        """Answer x + 1."""
+        return x + 1
+
+    turn = Turn(PlannerOptions())
+    externs = externs_from([ping])
+    plan = "PUSH 1\nCALL ping\nPOP R1\nPUSH R1\nCALL ping\nPOP R2"
+    first = _machine(turn, {"plan": plan, "machine": None}, externs)
+    assert first.advance() is not None
+    snapshot = first.snapshot()
+    _keep_live(snapshot, first)
+    record = {"plan": plan, "machine": snapshot}
+    taken = _machine(turn, record, externs)
+    assert taken is first  # the same step's machine, not rebuilt
+    taken.complete(2)
+    assert taken.advance() is not None  # it has moved on to the second call
+    again = _machine(turn, record, externs)
+    assert again is not first and again.snapshot() == snapshot
