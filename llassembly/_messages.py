@@ -34,7 +34,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .planner import PlannerOptions
+    from .options import PlannerOptions
 
 __all__ = [
     "MAX_REPAIR_REQUEST_CHARS",

@@ -47,7 +47,14 @@ from ._ahead import (
     marked_calls,
 )
 from ._drive import adrive, drive
-from .emulator import CompiledProgram, Emulator, ToolCall, tool_error
+from .emulator import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_TOOL_CALLS,
+    CompiledProgram,
+    Emulator,
+    ToolCall,
+    tool_error,
+)
 from .errors import ExecutionError, UsageError
 from .program import OPCODE_INFO, Name, Opcode
 
@@ -241,8 +248,8 @@ class PlanGraph:
         compiled: CompiledProgram,
         granularity: Granularity = "block",
         *,
-        max_instructions_to_exec: int = 1000,
-        max_tool_calls: int = 100,
+        max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         parallel_tools: ParallelTools = False,
     ) -> None:
         if granularity not in GRANULARITIES:

@@ -47,8 +47,7 @@ from ._agent import (
     counter_updates,
     removal_messages,
 )
-from ._ahead import check_parallel_tools
-from ._approval import NOT_APPROVED, ApprovalHook, approval_option, awaiting_approval
+from ._approval import NOT_APPROVED, ApprovalHook, awaiting_approval
 from ._calls import arun_plan_call, plan_call, run_plan_call
 from ._drive import adrive, drive
 from ._final import (
@@ -64,12 +63,16 @@ from ._messages import as_any, error_from_record, model_reply, plan_failure, req
 from .errors import RepairsExhausted, UsageError
 from .externs import Extern
 from .graph import Granularity
-from .planner import (
+from .options import (
     Execution,
     FinalAnswer,
     OnToolError,
+    Options,
     PlannerOptions,
     ToolMiddleware,
+    document_options,
+)
+from .planner import (
     Turn,
     TurnRun,
     final_message,
@@ -90,6 +93,7 @@ class PlannerAgentState(AgentState[Any]):
     llassembly: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
 
 
+@document_options
 class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     """Make a ``create_agent`` agent write one plan and run it, instead of one call per turn.
 
@@ -98,47 +102,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     each step (some of them, like ``LLMToolSelectorMiddleware``, call a model of their own).
 
     Args:
-        infer_tools_messages: Keep an ``AIMessage``/``ToolMessage`` pair per executed call
-            (``False`` keeps only the plan and the final message once the turn ends).
-        prompt_path: A template file replacing the built-in prompt (``{context}`` and
-            ``{extern_functions}`` are filled in).
-        max_instructions_to_exec: Instruction budget of a plan.
-        max_repairs: How many times the model may fix a plan that does not parse or verify.
-        on_tool_error: When a tool fails (it raised, a limit refused the call, a person
-            rejected it) or a budget runs out: ``"stop"`` ends the turn with a message naming
-            the tool, line and error; ``"raise"`` re-raises after the completed calls are
-            saved; ``"replan"`` asks the model for a new plan with the results so far.
-        max_replans: Most new plans per turn under ``"replan"``.
-        max_tool_calls: Tool-call budget of a plan.
-        max_stack_depth: Stack budget of a plan.
-        granularity: Graph path only: ``"block"`` (a checkpointed step per tool call),
-            ``"instruction"`` (a node per instruction) or ``"program"`` (one step).
         tools: The tools plans may call. By default, the agent's tools as the model request
             lists them. On the graph path, pass them to resume an interrupted plan in a process
             where the model has not been called yet.
-        tool_middleware: ``wrap_tool_call`` middleware to apply to each call of a plan
-            (e.g. ``ToolRetryMiddleware``). On the agent path the agent's own middleware
-            already wraps every plan call; these wrap plan calls only.
-        execution: ``"agent"`` (each call through the agent's tool node) or ``"graph"``
-            (the plan runs as a nested graph beside it; faster, but the agent's tool
-            middleware, approvals and limits do not see its calls).
-        approve_plan: ``True``: pause (``interrupt()``) before a plan's first call until a
-            person approves, edits or rejects the whole plan (see ``llassembly._approval``);
-            a list of tool names: only plans that can call one of them.
-        plan_policy: Rules ``(summary, program) -> problems`` (see ``llassembly.policies``);
-            a plan with problems is refused before anything runs and the model repairs it.
-        parallel_tools: Tools whose calls may run together (``True``: all tools): consecutive
-            calls to them that do not need each other's results run at once, on the agent
-            path as one ``AIMessage`` with several tool calls (the agent's tool node runs
-            them together), on the graph path on threads or with ``asyncio.gather``. The plan's
-            meaning stays the sequential one; only the tools' own order of side effects may
-            change. Budgets count every call.
-        final_answer: ``"plan"``: the turn ends with the plan's own answer (``SAY``), or a
-            summary of its calls; ``"model"``: the model is called once more after the plan
-            (through the agent's model handler, so ``wrap_model_call`` middleware and call
-            limits see it), with the calls and results as text, and its reply ends the turn.
-            With ``create_agent(response_format=...)``, ``structured_response`` is filled from
-            the plan's answer when it is JSON of the schema, else by that final call.
+        (every planner option; see llassembly.options)
 
     Example:
         >>> from langchain.agents import create_agent
@@ -153,8 +120,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         # The graph path needs an after_model hook the agent path must not have (create_agent
         # adds a node, and so a superstep per step, for every hook a class defines).
         if cls is ToolsPlannerMiddleware:
-            graph = kwargs.get("execution", "agent") == "graph"
-            raising = kwargs.get("on_tool_error", "stop") == "raise"
+            graph = kwargs.get("execution", Options.execution.default) == "graph"
+            raising = kwargs.get("on_tool_error", Options.on_tool_error.default) == "raise"
             cls = _CLASSES[graph, raising]
             if kwargs.get("approve_plan") and not graph:  # the approval pause is an after_model
                 cls = _APPROVING[raising]
@@ -163,42 +130,26 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     def __init__(
         self,
-        infer_tools_messages: bool = True,
-        prompt_path: str | Path | None = None,
-        max_instructions_to_exec: int = 1000,
+        infer_tools_messages: bool = Options.infer_tools_messages.default,
+        prompt_path: str | Path | None = Options.prompt_path.default,
+        max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
         *,
-        max_repairs: int = 2,
-        on_tool_error: OnToolError = "stop",
-        max_replans: int = 1,
-        max_tool_calls: int = 100,
-        max_stack_depth: int = 256,
-        granularity: Granularity = "block",
+        max_repairs: int = Options.max_repairs.default,
+        on_tool_error: OnToolError = Options.on_tool_error.default,
+        max_replans: int = Options.max_replans.default,
+        max_tool_calls: int = Options.max_tool_calls.default,
+        max_stack_depth: int = Options.max_stack_depth.default,
+        granularity: Granularity = Options.granularity.default,
         tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
-        tool_middleware: Sequence[ToolMiddleware] = (),
-        execution: Execution = "agent",
-        approve_plan: bool | Sequence[str] = False,
-        plan_policy: Sequence[PlanPolicy] = (),
-        parallel_tools: bool | Sequence[str] = False,
-        final_answer: FinalAnswer = "plan",
+        tool_middleware: Sequence[ToolMiddleware] = Options.tool_middleware.default,
+        execution: Execution = Options.execution.default,
+        approve_plan: bool | Sequence[str] = Options.approve_plan.default,
+        plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
+        parallel_tools: bool | Sequence[str] = Options.parallel_tools.default,
+        final_answer: FinalAnswer = Options.final_answer.default,
     ) -> None:
         super().__init__()
-        self.options = PlannerOptions(
-            infer_tools_messages=infer_tools_messages,
-            prompt_path=prompt_path,
-            max_instructions_to_exec=max_instructions_to_exec,
-            max_repairs=max_repairs,
-            on_tool_error=on_tool_error,
-            max_replans=max_replans,
-            max_tool_calls=max_tool_calls,
-            max_stack_depth=max_stack_depth,
-            granularity=granularity,
-            tool_middleware=tuple(tool_middleware),
-            execution=execution,
-            approve_plan=approval_option(approve_plan),
-            plan_policy=tuple(plan_policy),
-            parallel_tools=check_parallel_tools(parallel_tools),
-            final_answer=final_answer,
-        )
+        self.options = PlannerOptions.from_arguments(locals())
         self._turn = Turn(self.options)
         self._given_tools = list(tools) if tools is not None else None
         self._given: dict[str, Extern] | None = (

@@ -18,15 +18,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
-from ._ahead import check_parallel_tools
-from ._approval import approval_option
 from .errors import UsageError
 from .graph import Granularity
-from .planner import (
+from .options import (
     FinalAnswer,
     OnToolError,
+    Options,
     PlannerOptions,
     ToolMiddleware,
+    document_options,
+)
+from .planner import (
     Turn,
     TurnRun,
     model_reply,
@@ -46,32 +48,14 @@ def _messages_of(state: Any) -> list[AnyMessage]:
     return list(messages)
 
 
+@document_options
 class ToolsPlannerNode:
     """A LangGraph node that plans once and runs the plan (synchronous graphs).
 
     Args:
         model: The chat model that writes plans.
         tools: The tools plans may call (LangChain tools or typed functions).
-        max_instructions_to_exec: Instruction budget of a plan.
-        infer_tools_messages: Keep an ``AIMessage``/``ToolMessage`` pair per executed call.
-        prompt_path: A template file replacing the built-in prompt.
-        max_repairs: Fixes the model may make to a plan that does not parse or verify.
-        on_tool_error: ``"stop"``, ``"raise"`` (the error carries ``messages``) or ``"replan"``.
-        max_replans: Most new plans per turn under ``"replan"``.
-        max_tool_calls: Tool-call budget of a plan.
-        max_stack_depth: Stack budget of a plan.
-        granularity: ``"block"``, ``"instruction"`` or ``"program"``.
-        tool_middleware: ``wrap_tool_call`` middleware to apply to each call of a plan.
-        approve_plan: Pause (``interrupt()``) before a plan's first call until a person
-            approves, edits or rejects it (a list of tool names: only plans that can call one
-            of them); needs a checkpointer. See ``ToolsPlannerMiddleware``.
-        plan_policy: Rules ``(summary, program) -> problems`` a plan must pass before it runs
-            (see ``llassembly.policies``).
-        parallel_tools: Tools whose calls may run together (``True``: all tools); see
-            ``ToolsPlannerMiddleware``.
-        final_answer: ``"plan"``: the turn ends with the plan's own answer (``SAY``), or a
-            summary of its calls; ``"model"``: the model is called once more after the plan,
-            with the calls and results as text, and its reply ends the turn.
+        (every planner option; see llassembly.options)
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -83,39 +67,24 @@ class ToolsPlannerNode:
         self,
         model: BaseChatModel,
         tools: Sequence[BaseTool | Callable[..., Any]],
-        max_instructions_to_exec: int = 1000,
-        infer_tools_messages: bool = True,
-        prompt_path: str | Path | None = None,
+        max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
+        infer_tools_messages: bool = Options.infer_tools_messages.default,
+        prompt_path: str | Path | None = Options.prompt_path.default,
         *,
-        max_repairs: int = 2,
-        on_tool_error: OnToolError = "stop",
-        max_replans: int = 1,
-        max_tool_calls: int = 100,
-        max_stack_depth: int = 256,
-        granularity: Granularity = "block",
-        tool_middleware: Sequence[ToolMiddleware] = (),
-        approve_plan: bool | Sequence[str] = False,
-        plan_policy: Sequence[PlanPolicy] = (),
-        parallel_tools: bool | Sequence[str] = False,
-        final_answer: FinalAnswer = "plan",
+        max_repairs: int = Options.max_repairs.default,
+        on_tool_error: OnToolError = Options.on_tool_error.default,
+        max_replans: int = Options.max_replans.default,
+        max_tool_calls: int = Options.max_tool_calls.default,
+        max_stack_depth: int = Options.max_stack_depth.default,
+        granularity: Granularity = Options.granularity.default,
+        tool_middleware: Sequence[ToolMiddleware] = Options.tool_middleware.default,
+        approve_plan: bool | Sequence[str] = Options.approve_plan.default,
+        plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
+        parallel_tools: bool | Sequence[str] = Options.parallel_tools.default,
+        final_answer: FinalAnswer = Options.final_answer.default,
     ) -> None:
+        self.options = PlannerOptions.from_arguments(locals())
         self.model = model
-        self.options = PlannerOptions(
-            infer_tools_messages=infer_tools_messages,
-            prompt_path=prompt_path,
-            max_instructions_to_exec=max_instructions_to_exec,
-            max_repairs=max_repairs,
-            on_tool_error=on_tool_error,
-            max_replans=max_replans,
-            max_tool_calls=max_tool_calls,
-            max_stack_depth=max_stack_depth,
-            granularity=granularity,
-            tool_middleware=tuple(tool_middleware),
-            approve_plan=approval_option(approve_plan),
-            plan_policy=tuple(plan_policy),
-            parallel_tools=check_parallel_tools(parallel_tools),
-            final_answer=final_answer,
-        )
         self.turn = Turn(self.options)
         self.externs = self.turn.externs_for(list(tools))
 

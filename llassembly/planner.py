@@ -18,8 +18,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias, TypedDict
+from typing import Annotated, Any, TypeAlias, TypedDict
 
 from langchain_core.messages import (
     AIMessage,
@@ -33,7 +32,6 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ._ahead import check_parallel_tools
 from ._approval import approval_request, ask_approval, edit_note, needs_approval
 from ._drive import adrive, drive
 from ._final import answer_node, needs_model
@@ -51,8 +49,6 @@ from ._messages import (
 )
 from ._tools import make_plan_run, unobserved
 from .emulator import (
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
     CompiledProgram,
     compile_program,
 )
@@ -65,9 +61,17 @@ from .errors import (
     UsageError,
 )
 from .externs import Extern, check_sync_tools, externs_from
-from .graph import GRANULARITIES, Granularity, PlanGraph, PlanRun
+from .graph import PlanGraph, PlanRun
+from .options import (
+    EXECUTIONS,
+    ON_TOOL_ERROR,
+    Execution,
+    FinalAnswer,
+    OnToolError,
+    PlannerOptions,
+)
 from .parser import parse
-from .policies import PlanPolicy, check_policies
+from .policies import check_policies
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
 from .summary import PlanSummary, summarize
@@ -92,76 +96,8 @@ __all__ = [
     "turn_messages",
 ]
 
-OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
-ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
-Execution: TypeAlias = Literal["agent", "graph"]
-EXECUTIONS: tuple[Execution, ...] = ("agent", "graph")
-FinalAnswer: TypeAlias = Literal["plan", "model"]
-FINAL_ANSWERS: tuple[FinalAnswer, ...] = ("plan", "model")
 TURN_KEY = "llassembly_turn"
 _CACHE_SIZE = 256
-
-ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awrap_tool_call
-
-
-@dataclass(frozen=True)
-class PlannerOptions:
-    """Options shared by :class:`ToolsPlannerMiddleware` and the planner nodes.
-
-    Raises:
-        UsageError: An option is out of range.
-    """
-
-    infer_tools_messages: bool = True
-    prompt_path: str | Path | None = None
-    max_instructions_to_exec: int = 1000
-    max_repairs: int = 2
-    on_tool_error: OnToolError = "stop"
-    max_replans: int = 1
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
-    granularity: Granularity = "block"
-    tool_middleware: tuple[ToolMiddleware, ...] = ()
-    execution: Execution = "graph"
-    approve_plan: bool | tuple[str, ...] = False
-    plan_policy: tuple[PlanPolicy, ...] = ()
-    parallel_tools: bool | tuple[str, ...] = False
-    """Tools whose calls may run together (``True``: all); see ``llassembly._ahead``."""
-    final_answer: FinalAnswer = "plan"
-
-    def __post_init__(self) -> None:
-        approve = self.approve_plan
-        if not isinstance(approve, bool) and not (
-            isinstance(approve, tuple) and all(isinstance(n, str) for n in approve)
-        ):
-            raise UsageError(f"approve_plan must be True, False or tool names, got {approve!r}")
-        check_parallel_tools(self.parallel_tools)
-        if not all(callable(p) for p in self.plan_policy):
-            raise UsageError("plan_policy must be a list of callables (summary, program)")
-        for name in ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_repairs", "max_replans"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise UsageError(f"{name} must be a non-negative integer, got {value!r}")
-        if self.on_tool_error not in ON_TOOL_ERROR:
-            raise UsageError(
-                f"on_tool_error must be one of {ON_TOOL_ERROR}, got {self.on_tool_error!r}"
-            )
-        if self.final_answer not in FINAL_ANSWERS:
-            raise UsageError(
-                f"final_answer must be one of {FINAL_ANSWERS}, got {self.final_answer!r}"
-            )
-        if self.execution not in EXECUTIONS:
-            raise UsageError(f"execution must be one of {EXECUTIONS}, got {self.execution!r}")
-        if self.granularity not in GRANULARITIES:
-            raise UsageError(
-                f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}"
-            )
-        if self.prompt_path is not None and not Path(self.prompt_path).is_file():
-            raise UsageError(f"prompt_path {str(self.prompt_path)!r} is not a readable file")
 
 
 class TurnState(TypedDict, total=False):
