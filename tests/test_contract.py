@@ -1,0 +1,505 @@
+"""The planner's contract, run against every way of running it: ``ToolsPlannerMiddleware`` in
+``create_agent`` on its agent path and on its graph path, and ``ToolsPlannerNode`` /
+``AToolsPlannerNode`` in a ``StateGraph``, each with ``invoke`` and ``ainvoke``.
+
+What only one of them does is tested in test_middleware.py / test_nodes.py. Every model reply
+here is written by hand (``ScriptedChatModel``); none is a recording of a real model. Tools
+record their calls (see ``conftest.Toolbox``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    BAD_PLAN,
+    FLAKY_PLAN,
+    LOOP_PLAN,
+    WEATHER_PLAN,
+    Ctx,
+    Harness,
+    Toolbox,
+    added,
+    asm,
+    meta,
+    planned_calls,
+)
+from fakes import ScriptedChatModel
+from langchain.agents.middleware import ToolRetryMiddleware
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from llassembly.errors import RepairsExhausted, ToolExecutionError, UsageError
+from llassembly.middleware import ToolsPlannerMiddleware
+from llassembly.nodes import ToolsPlannerNode
+
+# LangChain's own ToolNode emits this warning too when a dataclass context reaches a tool.
+UPSTREAM_CONTEXT_WARNING = "ignore:Pydantic serializer warnings:UserWarning"
+
+HARNESSES = {
+    "agent-invoke": ("agent", False, {"execution": "agent"}),
+    "agent-ainvoke": ("agent", True, {"execution": "agent"}),
+    "graph-invoke": ("agent", False, {"execution": "graph"}),
+    "graph-ainvoke": ("agent", True, {"execution": "graph"}),
+    "ToolsPlannerNode-invoke": ("node", False, {}),
+    "AToolsPlannerNode-ainvoke": ("node", True, {}),
+}
+
+
+def make(name: str) -> Harness:
+    kind, asynchronous, defaults = HARNESSES[name]
+    return Harness(kind, asynchronous=asynchronous, defaults=dict(defaults))
+
+
+@pytest.fixture(params=list(HARNESSES))
+def harness(request: pytest.FixtureRequest) -> Harness:
+    return make(request.param)
+
+
+@pytest.fixture(params=[n for n, (_, asynchronous, _) in HARNESSES.items() if asynchronous])
+def async_harness(request: pytest.FixtureRequest) -> Harness:
+    return make(request.param)
+
+
+def planner(kind: str, box: Toolbox, **options: Any) -> Any:
+    """The middleware or the node, built with ``options`` and nothing else."""
+    if kind == "agent":
+        return ToolsPlannerMiddleware(**options)
+    return ToolsPlannerNode(ScriptedChatModel(replies=[]), box.sync_tools, **options)
+
+
+# -- 1. options -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["agent", "node"])
+@pytest.mark.parametrize(
+    ("option", "value", "match"),
+    [
+        ("granularity", "fast", "granularity"),
+        ("on_tool_error", "ignore", "on_tool_error"),
+        ("max_repairs", -1, "max_repairs"),
+        ("max_instructions_to_exec", 0, "max_instructions_to_exec"),
+        ("max_tool_calls", 0, "max_tool_calls"),
+        ("prompt_path", "/no/such/template.md", "prompt_path"),
+    ],
+)
+def test_invalid_options_are_refused(
+    kind: str, box: Toolbox, option: str, value: Any, match: str
+) -> None:
+    with pytest.raises(UsageError, match=match):
+        planner(kind, box, **{option: value})
+
+
+# -- 2. the prompt --------------------------------------------------------------------------------
+
+
+async def test_model_gets_the_planner_prompt_with_the_callers_system_messages_as_context(
+    harness: Harness, box: Toolbox
+) -> None:
+    """The hand-written reply is a valid plan; we check what the model was sent."""
+    messages = [SystemMessage("You control the weather station."), HumanMessage("Warm?")]
+    await harness.run([WEATHER_PLAN], box.sync_tools, messages)
+    sent = harness.model.calls[0]
+    assert [type(m) for m in sent] == [SystemMessage, HumanMessage]
+    assert sum(isinstance(m, SystemMessage) for m in sent) == 1
+    prompt = sent[0].text
+    assert prompt.startswith("You control the weather station.")
+    assert "# How you act: write one program" in prompt
+    for tool in box.sync_tools:
+        assert f"## {tool.name}\n{tool.name}(" in prompt
+    assert "get_temperature(city: str) -> int" in prompt
+    assert [m.text for m in sent[1:]] == ["Warm?"]
+    assert all(not bound for bound in harness.model.bound_tools)
+    if harness.kind == "node":
+        assert harness.model.bound_tools == []
+
+
+@pytest.mark.parametrize("as_text", [True, False], ids=["str", "Path"])
+async def test_prompt_path_replaces_the_built_in_template(
+    harness: Harness, box: Toolbox, tmp_path: Path, as_text: bool
+) -> None:
+    template = tmp_path / "prompt.md"
+    template.write_text("CUSTOM PLANNER.\nContext: {context}\nTools:\n{extern_functions}\n")
+    messages = [SystemMessage("Be brief."), HumanMessage("Warm?")]
+    path = str(template) if as_text else template
+    await harness.run([WEATHER_PLAN], box.sync_tools, messages, prompt_path=path)
+    prompt = harness.model.calls[0][0].text
+    assert prompt.startswith("CUSTOM PLANNER.\nContext: Be brief.\nTools:\n## get_temperature")
+    assert "# How you act" not in prompt
+
+
+# -- 3. the messages contract -------------------------------------------------------------------
+
+
+async def test_each_executed_call_adds_one_tool_call_message_and_its_result(
+    harness: Harness, box: Toolbox
+) -> None:
+    out = await harness.run([WEATHER_PLAN], box.sync_tools)
+    new = added(out)
+    assert new[0].text == WEATHER_PLAN
+    assert [type(m) for m in new] == [AIMessage, AIMessage, ToolMessage, AIMessage, ToolMessage,
+                                      AIMessage]  # fmt: skip
+    assert planned_calls(new) == [
+        ("get_temperature", {"city": "Paris"}),
+        ("notify", {"message": "warm"}),
+    ]
+    for request, answer, line, source in [
+        (new[1], new[2], 4, "CALL get_temperature"),
+        (new[3], new[4], 9, "CALL notify"),
+    ]:
+        assert isinstance(request, AIMessage) and isinstance(answer, ToolMessage)
+        (call,) = request.tool_calls
+        assert answer.tool_call_id == call["id"] and answer.name == call["name"]
+        record = meta(request)
+        assert (record["line"], record["source"]) == (line, source)
+        assert record["source"] == f"CALL {call['name']}"
+        assert isinstance(record["index"], int)
+        assert meta(answer) == record
+    assert [m.text for m in new if isinstance(m, ToolMessage)] == ["21", "null"]
+    assert box.log == [("get_temperature", {"city": "Paris"}), ("notify", {"message": "warm"})]
+    final = new[-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    record = meta(final)
+    assert (record["status"], record["model_calls"], record["repairs"]) == ("finished", 1, 0)
+    assert (record["tool_calls"], record["instructions"]) == (2, 8)
+    assert len(harness.model.calls) == 1
+
+
+async def test_turn_ends_with_a_plain_message_after_one_model_call(
+    harness: Harness, box: Toolbox
+) -> None:
+    out = await harness.run([WEATHER_PLAN], box.sync_tools)
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert len(harness.model.calls) == 1
+    record = meta(final)
+    assert record["status"] == "finished"
+    assert (record["model_calls"], record["repairs"], record["tool_calls"]) == (1, 0, 2)
+    assert record["instructions"] == 8
+    assert record["registers"] == {"R1": 21}
+
+
+async def test_tool_call_ids_are_unique_and_short(harness: Harness, box: Toolbox) -> None:
+    plan = asm("MOV R1, 0\nloop:\nPUSH R1\nCALL increment\nPOP R1\nCMP R1, 5\nJL loop")
+    out = await harness.run([plan], box.sync_tools)
+    ids = [c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(ids) == 5 and len(set(ids)) == 5
+    assert all(isinstance(i, str) and 0 < len(i) < 24 for i in ids)
+
+
+async def test_two_turns_on_one_thread_keep_history_and_use_fresh_ids(
+    harness: Harness, box: Toolbox
+) -> None:
+    plan = asm("PUSH 1\nCALL increment\nPOP R1")
+    harness.build([plan, plan], box.sync_tools, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    await harness.invoke({"messages": [HumanMessage("once")]}, config=config)
+    out = await harness.invoke({"messages": [HumanMessage("again")]}, config=config)
+    ids = [c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert "once" in [m.text for m in harness.model.calls[1]]
+    assert box.names() == ["increment", "increment"]
+
+
+async def test_without_infer_tools_messages_only_the_plan_and_final_message_are_kept(
+    harness: Harness, box: Toolbox
+) -> None:
+    out = await harness.run([WEATHER_PLAN], box.sync_tools, infer_tools_messages=False)
+    new = added(out)
+    assert [type(m) for m in new] == [AIMessage, AIMessage]
+    assert new[0].text == WEATHER_PLAN
+    assert meta(new[1])["tool_calls"] == 2
+    assert box.names() == ["get_temperature", "notify"]
+
+
+# -- 4. ToolRuntime injection -------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings(UPSTREAM_CONTEXT_WARNING)
+async def test_runtime_tools_see_context_state_store_and_their_call_id(
+    harness: Harness, box: Toolbox
+) -> None:
+    store = InMemoryStore()
+    store.put(("users",), "me", {"name": "Ann"})
+    out = await harness.run(
+        [asm("CALL whoami\nPOP R1")],
+        box.sync_tools,
+        context=Ctx(user="ann"),
+        context_schema=Ctx,
+        store=store,
+    )
+    (seen,) = box.seen
+    assert seen["context"] == Ctx(user="ann")
+    assert seen["store"] == {"name": "Ann"}
+    assert "Do the task." in seen["messages"]
+    if harness.kind == "node":  # the node's tools see the graph state the node was given
+        assert seen["messages"] == ["Do the task."]
+    (call,) = [c for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert seen["tool_call_id"] == call["id"]
+    assert meta(out["messages"][-1])["registers"]["R1"] == "ann"
+
+
+async def test_tuple_result_pops_in_order_and_pydantic_argument_arrives_validated(
+    harness: Harness, box: Toolbox
+) -> None:
+    plan = asm('CALL position\nPOP R1\nPOP R2\nPUSH \'{"x": 5, "y": 6}\'\nCALL go\nPOP R3')
+    out = await harness.run([plan], box.sync_tools)
+    assert box.log == [("position", {}), ("go", {"to": {"x": 5, "y": 6}})]
+    assert meta(out["messages"][-1])["registers"] == {"R1": 3, "R2": 4, "R3": "at 5,6"}
+
+
+@pytest.mark.filterwarnings(UPSTREAM_CONTEXT_WARNING)
+async def test_async_tools_run_under_ainvoke_with_their_runtime(
+    async_harness: Harness, box: Toolbox
+) -> None:
+    harness = async_harness
+    plan = asm("PUSH 21\nCALL adouble\nPOP R1\nCALL awhoami\nPOP R2")
+    out = await harness.run([plan], box.async_tools, context=Ctx(user="bo"), context_schema=Ctx)
+    assert box.names() == ["adouble", "awhoami"]
+    assert meta(out["messages"][-1])["registers"] == {"R1": 42, "R2": "bo"}
+    ids = [c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert box.seen[0]["tool_call_id"] == ids[1]
+
+
+# -- 5. repair and plain answers ------------------------------------------------------------------
+
+
+async def test_a_rejected_plan_is_repaired_and_only_the_valid_one_runs(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both replies are hand-written: the first has three problems, the second is valid."""
+    out = await harness.run([BAD_PLAN, WEATHER_PLAN], box.sync_tools)
+    assert box.names() == ["get_temperature", "notify"]
+    record = meta(out["messages"][-1])
+    assert (record["model_calls"], record["repairs"]) == (2, 1)
+    repair = harness.model.calls[1]
+    assert repair[-2].text == BAD_PLAN
+    request = repair[-1]
+    assert isinstance(request, HumanMessage)
+    for needle in ("teleport", "FROB", "nowhere", "line 4", "line 5", "line 6"):
+        assert needle in request.text
+    assert isinstance(repair[0], SystemMessage)
+    # The valid plan is kept in the messages; the rejected one is not.
+    assert [m.text for m in added(out) if m.text == BAD_PLAN] == []
+
+
+async def test_a_syntax_error_is_repaired_with_its_line_and_column(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both replies are hand-written: the first has a dangling comma on line 5."""
+    broken = asm('PUSH "Paris"\nCALL get_temperature\nMOV R1,\nHLT')
+    out = await harness.run([broken, WEATHER_PLAN], box.sync_tools)
+    request = harness.model.calls[1][-1].text
+    assert "syntax error" in request and "line 5, column" in request
+    assert box.names() == ["get_temperature", "notify"]
+    assert meta(out["messages"][-1])["repairs"] == 1
+
+
+async def test_exhausted_repairs_raise_under_raise_and_no_tool_runs(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both hand-written replies call a tool that does not exist."""
+    with pytest.raises(RepairsExhausted, match="2 attempts") as caught:
+        await harness.run(
+            [BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1, on_tool_error="raise"
+        )
+    assert caught.value.attempts == 2
+    assert any("teleport" in d.message for d in caught.value.diagnostics)
+    assert box.log == []
+    assert len(harness.model.calls) == 2
+
+
+async def test_exhausted_repairs_end_the_turn_with_a_message_under_stop(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both hand-written replies call a tool that does not exist."""
+    out = await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert "No plan could run: the model wrote no valid plan in 2 attempts" in final.text
+    record = meta(final)
+    assert (record["status"], record["model_calls"], record["repairs"]) == ("stopped", 2, 1)
+    assert record["error"]["type"] == "RepairsExhausted"
+    assert box.log == []
+
+
+async def test_a_plain_text_reply_ends_the_turn_without_tool_calls(
+    harness: Harness, box: Toolbox
+) -> None:
+    out = await harness.run(["It is sunny; no tools needed."], box.sync_tools)
+    new = added(out)
+    assert box.log == []
+    assert new[0].text == "It is sunny; no tools needed."
+    assert all(not m.tool_calls for m in new if isinstance(m, AIMessage))
+    assert not any(isinstance(m, ToolMessage) for m in new)
+    assert len(harness.model.calls) == 1
+
+
+# -- 6. failures and budgets ----------------------------------------------------------------------
+
+
+async def test_stop_on_tool_error_reports_the_tool_line_and_error_and_keeps_the_calls(
+    harness: Harness,
+) -> None:
+    box = Toolbox(fail_on={3})
+    out = await harness.run([FLAKY_PLAN], box.sync_tools)
+    final = out["messages"][-1]
+    assert "flaky" in final.text and "line 6" in final.text
+    assert "flaky broke on call 3" in final.text
+    assert meta(final)["status"] == "stopped"
+    assert box.log == [("flaky", {"x": 1}), ("flaky", {"x": 2}), ("flaky", {"x": 3})]
+    assert planned_calls(out["messages"]) == [("flaky", {"x": n}) for n in (1, 2, 3)]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in results] == ["success", "success", "error"]
+    assert [m.text for m in results[:2]] == ["10", "20"]
+    assert "flaky broke on call 3" in results[2].text
+
+
+async def test_raise_on_tool_error_propagates_after_the_completed_calls_ran_once(
+    harness: Harness,
+) -> None:
+    """The middleware saves the completed calls to the agent state before raising; the node
+    (whose update is lost when it raises) hands them over on the error as ``messages``."""
+    box = Toolbox(fail_on={3})
+    config = {"configurable": {"thread_id": "raise"}}
+    with pytest.raises(ToolExecutionError, match="flaky broke on call 3") as caught:
+        await harness.run(
+            [FLAKY_PLAN],
+            box.sync_tools,
+            config=config,
+            checkpointer=InMemorySaver(),
+            on_tool_error="raise",
+        )
+    assert caught.value.tool == "flaky" and caught.value.line == 6
+    assert box.names() == ["flaky", "flaky", "flaky"]
+    if harness.kind == "node":  # the live exception (the middleware rebuilds it from the state)
+        assert isinstance(caught.value.original, ValueError)
+        messages = caught.value.messages  # type: ignore[attr-defined]
+        assert planned_calls(messages) == [("flaky", {"x": n}) for n in (1, 2, 3)]
+        assert [m.text for m in messages if isinstance(m, ToolMessage)][:2] == ["10", "20"]
+    else:
+        saved = harness.runnable.get_state(config).values["messages"]
+        assert planned_calls(saved)[:2] == [("flaky", {"x": 1}), ("flaky", {"x": 2})]
+        assert [m.text for m in saved if isinstance(m, ToolMessage)][:2] == ["10", "20"]
+
+
+async def test_replan_asks_again_with_the_results_and_does_not_repeat_completed_calls(
+    harness: Harness,
+) -> None:
+    """Both replies are hand-written; the second finishes the work from x=3."""
+    box = Toolbox(fail_on={3})
+    second = asm("PUSH 30\nCALL increment\nPOP R1")
+    messages = [SystemMessage("Count things."), HumanMessage("Go.")]
+    out = await harness.run([FLAKY_PLAN, second], box.sync_tools, messages, on_tool_error="replan")
+    assert box.log == [
+        ("flaky", {"x": 1}), ("flaky", {"x": 2}), ("flaky", {"x": 3}), ("increment", {"x": 30}),
+    ]  # fmt: skip
+    assert len(harness.model.calls) == 2
+    asked = harness.model.calls[1]
+    assert asked[0].text.startswith("Count things.")
+    assert [type(m) for m in asked].count(SystemMessage) == 1
+    shown = "\n".join(m.text for m in asked)
+    assert 'flaky({"x": 1}) -> 10' in shown and 'flaky({"x": 2}) -> 20' in shown
+    assert not any(isinstance(m, ToolMessage) or getattr(m, "tool_calls", None) for m in asked)
+    assert "flaky broke on call 3" in asked[-1].text and "line 6" in asked[-1].text
+    record = meta(out["messages"][-1])
+    assert (record["status"], record["model_calls"], record["replans"]) == ("finished", 2, 1)
+    assert planned_calls(added(out, 2)) == [
+        ("flaky", {"x": 1}), ("flaky", {"x": 2}), ("flaky", {"x": 3}), ("increment", {"x": 30}),
+    ]  # fmt: skip
+    assert planned_calls(out["messages"]).count(("flaky", {"x": 1})) == 1
+
+
+async def test_replan_shows_the_results_so_far_even_without_infer_tools_messages(
+    harness: Harness,
+) -> None:
+    """Both replies are hand-written: the model asked to replan sees the completed results,
+    while the kept messages stay minimal (the plans and the final message)."""
+    box = Toolbox(fail_on={3})
+    second = asm("PUSH 30\nCALL increment\nPOP R1")
+    out = await harness.run(
+        [FLAKY_PLAN, second], box.sync_tools, on_tool_error="replan", infer_tools_messages=False
+    )
+    shown = "\n".join(m.text for m in harness.model.calls[1])
+    assert 'flaky({"x": 1}) -> 10' in shown and 'flaky({"x": 2}) -> 20' in shown
+    assert [type(m) for m in added(out)] == [AIMessage, AIMessage, AIMessage]
+    assert box.names() == ["flaky", "flaky", "flaky", "increment"]
+
+
+@pytest.mark.parametrize("max_replans", [1, 2])
+async def test_replan_stops_with_a_message_when_max_replans_is_spent(
+    harness: Harness, max_replans: int
+) -> None:
+    """Every hand-written plan calls `flaky`, which fails every time."""
+    plans = max_replans + 1
+    box = Toolbox(fail_on=set(range(1, plans + 1)))
+    plan = asm("PUSH 7\nCALL flaky\nPOP R1")
+    out = await harness.run(
+        [plan] * plans, box.sync_tools, on_tool_error="replan", max_replans=max_replans
+    )
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and meta(final)["replans"] == max_replans
+    assert f"flaky broke on call {plans}" in final.text
+    assert len(harness.model.calls) == plans
+    assert box.names() == ["flaky"] * plans
+
+
+@pytest.mark.parametrize(
+    ("plan", "option", "limit"),
+    [
+        (LOOP_PLAN, "max_instructions_to_exec", 20),
+        (LOOP_PLAN, "max_tool_calls", 3),
+        (asm("again:\nPUSH 1\nPUSH 2\nCALL increment\nJMP again"), "max_stack_depth", 5),
+    ],
+)
+async def test_budgets_end_the_turn_naming_the_budget_and_its_number(
+    harness: Harness, box: Toolbox, plan: str, option: str, limit: int
+) -> None:
+    out = await harness.run([plan], box.sync_tools, **{option: limit})
+    final = out["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert f"{option} budget exceeded: limit {limit}" in final.text
+    assert meta(final)["error"]["budget"] == option
+    assert meta(final)["error"]["limit"] == limit
+    if option == "max_tool_calls":
+        assert box.names() == ["increment"] * limit
+
+
+async def test_a_long_loop_within_the_budget_is_not_cut_by_the_recursion_limit(
+    harness: Harness, box: Toolbox
+) -> None:
+    plan = asm("MOV R1, 0\nloop:\nPUSH R1\nCALL increment\nPOP R1\nCMP R1, 150\nJL loop")
+    out = await harness.run([plan], box.sync_tools, max_tool_calls=200)
+    assert len(box.log) == 150
+    assert meta(out["messages"][-1])["registers"] == {"R1": 150}
+
+
+# -- 7. tool middleware ---------------------------------------------------------------------------
+
+
+async def test_tool_retry_middleware_retries_a_flaky_tool_inside_a_plan(
+    harness: Harness,
+) -> None:
+    box = Toolbox(fail_on={1, 2})
+    retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False, on_failure="error")
+    out = await harness.run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[retry]
+    )
+    assert box.log == [("flaky", {"x": 4})] * 3
+    record = meta(out["messages"][-1])
+    assert record["status"] == "finished" and record["registers"] == {"R1": 40}
+    assert [m.text for m in out["messages"] if isinstance(m, ToolMessage)] == ["40"]
+
+
+async def test_tool_retry_giving_up_stops_the_plan_with_the_error(harness: Harness) -> None:
+    box = Toolbox(fail_on={1, 2, 3})
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0, jitter=False)
+    out = await harness.run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[retry]
+    )
+    assert box.names() == ["flaky", "flaky"]
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and "flaky" in final.text
