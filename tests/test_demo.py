@@ -12,7 +12,6 @@ import io
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from pathlib import Path
 
@@ -36,26 +35,24 @@ def event_log(world: World) -> list[tuple[object, ...]]:
 
 
 @pytest.fixture(scope="module")
-def played() -> tuple[Game, ReplayChatModel, float]:
-    started = time.monotonic()
+def played() -> tuple[Game, ReplayChatModel]:
     model = ReplayChatModel()
     game = new_game(model)
     game.play()
-    return game, model, time.monotonic() - started
+    return game, model
 
 
-def test_demo_plays_to_the_expected_world(played: tuple[Game, ReplayChatModel, float]) -> None:
-    game, _, seconds = played
+def test_demo_plays_to_the_expected_world(played: tuple[Game, ReplayChatModel]) -> None:
+    game, _ = played
     snapshot = game.world.snapshot()
     assert snapshot["units"] == FINAL_UNITS
     assert snapshot["enemies"] == {}  # all three killed
     assert snapshot["swords"] == [(8, 3)]  # unit 2 dropped the ground sword where it finished
     assert [r.status for r in game.runs] == ["finished"] * 3
-    assert seconds < 30
 
 
-def test_each_unit_used_exactly_one_model_call(played: tuple[Game, ReplayChatModel, float]) -> None:
-    game, model, _ = played
+def test_each_unit_used_exactly_one_model_call(played: tuple[Game, ReplayChatModel]) -> None:
+    game, model = played
     assert [r.model_calls for r in game.runs] == [1, 1, 1]
     assert model.requests == [p.order for p in bundled_plans()]
     for run in game.runs:
@@ -63,9 +60,9 @@ def test_each_unit_used_exactly_one_model_call(played: tuple[Game, ReplayChatMod
 
 
 def test_units_act_one_tool_call_per_turn_interleaved(
-    played: tuple[Game, ReplayChatModel, float],
+    played: tuple[Game, ReplayChatModel],
 ) -> None:
-    game, _, _ = played
+    game, _ = played
     for run in game.runs:
         assert [c.turn for c in run.calls] == list(range(1, len(run.calls) + 1))
     assert game.turns == max(len(r.calls) for r in game.runs)
@@ -73,9 +70,9 @@ def test_units_act_one_tool_call_per_turn_interleaved(
     assert units_in_order == [1, 2, 3, 1, 2, 3]
 
 
-def test_units_meet_in_the_world(played: tuple[Game, ReplayChatModel, float]) -> None:
+def test_units_meet_in_the_world(played: tuple[Game, ReplayChatModel]) -> None:
     """Unit 2 goes for enemy 102 first, but unit 1 kills it on its way; units block each other."""
-    game, _, _ = played
+    game, _ = played
     kills = {e.args[0]: e.unit for e in game.world.log if e.action == "attack" and e.result == 0}
     assert kills == {102: 1, 103: 2, 101: 2}
     texts = [e.text for e in game.world.log]
@@ -85,9 +82,9 @@ def test_units_meet_in_the_world(played: tuple[Game, ReplayChatModel, float]) ->
 
 @pytest.mark.parametrize("granularity", ["block", "instruction"])
 def test_agents_with_the_middleware_leave_the_same_world(
-    played: tuple[Game, ReplayChatModel, float], granularity: Granularity
+    played: tuple[Game, ReplayChatModel], granularity: Granularity
 ) -> None:
-    game, _, _ = played
+    game, _ = played
     world, orders = bundled_scenario()
     model = ReplayChatModel()
     states = asyncio.run(run_with_agents(model, world, orders, granularity=granularity))
@@ -126,10 +123,8 @@ def run_cli(*argv: str) -> tuple[int, str]:
 
 
 def test_cli_demo_prints_frames_and_the_report() -> None:
-    started = time.monotonic()
     code, text = run_cli("--no-animation")
     assert code == 0
-    assert time.monotonic() - started < 30
     assert "\x1b[" not in text  # not a TTY: plain lines, no redraw
     assert text.count("\nTurn ") > 50
     assert "bundled replay model (hand-written plans" in text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
+import llassembly.emulator as emulator_module
 from llassembly.emulator import (
     CompiledProgram,
     Emulator,
@@ -715,26 +715,47 @@ def test_compiled_program_is_reusable() -> None:
     assert Emulator(compiled).run().registers == Emulator(compiled).run().registers == {"R1": 10}
 
 
-def slow(x: int) -> int:
-    time.sleep(0.05)
-    return x
+class Clock:
+    """The emulator's clock, advanced by hand: ``max_seconds`` tested without real time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
 
 
-def test_wall_clock_budget() -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(emulator_module, "time", fake)
+    return fake
+
+
+def slow_tool(clock: Clock) -> Any:
+    def slow(x: int) -> int:
+        clock.now += 0.05  # the call takes 50 ms
+        return x
+
+    return slow
+
+
+def test_wall_clock_budget(clock: Clock) -> None:
     source = "loop: PUSH R1\nCALL slow\nPOP R1\nINC R1\nCMP R1, 100\nJL loop"
     with pytest.raises(WallClockExceeded) as info:
-        run(source, [slow], max_seconds=0.12)
+        run(source, [slow_tool(clock)], max_seconds=0.12)
     err = info.value
     assert err.limit == 0.12
     assert err.reached > 0.12
+    assert err.reached == 0.15  # found after the third 50 ms call
     assert err.line == 2
     assert err.budget == "max_seconds"
 
 
-def test_wall_clock_is_checked_in_pure_loops_too() -> None:
+def test_wall_clock_is_checked_in_pure_loops_too(clock: Clock) -> None:
     source = "PUSH 0\nCALL slow\nPOP R0\nloop: INC R1\nCMP R1, 100000\nJL loop"
     with pytest.raises(WallClockExceeded) as info:
-        run(source, [slow], max_seconds=0.01, max_instructions_to_exec=1_000_000)
+        run(source, [slow_tool(clock)], max_seconds=0.01, max_instructions_to_exec=1_000_000)
     assert info.value.line in (4, 5, 6)
 
 

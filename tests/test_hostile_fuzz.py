@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 import tracemalloc
 from typing import Any
 
@@ -205,7 +204,9 @@ def hostile_memory(draw: st.DrawFn) -> str:
 @settings(_SETTINGS, max_examples=25)
 @given(hostile_memory())
 def test_hostile_memory_is_handled_in_bounded_time_and_memory(source: str) -> None:
-    started = time.perf_counter()
+    """Memory is measured; time is bounded by the run's instruction budget (counted here) and
+    the parser's linear work (the worst times of parse + verify on hostile replies up to 1 MB
+    are measured by benchmarks/bench_hostile.py)."""
     tracemalloc.start()  # the parser is where data would be built: its memory is measured
     try:
         parsed = parse(source)
@@ -217,5 +218,8 @@ def test_hostile_memory_is_handled_in_bounded_time_and_memory(source: str) -> No
     assert peak < 100 * 2**20
     if isinstance(parsed, Program):
         with contextlib.suppress(LLAssemblyError):
-            Emulator(parsed, [], **LIMITS).run()
-    assert time.perf_counter() - started < 20
+            emulator = Emulator(parsed, [], **LIMITS)
+            try:
+                emulator.run()
+            finally:
+                assert emulator.state.executed <= LIMITS["max_instructions_to_exec"]
