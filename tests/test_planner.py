@@ -1,0 +1,117 @@
+"""Tests for llassembly.planner: the ``Turn`` shared by the middleware and the nodes (its caches
+and checks) and the options it runs with. Whole turns are tested in test_contract.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.prebuilt import InjectedState
+
+from llassembly.errors import AsmSyntaxError, PlanRejected, UsageError
+from llassembly.planner import MAX_PLAN_INSTRUCTIONS, TURN_KEY, PlannerOptions, Turn, TurnRun
+from llassembly.program import PlainAnswer, Program
+from llassembly.summary import PlanSummary
+
+
+def inc(x: int) -> int:
+    """Return x + 1."""
+    return x + 1
+
+
+def dec(x: int) -> int:
+    """Return x - 1."""
+    return x - 1
+
+
+PLAN = "PUSH 1\nCALL inc\nPOP R1"
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_check_returns_the_program_of_a_valid_plan_and_caches_its_compilation(
+    execution: Any,
+) -> None:
+    turn = Turn(PlannerOptions(execution=execution))
+    externs = turn.externs_for([inc])
+    program = turn.check(PLAN, externs)
+    assert isinstance(program, Program) and len(program.instructions) == 3
+    assert turn.compiled(PLAN, externs) is turn.compiled(PLAN, externs)
+    if execution == "graph":
+        assert turn.plan_graph(PLAN, None, externs) is turn.plan_graph(PLAN, None, externs)
+
+
+def test_check_returns_a_plain_answer_for_a_reply_without_code() -> None:
+    turn = Turn(PlannerOptions())
+    assert isinstance(turn.check("It is sunny.", turn.externs_for([inc])), PlainAnswer)
+
+
+def test_check_refuses_what_does_not_parse_verify_or_fit() -> None:
+    turn = Turn(PlannerOptions())
+    externs = turn.externs_for([inc])
+    with pytest.raises(AsmSyntaxError):
+        turn.check("```asm\nMOV R1,\n```", externs)
+    with pytest.raises(PlanRejected, match="teleport"):
+        turn.check("CALL teleport", externs)
+    too_long = "NOP\n" * (MAX_PLAN_INSTRUCTIONS + 1)
+    with pytest.raises(PlanRejected, match=f"at most {MAX_PLAN_INSTRUCTIONS} are accepted"):
+        turn.check(too_long, externs)
+
+
+def test_plan_policy_problems_refuse_the_plan() -> None:
+    def no_inc(summary: PlanSummary, program: Program) -> Iterable[str]:
+        return ["inc is not allowed"] if summary.tool("inc") is not None else []
+
+    turn = Turn(PlannerOptions(plan_policy=(no_inc,)))
+    externs = turn.externs_for([inc])
+    with pytest.raises(PlanRejected, match="inc is not allowed"):
+        turn.check(PLAN, externs)
+    assert isinstance(turn.check("It is sunny.", externs), PlainAnswer)
+
+
+def test_externs_and_prompts_are_built_once_per_tool_list_and_context() -> None:
+    turn = Turn(PlannerOptions())
+    tools = [inc]
+    externs = turn.externs_for(tools)
+    assert turn.externs_for(tools) is externs
+    assert turn.externs_for([inc]) is externs  # keyed by the tools, not the list object
+    assert set(turn.externs_for([inc, dec])) == {"inc", "dec"}
+    prompt = turn.system_prompt(externs, "Be brief.")
+    assert prompt.startswith("Be brief.") and "inc(x: int) -> int" in prompt
+    assert turn.system_prompt(externs, "Be brief.") is prompt
+    assert turn.system_prompt(externs, "Be kind.").startswith("Be kind.")
+
+
+def test_tools_with_injected_parameters_other_than_runtime_need_the_agent_path() -> None:
+
+    @tool
+    def peek(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
+        """Look at the state."""
+        return x
+
+    with pytest.raises(UsageError, match="injected parameters"):
+        Turn(PlannerOptions(execution="graph")).externs_for([peek])
+    assert "peek" in Turn(PlannerOptions(execution="agent")).externs_for([peek])
+
+
+def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:
+    def other(x: int) -> int:
+        """Return x."""
+        return x
+
+    turn = Turn(PlannerOptions(approve_plan=("inc",)))
+    externs = turn.externs_for([inc, other])
+    request = turn.approval(PLAN, externs)
+    assert request is not None and "inc" in str(request)
+    assert turn.approval("PUSH 1\nCALL other\nPOP R1", externs) is None
+    assert Turn(PlannerOptions()).approval(PLAN, externs) is None
+
+
+def test_config_for_adds_the_run_and_keeps_the_callers_config() -> None:
+    turn = Turn(PlannerOptions())
+    run = TurnRun(externs={}, system_prompt="")
+    config = turn.config_for(run, {"configurable": {"thread_id": "t"}, "tags": ["x"]})
+    assert config["configurable"] == {"thread_id": "t", TURN_KEY: run}
+    assert config["tags"] == ["x"]
+    assert turn.config_for(run, None)["configurable"] == {TURN_KEY: run}
