@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from llassembly.demo.picture import Canvas
+from llassembly_demo.picture import Canvas
 
 Series = tuple[str, Sequence[tuple[float, float]], tuple[int, int, int]]
 

@@ -19,9 +19,9 @@ from typing import Any
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
-from llassembly.demo.replay import bundled_plans
-from llassembly.demo.run import bundled_scenario
-from llassembly.demo.tools import UNIT_TOOLS, UnitContext
+from llassembly_demo.replay import bundled_plans
+from llassembly_demo.run import bundled_scenario
+from llassembly_demo.tools import UNIT_TOOLS, UnitContext
 
 Setup = tuple[list[BaseTool], dict[str, Any], Any]
 """A fresh run's tools, the world they act on (for the check) and the agent's context."""

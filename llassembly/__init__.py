@@ -31,6 +31,7 @@ from .graph import PlanGraph
 from .middleware import ToolsPlannerMiddleware
 from .nodes import AToolsPlannerNode, ToolsPlannerNode
 from .parser import parse
+from .planning import Plan, aplan, plan
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
 from .summary import Argument, CallSite, PlanSummary, ToolUse, summarize
@@ -55,6 +56,7 @@ __all__ = [
     "LLAssemblyError",
     "MachineState",
     "PlainAnswer",
+    "Plan",
     "PlanError",
     "PlanGraph",
     "PlanRejected",
@@ -73,11 +75,13 @@ __all__ = [
     "UsageError",
     "WallClockExceeded",
     "__version__",
+    "aplan",
     "build_system_prompt",
     "check",
     "compile_program",
     "externs_from",
     "parse",
+    "plan",
     "plan_call_approved",
     "summarize",
     "unless_plan_approved",

@@ -172,6 +172,16 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return _EXIT_OK
 
 
+_DEMO = "how to run the NPC demo (its own package, llassembly-demo)"
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    raise UsageError(
+        "the NPC demo is its own package: from the repository's root, "
+        "pip install -e . -e examples/npc_demo, then run llassembly-demo"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llassembly",
@@ -203,17 +213,8 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--json", action="store_true", help="print the summary as JSON (nothing else)"
             )
-    _add_extra_commands(commands)
+    commands.add_parser("demo", help=_DEMO, description=_DEMO)
     return parser
-
-
-def _add_extra_commands(commands: Any) -> None:
-    """Hook for commands defined in other modules (the demo registers itself here)."""
-    try:  # imported by name: the demo is optional and may not be installed
-        demo = importlib.import_module(f"{__package__}.demo.cli")
-    except ImportError:
-        return
-    demo.add_demo_command(commands)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -230,8 +231,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "check": _cmd_check,
         "run": _cmd_run,
+        "demo": _cmd_demo,
     }
-    handler = handlers.get(args.command) or args.handler
+    handler = handlers[args.command]
     try:
         code: int = handler(args, stream)
     except PlanError as exc:

@@ -246,3 +246,9 @@ def test_python_dash_m_llassembly() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("OK: ")
+
+
+def test_demo_says_where_the_demo_lives(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"], out=io.StringIO()) == 3
+    err = capsys.readouterr().err
+    assert "pip install -e . -e examples/npc_demo" in err and "llassembly-demo" in err

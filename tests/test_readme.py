@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from llassembly.emulator import Emulator
 from llassembly.parser import parse
 from llassembly.program import Program
@@ -35,3 +37,13 @@ def test_the_x86_style_example_of_the_language_section_runs() -> None:
         {"city": "Cairo"},
         {"city": "Cairo"},
     ]
+
+
+def test_the_game_loop_example_prints_what_the_readme_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    section = README.read_text(encoding="utf-8").split("## Plan now, run later", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```\n", 1)[0]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == shown

@@ -2,7 +2,7 @@
 plans run through ``create_agent`` + ``ToolsPlannerMiddleware`` leave the same world.
 
 The model here is the demo's bundled replay model: its replies are the hand-written plan files
-in ``llassembly/demo/plans/`` (each says so in its header); none is a recording of a model.
+in ``llassembly_demo/plans/`` (each says so in its header); none is a recording of a model.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from llassembly.cli import main
-from llassembly.demo.agents import TurnGate, run_with_agents
-from llassembly.demo.picture import CELL, encode_png, png_size
-from llassembly.demo.replay import ReplayChatModel, bundled_plans
-from llassembly.demo.run import Game, bundled_scenario, new_game
-from llassembly.demo.world import World
 from llassembly.errors import UsageError
 from llassembly.graph import Granularity
+from llassembly_demo.agents import TurnGate, run_with_agents
+from llassembly_demo.cli import main
+from llassembly_demo.picture import CELL, encode_png, png_size
+from llassembly_demo.replay import ReplayChatModel, bundled_plans
+from llassembly_demo.run import Game, bundled_scenario, new_game
+from llassembly_demo.world import World
 
 # Where the bundled orders leave the world (pinned: a change in the rules or plans shows here).
 FINAL_UNITS = {1: (7, 7, True), 2: (4, 4, False), 3: (10, 1, False)}
@@ -118,7 +118,7 @@ async def test_turn_gate_passes_the_turn_in_unit_order_and_skips_units_that_left
 
 def run_cli(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
-    code = main(["demo", *argv], out=out)
+    code = main(list(argv), out=out)
     return code, out.getvalue()
 
 
@@ -190,7 +190,7 @@ def test_bundled_plans_say_they_are_hand_written() -> None:
 
 def test_python_dash_m_llassembly_demo_runs() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "llassembly", "demo", "--quiet"],
+        [sys.executable, "-m", "llassembly_demo", "--quiet"],
         capture_output=True,
         text=True,
         timeout=60,

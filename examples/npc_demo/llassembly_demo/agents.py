@@ -21,8 +21,9 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ..graph import Granularity
-from ..middleware import ToolsPlannerMiddleware
+from llassembly import ToolsPlannerMiddleware
+from llassembly.graph import Granularity
+
 from .run import MAX_INSTRUCTIONS, MAX_TOOL_CALLS, Order, unit_context
 from .tools import UNIT_TOOLS, UnitContext
 from .world import World

@@ -1,6 +1,7 @@
 """The NPC demo: units on a grid world, each steered by one plan from one model call.
 
-Run it with ``llassembly demo`` (or ``python -m llassembly demo``). The pieces:
+Run it with ``llassembly-demo`` (or ``python -m llassembly_demo``). It uses only the public API
+of ``llassembly``. The pieces:
 
 * :mod:`.world`: the grid world (pure Python) and its rules;
 * :mod:`.tools`: the units' LangChain tools (context: :class:`~.tools.UnitContext`);
@@ -8,7 +9,7 @@ Run it with ``llassembly demo`` (or ``python -m llassembly demo``). The pieces:
 * :mod:`.run`: planning (one model call per unit) and turn-by-turn play on the emulator;
 * :mod:`.agents`: the same game through ``create_agent`` + ``ToolsPlannerMiddleware``;
 * :mod:`.render` / :mod:`.picture`: the terminal frame and the PNG picture;
-* :mod:`.cli`: the ``demo`` command.
+* :mod:`.cli`: the ``llassembly-demo`` command.
 """
 
 from .tools import UNIT_TOOLS, UnitContext

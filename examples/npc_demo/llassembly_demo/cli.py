@@ -1,27 +1,31 @@
-"""``llassembly demo``: NPC units on a grid, each steered by one plan from one model call.
+"""``llassembly-demo``: NPC units on a grid, each steered by one plan from one model call.
 
-Registered on the ``llassembly`` command line through ``llassembly.cli._add_extra_commands``.
+Exit codes, as ``llassembly``'s: 0 every plan finished, 1 a unit got no plan, 2 a plan stopped
+(or ran out of turns), 3 the command was used wrongly.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from langchain_core.language_models import BaseChatModel
 
-from ..errors import UsageError
+from llassembly import LLAssemblyError, PlanError, UsageError
+
 from .picture import draw_world
 from .render import CLEAR_SCREEN, frame
 from .replay import ReplayChatModel
 from .run import UnitRun, new_game, outcome
 from .world import World
 
-__all__ = ["add_demo_command", "run_demo_command"]
+__all__ = ["main", "parser", "run_demo_command"]
 
-_EXIT_OK, _EXIT_PLAN, _EXIT_RUN = 0, 1, 2
+_EXIT_OK, _EXIT_PLAN, _EXIT_RUN, _EXIT_USAGE = 0, 1, 2, 3
 
 _DESCRIPTION = """\
 Three NPC units on a 12x10 map, each given an order in words. Each unit gets its whole plan
@@ -30,25 +34,24 @@ map is drawn after every turn. At the end: each unit's order, plan, tool calls a
 and the model calls used against those a one-tool-call-per-round-trip agent would need.
 
 By default the model is a bundled REPLAY model: it answers each bundled order with a plan
-file written by hand (llassembly/demo/plans/*.asm), not by a language model. Use
+file written by hand (llassembly_demo/plans/*.asm), not by a language model. Use
 --ollama URL --model NAME to have a live model write the plans for the same orders."""
 
 
-def add_demo_command(commands: Any) -> None:
-    """Add the ``demo`` sub-command to the ``llassembly`` sub-parsers."""
-    sub = commands.add_parser(
-        "demo",
-        help="NPC units on a map, one model call per unit (default model: hand-written replay)",
+def parser() -> argparse.ArgumentParser:
+    """The ``llassembly-demo`` command line."""
+    command = argparse.ArgumentParser(
+        prog="llassembly-demo",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub.add_argument(
+    command.add_argument(
         "--ollama", metavar="URL", help="a live Ollama server, e.g. http://localhost:11434"
     )
-    sub.add_argument(
+    command.add_argument(
         "--model", metavar="NAME", default="gpt-oss:20b", help="Ollama model (default: %(default)s)"
     )
-    sub.add_argument(
+    command.add_argument(
         "--order",
         action="append",
         default=[],
@@ -56,27 +59,29 @@ def add_demo_command(commands: Any) -> None:
         help="add a unit with this order (repeatable); needs --ollama, the replay model "
         "knows only its own orders",
     )
-    sub.add_argument(
+    command.add_argument(
         "--no-animation", action="store_true", help="print frames one after another, no redraw"
     )
-    sub.add_argument(
+    command.add_argument(
         "--delay",
         type=float,
         default=0.15,
         metavar="SECONDS",
         help="pause between animated frames (TTY only)",
     )
-    sub.add_argument(
+    command.add_argument(
         "--quiet", action="store_true", help="print only the final frame and the report"
     )
-    sub.add_argument("--max-turns", type=int, default=400, metavar="N", help="stop after N turns")
-    sub.add_argument(
+    command.add_argument(
+        "--max-turns", type=int, default=400, metavar="N", help="stop after N turns"
+    )
+    command.add_argument(
         "--png", metavar="PATH", help="write a picture of the map with each unit's path"
     )
-    sub.add_argument(
+    command.add_argument(
         "--mermaid", metavar="PATH", help="write each plan's control-flow graph (Markdown)"
     )
-    sub.set_defaults(handler=run_demo_command)
+    return command
 
 
 def _model(args: argparse.Namespace) -> tuple[BaseChatModel, str]:
@@ -192,3 +197,23 @@ def run_demo_command(args: argparse.Namespace, out: TextIO) -> int:
     if any(r.status == "no plan" for r in runs):
         return _EXIT_PLAN
     return _EXIT_OK if all(r.status == "finished" for r in runs) else _EXIT_RUN
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run ``llassembly-demo`` and return its exit code (see the module's docstring)."""
+    stream = out if out is not None else sys.stdout
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage; 2 would read as "run stopped"
+        return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
+    try:
+        return run_demo_command(args, stream)
+    except PlanError as exc:
+        stream.write(f"{exc}\n")
+        return _EXIT_PLAN
+    except UsageError as exc:
+        sys.stderr.write(f"llassembly-demo: {exc}\n")
+        return _EXIT_USAGE
+    except LLAssemblyError as exc:
+        stream.write(f"stopped: {exc}\n")
+        return _EXIT_RUN

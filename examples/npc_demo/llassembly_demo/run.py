@@ -2,18 +2,19 @@
 
 Design. A game needs every unit to act in the same turns, interleaved, one action at a time,
 with the map drawn between turns; a whole plan cannot run to its end inside one agent call.
-So the demo uses the library in two stages, both through its public pieces:
+So the demo uses the library in two stages, both through its public API:
 
 1. **Planning** (one model call per unit, plus repairs if the plan does not parse or verify):
-   the planner :class:`~llassembly.planner.Turn` builds the system prompt from the unit's tools
-   and context (the map), asks the model, and parses, verifies and compiles the reply, exactly
-   as :class:`~llassembly.ToolsPlannerMiddleware` does inside ``create_agent``.
-2. **Playing**: each unit's plan runs in its own :class:`~llassembly.Emulator`, driven through
-   the game-loop API: :meth:`~llassembly.Emulator.advance` runs the plan's pure instructions up
-   to its next tool call, the demo executes that call (the real LangChain tool, with a
-   ``ToolRuntime`` whose context is the world and the unit), and
-   :meth:`~llassembly.Emulator.complete` hands the result back. Each turn, every unit still
-   running makes exactly one tool call, in unit order. No model call happens while playing.
+   :func:`llassembly.plan` builds the system prompt from the unit's tools and context (the
+   map), asks the model, and parses, verifies and compiles the reply, repairing it exactly as
+   :class:`~llassembly.ToolsPlannerMiddleware` does inside ``create_agent``. Nothing runs yet.
+2. **Playing**: each unit's plan runs in its own :class:`~llassembly.Emulator`
+   (:meth:`llassembly.Plan.emulator`), driven through the game-loop API:
+   :meth:`~llassembly.Emulator.advance` runs the plan's pure instructions up to its next tool
+   call, the demo executes that call (the real LangChain tool, with a ``ToolRuntime`` whose
+   context is the world and the unit), and :meth:`~llassembly.Emulator.complete` hands the
+   result back. Each turn, every unit still running makes exactly one tool call, in unit
+   order. No model call happens while playing.
 
 ``tests/test_demo.py`` checks that running the same plans through ``create_agent`` with
 :class:`~llassembly.ToolsPlannerMiddleware` (see :mod:`.agents`, which interleaves the agents'
@@ -28,16 +29,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.tools import ToolRuntime
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
-from .._drive import drive
-from ..emulator import Emulator, ToolCall
-from ..errors import ExecutionError, LLAssemblyError
-from ..externs import Extern
-from ..graph import PlanGraph
-from ..planner import PlannerOptions, Turn, model_reply
-from ..program import Program
+from llassembly import (
+    Emulator,
+    ExecutionError,
+    Extern,
+    LLAssemblyError,
+    PlanGraph,
+    Program,
+    ToolCall,
+    plan,
+)
+
 from .render import UnitView, map_text
 from .replay import bundled_plans
 from .tools import UNIT_TOOLS, UnitContext
@@ -173,46 +179,42 @@ def unit_context(world: World, unit_id: int) -> str:
     )
 
 
-def planner_options() -> PlannerOptions:
-    """Options of the demo's planner (instruction granularity, for drawing plans)."""
-    return PlannerOptions(
-        granularity="instruction",
-        max_tool_calls=MAX_TOOL_CALLS,
-        max_instructions_to_exec=MAX_INSTRUCTIONS,
-    )
+class _ModelCalls(BaseCallbackHandler):
+    """Counts a model's calls, a call that fails too."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.count += 1
 
 
-def plan_unit(model: BaseChatModel, world: World, order: Order, turn: Turn) -> UnitRun:
+def plan_unit(model: BaseChatModel, world: World, order: Order) -> UnitRun:
     """Ask ``model`` for the unit's plan (repairing it if needed) and load it into a machine."""
     unit = world.units[order.unit_id]
     run = UnitRun(unit.id, unit.letter, order.text, path=[unit.position])
-    externs: dict[str, Extern] = turn.externs_for(UNIT_TOOLS)
-    system = SystemMessage(turn.system_prompt(externs, unit_context(world, unit.id)))
-    counted = 0
-
-    def ask(messages: list[BaseMessage]) -> Any:
-        nonlocal counted
-        counted += 1
-        return model_reply(model.invoke([system, *messages]))
-
+    counter = _ModelCalls()
+    request = [SystemMessage(unit_context(world, unit.id)), HumanMessage(order.text)]
     try:
-        reply, is_program, _ = drive(turn.draft([HumanMessage(order.text)], externs), ask)
-    except Exception as exc:  # a plan that never verified, or the model could not be reached
-        run.status, run.detail, run.model_calls = "no plan", f"{type(exc).__name__}: {exc}", counted
+        found = plan(
+            model,
+            UNIT_TOOLS,
+            request,
+            max_tool_calls=MAX_TOOL_CALLS,
+            max_instructions_to_exec=MAX_INSTRUCTIONS,
+            config={"callbacks": [counter]},
+        )
+    except Exception as exc:  # RepairsExhausted (no valid plan), or the model is unreachable
+        run.status, run.detail = "no plan", f"{type(exc).__name__}: {exc}"
+        run.model_calls = counter.count
         return run
-    run.model_calls, run.reply = counted, reply.text
-    if not is_program:
-        run.status, run.detail = "no plan", f"the model answered in words: {reply.text[:120]!r}"
+    run.model_calls, run.reply = found.model_calls, found.text
+    if found.compiled is None:
+        run.status, run.detail = "no plan", f"the model answered in words: {found.text[:120]!r}"
         return run
-    graph = turn.plan_graph(reply.text, None, externs)
-    run.graph, run.program = graph, graph.compiled.program
-    opts = turn.options
-    run.emulator = Emulator(
-        graph.compiled,
-        max_instructions_to_exec=opts.max_instructions_to_exec,
-        max_tool_calls=opts.max_tool_calls,
-        max_stack_depth=opts.max_stack_depth,
-    )
+    run.graph = found.graph("instruction")  # instruction granularity, for drawing plans
+    run.program = found.compiled.program
+    run.emulator = found.emulator()
     run.status = "running"
     return run
 
@@ -344,5 +346,4 @@ def new_game(model: BaseChatModel, extra_orders: Sequence[str] = ()) -> Game:
     world, orders = bundled_scenario()
     orders += [add_unit_with_order(world, text) for text in extra_orders]
     start = {e.id: e.position for e in world.enemies.values()}
-    turn = Turn(planner_options())
-    return Game(world, [plan_unit(model, world, order, turn) for order in orders], start)
+    return Game(world, [plan_unit(model, world, order) for order in orders], start)

@@ -1,9 +1,9 @@
 """The demo's default model: it replays hand-written plans, so the demo runs without a server.
 
-Each file in ``llassembly/demo/plans/`` is a plan written by a person (its header says so)
+Each file in ``llassembly_demo/plans/`` is a plan written by a person (its header says so)
 with a ``; order: ...`` line naming the order it answers. :class:`ReplayChatModel` answers a
 conversation whose last human message is one of those orders with that file, in an ``asm``
-fence, as a real model would. It does not plan anything: give ``llassembly demo --ollama URL``
+fence, as a real model would. It does not plan anything: give ``llassembly-demo --ollama URL``
 a live model to see plans written by a model.
 """
 
@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from ..errors import UsageError
+from llassembly import UsageError
 
 __all__ = ["BundledPlan", "ReplayChatModel", "bundled_plans"]
 
@@ -36,8 +36,8 @@ class BundledPlan:
 
 
 def bundled_plans() -> list[BundledPlan]:
-    """The plans shipped in ``llassembly/demo/plans`` (sorted by file name)."""
-    folder = resources.files(__package__ or "llassembly.demo").joinpath("plans")
+    """The plans shipped in ``llassembly_demo/plans`` (sorted by file name)."""
+    folder = resources.files(__package__ or "llassembly_demo").joinpath("plans")
     plans: list[BundledPlan] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".asm"):
@@ -60,7 +60,7 @@ def bundled_plans() -> list[BundledPlan]:
 class ReplayChatModel(BaseChatModel):
     """A chat model that answers each bundled order with its hand-written plan file.
 
-    The replies are not generated: they are the files in ``llassembly/demo/plans/``, written
+    The replies are not generated: they are the files in ``llassembly_demo/plans/``, written
     by hand, returned for the order they name. An order it does not know is an error (a live
     model is needed for that). Every call is recorded in :attr:`requests`.
 
