@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Final
 
 from ._flow import MAX_CALL_DEPTH, MAX_STATES, components
+from ._layout import layout_of
 from .emulator import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from .program import (
     EAX_INDEX,
@@ -272,6 +273,8 @@ class _Walk:
         self.tool_at: dict[int, ToolShape] = {}
         for pc, ins in enumerate(self.instructions):
             self.resolve(pc, ins.op, ins.operands, tools)
+        # Data a plan may write (and variables) changes as it runs: never a constant.
+        self.written = layout_of(program, tools).live
         self.index: dict[_State, int] = {}
         self.states: list[_State] = []
         self.succ: list[tuple[int, ...]] = []
@@ -358,7 +361,10 @@ class _Walk:
         if isinstance(operand, Imm):
             return operand.value
         if isinstance(operand, Name):
-            return self.program.data.get(operand.name.lower(), _COMPUTED)
+            key = operand.name.lower()
+            if key in self.written:
+                return _COMPUTED
+            return self.program.data.get(key, _COMPUTED)
         return _COMPUTED  # an operand kind the analysis does not model
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:

@@ -311,3 +311,21 @@ def test_every_run_stays_within_the_summary(source: str) -> None:
         for argument, value in zip(site.arguments, values, strict=True):
             if argument.constant:
                 assert type(argument.value) is type(value) and argument.value == value
+
+
+def test_data_the_plan_writes_is_no_constant_argument() -> None:
+    """A data label the plan writes (MOV limit, ECX) holds what was written, not its initial
+    value: an argument read from it is computed."""
+    from llassembly.parser import parse
+    from llassembly.summary import summarize
+
+    def ping(x: int) -> int:
+        """Answer x."""
+        return x
+
+    program = parse(
+        "MOV ECX, 3\nMOV limit, ECX\nPUSH limit\nCALL ping\nHLT\nsection .data\nlimit dd 10"
+    )
+    summary = summarize(program, {"ping": __import__("llassembly").externs_from([ping])["ping"]})
+    (site,) = summary.tool("ping").sites
+    assert [a.constant for a in site.arguments] == [False]
