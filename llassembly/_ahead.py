@@ -27,9 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from langgraph.errors import GraphBubbleUp
-
 from . import errors
+from ._drive import bubbling
 from .errors import (
     AsmRuntimeError,
     ExecutionError,
@@ -374,7 +373,7 @@ def batch_results(batch: Sequence[ToolCall], execute: Callable[[ToolCall], Any])
     def one(call: ToolCall) -> Outcome:
         try:
             return execute(call)
-        except GraphBubbleUp:
+        except bubbling():
             raise
         except Exception as exc:
             return Failed(exc)
@@ -394,7 +393,7 @@ async def abatch_results(
     async def one(call: ToolCall) -> Outcome:
         try:
             return await execute(call)
-        except GraphBubbleUp:
+        except bubbling():
             raise
         except Exception as exc:
             return Failed(exc)

@@ -172,7 +172,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return _EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(extras: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llassembly",
         description="Check and run LLM-written assembly plans against your tools.",
@@ -203,7 +203,8 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--json", action="store_true", help="print the summary as JSON (nothing else)"
             )
-    _add_extra_commands(commands)
+    if extras:
+        _add_extra_commands(commands)
     return parser
 
 
@@ -223,8 +224,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     3 the command was used wrongly.
     """
     stream = out if out is not None else sys.stdout
+    words = list(sys.argv[1:] if argv is None else argv)
+    # ``check`` and ``run`` need the engine only: other commands' modules are not imported.
+    builtin = bool(words) and words[0] in ("check", "run")
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(extras=not builtin).parse_args(words)
     except SystemExit as exc:  # argparse has printed the usage; 2 would read as "run stopped"
         return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {

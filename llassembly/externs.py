@@ -25,11 +25,8 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
 
-from langchain.tools import InjectedToolArg, ToolRuntime
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from llassembly._values import (
@@ -39,12 +36,16 @@ from llassembly._values import (
     first_line,
     is_model,
     is_subclass,
+    loaded,
     short_repr,
     to_value,
     type_label,
 )
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
 from llassembly.program import Value, register_index
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
 
 __all__ = ["Extern", "Param", "check_sync_tools", "externs_from", "find_extern", "type_label"]
 
@@ -217,16 +218,25 @@ class Extern:
 # --- building externs ----------------------------------------------------------------------------
 
 
+# LangChain's types are looked up only if loaded (see ``loaded``): a plain typed callable does not
+# need them, and the engine imports no LangChain or LangGraph.
+
+
 def _is_injected(annotation: Any) -> bool:
     """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
-    if annotation is RunnableConfig or _is_runtime(annotation):
+    config = loaded("langchain_core.runnables.config", "RunnableConfig")
+    if (config is not None and annotation is config) or _is_runtime(annotation):
         return True
+    injected = loaded("langchain_core.tools.base", "InjectedToolArg")
+    if injected is None:
+        return False
     metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    return any(isinstance(m, InjectedToolArg) or is_subclass(m, InjectedToolArg) for m in metadata)
+    return any(isinstance(m, injected) or is_subclass(m, injected) for m in metadata)
 
 
 def _is_runtime(annotation: Any) -> bool:
-    return is_subclass(get_origin(annotation) or annotation, ToolRuntime)
+    runtime = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -364,6 +374,12 @@ def _check_name(name: str) -> None:
         raise UsageError(msg)
 
 
+def _is_tool(item: Any) -> TypeGuard[BaseTool]:
+    """Whether ``item`` is a LangChain ``BaseTool``."""
+    base = loaded("langchain_core.tools.base", "BaseTool")
+    return base is not None and isinstance(item, base)
+
+
 def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dict[str, Extern]:
     """Build externs for LangChain tools and plain typed callables, keeping their order.
 
@@ -375,7 +391,7 @@ def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dic
     for item in tools:
         if isinstance(item, Extern):
             ext = item
-        elif isinstance(item, BaseTool):
+        elif _is_tool(item):
             _check_name(item.name)
             ext = _from_tool(item)
         elif callable(item):
