@@ -18,7 +18,7 @@ from .errors import AsmRuntimeError, UsageError
 from .program import Imm, Instruction, Mem, MemoryLabel, Name, Operand, Program, Reg, Value
 
 if TYPE_CHECKING:
-    from .emulator import MachineState
+    from ._state import MachineState
 
 __all__ = ["Context", "Getter", "Setter", "address_of", "getter", "setter"]
 
