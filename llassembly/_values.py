@@ -229,11 +229,13 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
-def short_repr(value: Any) -> str:
-    """``repr`` that never fails (huge ints) and stays short."""
+def short_repr(value: Any, limit: int | None = None) -> str:
+    """``repr`` that never fails (an integer too long to print reads ``an integer of N bits``),
+    cut to ``limit`` characters when given. The one safe ``repr`` of the package."""
     if isinstance(value, int) and value.bit_length() > 200:
         return f"an integer of {value.bit_length()} bits"
-    return repr(value)
+    text = repr(value)
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 def first_line(exc: BaseException) -> str:
