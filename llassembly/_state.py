@@ -31,8 +31,6 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
-_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
 
 
 class _Hole:
