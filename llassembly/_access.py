@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from ._layout import Layout
+from ._values import short_repr
 from .errors import AsmRuntimeError, UsageError
 from .program import Imm, Instruction, Mem, MemoryLabel, Name, Operand, Program, Reg, Value
 
 if TYPE_CHECKING:
-    from .emulator import MachineState
+    from ._state import MachineState
 
 __all__ = ["Context", "Getter", "Setter", "address_of", "getter", "setter"]
 
@@ -45,11 +46,8 @@ def fail(instruction: Instruction, message: str) -> AsmRuntimeError:
 
 
 def show(value: Value) -> str:
-    """``repr`` for messages: short, and safe for ints too long for ``repr`` to convert."""
-    if type(value) is int and not -INT_LIMIT <= value <= INT_LIMIT:
-        return f"an integer of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters."""
+    return short_repr(value, 60)
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:

@@ -36,9 +36,17 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ._answers import answer_of
 from ._approval import decide, decided, edit_note
-from ._final import finish, plan_call_messages, turn_summary
-from ._messages import plan_failure, replan_request
+from ._final import (
+    Answered,
+    answer_messages,
+    needs_model,
+    plan_call_messages,
+    structured_from_text,
+    turn_summary,
+)
+from ._messages import batch_request, failure_record, final_message, plan_failure, replan_request
 from ._results import decode_result, failure_of
 from .emulator import Emulator, ToolCall
 from .errors import (
@@ -48,8 +56,7 @@ from .errors import (
     RepairsExhausted,
 )
 from .externs import Extern, check_sync_tools
-from .graph import batch_request, failure_record
-from .planner import Turn, final_message, short_hash
+from .planner import Turn, short_hash
 
 __all__ = [
     "PLAN_CALL_KEY",
@@ -534,3 +541,34 @@ def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dic
         if isinstance(value, int):
             updates[key] = value + delta
     return updates
+
+
+def finish(
+    turn: Turn,
+    outcome: StepOutcome,
+    model_messages: Sequence[AnyMessage],
+    state_messages: Sequence[AnyMessage],
+    response_format: Any,
+) -> Generator[list[BaseMessage], Any, StepOutcome]:
+    """End the turn with the plan's answer, or with one more model call (``_final``)."""
+    if not outcome.ended:
+        return outcome
+    opts, rec = turn.options, outcome.record
+    failure = rec.get("failure")
+    said = answer_of(rec.get("machine"))
+    structured = None if failure else structured_from_text(response_format, said)
+    raising = opts.on_tool_error == "raise"
+    if not needs_model(opts.final_answer, failure, raising, response_format, structured):
+        outcome.structured = structured
+        return outcome
+    outcome.messages.pop()  # the plan's final message: the model's reply takes its place
+    calls = plan_call_messages(state_messages, tuple(rec["prefixes"]))
+    asked = [*conversation(model_messages), *outcome.messages]
+    result: Answered = yield answer_messages(asked, calls, rec)
+    rec["model_calls"] += 1
+    summary = {**turn_summary(rec, outcome.messages, state_messages), "final_reply": result.reply}
+    final = final_message(summary, opts)
+    outcome.messages += [final if m is result.reply else m for m in result.messages]
+    outcome.model_calls += 1
+    outcome.structured = result.structured
+    return outcome

@@ -25,11 +25,11 @@ import contextvars
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
-
-from langgraph.errors import GraphBubbleUp
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from . import errors
+from ._drive import bubbling
+from ._state import HOLE, CallRecord, MachineState, RunResult, ToolCall
 from .errors import (
     AsmRuntimeError,
     ExecutionError,
@@ -40,11 +40,11 @@ from .program import Opcode, Value
 
 if TYPE_CHECKING:
     from ._steps import CompiledProgram
-    from .emulator import CallRecord, Emulator, MachineState, RunResult, ToolCall
 
 __all__ = [
     "HOLE",
     "Failed",
+    "Machine",
     "ParallelTools",
     "abatch_results",
     "advance_batch",
@@ -57,19 +57,6 @@ __all__ = [
 
 ParallelTools: TypeAlias = "bool | Sequence[str]"
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
-
-
-class _Hole:
-    """The placeholder of an outstanding call's result on the stack."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<hole>"
-
-
-HOLE: Any = _Hole()
-"""The one hole object (tested with ``is``); a snapshot writes it as ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,44 +134,6 @@ def fault_error(record: Mapping[str, Any]) -> ExecutionError:
     return ExecutionError(str(record.get("detail", "")), line=line, source=source)
 
 
-# -- snapshots ------------------------------------------------------------------------------------
-
-
-def batch_snapshot(st: MachineState) -> dict[str, Any]:
-    """The snapshot keys of a state mid-batch: its outstanding calls and its fault."""
-    snap: dict[str, Any] = {}
-    if st.outstanding:
-        snap["outstanding"] = [
-            {"index": i, "values": list(v), "number": n, "at": at, "results": k}
-            for i, v, n, at, k in st.outstanding
-        ]
-    if st.fault is not None:
-        snap["fault"] = dict(st.fault)
-    return snap
-
-
-def restore_outstanding(
-    data: Mapping[str, Any], stack: list[Any], count: Callable[[Any, str], int]
-) -> list[tuple[int, list[Value], int, int, int]]:
-    """The outstanding calls of a snapshot; their holes (``None`` in ``stack``) become
-    :data:`HOLE`. ``count`` reads a non-negative int (raising ``UsageError``)."""
-    outstanding = [
-        (
-            count(o["index"], "outstanding index"),
-            list(o["values"]),
-            count(o["number"], "call number"),
-            count(o["at"], "hole position"),
-            count(o["results"], "results"),
-        )
-        for o in data.get("outstanding") or ()
-    ]
-    for _index, _values, _number, at, k in outstanding:
-        if at + k > len(stack) or not all(v is None for v in stack[at : at + k]):
-            raise UsageError("not an emulator snapshot: a hole is not where it should be")
-        stack[at : at + k] = [HOLE] * k
-    return outstanding
-
-
 def check_outstanding(compiled: CompiledProgram, st: MachineState) -> None:
     """Refuse outstanding calls that are not this program's, or holes that are not theirs."""
     tools, end = compiled.tools, len(compiled.tools)
@@ -200,13 +149,33 @@ def check_outstanding(compiled: CompiledProgram, st: MachineState) -> None:
         raise UsageError("the state's fault is not an error record")
 
 
+class Machine(Protocol):
+    """What running ahead needs of the machine (an ``llassembly.emulator.Emulator``)."""
+
+    state: MachineState
+    compiled: CompiledProgram
+    marked: frozenset[int]
+    history: list[CallRecord]
+    max_instructions_to_exec: int
+    max_stack_depth: int
+    _pops: frozenset[int]
+    _fault_error: ExecutionError | None
+
+    def result(self) -> RunResult: ...
+    def complete(self, result: Any) -> None: ...
+    def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]: ...
+    def complete_batch(self, results: Sequence[Any]) -> None: ...
+    def _deadline(self) -> float | None: ...
+    def _check_clock(self, deadline: float, pc: int) -> None: ...
+    def _begin_call(self, pc: int) -> ToolCall: ...
+    def _request(self, pc: int, values: list[Value]) -> ToolCall: ...
+
+
 # -- the engine --------------------------------------------------------------------------------
 
 
-def _requests(emu: Emulator) -> list[ToolCall]:
+def _requests(emu: Machine) -> list[ToolCall]:
     """The outstanding batch again (a restored snapshot picks up where it stopped)."""
-    from .emulator import ToolCall
-
     st, compiled = emu.state, emu.compiled
     batch: list[ToolCall] = []
     for index, values, number, _at, _n in st.outstanding:
@@ -221,7 +190,7 @@ def _requests(emu: Emulator) -> list[ToolCall]:
     return batch
 
 
-def advance_batch(emu: Emulator, max_steps: int | None = None) -> list[ToolCall]:
+def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
     """See :meth:`Emulator.advance_batch`."""
     st = emu.state
     if st.outstanding or st.pending is not None:
@@ -300,7 +269,7 @@ def advance_batch(emu: Emulator, max_steps: int | None = None) -> list[ToolCall]
     return batch
 
 
-def _values_of(emu: Emulator, index: int, result: Any) -> tuple[Value, ...]:
+def _values_of(emu: Machine, index: int, result: Any) -> tuple[Value, ...]:
     extern = emu.compiled.tools[index]
     if extern is None:
         raise UsageError("an outstanding call does not point at a tool CALL (bad snapshot?)")
@@ -311,7 +280,7 @@ def _values_of(emu: Emulator, index: int, result: Any) -> tuple[Value, ...]:
     return extern.to_values(result, line=ins.line, source=ins.text)
 
 
-def complete_batch(emu: Emulator, results: Sequence[Any]) -> None:
+def complete_batch(emu: Machine, results: Sequence[Any]) -> None:
     """See :meth:`Emulator.complete_batch`."""
     st = emu.state
     if len(results) > len(st.outstanding) + (st.pending is not None):
@@ -336,13 +305,11 @@ Outcome: TypeAlias = "Any | Failed"
 
 
 def batched_calls(
-    emu: Emulator, wrap_error: Callable[[ToolCall, Exception], BaseException]
+    emu: Machine, wrap_error: Callable[[ToolCall, Exception], BaseException]
 ) -> Generator[list[ToolCall], list[Outcome], RunResult]:
     """The batch form of ``Emulator.calls``: yields each batch, takes its outcomes by ``send``
     and keeps each completed call in ``emu.history``. A failed call's results before it are
     kept; then its error is raised (wrapped by ``wrap_error``)."""
-    from .emulator import CallRecord
-
     batch = emu.advance_batch()
     while batch:
         outcomes = yield batch
@@ -374,7 +341,7 @@ def batch_results(batch: Sequence[ToolCall], execute: Callable[[ToolCall], Any])
     def one(call: ToolCall) -> Outcome:
         try:
             return execute(call)
-        except GraphBubbleUp:
+        except bubbling():
             raise
         except Exception as exc:
             return Failed(exc)
@@ -394,7 +361,7 @@ async def abatch_results(
     async def one(call: ToolCall) -> Outcome:
         try:
             return await execute(call)
-        except GraphBubbleUp:
+        except bubbling():
             raise
         except Exception as exc:
             return Failed(exc)

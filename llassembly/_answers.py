@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ._layout import Layout
-    from .emulator import MachineState
+    from ._state import MachineState
 
 __all__ = [
     "MAX_ANSWER_CHARS",

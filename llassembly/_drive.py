@@ -4,19 +4,36 @@ A body is a generator that yields *requests* (a tool call, a model call) and rec
 results. :func:`drive` answers them with a sync function, :func:`adrive` with an async one.
 A failing request is thrown back into the generator (wrapped by ``wrap_error``), except
 ``GraphBubbleUp`` (LangGraph interrupts), which always propagates untouched.
+
+The engine imports no LangGraph: :func:`bubbling` names ``GraphBubbleUp`` only once LangGraph is
+loaded (before that, no such exception can exist).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-from langgraph.errors import GraphBubbleUp
-
-__all__ = ["adrive", "drive"]
+__all__ = ["adrive", "bubbling", "drive"]
 
 _Req = TypeVar("_Req")
 _Ret = TypeVar("_Ret")
+
+
+_BUBBLING: tuple[type[BaseException], ...] = ()
+
+
+def bubbling() -> tuple[type[BaseException], ...]:
+    """The exceptions that always propagate untouched (for ``except bubbling():``): LangGraph's
+    ``GraphBubbleUp`` (interrupts) once ``langgraph.errors`` is imported, else none."""
+    global _BUBBLING
+    if not _BUBBLING:
+        errors = sys.modules.get("langgraph.errors")
+        kind = getattr(errors, "GraphBubbleUp", None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            _BUBBLING = (kind,)
+    return _BUBBLING
 
 
 def _identity(request: Any, error: Exception) -> BaseException:
@@ -34,7 +51,7 @@ def drive(
         while True:
             try:
                 result = execute(request)
-            except GraphBubbleUp:
+            except bubbling():
                 body.close()
                 raise
             except Exception as exc:
@@ -57,7 +74,7 @@ async def adrive(
         while True:
             try:
                 result = await execute(request)
-            except GraphBubbleUp:
+            except bubbling():
                 body.close()
                 raise
             except Exception as exc:

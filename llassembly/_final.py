@@ -13,9 +13,9 @@ model call carries the agent's ``response_format``, so the agent's own strategy
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import (
@@ -27,15 +27,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 
 from ._answers import answer_of
 from ._messages import NOT_APPROVED, final_message, planner_view
+from ._node import Node
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from ._agent import StepOutcome
-    from .planner import Turn
 
 __all__ = [
     "AnswerRequest",
@@ -46,7 +42,6 @@ __all__ = [
     "answered",
     "awaited_answer",
     "final_answer_messages",
-    "finish",
     "graph_path_ending",
     "needs_model",
     "plan_call_messages",
@@ -187,7 +182,7 @@ def _is_call(message: BaseMessage, turn: Sequence[BaseMessage]) -> bool:
 # -- the graph path (planner nodes) -----------------------------------------------------------
 
 
-def answer_node(turn_key: str) -> RunnableCallable:
+def answer_node(turn_key: str) -> Node:
     """``final_answer="model"`` (the planner nodes): one more model call, the reply ends the
     turn. (The middleware makes this call through the agent's model handler instead.)"""
 
@@ -214,7 +209,7 @@ def answer_node(turn_key: str) -> RunnableCallable:
             raise UsageError("this planner has no async model")
         return update(state, await run.acall_model([*system(run), *request(state)]))
 
-    return RunnableCallable(sync, asynchronous, trace=False)
+    return Node(sync, asynchronous)
 
 
 # -- the graph path (middleware) --------------------------------------------------------------
@@ -319,34 +314,3 @@ def turn_summary(
         "executed": rec["executed"],
         "new_messages": [*plan_call_messages(state_messages, tuple(rec["prefixes"])), *out],
     }
-
-
-def finish(
-    turn: Turn,
-    outcome: StepOutcome,
-    model_messages: Sequence[AnyMessage],
-    state_messages: Sequence[AnyMessage],
-    response_format: Any,
-) -> Generator[list[BaseMessage], Any, StepOutcome]:
-    """End the turn with the plan's answer, or with one more model call (see ``_final``)."""
-    if not outcome.ended:
-        return outcome
-    opts, rec = turn.options, outcome.record
-    failure = rec.get("failure")
-    said = answer_of(rec.get("machine"))
-    structured = None if failure else structured_from_text(response_format, said)
-    raising = opts.on_tool_error == "raise"
-    if not needs_model(opts.final_answer, failure, raising, response_format, structured):
-        outcome.structured = structured
-        return outcome
-    outcome.messages.pop()  # the plan's final message: the model's reply takes its place
-    calls = plan_call_messages(state_messages, tuple(rec["prefixes"]))
-    asked = [*_conversation(model_messages), *outcome.messages]
-    result: Answered = yield answer_messages(asked, calls, rec)
-    rec["model_calls"] += 1
-    summary = {**turn_summary(rec, outcome.messages, state_messages), "final_reply": result.reply}
-    final = final_message(summary, opts)
-    outcome.messages += [final if m is result.reply else m for m in result.messages]
-    outcome.model_calls += 1
-    outcome.structured = result.structured
-    return outcome

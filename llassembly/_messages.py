@@ -1,5 +1,6 @@
-"""The messages of a planner turn that are not tool calls: what the planner model is shown,
-the repair and replan requests, and failure records turned back into errors.
+"""The messages of a planner turn: what the planner model is shown, the repair and replan
+requests, the messages recording a plan's calls (both paths), the final message, and failure
+records (and back into errors). The tool layer and both execution paths build them here.
 
 The planner model is offered no tools, and Anthropic and Bedrock refuse a request that holds
 tool-use / tool-result blocks but defines no tools: :func:`planner_view` shows earlier calls as
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -21,6 +22,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 from ._answers import answer_of, render
 from .errors import (
@@ -34,24 +36,44 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .options import PlannerOptions
+    from ._state import ToolCall
 
 __all__ = [
     "MAX_REPAIR_REQUEST_CHARS",
     "NOT_APPROVED",
+    "MessageOptions",
+    "batch_messages",
+    "batch_request",
+    "call_messages",
+    "call_request",
     "error_from_record",
+    "failure_record",
     "final_message",
     "finished_summary",
+    "jsonable",
     "model_reply",
     "native_calls_error",
     "plan_failure",
     "planner_view",
     "repair_request",
     "replan_request",
+    "result_text",
     "turn_calls",
     "turn_messages",
     "without_native_calls",
 ]
+
+
+class MessageOptions(Protocol):
+    """The planner options the final message reads (``llassembly.planner.PlannerOptions``)."""
+
+    @property
+    def granularity(self) -> str: ...
+    @property
+    def execution(self) -> str: ...
+    @property
+    def infer_tools_messages(self) -> bool: ...
+
 
 MAX_REPAIR_REQUEST_CHARS = 8192
 """Longest repair request sent back to the model, whatever the reply was."""
@@ -262,7 +284,7 @@ NOT_APPROVED: Final = "PlanNotApproved"
 """The ``type`` of the failure record of a plan a reviewer rejected."""
 
 
-def final_message(state: Mapping[str, Any], options: PlannerOptions) -> AIMessage:
+def final_message(state: Mapping[str, Any], options: MessageOptions) -> AIMessage:
     """The ``AIMessage`` that ends the turn, with what happened in metadata.
 
     Its text is the plan's answer (``SAY``), or a summary of the calls when it said nothing,
@@ -389,7 +411,7 @@ def finished_summary(
     return "\n".join(lines)
 
 
-def turn_messages(state: Mapping[str, Any], options: PlannerOptions) -> list[AnyMessage]:
+def turn_messages(state: Mapping[str, Any], options: MessageOptions) -> list[AnyMessage]:
     """The messages a turn adds: plans, executed calls (if kept) and the final message."""
     messages: list[AnyMessage] = list(state.get("new_messages", []))
     if not options.infer_tools_messages:
@@ -408,3 +430,113 @@ def request_context(system_message: BaseMessage | None, messages: Sequence[BaseM
 def as_any(messages: list[BaseMessage]) -> list[AnyMessage]:
     """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
     return cast("list[AnyMessage]", messages)
+
+
+# -- a plan's calls as messages (both paths) ----------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data (pydantic models dumped, anything else unknown as text)."""
+    return _jsonable(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def result_text(result: Any) -> str:
+    """The text a ``ToolMessage`` shows for a raw tool result."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, ToolMessage):
+        return result.text
+    try:
+        return json.dumps(_jsonable(result), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def call_request(call: ToolCall, call_id: str) -> AIMessage:
+    """The ``AIMessage`` carrying one executed CALL as a tool call (source line in metadata)."""
+    meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}
+        ],
+        response_metadata=meta,
+    )
+
+
+def batch_request(calls: list[ToolCall], call_ids: list[str]) -> AIMessage:
+    """The ``AIMessage`` carrying a batch of CALLs run at once (``parallel_tools``); one
+    call gives :func:`call_request`'s message. Its metadata names the first call and lists
+    every call under ``"batch"``."""
+    if len(calls) == 1:
+        return call_request(calls[0], call_ids[0])
+    where = [{"index": c.index, "line": c.line, "source": c.source} for c in calls]
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": c.tool, "args": _jsonable(c.args), "id": i, "type": "tool_call"}
+            for c, i in zip(calls, call_ids, strict=True)
+        ],
+        response_metadata={"llassembly": {**where[0], "batch": where}},
+    )
+
+
+def batch_messages(
+    calls: list[ToolCall], answers: list[tuple[str, bool]], call_ids: list[str]
+) -> list[AnyMessage]:
+    """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``)."""
+    messages: list[AnyMessage] = [batch_request(calls, call_ids)]
+    for call, (content, error), call_id in zip(calls, answers, call_ids, strict=True):
+        meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
+        messages.append(
+            ToolMessage(
+                content=content,
+                tool_call_id=call_id,
+                name=call.tool,
+                status="error" if error else "success",
+                response_metadata=meta,
+            )
+        )
+    return messages
+
+
+def call_messages(
+    call: ToolCall, content: str, call_id: str, *, error: bool = False
+) -> list[AnyMessage]:
+    """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
+    request = call_request(call, call_id)
+    answer = ToolMessage(
+        content=content,
+        tool_call_id=call_id,
+        name=call.tool,
+        status="error" if error else "success",
+        response_metadata=request.response_metadata,
+    )
+    return [request, answer]
+
+
+def failure_record(exc: ExecutionError) -> dict[str, Any]:
+    """A plain-data description of a failed run (kept in graph state)."""
+    record: dict[str, Any] = {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "detail": exc.detail,
+        "line": exc.line,
+        "source": exc.source,
+    }
+    for attr in ("tool", "budget", "limit", "reached", "argument"):
+        if hasattr(exc, attr):
+            record[attr] = getattr(exc, attr)
+    return record

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._access import Context, Getter, address_of, fail, getter, setter, show
+from ._state import ORDERED, UNORDERED, UNSET
 from .program import (
     EAX_INDEX,
     ECX_INDEX,
@@ -26,7 +27,7 @@ from .program import (
 )
 
 if TYPE_CHECKING:
-    from .emulator import MachineState
+    from ._state import MachineState
 
 __all__ = [
     "CONDITIONS",
@@ -44,7 +45,6 @@ Step: TypeAlias = "Callable[[MachineState, int], int]"
 INT_LIMIT = 2**63 - 1
 _MASK64 = (1 << 64) - 1
 # Flag modes: no flag-setting instruction yet, numbers compared, strings compared.
-UNSET, ORDERED, UNORDERED = 0, 1, 2
 EAX = Reg(EAX_INDEX, "EAX")
 ECX = Reg(ECX_INDEX, "ECX")
 EDX = Reg(EDX_INDEX, "EDX")

@@ -13,10 +13,10 @@ from typing import Any, Literal, get_origin
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
+from ._messages import failure_record
 from ._values import strip_annotation, type_label
 from .errors import AsmRuntimeError, ToolExecutionError
 from .externs import Extern
-from .graph import failure_record
 
 __all__ = ["decode_result", "failure_of"]
 

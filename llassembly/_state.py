@@ -1,26 +1,91 @@
-"""The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``)."""
+"""The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
+the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
+:class:`RunResult`), its flag modes and the hole an outstanding call leaves on the stack."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
 
-from . import _ahead
-from ._ahead import HOLE
-from ._steps import UNSET
 from .errors import UsageError
 from .program import REGISTER_COUNT, Value, register_index, register_name
 
-__all__ = ["MachineState", "is_value"]
+__all__ = [
+    "HOLE",
+    "ORDERED",
+    "UNORDERED",
+    "UNSET",
+    "CallRecord",
+    "MachineState",
+    "RunResult",
+    "ToolCall",
+    "is_value",
+]
+
+UNSET, ORDERED, UNORDERED = 0, 1, 2
+"""The flag modes: no comparison yet, numbers compared, strings compared."""
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
-_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+
+
+class _Hole:
+    """The placeholder of an outstanding call's result on the stack."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<hole>"
+
+
+HOLE: Any = _Hole()
+"""The one hole object (tested with ``is``); a snapshot writes it as ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the plan wants made.
+
+    Attributes:
+        tool: The tool's name.
+        args: Keyword arguments, converted to the tool's declared types.
+        index: Index of the ``CALL`` instruction.
+        line: Its line in the model's reply.
+        source: Its text.
+        number: 1 for the plan's first tool call, 2 for the second...
+    """
+
+    tool: str
+    args: dict[str, Any]
+    index: int
+    line: int
+    source: str
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A tool call that was made and what it returned."""
+
+    call: ToolCall
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
+    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
+
+    registers: dict[str, Value]
+    stack: list[Value]
+    calls: list[CallRecord]
+    instructions_executed: int
+    tool_calls: int
+    answer: str = ""
 
 
 @dataclass(slots=True)
@@ -91,7 +156,7 @@ class MachineState:
         if self.answer:  # likewise, only plans that have said something carry an answer
             snap["answer"] = list(self.answer)
         if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
-            snap.update(_ahead.batch_snapshot(self))
+            snap.update(_batch_snapshot(self))
         return snap
 
     @classmethod
@@ -109,7 +174,7 @@ class MachineState:
                     raise UsageError(f"snapshot names an unknown register {name!r}")
                 regs[index] = value
             stack = list(data["stack"])
-            outstanding = _ahead.restore_outstanding(data, stack, _count)
+            outstanding = _restore_outstanding(data, stack, _count)
             pending = data["pending"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
             answer = list(data.get("answer") or ())
@@ -165,3 +230,41 @@ def is_value(value: Any) -> bool:
     if kind is int:
         return bool(_INT_MIN <= value <= _INT_MAX)
     return kind is float and math.isfinite(value)
+
+
+# -- mid-batch snapshots (see llassembly._ahead) ---------------------------------------------
+
+
+def _batch_snapshot(st: MachineState) -> dict[str, Any]:
+    """The snapshot keys of a state mid-batch: its outstanding calls and its fault."""
+    snap: dict[str, Any] = {}
+    if st.outstanding:
+        snap["outstanding"] = [
+            {"index": i, "values": list(v), "number": n, "at": at, "results": k}
+            for i, v, n, at, k in st.outstanding
+        ]
+    if st.fault is not None:
+        snap["fault"] = dict(st.fault)
+    return snap
+
+
+def _restore_outstanding(
+    data: Mapping[str, Any], stack: list[Any], count: Callable[[Any, str], int]
+) -> list[tuple[int, list[Value], int, int, int]]:
+    """The outstanding calls of a snapshot; their holes (``None`` in ``stack``) become
+    :data:`HOLE`. ``count`` reads a non-negative int (raising ``UsageError``)."""
+    outstanding = [
+        (
+            count(o["index"], "outstanding index"),
+            list(o["values"]),
+            count(o["number"], "call number"),
+            count(o["at"], "hole position"),
+            count(o["results"], "results"),
+        )
+        for o in data.get("outstanding") or ()
+    ]
+    for _index, _values, _number, at, k in outstanding:
+        if at + k > len(stack) or not all(v is None for v in stack[at : at + k]):
+            raise UsageError("not an emulator snapshot: a hole is not where it should be")
+        stack[at : at + k] = [HOLE] * k
+    return outstanding

@@ -41,7 +41,7 @@ from .program import (
 from .verifier import verify
 
 if TYPE_CHECKING:
-    from .emulator import MachineState
+    from ._state import MachineState
 
 __all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"]
 

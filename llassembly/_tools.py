@@ -9,27 +9,65 @@ plan needs the value, not its text).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from langchain.tools import ToolRuntime
 from langchain_core.callbacks import CallbackManager
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from ._messages import jsonable, result_text
 from ._values import short_repr
 from .emulator import ToolCall
-from .errors import ToolExecutionError, UsageError
+from .errors import ExecutionError, ToolExecutionError, UsageError
 from .externs import Extern
-from .graph import PlanRun, jsonable, result_text
+from .graph import PlanRun
 
-if TYPE_CHECKING:
-    from .planner import TurnRun
+__all__ = [
+    "STREAM_KEY",
+    "AModelCall",
+    "ModelCall",
+    "TurnRun",
+    "chain",
+    "make_plan_run",
+    "tool_runtime",
+    "unobserved",
+]
 
-__all__ = ["STREAM_KEY", "chain", "make_plan_run", "tool_runtime", "unobserved"]
+
+ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
+AModelCall: TypeAlias = Callable[[list[BaseMessage]], Awaitable[AIMessage]]
+
+
+@dataclass
+class TurnRun:
+    """What one turn needs from its caller (kept out of graph state; not serialised).
+
+    Attributes:
+        externs: The tools the plan may call.
+        system_prompt: The planner's system prompt (already filled in).
+        call_model: Sends a conversation (without system message) to the model.
+        acall_model: Async ``call_model``.
+        agent_state: The caller's graph state, given to tools as ``ToolRuntime.state``.
+        runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
+        error: The live exception of the last failed plan (for ``on_tool_error="raise"``).
+        context: The caller's own system prompt: the system message of the final answer call
+            (``final_answer="model"``).
+    """
+
+    externs: Mapping[str, Extern]
+    system_prompt: str
+    call_model: ModelCall | None = None
+    acall_model: AModelCall | None = None
+    agent_state: Any = None
+    runtime: Any = None
+    error: ExecutionError | None = field(default=None, repr=False)
+    context: str = ""
 
 
 def make_plan_run(

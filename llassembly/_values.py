@@ -12,12 +12,11 @@ import enum
 import inspect
 import json
 import math
+import sys
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from langchain_core.messages import ToolMessage
-from langgraph.types import Command
 from pydantic import BaseModel, TypeAdapter
 
 from llassembly.program import Value
@@ -31,6 +30,7 @@ __all__ = [
     "first_line",
     "is_model",
     "is_subclass",
+    "loaded",
     "short_repr",
     "strip_annotation",
     "to_value",
@@ -39,6 +39,17 @@ __all__ = [
 
 Converter = Callable[[Any], Any]
 EMPTY = inspect.Parameter.empty
+
+
+def loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is already imported, else ``None``.
+
+    A value can only be an instance of (or annotated with) a class whose module is loaded, so
+    the engine checks for LangChain and LangGraph types this way without importing them.
+    """
+    found = sys.modules.get(module)
+    return getattr(found, name, None) if found is not None else None
+
 
 # --- type helpers -------------------------------------------------------------------------------
 
@@ -218,11 +229,13 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
-def short_repr(value: Any) -> str:
-    """``repr`` that never fails (huge ints) and stays short."""
+def short_repr(value: Any, limit: int | None = None) -> str:
+    """``repr`` that never fails (an integer too long to print reads ``an integer of N bits``),
+    cut to ``limit`` characters when given. The one safe ``repr`` of the package."""
     if isinstance(value, int) and value.bit_length() > 200:
         return f"an integer of {value.bit_length()} bits"
-    return repr(value)
+    text = repr(value)
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 def first_line(exc: BaseException) -> str:
@@ -254,11 +267,14 @@ def to_value(x: Any) -> Value:
         return 1 if x else 0
     if isinstance(x, enum.Enum):
         return to_value(x.value)
-    if isinstance(x, ToolMessage):  # a tool that builds its own message: keep the content
-        return to_value(x.content)
-    if isinstance(x, Command):  # a state update: the value is its ToolMessage's text
+    tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
+    if tool_message is not None and isinstance(x, tool_message):
+        return to_value(x.content)  # a tool that builds its own message: keep the content
+    command = loaded("langgraph.types", "Command")
+    if command is not None and isinstance(x, command):
+        # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
-        answers = [m for m in update.get("messages", []) if isinstance(m, ToolMessage)]
+        answers = [m for m in update.get("messages", []) if isinstance(m, tool_message or ())]
         return to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()

@@ -224,8 +224,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     3 the command was used wrongly.
     """
     stream = out if out is not None else sys.stdout
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(words)
     except SystemExit as exc:  # argparse has printed the usage; 2 would read as "run stopped"
         return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
     handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from . import _ahead
 from ._access import fail
-from ._ahead import HOLE, ParallelTools
+from ._ahead import ParallelTools
 from ._drive import adrive, drive
-from ._state import MachineState
+from ._state import HOLE, CallRecord, MachineState, RunResult, ToolCall
 from ._state import is_value as _is_value
 from ._steps import (
     DEFAULT_MAX_STACK_DEPTH,
@@ -73,48 +72,6 @@ DEFAULT_MAX_INSTRUCTIONS = 1000
 DEFAULT_MAX_TOOL_CALLS = 100
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # results pushed as they are (the rest: to_values)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call the plan wants made.
-
-    Attributes:
-        tool: The tool's name.
-        args: Keyword arguments, converted to the tool's declared types.
-        index: Index of the ``CALL`` instruction.
-        line: Its line in the model's reply.
-        source: Its text.
-        number: 1 for the plan's first tool call, 2 for the second...
-    """
-
-    tool: str
-    args: dict[str, Any]
-    index: int
-    line: int
-    source: str
-    number: int
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """A tool call that was made and what it returned."""
-
-    call: ToolCall
-    result: Any
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
-    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
-
-    registers: dict[str, Value]
-    stack: list[Value]
-    calls: list[CallRecord]
-    instructions_executed: int
-    tool_calls: int
-    answer: str = ""
 
 
 def tool_error(call: ToolCall, exc: Exception) -> BaseException:

@@ -20,16 +20,15 @@ Conversion is precomputed per parameter when the extern is built, so the common
 
 from __future__ import annotations
 
+import enum
 import inspect
+import json
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeGuard, get_args, get_origin
 
-from langchain.tools import InjectedToolArg, ToolRuntime
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from llassembly._values import (
@@ -39,14 +38,27 @@ from llassembly._values import (
     first_line,
     is_model,
     is_subclass,
+    loaded,
     short_repr,
+    strip_annotation,
     to_value,
     type_label,
 )
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
 from llassembly.program import Value, register_index
 
-__all__ = ["Extern", "Param", "check_sync_tools", "externs_from", "find_extern", "type_label"]
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+__all__ = [
+    "Extern",
+    "Param",
+    "check_sync_tools",
+    "describe_extern",
+    "extern_signature",
+    "externs_from",
+    "type_label",
+]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 _FILTERED = frozenset({"self", "run_manager", "callbacks"})
@@ -203,30 +215,135 @@ class Extern:
 
     def signature(self) -> str:
         """Return ``name(a: int, b: str) -> int`` as the prompt shows it."""
-        from llassembly.prompt import extern_signature  # the prompt stage owns rendering
-
         return extern_signature(self)
 
     def describe(self) -> str:
         """Return the block the system prompt shows for this tool."""
-        from llassembly.prompt import describe_extern
-
         return describe_extern(self)
+
+
+# --- how a tool reads in the system prompt -----------------------------------------------------
+
+
+def extern_signature(extern: Extern) -> str:
+    """Return ``name(a: int, b: str) -> int`` (``-> (int, int)`` for two results)."""
+    args = ", ".join(f"{p.name}: {type_label(p.annotation)}" for p in extern.params)
+    if extern.n_results == 0:
+        returns = "nothing"
+    elif extern.n_results == 1:
+        returns = type_label(extern.result_types[0] if extern.result_types else Any)
+    else:
+        returns = "(" + ", ".join(type_label(t) for t in extern.result_types) + ")"
+    return f"{extern.name}({args}) -> {returns}"
+
+
+def describe_extern(extern: Extern) -> str:
+    """Return the prompt block for one tool: signature, description, arguments, results, example.
+
+    Example:
+        >>> from llassembly.externs import externs_from
+        >>> def make_one_step(x: int, y: int) -> int:
+        ...     '''Move one step towards (x, y).'''
+        ...     return 0
+        >>> print(describe_extern(externs_from([make_one_step])["make_one_step"]))
+        ## make_one_step
+        make_one_step(x: int, y: int) -> int
+        Move one step towards (x, y).
+        Arguments, push in this order: x, y
+        Returns 1 value.
+        Example:
+            PUSH 5             ; x
+            PUSH 7             ; y
+            CALL make_one_step
+            POP R1             ; result
+    """
+    lines = [f"## {extern.name}", extern_signature(extern)]
+    if extern.description:
+        lines.append(extern.description)
+    if not extern.params:
+        lines.append("Arguments: none.")
+    elif any(p.description for p in extern.params):
+        lines.append("Arguments, push in this order:")
+        lines += [f"  {p.name}: {p.description or type_label(p.annotation)}" for p in extern.params]
+    else:
+        lines.append("Arguments, push in this order: " + ", ".join(p.name for p in extern.params))
+    n = extern.n_results
+    if n == 0:
+        lines.append("Returns nothing: do not POP after it.")
+    elif n == 1:
+        lines.append("Returns 1 value.")
+    else:
+        lines.append(f"Returns {n} values: the first POP gets the first one.")
+
+    example = [(f"PUSH {_operand(p.annotation, i)}", p.name) for i, p in enumerate(extern.params)]
+    example.append((f"CALL {extern.name}", ""))
+    if n == 1:
+        example.append(("POP R1", "result"))
+    else:
+        example += [(f"POP R{i + 1}", f"result {i + 1}") for i in range(n)]
+    width = max(len(code) for code, _ in example) + 1
+    lines.append("Example:")
+    lines += [
+        f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in example
+    ]
+    return "\n".join(lines)
+
+
+def _operand(annotation: Any, index: int) -> str:
+    """Return a literal that fits ``annotation``, for the call example."""
+    sample = _sample(annotation)
+    if isinstance(sample, bool):
+        return "1" if sample else "0"
+    if isinstance(sample, int):
+        return str(5 + 2 * index)
+    if isinstance(sample, (float, str)):
+        return json.dumps(sample)
+    return "'" + json.dumps(sample, ensure_ascii=False) + "'"  # JSON text in single quotes
+
+
+def _sample(annotation: Any, depth: int = 0) -> Any:
+    """Return a small JSON-compatible value of this type."""
+    ann = strip_annotation(annotation)
+    origin, args = get_origin(ann), get_args(ann)
+    if is_model(ann):
+        fields = ann.model_fields.items() if depth < 3 else ()
+        return {name: _sample(f.annotation, depth + 1) for name, f in fields}
+    if origin is Literal:
+        return args[0]
+    if is_subclass(ann, enum.Enum):
+        return next(iter(ann)).value
+    simple: dict[Any, Any] = {bool: True, float: 0.5, str: "text", dict: {}, list: []}
+    if ann in simple:
+        return simple[ann]
+    if origin in (list, tuple, set, frozenset):
+        return [_sample(args[0], depth + 1)] if args and depth < 3 else []
+    if origin is dict:
+        return {}
+    return 1  # int, Any and anything else: a number
 
 
 # --- building externs ----------------------------------------------------------------------------
 
 
+# LangChain's types are looked up only if loaded (see ``loaded``): a plain typed callable does not
+# need them, and the engine imports no LangChain or LangGraph.
+
+
 def _is_injected(annotation: Any) -> bool:
     """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
-    if annotation is RunnableConfig or _is_runtime(annotation):
+    config = loaded("langchain_core.runnables.config", "RunnableConfig")
+    if (config is not None and annotation is config) or _is_runtime(annotation):
         return True
+    injected = loaded("langchain_core.tools.base", "InjectedToolArg")
+    if injected is None:
+        return False
     metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    return any(isinstance(m, InjectedToolArg) or is_subclass(m, InjectedToolArg) for m in metadata)
+    return any(isinstance(m, injected) or is_subclass(m, injected) for m in metadata)
 
 
 def _is_runtime(annotation: Any) -> bool:
-    return is_subclass(get_origin(annotation) or annotation, ToolRuntime)
+    runtime = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -364,6 +481,12 @@ def _check_name(name: str) -> None:
         raise UsageError(msg)
 
 
+def _is_tool(item: Any) -> TypeGuard[BaseTool]:
+    """Whether ``item`` is a LangChain ``BaseTool``."""
+    base = loaded("langchain_core.tools.base", "BaseTool")
+    return base is not None and isinstance(item, base)
+
+
 def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dict[str, Extern]:
     """Build externs for LangChain tools and plain typed callables, keeping their order.
 
@@ -375,7 +498,7 @@ def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dic
     for item in tools:
         if isinstance(item, Extern):
             ext = item
-        elif isinstance(item, BaseTool):
+        elif _is_tool(item):
             _check_name(item.name)
             ext = _from_tool(item)
         elif callable(item):
@@ -404,13 +527,3 @@ def check_sync_tools(names: Iterable[str], externs: Mapping[str, Extern]) -> Non
             f"the plan calls async-only tools ({listed}) but runs synchronously: nothing has "
             "run; use ainvoke / the async node, or give the tools a sync function"
         )
-
-
-def find_extern(name: str, externs: Mapping[str, Extern]) -> Extern | None:
-    """Return the extern named exactly ``name``, else the only case-insensitive match, else None."""
-    exact = externs.get(name)
-    if exact is not None:
-        return exact
-    folded = name.casefold()
-    matches = [e for key, e in externs.items() if key.casefold() == folded]
-    return matches[0] if len(matches) == 1 else None

@@ -20,22 +20,19 @@ program and reused by every run.
 from __future__ import annotations
 
 import functools
-import json
 import operator
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 # LangGraph's own node wrapper: one node with a sync and an async body, no thread hop for sync
 # bodies under ainvoke and no extra tracing run per node (langchain's agent nodes use it too).
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
-from pydantic import BaseModel
 
 from ._ahead import (
     Failed,
@@ -47,6 +44,15 @@ from ._ahead import (
     marked_calls,
 )
 from ._drive import adrive, drive
+from ._messages import (  # the message builders stay importable from here
+    batch_messages,
+    batch_request,
+    call_messages,
+    call_request,
+    failure_record,
+    result_text,
+)
+from ._node import Node
 from .emulator import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_TOOL_CALLS,
@@ -56,7 +62,7 @@ from .emulator import (
     tool_error,
 )
 from .errors import ExecutionError, UsageError
-from .program import OPCODE_INFO, Name, Opcode
+from .program import OPCODE_INFO, Name, Opcode, successors
 
 __all__ = [
     "GRANULARITIES",
@@ -110,113 +116,6 @@ class PlanRun:
     call_id_prefix: str = "asm_"
     record_messages: bool = True
     error: ExecutionError | None = field(default=None, repr=False)
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as JSON-ready data (pydantic models dumped, anything else unknown as text)."""
-    return _jsonable(value)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-def result_text(result: Any) -> str:
-    """The text a ``ToolMessage`` shows for a raw tool result."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, ToolMessage):
-        return result.text
-    try:
-        return json.dumps(_jsonable(result), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(result)
-
-
-def call_request(call: ToolCall, call_id: str) -> AIMessage:
-    """The ``AIMessage`` carrying one executed CALL as a tool call (source line in metadata)."""
-    meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
-    return AIMessage(
-        content="",
-        tool_calls=[
-            {"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}
-        ],
-        response_metadata=meta,
-    )
-
-
-def batch_request(calls: list[ToolCall], call_ids: list[str]) -> AIMessage:
-    """The ``AIMessage`` carrying a batch of CALLs run at once (``parallel_tools``); one
-    call gives :func:`call_request`'s message. Its metadata names the first call and lists
-    every call under ``"batch"``."""
-    if len(calls) == 1:
-        return call_request(calls[0], call_ids[0])
-    where = [{"index": c.index, "line": c.line, "source": c.source} for c in calls]
-    return AIMessage(
-        content="",
-        tool_calls=[
-            {"name": c.tool, "args": _jsonable(c.args), "id": i, "type": "tool_call"}
-            for c, i in zip(calls, call_ids, strict=True)
-        ],
-        response_metadata={"llassembly": {**where[0], "batch": where}},
-    )
-
-
-def batch_messages(
-    calls: list[ToolCall], answers: list[tuple[str, bool]], call_ids: list[str]
-) -> list[AnyMessage]:
-    """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``)."""
-    messages: list[AnyMessage] = [batch_request(calls, call_ids)]
-    for call, (content, error), call_id in zip(calls, answers, call_ids, strict=True):
-        meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
-        messages.append(
-            ToolMessage(
-                content=content,
-                tool_call_id=call_id,
-                name=call.tool,
-                status="error" if error else "success",
-                response_metadata=meta,
-            )
-        )
-    return messages
-
-
-def call_messages(
-    call: ToolCall, content: str, call_id: str, *, error: bool = False
-) -> list[AnyMessage]:
-    """The ``AIMessage`` (one tool call) and ``ToolMessage`` pair recording an executed CALL."""
-    request = call_request(call, call_id)
-    answer = ToolMessage(
-        content=content,
-        tool_call_id=call_id,
-        name=call.tool,
-        status="error" if error else "success",
-        response_metadata=request.response_metadata,
-    )
-    return [request, answer]
-
-
-def failure_record(exc: ExecutionError) -> dict[str, Any]:
-    """A plain-data description of a failed run (kept in graph state)."""
-    record: dict[str, Any] = {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "detail": exc.detail,
-        "line": exc.line,
-        "source": exc.source,
-    }
-    for attr in ("tool", "budget", "limit", "reached", "argument"):
-        if hasattr(exc, attr):
-            record[attr] = getattr(exc, attr)
-    return record
 
 
 class PlanGraph:
@@ -387,7 +286,7 @@ class PlanGraph:
             update["failure"] = failure
         return update
 
-    def _node(self, names: dict[int, str]) -> RunnableCallable:
+    def _node(self, names: dict[int, str]) -> Node:
         """A node: run its part of the plan, then go to the node at the new pc (or the end).
 
         Nodes route with ``Command(goto=...)`` rather than conditional edges: the next node
@@ -421,7 +320,7 @@ class PlanGraph:
             body = self._body(state, run)
             return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
 
-        return RunnableCallable(sync, asynchronous, trace=False)
+        return Node(sync, asynchronous)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -471,17 +370,17 @@ class PlanGraph:
         def at(index: int) -> int | None:
             return index if index < count else None
 
-        if ins.op is Opcode.HLT:
-            return [("", None)]
-        if ins.op is Opcode.RET:
+        if info.flow == "return":
             return [("", s) for s in dict.fromkeys([*self._return_sites, None])]
-        if info.jump or (ins.op is Opcode.CALL and self.compiled.tools[pc] is None):
-            operand = ins.operands[0]
-            target = at(program.labels[operand.name.lower()]) if isinstance(operand, Name) else None
-            if not info.conditional:
-                return [("", target)]
-            return [(_TAKEN, target), (_NOT_TAKEN, at(pc + 1))]
-        return [("", at(pc + 1))]
+        operand = ins.operands[0] if ins.operands else None
+        subroutine = info.flow == "call" and self.compiled.tools[pc] is None
+        target = None
+        if (info.jump or subroutine) and isinstance(operand, Name):
+            target = program.labels[operand.name.lower()]
+        out = [at(index) if index is not None else None for index in successors(info, pc, target)]
+        if info.flow == "branch":
+            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
+        return [("", out[0] if out else None)]
 
     def _is_subroutine_call(self, index: int, op: Opcode) -> bool:
         return op is Opcode.CALL and self.compiled.tools[index] is None

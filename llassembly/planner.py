@@ -16,9 +16,8 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeAlias, TypedDict
+from collections.abc import Generator, Hashable, Mapping, Sequence
+from typing import Annotated, Any, Final, Literal, TypedDict
 
 from langchain_core.messages import (
     AIMessage,
@@ -28,7 +27,6 @@ from langchain_core.messages import (
     SystemMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -47,14 +45,14 @@ from ._messages import (
     turn_messages,
     without_native_calls,
 )
-from ._tools import make_plan_run, unobserved
+from ._node import Node
+from ._tools import TurnRun, make_plan_run, unobserved
 from .emulator import (
     CompiledProgram,
     compile_program,
 )
 from .errors import (
     Diagnostic,
-    ExecutionError,
     PlanError,
     PlanRejected,
     RepairsExhausted,
@@ -97,6 +95,8 @@ __all__ = [
 ]
 
 TURN_KEY = "llassembly_turn"
+DONE: Final = "__end__"
+"""What a routing function returns to end the turn (mapped to LangGraph's ``END``)."""
 _CACHE_SIZE = 256
 
 
@@ -118,36 +118,6 @@ class TurnState(TypedDict, total=False):
     approval: dict[str, Any] | None
     answer_in_turn: bool
     final_reply: AIMessage | None
-
-
-ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
-AModelCall: TypeAlias = Callable[[list[BaseMessage]], Awaitable[AIMessage]]
-
-
-@dataclass
-class TurnRun:
-    """What one turn needs from its caller (kept out of graph state; not serialised).
-
-    Attributes:
-        externs: The tools the plan may call.
-        system_prompt: The planner's system prompt (already filled in).
-        call_model: Sends a conversation (without system message) to the model.
-        acall_model: Async ``call_model``.
-        agent_state: The caller's graph state, given to tools as ``ToolRuntime.state``.
-        runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
-        error: The live exception of the last failed plan (for ``on_tool_error="raise"``).
-        context: The caller's own system prompt: the system message of the final answer call
-            (``final_answer="model"``).
-    """
-
-    externs: Mapping[str, Extern]
-    system_prompt: str
-    call_model: ModelCall | None = None
-    acall_model: AModelCall | None = None
-    agent_state: Any = None
-    runtime: Any = None
-    error: ExecutionError | None = field(default=None, repr=False)
-    context: str = ""
 
 
 def short_hash(text: str) -> str:
@@ -350,7 +320,7 @@ class Turn:
     def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
         builder.add_node("plan", self._model_node(replan=False))
-        builder.add_node("execute", RunnableCallable(self._execute, self._aexecute, trace=False))
+        builder.add_node("execute", Node(self._execute, self._aexecute))
         builder.add_node("replan", self._model_node(replan=True))
         builder.add_node("answer", answer_node(TURN_KEY))
         steps: dict[Hashable, str] = {
@@ -359,20 +329,20 @@ class Turn:
             "execute": "execute",
             "approve": "approve",
             "answer": "answer",
-            END: END,
+            DONE: END,
         }
-        builder.add_node("approve", RunnableCallable(self._approve, trace=False))
+        builder.add_node("approve", Node(self._approve))
         builder.add_conditional_edges("approve", self._after_approve, steps)
         builder.add_conditional_edges(START, _start, steps)
         builder.add_conditional_edges("plan", _after_plan, steps)
         builder.add_conditional_edges("replan", _after_plan, steps)
         builder.add_conditional_edges(
-            "execute", self._after_execute, {"replan": "replan", "answer": "answer", END: END}
+            "execute", self._after_execute, {"replan": "replan", "answer": "answer", DONE: END}
         )
         builder.add_edge("answer", END)
         return builder.compile()
 
-    def _model_node(self, *, replan: bool) -> RunnableCallable:
+    def _model_node(self, *, replan: bool) -> Node:
         def body(
             state: TurnState, run: TurnRun
         ) -> Generator[list[BaseMessage], AIMessage, TurnState]:
@@ -425,7 +395,7 @@ class Turn:
             model = run.acall_model
             return await adrive(body(state, run), lambda msgs: model([*_system(run), *msgs]))
 
-        return RunnableCallable(sync, asynchronous, trace=False)
+        return Node(sync, asynchronous)
 
     def _plan_input(
         self, state: TurnState, run: TurnRun, config: RunnableConfig
@@ -483,12 +453,12 @@ class Turn:
             "new_messages": [edit_note(result)],
         }
 
-    def _after_approve(self, state: TurnState) -> str:
+    def _after_approve(self, state: TurnState) -> Literal["execute", "replan", "answer", "__end__"]:
         if state.get("plan"):
             return "execute"
         return self._after_execute(state)
 
-    def _after_execute(self, state: TurnState) -> str:
+    def _after_execute(self, state: TurnState) -> Literal["replan", "answer", "__end__"]:
         opts = self.options
         failure = state.get("failure")
         replans_left = state.get("replans", 0) < opts.max_replans
@@ -499,7 +469,7 @@ class Turn:
             opts.final_answer, failure, raising, None, None
         ):
             return "answer"
-        return END
+        return DONE
 
     def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
         """The config to invoke the turn graph with (the caller's plus the run)."""
@@ -513,16 +483,16 @@ def _called(compiled: CompiledProgram) -> list[str]:
     return [t.name for t in compiled.tools if t is not None]
 
 
-def _start(state: TurnState) -> str:
+def _start(state: TurnState) -> Literal["approve", "execute", "plan"]:
     if state.get("plan"):
         return "approve" if state.get("approval") else "execute"
     return "plan"
 
 
-def _after_plan(state: TurnState) -> str:
+def _after_plan(state: TurnState) -> Literal["approve", "execute", "__end__"]:
     if state.get("plan"):
         return "approve" if state.get("approval") else "execute"
-    return END
+    return DONE
 
 
 def _system(run: TurnRun) -> list[BaseMessage]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeAlias, TypeVar
 
 __all__ = [
     "MNEMONICS",
     "OPCODE_INFO",
     "REGISTER_COUNT",
+    "Flow",
     "Imm",
     "Instruction",
     "Mem",
@@ -33,6 +34,7 @@ __all__ = [
     "find_tool",
     "register_index",
     "register_name",
+    "successors",
 ]
 
 Value: TypeAlias = int | float | str
@@ -105,6 +107,8 @@ class Opcode(enum.Enum):
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem"]
+Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
+"""Where control goes after an instruction: see :func:`successors`."""
 """``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
 register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
 tool name or a code label; ``mem``: a memory operand (``LEA``)."""
@@ -133,6 +137,11 @@ class OpcodeInfo:
     variadic: bool = False
     """Its last operand kind repeats: ``SAY`` reads one more value per placeholder of its
     text (the parser adds them, see :func:`answer_template`)."""
+    flow: Flow = "next"
+    """Its control flow (read by the verifier and the graph compiler through
+    :func:`successors`)."""
+    r0_noop: bool = False
+    """Its only effect is its destination register: with ``R0`` there it changes nothing."""
 
     def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
         """The operand shape for ``count`` operands, or ``None`` when none has that many."""
@@ -160,7 +169,9 @@ _CONVERT = OpcodeInfo(("reg", "value"), writes_state=True, numeric=True)
 
 
 def _eq_jump(condition: str) -> OpcodeInfo:
-    return OpcodeInfo(("label",), jump=True, conditional=True, ends_block=True, condition=condition)
+    return OpcodeInfo(
+        ("label",), jump=True, conditional=True, ends_block=True, condition=condition, flow="branch"
+    )
 
 
 def _ord_jump(condition: str) -> OpcodeInfo:
@@ -171,6 +182,7 @@ def _ord_jump(condition: str) -> OpcodeInfo:
         ordered=True,
         ends_block=True,
         condition=condition,
+        flow="branch",
     )
 
 
@@ -193,11 +205,11 @@ def _cmov(condition: str) -> OpcodeInfo:
 
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
-    Opcode.MOV: OpcodeInfo(("reg", "value"), writes_state=True),
+    Opcode.MOV: OpcodeInfo(("reg", "value"), writes_state=True, r0_noop=True),
     Opcode.PUSH: OpcodeInfo(("value",), writes_state=True),
     Opcode.POP: OpcodeInfo(("reg",), writes_state=True),
-    Opcode.ADD: _ARITH,
-    Opcode.SUB: _ARITH,
+    Opcode.ADD: replace(_ARITH, r0_noop=True),
+    Opcode.SUB: replace(_ARITH, r0_noop=True),
     Opcode.MUL: OpcodeInfo(
         ("reg", "value"),
         sets_flags=True,
@@ -205,21 +217,22 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
         numeric=True,
         reads_dst=True,
         forms=(("value",), ("reg", "value", "value")),
+        r0_noop=True,
     ),
-    Opcode.INC: _UNARY,
-    Opcode.DEC: _UNARY,
+    Opcode.INC: replace(_UNARY, r0_noop=True),
+    Opcode.DEC: replace(_UNARY, r0_noop=True),
     Opcode.CMP: OpcodeInfo(("value", "value"), sets_flags=True),
-    Opcode.JMP: OpcodeInfo(("label",), jump=True, ends_block=True),
+    Opcode.JMP: OpcodeInfo(("label",), jump=True, ends_block=True, flow="jump"),
     Opcode.JE: _eq_jump("e"),
     Opcode.JNE: _eq_jump("ne"),
     Opcode.JL: _ord_jump("l"),
     Opcode.JLE: _ord_jump("le"),
     Opcode.JG: _ord_jump("g"),
     Opcode.JGE: _ord_jump("ge"),
-    Opcode.CALL: OpcodeInfo(("target",), ends_block=True, writes_state=True),
-    Opcode.RET: OpcodeInfo((), ends_block=True),
+    Opcode.CALL: OpcodeInfo(("target",), ends_block=True, writes_state=True, flow="call"),
+    Opcode.RET: OpcodeInfo((), ends_block=True, flow="return"),
     Opcode.NOP: OpcodeInfo(()),
-    Opcode.HLT: OpcodeInfo((), ends_block=True),
+    Opcode.HLT: OpcodeInfo((), ends_block=True, flow="halt"),
     Opcode.DIV: OpcodeInfo(
         ("reg", "value"),
         sets_flags=True,
@@ -240,7 +253,13 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.SAR: _SHIFT,
     Opcode.LEA: OpcodeInfo(("reg", "mem"), writes_state=True),
     Opcode.LOOP: OpcodeInfo(
-        ("label",), jump=True, conditional=True, ends_block=True, writes_state=True, numeric=True
+        ("label",),
+        jump=True,
+        conditional=True,
+        ends_block=True,
+        writes_state=True,
+        numeric=True,
+        flow="branch",
     ),
     Opcode.XCHG: OpcodeInfo(("reg", "reg"), writes_state=True, reads_dst=True),
     Opcode.SETE: _set("e"),
@@ -550,6 +569,24 @@ class ToolShape(Protocol):
 
 
 _T = TypeVar("_T")
+
+
+def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:
+    """Where control goes after the instruction at ``pc`` (the one control-flow rule).
+
+    ``target`` is the index of its label (a jump, ``CALL label``), ``None`` otherwise. A tool
+    ``CALL`` goes on to ``pc + 1``; ``CALL label`` to the label (the verifier adds ``pc + 1``,
+    as if the subroutine returned); ``RET`` (its destinations are the call stack's) and ``HLT``
+    have none here. A branch lists the taken successor first.
+    """
+    flow = info.flow
+    if flow == "return" or flow == "halt":
+        return ()
+    if flow == "jump" or (flow == "call" and target is not None):
+        return (target,)
+    if flow == "branch":
+        return (target, pc + 1)
+    return (pc + 1,)
 
 
 def find_tool(name: str, tools: Mapping[str, _T]) -> _T | None:

@@ -38,6 +38,7 @@ from .program import (
     Reg,
     ToolShape,
     find_tool,
+    successors,
 )
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
@@ -55,10 +56,6 @@ _KIND_WORDS: dict[OperandKind, str] = {
 }
 _DIVISIONS = frozenset({Opcode.DIV, Opcode.MOD, Opcode.DIVSD})
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
-# Writing R0 discards the value, so these change nothing when their destination is R0.
-_REGISTER_WRITERS = frozenset(
-    {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
-)
 
 
 def _plural(count: int, word: str) -> str:
@@ -475,23 +472,19 @@ class _Checker:
         such a cycle is sound. Running past the end goes to ``len(instructions)``, a node with
         no successors: a way out.
         """
-        ins = self.program.instructions[pc]
-        info = OPCODE_INFO[ins.op]
-        if ins.op in (Opcode.RET, Opcode.HLT):
-            out: tuple[int, ...] = ()
-        elif ins.op is Opcode.CALL and pc in self.target:
-            out = (self.target[pc], pc + 1)
-        elif info.jump:
-            out = (self.target[pc], pc + 1) if info.conditional else (self.target[pc],)
-        else:
-            out = (pc + 1,)
-        return tuple(min(t, len(self.program.instructions)) for t in out)
+        info = OPCODE_INFO[self.program.instructions[pc].op]
+        out = successors(info, pc, self.target.get(pc))
+        if info.flow == "call" and pc in self.target:
+            out = (*out, pc + 1)  # as if the subroutine returned
+        end = len(self.program.instructions)
+        return tuple(min(t, end) for t in out if t is not None)
 
     def changes_state(self, ins: Instruction) -> bool:
-        if not OPCODE_INFO[ins.op].writes_state:
+        info = OPCODE_INFO[ins.op]
+        if not info.writes_state:
             return False
         first = ins.operands[0] if ins.operands else None
-        return not (ins.op in _REGISTER_WRITERS and isinstance(first, Reg) and first.index == 0)
+        return not (info.r0_noop and isinstance(first, Reg) and first.index == 0)
 
     def check_loops(self) -> None:
         instructions = self.program.instructions

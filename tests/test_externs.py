@@ -12,7 +12,8 @@ from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, 
 from pydantic import BaseModel, Field
 
 from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
-from llassembly.externs import Extern, Param, externs_from, find_extern, type_label
+from llassembly.externs import Extern, Param, externs_from, type_label
+from llassembly.program import find_tool
 
 
 class Point(BaseModel):
@@ -206,29 +207,29 @@ def test_unresolvable_annotation_is_a_usage_error() -> None:
         externs_from([f])
 
 
-# --- find_extern --------------------------------------------------------------------------------
+# --- find_tool (a tool by name) ------------------------------------------------------------------
 
 
-def test_find_extern_prefers_exact_then_unique_case_insensitive() -> None:
+def test_find_tool_prefers_exact_then_unique_case_insensitive() -> None:
     def Move() -> None: ...
 
     def jump() -> None: ...
 
     built = externs_from([Move, jump])
-    assert find_extern("Move", built) is built["Move"]
-    assert find_extern("move", built) is built["Move"]
-    assert find_extern("JUMP", built) is built["jump"]
-    assert find_extern("fly", built) is None
+    assert find_tool("Move", built) is built["Move"]
+    assert find_tool("move", built) is built["Move"]
+    assert find_tool("JUMP", built) is built["jump"]
+    assert find_tool("fly", built) is None
 
 
-def test_find_extern_ambiguous_case_insensitive_match_is_none() -> None:
+def test_find_tool_ambiguous_case_insensitive_match_is_none() -> None:
     def scan() -> None: ...
 
     def Scan() -> None: ...
 
     built = externs_from([scan, Scan])
-    assert find_extern("scan", built) is built["scan"]
-    assert find_extern("SCAN", built) is None
+    assert find_tool("scan", built) is built["scan"]
+    assert find_tool("SCAN", built) is None
 
 
 # --- convert_args -------------------------------------------------------------------------------

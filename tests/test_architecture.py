@@ -1,0 +1,226 @@
+"""The package's shape: modules import each other without cycles, and the engine (parse,
+verify, emulate, ``llassembly check``) loads no LangGraph and no agent code."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import llassembly
+
+PACKAGE = Path(llassembly.__file__).parent
+ROOT = PACKAGE.parent
+ROOT_PACKAGE = "llassembly"
+
+# --- import cycles -------------------------------------------------------------------------------
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(source: str, name: str, package: str, modules: set[str]) -> set[str]:
+    """The package's modules that module ``name`` (in ``package``) imports: at module level,
+    in functions and under ``if TYPE_CHECKING:`` alike (a type-only import is a dependency)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            # ``from . import x`` names the submodule x; ``from .x import y`` the module x
+            submodules = [f"{module}.{a.name}" for a in node.names]
+            targets = [m for m in submodules if m in modules] or [module]
+        else:
+            continue
+        # Every module imports the package itself first: that is not an edge.
+        found.update(t for t in targets if t in modules and t not in (name, ROOT_PACKAGE))
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package and the package modules it imports."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(paths)
+    return {
+        name: _imports(
+            path.read_text(encoding="utf-8"),
+            name,
+            name if path.name == "__init__.py" else name.rpartition(".")[0],
+            modules,
+        )
+        for name, path in paths.items()
+    }
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (its modules, the first repeated at the end), or ``None``."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return None
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            cycle = visit(target)
+            if cycle is not None:
+                return cycle
+        path.pop()
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        cycle = visit(module)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = import_graph()
+    assert "llassembly.emulator" in graph["llassembly"]  # the walk sees relative imports
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or ())
+
+
+def test_find_cycle_sees_type_checking_and_function_level_imports() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    source = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        import json
+        from . import errors
+        if TYPE_CHECKING:
+            from .emulator import Emulator
+        def late():
+            from . import parser
+        """
+    )
+    modules = set(import_graph())
+    found = _imports(source, "llassembly.probe", "llassembly", modules)
+    assert found == {"llassembly.errors", "llassembly.emulator", "llassembly.parser"}
+
+
+# --- the engine alone ----------------------------------------------------------------------------
+
+_INTEGRATION = ("langgraph", "langchain.agents")
+
+
+def _loaded_after(code: str, cwd: Path | None = None) -> list[str]:
+    """The integration modules in ``sys.modules`` after running ``code`` in a fresh process."""
+    script = code + textwrap.dedent(
+        f"""
+        import sys
+        print(sorted(m for m in sys.modules if m.startswith({_INTEGRATION!r})))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+        timeout=120,
+    )
+    loaded: list[str] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_the_engine_imports_no_langgraph_and_no_agent_code() -> None:
+    code = "from llassembly import parse, verify, Emulator, summarize, externs_from, check\n"
+    assert _loaded_after(code) == []
+
+
+def test_running_a_plan_with_plain_callables_loads_no_langgraph() -> None:
+    code = textwrap.dedent(
+        """
+        from llassembly import Emulator, parse
+        def add(a: int, b: int) -> int:
+            return a + b
+        assert Emulator(parse("PUSH 2\\nPUSH 3\\nCALL add\\nPOP R1"), [add]).run().registers
+        """
+    )
+    assert _loaded_after(code) == []
+
+
+def test_the_check_command_loads_no_langgraph(tmp_path: Path) -> None:
+    (tmp_path / "plain_tools.py").write_text(
+        "def add(a: int, b: int) -> int:\n    return a + b\n\nTOOLS = [add]\n", encoding="utf-8"
+    )
+    (tmp_path / "plan.asm").write_text("PUSH 2\nPUSH 3\nCALL add\nPOP R1\n", encoding="utf-8")
+    code = textwrap.dedent(
+        """
+        import io, sys
+        sys.path.insert(0, ".")
+        from llassembly.cli import main
+        out = io.StringIO()
+        assert main(["check", "plan.asm", "--tools", "plain_tools:TOOLS"], out=out) == 0, out
+        """
+    )
+    assert _loaded_after(code, cwd=tmp_path) == []
+
+
+def test_the_integration_loads_on_first_use() -> None:
+    code = textwrap.dedent(
+        """
+        import llassembly
+        from llassembly import ToolsPlannerMiddleware, PlanGraph
+        from llassembly.middleware import ToolsPlannerMiddleware as direct
+        assert ToolsPlannerMiddleware is direct
+        assert "ToolsPlannerNode" in dir(llassembly)
+        """
+    )
+    assert "langgraph" in _loaded_after(code)
+
+
+def test_every_public_name_resolves() -> None:
+    for name in llassembly.__all__:
+        assert getattr(llassembly, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        _ = llassembly.nothing_here  # type: ignore[attr-defined]
+
+
+# --- opcode facts: one table ---------------------------------------------------------------------
+
+
+def test_every_opcode_has_its_facts_and_a_handler() -> None:
+    from llassembly import _steps
+    from llassembly.program import OPCODE_INFO, Opcode
+
+    assert set(OPCODE_INFO) == set(Opcode)
+    assert set(_steps._COMPILERS) == set(Opcode)
+    for op, info in OPCODE_INFO.items():
+        # a jump's flow says where it goes; nothing else is a jump
+        assert info.jump == (info.flow in ("jump", "branch")), op
+        assert (info.flow == "branch") == (info.jump and info.conditional), op
+        assert info.flow != "call" or op is Opcode.CALL, op
+        # an instruction that ends a basic block changes the flow (but LOOP, a branch)
+        assert info.ends_block == (info.flow != "next"), op
+
+
+def test_successors_is_the_one_control_flow_rule() -> None:
+    from llassembly.program import OPCODE_INFO, Opcode, successors
+
+    assert successors(OPCODE_INFO[Opcode.MOV], 3, None) == (4,)
+    assert successors(OPCODE_INFO[Opcode.JMP], 3, 9) == (9,)
+    assert successors(OPCODE_INFO[Opcode.JE], 3, 9) == (9, 4)
+    assert successors(OPCODE_INFO[Opcode.LOOP], 3, 0) == (0, 4)
+    assert successors(OPCODE_INFO[Opcode.CALL], 3, None) == (4,)  # a tool
+    assert successors(OPCODE_INFO[Opcode.CALL], 3, 7) == (7,)  # a subroutine
+    assert successors(OPCODE_INFO[Opcode.RET], 3, None) == ()
+    assert successors(OPCODE_INFO[Opcode.HLT], 3, None) == ()
+    writers = {op for op, info in OPCODE_INFO.items() if info.r0_noop}
+    assert writers == {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
