@@ -5,8 +5,8 @@ jumps, loops); the library parses it, checks it before any tool runs, and execut
 calling your LangChain tools.
 
 The engine (parse, verify, emulate) is imported here; the LangChain / LangGraph integration
-(:class:`ToolsPlannerMiddleware`, the planner nodes, :class:`PlanGraph`, the approval helpers)
-is imported when one of its names is first used, so the engine alone loads no LangGraph.
+(:class:`ToolsPlannerMiddleware`, the planner nodes, :class:`PlanGraph`, the approval helpers,
+:func:`plan`) is imported when one of its names is first used, so the engine alone loads no LangGraph.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from .errors import (
 )
 from .externs import Extern, externs_from
 from .parser import parse
-from .planning import Plan, aplan, plan
 from .program import PlainAnswer, Program
 from .prompt import build_system_prompt
 from .summary import Argument, CallSite, PlanSummary, ToolUse, summarize
@@ -47,14 +46,18 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type 
     from .graph import PlanGraph
     from .middleware import ToolsPlannerMiddleware
     from .nodes import AToolsPlannerNode, ToolsPlannerNode
+    from .planning import Plan, aplan, plan
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "AToolsPlannerNode": ".nodes",
+    "Plan": ".planning",
     "PlanGraph": ".graph",
     "ToolsPlannerMiddleware": ".middleware",
     "ToolsPlannerNode": ".nodes",
+    "aplan": ".planning",
+    "plan": ".planning",
     "plan_call_approved": "._approval",
     "unless_plan_approved": "._approval",
 }
