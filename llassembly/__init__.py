@@ -6,7 +6,8 @@ calling your LangChain tools.
 
 The engine (parse, verify, emulate) is imported here; the LangChain / LangGraph integration
 (:class:`ToolsPlannerMiddleware`, the planner nodes, :class:`PlanGraph`, the approval helpers,
-:func:`plan`) is imported when one of its names is first used, so the engine alone loads no LangGraph.
+:func:`plan`) is imported when one of its names is first used, so the engine alone loads no
+LangGraph.
 """
 
 from __future__ import annotations
