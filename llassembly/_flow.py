@@ -39,6 +39,7 @@ from .program import (
     Program,
     Reg,
     ToolShape,
+    stack_effect,
 )
 
 __all__ = [
@@ -277,13 +278,14 @@ class _Explorer:
             self.test_flags(pc, setters)
             if not info.jump:  # SETcc, CMOVcc: a path goes on with flags it could test
                 setters = _NO_SETTER if info.ordered else setters - {UNSET}
+        taken, put = stack_effect(info, self.tools.get(pc))
         if op is Opcode.PUSH:
-            depth += 1
+            depth += put
             stack = (stack << 1 | self.holds_string(ins.operands[0], regs)) & _STACK_BITS
         elif op is Opcode.POP:
-            if depth == 0:
+            if depth < taken:
                 self.found.empty_pops.add(pc)
-            depth = max(depth - 1, 0)
+            depth = max(depth - taken, 0)
             regs, stack = self.written(ins, regs, bool(stack & 1)), stack >> 1
         elif op in (Opcode.CMP, Opcode.TEST):
             setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
@@ -291,7 +293,7 @@ class _Explorer:
             if pc not in self.tools:
                 self.call(pc, returns, _Facts(depth, setters, regs, stack, unwritten))
                 return
-            need = len(self.tools[pc].params)
+            need = taken
             if depth < need:
                 self.found.short_calls[pc] = min(depth, self.found.short_calls.get(pc, depth))
             count, bits = self.results[pc]

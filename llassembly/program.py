@@ -34,6 +34,7 @@ __all__ = [
     "find_tool",
     "register_index",
     "register_name",
+    "stack_effect",
     "successors",
 ]
 
@@ -142,6 +143,9 @@ class OpcodeInfo:
     :func:`successors`)."""
     r0_noop: bool = False
     """Its only effect is its destination register: with ``R0`` there it changes nothing."""
+    stack: tuple[int, int] = (0, 0)
+    """Values it takes off the data stack and puts on it; a tool ``CALL`` takes the tool's
+    parameters and puts its results (see :func:`stack_effect`)."""
 
     def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
         """The operand shape for ``count`` operands, or ``None`` when none has that many."""
@@ -206,8 +210,8 @@ def _cmov(condition: str) -> OpcodeInfo:
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MOV: OpcodeInfo(("reg", "value"), writes_state=True, r0_noop=True),
-    Opcode.PUSH: OpcodeInfo(("value",), writes_state=True),
-    Opcode.POP: OpcodeInfo(("reg",), writes_state=True),
+    Opcode.PUSH: OpcodeInfo(("value",), writes_state=True, stack=(0, 1)),
+    Opcode.POP: OpcodeInfo(("reg",), writes_state=True, stack=(1, 0)),
     Opcode.ADD: replace(_ARITH, r0_noop=True),
     Opcode.SUB: replace(_ARITH, r0_noop=True),
     Opcode.MUL: OpcodeInfo(
@@ -569,6 +573,15 @@ class ToolShape(Protocol):
 
 
 _T = TypeVar("_T")
+
+
+def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:
+    """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
+    parameters and puts its results (its result in ``EAX`` instead is the caller's rule, see
+    ``llassembly._layout``); every other instruction as :attr:`OpcodeInfo.stack` says."""
+    if tool is not None:
+        return len(tool.params), max(tool.n_results, 0)
+    return info.stack
 
 
 def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:

@@ -224,3 +224,30 @@ def test_successors_is_the_one_control_flow_rule() -> None:
     assert successors(OPCODE_INFO[Opcode.HLT], 3, None) == ()
     writers = {op for op, info in OPCODE_INFO.items() if info.r0_noop}
     assert writers == {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
+
+
+def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None:
+    """``OPCODE_INFO[...].stack`` (read by the verifier through ``stack_effect``) matches what
+    the emulator does: PUSH puts one, POP takes one, a tool CALL takes its parameters and puts
+    its results, and every other instruction leaves the data stack alone."""
+    from llassembly import Emulator, externs_from, parse
+    from llassembly.program import OPCODE_INFO, Opcode, stack_effect
+
+    def pair(a: int, b: int) -> tuple[int, int]:
+        """Two values back."""
+        return a, b
+
+    externs = externs_from([pair])
+
+    def depth_change(code: str) -> int:
+        emu = Emulator(parse("PUSH 1\nPUSH 2\nPUSH 3\n" + code), externs)
+        emu.run()
+        return len(emu.result().stack) - 3
+
+    assert depth_change("PUSH 7") == stack_effect(OPCODE_INFO[Opcode.PUSH])[1] == 1
+    assert depth_change("POP R1") == -stack_effect(OPCODE_INFO[Opcode.POP])[0] == -1
+    taken, put = stack_effect(OPCODE_INFO[Opcode.CALL], externs["pair"])
+    assert (taken, put) == (2, 2) and depth_change("CALL pair") == put - taken
+    others = {op for op in Opcode if op not in (Opcode.PUSH, Opcode.POP)}
+    assert all(OPCODE_INFO[op].stack == (0, 0) for op in others)
+    assert depth_change("MOV R1, 5\nADD R1, 2\nCMP R1, 7\nSETE R2\nXCHG R1, R2\nNEG R1") == 0
