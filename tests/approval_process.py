@@ -12,6 +12,7 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
@@ -24,7 +25,9 @@ from test_approval import PLAN  # the plan of the in-process approval tests
 from llassembly import ToolsPlannerMiddleware
 
 
-def main(role: str, db: Path, calls: Path, execution: str) -> None:
+def main(role: str, db: str, calls: Path, execution: str) -> None:
+    """``db``: a SQLite file, or a PostgreSQL connection string (``postgresql://...``)."""
+
     def record(name: str) -> None:
         with calls.open("a", encoding="utf-8") as out:
             out.write(name + "\n")
@@ -49,7 +52,21 @@ def main(role: str, db: Path, calls: Path, execution: str) -> None:
 
     tools = [list_alerts, restart, send_email]
     model = ScriptedChatModel(replies=[PLAN] if role == "start" else [])
+    if db.startswith("postgresql://"):
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(db) as saver:
+            saver.setup()
+            _turn(role, model, tools, execution, saver)
+        return
     conn = sqlite3.connect(db, check_same_thread=False)
+    _turn(role, model, tools, execution, SqliteSaver(conn))
+    conn.close()
+
+
+def _turn(
+    role: str, model: ScriptedChatModel, tools: list[Any], execution: str, saver: Any
+) -> None:
     # The graph path learns the agent's tools only from model requests: a process that
     # resumes without calling the model passes them (see the README).
     planner = ToolsPlannerMiddleware(
@@ -57,7 +74,7 @@ def main(role: str, db: Path, calls: Path, execution: str) -> None:
         execution=execution,  # type: ignore[arg-type]
         tools=tools if execution == "graph" else None,
     )
-    agent = create_agent(model, tools=tools, middleware=[planner], checkpointer=SqliteSaver(conn))
+    agent = create_agent(model, tools=tools, middleware=[planner], checkpointer=saver)
     config = {"configurable": {"thread_id": "cross-process"}}
     payload = (
         {"messages": [HumanMessage("Fix the critical alerts.")]}
@@ -72,9 +89,8 @@ def main(role: str, db: Path, calls: Path, execution: str) -> None:
         "model_calls": len(model.calls),
         "status": final.response_metadata.get("llassembly", {}).get("status"),
     }
-    conn.close()
     print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])

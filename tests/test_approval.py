@@ -344,16 +344,23 @@ def test_unwrapped_interrupt_on_still_asks_per_call_and_wrapped_asks_without_app
 # -- a new process -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
 @pytest.mark.parametrize("execution", ["agent", "graph"])
-def test_approval_is_answered_in_a_new_process(tmp_path: Path, execution: str) -> None:
-    """Two real processes share one SQLite file: the first stops at the approval request,
-    the second (a model with no replies, only the thread id) approves and runs the plan."""
+def test_approval_is_answered_in_a_new_process(
+    tmp_path: Path, execution: str, store: str, request: pytest.FixtureRequest
+) -> None:
+    """Two real processes share one SQLite file or PostgreSQL database: the first stops at
+    the approval request, the second (a model with no replies, only the thread id) approves
+    and runs the plan."""
     script = Path(__file__).with_name("approval_process.py")
-    db, calls = tmp_path / "state.sqlite", tmp_path / "calls.log"
+    calls = tmp_path / "calls.log"
+    db = (
+        str(tmp_path / "state.sqlite") if store == "sqlite" else request.getfixturevalue("postgres")
+    )
 
     def run(role: str) -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, str(script), role, str(db), str(calls), execution],
+            [sys.executable, str(script), role, db, str(calls), execution],
             capture_output=True,
             text=True,
             timeout=120,
