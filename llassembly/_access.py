@@ -63,12 +63,18 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = _locator(operand, ctx, ins)
+        if operand.label is None:  # [reg]: the label is known only from the address
 
-        def read(st: MachineState) -> Value:
-            key, index = locate(st)
-            return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
+            def read(st: MachineState) -> Value:
+                key, index = locate(st)
+                return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
 
-        return read
+            return read
+        fixed = operand.label.lower()
+        if fixed in live:
+            return lambda st: st.mem[fixed][locate(st)[1]]
+        cells = ctx.layout.labels[fixed].cells  # never written: read from the program
+        return lambda st: cells[locate(st)[1]]
     key = operand.name.lower()
     label = ctx.layout.labels.get(key)
     if label is None or key not in live:
