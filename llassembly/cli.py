@@ -116,23 +116,21 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         for i in program.instructions
         if i.op is Opcode.CALL and find_tool(str(i.operands[0]), externs) is not None
     )
-    if args.json:
-        summary = summarize(
+    summary = (
+        summarize(
             program,
             externs,
             max_instructions_to_exec=args.max_instructions,
             max_tool_calls=args.max_tool_calls,
         )
+        if args.json or args.summary
+        else None
+    )
+    if args.json and summary is not None:
         out.write(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n")
         return _EXIT_OK
     out.write(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.\n")
-    if args.summary:
-        summary = summarize(
-            program,
-            externs,
-            max_instructions_to_exec=args.max_instructions,
-            max_tool_calls=args.max_tool_calls,
-        )
+    if summary is not None:
         out.write(summary.render() + "\n")
     return _EXIT_OK
 

@@ -219,12 +219,7 @@ class PlanGraph:
                 )
         if failure is None and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance()  # a CALL was the last instruction: record that the plan ended
-        update: PlanState = {"machine": emulator.snapshot()}
-        if messages:
-            update["messages"] = messages
-        if failure is not None:
-            update["failure"] = failure
-        return update
+        return _update(emulator, messages, failure)
 
     def _batch_body(
         self, state: PlanState, run: PlanRun
@@ -279,12 +274,7 @@ class PlanGraph:
             failure = failure_record(exc)
         if failure is None and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
-        update: PlanState = {"machine": emulator.snapshot()}
-        if messages:
-            update["messages"] = messages
-        if failure is not None:
-            update["failure"] = failure
-        return update
+        return _update(emulator, messages, failure)
 
     def _node(self, names: dict[int, str]) -> Node:
         """A node: run its part of the plan, then go to the node at the new pc (or the end).
@@ -458,3 +448,15 @@ class PlanGraph:
                     node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
                 )
         return drawable.draw_mermaid()
+
+
+def _update(
+    emulator: Emulator, messages: list[AnyMessage], failure: dict[str, Any] | None
+) -> PlanState:
+    """What a plan node writes: the machine, the calls' messages and a failure, if any."""
+    update: PlanState = {"machine": emulator.snapshot()}
+    if messages:
+        update["messages"] = messages
+    if failure is not None:
+        update["failure"] = failure
+    return update
