@@ -13,8 +13,9 @@ CPU time (``time.process_time``, every thread of the process) / N, at N = 25 and
 means the per-call cost does not grow with the length of the plan). Both sides are CPU-bound
 (zero-latency model, trivial tool), so CPU time is their wall time on an idle machine and
 stays steady on a busy one, where wall time also counts the waits for a core. The two sides
-run alternately and each keeps its fastest run, so a slow spell of the machine cannot land
-on one side of a ratio only.
+run in back-to-back pairs (alternating which goes first); a ratio is the median of the ratios
+within pairs, so a slow spell of the machine cannot land on one side of it only, and a per-call
+figure is a side's fastest run.
 
 Run: ``python -m benchmarks.bench_agent_path [--quick]``.
 """
@@ -22,6 +23,8 @@ Run: ``python -m benchmarks.bench_agent_path [--quick]``.
 from __future__ import annotations
 
 import argparse
+import gc
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -60,23 +63,29 @@ class _Replies(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
 
 
-def _best_of_pairs(
-    first: Callable[[], None], second: Callable[[], None], runs: int
-) -> tuple[float, float]:
-    """Least CPU time of each of two runs, alternating them ``runs`` times (seconds).
+def _paired(
+    first: Callable[[], None], second: Callable[[], None], pairs: int
+) -> tuple[float, float, float]:
+    """Two runs measured in ``pairs`` back-to-back pairs (CPU seconds).
 
-    Alternating puts both sides of a ratio under the same machine conditions; the fastest run
-    is the one least disturbed by other processes.
+    Returns each run's least time and the median, over the pairs, of first / second. The two
+    runs of a pair meet the same machine conditions, and the pair order alternates so neither
+    side always runs first; the median ratio is steady where single timings drift. Garbage
+    from earlier runs is collected before each run, so a collection it triggers is not
+    charged to whichever run happens to be going.
     """
     first()
     second()
-    best = [float("inf"), float("inf")]
-    for _ in range(runs):
-        for i, fn in enumerate((first, second)):
+    times: tuple[list[float], list[float]] = ([], [])
+    for i in range(pairs):
+        order = ((first, 0), (second, 1)) if i % 2 == 0 else ((second, 1), (first, 0))
+        for fn, side in order:
+            gc.collect()
             start = time.process_time()
             fn()
-            best[i] = min(best[i], time.process_time() - start)
-    return best[0], best[1]
+            times[side].append(time.process_time() - start)
+    ratio = statistics.median(a / b for a, b in zip(*times, strict=True))
+    return min(times[0]), min(times[1]), ratio
 
 
 def agent_path_run(n: int) -> Callable[[], None]:
@@ -126,11 +135,11 @@ def main(quick: bool = False) -> dict[str, float]:
     """Measure and print the figures; return them by name."""
     figures: dict[str, float] = {}
     for n in SIZES:
-        runs = (2 if quick else 15) if n > 50 else (3 if quick else 41)
-        agent_s, loop_s = _best_of_pairs(agent_path_run(n), tool_loop_run(n), runs)
+        pairs = (2 if quick else 25) if n > 50 else (3 if quick else 101)
+        agent_s, loop_s, ratio = _paired(agent_path_run(n), tool_loop_run(n), pairs)
         figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
         figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6
-        figures[f"agent_vs_loop_{n}"] = agent_s / loop_s
+        figures[f"agent_vs_loop_{n}"] = ratio
     figures["agent_path_flatness"] = figures["agent_path_200_us"] / figures["agent_path_25_us"]
     figures["tool_loop_flatness"] = figures["tool_loop_200_us"] / figures["tool_loop_25_us"]
     _print(figures)
