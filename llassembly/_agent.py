@@ -46,7 +46,14 @@ from ._final import (
     structured_from_text,
     turn_summary,
 )
-from ._messages import batch_request, failure_record, final_message, plan_failure, replan_request
+from ._messages import (
+    batch_request,
+    call_request,
+    failure_record,
+    final_message,
+    plan_failure,
+    replan_request,
+)
 from ._results import decode_result, failure_of
 from .emulator import Emulator, ToolCall
 from .errors import (
@@ -67,6 +74,7 @@ __all__ = [
     "decode_result",
     "failure_message",
     "pending_call",
+    "quick_step",
 ]
 
 PLAN_CALL_KEY = "llassembly"
@@ -112,22 +120,24 @@ def conversation(messages: Sequence[_M]) -> list[_M]:
     return [m for m in messages if not isinstance(m, SystemMessage)]
 
 
-def pending_call(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The call a plan in ``record`` is waiting on, or ``None``."""
+def pending_call(record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The call a plan in ``record`` is waiting on, or ``None`` (the record's own entry: read
+    it, do not change it)."""
     if not record:
         return None
     pending = record.get("pending")
-    return dict(pending) if isinstance(pending, Mapping) else None
+    return pending if isinstance(pending, Mapping) else None
 
 
-def pending_calls(record: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def pending_calls(record: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
     """Every call a plan in ``record`` is waiting on: one, or a batch run at once
-    (``parallel_tools``; ``pending`` is then its first call), in program order."""
+    (``parallel_tools``; ``pending`` is then its first call), in program order (the record's
+    own entries: read them, do not change them)."""
     pending = pending_call(record)
     if pending is None or record is None:
-        return []
+        return ()
     batch = record.get("batch")
-    return [dict(p) for p in batch] if isinstance(batch, list) and batch else [pending]
+    return batch if isinstance(batch, list) and batch else (pending,)
 
 
 def call_meta(pending: Mapping[str, Any]) -> dict[str, Any]:
@@ -314,43 +324,105 @@ def _tools_changed(error: PlanError, pending: Mapping[str, Any]) -> dict[str, An
 # them: when the next step of the same plan, in this process, gets that very dict back from the
 # agent state, it takes the machine instead of rebuilding it from the snapshot (the snapshot is
 # that machine's state, so the result is the same; a checkpoint read back from storage, or any
-# other dict, is restored as always). Each entry is taken at most once and holds its dict, so an
-# id is never reused while its entry lives. Bounded: the oldest entries go first.
-_LIVE: dict[int, tuple[Mapping[str, Any], Emulator]] = {}
+# other dict, is restored as always). An entry also names the planner turn, the tools and the
+# plan it ran with, and serves only a step with the same three. Each entry is taken at most
+# once and holds its dict, so an id is never reused while its entry lives. Bounded: the oldest
+# entries go first.
+_LIVE: dict[int, tuple[Mapping[str, Any], Emulator, Turn, Mapping[str, Extern], str]] = {}
 _LIVE_KEPT = 256
 
 
-def _keep_live(snapshot: Mapping[str, Any], emulator: Emulator) -> None:
+def _keep_live(
+    snapshot: Mapping[str, Any],
+    emulator: Emulator,
+    turn: Turn,
+    externs: Mapping[str, Extern],
+    plan: str,
+) -> None:
     if len(_LIVE) >= _LIVE_KEPT:
         _LIVE.pop(next(iter(_LIVE)), None)
-    _LIVE[id(snapshot)] = (snapshot, emulator)
+    _LIVE[id(snapshot)] = (snapshot, emulator, turn, externs, plan)
+
+
+def _take_live(
+    turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]
+) -> Emulator | None:
+    """The machine kept for ``rec``'s snapshot by this turn, tools and plan (taken), or ``None``."""
+    snapshot = rec["machine"]
+    live = _LIVE.pop(id(snapshot), None)
+    if live is None or live[0] is not snapshot:
+        return None
+    if live[2] is not turn or live[3] is not externs or live[4] != rec["plan"]:
+        return None
+    return live[1]
 
 
 def _machine(turn: Turn, rec: Mapping[str, Any], externs: Mapping[str, Extern]) -> Emulator:
+    if rec["machine"] is not None:
+        emulator = _take_live(turn, rec, externs)
+        if emulator is not None:
+            return emulator
     opts = turn.options
-    compiled = turn.compiled(str(rec["plan"]), externs)
-    snapshot = rec["machine"]
-    if snapshot is not None:
-        live = _LIVE.pop(id(snapshot), None)
-        if live is not None and live[0] is snapshot:
-            emulator = live[1]
-            same = (
-                emulator.compiled is compiled
-                and emulator.max_instructions_to_exec == opts.max_instructions_to_exec
-                and emulator.max_tool_calls == opts.max_tool_calls
-                and emulator.max_stack_depth == opts.max_stack_depth
-                and emulator.parallel_tools == opts.parallel_tools
-            )
-            if same:
-                return emulator
     return Emulator(
-        compiled,
+        turn.compiled(str(rec["plan"]), externs),
         max_instructions_to_exec=opts.max_instructions_to_exec,
         max_tool_calls=opts.max_tool_calls,
         max_stack_depth=opts.max_stack_depth,
         state=rec["machine"],
         parallel_tools=opts.parallel_tools,
     )
+
+
+def quick_step(
+    turn: Turn,
+    record: Mapping[str, Any],
+    state_messages: Sequence[AnyMessage],
+    externs: Mapping[str, Extern],
+) -> StepOutcome | None:
+    """The usual step of a running plan, taken directly; ``None`` when it is not that step.
+
+    The usual step: the plan waits on one call (no batch), the call's result is the last
+    message and is not an error, the machine the previous step left in this process is at
+    hand, and the plan goes on to its next call. The step then gives the result to the
+    machine, runs it to that call and answers with it, as :func:`agent_step` would, without
+    its general machinery (most of a plan's steps are this one, and each costs the agent a
+    model-node visit's time).
+
+    Anything else returns ``None``, and :func:`agent_step` takes the step. The machine may have
+    moved by then (the plan ended or failed on the way), but the state has not changed and the
+    machine is no longer kept: that step restores it from the snapshot and meets the same end.
+    """
+    pending = record.get("pending")
+    if not isinstance(pending, Mapping) or record.get("batch") or not state_messages:
+        return None
+    answer = state_messages[-1]
+    if not isinstance(answer, ToolMessage) or answer.tool_call_id != pending["id"]:
+        return None
+    tag = answer.response_metadata.get(PLAN_CALL_KEY)
+    if answer.status == "error" or (isinstance(tag, Mapping) and tag.get(ENDS_RUN)):
+        return None
+    extern = externs.get(str(pending["tool"]))
+    if extern is None or record.get("machine") is None:
+        return None
+    emulator = _take_live(turn, record, externs)
+    if emulator is None:
+        return None
+    if emulator.marked:  # parallel_tools: batches are the general step's
+        _keep_live(record["machine"], emulator, turn, externs, str(record["plan"]))
+        return None
+    try:
+        emulator.complete(decode_result(extern, answer, pending))
+        call = emulator.advance()
+    except ExecutionError:
+        return None
+    if call is None:
+        return None
+    rec = dict(record)
+    rec["machine"] = emulator.snapshot()
+    _keep_live(rec["machine"], emulator, turn, externs, str(rec["plan"]))
+    rec["pending"] = _pending(call, str(rec["prefix"]))
+    rec["batch"] = None
+    return StepOutcome([call_request(call, rec["pending"]["id"])], rec)
 
 
 def _plan(
@@ -454,7 +526,7 @@ def _continue(
             failure, calls = failure_record(exc), []
         if calls:
             rec["machine"] = emulator.snapshot()
-            _keep_live(rec["machine"], emulator)
+            _keep_live(rec["machine"], emulator, turn, externs, str(rec["plan"]))
             batch = [_pending(call, rec["prefix"]) for call in calls]
             rec["pending"], rec["batch"] = batch[0], batch if len(batch) > 1 else None
             out.append(batch_request(calls, [p["id"] for p in batch]))

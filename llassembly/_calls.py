@@ -8,7 +8,7 @@ call's source line and with what the next step must know (see ``_agent._answer``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -34,17 +34,19 @@ _Msg = TypeVar("_Msg", bound=BaseMessage)
 _Result = ToolMessage | Command[Any]
 
 
-def plan_call(request: ToolCallRequest) -> dict[str, Any] | None:
+def plan_call(request: ToolCallRequest) -> Mapping[str, Any] | None:
     """The pending plan call this tool request runs, or ``None`` for any other call."""
     state = request.state
     record = state.get(PLAN_CALL_KEY) if isinstance(state, dict) else None
+    if not record:
+        return None
     call_id = request.tool_call.get("id")
     return next((p for p in pending_calls(record) if p["id"] == call_id), None)
 
 
 def run_plan_call(
     request: ToolCallRequest,
-    pending: dict[str, Any],
+    pending: Mapping[str, Any],
     handler: Callable[[ToolCallRequest], _Result],
     tool_middleware: Sequence[Any],
 ) -> _Result:
@@ -60,7 +62,7 @@ def run_plan_call(
 
 async def arun_plan_call(
     request: ToolCallRequest,
-    pending: dict[str, Any],
+    pending: Mapping[str, Any],
     handler: Callable[[ToolCallRequest], Awaitable[_Result]],
     tool_middleware: Sequence[Any],
 ) -> _Result:
@@ -74,7 +76,7 @@ async def arun_plan_call(
         return failure_message(pending, _tool_failure(pending, exc))
 
 
-def _tagged(result: _Result, pending: dict[str, Any], request: ToolCallRequest) -> _Result:
+def _tagged(result: _Result, pending: Mapping[str, Any], request: ToolCallRequest) -> _Result:
     """A plan call's result with the call's source line in its ``ToolMessage`` metadata.
 
     A ``return_direct`` tool's result is marked: the run ends with it, and the next run must
@@ -101,7 +103,7 @@ def _with_meta(message: _Msg, meta: dict[str, Any]) -> _Msg:
     return message.model_copy(update={"response_metadata": {**message.response_metadata, **meta}})
 
 
-def _answers(message: BaseMessage, pending: dict[str, Any]) -> bool:
+def _answers(message: BaseMessage, pending: Mapping[str, Any]) -> bool:
     return isinstance(message, ToolMessage) and message.tool_call_id == pending["id"]
 
 
@@ -109,7 +111,7 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _tool_failure(pending: dict[str, Any], exc: Exception) -> ExecutionError:
+def _tool_failure(pending: Mapping[str, Any], exc: Exception) -> ExecutionError:
     """What a plan call's exception becomes, by the same rule as on the graph path."""
     call = ToolCall(
         pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]

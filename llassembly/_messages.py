@@ -464,15 +464,28 @@ def result_text(result: Any) -> str:
         return str(result)
 
 
+# What every call request copies: an empty AIMessage, validated once. A copy with its fields
+# given (each container new) is the message the constructor would build, at a third of the cost
+# of validating it again (a plan's every step on the agent path builds one).
+_EMPTY_REQUEST: Final = AIMessage(content="")
+
+
 def call_request(call: ToolCall, call_id: str) -> AIMessage:
     """The ``AIMessage`` carrying one executed CALL as a tool call (source line in metadata)."""
     meta = {"llassembly": {"index": call.index, "line": call.line, "source": call.source}}
-    return AIMessage(
-        content="",
-        tool_calls=[
-            {"name": call.tool, "args": _jsonable(call.args), "id": call_id, "type": "tool_call"}
-        ],
-        response_metadata=meta,
+    tool_call = {
+        "name": call.tool,
+        "args": _jsonable(call.args),
+        "id": call_id,
+        "type": "tool_call",
+    }
+    return _EMPTY_REQUEST.model_copy(
+        update={
+            "tool_calls": [tool_call],
+            "response_metadata": meta,
+            "additional_kwargs": {},
+            "invalid_tool_calls": [],
+        }
     )
 
 

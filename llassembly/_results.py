@@ -7,6 +7,7 @@ import enum
 import functools
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_origin
 
@@ -20,6 +21,7 @@ from .externs import Extern
 
 __all__ = ["decode_result", "failure_of"]
 
+_JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 # HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
 # ending with this line; the plan wants the tool's value, so the notice is read past.
@@ -61,7 +63,9 @@ def _decode_one(annotation: Any, text: str) -> Any:
         stripped = text.strip()
         if kind == "bool" and stripped.lower() in ("true", "false", "1", "0"):
             return stripped.lower() in ("true", "1")
-        number = _json(stripped)
+        # A JSON integer (what the tool node writes for an int) is read without the JSON
+        # decoder; anything else goes through it, with its rules.
+        number = int(stripped) if _JSON_INT.fullmatch(stripped) else _json(stripped)
         if number is not None and type(number) not in (int, float, bool):
             raise ValueError(text)
         if isinstance(number, float) and not math.isfinite(number):

@@ -45,6 +45,7 @@ from ._agent import (
     agent_step,
     conversation,
     counter_updates,
+    quick_step,
     removal_messages,
 )
 from ._approval import NOT_APPROVED, ApprovalHook, awaiting_approval
@@ -211,6 +212,17 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )
         return body, asking
 
+    def _quick(
+        self, request: ModelRequest[Any], externs: dict[str, Extern]
+    ) -> ExtendedModelResponse[Any] | None:
+        """The answer of a plan's usual step (see :func:`~llassembly._agent.quick_step`)."""
+        state = request.state
+        record = state.get(_STATE_KEY) if isinstance(state, dict) else None
+        if not isinstance(record, dict):
+            return None
+        outcome = quick_step(self._turn, record, state.get("messages", ()), externs)
+        return None if outcome is None else self._answer(request, outcome)
+
     def _answer(
         self, request: ModelRequest[Any], outcome: StepOutcome
     ) -> ExtendedModelResponse[Any]:
@@ -237,6 +249,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: write a plan (calling the model), or take the plan's next step."""
         externs = self._externs(request)
+        quick = self._quick(request, externs)
+        if quick is not None:
+            return quick
         body, asking = self._step(request, externs, synchronous=True)
 
         def call(msgs: list[BaseMessage]) -> Any:
@@ -254,6 +269,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         externs = self._externs(request)
+        quick = self._quick(request, externs)
+        if quick is not None:
+            return quick
         body, asking = self._step(request, externs, synchronous=False)
 
         async def call(msgs: list[BaseMessage]) -> Any:
@@ -552,3 +570,24 @@ _CLASSES: dict[tuple[bool, bool], type[ToolsPlannerMiddleware]] = {
     (True, False): _GraphPathMiddleware,
     (True, True): _GraphPathRaising,
 }
+
+_WRAP_HOOKS: Final = ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call")
+
+
+def _declare_hook_signatures(*classes: type) -> None:
+    """Give each class's own ``wrap_*`` hooks their signature as ``__signature__`` (PEP 362).
+
+    ``create_agent`` runs every ``wrap_model_call``/``wrap_tool_call`` hook through LangSmith's
+    ``traceable``, which asks ``inspect.signature`` for the hook's signature on each call. A
+    function that declares ``__signature__`` answers at once instead of being inspected again.
+    On the agent path a plan's every call passes two such hooks, and the repeated inspection
+    cost about as much as the planner's own step (``benchmarks/bench_agent_path.py``).
+    """
+    for cls in classes:
+        for name in _WRAP_HOOKS:
+            function = cls.__dict__.get(name)
+            if inspect.isfunction(function):
+                function.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+
+
+_declare_hook_signatures(ToolsPlannerMiddleware, _GraphPathMiddleware)

@@ -807,7 +807,7 @@ def test_a_machine_kept_from_the_last_step_is_taken_once_and_never_seen_advanced
     first = _machine(turn, {"plan": plan, "machine": None}, externs)
     assert first.advance() is not None
     snapshot = first.snapshot()
-    _keep_live(snapshot, first)
+    _keep_live(snapshot, first, turn, externs, plan)
     record = {"plan": plan, "machine": snapshot}
     taken = _machine(turn, record, externs)
     assert taken is first  # the same step's machine, not rebuilt
@@ -815,3 +815,117 @@ def test_a_machine_kept_from_the_last_step_is_taken_once_and_never_seen_advanced
     assert taken.advance() is not None  # it has moved on to the second call
     again = _machine(turn, record, externs)
     assert again is not first and again.snapshot() == snapshot
+
+
+def _shape(messages: list[BaseMessage]) -> list[tuple[Any, ...]]:
+    """Messages without their random ids: type, text, calls, status and plan-call record."""
+    shaped: list[tuple[Any, ...]] = []
+    for m in messages:
+        calls = [(c["name"], c["args"]) for c in getattr(m, "tool_calls", [])]
+        record = dict(m.response_metadata.get("llassembly") or {})
+        record.pop("plan_id", None)
+        shaped.append((m.type, m.text, calls, getattr(m, "status", None), repr(record)))
+    return shaped
+
+
+_USUAL_STEP_CASES = {
+    "loop to the end": (["MOV R1, 0\nl:\nPUSH R1\nCALL ping\nPOP R2\nINC R1\nCMP R1, 4\nJL l"], {}),
+    "tool raises": (
+        ["PUSH 1\nCALL flaky\nPOP R1\nPUSH R1\nCALL flaky\nPOP R2\nPUSH 3\nCALL ping"],
+        {},
+    ),
+    "budget ends between calls": (
+        ["MOV R1, 0\nl:\nPUSH R1\nCALL ping\nPOP R2\nINC R1\nJMP l"],
+        {"max_instructions_to_exec": 14},
+    ),
+    "result read as the wrong type": (
+        ["PUSH 1\nCALL set_heater\nPOP R1\nPUSH R1\nCALL ping\nPOP R2"],
+        {},
+    ),
+    "replan after a failure": (
+        [
+            "PUSH 1\nCALL flaky\nPOP R1\nPUSH 2\nCALL flaky\nPOP R2",
+            'PUSH 5\nCALL ping\nPOP R1\nSAY "got {R1}"',
+        ],
+        {"on_tool_error": "replan"},
+    ),
+    "say at the end": (['PUSH 1\nCALL ping\nPOP R1\nPUSH R1\nCALL ping\nPOP R2\nSAY "{R2}"'], {}),
+}
+
+
+@pytest.mark.parametrize("case", list(_USUAL_STEP_CASES))
+def test_the_usual_step_taken_directly_gives_what_the_general_step_gives(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's usual step is taken by ``quick_step`` (no generator, no copies); every other
+    step, and any usual step that meets the plan's end or a failure, by ``agent_step``. Run
+    with and without the direct step, each case gives the same calls and the same messages."""
+    import llassembly.middleware as middleware_module
+
+    plans, planner = _USUAL_STEP_CASES[case]
+    taken: list[bool] = []
+    real_quick = middleware_module.quick_step
+
+    def counting(*args: Any) -> Any:
+        outcome = real_quick(*args)
+        taken.append(outcome is not None)
+        return outcome
+
+    def run(direct: bool) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+        rec = Recorder()
+        rec.fail_on = {2}
+        quick = counting if direct else (lambda *args: None)
+        monkeypatch.setattr(middleware_module, "quick_step", quick)
+        app = agent([asm(p) for p in plans], rec.tools(), planner=dict(planner))
+        out = app.invoke({"messages": [HumanMessage("go")]})
+        return rec.log, _shape(out["messages"])
+
+    general = run(direct=False)
+    assert not taken
+    direct = run(direct=True)
+    assert direct == general
+    if case == "loop to the end":
+        assert taken.count(True) == 3  # every step between two calls of the plan
+
+
+@pytest.mark.parametrize(
+    "text", ["0", "-0", "42", "-17", "007", "1_000", " 5 ", "+3", "3.0", "1e3", "٣", "2" * 30, "-"]
+)
+def test_a_number_result_is_read_exactly_as_json_reads_it(text: str) -> None:
+    """Integers skip the JSON decoder; whatever the text, the plan gets what ``json.loads``
+    gives, and text JSON refuses is refused."""
+    from llassembly._results import decode_result
+    from llassembly.errors import AsmRuntimeError
+    from llassembly.externs import externs_from
+
+    def count() -> int:
+        """A count."""
+        return 0
+
+    extern = externs_from([count])["count"]
+    pending = {"line": 3, "source": "CALL count"}
+    answer = ToolMessage(content=text, tool_call_id="c1")
+    try:
+        expected: Any = json.loads(text.strip())
+    except ValueError:
+        with pytest.raises(AsmRuntimeError, match="line 3"):
+            decode_result(extern, answer, pending)
+    else:
+        got = decode_result(extern, answer, pending)
+        assert got == expected and type(got) is type(expected)
+
+
+def test_the_planner_hooks_declare_their_signatures() -> None:
+    """``create_agent`` traces every ``wrap_*`` hook with LangSmith's ``traceable``, which asks
+    for the hook's signature on each call; each hook declares it (``__signature__``), so it is
+    not inspected again for every plan call."""
+    import inspect
+
+    from llassembly.middleware import _CLASSES
+
+    for cls in _CLASSES.values():
+        for name in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
+            hook = getattr(cls, name)
+            assert isinstance(hook.__signature__, inspect.Signature), (cls, name)
+            bound = getattr(cls(), name)
+            assert list(inspect.signature(bound).parameters) == ["request", "handler"]
