@@ -9,13 +9,15 @@ Measured in one run, side by side, so the ratios hold on any machine:
   the same N calls, one per model turn, then answers.
 
 Each agent is built once (building it is not part of a call). Per call = the whole turn's
-CPU time (``time.process_time``, every thread of the process) / N, at N = 25 and N = 200 (flat
-means the per-call cost does not grow with the length of the plan). Both sides are CPU-bound
-(zero-latency model, trivial tool), so CPU time is their wall time on an idle machine and
-stays steady on a busy one, where wall time also counts the waits for a core. The two sides
-run in back-to-back pairs (alternating which goes first); a ratio is the median of the ratios
-within pairs, so a slow spell of the machine cannot land on one side of it only, and a per-call
-figure is a side's fastest run.
+CPU time (``time.process_time``, every thread of the process) / N, at N = 25 and N = 200.
+Flat means the per-call cost does not grow with the length of the plan: one turn of 200 calls
+is timed against eight turns of 25 calls (the same 200 calls), side by side as well.
+
+Both sides are CPU-bound (zero-latency model, trivial tool), so CPU time is their wall time on
+an idle machine and stays steady on a busy one, where wall time also counts the waits for a
+core. The two sides run in back-to-back pairs (alternating which goes first); a ratio is the
+median of the ratios within pairs, so a slow spell of the machine cannot land on one side of
+it only, and a per-call figure is a side's fastest run.
 
 Run: ``python -m benchmarks.bench_agent_path [--quick]``.
 """
@@ -88,6 +90,14 @@ def _paired(
     return min(times[0]), min(times[1]), ratio
 
 
+def _repeated(run: Callable[[], None], times: int) -> Callable[[], None]:
+    def again() -> None:
+        for _ in range(times):
+            run()
+
+    return again
+
+
 def agent_path_run(n: int) -> Callable[[], None]:
     """One turn whose plan makes ``n`` calls on the agent path (checked each time)."""
     plan = AIMessage(LOOP.format(n=n))
@@ -134,14 +144,20 @@ def tool_loop_run(n: int) -> Callable[[], None]:
 def main(quick: bool = False) -> dict[str, float]:
     """Measure and print the figures; return them by name."""
     figures: dict[str, float] = {}
+    runs: dict[tuple[str, int], Callable[[], None]] = {}
     for n in SIZES:
         pairs = (2 if quick else 25) if n > 50 else (3 if quick else 101)
-        agent_s, loop_s, ratio = _paired(agent_path_run(n), tool_loop_run(n), pairs)
+        runs["agent", n], runs["loop", n] = agent_path_run(n), tool_loop_run(n)
+        agent_s, loop_s, ratio = _paired(runs["agent", n], runs["loop", n], pairs)
         figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
         figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6
         figures[f"agent_vs_loop_{n}"] = ratio
-    figures["agent_path_flatness"] = figures["agent_path_200_us"] / figures["agent_path_25_us"]
-    figures["tool_loop_flatness"] = figures["tool_loop_200_us"] / figures["tool_loop_25_us"]
+    # Flatness, side by side too: one turn of 200 calls against 8 turns of 25 (200 calls).
+    small, large = SIZES
+    for side, name in (("agent", "agent_path"), ("loop", "tool_loop")):
+        repeat = _repeated(runs[side, small], large // small)
+        _, _, growth = _paired(runs[side, large], repeat, 2 if quick else 15)
+        figures[f"{name}_flatness"] = growth
     _print(figures)
     return figures
 

@@ -137,10 +137,12 @@ def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, An
     """
     if extern.n_results == 0:
         return None
-    text: str = str(message.text)
-    notice, sep, rest = text.partition(_REVIEW_NOTICE_END)
-    if sep and " Executed instead: " in notice:
-        text = rest
+    content = message.content
+    text: str = content if type(content) is str else str(message.text)
+    if _REVIEW_NOTICE_END in text:
+        notice, _, rest = text.partition(_REVIEW_NOTICE_END)
+        if " Executed instead: " in notice:
+            text = rest
     if extern.n_results == 1:
         annotation = extern.result_types[0] if extern.result_types else None
         try:

@@ -133,8 +133,10 @@ class MachineState:
         """Return the state as a JSON- and msgpack-serialisable dict."""
         regs = self.regs[1:]
         # compress() keeps the truthy values in C; only an empty string is non-zero yet falsy.
+        # Every other falsy value equals 0, so the count tells whether one is there (counting
+        # the zeros is cheap: they are mostly the very object 0; looking for "" is not).
         registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
-        if "" in regs:
+        if len(regs) - len(registers) != regs.count(0):
             registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
         snap: dict[str, Any] = {
             "pc": self.pc,
