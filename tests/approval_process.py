@@ -1,9 +1,11 @@
 """One process of the cross-process plan-approval test (``test_approval.py``).
 
-``python approval_process.py start DB CALLS EXECUTION``: plan (a hand-written reply, not a
-recording) and stop at the approval request. ``python approval_process.py resume DB CALLS
-EXECUTION``: approve it with ``Command(resume={"type": "approve"})`` and a model that has no
-replies. Tools append their name to the CALLS file; the last line printed is a JSON summary.
+``python approval_process.py start STORE DB CALLS EXECUTION``: plan (a hand-written reply, not
+a recording) and stop at the approval request. ``python approval_process.py resume STORE DB
+CALLS EXECUTION``: approve it with ``Command(resume={"type": "approve"})`` and a model that has
+no replies. STORE is ``sqlite`` (DB is a file) or ``postgres`` (DB is a connection string).
+Tools append their name to the CALLS file; the last line printed is a JSON summary, naming
+the checkpointer class that was used.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from test_approval import PLAN  # the plan of the in-process approval tests
 from llassembly import ToolsPlannerMiddleware
 
 
-def main(role: str, db: str, calls: Path, execution: str) -> None:
-    """``db``: a SQLite file, or a PostgreSQL connection string (``postgresql://...``)."""
+def main(role: str, store: str, db: str, calls: Path, execution: str) -> None:
+    """``db``: a SQLite file (``store="sqlite"``) or a PostgreSQL connection string."""
 
     def record(name: str) -> None:
         with calls.open("a", encoding="utf-8") as out:
@@ -52,13 +54,15 @@ def main(role: str, db: str, calls: Path, execution: str) -> None:
 
     tools = [list_alerts, restart, send_email]
     model = ScriptedChatModel(replies=[PLAN] if role == "start" else [])
-    if db.startswith("postgresql://"):
+    if store == "postgres":
         from langgraph.checkpoint.postgres import PostgresSaver
 
         with PostgresSaver.from_conn_string(db) as saver:
             saver.setup()
             _turn(role, model, tools, execution, saver)
         return
+    if store != "sqlite":
+        raise SystemExit(f"unknown store {store!r}: sqlite or postgres")
     conn = sqlite3.connect(db, check_same_thread=False)
     _turn(role, model, tools, execution, SqliteSaver(conn))
     conn.close()
@@ -88,9 +92,10 @@ def _turn(
         "interrupted": interrupts[0].value["type"] if interrupts else None,
         "model_calls": len(model.calls),
         "status": final.response_metadata.get("llassembly", {}).get("status"),
+        "saver": type(saver).__name__,
     }
     print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])
+    main(sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4]), sys.argv[5])

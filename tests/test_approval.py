@@ -360,7 +360,7 @@ def test_approval_is_answered_in_a_new_process(
 
     def run(role: str) -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, str(script), role, db, str(calls), execution],
+            [sys.executable, str(script), role, store, db, str(calls), execution],
             capture_output=True,
             text=True,
             timeout=120,
@@ -376,6 +376,16 @@ def test_approval_is_answered_in_a_new_process(
     second = run("resume")
     assert second["model_calls"] == 0 and second["status"] == "finished"
     assert calls.read_text().split() == ["list_alerts", "restart", "send_email"]
+    saver = {"sqlite": "SqliteSaver", "postgres": "PostgresSaver"}[store]
+    assert first["saver"] == second["saver"] == saver
+    if store == "postgres":  # the checkpoints are in that database, not in a file named by it
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM checkpoints WHERE thread_id = 'cross-process'"
+            ).fetchone()
+        assert row is not None and row[0] > 0
 
 
 # -- policies ----------------------------------------------------------------------------------
