@@ -5,8 +5,10 @@ the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 from typing import Any
 
@@ -31,6 +33,9 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+# Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
+# equal int that is another object is merely saved when it need not be).
+_NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
 
 
 class _Hole:
@@ -132,12 +137,11 @@ class MachineState:
     def snapshot(self) -> dict[str, Any]:
         """Return the state as a JSON- and msgpack-serialisable dict."""
         regs = self.regs[1:]
-        # compress() keeps the truthy values in C; only an empty string is non-zero yet falsy.
-        # Every other falsy value equals 0, so the count tells whether one is there (counting
-        # the zeros is cheap: they are mostly the very object 0; looking for "" is not).
-        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), regs))
-        if len(regs) - len(registers) != regs.count(0):
-            registers.update((n, v) for n, v in zip(_SNAPSHOT_NAMES, regs, strict=True) if v == "")
+        # Every register but those holding the integer 0 (what a restored register starts
+        # as), chosen in C: an untouched register holds the very object 0. Other zeros (0.0,
+        # -0.0, False, "") are values of their own and are kept, so a restored machine runs
+        # exactly as the saved one would have.
+        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
         snap: dict[str, Any] = {
             "pc": self.pc,
             "registers": registers,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -1003,3 +1004,16 @@ def test_snapshot_keeps_empty_string_and_negative_registers() -> None:
     snap = json.loads(json.dumps(state.snapshot()))
     assert snap["registers"] == {"R3": "", "R5": "x", "R6": -2}
     assert MachineState.restore(snap).regs[:7] == [0, 0, 0, "", 0, "x", -2]
+
+
+def test_snapshot_keeps_float_zeros_as_floats() -> None:
+    """Only the integer 0 (what a restored register starts as) is left out: a register holding
+    0.0 or -0.0 comes back as that float, so arithmetic after a restore (7 + 0.0 = 7.0, then
+    / 2 = 3.5) goes as it would have without one."""
+    state = MachineState()
+    state.regs[1], state.regs[2], state.regs[3] = 0.0, -0.0, 5 - 5
+    snap = json.loads(json.dumps(state.snapshot()))
+    assert snap["registers"] == {"R1": 0.0, "R2": -0.0}
+    regs = MachineState.restore(snap).regs
+    assert [type(v) for v in regs[1:4]] == [float, float, int]
+    assert math.copysign(1, regs[2]) == -1
