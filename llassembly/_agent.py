@@ -22,6 +22,7 @@ with the agent's model handler, sync or async.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -327,8 +328,11 @@ def _tools_changed(error: PlanError, pending: Mapping[str, Any]) -> dict[str, An
 # other dict, is restored as always). An entry also names the planner turn, the tools and the
 # plan it ran with, and serves only a step with the same three. Each entry is taken at most
 # once and holds its dict, so an id is never reused while its entry lives. Bounded: the oldest
-# entries go first.
-_LIVE: dict[int, tuple[Mapping[str, Any], Emulator, Turn, Mapping[str, Extern], str]] = {}
+# entries go first. Agents on several threads share it: each operation on it is one C call
+# (no iteration another thread could upset).
+_LIVE: OrderedDict[int, tuple[Mapping[str, Any], Emulator, Turn, Mapping[str, Extern], str]] = (
+    OrderedDict()
+)
 _LIVE_KEPT = 256
 
 
@@ -339,9 +343,12 @@ def _keep_live(
     externs: Mapping[str, Extern],
     plan: str,
 ) -> None:
-    if len(_LIVE) >= _LIVE_KEPT:
-        _LIVE.pop(next(iter(_LIVE)), None)
     _LIVE[id(snapshot)] = (snapshot, emulator, turn, externs, plan)
+    while len(_LIVE) > _LIVE_KEPT:
+        try:
+            _LIVE.popitem(last=False)
+        except KeyError:  # another thread took the last ones meanwhile
+            break
 
 
 def _take_live(
@@ -390,7 +397,8 @@ def quick_step(
 
     Anything else returns ``None``, and :func:`agent_step` takes the step. The machine may have
     moved by then (the plan ended or failed on the way), but the state has not changed and the
-    machine is no longer kept: that step restores it from the snapshot and meets the same end.
+    machine is no longer kept: that step restores it from the snapshot (an exact copy of its
+    state) and meets the same end.
     """
     pending = record.get("pending")
     if not isinstance(pending, Mapping) or record.get("batch") or not state_messages:

@@ -929,3 +929,79 @@ def test_the_planner_hooks_declare_their_signatures() -> None:
             assert isinstance(hook.__signature__, inspect.Signature), (cls, name)
             bound = getattr(cls(), name)
             assert list(inspect.signature(bound).parameters) == ["request", "handler"]
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+@pytest.mark.parametrize("direct", [True, False], ids=["usual step", "general step"])
+def test_a_float_zero_result_stays_a_float_to_the_end_of_the_plan(
+    execution: str, direct: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool's 0.0 stays a float in its register through every step: on the agent path the
+    step that ends the plan restores the machine from its snapshot (the usual step hands over
+    only a machine still running), and on the graph path each node does; 0.0 + 7 is then 7.0,
+    and / 2 is 3.5 (an integer 0 would give 3)."""
+    import llassembly.middleware as middleware_module
+
+    @tool
+    def half(x: int) -> float:
+        """x / 2."""
+        return x / 2
+
+    if not direct:
+        monkeypatch.setattr(middleware_module, "quick_step", lambda *args: None)
+    plan = asm(
+        'PUSH 0\nCALL half\nPOP R1\nPUSH 1\nCALL half\nPOP R2\nADD R1, 7\nDIV R1, 2\nSAY "{R1}"'
+    )
+    app = agent([plan], [half], planner={"execution": execution})
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    assert out["messages"][-1].text == "3.5"
+
+
+def test_machines_kept_for_agents_on_many_threads_stay_bounded_and_never_raise() -> None:
+    """Agents running on several threads keep and take machines at once (the cache is shared
+    and bounded); keeping one never fails because another thread changed the cache."""
+    import threading
+
+    from llassembly import _agent
+
+    errors: list[BaseException] = []
+    turn: Any = object()
+    externs: dict[str, Any] = {}
+    emulator: Any = None
+
+    def work() -> None:
+        try:
+            for i in range(5000):
+                snapshot = {"i": i}
+                _agent._keep_live(snapshot, emulator, turn, externs, "plan")
+                if i % 2:
+                    _agent._take_live(turn, {"machine": snapshot, "plan": "plan"}, externs)
+        except BaseException as exc:  # any error fails the test
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        _agent._LIVE.clear()
+    assert errors == []
+
+
+def test_the_kept_machines_are_bounded() -> None:
+    from llassembly import _agent
+
+    turn: Any = object()
+    snapshots = [{"i": i} for i in range(_agent._LIVE_KEPT + 50)]
+    try:
+        for snapshot in snapshots:
+            _agent._keep_live(snapshot, None, turn, {}, "plan")  # type: ignore[arg-type]
+        assert len(_agent._LIVE) == _agent._LIVE_KEPT
+        assert id(snapshots[0]) not in _agent._LIVE and id(snapshots[-1]) in _agent._LIVE
+    finally:
+        _agent._LIVE.clear()
