@@ -49,7 +49,6 @@ from ._final import (
 )
 from ._messages import (
     batch_request,
-    call_request,
     failure_record,
     final_message,
     plan_failure,
@@ -425,12 +424,7 @@ def quick_step(
         return None
     if call is None:
         return None
-    rec = dict(record)
-    rec["machine"] = emulator.snapshot()
-    _keep_live(rec["machine"], emulator, turn, externs, str(rec["plan"]))
-    rec["pending"] = _pending(call, str(rec["prefix"]))
-    rec["batch"] = None
-    return StepOutcome([call_request(call, rec["pending"]["id"])], rec)
+    return _calling(turn, dict(record), emulator, [call], [], externs)
 
 
 def _plan(
@@ -533,12 +527,7 @@ def _continue(
         except ExecutionError as exc:
             failure, calls = failure_record(exc), []
         if calls:
-            rec["machine"] = emulator.snapshot()
-            _keep_live(rec["machine"], emulator, turn, externs, str(rec["plan"]))
-            batch = [_pending(call, rec["prefix"]) for call in calls]
-            rec["pending"], rec["batch"] = batch[0], batch if len(batch) > 1 else None
-            out.append(batch_request(calls, [p["id"] for p in batch]))
-            return StepOutcome(out, rec)
+            return _calling(turn, rec, emulator, calls, out, externs)
     rec["machine"] = emulator.snapshot()
     _stopped(rec)["failure"] = failure
     opts = turn.options
@@ -551,6 +540,24 @@ def _continue(
         ]
         return (yield from _plan(turn, rec, asked, out, state_messages, externs))
     return _end(turn, rec, failure, out, state_messages)
+
+
+def _calling(
+    turn: Turn,
+    rec: dict[str, Any],
+    emulator: Emulator,
+    calls: list[ToolCall],
+    out: list[AnyMessage],
+    externs: Mapping[str, Extern],
+) -> StepOutcome:
+    """The step that answers with the machine's next call (or batch): the record saves the
+    machine and the calls it waits on, and the machine is kept for the next step."""
+    rec["machine"] = emulator.snapshot()
+    _keep_live(rec["machine"], emulator, turn, externs, str(rec["plan"]))
+    batch = [_pending(call, str(rec["prefix"])) for call in calls]
+    rec["pending"], rec["batch"] = batch[0], batch if len(batch) > 1 else None
+    out.append(batch_request(calls, [p["id"] for p in batch]))
+    return StepOutcome(out, rec)
 
 
 def _end(
