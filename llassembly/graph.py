@@ -185,15 +185,20 @@ class PlanGraph:
         )
         return {**base, "configurable": configurable, "recursion_limit": limit}
 
-    def _body(self, state: PlanState, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
-        """One node's work, written once for sync and async: yields each tool call."""
-        emulator = Emulator(
+    def _emulator(self, state: PlanState, parallel_tools: ParallelTools = False) -> Emulator:
+        """The machine of ``state``, under this graph's budgets."""
+        return Emulator(
             self.compiled,
             max_instructions_to_exec=self.max_instructions_to_exec,
             max_tool_calls=self.max_tool_calls,
             max_stack_depth=self.compiled.max_stack_depth,
             state=state["machine"],
+            parallel_tools=parallel_tools,
         )
+
+    def _body(self, state: PlanState, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
+        """One node's work, written once for sync and async: yields each tool call."""
+        emulator = self._emulator(state)
         messages: list[AnyMessage] = []
         failure: dict[str, Any] | None = None
         call: ToolCall | None = None
@@ -230,14 +235,7 @@ class PlanGraph:
         batch is recorded as one ``AIMessage`` and a ``ToolMessage`` per call. A node ends
         after a batch when the machine stands at a node's start (else it runs on).
         """
-        emulator = Emulator(
-            self.compiled,
-            max_instructions_to_exec=self.max_instructions_to_exec,
-            max_tool_calls=self.max_tool_calls,
-            max_stack_depth=self.compiled.max_stack_depth,
-            state=state["machine"],
-            parallel_tools=self.parallel_tools,
-        )
+        emulator = self._emulator(state, self.parallel_tools)
         messages: list[AnyMessage] = []
         failure: dict[str, Any] | None = None
         try:
