@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
-from typing import Any
+from typing import Any, Final
 
 from .errors import UsageError
 from .program import REGISTER_COUNT, Value, register_index, register_name
@@ -36,6 +36,8 @@ _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
 _NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
+_ZERO: Final = 0
+_NAMES = ("R0", *_SNAPSHOT_NAMES)
 
 
 class _Hole:
@@ -134,17 +136,32 @@ class MachineState:
     fault: dict[str, Any] | None = None
     answer: list[str] = field(default_factory=list)
 
-    def snapshot(self) -> dict[str, Any]:
-        """Return the state as a JSON- and msgpack-serialisable dict."""
-        regs = self.regs[1:]
+    def holding(self) -> list[int]:
+        """The indexes of the registers holding anything but the integer 0."""
+        regs = self.regs
+        return list(compress(range(len(regs)), map(_NOT_ZERO, regs)))
+
+    def snapshot(self, registers: Sequence[int] | None = None) -> dict[str, Any]:
+        """Return the state as a JSON- and msgpack-serialisable dict.
+
+        Args:
+            registers: The indexes of the only registers that may hold anything but the
+                integer 0, in order (an emulator knows them from its program); ``None``
+                looks at every register. Either way the snapshot is the same.
+        """
         # Every register but those holding the integer 0 (what a restored register starts
-        # as), chosen in C: an untouched register holds the very object 0. Other zeros (0.0,
-        # -0.0, False, "") are values of their own and are kept, so a restored machine runs
-        # exactly as the saved one would have.
-        registers = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
+        # as): an untouched register holds the very object 0. Other zeros (0.0, -0.0, False,
+        # "") are values of their own and are kept, so a restored machine runs exactly as
+        # the saved one would have.
+        if registers is None:
+            regs = self.regs[1:]
+            saved = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
+        else:
+            regs = self.regs
+            saved = {_NAMES[i]: regs[i] for i in registers if regs[i] is not _ZERO}
         snap: dict[str, Any] = {
             "pc": self.pc,
-            "registers": registers,
+            "registers": saved,
             "stack": [None if v is HOLE else v for v in self.stack]
             if self.outstanding
             else list(self.stack),

@@ -28,6 +28,9 @@ from ._ops import (
 from .errors import StackDepthExceeded, UsageError
 from .externs import Extern
 from .program import (
+    EAX_INDEX,
+    ECX_INDEX,
+    EDX_INDEX,
     OPCODE_INFO,
     Instruction,
     Name,
@@ -263,6 +266,8 @@ class CompiledProgram:
     layout: Layout | None = None
     eax_calls: frozenset[int] = frozenset()
     """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
+    registers: tuple[int, ...] = ()
+    """The registers a run may write, in order (see :func:`written_registers`)."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
@@ -287,8 +292,31 @@ def _compile_steps(
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
     return CompiledProgram(
-        program, tuple(steps), tuple(tools), externs, max_stack_depth, layout, eax
+        program,
+        tuple(steps),
+        tuple(tools),
+        externs,
+        max_stack_depth,
+        layout,
+        eax,
+        written_registers(program),
     )
+
+
+def written_registers(program: Program) -> tuple[int, ...]:
+    """The indexes of the registers a run of ``program`` may write, in order.
+
+    A register is written only as an instruction's register operand, or as one of the three
+    an instruction writes without naming them (``EAX``/``EDX`` of one-operand ``MUL``/``DIV``,
+    ``ECX`` of ``LOOP``, ``EAX`` of a call whose result goes there); those three are always
+    listed. Every other register keeps the value a run starts with, so a snapshot reads these
+    and no others (R0 is never written).
+    """
+    found = {EAX_INDEX, ECX_INDEX, EDX_INDEX}
+    for ins in program.instructions:
+        found.update(op.index for op in ins.operands if isinstance(op, Reg))
+    found.discard(0)
+    return tuple(sorted(found))
 
 
 def compile_program(

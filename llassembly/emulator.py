@@ -162,6 +162,11 @@ class Emulator:
         else:
             self.state = MachineState.restore(state)  # checks the values it reads
         self._check_state()
+        # The registers a snapshot reads: those the program may write, and any a given
+        # state starts with (no instruction changes those others).
+        self._registers = self.compiled.registers
+        if state is not None:
+            self._registers = tuple(sorted({*self._registers, *self.state.holding()}))
         self._started: float | None = None
         self.history: list[CallRecord] = []
         self.parallel_tools = _ahead.check_parallel_tools(parallel_tools)
@@ -174,7 +179,7 @@ class Emulator:
 
     def snapshot(self) -> dict[str, Any]:
         """Return the machine state as plain data (see :meth:`MachineState.snapshot`)."""
-        return self.state.snapshot()
+        return self.state.snapshot(self._registers)
 
     @property
     def finished(self) -> bool:

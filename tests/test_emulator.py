@@ -1017,3 +1017,37 @@ def test_snapshot_keeps_float_zeros_as_floats() -> None:
     regs = MachineState.restore(snap).regs
     assert [type(v) for v in regs[1:4]] == [float, float, int]
     assert math.copysign(1, regs[2]) == -1
+
+
+@pytest.mark.parametrize(
+    ("source", "written"),
+    [
+        ("MOV R1, 0.5\nDIV R1", {"R1", "EAX", "EDX"}),  # EAX and EDX, never named
+        ("MOV R1, 2.5\nMUL R1", {"R1", "EAX"}),  # EAX, never named
+        ("L1: LOOP L1", {"ECX"}),  # ECX, never named
+        ("MOV R7, 'x'\nMOV xmm0, 1.5", {"R7", "xmm0"}),
+    ],
+)
+def test_an_emulator_snapshot_reads_the_registers_written_without_being_named(
+    source: str, written: set[str]
+) -> None:
+    """An emulator's snapshot reads only the registers its program may write: those an
+    instruction names, and EAX, ECX and EDX, which some write unnamed. Each of those ends up
+    in the snapshot, which equals the one that looks at every register."""
+    emu = Emulator(parse(source), [], max_instructions_to_exec=50)
+    assert emu.advance(max_steps=5) is None
+    snap = emu.snapshot()
+    assert snap == emu.state.snapshot()
+    assert {name.lower() for name in snap["registers"]} == {name.lower() for name in written}
+
+
+def test_an_emulator_snapshot_keeps_registers_its_given_state_holds() -> None:
+    """A state given to an emulator may hold registers its program never names: they stay in
+    every snapshot, as they would in the state's own."""
+    state = MachineState()
+    state.regs[9] = "kept"
+    emu = Emulator(parse("MOV R1, 2"), [], state=state)
+    emu.advance()
+    assert emu.snapshot()["registers"] == {"R1": 2, "R9": "kept"}
+    restored = Emulator(parse("MOV R1, 2"), [], state=emu.snapshot())
+    assert restored.snapshot() == emu.snapshot()
