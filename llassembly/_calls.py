@@ -24,6 +24,7 @@ from ._agent import (
     failure_message,
     pending_calls,
 )
+from ._messages import built_from
 from ._tools import chain
 from .emulator import ToolCall, tool_error
 from .errors import ExecutionError
@@ -100,7 +101,11 @@ def _tagged(result: _Result, pending: Mapping[str, Any], request: ToolCallReques
 
 
 def _with_meta(message: _Msg, meta: dict[str, Any]) -> _Msg:
-    return message.model_copy(update={"response_metadata": {**message.response_metadata, **meta}})
+    return built_from(
+        message,
+        {"response_metadata": {**message.response_metadata, **meta}},
+        message.__pydantic_fields_set__ | {"response_metadata"},
+    )
 
 
 def _answers(message: BaseMessage, pending: Mapping[str, Any]) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -464,10 +465,34 @@ def result_text(result: Any) -> str:
         return str(result)
 
 
-# What every call request copies: an empty AIMessage, validated once. A copy with its fields
-# given (each container new) is the message the constructor would build, at a third of the cost
-# of validating it again (a plan's every step on the agent path builds one).
+# What every call request is built from: an empty AIMessage, validated once.
 _EMPTY_REQUEST: Final = AIMessage(content="")
+_REQUEST_FIELDS: Final = frozenset({"content", "tool_calls", "response_metadata"})
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def built_from(template: _M, values: dict[str, Any], fields_set: AbstractSet[str]) -> _M:
+    """A copy of the validated ``template`` whose fields ``values`` replace, each given new.
+
+    It is the message the constructor would build from the same, already valid, values
+    (equal, dumped alike, with the same fields marked as set), at a fifth of the cost of
+    validating them again or of ``model_copy`` (each step of a plan on the agent path builds
+    one for its call and one for the call's result).
+    """
+    message = _new(type(template))
+    fields = dict(template.__dict__)
+    fields.update(values)
+    _set(message, "__dict__", fields)
+    _set(message, "__pydantic_fields_set__", set(fields_set))
+    extra = template.__pydantic_extra__
+    _set(message, "__pydantic_extra__", None if extra is None else dict(extra))
+    private = template.__pydantic_private__
+    _set(message, "__pydantic_private__", None if private is None else dict(private))
+    return message
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 def call_request(call: ToolCall, call_id: str) -> AIMessage:
@@ -479,13 +504,15 @@ def call_request(call: ToolCall, call_id: str) -> AIMessage:
         "id": call_id,
         "type": "tool_call",
     }
-    return _EMPTY_REQUEST.model_copy(
-        update={
+    return built_from(
+        _EMPTY_REQUEST,
+        {
             "tool_calls": [tool_call],
             "response_metadata": meta,
             "additional_kwargs": {},
             "invalid_tool_calls": [],
-        }
+        },
+        _REQUEST_FIELDS,
     )
 
 

@@ -1005,3 +1005,47 @@ def test_the_kept_machines_are_bounded() -> None:
         assert id(snapshots[0]) not in _agent._LIVE and id(snapshots[-1]) in _agent._LIVE
     finally:
         _agent._LIVE.clear()
+
+
+def test_call_and_result_messages_are_built_as_the_constructor_builds_them() -> None:
+    """The call ``AIMessage`` and the tagged ``ToolMessage`` are built from validated messages
+    without validating again: each is equal to, dumps and serialises as, and marks the same
+    fields as set as the message the constructor builds; its containers are its own."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from llassembly._calls import _with_meta
+    from llassembly._messages import _EMPTY_REQUEST, call_request
+    from llassembly._state import ToolCall
+
+    serde = JsonPlusSerializer()
+    where = {"index": 3, "line": 4, "source": "CALL add"}
+    call = ToolCall("add", {"a": 1, "b": [2, {"c": "x"}]}, 3, 4, "CALL add", 1)
+    built = call_request(call, "asm1_1")
+    made = AIMessage(
+        content="",
+        tool_calls=[{"name": "add", "args": call.args, "id": "asm1_1", "type": "tool_call"}],
+        response_metadata={"llassembly": where},
+    )
+    result = ToolMessage(content="7", tool_call_id="asm1_1", name="add", artifact={"k": 1})
+    tagged = _with_meta(result, {"llassembly": where})
+    made_result = ToolMessage(
+        content="7",
+        tool_call_id="asm1_1",
+        name="add",
+        artifact={"k": 1},
+        response_metadata={"llassembly": where},
+    )
+    for ours, theirs in ((built, made), (tagged, made_result)):
+        assert ours == theirs
+        assert ours.model_dump() == theirs.model_dump()
+        assert ours.model_dump(exclude_unset=True) == theirs.model_dump(exclude_unset=True)
+        assert ours.__pydantic_fields_set__ == theirs.__pydantic_fields_set__
+        assert serde.dumps_typed(ours) == serde.dumps_typed(theirs)
+        assert serde.loads_typed(serde.dumps_typed(ours)) == theirs
+    built.tool_calls.append({"name": "x", "args": {}, "id": "2", "type": "tool_call"})
+    built.response_metadata["other"] = 1
+    built.additional_kwargs["k"] = 1
+    assert AIMessage(content="") == _EMPTY_REQUEST
+    assert call_request(call, "asm1_1") == made
+    tagged.response_metadata["other"] = 1
+    assert result.response_metadata == {}
