@@ -42,6 +42,9 @@ def plan_call(request: ToolCallRequest) -> Mapping[str, Any] | None:
     if not record:
         return None
     call_id = request.tool_call.get("id")
+    pending = record.get("pending")
+    if type(pending) is dict and not record.get("batch"):  # the usual case: one call
+        return pending if pending["id"] == call_id else None
     return next((p for p in pending_calls(record) if p["id"] == call_id), None)
 
 

@@ -172,7 +172,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def _externs(self, request: ModelRequest[Any]) -> dict[str, Extern]:
         if self._given is not None:
             return self._given
-        return self._turn.externs_for([t for t in request.tools if isinstance(t, BaseTool)])
+        return self._turn.request_externs(request.tools)
 
     def _planner_request(
         self, request: ModelRequest[Any], externs: dict[str, Extern]

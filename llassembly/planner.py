@@ -27,6 +27,7 @@ from langchain_core.messages import (
     SystemMessage,
 )
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -155,6 +156,9 @@ class Turn:
         self._plans: OrderedDict[tuple[Any, ...], PlanGraph] = OrderedDict()
         self._compiled: OrderedDict[tuple[Any, ...], CompiledProgram] = OrderedDict()
         self._externs: OrderedDict[tuple[int, ...], dict[str, Extern]] = OrderedDict()
+        self._requests: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, Extern]]] = (
+            OrderedDict()
+        )
         # The entry keeps the externs it was built for, so a recycled id never hits it.
         self._prompts: dict[tuple[int, str], tuple[Mapping[str, Extern], str]] = {}
         self.graph = self._build()
@@ -183,6 +187,19 @@ class Turn:
             if len(self._externs) > _CACHE_SIZE:
                 self._externs.popitem(last=False)
         return cached
+
+    def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
+        """:meth:`externs_for` the ``BaseTool`` s among a model request's tools (the same list
+        is offered at every step of a plan: looked up by its tools, without sorting them out
+        again)."""
+        key = tuple(map(id, tools))
+        found = self._requests.get(key)
+        if found is None:  # the entry keeps its tools alive: their ids are not reused
+            found = (tuple(tools), self.externs_for([t for t in tools if isinstance(t, BaseTool)]))
+            self._requests[key] = found
+            if len(self._requests) > _CACHE_SIZE:
+                self._requests.popitem(last=False)
+        return found[1]
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """Build (once per tools and context) the planner's system prompt."""

@@ -787,6 +787,7 @@ def test_one_instance_serving_agents_built_per_request_keeps_bounded_caches() ->
         )
         app.invoke({"messages": [HumanMessage(f"ping {i}")]})
     assert len(planner._turn._externs) <= 257
+    assert len(planner._turn._requests) <= 257
 
 
 def test_a_machine_kept_from_the_last_step_is_taken_once_and_never_seen_advanced() -> None:
