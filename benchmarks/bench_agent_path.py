@@ -15,21 +15,25 @@ is timed against eight turns of 25 calls (the same 200 calls), side by side as w
 
 Both sides are CPU-bound (zero-latency model, trivial tool), so CPU time is their wall time on
 an idle machine and stays steady on a busy one, where wall time also counts the waits for a
-core. The two sides run in back-to-back pairs (alternating which goes first); a ratio is the
-median of the ratios within pairs, so a slow spell of the machine cannot land on one side of
-it only, and a per-call figure is a side's fastest run.
+core. The two sides run in back-to-back pairs (alternating which goes first), in several fresh
+processes one after another; a ratio is the median of the ratios within pairs, pooled over the
+processes, so neither a slow spell of the machine nor one process's layout of its objects lands
+on one side of it only. A per-call figure is a side's fastest run.
 
-Run: ``python -m benchmarks.bench_agent_path [--quick]``.
+Run: ``python -m benchmarks.bench_agent_path [--quick] [--processes N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
@@ -42,6 +46,9 @@ from llassembly import ToolsPlannerMiddleware
 from .bench_integration import LOOP, inc
 
 SIZES = (25, 200)
+PROCESSES = 5
+# Pairs per process: at 25 calls, at 200 calls, and for flatness.
+_PAIRS_SHORT, _PAIRS_LONG, _PAIRS_FLAT = 41, 9, 5
 
 
 class _Replies(BaseChatModel):
@@ -65,16 +72,14 @@ class _Replies(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply.model_copy())])
 
 
-def _paired(
+def _pairs(
     first: Callable[[], None], second: Callable[[], None], pairs: int
-) -> tuple[float, float, float]:
-    """Two runs measured in ``pairs`` back-to-back pairs (CPU seconds).
+) -> tuple[list[float], list[float]]:
+    """Two runs measured in ``pairs`` back-to-back pairs: each run's CPU seconds, by pair.
 
-    Returns each run's least time and the median, over the pairs, of first / second. The two
-    runs of a pair meet the same machine conditions, and the pair order alternates so neither
-    side always runs first; the median ratio is steady where single timings drift. Garbage
-    from earlier runs is collected before each run, so a collection it triggers is not
-    charged to whichever run happens to be going.
+    The two runs of a pair meet the same machine conditions, and the pair order alternates so
+    neither side always runs first. Garbage from earlier runs is collected before each run, so
+    a collection it triggers is not charged to whichever run happens to be going.
     """
     first()
     second()
@@ -86,8 +91,7 @@ def _paired(
             start = time.process_time()
             fn()
             times[side].append(time.process_time() - start)
-    ratio = statistics.median(a / b for a, b in zip(*times, strict=True))
-    return min(times[0]), min(times[1]), ratio
+    return times
 
 
 def _repeated(run: Callable[[], None], times: int) -> Callable[[], None]:
@@ -141,34 +145,90 @@ def tool_loop_run(n: int) -> Callable[[], None]:
     return run
 
 
-def main(quick: bool = False) -> dict[str, float]:
-    """Measure and print the figures; return them by name."""
-    figures: dict[str, float] = {}
+def measure(quick: bool = False) -> dict[str, list[list[float]]]:
+    """Every timing of one process, by figure: ``[first side's runs, second side's runs]``."""
+    timings: dict[str, list[list[float]]] = {}
     runs: dict[tuple[str, int], Callable[[], None]] = {}
     for n in SIZES:
-        pairs = (2 if quick else 25) if n > 50 else (3 if quick else 101)
+        pairs = (2 if quick else _PAIRS_LONG) if n > 50 else (3 if quick else _PAIRS_SHORT)
         runs["agent", n], runs["loop", n] = agent_path_run(n), tool_loop_run(n)
-        agent_s, loop_s, ratio = _paired(runs["agent", n], runs["loop", n], pairs)
-        figures[f"agent_path_{n}_us"] = agent_s / n * 1e6
-        figures[f"tool_loop_{n}_us"] = loop_s / n * 1e6
-        figures[f"agent_vs_loop_{n}"] = ratio
+        timings[f"calls_{n}"] = list(_pairs(runs["agent", n], runs["loop", n], pairs))
     # Flatness, side by side too: one turn of 200 calls against 8 turns of 25 (200 calls).
     small, large = SIZES
     for side, name in (("agent", "agent_path"), ("loop", "tool_loop")):
         repeat = _repeated(runs[side, small], large // small)
-        _, _, growth = _paired(runs[side, large], repeat, 2 if quick else 15)
-        figures[f"{name}_flatness"] = growth
+        pairs = 2 if quick else _PAIRS_FLAT
+        timings[f"{name}_flatness"] = list(_pairs(runs[side, large], repeat, pairs))
+    return timings
+
+
+def _in_fresh_process(quick: bool) -> dict[str, list[list[float]]]:
+    """:func:`measure` in a new interpreter (nothing an earlier benchmark left behind)."""
+    command = [sys.executable, "-m", "benchmarks.bench_agent_path", "--timings"]
+    done = subprocess.run(
+        [*command, "--quick"] if quick else command,
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    timings: dict[str, list[list[float]]] = json.loads(done.stdout.splitlines()[-1])
+    return timings
+
+
+def _ratios(timings: list[list[float]]) -> list[float]:
+    return [a / b for a, b in zip(*timings, strict=True)]
+
+
+def main(quick: bool = False, processes: int | None = None) -> dict[str, float]:
+    """Measure in ``processes`` fresh processes (one with ``quick``), print the figures and
+    return them by name.
+
+    A ratio is the median of the ratios within pairs, pooled over the processes: within one
+    process they cluster, but each process lays out its objects anew, and its cluster sits a
+    few percent higher or lower than another's (about ±3% on a shared 2-core machine). A
+    per-call figure is a side's fastest run.
+    """
+    count = processes or (1 if quick else PROCESSES)
+    samples = [_in_fresh_process(quick) for _ in range(count)]
+    figures: dict[str, float] = {}
+    for n in SIZES:
+        agent = [t for s in samples for t in s[f"calls_{n}"][0]]
+        loop = [t for s in samples for t in s[f"calls_{n}"][1]]
+        figures[f"agent_path_{n}_us"] = min(agent) / n * 1e6
+        figures[f"tool_loop_{n}_us"] = min(loop) / n * 1e6
+        figures[f"agent_vs_loop_{n}"] = statistics.median(
+            r for s in samples for r in _ratios(s[f"calls_{n}"])
+        )
+        each = [statistics.median(_ratios(s[f"calls_{n}"])) for s in samples]
+        figures[f"agent_vs_loop_{n}_lowest"] = min(each)
+        figures[f"agent_vs_loop_{n}_highest"] = max(each)
+    for name in ("agent_path", "tool_loop"):
+        figures[f"{name}_flatness"] = statistics.median(
+            r for s in samples for r in _ratios(s[f"{name}_flatness"])
+        )
+    figures["agent_path_processes"] = count
     _print(figures)
     return figures
 
 
 def _print(f: dict[str, float]) -> None:
-    print("agent path: per tool call through create_agent, against a plain tool-calling loop")
+    processes = int(f["agent_path_processes"])
+    print(
+        "agent path: per tool call through create_agent, against a plain tool-calling loop "
+        f"({processes} process{'es' if processes != 1 else ''})"
+    )
     for n in SIZES:
+        spread = (
+            f" (processes {f[f'agent_vs_loop_{n}_lowest']:.2f}–"
+            f"{f[f'agent_vs_loop_{n}_highest']:.2f}×)"
+            if processes > 1
+            else ""
+        )
         print(
             f"  N={n:<4} agent path {f[f'agent_path_{n}_us']:7.0f} µs/call   "
             f"tool loop {f[f'tool_loop_{n}_us']:7.0f} µs/call   "
-            f"ratio {f[f'agent_vs_loop_{n}']:.2f}× (target ≤ 1.00×)"
+            f"ratio {f[f'agent_vs_loop_{n}']:.2f}× (target ≤ 1.00×){spread}"
         )
     print(
         f"  per call at N=200 / at N=25: agent path {f['agent_path_flatness']:.2f}× "
@@ -179,5 +239,15 @@ def _print(f: dict[str, float]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one round, one run (CI smoke run)")
-    main(quick=parser.parse_args().quick)
+    parser.add_argument("--quick", action="store_true", help="a few pairs in one process")
+    parser.add_argument(
+        "--processes", type=int, default=None, help=f"fresh processes (default {PROCESSES})"
+    )
+    parser.add_argument(
+        "--timings", action="store_true", help="measure here and print the raw timings as JSON"
+    )
+    args = parser.parse_args()
+    if args.timings:
+        print(json.dumps(measure(quick=args.quick)))
+    else:
+        main(quick=args.quick, processes=args.processes)
