@@ -349,13 +349,17 @@ def report(
                 [
                     "agent path, per tool call at 25 calls",
                     f"{overhead['agent_vs_loop_25']:.2f}× plain tool-calling loop "
-                    f"({overhead['agent_path_25_us']:.0f} µs)",
+                    f"(per process {overhead['agent_vs_loop_25_lowest']:.2f}–"
+                    f"{overhead['agent_vs_loop_25_highest']:.2f}×; "
+                    f"{overhead['agent_path_25_us']:.0f} µs)",
                     "≤ 1×",
                 ],
                 [
                     "agent path, per tool call at 200 calls",
                     f"{overhead['agent_vs_loop_200']:.2f}× plain tool-calling loop "
-                    f"({overhead['agent_path_200_us']:.0f} µs)",
+                    f"(per process {overhead['agent_vs_loop_200_lowest']:.2f}–"
+                    f"{overhead['agent_vs_loop_200_highest']:.2f}×; "
+                    f"{overhead['agent_path_200_us']:.0f} µs)",
                     "≤ 1×",
                 ],
                 [
