@@ -2,7 +2,7 @@
 
 CPU time on a shared machine wanders by a few percent from one process to the next, which is
 the size of the differences ``bench_agent_path`` measures. Instructions do not: callgrind
-counts the instructions a process executes, the same in every run. Three agents make the same
+counts the instructions a process executes, the same in every run. Four agents make the same
 N calls, through ``create_agent``, one model-node and one tool-node visit per call:
 
 * **agent path**: ``create_agent`` + ``ToolsPlannerMiddleware()``, as in ``bench_agent_path``;
@@ -10,6 +10,8 @@ N calls, through ``create_agent``, one model-node and one tool-node visit per ca
   with the next call it was scripted to make, keeping a counter in the agent state, with a
   pass-through ``wrap_tool_call`` (the hooks the planner needs, doing nothing): what LangChain
   and LangGraph cost for the planner's structure, the least the agent path can cost;
+* **no tool hook**: the same without its ``wrap_tool_call`` (what that hook alone costs: the
+  planner needs it, so that a tool's exception becomes the plan's failure);
 * **tool loop**: the plain ``create_agent`` tool loop of ``bench_agent_path``.
 
 Each side runs in its own process under callgrind, twice: warm-up turns only, then the same
@@ -17,7 +19,7 @@ plus ``--turns`` timed turns; the difference over the timed calls is the figure.
 leave out what the cache does (a miss costs many of them), so they complement the CPU times of
 ``bench_agent_path`` rather than replace them.
 
-Run: ``python -m benchmarks.bench_instructions [--calls 25] [--turns 10]`` (about 3 minutes on
+Run: ``python -m benchmarks.bench_instructions [--calls 25] [--turns 10]`` (about 6 minutes on
 2 cores; not part of ``python -m benchmarks``, since valgrind is not a Python package).
 """
 
@@ -76,10 +78,16 @@ class _NoWorkPlanner(AgentMiddleware[_CountState, Any]):
         return handler(request)
 
 
-def no_work_run(n: int) -> Callable[[], None]:
-    """One turn of ``n`` calls answered by :class:`_NoWorkPlanner`."""
+class _NoWorkNoToolHook(_NoWorkPlanner):
+    """:class:`_NoWorkPlanner` without the ``wrap_tool_call`` hook (what that hook costs)."""
+
+    wrap_tool_call = AgentMiddleware.wrap_tool_call  # type: ignore[assignment]
+
+
+def no_work_run(n: int, planner: type[_NoWorkPlanner] = _NoWorkPlanner) -> Callable[[], None]:
+    """One turn of ``n`` calls answered by a no-work planner."""
     model = _Replies(replies=[AIMessage("plan")])
-    agent = create_agent(model, tools=[inc], middleware=[_NoWorkPlanner(n)])
+    agent = create_agent(model, tools=[inc], middleware=[planner(n)])
     request = {"messages": [HumanMessage("count")]}
 
     def run() -> None:
@@ -94,6 +102,7 @@ def no_work_run(n: int) -> Callable[[], None]:
 SIDES: dict[str, Callable[[int], Callable[[], None]]] = {
     "agent path": agent_path_run,
     "no-work planner": no_work_run,
+    "no tool hook": lambda n: no_work_run(n, _NoWorkNoToolHook),
     "tool loop": tool_loop_run,
 }
 
