@@ -358,8 +358,13 @@ def turn_calls(messages: Sequence[BaseMessage]) -> list[tuple[str, dict[str, Any
                 calls[call.get("id") or ""] = (call["name"], dict(call.get("args") or {}), None)
         elif isinstance(message, ToolMessage) and message.tool_call_id in calls:
             name, args, _ = calls[message.tool_call_id]
-            text = message.text if message.status != "error" else f"ERROR: {message.text}"
-            calls[message.tool_call_id] = (name, args, text)
+            content = message.content
+            text = content if type(content) is str else message.text
+            calls[message.tool_call_id] = (
+                name,
+                args,
+                text if message.status != "error" else f"ERROR: {text}",
+            )
     return list(calls.values())
 
 
@@ -441,7 +446,17 @@ def jsonable(value: Any) -> Any:
     return _jsonable(value)
 
 
+# Exact types that are their own JSON (checked before the slower isinstance tests below,
+# which pydantic's ABC metaclass makes cost more than the rest of a call's conversion).
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        return {str(k): v if type(v) in _PLAIN else _jsonable(v) for k, v in value.items()}
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):

@@ -932,6 +932,34 @@ def test_the_planner_hooks_declare_their_signatures() -> None:
             assert list(inspect.signature(bound).parameters) == ["request", "handler"]
 
 
+def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own() -> None:
+    """``traceable`` builds a new signature for a bound method on every call; each instance
+    carries its sync hooks as plain functions declaring theirs (answered at once). They run
+    the class's hook for that instance, and a copy gets hooks bound to itself."""
+    import copy
+    import inspect
+    import types
+
+    from langchain.agents.middleware import AgentMiddleware
+
+    from llassembly.middleware import _CLASSES
+
+    for cls in _CLASSES.values():
+        planner = cls(max_tool_calls=3)
+        for name in ("wrap_model_call", "wrap_tool_call"):
+            hook = getattr(planner, name)
+            assert isinstance(hook, types.FunctionType), (cls, name)
+            assert list(hook.__signature__.parameters) == ["request", "handler"]
+            assert inspect.signature(hook) is hook.__signature__
+            # create_agent finds hooks by the class: it still sees the override
+            assert getattr(cls, name) is not getattr(AgentMiddleware, name)
+        twin = copy.deepcopy(planner)
+        assert twin.wrap_tool_call is not planner.wrap_tool_call
+        assert twin.wrap_tool_call.__closure__ is not None
+        assert any(c.cell_contents is twin for c in twin.wrap_tool_call.__closure__)
+        assert twin.options.max_tool_calls == 3
+
+
 @pytest.mark.parametrize("execution", ["agent", "graph"])
 @pytest.mark.parametrize("direct", [True, False], ids=["usual step", "general step"])
 def test_a_float_zero_result_stays_a_float_to_the_end_of_the_plan(
