@@ -1078,3 +1078,36 @@ def test_call_and_result_messages_are_built_as_the_constructor_builds_them() -> 
     assert call_request(call, "asm1_1") == made
     tagged.response_metadata["other"] = 1
     assert result.response_metadata == {}
+
+
+async def test_with_langsmith_bookkeeping_inline_an_async_plan_runs_and_pauses_as_before() -> None:
+    """The README shows async users how to run LangSmith's per-hook bookkeeping inline
+    (``langsmith.set_runtime_overrides``) instead of on a worker thread. With it, ``ainvoke``
+    gives the same calls, results and messages, and a person's approval still pauses the
+    plan and resumes it once."""
+    import langsmith
+
+    async def inline(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return ctx.run(func, *args, **kwargs)
+
+    async def run() -> tuple[list[tuple[str, Any]], list[BaseMessage]]:
+        rec = Recorder()
+        hitl = HumanInTheLoopMiddleware(interrupt_on={"set_heater": True})
+        app = agent([HEATER_PLAN], rec.tools(), hitl, checkpointer=InMemorySaver())
+        paused = await app.ainvoke({"messages": [HumanMessage("Warm up.")]}, THREAD)
+        assert asked_about(paused, "batched") == "set_heater" and rec.log == [("ping", 1)]
+        out = await app.ainvoke(decide({"type": "approve"}, "batched"), THREAD)
+        return rec.log, out["messages"]
+
+    def shape(messages: list[BaseMessage]) -> list[Any]:
+        return [(type(m).__name__, m.text, m.response_metadata.get("llassembly")) for m in messages]
+
+    log, messages = await run()
+    langsmith.set_runtime_overrides(aio_to_thread=inline)
+    try:
+        inline_log, inline_messages = await run()
+    finally:
+        langsmith.set_runtime_overrides()
+    assert inline_log == log == [("ping", 1), ("set_heater", 3), ("ping", 2)]
+    assert shape(inline_messages) == shape(messages)
+    assert unanswered(inline_messages) == []
