@@ -16,7 +16,7 @@ async loop, alternating which goes first), CPU time of the whole process, 25 cal
 each setting runs in a fresh process. Not part of ``python -m benchmarks``: it documents how
 ``ainvoke`` behaves rather than a target.
 
-Run: ``python -m benchmarks.bench_async [--pairs 41]`` (about half a minute).
+Run: ``python -m benchmarks.bench_async [--pairs 41]`` (about 20 seconds).
 """
 
 from __future__ import annotations

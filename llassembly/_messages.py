@@ -446,17 +446,22 @@ def jsonable(value: Any) -> Any:
     return _jsonable(value)
 
 
-# Exact types that are their own JSON (checked before the slower isinstance tests below,
-# which pydantic's ABC metaclass makes cost more than the rest of a call's conversion).
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+def _plain(kind: type) -> bool:
+    """An exact type that is its own JSON: tested by identity before the slower ``isinstance``
+    tests of :func:`_jsonable` (pydantic's ABC metaclass makes those cost more than the rest
+    of a call's conversion); identity, because a class need not be hashable."""
+    return kind is str or kind is int or kind is float or kind is bool or kind is _NONE
+
+
+_NONE: Final = type(None)
 
 
 def _jsonable(value: Any) -> Any:
     kind = type(value)
-    if kind in _PLAIN:
+    if _plain(kind):
         return value
     if kind is dict:
-        return {str(k): v if type(v) in _PLAIN else _jsonable(v) for k, v in value.items()}
+        return {str(k): v if _plain(type(v)) else _jsonable(v) for k, v in value.items()}
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):

@@ -20,8 +20,10 @@ the completed calls are saved to the agent state.
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from types import FunctionType
 from typing import Annotated, Any, Final, NotRequired
 
 from langchain.agents.middleware import (
@@ -159,7 +161,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        # The bound hooks hold this instance: a copy (or an unpickled one) binds its own.
+        # The hooks are bound to this instance: a copy binds its own.
         state = dict(self.__dict__)
         for name in _SYNC_HOOKS:
             state.pop(name, None)
@@ -615,20 +617,34 @@ def _bind_sync_hooks(instance: ToolsPlannerMiddleware) -> None:
     asks ``inspect.signature`` for the hook on every call, and for a bound method that builds
     a new ``Signature`` each time, even when its function declares one: about 3 µs, twice per
     plan call on the agent path. A function that declares its own signature answers at once.
-    The hook is still the class's (``create_agent`` finds hooks by the class, and a subclass's
-    override is the one bound here); only the lookup is cheaper.
+    The hook is still the class's, found on the class at each call as a bound method would be
+    (``create_agent`` finds hooks by the class; a subclass's override, or a class patched
+    later, is what runs); only the signature lookup is cheaper. The function holds the
+    instance weakly, so the instance is freed as soon as nothing else holds it.
     """
+    cls = type(instance)
     for name in _SYNC_HOOKS:
-        method = getattr(type(instance), name)
-        hook = _plain_hook(method, instance)
-        hook.__name__, hook.__qualname__ = method.__name__, method.__qualname__
-        hook.__doc__, hook.__module__ = method.__doc__, method.__module__
+        method = getattr(cls, name)
+        hook = _plain_hook(name, weakref.ref(instance))
+        hook.__name__ = getattr(method, "__name__", name)
+        hook.__qualname__ = getattr(method, "__qualname__", f"{cls.__qualname__}.{name}")
+        hook.__doc__ = getattr(method, "__doc__", None)
+        hook.__module__ = getattr(method, "__module__", cls.__module__)
         hook.__signature__ = inspect.signature(getattr(instance, name))  # type: ignore[attr-defined]
         setattr(instance, name, hook)
 
 
-def _plain_hook(method: Callable[..., Any], instance: ToolsPlannerMiddleware) -> Callable[..., Any]:
+def _plain_hook(name: str, ref: weakref.ref[ToolsPlannerMiddleware]) -> Callable[..., Any]:
     def hook(request: Any, handler: Any) -> Any:
-        return method(instance, request, handler)
+        instance = ref()
+        if instance is None:
+            msg = f"the ToolsPlannerMiddleware whose {name} this is no longer exists"
+            raise UsageError(msg)
+        method = getattr(type(instance), name)
+        if type(method) is FunctionType:  # the usual case: a method defined in the class
+            return method(instance, request, handler)
+        get = getattr(type(method), "__get__", None)
+        bound = get(method, instance, type(instance)) if get is not None else method
+        return bound(request, handler)
 
     return hook

@@ -935,14 +935,25 @@ def test_the_planner_hooks_declare_their_signatures() -> None:
 def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own() -> None:
     """``traceable`` builds a new signature for a bound method on every call; each instance
     carries its sync hooks as plain functions declaring theirs (answered at once). They run
-    the class's hook for that instance, and a copy gets hooks bound to itself."""
+    the class's hook for that instance, found on the class at each call as a bound method
+    would be (a class patched later applies); a copy gets hooks bound to itself; and the
+    hooks do not keep the instance alive (no reference cycle to wait for the collector)."""
     import copy
+    import gc
     import inspect
     import types
+    import weakref
+    from unittest import mock
 
     from langchain.agents.middleware import AgentMiddleware
 
     from llassembly.middleware import _CLASSES
+
+    seen: list[Any] = []
+
+    def spy(self: Any, request: Any, handler: Any) -> str:
+        seen.append((self, request, handler))
+        return "patched"
 
     for cls in _CLASSES.values():
         planner = cls(max_tool_calls=3)
@@ -953,11 +964,45 @@ def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own
             assert inspect.signature(hook) is hook.__signature__
             # create_agent finds hooks by the class: it still sees the override
             assert getattr(cls, name) is not getattr(AgentMiddleware, name)
+
+        seen.clear()
         twin = copy.deepcopy(planner)
         assert twin.wrap_tool_call is not planner.wrap_tool_call
-        assert twin.wrap_tool_call.__closure__ is not None
-        assert any(c.cell_contents is twin for c in twin.wrap_tool_call.__closure__)
         assert twin.options.max_tool_calls == 3
+        with mock.patch.object(cls, "wrap_tool_call", spy):
+            assert planner.wrap_tool_call("req", "handler") == "patched"
+            assert twin.wrap_tool_call("req2", "handler2") == "patched"
+        assert seen == [(planner, "req", "handler"), (twin, "req2", "handler2")]
+
+        seen.clear()
+        gc.disable()
+        try:
+            alive = weakref.ref(planner)
+            del planner
+            assert alive() is None
+        finally:
+            gc.enable()
+
+
+def test_a_subclass_hook_that_is_no_plain_function_still_runs_bound() -> None:
+    """A subclass may define its hook as a classmethod or a callable object: the instance's
+    hook runs it as a bound method would."""
+    from llassembly import ToolsPlannerMiddleware
+
+    class Callable_:
+        def __call__(self, request: Any, handler: Any) -> Any:
+            return ("callable", request)
+
+    class ByClass(ToolsPlannerMiddleware):
+        @classmethod
+        def wrap_tool_call(cls, request: Any, handler: Any) -> Any:  # type: ignore[override]
+            return (cls, request)
+
+    class ByObject(ToolsPlannerMiddleware):
+        wrap_tool_call = Callable_()  # type: ignore[assignment]
+
+    assert ByClass().wrap_tool_call("r", None) == (ByClass, "r")
+    assert ByObject().wrap_tool_call("r", None) == ("callable", "r")
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph"])
@@ -1087,7 +1132,10 @@ async def test_with_langsmith_bookkeeping_inline_an_async_plan_runs_and_pauses_a
     plan and resumes it once."""
     import langsmith
 
+    inlined: list[str] = []
+
     async def inline(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        inlined.append(getattr(func, "__name__", ""))
         return ctx.run(func, *args, **kwargs)
 
     async def run() -> tuple[list[tuple[str, Any]], list[BaseMessage]]:
@@ -1108,6 +1156,7 @@ async def test_with_langsmith_bookkeeping_inline_an_async_plan_runs_and_pauses_a
         inline_log, inline_messages = await run()
     finally:
         langsmith.set_runtime_overrides()
+    assert inlined, "LangSmith did not use the override"
     assert inline_log == log == [("ping", 1), ("set_heater", 3), ("ping", 2)]
     assert shape(inline_messages) == shape(messages)
     assert unanswered(inline_messages) == []
