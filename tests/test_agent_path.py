@@ -31,7 +31,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from llassembly import ToolsPlannerMiddleware
-from llassembly.errors import ToolExecutionError
+from llassembly.errors import ToolExecutionError, UsageError
 
 THREAD = {"configurable": {"thread_id": "t1"}}
 
@@ -975,6 +975,7 @@ def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own
         assert seen == [(planner, "req", "handler"), (twin, "req2", "handler2")]
 
         seen.clear()
+        kept = planner.wrap_tool_call
         gc.disable()
         try:
             alive = weakref.ref(planner)
@@ -982,6 +983,8 @@ def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own
             assert alive() is None
         finally:
             gc.enable()
+        with pytest.raises(UsageError, match="no longer exists"):
+            kept("req", "handler")
 
 
 def test_a_subclass_hook_that_is_no_plain_function_still_runs_bound() -> None:
