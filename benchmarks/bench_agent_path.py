@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -102,27 +102,33 @@ def _repeated(run: Callable[[], None], times: int) -> Callable[[], None]:
     return again
 
 
-def agent_path_run(n: int) -> Callable[[], None]:
-    """One turn whose plan makes ``n`` calls on the agent path (checked each time)."""
+class Side(NamedTuple):
+    """One side of the comparison: the agent, its scripted model (whose count a turn resets)
+    and the check of a turn's result."""
+
+    agent: Any
+    model: _Replies
+    check: Callable[[dict[str, Any]], None]
+
+
+def agent_path_agent(n: int) -> Side:
+    """An agent whose plan makes ``n`` calls on the agent path (one model call, ``n`` tool
+    calls, checked)."""
     plan = AIMessage(LOOP.format(n=n))
     planner = ToolsPlannerMiddleware(max_tool_calls=n + 1, max_instructions_to_exec=6 * n + 10)
-    request = {"messages": [HumanMessage("count")]}
-
     model = _Replies(replies=[plan])
     agent = create_agent(model, tools=[inc], middleware=[planner])
 
-    def run() -> None:
-        model.calls = 0
-        result = agent.invoke(request, {"recursion_limit": 3 * n + 20})
+    def check(result: dict[str, Any]) -> None:
         meta = result["messages"][-1].response_metadata["llassembly"]
         if meta["tool_calls"] != n or model.calls != 1:
             raise RuntimeError(f"the plan did not run as expected: {meta}")
 
-    return run
+    return Side(agent, model, check)
 
 
-def tool_loop_run(n: int) -> Callable[[], None]:
-    """A plain ``create_agent`` turn making the same ``n`` calls, one per model turn."""
+def tool_loop_agent(n: int) -> Side:
+    """A plain ``create_agent`` making the same ``n`` calls, one per model turn, and its check."""
     replies = [
         AIMessage(
             "",
@@ -131,18 +137,40 @@ def tool_loop_run(n: int) -> Callable[[], None]:
         for i in range(n)
     ]
     replies.append(AIMessage("Done."))
-    request = {"messages": [HumanMessage("count")]}
-
     model = _Replies(replies=replies)
     agent = create_agent(model, tools=[inc])
 
-    def run() -> None:
-        model.calls = 0
-        agent.invoke(request, {"recursion_limit": 3 * n + 20})
+    def check(result: dict[str, Any]) -> None:
         if model.calls != n + 1:
             raise RuntimeError("the tool-calling loop did not make every call")
 
+    return Side(agent, model, check)
+
+
+REQUEST: dict[str, Any] = {"messages": [HumanMessage("count")]}
+
+
+def turn_config(n: int) -> dict[str, Any]:
+    """The config of one turn of ``n`` calls (room for two supersteps per call)."""
+    return {"recursion_limit": 3 * n + 20}
+
+
+def _sync_turn(side: Side, n: int) -> Callable[[], None]:
+    def run() -> None:
+        side.model.calls = 0
+        side.check(side.agent.invoke(REQUEST, turn_config(n)))
+
     return run
+
+
+def agent_path_run(n: int) -> Callable[[], None]:
+    """One turn whose plan makes ``n`` calls on the agent path (checked each time)."""
+    return _sync_turn(agent_path_agent(n), n)
+
+
+def tool_loop_run(n: int) -> Callable[[], None]:
+    """A plain ``create_agent`` turn making the same ``n`` calls, one per model turn."""
+    return _sync_turn(tool_loop_agent(n), n)
 
 
 def measure(quick: bool = False) -> dict[str, list[list[float]]]:

@@ -34,13 +34,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage
-
-from llassembly import ToolsPlannerMiddleware
-
-from .bench_agent_path import _Replies
-from .bench_integration import LOOP, inc
+from .bench_agent_path import REQUEST, Side, agent_path_agent, tool_loop_agent, turn_config
 
 CALLS = 25
 SETTINGS = ("default", "inline")
@@ -53,42 +47,19 @@ async def inline(
     return ctx.run(func, *args, **kwargs)
 
 
-def _agent_path(n: int) -> Callable[[], Awaitable[None]]:
-    model = _Replies(replies=[AIMessage(LOOP.format(n=n))])
-    planner = ToolsPlannerMiddleware(max_tool_calls=n + 1, max_instructions_to_exec=6 * n + 10)
-    agent = create_agent(model, tools=[inc], middleware=[planner])
-
+def _async_turn(side: Side, n: int) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
-        model.calls = 0
-        result = await agent.ainvoke(
-            {"messages": [HumanMessage("count")]}, {"recursion_limit": 3 * n + 20}
-        )
-        meta = result["messages"][-1].response_metadata["llassembly"]
-        if meta["tool_calls"] != n or model.calls != 1:
-            raise RuntimeError(f"the plan did not run as expected: {meta}")
-
-    return run
-
-
-def _tool_loop(n: int) -> Callable[[], Awaitable[None]]:
-    replies = [
-        AIMessage("", tool_calls=[{"name": "inc", "args": {"x": i}, "id": f"c{i}"}])
-        for i in range(n)
-    ] + [AIMessage("Done.")]
-    model = _Replies(replies=replies)
-    agent = create_agent(model, tools=[inc])
-
-    async def run() -> None:
-        model.calls = 0
-        await agent.ainvoke({"messages": [HumanMessage("count")]}, {"recursion_limit": 3 * n + 20})
-        if model.calls != n + 1:
-            raise RuntimeError("the tool-calling loop did not make every call")
+        side.model.calls = 0
+        side.check(await side.agent.ainvoke(REQUEST, turn_config(n)))
 
     return run
 
 
 async def _measure(pairs: int) -> list[list[float]]:
-    sides = (_agent_path(CALLS), _tool_loop(CALLS))
+    sides = (
+        _async_turn(agent_path_agent(CALLS), CALLS),
+        _async_turn(tool_loop_agent(CALLS), CALLS),
+    )
     for run in sides:
         await run()
     times: list[list[float]] = [[], []]
