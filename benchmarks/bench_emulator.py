@@ -32,10 +32,14 @@ import statistics
 import time
 from collections.abc import Callable
 
-from llassembly.emulator import Emulator, RunResult, compile_program
-from llassembly.externs import externs_from
-from llassembly.parser import parse
-from llassembly.program import Program
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    Emulator,
+    RunResult,
+    compile_program,
+)
+from llassembly.machine.externs import externs_from
 
 __all__ = ["main"]
 

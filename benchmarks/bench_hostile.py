@@ -25,7 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from llassembly.errors import PlanError
-from llassembly.planner import PlannerOptions, Turn, repair_request
+from llassembly.integration.planner import (
+    PlannerOptions,
+    Turn,
+    repair_request,
+)
 
 SIZES = (10_000, 100_000, 1_000_000)
 TIME_LIMIT_S = 2.0

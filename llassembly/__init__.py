@@ -13,10 +13,24 @@ LangGraph.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-from .emulator import CallRecord, Emulator, MachineState, RunResult, ToolCall, compile_program
-from .errors import (
+from llassembly.analysis.summary import (
+    Argument,
+    CallSite,
+    PlanSummary,
+    ToolUse,
+    summarize,
+)
+from llassembly.analysis.verifier import (
+    check,
+    verify,
+)
+from llassembly.errors import (
     AsmRuntimeError,
     AsmSyntaxError,
     BudgetExceeded,
@@ -35,34 +49,90 @@ from .errors import (
     UsageError,
     WallClockExceeded,
 )
-from .externs import Extern, externs_from
-from .parser import parse
-from .program import PlainAnswer, Program
-from .prompt import build_system_prompt
-from .summary import Argument, CallSite, PlanSummary, ToolUse, summarize
-from .verifier import check, verify
+from llassembly.integration.prompt import build_system_prompt
+from llassembly.language.parser import parse
+from llassembly.language.program import (
+    PlainAnswer,
+    Program,
+)
+from llassembly.machine.emulator import (
+    CallRecord,
+    Emulator,
+    MachineState,
+    RunResult,
+    ToolCall,
+    compile_program,
+)
+from llassembly.machine.externs import (
+    Extern,
+    externs_from,
+)
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type checkers
-    from ._approval import plan_call_approved, unless_plan_approved
-    from .graph import PlanGraph
-    from .middleware import ToolsPlannerMiddleware
-    from .nodes import AToolsPlannerNode, ToolsPlannerNode
-    from .planning import Plan, aplan, plan
+    from llassembly.integration.approval import (
+        plan_call_approved,
+        unless_plan_approved,
+    )
+    from llassembly.integration.graph import PlanGraph
+    from llassembly.integration.middleware import ToolsPlannerMiddleware
+    from llassembly.integration.nodes import (
+        AToolsPlannerNode,
+        ToolsPlannerNode,
+    )
+    from llassembly.integration.planning import (
+        Plan,
+        aplan,
+        plan,
+    )
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "AToolsPlannerNode": ".nodes",
-    "Plan": ".planning",
-    "PlanGraph": ".graph",
-    "ToolsPlannerMiddleware": ".middleware",
-    "ToolsPlannerNode": ".nodes",
-    "aplan": ".planning",
-    "plan": ".planning",
-    "plan_call_approved": "._approval",
-    "unless_plan_approved": "._approval",
+    "AToolsPlannerNode": ".integration.nodes",
+    "Plan": ".integration.planning",
+    "PlanGraph": ".integration.graph",
+    "ToolsPlannerMiddleware": ".integration.middleware",
+    "ToolsPlannerNode": ".integration.nodes",
+    "aplan": ".integration.planning",
+    "plan": ".integration.planning",
+    "plan_call_approved": ".integration.approval",
+    "unless_plan_approved": ".integration.approval",
 }
 """The integration's names and the module each comes from."""
+
+_MOVED = {
+    "llassembly.verifier": "llassembly.analysis.verifier",
+    "llassembly.summary": "llassembly.analysis.summary",
+    "llassembly.prompt": "llassembly.integration.prompt",
+    "llassembly.options": "llassembly.integration.options",
+    "llassembly.planning": "llassembly.integration.planning",
+    "llassembly.planner": "llassembly.integration.planner",
+}
+"""Module paths of earlier releases that have no file of their own any more, and where each
+module lives now (the most used old paths, ``llassembly.parser`` and the like, are modules
+that re-export theirs)."""
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old path of :data:`_MOVED` as the module at its new path (the same object),
+    loaded only when it is imported, as before."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return importlib.import_module(_MOVED[spec.name])
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """The module ran when :meth:`create_module` imported it at its new path."""
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str) -> Any:

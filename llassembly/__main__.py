@@ -1,5 +1,5 @@
 """``python -m llassembly``: the command line (see :mod:`llassembly.cli`)."""
 
-from .cli import main
+from llassembly.cli import main
 
 raise SystemExit(main())

@@ -21,19 +21,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .emulator import (
+from llassembly.analysis.summary import summarize
+from llassembly.analysis.verifier import check
+from llassembly.errors import (
+    ExecutionError,
+    LLAssemblyError,
+    PlanError,
+    UsageError,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import (
+    PlainAnswer,
+    Program,
+    find_tool,
+)
+from llassembly.machine.emulator import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
     Emulator,
     ToolCall,
 )
-from .errors import ExecutionError, LLAssemblyError, PlanError, UsageError
-from .externs import Extern, externs_from
-from .parser import parse
-from .program import Opcode, PlainAnswer, Program, find_tool
-from .summary import summarize
-from .verifier import check
+from llassembly.machine.externs import (
+    Extern,
+    externs_from,
+)
 
 __all__ = ["load_tools", "main"]
 

@@ -26,8 +26,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from psycopg.conninfo import make_conninfo
 from pydantic import BaseModel
 
-from llassembly.middleware import ToolsPlannerMiddleware
-from llassembly.nodes import AToolsPlannerNode, ToolsPlannerNode
+from llassembly.integration.middleware import ToolsPlannerMiddleware
+from llassembly.integration.nodes import (
+    AToolsPlannerNode,
+    ToolsPlannerNode,
+)
 
 
 def asm(code: str, prose: str = "Here is the plan.") -> str:

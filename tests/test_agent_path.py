@@ -31,7 +31,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from llassembly import ToolsPlannerMiddleware
-from llassembly.errors import ToolExecutionError, UsageError
+from llassembly.errors import (
+    ToolExecutionError,
+    UsageError,
+)
 
 THREAD = {"configurable": {"thread_id": "t1"}}
 
@@ -794,9 +797,15 @@ def test_a_machine_kept_from_the_last_step_is_taken_once_and_never_seen_advanced
     """A step hands its machine to the next step of the same plan (by the identity of the
     snapshot it saved); a second step on the same state (a node run again) rebuilds it from
     the snapshot instead of continuing a machine the first one already advanced."""
-    from llassembly._agent import _keep_live, _machine
-    from llassembly.externs import externs_from
-    from llassembly.planner import PlannerOptions, Turn
+    from llassembly.integration.agent import (
+        _keep_live,
+        _machine,
+    )
+    from llassembly.integration.planner import (
+        PlannerOptions,
+        Turn,
+    )
+    from llassembly.machine.externs import externs_from
 
     def ping(x: int) -> int:
         """Answer x + 1."""
@@ -861,7 +870,7 @@ def test_the_usual_step_taken_directly_gives_what_the_general_step_gives(
     """A plan's usual step is taken by ``quick_step`` (no generator, no copies); every other
     step, and any usual step that meets the plan's end or a failure, by ``agent_step``. Run
     with and without the direct step, each case gives the same calls and the same messages."""
-    import llassembly.middleware as middleware_module
+    import llassembly.integration.middleware as middleware_module
 
     plans, planner = _USUAL_STEP_CASES[case]
     taken: list[bool] = []
@@ -895,9 +904,9 @@ def test_the_usual_step_taken_directly_gives_what_the_general_step_gives(
 def test_a_number_result_is_read_exactly_as_json_reads_it(text: str) -> None:
     """Integers skip the JSON decoder; whatever the text, the plan gets what ``json.loads``
     gives, and text JSON refuses is refused."""
-    from llassembly._results import decode_result
     from llassembly.errors import AsmRuntimeError
-    from llassembly.externs import externs_from
+    from llassembly.integration.results import decode_result
+    from llassembly.machine.externs import externs_from
 
     def count() -> int:
         """A count."""
@@ -922,7 +931,7 @@ def test_the_planner_hooks_declare_their_signatures() -> None:
     not inspected again for every plan call."""
     import inspect
 
-    from llassembly.middleware import _CLASSES
+    from llassembly.integration.middleware import _CLASSES
 
     for cls in _CLASSES.values():
         for name in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
@@ -947,7 +956,7 @@ def test_the_sync_hooks_are_the_instances_own_functions_and_a_copy_binds_its_own
 
     from langchain.agents.middleware import AgentMiddleware
 
-    from llassembly.middleware import _CLASSES
+    from llassembly.integration.middleware import _CLASSES
 
     seen: list[Any] = []
 
@@ -1017,7 +1026,7 @@ def test_a_float_zero_result_stays_a_float_to_the_end_of_the_plan(
     step that ends the plan restores the machine from its snapshot (the usual step hands over
     only a machine still running), and on the graph path each node does; 0.0 + 7 is then 7.0,
     and / 2 is 3.5 (an integer 0 would give 3)."""
-    import llassembly.middleware as middleware_module
+    import llassembly.integration.middleware as middleware_module
 
     @tool
     def half(x: int) -> float:
@@ -1039,7 +1048,7 @@ def test_machines_kept_for_agents_on_many_threads_stay_bounded_and_never_raise()
     and bounded); keeping one never fails because another thread changed the cache."""
     import threading
 
-    from llassembly import _agent
+    from llassembly.integration import agent as _agent
 
     errors: list[BaseException] = []
     turn: Any = object()
@@ -1071,7 +1080,7 @@ def test_machines_kept_for_agents_on_many_threads_stay_bounded_and_never_raise()
 
 
 def test_the_kept_machines_are_bounded() -> None:
-    from llassembly import _agent
+    from llassembly.integration import agent as _agent
 
     turn: Any = object()
     snapshots = [{"i": i} for i in range(_agent._LIVE_KEPT + 50)]
@@ -1090,9 +1099,12 @@ def test_call_and_result_messages_are_built_as_the_constructor_builds_them() -> 
     fields as set as the message the constructor builds; its containers are its own."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from llassembly._calls import _with_meta
-    from llassembly._messages import _EMPTY_REQUEST, call_request
-    from llassembly._state import ToolCall
+    from llassembly.integration.calls import _with_meta
+    from llassembly.integration.messages import (
+        _EMPTY_REQUEST,
+        call_request,
+    )
+    from llassembly.machine.state import ToolCall
 
     serde = JsonPlusSerializer()
     where = {"index": 3, "line": 4, "source": "CALL add"}

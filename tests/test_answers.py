@@ -6,10 +6,18 @@ import json
 
 import pytest
 
-from llassembly.emulator import Emulator, MachineState
-from llassembly.errors import AsmRuntimeError, AsmSyntaxError, PlanRejected
-from llassembly.parser import parse
-from llassembly.program import Opcode, Program
+from llassembly.errors import (
+    AsmRuntimeError,
+    AsmSyntaxError,
+    PlanRejected,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    Emulator,
+    MachineState,
+)
 
 
 def get_temperature(city: str) -> float:

@@ -30,8 +30,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode, unless_plan_approved
+from llassembly.analysis.policies import (
+    max_calls,
+    not_in_loop,
+)
 from llassembly.errors import UsageError
-from llassembly.policies import max_calls, not_in_loop
 
 THREAD = {"configurable": {"thread_id": "ops-1"}}
 

@@ -91,7 +91,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_package_has_no_import_cycle() -> None:
     graph = import_graph()
-    assert "llassembly.emulator" in graph["llassembly"]  # the walk sees relative imports
+    assert "llassembly.machine.emulator" in graph["llassembly"]  # the walk sees relative imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or ())
 
 
@@ -197,8 +197,9 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_every_opcode_has_its_facts_and_a_handler() -> None:
-    from llassembly import _steps
-    from llassembly.program import OPCODE_INFO, Opcode
+    from llassembly.machine import steps as _steps
+    from llassembly.language.instructions import OPCODE_INFO
+    from llassembly.language.opcodes import Opcode
 
     assert set(OPCODE_INFO) == set(Opcode)
     assert set(_steps._COMPILERS) == set(Opcode)
@@ -212,7 +213,11 @@ def test_every_opcode_has_its_facts_and_a_handler() -> None:
 
 
 def test_successors_is_the_one_control_flow_rule() -> None:
-    from llassembly.program import OPCODE_INFO, Opcode, successors
+    from llassembly.language.instructions import (
+        OPCODE_INFO,
+        successors,
+    )
+    from llassembly.language.opcodes import Opcode
 
     assert successors(OPCODE_INFO[Opcode.MOV], 3, None) == (4,)
     assert successors(OPCODE_INFO[Opcode.JMP], 3, 9) == (9,)
@@ -231,7 +236,11 @@ def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None
     the emulator does: PUSH puts one, POP takes one, a tool CALL takes its parameters and puts
     its results, and every other instruction leaves the data stack alone."""
     from llassembly import Emulator, externs_from, parse
-    from llassembly.program import OPCODE_INFO, Opcode, stack_effect
+    from llassembly.language.instructions import (
+        OPCODE_INFO,
+        stack_effect,
+    )
+    from llassembly.language.opcodes import Opcode
 
     def pair(a: int, b: int) -> tuple[int, int]:
         """Two values back."""

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from llassembly.cli import load_tools, main
+from llassembly.cli import (
+    load_tools,
+    main,
+)
 from llassembly.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,9 +32,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from llassembly.errors import RepairsExhausted, ToolExecutionError, UsageError
-from llassembly.middleware import ToolsPlannerMiddleware
-from llassembly.nodes import ToolsPlannerNode
+from llassembly.errors import (
+    RepairsExhausted,
+    ToolExecutionError,
+    UsageError,
+)
+from llassembly.integration.middleware import ToolsPlannerMiddleware
+from llassembly.integration.nodes import ToolsPlannerNode
 
 # LangChain's own ToolNode emits this warning too when a dataclass context reaches a tool.
 UPSTREAM_CONTEXT_WARNING = "ignore:Pydantic serializer warnings:UserWarning"

@@ -41,5 +41,9 @@ def test_the_examples_of_each_module_run_as_shown(name: str) -> None:
 def test_the_examples_are_found() -> None:
     """Guards the test above against finding nothing (a renamed package, a broken finder)."""
     found = {name for name in MODULES if examples(name)}
-    assert {"llassembly.options", "llassembly.graph", "llassembly.parser"} <= found
+    assert {
+        "llassembly.integration.options",
+        "llassembly.integration.graph",
+        "llassembly.language.parser",
+    } <= found
     assert len(found) >= 10

@@ -12,15 +12,7 @@ import pytest
 from langgraph.errors import GraphInterrupt
 from pydantic import BaseModel
 
-import llassembly.emulator as emulator_module
-from llassembly.emulator import (
-    CompiledProgram,
-    Emulator,
-    MachineState,
-    RunResult,
-    ToolCall,
-    compile_program,
-)
+import llassembly.machine.emulator as emulator_module
 from llassembly.errors import (
     AsmRuntimeError,
     InstructionBudgetExceeded,
@@ -32,9 +24,18 @@ from llassembly.errors import (
     UsageError,
     WallClockExceeded,
 )
-from llassembly.externs import externs_from
-from llassembly.parser import parse
-from llassembly.program import Opcode, Program
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    CompiledProgram,
+    Emulator,
+    MachineState,
+    RunResult,
+    ToolCall,
+    compile_program,
+)
+from llassembly.machine.externs import externs_from
 
 # --- helpers ---------------------------------------------------------------------------------
 

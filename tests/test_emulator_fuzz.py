@@ -11,11 +11,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from llassembly.emulator import CompiledProgram, Emulator, RunResult, compile_program
-from llassembly.errors import LLAssemblyError, ToolExecutionError
-from llassembly.externs import Extern, externs_from
-from llassembly.parser import parse
-from llassembly.program import MNEMONICS, OPCODE_INFO, Opcode, Program
+from llassembly.errors import (
+    LLAssemblyError,
+    ToolExecutionError,
+)
+from llassembly.language.instructions import (
+    MNEMONICS,
+    OPCODE_INFO,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    CompiledProgram,
+    Emulator,
+    RunResult,
+    compile_program,
+)
+from llassembly.machine.externs import (
+    Extern,
+    externs_from,
+)
 
 # --- a small tool set: every arity and result shape, and one tool that raises -----------------
 

@@ -11,9 +11,18 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from llassembly.errors import AsmRuntimeError, ToolArgumentError, UsageError
-from llassembly.externs import Extern, Param, externs_from, type_label
-from llassembly.program import find_tool
+from llassembly.errors import (
+    AsmRuntimeError,
+    ToolArgumentError,
+    UsageError,
+)
+from llassembly.language.program import find_tool
+from llassembly.machine.externs import (
+    Extern,
+    Param,
+    externs_from,
+    type_label,
+)
 
 
 class Point(BaseModel):

@@ -25,7 +25,10 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel
 
 from llassembly import ToolsPlannerMiddleware
-from llassembly.nodes import AToolsPlannerNode, ToolsPlannerNode
+from llassembly.integration.nodes import (
+    AToolsPlannerNode,
+    ToolsPlannerNode,
+)
 
 RUNS: list[str] = []
 

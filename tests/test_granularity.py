@@ -21,10 +21,17 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from llassembly.emulator import ToolCall, compile_program
-from llassembly.externs import externs_from
-from llassembly.graph import GRANULARITIES, PlanGraph, PlanRun
-from llassembly.parser import parse
+from llassembly.integration.graph import (
+    GRANULARITIES,
+    PlanGraph,
+    PlanRun,
+)
+from llassembly.language.parser import parse
+from llassembly.machine.emulator import (
+    ToolCall,
+    compile_program,
+)
+from llassembly.machine.externs import externs_from
 
 
 @dataclass

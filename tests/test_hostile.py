@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from llassembly import ToolsPlannerMiddleware
 from llassembly.errors import UsageError
-from llassembly.planner import MAX_REPAIR_REQUEST_CHARS
+from llassembly.integration.planner import MAX_REPAIR_REQUEST_CHARS
 
 EXECUTIONS = pytest.mark.parametrize("execution", ["agent", "graph"])
 
@@ -351,7 +351,7 @@ def test_many_call_sites_of_one_subroutine_build_a_plan_graph_in_linear_work() -
 
 @EXECUTIONS
 def test_a_plan_longer_than_the_limit_is_refused_before_it_is_compiled(execution: str) -> None:
-    from llassembly.planner import MAX_PLAN_INSTRUCTIONS
+    from llassembly.integration.planner import MAX_PLAN_INSTRUCTIONS
 
     log: list[tuple[str, Any]] = []
     long_plan = asm("PUSH 1\nCALL pay\n" + "NOP\n" * MAX_PLAN_INSTRUCTIONS)

@@ -18,12 +18,18 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from test_emulator_fuzz import EXTERNS, LIMITS, MAX_STACK, instructions, programs
 
-from llassembly.emulator import Emulator, compile_program
 from llassembly.errors import LLAssemblyError
-from llassembly.externs import externs_from
-from llassembly.parser import parse
-from llassembly.planner import PlannerOptions, Turn
-from llassembly.program import Program
+from llassembly.integration.planner import (
+    PlannerOptions,
+    Turn,
+)
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    Emulator,
+    compile_program,
+)
+from llassembly.machine.externs import externs_from
 
 _SETTINGS = settings(
     deadline=None,

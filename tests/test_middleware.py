@@ -28,7 +28,7 @@ from langchain.agents.middleware import (
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatResult
 
-from llassembly.middleware import ToolsPlannerMiddleware
+from llassembly.integration.middleware import ToolsPlannerMiddleware
 
 # -- 1. public API ------------------------------------------------------------------------------
 

@@ -24,7 +24,10 @@ from fakes import ScriptedChatModel
 from langchain_core.messages import HumanMessage
 
 from llassembly.errors import UsageError
-from llassembly.nodes import AToolsPlannerNode, ToolsPlannerNode
+from llassembly.integration.nodes import (
+    AToolsPlannerNode,
+    ToolsPlannerNode,
+)
 
 
 @pytest.fixture(params=[False, True], ids=["ToolsPlannerNode-invoke", "AToolsPlannerNode-ainvoke"])

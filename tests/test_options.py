@@ -11,9 +11,18 @@ import pytest
 from fakes import ScriptedChatModel
 
 from llassembly.errors import UsageError
-from llassembly.middleware import ToolsPlannerMiddleware
-from llassembly.nodes import AToolsPlannerNode, ToolsPlannerNode
-from llassembly.options import OPTIONS, Option, Options, PlannerOptions, document_options
+from llassembly.integration.middleware import ToolsPlannerMiddleware
+from llassembly.integration.nodes import (
+    AToolsPlannerNode,
+    ToolsPlannerNode,
+)
+from llassembly.integration.options import (
+    OPTIONS,
+    Option,
+    Options,
+    PlannerOptions,
+    document_options,
+)
 
 # Parameters a class takes that are not planner options (documented in the class itself).
 OWN = {

@@ -28,7 +28,6 @@ from langgraph.types import Command
 from test_emulator_fuzz import EXTERNS, LIMITS, MAX_STACK, programs
 
 from llassembly import ToolsPlannerMiddleware
-from llassembly.emulator import Emulator, compile_program
 from llassembly.errors import (
     AsmRuntimeError,
     InstructionBudgetExceeded,
@@ -38,9 +37,13 @@ from llassembly.errors import (
     ToolExecutionError,
     UsageError,
 )
-from llassembly.externs import externs_from
-from llassembly.parser import parse
-from llassembly.program import Program
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import (
+    Emulator,
+    compile_program,
+)
+from llassembly.machine.externs import externs_from
 
 THREAD = {"configurable": {"thread_id": "p1"}}
 

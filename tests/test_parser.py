@@ -8,10 +8,23 @@ from __future__ import annotations
 
 import pytest
 
-from llassembly.emulator import Emulator, RunResult
-from llassembly.errors import AsmSyntaxError, EmptyReply
-from llassembly.parser import parse
-from llassembly.program import Imm, Name, Opcode, PlainAnswer, Program, Reg
+from llassembly.errors import (
+    AsmSyntaxError,
+    EmptyReply,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import (
+    Imm,
+    Name,
+    PlainAnswer,
+    Program,
+    Reg,
+)
+from llassembly.machine.emulator import (
+    Emulator,
+    RunResult,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Tools and helpers

@@ -8,24 +8,31 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llassembly._scan import LineError, read_operand
 from llassembly.errors import AsmSyntaxError
-from llassembly.parser import parse
-from llassembly.program import (
+from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
+    OperandKind,
+)
+from llassembly.language.opcodes import (
+    Opcode,
+    register_index,
+    register_name,
+)
+from llassembly.language.parser import parse
+from llassembly.language.program import (
     Imm,
     Instruction,
     Mem,
     Name,
-    Opcode,
     Operand,
-    OperandKind,
     PlainAnswer,
     Program,
     Reg,
-    register_index,
-    register_name,
+)
+from llassembly.language.scan import (
+    LineError,
+    read_operand,
 )
 
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,10 +10,23 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.prebuilt import InjectedState
 
-from llassembly.errors import AsmSyntaxError, PlanRejected, UsageError
-from llassembly.planner import MAX_PLAN_INSTRUCTIONS, TURN_KEY, PlannerOptions, Turn, TurnRun
-from llassembly.program import PlainAnswer, Program
-from llassembly.summary import PlanSummary
+from llassembly.analysis.summary import PlanSummary
+from llassembly.errors import (
+    AsmSyntaxError,
+    PlanRejected,
+    UsageError,
+)
+from llassembly.integration.planner import (
+    MAX_PLAN_INSTRUCTIONS,
+    TURN_KEY,
+    PlannerOptions,
+    Turn,
+    TurnRun,
+)
+from llassembly.language.program import (
+    PlainAnswer,
+    Program,
+)
 
 
 def inc(x: int) -> int:

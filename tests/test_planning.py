@@ -28,8 +28,8 @@ from llassembly import (
     parse,
     plan,
 )
+from llassembly.analysis.policies import max_calls
 from llassembly.errors import ToolCallBudgetExceeded
-from llassembly.policies import max_calls
 
 TEMPERATURES = {"Paris": 21, "Oslo": 4, "Cairo": 33}
 

@@ -9,8 +9,12 @@ from langchain.tools import ToolRuntime, tool
 from pydantic import BaseModel
 
 from llassembly.errors import UsageError
-from llassembly.externs import externs_from
-from llassembly.prompt import build_system_prompt, describe_extern, load_template
+from llassembly.integration.prompt import (
+    build_system_prompt,
+    describe_extern,
+    load_template,
+)
+from llassembly.machine.externs import externs_from
 
 
 class Point(BaseModel):
@@ -83,8 +87,8 @@ def test_built_in_template_stays_compact() -> None:
 
 
 def test_the_data_the_template_shows_works_as_it_says() -> None:
-    from llassembly.emulator import Emulator
-    from llassembly.parser import parse
+    from llassembly.language.parser import parse
+    from llassembly.machine.emulator import Emulator
 
     template = load_template()
     data = template.split("## Data\n", 1)[1].split("\nA name", 1)[0]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from llassembly.emulator import Emulator
-from llassembly.parser import parse
-from llassembly.program import Program
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import Emulator
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

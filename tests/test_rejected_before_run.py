@@ -10,7 +10,7 @@ import pytest
 
 from llassembly import Emulator, PlanRejected, parse
 from llassembly.errors import AsmSyntaxError
-from llassembly.program import Program
+from llassembly.language.program import Program
 
 CALLS: list[tuple[str, tuple[object, ...]]] = []
 

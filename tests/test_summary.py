@@ -15,10 +15,13 @@ from test_emulator_fuzz import _SETTINGS, EXTERNS, LIMITS, _compiled, programs
 
 from llassembly import PlanSummary, parse, summarize, verify
 from llassembly.cli import main
-from llassembly.emulator import Emulator
 from llassembly.errors import LLAssemblyError
-from llassembly.externs import Extern, externs_from
-from llassembly.program import Program
+from llassembly.language.program import Program
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import (
+    Extern,
+    externs_from,
+)
 
 
 def list_alerts(severity: str) -> int:
@@ -316,8 +319,8 @@ def test_every_run_stays_within_the_summary(source: str) -> None:
 def test_data_the_plan_writes_is_no_constant_argument() -> None:
     """A data label the plan writes (MOV limit, ECX) holds what was written, not its initial
     value: an argument read from it is computed."""
-    from llassembly.parser import parse
-    from llassembly.summary import summarize
+    from llassembly.analysis.summary import summarize
+    from llassembly.language.parser import parse
 
     def ping(x: int) -> int:
         """Answer x."""

@@ -12,22 +12,34 @@ from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llassembly import _flow
-from llassembly._flow import MAX_CALL_DEPTH, MAX_STATES, MAX_STEPS
-from llassembly.errors import AsmSyntaxError, PlanRejected
-from llassembly.parser import parse
-from llassembly.program import (
+from llassembly.analysis import flow as _flow
+from llassembly.analysis.flow import (
+    MAX_CALL_DEPTH,
+    MAX_STATES,
+    MAX_STEPS,
+)
+from llassembly.analysis.verifier import (
+    check,
+    verify,
+)
+from llassembly.errors import (
+    AsmSyntaxError,
+    PlanRejected,
+)
+from llassembly.language.instructions import (
     OPCODE_INFO,
+    OperandKind,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import (
     Imm,
     Instruction,
     Name,
-    Opcode,
     Operand,
-    OperandKind,
     Program,
     Reg,
 )
-from llassembly.verifier import check, verify
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
-from llassembly.emulator import Emulator
-from llassembly.errors import AsmRuntimeError, PlanRejected, UsageError
-from llassembly.parser import parse
-from llassembly.program import Program
+from llassembly.errors import (
+    AsmRuntimeError,
+    PlanRejected,
+    UsageError,
+)
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import Emulator
 
 
 def program(source: str) -> Program:

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from llassembly.emulator import Emulator
+from llassembly.analysis.verifier import check
 from llassembly.errors import PlanRejected
-from llassembly.externs import externs_from
-from llassembly.parser import parse
-from llassembly.program import Program
-from llassembly.verifier import check
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import externs_from
 
 Calls = list[tuple[Any, ...]]
 Kit = Callable[[Calls], list[Callable[..., Any]]]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from llassembly.errors import UsageError
-from llassembly.graph import Granularity
+from llassembly.integration.graph import Granularity
 from llassembly_demo.agents import TurnGate, run_with_agents
 from llassembly_demo.cli import main
 from llassembly_demo.picture import CELL, encode_png, png_size

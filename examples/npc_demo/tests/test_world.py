@@ -8,7 +8,7 @@ import pytest
 from langchain.tools import ToolRuntime
 
 from llassembly import Emulator, Program, parse
-from llassembly.externs import externs_from
+from llassembly.machine.externs import externs_from
 from llassembly_demo.tools import UNIT_TOOLS, UnitContext, attack_enemy, make_one_step
 from llassembly_demo.world import FIRST_ENEMY_ID, World, WorldError
 

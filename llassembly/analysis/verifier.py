@@ -1,0 +1,588 @@
+"""Verifier: reject a bad plan before any tool runs, listing every problem at once.
+
+Two stages (see "Checks before the run" in ``docs/language.md``):
+
+* structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
+  labels defined twice or clashing with data labels, a ``global`` naming no code label;
+* flow, only when the structure leaves the control flow well defined (the path analysis is in
+  ``llassembly._flow``): stack underflow, jumps with no flags set, ordered jumps after a compare
+  of strings, arithmetic on strings and subroutines running past the end, each on some path;
+  loops that can never end. A plan the path analysis cannot follow within its limits (nesting,
+  states, steps) is refused, saying which limit.
+
+Example:
+    >>> from llassembly.parser import parse
+    >>> check(parse("POP R1\\nHLT"), {})[0].message
+    'POP on an empty stack: on some path nothing is on the stack when this line runs'
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from llassembly.analysis.flow import (
+    MAX_CALL_DEPTH,
+    MAX_STATES,
+    Findings,
+    components,
+    explore,
+)
+from llassembly.analysis.layout import (
+    MAX_MEMORY_CELLS,
+    eax_calls,
+    layout_of,
+    literal_zero,
+)
+from llassembly.analysis.placeholders import placeholder_problems
+from llassembly.errors import (
+    Diagnostic,
+    PlanRejected,
+)
+from llassembly.language.instructions import (
+    MNEMONICS,
+    OPCODE_INFO,
+    OperandKind,
+    successors,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.program import (
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Program,
+    Reg,
+    ToolShape,
+    find_tool,
+)
+
+__all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
+
+MAX_DIAGNOSTICS = 1000
+"""Most problems one check keeps (a hostile plan can have one per character); the rest are
+counted in a last diagnostic."""
+
+_KIND_WORDS: dict[OperandKind, str] = {
+    "reg": "a destination register",
+    "value": "a value",
+    "label": "a label",
+    "target": "a tool name or a label",
+    "mem": "a memory operand [...]",
+}
+_DIVISIONS = frozenset({Opcode.DIV, Opcode.MOD, Opcode.DIVSD})
+_OPCODE_LIST = ", ".join(op.value for op in Opcode)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _mnemonic(ins: Instruction) -> str:
+    """The mnemonic as the model wrote it (``JB`` rather than ``JL``), upper-cased."""
+    words = ins.text.split(maxsplit=1)
+    return words[0].upper() if words else ins.op.value
+
+
+def _names(names: list[str], none: str) -> str:
+    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+    return shown or none
+
+
+class _Checker:
+    """One verification: the program, the tools and what has been found so far."""
+
+    def __init__(self, program: Program, tools: Mapping[str, ToolShape]) -> None:
+        self.program = program
+        self.tools = tools
+        self.found: list[Diagnostic] = []
+        self.not_kept = 0  # problems found beyond MAX_DIAGNOSTICS
+        self.structural = False  # a fault that makes the control flow meaningless
+        self.target: dict[int, int] = {}  # jump or CALL-label index -> target index
+        self.tool_at: dict[int, ToolShape] = {}  # CALL-tool index -> tool
+        self.layout = layout_of(program, tools)
+
+    def report(self, line: int, column: int, message: str, *, structural: bool = False) -> None:
+        self.structural = self.structural or structural
+        if len(self.found) >= MAX_DIAGNOSTICS:  # a hostile plan: count the rest, keep none
+            self.not_kept += 1
+            return
+        self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
+
+    def column_of(self, ins: Instruction, position: int) -> int:
+        columns = ins.operand_columns
+        return columns[position] if position < len(columns) else ins.column
+
+    # -- structure --------------------------------------------------------------------------
+
+    def check_unknown(self) -> None:
+        for unknown in self.program.unknown:
+            word = unknown.mnemonic.upper()
+            close = difflib.get_close_matches(word, MNEMONICS, n=3)
+            close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
+            hint = f"did you mean {close[0]}? " if close else ""
+            message = (
+                f"unknown instruction {unknown.mnemonic!r}; {hint}"
+                f"the instructions are {_OPCODE_LIST}"
+            )
+            self.report(unknown.line, unknown.column, message, structural=True)
+
+    def check_labels(self) -> None:
+        program = self.program
+        for key, sites in program.label_lines.items():
+            if not sites:
+                continue
+            name = program.label_names.get(key, key)
+            (first_line, _), *again = sites
+            per_line: dict[int, list[int]] = {}
+            for line, column in again:
+                per_line.setdefault(line, []).append(column)
+            for line, columns in per_line.items():  # one report per line, however many
+                again_here = (
+                    f"again ({len(columns)} times on this line)" if len(columns) > 1 else "twice"
+                )
+                message = (
+                    f"label {name!r} is defined {again_here} (first on line {first_line}); "
+                    "rename one"
+                )
+                self.report(line, columns[0], message, structural=True)
+            if key in program.data:
+                line, column = sites[0]
+                message = f"{name!r} is both a code label and a data label; rename one of them"
+                self.report(line, column, message)
+
+    def check_operands(self) -> None:
+        for index, ins in enumerate(self.program.instructions):
+            info = OPCODE_INFO[ins.op]
+            given = ins.operands
+            wanted = info.accepts(len(given))
+            if wanted is None:
+                wanted = info.operands
+                kinds = " or ".join(
+                    "(" + (" and ".join(_KIND_WORDS[k] for k in shape) or "nothing") + ")"
+                    for shape in (info.operands, *info.forms)
+                )
+                count = len(info.operands)
+                column = self.column_of(ins, count) if len(given) > count else ins.column
+                numbers = sorted({count, *(len(form) for form in info.forms)})
+                takes = " or ".join(str(n) for n in numbers)
+                message = (
+                    f"{_mnemonic(ins)} takes {takes} operand{'' if numbers == [1] else 's'} "
+                    f"{kinds} but {len(given)} {'was' if len(given) == 1 else 'were'} given"
+                )
+                self.report(ins.line, column, message, structural=True)
+                continue
+            for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
+                column = self.column_of(ins, position)
+                if ins.op is Opcode.SAY and position:
+                    self.check_placeholder(index, ins, position, column)
+                else:
+                    self.check_operand(index, ins, kind, operand, column)
+            if ins.op in _DIVISIONS and literal_zero(given[-1], self.program):
+                message = (
+                    f"{_mnemonic(ins)} divides by {given[-1]}, which is 0: division by zero; "
+                    "divide by a number that is not 0 (CMP it with 0 and jump around first)"
+                )
+                self.report(ins.line, self.column_of(ins, len(given) - 1), message)
+
+    def check_operand(
+        self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
+    ) -> None:
+        line, op = ins.line, _mnemonic(ins)
+        key = operand.name.lower() if isinstance(operand, Name) else ""
+        if isinstance(operand, Mem):
+            self.check_memory(ins, kind, operand, column)
+        elif kind == "mem":
+            message = f"{op} needs a memory operand like [name + ESI*4], not {operand}"
+            self.report(line, column, message)
+        elif kind == "reg" and not isinstance(operand, Reg):
+            self.check_destination(ins, operand, column)
+        elif kind == "value" and isinstance(operand, Name) and key not in self.program.data:
+            if key in self.layout.variables:
+                return
+            if key in self.program.labels:
+                message = f"{operand.name!r} is a code label, not a value"
+            elif find_tool(operand.name, self.tools) is not None:
+                message = f"{operand.name!r} is a tool, not a value; CALL it and POP its result"
+            else:
+                message = (
+                    f"unknown name {operand.name!r}: it is not a register, a number, "
+                    "a string, a data label or a variable (a name written by MOV or POP "
+                    "before it is read)"
+                )
+            self.report(line, column, message)
+        elif kind == "label":
+            if not isinstance(operand, Name):
+                self.report(line, column, f"{op} needs a label, not {operand}", structural=True)
+            elif key in self.program.labels:
+                self.target[index] = self.program.labels[key]
+            else:
+                labels = _names(list(self.program.label_names.values()), "none")
+                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
+                self.report(line, column, message, structural=True)
+        elif kind == "target":
+            self.check_call(index, ins, operand, column)
+
+    def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
+        """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
+        found = placeholder_problems(ins, position, self.program, self.tools, self.layout)
+        for at, message in found:
+            self.report(ins.line, self.column_of(ins, at), message)
+        if not isinstance(ins.operands[position], Name):
+            self.check_operand(index, ins, "value", ins.operands[position], column)
+
+    def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
+        """A destination that is no register: a variable, or a one-cell writable label."""
+        op = _mnemonic(ins)
+        key = operand.name.lower() if isinstance(operand, Name) else ""
+        label = self.layout.labels.get(key)
+        if label is None:
+            message = (
+                f"the destination of {op} must be a register (R1..R100, EAX..EBP, xmm0..xmm15), "
+                f"a memory operand ([name]) or a variable, not {operand}"
+            )
+        elif not label.writable:
+            message = (
+                f"{op} writes {operand}, which is read-only data (section .rodata or equ); "
+                "keep values that change in section .data or in a register"
+            )
+        elif len(label.cells) != 1:
+            message = (
+                f"{operand} has {len(label.cells)} cells; write one of them: "
+                f"[{operand} + i*{label.size}] (cell i is at byte i*{label.size})"
+            )
+        else:
+            return
+        self.report(ins.line, column, message)
+
+    def check_memory(self, ins: Instruction, kind: OperandKind, mem: Mem, column: int) -> None:
+        """A memory operand: a known data label, in bounds and at a cell where it is known."""
+        if mem.label is None:
+            return
+        key = mem.label.lower()
+        label = self.layout.labels.get(key)
+        if label is None:
+            if key in self.program.data:
+                message = (
+                    f"{mem.label} is a constant (equ), not memory; write {mem.label} without "
+                    "brackets"
+                )
+            else:
+                known = _names(
+                    [k for k in self.layout.labels if k not in self.layout.variables], "none"
+                )
+                message = f"{mem} names no data label {mem.label!r}; data labels: {known}"
+            self.report(ins.line, column, message)
+            return
+        if kind == "reg" and not label.writable:
+            message = (
+                f"{_mnemonic(ins)} writes {mem}, which is read-only data (section .rodata); "
+                "put data that changes in section .data"
+            )
+            self.report(ins.line, column, message)
+        if kind == "mem":  # LEA computes the address only: any offset is fine
+            return
+        size, cells = label.size, len(label.cells)
+        if all(scale % size == 0 for scale in _scales(mem)) and mem.disp % size:
+            message = (
+                f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
+                f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
+            )
+            self.report(ins.line, column, message)
+        elif not mem.registers and not 0 <= mem.disp // size < cells:
+            message = (
+                f"{mem} reads cell {mem.disp // size} of {mem.label}, which has {cells} "
+                f"(cells 0..{cells - 1}, at bytes 0..{(cells - 1) * size})"
+            )
+            self.report(ins.line, column, message)
+
+    def check_memory_size(self) -> None:
+        cells = self.layout.cells
+        if cells > MAX_MEMORY_CELLS:
+            line = max(label.line for label in self.layout.labels.values())
+            message = (
+                f"the data takes {cells} cells, more than the {MAX_MEMORY_CELLS} a plan may "
+                "have; keep large data in tools and fetch what the plan needs"
+            )
+            self.report(line, 1, message)
+
+    def check_call(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
+        if not isinstance(operand, Name):
+            message = f"CALL needs a tool name or a label, not {operand}"
+            self.report(ins.line, column, message, structural=True)
+            return
+        tool = find_tool(operand.name, self.tools)
+        label = self.program.labels.get(operand.name.lower())
+        if tool is not None and label is not None:
+            message = (
+                f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a code "
+                "label; rename the label"
+            )
+            self.report(ins.line, column, message, structural=True)
+        elif tool is not None:
+            self.tool_at[index] = tool
+        elif label is not None:
+            self.target[index] = label
+        else:
+            tools = _names(sorted(self.tools), "none")
+            message = f"unknown tool {operand.name!r}; available tools: {tools}"
+            self.report(ins.line, column, message, structural=True)
+
+    # -- entry -------------------------------------------------------------------------------
+
+    def check_entry(self) -> None:
+        program, name = self.program, self.program.entry_name
+        if name is None or name.lower() in program.labels:
+            return
+        what = "a data label, not a code label" if name.lower() in program.data else "no code label"
+        labels = _names(list(program.label_names.values()), "none")
+        message = (
+            f"global {name} names {what}, so the plan has no entry point; put the label "
+            f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
+        )
+        line, column = program.entry_site
+        self.report(line, column, message)
+
+    # -- flow -------------------------------------------------------------------------------
+
+    def check_flow(self) -> None:
+        """Walk the paths (see ``llassembly._flow``) and report what they may do wrong."""
+        conventions = eax_calls(self.program, self.tool_at)
+        found = explore(self.program, self.target, self.tool_at, self.layout, conventions.eax)
+        instructions = self.program.instructions
+        for call, reader, pop in conventions.mixed:
+            tool = self.tool_at[call]
+            message = (
+                f"this POP would take a value from the stack, but the result of CALL "
+                f"{tool.name} (line {instructions[call].line}) is read in EAX on line "
+                f"{instructions[reader].line}, so it is not on the stack: use one way, either "
+                "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
+            )
+            self.report_at(pop, message)
+        for pc, position in sorted(found.unwritten_reads):
+            ins = instructions[pc]
+            name = ins.operands[position]
+            shown = name.label if isinstance(name, Mem) else name
+            message = (
+                f"{shown} is read here before it is written on some path; a variable (a name "
+                f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
+                f"declare it in section .data ({shown} dd 0)"
+            )
+            self.report(ins.line, self.column_of(ins, position), message)
+        for pc in found.empty_pops:
+            message = (
+                "POP on an empty stack: on some path nothing is on the stack when this line runs"
+            )
+            self.report_at(pc, message)
+        for pc, have in found.short_calls.items():
+            tool = self.tool_at[pc]
+            params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+            message = (
+                f"CALL {tool.name} takes {_plural(len(tool.params), 'value')} from the stack "
+                f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
+                "PUSH the arguments, first parameter first, before the CALL"
+            )
+            self.report_at(pc, message)
+        for pc, cmps in found.string_jumps.items():
+            lines = sorted(instructions[c].line for c in cmps)
+            where = (
+                f"the CMP on line {lines[0]}"
+                if len(lines) == 1
+                else "the CMPs on lines " + _names([str(line) for line in lines[:21]], "")
+            )
+            message = (
+                f"{_mnemonic(instructions[pc])} needs an ordered compare, but on some path the "
+                f"flags come from {where}, which compares strings; strings have no order, so "
+                "only JE, JZ, JNE and JNZ may follow"
+            )
+            self.report_at(pc, message)
+        for pc in found.unset_jumps:
+            jumps = OPCODE_INFO[instructions[pc].op].jump
+            message = (
+                f"{_mnemonic(instructions[pc])} tests the flags, but on some path no CMP, TEST "
+                "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
+                "nothing to test; "
+                + (
+                    "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+                    if jumps
+                    else "put a CMP before it (for example CMP R1, 0)"
+                )
+            )
+            self.report_at(pc, message)
+        for pc, position in found.string_math:
+            self.report_string_math(pc, position)
+        for pc, call in found.off_end.items():
+            label = instructions[call].operands[0]
+            message = (
+                f"on some path the subroutine '{label}' (CALLed on line {instructions[call].line}) "
+                "runs past the end of the program here without RET, which would stop the whole "
+                "plan; end the subroutine with RET (or HLT to stop the plan on purpose)"
+            )
+            self.report_at(pc, message)
+        self.report_limits(found)
+
+    def report_at(self, pc: int, message: str) -> None:
+        ins = self.program.instructions[pc]
+        self.report(ins.line, ins.column, message)
+
+    def report_string_math(self, pc: int, position: int) -> None:
+        ins = self.program.instructions[pc]
+        if position < 0:  # LOOP counts ECX down
+            message = (
+                f"{_mnemonic(ins)} counts ECX down, but on some path ECX holds a string here; "
+                "MOV the number of rounds into ECX first"
+            )
+            self.report(ins.line, ins.column, message)
+            return
+        operand, op = ins.operands[position], _mnemonic(ins)
+        if isinstance(operand, Mem):
+            what = (
+                f"on some path a register in the address {operand} holds a string; an address "
+                "is a number"
+            )
+            if operand.label is None and operand.base is not None:  # MOV ESI, table
+                what += f" (to point {operand.base} at data, LEA {operand.base}, [label])"
+        elif isinstance(operand, Reg):
+            what = (
+                f"on some path {operand} holds a string here (from a string literal, string data "
+                "or a tool that returns str); keep text and numbers in different registers, or "
+                f"MOV a number into {operand} first"
+            )
+        elif isinstance(operand, Name):
+            what = f"{operand.name!r} is string data; use a number or a number data label"
+        else:
+            what = f"{operand} is a string; use a number"
+        message = f"{op} needs numbers, but {what} (arithmetic works on numbers only)"
+        self.report(ins.line, self.column_of(ins, position), message)
+
+    def report_limits(self, found: Findings) -> None:
+        for pc in found.too_deep:
+            label = self.program.instructions[pc].operands[0]
+            message = (
+                f"CALL {label}: subroutines nest deeper than {MAX_CALL_DEPTH} calls here; the "
+                "checker cannot follow them, so the plan is refused (a subroutine that calls "
+                "itself nests without end); repeat work with a loop (CMP and a conditional jump "
+                f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
+            )
+            self.report_at(pc, message)
+        if found.overflow is not None:
+            fix = (
+                "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
+                "nest them less"
+                if found.overflow in self.target
+                and self.program.instructions[found.overflow].op is Opcode.CALL
+                else "write a shorter plan with fewer branches (repeat work with a loop)"
+            )
+            message = (
+                f"the program has too many paths to check (over {MAX_STATES} states of code and "
+                f"subroutine calls; the check stopped here), so it is refused; {fix}"
+            )
+            self.report_at(found.overflow, message)
+
+    def successors(self, pc: int) -> tuple[int, ...]:
+        """Control-flow successors used for loop detection.
+
+        ``CALL label`` goes both to the label and to the next instruction, as if the subroutine
+        returned; ``RET`` and ``HLT`` have no successors. Every cycle of this graph that has no
+        edge out really cannot be left (a ``RET`` or ``HLT`` is never inside one), so rejecting
+        such a cycle is sound. Running past the end goes to ``len(instructions)``, a node with
+        no successors: a way out.
+        """
+        info = OPCODE_INFO[self.program.instructions[pc].op]
+        out = successors(info, pc, self.target.get(pc))
+        if info.flow == "call" and pc in self.target:
+            out = (*out, pc + 1)  # as if the subroutine returned
+        end = len(self.program.instructions)
+        return tuple(min(t, end) for t in out if t is not None)
+
+    def changes_state(self, ins: Instruction) -> bool:
+        info = OPCODE_INFO[ins.op]
+        if not info.writes_state:
+            return False
+        first = ins.operands[0] if ins.operands else None
+        return not (info.r0_noop and isinstance(first, Reg) and first.index == 0)
+
+    def check_loops(self) -> None:
+        instructions = self.program.instructions
+        if not 0 <= self.program.entry < len(instructions):
+            return
+        succ = {pc: self.successors(pc) for pc in range(len(instructions))}
+        succ[len(instructions)] = ()
+        for component in components(self.program.entry, succ):
+            members = set(component)
+            if len(component) == 1 and component[0] not in succ[component[0]]:
+                continue
+            if any(pc in self.tool_at for pc in component):
+                continue
+            leaves = any(t not in members for pc in component for t in succ[pc])
+            if not leaves:
+                why = "there is no way out of it and it calls no tool"
+            elif not any(self.changes_state(instructions[pc]) for pc in component):
+                why = "nothing in it changes a register or the stack and it calls no tool"
+            else:
+                continue
+            first = instructions[min(component)]
+            message = f"this loop ({_span(self.program, component)}) can never end: {why}"
+            self.report(first.line, first.column, message)
+
+
+def _scales(mem: Mem) -> list[int]:
+    return [1 if reg is mem.base else mem.scale for reg in mem.registers]
+
+
+def _span(program: Program, component: list[int]) -> str:
+    """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
+    runs: list[list[int]] = []
+    for pc in sorted(component):
+        if runs and runs[-1][-1] == pc - 1:
+            runs[-1].append(pc)
+        else:
+            runs.append([pc])
+    parts = []
+    for run in runs:
+        first, last = program.instructions[run[0]].line, program.instructions[run[-1]].line
+        parts.append(str(first) if first == last else f"{first}-{last}")
+    single = len(runs) == 1 and len(runs[0]) == 1
+    return ("line " if single else "lines ") + ", ".join(parts)
+
+
+def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic, ...]:
+    """Return every problem of ``program``, sorted by line and column (empty when it is fine).
+
+    Args:
+        program: The parsed plan.
+        tools: The tools the plan may CALL, by name.
+
+    Returns:
+        One :class:`~llassembly.errors.Diagnostic` per problem.
+    """
+    checker = _Checker(program, tools)
+    checker.check_unknown()
+    checker.check_labels()
+    checker.check_operands()
+    checker.check_entry()
+    checker.check_memory_size()
+    if not checker.structural:
+        checker.check_flow()
+        checker.check_loops()
+    unique = sorted(dict.fromkeys(checker.found), key=lambda d: (d.line, d.column))
+    if checker.not_kept:
+        last = unique[-1]
+        more = f"... and {checker.not_kept} more problems, not listed; fix the ones above first"
+        unique.append(Diagnostic(last.line, last.column, more))
+    return tuple(unique)
+
+
+def verify(program: Program, tools: Mapping[str, ToolShape]) -> None:
+    """Check ``program`` and raise if anything is wrong.
+
+    Args:
+        program: The parsed plan.
+        tools: The tools the plan may CALL, by name.
+
+    Raises:
+        PlanRejected: The plan has problems; ``diagnostics`` lists all of them.
+    """
+    diagnostics = check(program, tools)
+    if diagnostics:
+        raise PlanRejected(diagnostics)

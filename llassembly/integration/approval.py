@@ -1,0 +1,308 @@
+"""Plan approval: one human decision about the whole plan, before its first call.
+
+With ``approve_plan=True`` (or a list of tool names: only plans that can call one of them) the
+planner pauses with LangGraph's ``interrupt()`` once a plan has been written, verified and
+checked against the policies, and before anything runs. The interrupt's value is
+:func:`approval_request`: plain JSON data holding the plan text and its summary.
+``Command(resume=decision)`` answers it, in the shape of LangChain's own approval decisions:
+
+* ``{"type": "approve"}``: the plan runs;
+* ``{"type": "edit", "plan": "..."}``: the reviewer's plan text replaces it; it is parsed,
+  verified and checked against the policies again, and runs when it passes. When it does not,
+  the reviewer is asked again, with the problems in the request's ``problems``;
+* ``{"type": "reject", "message": "..."}``: nothing runs; the turn ends with the message, or,
+  under ``on_tool_error="replan"`` (while replans are left), the model is told and writes a new
+  plan, which is approved in turn.
+
+Where the pause happens: on the agent path in the planner's ``after_model`` hook (the plan and
+its request are saved first, so a resume in any process neither calls the model again nor
+needs the tools); on the graph path and in the nodes in an ``approve`` step of the turn graph.
+
+An approved plan's calls still pass the agent's tool node; :func:`unless_plan_approved` wraps
+a ``HumanInTheLoopMiddleware`` ``interrupt_on`` mapping so that its per-call questions are not
+asked again for the calls of a plan a person has approved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from langchain.agents.middleware import hook_config
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from llassembly.errors import (
+    PlanError,
+    UsageError,
+)
+from llassembly.integration.messages import (
+    NOT_APPROVED,
+    repair_request,
+)
+from llassembly.language.program import Program
+
+if TYPE_CHECKING:
+    from llassembly.analysis.summary import PlanSummary
+    from llassembly.language.program import PlainAnswer
+
+__all__ = [
+    "APPROVAL_DECISIONS",
+    "NOT_APPROVED",
+    "ApprovalHook",
+    "approval_option",
+    "approval_request",
+    "ask_approval",
+    "awaiting_approval",
+    "decide",
+    "decided",
+    "edit_note",
+    "needs_approval",
+    "plan_call_approved",
+    "read_decision",
+    "rejection_failure",
+    "unless_plan_approved",
+]
+
+APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
+"""The decisions a plan-approval request allows."""
+_STATE_KEY: Final = "llassembly"
+
+
+def approval_option(value: bool | Sequence[str]) -> bool | tuple[str, ...]:
+    """The ``approve_plan`` option as ``PlannerOptions`` keeps it.
+
+    Raises:
+        UsageError: A single string was given instead of a list of tool names.
+    """
+    if isinstance(value, str):
+        raise UsageError(f"approve_plan takes True, False or a list of tool names, not {value!r}")
+    return value if isinstance(value, bool) else tuple(value)
+
+
+def needs_approval(approve_plan: bool | tuple[str, ...], summary: PlanSummary) -> bool:
+    """Whether a plan with this summary waits for a person before its first call."""
+    if approve_plan is True:
+        return bool(summary.tools)
+    if not approve_plan:
+        return False
+    return any(summary.tool(name) is not None for name in approve_plan)
+
+
+def approval_request(
+    plan: str, summary: PlanSummary, problems: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The interrupt value asking a person to approve a plan (JSON-serialisable).
+
+    Keys: ``type`` (always ``"plan_approval"``), ``plan`` (the plan text), ``summary``
+    (:meth:`PlanSummary.to_dict`), ``description`` (the summary as text for a person),
+    ``allowed_decisions`` and ``problems`` (why an edited plan was refused; empty otherwise).
+    """
+    return {
+        "type": "plan_approval",
+        "plan": plan,
+        "summary": summary.to_dict(),
+        "description": summary.render(),
+        "allowed_decisions": list(APPROVAL_DECISIONS),
+        "problems": list(problems),
+    }
+
+
+def read_decision(value: Any) -> dict[str, Any]:
+    """Check a resume value and return the decision (``{"decisions": [d]}`` is taken too).
+
+    Raises:
+        UsageError: The value is not one of the allowed decisions.
+    """
+    if isinstance(value, Mapping) and "type" not in value and "decisions" in value:
+        decisions = value["decisions"]
+        if isinstance(decisions, list) and len(decisions) == 1:
+            value = decisions[0]
+    if not isinstance(value, Mapping) or value.get("type") not in APPROVAL_DECISIONS:
+        raise UsageError(
+            "a plan approval is answered with Command(resume={'type': 'approve'}), "
+            "{'type': 'edit', 'plan': '...'} or {'type': 'reject', 'message': '...'}; "
+            f"got {value!r}"
+        )
+    decision = dict(value)
+    if decision["type"] == "edit" and not isinstance(decision.get("plan"), str):
+        raise UsageError("an 'edit' plan-approval decision needs the new plan text as 'plan'")
+    if decision["type"] == "reject" and not isinstance(decision.get("message", ""), str):
+        raise UsageError("the 'message' of a 'reject' decision must be text")
+    return decision
+
+
+def edit_problems(error: PlanError | None) -> tuple[str, ...]:
+    """Why an edited plan cannot run, for the next approval request."""
+    if error is None:
+        return ("the edited text holds no instruction: write a program, or reject the plan",)
+    return (repair_request(error).rsplit("\n\n", 1)[0],)
+
+
+def edit_note(plan: str) -> HumanMessage:
+    """The message recording that a reviewer replaced the plan (shown to later models)."""
+    return HumanMessage(
+        f"A reviewer replaced the plan before it ran; this plan runs instead:\n```asm\n"
+        f"{plan.strip()}\n```",
+        name="plan_reviewer",
+    )
+
+
+def rejection_failure(message: str) -> dict[str, Any]:
+    """The failure record of a plan a reviewer rejected (nothing of it ran)."""
+    reason = message.strip() or "no reason given"
+    return {
+        "type": NOT_APPROVED,
+        "message": f"a reviewer rejected the plan: {reason}",
+        "detail": f"a reviewer rejected the plan: {reason}",
+        "line": 0,
+        "source": "",
+    }
+
+
+def decide(
+    request: Mapping[str, Any], decision: Mapping[str, Any], check: Callable[[str], Any]
+) -> tuple[str, Any]:
+    """What a decision means for the plan of ``request``.
+
+    Returns one of ``("approve", plan text)``, ``("edit", new plan text)``,
+    ``("reject", failure record)`` or ``("again", the next request)`` for an edit that does
+    not pass ``check`` (parse, verify, policies).
+    """
+    kind = decision["type"]
+    if kind == "approve":
+        return "approve", str(request["plan"])
+    if kind == "reject":
+        return "reject", rejection_failure(str(decision.get("message", "")))
+    text = str(decision["plan"])
+    try:
+        parsed: Program | PlainAnswer = check(text)
+    except PlanError as error:
+        problems = edit_problems(error)
+    else:
+        if isinstance(parsed, Program):
+            return "edit", text
+        problems = edit_problems(None)
+    return "again", {**request, "problems": list(problems), "rejected_edit": text}
+
+
+def ask_approval(request: Mapping[str, Any], check: Callable[[str], Any]) -> tuple[str, Any]:
+    """Ask a person (``interrupt()``) until the decision is approve, a valid edit or reject.
+
+    Each refused edit asks again, with its problems; LangGraph replays the earlier answers
+    when the node runs again on resume, so every question is asked once.
+    """
+    while True:
+        kind, result = decide(request, read_decision(interrupt(dict(request))), check)
+        if kind != "again":
+            return kind, result
+        request = result
+
+
+# -- the agent path: the pause is the planner's after_model hook ---------------------------------
+
+
+def _approval_state(record: Mapping[str, Any] | None) -> str | None:
+    approval = record.get("approval") if record and record.get("plan") else None
+    return str(approval.get("state")) if isinstance(approval, Mapping) else None
+
+
+def awaiting_approval(record: Mapping[str, Any] | None) -> bool:
+    """The plan in ``record`` waits for a person's decision."""
+    return _approval_state(record) == "awaiting"
+
+
+def decided(record: Mapping[str, Any] | None) -> bool:
+    """A person has answered the approval request of the plan in ``record``."""
+    return _approval_state(record) == "decided"
+
+
+class ApprovalHook:
+    """The ``after_model`` hook of ``ToolsPlannerMiddleware(approve_plan=...)`` (agent path).
+
+    The model-node visit that wrote the plan saved it, with its approval request, in the
+    planner's state and answered with the plan message alone; this hook then pauses. It runs
+    after every other middleware's ``after_model`` (the planner is listed first), asks once
+    per request, and sends the agent back to its model node, where the planner acts on the
+    decision without calling the model (see ``llassembly._agent``). On resume, in any process,
+    only this hook runs again: the plan and its request come from the checkpoint.
+    """
+
+    @hook_config(can_jump_to=["model"])
+    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Pause for the person's decision on a plan that waits for one."""
+        record = state.get(_STATE_KEY) if isinstance(state, Mapping) else None
+        if record is None or not awaiting_approval(record):
+            return None
+        request = record["approval"]["request"]
+        decision = read_decision(interrupt(request))
+        approval = {"state": "decided", "request": request, "decision": decision}
+        return {_STATE_KEY: {**record, "approval": approval}, "jump_to": "model"}
+
+    @hook_config(can_jump_to=["model"])
+    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async :meth:`after_model`."""
+        return self.after_model(state, runtime)
+
+
+# -- HumanInTheLoopMiddleware: no second question for an approved plan's calls ------------------
+
+
+def plan_call_approved(request: Any) -> bool:
+    """Whether a tool-call request is a call of the running plan that a person approved.
+
+    ``request`` is the ``ToolCallRequest`` ``HumanInTheLoopMiddleware`` gives its ``when``
+    predicates (in both its modes it carries the agent state).
+    """
+    state = getattr(request, "state", None)
+    record = state.get(_STATE_KEY) if isinstance(state, Mapping) else None
+    if not isinstance(record, Mapping):
+        return False
+    approval = record.get("approval")
+    pending = record.get("pending")
+    call_id = str((getattr(request, "tool_call", None) or {}).get("id") or "")
+    return (
+        isinstance(approval, Mapping)
+        and approval.get("state") == "approved"
+        and bool(approval.get("prefix"))
+        and call_id.startswith(str(approval.get("prefix")))
+        and isinstance(pending, Mapping)
+        and any(p.get("id") == call_id for p in (record.get("batch") or [pending]))
+    )
+
+
+def unless_plan_approved(interrupt_on: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``HumanInTheLoopMiddleware(interrupt_on=...)`` mapping that asks about a tool call
+    as before, except for the calls of a plan a person has already approved.
+
+    Each entry keeps its decisions and description; its ``when`` predicate (if any) still
+    decides for every other call. ``True`` becomes all of LangChain's decisions.
+
+    Example:
+        >>> from langchain.agents.middleware import HumanInTheLoopMiddleware
+        >>> hitl = HumanInTheLoopMiddleware(
+        ...     interrupt_on=unless_plan_approved({"send_email": True})
+        ... )
+    """
+    out: dict[str, Any] = {}
+    for name, config in interrupt_on.items():
+        if config is False:
+            out[name] = False
+            continue
+        if config is True:
+            config = {"allowed_decisions": ["approve", "edit", "reject", "respond"]}
+        if not isinstance(config, Mapping):
+            raise UsageError(f"interrupt_on[{name!r}] must be True, False or a config dict")
+        inner: Callable[[Any], bool] | None = config.get("when")
+        out[name] = {**config, "when": _skipping(inner)}
+    return out
+
+
+def _skipping(inner: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
+    def when(request: Any) -> bool:
+        if plan_call_approved(request):
+            return False
+        return True if inner is None else bool(inner(request))
+
+    return when

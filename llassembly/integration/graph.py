@@ -1,0 +1,471 @@
+"""Graph compiler: a verified program becomes a LangGraph ``StateGraph``.
+
+Three granularities, same tool calls, messages and final state:
+
+* ``"instruction"``: a node per instruction (the LLAssembly way). Jumps, ``CALL label`` and
+  ``RET`` are conditional edges labelled *taken* / *not taken*. Best for drawing and stepping;
+  one LangGraph superstep per instruction.
+* ``"block"`` (default): a node per *call step*: the pure instructions from a resume point
+  (the entry, or just after a tool ``CALL``) up to and including the next tool ``CALL``,
+  jumps followed inside the step. Every completed tool call ends a superstep, so every completed
+  call is checkpointed, at one superstep per call.
+* ``"program"``: one node runs the whole plan. Fastest; no checkpoint between calls.
+
+The graph state is plain data (:class:`PlanState`): the emulator snapshot, the messages made so
+far, and a failure record. Everything that belongs to one run (how to execute a tool, the
+call-id prefix) travels in the config under :data:`RUN_KEY`, so a graph is compiled once per
+program and reused by every run.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeAlias, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+
+# LangGraph's own node wrapper: one node with a sync and an async body, no thread hop for sync
+# bodies under ainvoke and no extra tracing run per node (langchain's agent nodes use it too).
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from llassembly.errors import (
+    ExecutionError,
+    UsageError,
+)
+from llassembly.integration.messages import (
+    batch_messages,
+    batch_request,
+    call_messages,
+    call_request,
+    failure_record,
+    result_text,
+)
+from llassembly.integration.node import Node
+from llassembly.language.instructions import (
+    OPCODE_INFO,
+    successors,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.program import Name
+from llassembly.machine.ahead import (
+    Failed,
+    Outcome,
+    ParallelTools,
+    abatch_results,
+    batch_results,
+    check_parallel_tools,
+    marked_calls,
+)
+from llassembly.machine.drive import (
+    adrive,
+    drive,
+)
+from llassembly.machine.emulator import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_TOOL_CALLS,
+    CompiledProgram,
+    Emulator,
+    ToolCall,
+    tool_error,
+)
+
+__all__ = [
+    "GRANULARITIES",
+    "RUN_KEY",
+    "Granularity",
+    "PlanGraph",
+    "PlanRun",
+    "PlanState",
+    "batch_messages",
+    "batch_request",
+    "call_request",
+    "failure_record",
+]
+
+Granularity: TypeAlias = Literal["block", "instruction", "program"]
+GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
+RUN_KEY = "llassembly_run"
+_MAX_DESTINATIONS = 64  # most drawn edges out of one node
+_MAX_WALK = 512  # most instructions walked to find where one block node can go
+_TAKEN, _NOT_TAKEN = "taken", "not taken"
+
+
+class _NodeInput(TypedDict):
+    """What a plan node reads: only the machine (not the growing message list)."""
+
+    machine: dict[str, Any]
+
+
+class PlanState(TypedDict, total=False):
+    """The plan sub-graph's state: plain, msgpack-serialisable data."""
+
+    machine: dict[str, Any]
+    messages: Annotated[list[AnyMessage], operator.add]
+    failure: dict[str, Any] | None
+
+
+@dataclass
+class PlanRun:
+    """What one run of a plan graph needs from its caller.
+
+    Attributes:
+        execute: Runs one tool call with the node's config and returns the raw result.
+        aexecute: The same, awaited (used under ``ainvoke``).
+        call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
+        record_messages: Add an ``AIMessage``/``ToolMessage`` pair per executed call.
+        error: Set to the live exception when the run fails (state keeps a plain record).
+    """
+
+    execute: Callable[[ToolCall, RunnableConfig], Any]
+    aexecute: Callable[[ToolCall, RunnableConfig], Awaitable[Any]]
+    call_id_prefix: str = "asm_"
+    record_messages: bool = True
+    error: ExecutionError | None = field(default=None, repr=False)
+
+
+class PlanGraph:
+    """A program compiled into a LangGraph graph at one granularity; reusable across runs.
+
+    Args:
+        compiled: The verified, compiled program.
+        granularity: ``"block"``, ``"instruction"`` or ``"program"``.
+        max_instructions_to_exec: Instruction budget of each run.
+        max_tool_calls: Tool-call budget of each run.
+        parallel_tools: Tools whose calls may run together (see ``llassembly._ahead``): a
+            node runs a batch of calls at once (threads, or ``asyncio.gather`` under
+            ``ainvoke``).
+
+    Example:
+        >>> from llassembly.parser import parse
+        >>> from llassembly.emulator import compile_program
+        >>> from llassembly.externs import externs_from
+        >>> def inc(x: int) -> int:
+        ...     return x + 1
+        >>> prog = compile_program(parse("PUSH 1\\nCALL inc\\nPOP R1"), externs_from([inc]),
+        ...                        max_stack_depth=16)
+        >>> "CALL inc" in PlanGraph(prog, "instruction").draw_mermaid()
+        True
+    """
+
+    def __init__(
+        self,
+        compiled: CompiledProgram,
+        granularity: Granularity = "block",
+        *,
+        max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        parallel_tools: ParallelTools = False,
+    ) -> None:
+        if granularity not in GRANULARITIES:
+            raise UsageError(f"granularity must be one of {GRANULARITIES}, got {granularity!r}")
+        self.compiled = compiled
+        self.granularity = granularity
+        self.max_instructions_to_exec = max_instructions_to_exec
+        self.max_tool_calls = max_tool_calls
+        self._max_steps = 1 if granularity == "instruction" else None
+        self._one_call = granularity != "program"
+        self._labels: dict[str, str] = {}
+        self._calls_from: dict[int, set[int] | None] = {}
+        self.parallel_tools = parallel_tools
+        self._batched = bool(marked_calls(compiled, check_parallel_tools(parallel_tools)))
+        self._starts = frozenset(self._node_starts())
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
+
+    # -- running ----------------------------------------------------------------------------
+
+    def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
+        """The input for a fresh run (or one continuing from an emulator snapshot)."""
+        if machine is None:
+            machine = Emulator(self.compiled).snapshot()
+        return {"machine": machine, "messages": [], "failure": None}
+
+    def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
+        """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
+        base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        configurable = {**base.get("configurable", {}), RUN_KEY: run}
+        limit = (
+            self.max_instructions_to_exec + 2
+            if self.granularity == "instruction"
+            else (self.max_tool_calls + 2)
+        )
+        return {**base, "configurable": configurable, "recursion_limit": limit}
+
+    def _emulator(self, state: PlanState, parallel_tools: ParallelTools = False) -> Emulator:
+        """The machine of ``state``, under this graph's budgets."""
+        return Emulator(
+            self.compiled,
+            max_instructions_to_exec=self.max_instructions_to_exec,
+            max_tool_calls=self.max_tool_calls,
+            max_stack_depth=self.compiled.max_stack_depth,
+            state=state["machine"],
+            parallel_tools=parallel_tools,
+        )
+
+    def _body(self, state: PlanState, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
+        """One node's work, written once for sync and async: yields each tool call."""
+        emulator = self._emulator(state)
+        messages: list[AnyMessage] = []
+        failure: dict[str, Any] | None = None
+        call: ToolCall | None = None
+        try:
+            while True:
+                call = emulator.advance(self._max_steps)
+                if call is None:
+                    break
+                result = yield call
+                emulator.complete(result)
+                if run.record_messages:
+                    call_id = f"{run.call_id_prefix}{call.number}"
+                    messages.extend(call_messages(call, result_text(result), call_id))
+                call = None
+                if self._one_call:
+                    break
+        except ExecutionError as exc:
+            run.error = exc
+            failure = failure_record(exc)
+            if call is not None and run.record_messages:
+                messages.extend(
+                    call_messages(call, str(exc), f"{run.call_id_prefix}{call.number}", error=True)
+                )
+        if failure is None and emulator.state.pc >= len(self.compiled.steps):
+            emulator.advance()  # a CALL was the last instruction: record that the plan ended
+        return _update(emulator, messages, failure)
+
+    def _batch_body(
+        self, state: PlanState, run: PlanRun
+    ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
+        """:meth:`_body` for a plan with marked tools: yields each batch of calls run at once.
+
+        Results are given in program order; a failed call keeps the results before it. The
+        batch is recorded as one ``AIMessage`` and a ``ToolMessage`` per call. A node ends
+        after a batch when the machine stands at a node's start (else it runs on).
+        """
+        emulator = self._emulator(state, self.parallel_tools)
+        messages: list[AnyMessage] = []
+        failure: dict[str, Any] | None = None
+        try:
+            while True:
+                batch = emulator.advance_batch(self._max_steps)
+                if not batch:
+                    break
+                outcomes = yield batch
+                answers = [
+                    (str(tool_error(c, o.error)), True)
+                    if isinstance(o, Failed) and isinstance(o.error, Exception)
+                    else (result_text(o), False)
+                    for c, o in zip(batch, outcomes, strict=True)
+                ]
+                try:
+                    for k, (call, outcome) in enumerate(zip(batch, outcomes, strict=True)):
+                        if isinstance(outcome, Failed):
+                            if not isinstance(outcome.error, Exception):
+                                raise outcome.error
+                            raise tool_error(call, outcome.error) from outcome.error
+                        try:
+                            emulator.complete_batch([outcome])
+                        except ExecutionError as exc:
+                            answers[k] = (str(exc), True)
+                            raise
+                finally:
+                    if run.record_messages:
+                        ids = [f"{run.call_id_prefix}{c.number}" for c in batch]
+                        messages.extend(batch_messages(batch, answers, ids))
+                if self._one_call and emulator.state.pc in self._starts:
+                    break
+        except ExecutionError as exc:
+            run.error = exc
+            failure = failure_record(exc)
+        if failure is None and emulator.state.pc >= len(self.compiled.steps):
+            emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
+        return _update(emulator, messages, failure)
+
+    def _node(self, names: dict[int, str]) -> Node:
+        """A node: run its part of the plan, then go to the node at the new pc (or the end).
+
+        Nodes route with ``Command(goto=...)`` rather than conditional edges: the next node
+        follows from the machine's pc, and a router would read the whole state each step.
+        """
+
+        def finish(update: PlanState) -> Command[str]:
+            machine = update["machine"]
+            if update.get("failure") or machine["halted"]:
+                return Command(update=update, goto=END)
+            target = names.get(machine["pc"])
+            if target is None:  # pragma: no cover - every resume point is a node
+                raise UsageError(f"plan graph has no node for pc {machine['pc']}")
+            return Command(update=update, goto=target)
+
+        def sync(state: PlanState, config: RunnableConfig) -> Command[str]:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            if self._batched:
+                batches = self._batch_body(state, run)
+                execute = lambda c: run.execute(c, config)  # noqa: E731
+                return finish(drive(batches, lambda batch: batch_results(batch, execute)))
+            body = self._body(state, run)
+            return finish(drive(body, lambda c: run.execute(c, config), tool_error))
+
+        async def asynchronous(state: PlanState, config: RunnableConfig) -> Command[str]:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            if self._batched:
+                batches = self._batch_body(state, run)
+                aexecute = lambda c: run.aexecute(c, config)  # noqa: E731
+                return finish(await adrive(batches, lambda b: abatch_results(b, aexecute)))
+            body = self._body(state, run)
+            return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
+
+        return Node(sync, asynchronous)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(PlanState)
+        program = self.compiled.program
+        if self.granularity == "program" or program.entry >= len(program.instructions):
+            builder.add_node("run", self._node({}), input_schema=_NodeInput, destinations=(END,))
+            builder.add_edge(START, "run")
+            self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
+            return builder.compile()
+        starts = self._node_starts()
+        names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
+        for pc in starts:
+            destinations: dict[str, str] = {}
+            # Destinations only draw the graph (nodes route with Command(goto=...)); a node
+            # whose successors cannot be listed within the bounds is drawn with its end edge
+            # only, so building stays linear in the plan's size whatever its shape.
+            for label, target in self._successors(pc) or [("", None)]:
+                destinations.setdefault(END if target is None else names[target], label)
+            builder.add_node(
+                names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
+            )
+            self._labels[names[pc]] = self._describe(pc)
+        builder.add_edge(START, names[program.entry])
+        return builder.compile()
+
+    def _node_starts(self) -> list[int]:
+        program = self.compiled.program
+        count = len(program.instructions)
+        if self.granularity == "instruction":
+            return list(range(count))
+        starts = {program.entry}
+        starts.update(i + 1 for i, tool in enumerate(self.compiled.tools) if tool is not None)
+        return sorted(s for s in starts if s < count)
+
+    def _edges(self, pc: int) -> list[tuple[str, int | None]]:
+        """Control-flow successors of one instruction, labelled; ``None`` means the end.
+
+        A failure also ends the graph, so every node can reach the end.
+        """
+        program = self.compiled.program
+        count = len(program.instructions)
+        ins = program.instructions[pc]
+        info = OPCODE_INFO[ins.op]
+
+        def at(index: int) -> int | None:
+            return index if index < count else None
+
+        if info.flow == "return":
+            return [("", s) for s in dict.fromkeys([*self._return_sites, None])]
+        operand = ins.operands[0] if ins.operands else None
+        subroutine = info.flow == "call" and self.compiled.tools[pc] is None
+        target = None
+        if (info.jump or subroutine) and isinstance(operand, Name):
+            target = program.labels[operand.name.lower()]
+        out = [at(index) if index is not None else None for index in successors(info, pc, target)]
+        if info.flow == "branch":
+            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
+        return [("", out[0] if out else None)]
+
+    def _is_subroutine_call(self, index: int, op: Opcode) -> bool:
+        return op is Opcode.CALL and self.compiled.tools[index] is None
+
+    @functools.cached_property
+    def _return_sites(self) -> list[int | None]:
+        """Where a ``RET`` may go: the instruction after each ``CALL label`` (computed once)."""
+        program = self.compiled.program
+        count = len(program.instructions)
+        return [
+            i + 1 if i + 1 < count else None
+            for i, x in enumerate(program.instructions)
+            if self._is_subroutine_call(i, x.op)
+        ]
+
+    def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
+        """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
+        or ``None`` when there are more than the drawing bounds allow."""
+        if self.granularity == "instruction":
+            edges = self._edges(pc)
+            return edges if len(edges) <= _MAX_DESTINATIONS else None
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return None
+        count = len(self.compiled.program.instructions)
+        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < count)
+        return [("", target) for target in found] + [("", None)]
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    def _describe(self, pc: int) -> str:
+        program = self.compiled.program
+        ins = program.instructions[pc]
+        if self.granularity == "instruction":
+            return f"L{ins.line} {ins}"
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return f"from L{ins.line} to one of many tool calls"
+        ends = " | ".join(
+            f"L{program.instructions[i].line} {program.instructions[i]}" for i in sorted(calls)
+        )
+        return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
+
+    def _reachable_calls(self, pc: int) -> set[int] | None:
+        """Tool CALLs reachable from ``pc`` through pure instructions (memoised per node), or
+        ``None`` when the walk exceeds its bounds (the drawing then shows fewer edges)."""
+        if pc in self._calls_from:
+            return self._calls_from[pc]
+        seen: set[int] = set()
+        calls: set[int] | None = set()
+        todo = [pc]
+        while todo and calls is not None:
+            index = todo.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
+                calls = None
+                break
+            if self.compiled.tools[index] is not None:
+                calls.add(index)
+                continue
+            todo.extend(t for _, t in self._edges(index) if t is not None)
+        self._calls_from[pc] = calls
+        return calls
+
+    def draw_mermaid(self) -> str:
+        """Mermaid text of the plan: instruction text on nodes, taken / not taken on jumps."""
+        drawable = self.graph.get_graph()
+        for node_id, label in self._labels.items():
+            node = drawable.nodes.get(node_id)
+            if node is not None:
+                text = label.replace(":", " ").replace('"', "'")
+                drawable.nodes[node_id] = (
+                    node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
+                )
+        return drawable.draw_mermaid()
+
+
+def _update(
+    emulator: Emulator, messages: list[AnyMessage], failure: dict[str, Any] | None
+) -> PlanState:
+    """What a plan node writes: the machine, the calls' messages and a failure, if any."""
+    update: PlanState = {"machine": emulator.snapshot()}
+    if messages:
+        update["messages"] = messages
+    if failure is not None:
+        update["failure"] = failure
+    return update

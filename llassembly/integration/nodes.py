@@ -1,0 +1,136 @@
+"""``ToolsPlannerNode`` / ``AToolsPlannerNode``: the planner as one node of your ``StateGraph``.
+
+The node reads ``messages`` from the state (system messages become the planner's context),
+asks the model for one plan, runs it, and returns the messages the turn adds. Inside, the turn
+is a nested LangGraph graph sharing your checkpointer: on resume after an ``interrupt()`` in a
+tool, the model is not called again and completed tool calls do not run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.runtime import get_runtime
+
+from llassembly.analysis.policies import PlanPolicy
+from llassembly.errors import UsageError
+from llassembly.integration.graph import Granularity
+from llassembly.integration.options import (
+    FinalAnswer,
+    OnToolError,
+    Options,
+    PlannerOptions,
+    ToolMiddleware,
+    document_options,
+)
+from llassembly.integration.planner import (
+    Turn,
+    TurnRun,
+    model_reply,
+    turn_messages,
+)
+
+__all__ = ["AToolsPlannerNode", "ToolsPlannerNode"]
+
+
+def _messages_of(state: Any) -> list[AnyMessage]:
+    messages = (
+        state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    )
+    if messages is None:
+        raise UsageError("the planner node needs a `messages` key in the graph state")
+    return list(messages)
+
+
+@document_options
+class ToolsPlannerNode:
+    """A LangGraph node that plans once and runs the plan (synchronous graphs).
+
+    Args:
+        model: The chat model that writes plans.
+        tools: The tools plans may call (LangChain tools or typed functions).
+        (every planner option; see llassembly.options)
+
+    Example:
+        >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
+        >>> node = ToolsPlannerNode(model, tools=[get_weather])  # doctest: +SKIP
+        >>> graph.add_node("planner", node)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
+        infer_tools_messages: bool = Options.infer_tools_messages.default,
+        prompt_path: str | Path | None = Options.prompt_path.default,
+        *,
+        max_repairs: int = Options.max_repairs.default,
+        on_tool_error: OnToolError = Options.on_tool_error.default,
+        max_replans: int = Options.max_replans.default,
+        max_tool_calls: int = Options.max_tool_calls.default,
+        max_stack_depth: int = Options.max_stack_depth.default,
+        granularity: Granularity = Options.granularity.default,
+        tool_middleware: Sequence[ToolMiddleware] = Options.tool_middleware.default,
+        approve_plan: bool | Sequence[str] = Options.approve_plan.default,
+        plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
+        parallel_tools: bool | Sequence[str] = Options.parallel_tools.default,
+        final_answer: FinalAnswer = Options.final_answer.default,
+    ) -> None:
+        self.options = PlannerOptions.from_arguments(locals())
+        self.model = model
+        self.turn = Turn(self.options)
+        self.externs = self.turn.externs_for(list(tools))
+
+    def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
+        messages = _messages_of(state)
+        context = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage))
+        conversation = [m for m in messages if not isinstance(m, SystemMessage)]
+        try:
+            runtime: Any = get_runtime()
+        except RuntimeError:  # called outside a graph
+            runtime = None
+        model = self.model
+
+        async def acall(msgs: list[BaseMessage]) -> Any:
+            return model_reply(await model.ainvoke(msgs))
+
+        run = TurnRun(
+            externs=self.externs,
+            system_prompt=self.turn.system_prompt(self.externs, context),
+            call_model=lambda msgs: model_reply(model.invoke(msgs)),
+            acall_model=acall,
+            agent_state=state,
+            runtime=runtime,
+            context=context,
+        )
+        return {"conversation": conversation, "new_messages": [], "answer_in_turn": True}, run
+
+    def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
+        messages = turn_messages(final, self.options)
+        if final.get("failure") and self.options.on_tool_error == "raise" and run.error is not None:
+            run.error.messages = messages  # type: ignore[attr-defined]
+            raise run.error
+        return {"messages": messages}
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Plan, run the plan, and return the new messages."""
+        turn_input, run = self._start(state)
+        final = self.turn.graph.invoke(turn_input, self.turn.config_for(run, config))
+        return self._finish(final, run)
+
+
+class AToolsPlannerNode(ToolsPlannerNode):
+    """Async :class:`ToolsPlannerNode` (sync and async tools both work)."""
+
+    async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:  # type: ignore[override]
+        """Plan, run the plan, and return the new messages."""
+        turn_input, run = self._start(state)
+        final = await self.turn.graph.ainvoke(turn_input, self.turn.config_for(run, config))
+        return self._finish(final, run)

@@ -1,0 +1,343 @@
+"""The planner options, each declared once: name, default, documentation and check.
+
+:class:`Options` declares every option ``ToolsPlannerMiddleware``, ``ToolsPlannerNode`` and
+``AToolsPlannerNode`` take. From it come the fields and checks of :class:`PlannerOptions`
+(what a planner keeps), the defaults of the classes' keyword parameters (written out in their
+signatures, for editors and type checkers, as ``max_repairs: int = Options.max_repairs.default``)
+and the ``Args:`` entries of their docstrings (see :func:`document_options`).
+``tests/test_options.py`` fails when a signature, a default or a doc disagrees with this table.
+
+Example:
+    >>> Options.max_repairs.default
+    2
+    >>> [option.name for option in OPTIONS][:3]
+    ['infer_tools_messages', 'prompt_path', 'max_instructions_to_exec']
+    >>> PlannerOptions(max_repairs=-1)
+    Traceback (most recent call last):
+    ...
+    llassembly.errors.UsageError: max_repairs must be a non-negative integer, got -1
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from llassembly.analysis.policies import PlanPolicy
+from llassembly.errors import UsageError
+from llassembly.integration.approval import approval_option
+from llassembly.integration.graph import (
+    GRANULARITIES,
+    Granularity,
+)
+from llassembly.machine.ahead import check_parallel_tools
+from llassembly.machine.emulator import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_STACK_DEPTH,
+    DEFAULT_MAX_TOOL_CALLS,
+)
+
+__all__ = [
+    "EXECUTIONS",
+    "FINAL_ANSWERS",
+    "ON_TOOL_ERROR",
+    "OPTIONS",
+    "Execution",
+    "FinalAnswer",
+    "OnToolError",
+    "Option",
+    "Options",
+    "PlannerOptions",
+    "ToolMiddleware",
+    "document_options",
+]
+
+OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
+ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
+Execution: TypeAlias = Literal["agent", "graph"]
+EXECUTIONS: tuple[Execution, ...] = ("agent", "graph")
+FinalAnswer: TypeAlias = Literal["plan", "model"]
+FINAL_ANSWERS: tuple[FinalAnswer, ...] = ("plan", "model")
+
+ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awrap_tool_call
+
+T = TypeVar("T")
+
+
+def _anything(name: str, value: Any) -> None:
+    """No check (any value is accepted)."""
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """One planner option.
+
+    Attributes:
+        default: The default of the classes' parameter of this name.
+        doc: What the option does (one paragraph; the classes' docstrings quote it).
+        check: Raises :class:`~llassembly.errors.UsageError` for a value out of range
+            (called with the option's name and the value :class:`PlannerOptions` keeps).
+        keep: Turns an argument into the value :class:`PlannerOptions` keeps (a list of tool
+            names into a tuple, for example).
+        kept_default: The default of :class:`PlannerOptions` when it differs from
+            ``default`` (only ``execution``: a planner built without the middleware always
+            runs plans as a graph).
+        name: The parameter's name (the attribute's name in :class:`Options`).
+    """
+
+    default: T
+    doc: str
+    check: Callable[[str, Any], None] = _anything
+    keep: Callable[[Any], Any] = _same
+    kept_default: T | None = None
+    name: str = field(default="", init=False)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        object.__setattr__(self, "name", name)
+
+    @property
+    def planner_default(self) -> T:
+        """The default of the :class:`PlannerOptions` field."""
+        return self.default if self.kept_default is None else self.kept_default
+
+
+def _positive(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _non_negative(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise UsageError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], None]:
+    def check(name: str, value: Any) -> None:
+        if value not in choices:
+            raise UsageError(f"{name} must be one of {choices}, got {value!r}")
+
+    return check
+
+
+def _readable_file(name: str, value: Any) -> None:
+    if value is not None and not Path(value).is_file():
+        raise UsageError(f"{name} {str(value)!r} is not a readable file")
+
+
+def _tool_names(name: str, value: Any) -> None:
+    if not isinstance(value, bool) and not (
+        isinstance(value, tuple) and all(isinstance(n, str) for n in value)
+    ):
+        raise UsageError(f"{name} must be True, False or tool names, got {value!r}")
+
+
+def _callables(name: str, value: Any) -> None:
+    if not all(callable(p) for p in value):
+        raise UsageError(f"{name} must be a list of callables (summary, program)")
+
+
+def _parallel_tools(name: str, value: Any) -> None:
+    check_parallel_tools(value)
+
+
+class Options:
+    """Every planner option, in the order of ``PlannerOptions``' fields."""
+
+    infer_tools_messages: Option[bool] = Option(
+        True,
+        "Keep an ``AIMessage``/``ToolMessage`` pair per executed call (``False`` keeps only "
+        "the plan and the final message once the turn ends).",
+    )
+    prompt_path: Option[str | Path | None] = Option(
+        None,
+        "A template file replacing the built-in prompt (``{context}`` and "
+        "``{extern_functions}`` are filled in).",
+        check=_readable_file,
+    )
+    max_instructions_to_exec: Option[int] = Option(
+        DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
+    )
+    max_repairs: Option[int] = Option(
+        2,
+        "How many times the model may fix a plan that does not parse or verify.",
+        check=_non_negative,
+    )
+    on_tool_error: Option[OnToolError] = Option(
+        "stop",
+        "When a tool fails (it raised, a limit refused the call, a person rejected it) or a "
+        'budget runs out: ``"stop"`` ends the turn with a message naming the tool, line and '
+        'error; ``"raise"`` re-raises after the completed calls are saved (from a node, the '
+        'error carries them as ``messages``); ``"replan"`` asks the model for a new plan with '
+        "the results so far.",
+        check=_one_of(ON_TOOL_ERROR),
+    )
+    max_replans: Option[int] = Option(
+        1, 'Most new plans per turn under ``"replan"``.', check=_non_negative
+    )
+    max_tool_calls: Option[int] = Option(
+        DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
+    )
+    max_stack_depth: Option[int] = Option(
+        DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
+    )
+    granularity: Option[Granularity] = Option(
+        "block",
+        'How a plan run as a graph (the nodes; the middleware with ``execution="graph"``) is '
+        'checkpointed: ``"block"`` (a checkpointed step per tool call), ``"instruction"`` '
+        '(a node per instruction) or ``"program"`` (one step).',
+        check=_one_of(GRANULARITIES),
+    )
+    tool_middleware: Option[tuple[ToolMiddleware, ...]] = Option(
+        (),
+        "``wrap_tool_call`` middleware to apply to each call of a plan (e.g. "
+        "``ToolRetryMiddleware``). On the middleware's agent path the agent's own middleware "
+        "already wraps every plan call; these wrap plan calls only.",
+        keep=tuple,
+    )
+    execution: Option[Execution] = Option(
+        "agent",
+        'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or '
+        '``"graph"`` (the plan runs as a nested graph beside it; faster, but the agent\'s '
+        "tool middleware, approvals and limits do not see its calls). The nodes always run "
+        'plans as a graph (``PlannerOptions`` defaults to ``"graph"``).',
+        check=_one_of(EXECUTIONS),
+        kept_default="graph",
+    )
+    approve_plan: Option[bool | tuple[str, ...]] = Option(
+        False,
+        "``True``: pause (``interrupt()``) before a plan's first call until a person "
+        "approves, edits or rejects the whole plan (see ``llassembly._approval``); needs a "
+        "checkpointer. A list of tool names: only plans that can call one of them.",
+        check=_tool_names,
+        keep=approval_option,
+    )
+    plan_policy: Option[tuple[PlanPolicy, ...]] = Option(
+        (),
+        "Rules ``(summary, program) -> problems`` (see ``llassembly.policies``); a plan with "
+        "problems is refused before anything runs and the model repairs it.",
+        check=_callables,
+        keep=tuple,
+    )
+    parallel_tools: Option[bool | tuple[str, ...]] = Option(
+        False,
+        "Tools whose calls may run together (``True``: all tools): consecutive calls to them "
+        "that do not need each other's results run at once, on the agent path as one "
+        "``AIMessage`` with several tool calls (the agent's tool node runs them together), "
+        "when the plan runs as a graph on threads or with ``asyncio.gather``. The plan's "
+        "meaning stays the sequential one; only the tools' own order of side effects may "
+        "change. Budgets count every call.",
+        check=_parallel_tools,
+        keep=check_parallel_tools,
+    )
+    final_answer: Option[FinalAnswer] = Option(
+        "plan",
+        '``"plan"``: the turn ends with the plan\'s own answer (``SAY``), or a summary of its '
+        'calls; ``"model"``: the model is called once more after the plan, with the calls and '
+        "results as text, and its reply ends the turn (in the middleware, through the agent's "
+        "model handler, so ``wrap_model_call`` middleware and call limits see it). With "
+        "``create_agent(response_format=...)``, ``structured_response`` is filled from the "
+        "plan's answer when it is JSON of the schema, else by that final call.",
+        check=_one_of(FINAL_ANSWERS),
+    )
+
+
+OPTIONS: tuple[Option[Any], ...] = tuple(
+    value for value in vars(Options).values() if isinstance(value, Option)
+)
+"""Every option, in declaration order."""
+
+_BY_NAME: dict[str, Option[Any]] = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """What a planner keeps of its options (one field per entry of :class:`Options`).
+
+    Raises:
+        UsageError: An option is out of range.
+    """
+
+    infer_tools_messages: bool = Options.infer_tools_messages.planner_default
+    prompt_path: str | Path | None = Options.prompt_path.planner_default
+    max_instructions_to_exec: int = Options.max_instructions_to_exec.planner_default
+    max_repairs: int = Options.max_repairs.planner_default
+    on_tool_error: OnToolError = Options.on_tool_error.planner_default
+    max_replans: int = Options.max_replans.planner_default
+    max_tool_calls: int = Options.max_tool_calls.planner_default
+    max_stack_depth: int = Options.max_stack_depth.planner_default
+    granularity: Granularity = Options.granularity.planner_default
+    tool_middleware: tuple[ToolMiddleware, ...] = Options.tool_middleware.planner_default
+    execution: Execution = Options.execution.planner_default
+    approve_plan: bool | tuple[str, ...] = Options.approve_plan.planner_default
+    plan_policy: tuple[PlanPolicy, ...] = Options.plan_policy.planner_default
+    parallel_tools: bool | tuple[str, ...] = Options.parallel_tools.planner_default
+    final_answer: FinalAnswer = Options.final_answer.planner_default
+
+    def __post_init__(self) -> None:
+        for option in OPTIONS:
+            option.check(option.name, getattr(self, option.name))
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> PlannerOptions:
+        """The options among ``arguments`` (a constructor's ``locals()``), kept as
+        :class:`PlannerOptions` keeps them; other names are ignored, missing options take
+        their defaults.
+
+        Raises:
+            UsageError: An option is out of range.
+
+        Example:
+            >>> PlannerOptions.from_arguments({"self": None, "approve_plan": ["send"]}).approve_plan
+            ('send',)
+        """
+        given = {name: value for name, value in arguments.items() if name in _BY_NAME}
+        return cls(**{name: _BY_NAME[name].keep(value) for name, value in given.items()})
+
+
+_INDENT = " " * 8
+
+
+def _entry(name: str, doc: str) -> str:
+    return textwrap.fill(
+        f"{name}: {doc}",
+        width=96,
+        initial_indent=_INDENT,
+        subsequent_indent=_INDENT + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+OPTIONS_LINE = "        (every planner option; see llassembly.options)"
+"""The line of a class docstring's ``Args:`` that :func:`document_options` expands."""
+
+
+def document_options(cls: type) -> type:
+    """Class decorator: expand :data:`OPTIONS_LINE` in ``cls``' docstring into one ``Args:``
+    entry per planner option its ``__init__`` takes, in signature order.
+
+    Raises:
+        TypeError: The docstring has no :data:`OPTIONS_LINE`, or ``__init__`` takes a
+            parameter that is neither documented in the docstring nor a planner option.
+    """
+    doc = cls.__doc__ or ""
+    if OPTIONS_LINE not in doc:
+        raise TypeError(f"{cls.__name__}'s docstring has no line {OPTIONS_LINE.strip()!r}")
+    init: Any = cls.__dict__["__init__"]
+    params = [p for p in inspect.signature(init).parameters if p != "self"]
+    entries = []
+    for name in params:
+        if name in _BY_NAME:
+            entries.append(_entry(name, _BY_NAME[name].doc))
+        elif f"\n{_INDENT}{name}: " not in doc:
+            raise TypeError(f"{cls.__name__}({name}=...) is neither documented nor an option")
+    cls.__doc__ = doc.replace(OPTIONS_LINE, "\n".join(entries))
+    return cls

@@ -1,0 +1,539 @@
+"""Parser: a model's reply to a :class:`~llassembly.program.Program` (or a plain answer).
+
+Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
+instructions on one line and write data sections. This module accepts what is unambiguous and
+reports the rest with line, column and what was expected (see ``docs/language.md``).
+
+Example:
+    >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
+    >>> [str(i) for i in program.instructions]
+    ['INC R1', 'CMP R1, 3', 'JL loop']
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from llassembly.errors import (
+    AsmSyntaxError,
+    Diagnostic,
+    EmptyReply,
+)
+from llassembly.language.instructions import (
+    MNEMONICS,
+    OPCODE_INFO,
+)
+from llassembly.language.limits import MAX_MEMORY_CELLS
+from llassembly.language.opcodes import (
+    Opcode,
+    register_index,
+)
+from llassembly.language.program import (
+    Imm,
+    Instruction,
+    MemoryLabel,
+    Name,
+    PlainAnswer,
+    Program,
+    UnknownInstruction,
+    Value,
+)
+from llassembly.language.scan import (
+    DATA_SIZES,
+    EXTERN_WORDS,
+    GLOBAL_WORDS,
+    IDENT,
+    RESERVE_SIZES,
+    SECTION_SHORT,
+    SECTION_WORDS,
+    LineError,
+    Scanned,
+    has_instruction,
+    looks_like_code,
+    names_instruction,
+    read_number,
+    read_operand,
+    scan,
+    split_operands,
+    strip_comment,
+)
+from llassembly.language.templates import with_placeholders
+
+__all__ = ["parse"]
+
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
+# Fence tags that make a block code even when no line in it reads as a valid instruction.
+_ASM_TAGS = frozenset(
+    {
+        "asm",
+        "nasm",
+        "masm",
+        "gas",
+        "fasm",
+        "yasm",
+        "tasm",
+        "assembly",
+        "assembler",
+        "x86asm",
+        "x86",
+        "s",
+        "llasm",
+        "llassembly",
+    }
+)
+_MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
+
+
+@dataclass
+class _Builder:
+    lines: tuple[str, ...]
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    label_names: dict[str, str] = field(default_factory=dict)
+    data: dict[str, Value] = field(default_factory=dict)
+    unknown: list[UnknownInstruction] = field(default_factory=list)
+    errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
+    entry_name: str | None = None
+    entry_site: tuple[int, int] = (0, 0)
+    memory: dict[str, MemoryLabel] = field(default_factory=dict)
+    # Data rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
+    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
+    read_only: bool = False  # in section .rodata
+    cells: int = 0  # values of the data rows read so far (see _claim)
+
+    def error(self, line: int, column: int, message: str, expected: str) -> None:
+        self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
+
+    def label(self, name: str, line: int, column: int) -> None:
+        key = name.lower()
+        self.label_lines.setdefault(key, []).append((line, column))
+        if key not in self.labels:
+            self.labels[key] = len(self.instructions)
+            self.label_names[key] = name
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing the code lines
+
+
+def _mask_code_comments(text: str) -> str:
+    """``text`` with the comments of code lines blanked (same length, same lines).
+
+    A ``<think>`` written inside a code comment (``CALL withdraw ; see <think> notes``) is part
+    of the comment, not the start of a thinking block: think tags are searched for in this copy.
+    """
+    if "<" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "<" not in line:
+            continue
+        code = strip_comment(line)
+        if len(code) == len(line):
+            continue
+        if (code.strip() and has_instruction(code)) or line.lstrip().startswith((";", "//")):
+            lines[i] = code + " " * (len(line) - len(code))
+    return "\n".join(lines)
+
+
+def _remove_thinking(text: str) -> str:
+    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
+
+    Tags inside the comments of code lines do not count (see :func:`_mask_code_comments`).
+    """
+    masked = _mask_code_comments(text)
+    spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
+    closing = None
+    rest = masked
+    if spans:
+        pieces, last = [], 0
+        for start, end in spans:
+            pieces += [masked[last:start], _blank_text(masked[start:end])]
+            last = end
+        rest = "".join([*pieces, masked[last:]])
+    for closing in _THINK_CLOSE.finditer(rest):  # noqa: B007 - the last one is wanted
+        pass
+    cut = closing.end() if closing is not None else 0
+    blanked = [(0, cut)] if cut else []
+    blanked += [(s, e) for s, e in spans if e > cut]
+    if not blanked:
+        return text
+    out, last = [], 0
+    for start, end in blanked:
+        start = max(start, last)
+        out += [text[last:start], _blank_text(text[start:end])]
+        last = max(last, end)
+    return "".join([*out, text[last:]])
+
+
+def _blank_text(text: str) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in text)
+
+
+def _is_code_block(tag: str, lines: list[str]) -> bool:
+    """Whether a fenced block holds the program.
+
+    An assembly tag is enough; an untagged block needs one line that starts with a mnemonic (so a
+    broken line is reported rather than the reply taken as prose); any other language needs a
+    line that reads as an instruction.
+    """
+    if tag in _ASM_TAGS:
+        return True
+    if not tag:
+        return any(names_instruction(line) for line in lines)
+    return any(has_instruction(line) for line in lines)
+
+
+def _code_line_numbers(lines: list[str]) -> list[int]:
+    """Return the 0-based indexes of the lines that hold the program."""
+    blocks: list[tuple[str, list[int]]] = []
+    outside: list[int] = []
+    current: list[int] | None = None
+    tag = ""
+    for index, line in enumerate(lines):
+        fence = _FENCE.match(line)
+        if fence:
+            if current is None:
+                current, tag = [], fence.group(1).lower()
+            else:
+                blocks.append((tag, current))
+                current = None
+            continue
+        if current is None:
+            outside.append(index)
+        else:
+            current.append(index)
+    if current is not None:
+        blocks.append((tag, current))
+    chosen = [
+        i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
+    ]
+    if chosen:
+        return chosen
+    outside_set = set(outside)
+    code = [i for i in outside if looks_like_code(lines[i])]
+    if not code:
+        return []
+    first, last = code[0], code[-1]
+    # A misspelt instruction right next to the code ("PUSHH R1" as the last line) belongs to
+    # it: take it in, so the verifier reports it instead of the plan silently losing a line.
+    while first - 1 in outside_set and _misspelt_instruction(lines[first - 1]):
+        first -= 1
+    while last + 1 in outside_set and _misspelt_instruction(lines[last + 1]):
+        last += 1
+    return [i for i in outside if first <= i <= last]
+
+
+def _misspelt_instruction(line: str) -> bool:
+    """An upper-case word of 2 to 7 letters with readable operands: an unknown mnemonic."""
+    try:
+        scanned = scan(line)
+        word = scanned.mnemonic
+        if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
+            return False
+        tokens = split_operands(scanned.rest, scanned.rest_col)
+        for token, column in tokens:
+            read_operand(token, column)
+    except LineError:
+        return False
+    return 1 <= len(tokens) <= _MAX_OPERANDS and word not in MNEMONICS
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the chosen lines
+
+
+def _no_constant(name: str) -> Any:
+    """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _data_parts(rest: str, column: int) -> list[Imm | Name]:
+    """The values of a data definition: literals, one JSON text, or names of other labels."""
+    text = rest.strip()
+    if not text:
+        raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
+    if text[0] in "{[":
+        start = column + len(rest) - len(rest.lstrip())
+        try:
+            loaded = json.loads(text, parse_constant=_no_constant)
+            dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            return [Imm(dumped)]
+        except (ValueError, RecursionError) as exc:
+            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+            raise LineError(
+                start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
+            ) from None
+    parts = [read_operand(tok, col) for tok, col in split_operands(rest, column)]
+    if any(not isinstance(p, Imm | Name) for p in parts):
+        raise LineError(
+            column + 1,
+            "data may only hold strings, numbers, JSON or names of other data labels",
+            "a literal value",
+        )
+    return [p for p in parts if isinstance(p, Imm | Name)]
+
+
+def _data_cells(parts: Sequence[Imm | Name], column: int) -> tuple[Value, list[Value]]:
+    """The value a bare label reads and the label's cells, from literal parts.
+
+    One value is one cell. Strings with character codes after them are one string (a final
+    ``0`` ends it). Several numbers are one cell each, and the label reads as their JSON list.
+    """
+    values = [p.value for p in parts if isinstance(p, Imm)]
+    if len(values) == 1:
+        return values[0], values
+    if isinstance(values[0], str):
+        out = [values[0]]
+        for position, value in enumerate(values[1:], start=1):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, int) and value == 0:
+                if position != len(values) - 1:
+                    raise LineError(
+                        column + 1,
+                        "a string ends at its 0; the values after it would be lost",
+                        "one string per data label (end it with 0, or leave the 0 out)",
+                    )
+                break
+            elif isinstance(value, int) and 0 < value < 0x110000:
+                out.append(chr(value))
+            else:
+                raise LineError(
+                    column + 1, f"cannot append {value!r} to a string", "a character code"
+                )
+        text = "".join(out)
+        return text, [text]
+    return json.dumps(values, separators=(",", ":")), values
+
+
+_MAX_REPEAT = 1 << 16
+
+
+def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
+    """``5 dd 0`` after ``times``: the count, the data word and the values."""
+    words = rest.split(None, 2)
+    if len(words) < 3 or words[1].upper() not in DATA_SIZES:
+        raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
+    count = read_number(words[0], column)
+    if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
+        raise LineError(column + 1, f"times needs a count of 1 to {_MAX_REPEAT}", "a count")
+    value_col = column + rest.index(words[2], len(words[0]) + len(words[1]))
+    return count, words[1].upper(), words[2], value_col
+
+
+def _read_data(builder: _Builder, number: int, scanned: Scanned) -> None:
+    """A data definition: its bare value in ``data``, its cells in ``memory``."""
+    name, word = scanned.data_name, scanned.mnemonic.upper()
+    rest, column = scanned.rest, scanned.rest_col
+    if register_index(name) is not None:
+        raise LineError(
+            scanned.mnemonic_col + 1,
+            f"data label {name!r} has the name of a register: {name} in an operand always "
+            f"reads the register, never this data; rename the data label (e.g. {name}_data)",
+            "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
+        )
+    key = name.lower()
+    if key in builder.data:
+        builder.error(
+            number, scanned.mnemonic_col + 1, f"data label {name!r} is defined twice", "a new name"
+        )
+    repeat = 1
+    if word == "TIMES":
+        repeat, word, rest, column = _repeat(rest, column)
+    if word in RESERVE_SIZES:
+        count = read_number(rest.strip() or "0", column)
+        if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
+            raise LineError(column + 1, f"{word} needs a count of 1 to {_MAX_REPEAT}", "a count")
+        _claim(builder, count, column)
+        size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+    else:
+        values = _data_parts(rest, column)
+        if word != "EQU":
+            _claim(builder, len(values) * repeat, column)
+        size, parts = DATA_SIZES[word], values * repeat
+    writable = not builder.read_only and word != "EQU"
+    if any(isinstance(p, Name) for p in parts):
+        builder.data[key] = ""
+        builder.pending_rows.append((key, parts, number, column))
+        builder.memory[key] = MemoryLabel((), size, writable, number)
+        return
+    value, cells = _data_cells(parts, column)
+    builder.data[key] = value
+    if word != "EQU":
+        builder.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
+
+
+def _claim(builder: _Builder, cells: int, column: int) -> None:
+    """Count a row against the memory budget before building it, so a short reply cannot
+    make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
+    builder.cells += cells
+    if builder.cells > MAX_MEMORY_CELLS:
+        raise LineError(
+            column + 1,
+            f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
+            "less data: keep large data in tools and fetch what the plan needs",
+        )
+
+
+def _resolve_rows(builder: _Builder) -> None:
+    """Fill in rows that name other labels: each named label stands for its value."""
+    rows = {key for key, *_ in builder.pending_rows}
+    for key, parts, number, column in builder.pending_rows:
+        cells: list[Value] = []
+        for part in parts:
+            if isinstance(part, Imm):
+                cells.append(part.value)
+                continue
+            found = builder.data.get(part.name.lower())
+            if found is None or part.name.lower() in rows:
+                builder.error(
+                    number,
+                    column + 1,
+                    f"{part.name!r} in this data row is no data label with a value",
+                    "numbers, strings or names of data labels defined with values",
+                )
+                found = 0
+            cells.append(found)
+        label = builder.memory[key]
+        builder.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
+        builder.data[key] = json.dumps(cells, separators=(",", ":"), ensure_ascii=False)
+
+
+def _read_line(builder: _Builder, number: int, line: str) -> None:
+    scanned = scan(line)
+    for name, column in scanned.labels:
+        builder.label(name, number, column + 1)
+    if scanned.data_name:
+        _read_data(builder, number, scanned)
+        return
+    if not scanned.mnemonic:
+        if scanned.rest:
+            raise LineError(
+                scanned.rest_col + 1,
+                f"cannot read {scanned.rest!r}",
+                "an instruction, a label or a directive",
+            )
+        return
+    upper = scanned.mnemonic.upper()
+    if upper in SECTION_WORDS or upper in SECTION_SHORT:
+        section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
+        builder.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+        return
+    if upper in EXTERN_WORDS:
+        return
+    if upper in GLOBAL_WORDS:
+        entry = IDENT.search(scanned.rest)
+        if entry and builder.entry_name is None:
+            builder.entry_name = entry.group()
+            builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
+        return
+    tokens = split_operands(scanned.rest, scanned.rest_col)
+    operands = tuple(read_operand(token, column) for token, column in tokens)
+    text = strip_comment(line)[scanned.mnemonic_col :].strip()
+    opcode = MNEMONICS.get(upper)
+    if opcode is None:
+        builder.unknown.append(
+            UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text)
+        )
+        return
+    builder.instructions.append(
+        Instruction(
+            opcode,
+            operands,
+            number,
+            scanned.mnemonic_col + 1,
+            text,
+            tuple(column + 1 for _, column in tokens),
+        )
+    )
+
+
+def _fill_answers(builder: _Builder) -> None:
+    """Give each ``SAY`` one operand per placeholder of its text (see ``llassembly._answers``);
+    done once every data label is read, since its text may be defined after the code."""
+    for position, ins in enumerate(builder.instructions):
+        if ins.op is not Opcode.SAY:
+            continue
+        filled, problems = with_placeholders(ins, builder.data, builder.lines[ins.line - 1])
+        builder.instructions[position] = filled
+        for problem in problems:
+            builder.error(ins.line, problem.column, problem.message, problem.expected)
+
+
+def parse(text: str) -> Program | PlainAnswer:
+    """Parse a model's reply.
+
+    Args:
+        text: The reply as the model wrote it.
+
+    Returns:
+        A :class:`Program`, or a :class:`PlainAnswer` when the reply holds no instruction.
+
+    Raises:
+        AsmSyntaxError: Some code line cannot be read; every such line is listed.
+        EmptyReply: The reply is empty, blank or only thinking: neither a plan nor an answer.
+    """
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not normalised.strip():
+        raise EmptyReply()
+    if len(normalised) < _LARGE_REPLY:
+        return _parse(normalised)
+    # A large reply builds tens of thousands of small objects that hold no reference cycles;
+    # the cyclic collector, walking them again and again as they pile up, made parsing grow
+    # faster than the reply (22x the time for 10x the text). Reference counting frees them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(normalised)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+_LARGE_REPLY = 64 * 1024
+_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
+
+
+def _parse(normalised: str) -> Program | PlainAnswer:
+    source_lines = tuple(normalised.split("\n"))
+    visible = _remove_thinking(normalised).split("\n")
+    builder = _Builder(source_lines)
+    for index in _code_line_numbers(visible):
+        try:
+            _read_line(builder, index + 1, visible[index])
+        except LineError as exc:
+            builder.error(index + 1, exc.column, exc.message, exc.expected)
+    _resolve_rows(builder)
+    _fill_answers(builder)
+    if builder.errors:
+        raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
+    if not builder.instructions and not builder.unknown:
+        answer = _remove_thinking(normalised).strip()
+        if not answer:  # only thinking: nothing was said to the user
+            raise EmptyReply()
+        return PlainAnswer(answer)
+    entry = 0
+    if builder.entry_name is not None:
+        entry = builder.labels.get(builder.entry_name.lower(), 0)
+    return Program(
+        instructions=tuple(builder.instructions),
+        labels=builder.labels,
+        data=builder.data,
+        entry=entry,
+        source_lines=source_lines,
+        unknown=tuple(builder.unknown),
+        label_lines={k: tuple(v) for k, v in builder.label_lines.items()},
+        label_names=builder.label_names,
+        entry_name=builder.entry_name,
+        entry_site=builder.entry_site,
+        memory=builder.memory,
+    )

@@ -1,0 +1,208 @@
+"""Reading and writing operands at run time: registers, constants, data labels and memory.
+
+Each operand of an instruction is turned once, when the plan is compiled, into a getter
+(``state -> value``) or a setter (``(state, value) -> None``). Memory operands compute their
+cell from the registers they name; a cell out of bounds or not at a cell boundary stops the
+plan with an error naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from llassembly.analysis.layout import Layout
+from llassembly.errors import (
+    AsmRuntimeError,
+    UsageError,
+)
+from llassembly.language.program import (
+    Imm,
+    Instruction,
+    Mem,
+    MemoryLabel,
+    Name,
+    Operand,
+    Program,
+    Reg,
+    Value,
+)
+from llassembly.machine.values import short_repr
+
+if TYPE_CHECKING:
+    from llassembly.machine.state import MachineState
+
+__all__ = ["Context", "Getter", "Setter", "address_of", "getter", "setter"]
+
+INT_LIMIT = 2**63 - 1
+
+Getter: TypeAlias = "Callable[[MachineState], Value]"
+Setter: TypeAlias = "Callable[[MachineState, Value], None]"
+_Locator: TypeAlias = "Callable[[MachineState], tuple[str, int]]"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What compiling one instruction needs to know of the whole plan."""
+
+    program: Program
+    end: int
+    max_stack_depth: int
+    layout: Layout
+    eax_calls: frozenset[int] = frozenset()
+
+
+def fail(instruction: Instruction, message: str) -> AsmRuntimeError:
+    return AsmRuntimeError(message, line=instruction.line, source=instruction.text)
+
+
+def show(value: Value) -> str:
+    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters."""
+    return short_repr(value, 60)
+
+
+def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
+    """How to read ``operand`` (a register, constant, data label, variable or memory cell)."""
+    if isinstance(operand, Reg):
+        index = operand.index
+        if index == 0:
+            return lambda st: 0
+        return lambda st: st.regs[index]
+    if isinstance(operand, Imm):
+        constant = operand.value
+        return lambda st: constant
+    live = ctx.layout.live
+    if isinstance(operand, Mem):
+        locate = _locator(operand, ctx, ins)
+        if operand.label is None:  # [reg]: the label is known only from the address
+
+            def read(st: MachineState) -> Value:
+                key, index = locate(st)
+                return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
+
+            return read
+        fixed = operand.label.lower()
+        if fixed in live:
+            return lambda st: st.mem[fixed][locate(st)[1]]
+        cells = ctx.layout.labels[fixed].cells  # never written: read from the program
+        return lambda st: cells[locate(st)[1]]
+    key = operand.name.lower()
+    label = ctx.layout.labels.get(key)
+    if label is None or key not in live:
+        value: Value = ctx.program.data[key] if key in ctx.program.data else label.cells[0]  # type: ignore[union-attr]
+        return lambda st: value
+    if len(label.cells) == 1:
+        return lambda st: st.mem[key][0]
+    # A writable row read whole: its cells as JSON text, as a read-only row reads.
+    return lambda st: json.dumps(st.mem[key], separators=(",", ":"), ensure_ascii=False)
+
+
+def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
+    """How to write ``operand`` (a register, a variable, a one-cell label or a memory cell)."""
+    if isinstance(operand, Reg):
+        index = operand.index
+
+        def write_register(st: MachineState, value: Value) -> None:
+            st.regs[index] = value
+
+        return write_register
+    if isinstance(operand, Mem):
+        locate = _locator(operand, ctx, ins)
+
+        def write_memory(st: MachineState, value: Value) -> None:
+            key, index = locate(st)
+            if key not in ctx.layout.live:
+                raise fail(ins, f"{operand} is in read-only data ({key!r}); write to .data")
+            st.mem[key][index] = value
+
+        return write_memory
+    if isinstance(operand, Name):
+        key = operand.name.lower()
+        if key in ctx.layout.live:
+
+            def write_cell(st: MachineState, value: Value) -> None:
+                st.mem[key][0] = value
+
+            return write_cell
+    raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
+
+
+def _register_number(st: MachineState, reg: Reg, operand: Mem, ins: Instruction) -> int:
+    value = st.regs[reg.index] if reg.index else 0
+    if type(value) is not int:
+        raise fail(
+            ins,
+            f"the address {operand} needs a whole number in {reg}, which holds {show(value)}",
+        )
+    return value
+
+
+def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
+    """The address a memory operand names (``LEA``): its label's address plus the offset."""
+    base = ctx.layout.base(operand.label.lower()) if operand.label else 0
+    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
+    if operand.index is not None:
+        registers.append((operand.index, operand.scale))
+    disp = operand.disp
+
+    def address(st: MachineState) -> Value:
+        total = base + disp
+        for reg, scale in registers:
+            total += _register_number(st, reg, operand, ins) * scale
+        if not -INT_LIMIT - 1 <= total <= INT_LIMIT:
+            raise fail(ins, f"the address {operand} is out of the 64-bit range")
+        return total
+
+    return address
+
+
+def _locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
+    """``state -> (label, cell index)`` for a memory operand, checking bounds and alignment."""
+    layout = ctx.layout
+    if operand.label is None:
+        address = address_of(operand, ctx, ins)
+
+        def by_address(st: MachineState) -> tuple[str, int]:
+            where = layout.locate(int(address(st)))
+            if where is None:
+                raise fail(ins, f"{operand} points outside every data label")
+            key, offset = where
+            return key, _cell(key, offset, layout.labels[key], operand, ins)
+
+        return by_address
+    key = operand.label.lower()
+    label = layout.labels[key]
+    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
+    if operand.index is not None:
+        registers.append((operand.index, operand.scale))
+    disp = operand.disp
+    if not registers:
+        fixed = (key, _cell(key, disp, label, operand, ins))
+        return lambda st: fixed
+
+    def by_label(st: MachineState) -> tuple[str, int]:
+        offset = disp
+        for reg, scale in registers:
+            offset += _register_number(st, reg, operand, ins) * scale
+        return key, _cell(key, offset, label, operand, ins)
+
+    return by_label
+
+
+def _cell(key: str, offset: int, label: MemoryLabel, operand: Mem, ins: Instruction) -> int:
+    index, rest = divmod(offset, label.size)
+    if rest:
+        raise fail(
+            ins,
+            f"{operand} is at byte {offset} of {key!r}, not at a cell: its cells are "
+            f"{label.size} bytes apart (cell i is at byte i*{label.size})",
+        )
+    if not 0 <= index < len(label.cells):
+        raise fail(
+            ins,
+            f"{operand} reads cell {index} of {key!r}, which has {len(label.cells)} "
+            f"(0..{len(label.cells) - 1})",
+        )
+    return index

@@ -1,0 +1,534 @@
+"""Tool adapter: LangChain tools and plain typed callables become *externs* a plan can ``CALL``.
+
+An :class:`Extern` knows what the stack machine needs about one tool:
+
+* ``params``: the parameters taken from the stack, in push order (the value pushed first is the
+  first parameter). Parameters the runtime injects (``ToolRuntime``, ``InjectedState``,
+  ``InjectedStore``, ``InjectedToolCallId``, any ``InjectedToolArg``, a ``RunnableConfig``) are
+  not among them; their names are in ``injected`` and the ``ToolRuntime`` one is
+  ``runtime_param``.
+* ``n_results``: how many values a call pushes, from the return annotation: ``tuple[A, B]``
+  gives 2, ``None`` gives 0, anything else (or no annotation) gives 1.
+* :meth:`Extern.convert_args` turns popped values into keyword arguments of the declared types,
+  :meth:`Extern.to_values` turns a raw result into stack values, :meth:`Extern.call` and
+  :meth:`Extern.acall` run the tool.
+
+A parameter without an annotation is typed ``Any``: the popped value is passed unchanged.
+Conversion is precomputed per parameter when the extern is built, so the common
+``int``/``float``/``str``/``bool`` path costs a type check and never touches pydantic.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeGuard, get_args, get_origin
+
+from pydantic import BaseModel
+
+from llassembly.errors import (
+    AsmRuntimeError,
+    ToolArgumentError,
+    UsageError,
+)
+from llassembly.language.opcodes import register_index
+from llassembly.language.program import Value
+from llassembly.machine.values import (
+    EMPTY,
+    Converter,
+    converter,
+    first_line,
+    is_model,
+    is_subclass,
+    loaded,
+    short_repr,
+    strip_annotation,
+    to_value,
+    type_label,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+__all__ = [
+    "Extern",
+    "Param",
+    "check_sync_tools",
+    "describe_extern",
+    "extern_signature",
+    "externs_from",
+    "type_label",
+]
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_FILTERED = frozenset({"self", "run_manager", "callbacks"})
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter a tool takes from the stack.
+
+    Attributes:
+        name: The keyword the tool is called with.
+        annotation: The declared type (``Any`` when the parameter has none).
+        description: What the argument means, for the prompt (may be empty).
+    """
+
+    name: str
+    annotation: Any
+    description: str = ""
+
+
+# --- the extern ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Extern:
+    """A tool the plan can ``CALL``. Build it with :func:`externs_from`.
+
+    Attributes:
+        name: The name the plan calls it by.
+        params: Parameters taken from the stack, in push order.
+        n_results: Values a call pushes (0, 1, or the length of a ``tuple[...]`` annotation).
+        description: First paragraph of the tool description or docstring.
+        tool: The LangChain tool, or ``None`` for a plain callable.
+        func: The plain callable (``None`` for a tool).
+        injected: Names of parameters the runtime injects (not taken from the stack).
+        runtime_param: The parameter that receives the ``ToolRuntime``, if any.
+        result_types: Annotations of the results, one per value pushed.
+
+    Example:
+        >>> def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> ext = externs_from([add])["add"]
+        >>> ext.to_values(ext.call(ext.convert_args([2, "3"])))
+        (5,)
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    n_results: int = 1
+    description: str = ""
+    tool: BaseTool | None = None
+    func: Callable[..., Any] | None = None
+    injected: tuple[str, ...] = ()
+    runtime_param: str | None = None
+    result_types: tuple[Any, ...] = ()
+    _converters: tuple[tuple[str, Converter], ...] = field(init=False, repr=False)
+    _is_async: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        converters = tuple((p.name, converter(p.annotation)) for p in self.params)
+        object.__setattr__(self, "_converters", converters)
+        is_async = self.func is not None and inspect.iscoroutinefunction(self.func)
+        object.__setattr__(self, "_is_async", is_async)
+
+    def convert_args(
+        self, values: Sequence[Value], *, line: int = 0, source: str = ""
+    ) -> dict[str, Any]:
+        """Convert popped values (first pushed first) into keyword arguments.
+
+        Raises:
+            ToolArgumentError: A value does not fit its parameter, or the count is wrong.
+        """
+        converters = self._converters
+        if len(values) != len(converters):
+            msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
+            raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
+        out: dict[str, Any] = {}
+        try:
+            for (name, convert), value in zip(converters, values, strict=True):
+                out[name] = convert(value)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            param = self.params[len(out)]  # every converted argument is in ``out``
+            shown = short_repr(values[len(out)])
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            detail = first_line(exc)
+            msg = (
+                f"tool {self.name!r}, argument {param.name!r}: expected "
+                f"{type_label(param.annotation)}, got {shown} ({detail})"
+            )
+            raise ToolArgumentError(
+                msg, tool=self.name, argument=param.name, line=line, source=source
+            ) from exc
+        return out
+
+    def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
+        """Return a raw result as stack values in natural order (the emulator pushes them so
+        the first one pops first).
+
+        Raises:
+            AsmRuntimeError: A multi-result tool did not return a tuple/list of that length.
+        """
+        n = self.n_results
+        try:
+            if n == 1:
+                return (to_value(result),)
+            if n == 0:
+                return ()
+            if not isinstance(result, (tuple, list)) or len(result) != n:
+                got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
+                msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
+                raise AsmRuntimeError(msg, line=line, source=source)
+            return tuple(to_value(r) for r in result)
+        except ValueError as exc:
+            raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
+
+    def call(self, args: dict[str, Any]) -> Any:
+        """Run the tool with converted arguments and return its raw result.
+
+        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``.
+        Injected parameters are not supplied here: the caller adds them to ``args``.
+
+        Raises:
+            UsageError: The tool is async only (use :meth:`acall`).
+        """
+        if self.tool is not None:
+            return self.tool.invoke(args)
+        func = self.func
+        if func is None or self._is_async:
+            msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
+            raise UsageError(msg)
+        return func(**args)
+
+    async def acall(self, args: dict[str, Any]) -> Any:
+        """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
+        if self.tool is not None:
+            return await self.tool.ainvoke(args)
+        func = self.func
+        if func is None:
+            raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
+        if self._is_async:
+            return await func(**args)
+        return func(**args)
+
+    @property
+    def async_only(self) -> bool:
+        """Whether the tool can only be awaited (a coroutine function, or a LangChain tool
+        built from one): a synchronous run cannot call it."""
+        if self.tool is not None:
+            return (
+                getattr(self.tool, "func", True) is None
+                and getattr(self.tool, "coroutine", None) is not None
+            )
+        return self._is_async
+
+    def signature(self) -> str:
+        """Return ``name(a: int, b: str) -> int`` as the prompt shows it."""
+        return extern_signature(self)
+
+    def describe(self) -> str:
+        """Return the block the system prompt shows for this tool."""
+        return describe_extern(self)
+
+
+# --- how a tool reads in the system prompt -----------------------------------------------------
+
+
+def extern_signature(extern: Extern) -> str:
+    """Return ``name(a: int, b: str) -> int`` (``-> (int, int)`` for two results)."""
+    args = ", ".join(f"{p.name}: {type_label(p.annotation)}" for p in extern.params)
+    if extern.n_results == 0:
+        returns = "nothing"
+    elif extern.n_results == 1:
+        returns = type_label(extern.result_types[0] if extern.result_types else Any)
+    else:
+        returns = "(" + ", ".join(type_label(t) for t in extern.result_types) + ")"
+    return f"{extern.name}({args}) -> {returns}"
+
+
+def describe_extern(extern: Extern) -> str:
+    """Return the prompt block for one tool: signature, description, arguments, results, example.
+
+    Example:
+        >>> from llassembly.externs import externs_from
+        >>> def make_one_step(x: int, y: int) -> int:
+        ...     '''Move one step towards (x, y).'''
+        ...     return 0
+        >>> print(describe_extern(externs_from([make_one_step])["make_one_step"]))
+        ## make_one_step
+        make_one_step(x: int, y: int) -> int
+        Move one step towards (x, y).
+        Arguments, push in this order: x, y
+        Returns 1 value.
+        Example:
+            PUSH 5             ; x
+            PUSH 7             ; y
+            CALL make_one_step
+            POP R1             ; result
+    """
+    lines = [f"## {extern.name}", extern_signature(extern)]
+    if extern.description:
+        lines.append(extern.description)
+    if not extern.params:
+        lines.append("Arguments: none.")
+    elif any(p.description for p in extern.params):
+        lines.append("Arguments, push in this order:")
+        lines += [f"  {p.name}: {p.description or type_label(p.annotation)}" for p in extern.params]
+    else:
+        lines.append("Arguments, push in this order: " + ", ".join(p.name for p in extern.params))
+    n = extern.n_results
+    if n == 0:
+        lines.append("Returns nothing: do not POP after it.")
+    elif n == 1:
+        lines.append("Returns 1 value.")
+    else:
+        lines.append(f"Returns {n} values: the first POP gets the first one.")
+
+    example = [(f"PUSH {_operand(p.annotation, i)}", p.name) for i, p in enumerate(extern.params)]
+    example.append((f"CALL {extern.name}", ""))
+    if n == 1:
+        example.append(("POP R1", "result"))
+    else:
+        example += [(f"POP R{i + 1}", f"result {i + 1}") for i in range(n)]
+    width = max(len(code) for code, _ in example) + 1
+    lines.append("Example:")
+    lines += [
+        f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in example
+    ]
+    return "\n".join(lines)
+
+
+def _operand(annotation: Any, index: int) -> str:
+    """Return a literal that fits ``annotation``, for the call example."""
+    sample = _sample(annotation)
+    if isinstance(sample, bool):
+        return "1" if sample else "0"
+    if isinstance(sample, int):
+        return str(5 + 2 * index)
+    if isinstance(sample, (float, str)):
+        return json.dumps(sample)
+    return "'" + json.dumps(sample, ensure_ascii=False) + "'"  # JSON text in single quotes
+
+
+def _sample(annotation: Any, depth: int = 0) -> Any:
+    """Return a small JSON-compatible value of this type."""
+    ann = strip_annotation(annotation)
+    origin, args = get_origin(ann), get_args(ann)
+    if is_model(ann):
+        fields = ann.model_fields.items() if depth < 3 else ()
+        return {name: _sample(f.annotation, depth + 1) for name, f in fields}
+    if origin is Literal:
+        return args[0]
+    if is_subclass(ann, enum.Enum):
+        return next(iter(ann)).value
+    simple: dict[Any, Any] = {bool: True, float: 0.5, str: "text", dict: {}, list: []}
+    if ann in simple:
+        return simple[ann]
+    if origin in (list, tuple, set, frozenset):
+        return [_sample(args[0], depth + 1)] if args and depth < 3 else []
+    if origin is dict:
+        return {}
+    return 1  # int, Any and anything else: a number
+
+
+# --- building externs ----------------------------------------------------------------------------
+
+
+# LangChain's types are looked up only if loaded (see ``loaded``): a plain typed callable does not
+# need them, and the engine imports no LangChain or LangGraph.
+
+
+def _is_injected(annotation: Any) -> bool:
+    """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
+    config = loaded("langchain_core.runnables.config", "RunnableConfig")
+    if (config is not None and annotation is config) or _is_runtime(annotation):
+        return True
+    injected = loaded("langchain_core.tools.base", "InjectedToolArg")
+    if injected is None:
+        return False
+    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+    return any(isinstance(m, injected) or is_subclass(m, injected) for m in metadata)
+
+
+def _is_runtime(annotation: Any) -> bool:
+    runtime = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
+
+
+def _first_paragraph(text: str | None) -> str:
+    text = inspect.cleandoc(text or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def _docstring_args(doc: str | None) -> dict[str, str]:
+    """Parse the ``Args:`` section of a Google-style docstring into name -> description."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
+    if start is None:
+        return out
+    current = ""
+    indent = -1
+    for ln in lines[start + 1 :]:
+        if not ln.strip():
+            continue
+        depth = len(ln) - len(ln.lstrip())
+        if depth == 0:
+            break
+        match = re.match(r"\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)", ln)
+        if match and (indent < 0 or depth <= indent):
+            indent, current = depth, match.group(1)
+            out[current] = match.group(3).strip()
+        elif current:
+            out[current] = f"{out[current]} {ln.strip()}".strip()
+    return out
+
+
+def _hints(obj: Any, name: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception as exc:
+        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
+        raise UsageError(msg) from exc
+
+
+def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
+    if annotation is EMPTY or annotation is Any:
+        return 1, ()
+    ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    if ann is None or ann is type(None):
+        return 0, ()
+    if get_origin(ann) is tuple:
+        args = get_args(ann)
+        if len(args) == 2 and args[1] is Ellipsis:
+            msg = (
+                f"tool {name!r} returns {type_label(ann)} of unknown length: annotate a fixed "
+                "tuple (tuple[int, int]) so the plan knows how many values to POP, or return a list"
+            )
+            raise UsageError(msg)
+        return len(args), args
+    return 1, (ann,)
+
+
+def _build(
+    name: str,
+    fn: Callable[..., Any],
+    *,
+    tool: BaseTool | None = None,
+    description: str = "",
+    described: Mapping[str, str] | None = None,
+) -> Extern:
+    """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
+    hints = _hints(fn, name)
+    schema = tool.args_schema if tool is not None else None
+    if tool is not None and not hasattr(tool, "func") and is_model(schema):
+        # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
+        model = typing.cast(type[BaseModel], schema)
+        schema_hints = _hints(model, name)
+        items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
+    else:
+        signature = inspect.signature(fn).parameters.values()
+        variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            shown = ", ".join(
+                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
+            )
+            raise UsageError(
+                f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
+                "stack, so every argument needs a name and a type (e.g. def f(city: str))"
+            )
+        items = [(p.name, hints.get(p.name, Any)) for p in signature if p.name not in _FILTERED]
+    doc_args = _docstring_args(inspect.getdoc(fn))
+    described = described or {}
+    params: list[Param] = []
+    injected: list[str] = []
+    runtime_param: str | None = None
+    for pname, ann in items:
+        if _is_injected(ann):
+            injected.append(pname)
+            runtime_param = pname if _is_runtime(ann) else runtime_param
+            continue
+        # Only Annotated[...] carries a description (a Literal's later values are not one).
+        extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
+        meta = [m for m in extras if isinstance(m, str)]
+        about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
+        params.append(Param(pname, ann, about))
+    n_results, result_types = _result_count(hints.get("return", EMPTY), name)
+    return Extern(
+        name=name,
+        params=tuple(params),
+        n_results=n_results,
+        description=description or _first_paragraph(inspect.getdoc(fn)),
+        tool=tool,
+        func=None if tool is not None else fn,
+        injected=tuple(injected),
+        runtime_param=runtime_param,
+        result_types=result_types,
+    )
+
+
+def _from_tool(tool: BaseTool) -> Extern:
+    schema = tool.args_schema
+    described: dict[str, str] = {}
+    if is_model(schema):
+        fields = typing.cast(type[BaseModel], schema).model_fields
+        described = {n: f.description for n, f in fields.items() if f.description}
+    fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool._run
+    about = _first_paragraph(tool.description)
+    return _build(tool.name, fn, tool=tool, description=about, described=described)
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        msg = (
+            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
+            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
+        )
+        raise UsageError(msg)
+    if register_index(name) is not None:
+        msg = f"tool name {name!r} is a register name in the plan language: rename the tool"
+        raise UsageError(msg)
+
+
+def _is_tool(item: Any) -> TypeGuard[BaseTool]:
+    """Whether ``item`` is a LangChain ``BaseTool``."""
+    base = loaded("langchain_core.tools.base", "BaseTool")
+    return base is not None and isinstance(item, base)
+
+
+def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dict[str, Extern]:
+    """Build externs for LangChain tools and plain typed callables, keeping their order.
+
+    Raises:
+        UsageError: Two tools share a name, a callable has no usable name, annotations cannot
+            be resolved, or a tool returns a ``tuple[X, ...]`` of unknown length.
+    """
+    out: dict[str, Extern] = {}
+    for item in tools:
+        if isinstance(item, Extern):
+            ext = item
+        elif _is_tool(item):
+            _check_name(item.name)
+            ext = _from_tool(item)
+        elif callable(item):
+            name = getattr(item, "__name__", "")
+            _check_name(name)
+            ext = _build(name, item)
+        else:
+            msg = f"{item!r} is neither a LangChain tool nor a callable"
+            raise UsageError(msg)
+        if ext.name in out:
+            raise UsageError(f"two tools are named {ext.name!r}: tool names must be unique")
+        out[ext.name] = ext
+    return out
+
+
+def check_sync_tools(names: Iterable[str], externs: Mapping[str, Extern]) -> None:
+    """Refuse, before anything runs, a synchronous run of a plan that calls async-only tools.
+
+    Raises:
+        UsageError: Some of ``names`` are async-only tools.
+    """
+    blocked = sorted({n for n in names if n in externs and externs[n].async_only})
+    if blocked:
+        listed = ", ".join(repr(n) for n in blocked)
+        raise UsageError(
+            f"the plan calls async-only tools ({listed}) but runs synchronously: nothing has "
+            "run; use ainvoke / the async node, or give the tools a sync function"
+        )

@@ -1,0 +1,298 @@
+"""The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
+the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
+:class:`RunResult`), its flag modes and the hole an outstanding call leaves on the stack."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import compress
+from typing import Any, Final
+
+from llassembly.errors import UsageError
+from llassembly.language.opcodes import (
+    REGISTER_COUNT,
+    register_index,
+    register_name,
+)
+from llassembly.language.program import Value
+
+__all__ = [
+    "HOLE",
+    "ORDERED",
+    "UNORDERED",
+    "UNSET",
+    "CallRecord",
+    "MachineState",
+    "RunResult",
+    "ToolCall",
+    "is_value",
+]
+
+UNSET, ORDERED, UNORDERED = 0, 1, 2
+"""The flag modes: no comparison yet, numbers compared, strings compared."""
+
+_FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+# Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
+# equal int that is another object is merely saved when it need not be).
+_NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
+_ZERO: Final = 0
+_NAMES = ("R0", *_SNAPSHOT_NAMES)
+
+
+class _Hole:
+    """The placeholder of an outstanding call's result on the stack."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<hole>"
+
+
+HOLE: Any = _Hole()
+"""The one hole object (tested with ``is``); a snapshot writes it as ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the plan wants made.
+
+    Attributes:
+        tool: The tool's name.
+        args: Keyword arguments, converted to the tool's declared types.
+        index: Index of the ``CALL`` instruction.
+        line: Its line in the model's reply.
+        source: Its text.
+        number: 1 for the plan's first tool call, 2 for the second...
+    """
+
+    tool: str
+    args: dict[str, Any]
+    index: int
+    line: int
+    source: str
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A tool call that was made and what it returned."""
+
+    call: ToolCall
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
+    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
+
+    registers: dict[str, Value]
+    stack: list[Value]
+    calls: list[CallRecord]
+    instructions_executed: int
+    tool_calls: int
+    answer: str = ""
+
+
+@dataclass(slots=True)
+class MachineState:
+    """Everything the machine knows; plain data.
+
+    Attributes:
+        pc: Index of the next instruction (``len(instructions)`` when finished).
+        regs: Register slots (see :func:`~llassembly.program.register_index`).
+        stack: The data stack, top last.
+        calls: The return stack of ``CALL label``, top last.
+        zf: Equal / zero flag.
+        lt: Less-than flag.
+        flag_mode: 0 unset, 1 ordered (numbers), 2 unordered (strings).
+        executed: Instructions executed so far.
+        tool_calls: Tool calls made so far.
+        halted: The program has ended.
+        pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
+        mem: The writable memory: data label (lower-cased) to its cells.
+        outstanding: Calls issued ahead (``parallel_tools``), in program order:
+            ``(instruction index, popped values, call number, stack position, results)``;
+            their results are holes on the stack from that position until they complete.
+        fault: An instruction's error found while calls were outstanding (plain data),
+            raised once they complete.
+        answer: The lines the plan has said so far (``SAY``), in order.
+    """
+
+    pc: int = 0
+    regs: list[Value] = field(default_factory=lambda: [0] * REGISTER_COUNT)
+    stack: list[Value] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    zf: bool = False
+    lt: bool = False
+    flag_mode: int = UNSET
+    executed: int = 0
+    tool_calls: int = 0
+    halted: bool = False
+    pending: tuple[int, list[Value]] | None = None
+    mem: dict[str, list[Value]] = field(default_factory=dict)
+    outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
+    fault: dict[str, Any] | None = None
+    answer: list[str] = field(default_factory=list)
+
+    def holding(self) -> list[int]:
+        """The indexes of the registers holding anything but the integer 0."""
+        regs = self.regs
+        return list(compress(range(len(regs)), map(_NOT_ZERO, regs)))
+
+    def snapshot(self, registers: Sequence[int] | None = None) -> dict[str, Any]:
+        """Return the state as a JSON- and msgpack-serialisable dict.
+
+        Args:
+            registers: The indexes of the only registers that may hold anything but the
+                integer 0, in order (an emulator knows them from its program); ``None``
+                looks at every register. Either way the snapshot is the same.
+        """
+        # Every register but those holding the integer 0 (what a restored register starts
+        # as): an untouched register holds the very object 0. Other zeros (0.0, -0.0, False,
+        # "") are values of their own and are kept, so a restored machine runs exactly as
+        # the saved one would have.
+        if registers is None:
+            regs = self.regs[1:]
+            saved = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
+        else:
+            regs = self.regs
+            saved = {_NAMES[i]: regs[i] for i in registers if regs[i] is not _ZERO}
+        snap: dict[str, Any] = {
+            "pc": self.pc,
+            "registers": saved,
+            "stack": [None if v is HOLE else v for v in self.stack]
+            if self.outstanding
+            else list(self.stack),
+            "return_stack": list(self.calls),
+            "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
+            "executed": self.executed,
+            "tool_calls": self.tool_calls,
+            "halted": self.halted,
+            "pending": None
+            if self.pending is None
+            else {"index": self.pending[0], "values": list(self.pending[1])},
+        }
+        if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
+            snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
+        if self.answer:  # likewise, only plans that have said something carry an answer
+            snap["answer"] = list(self.answer)
+        if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
+            snap.update(_batch_snapshot(self))
+        return snap
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any]) -> MachineState:
+        """Rebuild a state from :meth:`snapshot` output.
+
+        Raises:
+            UsageError: The dict is not a snapshot.
+        """
+        try:
+            regs: list[Value] = [0] * REGISTER_COUNT
+            for name, value in data["registers"].items():
+                index = register_index(name)
+                if index is None:
+                    raise UsageError(f"snapshot names an unknown register {name!r}")
+                regs[index] = value
+            stack = list(data["stack"])
+            outstanding = _restore_outstanding(data, stack, _count)
+            pending = data["pending"]
+            memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            answer = list(data.get("answer") or ())
+            if not all(type(line) is str for line in answer):
+                raise UsageError("the snapshot's answer is not a list of strings")
+            held = [
+                *data["registers"].values(),
+                *(v for v in stack if v is not HOLE),
+                *(pending["values"] if pending else ()),
+                *(v for o in outstanding for v in o[1]),
+                *(cell for cells in memory.values() for cell in cells),
+            ]
+            if not all(map(is_value, held)):
+                raise UsageError(
+                    "the snapshot holds a value that is not a 64-bit int, finite float or string"
+                )
+            flags = data["flags"]
+            return cls(
+                pc=_count(data["pc"], "pc"),
+                regs=regs,
+                stack=stack,
+                calls=[_count(x, "return address") for x in data["return_stack"]],
+                zf=bool(flags["zf"]),
+                lt=bool(flags["lt"]),
+                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
+                executed=_count(data["executed"], "executed"),
+                tool_calls=_count(data["tool_calls"], "tool_calls"),
+                halted=bool(data["halted"]),
+                pending=None
+                if pending is None
+                else (_count(pending["index"], "pending index"), list(pending["values"])),
+                mem=memory,
+                outstanding=outstanding,
+                fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
+                answer=answer,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
+
+
+def _count(value: Any, what: str) -> int:
+    """A counter or index read from a snapshot: a non-negative int (not a bool, float, NaN)."""
+    if type(value) is not int or not 0 <= value <= _INT_MAX:
+        raise UsageError(f"not an emulator snapshot: {what} is {str(value)[:40]!r}")
+    return value
+
+
+def is_value(value: Any) -> bool:
+    """Whether ``value`` may live in a register or on the stack."""
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    return kind is float and math.isfinite(value)
+
+
+# -- mid-batch snapshots (see llassembly._ahead) ---------------------------------------------
+
+
+def _batch_snapshot(st: MachineState) -> dict[str, Any]:
+    """The snapshot keys of a state mid-batch: its outstanding calls and its fault."""
+    snap: dict[str, Any] = {}
+    if st.outstanding:
+        snap["outstanding"] = [
+            {"index": i, "values": list(v), "number": n, "at": at, "results": k}
+            for i, v, n, at, k in st.outstanding
+        ]
+    if st.fault is not None:
+        snap["fault"] = dict(st.fault)
+    return snap
+
+
+def _restore_outstanding(
+    data: Mapping[str, Any], stack: list[Any], count: Callable[[Any, str], int]
+) -> list[tuple[int, list[Value], int, int, int]]:
+    """The outstanding calls of a snapshot; their holes (``None`` in ``stack``) become
+    :data:`HOLE`. ``count`` reads a non-negative int (raising ``UsageError``)."""
+    outstanding = [
+        (
+            count(o["index"], "outstanding index"),
+            list(o["values"]),
+            count(o["number"], "call number"),
+            count(o["at"], "hole position"),
+            count(o["results"], "results"),
+        )
+        for o in data.get("outstanding") or ()
+    ]
+    for _index, _values, _number, at, k in outstanding:
+        if at + k > len(stack) or not all(v is None for v in stack[at : at + k]):
+            raise UsageError("not an emulator snapshot: a hole is not where it should be")
+        stack[at : at + k] = [HOLE] * k
+    return outstanding

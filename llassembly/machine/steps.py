@@ -1,0 +1,341 @@
+"""Compiling a verified program into step closures, one compiler per opcode.
+
+A step function takes the machine state and its own pc and returns the next pc. Every
+instruction is compiled once, so the emulator's loop is a list index and a call. The table
+``_COMPILERS`` is checked against :class:`~llassembly.program.Opcode` at import: a missing
+handler fails at import, not at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from llassembly.analysis.layout import (
+    Layout,
+    eax_calls,
+    layout_of,
+)
+from llassembly.analysis.verifier import verify
+from llassembly.errors import (
+    StackDepthExceeded,
+    UsageError,
+)
+from llassembly.language.instructions import OPCODE_INFO
+from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
+from llassembly.language.opcodes import (
+    EAX_INDEX,
+    ECX_INDEX,
+    EDX_INDEX,
+    Opcode,
+)
+from llassembly.language.program import (
+    Instruction,
+    Name,
+    Operand,
+    Program,
+    Reg,
+    Value,
+    find_tool,
+)
+from llassembly.machine.access import (
+    Context,
+    fail,
+    getter,
+    setter,
+)
+from llassembly.machine.externs import Extern
+from llassembly.machine.ops import (
+    CONDITIONS,
+    EAX,
+    NEW_COMPILERS,
+    ORDERED,
+    UNORDERED,
+    UNSET,
+    arith,
+    flags_check,
+)
+from llassembly.machine.say import compile_say
+
+if TYPE_CHECKING:
+    from llassembly.machine.state import MachineState
+
+__all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling instructions to closures. A step function takes the state and its own pc and
+# returns the next pc. One compiler per opcode; the table is checked at import.
+
+Step: TypeAlias = "Callable[[MachineState, int], int]"
+_Context = Context
+
+
+def _target(operand: Operand, ctx: _Context) -> int:
+    if not isinstance(operand, Name):
+        raise UsageError(f"jump target {operand} is not a label (was the program verified?)")
+    return ctx.program.labels[operand.name.lower()]
+
+
+def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
+    dst, get = ins.operands[0], getter(ins.operands[1], ctx, ins)
+    if isinstance(dst, Reg):  # the common case, kept to one call
+        index = dst.index
+
+        def to_register(st: MachineState, pc: int) -> int:
+            st.regs[index] = get(st)
+            return pc + 1
+
+        return to_register
+    put = setter(dst, ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        put(st, get(st))
+        return pc + 1
+
+    return step
+
+
+def _compile_push(ins: Instruction, ctx: _Context) -> Step:
+    get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
+
+    def step(st: MachineState, pc: int) -> int:
+        depth = len(st.stack) + len(st.calls)
+        if depth >= limit:
+            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        st.stack.append(get(st))
+        return pc + 1
+
+    return step
+
+
+def _compile_pop(ins: Instruction, ctx: _Context) -> Step:
+    dst = ins.operands[0]
+    if isinstance(dst, Reg):  # the common case, kept to one call
+        index = dst.index
+
+        def to_register(st: MachineState, pc: int) -> int:
+            if not st.stack:
+                raise fail(ins, "POP on an empty stack")
+            st.regs[index] = st.stack.pop()
+            return pc + 1
+
+        return to_register
+    put = setter(dst, ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        if not st.stack:
+            raise fail(ins, "POP on an empty stack")
+        put(st, st.stack.pop())
+        return pc + 1
+
+    return step
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    return a - b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return a * b
+
+
+def _compile_add(ins: Instruction, ctx: _Context) -> Step:
+    return arith(ins, ctx, _add, getter(ins.operands[1], ctx, ins))
+
+
+def _compile_sub(ins: Instruction, ctx: _Context) -> Step:
+    return arith(ins, ctx, _sub, getter(ins.operands[1], ctx, ins))
+
+
+def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
+    operands = ins.operands
+    if len(operands) == 1:  # MUL src: EAX = EAX * src
+        return arith(ins, ctx, _mul, getter(operands[0], ctx, ins), target=EAX)
+    if len(operands) == 3:  # IMUL dst, a, b: dst = a * b
+        first = getter(operands[1], ctx, ins)
+        return arith(ins, ctx, _mul, getter(operands[2], ctx, ins), first=first)
+    return arith(ins, ctx, _mul, getter(operands[1], ctx, ins))
+
+
+def _compile_inc(ins: Instruction, ctx: _Context) -> Step:
+    return arith(ins, ctx, _add, lambda st: 1)
+
+
+def _compile_dec(ins: Instruction, ctx: _Context) -> Step:
+    return arith(ins, ctx, _sub, lambda st: 1)
+
+
+def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
+    get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        a, b = get_a(st), get_b(st)
+        if type(a) is str or type(b) is str:
+            st.zf = type(a) is str and type(b) is str and a == b
+            st.lt = False
+            st.flag_mode = UNORDERED
+        else:
+            st.zf = a == b
+            st.lt = a < b  # type: ignore[operator]  # both are numbers here
+            st.flag_mode = ORDERED
+        return pc + 1
+
+    return step
+
+
+def _compile_jmp(ins: Instruction, ctx: _Context) -> Step:
+    target = _target(ins.operands[0], ctx)
+    return lambda st, pc: target
+
+
+def _compile_jcc(ins: Instruction, ctx: _Context) -> Step:
+    target = _target(ins.operands[0], ctx)
+    check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
+    ordered = OPCODE_INFO[ins.op].ordered
+
+    def step(st: MachineState, pc: int) -> int:
+        mode = st.flag_mode
+        if mode != ORDERED and (ordered or mode == UNSET):
+            check(st)
+        return target if taken(st.zf, st.lt) else pc + 1
+
+    return step
+
+
+def _compile_call(ins: Instruction, ctx: _Context) -> Step:
+    # Only subroutine calls get here; tool calls are handled by the run loop itself.
+    target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
+
+    def step(st: MachineState, pc: int) -> int:
+        depth = len(st.stack) + len(st.calls)
+        if depth >= limit:
+            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        st.calls.append(pc + 1)
+        return target
+
+    return step
+
+
+def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
+    end = ctx.end
+    return lambda st, pc: st.calls.pop() if st.calls else end
+
+
+def _compile_nop(ins: Instruction, ctx: _Context) -> Step:
+    return lambda st, pc: pc + 1
+
+
+def _compile_hlt(ins: Instruction, ctx: _Context) -> Step:
+    end = ctx.end
+    return lambda st, pc: end
+
+
+_COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
+    Opcode.MOV: _compile_mov,
+    Opcode.PUSH: _compile_push,
+    Opcode.POP: _compile_pop,
+    Opcode.ADD: _compile_add,
+    Opcode.SUB: _compile_sub,
+    Opcode.MUL: _compile_mul,
+    Opcode.INC: _compile_inc,
+    Opcode.DEC: _compile_dec,
+    Opcode.CMP: _compile_cmp,
+    Opcode.JMP: _compile_jmp,
+    Opcode.JE: _compile_jcc,
+    Opcode.JNE: _compile_jcc,
+    Opcode.JL: _compile_jcc,
+    Opcode.JLE: _compile_jcc,
+    Opcode.JG: _compile_jcc,
+    Opcode.JGE: _compile_jcc,
+    Opcode.CALL: _compile_call,
+    Opcode.RET: _compile_ret,
+    Opcode.NOP: _compile_nop,
+    Opcode.HLT: _compile_hlt,
+    Opcode.SAY: compile_say,
+    **NEW_COMPILERS,
+}
+if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
+    raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledProgram:
+    """A verified program compiled for one set of tools and one stack limit; reusable.
+
+    An :class:`Emulator` given a different ``max_stack_depth`` recompiles the steps (without
+    verifying again), since the stack limit is baked into the ``PUSH`` and ``CALL`` steps.
+    """
+
+    program: Program
+    steps: tuple[Step | None, ...]
+    tools: tuple[Extern | None, ...]
+    externs: Mapping[str, Extern]
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
+    layout: Layout | None = None
+    eax_calls: frozenset[int] = frozenset()
+    """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
+    registers: tuple[int, ...] = ()
+    """The registers a run may write, in order (see :func:`written_registers`)."""
+
+    def initial_memory(self) -> dict[str, list[Value]]:
+        """The writable memory as a run starts."""
+        return self.layout.initial_memory() if self.layout is not None else {}
+
+
+def _compile_steps(
+    program: Program, externs: Mapping[str, Extern], max_stack_depth: int
+) -> CompiledProgram:
+    tools: list[Extern | None] = []
+    for ins in program.instructions:
+        tool = None
+        if ins.op is Opcode.CALL and isinstance(ins.operands[0], Name):
+            tool = find_tool(ins.operands[0].name, externs)
+        tools.append(tool)
+    layout = layout_of(program, externs)
+    tool_at = {pc: tool for pc, tool in enumerate(tools) if tool is not None}
+    eax = eax_calls(program, tool_at).eax
+    ctx = _Context(program, len(program.instructions), max_stack_depth, layout, eax)
+    steps = [
+        None if tool is not None else _COMPILERS[ins.op](ins, ctx)
+        for ins, tool in zip(program.instructions, tools, strict=True)
+    ]
+    return CompiledProgram(
+        program,
+        tuple(steps),
+        tuple(tools),
+        externs,
+        max_stack_depth,
+        layout,
+        eax,
+        written_registers(program),
+    )
+
+
+def written_registers(program: Program) -> tuple[int, ...]:
+    """The indexes of the registers a run of ``program`` may write, in order.
+
+    A register is written only as an instruction's register operand, or as one of the three
+    an instruction writes without naming them (``EAX``/``EDX`` of one-operand ``MUL``/``DIV``,
+    ``ECX`` of ``LOOP``, ``EAX`` of a call whose result goes there); those three are always
+    listed. Every other register keeps the value a run starts with, so a snapshot reads these
+    and no others (R0 is never written).
+    """
+    found = {EAX_INDEX, ECX_INDEX, EDX_INDEX}
+    for ins in program.instructions:
+        found.update(op.index for op in ins.operands if isinstance(op, Reg))
+    found.discard(0)
+    return tuple(sorted(found))
+
+
+def compile_program(
+    program: Program, externs: Mapping[str, Extern], *, max_stack_depth: int
+) -> CompiledProgram:
+    """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
+    verify(program, externs)
+    return _compile_steps(program, externs, max_stack_depth)
