@@ -197,9 +197,9 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_every_opcode_has_its_facts_and_a_handler() -> None:
-    from llassembly.machine import steps as _steps
     from llassembly.language.instructions import OPCODE_INFO
     from llassembly.language.opcodes import Opcode
+    from llassembly.machine import steps as _steps
 
     assert set(OPCODE_INFO) == set(Opcode)
     assert set(_steps._COMPILERS) == set(Opcode)
