@@ -25,11 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from llassembly.errors import PlanError
-from llassembly.integration.planner import (
-    PlannerOptions,
-    Turn,
-    repair_request,
-)
+from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import Planner
+from llassembly.integration.views import repair_request
 
 SIZES = (10_000, 100_000, 1_000_000)
 TIME_LIMIT_S = 2.0
@@ -86,7 +84,7 @@ def _reply(case: str, size: int) -> str:
 def _prepare(text: str, execution: str, granularity: str) -> str:
     """Parse, verify and build what a run needs; return ``"ok"`` or the repair request."""
     options = PlannerOptions(execution=execution, granularity=granularity)  # type: ignore[arg-type]
-    turn = Turn(options)
+    turn = Planner(options)
     externs = turn.externs_for(TOOLS)
     try:
         turn.check(text, externs)

@@ -34,6 +34,7 @@ from llassembly.errors import (
     AsmRuntimeError,
     AsmSyntaxError,
     BudgetExceeded,
+    CallNotRun,
     Diagnostic,
     EmptyReply,
     ExecutionError,
@@ -107,6 +108,7 @@ _MOVED = {
     "llassembly.options": "llassembly.integration.options",
     "llassembly.planning": "llassembly.integration.planning",
     "llassembly.planner": "llassembly.integration.planner",
+    "llassembly.nodes": "llassembly.integration.nodes",
 }
 """Module paths of earlier releases that have no file of their own any more, and where each
 module lives now (the most used old paths, ``llassembly.parser`` and the like, are modules
@@ -155,6 +157,7 @@ __all__ = [
     "AsmRuntimeError",
     "AsmSyntaxError",
     "BudgetExceeded",
+    "CallNotRun",
     "CallRecord",
     "CallSite",
     "Diagnostic",

@@ -18,6 +18,7 @@ __all__ = [
     "AsmRuntimeError",
     "AsmSyntaxError",
     "BudgetExceeded",
+    "CallNotRun",
     "Diagnostic",
     "EmptyReply",
     "ExecutionError",
@@ -192,6 +193,17 @@ class ToolArgumentError(ExecutionError):
         self.tool = tool
         self.argument = argument
         super().__init__(message, line=line, source=source)
+
+
+class CallNotRun(ExecutionError):
+    """A plan's call was not run because a person or a middleware decided so (a reviewer
+    rejected it, a limit refused it): a decision, not a fault of the tool. ``reason`` is what
+    they said."""
+
+    def __init__(self, tool: str, reason: str, *, line: int = 0, source: str = "") -> None:
+        self.tool = tool
+        self.reason = reason.strip() or "no reason given"
+        super().__init__(f"the call of {tool} was not run: {self.reason}", line=line, source=source)
 
 
 class ToolExecutionError(ExecutionError):

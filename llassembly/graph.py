@@ -9,10 +9,6 @@ from llassembly.integration.graph import (
     PlanGraph,
     PlanRun,
     PlanState,
-    batch_messages,
-    batch_request,
-    call_request,
-    failure_record,
 )
 
 __all__ = [
@@ -22,8 +18,4 @@ __all__ = [
     "PlanGraph",
     "PlanRun",
     "PlanState",
-    "batch_messages",
-    "batch_request",
-    "call_request",
-    "failure_record",
 ]

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from llassembly import ToolsPlannerMiddleware
 from llassembly.errors import UsageError
-from llassembly.integration.planner import MAX_REPAIR_REQUEST_CHARS
+from llassembly.integration.views import MAX_REPAIR_REQUEST_CHARS
 
 EXECUTIONS = pytest.mark.parametrize("execution", ["agent", "graph"])
 

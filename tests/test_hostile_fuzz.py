@@ -19,10 +19,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from test_emulator_fuzz import EXTERNS, LIMITS, MAX_STACK, instructions, programs
 
 from llassembly.errors import LLAssemblyError
-from llassembly.integration.planner import (
-    PlannerOptions,
-    Turn,
-)
+from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import Planner
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import (
@@ -139,7 +137,7 @@ def large_programs(draw: st.DrawFn) -> str:
 @_SETTINGS
 @given(st.one_of(large_programs(), programs()))
 def test_large_and_nested_programs_are_checked_and_run_within_budgets(source: str) -> None:
-    turn = Turn(PlannerOptions(execution="agent", max_stack_depth=MAX_STACK))
+    turn = Planner(PlannerOptions(execution="agent", max_stack_depth=MAX_STACK))
     try:
         parsed = turn.check(source, EXTERNS)
     except LLAssemblyError:

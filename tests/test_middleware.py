@@ -43,8 +43,10 @@ def test_middleware_keeps_the_documented_defaults() -> None:
     assert options.prompt_path is None
 
 
-def test_middleware_accepts_the_documented_options_positionally() -> None:
-    planner = ToolsPlannerMiddleware(False, None, 50)
+def test_middleware_options_are_keyword_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        ToolsPlannerMiddleware(False, None, 50)  # type: ignore[misc]
+    planner = ToolsPlannerMiddleware(infer_tools_messages=False, max_instructions_to_exec=50)
     assert planner.options.infer_tools_messages is False
     assert planner.options.max_instructions_to_exec == 50
 

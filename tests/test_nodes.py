@@ -53,8 +53,17 @@ def test_node_keeps_the_documented_signature(node_type: type[ToolsPlannerNode]) 
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[5:])
 
 
-def test_node_accepts_the_documented_options_positionally(box: Toolbox) -> None:
-    node = ToolsPlannerNode(ScriptedChatModel(replies=[]), box.sync_tools, 50, False, None)
+def test_node_takes_the_model_and_tools_by_position_and_options_by_keyword(
+    box: Toolbox,
+) -> None:
+    with pytest.raises(TypeError, match="positional"):
+        ToolsPlannerNode(ScriptedChatModel(replies=[]), box.sync_tools, 50)  # type: ignore[misc]
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[]),
+        box.sync_tools,
+        max_instructions_to_exec=50,
+        infer_tools_messages=False,
+    )
     assert node.options.max_instructions_to_exec == 50
     assert node.options.infer_tools_messages is False
 

@@ -1,5 +1,6 @@
-"""Tests for llassembly.planner: the ``Turn`` shared by the middleware and the nodes (its caches
-and checks) and the options it runs with. Whole turns are tested in test_contract.py."""
+"""Tests for llassembly.integration.planner: the ``Planner`` shared by the middleware and
+the nodes (its caches and checks) and the options it runs with. Whole turns are tested in
+test_contract.py."""
 
 from __future__ import annotations
 
@@ -16,13 +17,10 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
-from llassembly.integration.planner import (
-    MAX_PLAN_INSTRUCTIONS,
-    TURN_KEY,
-    PlannerOptions,
-    Turn,
-    TurnRun,
-)
+from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import MAX_PLAN_INSTRUCTIONS, Planner
+from llassembly.integration.tools import ToolContext
+from llassembly.integration.turngraph import TURN_KEY, TurnGraph, TurnRun
 from llassembly.language.program import (
     PlainAnswer,
     Program,
@@ -46,22 +44,22 @@ PLAN = "PUSH 1\nCALL inc\nPOP R1"
 def test_check_returns_the_program_of_a_valid_plan_and_caches_its_compilation(
     execution: Any,
 ) -> None:
-    turn = Turn(PlannerOptions(execution=execution))
+    turn = Planner(PlannerOptions(execution=execution))
     externs = turn.externs_for([inc])
     program = turn.check(PLAN, externs)
     assert isinstance(program, Program) and len(program.instructions) == 3
     assert turn.compiled(PLAN, externs) is turn.compiled(PLAN, externs)
     if execution == "graph":
-        assert turn.plan_graph(PLAN, None, externs) is turn.plan_graph(PLAN, None, externs)
+        assert turn.plan_graph(PLAN, externs) is turn.plan_graph(PLAN, externs)
 
 
 def test_check_returns_a_plain_answer_for_a_reply_without_code() -> None:
-    turn = Turn(PlannerOptions())
+    turn = Planner(PlannerOptions())
     assert isinstance(turn.check("It is sunny.", turn.externs_for([inc])), PlainAnswer)
 
 
 def test_check_refuses_what_does_not_parse_verify_or_fit() -> None:
-    turn = Turn(PlannerOptions())
+    turn = Planner(PlannerOptions())
     externs = turn.externs_for([inc])
     with pytest.raises(AsmSyntaxError):
         turn.check("```asm\nMOV R1,\n```", externs)
@@ -76,7 +74,7 @@ def test_plan_policy_problems_refuse_the_plan() -> None:
     def no_inc(summary: PlanSummary, program: Program) -> Iterable[str]:
         return ["inc is not allowed"] if summary.tool("inc") is not None else []
 
-    turn = Turn(PlannerOptions(plan_policy=(no_inc,)))
+    turn = Planner(PlannerOptions(plan_policy=(no_inc,)))
     externs = turn.externs_for([inc])
     with pytest.raises(PlanRejected, match="inc is not allowed"):
         turn.check(PLAN, externs)
@@ -84,7 +82,7 @@ def test_plan_policy_problems_refuse_the_plan() -> None:
 
 
 def test_externs_and_prompts_are_built_once_per_tool_list_and_context() -> None:
-    turn = Turn(PlannerOptions())
+    turn = Planner(PlannerOptions())
     tools = [inc]
     externs = turn.externs_for(tools)
     assert turn.externs_for(tools) is externs
@@ -104,8 +102,8 @@ def test_tools_with_injected_parameters_other_than_runtime_need_the_agent_path()
         return x
 
     with pytest.raises(UsageError, match="injected parameters"):
-        Turn(PlannerOptions(execution="graph")).externs_for([peek])
-    assert "peek" in Turn(PlannerOptions(execution="agent")).externs_for([peek])
+        Planner(PlannerOptions(execution="graph")).externs_for([peek])
+    assert "peek" in Planner(PlannerOptions(execution="agent")).externs_for([peek])
 
 
 def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:
@@ -113,17 +111,17 @@ def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:
         """Return x."""
         return x
 
-    turn = Turn(PlannerOptions(approve_plan=("inc",)))
+    turn = Planner(PlannerOptions(approve_plan=("inc",)))
     externs = turn.externs_for([inc, other])
     request = turn.approval(PLAN, externs)
     assert request is not None and "inc" in str(request)
     assert turn.approval("PUSH 1\nCALL other\nPOP R1", externs) is None
-    assert Turn(PlannerOptions()).approval(PLAN, externs) is None
+    assert Planner(PlannerOptions()).approval(PLAN, externs) is None
 
 
 def test_config_for_adds_the_run_and_keeps_the_callers_config() -> None:
-    turn = Turn(PlannerOptions())
-    run = TurnRun(externs={}, system_prompt="")
+    turn = TurnGraph(Planner(PlannerOptions()))
+    run = TurnRun(ToolContext({}), system_prompt="")
     config = turn.config_for(run, {"configurable": {"thread_id": "t"}, "tags": ["x"]})
     assert config["configurable"] == {"thread_id": "t", TURN_KEY: run}
     assert config["tags"] == ["x"]

@@ -87,6 +87,7 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
             problems.append(_site_diagnostic(program, use, 0, message))
         return problems
 
+    policy.tool_names = tuple(wanted)  # type: ignore[attr-defined]  # checked by the planner
     return policy
 
 
@@ -115,6 +116,7 @@ def not_in_loop(*tools: str) -> PlanPolicy:
                     problems.append(_site_diagnostic(program, use, index, message))
         return problems
 
+    policy.tool_names = names  # type: ignore[attr-defined]  # checked by the planner
     return policy
 
 

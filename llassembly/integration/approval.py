@@ -28,19 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from langchain.agents.middleware import hook_config
 from langchain_core.messages import HumanMessage
-from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from llassembly.errors import (
-    PlanError,
-    UsageError,
-)
-from llassembly.integration.messages import (
-    NOT_APPROVED,
-    repair_request,
-)
+from llassembly.errors import PlanError, UsageError
+from llassembly.integration.record import STATE_KEY, rejection_failure
+from llassembly.integration.views import repair_request
 from llassembly.language.program import Program
 
 if TYPE_CHECKING:
@@ -49,25 +42,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPROVAL_DECISIONS",
-    "NOT_APPROVED",
-    "ApprovalHook",
     "approval_option",
     "approval_request",
     "ask_approval",
-    "awaiting_approval",
     "decide",
-    "decided",
     "edit_note",
     "needs_approval",
     "plan_call_approved",
     "read_decision",
-    "rejection_failure",
     "unless_plan_approved",
 ]
 
 APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
 """The decisions a plan-approval request allows."""
-_STATE_KEY: Final = "llassembly"
 
 
 def approval_option(value: bool | Sequence[str]) -> bool | tuple[str, ...]:
@@ -149,18 +136,6 @@ def edit_note(plan: str) -> HumanMessage:
     )
 
 
-def rejection_failure(message: str) -> dict[str, Any]:
-    """The failure record of a plan a reviewer rejected (nothing of it ran)."""
-    reason = message.strip() or "no reason given"
-    return {
-        "type": NOT_APPROVED,
-        "message": f"a reviewer rejected the plan: {reason}",
-        "detail": f"a reviewer rejected the plan: {reason}",
-        "line": 0,
-        "source": "",
-    }
-
-
 def decide(
     request: Mapping[str, Any], decision: Mapping[str, Any], check: Callable[[str], Any]
 ) -> tuple[str, Any]:
@@ -200,52 +175,6 @@ def ask_approval(request: Mapping[str, Any], check: Callable[[str], Any]) -> tup
         request = result
 
 
-# -- the agent path: the pause is the planner's after_model hook ---------------------------------
-
-
-def _approval_state(record: Mapping[str, Any] | None) -> str | None:
-    approval = record.get("approval") if record and record.get("plan") else None
-    return str(approval.get("state")) if isinstance(approval, Mapping) else None
-
-
-def awaiting_approval(record: Mapping[str, Any] | None) -> bool:
-    """The plan in ``record`` waits for a person's decision."""
-    return _approval_state(record) == "awaiting"
-
-
-def decided(record: Mapping[str, Any] | None) -> bool:
-    """A person has answered the approval request of the plan in ``record``."""
-    return _approval_state(record) == "decided"
-
-
-class ApprovalHook:
-    """The ``after_model`` hook of ``ToolsPlannerMiddleware(approve_plan=...)`` (agent path).
-
-    The model-node visit that wrote the plan saved it, with its approval request, in the
-    planner's state and answered with the plan message alone; this hook then pauses. It runs
-    after every other middleware's ``after_model`` (the planner is listed first), asks once
-    per request, and sends the agent back to its model node, where the planner acts on the
-    decision without calling the model (see ``llassembly._agent``). On resume, in any process,
-    only this hook runs again: the plan and its request come from the checkpoint.
-    """
-
-    @hook_config(can_jump_to=["model"])
-    def after_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Pause for the person's decision on a plan that waits for one."""
-        record = state.get(_STATE_KEY) if isinstance(state, Mapping) else None
-        if record is None or not awaiting_approval(record):
-            return None
-        request = record["approval"]["request"]
-        decision = read_decision(interrupt(request))
-        approval = {"state": "decided", "request": request, "decision": decision}
-        return {_STATE_KEY: {**record, "approval": approval}, "jump_to": "model"}
-
-    @hook_config(can_jump_to=["model"])
-    async def aafter_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async :meth:`after_model`."""
-        return self.after_model(state, runtime)
-
-
 # -- HumanInTheLoopMiddleware: no second question for an approved plan's calls ------------------
 
 
@@ -256,7 +185,7 @@ def plan_call_approved(request: Any) -> bool:
     predicates (in both its modes it carries the agent state).
     """
     state = getattr(request, "state", None)
-    record = state.get(_STATE_KEY) if isinstance(state, Mapping) else None
+    record = state.get(STATE_KEY) if isinstance(state, Mapping) else None
     if not isinstance(record, Mapping):
         return False
     approval = record.get("approval")
@@ -267,8 +196,8 @@ def plan_call_approved(request: Any) -> bool:
         and approval.get("state") == "approved"
         and bool(approval.get("prefix"))
         and call_id.startswith(str(approval.get("prefix")))
-        and isinstance(pending, Mapping)
-        and any(p.get("id") == call_id for p in (record.get("batch") or [pending]))
+        and isinstance(pending, list)
+        and any(isinstance(p, Mapping) and p.get("id") == call_id for p in pending)
     )
 
 

@@ -1,36 +1,32 @@
 """The agent path's tool side: a plan's call as the agent's tool node runs it.
 
-The middleware's ``wrap_tool_call`` hands plan calls here: they go through the planner's
-``tool_middleware``, a tool's exception becomes the call's failure (an error ``ToolMessage``,
-so the plan's ``on_tool_error`` decides what follows), and the result is tagged with the
-call's source line and with what the next step must know (see ``_agent._answer``).
+The planner's ``wrap_tool_call`` hands plan calls here. The call runs through the planner's
+``tool_middleware`` and the rest of the agent's tool path, on a copy of the tool that notes its
+own return value (:func:`llassembly.compat.recording_tool`). A tool's exception becomes the
+call's failure (an error ``ToolMessage``, so the plan's ``on_tool_error`` decides what
+follows). The result is tagged with the call's place in the plan, whether the tool ran, and,
+when its text would read differently, the values the plan gets (see
+:mod:`llassembly.integration.results`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage, ToolMessage
-from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from llassembly.compat import Recorded, bubbling_errors, recording_tool
 from llassembly.errors import ExecutionError
-from llassembly.integration.agent import (
-    ADDED_BY_CALL,
-    ENDS_RUN,
-    PLAN_CALL_KEY,
-    call_meta,
-    failure_message,
-    pending_calls,
-)
-from llassembly.integration.messages import built_from
+from llassembly.integration.agent import ADDED_BY_CALL, ENDS_RUN, record_of
+from llassembly.integration.messages import call_meta
+from llassembly.integration.planner import Planner
+from llassembly.integration.record import FAILURE_ARTIFACT, KEY, PendingCall, execution_failure
+from llassembly.integration.results import message_text, value_tag
 from llassembly.integration.tools import chain
-from llassembly.machine.emulator import (
-    ToolCall,
-    tool_error,
-)
+from llassembly.machine.emulator import ToolCall, tool_error
 
 __all__ = ["arun_plan_call", "plan_call", "run_plan_call"]
 
@@ -38,80 +34,123 @@ _Msg = TypeVar("_Msg", bound=BaseMessage)
 _Result = ToolMessage | Command[Any]
 
 
-def plan_call(request: ToolCallRequest) -> Mapping[str, Any] | None:
+def plan_call(request: ToolCallRequest) -> PendingCall | None:
     """The pending plan call this tool request runs, or ``None`` for any other call."""
-    state = request.state
-    record = state.get(PLAN_CALL_KEY) if isinstance(state, dict) else None
-    if not record:
+    record = record_of(request.state)
+    if record is None:
         return None
     call_id = request.tool_call.get("id")
-    pending = record.get("pending")
-    if type(pending) is dict and not record.get("batch"):  # the usual case: one call
-        return pending if pending["id"] == call_id else None
-    return next((p for p in pending_calls(record) if p["id"] == call_id), None)
+    return next((p for p in record["pending"] if p["id"] == call_id), None)
 
 
 def run_plan_call(
+    planner: Planner,
     request: ToolCallRequest,
-    pending: Mapping[str, Any],
+    pending: PendingCall,
     handler: Callable[[ToolCallRequest], _Result],
-    tool_middleware: Sequence[Any],
 ) -> _Result:
-    """Run one plan call through ``tool_middleware`` and ``handler`` (the tool node's)."""
-    chained = chain(tool_middleware, "wrap_tool_call", handler)
+    """Run one plan call through the planner's ``tool_middleware`` and ``handler``."""
+    noted = Recorded()
+    chained = chain(planner.options.tool_middleware, "wrap_tool_call", handler)
     try:
-        return _tagged(chained(request), pending, request)
-    except GraphBubbleUp:
+        result = chained(_recording(request, noted))
+    except bubbling_errors():
         raise
     except Exception as exc:
-        return failure_message(pending, _tool_failure(pending, exc))
+        return _failure_message(pending, exc)
+    return _tagged(planner, result, pending, request, noted)
 
 
 async def arun_plan_call(
+    planner: Planner,
     request: ToolCallRequest,
-    pending: Mapping[str, Any],
+    pending: PendingCall,
     handler: Callable[[ToolCallRequest], Awaitable[_Result]],
-    tool_middleware: Sequence[Any],
 ) -> _Result:
     """Async :func:`run_plan_call`."""
-    chained = chain(tool_middleware, "awrap_tool_call", handler)
+    noted = Recorded()
+    chained = chain(planner.options.tool_middleware, "awrap_tool_call", handler)
     try:
-        return _tagged(await chained(request), pending, request)
-    except GraphBubbleUp:
+        result = await chained(_recording(request, noted))
+    except bubbling_errors():
         raise
     except Exception as exc:
-        return failure_message(pending, _tool_failure(pending, exc))
+        return _failure_message(pending, exc)
+    return _tagged(planner, result, pending, request, noted)
 
 
-def _tagged(result: _Result, pending: Mapping[str, Any], request: ToolCallRequest) -> _Result:
-    """A plan call's result with the call's source line in its ``ToolMessage`` metadata.
+def _recording(request: ToolCallRequest, noted: Recorded) -> ToolCallRequest:
+    if request.tool is None:
+        return request
+    return request.override(tool=recording_tool(request.tool, noted))
+
+
+def _failure_message(pending: PendingCall, exc: Exception) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call whose tool raised (the graph path's text)."""
+    call = ToolCall(
+        pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
+    )
+    wrapped = tool_error(call, exc)
+    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
+    return ToolMessage(
+        content=str(error),
+        tool_call_id=pending["id"],
+        name=pending["tool"],
+        status="error",
+        artifact={FAILURE_ARTIFACT: dict(execution_failure(error))},
+        response_metadata=_tag(pending),
+    )
+
+
+def _tag(pending: PendingCall, **extra: Any) -> dict[str, Any]:
+    meta = call_meta(pending["index"], pending["line"], pending["source"])
+    meta[KEY].update(extra)
+    return meta
+
+
+def _tagged(
+    planner: Planner,
+    result: _Result,
+    pending: PendingCall,
+    request: ToolCallRequest,
+    noted: Recorded,
+) -> _Result:
+    """A plan call's result with the call's place in its metadata, whether the tool ran, and
+    what the plan gets when the text would not say it.
 
     A ``return_direct`` tool's result is marked: the run ends with it, and the next run must
     not take the plan up again. Messages a ``Command`` adds beside the result are marked as
     the call's, so the next step knows they belong to this run.
     """
-    meta = call_meta(pending)
+    extra: dict[str, Any] = {} if noted.ran else {"ran": False}
     if request.tool is not None and request.tool.return_direct:
-        meta[PLAN_CALL_KEY] = {**meta[PLAN_CALL_KEY], ENDS_RUN: True}
+        extra[ENDS_RUN] = True
+    extern = planner.extern_of(request.tool) if request.tool is not None else None
+
+    def tagged(message: ToolMessage) -> ToolMessage:
+        more = dict(extra)
+        if noted.returned and extern is not None and message.status != "error":
+            more.update(value_tag(extern, noted.value, message_text(message), pending))
+        meta = {**message.response_metadata, **_tag(pending, **more)}
+        return message.model_copy(update={"response_metadata": meta})
+
     if isinstance(result, ToolMessage):
-        return _with_meta(result, meta)
+        return tagged(result)
     update = result.update
     if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
         return result
-    added = {ADDED_BY_CALL: pending["id"]}
     messages = [
-        _with_meta(m, meta if _answers(m, pending) else added) if isinstance(m, BaseMessage) else m
+        (tagged(m) if isinstance(m, ToolMessage) and _answers(m, pending) else _marked(m, pending))
+        if isinstance(m, BaseMessage)
+        else m
         for m in _as_list(update["messages"])
     ]
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
-def _with_meta(message: _Msg, meta: dict[str, Any]) -> _Msg:
-    return built_from(
-        message,
-        {"response_metadata": {**message.response_metadata, **meta}},
-        message.__pydantic_fields_set__ | {"response_metadata"},
-    )
+def _marked(message: _Msg, pending: Mapping[str, Any]) -> _Msg:
+    meta = {**message.response_metadata, ADDED_BY_CALL: pending["id"]}
+    return message.model_copy(update={"response_metadata": meta})
 
 
 def _answers(message: BaseMessage, pending: Mapping[str, Any]) -> bool:
@@ -120,12 +159,3 @@ def _answers(message: BaseMessage, pending: Mapping[str, Any]) -> bool:
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _tool_failure(pending: Mapping[str, Any], exc: Exception) -> ExecutionError:
-    """What a plan call's exception becomes, by the same rule as on the graph path."""
-    call = ToolCall(
-        pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
-    )
-    error = tool_error(call, exc)
-    return error if isinstance(error, ExecutionError) else ExecutionError(str(exc))

@@ -38,15 +38,10 @@ from llassembly.errors import (
     ExecutionError,
     UsageError,
 )
-from llassembly.integration.messages import (
-    batch_messages,
-    batch_request,
-    call_messages,
-    call_request,
-    failure_record,
-    result_text,
-)
+from llassembly.integration.messages import batch_messages, call_messages, result_text
 from llassembly.integration.node import Node
+from llassembly.integration.record import Failure, execution_failure
+from llassembly.integration.results import refusal_tag, value_tag
 from llassembly.language.instructions import (
     OPCODE_INFO,
     successors,
@@ -82,10 +77,6 @@ __all__ = [
     "PlanGraph",
     "PlanRun",
     "PlanState",
-    "batch_messages",
-    "batch_request",
-    "call_request",
-    "failure_record",
 ]
 
 Granularity: TypeAlias = Literal["block", "instruction", "program"]
@@ -107,7 +98,7 @@ class PlanState(TypedDict, total=False):
 
     machine: dict[str, Any]
     messages: Annotated[list[AnyMessage], operator.add]
-    failure: dict[str, Any] | None
+    failure: Failure | None
 
 
 @dataclass
@@ -211,7 +202,7 @@ class PlanGraph:
         """One node's work, written once for sync and async: yields each tool call."""
         emulator = self._emulator(state)
         messages: list[AnyMessage] = []
-        failure: dict[str, Any] | None = None
+        failure: Failure | None = None
         call: ToolCall | None = None
         try:
             while True:
@@ -222,16 +213,19 @@ class PlanGraph:
                 emulator.complete(result)
                 if run.record_messages:
                     call_id = f"{run.call_id_prefix}{call.number}"
-                    messages.extend(call_messages(call, result_text(result), call_id))
+                    text = result_text(result)
+                    tag = value_tag(self.compiled.externs[call.tool], result, text, _where(call))
+                    messages.extend(call_messages(call, text, call_id, tag=tag))
                 call = None
                 if self._one_call:
                     break
         except ExecutionError as exc:
             run.error = exc
-            failure = failure_record(exc)
+            failure = execution_failure(exc)
             if call is not None and run.record_messages:
+                call_id = f"{run.call_id_prefix}{call.number}"
                 messages.extend(
-                    call_messages(call, str(exc), f"{run.call_id_prefix}{call.number}", error=True)
+                    call_messages(call, str(exc), call_id, error=True, tag=refusal_tag(exc))
                 )
         if failure is None and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance()  # a CALL was the last instruction: record that the plan ended
@@ -248,7 +242,7 @@ class PlanGraph:
         """
         emulator = self._emulator(state, self.parallel_tools)
         messages: list[AnyMessage] = []
-        failure: dict[str, Any] | None = None
+        failure: Failure | None = None
         try:
             while True:
                 batch = emulator.advance_batch(self._max_steps)
@@ -260,6 +254,12 @@ class PlanGraph:
                     if isinstance(o, Failed) and isinstance(o.error, Exception)
                     else (result_text(o), False)
                     for c, o in zip(batch, outcomes, strict=True)
+                ]
+                tags = [
+                    refusal_tag(o.error)
+                    if isinstance(o, Failed)
+                    else value_tag(self.compiled.externs[c.tool], o, text, _where(c))
+                    for c, o, (text, _) in zip(batch, outcomes, answers, strict=True)
                 ]
                 try:
                     for k, (call, outcome) in enumerate(zip(batch, outcomes, strict=True)):
@@ -275,12 +275,12 @@ class PlanGraph:
                 finally:
                     if run.record_messages:
                         ids = [f"{run.call_id_prefix}{c.number}" for c in batch]
-                        messages.extend(batch_messages(batch, answers, ids))
+                        messages.extend(batch_messages(batch, answers, ids, tags))
                 if self._one_call and emulator.state.pc in self._starts:
                     break
         except ExecutionError as exc:
             run.error = exc
-            failure = failure_record(exc)
+            failure = execution_failure(exc)
         if failure is None and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
         return _update(emulator, messages, failure)
@@ -459,9 +459,11 @@ class PlanGraph:
         return drawable.draw_mermaid()
 
 
-def _update(
-    emulator: Emulator, messages: list[AnyMessage], failure: dict[str, Any] | None
-) -> PlanState:
+def _where(call: ToolCall) -> dict[str, Any]:
+    return {"line": call.line, "source": call.source}
+
+
+def _update(emulator: Emulator, messages: list[AnyMessage], failure: Failure | None) -> PlanState:
     """What a plan node writes: the machine, the calls' messages and a failure, if any."""
     update: PlanState = {"machine": emulator.snapshot()}
     if messages:

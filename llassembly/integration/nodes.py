@@ -21,6 +21,7 @@ from langgraph.runtime import get_runtime
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import UsageError
 from llassembly.integration.graph import Granularity
+from llassembly.integration.messages import plan_call_messages
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -29,12 +30,11 @@ from llassembly.integration.options import (
     ToolMiddleware,
     document_options,
 )
-from llassembly.integration.planner import (
-    Turn,
-    TurnRun,
-    model_reply,
-    turn_messages,
-)
+from llassembly.integration.planner import Planner
+from llassembly.integration.record import error_from_failure
+from llassembly.integration.tools import ToolContext
+from llassembly.integration.turngraph import TurnGraph, TurnRun
+from llassembly.integration.views import model_reply
 
 __all__ = ["AToolsPlannerNode", "ToolsPlannerNode"]
 
@@ -67,10 +67,10 @@ class ToolsPlannerNode:
         self,
         model: BaseChatModel,
         tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
         max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
         infer_tools_messages: bool = Options.infer_tools_messages.default,
         prompt_path: str | Path | None = Options.prompt_path.default,
-        *,
         max_repairs: int = Options.max_repairs.default,
         on_tool_error: OnToolError = Options.on_tool_error.default,
         max_replans: int = Options.max_replans.default,
@@ -85,8 +85,9 @@ class ToolsPlannerNode:
     ) -> None:
         self.options = PlannerOptions.from_arguments(locals())
         self.model = model
-        self.turn = Turn(self.options)
-        self.externs = self.turn.externs_for(list(tools))
+        self.planner = Planner(self.options)
+        self.externs = self.planner.externs_for(list(tools))
+        self.turn = TurnGraph(self.planner)
 
     def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
         messages = _messages_of(state)
@@ -102,21 +103,24 @@ class ToolsPlannerNode:
             return model_reply(await model.ainvoke(msgs))
 
         run = TurnRun(
-            externs=self.externs,
-            system_prompt=self.turn.system_prompt(self.externs, context),
+            tools=ToolContext(self.externs, state, runtime),
+            system_prompt=self.planner.system_prompt(self.externs, context),
+            context=context,
             call_model=lambda msgs: model_reply(model.invoke(msgs)),
             acall_model=acall,
-            agent_state=state,
-            runtime=runtime,
-            context=context,
         )
-        return {"conversation": conversation, "new_messages": [], "answer_in_turn": True}, run
+        return dict(self.turn.start(conversation, run)), run
 
     def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
-        messages = turn_messages(final, self.options)
-        if final.get("failure") and self.options.on_tool_error == "raise" and run.error is not None:
-            run.error.messages = messages  # type: ignore[attr-defined]
-            raise run.error
+        messages: list[AnyMessage] = list(final.get("new_messages", []))
+        record = final["record"]
+        if not self.options.infer_tools_messages:
+            calls = {id(m) for m in plan_call_messages(messages, record["prefixes"])}
+            messages = [m for m in messages if id(m) not in calls]
+        if record["raise_failure"] and record["failure"] is not None:
+            error = run.error or error_from_failure(record["failure"])
+            error.messages = messages  # type: ignore[attr-defined]
+            raise error
         return {"messages": messages}
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:

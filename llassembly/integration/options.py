@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import textwrap
 from collections.abc import Callable, Mapping
@@ -53,6 +54,7 @@ __all__ = [
     "Options",
     "PlannerOptions",
     "ToolMiddleware",
+    "check_tool_names",
     "document_options",
 ]
 
@@ -146,6 +148,39 @@ def _callables(name: str, value: Any) -> None:
 
 def _parallel_tools(name: str, value: Any) -> None:
     check_parallel_tools(value)
+
+
+def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
+    """Refuse an option that names a tool the planner does not have: a misspelt name would
+    switch the gate it sets off without a word. Names match exactly (case included).
+
+    Checked for ``approve_plan``, ``parallel_tools`` and every ``plan_policy`` rule that says
+    which tools it is about (a ``tool_names`` attribute, as :func:`~llassembly.policies.max_calls`
+    and :func:`~llassembly.policies.not_in_loop` have).
+
+    Raises:
+        UsageError: An option names an unknown tool; the message names it, the option, and
+            the closest tool names.
+    """
+    named: list[tuple[str, str]] = []
+    for option in ("approve_plan", "parallel_tools"):
+        value = getattr(options, option)
+        if isinstance(value, tuple):
+            named += [(option, name) for name in value]
+    for policy in options.plan_policy:
+        label = f"plan_policy {getattr(policy, '__qualname__', type(policy).__name__)}"
+        named += [(label, str(name)) for name in getattr(policy, "tool_names", ())]
+    for option, name in named:
+        if name in tools:
+            continue
+        same = [t for t in tools if t.lower() == name.lower()]
+        close = same or difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        listed = ", ".join(sorted(tools)[:20]) or "none"
+        raise UsageError(
+            f"{option} names the tool {name!r}, which the planner does not have{hint} "
+            f"(tool names match exactly; the tools: {listed})"
+        )
 
 
 class Options:

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -39,35 +39,22 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from llassembly.analysis.summary import (
-    PlanSummary,
-    summarize,
-)
+from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
-from llassembly.language.program import (
-    PlainAnswer,
-    Program,
-)
-from llassembly.machine.emulator import (
+from llassembly.integration.options import Options, PlannerOptions
+from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
-    CompiledProgram,
-    Emulator,
-    MachineState,
 )
+from llassembly.language.program import PlainAnswer, Program
+from llassembly.machine.emulator import CompiledProgram, Emulator, MachineState
 from llassembly.machine.externs import Extern
 
 if TYPE_CHECKING:  # the planner and the plan graph load LangGraph: only when first used
     from llassembly.analysis.policies import PlanPolicy
-    from llassembly.integration.graph import (
-        Granularity,
-        PlanGraph,
-    )
-    from llassembly.integration.planner import (
-        PlannerOptions,
-        Turn,
-    )
+    from llassembly.integration.graph import Granularity, PlanGraph
+    from llassembly.integration.planner import Planner
     from llassembly.machine.ahead import ParallelTools
 
 __all__ = ["Plan", "Request", "aplan", "plan"]
@@ -201,12 +188,12 @@ def plan(
     tools: Tools,
     request: Request,
     *,
-    max_repairs: int = 2,
-    prompt_path: str | Path | None = None,
-    plan_policy: Sequence[PlanPolicy] = (),
-    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+    max_repairs: int = Options.max_repairs.default,
+    prompt_path: str | Path | None = Options.prompt_path.default,
+    plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
+    max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
+    max_tool_calls: int = Options.max_tool_calls.default,
+    max_stack_depth: int = Options.max_stack_depth.default,
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Ask ``model`` for a plan that calls ``tools``, repairing it until it verifies. Nothing runs.
@@ -236,10 +223,10 @@ def plan(
             nothing but system messages.
         Exception: Whatever the model raises, as it is.
     """
-    from llassembly.integration.messages import model_reply
+    from llassembly.integration.views import model_reply
     from llassembly.machine.drive import drive
 
-    turn, externs, system, conversation = _prepare(
+    planner, externs, system, conversation = _prepare(
         tools,
         request,
         max_repairs=max_repairs,
@@ -249,11 +236,8 @@ def plan(
         max_tool_calls=max_tool_calls,
         max_stack_depth=max_stack_depth,
     )
-    body = turn.draft(conversation, externs)
-    reply, is_program, calls = drive(
-        body, lambda messages: model_reply(model.invoke([system, *messages], config))
-    )
-    return _plan(turn, externs, reply, is_program, calls)
+    body = _drafts(planner, externs, system, conversation)
+    return drive(body, lambda messages: model_reply(model.invoke(messages, config)))
 
 
 async def aplan(
@@ -261,19 +245,19 @@ async def aplan(
     tools: Tools,
     request: Request,
     *,
-    max_repairs: int = 2,
-    prompt_path: str | Path | None = None,
-    plan_policy: Sequence[PlanPolicy] = (),
-    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+    max_repairs: int = Options.max_repairs.default,
+    prompt_path: str | Path | None = Options.prompt_path.default,
+    plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
+    max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
+    max_tool_calls: int = Options.max_tool_calls.default,
+    max_stack_depth: int = Options.max_stack_depth.default,
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Async :func:`plan`: the model is called with ``ainvoke``. Same arguments and errors."""
-    from llassembly.integration.messages import model_reply
+    from llassembly.integration.views import model_reply
     from llassembly.machine.drive import adrive
 
-    turn, externs, system, conversation = _prepare(
+    planner, externs, system, conversation = _prepare(
         tools,
         request,
         max_repairs=max_repairs,
@@ -285,59 +269,71 @@ async def aplan(
     )
 
     async def ask(messages: list[BaseMessage]) -> AIMessage:
-        return model_reply(await model.ainvoke([system, *messages], config))
+        return model_reply(await model.ainvoke(messages, config))
 
-    reply, is_program, calls = await adrive(turn.draft(conversation, externs), ask)
-    return _plan(turn, externs, reply, is_program, calls)
+    return await adrive(_drafts(planner, externs, system, conversation), ask)
+
+
+def _drafts(
+    planner: Planner,
+    externs: Mapping[str, Extern],
+    system: SystemMessage,
+    conversation: list[BaseMessage],
+) -> Generator[list[BaseMessage], AIMessage, Plan]:
+    """The turn's planning part, as every planner runs it (sans-IO: yields model requests):
+    ask, repair, until a plan verifies or the model answers in words."""
+    from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
+    from llassembly.integration.views import planner_view
+
+    view = TurnView(planner, externs, conversation, graph=True)
+    current = step(None, Begin(), view)
+    while isinstance(current.action, AskModel):
+        reply = yield [system, *planner_view(conversation), *current.action.extra]
+        current = step(current.record, Replied(reply), view)
+    record = current.record
+    reply = next(m for m in current.messages if isinstance(m, AIMessage))
+    opts = planner.options
+    return Plan(
+        reply=reply,
+        compiled=planner.compiled(reply.text, externs) if record["plan"] else None,
+        externs=externs,
+        model_calls=record["model_calls"],
+        max_instructions_to_exec=opts.max_instructions_to_exec,
+        max_tool_calls=opts.max_tool_calls,
+        max_stack_depth=opts.max_stack_depth,
+    )
 
 
 def _prepare(
     tools: Tools, request: Request, **options: Any
-) -> tuple[Turn, dict[str, Extern], SystemMessage, list[BaseMessage]]:
-    """The planner turn for ``options``, the adapted tools, the system prompt and the
+) -> tuple[Planner, dict[str, Extern], SystemMessage, list[BaseMessage]]:
+    """The planner for ``options``, the adapted tools, the system prompt and the
     conversation the model is asked about."""
-    from llassembly.integration.planner import PlannerOptions
-
     messages = [HumanMessage(request)] if isinstance(request, str) else list(request)
     conversation = [m for m in messages if not isinstance(m, SystemMessage)]
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
     context = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage))
     options["plan_policy"] = tuple(options["plan_policy"])
-    # "agent": a reply is verified and compiled, no plan graph is built (nothing runs here),
-    # and tools may take injected parameters: whoever runs the calls supplies them.
-    turn = _turn(PlannerOptions(execution="agent", **options))
-    externs = turn.externs_for(list(tools))
-    return turn, externs, SystemMessage(turn.system_prompt(externs, context)), conversation
+    # "agent": tools may take injected parameters (whoever runs the calls supplies them);
+    # "raise": a model that writes no valid plan raises RepairsExhausted.
+    planner = _planner(PlannerOptions(execution="agent", on_tool_error="raise", **options))
+    externs = planner.externs_for(list(tools))
+    return planner, externs, SystemMessage(planner.system_prompt(externs, context)), conversation
 
 
-def _turn(options: PlannerOptions) -> Turn:
-    """A planner turn per distinct options, kept (it caches tools, prompts and compiled plans)."""
+def _planner(options: PlannerOptions) -> Planner:
+    """A planner per distinct options, kept (it caches tools, prompts and compiled plans)."""
     try:
-        return _cached_turn(options)
-    except TypeError:  # an unhashable policy: a turn of its own
-        from llassembly.integration.planner import Turn
+        return _cached_planner(options)
+    except TypeError:  # an unhashable policy: a planner of its own
+        from llassembly.integration.planner import Planner
 
-        return Turn(options)
+        return Planner(options)
 
 
 @functools.lru_cache(maxsize=32)
-def _cached_turn(options: PlannerOptions) -> Turn:
-    from llassembly.integration.planner import Turn
+def _cached_planner(options: PlannerOptions) -> Planner:
+    from llassembly.integration.planner import Planner
 
-    return Turn(options)
-
-
-def _plan(
-    turn: Turn, externs: Mapping[str, Extern], reply: AIMessage, is_program: bool, calls: int
-) -> Plan:
-    opts = turn.options
-    return Plan(
-        reply=reply,
-        compiled=turn.compiled(reply.text, externs) if is_program else None,
-        externs=externs,
-        model_calls=calls,
-        max_instructions_to_exec=opts.max_instructions_to_exec,
-        max_tool_calls=opts.max_tool_calls,
-        max_stack_depth=opts.max_stack_depth,
-    )
+    return Planner(options)

@@ -1,5 +1,13 @@
-"""The agent path's results: a plan call's ``ToolMessage`` read back into the value the plan
-gets (by the tool's declared return type), or the failure it stands for."""
+"""The agent path's results: what a plan call gave the plan, read from its ``ToolMessage``.
+
+The planner's ``wrap_tool_call`` (:mod:`llassembly.integration.calls`) sees the tool's own
+return value and records, in the message's metadata, whether the tool ran and, when the
+message's text would read differently, the values the plan gets (by the one conversion every
+path uses, :meth:`~llassembly.machine.externs.Extern.to_values`). The next step reads them
+back here (:func:`outcome_of`): the recorded values; else the text, read by the tool's
+declared return type (a result a middleware wrote without running the tool); or the failure
+an error message stands for.
+"""
 
 from __future__ import annotations
 
@@ -14,24 +22,22 @@ from typing import Any, Literal, get_origin
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from llassembly.errors import (
-    AsmRuntimeError,
-    ToolExecutionError,
+from llassembly.errors import AsmRuntimeError, CallNotRun, ExecutionError, ToolExecutionError
+from llassembly.integration.record import (
+    FAILURE_ARTIFACT,
+    KEY,
+    Failed,
+    Failure,
+    execution_failure,
+    refusal_failure,
 )
-from llassembly.integration.messages import failure_record
 from llassembly.machine.externs import Extern
-from llassembly.machine.values import (
-    strip_annotation,
-    type_label,
-)
+from llassembly.machine.values import strip_annotation, type_label
 
-__all__ = ["decode_result", "failure_of"]
+__all__ = ["decode_text", "message_text", "outcome_of", "refusal_tag", "value_tag"]
 
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
-# HumanInTheLoopMiddleware prepends a notice to the result of a call a reviewer edited,
-# ending with this line; the plan wants the tool's value, so the notice is read past.
-_REVIEW_NOTICE_END = "\n\nTool response:\n"
 
 
 # -- results: ToolMessage text back to values, by the tool's declared return type ---------------
@@ -130,25 +136,15 @@ def _is_enum(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
 
 
-def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, Any]) -> Any:
-    """The value a plan gets from a tool's ``ToolMessage``, by the tool's declared return type.
-
-    The agent's tool node turns results into text (JSON for anything but a string); this reads
-    it back so the plan sees what it would see on the graph path: ``int``/``float``/``bool``/
-    ``str`` as themselves, a ``tuple[...]`` as several values, lists, dicts and pydantic models
-    as JSON text.
+def decode_text(extern: Extern, text: str, pending: Mapping[str, Any]) -> Any:
+    """What the plan gets from a result's text, read by the tool's declared return type (the
+    text as it is for ``str``, numbers as JSON numbers, a ``tuple[...]`` as a JSON array).
 
     Raises:
         AsmRuntimeError: The text cannot be read as the declared type (names the tool and line).
     """
     if extern.n_results == 0:
         return None
-    content = message.content
-    text: str = content if type(content) is str else str(message.text)
-    if _REVIEW_NOTICE_END in text:
-        notice, _, rest = text.partition(_REVIEW_NOTICE_END)
-        if " Executed instead: " in notice:
-            text = rest
     if extern.n_results == 1:
         annotation = extern.result_types[0] if extern.result_types else None
         try:
@@ -165,18 +161,70 @@ def decode_result(extern: Extern, message: ToolMessage, pending: Mapping[str, An
     return data
 
 
-def failure_of(message: ToolMessage, pending: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The failure an error ``ToolMessage`` stands for (a tool raised, a limit refused the call,
-    a person rejected it), or ``None`` for a result."""
-    if message.status != "error":
-        return None
-    artifact = message.artifact
-    if isinstance(artifact, Mapping) and isinstance(artifact.get("llassembly_failure"), Mapping):
-        return dict(artifact["llassembly_failure"])
-    error = ToolExecutionError(
-        str(pending["tool"]),
-        RuntimeError(message.text),
-        line=int(pending["line"]),
-        source=str(pending["source"]),
+def message_text(message: ToolMessage) -> str:
+    """A ``ToolMessage``'s content as text."""
+    content = message.content
+    return content if type(content) is str else str(message.text)
+
+
+def value_tag(extern: Extern, result: Any, text: str, pending: Mapping[str, Any]) -> dict[str, Any]:
+    """What a result's message records beside its text: nothing when ``text`` reads back as
+    the values the plan gets from ``result`` (the tool's own return value); those values when
+    it would not; the failure when the value cannot be held."""
+    line, source = int(pending.get("line", 0)), str(pending.get("source", ""))
+    try:
+        values = extern.to_values(result, line=line, source=source)
+    except ExecutionError as error:
+        return {"failure": dict(execution_failure(error))}
+    try:
+        read = extern.to_values(decode_text(extern, text, pending))
+    except ExecutionError:
+        read = None
+    if read is not None and _same(read, values):
+        return {}
+    return {"values": list(values)}
+
+
+def refusal_tag(error: BaseException) -> dict[str, Any]:
+    """What the message of a failed call records: that the tool did not run, when a person or
+    a middleware decided so."""
+    return {"ran": False} if isinstance(error, CallNotRun) else {}
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(
+        type(x) is type(y) and x == y for x, y in zip(a, b, strict=True)
     )
-    return failure_record(error)
+
+
+def outcome_of(extern: Extern | None, message: ToolMessage, pending: Mapping[str, Any]) -> Any:
+    """What a plan call's ``ToolMessage`` gives the plan: the tool's value (as
+    :meth:`~llassembly.emulator.Emulator.complete` takes it) or :class:`Failed`."""
+    tag = message.response_metadata.get(KEY)
+    tag = tag if isinstance(tag, Mapping) else {}
+    line, source = int(pending["line"]), str(pending["source"])
+    if isinstance(tag.get("failure"), Mapping):
+        return Failed(Failure(**tag["failure"]))  # type: ignore[typeddict-item]
+    artifact = message.artifact
+    if isinstance(artifact, Mapping) and isinstance(artifact.get(FAILURE_ARTIFACT), Mapping):
+        return Failed(Failure(**artifact[FAILURE_ARTIFACT]))  # type: ignore[typeddict-item]
+    if message.status == "error":
+        text = message_text(message)
+        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
+            return Failed(refusal_failure(str(pending["tool"]), line, source, text))
+        error = ToolExecutionError(
+            str(pending["tool"]), RuntimeError(text), line=line, source=source
+        )
+        return Failed(execution_failure(error))
+    if extern is None:
+        gone = AsmRuntimeError(
+            f"tool {pending['tool']!r} is no longer offered by the agent", line=line, source=source
+        )
+        return Failed(execution_failure(gone))
+    if "values" in tag:
+        values = list(tag["values"])
+        return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
+    try:
+        return decode_text(extern, message_text(message), pending)
+    except ExecutionError as error:
+        return Failed(execution_failure(error))

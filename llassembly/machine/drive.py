@@ -11,9 +11,10 @@ loaded (before that, no such exception can exist).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
+
+from llassembly.compat import bubbling_errors
 
 __all__ = ["adrive", "bubbling", "drive"]
 
@@ -21,19 +22,10 @@ _Req = TypeVar("_Req")
 _Ret = TypeVar("_Ret")
 
 
-_BUBBLING: tuple[type[BaseException], ...] = ()
-
-
 def bubbling() -> tuple[type[BaseException], ...]:
     """The exceptions that always propagate untouched (for ``except bubbling():``): LangGraph's
-    ``GraphBubbleUp`` (interrupts) once ``langgraph.errors`` is imported, else none."""
-    global _BUBBLING
-    if not _BUBBLING:
-        errors = sys.modules.get("langgraph.errors")
-        kind = getattr(errors, "GraphBubbleUp", None)
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            _BUBBLING = (kind,)
-    return _BUBBLING
+    interrupts once LangGraph is loaded (see :func:`llassembly.compat.bubbling_errors`)."""
+    return bubbling_errors()
 
 
 def _identity(request: Any, error: Exception) -> BaseException:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeGuard, get_args, 
 
 from pydantic import BaseModel
 
+from llassembly.compat import tool_signature_function
 from llassembly.errors import (
     AsmRuntimeError,
     ToolArgumentError,
@@ -469,7 +470,7 @@ def _from_tool(tool: BaseTool) -> Extern:
     if is_model(schema):
         fields = typing.cast(type[BaseModel], schema).model_fields
         described = {n: f.description for n, f in fields.items() if f.description}
-    fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool._run
+    fn = tool_signature_function(tool)
     about = _first_paragraph(tool.description)
     return _build(tool.name, fn, tool=tool, description=about, described=described)
 

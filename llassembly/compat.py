@@ -1,0 +1,129 @@
+"""Every assumption the library makes about LangChain and LangGraph beyond their documented API.
+
+Each one is named here, once, and pinned by ``tests/test_compat.py`` against the installed
+versions, so an upgrade that changes one fails that test rather than a plan in production.
+Nothing here imports LangChain or LangGraph when this module is imported (the engine loads
+neither); each function imports what it needs when it is called.
+
+* :data:`MODEL_CALL_COUNTERS`: the state keys in which ``ModelCallLimitMiddleware`` counts
+  model calls (the planner corrects them so that they count real model calls, see
+  :func:`llassembly.integration.agent.counter_updates`).
+* :func:`private_state`: LangChain's marker of agent-state keys that are neither input nor
+  output of the agent (the planner's record).
+* :func:`recording_tool`: a copy of a tool that records the value its ``_run``/``_arun``
+  returns, before ``BaseTool.run`` turns it into message text (how the agent path reads the
+  tool's own return value).
+* :func:`tool_return_annotation`: the declared return type of a ``BaseTool`` subclass (its
+  ``_run``'s annotation).
+* :func:`bubbling_errors`: LangGraph's control-flow exceptions (interrupts), never caught.
+* :func:`tagged_model`: the agent's model bound to a config with tags and metadata, given to
+  ``create_agent``'s model handler in place of the chat model (a request with no tools binds
+  it with ``bind``; ``RunnableBinding`` forwards everything else to the model).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+__all__ = [
+    "MODEL_CALL_COUNTERS",
+    "Recorded",
+    "bubbling_errors",
+    "private_state",
+    "recording_tool",
+    "tagged_model",
+    "tool_return_annotation",
+    "tool_signature_function",
+]
+
+MODEL_CALL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
+"""The agent-state keys of ``ModelCallLimitMiddleware``'s counters (thread and run)."""
+
+
+def private_state() -> Any:
+    """LangChain's ``PrivateStateAttr``: annotates an agent-state key that stays out of the
+    agent's input and output schemas."""
+    from langchain.agents.middleware.types import PrivateStateAttr
+
+    return PrivateStateAttr
+
+
+def bubbling_errors() -> tuple[type[BaseException], ...]:
+    """LangGraph's ``GraphBubbleUp`` (interrupts, parent commands) once ``langgraph.errors``
+    is loaded, else nothing (no such exception can exist before)."""
+    errors = sys.modules.get("langgraph.errors")
+    kind = getattr(errors, "GraphBubbleUp", None)
+    if isinstance(kind, type) and issubclass(kind, BaseException):
+        return (kind,)
+    return ()
+
+
+@dataclass
+class Recorded:
+    """What a :func:`recording_tool` saw: whether the tool's code ran, and what it returned
+    (its content, for a ``content_and_artifact`` tool)."""
+
+    ran: bool = False
+    returned: bool = False
+    value: Any = None
+
+
+def recording_tool(tool: BaseTool, record: Recorded) -> BaseTool:
+    """A copy of ``tool`` that notes in ``record`` that it ran and what it returned.
+
+    ``BaseTool.run``/``arun`` call the tool's ``_run``/``_arun`` and turn the value into
+    message content; the copy's own ``_run``/``_arun`` (with the same signature, which
+    ``run`` inspects for ``config`` and ``run_manager``) note the value first. Everything else
+    (schema, name, error handling, ``return_direct``) is the tool's.
+    """
+    copy = tool.model_copy()
+    content_and_artifact = tool.response_format == "content_and_artifact"
+
+    def noted(value: Any) -> Any:
+        record.returned = True
+        record.value = value[0] if content_and_artifact and isinstance(value, tuple) else value
+        return value
+
+    run = tool._run
+    arun = tool._arun
+
+    @functools.wraps(run)
+    def _run(*args: Any, **kwargs: Any) -> Any:
+        record.ran = True
+        return noted(run(*args, **kwargs))
+
+    @functools.wraps(arun)
+    async def _arun(*args: Any, **kwargs: Any) -> Any:
+        record.ran = True
+        return noted(await arun(*args, **kwargs))
+
+    object.__setattr__(copy, "_run", _run)
+    object.__setattr__(copy, "_arun", _arun)
+    return copy
+
+
+def tool_signature_function(tool: BaseTool) -> Callable[..., Any]:
+    """The function whose signature describes a tool's parameters and result: its ``func``
+    or ``coroutine`` (``@tool``, ``StructuredTool``), else its ``_run`` (a ``BaseTool``
+    subclass)."""
+    found = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    return found if callable(found) else tool._run
+
+
+def tool_return_annotation(tool: BaseTool) -> Any:
+    """The return annotation of a tool's function (``inspect.Signature.empty`` without one)."""
+    return inspect.signature(tool_signature_function(tool)).return_annotation
+
+
+def tagged_model(model: Any, tag: str, metadata: dict[str, Any]) -> Any:
+    """``model`` whose runs carry ``tag`` and ``metadata`` (streamed chunks do too), still
+    usable as the model of a ``ModelRequest`` that offers no tools."""
+    return model.with_config(tags=[tag], metadata=metadata)

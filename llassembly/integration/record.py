@@ -1,0 +1,269 @@
+"""The typed records of a planner turn: its state, a failure, a call the plan waits on.
+
+Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn
+is checkpointed by any LangGraph saver and continues in another process. The one turn state
+machine (:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent
+path keeps it in the agent's private state under :data:`STATE_KEY`, the turn graph of the
+planner nodes in its own state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
+
+from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
+
+__all__ = [
+    "CALL_REFUSED",
+    "FAILURE_ARTIFACT",
+    "KEY",
+    "NOTHING_RAN",
+    "NOT_APPROVED",
+    "STATE_KEY",
+    "Approval",
+    "Failed",
+    "Failure",
+    "PendingCall",
+    "Phase",
+    "TurnRecord",
+    "error_from_failure",
+    "execution_failure",
+    "new_record",
+    "plan_failure",
+    "refusal_failure",
+    "rejection_failure",
+]
+
+KEY: Final = "llassembly"
+"""The one key the library writes into other people's records: the agent state's private
+planner record, the ``response_metadata`` of the messages a turn adds, the custom stream
+events and the artifact of a failed call."""
+STATE_KEY: Final = KEY
+"""Key of the planner's record in the agent state."""
+
+NOT_APPROVED: Final = "PlanNotApproved"
+"""The ``type`` of the failure of a plan a reviewer rejected (nothing of it ran)."""
+CALL_REFUSED: Final = CallNotRun.__name__
+"""The ``type`` of the failure of a call that was not run because a person or a middleware
+decided so (a reviewer rejected it, a limit refused it): a decision, not an error."""
+NOTHING_RAN: Final = (NOT_APPROVED, "RepairsExhausted")
+"""Failures after which nothing of the plan ran."""
+FAILURE_ARTIFACT: Final = "llassembly_failure"
+"""Key, in the artifact of the error ``ToolMessage`` of a failed plan call, of its failure."""
+
+
+class Failure(TypedDict):
+    """Why a plan stopped, as plain data (the one shape every path writes).
+
+    Attributes:
+        type: The error's class name (``ToolExecutionError``, ``InstructionBudgetExceeded``,
+            ...), ``RepairsExhausted``, :data:`NOT_APPROVED` or :data:`CALL_REFUSED`.
+        message: The error's full text.
+        detail: What went wrong, without the line prefix.
+        line: Line of the plan it happened on (0 when none).
+        source: That line's instruction.
+    """
+
+    type: str
+    message: str
+    detail: str
+    line: int
+    source: str
+    tool: NotRequired[str]
+    argument: NotRequired[str]
+    budget: NotRequired[str]
+    reason: NotRequired[str]
+    limit: NotRequired[float]
+    reached: NotRequired[float]
+    attempts: NotRequired[int]
+    problems: NotRequired[list[str]]
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The outcome of a call that gave the plan no value: why, as a failure record."""
+
+    failure: Failure
+
+
+class PendingCall(TypedDict):
+    """A call the plan waits on (agent path): its tool-call id and where it is in the plan."""
+
+    id: str
+    tool: str
+    index: int
+    line: int
+    source: str
+    number: int
+
+
+class Approval(TypedDict):
+    """A plan-approval request and where it stands.
+
+    ``state`` is ``"awaiting"`` (a person is asked), ``"decided"`` (``decision`` holds the
+    answer, not acted on yet) or ``"approved"`` (the plan, whose calls carry ``prefix``, runs
+    with a person's approval).
+    """
+
+    state: Literal["awaiting", "decided", "approved"]
+    request: NotRequired[dict[str, Any]]
+    decision: NotRequired[dict[str, Any]]
+    prefix: NotRequired[str]
+
+
+Phase: TypeAlias = Literal["idle", "planning", "approval", "running", "answering", "done"]
+
+
+class TurnRecord(TypedDict):
+    """The state of one planner turn.
+
+    Attributes:
+        phase: Where the turn is: ``planning`` (a model call for a plan is due), ``approval``
+            (a person decides), ``running`` (the plan runs: on the agent path its calls in
+            ``pending``), ``answering`` (the final model call is due), ``done``.
+        plan: The text of the plan that runs (``None`` before one is accepted).
+        plan_number: 1 for the turn's first plan, 2 after a replan...
+        prefix: Tool-call ids of the current plan start with it.
+        prefixes: The prefixes of every plan of the turn.
+        machine: The machine's snapshot (``None`` before the plan starts).
+        pending: The calls the plan waits on, in program order (agent path).
+        drafts: The rejected drafts of the plan being written, each with the repair request
+            sent back.
+        failure: Why the current plan stopped (``None`` while it runs or when it finished).
+        model_calls: Model calls made in the turn.
+        repairs: Plans fixed after a rejection.
+        replans: New plans after a failure.
+        executed: Instructions run by the turn's earlier plans.
+        tool_calls: Tool calls made by the turn's earlier plans.
+        approval: A plan-approval request and where it stands.
+        transient: Ids of messages a step added only to show progress (a rejected draft, a
+            note that a new plan is asked for); the next step takes them out.
+        anchor: Id of the last message the turn added; a step goes on with the turn only
+            while it is (or the results of its calls are) the latest (a new run starts anew).
+        synchronous: The agent runs with ``invoke`` (plans must not call async-only tools).
+        raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
+            turn's messages are saved.
+        lag: How far the agent's model-call counters are held below the real count.
+    """
+
+    phase: Phase
+    plan: str | None
+    plan_number: int
+    prefix: str
+    prefixes: list[str]
+    machine: dict[str, Any] | None
+    pending: list[PendingCall]
+    drafts: list[dict[str, str]]
+    failure: Failure | None
+    model_calls: int
+    repairs: int
+    replans: int
+    executed: int
+    tool_calls: int
+    approval: Approval | None
+    transient: list[str]
+    anchor: str | None
+    synchronous: bool
+    raise_failure: bool
+    lag: int
+
+
+def new_record(*, synchronous: bool = False) -> TurnRecord:
+    """The record of a turn that has not asked anything yet."""
+    return TurnRecord(
+        phase="idle",
+        plan=None,
+        plan_number=0,
+        prefix="",
+        prefixes=[],
+        machine=None,
+        pending=[],
+        drafts=[],
+        failure=None,
+        model_calls=0,
+        repairs=0,
+        replans=0,
+        executed=0,
+        tool_calls=0,
+        approval=None,
+        transient=[],
+        anchor=None,
+        synchronous=synchronous,
+        raise_failure=False,
+        lag=0,
+    )
+
+
+# -- failures: built in one place, and back into errors ----------------------------------------
+
+_ERROR_ATTRIBUTES: Final = ("tool", "argument", "budget", "limit", "reached", "reason")
+
+
+def execution_failure(error: ExecutionError) -> Failure:
+    """The failure record of an error raised while a plan ran."""
+    failure = Failure(
+        type=type(error).__name__,
+        message=str(error),
+        detail=error.detail,
+        line=error.line,
+        source=error.source,
+    )
+    for attr in _ERROR_ATTRIBUTES:
+        if hasattr(error, attr):
+            failure[attr] = getattr(error, attr)  # type: ignore[literal-required,unused-ignore]
+    return failure
+
+
+def plan_failure(error: RepairsExhausted) -> Failure:
+    """The failure of a turn whose model wrote no valid plan (nothing of it ran)."""
+    first = error.diagnostics[0] if error.diagnostics else None
+    return Failure(
+        type="RepairsExhausted",
+        message=str(error),
+        detail=error.summary,
+        line=first.line if first else 0,
+        source=first.source if first else "",
+        attempts=error.attempts,
+        problems=[d.render() for d in error.diagnostics[:5]],
+    )
+
+
+def rejection_failure(message: str) -> Failure:
+    """The failure of a plan a reviewer rejected (nothing of it ran)."""
+    reason = message.strip() or "no reason given"
+    text = f"a reviewer rejected the plan: {reason}"
+    return Failure(type=NOT_APPROVED, message=text, detail=text, line=0, source="")
+
+
+def refusal_failure(tool: str, line: int, source: str, reason: str) -> Failure:
+    """The failure of a call that a person or a middleware decided not to run."""
+    return execution_failure(CallNotRun(tool, reason, line=line, source=source))
+
+
+def _subclasses(cls: type[ExecutionError]) -> list[type[ExecutionError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _subclasses(sub)
+    return found
+
+
+def error_from_failure(failure: Mapping[str, Any]) -> ExecutionError:
+    """The error a failure record describes, rebuilt where the live exception is gone (after a
+    checkpoint, in another process). Its message is the record's."""
+    by_name = {c.__name__: c for c in _subclasses(ExecutionError)}
+    cls = by_name.get(str(failure.get("type")), ExecutionError)
+    error = cls.__new__(cls)
+    ExecutionError.__init__(
+        error,
+        str(failure.get("detail") or failure.get("message") or "the plan failed"),
+        line=int(failure.get("line", 0) or 0),
+        source=str(failure.get("source", "")),
+    )
+    for attr in _ERROR_ATTRIBUTES:
+        if attr in failure:
+            setattr(error, attr, failure[attr])
+    if isinstance(error, ToolExecutionError):
+        error.original = RuntimeError(str(failure.get("detail", "")))
+    return error
