@@ -16,6 +16,7 @@ import pytest
 import llassembly
 from llassembly.cli import (
     EXIT_CODES,
+    JSON_SCHEMA,
     load_tools,
     main,
 )
@@ -326,10 +327,18 @@ def test_help_lists_every_exit_code_and_the_json_schema(
             assert f'status "{status}"' in shown
 
 
-def test_the_readme_exit_code_table_is_the_clis() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `(\d)` \| (.+?) \|$", readme, flags=re.MULTILINE)
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md"])
+def test_the_exit_code_table_of_the_docs_is_the_clis(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\d)` \| (.+?) \|$", text, flags=re.MULTILINE)
     assert {int(code): meaning for code, meaning in rows} == EXIT_CODES
+
+
+def test_the_json_statuses_of_the_docs_are_the_helps() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    documented = re.findall(r'^\| `"(\w+)"` \|', page, flags=re.MULTILINE)
+    shown = re.findall(r'status "(\w+)"', JSON_SCHEMA)
+    assert documented == shown
 
 
 # --- --json ----------------------------------------------------------------------------------
