@@ -7,6 +7,7 @@ the counts grow) and that the figures the docs print are the benchmark's own.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,33 @@ def test_the_command_prints_the_table_and_says_how_tokens_are_counted() -> None:
 def _steps(n: int) -> list[Any]:
     call = {"name": "make_one_step", "args": {"x": n - 1, "y": 0}}
     return [bench_tokens.AIMessage("", tool_calls=[{**call, "id": f"c{i}"}]) for i in range(n)]
+
+
+# -- the figures the docs print are the benchmark's --------------------------------------------
+
+RERUN = "python -m benchmarks.bench_tokens prints the tables afresh"
+
+
+def test_the_readme_token_table_is_the_benchmarks(rows: list[dict[str, int]]) -> None:
+    table = bench_tokens.short_table(rows)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = "\n".join(line.strip() for line in readme.splitlines())
+    assert table in shown, f"the README's token table is out of date; {RERUN}:\n{table}"
+
+
+def test_the_performance_page_shows_the_benchmarks_report(rows: list[dict[str, int]]) -> None:
+    report = bench_tokens.report(rows, bench_tokens.prompt_size())
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert report in page, f"docs/performance.md is out of date; {RERUN}:\n{report}"
+
+
+def test_the_performance_page_says_from_how_many_calls_a_plan_wins_3x_and_10x() -> None:
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    said = re.search(r"3× lower from (\d+) calls on, 10× lower from about (\d+)", page)
+    assert said is not None
+    rows = bench_tokens.measure(range(5, 26))
+    first = {
+        target: next(r["tool_calls"] for r in rows if bench_tokens.ratio(r) >= target)
+        for target in (3, 10)
+    }
+    assert (first[3], first[10]) == (int(said[1]), int(said[2]))
