@@ -1,4 +1,4 @@
-"""What users gain: model round trips, end-to-end latency, concurrency, overhead.
+"""What users gain: model round trips, end-to-end latency, the token bill, concurrency, overhead.
 
 One run measures the planner (``create_agent`` + ``ToolsPlannerMiddleware``: one plan per
 task) side by side with the alternative a user would pick instead (a plain ``create_agent``
@@ -42,6 +42,7 @@ from . import (
     bench_hostile,
     bench_integration,
     bench_parallel,
+    bench_tokens,
     bench_workers,
 )
 from .tasks import TASKS, Task
@@ -257,6 +258,7 @@ def report(
     overhead: dict[str, float],
     args: argparse.Namespace,
     workers: Sequence[dict[str, Any]] = (),
+    tokens: dict[str, Any] | None = None,
 ) -> str:
     """The whole report as Markdown."""
     trips = [r.loop_model_calls / r.planner_model_calls for r in results]
@@ -389,6 +391,7 @@ def report(
         "",
         *_parallel_section(overhead),
         *_workers_section(workers),
+        *_tokens_section(tokens),
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.system()} ({_cores()} cores). "
         f"Command: `python -m benchmarks{' --quick' if args.quick else ' --publish'}`.",
@@ -424,6 +427,20 @@ def _workers_section(rows: Sequence[dict[str, Any]]) -> list[str]:
                 for r in rows
             ],
         ),
+        "",
+    ]
+
+
+def _tokens_section(tokens: dict[str, Any] | None) -> list[str]:
+    if not tokens:
+        return []
+    return [
+        "## The token bill",
+        "The same order (a walk of N dependent calls) by a plain `create_agent` tool-calling "
+        "loop and by one plan (`benchmarks/bench_tokens.py`): every model request and reply "
+        "as sent, counted.",
+        "",
+        bench_tokens.report(tokens["rows"], tokens["prompt"]),
         "",
     ]
 
@@ -474,10 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_parallel.main(quick=args.quick),
     }
     workers = bench_workers.main(quick=args.quick, postgres=args.postgres)
+    tokens = bench_tokens.main(quick=args.quick)
     results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))
     levels = (1, 10, 100) if args.quick else (1, 10, 100, 1000)
     conc = concurrency(levels)
-    text = report(results, conc, overhead, args, workers)
+    text = report(results, conc, overhead, args, workers, tokens)
     print(text)
     if args.out is None:
         print(f"not written (use --out DIR or --publish) ({time.perf_counter() - started:.0f} s)")

@@ -15,6 +15,7 @@ section .text
     CALL check_city
     PUSH cairo
     CALL check_city
+    SAY "{R10} of 3 cities are warmer than 20 degrees."
     HLT
 
 check_city:                 ; takes a city name on the stack

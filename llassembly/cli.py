@@ -1,14 +1,20 @@
-"""Command line: ``llassembly check``, ``llassembly run`` (and ``python -m llassembly``).
+"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly demo`` (and
+``python -m llassembly``).
 
 ``check PLAN --tools module:attr`` prints every problem with the source line and a caret;
 with ``--summary`` it also prints what a valid plan can do (each tool's fewest and most calls,
-constant arguments, loops and conditions, worst-case counts against the budgets), and with
-``--json`` only that summary, as JSON.
-``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result and the
-final registers. ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of
-tools (LangChain tools or plain typed functions), a single tool, or a function returning a list;
-the current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
-repository root.
+constant arguments, loops and conditions, worst-case counts against the budgets).
+``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
+final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
+prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`).
+``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
+(LangChain tools or plain typed functions), a single tool, or a function returning a list; the
+current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
+repository root. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
+its own arguments.
+
+Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run stopped,
+3 the command was used wrongly.
 """
 
 from __future__ import annotations
@@ -16,14 +22,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
+from llassembly import __version__
 from llassembly.analysis.summary import summarize
 from llassembly.analysis.verifier import check
 from llassembly.errors import (
+    Diagnostic,
     ExecutionError,
     LLAssemblyError,
     PlanError,
@@ -48,9 +57,37 @@ from llassembly.machine.externs import (
     externs_from,
 )
 
-__all__ = ["load_tools", "main"]
+__all__ = ["EXIT_CODES", "JSON_SCHEMA", "load_tools", "main"]
 
 _EXIT_OK, _EXIT_PLAN, _EXIT_RUN, _EXIT_USAGE = 0, 1, 2, 3
+
+EXIT_CODES: dict[int, str] = {
+    _EXIT_OK: "success: the plan is valid (check) or ran to its end (run)",
+    _EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
+    _EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
+    _EXIT_USAGE: "the command was used wrongly: arguments, --tools, the plan file, no demo",
+}
+"""Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
+
+JSON_SCHEMA = """\
+JSON output (--json): one object on standard output, whatever happens.
+  Always:    "command" ("check" | "run" | null), "status", "exit_code"
+  status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
+             plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
+             "max_instructions", "ends", "complete", "budgets", "within_budgets"
+             (null = unbounded)
+  status "finished" (run, exit 0): "answer" (the SAY lines, "" if none),
+             "calls", "registers" (non-zero ones), "stack", "instructions_executed",
+             "tool_calls"
+  status "rejected" (exit 1): "problems": [{"line", "column", "message", "source"}]
+  status "plain_answer" (exit 1): "text" (the reply holds no instruction)
+  status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
+             "calls" made before it, "answer" said before it
+  status "usage_error" (exit 3): "error": {"type", "message"}
+  A call is {"line", "tool", "args", "result"}. Values are JSON numbers and
+  strings; a value JSON cannot hold (a tool's object, an int too long to
+  print) is its text."""
+"""The shape of ``--json`` output, as shown in ``llassembly --help``."""
 
 
 def load_tools(spec: str) -> dict[str, Extern]:
@@ -96,6 +133,55 @@ def _show(value: Any) -> str:
         return f"<unprintable {type(value).__name__}>"
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as JSON can hold it: numbers, strings, lists, objects; anything else as text."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        try:
+            str(value)  # Python refuses to print ints of more than 4300 digits
+        except ValueError:
+            return _show(value)
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return _show(value)
+
+
+class _Report:
+    """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
+
+    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
+        self.out = out
+        self.as_json = as_json
+        self.command = command
+
+    def text(self, line: str) -> None:
+        """A line for a person; nothing under ``--json``."""
+        if not self.as_json:
+            self.out.write(line + "\n")
+
+    def json(self, status: str, code: int, **fields: Any) -> int:
+        """The one JSON object under ``--json``; return the exit code either way."""
+        if self.as_json:
+            data = {"command": self.command, "status": status, "exit_code": code, **fields}
+            self.out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return code
+
+
+def _problem(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {
+        "line": diagnostic.line,
+        "column": diagnostic.column,
+        "message": diagnostic.message,
+        "source": diagnostic.source,
+    }
+
+
 def _read_plan(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -105,25 +191,26 @@ def _read_plan(path: str) -> str:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
 
 
-def _parse_plan(path: str, out: TextIO) -> Program | None:
-    result = parse(_read_plan(path))
-    if isinstance(result, PlainAnswer):
-        out.write("The reply holds no instruction: it is a plain answer.\n")
-        return None
-    return result
+def _parse_plan(path: str) -> Program | PlainAnswer:
+    return parse(_read_plan(path))
 
 
-def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+def _plain_answer(report: _Report, answer: PlainAnswer) -> int:
+    report.text("The reply holds no instruction: it is a plain answer.")
+    return report.json("plain_answer", _EXIT_PLAN, text=answer.text)
+
+
+def _cmd_check(args: argparse.Namespace, report: _Report) -> int:
     externs = load_tools(args.tools)
-    program = _parse_plan(args.plan, out)
-    if program is None:
-        return _EXIT_PLAN
+    program = _parse_plan(args.plan)
+    if isinstance(program, PlainAnswer):
+        return _plain_answer(report, program)
     problems = check(program, externs)
-    for diagnostic in problems:
-        out.write(diagnostic.render() + "\n")
     if problems:
-        out.write(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.\n")
-        return _EXIT_PLAN
+        for diagnostic in problems:
+            report.text(diagnostic.render())
+        report.text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
+        return report.json("rejected", _EXIT_PLAN, problems=[_problem(d) for d in problems])
     calls = sum(
         1
         for i in program.instructions
@@ -136,23 +223,26 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             max_instructions_to_exec=args.max_instructions,
             max_tool_calls=args.max_tool_calls,
         )
-        if args.json or args.summary
+        if report.as_json or args.summary
         else None
     )
-    if args.json and summary is not None:
-        out.write(json.dumps(summary.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        return _EXIT_OK
-    out.write(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.\n")
+    report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
     if summary is not None:
-        out.write(summary.render() + "\n")
-    return _EXIT_OK
+        report.text(summary.render())
+    return report.json(
+        "ok",
+        _EXIT_OK,
+        instructions=len(program.instructions),
+        tool_call_sites=calls,
+        **(summary.to_dict() if summary is not None else {}),
+    )
 
 
-def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
     externs = load_tools(args.tools)
-    program = _parse_plan(args.plan, out)
-    if program is None:
-        return _EXIT_PLAN
+    program = _parse_plan(args.plan)
+    if isinstance(program, PlainAnswer):
+        return _plain_answer(report, program)
     emulator = Emulator(
         program,
         externs,
@@ -160,50 +250,123 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         max_tool_calls=args.max_tool_calls,
         max_stack_depth=args.max_stack_depth,
     )
+    calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:
         arguments = ", ".join(f"{k}={_show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
-        out.write(f"line {request.line:>3}  {request.tool}({arguments}) -> {_show(result)}\n")
+        report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {_show(result)}")
+        calls.append(
+            {
+                "line": request.line,
+                "tool": request.tool,
+                "args": _plain(request.args),
+                "result": _plain(result),
+            }
+        )
         return result
 
     try:
         result = emulator.run(call)
     except ExecutionError as exc:
-        out.write(f"stopped: {exc}\n")
-        return _EXIT_RUN
+        report.text(f"stopped: {exc}")
+        error = {
+            "type": type(exc).__name__,
+            "message": exc.detail,
+            "line": exc.line,
+            "source": exc.source,
+        }
+        said = "\n".join(emulator.state.answer)
+        return report.json("stopped", _EXIT_RUN, error=error, calls=calls, answer=said)
     registers = ", ".join(f"{k}={_show(v)}" for k, v in result.registers.items()) or "(all zero)"
-    out.write(
-        f"finished: {result.instructions_executed} instructions, "
-        f"{result.tool_calls} tool calls\nregisters: {registers}\n"
+    report.text(
+        f"finished: {result.instructions_executed} instructions, {result.tool_calls} tool calls"
     )
+    report.text(f"registers: {registers}")
     if result.stack:
-        shown = ", ".join(_show(v) for v in result.stack)
-        out.write(f"stack (bottom to top): [{shown}]\n")
-    return _EXIT_OK
-
-
-_DEMO = "how to run the NPC demo (its own package, llassembly-demo)"
-
-
-def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    raise UsageError(
-        "the NPC demo is its own package: from the repository's root, "
-        "pip install -e . -e examples/npc_demo, then run llassembly-demo"
+        report.text(f"stack (bottom to top): [{', '.join(_show(v) for v in result.stack)}]")
+    if result.answer:
+        # The answer last, its lines indented under the first: what a person reads first.
+        report.text("answer: " + result.answer.replace("\n", "\n        "))
+    return report.json(
+        "finished",
+        _EXIT_OK,
+        answer=result.answer,
+        calls=calls,
+        registers=_plain(result.registers),
+        stack=_plain(result.stack),
+        instructions_executed=result.instructions_executed,
+        tool_calls=result.tool_calls,
     )
+
+
+_DEMO_HELP = (
+    "run the NPC demo with its own arguments (the llassembly-demo package: "
+    "pip install -e examples/npc_demo); llassembly demo --help shows them"
+)
+
+
+def _run_demo(argv: Sequence[str], out: TextIO) -> int:
+    """Hand the arguments to the demo's command line when its package is installed.
+
+    The demo is its own distribution that depends on this one, never the other way round, so
+    it is imported by name, here only.
+    """
+    try:
+        demo = importlib.import_module("llassembly_demo.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("llassembly_demo"):
+            raise  # the demo is installed but something it imports is missing: say so
+        raise UsageError(
+            "the NPC demo is its own package and it is not installed: from the repository's "
+            "root, pip install -e . -e examples/npc_demo, then run llassembly demo "
+            "(or llassembly-demo)"
+        ) from exc
+    code: int = demo.main(list(argv), out=out)
+    return code
+
+
+class _BadArguments(UsageError):
+    """Arguments ``argparse`` refused; carries the usage line of the command concerned."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes are :class:`UsageError`, so that they exit 3 and
+    come out as JSON under ``--json`` like every other usage error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _BadArguments(message, self.format_usage())
+
+
+def _epilog() -> str:
+    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
+    return f"exit codes:\n{codes}\n\n{JSON_SCHEMA}"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="llassembly",
         description="Check and run LLM-written assembly plans against your tools.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"llassembly {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, helptext in (
         ("check", "print every problem in a plan, with the line and a caret"),
-        ("run", "run a plan, printing each tool call, its result and the final registers"),
+        ("run", "run a plan: each tool call and its result, the registers, the answer"),
     ):
-        sub = commands.add_parser(name, help=helptext, description=helptext)
+        sub = commands.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=_epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         sub.add_argument("plan", help="the plan file, or - for standard input")
         sub.add_argument(
             "--tools",
@@ -221,40 +384,48 @@ def _parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="also print what the plan can do: each tool's call counts and arguments",
             )
-            sub.add_argument(
-                "--json", action="store_true", help="print the summary as JSON (nothing else)"
-            )
-    commands.add_parser("demo", help=_DEMO, description=_DEMO)
+        sub.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON object and nothing else, also on errors (schema below)",
+        )
+    commands.add_parser("demo", help=_DEMO_HELP, description=_DEMO_HELP, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line and return its exit code.
-
-    Exit codes: 0 success, 1 the plan has problems, 2 the run stopped with an error,
-    3 the command was used wrongly.
-    """
+    """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
     stream = out if out is not None else sys.stdout
     words = list(sys.argv[1:] if argv is None else argv)
+    # Under --json even a usage mistake is a JSON object (the command is known only when
+    # parsing got that far).
+    command = words[0] if words and words[0] in ("check", "run") else None
+    as_json = "--json" in words and words[:1] != ["demo"]
+    report = _Report(stream, as_json=as_json, command=command)
     try:
-        args = _parser().parse_args(words)
-    except SystemExit as exc:  # argparse has printed the usage; 2 would read as "run stopped"
-        return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
-    handlers: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
-        "check": _cmd_check,
-        "run": _cmd_run,
-        "demo": _cmd_demo,
-    }
-    handler = handlers[args.command]
-    try:
-        code: int = handler(args, stream)
+        if words[:1] == ["demo"]:  # the demo parses its own arguments, --help included
+            return _run_demo(words[1:], stream)
+        try:
+            args = _parser().parse_args(words)
+        except SystemExit as exc:  # --help or --version, printed by argparse
+            return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
+        handlers: dict[str, Callable[[argparse.Namespace, _Report], int]] = {
+            "check": _cmd_check,
+            "run": _cmd_run,
+        }
+        return handlers[args.command](args, report)
     except PlanError as exc:
-        stream.write(f"{exc}\n")
-        return _EXIT_PLAN
+        report.text(str(exc))
+        problems = [_problem(d) for d in exc.diagnostics]
+        return report.json("rejected", _EXIT_PLAN, problems=problems)
     except UsageError as exc:
-        sys.stderr.write(f"llassembly: {exc}\n")
-        return _EXIT_USAGE
+        if not report.as_json:
+            usage = exc.usage if isinstance(exc, _BadArguments) else ""
+            sys.stderr.write(f"{usage}llassembly: {exc}\n")
+        kind = "UsageError" if isinstance(exc, _BadArguments) else type(exc).__name__
+        return report.json("usage_error", _EXIT_USAGE, error={"type": kind, "message": str(exc)})
     except LLAssemblyError as exc:
-        stream.write(f"stopped: {exc}\n")
-        return _EXIT_RUN
-    return code
+        report.text(f"stopped: {exc}")
+        return report.json(
+            "stopped", _EXIT_RUN, error={"type": type(exc).__name__, "message": str(exc)}
+        )

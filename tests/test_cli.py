@@ -1,15 +1,22 @@
-"""The command line: ``llassembly check`` and ``llassembly run``."""
+"""The command line: ``llassembly check``, ``run`` and ``demo``; ``--json``, ``--version``,
+exit codes."""
 
 from __future__ import annotations
 
 import io
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import llassembly
 from llassembly.cli import (
+    EXIT_CODES,
+    JSON_SCHEMA,
     load_tools,
     main,
 )
@@ -45,7 +52,7 @@ def plan(tmp_path: Path, text: str) -> str:
 def test_check_accepts_the_weather_example() -> None:
     code, out = cli("check", WEATHER, "--tools", WEATHER_TOOLS)
     assert code == 0
-    assert out == "OK: 19 instructions, 2 tool call sites.\n"
+    assert out == "OK: 20 instructions, 2 tool call sites.\n"
 
 
 def test_check_counts_case_insensitive_tool_calls(tmp_path: Path) -> None:
@@ -86,18 +93,32 @@ def test_check_of_a_plain_answer(tmp_path: Path) -> None:
 # --- run -------------------------------------------------------------------------------------
 
 
-def test_run_weather_prints_each_call_and_the_registers() -> None:
+def test_run_weather_prints_each_call_the_registers_and_the_answer() -> None:
     code, out = cli("run", WEATHER, "--tools", WEATHER_TOOLS)
     assert code == 0
     assert out.splitlines() == [
-        "line  23  get_temperature(city='Paris') -> 21",
-        "line  30  notify(message='warm city', value=21) -> None",
-        "line  23  get_temperature(city='Oslo') -> 4",
-        "line  23  get_temperature(city='Cairo') -> 33",
-        "line  30  notify(message='warm city', value=33) -> None",
-        "finished: 37 instructions, 5 tool calls",
+        "line  24  get_temperature(city='Paris') -> 21",
+        "line  31  notify(message='warm city', value=21) -> None",
+        "line  24  get_temperature(city='Oslo') -> 4",
+        "line  24  get_temperature(city='Cairo') -> 33",
+        "line  31  notify(message='warm city', value=33) -> None",
+        "finished: 38 instructions, 5 tool calls",
         "registers: R1='Cairo', R2=33, R10=2",
+        "answer: 2 of 3 cities are warmer than 20 degrees.",
     ]
+
+
+def test_run_prints_every_line_the_plan_said(tmp_path: Path) -> None:
+    source = 'PUSH 21\nCALL double\nPOP R1\nSAY "Doubled: {R1}."\nSAY "Done."\n'
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert out.endswith("registers: R1=42\nanswer: Doubled: 42.\n        Done.\n")
+
+
+def test_run_of_a_plan_that_says_nothing_prints_no_answer_line(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "MOV R1, 1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "answer" not in out
 
 
 def test_run_prints_tool_results_and_leftover_stack(tmp_path: Path) -> None:
@@ -251,7 +272,194 @@ def test_python_dash_m_llassembly() -> None:
     assert done.stdout.startswith("OK: ")
 
 
-def test_demo_says_where_the_demo_lives(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"], out=io.StringIO()) == 3
+# --- demo ------------------------------------------------------------------------------------
+
+
+def test_demo_runs_the_installed_demo_with_its_arguments() -> None:
+    """The dev install has the demo: ``llassembly demo`` runs it (it used to exit 3 whatever
+    was installed, from a stub left behind when the demo became its own package)."""
+    code, out = cli("demo", "--quiet")
+    assert code == 0
+    assert "Total: 3 model calls for 3 units" in out
+
+
+def test_demo_passes_its_exit_code_on(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("demo", "--max-turns", "0")
+    assert code == 3
+    assert "--max-turns must be positive" in capsys.readouterr().err
+
+
+def test_demo_help_is_the_demos_own(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("demo", "--help")
+    assert code == 0
+    assert "usage: llassembly-demo" in capsys.readouterr().out
+
+
+def test_demo_says_how_to_install_it_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "llassembly_demo", None)  # import now fails: not installed
+    monkeypatch.delitem(sys.modules, "llassembly_demo.cli", raising=False)
+    code, out = cli("demo")
+    assert code == 3
+    assert out == ""
     err = capsys.readouterr().err
-    assert "pip install -e . -e examples/npc_demo" in err and "llassembly-demo" in err
+    assert "pip install -e . -e examples/npc_demo" in err and "not installed" in err
+
+
+# --- --version, help and exit codes ------------------------------------------------------------
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"], out=io.StringIO()) == 0
+    assert capsys.readouterr().out == f"llassembly {llassembly.__version__}\n"
+
+
+def test_help_lists_every_exit_code_and_the_json_schema(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for words in (["--help"], ["run", "--help"], ["check", "--help"]):
+        assert main(words, out=io.StringIO()) == 0
+        shown = capsys.readouterr().out
+        for code, meaning in EXIT_CODES.items():
+            assert f"  {code}  {meaning}" in shown
+        for status in ("ok", "finished", "rejected", "plain_answer", "stopped", "usage_error"):
+            assert f'status "{status}"' in shown
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md"])
+def test_the_exit_code_table_of_the_docs_is_the_clis(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\d)` \| (.+?) \|$", text, flags=re.MULTILINE)
+    assert {int(code): meaning for code, meaning in rows} == EXIT_CODES
+
+
+def test_the_json_statuses_of_the_docs_are_the_helps() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    documented = re.findall(r'^\| `"(\w+)"` \|', page, flags=re.MULTILINE)
+    shown = re.findall(r'status "(\w+)"', JSON_SCHEMA)
+    assert documented == shown
+
+
+# --- --json ----------------------------------------------------------------------------------
+
+
+def cli_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    """Run with ``--json``: standard output must be exactly one JSON object."""
+    code, out = cli(*argv, "--json")
+    data = json.loads(out)
+    assert isinstance(data, dict)
+    assert data["exit_code"] == code
+    return code, data
+
+
+def test_check_json_of_a_valid_plan_has_the_summary() -> None:
+    code, data = cli_json("check", WEATHER, "--tools", WEATHER_TOOLS)
+    assert code == 0
+    assert (data["command"], data["status"]) == ("check", "ok")
+    assert (data["instructions"], data["tool_call_sites"]) == (20, 2)
+    assert data["max_tool_calls"] == 6  # three cities, each maybe notified
+    assert [t["name"] for t in data["tools"]] == ["get_temperature", "notify"]
+
+
+def test_check_json_of_a_rejected_plan_lists_the_problems(tmp_path: Path) -> None:
+    source = "MOV R1, 1\nFROB R2\nCALL nowhere\n"
+    code, data = cli_json("check", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    problems = data["problems"]
+    assert [(p["line"], p["column"], p["source"]) for p in problems] == [
+        (2, 1, "FROB R2"),
+        (3, 6, "CALL nowhere"),
+    ]
+    assert "nowhere" in problems[1]["message"]
+
+
+def test_check_json_of_a_syntax_error(tmp_path: Path) -> None:
+    code, data = cli_json("check", plan(tmp_path, "MOV R1, [R2\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    assert data["problems"] == [
+        {
+            "line": 1,
+            "column": 9,
+            "message": "unclosed memory operand '[R2'",
+            "source": "MOV R1, [R2",
+        }
+    ]
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_json_of_a_plain_answer(command: str, tmp_path: Path) -> None:
+    code, data = cli_json(command, plan(tmp_path, "It is 42."), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert (data["status"], data["text"]) == ("plain_answer", "It is 42.")
+
+
+def test_run_json_has_the_answer_calls_and_registers(tmp_path: Path) -> None:
+    source = 'PUSH 21\nCALL double\nPOP R1\nPUSH "Ann"\nCALL greet\nSAY "{R1}"\n'
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert data == {
+        "command": "run",
+        "status": "finished",
+        "exit_code": 0,
+        "answer": "42",
+        "calls": [
+            {"line": 2, "tool": "double", "args": {"x": 21}, "result": 42},
+            {"line": 5, "tool": "greet", "args": {"name": "Ann"}, "result": "Hello, Ann"},
+        ],
+        "registers": {"R1": 42},
+        "stack": ["Hello, Ann"],
+        "instructions_executed": 6,
+        "tool_calls": 2,
+    }
+
+
+def test_run_json_when_a_tool_raises_keeps_the_calls_before(tmp_path: Path) -> None:
+    source = 'PUSH 1\nCALL double\nSAY "half way"\nPUSH 3\nCALL explode\n'
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 2
+    assert data["status"] == "stopped"
+    assert data["error"] == {
+        "type": "ToolExecutionError",
+        "message": "tool 'explode' raised RuntimeError: exploded on 3",
+        "line": 5,
+        "source": "CALL explode",
+    }
+    assert data["calls"] == [{"line": 2, "tool": "double", "args": {"x": 1}, "result": 2}]
+    assert data["answer"] == "half way"
+
+
+def test_run_json_of_a_rejected_plan(tmp_path: Path) -> None:
+    code, data = cli_json("run", plan(tmp_path, "POP R1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    assert [p["source"] for p in data["problems"]] == ["POP R1"]
+
+
+def test_run_json_shows_an_int_too_long_to_print_as_text(tmp_path: Path) -> None:
+    code, data = cli_json(
+        "run", plan(tmp_path, "CALL huge\nPOP R1\n"), "--tools", "cli_tools:TOOLS"
+    )
+    assert code == 2
+    assert data["calls"] == [
+        {"line": 1, "tool": "huge", "args": {}, "result": "<int of 20000 bits>"}
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("run", WEATHER, "--tools", "no_such_module_xyz:TOOLS"),
+        ("check", "missing-plan.asm", "--tools", WEATHER_TOOLS),
+        ("run", WEATHER),  # --tools is missing: argparse's own mistake
+        ("check", WEATHER, "--tools", WEATHER_TOOLS, "--max-tool-calls", "many"),
+    ],
+)
+def test_json_of_a_usage_error(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = cli_json(*argv)
+    assert code == 3
+    assert data["status"] == "usage_error"
+    assert data["error"]["type"] == "UsageError" and data["error"]["message"]
+    assert capsys.readouterr().err == ""
