@@ -11,10 +11,10 @@ neither); each function imports what it needs when it is called.
 * :func:`private_state`: LangChain's marker of agent-state keys that are neither input nor
   output of the agent (the planner's record).
 * :func:`recording_tool`: a copy of a tool that records the value its ``_run``/``_arun``
-  returns, before ``BaseTool.run`` turns it into message text (how the agent path reads the
-  tool's own return value).
-* :func:`tool_return_annotation`: the declared return type of a ``BaseTool`` subclass (its
-  ``_run``'s annotation).
+  returns, before ``BaseTool.run`` turns it into message text, in the :func:`recording` the
+  call runs in (how the agent path reads the tool's own return value).
+* :func:`tool_signature_function`: the function whose signature declares a tool's parameters
+  and result (a ``BaseTool`` subclass's ``_run``).
 * :func:`bubbling_errors`: LangGraph's control-flow exceptions (interrupts), never caught.
 * :func:`tagged_model`: the agent's model bound to a config with tags and metadata, given to
   ``create_agent``'s model handler in place of the chat model (a request with no tools binds
@@ -24,9 +24,10 @@ neither); each function imports what it needs when it is called.
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,9 +39,9 @@ __all__ = [
     "Recorded",
     "bubbling_errors",
     "private_state",
+    "recording",
     "recording_tool",
     "tagged_model",
-    "tool_return_annotation",
     "tool_signature_function",
 ]
 
@@ -68,41 +69,62 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
 
 @dataclass
 class Recorded:
-    """What a :func:`recording_tool` saw: whether the tool's code ran, and what it returned
-    (its content, for a ``content_and_artifact`` tool)."""
+    """What a :func:`recording_tool` saw during one call: whether the tool's code ran, and
+    what it returned (its content, for a ``content_and_artifact`` tool)."""
 
     ran: bool = False
     returned: bool = False
     value: Any = None
 
 
-def recording_tool(tool: BaseTool, record: Recorded) -> BaseTool:
-    """A copy of ``tool`` that notes in ``record`` that it ran and what it returned.
+_RECORDING: ContextVar[Recorded | None] = ContextVar("llassembly_recording", default=None)
+
+
+@contextmanager
+def recording(record: Recorded) -> Iterator[Recorded]:
+    """Within this block, a :func:`recording_tool` notes its call in ``record`` (the block
+    and the tool's code run in the same context: the agent's tool node runs a call's
+    ``wrap_tool_call`` chain and the tool on one thread, or in one task)."""
+    token = _RECORDING.set(record)
+    try:
+        yield record
+    finally:
+        _RECORDING.reset(token)
+
+
+def recording_tool(tool: BaseTool) -> BaseTool:
+    """A copy of ``tool`` that notes, in the :func:`recording` around its call, that it ran
+    and what it returned.
 
     ``BaseTool.run``/``arun`` call the tool's ``_run``/``_arun`` and turn the value into
     message content; the copy's own ``_run``/``_arun`` (with the same signature, which
     ``run`` inspects for ``config`` and ``run_manager``) note the value first. Everything else
-    (schema, name, error handling, ``return_direct``) is the tool's.
+    (schema, name, error handling, ``return_direct``) is the tool's. Build it once per tool.
     """
     copy = tool.model_copy()
     content_and_artifact = tool.response_format == "content_and_artifact"
+    run, arun = tool._run, tool._arun
 
     def noted(value: Any) -> Any:
-        record.returned = True
-        record.value = value[0] if content_and_artifact and isinstance(value, tuple) else value
+        record = _RECORDING.get()
+        if record is not None:
+            record.returned = True
+            record.value = value[0] if content_and_artifact and isinstance(value, tuple) else value
         return value
 
-    run = tool._run
-    arun = tool._arun
+    def started() -> None:
+        record = _RECORDING.get()
+        if record is not None:
+            record.ran = True
 
     @functools.wraps(run)
     def _run(*args: Any, **kwargs: Any) -> Any:
-        record.ran = True
+        started()
         return noted(run(*args, **kwargs))
 
     @functools.wraps(arun)
     async def _arun(*args: Any, **kwargs: Any) -> Any:
-        record.ran = True
+        started()
         return noted(await arun(*args, **kwargs))
 
     object.__setattr__(copy, "_run", _run)
@@ -116,11 +138,6 @@ def tool_signature_function(tool: BaseTool) -> Callable[..., Any]:
     subclass)."""
     found = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
     return found if callable(found) else tool._run
-
-
-def tool_return_annotation(tool: BaseTool) -> Any:
-    """The return annotation of a tool's function (``inspect.Signature.empty`` without one)."""
-    return inspect.signature(tool_signature_function(tool)).return_annotation
 
 
 def tagged_model(model: Any, tag: str, metadata: dict[str, Any]) -> Any:

@@ -189,6 +189,11 @@ async def test_human_reject_does_not_run_the_call_and_the_plan_stops(
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped"
     assert "too warm already" in final.text and "line 7" in final.text
+    # a person's decision reads as a decision, not as the tool raising
+    assert "the call of set_heater was not run" in final.text and "raised" not in final.text
+    assert "a decision, not an error" in final.text
+    assert meta(final)["error"]["type"] == "CallNotRun"
+    assert "1 tool call completed before it" in final.text
     assert unanswered(out["messages"]) == []
 
 

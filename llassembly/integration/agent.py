@@ -173,8 +173,10 @@ def visit(
     ``AIMessage`` or the :class:`Answered`)."""
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
-    shown = [m for m in view.messages if m.id not in removals]
-    view = TurnView(view.planner, view.externs, shown, view.graph, view.response_format)
+    if removals:  # the last visit's progress message is not part of the conversation
+        kept = [m for m in view.messages if m.id not in removals]
+        view = TurnView(view.planner, view.externs, kept, view.graph, view.response_format)
+    shown = view.messages
     lagging = bool(record and record["lag"])
     made = 0
     out: list[AnyMessage] = []
@@ -242,19 +244,19 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
     what the planner does next. The next visit takes it out again."""
     if isinstance(action, AskModel) and rec["drafts"]:
         last = rec["drafts"][-1]
-        text, kind = last["draft"], "rejected_draft"
+        text, kind = last["draft"], "draft"
     elif isinstance(action, AskModel):
         failure = rec["failure"]
         where = f"line {failure['line']} ({failure['source']})" if failure else "a line"
         detail = failure["detail"] if failure else "it failed"
         text = f"The plan stopped at {where}: {detail}. Asking for a new plan."
-        kind = "replanning"
+        kind = "note"
     else:
-        text, kind = "The plan has finished; asking for the answer.", "answering"
+        text, kind = "The plan has finished; asking for the answer.", "note"
     return AIMessage(
         content=text,
         id=f"llassembly-{uuid.uuid4()}",
-        response_metadata={KEY: {"transient": kind}},
+        response_metadata={KEY: {"kind": kind}},
     )
 
 

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from llassembly.compat import Recorded, bubbling_errors, recording_tool
+from llassembly.compat import Recorded, bubbling_errors, recording
 from llassembly.errors import ExecutionError
 from llassembly.integration.agent import ADDED_BY_CALL, ENDS_RUN, record_of
 from llassembly.integration.messages import call_meta
@@ -53,7 +53,8 @@ def run_plan_call(
     noted = Recorded()
     chained = chain(planner.options.tool_middleware, "wrap_tool_call", handler)
     try:
-        result = chained(_recording(request, noted))
+        with recording(noted):
+            result = chained(_recording(planner, request))
     except bubbling_errors():
         raise
     except Exception as exc:
@@ -71,7 +72,8 @@ async def arun_plan_call(
     noted = Recorded()
     chained = chain(planner.options.tool_middleware, "awrap_tool_call", handler)
     try:
-        result = await chained(_recording(request, noted))
+        with recording(noted):
+            result = await chained(_recording(planner, request))
     except bubbling_errors():
         raise
     except Exception as exc:
@@ -79,10 +81,10 @@ async def arun_plan_call(
     return _tagged(planner, result, pending, request, noted)
 
 
-def _recording(request: ToolCallRequest, noted: Recorded) -> ToolCallRequest:
+def _recording(planner: Planner, request: ToolCallRequest) -> ToolCallRequest:
     if request.tool is None:
         return request
-    return request.override(tool=recording_tool(request.tool, noted))
+    return request.override(tool=planner.recording_tool_of(request.tool))
 
 
 def _failure_message(pending: PendingCall, exc: Exception) -> ToolMessage:
@@ -131,8 +133,9 @@ def _tagged(
         more = dict(extra)
         if noted.returned and extern is not None and message.status != "error":
             more.update(value_tag(extern, noted.value, message_text(message), pending))
-        meta = {**message.response_metadata, **_tag(pending, **more)}
-        return message.model_copy(update={"response_metadata": meta})
+        # The tool node built this message for this call: its metadata is set, not copied.
+        message.response_metadata = {**message.response_metadata, **_tag(pending, **more)}
+        return message
 
     if isinstance(result, ToolMessage):
         return tagged(result)

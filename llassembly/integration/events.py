@@ -164,7 +164,7 @@ class TurnView:
         planner: The planner's options and caches.
         externs: The tools plans may call.
         messages: The conversation as the driver has it now (the turn's own messages so far
-            included), without system messages.
+            included; system messages are left out where a model is asked).
         graph: Plans run as plan graphs (:class:`RunPlan`) instead of call by call.
         response_format: The agent's ``response_format`` (``None`` without one).
         answer_in_turn: The final model call is made by the turn (always, but on the agent

@@ -9,8 +9,9 @@ the plan (instruction index, line, source) in ``response_metadata["llassembly"]`
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from llassembly.machine.externs import Extern
     from llassembly.machine.state import ToolCall
 
+_M = TypeVar("_M", bound=BaseMessage)
+
 __all__ = [
     "MessageOptions",
     "batch_messages",
@@ -40,6 +43,7 @@ __all__ = [
     "final_message",
     "finished_summary",
     "jsonable",
+    "marked",
     "plan_call_messages",
     "result_text",
     "turn_calls",
@@ -75,6 +79,7 @@ def final_message(
     said = answer_of(machine)
     completed = int(record.get("tool_calls", 0))
     meta: dict[str, Any] = {
+        "kind": "answer",
         "status": "stopped" if failure else "finished",
         "model_calls": record.get("model_calls", 0),
         "repairs": record.get("repairs", 0),
@@ -264,7 +269,23 @@ def plan_call_messages(
 
 def call_meta(index: int, line: int, source: str) -> dict[str, Any]:
     """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
-    return {KEY: {"index": index, "line": line, "source": source}}
+    return {KEY: {"kind": "call", "index": index, "line": line, "source": source}}
+
+
+def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:
+    """``message`` with ``response_metadata["llassembly"]["kind"]`` set: what it is in the
+    turn (``"plan"``, ``"answer"``, ``"draft"``, ``"note"``; a call's messages are ``"call"``).
+    ``new_id`` gives it an id of its own (the copy is then a message of its own: a stream shows
+    it, though the model's reply it copies streamed already)."""
+    tag = message.response_metadata.get(KEY)
+    meta = {
+        **message.response_metadata,
+        KEY: {**(tag if isinstance(tag, Mapping) else {}), "kind": kind},
+    }
+    update: dict[str, Any] = {"response_metadata": meta}
+    if new_id:
+        update["id"] = f"llassembly-{uuid.uuid4()}"
+    return message.model_copy(update=update)
 
 
 def _tool_call(call: ToolCall, call_id: str) -> dict[str, Any]:
@@ -272,11 +293,13 @@ def _tool_call(call: ToolCall, call_id: str) -> dict[str, Any]:
 
 
 def call_request(call: ToolCall, call_id: str) -> AIMessage:
-    """The ``AIMessage`` carrying one executed CALL as a tool call (its place in metadata)."""
+    """The ``AIMessage`` carrying one executed CALL as a tool call (its place in metadata; the
+    call's id is the message's too)."""
     return AIMessage(
         content="",
         tool_calls=[_tool_call(call, call_id)],
         response_metadata=call_meta(call.index, call.line, call.source),
+        id=call_id,
     )
 
 
@@ -291,6 +314,7 @@ def batch_request(calls: list[ToolCall], call_ids: list[str]) -> AIMessage:
         content="",
         tool_calls=[_tool_call(c, i) for c, i in zip(calls, call_ids, strict=True)],
         response_metadata={KEY: {**where[0], "batch": where}},
+        id=call_ids[0],
     )
 
 

@@ -147,7 +147,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return TurnView(
             self.planner,
             externs,
-            [m for m in messages if not isinstance(m, SystemMessage)],
+            messages,
             graph=self.options.execution == "graph",
             response_format=request.response_format,
         )

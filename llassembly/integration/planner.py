@@ -14,8 +14,11 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from langchain_core.tools import BaseTool
+
 from llassembly.analysis.policies import check_policies
 from llassembly.analysis.summary import PlanSummary, summarize
+from llassembly.compat import recording_tool
 from llassembly.errors import Diagnostic, PlanRejected, UsageError
 from llassembly.integration.approval import approval_request, needs_approval
 from llassembly.integration.graph import PlanGraph
@@ -84,6 +87,7 @@ class Planner:
         self._prompts: _Lru[tuple[int, str], tuple[Mapping[str, Extern], str]] = _Lru()
         self._graphs: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanGraph]] = _Lru()
         self._single: _Lru[int, tuple[Any, Extern | None]] = _Lru()
+        self._recording: _Lru[int, tuple[BaseTool, BaseTool]] = _Lru()
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -114,8 +118,6 @@ class Planner:
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
         tools; entries of other kinds, such as provider tools given as dicts, are left out)."""
-        from langchain_core.tools import BaseTool
-
         key = tuple(map(id, tools))
         found = self._externs.get_fresh(key)
         if found is not None:
@@ -201,6 +203,14 @@ class Planner:
             parallel_tools=opts.parallel_tools,
         )
         return self._graphs.keep(key, (externs, graph))[1]
+
+    def recording_tool_of(self, tool: BaseTool) -> BaseTool:
+        """The copy of an agent's tool that notes its return value (built once per tool; see
+        :func:`llassembly.compat.recording_tool`)."""
+        found = self._recording.get_fresh(id(tool))
+        if found is None or found[0] is not tool:
+            found = self._recording.keep(id(tool), (tool, recording_tool(tool)))
+        return found[1]
 
     def extern_of(self, tool: Any) -> Extern | None:
         """The extern of one of the agent's tools (for reading its results), or ``None`` when

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 
 from llassembly.errors import (
     AsmRuntimeError,
@@ -59,7 +59,12 @@ from llassembly.integration.final import (
     needs_model,
     structured_from_text,
 )
-from llassembly.integration.messages import batch_request, final_message, plan_call_messages
+from llassembly.integration.messages import (
+    batch_request,
+    final_message,
+    marked,
+    plan_call_messages,
+)
 from llassembly.integration.planner import short_hash
 from llassembly.integration.record import (
     NOT_APPROVED,
@@ -191,8 +196,8 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     rec["plan"] = None
     if not rec["plan_number"]:
         rec["phase"] = "done"
-        return Step(rec, Finish(), [reply])
-    return _end(rec, rec["failure"], view, [reply], answer=False)
+        return Step(rec, Finish(), [marked(reply, "answer", new_id=True)])
+    return _end(rec, rec["failure"], view, [marked(reply, "answer", new_id=True)], answer=False)
 
 
 def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnView) -> Step:
@@ -213,8 +218,8 @@ def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnVie
     if request is not None:
         rec["phase"] = "approval"
         rec["approval"] = {"state": "awaiting", "request": request}
-        return Step(rec, AskPerson(request), [reply])
-    return _start(rec, view, [reply])
+        return Step(rec, AskPerson(request), [marked(reply, "plan")])
+    return _start(rec, view, [marked(reply, "plan")])
 
 
 def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> Step:
@@ -404,7 +409,7 @@ def _turn_calls(
 def _answer_request(
     rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage] = ()
 ) -> AnswerRequest:
-    conversation = [*view.messages, *messages]
+    conversation = [m for m in [*view.messages, *messages] if not isinstance(m, SystemMessage)]
     return answer_messages(
         conversation, _turn_calls(rec, view, messages), rec, view.response_format is not None
     )

@@ -1,0 +1,152 @@
+"""Each assumption ``llassembly.compat`` makes about LangChain and LangGraph, pinned against
+the installed versions: an upgrade that changes one fails here, not in a running plan."""
+
+from __future__ import annotations
+
+import asyncio
+import typing
+from typing import Any
+
+import pytest
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
+from langchain.agents.middleware.model_call_limit import ModelCallLimitState
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+
+from llassembly.compat import (
+    MODEL_CALL_COUNTERS,
+    Recorded,
+    bubbling_errors,
+    private_state,
+    recording,
+    recording_tool,
+    tagged_model,
+    tool_signature_function,
+)
+
+
+def test_the_model_call_counters_are_the_limit_middlewares_state_keys() -> None:
+    hints = typing.get_type_hints(ModelCallLimitState, include_extras=True)
+    for key in MODEL_CALL_COUNTERS:
+        (annotated,) = typing.get_args(hints[key])  # NotRequired[Annotated[int, ...]]
+        assert typing.get_args(annotated)[0] is int
+        assert private_state() in typing.get_args(annotated)[1:]
+
+
+def test_the_limit_middleware_counts_in_those_keys() -> None:
+    limit = ModelCallLimitMiddleware(run_limit=5)
+    update = limit.after_model({"messages": []}, None)  # type: ignore[arg-type]
+    assert update is not None and set(update) == set(MODEL_CALL_COUNTERS)
+
+
+def test_graph_interrupts_bubble() -> None:
+    assert GraphBubbleUp in bubbling_errors()
+    assert issubclass(GraphInterrupt, bubbling_errors())
+
+
+def _double(x: int) -> int:
+    """Twice x."""
+    return 2 * x
+
+
+def test_a_recording_copy_of_a_tool_notes_its_return_value_and_leaves_the_tool_alone() -> None:
+    original = StructuredTool.from_function(_double)
+    copy = recording_tool(original)
+    with recording(Recorded()) as noted:
+        message = copy.invoke(
+            {"name": "_double", "args": {"x": 4}, "id": "c1", "type": "tool_call"}
+        )
+    assert message.content == "8"  # the tool's own formatting, untouched
+    assert (noted.ran, noted.returned, noted.value) == (True, True, 8)
+    with recording(Recorded()) as again:
+        assert copy.invoke({"x": 5}) == 10
+    assert again.value == 10 and noted.value == 8  # each call notes into its own record
+    assert copy.invoke({"x": 6}) == 12  # outside a recording: nothing is noted
+    assert original.invoke({"x": 1}) == 2
+
+
+def test_a_recording_copy_works_for_async_and_for_base_tool_subclasses() -> None:
+    @tool
+    async def ahalf(x: int) -> float:
+        """Half of x."""
+        return x / 2
+
+    async def half_of_three() -> tuple[float, Recorded]:
+        with recording(Recorded()) as noted:
+            return await recording_tool(ahalf).ainvoke({"x": 3}), noted
+
+    value, noted = asyncio.run(half_of_three())
+    assert value == 1.5 and noted.value == 1.5
+
+    class Shout(BaseTool):
+        name: str = "shout"
+        description: str = "Upper-case a word."
+
+        def _run(self, word: str) -> str:
+            return word.upper()
+
+    with recording(Recorded()) as noted:
+        assert recording_tool(Shout()).invoke({"word": "hi"}) == "HI"
+    assert (noted.ran, noted.value) == (True, "HI")
+
+
+def test_a_content_and_artifact_tool_notes_its_content() -> None:
+    @tool(response_format="content_and_artifact")
+    def search(q: str) -> tuple[str, dict[str, Any]]:
+        """Search."""
+        return f"found {q}", {"raw": q}
+
+    with recording(Recorded()) as noted:
+        message = recording_tool(search).invoke(
+            {"name": "search", "args": {"q": "x"}, "id": "c1", "type": "tool_call"}
+        )
+    assert message.artifact == {"raw": "x"} and noted.value == "found x"
+
+
+def test_a_raising_tool_is_noted_as_having_run_without_a_value() -> None:
+    @tool
+    def boom() -> int:
+        """Fails."""
+        raise ValueError("no")
+
+    with recording(Recorded()) as noted, pytest.raises(ValueError):
+        recording_tool(boom).invoke({})
+    assert noted.ran and not noted.returned
+
+
+def test_the_signature_function_of_a_tool() -> None:
+    decorated = StructuredTool.from_function(_double)
+    assert tool_signature_function(decorated) is _double
+
+    class Plain(BaseTool):
+        name: str = "plain"
+        description: str = "Plain."
+
+        def _run(self, word: str) -> str:
+            return word
+
+    plain = Plain()
+    assert tool_signature_function(plain) == plain._run
+
+
+def test_a_tagged_model_answers_a_tools_less_request_and_its_chunks_carry_the_tag() -> None:
+    """The planner's own request hands the agent's model handler a tagged binding of the
+    model (and no tools); ``stream_mode="messages"`` metadata carries the tag."""
+
+    class Tagging(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            bound = tagged_model(request.model, "probe:tag", {"probe": "yes"})
+            return handler(request.override(model=bound, tools=[]))
+
+    model = ScriptedChatModel(replies=["hello"])
+    agent = create_agent(model, tools=[], middleware=[Tagging()])
+    seen = [
+        meta
+        for chunk, meta in agent.stream({"messages": [HumanMessage("hi")]}, stream_mode="messages")
+        if isinstance(chunk, AIMessage)
+    ]
+    assert seen and all("probe:tag" in m.get("tags", []) for m in seen)
+    assert all(m.get("probe") == "yes" for m in seen)

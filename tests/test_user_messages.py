@@ -1,0 +1,103 @@
+"""What the user is told: final messages that say what happened, plan text an app can tell
+from the answer while streaming, and a final request that asks for what it binds.
+
+Every model reply here is written by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import BAD_PLAN, FLAKY_PLAN, WEATHER_PLAN, Toolbox, meta
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from pydantic import BaseModel
+
+from llassembly import ToolsPlannerMiddleware
+from llassembly.integration.middleware import PLAN_TAG
+
+
+def _app(replies: list[str], box: Toolbox, **options: Any) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(replies=replies)
+    planner = ToolsPlannerMiddleware(**options)
+    return create_agent(model, tools=box.sync_tools, middleware=[planner]), model
+
+
+def test_a_plan_refused_after_its_repairs_says_the_problem_and_its_line(box: Toolbox) -> None:
+    app, _ = _app([BAD_PLAN, BAD_PLAN], box, max_repairs=1)
+    final = app.invoke({"messages": [HumanMessage("Warm?")]})["messages"][-1]
+    assert "No plan could run" in final.text
+    assert "line 5, column" in final.text and "unknown instruction 'FROB'" in final.text
+    assert "unknown tool 'teleport'" in final.text
+
+
+def test_the_stop_message_counts_only_the_calls_that_completed() -> None:
+    box = Toolbox(fail_on={3})
+    app, _ = _app([FLAKY_PLAN], box)
+    final = app.invoke({"messages": [HumanMessage("go")]})["messages"][-1]
+    assert box.names() == ["flaky"] * 3
+    assert "2 tool calls completed before it" in final.text
+    assert meta(final)["tool_calls"] == 2
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_streamed_plan_text_carries_the_planner_tag_and_the_answer_does_not(
+    box: Toolbox, execution: str
+) -> None:
+    """What an app shows a user while streaming: every chunk of the planner's own model calls
+    (the plan, a rejected draft) carries ``PLAN_TAG`` and ``metadata["llassembly"] ==
+    "plan"``; the turn's answer does not."""
+    app, _ = _app([BAD_PLAN, WEATHER_PLAN], box, execution=execution)
+    plan_text, kinds, answers = [], [], []
+    for chunk, metadata in app.stream(
+        {"messages": [HumanMessage("Warm?")]}, stream_mode="messages"
+    ):
+        if not isinstance(chunk, AIMessage | AIMessageChunk):
+            continue
+        if PLAN_TAG in metadata.get("tags", []):  # the planner model writing
+            assert metadata.get("llassembly") == "plan"
+            plan_text.append(chunk.text)
+            continue
+        kind = chunk.response_metadata.get("llassembly", {}).get("kind")
+        kinds.append(kind)
+        if kind == "answer":
+            answers.append(chunk.text)
+    assert BAD_PLAN in plan_text and WEATHER_PLAN in plan_text
+    assert set(kinds) <= {"draft", "call", "answer"} and "draft" in kinds
+    assert len(answers) == 1 and "```asm" not in answers[0]
+
+
+def test_a_plain_answer_streams_as_the_answer_once(box: Toolbox) -> None:
+    app, _ = _app(["It is warm: 21 degrees."], box)
+    answers = [
+        chunk.text
+        for chunk, metadata in app.stream(
+            {"messages": [HumanMessage("Warm?")]}, stream_mode="messages"
+        )
+        if PLAN_TAG not in metadata.get("tags", [])
+        and chunk.response_metadata.get("llassembly", {}).get("kind") == "answer"
+    ]
+    assert answers == ["It is warm: 21 degrees."]
+
+
+class Weather(BaseModel):
+    warm: bool
+
+
+def test_the_final_request_asks_for_the_structured_format_it_binds(box: Toolbox) -> None:
+    call = {"name": "Weather", "args": {"warm": True}, "id": "w1", "type": "tool_call"}
+    answer = AIMessage("", tool_calls=[call])
+    model = ScriptedChatModel(replies=[WEATHER_PLAN, answer])
+    agent = create_agent(
+        model,
+        tools=box.sync_tools,
+        middleware=[ToolsPlannerMiddleware(final_answer="model")],
+        response_format=ToolStrategy(Weather),
+    )
+    out = agent.invoke({"messages": [HumanMessage("Warm?")]})
+    asked = model.calls[-1][-1].text
+    assert "call no tool" not in asked and "structured format" in asked
+    assert out["structured_response"] == Weather(warm=True)
