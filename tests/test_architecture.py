@@ -227,8 +227,17 @@ def test_successors_is_the_one_control_flow_rule() -> None:
     assert successors(OPCODE_INFO[Opcode.CALL], 3, 7) == (7,)  # a subroutine
     assert successors(OPCODE_INFO[Opcode.RET], 3, None) == ()
     assert successors(OPCODE_INFO[Opcode.HLT], 3, None) == ()
-    writers = {op for op, info in OPCODE_INFO.items() if info.r0_noop}
-    assert writers == {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
+    # R0 always reads 0: writing it changes nothing, whichever instruction writes it; what an
+    # instruction writes without naming it still changes (MUL R0 writes EAX).
+    from llassembly.language.instructions import effects
+    from llassembly.language.opcodes import EAX_INDEX
+    from llassembly.language.parser import parse
+
+    for text in ("MOV R0, 1", "ADD R0, 1", "SETE R0", "AND R0, 1", "CMP R1, 2", "NOP"):
+        (ins,) = parse(text).instructions  # type: ignore[union-attr]
+        assert not effects(ins).changes_state, text
+    (mul,) = parse("MUL R0").instructions  # type: ignore[union-attr]
+    assert effects(mul).registers_written == {EAX_INDEX} and effects(mul).changes_state
 
 
 def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None:

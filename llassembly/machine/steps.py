@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
+from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.analysis.layout import (
     Layout,
-    eax_calls,
     layout_of,
 )
 from llassembly.analysis.verifier import verify
@@ -26,8 +26,6 @@ from llassembly.language.instructions import OPCODE_INFO
 from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
 from llassembly.language.opcodes import (
     EAX_INDEX,
-    ECX_INDEX,
-    EDX_INDEX,
     Opcode,
 )
 from llassembly.language.program import (
@@ -37,7 +35,6 @@ from llassembly.language.program import (
     Program,
     Reg,
     Value,
-    find_tool,
 )
 from llassembly.machine.access import (
     Context,
@@ -61,7 +58,15 @@ from llassembly.machine.say import compile_say
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
 
-__all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"]
+__all__ = [
+    "ORDERED",
+    "UNORDERED",
+    "UNSET",
+    "CompiledProgram",
+    "Step",
+    "compile_program",
+    "compile_step",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +74,7 @@ __all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"
 # returns the next pc. One compiler per opcode; the table is checked at import.
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
+"""A compiled instruction: ``(state, its own pc) -> the next pc``."""
 _Context = Context
 
 
@@ -282,27 +288,30 @@ class CompiledProgram:
     """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
     registers: tuple[int, ...] = ()
     """The registers a run may write, in order (see :func:`written_registers`)."""
+    flow: ControlFlow | None = None
+    """The control-flow graph the program was compiled from (tool calls, jump targets, the
+    EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
         return self.layout.initial_memory() if self.layout is not None else {}
 
 
+def compile_step(ins: Instruction, ctx: Context) -> Step:
+    """The step of one instruction (a tool ``CALL`` has none: the run loop makes the call)."""
+    return _COMPILERS[ins.op](ins, ctx)
+
+
 def _compile_steps(
     program: Program, externs: Mapping[str, Extern], max_stack_depth: int
 ) -> CompiledProgram:
-    tools: list[Extern | None] = []
-    for ins in program.instructions:
-        tool = None
-        if ins.op is Opcode.CALL and isinstance(ins.operands[0], Name):
-            tool = find_tool(ins.operands[0].name, externs)
-        tools.append(tool)
+    flow = control_flow(program, externs)
+    # The graph was built from these externs: its tools are externs.
+    tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
-    tool_at = {pc: tool for pc, tool in enumerate(tools) if tool is not None}
-    eax = eax_calls(program, tool_at).eax
-    ctx = _Context(program, len(program.instructions), max_stack_depth, layout, eax)
+    ctx = Context(program, len(program.instructions), max_stack_depth, layout, flow.eax)
     steps = [
-        None if tool is not None else _COMPILERS[ins.op](ins, ctx)
+        None if tool is not None else compile_step(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
     return CompiledProgram(
@@ -312,24 +321,24 @@ def _compile_steps(
         externs,
         max_stack_depth,
         layout,
-        eax,
-        written_registers(program),
+        flow.eax,
+        written_registers(flow),
+        flow,
     )
 
 
-def written_registers(program: Program) -> tuple[int, ...]:
-    """The indexes of the registers a run of ``program`` may write, in order.
+def written_registers(flow: ControlFlow) -> tuple[int, ...]:
+    """The indexes of the registers a run of the program may write, in order.
 
-    A register is written only as an instruction's register operand, or as one of the three
-    an instruction writes without naming them (``EAX``/``EDX`` of one-operand ``MUL``/``DIV``,
-    ``ECX`` of ``LOOP``, ``EAX`` of a call whose result goes there); those three are always
-    listed. Every other register keeps the value a run starts with, so a snapshot reads these
-    and no others (R0 is never written).
+    A register is written only where the instruction table says an instruction writes it
+    (its register operands, or the ones it uses without naming them: ``EAX``/``EDX`` of
+    one-operand ``MUL``/``DIV``, ``ECX`` of ``LOOP``), or as ``EAX`` by a call whose result
+    goes there. Every other register keeps the value a run starts with, so a snapshot reads
+    these and no others (R0 is never written).
     """
-    found = {EAX_INDEX, ECX_INDEX, EDX_INDEX}
-    for ins in program.instructions:
-        found.update(op.index for op in ins.operands if isinstance(op, Reg))
-    found.discard(0)
+    found = {reg for fx in flow.effects for reg in fx.registers_written}
+    if flow.eax:
+        found.add(EAX_INDEX)
     return tuple(sorted(found))
 
 
