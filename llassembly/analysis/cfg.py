@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from llassembly.language.instructions import (
@@ -308,7 +308,7 @@ def _pop_after(
 
 
 def components(
-    entry: int, succ: Mapping[int, tuple[int, ...]] | tuple[tuple[int, ...], ...]
+    entry: int, succ: Mapping[int, tuple[int, ...]] | Sequence[tuple[int, ...]]
 ) -> list[list[int]]:
     """The strongly connected components reachable from ``entry``, sinks first (iterative
     Tarjan); ``succ[node]`` lists a node's successors."""

@@ -8,17 +8,21 @@ handler fails at import, not at run time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.analysis.constants import FAILS, Outcome, Run, install_semantics
 from llassembly.analysis.layout import (
     Layout,
     layout_of,
 )
 from llassembly.analysis.verifier import verify
 from llassembly.errors import (
+    AsmRuntimeError,
+    LLAssemblyError,
     StackDepthExceeded,
     UsageError,
 )
@@ -54,9 +58,7 @@ from llassembly.machine.ops import (
     flags_check,
 )
 from llassembly.machine.say import compile_say
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
+from llassembly.machine.state import MachineState
 
 __all__ = [
     "ORDERED",
@@ -348,3 +350,61 @@ def compile_program(
     """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
     verify(program, externs)
     return _compile_steps(program, externs, max_stack_depth)
+
+
+# -- the same steps for the plan summary ------------------------------------------------------
+
+
+class _NotWritten:
+    """Put in a register an instruction says it writes: still there after it, it did not."""
+
+
+_NOT_WRITTEN: Any = _NotWritten()
+
+
+class StepSemantics:
+    """The summary's semantics (:class:`llassembly.analysis.constants.Semantics`): one
+    instruction run by its own compiled step on a scratch state holding the known values, so
+    the constants a person approves are computed exactly as the run computes them."""
+
+    initial_flags: Hashable = (False, False, UNSET)
+
+    def runner(self, flow: ControlFlow, layout: Layout) -> Run:
+        """Run instructions of ``flow``'s program alone (see :data:`~llassembly.analysis.
+        constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
+        no step run here reads (the summary runs none that reads memory the plan writes)."""
+        program = flow.program
+        ctx = Context(program, flow.end, sys.maxsize, layout, flow.eax)
+        steps: dict[int, Step] = {}
+        scratch = layout.initial_memory()
+
+        def run(
+            pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
+        ) -> Outcome | object | None:
+            fx = flow.effects[pc]
+            step = steps.get(pc)
+            try:
+                if step is None:
+                    step = steps[pc] = compile_step(program.instructions[pc], ctx)
+                st = MachineState(pc=pc, stack=list(taken), mem=scratch)
+                for reg in fx.registers_written:
+                    st.regs[reg] = _NOT_WRITTEN
+                for reg, value in registers.items():
+                    st.regs[reg] = value
+                if isinstance(flags, tuple):
+                    st.zf, st.lt, st.flag_mode = flags
+                next_pc = step(st, pc)
+            except AsmRuntimeError:
+                return FAILS  # it fails on these values, as the run would
+            except LLAssemblyError:
+                return None
+            written = {reg: st.regs[reg] for reg in fx.registers_written}
+            if any(value is _NOT_WRITTEN for value in written.values()):
+                return None
+            flags_after = (st.zf, st.lt, st.flag_mode) if fx.flags_written else None
+            return Outcome(written, flags_after, tuple(st.stack), next_pc)
+
+        return run  # type: ignore[return-value]  # FAILS is the analysis' own marker
+
+
+install_semantics(StepSemantics())
