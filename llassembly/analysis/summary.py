@@ -35,7 +35,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ from llassembly.analysis.constants import (
 )
 from llassembly.analysis.layout import layout_of
 from llassembly.analysis.paths import paths_of
+from llassembly.analysis.toolset import tool_shapes
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.program import (
     Program,
@@ -230,7 +231,7 @@ def _notes(in_loop: bool, conditional: bool) -> str:
 
 def summarize(
     program: Program,
-    tools: Mapping[str, ToolShape],
+    tools: Mapping[str, ToolShape] | Iterable[ToolShape],
     *,
     max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
@@ -243,7 +244,8 @@ def summarize(
 
     Args:
         program: The parsed plan.
-        tools: The tools the plan may call, by name.
+        tools: The tools the plan may call, by name or as a list (see
+            :func:`llassembly.analysis.verifier.check`).
         max_instructions_to_exec: The instruction budget the run will have.
         max_tool_calls: The tool-call budget the run will have.
         semantics: How instructions run on known values (default: the machine's own steps,
@@ -252,9 +254,10 @@ def summarize(
     Returns:
         The :class:`PlanSummary`.
     """
-    flow = control_flow(program, tools)
+    by_name = tool_shapes(tools)
+    flow = control_flow(program, by_name)
     paths = paths_of(flow)
-    stacks = constants(paths, layout_of(program, tools), semantics)
+    stacks = constants(paths, layout_of(program, by_name), semantics)
     states = paths.states
     by_site: dict[int, list[int]] = {}
     for number, (pc, _) in enumerate(states):

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from llassembly.analysis._path_problems import flow_problems, loop_problems, mnemonic
 from llassembly.analysis.cfg import control_flow
@@ -34,6 +34,7 @@ from llassembly.analysis.layout import (
     literal_zero,
 )
 from llassembly.analysis.placeholders import placeholder_problems
+from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import (
     Diagnostic,
     PlanRejected,
@@ -350,17 +351,24 @@ def _scales(mem: Mem) -> list[int]:
     return [1 if reg is mem.base else mem.scale for reg in mem.registers]
 
 
-def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic, ...]:
+def check(
+    program: Program, tools: Mapping[str, ToolShape] | Iterable[ToolShape]
+) -> tuple[Diagnostic, ...]:
     """Return every problem of ``program``, sorted by line and column (empty when it is fine).
 
     Args:
         program: The parsed plan.
-        tools: The tools the plan may CALL, by name.
+        tools: The tools the plan may CALL: by name, or a list of tools (externs, or anything
+            with a name, params and n_results; ``llassembly.check`` also takes functions and
+            LangChain tools).
 
     Returns:
         One :class:`~llassembly.errors.Diagnostic` per problem.
+
+    Raises:
+        UsageError: ``tools`` is neither a mapping nor a list of tools.
     """
-    checker = _Checker(program, tools)
+    checker = _Checker(program, tool_shapes(tools))
     checker.check_unknown()
     checker.check_labels()
     checker.check_operands()
@@ -377,15 +385,16 @@ def check(program: Program, tools: Mapping[str, ToolShape]) -> tuple[Diagnostic,
     return tuple(unique)
 
 
-def verify(program: Program, tools: Mapping[str, ToolShape]) -> None:
+def verify(program: Program, tools: Mapping[str, ToolShape] | Iterable[ToolShape]) -> None:
     """Check ``program`` and raise if anything is wrong.
 
     Args:
         program: The parsed plan.
-        tools: The tools the plan may CALL, by name.
+        tools: The tools the plan may CALL, by name or as a list (see :func:`check`).
 
     Raises:
         PlanRejected: The plan has problems; ``diagnostics`` lists all of them.
+        UsageError: ``tools`` is neither a mapping nor a list of tools.
     """
     diagnostics = check(program, tools)
     if diagnostics:
