@@ -202,6 +202,10 @@ def paths_of(flow: ControlFlow) -> Paths:
         pc, returns = paths.states[state]
         targets: list[int] = []
         for nxt in _next(paths, pc, returns):
+            if nxt is not None and nxt[0] >= flow.end:  # past the last instruction
+                if nxt[1]:
+                    continue  # inside a subroutine: the verifier refuses it
+                nxt = None
             if nxt is None:
                 targets.append(END)
                 continue
@@ -228,11 +232,4 @@ def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[_State | None
     if kind in ("jump", "branch") and pc not in flow.targets:
         paths.complete = False  # a jump to no label: where it goes is not known
         return []
-    out: list[_State | None] = []
-    for target in flow.successors[pc]:
-        if target < flow.end:
-            out.append((target, returns))
-        elif not returns:
-            out.append(None)
-        # else: a subroutine running off the end (the verifier refuses it)
-    return out
+    return [(target, returns) for target in flow.successors[pc]]
