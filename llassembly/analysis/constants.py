@@ -40,6 +40,7 @@ __all__ = [
     "MAX_VALUE_STEPS",
     "UNKNOWN",
     "Abstract",
+    "Fails",
     "Outcome",
     "Run",
     "Semantics",
@@ -66,12 +67,14 @@ UNKNOWN: Final = _Unknown()
 Abstract = Value | _Unknown
 
 
-class _Fails:
+class Fails:
+    """The type of :data:`FAILS`."""
+
     def __repr__(self) -> str:
         return "FAILS"
 
 
-FAILS: Final = _Fails()
+FAILS: Final = Fails()
 """What :data:`Run` returns for an instruction that fails on the values it was given."""
 
 
@@ -92,7 +95,7 @@ class Outcome:
     next_pc: int
 
 
-Run = Callable[[int, Mapping[int, Value], Hashable, Sequence[Value]], "Outcome | _Fails | None"]
+Run = Callable[[int, Mapping[int, Value], Hashable, Sequence[Value]], "Outcome | Fails | None"]
 """``run(pc, registers read, flags, values taken off the stack)``: the instruction at ``pc``
 run on these values; :data:`FAILS` when it fails on them, ``None`` when it cannot be run
 alone (the analysis then treats its outputs as unknown)."""
@@ -181,7 +184,7 @@ class _Propagation:
         if flow.eax:
             written.add(EAX_INDEX)
         self.slot = {reg: i for i, reg in enumerate(sorted(written))}  # untracked: always 0
-        self.memo: dict[Hashable, Outcome | _Fails | None] = {}
+        self.memo: dict[Hashable, Outcome | Fails | None] = {}
         self.reads_memory = [
             self.reads_live(flow.program.instructions[pc].operands, fx)
             for pc, fx in enumerate(flow.effects)
@@ -238,7 +241,7 @@ class _Propagation:
             return (regs, flags, stack), outcome.next_pc if decides else None
         return self.copies(pc, fx, facts), None
 
-    def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | _Fails | None:
+    def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
         regs, flags, stack = facts
         if self.reads_memory[pc] or len(stack) < fx.pops:

@@ -4,11 +4,12 @@ Two stages (see "Checks before the run" in ``docs/language.md``):
 
 * structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
   labels defined twice or clashing with data labels, a ``global`` naming no code label;
-* flow, only when the structure leaves the control flow well defined (the path analysis is in
-  ``llassembly._flow``): stack underflow, jumps with no flags set, ordered jumps after a compare
-  of strings, arithmetic on strings and subroutines running past the end, each on some path;
-  loops that can never end. A plan the path analysis cannot follow within its limits (nesting,
-  states, steps) is refused, saying which limit.
+* flow, only when the structure leaves the control flow well defined (the path analysis is
+  :mod:`llassembly.analysis.flow`, over the graph of :mod:`llassembly.analysis.cfg`): stack
+  underflow, jumps with no flags set, ordered jumps after a compare of strings, arithmetic on
+  strings and subroutines running past the end, each on some path; loops that can never end.
+  A plan the path analysis cannot follow within its limits (nesting, states, steps) is
+  refused, saying which limit.
 
 Example:
     >>> from llassembly.parser import parse

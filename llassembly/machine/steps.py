@@ -3,7 +3,12 @@
 A step function takes the machine state and its own pc and returns the next pc. Every
 instruction is compiled once, so the emulator's loop is a list index and a call. The table
 ``_COMPILERS`` is checked against :class:`~llassembly.program.Opcode` at import: a missing
-handler fails at import, not at run time.
+handler fails at import, not at run time. Which instruction is a tool call, and where a
+result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
+
+The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
+the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
+is the value the run computes.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
-from llassembly.analysis.constants import FAILS, Outcome, Run, install_semantics
+from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
 from llassembly.analysis.layout import (
     Layout,
     layout_of,
@@ -379,7 +384,7 @@ class StepSemantics:
 
         def run(
             pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
-        ) -> Outcome | object | None:
+        ) -> Outcome | Fails | None:
             fx = flow.effects[pc]
             step = steps.get(pc)
             # The compilers expect a verified plan; the summary of one that does not verify
@@ -405,7 +410,7 @@ class StepSemantics:
             flags_after = (st.zf, st.lt, st.flag_mode) if fx.flags_written else None
             return Outcome(written, flags_after, tuple(st.stack), next_pc)
 
-        return run  # type: ignore[return-value]  # FAILS is the analysis' own marker
+        return run
 
 
 install_semantics(StepSemantics())
