@@ -530,3 +530,32 @@ def test_the_summary_of_a_31_kb_plan_takes_well_under_two_seconds() -> None:
     assert summary.complete and summary.tool("transfer").max_calls == 900  # type: ignore[union-attr]
     assert args_at(summary, "transfer")[899] == [899]
     assert took < 2.0, took
+
+
+def test_a_call_every_path_makes_through_a_subroutine_is_not_conditional() -> None:
+    """Both branches call the subroutine that calls the tool: on every path the line runs
+    (in a different calling context each way), so it is not conditional; a line only one
+    branch reaches is."""
+    tools = externs_from([transfer])
+    plan = """
+        MOV R1, 1
+        CMP R1, 0
+        JE other
+        CALL pay
+        JMP done
+    other:
+        CALL pay
+        PUSH 2
+        CALL transfer
+    done:
+        HLT
+    pay:
+        PUSH 1
+        CALL transfer
+        RET
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    use = summary.tool("transfer")
+    assert use is not None
+    assert [(s.line, s.conditional) for s in use.sites] == [(10, True), (15, False)]
+    assert (use.min_calls, use.max_calls, use.conditional) == (1, 2, False)
