@@ -17,7 +17,8 @@ arithmetic from the machine itself:
   or in ``EAX`` as the control-flow graph decided (the EAX convention);
 * memory the plan may write is never a constant.
 
-The analysis is bounded by :data:`MAX_VALUE_STEPS` state visits; past it, nothing is known.
+The analysis is bounded by :data:`MAX_VALUE_STEPS` state visits and :data:`MAX_VALUE_WORK`
+values handled; past either, nothing is known.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "COPIES_ONLY",
     "FAILS",
     "MAX_VALUE_STEPS",
+    "MAX_VALUE_WORK",
     "UNKNOWN",
     "Abstract",
     "Fails",
@@ -53,6 +55,9 @@ __all__ = [
 
 MAX_VALUE_STEPS: Final = 100_000
 """Most state visits the constant analysis makes; past it every argument is unknown."""
+MAX_VALUE_WORK: Final = 1_000_000
+"""Most values (state visits times the registers followed) it handles, likewise: a plan that
+writes many registers gets fewer visits."""
 _STACK_KEPT: Final = 64  # top stack slots whose values are followed
 
 
@@ -164,12 +169,26 @@ def _key(value: Value) -> Hashable:
 _Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
 
 
+def _joined(old: tuple[Abstract, ...], new: tuple[Abstract, ...]) -> tuple[Abstract, ...]:
+    """:func:`join`, position by position (written out: it is the analysis' inner loop)."""
+    if old is new:
+        return old
+    return tuple(
+        [
+            a
+            if a is b
+            or (type(a) is type(b) and a == b and (type(a) is not float or repr(a) == repr(b)))
+            else UNKNOWN
+            for a, b in zip(old, new, strict=True)
+        ]
+    )
+
+
 def _merge(old: _Facts, new: _Facts) -> _Facts:
-    regs = tuple(join(x, y) for x, y in zip(old[0], new[0], strict=True))
     flags = old[1] if old[1] == new[1] else UNKNOWN
     keep = min(len(old[2]), len(new[2]))
     top_old, top_new = old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :]
-    return regs, flags, tuple(join(x, y) for x, y in zip(top_old, top_new, strict=True))
+    return _joined(old[0], new[0]), flags, _joined(top_old, top_new)
 
 
 class _Propagation:
@@ -311,9 +330,10 @@ class _Propagation:
         queue = [(paths.states[0][0], 0)]
         queued = {0}
         steps = 0
+        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot), 1))
         while queue:
             steps += 1
-            if steps > MAX_VALUE_STEPS:
+            if steps > limit:
                 return None
             _, number = heapq.heappop(queue)
             queued.discard(number)
