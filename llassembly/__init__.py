@@ -24,11 +24,6 @@ from llassembly.analysis.summary import (
     CallSite,
     PlanSummary,
     ToolUse,
-    summarize,
-)
-from llassembly.analysis.verifier import (
-    check,
-    verify,
 )
 from llassembly.errors import (
     AsmRuntimeError,
@@ -67,6 +62,11 @@ from llassembly.machine.emulator import (
 from llassembly.machine.externs import (
     Extern,
     externs_from,
+)
+from llassembly.machine.toolset import (  # these take tools as a list or a mapping
+    check,
+    summarize,
+    verify,
 )
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type checkers

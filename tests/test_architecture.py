@@ -227,8 +227,17 @@ def test_successors_is_the_one_control_flow_rule() -> None:
     assert successors(OPCODE_INFO[Opcode.CALL], 3, 7) == (7,)  # a subroutine
     assert successors(OPCODE_INFO[Opcode.RET], 3, None) == ()
     assert successors(OPCODE_INFO[Opcode.HLT], 3, None) == ()
-    writers = {op for op, info in OPCODE_INFO.items() if info.r0_noop}
-    assert writers == {Opcode.MOV, Opcode.ADD, Opcode.SUB, Opcode.MUL, Opcode.INC, Opcode.DEC}
+    # R0 always reads 0: writing it changes nothing, whichever instruction writes it; what an
+    # instruction writes without naming it still changes (MUL R0 writes EAX).
+    from llassembly.language.instructions import effects
+    from llassembly.language.opcodes import EAX_INDEX
+    from llassembly.language.parser import parse
+
+    for text in ("MOV R0, 1", "ADD R0, 1", "SETE R0", "AND R0, 1", "CMP R1, 2", "NOP"):
+        (ins,) = parse(text).instructions  # type: ignore[union-attr]
+        assert not effects(ins).changes_state, text
+    (mul,) = parse("MUL R0").instructions  # type: ignore[union-attr]
+    assert effects(mul).registers_written == {EAX_INDEX} and effects(mul).changes_state
 
 
 def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None:
@@ -260,3 +269,100 @@ def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None
     others = {op for op in Opcode if op not in (Opcode.PUSH, Opcode.POP)}
     assert all(OPCODE_INFO[op].stack == (0, 0) for op in others)
     assert depth_change("MOV R1, 5\nADD R1, 2\nCMP R1, 7\nSETE R2\nXCHG R1, R2\nNEG R1") == 0
+
+
+# --- no list of opcodes outside the instruction table --------------------------------------------
+
+_TABLE = PACKAGE / "language" / "instructions.py"
+
+
+def _is_opcode(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Opcode"
+    )
+
+
+def _dispatch_names(tree: ast.AST) -> set[int]:
+    """Ids of the dict displays assigned to a ``*COMPILERS`` name: the one dispatch of a
+    compiler per opcode (``machine/steps.py`` checks at import that it covers every opcode)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if any(n.endswith("COMPILERS") for n in names) and isinstance(node.value, ast.Dict):  # type: ignore[union-attr]
+            found.add(id(node.value))  # type: ignore[union-attr]
+    return found
+
+
+def opcode_lists(source: str) -> list[tuple[int, str]]:
+    """``(line, what)`` for every list of opcodes in ``source``: a list, set, tuple or dict
+    display of two or more ``Opcode.X``, an ``in`` test against opcodes, a ``.value.startswith``
+    (an opcode picked by its name)."""
+    tree = ast.parse(source)
+    allowed = _dispatch_names(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            if sum(_is_opcode(e) for e in node.elts) >= 2:
+                found.append((node.lineno, "a collection of opcodes"))
+        elif isinstance(node, ast.Dict) and id(node) not in allowed:
+            if sum(_is_opcode(k) for k in node.keys if k is not None) >= 2:
+                found.append((node.lineno, "a dict keyed by opcodes"))
+        elif isinstance(node, ast.Compare):
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, ast.In | ast.NotIn) and any(
+                    _is_opcode(e) for e in getattr(right, "elts", ())
+                ):
+                    found.append((node.lineno, "an in-test against opcodes"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "endswith")
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "value"
+        ):
+            found.append((node.lineno, "an opcode picked by its name"))
+    return found
+
+
+def test_no_module_but_the_instruction_table_lists_opcodes() -> None:
+    """Facts about opcodes live in ``language/instructions.py``; every other module asks it
+    (``OPCODE_INFO``, ``effects``, the control-flow graph) instead of keeping its own list."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != _TABLE
+        for line, what in opcode_lists(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_opcode_list_scan_finds_each_kind_of_list() -> None:
+    source = textwrap.dedent(
+        """
+        A = frozenset({Opcode.ADD, Opcode.SUB})
+        if ins.op in (Opcode.MUL, Opcode.DIV):
+            pass
+        if op not in [Opcode.PUSH]:
+            pass
+        B = {op for op in Opcode if op.value.startswith("SET")}
+        C = {Opcode.JE: 1, Opcode.JNE: 2}
+        _COMPILERS = {Opcode.MOV: f, Opcode.PUSH: g}
+        if ins.op is Opcode.CALL:
+            pass
+        """
+    )
+    assert sorted(opcode_lists(source)) == [
+        (2, "a collection of opcodes"),
+        (3, "a collection of opcodes"),
+        (3, "an in-test against opcodes"),
+        (5, "an in-test against opcodes"),
+        (7, "an opcode picked by its name"),
+        (8, "a dict keyed by opcodes"),
+    ]

@@ -332,3 +332,230 @@ def test_data_the_plan_writes_is_no_constant_argument() -> None:
     summary = summarize(program, {"ping": __import__("llassembly").externs_from([ping])["ping"]})
     (site,) = summary.tool("ping").sites
     assert [a.constant for a in site.arguments] == [False]
+
+
+# -- the summary is what runs: the two cases that once disagreed ----------------------------------
+
+
+def our_domain_only(summary: PlanSummary, program: Program) -> list[str]:
+    """The policy of ``llassembly.policies``' docstring: send_email to @ours.com only."""
+    use = summary.tool("send_email")
+    if use is None:
+        return []
+    return [
+        f"line {site.line}: send_email may only write to @ours.com addresses"
+        for site in use.sites
+        if not (site.arguments[0].constant and str(site.arguments[0].value).endswith("@ours.com"))
+    ]
+
+
+def calls_made(program: Program, tools: dict[str, Extern], results: dict[str, Any]) -> list[Any]:
+    made: list[Any] = []
+
+    def call(request: Any) -> Any:
+        made.append((request.tool, request.args))
+        return results.get(request.tool)
+
+    Emulator(program, tools).run(call)
+    return made
+
+
+def test_a_result_read_in_eax_is_not_on_the_summarys_stack() -> None:
+    """Registers saved around a call whose result is read in EAX: the result is not on the
+    stack (the EAX convention), so the POPs take the saved values. The summary once kept the
+    result on its stack, took the wrong saved value for send_email's address, and a policy
+    allowing only our domain passed a plan that emails another. (Written with a JMP before
+    the POPs: a POP straight after the EAX read is refused by the verifier.)"""
+    plan = """
+        PUSH "x@evil.com"
+        PUSH "a@ours.com"
+        PUSH "critical"
+        CALL list_alerts
+        MOV R1, EAX
+        JMP go
+    go:
+        POP R3
+        POP R2
+        PUSH R2
+        PUSH "alerts"
+        PUSH R1
+        CALL send_email
+        HLT
+    """
+    summary = summary_of(plan)
+    assert args_at(summary, "send_email") == [["x@evil.com", "alerts", "?"]]
+    program = parse(plan)
+    assert isinstance(program, Program)
+    assert our_domain_only(summary, program) == [
+        "line 14: send_email may only write to @ours.com addresses"
+    ]
+    made = calls_made(program, OPS, {"list_alerts": 2})
+    assert made[1] == ("send_email", {"to": "x@evil.com", "subject": "alerts", "body": "2"})
+
+
+def transfer(amount: int) -> None:
+    """Move an amount."""
+
+
+def test_loop_counts_ecx_down_in_the_summary_too() -> None:
+    """LOOP writes ECX: after ``MOV ECX, 1001`` and one LOOP, ECX is 1000. The summary once
+    showed transfer(1001) while the run called transfer(1000)."""
+    tools = externs_from([transfer])
+    program = parse("MOV ECX, 1001\nLOOP next\nnext:\nPUSH ECX\nCALL transfer\nHLT")
+    assert isinstance(program, Program)
+    verify(program, tools)
+    use = summarize(program, tools).tool("transfer")
+    assert use is not None and use.arguments[0].shown() == "amount=1000"
+    assert calls_made(program, tools, {}) == [("transfer", {"amount": 1000})]
+
+
+def test_a_value_computed_from_ecx_after_a_loop_is_what_the_run_computes() -> None:
+    """A loop that ends with ECX at 0, then arithmetic on it: the summary runs the same
+    instructions the machine runs, so the constant it shows is the one passed; when the
+    rounds are not followed one by one, the value is computed, never a wrong constant."""
+    tools = externs_from([transfer])
+    after = "MOV R1, ECX\nADD R1, 1001\nPUSH R1\nCALL transfer"
+    once = parse(f"MOV ECX, 1\ntop:\nNOP\nLOOP top\n{after}")
+    thrice = parse(f"MOV ECX, 3\ntop:\nNOP\nLOOP top\n{after}")
+    assert isinstance(once, Program) and isinstance(thrice, Program)
+    assert args_at(summarize(once, tools), "transfer") == [[1001]]
+    assert args_at(summarize(thrice, tools), "transfer") == [["?"]]
+    assert (
+        calls_made(once, tools, {})
+        == calls_made(thrice, tools, {})
+        == [("transfer", {"amount": 1001})]
+    )
+
+
+def test_a_value_that_differs_between_rounds_of_a_loop_is_computed() -> None:
+    tools = externs_from([transfer])
+    program = parse("MOV ECX, 3\ntop:\nPUSH ECX\nCALL transfer\nLOOP top\nHLT")
+    assert isinstance(program, Program)
+    use = summarize(program, tools).tool("transfer")
+    assert use is not None and use.arguments[0].shown() == "amount=<computed>"
+    assert [args["amount"] for _, args in calls_made(program, tools, {})] == [3, 2, 1]
+
+
+def test_arithmetic_on_constants_is_a_constant_of_the_machines_type() -> None:
+    """Each instruction whose inputs are known is run by the machine's own step: integer and
+    float arithmetic, conversions, shifts, memory read through a computed address."""
+    tools = externs_from([transfer, send_email])
+    plan = """
+    section .rodata
+        table dd 10, 20, 30
+    section .text
+        MOV R1, 7
+        IMUL R1, 6
+        SHL R1, 1
+        PUSH R1
+        CALL transfer
+        LEA ESI, [table]
+        MOV ESI, [ESI + 8]
+        MOV R2, ESI
+        CVTSI2SD xmm0, R2
+        DIVSD xmm0, 4
+        PUSH "a@ours.com"
+        PUSH xmm0
+        PUSH 1
+        CALL send_email
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [[84]]
+    assert args_at(summary, "send_email") == [["a@ours.com", 7.5, 1]]
+    assert type(args_at(summary, "send_email")[0][1]) is float
+
+
+def test_a_branch_the_constants_decide_goes_one_way_for_the_arguments() -> None:
+    """``CMP`` of two known values decides the jump: the arguments come from that path only
+    (the counts still cover both ways, as paths through the code)."""
+    tools = externs_from([transfer])
+    plan = "MOV R1, 5\nCMP R1, 5\nJE same\nMOV R1, 9\nsame:\nPUSH R1\nCALL transfer\nHLT"
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [[5]]
+
+
+def test_memory_the_plan_writes_and_tool_results_are_never_constants() -> None:
+    tools = externs_from([transfer, list_alerts])
+    plan = """
+    section .data
+        n dd 4
+    section .text
+        MOV R1, [n]
+        PUSH R1
+        CALL transfer
+        MOV [n], 5
+        PUSH "x"
+        CALL list_alerts
+        MOV R2, EAX
+        PUSH R2
+        CALL transfer
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [["?"], ["?"]]
+
+
+def test_without_the_machine_only_copies_are_followed() -> None:
+    from llassembly.analysis.constants import COPIES_ONLY, default_semantics
+    from llassembly.machine.steps import StepSemantics
+
+    assert isinstance(default_semantics(), StepSemantics)  # installed by the machine
+    tools = externs_from([transfer])
+    program = parse(
+        "MOV R1, 2\nMOV R2, R1\nADD R1, 3\nPUSH R2\nCALL transfer\nPUSH R1\nCALL transfer"
+    )
+    assert isinstance(program, Program)
+    assert args_at(summarize(program, tools, semantics=COPIES_ONLY), "transfer") == [[2], ["?"]]
+    assert args_at(summarize(program, tools), "transfer") == [[2], [5]]
+
+
+def test_the_summary_of_a_31_kb_plan_takes_well_under_two_seconds() -> None:
+    """The paths are counted in passes linear in their states (the conditional check once,
+    not once per call site); the constants within a bounded number of visits."""
+    import time
+
+    plan = "".join(f"CALL sub\nPUSH {i}\nCALL transfer\nCALL get\nPOP R1\n" for i in range(900))
+    plan += "HLT\nsub:\nNOP\nRET\n"
+    assert len(plan) > 31_000
+
+    def get() -> int:
+        """A reading."""
+        return 1
+
+    tools = externs_from([transfer, get])
+    program = parse(plan)
+    assert isinstance(program, Program)
+    start = time.perf_counter()
+    summary = summarize(program, tools)
+    took = time.perf_counter() - start
+    assert summary.complete and summary.tool("transfer").max_calls == 900  # type: ignore[union-attr]
+    assert args_at(summary, "transfer")[899] == [899]
+    assert took < 2.0, took
+
+
+def test_a_call_every_path_makes_through_a_subroutine_is_not_conditional() -> None:
+    """Both branches call the subroutine that calls the tool: on every path the line runs
+    (in a different calling context each way), so it is not conditional; a line only one
+    branch reaches is."""
+    tools = externs_from([transfer])
+    plan = """
+        MOV R1, 1
+        CMP R1, 0
+        JE other
+        CALL pay
+        JMP done
+    other:
+        CALL pay
+        PUSH 2
+        CALL transfer
+    done:
+        HLT
+    pay:
+        PUSH 1
+        CALL transfer
+        RET
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    use = summary.tool("transfer")
+    assert use is not None
+    assert [(s.line, s.conditional) for s in use.sites] == [(10, True), (15, False)]
+    assert (use.min_calls, use.max_calls, use.conditional) == (1, 2, False)

@@ -18,6 +18,7 @@ from llassembly.analysis.flow import (
     MAX_STATES,
     MAX_STEPS,
 )
+from llassembly.analysis.summary import summarize
 from llassembly.analysis.verifier import (
     check,
     verify,
@@ -35,11 +36,13 @@ from llassembly.language.parser import parse
 from llassembly.language.program import (
     Imm,
     Instruction,
+    Mem,
     Name,
     Operand,
     Program,
     Reg,
 )
+from llassembly.machine.emulator import Emulator
 
 
 @dataclass(frozen=True)
@@ -505,6 +508,60 @@ def test_a_register_that_stops_holding_a_string_is_accepted() -> None:
     accepted("section .data\nlimit dd 10\nsection .text\nMOV R1, 1\nADD R1, limit\nHLT")
 
 
+def test_a_register_used_without_being_named_is_checked_like_a_named_one() -> None:
+    """``MUL src`` and ``DIV src`` work on EAX; with a string in EAX they fail at run time,
+    so the verifier refuses them (the instruction table lists EAX among what they read)."""
+    for op in ("MUL", "DIV", "IMUL", "IDIV"):
+        error = rejected(f'MOV EAX, "x"\nMOV R1, 2\n{op} R1\nHLT')
+        assert f"line 3, column 1: {op} R1 works on EAX without naming it, but on some " in error
+        assert "EAX holds a string here" in error
+    accepted('MOV EAX, "x"\nMOV R1, 2\nMUL R1, 3\nHLT')  # two operands: EAX is not read
+    accepted('MOV EAX, "x"\nMOV EAX, 4\nMOV R1, 2\nMUL R1\nHLT')
+
+
+def test_a_label_or_variable_holding_a_string_is_no_number() -> None:
+    """A data label written with a string, a cell read by a fixed address, a variable: on some
+    path each holds a string when the arithmetic reads it."""
+    data = 'section .data\nlabel dd 5\nrow dd 1, "two", 3\nsection .text\n'
+    error = rejected(data + 'MOV label, "s"\nMOV R1, 1\nADD R1, label\nHLT')
+    assert "line 7, column 9: ADD needs numbers, but on some path label holds a string" in error
+    error = rejected(data + "MOV R1, 1\nADD R1, [row + 4]\nHLT")
+    assert "line 6, column 9: ADD needs numbers, but on some path [row + 4] holds a string" in error
+    error = rejected(data + "MOV R2, [row + 4]\nSUB R1, R2\nHLT")
+    assert "line 6, column 9: SUB needs numbers, but on some path R2 holds a string" in error
+    error = rejected('MOV total, "none"\nINC total\nHLT')
+    assert "line 2, column 5: INC needs numbers, but on some path total holds a string" in error
+
+
+def test_memory_that_stops_holding_a_string_or_is_not_known_is_accepted() -> None:
+    data = 'section .data\nlabel db "s"\nrow dd 1, "two", 3\nsection .text\n'
+    accepted(data + "MOV label, 5\nMOV R1, 1\nADD R1, label\nHLT")
+    accepted(data + "MOV R1, 1\nADD R1, [row]\nADD R1, [row + 8]\nHLT")
+    accepted(data + "MOV ESI, 2\nMOV R1, 1\nADD R1, [row + ESI*4]\nHLT")  # not known
+    accepted(data + "MOV [row + 4], 7\nMOV R1, 1\nADD R1, [row + 4]\nHLT")
+    accepted('MOV R1, "a"\nMOV R2, 2\nXCHG R1, R2\nINC R1\nHLT')  # R1 holds the 2 now
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("CALL [rax]", "CALL needs a tool name or a label, not the memory operand [rax]"),
+        ("JMP [x]", "JMP needs a label of the plan, not the memory operand [x]"),
+        ("JE [x + 8]", "JE needs a label of the plan, not the memory operand [x + 8]"),
+        ("LOOP [ECX]", "LOOP needs a label of the plan, not the memory operand [ECX]"),
+    ],
+)
+def test_a_jump_or_call_through_memory_is_a_diagnostic_at_its_line(line: str, message: str) -> None:
+    """There are no computed jumps: a memory operand where a label goes is refused at its
+    column, on every path (the flow checks, which would need its target, are skipped)."""
+    plan = f"section .data\nx dd 1, 2, 3\nsection .text\nCMP R1, 0\n{line}\nHLT"
+    error = rejected(plan)
+    column = len(line.split()[0]) + 2
+    assert f"line 5, column {column}: {message}" in error
+    with pytest.raises(PlanRejected, match="memory operand"):
+        Emulator(program_of(plan), [])
+
+
 # -- 10. the entry point and the end of the program ------------------------------------------
 
 
@@ -618,6 +675,16 @@ _OPERANDS: st.SearchStrategy[Operand] = st.one_of(
     st.builds(Reg, st.integers(0, 3), st.just("R1")),
     st.builds(Imm, st.one_of(st.integers(-2, 2), st.just("s"), st.just(1.5))),
     st.builds(Name, _NAMES),
+    st.builds(  # memory: a known label, an unknown one, none; through a register or not
+        Mem,
+        st.sampled_from([None, "city", "zzz"]),
+        st.one_of(st.none(), st.builds(Reg, st.integers(0, 3), st.just("R1"))),
+        st.none(),
+        st.just(1),
+        st.sampled_from([0, 3, 8, -8]),
+        st.just(0),
+        st.just("[m]"),
+    ),
 )
 
 
@@ -629,6 +696,8 @@ def _well_formed(draw: st.DrawFn, kind: OperandKind) -> Operand:
     """An operand of the right kind, so the flow checks run too."""
     if kind == "reg":
         return Reg(draw(st.integers(0, 3)), "R1")
+    if kind in ("label", "target") and draw(st.integers(0, 9)) == 0:
+        return Mem(draw(st.sampled_from([None, "city"])), Reg(1, "R1"), text="[R1]")
     if kind == "label":
         return Name(draw(st.sampled_from(_LABELS[:3])))
     if kind == "target":
@@ -662,7 +731,10 @@ def _programs(draw: st.DrawFn, *, well_formed: bool) -> Program:
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_programs(well_formed=False), _programs(well_formed=True)))
 def test_random_programs_never_crash_the_verifier(program: Program) -> None:
+    """Nor the summary, which still returns for a plan that does not verify."""
     with counted_steps() as steps:
         diagnostics = check(program, NPC_TOOLS)
     assert steps[0] <= MAX_STEPS
     assert list(diagnostics) == sorted(diagnostics, key=lambda d: (d.line, d.column))
+    summary = summarize(program, NPC_TOOLS)
+    assert summary.complete or summary.max_tool_calls is None

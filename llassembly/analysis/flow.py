@@ -1,15 +1,19 @@
 """Path analysis for the verifier: what every reachable path through a plan may do.
 
-The analysis walks abstract states ``(pc, return stack)`` from the entry point. Each state keeps
+The analysis walks abstract states ``(pc, return stack)`` from the entry point over the
+control-flow graph (:mod:`llassembly.analysis.cfg`), reading what each instruction does from
+the instruction table (:func:`~llassembly.language.instructions.effects`). Each state keeps
 facts that only move one way, so the walk always ends:
 
 * the least data-stack depth any path brings there (``POP`` or a tool ``CALL`` on a short
   stack);
 * which instructions may have set the flags last: a ``CMP`` of strings written in the program,
   or :data:`UNSET` when on some path nothing has set them yet;
-* which registers and which top stack slots hold, on some path, a value that is certainly a
-  string: a string literal, string data, or the result of a tool declared ``-> str``. Values
-  of unknown type (other tool results) are never taken for strings.
+* which registers, memory cells and top stack slots hold, on some path, a value that is
+  certainly a string: a string literal, string data, or the result of a tool declared
+  ``-> str``. Values of unknown type (other tool results, a cell written through a computed
+  address) are never taken for strings;
+* which variables may not have been written yet.
 
 It is bounded: nested subroutines are followed :data:`MAX_CALL_DEPTH` calls deep, at most
 :data:`MAX_STATES` states are kept and :data:`MAX_STEPS` states visited. A bound that is hit is
@@ -20,28 +24,19 @@ refuses the plan: a path the analysis did not follow is never taken for a fine o
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from llassembly.analysis.cfg import ControlFlow, components
 from llassembly.analysis.layout import Layout
-from llassembly.language.instructions import (
-    OPCODE_INFO,
-    stack_effect,
-)
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    ECX_INDEX,
-    EDX_INDEX,
-    Opcode,
-)
+from llassembly.language.instructions import OPCODE_INFO, Effects
+from llassembly.language.opcodes import EAX_INDEX
 from llassembly.language.program import (
     Imm,
     Instruction,
     Mem,
     Name,
     Operand,
-    Program,
     Reg,
     ToolShape,
 )
@@ -75,7 +70,8 @@ class _Facts(NamedTuple):
     setters: frozenset[int]  # string CMPs (and UNSET) that may have set the flags last
     regs: int  # bit i: register i holds a string on some path
     stack: int  # bit i: the value i slots below the top is a string on some path
-    unwritten: int = 0  # bit i: variable i may not have been written yet on some path
+    unwritten: int  # bit i: variable i may not have been written yet on some path
+    cells: int  # bit i: memory cell i (numbered label by label) holds a string on some path
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -84,6 +80,7 @@ class _Facts(NamedTuple):
             self.regs | other.regs,
             self.stack | other.stack,
             self.unwritten | other.unwritten,
+            self.cells | other.cells,
         )
 
 
@@ -97,6 +94,10 @@ class Findings:
         string_jumps: Ordered jump to the string ``CMP`` instructions that may set its flags.
         unset_jumps: Conditional jumps reached with no flags set on some path.
         string_math: ``(instruction, operand position)`` of arithmetic on a string.
+        string_addresses: ``(instruction, operand position)`` of a memory operand whose
+            address has a register holding a string.
+        string_registers: ``(instruction, register)`` of arithmetic on a string in a register
+            it uses without naming it (``ECX`` of ``LOOP``, ``EAX`` of ``MUL src``).
         off_end: Instruction after which a subroutine runs past the end of the program, to the
             ``CALL`` that entered that subroutine.
         too_deep: ``CALL label`` instructions that would nest past :data:`MAX_CALL_DEPTH`.
@@ -110,6 +111,8 @@ class Findings:
     string_jumps: dict[int, set[int]] = field(default_factory=dict)
     unset_jumps: set[int] = field(default_factory=set)
     string_math: set[tuple[int, int]] = field(default_factory=set)
+    string_addresses: set[tuple[int, int]] = field(default_factory=set)
+    string_registers: set[tuple[int, int]] = field(default_factory=set)
     off_end: dict[int, int] = field(default_factory=dict)
     too_deep: set[int] = field(default_factory=set)
     overflow: int | None = None
@@ -124,37 +127,70 @@ def _results(tool: ToolShape) -> tuple[int, int]:
     return count, bits
 
 
-def _write(regs: int, operand: Operand, is_string: bool) -> int:
-    """``regs`` after writing ``operand`` (R0 and non-registers change nothing)."""
-    if not isinstance(operand, Reg) or operand.index == 0:
-        return regs
-    bit = 1 << operand.index
-    return regs | bit if is_string else regs & ~bit
+class _Memory:
+    """Memory cells numbered label by label, for the string facts of :class:`_Facts`."""
+
+    def __init__(self, layout: Layout | None) -> None:
+        self.first: dict[str, int] = {}  # label -> number of its first cell
+        self.layout = layout
+        self.initial = 0  # the cells that start as strings
+        self.writable = 0  # the cells of writable labels
+        if layout is None:
+            return
+        number = 0
+        for key in layout.order:
+            self.first[key] = number
+            for offset, cell in enumerate(layout.labels[key].cells):
+                if isinstance(cell, str):
+                    self.initial |= 1 << (number + offset)
+            number += len(layout.labels[key].cells)
+        self.writable = sum(self.span(k) for k in self.first if layout.labels[k].writable)
+
+    def span(self, key: str) -> int:
+        """The bits of every cell of a label."""
+        assert self.layout is not None  # only called for labels of the layout
+        return ((1 << len(self.layout.labels[key].cells)) - 1) << self.first[key]
+
+    def cell(self, operand: Operand) -> tuple[int, bool]:
+        """``(bits, exact)``: the cells ``operand`` names (a data label or variable, or a
+        memory operand), and whether it names exactly one cell known before the run. ``(0,
+        False)`` for an operand that names no memory."""
+        if self.layout is None:
+            return 0, False
+        if isinstance(operand, Name):
+            key = operand.name.lower()
+            if key not in self.first:
+                return 0, False
+            return self.span(key), len(self.layout.labels[key].cells) == 1
+        if not isinstance(operand, Mem):
+            return 0, False
+        if operand.label is None:
+            return self.writable, False
+        key = operand.label.lower()
+        if key not in self.first:
+            return 0, False
+        label = self.layout.labels[key]
+        index, rest = divmod(operand.disp, label.size)
+        if operand.registers or rest or not 0 <= index < len(label.cells):
+            return self.span(key), False
+        return 1 << (self.first[key] + index), True
 
 
 class _Explorer:
-    def __init__(
-        self,
-        program: Program,
-        target: Mapping[int, int],
-        tools: Mapping[int, ToolShape],
-        layout: Layout | None = None,
-        eax_calls: frozenset[int] = frozenset(),
-    ) -> None:
+    def __init__(self, flow: ControlFlow, layout: Layout | None = None) -> None:
+        program = flow.program
+        self.flow = flow
         self.instructions = program.instructions
         self.data = program.data
-        self.target = target
-        self.tools = tools
-        self.eax_calls = eax_calls
+        self.memory = _Memory(layout)
         variables = sorted(layout.variables) if layout is not None else []
         self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
         self.all_variables = (1 << len(variables)) - 1
-        self.results = {pc: _results(tool) for pc, tool in tools.items()}
+        self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         self.string_cmps = {
             pc
             for pc, ins in enumerate(self.instructions)
-            if ins.op in (Opcode.CMP, Opcode.TEST)
-            and any(self.literal_string(o) for o in ins.operands)
+            if OPCODE_INFO[ins.op].compares and any(self.literal_string(o) for o in ins.operands)
         }
         self.facts: dict[_State, _Facts] = {}
         self.queue: list[_State] = []  # a heap: lowest instruction first
@@ -169,10 +205,30 @@ class _Explorer:
             return isinstance(self.data.get(operand.name.lower()), str)
         return False
 
-    def holds_string(self, operand: Operand, regs: int) -> bool:
+    def holds_string(self, operand: Operand, facts: _Facts) -> bool:
+        """Whether ``operand`` holds a string for certain on some path."""
         if isinstance(operand, Reg):
-            return bool(regs >> operand.index & 1)
-        return self.literal_string(operand)
+            return bool(facts.regs >> operand.index & 1)
+        bits, one = self.memory.cell(operand)
+        if one:  # one cell: what the paths wrote there
+            return bool(facts.cells & bits)
+        if isinstance(operand, Mem):  # a computed address: not known before the run
+            return False
+        return self.literal_string(operand)  # a whole row reads as JSON text, a constant as is
+
+    def write(self, operand: Operand, is_string: bool, regs: int, cells: int) -> tuple[int, int]:
+        """``(regs, cells)`` after writing a value (a string or not) to ``operand``."""
+        if isinstance(operand, Reg):
+            if operand.index == 0:  # R0 stays 0
+                return regs, cells
+            bit = 1 << operand.index
+            return (regs | bit if is_string else regs & ~bit), cells
+        bits, one = self.memory.cell(operand)
+        if one:
+            return regs, (cells | bits if is_string else cells & ~bits)
+        # A computed address: some cell of these may now hold another value. A string stays
+        # certain only where a string is written.
+        return regs, (cells if is_string else cells & ~bits)
 
     def overflowed(self, pc: int, returns: tuple[int, ...]) -> None:
         """Record where a budget ran out: the outermost CALL on the path, else ``pc``."""
@@ -204,7 +260,7 @@ class _Explorer:
     def run(self, entry: int) -> Findings:
         if not 0 <= entry < len(self.instructions):
             return self.found
-        start = _Facts(0, frozenset((UNSET,)), 0, 0, self.all_variables)
+        start = _Facts(0, frozenset((UNSET,)), 0, 0, self.all_variables, self.memory.initial)
         self.reach(entry, (), start, entry)
         steps = 0
         while self.queue:
@@ -225,105 +281,103 @@ class _Explorer:
             return self.variable_bit.get(operand.label.lower(), 0)
         return 0
 
-    def reads(self, pc: int, ins: Instruction, facts: _Facts) -> int:
+    def reads(self, pc: int, ins: Instruction, fx: Effects, facts: _Facts) -> int:
         """Check what ``ins`` reads; return the variables it leaves written."""
-        info = OPCODE_INFO[ins.op]
-        shape = info.accepts(len(ins.operands)) or info.operands
+        operands = ins.operands
         unwritten = facts.unwritten
-        clears = ins.op in (Opcode.XOR, Opcode.TEST) and _same_register(ins)
-        for position, (kind, operand) in enumerate(zip(shape, ins.operands, strict=False)):
-            reads_it = kind != "reg" or info.reads_dst or ins.op.value.startswith("CMOV")
+        for position in fx.reads:
+            operand = operands[position]
             bit = self.variable(operand)
-            if reads_it and bit and unwritten & bit:
+            if bit and unwritten & bit:
                 self.found.unwritten_reads.add((pc, position))
-            if isinstance(operand, Mem):
-                for reg in operand.registers:
-                    if facts.regs >> reg.index & 1:
-                        self.found.string_math.add((pc, position))
-            numeric = info.numeric and reads_it and not clears and kind != "label"
-            if numeric and self.holds_string(operand, facts.regs):
+            if fx.numeric and self.holds_string(operand, facts):
                 self.found.string_math.add((pc, position))
-            if kind == "reg" and bit and not reads_it:
-                unwritten &= ~bit
-        if ins.op is Opcode.LOOP and facts.regs >> ECX_INDEX & 1:
-            self.found.string_math.add((pc, -1))  # -1: the ECX it counts down
+        for position, operand in enumerate(operands):
+            if isinstance(operand, Mem) and any(
+                facts.regs >> reg.index & 1 for reg in operand.registers
+            ):
+                self.found.string_addresses.add((pc, position))
+        for position in fx.writes:
+            if position not in fx.reads:
+                unwritten &= ~self.variable(operands[position])
+        if fx.numeric:
+            for reg in fx.implicit_reads:
+                if facts.regs >> reg & 1:
+                    self.found.string_registers.add((pc, reg))
         return unwritten
-
-    def written(self, ins: Instruction, regs: int, stack_top: bool) -> int:
-        """``regs`` (string bits) after ``ins`` writes its destination."""
-        op, operands = ins.op, ins.operands
-        if op in (Opcode.MUL, Opcode.DIV) and len(operands) == 1:
-            return regs & ~(1 << EAX_INDEX) & ~(1 << EDX_INDEX)
-        if op is Opcode.LOOP:
-            return regs & ~(1 << ECX_INDEX)
-        info = OPCODE_INFO[op]
-        if not operands or info.operands[0] != "reg" or op is Opcode.PUSH:
-            return regs
-        dst = operands[0]
-        if op is Opcode.MOV:
-            return _write(regs, dst, self.holds_string(operands[1], regs))
-        if op is Opcode.POP:
-            return _write(regs, dst, stack_top)
-        if op is Opcode.XCHG:
-            first, second = self.holds_string(dst, regs), self.holds_string(operands[1], regs)
-            return _write(_write(regs, dst, second), operands[1], first)
-        if op.value.startswith("CMOV"):
-            either = self.holds_string(dst, regs) or self.holds_string(operands[1], regs)
-            return _write(regs, dst, either)
-        return _write(regs, dst, False)
 
     def step(self, pc: int, returns: tuple[int, ...], facts: _Facts) -> None:
         ins = self.instructions[pc]
-        op = ins.op
-        info = OPCODE_INFO[op]
-        depth, setters, regs, stack, _ = facts
-        unwritten = self.reads(pc, ins, facts)
-        if info.condition:
+        fx = self.flow.effects[pc]
+        depth, setters, regs, stack, _, cells = facts
+        unwritten = self.reads(pc, ins, fx, facts)
+        info = OPCODE_INFO[ins.op]
+        if fx.flags_read:
             self.test_flags(pc, setters)
-            if not info.jump:  # SETcc, CMOVcc: a path goes on with flags it could test
+            if fx.flow == "next":  # SETcc, CMOVcc: a path goes on with flags it could test
                 setters = _NO_SETTER if info.ordered else setters - {UNSET}
-        taken, put = stack_effect(info, self.tools.get(pc))
-        if op is Opcode.PUSH:
-            depth += put
-            stack = (stack << 1 | self.holds_string(ins.operands[0], regs)) & _STACK_BITS
-        elif op is Opcode.POP:
-            if depth < taken:
-                self.found.empty_pops.add(pc)
-            depth = max(depth - taken, 0)
-            regs, stack = self.written(ins, regs, bool(stack & 1)), stack >> 1
-        elif op in (Opcode.CMP, Opcode.TEST):
-            setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
-        elif op is Opcode.CALL:
-            if pc not in self.tools:
-                self.call(pc, returns, _Facts(depth, setters, regs, stack, unwritten))
-                return
-            need = taken
-            if depth < need:
-                self.found.short_calls[pc] = min(depth, self.found.short_calls.get(pc, depth))
-            count, bits = self.results[pc]
-            if pc in self.eax_calls:  # the one result goes to EAX (see llassembly._layout)
-                depth = max(depth - need, 0)
-                stack = stack >> need
-                regs = _write(regs, Reg(EAX_INDEX, "EAX"), bool(bits & 1))
-            else:
-                depth = max(depth - need, 0) + count
-                stack = ((stack >> need) << count | bits) & _STACK_BITS
-        elif op is Opcode.RET:
+        if self.flow.subroutine_call(pc):
+            self.call(pc, returns, _Facts(depth, setters, regs, stack, unwritten, cells))
+            return
+        if fx.flow == "return":
             if returns:
                 back = returns[-1]
                 self.reach(back, returns[:-1], facts._replace(unwritten=unwritten), back - 1)
             return
-        elif op is Opcode.HLT:
+        if fx.flow == "halt":
             return
+        taken, put = self.flow.stack_effect(pc)
+        if depth < taken:
+            if pc in self.flow.tools:
+                self.found.short_calls[pc] = min(depth, self.found.short_calls.get(pc, depth))
+            else:
+                self.found.empty_pops.add(pc)
+        depth = max(depth - taken, 0) + put
+        if pc in self.flow.tools:
+            count, bits = self.results[pc]
+            if pc in self.flow.eax:  # the one result goes to EAX (see the cfg)
+                stack >>= taken
+                regs = regs | 1 << EAX_INDEX if bits & 1 else regs & ~(1 << EAX_INDEX)
+            else:
+                stack = ((stack >> taken) << count | bits) & _STACK_BITS
         else:
-            if info.sets_flags:
-                setters = _NO_SETTER
-            regs = self.written(ins, regs, False)
-        after = _Facts(depth, setters, regs, stack, unwritten)
-        if info.jump:
-            self.jump(pc, returns, after)
+            regs, stack, cells = self.moved(ins, fx, facts, taken)
+        if fx.flags_written:
+            setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
+        after = _Facts(depth, setters, regs, stack, unwritten, cells)
+        if fx.flow == "next":
+            self.reach(pc + 1, returns, after, pc)
             return
-        self.reach(pc + 1, returns, after, pc)
+        if info.condition:  # a path that goes on past the jump had flags it could test
+            strings = after.setters - {UNSET}
+            after = after._replace(setters=_NO_SETTER if info.ordered else strings)
+        for target in self.flow.successors[pc]:
+            self.reach(target, returns, after, pc)
+
+    def moved(
+        self, ins: Instruction, fx: Effects, facts: _Facts, taken: int
+    ) -> tuple[int, int, int]:
+        """``(regs, stack, cells)`` after ``ins`` writes: a copy carries its string, a value
+        taken off the stack its slot's, anything computed is a number."""
+        operands = ins.operands
+        top = bool(facts.stack & 1)
+        values = []
+        for position in fx.writes:  # read everything before writing anything (XCHG)
+            sources = [read for written, read in fx.moves if written == position]
+            if sources:
+                is_string = any(self.holds_string(operands[r], facts) for r in sources)
+            else:
+                is_string = top if taken else False
+            values.append((operands[position], is_string))
+        pushed = [self.holds_string(operands[p], facts) for p in fx.reads] if fx.pushes else []
+        regs, stack, cells = facts.regs, facts.stack >> taken, facts.cells
+        for operand, is_string in values:
+            regs, cells = self.write(operand, is_string, regs, cells)
+        for reg in fx.implicit_writes:  # MUL src, DIV src, LOOP: numbers
+            regs &= ~(1 << reg)
+        for is_string in pushed:
+            stack = (stack << 1 | is_string) & _STACK_BITS
+        return regs, stack, cells
 
     def test_flags(self, pc: int, setters: frozenset[int]) -> None:
         """Record what an instruction testing the flags may find: none set, or strings."""
@@ -334,83 +388,23 @@ class _Explorer:
         if info.ordered and strings:
             self.found.string_jumps.setdefault(pc, set()).update(strings)
 
-    def jump(self, pc: int, returns: tuple[int, ...], facts: _Facts) -> None:
-        info = OPCODE_INFO[self.instructions[pc].op]
-        if info.conditional:
-            if info.condition:
-                # A path that goes on past the jump had flags it could test.
-                strings = facts.setters - {UNSET}
-                facts = facts._replace(setters=_NO_SETTER if info.ordered else strings)
-            self.reach(pc + 1, returns, facts, pc)
-        self.reach(self.target[pc], returns, facts, pc)
-
     def call(self, pc: int, returns: tuple[int, ...], facts: _Facts) -> None:
         if len(returns) >= MAX_CALL_DEPTH:
             self.found.too_deep.add(pc)
             return
-        self.reach(self.target[pc], (*returns, pc + 1), facts, pc)
+        self.reach(self.flow.targets[pc], (*returns, pc + 1), facts, pc)
 
 
-def _same_register(ins: Instruction) -> bool:
-    operands = ins.operands
-    return len(operands) == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
-
-
-def explore(
-    program: Program,
-    target: Mapping[int, int],
-    tools: Mapping[int, ToolShape],
-    layout: Layout | None = None,
-    eax_calls: frozenset[int] = frozenset(),
-) -> Findings:
-    """Walk every path of ``program`` from its entry point, within the bounds.
+def explore(flow: ControlFlow, layout: Layout | None = None) -> Findings:
+    """Walk every path of a program from its entry point, within the bounds.
 
     Args:
-        program: A program whose structure is sound (every jump and CALL target resolved).
-        target: Jump, ``LOOP`` or ``CALL label`` instruction index to the index it goes to.
-        tools: Tool ``CALL`` instruction index to the tool.
-        layout: Its memory (for the variables that must be written before they are read).
-        eax_calls: Tool ``CALL``s whose result goes to ``EAX`` instead of the stack.
+        flow: The control-flow graph of a program whose structure is sound (every jump and
+            CALL target resolved).
+        layout: Its memory (for the variables that must be written before they are read, and
+            the cells that hold strings).
 
     Returns:
         The :class:`Findings`.
     """
-    return _Explorer(program, target, tools, layout, eax_calls).run(program.entry)
-
-
-def components(entry: int, succ: Mapping[int, tuple[int, ...]]) -> list[list[int]]:
-    """Return the strongly connected components reachable from ``entry`` (iterative Tarjan)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    result: list[list[int]] = []
-    work: list[tuple[int, int]] = [(entry, 0)]
-    while work:
-        node, child = work.pop()
-        if child == 0:
-            index[node] = low[node] = len(index)
-            stack.append(node)
-            on_stack.add(node)
-        children = succ[node]
-        if child < len(children):
-            work.append((node, child + 1))
-            nxt = children[child]
-            if nxt not in index:
-                work.append((nxt, 0))
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-            continue
-        if low[node] == index[node]:
-            component: list[int] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            result.append(component)
-        if work:
-            parent = work[-1][0]
-            low[parent] = min(low[parent], low[node])
-    return result
+    return _Explorer(flow, layout).run(flow.program.entry)

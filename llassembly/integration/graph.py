@@ -34,6 +34,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.errors import (
     ExecutionError,
     UsageError,
@@ -42,12 +43,6 @@ from llassembly.integration.messages import batch_messages, call_messages, resul
 from llassembly.integration.node import Node
 from llassembly.integration.record import Failure, execution_failure
 from llassembly.integration.results import refusal_tag, value_tag
-from llassembly.language.instructions import (
-    OPCODE_INFO,
-    successors,
-)
-from llassembly.language.opcodes import Opcode
-from llassembly.language.program import Name
 from llassembly.machine.ahead import (
     Failed,
     Outcome,
@@ -353,7 +348,7 @@ class PlanGraph:
         if self.granularity == "instruction":
             return list(range(count))
         starts = {program.entry}
-        starts.update(i + 1 for i, tool in enumerate(self.compiled.tools) if tool is not None)
+        starts.update(i + 1 for i in _flow_of(self.compiled).tools)
         return sorted(s for s in starts if s < count)
 
     def _edges(self, pc: int) -> list[tuple[str, int | None]]:
@@ -361,39 +356,20 @@ class PlanGraph:
 
         A failure also ends the graph, so every node can reach the end.
         """
-        program = self.compiled.program
-        count = len(program.instructions)
-        ins = program.instructions[pc]
-        info = OPCODE_INFO[ins.op]
-
-        def at(index: int) -> int | None:
-            return index if index < count else None
-
-        if info.flow == "return":
+        flow = _flow_of(self.compiled)
+        kind = flow.effects[pc].flow
+        if kind == "return":
             return [("", s) for s in dict.fromkeys([*self._return_sites, None])]
-        operand = ins.operands[0] if ins.operands else None
-        subroutine = info.flow == "call" and self.compiled.tools[pc] is None
-        target = None
-        if (info.jump or subroutine) and isinstance(operand, Name):
-            target = program.labels[operand.name.lower()]
-        out = [at(index) if index is not None else None for index in successors(info, pc, target)]
-        if info.flow == "branch":
+        out = [index if index < flow.end else None for index in flow.successors[pc]]
+        if kind == "branch":
             return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
         return [("", out[0] if out else None)]
-
-    def _is_subroutine_call(self, index: int, op: Opcode) -> bool:
-        return op is Opcode.CALL and self.compiled.tools[index] is None
 
     @functools.cached_property
     def _return_sites(self) -> list[int | None]:
         """Where a ``RET`` may go: the instruction after each ``CALL label`` (computed once)."""
-        program = self.compiled.program
-        count = len(program.instructions)
-        return [
-            i + 1 if i + 1 < count else None
-            for i, x in enumerate(program.instructions)
-            if self._is_subroutine_call(i, x.op)
-        ]
+        flow = _flow_of(self.compiled)
+        return [site if site < flow.end else None for site in flow.return_sites]
 
     def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
         """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
@@ -439,7 +415,7 @@ class PlanGraph:
             if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
                 calls = None
                 break
-            if self.compiled.tools[index] is not None:
+            if index in _flow_of(self.compiled).tools:
                 calls.add(index)
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
@@ -461,6 +437,11 @@ class PlanGraph:
 
 def _where(call: ToolCall) -> dict[str, Any]:
     return {"line": call.line, "source": call.source}
+
+
+def _flow_of(compiled: CompiledProgram) -> ControlFlow:
+    """The control-flow graph a program was compiled from (built when it was not kept)."""
+    return compiled.flow or control_flow(compiled.program, compiled.externs)
 
 
 def _update(emulator: Emulator, messages: list[AnyMessage], failure: Failure | None) -> PlanState:

@@ -1,188 +1,251 @@
 """The one table of instruction facts: what each opcode takes, reads, writes and where it goes.
 
-Every stage asks this table (:data:`OPCODE_INFO`) instead of keeping its own list of opcodes:
-the scanner and parser (operand shapes, mnemonics and aliases), the verifier and the plan
-summary (effects, control flow), the machine's compilers and the graph compiler.
+Every stage asks this table instead of keeping its own list of opcodes, as CPython's ``dis``
+asks ``opcode``: the scanner and parser (operand shapes, mnemonics and aliases), the verifier,
+the control-flow graph and the plan summary (effects, control flow), the machine's compilers
+and the graph compiler. Two ways to ask:
+
+* :data:`OPCODE_INFO` gives the facts of an opcode (:class:`OpcodeInfo`): its operand forms,
+  flags, stack effect and control flow;
+* :func:`effects` gives what one instruction, with its operands as written, reads and writes
+  (:class:`Effects`): operand positions, registers (the implicit ones too), flags, the stack.
+
+Operand forms are written as C's inline assembly writes its constraints: ``"=reg"`` is written
+and not read, ``"+reg"`` read and written, a bare kind only read; after a ``;`` come the
+registers used without being named (``"value; +EAX =EDX"`` is ``DIV src``: it reads ``src``
+and ``EAX``, writes ``EAX`` and ``EDX``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass
 from typing import Literal
 
-from llassembly.language.opcodes import Opcode
-from llassembly.language.program import ToolShape
+from llassembly.language.opcodes import Opcode, register_index
+from llassembly.language.program import Instruction, Mem, Operand, Reg, ToolShape
 
 __all__ = [
     "MNEMONICS",
     "OPCODE_INFO",
+    "Effects",
     "Flow",
+    "Form",
     "OpcodeInfo",
     "OperandKind",
+    "effects",
     "stack_effect",
     "successors",
 ]
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem"]
-Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
-"""Where control goes after an instruction: see :func:`successors`."""
 """``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
 register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
-tool name or a code label; ``mem``: a memory operand (``LEA``)."""
+tool name or a code label; ``mem``: a memory operand whose address is computed and not read
+(``LEA``)."""
+Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
+"""Where control goes after an instruction: see :func:`successors`."""
+
+_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem"})
+_ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One operand shape of an opcode and what it does with each operand.
+
+    Attributes:
+        kinds: The operand kinds, in order.
+        reads: Positions of the operands whose value it reads.
+        writes: Positions of the operands it writes.
+        implicit_reads: Registers it reads without naming them (``MUL src`` reads ``EAX``).
+        implicit_writes: Registers it writes without naming them (``DIV src``: ``EAX``, ``EDX``).
+    """
+
+    kinds: tuple[OperandKind, ...]
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    implicit_reads: tuple[int, ...] = ()
+    implicit_writes: tuple[int, ...] = ()
+
+
+def _form(spec: str) -> Form:
+    """A :class:`Form` from its spelling: ``"+reg, value; +EAX =EDX"`` (see the module doc)."""
+    named, _, implicit = spec.partition(";")
+    kinds: list[OperandKind] = []
+    reads: list[int] = []
+    writes: list[int] = []
+    for position, word in enumerate(w.strip() for w in named.split(",") if w.strip()):
+        access, kind = (word[0], word[1:]) if word[0] in "=+" else ("", word)
+        if kind not in _KINDS:
+            raise ValueError(f"unknown operand kind {kind!r} in {spec!r}")
+        kinds.append(kind)  # type: ignore[arg-type]  # checked against _KINDS just above
+        if access == "+" or (access == "" and kind == "value"):
+            reads.append(position)
+        if access:
+            writes.append(position)
+    implicit_reads: list[int] = []
+    implicit_writes: list[int] = []
+    for word in implicit.split():
+        index = register_index(word[1:])
+        if word[0] not in "=+" or index is None:
+            raise ValueError(f"an implicit register is written =REG or +REG, not {word!r}")
+        implicit_writes.append(index)
+        if word[0] == "+":
+            implicit_reads.append(index)
+    return Form(
+        tuple(kinds), tuple(reads), tuple(writes), tuple(implicit_reads), tuple(implicit_writes)
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class OpcodeInfo:
-    """Static facts about one opcode."""
+    """Static facts about one opcode.
 
-    operands: tuple[OperandKind, ...]
-    jump: bool = False
-    conditional: bool = False
-    ordered: bool = False
-    sets_flags: bool = False
-    ends_block: bool = False
-    writes_state: bool = False
-    numeric: bool = False
-    """Its operands (all but a plain destination) must be numbers."""
-    reads_dst: bool = False
-    """It reads its destination before writing it (``ADD``, not ``MOV``)."""
-    forms: tuple[tuple[OperandKind, ...], ...] = ()
-    """Other operand shapes it accepts (``DIV ECX`` beside ``DIV EAX, ECX``)."""
-    condition: str = ""
-    """For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is conditional,
-    on ``ECX``, and tests no flag.)"""
-    variadic: bool = False
-    """Its last operand kind repeats: ``SAY`` reads one more value per placeholder of its
-    text (the parser adds them, see :func:`answer_template`)."""
+    Attributes:
+        shapes: Its operand forms, the usual one first (``DIV ECX`` beside ``DIV EAX, ECX``).
+        flow: Its control flow (see :func:`successors`).
+        condition: For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is
+            conditional, on ``ECX``, and tests no flag.)
+        sets_flags: It sets the flags (all of them: equal, less, and whether numbers or
+            strings were compared).
+        compares: It sets the flags by comparing its operands, strings too (``CMP``, ``TEST``),
+            not from a number it computed.
+        numeric: The values it reads must be numbers (its result is a number too).
+        moves: ``(written, read)`` operand positions: the value written at the first is the
+            value read at the second (``MOV``, ``XCHG``; ``CMOVcc`` writes one of two). What
+            an instruction writes elsewhere is a number it computed.
+        same_register: What it does when both operands are one register: ``"clears"``
+            (``XOR r, r`` reads nothing and writes 0) or ``"tests"`` (``TEST r, r`` tests any
+            value, text too: is it empty?).
+        divides: Its last operand is a divisor (0 there is a division by zero).
+        variadic: Its last operand kind repeats: ``SAY`` reads one more value per placeholder
+            of its text (the parser adds them).
+        stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
+            tool's parameters and puts its results (see :func:`stack_effect`).
+    """
+
+    shapes: tuple[Form, ...]
     flow: Flow = "next"
-    """Its control flow (read by the verifier and the graph compiler through
-    :func:`successors`)."""
-    r0_noop: bool = False
-    """Its only effect is its destination register: with ``R0`` there it changes nothing."""
+    condition: str = ""
+    sets_flags: bool = False
+    compares: bool = False
+    numeric: bool = False
+    moves: tuple[tuple[int, int], ...] = ()
+    same_register: Literal["", "clears", "tests"] = ""
+    divides: bool = False
+    variadic: bool = False
     stack: tuple[int, int] = (0, 0)
-    """Values it takes off the data stack and puts on it; a tool ``CALL`` takes the tool's
-    parameters and puts its results (see :func:`stack_effect`)."""
+
+    @property
+    def operands(self) -> tuple[OperandKind, ...]:
+        """The operand kinds of its usual form."""
+        return self.shapes[0].kinds
+
+    @property
+    def forms(self) -> tuple[tuple[OperandKind, ...], ...]:
+        """The operand kinds of its other forms."""
+        return tuple(form.kinds for form in self.shapes[1:])
+
+    @property
+    def jump(self) -> bool:
+        """It may go somewhere other than the next instruction by a label (``LOOP`` too)."""
+        return self.flow == "jump" or self.flow == "branch"
+
+    @property
+    def conditional(self) -> bool:
+        """What it does depends on a condition: the flags, or ``ECX`` for ``LOOP``."""
+        return bool(self.condition) or self.flow == "branch"
+
+    @property
+    def ordered(self) -> bool:
+        """Its condition asks for an order (less, greater): only numbers have one."""
+        return self.condition in _ORDERED_CONDITIONS
+
+    @property
+    def ends_block(self) -> bool:
+        """Control may not go on to the next instruction alone."""
+        return self.flow != "next"
+
+    @property
+    def reads_dst(self) -> bool:
+        """Its usual form reads its destination before writing it (``ADD``, not ``MOV``)."""
+        first = self.shapes[0]
+        return bool(first.kinds) and first.kinds[0] == "reg" and 0 in first.reads
+
+    def shape(self, count: int) -> Form | None:
+        """The form with ``count`` operands, or ``None`` when none has that many."""
+        for form in self.shapes:
+            if len(form.kinds) == count:
+                return form
+        first = self.shapes[0]
+        if self.variadic and count > len(first.kinds):
+            extra = tuple(range(len(first.kinds), count))
+            return Form(first.kinds + first.kinds[-1:] * len(extra), first.reads + extra)
+        return None
 
     def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
-        """The operand shape for ``count`` operands, or ``None`` when none has that many."""
-        if len(self.operands) == count:
-            return self.operands
-        if self.variadic and count > len(self.operands):
-            return self.operands + self.operands[-1:] * (count - len(self.operands))
-        return next((form for form in self.forms if len(form) == count), None)
+        """The operand kinds for ``count`` operands, or ``None`` when no form has that many."""
+        form = self.shape(count)
+        return None if form is None else form.kinds
 
 
-_ARITH = OpcodeInfo(
-    ("reg", "value"), sets_flags=True, writes_state=True, numeric=True, reads_dst=True
-)
-_UNARY = OpcodeInfo(("reg",), sets_flags=True, writes_state=True, numeric=True, reads_dst=True)
-_SHIFT = OpcodeInfo(
-    ("reg", "value"),
-    sets_flags=True,
-    writes_state=True,
-    numeric=True,
-    reads_dst=True,
-    forms=(("reg",),),
-)
-_FLOAT = OpcodeInfo(("reg", "value"), writes_state=True, numeric=True, reads_dst=True)
-_CONVERT = OpcodeInfo(("reg", "value"), writes_state=True, numeric=True)
+def _info(*forms: str, **facts: object) -> OpcodeInfo:
+    return OpcodeInfo(tuple(_form(spec) for spec in forms), **facts)  # type: ignore[arg-type]
 
 
-def _eq_jump(condition: str) -> OpcodeInfo:
-    return OpcodeInfo(
-        ("label",), jump=True, conditional=True, ends_block=True, condition=condition, flow="branch"
-    )
+_ARITH = {"sets_flags": True, "numeric": True}
 
 
-def _ord_jump(condition: str) -> OpcodeInfo:
-    return OpcodeInfo(
-        ("label",),
-        jump=True,
-        conditional=True,
-        ordered=True,
-        ends_block=True,
-        condition=condition,
-        flow="branch",
-    )
+def _jump(condition: str) -> OpcodeInfo:
+    return _info("label", flow="branch", condition=condition)
 
 
 def _set(condition: str) -> OpcodeInfo:
-    ordered = condition not in ("e", "ne")
-    return OpcodeInfo(
-        ("reg",), conditional=True, ordered=ordered, writes_state=True, condition=condition
-    )
+    return _info("=reg", condition=condition)
 
 
 def _cmov(condition: str) -> OpcodeInfo:
-    ordered = condition not in ("e", "ne")
-    return OpcodeInfo(
-        ("reg", "value"),
-        conditional=True,
-        ordered=ordered,
-        writes_state=True,
-        condition=condition,
-    )
+    # The destination is read: it is kept when the condition does not hold.
+    return _info("+reg, value", condition=condition, moves=((0, 1), (0, 0)))
 
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
-    Opcode.MOV: OpcodeInfo(("reg", "value"), writes_state=True, r0_noop=True),
-    Opcode.PUSH: OpcodeInfo(("value",), writes_state=True, stack=(0, 1)),
-    Opcode.POP: OpcodeInfo(("reg",), writes_state=True, stack=(1, 0)),
-    Opcode.ADD: replace(_ARITH, r0_noop=True),
-    Opcode.SUB: replace(_ARITH, r0_noop=True),
-    Opcode.MUL: OpcodeInfo(
-        ("reg", "value"),
-        sets_flags=True,
-        writes_state=True,
-        numeric=True,
-        reads_dst=True,
-        forms=(("value",), ("reg", "value", "value")),
-        r0_noop=True,
-    ),
-    Opcode.INC: replace(_UNARY, r0_noop=True),
-    Opcode.DEC: replace(_UNARY, r0_noop=True),
-    Opcode.CMP: OpcodeInfo(("value", "value"), sets_flags=True),
-    Opcode.JMP: OpcodeInfo(("label",), jump=True, ends_block=True, flow="jump"),
-    Opcode.JE: _eq_jump("e"),
-    Opcode.JNE: _eq_jump("ne"),
-    Opcode.JL: _ord_jump("l"),
-    Opcode.JLE: _ord_jump("le"),
-    Opcode.JG: _ord_jump("g"),
-    Opcode.JGE: _ord_jump("ge"),
-    Opcode.CALL: OpcodeInfo(("target",), ends_block=True, writes_state=True, flow="call"),
-    Opcode.RET: OpcodeInfo((), ends_block=True, flow="return"),
-    Opcode.NOP: OpcodeInfo(()),
-    Opcode.HLT: OpcodeInfo((), ends_block=True, flow="halt"),
-    Opcode.DIV: OpcodeInfo(
-        ("reg", "value"),
-        sets_flags=True,
-        writes_state=True,
-        numeric=True,
-        reads_dst=True,
-        forms=(("value",),),
-    ),
-    Opcode.MOD: _ARITH,
-    Opcode.AND: _ARITH,
-    Opcode.OR: _ARITH,
-    Opcode.XOR: _ARITH,
-    Opcode.NOT: OpcodeInfo(("reg",), writes_state=True, numeric=True, reads_dst=True),
-    Opcode.NEG: _UNARY,
-    Opcode.TEST: OpcodeInfo(("value", "value"), sets_flags=True, numeric=True),
-    Opcode.SHL: _SHIFT,
-    Opcode.SHR: _SHIFT,
-    Opcode.SAR: _SHIFT,
-    Opcode.LEA: OpcodeInfo(("reg", "mem"), writes_state=True),
-    Opcode.LOOP: OpcodeInfo(
-        ("label",),
-        jump=True,
-        conditional=True,
-        ends_block=True,
-        writes_state=True,
-        numeric=True,
-        flow="branch",
-    ),
-    Opcode.XCHG: OpcodeInfo(("reg", "reg"), writes_state=True, reads_dst=True),
+    Opcode.MOV: _info("=reg, value", moves=((0, 1),)),
+    Opcode.PUSH: _info("value", stack=(0, 1)),
+    Opcode.POP: _info("=reg", stack=(1, 0)),
+    Opcode.ADD: _info("+reg, value", **_ARITH),
+    Opcode.SUB: _info("+reg, value", **_ARITH),
+    Opcode.MUL: _info("+reg, value", "value; +EAX", "=reg, value, value", **_ARITH),
+    Opcode.INC: _info("+reg", **_ARITH),
+    Opcode.DEC: _info("+reg", **_ARITH),
+    Opcode.CMP: _info("value, value", sets_flags=True, compares=True),
+    Opcode.JMP: _info("label", flow="jump"),
+    Opcode.JE: _jump("e"),
+    Opcode.JNE: _jump("ne"),
+    Opcode.JL: _jump("l"),
+    Opcode.JLE: _jump("le"),
+    Opcode.JG: _jump("g"),
+    Opcode.JGE: _jump("ge"),
+    Opcode.CALL: _info("target", flow="call"),
+    Opcode.RET: _info("", flow="return"),
+    Opcode.NOP: _info(""),
+    Opcode.HLT: _info("", flow="halt"),
+    Opcode.DIV: _info("+reg, value", "value; +EAX =EDX", divides=True, **_ARITH),
+    Opcode.MOD: _info("+reg, value", divides=True, **_ARITH),
+    Opcode.AND: _info("+reg, value", **_ARITH),
+    Opcode.OR: _info("+reg, value", **_ARITH),
+    Opcode.XOR: _info("+reg, value", same_register="clears", **_ARITH),
+    Opcode.NOT: _info("+reg", numeric=True),  # the flags are left as they are, as on x86
+    Opcode.NEG: _info("+reg", **_ARITH),
+    Opcode.TEST: _info("value, value", compares=True, same_register="tests", **_ARITH),
+    Opcode.SHL: _info("+reg, value", "+reg", **_ARITH),
+    Opcode.SHR: _info("+reg, value", "+reg", **_ARITH),
+    Opcode.SAR: _info("+reg, value", "+reg", **_ARITH),
+    Opcode.LEA: _info("=reg, mem"),
+    Opcode.LOOP: _info("label; +ECX", flow="branch", numeric=True),
+    Opcode.XCHG: _info("+reg, +reg", moves=((0, 1), (1, 0))),
     Opcode.SETE: _set("e"),
     Opcode.SETNE: _set("ne"),
     Opcode.SETL: _set("l"),
@@ -195,17 +258,19 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.CMOVLE: _cmov("le"),
     Opcode.CMOVG: _cmov("g"),
     Opcode.CMOVGE: _cmov("ge"),
-    Opcode.CVTSI2SD: _CONVERT,
-    Opcode.CVTTSD2SI: _CONVERT,
-    Opcode.CVTSD2SI: _CONVERT,
-    Opcode.ADDSD: _FLOAT,
-    Opcode.SUBSD: _FLOAT,
-    Opcode.MULSD: _FLOAT,
-    Opcode.DIVSD: _FLOAT,
-    Opcode.SQRTSD: _CONVERT,
-    Opcode.MINSD: _FLOAT,
-    Opcode.MAXSD: _FLOAT,
-    Opcode.SAY: OpcodeInfo(("value",), variadic=True),
+    # Conversions and floating point leave the flags as they are, as on x86.
+    Opcode.CVTSI2SD: _info("=reg, value", numeric=True),
+    Opcode.CVTTSD2SI: _info("=reg, value", numeric=True),
+    Opcode.CVTSD2SI: _info("=reg, value", numeric=True),
+    Opcode.ADDSD: _info("+reg, value", numeric=True),
+    Opcode.SUBSD: _info("+reg, value", numeric=True),
+    Opcode.MULSD: _info("+reg, value", numeric=True),
+    Opcode.DIVSD: _info("+reg, value", numeric=True, divides=True),
+    Opcode.SQRTSD: _info("=reg, value", numeric=True),
+    Opcode.MINSD: _info("+reg, value", numeric=True),
+    Opcode.MAXSD: _info("+reg, value", numeric=True),
+    # The plan's answer to the user (see "Answers" in docs/language.md).
+    Opcode.SAY: _info("value", variadic=True),
 }
 
 # Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
@@ -269,10 +334,114 @@ for _prefix, _ops in _BY_CONDITION.items():
 """Upper-case mnemonic (including aliases) to opcode."""
 
 
+# -- one instruction's effects ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What one instruction, with its operands as written, reads and writes.
+
+    Registers include those named inside memory operands (an address is read to find the
+    cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
+    written (it always reads 0). Memory is found through the operand positions: a memory
+    operand or a data label or variable at a position read or written.
+
+    Attributes:
+        op: The opcode.
+        reads: Positions of the operands whose value it reads.
+        writes: Positions of the operands it writes.
+        registers_read: Every register it reads.
+        registers_written: Every register it writes.
+        implicit_reads: Registers it reads without naming them (``LOOP``: ``ECX``).
+        implicit_writes: Registers it writes without naming them.
+        flags_read: It tests the flags (``Jcc``, ``SETcc``, ``CMOVcc``).
+        flags_written: It sets the flags.
+        pops: Values it takes off the data stack (a tool ``CALL``'s: see :func:`stack_effect`).
+        pushes: Values it puts on the data stack.
+        flow: Its control flow.
+        numeric: The values it reads must be numbers.
+        moves: ``(written, read)`` positions: a value it copies (see :attr:`OpcodeInfo.moves`).
+        writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
+    """
+
+    op: Opcode
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    registers_read: frozenset[int]
+    registers_written: frozenset[int]
+    implicit_reads: tuple[int, ...]
+    implicit_writes: tuple[int, ...]
+    flags_read: bool
+    flags_written: bool
+    pops: int
+    pushes: int
+    flow: Flow
+    numeric: bool
+    moves: tuple[tuple[int, int], ...]
+    writes_memory: bool
+
+    @property
+    def changes_state(self) -> bool:
+        """It changes a register, memory, the data stack or the return stack (flags aside)."""
+        stack = self.pops or self.pushes or self.flow == "call"
+        return bool(self.registers_written or self.writes_memory or stack)
+
+
+def effects(instruction: Instruction) -> Effects:
+    """What ``instruction`` reads and writes (see :class:`Effects`).
+
+    An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
+    by its usual form, as far as its operands go.
+    """
+    return _effects(instruction.op, instruction.operands)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
+    info = OPCODE_INFO[op]
+    form = info.shape(len(operands)) or info.shapes[0]
+    count = len(operands)
+    reads = tuple(p for p in form.reads if p < count)
+    writes = tuple(p for p in form.writes if p < count)
+    numeric = info.numeric
+    same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
+    if info.same_register and same:
+        if info.same_register == "clears":
+            reads = ()
+        numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
+    registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
+    for operand in operands:
+        if isinstance(operand, Mem):
+            registers_read.update(r.index for r in operand.registers)
+    registers_read.update(form.implicit_reads)
+    registers_written = {r.index for p in writes if isinstance(r := operands[p], Reg)}
+    registers_written.update(form.implicit_writes)
+    registers_read.discard(0)  # R0 reads 0 whatever was written to it
+    registers_written.discard(0)
+    return Effects(
+        op=op,
+        reads=reads,
+        writes=writes,
+        registers_read=frozenset(registers_read),
+        registers_written=frozenset(registers_written),
+        implicit_reads=form.implicit_reads,
+        implicit_writes=form.implicit_writes,
+        flags_read=bool(info.condition),
+        flags_written=info.sets_flags,
+        pops=info.stack[0],
+        pushes=info.stack[1],
+        flow=info.flow,
+        numeric=numeric,
+        moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
+        writes_memory=any(not isinstance(operands[p], Reg) for p in writes),
+    )
+
+
 def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:
     """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
-    parameters and puts its results (its result in ``EAX`` instead is the caller's rule, see
-    ``llassembly._layout``); every other instruction as :attr:`OpcodeInfo.stack` says."""
+    parameters and puts its results (its result in ``EAX`` instead is the control-flow graph's
+    decision, see :mod:`llassembly.analysis.cfg`); every other instruction as
+    :attr:`OpcodeInfo.stack` says."""
     if tool is not None:
         return len(tool.params), max(tool.n_results, 0)
     return info.stack
@@ -282,9 +451,9 @@ def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | Non
     """Where control goes after the instruction at ``pc`` (the one control-flow rule).
 
     ``target`` is the index of its label (a jump, ``CALL label``), ``None`` otherwise. A tool
-    ``CALL`` goes on to ``pc + 1``; ``CALL label`` to the label (the verifier adds ``pc + 1``,
-    as if the subroutine returned); ``RET`` (its destinations are the call stack's) and ``HLT``
-    have none here. A branch lists the taken successor first.
+    ``CALL`` goes on to ``pc + 1``; ``CALL label`` to the label (the return comes back to
+    ``pc + 1``: see :class:`llassembly.analysis.cfg.ControlFlow`); ``RET`` (its destinations
+    are the call stack's) and ``HLT`` have none here. A branch lists the taken successor first.
     """
     flow = info.flow
     if flow == "return" or flow == "halt":

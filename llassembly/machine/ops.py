@@ -249,7 +249,7 @@ def _same_register(ins: Instruction) -> bool:
 
 def _logic(op: Callable[[int, int], int]) -> Callable[[Instruction, Context], Step]:
     def compile_logic(ins: Instruction, ctx: Context) -> Step:
-        clears = ins.op is Opcode.XOR and _same_register(ins)
+        clears = OPCODE_INFO[ins.op].same_register == "clears" and _same_register(ins)
 
         def compute(st: MachineState, a: Value, b: Value) -> Value:
             if clears:  # XOR r, r: 0, whatever r held
@@ -459,8 +459,18 @@ NEW_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
     Opcode.LEA: _compile_lea,
     Opcode.LOOP: _compile_loop,
     Opcode.XCHG: _compile_xchg,
-    **{op: _compile_set for op in OPCODE_INFO if op.value.startswith("SET")},
-    **{op: _compile_cmov for op in OPCODE_INFO if op.value.startswith("CMOV")},
+    Opcode.SETE: _compile_set,
+    Opcode.SETNE: _compile_set,
+    Opcode.SETL: _compile_set,
+    Opcode.SETLE: _compile_set,
+    Opcode.SETG: _compile_set,
+    Opcode.SETGE: _compile_set,
+    Opcode.CMOVE: _compile_cmov,
+    Opcode.CMOVNE: _compile_cmov,
+    Opcode.CMOVL: _compile_cmov,
+    Opcode.CMOVLE: _compile_cmov,
+    Opcode.CMOVG: _compile_cmov,
+    Opcode.CMOVGE: _compile_cmov,
     Opcode.CVTSI2SD: _convert(float),
     Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
     Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),

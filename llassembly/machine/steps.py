@@ -3,22 +3,30 @@
 A step function takes the machine state and its own pc and returns the next pc. Every
 instruction is compiled once, so the emulator's loop is a list index and a call. The table
 ``_COMPILERS`` is checked against :class:`~llassembly.program.Opcode` at import: a missing
-handler fails at import, not at run time.
+handler fails at import, not at run time. Which instruction is a tool call, and where a
+result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
+
+The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
+the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
+is the value the run computes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
+from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
 from llassembly.analysis.layout import (
     Layout,
-    eax_calls,
     layout_of,
 )
 from llassembly.analysis.verifier import verify
 from llassembly.errors import (
+    AsmRuntimeError,
     StackDepthExceeded,
     UsageError,
 )
@@ -26,8 +34,6 @@ from llassembly.language.instructions import OPCODE_INFO
 from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
 from llassembly.language.opcodes import (
     EAX_INDEX,
-    ECX_INDEX,
-    EDX_INDEX,
     Opcode,
 )
 from llassembly.language.program import (
@@ -37,7 +43,6 @@ from llassembly.language.program import (
     Program,
     Reg,
     Value,
-    find_tool,
 )
 from llassembly.machine.access import (
     Context,
@@ -57,11 +62,17 @@ from llassembly.machine.ops import (
     flags_check,
 )
 from llassembly.machine.say import compile_say
+from llassembly.machine.state import MachineState
 
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-
-__all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"]
+__all__ = [
+    "ORDERED",
+    "UNORDERED",
+    "UNSET",
+    "CompiledProgram",
+    "Step",
+    "compile_program",
+    "compile_step",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +80,7 @@ __all__ = ["ORDERED", "UNORDERED", "UNSET", "CompiledProgram", "compile_program"
 # returns the next pc. One compiler per opcode; the table is checked at import.
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
+"""A compiled instruction: ``(state, its own pc) -> the next pc``."""
 _Context = Context
 
 
@@ -282,27 +294,30 @@ class CompiledProgram:
     """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
     registers: tuple[int, ...] = ()
     """The registers a run may write, in order (see :func:`written_registers`)."""
+    flow: ControlFlow | None = None
+    """The control-flow graph the program was compiled from (tool calls, jump targets, the
+    EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
         return self.layout.initial_memory() if self.layout is not None else {}
 
 
+def compile_step(ins: Instruction, ctx: Context) -> Step:
+    """The step of one instruction (a tool ``CALL`` has none: the run loop makes the call)."""
+    return _COMPILERS[ins.op](ins, ctx)
+
+
 def _compile_steps(
     program: Program, externs: Mapping[str, Extern], max_stack_depth: int
 ) -> CompiledProgram:
-    tools: list[Extern | None] = []
-    for ins in program.instructions:
-        tool = None
-        if ins.op is Opcode.CALL and isinstance(ins.operands[0], Name):
-            tool = find_tool(ins.operands[0].name, externs)
-        tools.append(tool)
+    flow = control_flow(program, externs)
+    # The graph was built from these externs: its tools are externs.
+    tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
-    tool_at = {pc: tool for pc, tool in enumerate(tools) if tool is not None}
-    eax = eax_calls(program, tool_at).eax
-    ctx = _Context(program, len(program.instructions), max_stack_depth, layout, eax)
+    ctx = Context(program, len(program.instructions), max_stack_depth, layout, flow.eax)
     steps = [
-        None if tool is not None else _COMPILERS[ins.op](ins, ctx)
+        None if tool is not None else compile_step(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
     return CompiledProgram(
@@ -312,24 +327,24 @@ def _compile_steps(
         externs,
         max_stack_depth,
         layout,
-        eax,
-        written_registers(program),
+        flow.eax,
+        written_registers(flow),
+        flow,
     )
 
 
-def written_registers(program: Program) -> tuple[int, ...]:
-    """The indexes of the registers a run of ``program`` may write, in order.
+def written_registers(flow: ControlFlow) -> tuple[int, ...]:
+    """The indexes of the registers a run of the program may write, in order.
 
-    A register is written only as an instruction's register operand, or as one of the three
-    an instruction writes without naming them (``EAX``/``EDX`` of one-operand ``MUL``/``DIV``,
-    ``ECX`` of ``LOOP``, ``EAX`` of a call whose result goes there); those three are always
-    listed. Every other register keeps the value a run starts with, so a snapshot reads these
-    and no others (R0 is never written).
+    A register is written only where the instruction table says an instruction writes it
+    (its register operands, or the ones it uses without naming them: ``EAX``/``EDX`` of
+    one-operand ``MUL``/``DIV``, ``ECX`` of ``LOOP``), or as ``EAX`` by a call whose result
+    goes there. Every other register keeps the value a run starts with, so a snapshot reads
+    these and no others (R0 is never written).
     """
-    found = {EAX_INDEX, ECX_INDEX, EDX_INDEX}
-    for ins in program.instructions:
-        found.update(op.index for op in ins.operands if isinstance(op, Reg))
-    found.discard(0)
+    found = {reg for fx in flow.effects for reg in fx.registers_written}
+    if flow.eax:
+        found.add(EAX_INDEX)
     return tuple(sorted(found))
 
 
@@ -339,3 +354,63 @@ def compile_program(
     """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
     verify(program, externs)
     return _compile_steps(program, externs, max_stack_depth)
+
+
+# -- the same steps for the plan summary ------------------------------------------------------
+
+
+class _NotWritten:
+    """Put in a register an instruction says it writes: still there after it, it did not."""
+
+
+_NOT_WRITTEN: Any = _NotWritten()
+
+
+class StepSemantics:
+    """The summary's semantics (:class:`llassembly.analysis.constants.Semantics`): one
+    instruction run by its own compiled step on a scratch state holding the known values, so
+    the constants a person approves are computed exactly as the run computes them."""
+
+    initial_flags: Hashable = (False, False, UNSET)
+
+    def runner(self, flow: ControlFlow, layout: Layout) -> Run:
+        """Run instructions of ``flow``'s program alone (see :data:`~llassembly.analysis.
+        constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
+        no step run here reads (the summary runs none that reads memory the plan writes)."""
+        program = flow.program
+        ctx = Context(program, flow.end, sys.maxsize, layout, flow.eax)
+        steps: dict[int, Step] = {}
+        scratch = layout.initial_memory()
+
+        def run(
+            pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
+        ) -> Outcome | Fails | None:
+            fx = flow.effects[pc]
+            step = steps.get(pc)
+            # The compilers expect a verified plan; the summary of one that does not verify
+            # still returns, so any error here but the step's own means "cannot tell".
+            try:
+                if step is None:
+                    step = steps[pc] = compile_step(program.instructions[pc], ctx)
+                st = MachineState(pc=pc, stack=list(taken), mem=scratch)
+                for reg in fx.registers_written:
+                    st.regs[reg] = _NOT_WRITTEN
+                for reg, value in registers.items():
+                    st.regs[reg] = value
+                if isinstance(flags, tuple):
+                    st.zf, st.lt, st.flag_mode = flags
+                next_pc = step(st, pc)
+            except AsmRuntimeError:
+                return FAILS  # it fails on these values, as the run would
+            except Exception:  # an instruction the checks would refuse
+                return None
+            written = {reg: st.regs[reg] for reg in fx.registers_written}
+            if any(value is _NOT_WRITTEN for value in written.values()):
+                return None
+            flags_after = (st.zf, st.lt, st.flag_mode) if fx.flags_written else None
+            return Outcome(written, flags_after, tuple(st.stack), next_pc)
+
+        return run
+
+
+install_semantics(StepSemantics())

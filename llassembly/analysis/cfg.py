@@ -1,0 +1,348 @@
+"""The control-flow graph of a program with its tools: built once, asked by every stage.
+
+What the verifier, the summary, the machine's compiler and the graph compiler all need to know
+of a plan's control flow, worked out in one place from the instruction table
+(:mod:`llassembly.language.instructions`):
+
+* each instruction's :class:`~llassembly.language.instructions.Effects`;
+* which ``CALL`` calls a tool, and which tool; where each jump, ``LOOP`` and ``CALL label``
+  goes;
+* **the EAX convention**: a tool ``CALL`` whose one result is read in ``EAX`` before anything
+  POPs it gets that result in ``EAX`` instead of on the stack (:attr:`ControlFlow.eax`);
+* the successors of each instruction, the return sites of ``RET``, and the strongly connected
+  components (the loops) of the graph where every subroutine returns.
+
+:func:`control_flow` builds it, or returns the one already built for the same program and
+tools (the verifier, the compiler and the summary of one plan share it).
+
+Example:
+    >>> from llassembly.language.parser import parse
+    >>> from types import SimpleNamespace
+    >>> poll = SimpleNamespace(name="poll", params=(), n_results=1)
+    >>> program = parse("CALL poll\\nTEST EAX, EAX\\nJZ done\\ndone: HLT")
+    >>> flow = control_flow(program, {"poll": poll})
+    >>> (dict(flow.tools), flow.eax, flow.successors[2])
+    ({0: namespace(name='poll', params=(), n_results=1)}, frozenset({0}), (3, 3))
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from llassembly.language.instructions import (
+    OPCODE_INFO,
+    Effects,
+    effects,
+    stack_effect,
+    successors,
+)
+from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.program import (
+    Instruction,
+    Name,
+    Operand,
+    Program,
+    Reg,
+    ToolShape,
+    find_tool,
+)
+
+__all__ = ["ControlFlow", "components", "control_flow"]
+
+_CACHED = 16  # programs whose graph is kept (a planner checks, compiles and summarises one)
+
+
+@dataclass(frozen=True, eq=False)
+class ControlFlow:
+    """The control flow of one program with one set of tools (see :func:`control_flow`).
+
+    Indexes are instruction indexes; ``len(program.instructions)`` stands for the end of the
+    program (running past the last instruction).
+
+    Attributes:
+        program: The program.
+        effects: What each instruction reads and writes.
+        tools: Tool ``CALL`` index to its tool.
+        targets: Jump, ``LOOP`` and ``CALL label`` index to the index of its label.
+        ambiguous: ``CALL``s of a name that is both a tool and a code label (the verifier
+            refuses them; the tool is taken here, as the machine would).
+        eax: Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack.
+        mixed: ``(CALL, reader, POP)``: the result of an ``eax`` call is read in ``EAX`` at
+            ``reader`` and then ``POP`` would take it off the stack too (the verifier refuses).
+        successors: Per instruction, where control goes next (:func:`~llassembly.language.
+            instructions.successors`; a ``CALL label`` goes to the label, ``RET`` and ``HLT``
+            nowhere, an unresolved jump nowhere).
+        return_sites: Where a ``RET`` may go: the instruction after each ``CALL label``.
+    """
+
+    program: Program
+    effects: tuple[Effects, ...]
+    tools: Mapping[int, ToolShape]
+    targets: Mapping[int, int]
+    ambiguous: frozenset[int]
+    eax: frozenset[int]
+    mixed: tuple[tuple[int, int, int], ...]
+    successors: tuple[tuple[int, ...], ...]
+    return_sites: tuple[int, ...]
+
+    @property
+    def end(self) -> int:
+        """The index that stands for the end of the program."""
+        return len(self.effects)
+
+    def stack_effect(self, pc: int) -> tuple[int, int]:
+        """``(values taken, values put)`` on the data stack by the instruction at ``pc``: a tool
+        ``CALL`` takes its parameters and puts its results, or none when its result goes to
+        ``EAX``."""
+        tool = self.tools.get(pc)
+        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool)
+        return (taken, 0) if pc in self.eax else (taken, put)
+
+    def subroutine_call(self, pc: int) -> bool:
+        """Whether the instruction at ``pc`` is a ``CALL`` of a code label."""
+        return self.effects[pc].flow == "call" and pc in self.targets
+
+    @functools.cached_property
+    def flat(self) -> tuple[tuple[int, ...], ...]:
+        """Successors as if every subroutine returned: a ``CALL label`` goes to its label and to
+        the next instruction; ``RET`` and ``HLT`` go nowhere; the end (last entry) nowhere.
+
+        Every cycle of this graph with no edge out really cannot be left (a ``RET`` or ``HLT``
+        is never inside one): the graph the verifier finds endless loops in.
+        """
+        out = [
+            (*succ, pc + 1) if self.subroutine_call(pc) else succ
+            for pc, succ in enumerate(self.successors)
+        ]
+        return (*out, ())
+
+    @functools.cached_property
+    def loops(self) -> tuple[tuple[int, ...], ...]:
+        """The loops of :attr:`flat` reachable from the entry: its strongly connected components
+        with a cycle (more than one instruction, or one that goes to itself)."""
+        entry = self.program.entry
+        if not 0 <= entry < self.end:
+            return ()
+        found = []
+        for component in components(entry, self.flat):
+            if len(component) > 1 or component[0] in self.flat[component[0]]:
+                found.append(tuple(sorted(component)))
+        return tuple(found)
+
+
+def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
+    """The control-flow graph of ``program`` with ``tools``, built once for both.
+
+    The same program object with the same tools mapping (holding the same tools) gives the
+    same graph: the verifier, the compiler and the summary of one plan build it once.
+    """
+    key = (id(program), id(tools))
+    items = tuple(tools.items())
+    with _LOCK:
+        hit = _GRAPHS.get(key)
+    if hit is not None and hit[0] is program and _same_tools(hit[1], items):
+        return hit[2]
+    built = _build(program, tools)
+    with _LOCK:
+        _GRAPHS[key] = (program, items, built)
+        while len(_GRAPHS) > _CACHED:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+    return built
+
+
+_LOCK = threading.Lock()
+_GRAPHS: dict[tuple[int, int], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
+
+
+def _same_tools(
+    before: tuple[tuple[str, object], ...], now: tuple[tuple[str, object], ...]
+) -> bool:
+    return len(before) == len(now) and all(
+        a[0] == b[0] and a[1] is b[1] for a, b in zip(before, now, strict=True)
+    )
+
+
+def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
+    instructions = program.instructions
+    found = tuple(effects(ins) for ins in instructions)
+    tool_at: dict[int, ToolShape] = {}
+    targets: dict[int, int] = {}
+    ambiguous: set[int] = set()
+    for pc, (ins, fx) in enumerate(zip(instructions, found, strict=True)):
+        if fx.flow == "next" or fx.flow == "return" or fx.flow == "halt":
+            continue
+        operand = ins.operands[0] if len(ins.operands) == 1 else None
+        if not isinstance(operand, Name):
+            continue  # no label: the verifier refuses it, and it goes nowhere here
+        label = program.labels.get(operand.name.lower())
+        tool = find_tool(operand.name, tools) if fx.flow == "call" else None
+        if tool is not None:
+            tool_at[pc] = tool
+            if label is not None:
+                ambiguous.add(pc)
+        elif label is not None:
+            targets[pc] = label
+    succ = tuple(
+        tuple(t for t in successors(OPCODE_INFO[fx.op], pc, targets.get(pc)) if t is not None)
+        for pc, fx in enumerate(found)
+    )
+    eax, mixed = _eax_convention(program, found, tool_at)
+    return ControlFlow(
+        program=program,
+        effects=found,
+        tools=tool_at,
+        targets=targets,
+        ambiguous=frozenset(ambiguous),
+        eax=eax,
+        mixed=mixed,
+        successors=succ,
+        return_sites=tuple(pc + 1 for pc in targets if found[pc].flow == "call"),
+    )
+
+
+# -- the EAX convention ------------------------------------------------------------------------
+
+
+def _eax_convention(
+    program: Program, found: tuple[Effects, ...], tool_at: Mapping[int, ToolShape]
+) -> tuple[frozenset[int], tuple[tuple[int, int, int], ...]]:
+    """Decide, for each one-result tool ``CALL``, where its result goes.
+
+    The rule (static, from the straight-line code after the ``CALL``): the result goes to
+    ``EAX`` when ``EAX`` is read before any ``POP``, ``PUSH``, ``CALL``, jump or write of
+    ``EAX``; otherwise it is pushed, as always. A ``POP`` after such a read, before any
+    ``PUSH`` or ``CALL``, mixes the two ways and is reported, unless it restores a register
+    saved just below the call's arguments (``PUSH ECX``, the arguments, ``CALL``, ``POP ECX``).
+    """
+    eax: set[int] = set()
+    mixed: list[tuple[int, int, int]] = []
+    for pc, tool in tool_at.items():
+        if tool.n_results != 1:
+            continue
+        reader = _first_eax_read(found, pc)
+        if reader is None:
+            continue
+        eax.add(pc)
+        saved = _saved_below(program, found, pc, len(tool.params))
+        pop = _pop_after(program.instructions, found, reader, saved)
+        if pop is not None:
+            mixed.append((pc, reader, pop))
+    return frozenset(eax), tuple(sorted(mixed))
+
+
+def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:
+    """Indexes of the straight-line code after ``pc``, up to (and with) a jump or the end."""
+    for index in range(pc + 1, len(found)):
+        yield index
+        if found[index].flow != "next":
+            return
+
+
+def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
+    for index in _straight_after(found, pc):
+        fx = found[index]
+        if fx.pops or fx.flow in ("call", "return", "halt"):
+            return None
+        if fx.pushes:  # a PUSH of EAX there is a read
+            return index if EAX_INDEX in fx.registers_read else None
+        if EAX_INDEX in fx.registers_read:
+            return index
+        if EAX_INDEX in fx.registers_written or fx.flow != "next":
+            return None
+    return None
+
+
+def _saved_below(
+    program: Program, found: tuple[Effects, ...], pc: int, n_args: int
+) -> list[Operand]:
+    """The values ``PUSH``ed just below a ``CALL``'s arguments in the straight-line code
+    before it, top first: registers saved around the call (``PUSH ECX`` ... ``POP ECX``)."""
+    instructions = program.instructions
+    targets = set(program.labels.values())
+    pushed: list[Operand] = []
+    for index in range(pc - 1, -1, -1):
+        fx = found[index]
+        if fx.pushes and instructions[index].operands:
+            pushed.append(instructions[index].operands[0])
+        elif fx.pops or fx.flow != "next":
+            break
+        if index in targets:
+            break
+    return pushed[n_args:]
+
+
+def _same_place(a: Operand, b: Operand) -> bool:
+    if isinstance(a, Reg) and isinstance(b, Reg):
+        return a.index == b.index
+    return str(a).lower() == str(b).lower()
+
+
+def _pop_after(
+    instructions: tuple[Instruction, ...],
+    found: tuple[Effects, ...],
+    reader: int,
+    saved: list[Operand],
+) -> int | None:
+    """The first ``POP`` after ``reader`` that would take the result (not one restoring a
+    value saved below the call's arguments, as x86 code does around a call), or ``None``."""
+    if found[reader].pushes:
+        return None
+    restores = list(saved)
+    for index in _straight_after(found, reader):
+        fx = found[index]
+        if fx.pops:
+            operands = instructions[index].operands
+            if restores and operands and _same_place(operands[0], restores[0]):
+                restores.pop(0)
+                continue
+            return index
+        if fx.pushes or fx.flow in ("call", "return", "halt"):
+            return None
+    return None
+
+
+# -- loops -------------------------------------------------------------------------------------
+
+
+def components(
+    entry: int, succ: Mapping[int, tuple[int, ...]] | Sequence[tuple[int, ...]]
+) -> list[list[int]]:
+    """The strongly connected components reachable from ``entry``, sinks first (iterative
+    Tarjan); ``succ[node]`` lists a node's successors."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    result: list[list[int]] = []
+    work: list[tuple[int, int]] = [(entry, 0)]
+    while work:
+        node, child = work.pop()
+        if child == 0:
+            index[node] = low[node] = len(index)
+            stack.append(node)
+            on_stack.add(node)
+        children = succ[node]
+        if child < len(children):
+            work.append((node, child + 1))
+            nxt = children[child]
+            if nxt not in index:
+                work.append((nxt, 0))
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+            continue
+        if low[node] == index[node]:
+            component: list[int] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            result.append(component)
+        if work:
+            parent = work[-1][0]
+            low[parent] = min(low[parent], low[node])
+    return result

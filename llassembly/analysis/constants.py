@@ -1,0 +1,375 @@
+"""Constant propagation over a plan's paths: which values are the same on every run.
+
+An abstract interpretation of the machine: each state of the paths (:mod:`.paths`) gets, for
+every register, the flags and the top of the data stack, either the one value it holds on
+every run that gets there, or :data:`UNKNOWN`. Where paths meet, values that differ become
+unknown. The rules come from the instruction table and the control-flow graph, and the
+arithmetic from the machine itself:
+
+* an instruction whose every input is known (the registers, flags and stack values it reads,
+  as :func:`~llassembly.language.instructions.effects` lists them, and no memory the plan
+  writes) is run by the machine's own step on those values (:class:`Semantics`, installed by
+  :mod:`llassembly.machine.steps`), so a constant is what the run computes; a branch so
+  decided goes one way only, and an instruction that fails there ends the path;
+* otherwise everything it writes becomes unknown, but a value it only copies (``MOV``,
+  ``XCHG``, ``PUSH``, ``POP``) keeps what is known of it;
+* a tool ``CALL`` takes its arguments off the stack and leaves unknown results, on the stack
+  or in ``EAX`` as the control-flow graph decided (the EAX convention);
+* memory the plan may write is never a constant.
+
+The analysis is bounded by :data:`MAX_VALUE_STEPS` state visits and :data:`MAX_VALUE_WORK`
+values handled; past either, nothing is known.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from llassembly.analysis.cfg import ControlFlow
+from llassembly.analysis.layout import Layout
+from llassembly.analysis.paths import END, Paths
+from llassembly.language.instructions import Effects
+from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.program import Imm, Mem, Name, Operand, Reg, Value
+
+__all__ = [
+    "COPIES_ONLY",
+    "FAILS",
+    "MAX_VALUE_STEPS",
+    "MAX_VALUE_WORK",
+    "UNKNOWN",
+    "Abstract",
+    "Fails",
+    "Outcome",
+    "Run",
+    "Semantics",
+    "constants",
+    "default_semantics",
+    "install_semantics",
+    "join",
+    "same_value",
+]
+
+MAX_VALUE_STEPS: Final = 100_000
+"""Most state visits the constant analysis makes; past it every argument is unknown."""
+MAX_VALUE_WORK: Final = 1_000_000
+"""Most values (state visits times the registers followed) it handles, likewise: a plan that
+writes many registers gets fewer visits."""
+_STACK_KEPT: Final = 64  # top stack slots whose values are followed
+
+
+class _Unknown:
+    """A value not known before the run (a tool result, or different on different paths)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Final = _Unknown()
+Abstract = Value | _Unknown
+
+
+class Fails:
+    """The type of :data:`FAILS`."""
+
+    def __repr__(self) -> str:
+        return "FAILS"
+
+
+FAILS: Final = Fails()
+"""What :data:`Run` returns for an instruction that fails on the values it was given."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one instruction did with known inputs.
+
+    Attributes:
+        registers: The value of each register it writes.
+        flags: The flags after it (``None`` when it does not set them).
+        pushed: The values it put on the data stack, bottom first.
+        next_pc: Where control went.
+    """
+
+    registers: Mapping[int, Value]
+    flags: Hashable | None
+    pushed: tuple[Value, ...]
+    next_pc: int
+
+
+Run = Callable[[int, Mapping[int, Value], Hashable, Sequence[Value]], "Outcome | Fails | None"]
+"""``run(pc, registers read, flags, values taken off the stack)``: the instruction at ``pc``
+run on these values; :data:`FAILS` when it fails on them, ``None`` when it cannot be run
+alone (the analysis then treats its outputs as unknown)."""
+
+
+class Semantics(Protocol):
+    """How the machine runs one instruction (see :func:`install_semantics`)."""
+
+    @property
+    def initial_flags(self) -> Hashable:
+        """The flags a run starts with."""
+
+    def runner(self, flow: ControlFlow, layout: Layout) -> Run:
+        """A :data:`Run` for the instructions of ``flow``'s program."""
+
+
+class _CopiesOnly:
+    """No arithmetic: only copies of known values are followed (every flag is unknown)."""
+
+    initial_flags: Hashable = None
+
+    def runner(self, flow: ControlFlow, layout: Layout) -> Run:
+        return lambda pc, registers, flags, taken: None
+
+
+COPIES_ONLY: Final[Semantics] = _CopiesOnly()
+"""Semantics that run nothing: what the summary knows without the machine."""
+_INSTALLED: list[Semantics] = []
+
+
+def install_semantics(semantics: Semantics) -> None:
+    """Make ``semantics`` the one the summary runs instructions with, by default.
+
+    The machine installs its own when it is loaded (``llassembly.machine.steps``), so the
+    summary computes with the very steps the emulator runs; the analysis layer does not import
+    the machine.
+    """
+    _INSTALLED[:] = [semantics]
+
+
+def default_semantics() -> Semantics:
+    """The installed :class:`Semantics`, or :data:`COPIES_ONLY` when none is."""
+    return _INSTALLED[0] if _INSTALLED else COPIES_ONLY
+
+
+def same_value(a: Abstract, b: Abstract) -> bool:
+    """Whether two values are the same machine value (same type; ``-0.0`` is not ``0.0``)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    return type(a) is not float or repr(a) == repr(b)
+
+
+def join(a: Abstract, b: Abstract) -> Abstract:
+    """What is known of a value that is ``a`` on some runs and ``b`` on the others."""
+    return a if same_value(a, b) else UNKNOWN
+
+
+def _key(value: Value) -> Hashable:
+    """A key telling machine values apart (``1``, ``1.0`` and ``-0.0`` are three values)."""
+    return (float, repr(value)) if type(value) is float else (type(value), value)
+
+
+# registers (the tracked ones, in order), flags, stack (top last)
+_Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
+
+
+def _joined(old: tuple[Abstract, ...], new: tuple[Abstract, ...]) -> tuple[Abstract, ...]:
+    """:func:`join`, position by position (written out: it is the analysis' inner loop)."""
+    if old is new:
+        return old
+    return tuple(
+        [
+            a
+            if a is b
+            or (type(a) is type(b) and a == b and (type(a) is not float or repr(a) == repr(b)))
+            else UNKNOWN
+            for a, b in zip(old, new, strict=True)
+        ]
+    )
+
+
+def _merge(old: _Facts, new: _Facts) -> _Facts:
+    flags = old[1] if old[1] == new[1] else UNKNOWN
+    keep = min(len(old[2]), len(new[2]))
+    top_old, top_new = old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :]
+    return _joined(old[0], new[0]), flags, _joined(top_old, top_new)
+
+
+class _Propagation:
+    def __init__(self, paths: Paths, layout: Layout, semantics: Semantics) -> None:
+        flow = paths.flow
+        self.paths = paths
+        self.flow = flow
+        self.layout = layout
+        self.run = semantics.runner(flow, layout)
+        self.initial_flags = semantics.initial_flags
+        written = {reg for fx in flow.effects for reg in fx.registers_written}
+        if flow.eax:
+            written.add(EAX_INDEX)
+        self.slot = {reg: i for i, reg in enumerate(sorted(written))}  # untracked: always 0
+        self.memo: dict[Hashable, Outcome | Fails | None] = {}
+        self.reads_memory = [
+            self.reads_live(flow.program.instructions[pc].operands, fx)
+            for pc, fx in enumerate(flow.effects)
+        ]
+
+    def reads_live(self, operands: tuple[Operand, ...], fx: Effects) -> bool:
+        """Whether the instruction reads memory that the plan may write."""
+        live = self.layout.live
+        for position in fx.reads:
+            operand = operands[position]
+            if isinstance(operand, Name) and operand.name.lower() in live:
+                return True
+            if isinstance(operand, Mem) and (
+                (operand.label is None and live) or (operand.label or "").lower() in live
+            ):
+                return True
+        return False
+
+    def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:
+        slot = self.slot.get(index)
+        return 0 if slot is None else regs[slot]
+
+    def operand(self, operand: Operand, regs: tuple[Abstract, ...]) -> Abstract:
+        """What is known of an operand without running anything (a register or a literal)."""
+        if isinstance(operand, Reg):
+            return self.register(regs, operand.index)
+        if isinstance(operand, Imm):
+            return operand.value
+        return UNKNOWN
+
+    def transfer(self, pc: int, facts: _Facts) -> tuple[_Facts, int | None] | None:
+        """Facts after the instruction at ``pc``, and the one next instruction when it is
+        known; ``None`` when the instruction fails on every run that gets here so."""
+        regs, flags, stack = facts
+        flow = self.flow
+        fx = flow.effects[pc]
+        if pc in flow.tools:
+            taken, put = flow.stack_effect(pc)
+            stack = stack[: max(len(stack) - taken, 0)]
+            if pc in flow.eax:
+                return (self.write(regs, {EAX_INDEX: UNKNOWN}), flags, stack), None
+            return (regs, flags, (*stack, *[UNKNOWN] * put)[-_STACK_KEPT:]), None
+        decides = fx.flow == "branch"
+        if not (fx.registers_written or fx.flags_written or fx.pops or fx.pushes or decides):
+            return facts, None  # nothing the summary follows changes (NOP, SAY, jumps...)
+        outcome = self.evaluate(pc, fx, facts)
+        if outcome is FAILS:
+            return None
+        if isinstance(outcome, Outcome):
+            stack = (*stack[: len(stack) - fx.pops], *outcome.pushed)[-_STACK_KEPT:]
+            regs = self.write(regs, outcome.registers)
+            if outcome.flags is not None:
+                flags = outcome.flags
+            return (regs, flags, stack), outcome.next_pc if decides else None
+        return self.copies(pc, fx, facts), None
+
+    def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
+        """The machine's step on the known inputs, or ``None`` when one is not known."""
+        regs, flags, stack = facts
+        if self.reads_memory[pc] or len(stack) < fx.pops:
+            return None
+        if fx.flags_read and flags is UNKNOWN:
+            return None
+        values: dict[int, Value] = {}
+        for reg in fx.registers_read:
+            value = self.register(regs, reg)
+            if isinstance(value, _Unknown):
+                return None
+            values[reg] = value
+        taken = stack[len(stack) - fx.pops :] if fx.pops else ()
+        if any(isinstance(v, _Unknown) for v in taken):
+            return None
+        known: tuple[Value, ...] = taken  # type: ignore[assignment]  # none is unknown
+        key = (
+            pc,
+            tuple((r, _key(v)) for r, v in sorted(values.items())),
+            flags if fx.flags_read else None,
+            tuple(_key(v) for v in known),
+        )
+        if key not in self.memo:
+            self.memo[key] = self.run(pc, values, flags, known)
+        return self.memo[key]
+
+    def copies(self, pc: int, fx: Effects, facts: _Facts) -> _Facts:
+        """Facts after an instruction that could not be run: what it writes is unknown, but
+        a value it copies keeps what is known of it."""
+        regs, flags, stack = facts
+        operands = self.flow.program.instructions[pc].operands
+        top = stack[-1] if stack else UNKNOWN
+        written: dict[int, Abstract] = {reg: UNKNOWN for reg in fx.registers_written}
+        for position in fx.writes:
+            target = operands[position]
+            if not isinstance(target, Reg) or target.index == 0:
+                continue
+            sources = [self.operand(operands[r], regs) for w, r in fx.moves if w == position]
+            if sources:
+                value = sources[0]
+                for other in sources[1:]:
+                    value = join(value, other)
+            else:
+                value = top if fx.pops else UNKNOWN
+            written[target.index] = value
+        pushed = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
+        stack = (*stack[: max(len(stack) - fx.pops, 0)], *pushed)[-_STACK_KEPT:]
+        return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
+
+    def write(
+        self, regs: tuple[Abstract, ...], values: Mapping[int, Abstract]
+    ) -> tuple[Abstract, ...]:
+        changed = list(regs)
+        for reg, value in values.items():
+            slot = self.slot.get(reg)
+            if slot is not None:
+                changed[slot] = value
+        return tuple(changed)
+
+    def propagate(self) -> dict[int, _Facts] | None:
+        """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
+        paths = self.paths
+        if not paths.states:
+            return {}
+        start: _Facts = ((0,) * len(self.slot), self.initial_flags, ())
+        facts: dict[int, _Facts] = {0: start}
+        queue = [(paths.states[0][0], 0)]
+        queued = {0}
+        steps = 0
+        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot), 1))
+        while queue:
+            steps += 1
+            if steps > limit:
+                return None
+            _, number = heapq.heappop(queue)
+            queued.discard(number)
+            pc = paths.states[number][0]
+            result = self.transfer(pc, facts[number])
+            if result is None:
+                continue  # it fails here on every run: no path goes on
+            out, only = result
+            for nxt in paths.succ[number]:
+                if nxt == END or (only is not None and paths.states[nxt][0] != only):
+                    continue
+                old = facts.get(nxt)
+                merged = out if old is None else _merge(old, out)
+                if merged != old:
+                    facts[nxt] = merged
+                    if nxt not in queued:
+                        queued.add(nxt)
+                        heapq.heappush(queue, (paths.states[nxt][0], nxt))
+        return facts
+
+
+def constants(
+    paths: Paths, layout: Layout, semantics: Semantics | None = None
+) -> Callable[[int], tuple[Abstract, ...]] | None:
+    """Propagate constants over ``paths``.
+
+    Args:
+        paths: The states of a program.
+        layout: Its memory (what the plan may write is never a constant).
+        semantics: How instructions run (default: :func:`default_semantics`).
+
+    Returns:
+        ``stack(state)``: the stack (top last, at most the top 64 values) on entry to a state,
+        ``()`` for a state no run reaches; or ``None`` when the analysis ran out of steps.
+    """
+    found = _Propagation(paths, layout, semantics or default_semantics()).propagate()
+    if found is None:
+        return None
+    return lambda state: found[state][2] if state in found else ()

@@ -1,0 +1,87 @@
+"""Checking and summarising a plan against tools given as the rest of the API takes them.
+
+:func:`check`, :func:`verify` and :func:`summarize` are the analysis' own
+(:mod:`llassembly.analysis.verifier`, :mod:`llassembly.analysis.summary`) with the tools given
+as a list (LangChain tools, plain functions, externs) or a mapping of name to tool, like
+:class:`~llassembly.machine.emulator.Emulator` takes them: functions and LangChain tools become
+externs (:func:`~llassembly.machine.externs.externs_from`).
+
+Example:
+    >>> from llassembly.parser import parse
+    >>> def ping(x: int) -> int:
+    ...     return x
+    >>> check(parse("PUSH 1\\nCALL ping\\nPOP R1"), [ping])
+    ()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llassembly.analysis import summary as _summary
+from llassembly.analysis import verifier as _verifier
+from llassembly.analysis.constants import Semantics
+from llassembly.analysis.summary import PlanSummary
+from llassembly.analysis.toolset import tool_shapes
+from llassembly.errors import Diagnostic
+from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
+from llassembly.language.program import Program, ToolShape
+from llassembly.machine.externs import Extern, externs_from
+
+__all__ = ["ToolSpec", "check", "externs_of", "summarize", "verify"]
+
+ToolSpec = Iterable[Any] | Mapping[str, Any]
+"""Tools as the API takes them: a list of LangChain tools, functions or externs, or a
+mapping of tool name to tool."""
+
+
+def _adapt(item: Any, name: str | None) -> Extern:
+    extern = next(iter(externs_from([item]).values()))
+    if name is not None and extern.name != name:  # a mapping names the tool by its key
+        extern = dataclasses.replace(extern, name=name)
+    return extern
+
+
+def externs_of(tools: ToolSpec) -> Mapping[str, ToolShape]:
+    """The tools by name, functions and LangChain tools made externs.
+
+    Raises:
+        UsageError: ``tools`` is neither a list nor a mapping, an item is no tool, or two
+            tools share a name.
+    """
+    return tool_shapes(tools, _adapt)
+
+
+def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
+    """Every problem of ``program`` (see :func:`llassembly.analysis.verifier.check`)."""
+    return _verifier.check(program, externs_of(tools))
+
+
+def verify(program: Program, tools: ToolSpec) -> None:
+    """Check ``program`` and raise if anything is wrong (see
+    :func:`llassembly.analysis.verifier.verify`).
+
+    Raises:
+        PlanRejected: The plan has problems.
+    """
+    _verifier.verify(program, externs_of(tools))
+
+
+def summarize(
+    program: Program,
+    tools: ToolSpec,
+    *,
+    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+    semantics: Semantics | None = None,
+) -> PlanSummary:
+    """What ``program`` may do (see :func:`llassembly.analysis.summary.summarize`)."""
+    return _summary.summarize(
+        program,
+        externs_of(tools),
+        max_instructions_to_exec=max_instructions_to_exec,
+        max_tool_calls=max_tool_calls,
+        semantics=semantics,
+    )
