@@ -3,7 +3,9 @@
 * The machine's values: integers are 64-bit (:data:`INT_MIN` .. :data:`INT_MAX`), floats finite.
 * The budgets every entry point defaults to: :data:`DEFAULT_MAX_INSTRUCTIONS`,
   :data:`DEFAULT_MAX_TOOL_CALLS`, :data:`DEFAULT_MAX_STACK_DEPTH`.
-* The size of a plan a model may write: :data:`MAX_PLAN_INSTRUCTIONS`.
+* The size of a plan a model may write: :data:`MAX_PLAN_INSTRUCTIONS`, :data:`MAX_MEMORY_CELLS`,
+  :data:`MAX_SAY_PLACEHOLDERS`, :data:`MAX_PLAN_PLACEHOLDERS`.
+* The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "INT_MAX",
     "INT_MIN",
+    "MAX_DATA_TEXT_CHARS",
     "MAX_MEMORY_CELLS",
     "MAX_PLAN_INSTRUCTIONS",
+    "MAX_PLAN_PLACEHOLDERS",
+    "MAX_SAY_PLACEHOLDERS",
     "is_int64",
 ]
 
@@ -39,6 +44,18 @@ plans far below it); a longer one is refused before it is checked further or com
 
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""
+
+MAX_SAY_PLACEHOLDERS: Final = 256
+"""Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one ``SAY`` text may hold."""
+MAX_PLAN_PLACEHOLDERS: Final = 4096
+"""Most placeholders all the ``SAY`` instructions of one plan may hold together (a data-label
+text said by several ``SAY`` counts once per ``SAY``)."""
+
+MAX_DATA_TEXT_CHARS: Final = 262_144
+"""Longest text a plan may build from its data: the JSON list a row reads as when read whole
+(at parse time for read-only rows, as it runs for writable ones), or a string made of several
+values (``times 100 db "ab"``). Text the plan writes out itself is kept at any length; this
+bounds what a short plan can make the machine build (4096 64-bit numbers read as about 100 KB)."""
 
 
 def is_int64(value: Any) -> bool:
