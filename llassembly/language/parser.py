@@ -52,7 +52,7 @@ from llassembly.language.scan import (
 )
 from llassembly.language.templates import with_placeholders
 
-__all__ = ["parse"]
+__all__ = ["parse", "parse_program"]
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -312,6 +312,18 @@ def _fill_answers(builder: _Builder) -> None:
 def parse(text: str) -> Program | PlainAnswer:
     """Parse a model's reply.
 
+    The result is one of two types: narrow it with ``isinstance`` before using it as a
+    program (a type checker requires it), or call :func:`parse_program` when only a program
+    will do.
+
+    Example:
+        >>> reply = parse("PUSH 1\\nPOP R1")
+        >>> if isinstance(reply, PlainAnswer):  # the model answered in words
+        ...     print(reply.text)
+        ... else:  # here ``reply`` is a Program
+        ...     print(len(reply.instructions))
+        2
+
     Args:
         text: The reply as the model wrote it.
 
@@ -337,6 +349,38 @@ def parse(text: str) -> Program | PlainAnswer:
     finally:
         if collecting:
             gc.enable()
+
+
+def parse_program(text: str) -> Program:
+    """Parse a reply that must hold a program: :func:`parse` without the plain answer.
+
+    Example:
+        >>> program = parse_program("PUSH 1\\nPOP R1")
+        >>> [str(i) for i in program.instructions]
+        ['PUSH 1', 'POP R1']
+
+    Args:
+        text: The reply as the model wrote it.
+
+    Returns:
+        The :class:`Program`.
+
+    Raises:
+        AsmSyntaxError: Some code line cannot be read, or the reply holds no instruction (it
+            is an answer in words: line 1, asking for the program).
+        EmptyReply: The reply is empty, blank or only thinking.
+    """
+    parsed = parse(text)
+    if isinstance(parsed, Program):
+        return parsed
+    first = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
+    problem = Diagnostic(
+        1,
+        1,
+        "the reply holds no instruction, only words: write the program in one ```asm block",
+        first,
+    )
+    raise AsmSyntaxError((problem,), "a program")
 
 
 _LARGE_REPLY = 64 * 1024
