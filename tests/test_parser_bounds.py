@@ -21,6 +21,7 @@ from llassembly.errors import AsmSyntaxError, EmptyReply, LLAssemblyError
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
     MAX_PLAN_PLACEHOLDERS,
+    MAX_REPLY_LINES,
     MAX_SAY_PLACEHOLDERS,
 )
 from llassembly.language.opcodes import Opcode
@@ -76,6 +77,19 @@ def test_hostile_lines_parse_in_linear_time() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
+
+
+def test_a_reply_of_more_lines_than_any_plan_needs_is_refused_before_it_is_read() -> None:
+    """Each line costs work in every stage: 1 MB of short lines (250,000 of them) took 3 to 5 s
+    to parse and as long to check; no plan needs more than MAX_REPLY_LINES lines."""
+    with pytest.raises(AsmSyntaxError) as caught:
+        parse("NOP\n" * MAX_REPLY_LINES + "HLT")
+    assert (caught.value.line, caught.value.column) == (MAX_REPLY_LINES + 1, 1)
+    assert f"more than {MAX_REPLY_LINES} lines" in str(caught.value)
+    assert "HLT" in str(caught.value)  # the line named is quoted
+    assert len(parse_program("NOP\n" * (MAX_REPLY_LINES - 1) + "HLT").instructions) == (
+        MAX_REPLY_LINES
+    )
 
 
 def test_a_memory_operand_with_spaces_reads_as_before() -> None:

@@ -26,7 +26,7 @@ from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
 )
-from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS
+from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS, MAX_REPLY_LINES
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
     Instruction,
@@ -184,7 +184,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     current: list[int] | None = None
     tag = ""
     for index, line in enumerate(lines):
-        fence = _FENCE.match(line)
+        fence = _FENCE.match(line) if "```" in line or "~~~" in line else None
         if fence:
             if current is None:
                 current, tag = [], fence.group(1).lower()
@@ -204,7 +204,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     if chosen:
         return chosen
     outside_set = set(outside)
-    code = [i for i in outside if looks_like_code(lines[i])]
+    code = [i for i in outside if lines[i] and not lines[i].isspace() and looks_like_code(lines[i])]
     if not code:
         return []
     first, last = code[0], code[-1]
@@ -264,9 +264,9 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             builder.entry_name = entry.group()
             builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
         return
-    tokens = split_operands(scanned.rest, scanned.rest_col)
-    operands = tuple(read_operand(token, column) for token, column in tokens)
-    text = strip_comment(line)[scanned.mnemonic_col :].strip()
+    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
+    operands = tuple([read_operand(token, column) for token, column in tokens])
+    text = scanned.code[scanned.mnemonic_col :].strip()
     opcode = MNEMONICS.get(upper)
     if opcode is None:
         builder.unknown.append(
@@ -280,7 +280,7 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             number,
             scanned.mnemonic_col + 1,
             text,
-            tuple(column + 1 for _, column in tokens),
+            tuple([column + 1 for _, column in tokens]),
         )
     )
 
@@ -388,12 +388,26 @@ _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
 def _parse(normalised: str) -> Program | PlainAnswer:
-    source_lines = tuple(normalised.split("\n"))
+    source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
+    if len(source_lines) > MAX_REPLY_LINES:
+        # Every line costs work in each stage; no plan needs this many (the checker follows
+        # at most 20,000 instructions), and a reply is refused before any of it is done.
+        first_over = source_lines[-1].split("\n", 1)[0]
+        problem = Diagnostic(
+            MAX_REPLY_LINES + 1,
+            1,
+            f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer",
+            first_over,
+        )
+        raise AsmSyntaxError((problem,), "a shorter plan: loops and subroutines, not every step")
     visible = _remove_thinking(normalised).split("\n")
     builder = _Builder(source_lines)
     for index in _code_line_numbers(visible):
+        line = visible[index]
+        if not line or line.isspace():
+            continue
         try:
-            _read_line(builder, index + 1, visible[index])
+            _read_line(builder, index + 1, line)
         except LineError as exc:
             builder.error(index + 1, exc.column, exc.message, exc.expected)
     builder.section.resolve(builder.error)

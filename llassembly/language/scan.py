@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from llassembly.language.instructions import (
     MNEMONICS,
@@ -26,7 +26,6 @@ from llassembly.language.operands import (
     read_number,
     read_operand,
     read_string,
-    skip_to,
     split_operands,
     string_columns,
 )
@@ -73,8 +72,11 @@ EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
 
 
 _COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
-_NOT_SPACE = re.compile(r"\S")
-_NOT_BLANK = re.compile(r"[^ \t]")
+_NAME = r"[A-Za-z_.$@?][\w.$@?]*+"  # IDENT, possessive: a name ends where it ends
+# The head of a line in one match: its labels ("a: b:"), its first word, the space after it and
+# a second word ("name db"). Each part can match one way only, so it is linear.
+_HEAD = re.compile(rf"\s*+((?:{_NAME}[ \t]*+:\s*+)*+)(?:({_NAME})(\s*+)({_NAME})?)?")
+_LABEL = re.compile(rf"({_NAME})[ \t]*+:")
 
 
 def strip_comment(text: str) -> str:
@@ -92,9 +94,8 @@ def strip_comment(text: str) -> str:
         position = end
 
 
-@dataclass(frozen=True, slots=True)
-class Scanned:
-    """What one code line holds."""
+class Scanned(NamedTuple):
+    """What one code line holds (a named tuple: one is built per line, so it must be cheap)."""
 
     labels: tuple[tuple[str, int], ...] = ()
     mnemonic: str = ""
@@ -102,6 +103,7 @@ class Scanned:
     rest: str = ""
     rest_col: int = 0
     data_name: str = ""
+    code: str = ""  # the line without its comment
 
 
 def scan(line: str) -> Scanned:
@@ -119,53 +121,31 @@ _CACHED_LINE = 256
 
 
 def _scan_line(line: str) -> Scanned:
-    body = strip_comment(line)
-    labels: list[tuple[str, int]] = []
-    pos = 0
-    while True:
-        pos = skip_to(_NOT_SPACE, body, pos)
-        match = IDENT.match(body, pos)
-        if not match:
-            break
-        after = skip_to(_NOT_BLANK, body, match.end())
-        if after < len(body) and body[after] == ":":
-            labels.append((match.group(), pos))
-            pos = after + 1
-            continue
-        break
-    match = IDENT.match(body, pos)
-    if not match:
-        return Scanned(tuple(labels), rest=body[pos:].strip(), rest_col=pos)
-    word = match.group()
-    rest_col = match.end()
-    rest = body[rest_col:]
+    code = strip_comment(line)
+    head = _HEAD.match(code)
+    if head is None:  # pragma: no cover - every part of the pattern is optional
+        return Scanned((), "", 0, "", 0, "", code)
+    pos = head.end(1)
+    labels: tuple[tuple[str, int], ...] = ()
+    if pos > head.start(1):
+        labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
+    word = head.group(2)
+    if word is None:
+        return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)
+    rest_col = head.end(2)
     # "name db ..." / "name: db ..." define data.
-    second = IDENT.match(rest.lstrip())
-    if second and second.group().upper() in DATA_WORDS and word.upper() not in MNEMONICS:
-        skipped = len(rest) - len(rest.lstrip())
-        value_col = rest_col + skipped + second.end()
-        return Scanned(
-            tuple(labels),
-            mnemonic=second.group(),
-            mnemonic_col=pos,
-            rest=body[value_col:],
-            rest_col=value_col,
-            data_name=word,
-        )
-    if word.upper() in DATA_WORDS and labels:
-        name, col = labels.pop()
-        return Scanned(
-            tuple(labels),
-            mnemonic=word,
-            mnemonic_col=col,
-            rest=rest,
-            rest_col=rest_col,
-            data_name=name,
-        )
-    if rest and not rest[0].isspace():
+    second = head.group(4)
+    if second is not None and second.upper() in DATA_WORDS and word.upper() not in MNEMONICS:
+        value_col = head.end(4)
+        return Scanned(labels, second, pos, code[value_col:], value_col, word, code)
+    rest = code[rest_col:]
+    if labels and word.upper() in DATA_WORDS:
+        name, column = labels[-1]
+        return Scanned(labels[:-1], word, column, rest, rest_col, name, code)
+    if rest and not head.group(3):
         # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
-        return Scanned(tuple(labels), rest=body[pos:].strip(), rest_col=pos)
-    return Scanned(tuple(labels), mnemonic=word, mnemonic_col=pos, rest=rest, rest_col=rest_col)
+        return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)
+    return Scanned(labels, word, pos, rest, rest_col, "", code)
 
 
 _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
