@@ -13,7 +13,7 @@ import pytest
 
 from llassembly import parse_program
 from llassembly.errors import AsmRuntimeError, InstructionBudgetExceeded
-from llassembly.language.limits import MAX_DATA_TEXT_CHARS
+from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.values import short_repr, to_value
 
@@ -74,6 +74,21 @@ def test_a_row_that_grows_by_reading_itself_stops_at_the_limit_with_its_line() -
         emulator.run()
     assert emulator.state.executed < 100
     assert all(len(cell) <= MAX_DATA_TEXT_CHARS for cell in emulator.state.mem["row"])
+
+
+def test_the_text_rows_read_whole_build_in_a_run_is_bounded(dumped_lists: list[int]) -> None:
+    """A loop that changes a large row and reads it whole each round: each read is new text
+    (about 240 KB here), so the run stops once reads have built MAX_ROW_TEXT_PER_RUN."""
+    plan = (
+        f"section .data\nrow times 4000 dd text\ntext db '{'x' * 58}'\nsection .text\n"
+        "MOV ECX, 100000\nagain: MOV [row], ECX\nMOV R1, row\nLOOP again"
+    )
+    emulator = Emulator(parse_program(plan), max_instructions_to_exec=10**6)
+    dumped_lists.clear()
+    with pytest.raises(AsmRuntimeError, match="line 7: reading rows whole has built more than"):
+        emulator.run()
+    text = len(emulator.state.regs[1])  # type: ignore[arg-type]
+    assert MAX_ROW_TEXT_PER_RUN // text <= len(dumped_lists) <= MAX_ROW_TEXT_PER_RUN // text + 1
 
 
 def test_a_large_row_of_numbers_reads_whole_within_the_limit() -> None:

@@ -19,7 +19,7 @@ from llassembly.errors import (
     UsageError,
 )
 from llassembly.language.data import row_json
-from llassembly.language.limits import MAX_DATA_TEXT_CHARS
+from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -107,7 +107,8 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
     again while the row holds the very same values (a loop reading an unchanged row builds
     nothing). A text longer than :data:`MAX_DATA_TEXT_CHARS` (or than the row's text as the
     plan wrote it, if longer) stops the plan at this line before it is built: writing a row's
-    text into the row and reading it again would otherwise double it each round.
+    text into the row and reading it again would otherwise double it each round. All the text
+    built in a run counts against :data:`MAX_ROW_TEXT_PER_RUN`.
     """
     written = ctx.program.data.get(key)
     limit = max(MAX_DATA_TEXT_CHARS, len(written) if isinstance(written, str) else 0)
@@ -125,6 +126,14 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
                 ins,
                 f"reading {key!r} whole would build more than {limit} characters of JSON text "
                 "(the row holds too much text); read one cell ([row + i*size]) instead",
+            )
+        st.text_built += len(text_or_none)
+        if st.text_built > MAX_ROW_TEXT_PER_RUN:
+            raise fail(
+                ins,
+                f"reading rows whole has built more than {MAX_ROW_TEXT_PER_RUN} characters of "
+                "text in this run (each changed row is written out again); read the cells you "
+                "need ([row + i*size]), or read the row whole once, after the loop",
             )
         kept[:] = [(list(cells), text_or_none)]
         return text_or_none

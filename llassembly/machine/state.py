@@ -145,6 +145,9 @@ class MachineState:
     # How much of ``answer`` is counted: lines, and their characters with a newline each.
     # Derived (never in a snapshot), caught up with the list whenever it is read.
     _answer_counted: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
+    text_built: int = field(default=0, init=False, repr=False, compare=False)
+    """Characters of text built by reading writable rows whole in this process (a work bound,
+    see :data:`~llassembly.language.limits.MAX_ROW_TEXT_PER_RUN`); never in a snapshot."""
 
     def answer_size(self) -> int:
         """The characters of :attr:`answer` with one newline per line.
