@@ -135,6 +135,27 @@ def test_a_row_naming_a_long_string_many_times_is_refused() -> None:
         parse(reply)
 
 
+def test_values_past_the_cell_budget_are_refused_before_they_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row of 300,000 values was read whole (1.5 s at 1 MB) before its cells were counted."""
+    from llassembly.language import data
+
+    read: list[str] = []
+    real = data.read_operand
+
+    def counting(token: str, column: int) -> object:
+        read.append(token)
+        return real(token, column)
+
+    monkeypatch.setattr(data, "read_operand", counting)
+    for row in ("x dd ", "x times 2 dd ", "x equ "):
+        with pytest.raises(AsmSyntaxError, match=r"line 1, .*more than the 4096 cells"):
+            parse(row + "1, " * 300_000 + "1\nNOP")
+    assert read == []
+    assert parse_program("x times 2 dd " + "1, " * 2047 + "1\nNOP").memory["x"].cells == (1,) * 4096
+
+
 def test_data_written_out_at_any_length_is_kept() -> None:
     """The limit is on what the data builds, not on what the plan writes out itself."""
     text = "b" * (MAX_DATA_TEXT_CHARS + 10)

@@ -66,13 +66,24 @@ def _too_long(column: int, what: str, limit: int) -> LineError:
     )
 
 
+def _too_many(column: int) -> LineError:
+    return LineError(
+        column + 1,
+        f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
+        "less data: keep large data in tools and fetch what the plan needs",
+    )
+
+
 def _no_constant(name: str) -> Any:
     """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
     raise ValueError(f"{name} is not a finite number")
 
 
-def _data_parts(rest: str, column: int) -> list[Imm | Name]:
-    """The values of a data definition: literals, one JSON text, or names of other labels."""
+def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
+    """The values of a data definition: literals, one JSON text, or names of other labels.
+
+    More than ``most`` values are refused before they are read.
+    """
     text = rest.strip()
     if not text:
         raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
@@ -87,7 +98,10 @@ def _data_parts(rest: str, column: int) -> list[Imm | Name]:
             raise LineError(
                 start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
             ) from None
-    parts = [read_operand(tok, col) for tok, col in split_operands(rest, column)]
+    tokens = split_operands(rest, column, most)
+    if len(tokens) > most:
+        raise _too_many(column)
+    parts = [read_operand(tok, col) for tok, col in tokens]
     if any(not isinstance(p, Imm | Name) for p in parts):
         raise LineError(
             column + 1,
@@ -211,7 +225,10 @@ class DataSection:
             self._claim(count, column)
             size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
         else:
-            values = _data_parts(rest, column)
+            # Values past the budget are refused before they are read (an equ constant is no
+            # memory, but holds no more values than a row may).
+            room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - self.cells) // repeat
+            values = _data_parts(rest, column, room)
             if word != "EQU":
                 self._claim(len(values) * repeat, column)
             size, parts = DATA_SIZES[word], values * repeat
@@ -234,11 +251,7 @@ class DataSection:
         make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
         self.cells += cells
         if self.cells > MAX_MEMORY_CELLS:
-            raise LineError(
-                column + 1,
-                f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
-                "less data: keep large data in tools and fetch what the plan needs",
-            )
+            raise _too_many(column)
 
     def resolve(self, report: Report) -> None:
         """Fill in rows that name other labels: each named label stands for its value."""

@@ -149,8 +149,11 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
     return columns
 
 
-def split_operands(text: str, offset: int) -> list[tuple[str, int]]:
-    """Split operand text into raw tokens with their 0-based columns in the line."""
+def split_operands(text: str, offset: int, most: int | None = None) -> list[tuple[str, int]]:
+    """Split operand text into raw tokens with their 0-based columns in the line.
+
+    With ``most``, stop once there are more tokens than that (the caller refuses so many).
+    """
     tokens: list[tuple[str, int]] = []
     end = len(text)
     i = 0
@@ -184,6 +187,8 @@ def split_operands(text: str, offset: int) -> list[tuple[str, int]]:
             continue
         tokens.append((text[start:i], offset + start))
         expect_operand = False
+        if most is not None and len(tokens) > most:
+            return tokens
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tokens
