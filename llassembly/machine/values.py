@@ -318,9 +318,9 @@ def _to_value(x: Any) -> Value:
         )
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
-    except ValueError:
+    except ValueError as exc:  # NaN, an integer too long to write, a model that cannot dump
         raise ValueError(
-            "the tool returned data with a non-finite number or an integer too long to hold"
+            f"the tool returned data that cannot be held as JSON ({first_line(exc)})"
         ) from None
     except TypeError:  # not JSON data: its text
         try:
