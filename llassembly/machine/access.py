@@ -103,21 +103,21 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
 def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
     """A writable row read whole: its cells as JSON text, as a read-only row reads.
 
-    The text is built once per content: it is kept with the cells it was built from and given
-    again while the row holds the very same values (a loop reading an unchanged row builds
-    nothing). A text longer than :data:`MAX_DATA_TEXT_CHARS` (or than the row's text as the
-    plan wrote it, if longer) stops the plan at this line before it is built: writing a row's
-    text into the row and reading it again would otherwise double it each round. All the text
-    built in a run counts against :data:`MAX_ROW_TEXT_PER_RUN`.
+    The text is built once per content: the state keeps it with the cells it was built from
+    and gives it again while the row holds the very same values (a loop reading an unchanged
+    row builds nothing). A text longer than :data:`MAX_DATA_TEXT_CHARS` (or than the row's
+    text as the plan wrote it, if longer) stops the plan at this line before it is built:
+    writing a row's text into the row and reading it again would otherwise double it each
+    round. All the text built in a run counts against :data:`MAX_ROW_TEXT_PER_RUN`.
     """
     written = ctx.program.data.get(key)
     limit = max(MAX_DATA_TEXT_CHARS, len(written) if isinstance(written, str) else 0)
-    kept: list[tuple[list[Value], str]] = []  # the last (cells, text), shared by all runs
 
     def read_row(st: MachineState) -> Value:
         cells = st.mem[key]
-        if kept:
-            built_from, text = kept[0]
+        kept = st.row_texts.get(key)
+        if kept is not None:
+            built_from, text = kept
             if len(built_from) == len(cells) and all(map(is_, built_from, cells)):
                 return text
         text_or_none = row_json(cells, limit)
@@ -135,7 +135,7 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
                 "text in this run (each changed row is written out again); read the cells you "
                 "need ([row + i*size]), or read the row whole once, after the loop",
             )
-        kept[:] = [(list(cells), text_or_none)]
+        st.row_texts[key] = (list(cells), text_or_none)
         return text_or_none
 
     return read_row

@@ -148,6 +148,11 @@ class MachineState:
     text_built: int = field(default=0, init=False, repr=False, compare=False)
     """Characters of text built by reading writable rows whole in this process (a work bound,
     see :data:`~llassembly.language.limits.MAX_ROW_TEXT_PER_RUN`); never in a snapshot."""
+    row_texts: dict[str, tuple[list[Value], str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """The last text each writable row read whole gave, with the cells it was built from (kept
+    for this run only, so it is at most what :attr:`text_built` counts); never in a snapshot."""
 
     def answer_size(self) -> int:
         """The characters of :attr:`answer` with one newline per line.
