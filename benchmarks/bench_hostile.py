@@ -292,6 +292,7 @@ def _row_plan(width: int, changing: bool) -> str:
 def issue_cases(quick: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
     """Each case: what is measured, and the operation."""
     big = 64_000 if quick else 1_000_000
+    size, plan = ("64 KB", 8) if quick else ("1 MB", 31)
     width = MAX_DATA_TEXT_CHARS // 4096 - 4  # a row whose text is just within the limit
     rows, changing = _row_plan(width, changing=False), _row_plan(width, changing=True)
     doubling = "section .data\nrow dd 1, 'ab'\nsection .text\nMOV ECX, 200\n"
@@ -303,8 +304,8 @@ def issue_cases(quick: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
     return {
         "[ ] spaces, 64 KB": ("engine", _engine("MOV R1, [x" + " " * 64_000 + "y]")),
         "[ ] spaces, 1 MB": ("engine", _engine("MOV R1, [x" + " " * 1_000_000 + "y]")),
-        "SAY placeholders, 1 MB": ("engine", _engine('SAY "' + "{R1}" * (big // 4) + '"')),
-        "SAY 256 placeholders in 1 MB of text": (
+        f"SAY placeholders, {size}": ("engine", _engine('SAY "' + "{R1}" * (big // 4) + '"')),
+        f"SAY 256 placeholders in {size} of text": (
             "engine",
             _engine('SAY "' + "{R1}" * 256 + "x" * (big - 1100) + '"'),
         ),
@@ -327,7 +328,7 @@ def issue_cases(quick: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
             _engine("CALL fetch", _returning({f"k{i}": i for i in range(100_000)})),
         ),
         "nested list result, 600 deep": ("graph path", _graph_path(_deep(600))),
-        "summary + policies, 31 KB plan": ("summarize", _summary(8_000 if quick else 31_000)),
+        f"summary + policies, {plan} KB plan": ("summarize", _summary(plan * 1000)),
         "CALL [rax]-style operands, 64 KB": ("engine", _engine(junk)),
     }
 
