@@ -46,7 +46,7 @@ from llassembly.errors import (
     WallClockExceeded,
 )
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.language.parser import parse
+from llassembly.language.parser import parse, parse_program
 from llassembly.language.program import (
     PlainAnswer,
     Program,
@@ -194,6 +194,7 @@ __all__ = [
     "compile_program",
     "externs_from",
     "parse",
+    "parse_program",
     "plan",
     "plan_call_approved",
     "summarize",

@@ -3,7 +3,10 @@
 * The machine's values: integers are 64-bit (:data:`INT_MIN` .. :data:`INT_MAX`), floats finite.
 * The budgets every entry point defaults to: :data:`DEFAULT_MAX_INSTRUCTIONS`,
   :data:`DEFAULT_MAX_TOOL_CALLS`, :data:`DEFAULT_MAX_STACK_DEPTH`.
-* The size of a plan a model may write: :data:`MAX_PLAN_INSTRUCTIONS`.
+* The size of a plan a model may write: :data:`MAX_REPLY_LINES`, :data:`MAX_PLAN_INSTRUCTIONS`,
+  :data:`MAX_MEMORY_CELLS`, :data:`MAX_SAY_PLACEHOLDERS`, :data:`MAX_PLAN_PLACEHOLDERS`.
+* The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS` at once,
+  :data:`MAX_ROW_TEXT_PER_RUN` in one run.
 """
 
 from __future__ import annotations
@@ -16,8 +19,13 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "INT_MAX",
     "INT_MIN",
+    "MAX_DATA_TEXT_CHARS",
     "MAX_MEMORY_CELLS",
     "MAX_PLAN_INSTRUCTIONS",
+    "MAX_PLAN_PLACEHOLDERS",
+    "MAX_REPLY_LINES",
+    "MAX_ROW_TEXT_PER_RUN",
+    "MAX_SAY_PLACEHOLDERS",
     "is_int64",
 ]
 
@@ -37,8 +45,33 @@ MAX_PLAN_INSTRUCTIONS: Final = 4096
 """Most instructions a plan written by the model may have (loops and subroutines keep real
 plans far below it); a longer one is refused before it is checked further or compiled."""
 
+MAX_REPLY_LINES: Final = 32_768
+"""Most lines the parser reads from one reply (code, prose and thinking together); a longer
+reply is refused at its first line past the limit before any of it is read. No plan comes near
+it: the checker follows at most 20,000 instructions, and plans written through the middleware
+or the nodes have at most :data:`MAX_PLAN_INSTRUCTIONS`."""
+
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""
+
+MAX_SAY_PLACEHOLDERS: Final = 256
+"""Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one ``SAY`` text may hold."""
+MAX_PLAN_PLACEHOLDERS: Final = 4096
+"""Most placeholders all the ``SAY`` instructions of one plan may hold together (a data-label
+text said by several ``SAY`` counts once per ``SAY``)."""
+
+MAX_DATA_TEXT_CHARS: Final = 262_144
+"""Longest text a plan may build from its data: the JSON list a row reads as when read whole
+(at parse time for read-only rows, as it runs for writable ones), or a string made of several
+values (``times 100 db "ab"``). Text the plan writes out itself is kept at any length; this
+bounds what a short plan can make the machine build (4096 64-bit numbers read as about 100 KB)."""
+
+
+MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
+"""Most characters of text the reads of writable rows whole may build in one run (counted in
+the running process; an unchanged row read again builds nothing). Without it a loop that
+changes a large row and reads it whole each round would do 10,000 times the work of an
+instruction per round."""
 
 
 def is_int64(value: Any) -> bool:

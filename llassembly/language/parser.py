@@ -13,50 +13,38 @@ Example:
 from __future__ import annotations
 
 import gc
-import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from llassembly.errors import (
     AsmSyntaxError,
     Diagnostic,
     EmptyReply,
 )
+from llassembly.language.data import DataSection
 from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
 )
-from llassembly.language.limits import MAX_MEMORY_CELLS
-from llassembly.language.opcodes import (
-    Opcode,
-    register_index,
-)
+from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS, MAX_REPLY_LINES
+from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
-    Imm,
     Instruction,
-    MemoryLabel,
-    Name,
     PlainAnswer,
     Program,
     UnknownInstruction,
-    Value,
 )
 from llassembly.language.scan import (
-    DATA_SIZES,
     EXTERN_WORDS,
     GLOBAL_WORDS,
     IDENT,
-    RESERVE_SIZES,
     SECTION_SHORT,
     SECTION_WORDS,
     LineError,
-    Scanned,
+    clip,
     has_instruction,
     looks_like_code,
     names_instruction,
-    read_number,
     read_operand,
     scan,
     split_operands,
@@ -64,7 +52,7 @@ from llassembly.language.scan import (
 )
 from llassembly.language.templates import with_placeholders
 
-__all__ = ["parse"]
+__all__ = ["parse", "parse_program"]
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -98,16 +86,12 @@ class _Builder:
     labels: dict[str, int] = field(default_factory=dict)
     label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     label_names: dict[str, str] = field(default_factory=dict)
-    data: dict[str, Value] = field(default_factory=dict)
+    section: DataSection = field(default_factory=DataSection)
     unknown: list[UnknownInstruction] = field(default_factory=list)
     errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
     entry_name: str | None = None
     entry_site: tuple[int, int] = (0, 0)
-    memory: dict[str, MemoryLabel] = field(default_factory=dict)
-    # Data rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
-    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
-    read_only: bool = False  # in section .rodata
-    cells: int = 0  # values of the data rows read so far (see _claim)
+    placeholders: int = 0  # of all SAY texts so far (see MAX_PLAN_PLACEHOLDERS)
 
     def error(self, line: int, column: int, message: str, expected: str) -> None:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
@@ -175,7 +159,8 @@ def _remove_thinking(text: str) -> str:
 
 
 def _blank_text(text: str) -> str:
-    return "".join("\n" if ch == "\n" else " " for ch in text)
+    """Spaces for every character of ``text`` but its line breaks."""
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _is_code_block(tag: str, lines: list[str]) -> bool:
@@ -199,7 +184,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     current: list[int] | None = None
     tag = ""
     for index, line in enumerate(lines):
-        fence = _FENCE.match(line)
+        fence = _FENCE.match(line) if "```" in line or "~~~" in line else None
         if fence:
             if current is None:
                 current, tag = [], fence.group(1).lower()
@@ -219,7 +204,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     if chosen:
         return chosen
     outside_set = set(outside)
-    code = [i for i in outside if looks_like_code(lines[i])]
+    code = [i for i in outside if lines[i] and not lines[i].isspace() and looks_like_code(lines[i])]
     if not code:
         return []
     first, last = code[0], code[-1]
@@ -251,182 +236,25 @@ def _misspelt_instruction(line: str) -> bool:
 # Reading the chosen lines
 
 
-def _no_constant(name: str) -> Any:
-    """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
-    raise ValueError(f"{name} is not a finite number")
-
-
-def _data_parts(rest: str, column: int) -> list[Imm | Name]:
-    """The values of a data definition: literals, one JSON text, or names of other labels."""
-    text = rest.strip()
-    if not text:
-        raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
-    if text[0] in "{[":
-        start = column + len(rest) - len(rest.lstrip())
-        try:
-            loaded = json.loads(text, parse_constant=_no_constant)
-            dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-            return [Imm(dumped)]
-        except (ValueError, RecursionError) as exc:
-            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-            raise LineError(
-                start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
-            ) from None
-    parts = [read_operand(tok, col) for tok, col in split_operands(rest, column)]
-    if any(not isinstance(p, Imm | Name) for p in parts):
-        raise LineError(
-            column + 1,
-            "data may only hold strings, numbers, JSON or names of other data labels",
-            "a literal value",
-        )
-    return [p for p in parts if isinstance(p, Imm | Name)]
-
-
-def _data_cells(parts: Sequence[Imm | Name], column: int) -> tuple[Value, list[Value]]:
-    """The value a bare label reads and the label's cells, from literal parts.
-
-    One value is one cell. Strings with character codes after them are one string (a final
-    ``0`` ends it). Several numbers are one cell each, and the label reads as their JSON list.
-    """
-    values = [p.value for p in parts if isinstance(p, Imm)]
-    if len(values) == 1:
-        return values[0], values
-    if isinstance(values[0], str):
-        out = [values[0]]
-        for position, value in enumerate(values[1:], start=1):
-            if isinstance(value, str):
-                out.append(value)
-            elif isinstance(value, int) and value == 0:
-                if position != len(values) - 1:
-                    raise LineError(
-                        column + 1,
-                        "a string ends at its 0; the values after it would be lost",
-                        "one string per data label (end it with 0, or leave the 0 out)",
-                    )
-                break
-            elif isinstance(value, int) and 0 < value < 0x110000:
-                out.append(chr(value))
-            else:
-                raise LineError(
-                    column + 1, f"cannot append {value!r} to a string", "a character code"
-                )
-        text = "".join(out)
-        return text, [text]
-    return json.dumps(values, separators=(",", ":")), values
-
-
-_MAX_REPEAT = 1 << 16
-
-
-def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
-    """``5 dd 0`` after ``times``: the count, the data word and the values."""
-    words = rest.split(None, 2)
-    if len(words) < 3 or words[1].upper() not in DATA_SIZES:
-        raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
-    count = read_number(words[0], column)
-    if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
-        raise LineError(column + 1, f"times needs a count of 1 to {_MAX_REPEAT}", "a count")
-    value_col = column + rest.index(words[2], len(words[0]) + len(words[1]))
-    return count, words[1].upper(), words[2], value_col
-
-
-def _read_data(builder: _Builder, number: int, scanned: Scanned) -> None:
-    """A data definition: its bare value in ``data``, its cells in ``memory``."""
-    name, word = scanned.data_name, scanned.mnemonic.upper()
-    rest, column = scanned.rest, scanned.rest_col
-    if register_index(name) is not None:
-        raise LineError(
-            scanned.mnemonic_col + 1,
-            f"data label {name!r} has the name of a register: {name} in an operand always "
-            f"reads the register, never this data; rename the data label (e.g. {name}_data)",
-            "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
-        )
-    key = name.lower()
-    if key in builder.data:
-        builder.error(
-            number, scanned.mnemonic_col + 1, f"data label {name!r} is defined twice", "a new name"
-        )
-    repeat = 1
-    if word == "TIMES":
-        repeat, word, rest, column = _repeat(rest, column)
-    if word in RESERVE_SIZES:
-        count = read_number(rest.strip() or "0", column)
-        if not isinstance(count, int) or not 0 < count <= _MAX_REPEAT:
-            raise LineError(column + 1, f"{word} needs a count of 1 to {_MAX_REPEAT}", "a count")
-        _claim(builder, count, column)
-        size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
-    else:
-        values = _data_parts(rest, column)
-        if word != "EQU":
-            _claim(builder, len(values) * repeat, column)
-        size, parts = DATA_SIZES[word], values * repeat
-    writable = not builder.read_only and word != "EQU"
-    if any(isinstance(p, Name) for p in parts):
-        builder.data[key] = ""
-        builder.pending_rows.append((key, parts, number, column))
-        builder.memory[key] = MemoryLabel((), size, writable, number)
-        return
-    value, cells = _data_cells(parts, column)
-    builder.data[key] = value
-    if word != "EQU":
-        builder.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
-
-
-def _claim(builder: _Builder, cells: int, column: int) -> None:
-    """Count a row against the memory budget before building it, so a short reply cannot
-    make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
-    builder.cells += cells
-    if builder.cells > MAX_MEMORY_CELLS:
-        raise LineError(
-            column + 1,
-            f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
-            "less data: keep large data in tools and fetch what the plan needs",
-        )
-
-
-def _resolve_rows(builder: _Builder) -> None:
-    """Fill in rows that name other labels: each named label stands for its value."""
-    rows = {key for key, *_ in builder.pending_rows}
-    for key, parts, number, column in builder.pending_rows:
-        cells: list[Value] = []
-        for part in parts:
-            if isinstance(part, Imm):
-                cells.append(part.value)
-                continue
-            found = builder.data.get(part.name.lower())
-            if found is None or part.name.lower() in rows:
-                builder.error(
-                    number,
-                    column + 1,
-                    f"{part.name!r} in this data row is no data label with a value",
-                    "numbers, strings or names of data labels defined with values",
-                )
-                found = 0
-            cells.append(found)
-        label = builder.memory[key]
-        builder.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
-        builder.data[key] = json.dumps(cells, separators=(",", ":"), ensure_ascii=False)
-
-
 def _read_line(builder: _Builder, number: int, line: str) -> None:
     scanned = scan(line)
     for name, column in scanned.labels:
         builder.label(name, number, column + 1)
     if scanned.data_name:
-        _read_data(builder, number, scanned)
+        builder.section.define(number, scanned, builder.error)
         return
     if not scanned.mnemonic:
         if scanned.rest:
             raise LineError(
                 scanned.rest_col + 1,
-                f"cannot read {scanned.rest!r}",
+                f"cannot read {clip(scanned.rest, 60)!r}",
                 "an instruction, a label or a directive",
             )
         return
     upper = scanned.mnemonic.upper()
     if upper in SECTION_WORDS or upper in SECTION_SHORT:
         section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
-        builder.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+        builder.section.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
         return
     if upper in EXTERN_WORDS:
         return
@@ -436,9 +264,9 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             builder.entry_name = entry.group()
             builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
         return
-    tokens = split_operands(scanned.rest, scanned.rest_col)
-    operands = tuple(read_operand(token, column) for token, column in tokens)
-    text = strip_comment(line)[scanned.mnemonic_col :].strip()
+    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
+    operands = tuple([read_operand(token, column) for token, column in tokens])
+    text = scanned.code[scanned.mnemonic_col :].strip()
     opcode = MNEMONICS.get(upper)
     if opcode is None:
         builder.unknown.append(
@@ -452,25 +280,49 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             number,
             scanned.mnemonic_col + 1,
             text,
-            tuple(column + 1 for _, column in tokens),
+            tuple([column + 1 for _, column in tokens]),
         )
     )
 
 
 def _fill_answers(builder: _Builder) -> None:
-    """Give each ``SAY`` one operand per placeholder of its text (see ``llassembly._answers``);
-    done once every data label is read, since its text may be defined after the code."""
+    """Give each ``SAY`` one operand per placeholder of its text (see
+    :mod:`llassembly.language.templates`); done once every data label is read, since its text
+    may be defined after the code. All the texts together hold at most
+    :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
+    data = builder.section.data
     for position, ins in enumerate(builder.instructions):
         if ins.op is not Opcode.SAY:
             continue
-        filled, problems = with_placeholders(ins, builder.data, builder.lines[ins.line - 1])
+        filled, problems = with_placeholders(ins, data, builder.lines[ins.line - 1])
         builder.instructions[position] = filled
         for problem in problems:
             builder.error(ins.line, problem.column, problem.message, problem.expected)
+        builder.placeholders += len(filled.operands) - 1
+        if builder.placeholders > MAX_PLAN_PLACEHOLDERS:
+            message = (
+                f"the answer texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
+                "placeholders a plan may have"
+            )
+            expected = "fewer placeholders: SAY in a loop, or say a summary"
+            builder.error(ins.line, ins.column, message, expected)
+            return
 
 
 def parse(text: str) -> Program | PlainAnswer:
     """Parse a model's reply.
+
+    The result is one of two types: narrow it with ``isinstance`` before using it as a
+    program (a type checker requires it), or call :func:`parse_program` when only a program
+    will do.
+
+    Example:
+        >>> reply = parse("PUSH 1\\nPOP R1")
+        >>> if isinstance(reply, PlainAnswer):  # the model answered in words
+        ...     print(reply.text)
+        ... else:  # here ``reply`` is a Program
+        ...     print(len(reply.instructions))
+        2
 
     Args:
         text: The reply as the model wrote it.
@@ -499,20 +351,66 @@ def parse(text: str) -> Program | PlainAnswer:
             gc.enable()
 
 
+def parse_program(text: str) -> Program:
+    """Parse a reply that must hold a program: :func:`parse` without the plain answer.
+
+    Example:
+        >>> program = parse_program("PUSH 1\\nPOP R1")
+        >>> [str(i) for i in program.instructions]
+        ['PUSH 1', 'POP R1']
+
+    Args:
+        text: The reply as the model wrote it.
+
+    Returns:
+        The :class:`Program`.
+
+    Raises:
+        AsmSyntaxError: Some code line cannot be read, or the reply holds no instruction (it
+            is an answer in words: line 1, asking for the program).
+        EmptyReply: The reply is empty, blank or only thinking.
+    """
+    parsed = parse(text)
+    if isinstance(parsed, Program):
+        return parsed
+    first = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
+    problem = Diagnostic(
+        1,
+        1,
+        "the reply holds no instruction, only words: write the program in one ```asm block",
+        first,
+    )
+    raise AsmSyntaxError((problem,), "a program")
+
+
 _LARGE_REPLY = 64 * 1024
 _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
 def _parse(normalised: str) -> Program | PlainAnswer:
-    source_lines = tuple(normalised.split("\n"))
+    source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
+    if len(source_lines) > MAX_REPLY_LINES:
+        # Every line costs work in each stage; no plan needs this many (the checker follows
+        # at most 20,000 instructions), and a reply is refused before any of it is done.
+        first_over = source_lines[-1].split("\n", 1)[0]
+        problem = Diagnostic(
+            MAX_REPLY_LINES + 1,
+            1,
+            f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer",
+            first_over,
+        )
+        raise AsmSyntaxError((problem,), "a shorter plan: loops and subroutines, not every step")
     visible = _remove_thinking(normalised).split("\n")
     builder = _Builder(source_lines)
     for index in _code_line_numbers(visible):
+        line = visible[index]
+        if not line or line.isspace():
+            continue
         try:
-            _read_line(builder, index + 1, visible[index])
+            _read_line(builder, index + 1, line)
         except LineError as exc:
             builder.error(index + 1, exc.column, exc.message, exc.expected)
-    _resolve_rows(builder)
+    builder.section.resolve(builder.error)
     _fill_answers(builder)
     if builder.errors:
         raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
@@ -527,7 +425,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     return Program(
         instructions=tuple(builder.instructions),
         labels=builder.labels,
-        data=builder.data,
+        data=builder.section.data,
         entry=entry,
         source_lines=source_lines,
         unknown=tuple(builder.unknown),
@@ -535,5 +433,5 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         label_names=builder.label_names,
         entry_name=builder.entry_name,
         entry_site=builder.entry_site,
-        memory=builder.memory,
+        memory=builder.section.memory,
     )

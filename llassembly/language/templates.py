@@ -17,8 +17,9 @@ import math
 import re
 from collections.abc import Mapping
 
+from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import Imm, Instruction, Name, Operand, Value
-from llassembly.language.scan import LineError, read_operand
+from llassembly.language.scan import LineError, clip, read_operand, string_columns
 
 __all__ = ["PLACEHOLDER", "render", "template_of", "with_placeholders"]
 
@@ -62,7 +63,9 @@ def with_placeholders(
     """``SAY`` with one operand added per placeholder of its text, and the problems found.
 
     Raises nothing: a placeholder that cannot be read is returned as a :class:`LineError`
-    (its column in the line), so the parser reports every one.
+    (its column in the line), so the parser reports every one. A text with more than
+    :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the limit.
+    Linear in the length of the text and of the line.
     """
     if len(ins.operands) != 1:
         column = ins.operand_columns[1] if len(ins.operand_columns) > 1 else ins.column
@@ -77,27 +80,36 @@ def with_placeholders(
     if not template:
         return ins, []
     base = ins.operand_columns[0] if ins.operand_columns else ins.column
-    inline = isinstance(ins.operands[0], Imm)
-    operands: list[Operand] = [ins.operands[0]]
-    columns: list[int] = [base]
-    problems: list[LineError] = []
-    search = base - 1
+    matches = []
     for match in PLACEHOLDER.finditer(template):
-        column = base
-        if inline:  # point at the placeholder itself when it is written on this line
-            found = source_line.find(match.group(0), search)
-            if found >= 0:
-                column, search = found + 1, found + len(match.group(0))
+        matches.append(match)
+        if len(matches) > MAX_SAY_PLACEHOLDERS:
+            break
+    # Point at each placeholder itself when the text is written on this line.
+    columns = None
+    if isinstance(ins.operands[0], Imm):
+        columns = string_columns(source_line, base - 1, [m.start() for m in matches])
+    if columns is None:
+        columns = [base] * len(matches)
+    if len(matches) > MAX_SAY_PLACEHOLDERS:
+        problem = LineError(
+            columns[-1],
+            f"this answer text holds more than the {MAX_SAY_PLACEHOLDERS} placeholders one "
+            "SAY may have",
+            "fewer placeholders: SAY once per item in a loop, or say a summary",
+        )
+        return ins, [problem]
+    operands: list[Operand] = [ins.operands[0]]
+    problems: list[LineError] = []
+    for match, column in zip(matches, columns, strict=True):
         try:
             operands.append(read_operand(match.group(1), column - 1))
         except LineError as exc:
-            message = f"cannot read {match.group(0)} in the answer: {exc.message}"
+            message = f"cannot read {clip(match.group(0))} in the answer: {exc.message}"
             problems.append(LineError(column, message, exc.expected))
-            continue
-        columns.append(column)
     if problems:
         return ins, problems
     return (
-        Instruction(ins.op, tuple(operands), ins.line, ins.column, ins.text, tuple(columns)),
+        Instruction(ins.op, tuple(operands), ins.line, ins.column, ins.text, (base, *columns)),
         [],
     )

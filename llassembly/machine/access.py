@@ -8,9 +8,9 @@ plan with an error naming the line.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import is_
 from typing import TYPE_CHECKING, TypeAlias
 
 from llassembly.analysis.layout import Layout
@@ -18,6 +18,8 @@ from llassembly.errors import (
     AsmRuntimeError,
     UsageError,
 )
+from llassembly.language.data import row_json
+from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -95,8 +97,48 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
         return lambda st: value
     if len(label.cells) == 1:
         return lambda st: st.mem[key][0]
-    # A writable row read whole: its cells as JSON text, as a read-only row reads.
-    return lambda st: json.dumps(st.mem[key], separators=(",", ":"), ensure_ascii=False)
+    return _row_reader(key, ctx, ins)
+
+
+def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
+    """A writable row read whole: its cells as JSON text, as a read-only row reads.
+
+    The text is built once per content: the state keeps it with the cells it was built from
+    and gives it again while the row holds the very same values (a loop reading an unchanged
+    row builds nothing). A text longer than :data:`MAX_DATA_TEXT_CHARS` (or than the row's
+    text as the plan wrote it, if longer) stops the plan at this line before it is built:
+    writing a row's text into the row and reading it again would otherwise double it each
+    round. All the text built in a run counts against :data:`MAX_ROW_TEXT_PER_RUN`.
+    """
+    written = ctx.program.data.get(key)
+    limit = max(MAX_DATA_TEXT_CHARS, len(written) if isinstance(written, str) else 0)
+
+    def read_row(st: MachineState) -> Value:
+        cells = st.mem[key]
+        kept = st.row_texts.get(key)
+        if kept is not None:
+            built_from, text = kept
+            if len(built_from) == len(cells) and all(map(is_, built_from, cells)):
+                return text
+        text_or_none = row_json(cells, limit)
+        if text_or_none is None:
+            raise fail(
+                ins,
+                f"reading {key!r} whole would build more than {limit} characters of JSON text "
+                "(the row holds too much text); read one cell ([row + i*size]) instead",
+            )
+        st.text_built += len(text_or_none)
+        if st.text_built > MAX_ROW_TEXT_PER_RUN:
+            raise fail(
+                ins,
+                f"reading rows whole has built more than {MAX_ROW_TEXT_PER_RUN} characters of "
+                "text in this run (each changed row is written out again); read the cells you "
+                "need ([row + i*size]), or read the row whole once, after the loop",
+            )
+        st.row_texts[key] = (list(cells), text_or_none)
+        return text_or_none
+
+    return read_row
 
 
 def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:

@@ -207,8 +207,11 @@ class Emulator:
     def result(self) -> RunResult:
         """Return registers, stack, calls and counters as they are now."""
         st = self.state
+        regs = st.regs
         return RunResult(
-            registers={register_name(i): v for i, v in enumerate(st.regs) if i and v != 0},
+            # Every register but those holding the integer 0, as in a snapshot: 0.0, -0.0
+            # and "" are values.
+            registers={register_name(i): regs[i] for i in st.holding() if i},
             stack=list(st.stack),
             calls=list(self.history),
             instructions_executed=st.executed,

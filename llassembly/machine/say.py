@@ -51,7 +51,9 @@ def compile_say(ins: Instruction, ctx: Context) -> Step:
 
 
 def _add(st: MachineState, line: str, ins: Instruction) -> None:
-    used = sum(len(x) + 1 for x in st.answer)
+    """Add a line to the answer, within :data:`MAX_ANSWER_CHARS` (counted as lines are added,
+    so a plan that says many lines costs linear time, not a sum over all lines each time)."""
+    used = st.answer_size()
     if used + len(line) > MAX_ANSWER_CHARS:
         raise fail(
             ins,

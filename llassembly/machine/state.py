@@ -89,8 +89,10 @@ class CallRecord:
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """What a finished run leaves: non-zero registers, the stack, the calls made, counters,
-    and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said none)."""
+    """What a finished run leaves: the registers holding anything but the integer 0 (``0.0``,
+    ``-0.0`` and ``""`` are values and are kept, as in a snapshot), the stack, the calls made,
+    counters, and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said
+    none)."""
 
     registers: dict[str, Value]
     stack: list[Value]
@@ -140,6 +142,33 @@ class MachineState:
     outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
     fault: dict[str, Any] | None = None
     answer: list[str] = field(default_factory=list)
+    # How much of ``answer`` is counted: lines, and their characters with a newline each.
+    # Derived (never in a snapshot), caught up with the list whenever it is read.
+    _answer_counted: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
+    text_built: int = field(default=0, init=False, repr=False, compare=False)
+    """Characters of text built by reading writable rows whole in this process (a work bound,
+    see :data:`~llassembly.language.limits.MAX_ROW_TEXT_PER_RUN`); never in a snapshot."""
+    row_texts: dict[str, tuple[list[Value], str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """The last text each writable row read whole gave, with the cells it was built from (kept
+    for this run only, so it is at most what :attr:`text_built` counts); never in a snapshot."""
+
+    def answer_size(self) -> int:
+        """The characters of :attr:`answer` with one newline per line.
+
+        Linear in the lines added since the last call (a replaced or shortened list is
+        counted again), so ``SAY`` stays linear in the length of the answer.
+        """
+        lines, size = self._answer_counted
+        answer = self.answer
+        if lines > len(answer):
+            lines, size = 0, 0
+        if lines < len(answer):
+            size += sum(len(line) + 1 for line in answer[lines:])
+            lines = len(answer)
+            self._answer_counted = (lines, size)
+        return size
 
     def holding(self) -> list[int]:
         """The indexes of the registers holding anything but the integer 0."""

@@ -230,11 +230,17 @@ def _json_default(obj: Any) -> Any:
 
 
 def short_repr(value: Any, limit: int | None = None) -> str:
-    """``repr`` that never fails (an integer too long to print reads ``an integer of N bits``),
-    cut to ``limit`` characters when given. The one safe ``repr`` of the package."""
+    """``repr`` that never fails (an integer too long to print reads ``an integer of N bits``,
+    data nested too deeply or an object whose ``repr`` raises reads as what it is), cut to
+    ``limit`` characters when given. The one safe ``repr`` of the package."""
     if isinstance(value, int) and value.bit_length() > 200:
         return f"an integer of {value.bit_length()} bits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"a {type(value).__name__} nested too deeply to show"
+    except Exception:  # any object's repr may raise; this one must not
+        text = f"a {type(value).__name__} that cannot be shown"
     return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -244,13 +250,35 @@ def first_line(exc: BaseException) -> str:
         return "nested too deeply"
     try:
         text = str(exc)
-    except ValueError:  # a message quoting an integer too long to print
+    except Exception:  # a message quoting an integer too long to print, or worse
         text = ""
     line = text.splitlines()[0] if text else type(exc).__name__
     return line if len(line) <= 200 else line[:197] + "..."
 
 
 def to_value(x: Any) -> Value:
+    """A tool's result as one stack value (see ``docs/language.md``, *Values*).
+
+    Raises:
+        ValueError: The result cannot be held: a number out of range, data nested too deeply,
+            or an object whose conversion raises (never that object's own error).
+    """
+    try:
+        return _to_value(x)
+    except ValueError:
+        raise
+    except RecursionError:
+        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except Exception as exc:
+        bubble = loaded("langgraph.errors", "GraphBubbleUp")
+        if bubble is not None and isinstance(exc, bubble):
+            raise  # an interrupt from inside the object's own code: not a conversion error
+        raise ValueError(
+            f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
+        ) from exc
+
+
+def _to_value(x: Any) -> Value:
     t = type(x)
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
@@ -266,20 +294,20 @@ def to_value(x: Any) -> Value:
     if t is bool:
         return 1 if x else 0
     if isinstance(x, enum.Enum):
-        return to_value(x.value)
+        return _to_value(x.value)
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
-        return to_value(x.content)  # a tool that builds its own message: keep the content
+        return _to_value(x.content)  # a tool that builds its own message: keep the content
     command = loaded("langgraph.types", "Command")
     if command is not None and isinstance(x, command):
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
         answers = [m for m in update.get("messages", []) if isinstance(m, tool_message or ())]
-        return to_value(answers[0].content) if answers else ""
+        return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
     if isinstance(x, int):  # subclasses of the primitives become the primitive
-        return to_value(int(x))
+        return _to_value(int(x))
     if isinstance(x, float):
         return float(x)
     if isinstance(x, str):
@@ -290,14 +318,16 @@ def to_value(x: Any) -> Value:
         )
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
-    except ValueError:
+    except ValueError as exc:  # NaN, an integer too long to write, a model that cannot dump
         raise ValueError(
-            "the tool returned data with a non-finite number or an integer too long to hold"
+            f"the tool returned data that cannot be held as JSON ({first_line(exc)})"
         ) from None
     except TypeError:  # not JSON data: its text
         try:
             return str(x)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            raise ValueError("the tool returned data nested too deeply to hold") from None
+        except Exception:  # the object's own __str__ may raise anything
             raise ValueError(
                 f"the tool returned a {type(x).__name__} that cannot be held"
             ) from None
