@@ -360,12 +360,6 @@ def test_a_plan_longer_than_the_limit_is_refused_before_it_is_compiled(execution
     assert f"at most {MAX_PLAN_INSTRUCTIONS} are accepted" in model.calls[1][-1].text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason="integration (issue 24): messages.result_text -> _jsonable recurses without a bound "
-    "and RecursionError escapes the graph path for a list nested 500-900 deep",
-)
 def test_a_deeply_nested_result_on_the_graph_path_stops_the_plan_with_a_library_error() -> None:
     """The engine holds such a result (JSON text) or refuses it (AsmRuntimeError naming the
     tool and line); the graph path's message text of it must not crash either."""

@@ -93,3 +93,19 @@ def test_the_analysis_itself_takes_a_list_of_externs_and_says_what_it_cannot_rea
     for entry in (analysis_verifier.check, analysis_summary.summarize):
         with pytest.raises(UsageError, match=r"give externs .* or call llassembly\.check"):
             entry(program(PLAN), [ping, pong])  # type: ignore[list-item]
+
+
+def test_a_plain_answer_given_where_a_program_is_expected_says_so_and_how_to_narrow() -> None:
+    """``parse()`` returns a :class:`PlainAnswer` for a reply with no instruction; the entry
+    points that need a program say so plainly (not an ``AttributeError``)."""
+    from llassembly import Emulator, parse
+
+    answer = parse("It is sunny.")
+    for name, entry in (
+        ("check", lambda: check(answer, [ping])),  # type: ignore[arg-type]
+        ("verify", lambda: verify(answer, [ping])),  # type: ignore[arg-type]
+        ("summarize", lambda: summarize(answer, [ping])),  # type: ignore[arg-type]
+        ("Emulator", lambda: Emulator(answer, [ping])),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(UsageError, match=rf"{name}\(\) takes a Program.*parse_program"):
+            entry()

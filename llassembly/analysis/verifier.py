@@ -107,11 +107,17 @@ class _Checker:
     # -- structure --------------------------------------------------------------------------
 
     def check_unknown(self) -> None:
+        hints: dict[str, str] = {}  # one suggestion per distinct word (a hostile plan repeats)
         for unknown in self.program.unknown:
+            if len(self.found) >= MAX_DIAGNOSTICS:  # counted, not listed: no suggestion needed
+                self.report(unknown.line, unknown.column, "", structural=True)
+                continue
             word = unknown.mnemonic.upper()
-            close = difflib.get_close_matches(word, MNEMONICS, n=3)
-            close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
-            hint = f"did you mean {close[0]}? " if close else ""
+            if word not in hints:
+                close = difflib.get_close_matches(word, MNEMONICS, n=3)
+                close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
+                hints[word] = f"did you mean {close[0]}? " if close else ""
+            hint = hints[word]
             message = (
                 f"unknown instruction {unknown.mnemonic!r}; {hint}"
                 f"the instructions are {_OPCODE_LIST}"

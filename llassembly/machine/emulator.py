@@ -75,6 +75,7 @@ from llassembly.machine.steps import (
     _compile_steps,
     compile_program,
 )
+from llassembly.machine.toolset import program_of
 
 __all__ = [
     "DEFAULT_MAX_INSTRUCTIONS",
@@ -166,7 +167,8 @@ class Emulator:
             externs = (
                 tools if isinstance(tools, Mapping) else externs_from(cast(Iterable[Any], tools))
             )
-            self.compiled = compile_program(program, externs, max_stack_depth=max_stack_depth)
+            checked = program_of(program, "Emulator")
+            self.compiled = compile_program(checked, externs, max_stack_depth=max_stack_depth)
         self.program = self.compiled.program
         self.max_instructions_to_exec = max_instructions_to_exec
         self.max_tool_calls = max_tool_calls

@@ -25,12 +25,12 @@ from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.errors import Diagnostic
+from llassembly.errors import Diagnostic, UsageError
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import Program, ToolShape
+from llassembly.language.program import PlainAnswer, Program, ToolShape
 from llassembly.machine.externs import Extern, externs_from
 
-__all__ = ["ToolSpec", "check", "externs_of", "summarize", "verify"]
+__all__ = ["ToolSpec", "check", "externs_of", "program_of", "summarize", "verify"]
 
 ToolSpec = Iterable[Any] | Mapping[str, Any]
 """Tools as the API takes them: a list of LangChain tools, functions or externs, or a
@@ -54,9 +54,31 @@ def externs_of(tools: ToolSpec) -> Mapping[str, ToolShape]:
     return tool_shapes(tools, _adapt)
 
 
+def program_of(program: object, where: str) -> Program:
+    """``program``, checked to be a :class:`Program`.
+
+    Raises:
+        UsageError: It is something else: a plain answer (the reply held no instruction; see
+            :func:`~llassembly.parse_program`), or no parsed plan at all.
+    """
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, PlainAnswer):
+        msg = (
+            f"{where}() takes a Program, but the reply held no instruction (parse() gave a "
+            "PlainAnswer): check isinstance(parsed, Program) first, or use parse_program()"
+        )
+        raise UsageError(msg)
+    raise UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
+
+
 def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
-    """Every problem of ``program`` (see :func:`llassembly.analysis.verifier.check`)."""
-    return _verifier.check(program, externs_of(tools))
+    """Every problem of ``program`` (see :func:`llassembly.analysis.verifier.check`).
+
+    Raises:
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
+    """
+    return _verifier.check(program_of(program, "check"), externs_of(tools))
 
 
 def verify(program: Program, tools: ToolSpec) -> None:
@@ -65,8 +87,9 @@ def verify(program: Program, tools: ToolSpec) -> None:
 
     Raises:
         PlanRejected: The plan has problems.
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
     """
-    _verifier.verify(program, externs_of(tools))
+    _verifier.verify(program_of(program, "verify"), externs_of(tools))
 
 
 def summarize(
@@ -77,9 +100,13 @@ def summarize(
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
     semantics: Semantics | None = None,
 ) -> PlanSummary:
-    """What ``program`` may do (see :func:`llassembly.analysis.summary.summarize`)."""
+    """What ``program`` may do (see :func:`llassembly.analysis.summary.summarize`).
+
+    Raises:
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
+    """
     return _summary.summarize(
-        program,
+        program_of(program, "summarize"),
         externs_of(tools),
         max_instructions_to_exec=max_instructions_to_exec,
         max_tool_calls=max_tool_calls,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from llassembly.language.program import Value
 
@@ -220,13 +221,22 @@ def converter(annotation: Any) -> Converter:
 
 
 def _json_default(obj: Any) -> Any:
+    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
+    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
+    dataclasses); anything else is not JSON data (``TypeError``)."""
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, (set, frozenset)):
         return list(obj)
     if isinstance(obj, enum.Enum):
         return obj.value
-    raise TypeError(type(obj).__name__)
+    try:
+        return to_jsonable_python(obj)
+    except PydanticSerializationError:
+        raise TypeError(type(obj).__name__) from None
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 def short_repr(value: Any, limit: int | None = None) -> str:
@@ -312,6 +322,13 @@ def _to_value(x: Any) -> Value:
         return float(x)
     if isinstance(x, str):
         return str.__str__(x)
+    if x is not None and not isinstance(x, _CONTAINERS):
+        try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
+            plain = to_jsonable_python(x)
+        except PydanticSerializationError:
+            plain = None
+        if type(plain) in (str, int, float, bool):
+            return _to_value(plain)
     try:
         return json.dumps(
             x, separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
