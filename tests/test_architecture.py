@@ -366,3 +366,86 @@ def test_the_opcode_list_scan_finds_each_kind_of_list() -> None:
         (7, "an opcode picked by its name"),
         (8, "a dict keyed by opcodes"),
     ]
+
+
+# --- the house: packages by role, small modules, arrows one way ---------------------------------
+
+SUBPACKAGES = ("language", "analysis", "machine", "integration")
+"""The subpackages, lowest first: each may import only those before it (and ``errors``,
+``compat``)."""
+SHARED = {"llassembly.errors", "llassembly.compat"}
+MAX_MODULE_LINES = 500
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def _subpackage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in SUBPACKAGES else None
+
+
+def test_no_module_is_longer_than_one_sitting() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_the_top_level_holds_few_modules_and_the_rest_is_in_subpackages() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    for name in SUBPACKAGES:
+        modules = list((PACKAGE / name).glob("*.py"))
+        assert (PACKAGE / name / "__init__.py").is_file() and len(modules) > 1, name
+
+
+def test_subpackages_import_only_the_layers_below_them() -> None:
+    graph = import_graph()
+    rank = {name: i for i, name in enumerate(SUBPACKAGES)}
+    wrong = []
+    for module, targets in graph.items():
+        own = _subpackage(module)
+        if own is None:
+            continue
+        for target in targets:
+            theirs = _subpackage(target)
+            if theirs is None:
+                if target not in SHARED:
+                    wrong.append(f"{module} -> {target} (a top-level module other than errors)")
+            elif rank[theirs] > rank[own]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_the_shared_modules_import_no_subpackage() -> None:
+    graph = import_graph()
+    for module in SHARED:
+        assert {t for t in graph[module] if _subpackage(t)} == set(), module
+
+
+OLD_PATHS = {
+    "llassembly.program": "Program",
+    "llassembly.parser": "parse",
+    "llassembly.emulator": "Emulator",
+    "llassembly.externs": "externs_from",
+    "llassembly.policies": "max_calls",
+    "llassembly.graph": "PlanGraph",
+    "llassembly.middleware": "ToolsPlannerMiddleware",
+    "llassembly.nodes": "ToolsPlannerNode",
+    "llassembly.verifier": "verify",
+    "llassembly.summary": "summarize",
+    "llassembly.prompt": "build_system_prompt",
+    "llassembly.options": "PlannerOptions",
+    "llassembly.planning": "plan",
+    "llassembly.planner": "Planner",
+}
+
+
+@pytest.mark.parametrize("path", sorted(OLD_PATHS))
+def test_the_import_paths_of_earlier_releases_keep_working(path: str) -> None:
+    code = f"from {path} import {OLD_PATHS[path]} as found\nimport {path}\nprint('ok')\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -18,8 +18,6 @@ from llassembly.integration.nodes import (
 )
 from llassembly.integration.options import (
     OPTIONS,
-    Option,
-    Options,
     PlannerOptions,
     document_options,
 )
@@ -42,22 +40,25 @@ def parameters(cls: type) -> dict[str, inspect.Parameter]:
 def test_every_option_has_a_name_a_doc_and_a_check_that_accepts_its_default() -> None:
     names = [option.name for option in OPTIONS]
     assert len(names) == len(set(names)) == 15
-    assert names == [n for n, v in vars(Options).items() if isinstance(v, Option)]
+    assert names == [f.name for f in dataclasses.fields(PlannerOptions)]
     for option in OPTIONS:
         assert option.name and option.doc.strip(), option
         assert option.doc.rstrip().endswith("."), option.name
         assert "\n" not in option.doc, option.name  # one paragraph: the classes' docs wrap it
         option.check(option.name, option.keep(option.default))
-        option.check(option.name, option.planner_default)
 
 
-def test_planner_options_has_one_field_per_option_with_its_default() -> None:
+def test_the_options_are_declared_once_as_the_planner_options_fields() -> None:
     fields = dataclasses.fields(PlannerOptions)
     assert [f.name for f in fields] == [option.name for option in OPTIONS]
     for f, option in zip(fields, OPTIONS, strict=True):
-        assert f.default == option.planner_default, f.name
-    assert PlannerOptions().execution == "graph"  # what the nodes and a bare Turn run
-    assert Options.execution.default == "agent"  # what the middleware runs
+        assert f.default == option.default == getattr(PlannerOptions, f.name), f.name
+        assert f.metadata["doc"] == option.doc, f.name
+    assert PlannerOptions().execution == "agent"  # the middleware's default
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[]), [])
+    assert node.options.execution == "graph"  # the nodes always run plans as a graph
+    with pytest.raises(TypeError):
+        PlannerOptions(2)  # type: ignore[misc]  # keyword-only
 
 
 @pytest.mark.parametrize("cls", list(OWN), ids=lambda c: c.__name__)

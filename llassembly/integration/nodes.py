@@ -25,7 +25,6 @@ from llassembly.integration.messages import plan_call_messages
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
-    Options,
     PlannerOptions,
     ToolMiddleware,
     document_options,
@@ -68,22 +67,23 @@ class ToolsPlannerNode:
         model: BaseChatModel,
         tools: Sequence[BaseTool | Callable[..., Any]],
         *,
-        max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
-        infer_tools_messages: bool = Options.infer_tools_messages.default,
-        prompt_path: str | Path | None = Options.prompt_path.default,
-        max_repairs: int = Options.max_repairs.default,
-        on_tool_error: OnToolError = Options.on_tool_error.default,
-        max_replans: int = Options.max_replans.default,
-        max_tool_calls: int = Options.max_tool_calls.default,
-        max_stack_depth: int = Options.max_stack_depth.default,
-        granularity: Granularity = Options.granularity.default,
-        tool_middleware: Sequence[ToolMiddleware] = Options.tool_middleware.default,
-        approve_plan: bool | Sequence[str] = Options.approve_plan.default,
-        plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
-        parallel_tools: bool | Sequence[str] = Options.parallel_tools.default,
-        final_answer: FinalAnswer = Options.final_answer.default,
+        max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
+        infer_tools_messages: bool = PlannerOptions.infer_tools_messages,
+        prompt_path: str | Path | None = PlannerOptions.prompt_path,
+        max_repairs: int = PlannerOptions.max_repairs,
+        on_tool_error: OnToolError = PlannerOptions.on_tool_error,
+        max_replans: int = PlannerOptions.max_replans,
+        max_tool_calls: int = PlannerOptions.max_tool_calls,
+        max_stack_depth: int = PlannerOptions.max_stack_depth,
+        granularity: Granularity = PlannerOptions.granularity,
+        tool_middleware: Sequence[ToolMiddleware] = PlannerOptions.tool_middleware,
+        approve_plan: bool | Sequence[str] = PlannerOptions.approve_plan,
+        plan_policy: Sequence[PlanPolicy] = PlannerOptions.plan_policy,
+        parallel_tools: bool | Sequence[str] = PlannerOptions.parallel_tools,
+        final_answer: FinalAnswer = PlannerOptions.final_answer,
     ) -> None:
-        self.options = PlannerOptions.from_arguments(locals())
+        # The nodes always run plans as a graph.
+        self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
         self.model = model
         self.planner = Planner(self.options)
         self.externs = self.planner.externs_for(list(tools))

@@ -1,14 +1,14 @@
-"""The planner options, each declared once: name, default, documentation and check.
+"""The planner options, each declared once: name, type, default, documentation and check.
 
-:class:`Options` declares every option ``ToolsPlannerMiddleware``, ``ToolsPlannerNode`` and
-``AToolsPlannerNode`` take. From it come the fields and checks of :class:`PlannerOptions`
-(what a planner keeps), the defaults of the classes' keyword parameters (written out in their
-signatures, for editors and type checkers, as ``max_repairs: int = Options.max_repairs.default``)
-and the ``Args:`` entries of their docstrings (see :func:`document_options`).
-``tests/test_options.py`` fails when a signature, a default or a doc disagrees with this table.
+:class:`PlannerOptions` declares every option ``ToolsPlannerMiddleware``, ``ToolsPlannerNode``,
+``AToolsPlannerNode`` and :func:`~llassembly.plan` take, and is what a planner keeps. From it
+come the defaults of the classes' keyword parameters (written out in their signatures, for
+editors and type checkers, as ``max_repairs: int = PlannerOptions.max_repairs``), the
+``Args:`` entries of their docstrings (see :func:`document_options`) and :data:`OPTIONS`.
+``tests/test_options.py`` fails when a signature, a default or a doc disagrees with it.
 
 Example:
-    >>> Options.max_repairs.default
+    >>> PlannerOptions.max_repairs
     2
     >>> [option.name for option in OPTIONS][:3]
     ['infer_tools_messages', 'prompt_path', 'max_instructions_to_exec']
@@ -24,7 +24,7 @@ import difflib
 import inspect
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
@@ -51,7 +51,6 @@ __all__ = [
     "FinalAnswer",
     "OnToolError",
     "Option",
-    "Options",
     "PlannerOptions",
     "ToolMiddleware",
     "check_tool_names",
@@ -80,35 +79,34 @@ def _same(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Option(Generic[T]):
-    """One planner option.
+    """One planner option, as :class:`PlannerOptions` declares it.
 
     Attributes:
-        default: The default of the classes' parameter of this name.
+        name: The parameter's name.
+        default: Its default (the same in every class that takes it).
         doc: What the option does (one paragraph; the classes' docstrings quote it).
         check: Raises :class:`~llassembly.errors.UsageError` for a value out of range
             (called with the option's name and the value :class:`PlannerOptions` keeps).
         keep: Turns an argument into the value :class:`PlannerOptions` keeps (a list of tool
             names into a tuple, for example).
-        kept_default: The default of :class:`PlannerOptions` when it differs from
-            ``default`` (only ``execution``: a planner built without the middleware always
-            runs plans as a graph).
-        name: The parameter's name (the attribute's name in :class:`Options`).
     """
 
+    name: str
     default: T
     doc: str
     check: Callable[[str, Any], None] = _anything
     keep: Callable[[Any], Any] = _same
-    kept_default: T | None = None
-    name: str = field(default="", init=False)
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        object.__setattr__(self, "name", name)
 
-    @property
-    def planner_default(self) -> T:
-        """The default of the :class:`PlannerOptions` field."""
-        return self.default if self.kept_default is None else self.kept_default
+def _option(
+    default: Any,
+    doc: str,
+    *,
+    check: Callable[[str, Any], None] = _anything,
+    keep: Callable[[Any], Any] = _same,
+) -> Any:
+    """A field of :class:`PlannerOptions`: its default, and the rest of its declaration."""
+    return field(default=default, metadata={"doc": doc, "check": check, "keep": keep})
 
 
 def _positive(name: str, value: Any) -> None:
@@ -183,29 +181,44 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         )
 
 
-class Options:
-    """Every planner option, in the order of ``PlannerOptions``' fields."""
+@dataclass(frozen=True, kw_only=True)
+class PlannerOptions:
+    """Every planner option, declared once: its type, default, documentation and check.
 
-    infer_tools_messages: Option[bool] = Option(
+    ``ToolsPlannerMiddleware``, ``ToolsPlannerNode``, ``AToolsPlannerNode`` and
+    :func:`~llassembly.plan` take these as keyword arguments, with these defaults (written
+    out in their signatures as ``max_repairs: int = PlannerOptions.max_repairs``, for editors
+    and type checkers) and these docs (see :func:`document_options`); a planner keeps them
+    here. ``tests/test_options.py`` fails when a signature, a default or a doc disagrees.
+
+    Raises:
+        UsageError: An option is out of range.
+    """
+
+    infer_tools_messages: bool = _option(
         True,
         "Keep an ``AIMessage``/``ToolMessage`` pair per executed call (``False`` keeps only "
         "the plan and the final message once the turn ends).",
     )
-    prompt_path: Option[str | Path | None] = Option(
+
+    prompt_path: str | Path | None = _option(
         None,
         "A template file replacing the built-in prompt (``{context}`` and "
         "``{extern_functions}`` are filled in).",
         check=_readable_file,
     )
-    max_instructions_to_exec: Option[int] = Option(
+
+    max_instructions_to_exec: int = _option(
         DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
     )
-    max_repairs: Option[int] = Option(
+
+    max_repairs: int = _option(
         2,
         "How many times the model may fix a plan that does not parse or verify.",
         check=_non_negative,
     )
-    on_tool_error: Option[OnToolError] = Option(
+
+    on_tool_error: OnToolError = _option(
         "stop",
         "When a tool fails (it raised, a limit refused the call, a person rejected it) or a "
         'budget runs out: ``"stop"`` ends the turn with a message naming the tool, line and '
@@ -214,39 +227,45 @@ class Options:
         "the results so far.",
         check=_one_of(ON_TOOL_ERROR),
     )
-    max_replans: Option[int] = Option(
+
+    max_replans: int = _option(
         1, 'Most new plans per turn under ``"replan"``.', check=_non_negative
     )
-    max_tool_calls: Option[int] = Option(
+
+    max_tool_calls: int = _option(
         DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
     )
-    max_stack_depth: Option[int] = Option(
+
+    max_stack_depth: int = _option(
         DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
     )
-    granularity: Option[Granularity] = Option(
+
+    granularity: Granularity = _option(
         "block",
         'How a plan run as a graph (the nodes; the middleware with ``execution="graph"``) is '
         'checkpointed: ``"block"`` (a checkpointed step per tool call), ``"instruction"`` '
         '(a node per instruction) or ``"program"`` (one step).',
         check=_one_of(GRANULARITIES),
     )
-    tool_middleware: Option[tuple[ToolMiddleware, ...]] = Option(
+
+    tool_middleware: tuple[ToolMiddleware, ...] = _option(
         (),
         "``wrap_tool_call`` middleware to apply to each call of a plan (e.g. "
         "``ToolRetryMiddleware``). On the middleware's agent path the agent's own middleware "
         "already wraps every plan call; these wrap plan calls only.",
         keep=tuple,
     )
-    execution: Option[Execution] = Option(
+
+    execution: Execution = _option(
         "agent",
         'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or '
         '``"graph"`` (the plan runs as a nested graph beside it; faster, but the agent\'s '
         "tool middleware, approvals and limits do not see its calls). The nodes always run "
-        'plans as a graph (``PlannerOptions`` defaults to ``"graph"``).',
+        "plans as a graph.",
         check=_one_of(EXECUTIONS),
-        kept_default="graph",
     )
-    approve_plan: Option[bool | tuple[str, ...]] = Option(
+
+    approve_plan: bool | tuple[str, ...] = _option(
         False,
         "``True``: pause (``interrupt()``) before a plan's first call until a person "
         "approves, edits or rejects the whole plan (see ``llassembly._approval``); needs a "
@@ -254,14 +273,16 @@ class Options:
         check=_tool_names,
         keep=approval_option,
     )
-    plan_policy: Option[tuple[PlanPolicy, ...]] = Option(
+
+    plan_policy: tuple[PlanPolicy, ...] = _option(
         (),
         "Rules ``(summary, program) -> problems`` (see ``llassembly.policies``); a plan with "
         "problems is refused before anything runs and the model repairs it.",
         check=_callables,
         keep=tuple,
     )
-    parallel_tools: Option[bool | tuple[str, ...]] = Option(
+
+    parallel_tools: bool | tuple[str, ...] = _option(
         False,
         "Tools whose calls may run together (``True``: all tools): consecutive calls to them "
         "that do not need each other's results run at once, on the agent path as one "
@@ -272,7 +293,8 @@ class Options:
         check=_parallel_tools,
         keep=check_parallel_tools,
     )
-    final_answer: Option[FinalAnswer] = Option(
+
+    final_answer: FinalAnswer = _option(
         "plan",
         '``"plan"``: the turn ends with the plan\'s own answer (``SAY``), or a summary of its '
         'calls; ``"model"``: the model is called once more after the plan, with the calls and '
@@ -282,39 +304,6 @@ class Options:
         "plan's answer when it is JSON of the schema, else by that final call.",
         check=_one_of(FINAL_ANSWERS),
     )
-
-
-OPTIONS: tuple[Option[Any], ...] = tuple(
-    value for value in vars(Options).values() if isinstance(value, Option)
-)
-"""Every option, in declaration order."""
-
-_BY_NAME: dict[str, Option[Any]] = {option.name: option for option in OPTIONS}
-
-
-@dataclass(frozen=True)
-class PlannerOptions:
-    """What a planner keeps of its options (one field per entry of :class:`Options`).
-
-    Raises:
-        UsageError: An option is out of range.
-    """
-
-    infer_tools_messages: bool = Options.infer_tools_messages.planner_default
-    prompt_path: str | Path | None = Options.prompt_path.planner_default
-    max_instructions_to_exec: int = Options.max_instructions_to_exec.planner_default
-    max_repairs: int = Options.max_repairs.planner_default
-    on_tool_error: OnToolError = Options.on_tool_error.planner_default
-    max_replans: int = Options.max_replans.planner_default
-    max_tool_calls: int = Options.max_tool_calls.planner_default
-    max_stack_depth: int = Options.max_stack_depth.planner_default
-    granularity: Granularity = Options.granularity.planner_default
-    tool_middleware: tuple[ToolMiddleware, ...] = Options.tool_middleware.planner_default
-    execution: Execution = Options.execution.planner_default
-    approve_plan: bool | tuple[str, ...] = Options.approve_plan.planner_default
-    plan_policy: tuple[PlanPolicy, ...] = Options.plan_policy.planner_default
-    parallel_tools: bool | tuple[str, ...] = Options.parallel_tools.planner_default
-    final_answer: FinalAnswer = Options.final_answer.planner_default
 
     def __post_init__(self) -> None:
         for option in OPTIONS:
@@ -335,6 +324,15 @@ class PlannerOptions:
         """
         given = {name: value for name, value in arguments.items() if name in _BY_NAME}
         return cls(**{name: _BY_NAME[name].keep(value) for name, value in given.items()})
+
+
+OPTIONS: tuple[Option[Any], ...] = tuple(
+    Option(f.name, f.default, f.metadata["doc"], f.metadata["check"], f.metadata["keep"])
+    for f in fields(PlannerOptions)
+)
+"""Every option, in declaration order."""
+
+_BY_NAME: dict[str, Option[Any]] = {option.name: option for option in OPTIONS}
 
 
 _INDENT = " " * 8

@@ -41,7 +41,7 @@ from langchain_core.tools import BaseTool
 
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
-from llassembly.integration.options import Options, PlannerOptions
+from llassembly.integration.options import PlannerOptions
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
@@ -188,12 +188,12 @@ def plan(
     tools: Tools,
     request: Request,
     *,
-    max_repairs: int = Options.max_repairs.default,
-    prompt_path: str | Path | None = Options.prompt_path.default,
-    plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
-    max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
-    max_tool_calls: int = Options.max_tool_calls.default,
-    max_stack_depth: int = Options.max_stack_depth.default,
+    max_repairs: int = PlannerOptions.max_repairs,
+    prompt_path: str | Path | None = PlannerOptions.prompt_path,
+    plan_policy: Sequence[PlanPolicy] = PlannerOptions.plan_policy,
+    max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
+    max_tool_calls: int = PlannerOptions.max_tool_calls,
+    max_stack_depth: int = PlannerOptions.max_stack_depth,
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Ask ``model`` for a plan that calls ``tools``, repairing it until it verifies. Nothing runs.
@@ -245,12 +245,12 @@ async def aplan(
     tools: Tools,
     request: Request,
     *,
-    max_repairs: int = Options.max_repairs.default,
-    prompt_path: str | Path | None = Options.prompt_path.default,
-    plan_policy: Sequence[PlanPolicy] = Options.plan_policy.default,
-    max_instructions_to_exec: int = Options.max_instructions_to_exec.default,
-    max_tool_calls: int = Options.max_tool_calls.default,
-    max_stack_depth: int = Options.max_stack_depth.default,
+    max_repairs: int = PlannerOptions.max_repairs,
+    prompt_path: str | Path | None = PlannerOptions.prompt_path,
+    plan_policy: Sequence[PlanPolicy] = PlannerOptions.plan_policy,
+    max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
+    max_tool_calls: int = PlannerOptions.max_tool_calls,
+    max_stack_depth: int = PlannerOptions.max_stack_depth,
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Async :func:`plan`: the model is called with ``ainvoke``. Same arguments and errors."""
