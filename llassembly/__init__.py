@@ -75,7 +75,7 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type 
         unless_plan_approved,
     )
     from llassembly.integration.graph import PlanGraph
-    from llassembly.integration.middleware import ToolsPlannerMiddleware
+    from llassembly.integration.middleware import PLAN_TAG, ToolsPlannerMiddleware
     from llassembly.integration.nodes import (
         AToolsPlannerNode,
         ToolsPlannerNode,
@@ -90,6 +90,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "AToolsPlannerNode": ".integration.nodes",
+    "PLAN_TAG": ".integration.middleware",
     "Plan": ".integration.planning",
     "PlanGraph": ".integration.graph",
     "ToolsPlannerMiddleware": ".integration.middleware",
@@ -152,6 +153,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "PLAN_TAG",
     "AToolsPlannerNode",
     "Argument",
     "AsmRuntimeError",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from llassembly.integration.middleware import (
+    PLAN_TAG,
     PlannerAgentState,
     ToolsPlannerMiddleware,
 )
 
 __all__ = [
+    "PLAN_TAG",
     "PlannerAgentState",
     "ToolsPlannerMiddleware",
 ]

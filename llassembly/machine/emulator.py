@@ -44,6 +44,7 @@ from llassembly.language.limits import (
 )
 from llassembly.language.opcodes import (
     EAX_INDEX,
+    register_index,
     register_name,
 )
 from llassembly.language.program import (
@@ -185,8 +186,15 @@ class Emulator:
         # The registers a snapshot reads: those the program may write, and any a given
         # state starts with (no instruction changes those others).
         self._registers = self.compiled.registers
+        given: set[int] = set()  # a snapshot names the registers it holds
         if state is not None:
-            self._registers = tuple(sorted({*self._registers, *self.state.holding()}))
+            given = (
+                set(self.state.holding())
+                if not isinstance(state, Mapping)
+                else {i for i in map(register_index, map(str, state["registers"])) if i is not None}
+            )
+        if not given <= set(self._registers):
+            self._registers = tuple(sorted({*self._registers, *given}))
         self._started: float | None = None
         self.history: list[CallRecord] = []
         self.parallel_tools = _ahead.check_parallel_tools(parallel_tools)
