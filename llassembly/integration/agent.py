@@ -13,11 +13,13 @@ with at most one real model call:
 A step answers the model turn with an ``AIMessage`` carrying the plan's next call(s), which the
 agent routes to its tool node like any call the model made; or with the final message, which
 ends the agent's loop. A step that needs another model call (a repair, a new plan after a
-failure, the final answer call) ends with a message that shows the progress and sends the
-agent back to its model node (the planner's ``after_model`` hook), so every model call is a
-visit of its own: ``before_model`` middleware such as ``ModelCallLimitMiddleware`` see each
-one. The machine lives in the agent's private state as plain data (the :class:`TurnRecord`),
-so every step is checkpointed and can continue in any process.
+failure, the final answer call) ends with a message that shows the progress; the agent's loop
+stops there and the planner's ``after_agent`` sends it back to its model node, so every model
+call is a visit of its own: ``before_model`` middleware such as ``ModelCallLimitMiddleware``
+see each one. A person's decision on a plan is asked in the visit after the one that wrote
+it (``interrupt()``), once the plan is saved. The machine lives in the agent's private state
+as plain data (the :class:`TurnRecord`), so every step is checkpointed and can continue in any
+process.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.types import interrupt
 
 from llassembly.compat import MODEL_CALL_COUNTERS
+from llassembly.integration.approval import read_decision
 from llassembly.integration.final import Answered, AnswerRequest
 from llassembly.integration.messages import plan_call_messages
 from llassembly.integration.record import KEY, PendingCall, TurnRecord
@@ -133,10 +137,10 @@ def next_event(
     if (
         phase == "approval"
         and approval is not None
-        and approval["state"] == "decided"
+        and approval["state"] == "awaiting"
         and _latest(record, messages)
-    ):
-        return Decided(approval.get("decision") or {})
+    ):  # the plan and its request are saved: a person decides now (asked again on resume)
+        return Decided(read_decision(interrupt(approval.get("request") or {})))
     if phase in ("planning", "answering", "running") and _latest(record, messages):
         return Proceed()
     return Begin()

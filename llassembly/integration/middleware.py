@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.compat import private_state, tagged_model
@@ -44,7 +44,6 @@ from llassembly.integration.agent import (
     removal_messages,
     visit,
 )
-from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import arun_plan_call, plan_call, run_plan_call
 from llassembly.integration.final import AnswerRequest, answer_request, answered
 from llassembly.integration.graph import Granularity
@@ -223,38 +222,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
         return self._respond(request, await adrive(body, serve))
 
-    # -- after the model node: pauses, and the way back to it ----------------------------------
-
-    @hook_config(can_jump_to=["model"])
-    def after_model(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Pause for a person's decision on the plan; send the agent back to its model node
-        when the turn's next step is due there (a model call, a plan run)."""
-        record = record_of(state)
-        messages = state.get("messages", [])
-        if record is None or not messages or messages[-1].id != record["anchor"]:
-            return None
-        approval = record["approval"]
-        if (
-            record["phase"] == "approval"
-            and approval is not None
-            and approval["state"] == "awaiting"
-        ):
-            request = approval.get("request") or {}
-            decision = read_decision(interrupt(request))
-            decided = {"state": "decided", "request": request, "decision": decision}
-            return {KEY: {**record, "approval": decided}, "jump_to": "model"}
-        if _due_at_the_model(record):
-            return {"jump_to": "model"}
-        return None
-
-    @hook_config(can_jump_to=["model"])
-    async def aafter_model(
-        self, state: PlannerAgentState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async :meth:`after_model`."""
-        return self.after_model(state, runtime)
-
-    # -- a run's start and end: on_tool_error="raise" ------------------------------------------
+    # -- a run's start and end -----------------------------------------------------------------
 
     def before_agent(
         self, state: PlannerAgentState, runtime: Runtime[Any]
@@ -271,14 +239,30 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """Async :meth:`before_agent`."""
         return self.before_agent(state, runtime)
 
+    @hook_config(can_jump_to=["model"])
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Under ``on_tool_error="raise"``: raise the plan's failure now that the turn's
-        messages are saved."""
-        record = record_of(state)
-        if record is None or not record["raise_failure"] or record["failure"] is None:
-            return None
-        raise error_from_failure(record["failure"])
+        """The agent's loop stopped on a message of the planner's: send it back to the model
+        node when the turn's next step is due there (a model call, a person's decision, a plan
+        run); under ``on_tool_error="raise"``, raise the plan's failure now that the turn's
+        messages are saved.
 
+        (A step that needs another model call ends with a message showing progress and no
+        tool calls, which ends the agent's loop; coming back through here, rather than through
+        a hook after every model-node visit, keeps a plan's steps as cheap as a model turn,
+        and every model call still passes the ``before_model`` middleware, call limits
+        included.)
+        """
+        record = record_of(state)
+        if record is None:
+            return None
+        messages = state.get("messages", [])
+        if messages and messages[-1].id == record["anchor"] and _due_at_the_model(record):
+            return {"jump_to": "model"}
+        if record["raise_failure"] and record["failure"] is not None:
+            raise error_from_failure(record["failure"])
+        return None
+
+    @hook_config(can_jump_to=["model"])
     async def aafter_agent(
         self, state: PlannerAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -313,9 +297,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
 
 def _due_at_the_model(record: TurnRecord) -> bool:
-    """The turn's next step happens at the model node (not at the tool node, not a pause)."""
+    """The turn's next step happens at the model node (a model call, a person's decision, a
+    plan run), not at the tool node."""
     phase = record["phase"]
-    return phase in ("planning", "answering") or (phase == "running" and not record["pending"])
+    return phase in ("planning", "answering", "approval") or (
+        phase == "running" and not record["pending"]
+    )
 
 
 def _lag(record: TurnRecord) -> int:

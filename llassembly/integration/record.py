@@ -102,14 +102,12 @@ class PendingCall(TypedDict):
 class Approval(TypedDict):
     """A plan-approval request and where it stands.
 
-    ``state`` is ``"awaiting"`` (a person is asked), ``"decided"`` (``decision`` holds the
-    answer, not acted on yet) or ``"approved"`` (the plan, whose calls carry ``prefix``, runs
-    with a person's approval).
+    ``state`` is ``"awaiting"`` (a person is asked) or ``"approved"`` (the plan, whose calls
+    carry ``prefix``, runs with a person's approval).
     """
 
-    state: Literal["awaiting", "decided", "approved"]
+    state: Literal["awaiting", "approved"]
     request: NotRequired[dict[str, Any]]
-    decision: NotRequired[dict[str, Any]]
     prefix: NotRequired[str]
 
 
