@@ -26,7 +26,6 @@ Run: ``python -m benchmarks.bench_instructions [--calls 25] [--turns 10]`` (abou
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import re
 import shutil
@@ -64,12 +63,12 @@ class _NoWorkPlanner(AgentMiddleware[_CountState, Any]):
             AIMessage("", tool_calls=[{"name": "inc", "args": {"x": i}, "id": f"c{i}"}])
             for i in range(calls)
         ] + [AIMessage("Done.")]
-        # As the planner does: its sync hooks are plain functions that declare their signature
-        # (LangSmith's traceable, around every hook, inspects a bound method at each call).
-        for name in ("wrap_model_call", "wrap_tool_call"):
-            method = getattr(type(self), name)
-            if method is not getattr(AgentMiddleware, name):
-                setattr(self, name, _declared(method, self))
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        """As the planner has (a node per run)."""
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        """As the planner has (a node per run)."""
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         made = request.state.get("calls_made", 0)
@@ -83,14 +82,6 @@ class _NoWorkPlanner(AgentMiddleware[_CountState, Any]):
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         return handler(request)
-
-
-def _declared(method: Callable[..., Any], instance: Any) -> Callable[..., Any]:
-    def hook(request: Any, handler: Any) -> Any:
-        return method(instance, request, handler)
-
-    hook.__signature__ = inspect.signature(method.__get__(instance))  # type: ignore[attr-defined]
-    return hook
 
 
 class _NoWorkNoToolHook(_NoWorkPlanner):

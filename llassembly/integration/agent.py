@@ -169,12 +169,16 @@ class Visit:
     structured: Any = None
 
 
+Asked = list[BaseMessage] | RunPlan
+"""What a visit asks its driver for: the planner model's answer to these messages (after its
+system prompt), the final answer call (an :class:`AnswerRequest`), or a plan run."""
+
+
 def visit(
     view: TurnView, record: TurnRecord | None, *, synchronous: bool
-) -> Generator[list[BaseMessage], Any, Visit]:
-    """One visit of the model node (sans-IO: yields what the model must answer: the planner's
-    messages after its system prompt, or an :class:`AnswerRequest`, and takes back the
-    ``AIMessage`` or the :class:`Answered`)."""
+) -> Generator[Asked, Any, Visit]:
+    """One visit of the model node (sans-IO: yields what it asks for, see :data:`Asked`, and
+    takes back the model's ``AIMessage``, an :class:`Answered` or a :class:`PlanRan`)."""
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
@@ -200,7 +204,7 @@ def visit(
                 current = step(current.record, answered, _seen(view, out))
             continue
         if isinstance(action, RunPlan) and not made:
-            ran: PlanRan = yield action  # type: ignore[misc]
+            ran: PlanRan = yield action
             current = step(current.record, ran, _seen(view, out))
             continue
         break
@@ -238,8 +242,8 @@ def _with_id(message: _M) -> _M:
 
 def _shows_progress(out: Sequence[BaseMessage]) -> bool:
     """The visit's messages end with an ``AIMessage`` the agent can route on (one with no
-    calls lets the planner's ``after_model`` send the agent back; one with calls goes to the
-    tools)."""
+    calls ends the agent's loop, and the planner's ``after_agent`` sends it back; one with
+    calls goes to the tools)."""
     return bool(out) and isinstance(out[-1], AIMessage)
 
 
