@@ -21,14 +21,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ToolCallLimitMiddleware
-from langchain.tools import tool
+from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 from test_emulator_fuzz import EXTERNS, LIMITS, MAX_STACK, programs
 
-from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
+from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware, ToolsPlannerNode
 from llassembly.errors import (
     AsmRuntimeError,
     InstructionBudgetExceeded,
@@ -681,3 +682,48 @@ def test_a_batchs_results_in_the_plan_graph_state_are_plain_data_and_emptied_onc
         [8.0],
         [31.0],
     ]
+
+
+def test_a_batch_larger_than_langgraphs_default_pool_still_runs_at_once_in_the_node() -> None:
+    """LangGraph runs a step's tasks on a pool of ``min(32, cpus + 4)`` threads unless the
+    config says ``max_concurrency``; the plan graph sets it so a whole batch runs at once."""
+    size = 12
+    barrier = threading.Barrier(size, timeout=10)
+
+    @tool
+    def meet(x: int) -> int:
+        """Meet the other calls."""
+        barrier.wait()
+        return x
+
+    pushes = "".join(f"PUSH {n}\nCALL meet\n" for n in range(size))
+    plan = asm(pushes + "".join(f"POP R{n % 8}\n" for n in range(size)))
+    builder = StateGraph(MessagesState)
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[plan]), [meet], parallel_tools=True)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    out = builder.compile().invoke({"messages": [HumanMessage("go")]})
+    assert meta(out["messages"][-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize("caller", [None, 3])
+def test_the_tools_of_a_batch_get_the_callers_max_concurrency(caller: int | None) -> None:
+    seen: list[Any] = []
+
+    @tool
+    def probe(x: int, runtime: ToolRuntime) -> int:
+        """Record the config's max_concurrency."""
+        seen.append(runtime.config.get("max_concurrency"))
+        return x
+
+    plan = asm("PUSH 1\nCALL probe\nPUSH 2\nCALL probe\nPOP R1\nPOP R2\nPUSH 3\nCALL probe")
+    builder = StateGraph(MessagesState)
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[plan]), [probe], parallel_tools=True)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    config: RunnableConfig = {} if caller is None else {"max_concurrency": caller}
+    out = builder.compile().invoke({"messages": [HumanMessage("go")]}, config)
+    assert meta(out["messages"][-1])["status"] == "finished"
+    assert seen == [caller] * 3

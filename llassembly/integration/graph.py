@@ -98,6 +98,7 @@ _MAX_WALK = 512  # most instructions walked to find where one block node can go
 _TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
+_OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do not get it)
 _CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _node)
 
 
@@ -209,7 +210,14 @@ class PlanGraph:
         # A batch adds a superstep for its calls and one for the join; a call whose node
         # ends where no node starts adds the join.
         limit = (2 * steps if self._dispatching else steps) + 2
-        return {**base, "configurable": configurable, "recursion_limit": limit}
+        out: RunnableConfig = {**base, "configurable": configurable, "recursion_limit": limit}
+        if self._dispatching and base.get("max_concurrency") is None:
+            # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
+            # whole batch (at most the tool-call budget) run at once, as the caller set no
+            # bound. The tools themselves get the caller's config (see _call_node).
+            out["max_concurrency"] = self.max_tool_calls
+            configurable[_OWN_POOL] = True
+        return out
 
     def _emulator(self, state: _NodeInput, parallel_tools: ParallelTools = False) -> Emulator:
         """The machine of ``state``, under this graph's budgets."""
@@ -334,6 +342,7 @@ class PlanGraph:
 
         def sync(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             if self._batched:
                 batches = self._batch_body(state, run)
                 execute = lambda c: run.execute(c, config)  # noqa: E731
@@ -343,6 +352,7 @@ class PlanGraph:
 
         async def asynchronous(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             if self._batched:
                 batches = self._batch_body(state, run)
                 aexecute = lambda c: run.aexecute(c, config)  # noqa: E731
@@ -368,12 +378,14 @@ class PlanGraph:
 
         def sync(payload: CallInput, config: RunnableConfig) -> PlanState:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             call = request(payload)
             [outcome] = batch_results([call], lambda c: run.execute(c, config))
             return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
 
         async def asynchronous(payload: CallInput, config: RunnableConfig) -> PlanState:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             call = request(payload)
             [outcome] = await abatch_results([call], lambda c: run.aexecute(c, config))
             return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
@@ -508,6 +520,14 @@ class PlanGraph:
                     node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
                 )
         return drawable.draw_mermaid()
+
+
+def _tools_config(config: RunnableConfig) -> RunnableConfig:
+    """The config the tools get: the node's, without the ``max_concurrency`` that
+    :meth:`PlanGraph.config_for` set for the graph's own tasks."""
+    if not config["configurable"].get(_OWN_POOL):
+        return config
+    return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
 
 
 def _where(call: ToolCall) -> dict[str, Any]:
