@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import pytest
 from fakes import ScriptedChatModel
 from langchain.tools import tool
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send
+from pydantic import BaseModel
 from test_resume_batches import Saver, async_opener, opener
 
 from llassembly import AToolsPlannerNode, ToolsPlannerNode
@@ -53,7 +56,6 @@ CALL explode
 POP R2
 ```"""
 THREAD: RunnableConfig = {"configurable": {"thread_id": "raise-1"}}
-Kind = Literal["sync", "async"]
 
 
 @pytest.fixture(autouse=True)
@@ -169,8 +171,6 @@ def test_invoking_again_raises_the_same_error_and_runs_nothing(tmp_path: Path) -
 
 
 def test_a_new_message_after_the_error_starts_a_new_turn() -> None:
-    from langgraph.checkpoint.memory import InMemorySaver
-
     model = ScriptedChatModel(replies=[PLAN, "All good now."])
     app = graph(model, InMemorySaver())
     with pytest.raises(ToolExecutionError):
@@ -185,8 +185,6 @@ def test_a_new_message_after_the_error_starts_a_new_turn() -> None:
 
 
 def test_without_infer_tools_messages_the_checkpoint_keeps_what_the_error_carries() -> None:
-    from langgraph.checkpoint.memory import InMemorySaver
-
     app = graph(ScriptedChatModel(replies=[PLAN]), InMemorySaver(), infer_tools_messages=False)
     with pytest.raises(ToolExecutionError) as raised:
         app.invoke({"messages": [HumanMessage("Walk.")]}, THREAD)
@@ -199,8 +197,6 @@ def test_without_infer_tools_messages_the_checkpoint_keeps_what_the_error_carrie
 def test_a_route_on_the_final_status_keeps_the_next_node_from_running() -> None:
     """Nodes after the planner's edges run in the step where the error is raised; a
     conditional edge on the final message's status keeps them out (the documented pattern)."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
     ran: list[str] = []
 
     def report(state: MessagesState) -> dict[str, Any]:
@@ -254,3 +250,25 @@ def test_the_node_hands_its_failure_to_itself_as_plain_data() -> None:
     with pytest.raises(ToolExecutionError) as raised:
         node(out.goto.arg, config)
     assert_the_error(raised.value)
+
+
+def test_the_hand_over_reaches_the_node_in_a_graph_with_a_pydantic_state() -> None:
+    """LangGraph gives a ``Send``'s argument to the node as it is, whatever the state schema:
+    the failure reaches the node's raising task, not a validated copy of the state."""
+
+    class Chat(BaseModel):
+        messages: Annotated[list[AnyMessage], add_messages]
+        user: str = "ann"
+
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[PLAN]), [step, explode], on_tool_error="raise"
+    )
+    builder = StateGraph(Chat)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    app = builder.compile(checkpointer=InMemorySaver())
+    with pytest.raises(ToolExecutionError) as raised:
+        app.invoke({"messages": [HumanMessage("Walk.")]}, THREAD)
+    assert_the_error(raised.value)
+    assert_recorded(app.get_state(THREAD).values["messages"], raised.value)

@@ -174,9 +174,8 @@ def assert_finished_once(result: dict[str, Any]) -> None:
     record = final.response_metadata["llassembly"]
     assert record["status"] == "finished"
     assert record["tool_calls"] == 4
-    assert record["registers"] == {"R1": 10, "R2": 20, "R3": "yes", "R4": 30, "R5": 7} or (
-        record["registers"] == {"R1": 10, "R2": 20, "R3": "yes", "R4": 30}
-    )
+    registers = {k: v for k, v in record["registers"].items() if k != "R5"}  # R5: "after" only
+    assert registers == {"R1": 10, "R2": 20, "R3": "yes", "R4": 30}
 
 
 # -- savers: each opens the same storage again, as a new process would -----------------------
