@@ -397,3 +397,34 @@ def test_a_call_that_failed_in_an_interrupted_batch_stops_the_plan_after_the_res
         assert "crate 5 is lost" in final.text and "CALL broken" in final.text
         outcomes.append([(type(m).__name__, m.text) for m in result["messages"][1:]])
     assert outcomes[0] == outcomes[1]
+
+
+TWO_QUESTIONS = """```asm
+PUSH 1
+CALL fetch
+PUSH "A?"
+CALL ask
+PUSH "B?"
+CALL ask
+POP R3
+POP R2
+POP R1
+```"""
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_two_calls_of_a_batch_interrupt_and_one_resume_answers_both(surface: Surface) -> None:
+    """Each interrupting call is a task of its own: both questions are asked at once, and a
+    resume that answers each by its id runs only those two again."""
+    app = build(
+        surface, "inside", ScriptedChatModel(replies=[TWO_QUESTIONS]), InMemorySaver(), "block"
+    )
+    paused = app.invoke({"messages": [HumanMessage("Fetch.")]}, THREAD)
+    asked = paused["__interrupt__"]
+    assert sorted(i.value["question"] for i in asked) == ["A?", "B?"]
+    assert RAN == {"fetch1": 1, "ask": 2}
+    answers = {i.id: f"{i.value['question']} yes" for i in asked}
+    out = app.invoke(Command(resume=answers), THREAD)
+    assert RAN == {"fetch1": 1, "ask": 4}
+    registers = out["messages"][-1].response_metadata["llassembly"]["registers"]
+    assert registers == {"R1": 10, "R2": "A? yes", "R3": "B? yes"}
