@@ -21,13 +21,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ToolCallLimitMiddleware
-from langchain.tools import tool
+from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 from test_emulator_fuzz import EXTERNS, LIMITS, MAX_STACK, programs
 
-from llassembly import ToolsPlannerMiddleware
+from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware, ToolsPlannerNode
 from llassembly.errors import (
     AsmRuntimeError,
     InstructionBudgetExceeded,
@@ -37,6 +39,7 @@ from llassembly.errors import (
     ToolExecutionError,
     UsageError,
 )
+from llassembly.integration.graph import PlanGraph, PlanRun
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import (
@@ -557,3 +560,170 @@ def test_externs_by_name_mark_only_those_tools() -> None:
         parallel_tools=["temp"],
     )
     assert emu.marked == frozenset({1, 3, 5})
+
+
+# -- the graph path: a task per call of a batch -----------------------------------------------
+
+
+def _faulty_tools() -> list[Any]:
+    @tool
+    def add2(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @tool
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError(f"broken is down ({x})")
+
+    @tool
+    def pair(x: int) -> tuple[int, int]:
+        """Two numbers (but gives three)."""
+        return (x, x, x)  # type: ignore[return-value]
+
+    return [add2, broken, pair]
+
+
+FAILING_BATCHES = {
+    "a tool raises": "PUSH 1\nPUSH 2\nCALL add2\nPUSH 5\nCALL broken\nPUSH 3\nPUSH 4\nCALL add2"
+    "\nPOP R3\nPOP R2\nPOP R1",
+    "a result does not fit": "PUSH 1\nPUSH 2\nCALL add2\nPUSH 5\nCALL pair\nPUSH 3\nPUSH 4\n"
+    "CALL add2\nPOP R3\nPOP R2\nPOP R1",
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING_BATCHES))
+def test_a_failing_call_of_a_batch_is_recorded_alike_on_every_path_and_granularity(
+    case: str,
+) -> None:
+    def run(execution: str, granularity: str) -> list[Any]:
+        app = create_agent(
+            ScriptedChatModel(replies=[asm(FAILING_BATCHES[case])]),
+            tools=_faulty_tools(),
+            middleware=[
+                ToolsPlannerMiddleware(
+                    execution=execution,
+                    granularity=granularity,
+                    parallel_tools=True,
+                    on_tool_error="stop",
+                )
+            ],
+        )
+        out = app.invoke({"messages": [HumanMessage("go")]})
+        final = meta(out["messages"][-1])
+        assert final["status"] == "stopped"
+        return [*shape(out["messages"]), final["registers"], final["tool_calls"]]
+
+    # The agent's tool node records a result that does not fit as the tool returned it; the
+    # graph path records the error instead (as it does for a call outside a batch).
+    reference = run("agent" if case == "a tool raises" else "graph", "program")
+    batch = [m for m in reference if isinstance(m, tuple) and m[0] == "ai" and m[2]]
+    assert [len(m[2]) for m in batch] == [3]  # one AIMessage for the batch
+    assert [m[3] for m in reference if isinstance(m, tuple) and m[0] == "tool"] == [
+        "success",
+        "error",
+        "success",
+    ]
+    for granularity in ("block", "instruction", "program"):
+        assert run("graph", granularity) == reference, granularity
+
+
+async def test_an_async_batch_runs_at_once_as_a_task_per_call_in_the_node() -> None:
+    arrived: list[int] = []
+    everyone = asyncio.Event()
+
+    @tool
+    async def ameet(x: int) -> int:
+        """Meet the other calls."""
+        arrived.append(x)
+        if len(arrived) == 3:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 10)
+        return x
+
+    plan = asm("PUSH 1\nCALL ameet\nPUSH 2\nCALL ameet\nPUSH 3\nCALL ameet\nPOP R1\nPOP R2\nPOP R3")
+    for granularity in ("block", "instruction"):
+        arrived.clear()
+        everyone.clear()
+        builder = StateGraph(MessagesState)
+        node = AToolsPlannerNode(
+            ScriptedChatModel(replies=[plan]), [ameet], granularity=granularity, parallel_tools=True
+        )
+        builder.add_node("planner", node)
+        builder.add_edge(START, "planner")
+        builder.add_edge("planner", END)
+        out = await builder.compile().ainvoke({"messages": [HumanMessage("go")]})
+        assert meta(out["messages"][-1])["registers"] == {"R1": 3, "R2": 2, "R3": 1}
+
+
+def test_a_batchs_results_in_the_plan_graph_state_are_plain_data_and_emptied_once_taken() -> None:
+    program = parse(FAN_OUT)
+    assert isinstance(program, Program)
+    compiled = compile_program(program, externs_from([temp]), max_stack_depth=MAX_STACK)
+    graph = PlanGraph(compiled, "block", parallel_tools=True)
+    saver = InMemorySaver()
+    app = graph.graph.copy(update={"checkpointer": saver})  # the same nodes, checkpointed
+
+    def execute(call: Any, config: Any) -> Any:
+        return temp(**call.args)
+
+    async def aexecute(call: Any, config: Any) -> Any:
+        return temp(**call.args)
+
+    config = graph.config_for(PlanRun(execute, aexecute), {"configurable": {"thread_id": "t"}})
+    out = app.invoke(graph.initial_state(), config)
+    assert out["machine"]["halted"] and not out.get("results")
+    history = list(app.get_state_history({"configurable": {"thread_id": "t"}}))
+    written = [s.values.get("results") for s in history if s.values.get("results")]
+    assert [sorted(r["number"] for r in w) for w in written] == [[1, 2, 3]]
+    assert json.loads(json.dumps(written)) == written  # plain data: ints, floats, strings
+    assert [r["values"] for r in sorted(written[0], key=lambda r: r["number"])] == [
+        [19.5],
+        [8.0],
+        [31.0],
+    ]
+
+
+def test_a_batch_larger_than_langgraphs_default_pool_still_runs_at_once_in_the_node() -> None:
+    """LangGraph runs a step's tasks on a pool of ``min(32, cpus + 4)`` threads unless the
+    config says ``max_concurrency``; the plan graph sets it so a whole batch runs at once."""
+    size = 12
+    barrier = threading.Barrier(size, timeout=10)
+
+    @tool
+    def meet(x: int) -> int:
+        """Meet the other calls."""
+        barrier.wait()
+        return x
+
+    pushes = "".join(f"PUSH {n}\nCALL meet\n" for n in range(size))
+    plan = asm(pushes + "".join(f"POP R{n % 8}\n" for n in range(size)))
+    builder = StateGraph(MessagesState)
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[plan]), [meet], parallel_tools=True)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    out = builder.compile().invoke({"messages": [HumanMessage("go")]})
+    assert meta(out["messages"][-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize("caller", [None, 3])
+def test_the_tools_of_a_batch_get_the_callers_max_concurrency(caller: int | None) -> None:
+    seen: list[Any] = []
+
+    @tool
+    def probe(x: int, runtime: ToolRuntime) -> int:
+        """Record the config's max_concurrency."""
+        seen.append(runtime.config.get("max_concurrency"))
+        return x
+
+    plan = asm("PUSH 1\nCALL probe\nPUSH 2\nCALL probe\nPOP R1\nPOP R2\nPUSH 3\nCALL probe")
+    builder = StateGraph(MessagesState)
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[plan]), [probe], parallel_tools=True)
+    builder.add_node("planner", node)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", END)
+    config: RunnableConfig = {} if caller is None else {"max_concurrency": caller}
+    out = builder.compile().invoke({"messages": [HumanMessage("go")]}, config)
+    assert meta(out["messages"][-1])["status"] == "finished"
+    assert seen == [caller] * 3

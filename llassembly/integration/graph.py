@@ -11,6 +11,14 @@ Three granularities, same tool calls, messages and final state:
   call is checkpointed, at one superstep per call.
 * ``"program"``: one node runs the whole plan. Fastest; no checkpoint between calls.
 
+With ``parallel_tools``, at ``"block"`` and ``"instruction"`` a batch of several calls runs as
+one LangGraph task per call (``Send`` to the ``call`` node, all in one superstep, so at once);
+the ``join`` node then gives their results to the machine in program order, records the batch's
+messages and runs on. When a call of a batch interrupts, LangGraph keeps what the calls that
+completed wrote, so a resume runs only the interrupted one again. A node makes at most one
+round of calls (one call, or one batch), so every completed call is checkpointed before the
+next starts.
+
 The graph state is plain data (:class:`PlanState`): the emulator snapshot, the messages made so
 far, and a failure record. Everything that belongs to one run (how to execute a tool, the
 call-id prefix) travels in the config under :data:`RUN_KEY`, so a graph is compiled once per
@@ -21,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
@@ -32,23 +40,31 @@ from langchain_core.runnables import RunnableConfig
 # bodies under ainvoke and no extra tracing run per node (langchain's agent nodes use it too).
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.errors import (
     ExecutionError,
     UsageError,
 )
-from llassembly.integration.messages import batch_messages, call_messages, result_text
+from llassembly.integration.batches import (
+    CallInput,
+    CallOutcome,
+    call_outcome,
+    gathered,
+    take_batch,
+)
+from llassembly.integration.messages import call_messages, result_text
 from llassembly.integration.node import Node
 from llassembly.integration.record import Failure, execution_failure
 from llassembly.integration.results import refusal_tag, value_tag
 from llassembly.machine.ahead import (
-    Failed,
     Outcome,
     ParallelTools,
     abatch_results,
     batch_results,
+    batch_slots,
+    call_request,
     check_parallel_tools,
     marked_calls,
 )
@@ -82,10 +98,16 @@ _MAX_WALK = 512  # most instructions walked to find where one block node can go
 _TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
-class _NodeInput(TypedDict):
-    """What a plan node reads: only the machine (not the growing message list)."""
+_OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do not get it)
+_CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _node)
+
+
+class _NodeInput(TypedDict, total=False):
+    """What a plan node reads: the machine and a batch's results (not the growing message
+    list)."""
 
     machine: dict[str, Any]
+    results: list[CallOutcome] | None
 
 
 class PlanState(TypedDict, total=False):
@@ -94,6 +116,7 @@ class PlanState(TypedDict, total=False):
     machine: dict[str, Any]
     messages: Annotated[list[AnyMessage], operator.add]
     failure: Failure | None
+    results: Annotated[list[CallOutcome] | None, gathered]
 
 
 @dataclass
@@ -106,6 +129,8 @@ class PlanRun:
         call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
         record_messages: Add an ``AIMessage``/``ToolMessage`` pair per executed call.
         error: Set to the live exception when the run fails (state keeps a plain record).
+        call_errors: The live exception of each failed call of a batch, by call number, until
+            the ``join`` raises it (rebuilt from its record when it is gone).
     """
 
     execute: Callable[[ToolCall, RunnableConfig], Any]
@@ -113,6 +138,7 @@ class PlanRun:
     call_id_prefix: str = "asm_"
     record_messages: bool = True
     error: ExecutionError | None = field(default=None, repr=False)
+    call_errors: dict[int, ExecutionError] = field(default_factory=dict, repr=False)
 
 
 class PlanGraph:
@@ -124,8 +150,8 @@ class PlanGraph:
         max_instructions_to_exec: Instruction budget of each run.
         max_tool_calls: Tool-call budget of each run.
         parallel_tools: Tools whose calls may run together (see ``llassembly._ahead``): a
-            node runs a batch of calls at once (threads, or ``asyncio.gather`` under
-            ``ainvoke``).
+            batch of calls runs at once, as a task per call (at ``"program"``: on threads, or
+            with ``asyncio.gather`` under ``ainvoke``).
 
     Example:
         >>> from llassembly.parser import parse
@@ -160,7 +186,8 @@ class PlanGraph:
         self._calls_from: dict[int, set[int] | None] = {}
         self.parallel_tools = parallel_tools
         self._batched = bool(marked_calls(compiled, check_parallel_tools(parallel_tools)))
-        self._starts = frozenset(self._node_starts())
+        # Batches run as a task per call (checkpointed one by one) except at "program".
+        self._dispatching = self._batched and self._one_call
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
     # -- running ----------------------------------------------------------------------------
@@ -175,14 +202,24 @@ class PlanGraph:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
         base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
-        limit = (
-            self.max_instructions_to_exec + 2
+        steps = (
+            self.max_instructions_to_exec
             if self.granularity == "instruction"
-            else (self.max_tool_calls + 2)
+            else self.max_tool_calls
         )
-        return {**base, "configurable": configurable, "recursion_limit": limit}
+        # A batch adds a superstep for its calls and one for the join; a call whose node
+        # ends where no node starts adds the join.
+        limit = (2 * steps if self._dispatching else steps) + 2
+        out: RunnableConfig = {**base, "configurable": configurable, "recursion_limit": limit}
+        if self._dispatching and base.get("max_concurrency") is None:
+            # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
+            # whole batch (at most the tool-call budget) run at once, as the caller set no
+            # bound. The tools themselves get the caller's config (see _call_node).
+            out["max_concurrency"] = self.max_tool_calls
+            configurable[_OWN_POOL] = True
+        return out
 
-    def _emulator(self, state: PlanState, parallel_tools: ParallelTools = False) -> Emulator:
+    def _emulator(self, state: _NodeInput, parallel_tools: ParallelTools = False) -> Emulator:
         """The machine of ``state``, under this graph's budgets."""
         return Emulator(
             self.compiled,
@@ -193,7 +230,7 @@ class PlanGraph:
             parallel_tools=parallel_tools,
         )
 
-    def _body(self, state: PlanState, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
+    def _body(self, state: _NodeInput, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
         """One node's work, written once for sync and async: yields each tool call."""
         emulator = self._emulator(state)
         messages: list[AnyMessage] = []
@@ -227,92 +264,131 @@ class PlanGraph:
         return _update(emulator, messages, failure)
 
     def _batch_body(
-        self, state: PlanState, run: PlanRun
-    ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
+        self, state: _NodeInput, run: PlanRun
+    ) -> Generator[list[ToolCall], list[Outcome], tuple[PlanState, list[CallInput]]]:
         """:meth:`_body` for a plan with marked tools: yields each batch of calls run at once.
 
-        Results are given in program order; a failed call keeps the results before it. The
-        batch is recorded as one ``AIMessage`` and a ``ToolMessage`` per call. A node ends
-        after a batch when the machine stands at a node's start (else it runs on).
+        Returns the update and the calls to run as a task each (none when empty). At
+        ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
+        machine waits on (written by the ``call`` tasks), then makes at most one round of
+        calls: one call it runs itself, or a batch it hands back. Results are given in program
+        order; a failed call keeps the results before it. The batch is recorded as one
+        ``AIMessage`` and a ``ToolMessage`` per call.
         """
         emulator = self._emulator(state, self.parallel_tools)
         messages: list[AnyMessage] = []
         failure: Failure | None = None
+        dispatch: list[CallInput] = []
+        record = (messages, run.call_id_prefix) if run.record_messages else None
         try:
+            st = emulator.state
+            if self._dispatching and (st.outstanding or st.pending is not None):
+                batch = emulator.advance_batch()  # the batch the call tasks ran
+                found = {r["number"]: r for r in state.get("results") or []}
+                # (Without every result, as from a snapshot taken mid-batch, the batch is
+                # handed out again below.)
+                if all(c.number in found for c in batch):
+                    outcomes = [found[c.number] for c in batch]
+                    take_batch(emulator, batch, outcomes, run.call_errors, record)
             while True:
                 batch = emulator.advance_batch(self._max_steps)
                 if not batch:
                     break
-                outcomes = yield batch
-                answers = [
-                    (str(tool_error(c, o.error)), True)
-                    if isinstance(o, Failed) and isinstance(o.error, Exception)
-                    else (result_text(o), False)
-                    for c, o in zip(batch, outcomes, strict=True)
+                if self._dispatching and len(batch) > 1:
+                    dispatch = [
+                        CallInput(index=index, values=values, number=number)
+                        for index, values, number in batch_slots(emulator.state)
+                    ]
+                    break
+                raw = yield batch
+                outcomes = [
+                    call_outcome(self.compiled.externs, c, o, run.call_errors)
+                    for c, o in zip(batch, raw, strict=True)
                 ]
-                tags = [
-                    refusal_tag(o.error)
-                    if isinstance(o, Failed)
-                    else value_tag(self.compiled.externs[c.tool], o, text, _where(c))
-                    for c, o, (text, _) in zip(batch, outcomes, answers, strict=True)
-                ]
-                try:
-                    for k, (call, outcome) in enumerate(zip(batch, outcomes, strict=True)):
-                        if isinstance(outcome, Failed):
-                            if not isinstance(outcome.error, Exception):
-                                raise outcome.error
-                            raise tool_error(call, outcome.error) from outcome.error
-                        try:
-                            emulator.complete_batch([outcome])
-                        except ExecutionError as exc:
-                            answers[k] = (str(exc), True)
-                            raise
-                finally:
-                    if run.record_messages:
-                        ids = [f"{run.call_id_prefix}{c.number}" for c in batch]
-                        messages.extend(batch_messages(batch, answers, ids, tags))
-                if self._one_call and emulator.state.pc in self._starts:
+                take_batch(emulator, batch, outcomes, run.call_errors, record)
+                if self._one_call:
                     break
         except ExecutionError as exc:
             run.error = exc
             failure = execution_failure(exc)
-        if failure is None and emulator.state.pc >= len(self.compiled.steps):
+        if failure is None and not dispatch and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
-        return _update(emulator, messages, failure)
+        update = _update(emulator, messages, failure)
+        if self._dispatching:
+            update["results"] = None  # taken: empty the channel for the next batch
+        return update, dispatch
 
     def _node(self, names: dict[int, str]) -> Node:
         """A node: run its part of the plan, then go to the node at the new pc (or the end).
 
         Nodes route with ``Command(goto=...)`` rather than conditional edges: the next node
         follows from the machine's pc, and a router would read the whole state each step.
+        A batch goes to a ``call`` task per call (``Send``); where no node starts at the
+        machine's pc (it ran ahead of a call), the ``join`` node runs on from there.
         """
 
-        def finish(update: PlanState) -> Command[str]:
+        def finish(update: PlanState, dispatch: Sequence[CallInput] = ()) -> Command[Any]:
             machine = update["machine"]
+            if dispatch:
+                return Command(update=update, goto=[Send(_CALL, call) for call in dispatch])
             if update.get("failure") or machine["halted"]:
                 return Command(update=update, goto=END)
             target = names.get(machine["pc"])
+            if target is None and self._dispatching:
+                target = _JOIN
             if target is None:  # pragma: no cover - every resume point is a node
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
 
-        def sync(state: PlanState, config: RunnableConfig) -> Command[str]:
+        def sync(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             if self._batched:
                 batches = self._batch_body(state, run)
                 execute = lambda c: run.execute(c, config)  # noqa: E731
-                return finish(drive(batches, lambda batch: batch_results(batch, execute)))
+                return finish(*drive(batches, lambda batch: batch_results(batch, execute)))
             body = self._body(state, run)
             return finish(drive(body, lambda c: run.execute(c, config), tool_error))
 
-        async def asynchronous(state: PlanState, config: RunnableConfig) -> Command[str]:
+        async def asynchronous(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
             if self._batched:
                 batches = self._batch_body(state, run)
                 aexecute = lambda c: run.aexecute(c, config)  # noqa: E731
-                return finish(await adrive(batches, lambda b: abatch_results(b, aexecute)))
+                return finish(*await adrive(batches, lambda b: abatch_results(b, aexecute)))
             body = self._body(state, run)
             return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
+
+        return Node(sync, asynchronous)
+
+    def _call_node(self) -> Node:
+        """The task that runs one call of a batch and writes its outcome as plain data.
+
+        An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
+        wrote and runs only this one again on resume.
+        """
+
+        externs = self.compiled.externs
+
+        def request(payload: CallInput) -> ToolCall:
+            return call_request(
+                self.compiled, payload["index"], payload["values"], payload["number"]
+            )
+
+        def sync(payload: CallInput, config: RunnableConfig) -> PlanState:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
+            call = request(payload)
+            [outcome] = batch_results([call], lambda c: run.execute(c, config))
+            return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
+
+        async def asynchronous(payload: CallInput, config: RunnableConfig) -> PlanState:
+            run: PlanRun = config["configurable"][RUN_KEY]
+            config = _tools_config(config)
+            call = request(payload)
+            [outcome] = await abatch_results([call], lambda c: run.aexecute(c, config))
+            return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
 
         return Node(sync, asynchronous)
 
@@ -335,10 +411,21 @@ class PlanGraph:
             # only, so building stays linear in the plan's size whatever its shape.
             for label, target in self._successors(pc) or [("", None)]:
                 destinations.setdefault(END if target is None else names[target], label)
+            if self._dispatching:
+                destinations.setdefault(_CALL, "")
+                destinations.setdefault(_JOIN, "")
             builder.add_node(
                 names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
             )
             self._labels[names[pc]] = self._describe(pc)
+        if self._dispatching:
+            # A task per call of a batch; the join takes their results, then runs on.
+            builder.add_node(_CALL, self._call_node(), input_schema=CallInput)
+            joins: dict[str, str] = {n: "" for n in [*names.values(), _CALL, _JOIN, END]}
+            builder.add_node(_JOIN, self._node(names), input_schema=_NodeInput, destinations=joins)
+            builder.add_edge(_CALL, _JOIN)
+            self._labels[_CALL] = "one call of a batch"
+            self._labels[_JOIN] = "take the batch's results and run on"
         builder.add_edge(START, names[program.entry])
         return builder.compile()
 
@@ -433,6 +520,14 @@ class PlanGraph:
                     node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
                 )
         return drawable.draw_mermaid()
+
+
+def _tools_config(config: RunnableConfig) -> RunnableConfig:
+    """The config the tools get: the node's, without the ``max_concurrency`` that
+    :meth:`PlanGraph.config_for` set for the graph's own tasks."""
+    if not config["configurable"].get(_OWN_POOL):
+        return config
+    return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
 
 
 def _where(call: ToolCall) -> dict[str, Any]:

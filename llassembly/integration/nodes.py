@@ -4,22 +4,29 @@ The node reads ``messages`` from the state (system messages become the planner's
 asks the model for one plan, runs it, and returns the messages the turn adds. Inside, the turn
 is a nested LangGraph graph sharing your checkpointer: on resume after an ``interrupt()`` in a
 tool, the model is not called again and completed tool calls do not run again.
+
+Under ``on_tool_error="raise"`` a failed turn still returns its messages (so the checkpoint
+keeps them) and hands the failure to a task of its own node in the next step, which raises it:
+a node that raises loses its whole update in LangGraph.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
+from langgraph.types import Command, Send
 
 from llassembly.analysis.policies import PlanPolicy
-from llassembly.errors import UsageError
+from llassembly.errors import ExecutionError, UsageError
 from llassembly.integration.graph import Granularity
 from llassembly.integration.messages import plan_call_messages
 from llassembly.integration.options import (
@@ -30,12 +37,25 @@ from llassembly.integration.options import (
     document_options,
 )
 from llassembly.integration.planner import Planner
-from llassembly.integration.record import error_from_failure
+from llassembly.integration.record import KEY, Failure, error_from_failure
 from llassembly.integration.tools import ToolContext
 from llassembly.integration.turngraph import TurnGraph, TurnRun
 from llassembly.integration.views import model_reply
 
-__all__ = ["AToolsPlannerNode", "ToolsPlannerNode"]
+__all__ = ["RAISE_KEY", "AToolsPlannerNode", "ToolsPlannerNode"]
+
+RAISE_KEY: Final = f"{KEY}_raise"
+"""Key of the input a planner node sends itself to raise a failed turn's error (see
+:class:`ToolsPlannerNode`)."""
+_LIVE_ERRORS: Final = 64  # most live errors a node keeps for the task that raises them
+
+
+class _Raise(TypedDict):
+    """The failure a planner node hands to its own next task, as plain data (checkpointed)."""
+
+    id: str
+    failure: Failure
+    messages: list[AnyMessage]
 
 
 def _messages_of(state: Any) -> list[AnyMessage]:
@@ -55,6 +75,25 @@ class ToolsPlannerNode:
         model: The chat model that writes plans.
         tools: The tools plans may call (LangChain tools or typed functions).
         (every planner option; see llassembly.options)
+
+    A failed turn under ``on_tool_error="raise"``: LangGraph keeps nothing of a node that
+    raises, so the node instead returns the turn's messages (the plan, the completed calls, the
+    failure message: the checkpoint keeps them) with a ``Send`` to its own node carrying the
+    failure, and that task raises the error in the next step (the live exception, with the
+    messages as ``error.messages``; rebuilt from its record in another process). Then:
+
+    * ``invoke``/``ainvoke`` raise the error, as a raising node does;
+    * nodes that the planner node's edges lead to are scheduled in that same step, beside the
+      raising task, as siblings of any failing node are: they may start (a synchronous one may
+      finish) before the error stops the run. Route after the planner with a conditional edge
+      on the last message's ``response_metadata["llassembly"]["status"]`` (``"finished"`` or
+      not) to keep them out;
+    * ``invoke(None, config)`` retries the failed step: it raises the same error again and runs
+      no tool and no model; new input starts a new turn;
+    * a ``RetryPolicy`` on the node retries only the raising, not the plan.
+
+    Called outside a graph (no ``langgraph_node`` in the config metadata) the node raises at
+    once.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -88,6 +127,9 @@ class ToolsPlannerNode:
         self.planner = Planner(self.options)
         self.externs = self.planner.externs_for(list(tools))
         self.turn = TurnGraph(self.planner)
+        # The live errors of failed turns until the node's next task raises them (bounded: a
+        # run that stops before that step leaves its entry behind).
+        self._live: OrderedDict[str, ExecutionError] = OrderedDict()
 
     def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
         messages = _messages_of(state)
@@ -123,18 +165,53 @@ class ToolsPlannerNode:
             raise error
         return {"messages": messages}
 
-    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    def _update(
+        self, final: dict[str, Any], run: TurnRun, config: RunnableConfig
+    ) -> dict[str, Any] | Command[str]:
+        """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
+        the node's next task, so that its messages are kept (see the class docstring)."""
+        try:
+            return self._finish(final, run)
+        except ExecutionError as error:
+            node = (config.get("metadata") or {}).get("langgraph_node")
+            if not isinstance(node, str):
+                raise  # outside a graph: there is no checkpoint to keep
+            key = uuid.uuid4().hex
+            self._live[key] = error
+            while len(self._live) > _LIVE_ERRORS:
+                self._live.popitem(last=False)
+            messages: list[AnyMessage] = error.messages  # type: ignore[attr-defined]
+            marker = _Raise(id=key, failure=final["record"]["failure"], messages=messages)
+            return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
+
+    def _raise_handed(self, state: Any) -> None:
+        """Raise the error a failed turn handed to this task (see the class docstring); return
+        when ``state`` is not such a hand-over."""
+        marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
+        if not isinstance(marker, Mapping):
+            return
+        error = self._live.pop(str(marker.get("id")), None)
+        if error is None:  # another process, or a retry: the record is what is left
+            error = error_from_failure(marker["failure"])
+            error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
+        raise error
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages."""
+        self._raise_handed(state)
         turn_input, run = self._start(state)
         final = self.turn.graph.invoke(turn_input, self.turn.config_for(run, config))
-        return self._finish(final, run)
+        return self._update(final, run, config)
 
 
 class AToolsPlannerNode(ToolsPlannerNode):
     """Async :class:`ToolsPlannerNode` (sync and async tools both work)."""
 
-    async def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:  # type: ignore[override]
+    async def __call__(  # type: ignore[override]
+        self, state: Any, config: RunnableConfig
+    ) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages."""
+        self._raise_handed(state)
         turn_input, run = self._start(state)
         final = await self.turn.graph.ainvoke(turn_input, self.turn.config_for(run, config))
-        return self._finish(final, run)
+        return self._update(final, run, config)

@@ -56,7 +56,9 @@ __all__ = [
     "abatch_results",
     "advance_batch",
     "batch_results",
+    "batch_slots",
     "batched_calls",
+    "call_request",
     "check_parallel_tools",
     "complete_batch",
     "marked_calls",
@@ -181,20 +183,35 @@ class Machine(Protocol):
 # -- the engine --------------------------------------------------------------------------------
 
 
+def call_request(
+    compiled: CompiledProgram, index: int, values: Sequence[Value], number: int
+) -> ToolCall:
+    """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data, as
+    a snapshot holds them), numbered ``number``.
+
+    Raises:
+        UsageError: There is no tool ``CALL`` at ``index``.
+    """
+    extern = compiled.tools[index] if 0 <= index < len(compiled.tools) else None
+    if extern is None:
+        raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
+    ins = compiled.program.instructions[index]
+    args = extern.convert_args(list(values), line=ins.line, source=ins.text)
+    return ToolCall(extern.name, args, index, ins.line, ins.text, number)
+
+
+def batch_slots(st: MachineState) -> list[tuple[int, list[Value], int]]:
+    """``(index, values, number)`` of each call of the outstanding batch, in program order (the
+    plain data :func:`call_request` rebuilds each call from)."""
+    slots = [(index, list(values), number) for index, values, number, _at, _n in st.outstanding]
+    if st.pending is not None:
+        slots.append((st.pending[0], list(st.pending[1]), st.tool_calls))
+    return slots
+
+
 def _requests(emu: Machine) -> list[ToolCall]:
     """The outstanding batch again (a restored snapshot picks up where it stopped)."""
-    st, compiled = emu.state, emu.compiled
-    batch: list[ToolCall] = []
-    for index, values, number, _at, _n in st.outstanding:
-        extern = compiled.tools[index]
-        ins = compiled.program.instructions[index]
-        if extern is None:  # pragma: no cover - _check_state refuses it
-            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
-        args = extern.convert_args(values, line=ins.line, source=ins.text)
-        batch.append(ToolCall(extern.name, args, index, ins.line, ins.text, number))
-    if st.pending is not None:
-        batch.append(emu._request(st.pending[0], st.pending[1]))
-    return batch
+    return [call_request(emu.compiled, *slot) for slot in batch_slots(emu.state)]
 
 
 def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
