@@ -366,7 +366,7 @@ async def test_raise_on_tool_error_propagates_after_the_completed_calls_ran_once
     harness: Harness,
 ) -> None:
     """The middleware saves the completed calls to the agent state before raising; the node
-    (whose update is lost when it raises) hands them over on the error as ``messages``."""
+    keeps them in its checkpoint and also hands them over on the error as ``messages``."""
     box = Toolbox(fail_on={3})
     config = {"configurable": {"thread_id": "raise"}}
     with pytest.raises(ToolExecutionError, match="flaky broke on call 3") as caught:

@@ -27,7 +27,6 @@ program and reused by every run.
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 
-from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.errors import (
     ExecutionError,
     UsageError,
@@ -54,6 +52,7 @@ from llassembly.integration.batches import (
     gathered,
     take_batch,
 )
+from llassembly.integration.graphshape import PlanShape
 from llassembly.integration.messages import call_messages, result_text
 from llassembly.integration.node import Node
 from llassembly.integration.record import Failure, execution_failure
@@ -93,9 +92,6 @@ __all__ = [
 Granularity: TypeAlias = Literal["block", "instruction", "program"]
 GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
 RUN_KEY = "llassembly_run"
-_MAX_DESTINATIONS = 64  # most drawn edges out of one node
-_MAX_WALK = 512  # most instructions walked to find where one block node can go
-_TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
 _OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do not get it)
@@ -183,7 +179,7 @@ class PlanGraph:
         self._max_steps = 1 if granularity == "instruction" else None
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
-        self._calls_from: dict[int, set[int] | None] = {}
+        self._shape = PlanShape(compiled, granularity)
         self.parallel_tools = parallel_tools
         self._batched = bool(marked_calls(compiled, check_parallel_tools(parallel_tools)))
         # Batches run as a task per call (checkpointed one by one) except at "program".
@@ -402,14 +398,15 @@ class PlanGraph:
             builder.add_edge(START, "run")
             self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
             return builder.compile()
-        starts = self._node_starts()
+        shape = self._shape
+        starts = shape.node_starts()
         names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
         for pc in starts:
             destinations: dict[str, str] = {}
             # Destinations only draw the graph (nodes route with Command(goto=...)); a node
             # whose successors cannot be listed within the bounds is drawn with its end edge
             # only, so building stays linear in the plan's size whatever its shape.
-            for label, target in self._successors(pc) or [("", None)]:
+            for label, target in shape.successors(pc) or [("", None)]:
                 destinations.setdefault(END if target is None else names[target], label)
             if self._dispatching:
                 destinations.setdefault(_CALL, "")
@@ -417,7 +414,7 @@ class PlanGraph:
             builder.add_node(
                 names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
             )
-            self._labels[names[pc]] = self._describe(pc)
+            self._labels[names[pc]] = shape.describe(pc)
         if self._dispatching:
             # A task per call of a batch; the join takes their results, then runs on.
             builder.add_node(_CALL, self._call_node(), input_schema=CallInput)
@@ -428,86 +425,6 @@ class PlanGraph:
             self._labels[_JOIN] = "take the batch's results and run on"
         builder.add_edge(START, names[program.entry])
         return builder.compile()
-
-    def _node_starts(self) -> list[int]:
-        program = self.compiled.program
-        count = len(program.instructions)
-        if self.granularity == "instruction":
-            return list(range(count))
-        starts = {program.entry}
-        starts.update(i + 1 for i in _flow_of(self.compiled).tools)
-        return sorted(s for s in starts if s < count)
-
-    def _edges(self, pc: int) -> list[tuple[str, int | None]]:
-        """Control-flow successors of one instruction, labelled; ``None`` means the end.
-
-        A failure also ends the graph, so every node can reach the end.
-        """
-        flow = _flow_of(self.compiled)
-        kind = flow.effects[pc].flow
-        if kind == "return":
-            return [("", s) for s in dict.fromkeys([*self._return_sites, None])]
-        out = [index if index < flow.end else None for index in flow.successors[pc]]
-        if kind == "branch":
-            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
-        return [("", out[0] if out else None)]
-
-    @functools.cached_property
-    def _return_sites(self) -> list[int | None]:
-        """Where a ``RET`` may go: the instruction after each ``CALL label`` (computed once)."""
-        flow = _flow_of(self.compiled)
-        return [site if site < flow.end else None for site in flow.return_sites]
-
-    def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
-        """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
-        or ``None`` when there are more than the drawing bounds allow."""
-        if self.granularity == "instruction":
-            edges = self._edges(pc)
-            return edges if len(edges) <= _MAX_DESTINATIONS else None
-        calls = self._reachable_calls(pc)
-        if calls is None:
-            return None
-        count = len(self.compiled.program.instructions)
-        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < count)
-        return [("", target) for target in found] + [("", None)]
-
-    # -- drawing ----------------------------------------------------------------------------
-
-    def _describe(self, pc: int) -> str:
-        program = self.compiled.program
-        ins = program.instructions[pc]
-        if self.granularity == "instruction":
-            return f"L{ins.line} {ins}"
-        calls = self._reachable_calls(pc)
-        if calls is None:
-            return f"from L{ins.line} to one of many tool calls"
-        ends = " | ".join(
-            f"L{program.instructions[i].line} {program.instructions[i]}" for i in sorted(calls)
-        )
-        return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
-
-    def _reachable_calls(self, pc: int) -> set[int] | None:
-        """Tool CALLs reachable from ``pc`` through pure instructions (memoised per node), or
-        ``None`` when the walk exceeds its bounds (the drawing then shows fewer edges)."""
-        if pc in self._calls_from:
-            return self._calls_from[pc]
-        seen: set[int] = set()
-        calls: set[int] | None = set()
-        todo = [pc]
-        while todo and calls is not None:
-            index = todo.pop()
-            if index in seen:
-                continue
-            seen.add(index)
-            if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
-                calls = None
-                break
-            if index in _flow_of(self.compiled).tools:
-                calls.add(index)
-                continue
-            todo.extend(t for _, t in self._edges(index) if t is not None)
-        self._calls_from[pc] = calls
-        return calls
 
     def draw_mermaid(self) -> str:
         """Mermaid text of the plan: instruction text on nodes, taken / not taken on jumps."""
@@ -532,11 +449,6 @@ def _tools_config(config: RunnableConfig) -> RunnableConfig:
 
 def _where(call: ToolCall) -> dict[str, Any]:
     return {"line": call.line, "source": call.source}
-
-
-def _flow_of(compiled: CompiledProgram) -> ControlFlow:
-    """The control-flow graph a program was compiled from (built when it was not kept)."""
-    return compiled.flow or control_flow(compiled.program, compiled.externs)
 
 
 def _update(emulator: Emulator, messages: list[AnyMessage], failure: Failure | None) -> PlanState:
