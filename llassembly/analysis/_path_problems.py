@@ -13,7 +13,16 @@ from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.flow import MAX_CALL_DEPTH, MAX_STATES, Findings
 from llassembly.analysis.layout import Layout
 from llassembly.language.opcodes import register_name
-from llassembly.language.program import Instruction, Mem, Name, Program, Reg
+from llassembly.language.program import (
+    Instruction,
+    Mem,
+    Name,
+    Path,
+    Program,
+    Reg,
+    Template,
+    nested,
+)
 
 __all__ = ["Problem", "flow_problems", "loop_problems", "mnemonic"]
 
@@ -56,6 +65,9 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         ins = instructions[pc]
         name = ins.operands[position]
         shown = name.label if isinstance(name, Mem) else name
+        if isinstance(name, Path | Template):  # the variable read inside it
+            parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
+            shown = next((p for p in parts if str(p).lower() in layout.variables), name)
         message = (
             f"{shown} is read here before it is written on some path; a variable (a name "
             f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "

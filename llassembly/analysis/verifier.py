@@ -47,15 +47,19 @@ from llassembly.language.instructions import (
 )
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
+    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
+    Path,
     Program,
     Reg,
+    Template,
     ToolShape,
     find_tool,
 )
+from llassembly.language.templates import split_template
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
 
@@ -187,7 +191,16 @@ class _Checker:
     ) -> None:
         line, op = ins.line, _mnemonic(ins)
         key = operand.name.lower() if isinstance(operand, Name) else ""
-        if kind in ("label", "target") and isinstance(operand, Mem):
+        if isinstance(operand, Path | Template):
+            self.check_compound(index, ins, kind, operand, column)
+        elif kind == "value" and ins.op is not Opcode.SAY and self.is_template_data(key):
+            message = (
+                f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
+                "from a data label; write the text in the instruction instead "
+                f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
+            )
+            self.report(line, column, message)
+        elif kind in ("label", "target") and isinstance(operand, Mem):
             where = "a label of the plan" if kind == "label" else "a tool name or a label"
             message = (
                 f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump or "
@@ -224,6 +237,32 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+
+    def is_template_data(self, key: str) -> bool:
+        value = self.program.data.get(key) if key else None
+        return isinstance(value, str) and bool(split_template(value)[1])
+
+    def check_compound(
+        self, index: int, ins: Instruction, kind: OperandKind, operand: Path | Template, column: int
+    ) -> None:
+        """A template (each placeholder is a value read) or a path (``R1.items[0].id``: its
+        base and keys are read; written, its base is written too)."""
+        if isinstance(operand, Template):
+            for fill in operand.fills:
+                self.check_operand(index, ins, "value", fill, column)
+            return
+        if kind != "value" and kind != "reg":
+            message = f"{_mnemonic(ins)} needs {_KIND_WORDS[kind]}, not the path {operand}"
+            self.report(ins.line, column, message, structural=kind != "mem")
+            return
+        base = operand.base
+        if kind == "reg" and not isinstance(base, Reg):
+            self.check_operand(index, ins, "reg", base, column)
+        elif not isinstance(base, Reg):
+            self.check_operand(index, ins, "value", base, column)
+        for step in operand.steps:
+            if not isinstance(step, Imm):
+                self.check_operand(index, ins, "value", step, column)
 
     def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
         """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
