@@ -36,6 +36,7 @@ from llassembly.analysis.layout import (
 )
 from llassembly.analysis.placeholders import placeholder_problems
 from llassembly.analysis.toolset import tool_shapes
+from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import (
     Diagnostic,
     PlanRejected,
@@ -386,6 +387,10 @@ class _Checker:
         found = explore(self.flow, self.layout)
         for line, column, message in flow_problems(self.flow, found, self.layout):
             self.report(line, column, message)
+        instructions = self.program.instructions
+        for problem in type_problems(self.flow, self.layout, frozenset(found.string_math)):
+            ins = instructions[problem.pc]
+            self.report(ins.line, self.column_of(ins, problem.position), problem.message)
 
     def check_loops(self) -> None:
         """Report every loop that can never end (see :attr:`ControlFlow.loops`)."""

@@ -135,6 +135,8 @@ class OpcodeInfo:
             of its text (the parser adds them).
         stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
             tool's parameters and puts its results (see :func:`stack_effect`).
+        produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
+            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...) or ``""`` (a copy, or nothing).
     """
 
     shapes: tuple[Form, ...]
@@ -148,6 +150,11 @@ class OpcodeInfo:
     divides: bool = False
     variadic: bool = False
     stack: tuple[int, int] = (0, 0)
+    produces: Literal["", "number", "text"] = ""
+
+    def __post_init__(self) -> None:
+        if self.numeric and not self.produces:  # arithmetic gives numbers
+            object.__setattr__(self, "produces", "number")
 
     @property
     def operands(self) -> tuple[OperandKind, ...]:
@@ -214,7 +221,7 @@ def _jump(condition: str) -> OpcodeInfo:
 
 
 def _set(condition: str) -> OpcodeInfo:
-    return _info("=reg", condition=condition)
+    return _info("=reg", condition=condition, produces="number")
 
 
 def _cmov(condition: str) -> OpcodeInfo:
@@ -255,7 +262,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.SHL: _info("+reg, value", "+reg", **_ARITH),
     Opcode.SHR: _info("+reg, value", "+reg", **_ARITH),
     Opcode.SAR: _info("+reg, value", "+reg", **_ARITH),
-    Opcode.LEA: _info("=reg, mem"),
+    Opcode.LEA: _info("=reg, mem", produces="number"),
     Opcode.LOOP: _info("label; +ECX", flow="branch", numeric=True),
     Opcode.XCHG: _info("+reg, +reg", moves=((0, 1), (1, 0))),
     Opcode.SETE: _set("e"),
@@ -285,14 +292,14 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     # The plan's answer to the user (see "Answers" in docs/language.md).
     Opcode.SAY: _info("value", variadic=True),
     # Structured values and text: results are numbers or text; the flags are left as they are.
-    Opcode.LEN: _info("=reg, value"),
-    Opcode.HAS: _info("=reg, value, value"),
-    Opcode.FIND: _info("=reg, value, value"),
-    Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value"),
+    Opcode.LEN: _info("=reg, value", produces="number"),
+    Opcode.HAS: _info("=reg, value, value", produces="number"),
+    Opcode.FIND: _info("=reg, value, value", produces="number"),
+    Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
     Opcode.CMPI: _info("value, value", sets_flags=True, compares=True),
-    Opcode.LOWER: _info("=reg, value"),
-    Opcode.UPPER: _info("=reg, value"),
-    Opcode.NUM: _info("=reg, value"),
+    Opcode.LOWER: _info("=reg, value", produces="text"),
+    Opcode.UPPER: _info("=reg, value", produces="text"),
+    Opcode.NUM: _info("=reg, value", produces="number"),
 }
 
 # Condition-code spellings x86 has for each condition this machine tests (see "Flags" in

@@ -285,7 +285,11 @@ def _parse_operand(token: str, column: int) -> Operand:
         base_name = head.group()
         index = register_index(base_name)
         base: Reg | Name = Name(base_name) if index is None else Reg(index, base_name.upper())
-        return _path(token, head.end(), base, column)
+        try:
+            return _path(token, head.end(), base, column)
+        except LineError:
+            if index is not None or not _NAME_OPERAND.fullmatch(token):
+                raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
         index = register_index(token)
         if index is not None:
@@ -312,8 +316,7 @@ _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
     """A path operand: ``base`` and the steps written in ``token`` from ``start``."""
     if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
-        assert base.base is not None  # an address names a label or a register
-        base = base.base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
+        base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
     return Path(base, read_path_steps(token, start, column), token)
 
 

@@ -305,7 +305,7 @@ def _fill_answers(builder: _Builder) -> None:
         if ins.op is Opcode.SAY:
             filled, problems = with_placeholders(ins, data, line)
             fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
-            operands: tuple[Operand, ...] = (filled.operands[0], *fills)
+            operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
             columns = filled.operand_columns
         else:
             info = OPCODE_INFO[ins.op]
@@ -358,7 +358,7 @@ def _settled(operand: Operand, kind: str, names: set[str]) -> Operand:
     """
     dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
     dotted = dotted and "[" not in str(operand)
-    if dotted and (kind in ("label", "target") or str(operand).lower() in names):
+    if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
         return Name(str(operand))
     if isinstance(operand, Mem) and operand.label is not None and kind != "mem":
         field = operand.label
