@@ -1005,7 +1005,8 @@ def test_async_tool_in_sync_run_is_a_usage_error() -> None:
 def test_every_opcode_is_covered_by_this_file_or_test_x86() -> None:
     here = Path(__file__)
     text = here.read_text(encoding="utf-8") + "".join(
-        here.with_name(name).read_text("utf-8") for name in ("test_x86.py", "test_answers.py")
+        here.with_name(name).read_text("utf-8")
+        for name in ("test_x86.py", "test_answers.py", "test_structured.py")
     )
     assert [op for op in Opcode if op.value not in text] == []
 

@@ -76,7 +76,7 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         yield ins.line, _column(ins, position), message
     for pc in found.empty_pops:
         message = "POP on an empty stack: on some path nothing is on the stack when this line runs"
-        yield _at(instructions[pc], message)
+        yield _at(instructions[pc], message + _in_loop(flow, pc))
     for pc, have in found.short_calls.items():
         tool = flow.tools[pc]
         params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
@@ -86,7 +86,7 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
             f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
             "PUSH the arguments, first parameter first, before the CALL"
         )
-        yield _at(instructions[pc], message)
+        yield _at(instructions[pc], message + _in_loop(flow, pc))
     for pc, cmps in found.string_jumps.items():
         lines = sorted(instructions[c].line for c in cmps)
         where = (
@@ -123,6 +123,21 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         )
         yield _at(instructions[pc], message)
     yield from _limit_problems(flow, found)
+
+
+def _in_loop(flow: ControlFlow, pc: int) -> str:
+    """Why values pushed by an earlier loop do not count in this one, and what to write."""
+    loop = next((loop for loop in flow.loops if pc in loop), None)
+    if loop is None:
+        return ""
+    return (
+        f" (in the loop on {_span(flow.program, loop)}). The check counts the values pushed, "
+        "not the rounds of loops, so values another loop PUSHed are not known to be there "
+        "for each round of this one, even when both loops run as many rounds: POP each value "
+        "in the loop that PUSHes it, or keep the values in a list: MOV R9, '[]' before the "
+        "first loop, then LEN R8, R9 and MOV R9[R8], value to add one; in the second loop "
+        "MOV R2, R9[ESI] reads element ESI"
+    )
 
 
 def _string_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterator[Problem]:

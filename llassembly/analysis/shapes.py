@@ -249,7 +249,8 @@ def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
 
 def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     """The shape of ``shape[key]`` (``key`` ``None``: a key not known before the run), and
-    what is wrong when no value of the shape has that part. A union is wrong only when no
+    what is wrong when no value of the shape has that part (said of the value: ``has no field
+    'x'; its fields: ...``). A union is wrong only when no
     option has it (``null`` options are the run's to find)."""
     if shape.kind == "union":
         found: list[Shape] = []
@@ -266,38 +267,36 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
             return ANY, problem
         return _union(found) or ANY, None
     kind = shape.kind
-    if kind == "any":
+    if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
             named = shape.field(key)
             if named is None:
-                return ANY, f"{describe(shape)} has no field {key!r}; {fields_line(shape)}"
+                return ANY, f"has no field {key!r}; {fields_line(shape)}"
             return named, None
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None
-        wrong = f"{describe(shape)} is an object: [{key}] needs a field name; "
-        return ANY, wrong + fields_line(shape)
+        return ANY, f"is an object: [{key}] needs a field name; {fields_line(shape)}"
     if kind == "map":
         if isinstance(key, int):
-            return ANY, f"{describe(shape)} is an object: its keys are text, not [{key}]"
+            return ANY, f"is an object: its keys are text, not [{key}]"
         return shape.item or ANY, None
     if kind == "list" or kind == "tuple":
         if isinstance(key, str):
             return ANY, (
-                f"{describe(shape)} is a list, not an object: it has no field {key!r}; take an "
-                "element with a number ([0], [ESI]) first"
+                f"is a list, not an object: it has no field {key!r}; take an element with a "
+                "number ([0], [ESI]) first"
             )
         if kind == "list":
             return shape.item or ANY, None
         if key is None:
             return _union(shape.options) or ANY, None
         if not -len(shape.options) <= key < len(shape.options):
-            return ANY, f"{describe(shape)} has {len(shape.options)} elements, not [{key}]"
+            return ANY, f"has {len(shape.options)} elements, not [{key}]"
         return shape.options[key], None
     what = "field " + repr(key) if isinstance(key, str) else f"element [{key}]"
-    words = _scalar_words(shape)
-    return ANY, f"{describe(shape)} is {words}, not an object or a list: it has no {what}"
+    return ANY, f"is {_scalar_words(shape)}, not an object or a list: it has no {what}"
 
 
 def _scalar_words(shape: Shape) -> str:

@@ -125,6 +125,8 @@ class _Types:
         if isinstance(operand, Imm):
             value = operand.value
             if type(value) is str:
+                if value.lstrip()[:1] in ("[", "{"):  # JSON written in the plan: not followed
+                    return None
                 return NONE_SHAPE if value == NONE else TEXT
             return INT if type(value) is int else FLOAT
         if isinstance(operand, Template):

@@ -239,6 +239,15 @@ class _Checker:
         elif kind == "target":
             self.check_call(index, ins, operand, column)
 
+    def names_nothing(self, name: Name) -> bool:
+        key = name.name.lower()
+        known = key in self.program.data or key in self.layout.variables
+        return (
+            not known
+            and key not in self.program.labels
+            and find_tool(name.name, self.tools) is None
+        )
+
     def is_template_data(self, key: str) -> bool:
         value = self.program.data.get(key) if key else None
         return isinstance(value, str) and bool(split_template(value)[1])
@@ -249,8 +258,18 @@ class _Checker:
         """A template (each placeholder is a value read) or a path (``R1.items[0].id``: its
         base and keys are read; written, its base is written too)."""
         if isinstance(operand, Template):
-            for fill in operand.fills:
-                self.check_operand(index, ins, "value", fill, column)
+            at = operand.columns or (column,) * len(operand.fills)
+            for fill, where in zip(operand.fills, at, strict=True):
+                if isinstance(fill, Name) and self.names_nothing(fill):
+                    message = (
+                        f"{{{fill}}} in the text names no register, data label or variable; a "
+                        "placeholder names a register ({R1}), a data label or variable ({best}), "
+                        "memory ({[table + ESI*4]}) or a path ({R1.items[0].id}); write {{"
+                        f"{fill}}}}} to keep the braces as text"
+                    )
+                    self.report(ins.line, where, message)
+                else:
+                    self.check_operand(index, ins, "value", fill, where)
             return
         if kind != "value" and kind != "reg":
             message = f"{_mnemonic(ins)} needs {_KIND_WORDS[kind]}, not the path {operand}"

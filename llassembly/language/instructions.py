@@ -345,18 +345,9 @@ MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode} | {
     "PXOR": Opcode.XOR,
     "XORPS": Opcode.XOR,
     "XORPD": Opcode.XOR,
-    "CVTSI2SS": Opcode.CVTSI2SD,
-    "CVTTSS2SI": Opcode.CVTTSD2SI,
-    "CVTSS2SI": Opcode.CVTSD2SI,
-    "ADDSS": Opcode.ADDSD,
-    "SUBSS": Opcode.SUBSD,
-    "MULSS": Opcode.MULSD,
-    "DIVSS": Opcode.DIVSD,
-    "SQRTSS": Opcode.SQRTSD,
-    "MINSS": Opcode.MINSD,
-    "MAXSS": Opcode.MAXSD,
-    "ROUNDSS": Opcode.ROUNDSD,
 }
+# The single-precision names are the double-precision instructions (values have no width).
+MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
 for _prefix, _ops in _BY_CONDITION.items():
     for _condition, _names in _CONDITIONS.items():
         for _spelling in _names:

@@ -27,18 +27,10 @@ from llassembly.language.instructions import (
     OPCODE_INFO,
 )
 from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS, MAX_REPLY_LINES
-from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
-    NONE,
-    Imm,
     Instruction,
-    Mem,
-    Name,
-    Operand,
-    Path,
     PlainAnswer,
     Program,
-    Template,
     UnknownInstruction,
 )
 from llassembly.language.scan import (
@@ -57,7 +49,7 @@ from llassembly.language.scan import (
     split_operands,
     strip_comment,
 )
-from llassembly.language.templates import template_operand, with_placeholders
+from llassembly.language.settle import placeholders, settle
 
 __all__ = ["parse", "parse_program"]
 
@@ -293,40 +285,18 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
 
 
 def _fill_answers(builder: _Builder) -> None:
-    """Give each ``SAY`` one operand per placeholder of its text (see
-    :mod:`llassembly.language.templates`), make every other string operand with placeholders a
-    template, and settle what each name means (:func:`_settled`); done once every data label is
-    read, since its text may be defined after the code. All the texts together hold at most
-    :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
+    """Settle each instruction's operands (:func:`~llassembly.language.settle.settled`): the
+    placeholders of each ``SAY`` and of every other text, and what each name means; done once
+    every data label is read, since its text may be defined after the code. All the texts
+    together hold at most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
     data = builder.section.data
     names = set(data) | set(builder.labels)
     for position, ins in enumerate(builder.instructions):
-        line = builder.lines[ins.line - 1]
-        if ins.op is Opcode.SAY:
-            filled, problems = with_placeholders(ins, data, line)
-            fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
-            operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
-            columns = filled.operand_columns
-        else:
-            info = OPCODE_INFO[ins.op]
-            kinds = info.accepts(len(ins.operands)) or info.operands
-            settled: list[Operand] = []
-            problems = []
-            for at, operand in enumerate(ins.operands):
-                kind = kinds[at] if at < len(kinds) else "value"
-                column = ins.operand_columns[at] if at < len(ins.operand_columns) else ins.column
-                if kind == "value":
-                    operand, found = template_operand(operand, column, line)
-                    problems += found
-                settled.append(_settled(operand, kind, names))
-            operands, columns = tuple(settled), ins.operand_columns
-        if operands != ins.operands or columns != ins.operand_columns:
-            builder.instructions[position] = Instruction(
-                ins.op, operands, ins.line, ins.column, ins.text, columns
-            )
+        settled, problems = settle(ins, data, names, builder.lines[ins.line - 1])
+        builder.instructions[position] = settled
         for problem in problems:
             builder.error(ins.line, problem.column, problem.message, problem.expected)
-        builder.placeholders += _placeholders(builder.instructions[position])
+        builder.placeholders += placeholders(settled)
         if builder.placeholders > MAX_PLAN_PLACEHOLDERS:
             message = (
                 f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
@@ -335,44 +305,6 @@ def _fill_answers(builder: _Builder) -> None:
             expected = "fewer placeholders: SAY in a loop, or say a summary"
             builder.error(ins.line, ins.column, message, expected)
             return
-
-
-def _placeholders(ins: Instruction) -> int:
-    if ins.op is Opcode.SAY:
-        return len(ins.operands) - 1
-    return sum(len(o.fills) for o in ins.operands if isinstance(o, Template))
-
-
-_NO_VALUE_WORDS = frozenset({"none", "null"})
-
-
-def _settled(operand: Operand, kind: str, names: set[str]) -> Operand:
-    """What a name means, once the labels are known.
-
-    * ``loop.start``, ``github.search`` read as paths are a label or a tool name where a jump
-      or ``CALL`` takes one, or where the whole dotted name is a label;
-    * ``[EBX + name]`` with no data label ``name`` is the field ``name`` of the JSON text in
-      ``EBX`` (C's ``EBX->name``);
-    * ``NONE`` and ``NULL``, where no label has that name, are the value "no value";
-    * the fills of a template, likewise.
-    """
-    dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
-    dotted = dotted and "[" not in str(operand)
-    if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
-        return Name(str(operand))
-    if isinstance(operand, Mem) and operand.label is not None and kind != "mem":
-        field = operand.label
-        plain = operand.index is None and operand.disp == 0 and operand.base is not None
-        if plain and field.lower() not in names and "." not in field:
-            assert operand.base is not None
-            return Path(operand.base, (Imm(field),), operand.text)
-    word = operand.name.lower() if isinstance(operand, Name) and kind == "value" else ""
-    if word in _NO_VALUE_WORDS and word not in names:
-        return Imm(NONE)
-    if isinstance(operand, Template):
-        fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
-        return Template(operand.text, operand.pieces, fills, operand.specs)  # type: ignore[arg-type]
-    return operand
 
 
 def parse(text: str) -> Program | PlainAnswer:

@@ -142,12 +142,14 @@ class Template:
         pieces: The text around the placeholders: one more than ``fills``.
         fills: What each placeholder reads (a register, data label, variable, memory or path).
         specs: The format of each placeholder (``".2f"`` from ``{R1:.2f}``; ``""`` for none).
+        columns: The 1-based column of each placeholder in its line, for messages.
     """
 
     text: str
     pieces: tuple[str, ...]
     fills: tuple[Reg | Name | Mem | Path, ...]
     specs: tuple[str, ...]
+    columns: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         return str(Imm(self.text))

@@ -184,12 +184,12 @@ def template_operand(
     read = _read_fills(operand.value, column, source_line, "the text")
     if isinstance(read, list):
         return operand, read
-    fills, pieces, specs, _columns = read
+    fills, pieces, specs, columns = read
     if not fills and len(pieces) == 1 and pieces[0] == operand.value:
         return operand, []
     if not fills:  # only escaped braces: {{R1}} is the text {R1}
         return Imm(pieces[0]), []
-    return Template(operand.value, tuple(pieces), fills, specs), []
+    return Template(operand.value, tuple(pieces), fills, specs, tuple(columns)), []
 
 
 _Fill = Reg | Name | Mem | Path
