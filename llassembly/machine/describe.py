@@ -30,7 +30,7 @@ __all__ = ["TOOL_BLOCK_BUDGET", "Described", "describe_extern", "extern_signatur
 TOOL_BLOCK_BUDGET: Final = 1200
 """Most characters one tool's block takes in the prompt."""
 _DESCRIPTION: Final = 400  # characters of the tool's own description kept
-_LITERAL: Final = 100  # longest JSON literal an example pushes
+_LITERAL: Final = 60  # longest JSON literal an example pushes
 _TYPES_LINE: Final = 500  # characters of field lists per tool
 _DEPTH: Final = 3
 
@@ -246,7 +246,7 @@ def _types_line(annotations: list[Any], described: set[str] | None) -> str:
 
 def _example(extern: Described) -> list[str]:
     rows = [
-        ("PUSH NONE", f"{p.name}: its default") if p.has_default else (_push(p, i), p.name)
+        ("PUSH NONE", f"{p.name}: its default") if p.has_default else _push(p, i)
         for i, p in enumerate(extern.params)
     ]
     rows.append((f"CALL {extern.name}", ""))
@@ -262,8 +262,11 @@ def _example(extern: Described) -> list[str]:
     return [f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in rows]
 
 
-def _push(param: _Param, index: int) -> str:
-    return f"PUSH {_operand(param.annotation, index)}"
+def _push(param: _Param, index: int) -> tuple[str, str]:
+    operand = _operand(param.annotation, index)
+    if operand == "R3":  # a structure too long to write out: one the plan holds
+        return "PUSH R3", f"{param.name}: a {type_text(param.annotation)} (JSON text)"
+    return f"PUSH {operand}", param.name
 
 
 def _path_to_scalar(annotation: Any, base: str) -> str:
