@@ -136,6 +136,17 @@ def test_the_prompt_teaches_structures_only_to_a_toolset_that_has_them() -> None
     assert "## Structured values" not in plain and "{structures}" not in plain
 
 
+def test_a_list_of_plain_values_is_read_in_its_block_without_the_structures_section() -> None:
+    def enemies(radius: int) -> list[int]:
+        """The ids of the enemies within radius."""
+        return []
+
+    prompt = build_system_prompt(externs_from([enemies, make_one_step]))
+    assert "## Structured values" not in prompt
+    assert "MOV R2, R1[0] ; its first element" in prompt
+    assert "LEN R3, R1    ; how many" in prompt
+
+
 def test_each_structured_type_is_described_once_per_prompt() -> None:
     def search_again(query: str) -> Page:
         """Search once more."""

@@ -507,6 +507,21 @@ def test_what_a_shape_allows_or_cannot_know_passes_the_check(source: str) -> Non
     Emulator(program(source), TYPED)  # no PlanRejected
 
 
+def test_shapes_are_judged_where_every_path_has_brought_its_own() -> None:
+    """A register that is NONE before a loop and a record after a round of it is a union at
+    the compare: judged on what every path brings, not on the first path the walk follows."""
+    source = SEARCH + (
+        "MOV R9, NONE\nMOV ESI, 0\nitem:\nCMP ESI, 1\nJGE done\nCMP R9, NONE\nJE take\n"
+        "NUM R8, R9.price\nJMP skip\ntake: MOV R9, R1.items[ESI]\nskip: INC ESI\nJMP item\n"
+        "done: HLT"
+    )
+    Emulator(program(source), TYPED)  # no PlanRejected
+    found = rejected(source.replace("R9.price", "R9.cost"), TYPED)
+    assert found == [
+        "12: R9.cost: R9 (NONE | Item) has no field 'cost'; its fields: id, title, price"
+    ]
+
+
 def test_a_union_is_refused_only_when_no_shape_in_it_fits() -> None:
     def find(key: str) -> Item | Event | None:
         """One or the other."""

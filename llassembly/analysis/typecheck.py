@@ -113,6 +113,7 @@ class _Types:
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _result_shapes(tool) for pc, tool in flow.tools.items()}
         self.found: dict[tuple[int, int], str] = {}
+        self.reporting = False  # problems are told from the facts at the fixed point only
 
     # -- what an operand holds ----------------------------------------------------------------
 
@@ -222,6 +223,8 @@ class _Types:
     def report(
         self, pc: int, position: int, path: Path, steps: int, shape: Shape, problem: str
     ) -> None:
+        if not self.reporting:
+            return
         where = str(path.base) + "".join(_step_text(s) for s in path.steps[:steps])
         message = f"{path}: {where} ({describe(shape)}) {problem}"
         self.found.setdefault((pc, position), message)
@@ -249,6 +252,8 @@ class _Types:
     ) -> None:
         """Arithmetic on text, and a compare of text with a number."""
         info = OPCODE_INFO[ins.op]
+        if not self.reporting:
+            return
         if fx.numeric:
             for position, shape in read.items():
                 if is_text(shape):
@@ -291,6 +296,11 @@ class _Types:
                     if nxt not in queued:
                         queued.add(nxt)
                         heapq.heappush(queue, (paths.states[nxt][0], nxt))
+        if queue:  # out of steps: the facts are not final, so nothing is told
+            return {}
+        self.reporting = True
+        for number, known in facts.items():
+            self.transfer(paths.states[number][0], known)
         return self.found
 
 

@@ -8,9 +8,10 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
 * ``{extern_functions}``: one block per tool (see :func:`describe_extern`, which lives with
   :class:`~llassembly.externs.Extern`), each structured type's fields described once;
 * ``{structures}``: how a plan reads and builds structured values and text
-  (``prompts/structures.md``), only when some tool takes or returns a structure (or a value of
-  unknown type) or has a parameter with a default; empty otherwise, so a toolset of plain
-  values gets a short prompt.
+  (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
+  map, or a value of unknown type; a list of plain values is shown in its tool's block) or has
+  a parameter with a default; empty otherwise, so a toolset of plain values gets a short
+  prompt.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 
-from llassembly.analysis.shapes import shape_of
+from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.errors import UsageError
 from llassembly.machine.externs import (
     Extern,
@@ -62,19 +63,30 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
 
 
 def uses_structures(externs: Mapping[str, Extern]) -> bool:
-    """Whether some tool takes or returns a structure or a value of unknown type, or has a
-    parameter with a default: the prompt then teaches structured values (``{structures}``)."""
+    """Whether some tool takes or returns a structure (a list of plain values aside) or a
+    value of unknown type, or has a parameter with a default: the prompt then teaches
+    structured values (``{structures}``)."""
     for extern in externs.values():
         annotations = [p.annotation for p in extern.params] + list(extern.result_types)
         if extern.n_results == 1 and not extern.result_types:
             return True  # no return annotation: anything may come back
         if any(p.has_default for p in extern.params):
             return True
-        for annotation in annotations:
-            shape = shape_of(annotation)
-            options = shape.options if shape.kind == "union" else (shape,)
-            if any(option.kind not in _PLAIN for option in options):
+        if any(_structured(shape_of(annotation)) for annotation in annotations):
+            return True
+    return False
+
+
+def _structured(shape: Shape) -> bool:
+    """A shape with fields (an object, a map, a fixed list), or not known; a list of plain
+    values is not (its tool's block shows how to read one)."""
+    options = shape.options if shape.kind == "union" else (shape,)
+    for option in options:
+        if option.kind == "list" and option.item is not None:
+            if _structured(option.item):
                 return True
+        elif option.kind not in _PLAIN:
+            return True
     return False
 
 

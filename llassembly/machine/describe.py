@@ -254,7 +254,9 @@ def _example(extern: Described) -> list[str]:
     if n == 1:
         rows.append(("POP R1", "result"))
         path = _path_to_scalar(extern.result_types[0] if extern.result_types else Any, "R1")
-        if path:
+        if path == "R1[0]":  # a list of plain values
+            rows += [("MOV R2, R1[0]", "its first element"), ("LEN R3, R1", "how many")]
+        elif path:
             rows.append((f"MOV R2, {path}", "a field"))
     else:
         rows += [(f"POP R{i + 1}", f"result {i + 1}") for i in range(n)]
