@@ -476,6 +476,16 @@ SEARCH = 'PUSH "lamp"\nPUSH NONE\nCALL search\nPOP R1\n'
             " or read the number in it first (NUM R9, R1.next_cursor)",
         ),
         (
+            SEARCH + "MOV R2, R1[0]",
+            "5: R1[0]: R1 (Page) is an object: [0] needs a field name; its fields: items, "
+            "next_cursor",
+        ),
+        (
+            SEARCH + "MOV R2, R1.items[0].id[0]",
+            "5: R1.items[0].id[0]: R1.items[0].id (int) is a number, not an object or a list: it "
+            "has no element [0]",
+        ),
+        (
             'PUSH "mon"\nCALL events\nMOV R1, EAX\nMOV R2, R1[0].attendee',
             "4: R1[0].attendee: R1[0] (Event) has no field 'attendee'; its fields: id, title, "
             "attendees",
