@@ -373,7 +373,7 @@ def test_a_none_result_reads_as_none() -> None:
 )
 def test_a_top_level_ret_records_the_return_value(source: str, returned: Any) -> None:
     emu = machine(source)
-    assert emu.state.returned == returned
+    assert emu.state.returned == returned and emu.result().returned == returned
     snapshot = emu.snapshot()
     assert snapshot.get("returned") == returned
     assert MachineState.restore(snapshot).returned == returned

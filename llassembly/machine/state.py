@@ -91,8 +91,8 @@ class CallRecord:
 class RunResult:
     """What a finished run leaves: the registers holding anything but the integer 0 (``0.0``,
     ``-0.0`` and ``""`` are values and are kept, as in a snapshot), the stack, the calls made,
-    counters, and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said
-    none)."""
+    counters, the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said
+    none) and the value its top-level ``RET`` returned (see :attr:`MachineState.returned`)."""
 
     registers: dict[str, Value]
     stack: list[Value]
@@ -100,6 +100,7 @@ class RunResult:
     instructions_executed: int
     tool_calls: int
     answer: str = ""
+    returned: Value | None = None
 
 
 @dataclass(slots=True)
