@@ -343,6 +343,17 @@ def test_none_for_a_parameter_without_default_is_refused_naming_it() -> None:
     assert info.value.line == 2
 
 
+def test_the_summary_says_an_argument_is_left_out() -> None:
+    from llassembly import summarize
+
+    summary = summarize(
+        program('PUSH 3\nPUSH NONE\nPUSH "x"\nCALL update_contact'), [update_contact]
+    )
+    (site,) = summary.tools[0].sites
+    shown = [argument.shown() for argument in site.arguments]
+    assert shown == ["contact_id=3", "phone=NONE (left out: the tool's default)", 'email="x"']
+
+
 def test_a_none_result_reads_as_none() -> None:
     def maybe() -> int | None:
         """Nothing."""
