@@ -126,8 +126,8 @@ def build_system_prompt(
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
     structures = _structures() if uses_structures(externs) else ""
-    if not structures:  # drop the placeholder and its line
-        text = re.sub(r"\{structures\}[ \t]*\n?", "", text)
+    if not structures:  # drop the placeholder's line
+        text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
     fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"
