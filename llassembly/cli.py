@@ -77,6 +77,7 @@ JSON output (--json): one object on standard output, whatever happens.
              "max_instructions", "ends", "complete", "budgets", "within_budgets"
              (null = unbounded)
   status "finished" (run, exit 0): "answer" (the SAY lines, "" if none),
+             "returned" (what a top-level RET returned in EAX/XMM0, or null),
              "calls", "registers" (non-zero ones), "stack", "instructions_executed",
              "tool_calls"
   status "rejected" (exit 1): "problems": [{"line", "column", "message", "source"}]
@@ -285,6 +286,8 @@ def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
     report.text(f"registers: {registers}")
     if result.stack:
         report.text(f"stack (bottom to top): [{', '.join(_show(v) for v in result.stack)}]")
+    if result.returned is not None:
+        report.text(f"returned: {_show(result.returned)}")
     if result.answer:
         # The answer last, its lines indented under the first: what a person reads first.
         report.text("answer: " + result.answer.replace("\n", "\n        "))
@@ -292,6 +295,7 @@ def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
         "finished",
         _EXIT_OK,
         answer=result.answer,
+        returned=_plain(result.returned),
         calls=calls,
         registers=_plain(result.registers),
         stack=_plain(result.stack),

@@ -4,9 +4,12 @@ A plan is a few *segments*, each a shape models write: moves and arithmetic on i
 registers, tool calls whose results are popped or read in ``EAX`` (the EAX convention),
 registers saved on the stack around a call, branches on a compare, loops counted by ``LOOP``
 or by a register, subroutines called from several places, memory (writable, read-only, through
-a register), ``SETcc``/``CMOVcc``, and strings for the ``send`` tool. Segments nest (a branch,
-a loop or a subroutine holds one). Every plan verifies by construction: integer registers only
-ever hold integers, every ``POP`` has its ``PUSH``, every conditional follows a ``CMP``.
+a register), ``SETcc``/``CMOVcc``, strings for the ``send`` tool, structured values (paths read
+and written in the JSON ``R6`` holds, ``LEN``, ``HAS``, a ``rec`` result read by path), text
+(templates, ``FIND``, ``SUBSTR``, ``NUM``) and ``NONE`` for an argument with a default.
+Segments nest (a branch, a loop or a subroutine holds one). Every plan verifies by
+construction: integer registers only ever hold integers, every ``POP`` has its ``PUSH``, every
+conditional follows a ``CMP``.
 
 The tools return what the test draws for them: random integers and strings.
 """
@@ -50,7 +53,16 @@ def send(to: str, amount: int) -> None:
     """Send an amount to an address."""
 
 
-EXTERNS: dict[str, Extern] = externs_from([get, twice, pair, name, put, send])
+def rec() -> dict[str, int]:
+    """A record."""
+    return {"a": 0}
+
+
+def opt(amount: int = 1) -> None:
+    """An amount, or its default."""
+
+
+EXTERNS: dict[str, Extern] = externs_from([get, twice, pair, name, put, send, rec, opt])
 SOUND_LIMITS = {"max_instructions_to_exec": 3000, "max_tool_calls": 80}
 
 INTS = ("R1", "R2", "R3", "R4", "R5")
@@ -62,6 +74,7 @@ RESULTS = {
     "twice": st.integers(-3, 5),
     "pair": st.tuples(st.integers(-2, 3), st.integers(-2, 3)),
     "name": st.sampled_from(["a@ours.com", "x@evil.com", "1.10", ""]),
+    "rec": st.fixed_dictionaries({"a": st.integers(-3, 5)}),
 }
 """What each tool with results may return, drawn per call."""
 
@@ -88,6 +101,7 @@ class Plan:
             "section .text",
             f"    MOV R7, {ADDRESSES[0]}",
             f"    MOV R8, {ADDRESSES[2]}",
+            """    MOV R6, '{"a": 2, "l": [4, 5]}'""",
             *self.lines,
             "    HLT",
         ]
@@ -227,6 +241,34 @@ def _memory(draw: st.DrawFn) -> list[str]:
 
 
 @st.composite
+def _structured(draw: st.DrawFn) -> list[str]:
+    """Paths into the JSON ``R6`` holds (its ``a`` and ``l`` elements stay integers), a tool's
+    record read by path, text built and searched, ``NONE`` for an argument with a default."""
+    r = draw(_int)
+    return draw(
+        st.sampled_from(
+            [
+                [f"MOV {r}, R6.a"],
+                [f"MOV {r}, R6.l[{draw(st.integers(-2, 1))}]"],
+                [f"LEN {r}, R6.l"],
+                [f"MOV R6.a, {draw(_value)}"],
+                [f"MOV R6.l[1], {draw(_value)}"],
+                [f'HAS {r}, R6, "{draw(st.sampled_from(["a", "b"]))}"'],
+                ["PUSH R6.l[0]", "CALL put"],
+                ["CALL rec", "POP R9", f"MOV {r}, R9.a"],
+                ["CALL rec", f"MOV {r}, EAX.a"],
+                [f'MOV R7, "x{{{r}}}@ours.com"', f'FIND {r}, R7, "@"'],
+                [f"SUBSTR R8, R7, 0, {draw(st.integers(0, 3))}", f"LEN {r}, R8"],
+                [f'NUM {r}, "1{draw(st.integers(0, 9))}"'],
+                [f'PUSH "{{{r}}}"', "POP R8"],
+                ["PUSH NONE", "CALL opt"],
+                [f"PUSH {draw(_value)}", "CALL opt"],
+            ]
+        )
+    )
+
+
+@st.composite
 def _flags(draw: st.DrawFn) -> list[str]:
     r, s, t = draw(_int), draw(_int), draw(_int)
     test = draw(st.sampled_from(["SETL", "SETE", "SETGE", "CMOVG", "CMOVNE", "CMOVLE"]))
@@ -236,7 +278,7 @@ def _flags(draw: st.DrawFn) -> list[str]:
 def _segment(plan: Plan, depth: int, counting: bool = False) -> st.SearchStrategy[list[str]]:
     """One segment; ``counting``: inside a ``LOOP``, where nothing may write ECX."""
     simple = [_arith(), _arith(), _call(), _call(), _saved(), _c_style(), _stack(), _memory()]
-    simple.append(_flags())
+    simple += [_flags(), _structured()]
     if depth >= 2:
         return st.one_of(*simple)
     nested = [

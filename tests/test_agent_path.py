@@ -34,6 +34,7 @@ from llassembly import ToolsPlannerMiddleware
 from llassembly.errors import (
     ToolExecutionError,
 )
+from llassembly.language.program import NONE  # a None result reads as "no value"
 
 THREAD = {"configurable": {"thread_id": "t1"}}
 
@@ -767,7 +768,7 @@ def test_results_reach_the_plan_as_the_tool_returned_them_on_both_paths(executio
         {"messages": [HumanMessage("go")]}
     )
     registers = meta(out["messages"][-1])["registers"]
-    assert registers["R1"] == "null" and registers["R2"] == 3 and type(registers["R2"]) is int
+    assert registers["R1"] == NONE and registers["R2"] == 3 and type(registers["R2"]) is int
     assert registers["R3"].startswith("[[[")
 
 

@@ -121,6 +121,19 @@ def test_run_of_a_plan_that_says_nothing_prints_no_answer_line(tmp_path: Path) -
     assert "answer" not in out
 
 
+def test_run_prints_the_value_a_plan_returned(tmp_path: Path) -> None:
+    """A top-level ``RET`` returns EAX (the x86 convention): ``run`` prints it, and ``--json``
+    has it as ``returned`` (``null`` for a plan that returned nothing)."""
+    source = "PUSH 21\nCALL double\nPOP EAX\nRET\n"
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "returned: 42\n" in out
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert (code, data["returned"]) == (0, 42)
+    code, data = cli_json("run", plan(tmp_path, "MOV R1, 1\n"), "--tools", "cli_tools:TOOLS")
+    assert (code, data["returned"]) == (0, None)
+
+
 def test_run_prints_tool_results_and_leftover_stack(tmp_path: Path) -> None:
     source = "PUSH 21\nCALL double\nPOP R1\nPUSH 'Ann'\nCALL greet\n"
     code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
@@ -405,6 +418,7 @@ def test_run_json_has_the_answer_calls_and_registers(tmp_path: Path) -> None:
         "status": "finished",
         "exit_code": 0,
         "answer": "42",
+        "returned": None,
         "calls": [
             {"line": 2, "tool": "double", "args": {"x": 21}, "result": 42},
             {"line": 5, "tool": "greet", "args": {"name": "Ann"}, "result": "Hello, Ann"},

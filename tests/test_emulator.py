@@ -429,11 +429,23 @@ def test_equality_jumps_work_after_a_string_compare(
 def test_ordered_jump_after_a_string_compare_from_a_tool_is_a_runtime_error(
     mnemonic: str,
 ) -> None:
-    source = f"CALL city\nPOP R1\nCMP R1, R2\n{mnemonic} done\nNOP\ndone: HLT"
-    emu = emulator(source, TOOLS)  # the verifier cannot see the string: it passes
+    def anything():  # type: ignore[no-untyped-def]  # no return type: the check cannot tell
+        return "Paris"
+
+    source = f"CALL anything\nPOP R1\nCMP R1, R2\n{mnemonic} done\nNOP\ndone: HLT"
+    emu = emulator(source, [*TOOLS, anything])  # the verifier cannot see the string: it passes
     with pytest.raises(AsmRuntimeError, match="ordered compare") as info:
         emu.run()
     assert info.value.line == 4
+
+
+def test_a_str_result_compared_with_a_number_is_rejected_before_the_run() -> None:
+    with pytest.raises(PlanRejected) as info:
+        emulator("CALL city\nPOP R1\nCMP R1, 5\nJL done\nNOP\ndone: HLT", TOOLS)
+    assert [d.line for d in info.value.diagnostics] == [3]
+    assert "CMP compares R1, which is text, with 5, a number: text is never equal to a number" in (
+        info.value.diagnostics[0].message
+    )
 
 
 def test_ordered_jump_on_visible_strings_is_rejected_before_the_run() -> None:
@@ -993,7 +1005,8 @@ def test_async_tool_in_sync_run_is_a_usage_error() -> None:
 def test_every_opcode_is_covered_by_this_file_or_test_x86() -> None:
     here = Path(__file__)
     text = here.read_text(encoding="utf-8") + "".join(
-        here.with_name(name).read_text("utf-8") for name in ("test_x86.py", "test_answers.py")
+        here.with_name(name).read_text("utf-8")
+        for name in ("test_x86.py", "test_answers.py", "test_structured.py")
     )
     assert [op for op in Opcode if op.value not in text] == []
 

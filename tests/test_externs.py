@@ -16,7 +16,7 @@ from llassembly.errors import (
     ToolArgumentError,
     UsageError,
 )
-from llassembly.language.program import find_tool
+from llassembly.language.program import NONE, find_tool
 from llassembly.machine.externs import (
     Extern,
     Param,
@@ -369,7 +369,7 @@ def test_wrong_number_of_values_raises_tool_argument_error() -> None:
         ([1, 2], "[1,2]"),
         ((1, 2), "[1,2]"),
         ({"p": Point(x=1, y=2)}, '{"p":{"x":1,"y":2}}'),
-        (None, "null"),
+        (None, NONE),  # "no value", as a JSON null reads
         (Color.BLUE, "blue"),
         (ToolMessage(content="done", tool_call_id="1"), "done"),
         (object, str(object)),

@@ -22,7 +22,7 @@ from llassembly.errors import AsmRuntimeError
 from llassembly.language.instructions import OPCODE_INFO, Effects, effects
 from llassembly.language.opcodes import Opcode, register_index
 from llassembly.language.parser import parse
-from llassembly.language.program import Program
+from llassembly.language.program import NONE, Program
 from llassembly.machine.access import Context
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 from llassembly.machine.steps import compile_step
@@ -30,16 +30,25 @@ from llassembly.machine.steps import compile_step
 TRIALS = 40  # random instructions and states per operand form
 _DATA = "\nl: HLT\nsection .data\nx dd 5\nrow dd 1, 2, 3\n"
 _REGS = ["R1", "R2", "EAX", "ECX", "EDX"]
+# Paths into the JSON a register holds (read and written), a text with placeholders, [EDX]
+# (text: its first character; a number: an address), NONE.
+_STRUCTURED = ["R1.x", "R2[0]", "EAX.l[ESI]", '"t{R2}"', '"{R1.x:02}"', "[EDX]", "NONE"]
 _OPERANDS: dict[str, list[str]] = {
-    "reg": [*_REGS, *_REGS, "[x]", "[row + ESI*4]"],
-    "value": [*_REGS, *_REGS, "-3", "0", "2", "7", "2.5", '"s"', "[x]", "[row + ESI*4]", "x"],
+    "reg": [*_REGS, *_REGS, "[x]", "[row + ESI*4]", "R1.x", "R2[1]", "EAX.l[ESI]"],
+    "value": [
+        *_REGS,
+        *_REGS,
+        *_STRUCTURED,
+        *["-3", "0", "2", "7", "2.5", '"s"', "[x]", "[row + ESI*4]", "x"],
+    ],
     "label": ["l"],
     "target": ["l"],
     "mem": ["[row + ESI*4]", "[x + R1]"],
 }
 _ESI = register_index("ESI") or 0
 _USED = [register_index(name) or 0 for name in (*_REGS, "EBX")]
-_VALUES: list[Any] = [*range(-4, 10), 0, 1, 2, 1.5, -0.0, "", "s"]
+_VALUES: list[Any] = [*range(-4, 10), 0, 1, 2, 1.5, -0.0, "", "s", NONE]
+_VALUES += ['{"x": 3, "l": [1, 2, "s"]}', "[5, 6]", "[]"] * 3  # JSON to read paths of
 _FORMS = [
     (op, number)
     for op in sorted(OPCODE_INFO, key=lambda o: o.value)

@@ -26,6 +26,7 @@ from llassembly.language.program import (
     Mem,
     Name,
     Operand,
+    Path,
     PlainAnswer,
     Program,
     Reg,
@@ -228,15 +229,18 @@ def _plain_name(name: str) -> bool:
 _NAMES = st.from_regex(r"[A-Za-z_.$@?][\w.$@?]{0,12}", fullmatch=True).filter(_plain_name)
 
 _STRINGS = st.text(
-    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=12
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n{"), max_size=12
 ).filter(lambda s: "think>" not in s.lower())
+# A value named with a dot is a path (R1.x, page.items), and NONE or NULL the "no value": a
+# name that stays a name as a value has neither.
+_VALUE_NAMES = _NAMES.filter(lambda n: "." not in n[1:] and n.lower() not in ("none", "null"))
 
 _VALUES: st.SearchStrategy[Operand] = st.one_of(
     _REGISTERS.map(lambda name: Reg(register_index(name) or 0, name)),
     st.integers(min_value=-(2**63) + 1, max_value=2**63 - 1).map(Imm),  # the 64-bit literal range
     st.floats(allow_nan=False, allow_infinity=False).map(Imm),
     _STRINGS.map(Imm),
-    _NAMES.map(Name),
+    _VALUE_NAMES.map(Name),
 )
 
 
@@ -374,5 +378,7 @@ def test_bracketed_junk_is_read_or_refused_with_a_line_error(text: str) -> None:
     except LineError as error:
         assert error.message and error.column >= 1
         return
+    if isinstance(operand, Path):  # [EBX].name, [x + 8].items[0]: a part of what it holds
+        operand = operand.base if isinstance(operand.base, Mem) else Mem(None, operand.base)
     assert isinstance(operand, Mem)
     assert operand.scale in (1, 2, 4, 8) and len(operand.registers) <= 2

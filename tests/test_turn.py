@@ -207,3 +207,37 @@ def test_both_drivers_give_the_same_record_and_messages(scenario: str) -> None:
     assert _failure(agent_record) == _failure(graph_record)
     assert agent_record["machine"] == graph_record["machine"]
     assert _shape(agent_messages) == _shape(graph_messages)
+
+
+# -- what a plan returns in EAX / XMM0 is its answer when it said nothing -----------------------
+
+RETURNS = {
+    "EAX after a call": ("PUSH 1\nCALL increment\nPOP EAX\nRET", "2"),
+    "integer constant": ("MOV EAX, 42\nRET", "42"),
+    "float in xmm0": ("MOV xmm0, 2.5\nRET", "2.5"),
+    "return 0 says nothing": ("PUSH 1\nCALL increment\nPOP R1\nXOR EAX, EAX\nRET", None),
+    "SAY wins over EAX": ('SAY "x"\nMOV EAX, 5\nRET', "x"),
+    "HLT returns nothing": ("PUSH 1\nCALL increment\nPOP EAX\nHLT", None),
+}
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+@pytest.mark.parametrize("case", list(RETURNS))
+def test_a_returned_value_is_the_answer_on_every_driver(case: str, execution: str) -> None:
+    """A top-level ``RET`` returns EAX or XMM0 (the x86 convention): with nothing said, that
+    value is the final message; with ``SAY`` lines, or no value returned, the final message is
+    what it was before (the answer, or the summary of the calls)."""
+    source, expected = RETURNS[case]
+    options = {"execution": execution} if execution == "graph" else {}
+    agent_messages, _, _ = _agent_turn([asm(source)], options, set())
+    graph_messages, _, _ = _graph_turn([asm(source)], {}, set())
+    for messages in (agent_messages, graph_messages):
+        final = messages[-1]
+        meta = final.response_metadata[KEY]
+        assert meta["kind"] == "answer"
+        assert meta["answer"] == expected
+        if expected is not None:
+            assert final.text == expected
+        else:
+            assert "increment" in final.text  # the summary of the calls that ran
+    assert _shape(agent_messages) == _shape(graph_messages)

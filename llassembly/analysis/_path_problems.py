@@ -13,7 +13,16 @@ from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.flow import MAX_CALL_DEPTH, MAX_STATES, Findings
 from llassembly.analysis.layout import Layout
 from llassembly.language.opcodes import register_name
-from llassembly.language.program import Instruction, Mem, Name, Program, Reg
+from llassembly.language.program import (
+    Instruction,
+    Mem,
+    Name,
+    Path,
+    Program,
+    Reg,
+    Template,
+    nested,
+)
 
 __all__ = ["Problem", "flow_problems", "loop_problems", "mnemonic"]
 
@@ -56,6 +65,9 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         ins = instructions[pc]
         name = ins.operands[position]
         shown = name.label if isinstance(name, Mem) else name
+        if isinstance(name, Path | Template):  # the variable read inside it
+            parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
+            shown = next((p for p in parts if str(p).lower() in layout.variables), name)
         message = (
             f"{shown} is read here before it is written on some path; a variable (a name "
             f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
@@ -64,7 +76,7 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         yield ins.line, _column(ins, position), message
     for pc in found.empty_pops:
         message = "POP on an empty stack: on some path nothing is on the stack when this line runs"
-        yield _at(instructions[pc], message)
+        yield _at(instructions[pc], message + _in_loop(flow, pc))
     for pc, have in found.short_calls.items():
         tool = flow.tools[pc]
         params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
@@ -74,7 +86,7 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
             f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
             "PUSH the arguments, first parameter first, before the CALL"
         )
-        yield _at(instructions[pc], message)
+        yield _at(instructions[pc], message + _in_loop(flow, pc))
     for pc, cmps in found.string_jumps.items():
         lines = sorted(instructions[c].line for c in cmps)
         where = (
@@ -111,6 +123,21 @@ def flow_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterato
         )
         yield _at(instructions[pc], message)
     yield from _limit_problems(flow, found)
+
+
+def _in_loop(flow: ControlFlow, pc: int) -> str:
+    """Why values pushed by an earlier loop do not count in this one, and what to write."""
+    loop = next((loop for loop in flow.loops if pc in loop), None)
+    if loop is None:
+        return ""
+    return (
+        f" (in the loop on {_span(flow.program, loop)}). The check counts the values pushed, "
+        "not the rounds of loops, so values another loop PUSHed are not known to be there "
+        "for each round of this one, even when both loops run as many rounds: POP each value "
+        "in the loop that PUSHes it, or keep the values in a list: MOV R9, '[]' before the "
+        "first loop, then LEN R8, R9 and MOV R9[R8], value to add one; in the second loop "
+        "MOV R2, R9[ESI] reads element ESI"
+    )
 
 
 def _string_problems(flow: ControlFlow, found: Findings, layout: Layout) -> Iterator[Problem]:

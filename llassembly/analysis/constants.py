@@ -33,7 +33,7 @@ from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import END, Paths
 from llassembly.language.instructions import Effects
 from llassembly.language.opcodes import EAX_INDEX
-from llassembly.language.program import Imm, Mem, Name, Operand, Reg, Value
+from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
 __all__ = [
     "COPIES_ONLY",
@@ -212,14 +212,16 @@ class _Propagation:
     def reads_live(self, operands: tuple[Operand, ...], fx: Effects) -> bool:
         """Whether the instruction reads memory that the plan may write."""
         live = self.layout.live
-        for position in fx.reads:
-            operand = operands[position]
-            if isinstance(operand, Name) and operand.name.lower() in live:
-                return True
-            if isinstance(operand, Mem) and (
-                (operand.label is None and live) or (operand.label or "").lower() in live
-            ):
-                return True
+        read = [operands[p] for p in fx.reads]
+        read += [operands[p] for p in fx.writes if isinstance(operands[p], Path)]
+        for whole in read:
+            for operand in (whole, *nested(whole)):
+                if isinstance(operand, Name) and operand.name.lower() in live:
+                    return True
+                if isinstance(operand, Mem) and (
+                    (operand.label is None and live) or (operand.label or "").lower() in live
+                ):
+                    return True
         return False
 
     def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:

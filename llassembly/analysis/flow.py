@@ -37,8 +37,11 @@ from llassembly.language.program import (
     Mem,
     Name,
     Operand,
+    Path,
     Reg,
+    Template,
     ToolShape,
+    nested,
 )
 
 __all__ = [
@@ -199,6 +202,8 @@ class _Explorer:
 
     def literal_string(self, operand: Operand) -> bool:
         """Whether the operand is a string written in the program (a literal or string data)."""
+        if isinstance(operand, Template):
+            return True
         if isinstance(operand, Imm):
             return isinstance(operand.value, str)
         if isinstance(operand, Name):
@@ -209,6 +214,8 @@ class _Explorer:
         """Whether ``operand`` holds a string for certain on some path."""
         if isinstance(operand, Reg):
             return bool(facts.regs >> operand.index & 1)
+        if isinstance(operand, Path):  # a part of a structure: not known before the run
+            return False
         bits, one = self.memory.cell(operand)
         if one:  # one cell: what the paths wrote there
             return bool(facts.cells & bits)
@@ -218,6 +225,8 @@ class _Explorer:
 
     def write(self, operand: Operand, is_string: bool, regs: int, cells: int) -> tuple[int, int]:
         """``(regs, cells)`` after writing a value (a string or not) to ``operand``."""
+        if isinstance(operand, Path):  # the base now holds the JSON text of the whole
+            return self.write(operand.base, True, regs, cells)
         if isinstance(operand, Reg):
             if operand.index == 0:  # R0 stays 0
                 return regs, cells
@@ -293,10 +302,15 @@ class _Explorer:
             if fx.numeric and self.holds_string(operand, facts):
                 self.found.string_math.add((pc, position))
         for position, operand in enumerate(operands):
-            if isinstance(operand, Mem) and any(
-                facts.regs >> reg.index & 1 for reg in operand.registers
-            ):
-                self.found.string_addresses.add((pc, position))
+            for part in nested(operand):  # a path's base and keys, a template's fills
+                bit = self.variable(part)
+                if bit and unwritten & bit:
+                    self.found.unwritten_reads.add((pc, position))
+            for mem in (operand, *nested(operand)):
+                if not isinstance(mem, Mem) or (position in fx.reads and _text_address(mem)):
+                    continue  # [ESI] read may be text: C's *s (see machine/access.py)
+                if any(facts.regs >> reg.index & 1 for reg in mem.registers):
+                    self.found.string_addresses.add((pc, position))
         for position in fx.writes:
             if position not in fx.reads:
                 unwritten &= ~self.variable(operands[position])
@@ -393,6 +407,11 @@ class _Explorer:
             self.found.too_deep.add(pc)
             return
         self.reach(self.flow.targets[pc], (*returns, pc + 1), facts, pc)
+
+
+def _text_address(mem: Mem) -> bool:
+    """``[ESI]``: one register and nothing else; read, it may hold text (its first character)."""
+    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
 
 
 def explore(flow: ControlFlow, layout: Layout | None = None) -> Findings:

@@ -25,6 +25,7 @@ from llassembly.language.program import (
     MemoryLabel,
     Name,
     Operand,
+    Path,
     Program,
     ToolShape,
     Value,
@@ -123,6 +124,8 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
     for ins in program.instructions:
         for position in effects(ins).writes:
             operand = ins.operands[position]
+            while isinstance(operand, Path):  # a path written changes its base
+                operand = operand.base
             if isinstance(operand, Mem) and operand.label is None:
                 written.update(k for k, label in labels.items() if label.writable)
             elif isinstance(operand, Mem | Name):

@@ -53,6 +53,7 @@ from llassembly.analysis.paths import paths_of
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.program import (
+    NONE,
     Program,
     ToolShape,
     Value,
@@ -79,6 +80,8 @@ class Argument:
         """``name="value"`` or ``name=<computed>``."""
         if not self.constant:
             return f"{self.name}=<computed>"
+        if self.value == NONE:
+            return f"{self.name}=NONE (left out: the tool's default)"
         return f"{self.name}={json.dumps(self.value, ensure_ascii=False)}"
 
 

@@ -36,6 +36,7 @@ from llassembly.analysis.layout import (
 )
 from llassembly.analysis.placeholders import placeholder_problems
 from llassembly.analysis.toolset import tool_shapes
+from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import (
     Diagnostic,
     PlanRejected,
@@ -47,15 +48,19 @@ from llassembly.language.instructions import (
 )
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
+    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
+    Path,
     Program,
     Reg,
+    Template,
     ToolShape,
     find_tool,
 )
+from llassembly.language.templates import split_template
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
 
@@ -187,7 +192,16 @@ class _Checker:
     ) -> None:
         line, op = ins.line, _mnemonic(ins)
         key = operand.name.lower() if isinstance(operand, Name) else ""
-        if kind in ("label", "target") and isinstance(operand, Mem):
+        if isinstance(operand, Path | Template):
+            self.check_compound(index, ins, kind, operand, column)
+        elif kind == "value" and ins.op is not Opcode.SAY and self.is_template_data(key):
+            message = (
+                f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
+                "from a data label; write the text in the instruction instead "
+                f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
+            )
+            self.report(line, column, message)
+        elif kind in ("label", "target") and isinstance(operand, Mem):
             where = "a label of the plan" if kind == "label" else "a tool name or a label"
             message = (
                 f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump or "
@@ -224,6 +238,51 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+
+    def names_nothing(self, name: Name) -> bool:
+        key = name.name.lower()
+        known = key in self.program.data or key in self.layout.variables
+        return (
+            not known
+            and key not in self.program.labels
+            and find_tool(name.name, self.tools) is None
+        )
+
+    def is_template_data(self, key: str) -> bool:
+        value = self.program.data.get(key) if key else None
+        return isinstance(value, str) and bool(split_template(value)[1])
+
+    def check_compound(
+        self, index: int, ins: Instruction, kind: OperandKind, operand: Path | Template, column: int
+    ) -> None:
+        """A template (each placeholder is a value read) or a path (``R1.items[0].id``: its
+        base and keys are read; written, its base is written too)."""
+        if isinstance(operand, Template):
+            at = operand.columns or (column,) * len(operand.fills)
+            for fill, where in zip(operand.fills, at, strict=True):
+                if isinstance(fill, Name) and self.names_nothing(fill):
+                    message = (
+                        f"{{{fill}}} in the text names no register, data label or variable; a "
+                        "placeholder names a register ({R1}), a data label or variable ({best}), "
+                        "memory ({[table + ESI*4]}) or a path ({R1.items[0].id}); write {{"
+                        f"{fill}}}}} to keep the braces as text"
+                    )
+                    self.report(ins.line, where, message)
+                else:
+                    self.check_operand(index, ins, "value", fill, where)
+            return
+        if kind != "value" and kind != "reg":
+            message = f"{_mnemonic(ins)} needs {_KIND_WORDS[kind]}, not the path {operand}"
+            self.report(ins.line, column, message, structural=kind != "mem")
+            return
+        base = operand.base
+        if kind == "reg" and not isinstance(base, Reg):
+            self.check_operand(index, ins, "reg", base, column)
+        elif not isinstance(base, Reg):
+            self.check_operand(index, ins, "value", base, column)
+        for step in operand.steps:
+            if not isinstance(step, Imm):
+                self.check_operand(index, ins, "value", step, column)
 
     def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
         """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
@@ -347,6 +406,10 @@ class _Checker:
         found = explore(self.flow, self.layout)
         for line, column, message in flow_problems(self.flow, found, self.layout):
             self.report(line, column, message)
+        instructions = self.program.instructions
+        for problem in type_problems(self.flow, self.layout, frozenset(found.string_math)):
+            ins = instructions[problem.pc]
+            self.report(ins.line, self.column_of(ins, problem.position), problem.message)
 
     def check_loops(self) -> None:
         """Report every loop that can never end (see :attr:`ControlFlow.loops`)."""

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from llassembly.errors import UsageError
 from llassembly.integration.record import NOTHING_RAN
 from llassembly.integration.views import planner_view
-from llassembly.machine.say import answer_of
+from llassembly.machine.say import final_answer_of
 
 __all__ = [
     "AnswerRequest",
@@ -151,7 +151,7 @@ def answer_messages(
             f"The program stopped at line {failure.get('line', 0)} "
             f"({failure.get('source', '')}): {failure.get('detail') or failure.get('message')}."
         )
-    said = answer_of(summary.get("machine"))
+    said = final_answer_of(summary.get("machine"))
     if said:
         lines.append(f"The program's own answer:\n{said}")
     if structured:

@@ -25,7 +25,7 @@ from llassembly.errors import ExecutionError
 from llassembly.integration.record import CALL_REFUSED, KEY, NOT_APPROVED
 from llassembly.integration.results import decode_text, message_text
 from llassembly.language.templates import render
-from llassembly.machine.say import answer_of
+from llassembly.machine.say import final_answer_of
 
 if TYPE_CHECKING:
     from llassembly.machine.externs import Extern
@@ -76,7 +76,7 @@ def final_message(
     machine = record.get("machine") or {}
     failure = record.get("failure")
     registers = machine.get("registers", {})
-    said = answer_of(machine)
+    said = final_answer_of(machine)
     completed = int(record.get("tool_calls", 0))
     meta: dict[str, Any] = {
         "kind": "answer",
@@ -90,6 +90,7 @@ def final_message(
         "granularity": options.granularity,
         "execution": options.execution,
         "answer": said,
+        "returned": machine.get("returned"),
     }
     if failure:
         meta["error"] = dict(failure)

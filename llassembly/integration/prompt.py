@@ -1,12 +1,17 @@
 """The system prompt: a template that teaches the language, plus one block per tool.
 
 The built-in template is ``llassembly/prompts/base.md``. A custom template (``prompt_path``)
-replaces it. Two placeholders are filled in by plain text replacement, in one pass, so any other
-braces in a template (JSON, ``{unknown}``) are left alone:
+replaces it. Three placeholders are filled in by plain text replacement, in one pass, so any
+other braces in a template (JSON, ``{unknown}``) are left alone:
 
 * ``{context}``: the caller's own system message (may be empty);
 * ``{extern_functions}``: one block per tool (see :func:`describe_extern`, which lives with
-  :class:`~llassembly.externs.Extern`).
+  :class:`~llassembly.externs.Extern`), each structured type's fields described once;
+* ``{structures}``: how a plan reads and builds structured values and text
+  (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
+  map, or a value of unknown type; a list of plain values is shown in its tool's block) or has
+  a parameter with a default; empty otherwise, so a toolset of plain values gets a short
+  prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 from collections.abc import Mapping
 from importlib import resources
 
+from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.errors import UsageError
 from llassembly.machine.externs import (
     Extern,
@@ -23,11 +29,19 @@ from llassembly.machine.externs import (
     extern_signature,
 )
 
-__all__ = ["build_system_prompt", "describe_extern", "extern_signature", "load_template"]
+__all__ = [
+    "build_system_prompt",
+    "describe_extern",
+    "extern_signature",
+    "load_template",
+    "uses_structures",
+]
 
 _CONTEXT = "{context}"
 _TOOLS = "{extern_functions}"
-_PLACEHOLDER = re.compile(re.escape(_CONTEXT) + "|" + re.escape(_TOOLS))
+_STRUCTURES = "{structures}"
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES)))
+_PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
 
 
 def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
@@ -46,6 +60,39 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
     except OSError as exc:
         msg = f"cannot read the prompt template {os.fspath(prompt_path)!r}: {exc}"
         raise UsageError(msg) from exc
+
+
+def uses_structures(externs: Mapping[str, Extern]) -> bool:
+    """Whether some tool takes or returns a structure (a list of plain values aside) or a
+    value of unknown type, or has a parameter with a default: the prompt then teaches
+    structured values (``{structures}``)."""
+    for extern in externs.values():
+        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
+        if extern.n_results == 1 and not extern.result_types:
+            return True  # no return annotation: anything may come back
+        if any(p.has_default for p in extern.params):
+            return True
+        if any(_structured(shape_of(annotation)) for annotation in annotations):
+            return True
+    return False
+
+
+def _structured(shape: Shape) -> bool:
+    """A shape with fields (an object, a map, a fixed list), or not known; a list of plain
+    values is not (its tool's block shows how to read one)."""
+    options = shape.options if shape.kind == "union" else (shape,)
+    for option in options:
+        if option.kind == "list" and option.item is not None:
+            if _structured(option.item):
+                return True
+        elif option.kind not in _PLAIN:
+            return True
+    return False
+
+
+def _structures() -> str:
+    files = resources.files("llassembly.integration")
+    return files.joinpath("prompts/structures.md").read_text("utf-8").strip() + "\n"
 
 
 def build_system_prompt(
@@ -73,10 +120,14 @@ def build_system_prompt(
         True
     """
     text = load_template(prompt_path)
-    blocks = "\n\n".join(describe_extern(e) for e in externs.values()) or "(no tools)"
+    described: set[str] = set()  # each structured type's fields once in the prompt
+    blocks = "\n\n".join(describe_extern(e, described) for e in externs.values()) or "(no tools)"
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
+    structures = _structures() if uses_structures(externs) else ""
+    if not structures:  # drop the placeholder's line
+        text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
-    fill = {_CONTEXT: context, _TOOLS: blocks}
+    fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"

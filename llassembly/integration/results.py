@@ -66,7 +66,7 @@ def _decode_one(annotation: Any, text: str) -> Any:
 
     What the plan gets is what the tool returned, as on the graph path: numbers are read as
     JSON numbers (a ``-> float`` tool returning ``3`` gives ``3``), and ``null`` is ``None``
-    (an ``Optional`` result, which the plan holds as the text ``"null"``).
+    (an ``Optional`` result, which the plan holds as ``NONE``).
     """
     kind = _kind(annotation)
     if kind == "text":

@@ -85,7 +85,7 @@ from llassembly.integration.views import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ToolCall
 from llassembly.machine.externs import check_sync_tools
-from llassembly.machine.say import answer_of
+from llassembly.machine.say import final_answer_of
 
 __all__ = [
     "Action",
@@ -371,7 +371,7 @@ def _end(
     raising = (
         failure is not None and opts.on_tool_error == "raise" and failure["type"] != NOT_APPROVED
     )
-    said = answer_of(rec["machine"])
+    said = final_answer_of(rec["machine"])
     structured = None if failure else structured_from_text(view.response_format, said)
     if answer and needs_model(
         opts.final_answer, failure, raising, view.response_format, structured

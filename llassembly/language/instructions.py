@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llassembly.language.opcodes import Opcode, register_index
-from llassembly.language.program import Instruction, Mem, Operand, Reg, ToolShape
+from llassembly.language.program import (
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Path,
+    Reg,
+    ToolShape,
+    nested,
+)
 
 __all__ = [
     "MNEMONICS",
@@ -88,11 +97,13 @@ def _form(spec: str) -> Form:
     implicit_reads: list[int] = []
     implicit_writes: list[int] = []
     for word in implicit.split():
-        index = register_index(word[1:])
-        if word[0] not in "=+" or index is None:
-            raise ValueError(f"an implicit register is written =REG or +REG, not {word!r}")
-        implicit_writes.append(index)
-        if word[0] == "+":
+        access, name = (word[0], word[1:]) if word[0] in "=+" else ("", word)
+        index = register_index(name)
+        if index is None:
+            raise ValueError(f"an implicit register is written =REG, +REG or REG, not {word!r}")
+        if access:
+            implicit_writes.append(index)
+        if access != "=":
             implicit_reads.append(index)
     return Form(
         tuple(kinds), tuple(reads), tuple(writes), tuple(implicit_reads), tuple(implicit_writes)
@@ -124,6 +135,8 @@ class OpcodeInfo:
             of its text (the parser adds them).
         stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
             tool's parameters and puts its results (see :func:`stack_effect`).
+        produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
+            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...) or ``""`` (a copy, or nothing).
     """
 
     shapes: tuple[Form, ...]
@@ -137,6 +150,11 @@ class OpcodeInfo:
     divides: bool = False
     variadic: bool = False
     stack: tuple[int, int] = (0, 0)
+    produces: Literal["", "number", "text"] = ""
+
+    def __post_init__(self) -> None:
+        if self.numeric and not self.produces:  # arithmetic gives numbers
+            object.__setattr__(self, "produces", "number")
 
     @property
     def operands(self) -> tuple[OperandKind, ...]:
@@ -203,7 +221,7 @@ def _jump(condition: str) -> OpcodeInfo:
 
 
 def _set(condition: str) -> OpcodeInfo:
-    return _info("=reg", condition=condition)
+    return _info("=reg", condition=condition, produces="number")
 
 
 def _cmov(condition: str) -> OpcodeInfo:
@@ -229,7 +247,8 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.JG: _jump("g"),
     Opcode.JGE: _jump("ge"),
     Opcode.CALL: _info("target", flow="call"),
-    Opcode.RET: _info("", flow="return"),
+    # At top level RET returns the value of EAX or XMM0 (see "The x86 return value").
+    Opcode.RET: _info("; EAX XMM0", flow="return"),
     Opcode.NOP: _info(""),
     Opcode.HLT: _info("", flow="halt"),
     Opcode.DIV: _info("+reg, value", "value; +EAX =EDX", divides=True, **_ARITH),
@@ -243,7 +262,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.SHL: _info("+reg, value", "+reg", **_ARITH),
     Opcode.SHR: _info("+reg, value", "+reg", **_ARITH),
     Opcode.SAR: _info("+reg, value", "+reg", **_ARITH),
-    Opcode.LEA: _info("=reg, mem"),
+    Opcode.LEA: _info("=reg, mem", produces="number"),
     Opcode.LOOP: _info("label; +ECX", flow="branch", numeric=True),
     Opcode.XCHG: _info("+reg, +reg", moves=((0, 1), (1, 0))),
     Opcode.SETE: _set("e"),
@@ -269,8 +288,18 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.SQRTSD: _info("=reg, value", numeric=True),
     Opcode.MINSD: _info("+reg, value", numeric=True),
     Opcode.MAXSD: _info("+reg, value", numeric=True),
+    Opcode.ROUNDSD: _info("=reg, value, value", "=reg, value", numeric=True),
     # The plan's answer to the user (see "Answers" in docs/language.md).
     Opcode.SAY: _info("value", variadic=True),
+    # Structured values and text: results are numbers or text; the flags are left as they are.
+    Opcode.LEN: _info("=reg, value", produces="number"),
+    Opcode.HAS: _info("=reg, value, value", produces="number"),
+    Opcode.FIND: _info("=reg, value, value", produces="number"),
+    Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
+    Opcode.CMPI: _info("value, value", sets_flags=True, compares=True),
+    Opcode.LOWER: _info("=reg, value", produces="text"),
+    Opcode.UPPER: _info("=reg, value", produces="text"),
+    Opcode.NUM: _info("=reg, value", produces="number"),
 }
 
 # Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
@@ -316,17 +345,9 @@ MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode} | {
     "PXOR": Opcode.XOR,
     "XORPS": Opcode.XOR,
     "XORPD": Opcode.XOR,
-    "CVTSI2SS": Opcode.CVTSI2SD,
-    "CVTTSS2SI": Opcode.CVTTSD2SI,
-    "CVTSS2SI": Opcode.CVTSD2SI,
-    "ADDSS": Opcode.ADDSD,
-    "SUBSS": Opcode.SUBSD,
-    "MULSS": Opcode.MULSD,
-    "DIVSS": Opcode.DIVSD,
-    "SQRTSS": Opcode.SQRTSD,
-    "MINSS": Opcode.MINSD,
-    "MAXSS": Opcode.MAXSD,
 }
+# The single-precision names are the double-precision instructions (values have no width).
+MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
 for _prefix, _ops in _BY_CONDITION.items():
     for _condition, _names in _CONDITIONS.items():
         for _spelling in _names:
@@ -410,11 +431,10 @@ def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
             reads = ()
         numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
     registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
-    for operand in operands:
-        if isinstance(operand, Mem):
-            registers_read.update(r.index for r in operand.registers)
+    for operand in operands:  # an address, a path's base and keys, a template's fills
+        registers_read.update(r.index for r in nested(operand) if isinstance(r, Reg))
     registers_read.update(form.implicit_reads)
-    registers_written = {r.index for p in writes if isinstance(r := operands[p], Reg)}
+    registers_written = {r.index for p in writes if isinstance(r := _place(operands[p]), Reg)}
     registers_written.update(form.implicit_writes)
     registers_read.discard(0)  # R0 reads 0 whatever was written to it
     registers_written.discard(0)
@@ -433,8 +453,15 @@ def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
         flow=info.flow,
         numeric=numeric,
         moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
-        writes_memory=any(not isinstance(operands[p], Reg) for p in writes),
+        writes_memory=any(isinstance(_place(operands[p]), Mem | Name) for p in writes),
     )
+
+
+def _place(operand: Operand) -> Operand:
+    """Where a written operand's value lives: a path writes its base (the JSON text changes)."""
+    while isinstance(operand, Path):
+        operand = operand.base
+    return operand
 
 
 def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:

@@ -6,7 +6,8 @@
 * The size of a plan a model may write: :data:`MAX_REPLY_LINES`, :data:`MAX_PLAN_INSTRUCTIONS`,
   :data:`MAX_MEMORY_CELLS`, :data:`MAX_SAY_PLACEHOLDERS`, :data:`MAX_PLAN_PLACEHOLDERS`.
 * The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS` at once,
-  :data:`MAX_ROW_TEXT_PER_RUN` in one run.
+  :data:`MAX_ROW_TEXT_PER_RUN` in one run (JSON text parsed and built counts there too); and as
+  it runs: :data:`MAX_BUILT_TEXT_CHARS`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "INT_MAX",
     "INT_MIN",
+    "MAX_BUILT_TEXT_CHARS",
     "MAX_DATA_TEXT_CHARS",
     "MAX_MEMORY_CELLS",
     "MAX_PLAN_INSTRUCTIONS",
@@ -65,6 +67,12 @@ MAX_DATA_TEXT_CHARS: Final = 262_144
 (at parse time for read-only rows, as it runs for writable ones), or a string made of several
 values (``times 100 db "ab"``). Text the plan writes out itself is kept at any length; this
 bounds what a short plan can make the machine build (4096 64-bit numbers read as about 100 KB)."""
+
+
+MAX_BUILT_TEXT_CHARS: Final = 1_048_576
+"""Longest text a plan may build as it runs: a template filled in (``"Hi {R1}"``), or the JSON
+text of a structure with a part written (``MOV R1.email, R2``). A tool's result may be longer;
+it can be read, not grown."""
 
 
 MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS

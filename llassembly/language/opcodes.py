@@ -13,6 +13,7 @@ __all__ = [
     "ECX_INDEX",
     "EDX_INDEX",
     "REGISTER_COUNT",
+    "XMM0_INDEX",
     "Opcode",
     "register_index",
     "register_name",
@@ -80,8 +81,18 @@ class Opcode(enum.Enum):
     SQRTSD = "SQRTSD"
     MINSD = "MINSD"
     MAXSD = "MAXSD"
+    ROUNDSD = "ROUNDSD"
     # The plan's answer to the user (see "Answers" in docs/language.md).
     SAY = "SAY"
+    # Structured values and text (see "Structured values" and "Text" in docs/language.md).
+    LEN = "LEN"
+    HAS = "HAS"
+    FIND = "FIND"
+    SUBSTR = "SUBSTR"
+    CMPI = "CMPI"
+    LOWER = "LOWER"
+    UPPER = "UPPER"
+    NUM = "NUM"
 
 
 # Registers: R0..R100 are slots 0..100; the x86-style names follow, then xmm0..xmm15.
@@ -91,6 +102,7 @@ REGISTER_COUNT = 101 + len(_X86_NAMES) + len(_XMM_NAMES)
 EAX_INDEX = 101
 ECX_INDEX = 103
 EDX_INDEX = 104
+XMM0_INDEX = 101 + len(_X86_NAMES)
 _REGISTER_INDEX: dict[str, int] = {f"R{i}": i for i in range(101)}
 for _offset, _name in enumerate(_X86_NAMES):
     _REGISTER_INDEX[_name] = 101 + _offset

@@ -19,6 +19,7 @@ from llassembly.language.program import (
     Mem,
     Name,
     Operand,
+    Path,
     Reg,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "read_memory",
     "read_number",
     "read_operand",
+    "read_path_steps",
     "read_string",
     "skip_to",
     "split_operands",
@@ -178,9 +180,9 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
                 raise LineError(offset + exc.column, exc.message, exc.expected) from None
         elif ch == "[":
             close = text.find("]", i)
-            i = end if close < 0 else close + 1
+            i = end if close < 0 else _path_end(text, close + 1)
         else:
-            i = skip_to(_TOKEN_STOP, text, i)
+            i = _path_end(text, skip_to(_TOKEN_STOP, text, i))
         if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
@@ -193,6 +195,21 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tokens
+
+
+def _path_end(text: str, i: int) -> int:
+    """The end of an operand that goes on as a path at ``i``: ``[...]`` and ``.name`` steps
+    written right after it (``R1.items[0].id``, ``[EBX].name``); ``i`` when none follows."""
+    end = len(text)
+    while i < end and (text[i] == "[" or (text[i] == "." and text[i - 1] == "]")):
+        if text[i] == "[":
+            close = text.find("]", i)
+            if close < 0:
+                return end
+            i = close + 1
+        else:
+            i = skip_to(_TOKEN_STOP, text, i)
+    return i
 
 
 def _sized(token: str) -> bool:
@@ -252,12 +269,27 @@ def _parse_operand(token: str, column: int) -> Operand:
     if token[0] in "\"'":
         value, _ = read_string(token, 0)
         return Imm(value)
-    if token[0] == "[" or _sized(token.split("[", 1)[0].strip() or "-"):
+    if token[0] == "[":
+        close = token.find("]")
+        if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
+            return _path(token, close + 1, read_memory(token[: close + 1], column), column)
+        return read_memory(token, column)
+    if _sized(token.split("[", 1)[0].strip() or "-"):
         return read_memory(token, column)
     if _NUMBER.match(token):
         return Imm(read_number(token, column))
     if token.endswith("()"):
         token = token[:-2]
+    head = _PATH_HEAD.match(token)
+    if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
+        base_name = head.group()
+        index = register_index(base_name)
+        base: Reg | Name = Name(base_name) if index is None else Reg(index, base_name.upper())
+        try:
+            return _path(token, head.end(), base, column)
+        except LineError:
+            if index is not None or not _NAME_OPERAND.fullmatch(token):
+                raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
         index = register_index(token)
         if index is not None:
@@ -273,6 +305,61 @@ def _parse_operand(token: str, column: int) -> Operand:
     raise LineError(
         column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
     )
+
+
+# A path's base: a name before its first "." or "[" (a leading "." is a local label's).
+_PATH_HEAD = re.compile(r"[A-Za-z_$@?][\w$@?]*(?=[.\[])")
+_FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
+_PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
+
+
+def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``."""
+    if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
+        base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
+    return Path(base, read_path_steps(token, start, column), token)
+
+
+def read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | Name, ...]:
+    """The steps of a path written in ``token`` from ``start``: ``.name`` gives a field name,
+    ``[...]`` a key: a number, a quoted field name, a register or a variable."""
+    steps: list[Imm | Reg | Name] = []
+    i, end = start, len(token)
+    while i < end:
+        field = _FIELD.match(token, i)
+        if field is not None:
+            steps.append(Imm(field.group(1)))
+            i = field.end()
+            continue
+        close = token.find("]", i) if token[i] == "[" else -1
+        if close < 0:
+            message = f"cannot read {clip(token)!r} as a path"
+            raise LineError(column + i + 1, message, _PATH_EXPECTED)
+        inside = token[i + 1 : close].strip()
+        steps.append(_key(inside, token, column + i))
+        i = close + 1
+    return tuple(steps)
+
+
+def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
+    """One ``[...]`` key of a path."""
+    if inside[:1] in ("'", '"'):
+        value, after = read_string(inside, 0)
+        if after == len(inside):
+            return Imm(value)
+    elif _NUMBER.match(inside) and not any(c in inside.lower() for c in ".ex"):
+        return Imm(read_number(inside, column))
+    elif IDENT.fullmatch(inside):
+        index = register_index(inside)
+        return Name(inside) if index is None else Reg(index, inside.upper())
+    message = f"{clip(token)}: [{clip(inside, 20)}] is no key"
+    if any(c in inside for c in "*+"):  # MASM's table[ESI*4]
+        message += f"; for a cell of a data label write [{token.split('[', 1)[0]} + {inside}]"
+    expected = (
+        "a key in brackets: a whole number ([0], [-1] for the last), a register ([ESI]), a "
+        'variable ([i]) or a quoted field name (["next-cursor"])'
+    )
+    raise LineError(column + 1, message, expected)
 
 
 _MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"

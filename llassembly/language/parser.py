@@ -27,7 +27,6 @@ from llassembly.language.instructions import (
     OPCODE_INFO,
 )
 from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS, MAX_REPLY_LINES
-from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
     Instruction,
     PlainAnswer,
@@ -50,7 +49,7 @@ from llassembly.language.scan import (
     split_operands,
     strip_comment,
 )
-from llassembly.language.templates import with_placeholders
+from llassembly.language.settle import placeholders, settle
 
 __all__ = ["parse", "parse_program"]
 
@@ -286,22 +285,21 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
 
 
 def _fill_answers(builder: _Builder) -> None:
-    """Give each ``SAY`` one operand per placeholder of its text (see
-    :mod:`llassembly.language.templates`); done once every data label is read, since its text
-    may be defined after the code. All the texts together hold at most
-    :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
+    """Settle each instruction's operands (:func:`~llassembly.language.settle.settled`): the
+    placeholders of each ``SAY`` and of every other text, and what each name means; done once
+    every data label is read, since its text may be defined after the code. All the texts
+    together hold at most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
     data = builder.section.data
+    names = set(data) | set(builder.labels)
     for position, ins in enumerate(builder.instructions):
-        if ins.op is not Opcode.SAY:
-            continue
-        filled, problems = with_placeholders(ins, data, builder.lines[ins.line - 1])
-        builder.instructions[position] = filled
+        settled, problems = settle(ins, data, names, builder.lines[ins.line - 1])
+        builder.instructions[position] = settled
         for problem in problems:
             builder.error(ins.line, problem.column, problem.message, problem.expected)
-        builder.placeholders += len(filled.operands) - 1
+        builder.placeholders += placeholders(settled)
         if builder.placeholders > MAX_PLAN_PLACEHOLDERS:
             message = (
-                f"the answer texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
+                f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
                 "placeholders a plan may have"
             )
             expected = "fewer placeholders: SAY in a loop, or say a summary"

@@ -8,28 +8,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeAlias, TypeVar
+from typing import Final, Protocol, TypeAlias, TypeVar
 
 from llassembly.language.opcodes import Opcode
 
 __all__ = [
+    "NONE",
     "Imm",
     "Instruction",
     "Mem",
     "MemoryLabel",
     "Name",
     "Operand",
+    "Path",
     "PlainAnswer",
     "Program",
     "Reg",
+    "Template",
     "ToolShape",
     "UnknownInstruction",
     "Value",
     "find_tool",
+    "nested",
 ]
 
 Value: TypeAlias = int | float | str
 """What registers and the stack hold."""
+
+NONE: Final = "\ufdd0"
+"""The value "no value": written ``NONE`` (or ``NULL``) in a plan, what a JSON ``null`` or a
+``None`` result reads as. Pushed for a tool parameter, the tool's own default applies. It is
+held as a text of one Unicode noncharacter (U+FDD0, reserved for exactly such internal use),
+so state stays JSON; it compares equal to ``NONE`` and to ``""`` and reads as empty text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,8 @@ class Imm:
     value: Value
 
     def __str__(self) -> str:
+        if self.value == NONE:
+            return "NONE"
         if isinstance(self.value, str):
             return '"' + self.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return repr(self.value)
@@ -96,7 +108,71 @@ class Mem:
         return tuple(r for r in (self.base, self.index) if r is not None)
 
 
-Operand: TypeAlias = Reg | Imm | Name | Mem
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A part of a structured value: ``R1.items[0].id``, ``page["next-cursor"]``, ``[EBX].name``.
+
+    The base holds JSON text (an object or an array); each step takes a field of an object or an
+    element of an array (see *Structured values* in ``docs/language.md``).
+
+    Attributes:
+        base: What holds the JSON text: a register (``R1``, and ``[EBX]`` read as ``EBX``), a data
+            label or variable, or a memory cell.
+        steps: One key per step, in order: ``Imm`` for a key written in the plan (a field name
+            from ``.name`` or ``["name"]``, an index from ``[2]``), a register or a variable
+            whose value is the key (``[ESI]``, ``[i]``).
+        text: The operand as written.
+    """
+
+    base: Reg | Name | Mem
+    steps: tuple[Imm | Reg | Name, ...]
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A string literal with placeholders (``"Invoice {R1} for {R2.name}"``), filled as it is
+    read (see :mod:`llassembly.language.templates`).
+
+    Attributes:
+        text: The string as written (its escapes read).
+        pieces: The text around the placeholders: one more than ``fills``.
+        fills: What each placeholder reads (a register, data label, variable, memory or path).
+        specs: The format of each placeholder (``".2f"`` from ``{R1:.2f}``; ``""`` for none).
+        columns: The 1-based column of each placeholder in its line, for messages.
+    """
+
+    text: str
+    pieces: tuple[str, ...]
+    fills: tuple[Reg | Name | Mem | Path, ...]
+    specs: tuple[str, ...]
+    columns: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        return str(Imm(self.text))
+
+
+Operand: TypeAlias = Reg | Imm | Name | Mem | Path | Template
+
+
+def nested(operand: Operand) -> tuple[Operand, ...]:
+    """The operands read to find ``operand``'s value or place, at any depth (not ``operand``
+    itself): the registers of an address, the base and key operands of a path, the fills of a
+    template. A path written is read too: its base is changed in place."""
+    if isinstance(operand, Mem):
+        return operand.registers
+    if isinstance(operand, Path):
+        found: list[Operand] = [operand.base, *nested(operand.base)]
+        for step in operand.steps:
+            if not isinstance(step, Imm):
+                found += (step, *nested(step))
+        return tuple(found)
+    if isinstance(operand, Template):
+        return tuple(part for fill in operand.fills for part in (fill, *nested(fill)))
+    return ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,16 +21,20 @@ from llassembly.errors import (
 from llassembly.language.data import row_json
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.language.program import (
+    NONE,
     Imm,
     Instruction,
     Mem,
     MemoryLabel,
     Name,
     Operand,
+    Path,
     Program,
     Reg,
+    Template,
     Value,
 )
+from llassembly.machine.structured import filled, read_path, write_path
 from llassembly.machine.values import short_repr
 
 if TYPE_CHECKING:
@@ -75,6 +79,10 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     if isinstance(operand, Imm):
         constant = operand.value
         return lambda st: constant
+    if isinstance(operand, Path):
+        return _path_reader(operand, ctx, ins)
+    if isinstance(operand, Template):
+        return _template_reader(operand, ctx, ins)
     live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = _locator(operand, ctx, ins)
@@ -84,7 +92,7 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
                 key, index = locate(st)
                 return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
 
-            return read
+            return _text_or_cell(operand, read) if _text_address(operand) else read
         fixed = operand.label.lower()
         if fixed in live:
             return lambda st: st.mem[fixed][locate(st)[1]]
@@ -98,6 +106,46 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     if len(label.cells) == 1:
         return lambda st: st.mem[key][0]
     return _row_reader(key, ctx, ins)
+
+
+def _text_address(mem: Mem) -> bool:
+    """``[ESI]``: one register and nothing else, which may hold text (see :func:`getter`)."""
+    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
+
+
+def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
+    """``[ESI]`` read: with an address in ``ESI``, its cell; with text in it, the code of its
+    first character, ``0`` when it is empty (C's ``*s``: ``CMP BYTE [ESI], 0`` tests for an
+    empty string)."""
+    assert mem.base is not None
+    index = mem.base.index
+
+    def read(st: MachineState) -> Value:
+        held = st.regs[index] if index else 0
+        if type(held) is str:
+            return ord(held[0]) if held and held != NONE else 0
+        return cell(st)
+
+    return read
+
+
+def _path_reader(path: Path, ctx: Context, ins: Instruction) -> Getter:
+    """``R1.items[0].id``: the part of the JSON text the base holds (see
+    :mod:`llassembly.machine.structured`)."""
+    base = getter(path.base, ctx, ins)
+    keys = [getter(step, ctx, ins) for step in path.steps]
+    if all(isinstance(step, Imm) for step in path.steps):
+        fixed = [step.value for step in path.steps if isinstance(step, Imm)]
+        return lambda st: read_path(st, base(st), fixed, path, ins)
+    return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
+
+
+def _template_reader(template: Template, ctx: Context, ins: Instruction) -> Getter:
+    """A string with placeholders: the text, each placeholder filled in as it is read."""
+    fills = [getter(fill, ctx, ins) for fill in template.fills]
+    shown = [str(fill) for fill in template.fills]
+    pieces, specs = template.pieces, template.specs
+    return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
 
 
 def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
@@ -150,6 +198,15 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
             st.regs[index] = value
 
         return write_register
+    if isinstance(operand, Path):  # the base gets the new text of the whole structure
+        base, put = getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
+        keys = [getter(step, ctx, ins) for step in operand.steps]
+        path = operand
+
+        def write_part(st: MachineState, value: Value) -> None:
+            put(st, write_path(st, base(st), [key(st) for key in keys], value, path, ins))
+
+        return write_part
     if isinstance(operand, Mem):
         locate = _locator(operand, ctx, ins)
 

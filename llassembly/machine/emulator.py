@@ -227,6 +227,7 @@ class Emulator:
             instructions_executed=st.executed,
             tool_calls=st.tool_calls,
             answer="\n".join(st.answer),
+            returned=st.returned,
         )
 
     # -- stepping ---------------------------------------------------------------------------

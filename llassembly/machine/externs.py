@@ -20,14 +20,13 @@ Conversion is precomputed per parameter when the extern is built, so the common
 
 from __future__ import annotations
 
-import enum
 import inspect
 import json
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeGuard, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -38,17 +37,18 @@ from llassembly.errors import (
     UsageError,
 )
 from llassembly.language.opcodes import register_index
-from llassembly.language.program import Value
+from llassembly.language.program import NONE, Value
+from llassembly.machine.describe import describe_extern, extern_signature
 from llassembly.machine.values import (
     EMPTY,
     Converter,
+    accepts_none,
     converter,
     first_line,
     is_model,
     is_subclass,
     loaded,
     short_repr,
-    strip_annotation,
     to_value,
     type_label,
 )
@@ -78,11 +78,16 @@ class Param:
         name: The keyword the tool is called with.
         annotation: The declared type (``Any`` when the parameter has none).
         description: What the argument means, for the prompt (may be empty).
+        has_default: The tool has a default for it: a plan may push ``NONE`` to leave it out.
+        default_text: The default as the prompt shows it (``10``, ``None``), or ``""`` when
+            it is not a plain value.
     """
 
     name: str
     annotation: Any
     description: str = ""
+    has_default: bool = False
+    default_text: str = ""
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -142,12 +147,17 @@ class Extern:
             msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         out: dict[str, Any] = {}
+        done = 0
         try:
             for (name, convert), value in zip(converters, values, strict=True):
-                out[name] = convert(value)
+                if value == NONE and type(value) is str:
+                    self._leave_out(out, done, line, source)
+                else:
+                    out[name] = convert(value)
+                done += 1
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            param = self.params[len(out)]  # every converted argument is in ``out``
-            shown = short_repr(values[len(out)])
+            param = self.params[done]
+            shown = "NONE" if values[done] == NONE else short_repr(values[done])
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             detail = first_line(exc)
             msg = (
@@ -158,6 +168,21 @@ class Extern:
                 msg, tool=self.name, argument=param.name, line=line, source=source
             ) from exc
         return out
+
+    def _leave_out(self, out: dict[str, Any], position: int, line: int, source: str) -> None:
+        """``NONE`` pushed for a parameter: left out when the tool has a default for it, else
+        ``None`` when its type takes one; refused otherwise."""
+        param = self.params[position]
+        if param.has_default:
+            return
+        if accepts_none(param.annotation):
+            out[param.name] = None
+            return
+        msg = (
+            f"tool {self.name!r}, argument {param.name!r}: NONE (no value) was pushed, but the "
+            f"tool has no default for it and takes {type_label(param.annotation)}; push a value"
+        )
+        raise ToolArgumentError(msg, tool=self.name, argument=param.name, line=line, source=source)
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """Return a raw result as stack values in natural order (the emulator pushes them so
@@ -226,106 +251,6 @@ class Extern:
     def describe(self) -> str:
         """Return the block the system prompt shows for this tool."""
         return describe_extern(self)
-
-
-# --- how a tool reads in the system prompt -----------------------------------------------------
-
-
-def extern_signature(extern: Extern) -> str:
-    """Return ``name(a: int, b: str) -> int`` (``-> (int, int)`` for two results)."""
-    args = ", ".join(f"{p.name}: {type_label(p.annotation)}" for p in extern.params)
-    if extern.n_results == 0:
-        returns = "nothing"
-    elif extern.n_results == 1:
-        returns = type_label(extern.result_types[0] if extern.result_types else Any)
-    else:
-        returns = "(" + ", ".join(type_label(t) for t in extern.result_types) + ")"
-    return f"{extern.name}({args}) -> {returns}"
-
-
-def describe_extern(extern: Extern) -> str:
-    """Return the prompt block for one tool: signature, description, arguments, results, example.
-
-    Example:
-        >>> from llassembly.externs import externs_from
-        >>> def make_one_step(x: int, y: int) -> int:
-        ...     '''Move one step towards (x, y).'''
-        ...     return 0
-        >>> print(describe_extern(externs_from([make_one_step])["make_one_step"]))
-        ## make_one_step
-        make_one_step(x: int, y: int) -> int
-        Move one step towards (x, y).
-        Arguments, push in this order: x, y
-        Returns 1 value.
-        Example:
-            PUSH 5             ; x
-            PUSH 7             ; y
-            CALL make_one_step
-            POP R1             ; result
-    """
-    lines = [f"## {extern.name}", extern_signature(extern)]
-    if extern.description:
-        lines.append(extern.description)
-    if not extern.params:
-        lines.append("Arguments: none.")
-    elif any(p.description for p in extern.params):
-        lines.append("Arguments, push in this order:")
-        lines += [f"  {p.name}: {p.description or type_label(p.annotation)}" for p in extern.params]
-    else:
-        lines.append("Arguments, push in this order: " + ", ".join(p.name for p in extern.params))
-    n = extern.n_results
-    if n == 0:
-        lines.append("Returns nothing: do not POP after it.")
-    elif n == 1:
-        lines.append("Returns 1 value.")
-    else:
-        lines.append(f"Returns {n} values: the first POP gets the first one.")
-
-    example = [(f"PUSH {_operand(p.annotation, i)}", p.name) for i, p in enumerate(extern.params)]
-    example.append((f"CALL {extern.name}", ""))
-    if n == 1:
-        example.append(("POP R1", "result"))
-    else:
-        example += [(f"POP R{i + 1}", f"result {i + 1}") for i in range(n)]
-    width = max(len(code) for code, _ in example) + 1
-    lines.append("Example:")
-    lines += [
-        f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in example
-    ]
-    return "\n".join(lines)
-
-
-def _operand(annotation: Any, index: int) -> str:
-    """Return a literal that fits ``annotation``, for the call example."""
-    sample = _sample(annotation)
-    if isinstance(sample, bool):
-        return "1" if sample else "0"
-    if isinstance(sample, int):
-        return str(5 + 2 * index)
-    if isinstance(sample, (float, str)):
-        return json.dumps(sample)
-    return "'" + json.dumps(sample, ensure_ascii=False) + "'"  # JSON text in single quotes
-
-
-def _sample(annotation: Any, depth: int = 0) -> Any:
-    """Return a small JSON-compatible value of this type."""
-    ann = strip_annotation(annotation)
-    origin, args = get_origin(ann), get_args(ann)
-    if is_model(ann):
-        fields = ann.model_fields.items() if depth < 3 else ()
-        return {name: _sample(f.annotation, depth + 1) for name, f in fields}
-    if origin is Literal:
-        return args[0]
-    if is_subclass(ann, enum.Enum):
-        return next(iter(ann)).value
-    simple: dict[Any, Any] = {bool: True, float: 0.5, str: "text", dict: {}, list: []}
-    if ann in simple:
-        return simple[ann]
-    if origin in (list, tuple, set, frozenset):
-        return [_sample(args[0], depth + 1)] if args and depth < 3 else []
-    if origin is dict:
-        return {}
-    return 1  # int, Any and anything else: a number
 
 
 # --- building externs ----------------------------------------------------------------------------
@@ -418,6 +343,8 @@ def _build(
     """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
     hints = _hints(fn, name)
     schema = tool.args_schema if tool is not None else None
+    fields = typing.cast(type[BaseModel], schema).model_fields if is_model(schema) else {}
+    defaults = {n: f.default for n, f in fields.items() if not f.is_required()}
     if tool is not None and not hasattr(tool, "func") and is_model(schema):
         # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
         model = typing.cast(type[BaseModel], schema)
@@ -435,6 +362,7 @@ def _build(
                 "stack, so every argument needs a name and a type (e.g. def f(city: str))"
             )
         items = [(p.name, hints.get(p.name, Any)) for p in signature if p.name not in _FILTERED]
+        defaults |= {p.name: p.default for p in signature if p.default is not p.empty}
     doc_args = _docstring_args(inspect.getdoc(fn))
     described = described or {}
     params: list[Param] = []
@@ -449,7 +377,8 @@ def _build(
         extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
         meta = [m for m in extras if isinstance(m, str)]
         about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
-        params.append(Param(pname, ann, about))
+        shown = _default_text(defaults.get(pname))
+        params.append(Param(pname, ann, about, pname in defaults, shown))
     n_results, result_types = _result_count(hints.get("return", EMPTY), name)
     return Extern(
         name=name,
@@ -485,6 +414,16 @@ def _check_name(name: str) -> None:
     if register_index(name) is not None:
         msg = f"tool name {name!r} is a register name in the plan language: rename the tool"
         raise UsageError(msg)
+
+
+def _default_text(default: Any) -> str:
+    """A parameter's default as the prompt shows it, when it is a short plain value."""
+    if default is None:
+        return "None"
+    if type(default) in (int, float, bool, str):
+        text = json.dumps(default) if type(default) is str else repr(default)
+        return text if len(text) <= 20 else ""
+    return ""
 
 
 def _is_tool(item: Any) -> TypeGuard[BaseTool]:

@@ -19,6 +19,7 @@ from llassembly.language.opcodes import (
     Opcode,
 )
 from llassembly.language.program import (
+    NONE,
     Instruction,
     Mem,
     Operand,
@@ -289,8 +290,8 @@ def _compile_test(ins: Instruction, ctx: Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if same and type(a) is str:  # TEST r, r on text: is it empty?
-            st.zf, st.lt, st.flag_mode = a == "", False, UNORDERED
+        if same and type(a) is str:  # TEST r, r on text: is it empty (NONE is)?
+            st.zf, st.lt, st.flag_mode = a in ("", NONE), False, UNORDERED
             return pc + 1
         if same:  # TEST r, r on a number: zero? negative?
             _set_flags(st, a)

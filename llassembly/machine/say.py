@@ -9,16 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llassembly.language.program import Instruction
-from llassembly.language.templates import PLACEHOLDER, render, template_of
+from llassembly.language.instructions import effects
+from llassembly.language.opcodes import EAX_INDEX, XMM0_INDEX
+from llassembly.language.program import Instruction, Program, Value
+from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import Context, fail, getter
+from llassembly.machine.structured import filled
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from llassembly.machine.state import MachineState
 
-__all__ = ["MAX_ANSWER_CHARS", "answer_of", "compile_say"]
+__all__ = ["MAX_ANSWER_CHARS", "answer_of", "compile_say", "final_answer_of", "returned_value"]
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 
@@ -38,13 +41,12 @@ def compile_say(ins: Instruction, ctx: Context) -> Step:
             return pc + 1
 
         return say_value
-    pieces = PLACEHOLDER.split(template)[::2]  # the text around the placeholders
+    pieces, found = split_template(template)  # the text around the placeholders
+    specs = [spec for _, spec, _ in found]
+    shown = [str(operand) for operand in ins.operands[1:]]
 
     def say(st: MachineState, pc: int) -> int:
-        parts = [pieces[0]]
-        for fill, after in zip(fills, pieces[1:], strict=True):
-            parts += [render(fill(st)), after]
-        _add(st, "".join(parts), ins)
+        _add(st, filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins), ins)
         return pc + 1
 
     return say
@@ -69,3 +71,42 @@ def answer_of(machine: Mapping[str, Any] | None) -> str | None:
     if not lines:
         return None
     return "\n".join(str(line) for line in lines)
+
+
+def returned_value(st: MachineState, program: Program, pc: int) -> Value | None:
+    """The value a top-level ``RET`` at ``pc`` returns, by the x86 convention.
+
+    The register, ``EAX`` or ``XMM0``, written last in the straight-line code that ends with
+    this ``RET`` (back to the nearest label, jump or call); when that code writes neither,
+    ``XMM0`` if it holds a float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done,
+    nothing to report): ``None``.
+    """
+    starts = set(program.labels.values())
+    chosen = None
+    index = pc
+    while index not in starts and index > 0:
+        index -= 1
+        fx = effects(program.instructions[index])
+        if fx.flow != "next":
+            break
+        if EAX_INDEX in fx.registers_written:
+            chosen = EAX_INDEX
+        elif XMM0_INDEX in fx.registers_written:
+            chosen = XMM0_INDEX
+        if chosen is not None:
+            break
+    if chosen is None:
+        chosen = XMM0_INDEX if type(st.regs[XMM0_INDEX]) is float else EAX_INDEX
+    value = st.regs[chosen]
+    return None if type(value) is int and value == 0 else value
+
+
+def final_answer_of(machine: Mapping[str, Any] | None) -> str | None:
+    """The answer a finished plan gives, from its snapshot: what it said (``SAY``, see
+    :func:`answer_of`), else the value its top-level ``RET`` returned in ``EAX`` or ``XMM0``
+    (its ``"returned"`` entry, written as ``SAY`` writes a value), else ``None``."""
+    said = answer_of(machine)
+    if said is not None:
+        return said
+    returned = (machine or {}).get("returned")
+    return None if returned is None else render(returned)

@@ -91,8 +91,8 @@ class CallRecord:
 class RunResult:
     """What a finished run leaves: the registers holding anything but the integer 0 (``0.0``,
     ``-0.0`` and ``""`` are values and are kept, as in a snapshot), the stack, the calls made,
-    counters, and the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said
-    none)."""
+    counters, the plan's answer (its ``SAY`` lines joined by newlines; ``""`` when it said
+    none) and the value its top-level ``RET`` returned (see :attr:`MachineState.returned`)."""
 
     registers: dict[str, Value]
     stack: list[Value]
@@ -100,6 +100,7 @@ class RunResult:
     instructions_executed: int
     tool_calls: int
     answer: str = ""
+    returned: Value | None = None
 
 
 @dataclass(slots=True)
@@ -125,6 +126,8 @@ class MachineState:
         fault: An instruction's error found while calls were outstanding (plain data),
             raised once they complete.
         answer: The lines the plan has said so far (``SAY``), in order.
+        returned: The value a top-level ``RET`` returned (``EAX`` or ``XMM0``, see *The x86
+            return value* in ``docs/language.md``), or ``None``.
     """
 
     pc: int = 0
@@ -142,6 +145,7 @@ class MachineState:
     outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
     fault: dict[str, Any] | None = None
     answer: list[str] = field(default_factory=list)
+    returned: Value | None = None
     # How much of ``answer`` is counted: lines, and their characters with a newline each.
     # Derived (never in a snapshot), caught up with the list whenever it is read.
     _answer_counted: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
@@ -153,6 +157,9 @@ class MachineState:
     )
     """The last text each writable row read whole gave, with the cells it was built from (kept
     for this run only, so it is at most what :attr:`text_built` counts); never in a snapshot."""
+    parsed: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """The last JSON texts read by path, parsed (see :mod:`llassembly.machine.structured`);
+    never in a snapshot."""
 
     def answer_size(self) -> int:
         """The characters of :attr:`answer` with one newline per line.
@@ -212,6 +219,8 @@ class MachineState:
             snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
         if self.answer:  # likewise, only plans that have said something carry an answer
             snap["answer"] = list(self.answer)
+        if self.returned is not None:  # and only plans that returned a value carry it
+            snap["returned"] = self.returned
         if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
             snap.update(_batch_snapshot(self))
         return snap
@@ -237,7 +246,9 @@ class MachineState:
             answer = list(data.get("answer") or ())
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
+            returned = data.get("returned")
             held = [
+                *([] if returned is None else [returned]),
                 *data["registers"].values(),
                 *(v for v in stack if v is not HOLE),
                 *(pending["values"] if pending else ()),
@@ -267,6 +278,7 @@ class MachineState:
                 outstanding=outstanding,
                 fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
                 answer=answer,
+                returned=returned,
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc

@@ -61,8 +61,9 @@ from llassembly.machine.ops import (
     arith,
     flags_check,
 )
-from llassembly.machine.say import compile_say
+from llassembly.machine.say import compile_say, returned_value
 from llassembly.machine.state import MachineState
+from llassembly.machine.textops import TEXT_COMPILERS, same_text
 
 __all__ = [
     "ORDERED",
@@ -189,7 +190,7 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
         if type(a) is str or type(b) is str:
-            st.zf = type(a) is str and type(b) is str and a == b
+            st.zf = type(a) is str and type(b) is str and same_text(a, b)
             st.lt = False
             st.flag_mode = UNORDERED
         else:
@@ -235,8 +236,15 @@ def _compile_call(ins: Instruction, ctx: _Context) -> Step:
 
 
 def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
-    end = ctx.end
-    return lambda st, pc: st.calls.pop() if st.calls else end
+    end, program = ctx.end, ctx.program
+
+    def step(st: MachineState, pc: int) -> int:
+        if st.calls:
+            return st.calls.pop()
+        st.returned = returned_value(st, program, pc)  # the x86 return value, at top level
+        return end
+
+    return step
 
 
 def _compile_nop(ins: Instruction, ctx: _Context) -> Step:
@@ -271,6 +279,7 @@ _COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
     Opcode.HLT: _compile_hlt,
     Opcode.SAY: compile_say,
     **NEW_COMPILERS,
+    **TEXT_COMPILERS,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
     raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")

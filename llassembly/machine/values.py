@@ -20,13 +20,14 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from llassembly.language.program import Value
+from llassembly.language.program import NONE, Value
 
 __all__ = [
     "EMPTY",
     "INT_MAX",
     "INT_MIN",
     "Converter",
+    "accepts_none",
     "converter",
     "first_line",
     "is_model",
@@ -71,6 +72,17 @@ def strip_annotation(annotation: Any) -> Any:
 
 
 _UnionType = type(int | None)
+
+
+def accepts_none(annotation: Any) -> bool:
+    """Whether a parameter of this type takes ``None`` (``X | None``, ``Optional[X]``, ``Any``)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if annotation is Any or annotation is EMPTY or annotation is None:
+        return True
+    if get_origin(annotation) in (typing.Union, _UnionType):
+        return type(None) in get_args(annotation)
+    return False
 
 
 def is_subclass(annotation: Any, base: type) -> bool:
@@ -290,6 +302,8 @@ def to_value(x: Any) -> Value:
 
 def _to_value(x: Any) -> Value:
     t = type(x)
+    if x is None:
+        return NONE  # "no value", as a JSON null reads (see docs/language.md, *Values*)
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
     if t is int:

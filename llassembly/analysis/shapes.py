@@ -1,0 +1,355 @@
+"""The shape of a value, from a tool's type annotations: what the verifier knows of a result
+before the run, and what the prompt tells the model of each tool's structures.
+
+A tool annotated ``-> Page`` (a ``TypedDict``, a pydantic model, a dataclass) returns JSON text
+of a known shape: its fields and their types, lists of records, optional values. The verifier
+follows these shapes through a plan (:mod:`llassembly.analysis.typecheck`) and refuses a path
+that no value of the shape has (``R1.titel`` of a ``Contact``), with the fields that exist. A
+shape that is not known (``-> dict``, ``-> Any``) is :data:`ANY`: such values are checked as
+the plan runs.
+
+Shapes follow what the machine holds (see ``docs/language.md``, *Values*): a ``bool`` is a
+number (1 or 0), a date, a time, a UUID or bytes are text (their JSON form), a ``Decimal`` is
+text holding a number (pydantic writes it so), ``None`` is ``NONE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import functools
+import inspect
+import typing
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Annotated, Any, Final, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+
+__all__ = [
+    "ANY",
+    "INT",
+    "NONE_SHAPE",
+    "NUMBER",
+    "TEXT",
+    "Kind",
+    "Shape",
+    "child",
+    "describe",
+    "fields_line",
+    "is_number",
+    "is_text",
+    "join",
+    "named_shapes",
+    "shape_of",
+]
+
+Kind = Literal[
+    "any", "int", "float", "number", "text", "decimal", "none", "object", "map", "list", "tuple",
+    "union",
+]  # fmt: skip
+_MAX_DEPTH: Final = 6  # deeper structures (a recursive model) are not followed
+_MAX_OPTIONS: Final = 6  # a value that may be more shapes than this is taken as unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What is known of a value before the run.
+
+    Attributes:
+        kind: ``any`` (nothing known), a scalar (``int``, ``float``, ``number``, ``text``,
+            ``decimal``: text holding a number, ``none``), ``object`` (named fields), ``map``
+            (text keys, values of one shape), ``list``, ``tuple`` (a fixed list), ``union``.
+        name: The type's name (``Contact``, ``date``), for messages and the prompt.
+        fields: An object's fields, in order.
+        item: The shape of a list's elements or a map's values.
+        options: A tuple's elements, or a union's shapes.
+    """
+
+    kind: Kind
+    name: str = ""
+    fields: tuple[tuple[str, Shape], ...] = ()
+    item: Shape | None = None
+    options: tuple[Shape, ...] = ()
+
+    def field(self, key: str) -> Shape | None:
+        """An object's field, or ``None``."""
+        for name, shape in self.fields:
+            if name == key:
+                return shape
+        return None
+
+
+ANY: Final = Shape("any")
+INT: Final = Shape("int")
+FLOAT: Final = Shape("float")
+NUMBER: Final = Shape("number")
+TEXT: Final = Shape("text")
+NONE_SHAPE: Final = Shape("none")
+_NUMBERS: Final = frozenset({"int", "float", "number"})
+_TEXTS: Final = frozenset({"text", "decimal"})
+_TEXT_TYPES: dict[type, str] = {
+    datetime.datetime: "datetime",
+    datetime.date: "date",
+    datetime.time: "time",
+    datetime.timedelta: "duration",
+    uuid.UUID: "uuid",
+    bytes: "text",
+    str: "",
+}
+
+
+def join(a: Shape | None, b: Shape | None) -> Shape | None:
+    """A value that is ``a`` on some runs and ``b`` on others (``None``: not known)."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    return _union([a, b])
+
+
+def _union(shapes: Iterable[Shape]) -> Shape | None:
+    options: list[Shape] = []
+    for shape in shapes:
+        for option in shape.options if shape.kind == "union" else (shape,):
+            if option.kind == "any":
+                return None
+            if option not in options:
+                options.append(option)
+    if len(options) > _MAX_OPTIONS:
+        return None
+    return options[0] if len(options) == 1 else Shape("union", options=tuple(options))
+
+
+def _options(shape: Shape) -> tuple[Shape, ...]:
+    return shape.options if shape.kind == "union" else (shape,)
+
+
+def is_text(shape: Shape | None) -> bool:
+    """Whether the value is text on every run (``NONE`` is text)."""
+    if shape is None:
+        return False
+    found = [o.kind for o in _options(shape)]
+    return all(k in _TEXTS or k == "none" for k in found) and any(k in _TEXTS for k in found)
+
+
+def is_number(shape: Shape | None) -> bool:
+    """Whether the value is a number on every run."""
+    return shape is not None and all(o.kind in _NUMBERS for o in _options(shape))
+
+
+# -- from annotations ---------------------------------------------------------------------------
+
+
+def shape_of(annotation: Any) -> Shape:
+    """The shape of a value of type ``annotation`` as the machine holds it."""
+    try:
+        return _cached(annotation, 0)
+    except TypeError:  # an annotation that cannot be hashed
+        return _shape(annotation, 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached(annotation: Any, depth: int) -> Shape:
+    return _shape(annotation, depth)
+
+
+def _of(annotation: Any, depth: int) -> Shape:
+    if depth >= _MAX_DEPTH:
+        return ANY
+    try:
+        return _cached(annotation, depth)
+    except TypeError:
+        return _shape(annotation, depth)
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:
+        return dict(getattr(cls, "__annotations__", {}))
+
+
+def _shape(annotation: Any, depth: int) -> Shape:
+    ann = annotation
+    while get_origin(ann) is Annotated:
+        ann = get_args(ann)[0]
+    if ann is Any or ann is object or ann is inspect.Parameter.empty:
+        return ANY
+    if ann is None or ann is type(None):
+        return NONE_SHAPE
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is typing.Union or type(ann).__name__ == "UnionType":
+        return _union(_of(a, depth) for a in args) or ANY
+    if origin is Literal:
+        return _union(_scalar(type(a)) for a in args) or ANY
+    if isinstance(ann, type):
+        if issubclass(ann, bool | int | float) and not issubclass(ann, enum.Enum):
+            return INT if issubclass(ann, bool | int) else FLOAT
+        if issubclass(ann, decimal.Decimal):
+            return Shape("decimal", "decimal")
+        for kind, name in _TEXT_TYPES.items():
+            if issubclass(ann, kind):
+                return Shape("text", name)
+        if issubclass(ann, PurePath):
+            return Shape("text", "path")
+        if issubclass(ann, enum.Enum):
+            return _union(_scalar(type(m.value)) for m in ann) or ANY
+        if issubclass(ann, BaseModel):
+            items = [(n, f.annotation) for n, f in ann.model_fields.items()]
+            return _object(ann.__name__, items, depth)
+        if typing.is_typeddict(ann):
+            return _object(ann.__name__, list(_hints(ann).items()), depth)
+        if dataclasses.is_dataclass(ann):
+            hints = _hints(ann)
+            items = [(f.name, hints.get(f.name, Any)) for f in dataclasses.fields(ann)]
+            return _object(ann.__name__, items, depth)
+        if issubclass(ann, tuple) and hasattr(ann, "_fields"):  # a NamedTuple: a JSON array
+            hints = _hints(ann)
+            parts = tuple(_of(hints.get(f, Any), depth + 1) for f in ann._fields)
+            return Shape("tuple", ann.__name__, options=parts)
+    container = origin if origin is not None else ann
+    if container is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return Shape("list", item=_of(args[0], depth + 1))
+        if args:
+            return Shape("tuple", options=tuple(_of(a, depth + 1) for a in args))
+        return Shape("list", item=ANY)
+    if isinstance(container, type) and issubclass(container, Mapping):
+        return Shape("map", item=_of(args[1], depth + 1) if len(args) == 2 else ANY)
+    if isinstance(container, type) and issubclass(container, Sequence | set | frozenset):
+        if issubclass(container, str | bytes):
+            return TEXT
+        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+    if container is Iterable:
+        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+    return ANY
+
+
+def _scalar(kind: type) -> Shape:
+    if issubclass(kind, bool | int):
+        return INT
+    if issubclass(kind, float):
+        return FLOAT
+    if issubclass(kind, str):
+        return TEXT
+    return NONE_SHAPE if kind is type(None) else ANY
+
+
+def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
+    return Shape("object", name, tuple((n, _of(a, depth + 1)) for n, a in items))
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
+    """The shape of ``shape[key]`` (``key`` ``None``: a key not known before the run), and
+    what is wrong when no value of the shape has that part (said of the value: ``has no field
+    'x'; its fields: ...``). A union is wrong only when no
+    option has it (``null`` options are the run's to find)."""
+    if shape.kind == "union":
+        found: list[Shape] = []
+        problem = None
+        for option in shape.options:
+            if option.kind == "none":
+                continue
+            part, wrong = child(option, key)
+            if wrong is None:
+                found.append(part)
+            elif problem is None:
+                problem = wrong
+        if not found:
+            return ANY, problem
+        return _union(found) or ANY, None
+    kind = shape.kind
+    if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
+        return ANY, None
+    if kind == "object":
+        if isinstance(key, str):
+            named = shape.field(key)
+            if named is None:
+                return ANY, f"has no field {key!r}; {fields_line(shape)}"
+            return named, None
+        if key is None:
+            return _union(s for _, s in shape.fields) or ANY, None
+        return ANY, f"is an object: [{key}] needs a field name; {fields_line(shape)}"
+    if kind == "map":
+        if isinstance(key, int):
+            return ANY, f"is an object: its keys are text, not [{key}]"
+        return shape.item or ANY, None
+    if kind == "list" or kind == "tuple":
+        if isinstance(key, str):
+            return ANY, (
+                f"is a list, not an object: it has no field {key!r}; take an element with a "
+                "number ([0], [ESI]) first"
+            )
+        if kind == "list":
+            return shape.item or ANY, None
+        if key is None:
+            return _union(shape.options) or ANY, None
+        if not -len(shape.options) <= key < len(shape.options):
+            return ANY, f"has {len(shape.options)} elements, not [{key}]"
+        return shape.options[key], None
+    what = "field " + repr(key) if isinstance(key, str) else f"element [{key}]"
+    return ANY, f"is {_scalar_words(shape)}, not an object or a list: it has no {what}"
+
+
+def _scalar_words(shape: Shape) -> str:
+    if shape.kind == "none":
+        return "always NONE (null)"
+    if shape.kind in _NUMBERS:
+        return "a number"
+    return "text"
+
+
+def describe(shape: Shape | None, depth: int = 0) -> str:
+    """A shape as the prompt and the messages write it: ``Contact``, ``list[Event]``,
+    ``text | NONE``, ``decimal (text)``."""
+    if shape is None or shape.kind == "any":
+        return "any"
+    kind = shape.kind
+    if kind == "object":
+        return shape.name or "object"
+    if kind == "list":
+        return f"list[{describe(shape.item, depth + 1)}]"
+    if kind == "map":
+        return f"dict[text, {describe(shape.item, depth + 1)}]"
+    if kind == "tuple":
+        return shape.name or "[" + ", ".join(describe(o, depth + 1) for o in shape.options) + "]"
+    if kind == "union":
+        return " | ".join(describe(o, depth + 1) for o in shape.options)
+    if kind == "none":
+        return "NONE"
+    if kind == "decimal":
+        return "decimal text"
+    if kind == "text":
+        return f"text ({shape.name})" if shape.name else "text"
+    return kind
+
+
+def fields_line(shape: Shape) -> str:
+    """``its fields: id, name, email``."""
+    names = [name for name, _ in shape.fields]
+    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+    return f"its fields: {shown}" if names else "it has no fields"
+
+
+def named_shapes(shape: Shape | None) -> list[Shape]:
+    """The objects inside ``shape`` (itself first, then the ones its fields hold), each once."""
+    found: list[Shape] = []
+    todo = [shape] if shape is not None else []
+    while todo and len(found) < 32:
+        current = todo.pop(0)
+        if current.kind == "object" and current not in found:
+            found.append(current)
+            todo += [s for _, s in current.fields]
+        elif current.item is not None:
+            todo.append(current.item)
+        else:
+            todo += list(current.options)
+    return found

@@ -1,0 +1,214 @@
+"""Step compilers for structured values and text: ``LEN``, ``HAS``, ``FIND``, ``SUBSTR``,
+``CMPI``, ``LOWER``, ``UPPER``, ``NUM``, and x86's ``ROUNDSD`` (see *Structured values* and
+*Text* in ``docs/language.md``).
+
+None of them but ``CMPI`` sets the flags. Text operations read a number as the text a person
+reads (``FIND R1, R2, 5`` looks for the digit), and ``NONE`` as empty text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from llassembly.language.limits import INT_MAX, INT_MIN
+from llassembly.language.opcodes import Opcode
+from llassembly.language.program import NONE, Instruction, Value
+from llassembly.language.templates import render
+from llassembly.machine.access import Context, fail, getter, setter, show
+from llassembly.machine.ops import mnemonic
+from llassembly.machine.state import ORDERED, UNORDERED
+from llassembly.machine.structured import NOT_JSON, structure_of
+
+if TYPE_CHECKING:
+    from llassembly.machine.state import MachineState
+
+__all__ = ["TEXT_COMPILERS", "same_text"]
+
+Step: TypeAlias = "Callable[[MachineState, int], int]"
+_Compute: TypeAlias = "Callable[[MachineState, list[Value]], Value]"
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two texts are equal as ``CMP`` sees them: exactly, and ``NONE`` equals ``""``."""
+    return a == b or (a in ("", NONE) and b in ("", NONE))
+
+
+def _text(value: Value) -> str:
+    """A value read as text: text as it is (``NONE`` empty), a number as a person reads it."""
+    return render(value)
+
+
+def _whole(ins: Instruction, value: Value, what: str) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    raise fail(ins, f"{mnemonic(ins)} needs a whole number for {what}, got {show(value)}")
+
+
+def _produce(compute: _Compute) -> Callable[[Instruction, Context], Step]:
+    """``dst = compute(state, the other operands' values)``; the flags are left as they are."""
+
+    def compile_produce(ins: Instruction, ctx: Context) -> Step:
+        put = setter(ins.operands[0], ctx, ins)
+        reads = [getter(operand, ctx, ins) for operand in ins.operands[1:]]
+
+        def step(st: MachineState, pc: int) -> int:
+            put(st, compute(st, [read(st) for read in reads]))
+            return pc + 1
+
+        return step
+
+    return compile_produce
+
+
+def _with_ins(make: Callable[[Instruction], _Compute]) -> Callable[[Instruction, Context], Step]:
+    """:func:`_produce` for a computation that names its instruction in its errors."""
+
+    def compile_it(ins: Instruction, ctx: Context) -> Step:
+        return _produce(make(ins))(ins, ctx)
+
+    return compile_it
+
+
+def _len(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        (value,) = values
+        found = structure_of(st, value, ins)
+        if found is not NOT_JSON:
+            return len(found)
+        if type(value) is str:
+            return 0 if value == NONE else len(value)
+        raise fail(ins, f"LEN needs a list, an object or text, got the number {show(value)}")
+
+    return compute
+
+
+def _has(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        value, key = values
+        if type(value) is not str:
+            raise fail(ins, f"HAS needs an object or a list, got the number {show(value)}")
+        found = structure_of(st, value, ins)
+        if isinstance(found, dict):
+            return int(type(key) is str and found.get(key) is not None)
+        if isinstance(found, list):
+            index = key if type(key) is int else None
+            inside = index is not None and -len(found) <= index < len(found)
+            return int(inside and found[index] is not None)  # type: ignore[index]
+        return 0
+
+    return compute
+
+
+def _find(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        text, part = values
+        return _text(text).find(_text(part))
+
+    return compute
+
+
+def _substr(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        text = _text(values[0])
+        start = _whole(ins, values[1], "the start")
+        if start < 0:
+            start = max(len(text) + start, 0)
+        if len(values) == 2:
+            return text[start:]
+        count = _whole(ins, values[2], "the count")
+        if count < 0:
+            raise fail(ins, f"SUBSTR takes a count of characters, 0 or more, not {count}")
+        return text[start : start + count]
+
+    return compute
+
+
+def _case(convert: Callable[[str], str]) -> Callable[[Instruction], _Compute]:
+    def make(ins: Instruction) -> _Compute:
+        return lambda st, values: convert(_text(values[0]))
+
+    return make
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")  # 1,234.50
+
+
+def _num(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        (value,) = values
+        if type(value) is not str:
+            return value
+        text = value.strip()
+        if _GROUPED.match(text):
+            text = text.replace(",", "")
+        if not _NUMBER.match(text) or len(text) > 400:
+            raise fail(ins, f"NUM cannot read {show(value)} as a number")
+        if re.fullmatch(r"[+-]?\d+", text):
+            number = int(text)
+            if not INT_MIN <= number <= INT_MAX:
+                raise fail(ins, f"NUM: {show(value)} is outside the 64-bit range")
+            return number
+        result = float(text)
+        if not math.isfinite(result):
+            raise fail(ins, f"NUM: {show(value)} is too large")
+        return result
+
+    return compute
+
+
+_ROUNDING: dict[int, Callable[[float], float]] = {
+    0: lambda v: float(round(v)),  # to nearest, ties to even
+    1: lambda v: float(math.floor(v)),
+    2: lambda v: float(math.ceil(v)),
+    3: lambda v: float(math.trunc(v)),
+}
+
+
+def _roundsd(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        value = values[0]
+        mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
+        if type(value) is str:
+            raise fail(ins, f"{mnemonic(ins)} needs a number, got {show(value)}")
+        if not 0 <= mode <= 15:
+            raise fail(ins, f"{mnemonic(ins)}: the rounding mode is 0 to 15, not {mode}")
+        return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
+
+    return compute
+
+
+def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
+    """``CMP`` ignoring case: texts are equal when they are once case-folded."""
+    get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        a, b = get_a(st), get_b(st)
+        if type(a) is str or type(b) is str:
+            st.zf = type(a) is str and type(b) is str and same_text(a.casefold(), b.casefold())
+            st.lt, st.flag_mode = False, UNORDERED
+        else:
+            st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
+        return pc + 1
+
+    return step
+
+
+TEXT_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
+    Opcode.LEN: _with_ins(_len),
+    Opcode.HAS: _with_ins(_has),
+    Opcode.FIND: _with_ins(_find),
+    Opcode.SUBSTR: _with_ins(_substr),
+    Opcode.CMPI: _compile_cmpi,
+    Opcode.LOWER: _with_ins(_case(str.lower)),
+    Opcode.UPPER: _with_ins(_case(str.upper)),
+    Opcode.NUM: _with_ins(_num),
+    Opcode.ROUNDSD: _with_ins(_roundsd),
+}
+"""Compilers of the structured-value and text instructions, merged into ``machine/steps.py``'s
+table."""
