@@ -1,0 +1,123 @@
+"""The limits table of ``docs/language.md`` (*Limits on what a plan may hold*) against
+``llassembly/language/limits.py`` and against what each limit does: every ``MAX_`` constant is
+in the table with its value, and a plan just past each limit is refused with the error the table
+names, at the line it names."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llassembly import parse_program
+from llassembly.errors import AsmRuntimeError, AsmSyntaxError, ExecutionError, PlanRejected
+from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import Planner
+from llassembly.language import limits
+from llassembly.machine.emulator import Emulator, compile_program
+from llassembly.machine.externs import externs_from
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGUAGE = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+
+
+def _table() -> dict[str, tuple[str, str]]:
+    """``name -> (value, refused with)`` from the doc's limits table."""
+    section = LANGUAGE.split("## Limits on what a plan may hold", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(MAX_\w+)` \| ([\d,]+) \| [^|]+ \| ([^|]+) \|$", section, re.M)
+    return {name: (value, refused) for name, value, refused in rows}
+
+
+def _constants() -> dict[str, int]:
+    return {
+        name: value
+        for name, value in vars(limits).items()
+        if name.startswith("MAX_") and isinstance(value, int)
+    }
+
+
+def test_every_limit_is_in_the_table_with_its_value() -> None:
+    table = _table()
+    assert set(table) == set(_constants())
+    for name, value in _constants().items():
+        assert table[name][0] == f"{value:,}", name
+
+
+def echo(text: str) -> str:
+    """Gives its text back."""
+    return text
+
+
+def _run(source: str) -> None:
+    externs = externs_from([echo])
+    program = parse_program(source)
+    compiled = compile_program(program, externs, max_stack_depth=256)
+    Emulator(compiled, max_instructions_to_exec=10**6).run(lambda call: call.args[0])
+
+
+def _plan_of(source: str) -> None:
+    Planner(PlannerOptions()).check(source, externs_from([echo]))
+
+
+_BIG = "a" * 100_000
+# A plan just past each limit, how it is read, and the line the error must name.
+PAST: dict[str, tuple[Any, str, int]] = {
+    "MAX_REPLY_LINES": (parse_program, "\n" * limits.MAX_REPLY_LINES + "MOV R1, 1", 32_769),
+    "MAX_PLAN_INSTRUCTIONS": (
+        _plan_of,
+        "\n".join(["MOV R1, 1"] * (limits.MAX_PLAN_INSTRUCTIONS + 1)),
+        limits.MAX_PLAN_INSTRUCTIONS + 1,
+    ),
+    "MAX_MEMORY_CELLS": (parse_program, "section .data\nx resd 5000\nsection .text\nNOP", 2),
+    "MAX_SAY_PLACEHOLDERS": (parse_program, 'SAY "' + "{R1}" * 257 + '"', 1),
+    "MAX_PLAN_PLACEHOLDERS": (
+        parse_program,
+        "\n".join('SAY "' + "{R1}" * 200 + '"' for _ in range(21)),
+        21,
+    ),
+    "MAX_DATA_TEXT_CHARS": (
+        parse_program,
+        'section .rodata\nx times 4000 db "' + "a" * 100 + '"\nsection .text\nMOV R1, x',
+        2,
+    ),
+    "MAX_BUILT_TEXT_CHARS": (
+        _run,
+        f'MOV R1, "{_BIG}"\n' + "MOV R1, \"{R1}{R1}\"\n" * 4,
+        5,
+    ),
+    "MAX_ROW_TEXT_PER_RUN": (
+        _run,
+        "section .data\nrow times 4000 dd text\ntext db '" + "x" * 58 + "'\nsection .text\n"
+        "MOV ECX, 0\nnext:\nMOV [row], ECX\nMOV R1, row\nINC ECX\nCMP ECX, 200\nJL next",
+        8,
+    ),
+}
+
+_ERRORS = {"AsmSyntaxError": AsmSyntaxError, "AsmRuntimeError": AsmRuntimeError}
+
+
+@pytest.mark.parametrize("name", sorted(PAST))
+def test_a_plan_past_each_limit_is_refused_as_the_table_says(name: str) -> None:
+    read, source, line = PAST[name]
+    refused = _table()[name][1]
+    named = re.findall(r"`(\w+)`", refused)
+    expected: tuple[type[BaseException], ...] = tuple(
+        {"PlanRejected": PlanRejected, **_ERRORS}[n] for n in named
+    )
+    with pytest.raises(expected) as caught:
+        read(source)
+    error = caught.value
+    if isinstance(error, PlanRejected):
+        assert error.diagnostics[0].line == line
+    elif isinstance(error, AsmSyntaxError):
+        assert error.diagnostics[0].line == line
+    else:
+        assert isinstance(error, ExecutionError)
+        assert error.line == line
+    assert f"{getattr(limits, name)}" in str(error) or name == "MAX_ROW_TEXT_PER_RUN"
+
+
+def test_the_table_covers_every_limit_with_a_plan() -> None:
+    assert set(PAST) == set(_constants())
