@@ -54,7 +54,7 @@ def _run(source: str) -> None:
     externs = externs_from([echo])
     program = parse_program(source)
     compiled = compile_program(program, externs, max_stack_depth=256)
-    Emulator(compiled, max_instructions_to_exec=10**6).run(lambda call: call.args[0])
+    Emulator(compiled, max_instructions_to_exec=10**6).run(lambda call: call.args["text"])
 
 
 def _plan_of(source: str) -> None:
