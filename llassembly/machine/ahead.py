@@ -92,14 +92,15 @@ def check_parallel_tools(value: Any) -> bool | tuple[str, ...]:
 
 
 def marked_calls(compiled: CompiledProgram, parallel_tools: bool | Sequence[str]) -> frozenset[int]:
-    """Indexes of the tool ``CALL``s that may run together (their tool is marked)."""
+    """Indexes of the tool ``CALL``s that may run together (their tool is marked; a query,
+    answered by a model between the plan's steps, is never marked)."""
     if parallel_tools is False or not parallel_tools:
         return frozenset()
     names = None if parallel_tools is True else set(parallel_tools)
     return frozenset(
         pc
         for pc, tool in enumerate(compiled.tools)
-        if tool is not None and (names is None or tool.name in names)
+        if tool is not None and not tool.query and (names is None or tool.name in names)
     )
 
 
