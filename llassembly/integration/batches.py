@@ -19,6 +19,7 @@ from langchain_core.messages import AnyMessage
 
 from llassembly.errors import ExecutionError
 from llassembly.integration.messages import batch_messages, result_text
+from llassembly.integration.query import answered_value
 from llassembly.integration.record import Failure, error_from_failure, execution_failure
 from llassembly.integration.results import refusal_tag, value_tag
 from llassembly.machine.ahead import Failed, Outcome
@@ -85,8 +86,9 @@ def call_outcome(
         if error is not outcome.error:
             error.__cause__ = outcome.error
         return _failed(call, error, refusal_tag(outcome.error), errors)
+    outcome, noted = answered_value(outcome)  # a query's: its value
     text = result_text(outcome)
-    tag = value_tag(extern, outcome, text, {"line": call.line, "source": call.source})
+    tag = value_tag(extern, outcome, text, {"line": call.line, "source": call.source}) | noted
     try:
         values = extern.to_values(outcome, line=call.line, source=call.source)
     except ExecutionError as exc:

@@ -45,6 +45,7 @@ __all__ = [
     "jsonable",
     "marked",
     "plan_call_messages",
+    "query_model_calls",
     "result_text",
     "turn_calls",
 ]
@@ -268,6 +269,17 @@ def plan_call_messages(
     return found
 
 
+def query_model_calls(messages: Sequence[BaseMessage]) -> int:
+    """The model calls the queries recorded among ``messages`` made (each query's message
+    records its attempts)."""
+    total = 0
+    for message in messages:
+        tag = message.response_metadata.get(KEY) if isinstance(message, ToolMessage) else None
+        if isinstance(tag, Mapping) and tag.get("kind") == "query":
+            total += int(tag.get("attempts", 1))
+    return total
+
+
 def call_meta(index: int, line: int, source: str) -> dict[str, Any]:
     """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
     return {KEY: {"kind": "call", "index": index, "line": line, "source": source}}
@@ -326,8 +338,13 @@ def batch_messages(
     tags: Sequence[Mapping[str, Any]] = (),
 ) -> list[AnyMessage]:
     """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``);
-    ``tags`` adds, per call, what the result's metadata records beside the call's place."""
-    messages: list[AnyMessage] = [batch_request(calls, call_ids)]
+    ``tags`` adds, per call, what the result's metadata records beside the call's place (a
+    ``"kind"`` in the tag of a single call, ``"query"``, is both messages' kind)."""
+    request = batch_request(calls, call_ids)
+    kind = tags[0].get("kind") if len(calls) == 1 and tags else None
+    if kind:
+        request.response_metadata[KEY]["kind"] = kind
+    messages: list[AnyMessage] = [request]
     for k, (call, (content, error), call_id) in enumerate(
         zip(calls, answers, call_ids, strict=True)
     ):

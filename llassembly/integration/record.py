@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
+from llassembly.machine.query import Refusal
 
 __all__ = [
     "CALL_REFUSED",
@@ -27,6 +28,7 @@ __all__ = [
     "Failure",
     "PendingCall",
     "Phase",
+    "QueryDue",
     "TurnRecord",
     "error_from_failure",
     "execution_failure",
@@ -99,6 +101,13 @@ class PendingCall(TypedDict):
     number: int
 
 
+class QueryDue(TypedDict):
+    """A query the plan waits on (agent path): the call, and the answers refused so far."""
+
+    call: PendingCall
+    refused: list[Refusal]
+
+
 class Approval(TypedDict):
     """A plan-approval request and where it stands.
 
@@ -144,6 +153,7 @@ class TurnRecord(TypedDict):
         raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.
+        query: The query the plan waits on (agent path; ``None`` when none is due).
     """
 
     phase: Phase
@@ -166,6 +176,7 @@ class TurnRecord(TypedDict):
     synchronous: bool
     raise_failure: bool
     lag: int
+    query: NotRequired[QueryDue | None]
 
 
 def new_record(*, synchronous: bool = False) -> TurnRecord:
@@ -191,12 +202,21 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         synchronous=synchronous,
         raise_failure=False,
         lag=0,
+        query=None,
     )
 
 
 # -- failures: built in one place, and back into errors ----------------------------------------
 
-_ERROR_ATTRIBUTES: Final = ("tool", "argument", "budget", "limit", "reached", "reason")
+_ERROR_ATTRIBUTES: Final = (
+    "tool",
+    "argument",
+    "budget",
+    "limit",
+    "reached",
+    "reason",
+    "attempts",
+)
 
 
 def execution_failure(error: ExecutionError) -> Failure:

@@ -15,8 +15,9 @@ a model, a tool or a person. It returns the new record, the messages the turn ad
 
 Events: :class:`Begin` (a new turn), :class:`Proceed` (do what the record says is due),
 :class:`Replied` (the model wrote a reply), :class:`Decided` (a person answered the plan
-approval), :class:`Returned` (the results of the calls the plan waits on), :class:`PlanRan`
-(a plan graph ran the plan), :class:`Answered` (the final model call answered).
+approval), :class:`Returned` (the results of the calls the plan waits on), :class:`Queried`
+(the query model answered the plan's query), :class:`PlanRan` (a plan graph ran the plan),
+:class:`Answered` (the final model call answered).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from llassembly.errors import (
     AsmRuntimeError,
     ExecutionError,
     PlanError,
+    QueryFailed,
     RepairsExhausted,
     UsageError,
 )
@@ -40,12 +42,14 @@ from llassembly.integration.events import (
     AskAnswer,
     AskModel,
     AskPerson,
+    AskQuery,
     Begin,
     Decided,
     Event,
     Finish,
     PlanRan,
     Proceed,
+    Queried,
     Replied,
     Returned,
     RunCalls,
@@ -61,16 +65,21 @@ from llassembly.integration.final import (
 )
 from llassembly.integration.messages import (
     batch_request,
+    call_messages,
     final_message,
     marked,
     plan_call_messages,
+    query_model_calls,
+    result_text,
 )
 from llassembly.integration.planner import short_hash
+from llassembly.integration.query import answer_tag, query_request
 from llassembly.integration.record import (
     NOT_APPROVED,
     Failed,
     Failure,
     PendingCall,
+    QueryDue,
     TurnRecord,
     execution_failure,
     new_record,
@@ -85,6 +94,7 @@ from llassembly.integration.views import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ToolCall
 from llassembly.machine.externs import check_sync_tools
+from llassembly.machine.query import Refusal, is_query, settle
 from llassembly.machine.say import final_answer_of
 
 __all__ = [
@@ -93,6 +103,7 @@ __all__ = [
     "AskAnswer",
     "AskModel",
     "AskPerson",
+    "AskQuery",
     "Begin",
     "Decided",
     "Event",
@@ -100,6 +111,7 @@ __all__ = [
     "Finish",
     "PlanRan",
     "Proceed",
+    "Queried",
     "Replied",
     "Returned",
     "RunCalls",
@@ -127,8 +139,11 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
         return _decided(rec, event.decision, view)
     if isinstance(event, Returned):
         return _returned(rec, event, view)
+    if isinstance(event, Queried):
+        return _queried(rec, event, view)
     if isinstance(event, PlanRan):
         rec["machine"] = dict(event.machine)
+        rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
         return _plan_ended(rec, event.failure, view, list(event.messages))
     return _answered(rec, event, view)
 
@@ -140,6 +155,10 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         return Step(rec, AskAnswer(_answer_request(rec, view)))
     if rec["phase"] == "running" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
+    due = rec.get("query")
+    if rec["phase"] == "running" and due is not None:  # asked again where the last step stopped
+        (call,) = _calls(_machine(rec, view))
+        return _ask_query(rec, call, due["refused"], [])
     approval = rec["approval"]
     if rec["phase"] == "approval" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
@@ -271,20 +290,26 @@ def _advance(
 ) -> Step:
     """Run the machine to its next calls (the step asks for them) or to its end."""
     try:
-        calls = emulator.advance_batch() if emulator.marked else _one(emulator.advance())
+        calls = _calls(emulator)
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
         return _plan_ended(rec, execution_failure(error), view, messages)
     rec["machine"] = emulator.snapshot()
     if not calls:
         return _plan_ended(rec, None, view, messages)
+    if is_query(view.externs.get(calls[0].tool)):  # never in a batch with other calls
+        return _ask_query(rec, calls[0], [], messages)
     pending = [_pending(call, rec["prefix"]) for call in calls]
     rec["pending"] = pending
     message = batch_request(calls, [p["id"] for p in pending])
     return Step(rec, RunCalls(calls, message), [*messages, message])
 
 
-def _one(call: ToolCall | None) -> list[ToolCall]:
+def _calls(emulator: Emulator) -> list[ToolCall]:
+    """The calls the machine waits on next (the outstanding ones again, after a restore)."""
+    if emulator.marked:
+        return emulator.advance_batch()
+    call = emulator.advance()
     return [] if call is None else [call]
 
 
@@ -322,6 +347,54 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
             rec["machine"] = emulator.snapshot()
             return _plan_ended(rec, failure, view, [])
     return _advance(rec, emulator, view, [])
+
+
+# -- a query: the query model reads a text for the plan (agent path) -----------------------------
+
+
+def _ask_query(
+    rec: TurnRecord,
+    call: ToolCall,
+    refused: list[Refusal],
+    messages: list[AnyMessage],
+) -> Step:
+    """Ask the query model the plan's query (the answers refused so far, with why, after the
+    question); its reply comes back as :class:`Queried`."""
+    due = QueryDue(call=_pending(call, rec["prefix"]), refused=list(refused))
+    rec["query"] = due
+    where = due["call"]
+    request = query_request(call.args, refused, where["id"], where["line"], where["source"])
+    return Step(rec, AskQuery(request), messages)
+
+
+def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
+    """The query model replied: the value goes into the machine and the plan runs on; an
+    answer that cannot be used is asked for once more, then the query fails like a call."""
+    due = rec.get("query")
+    if due is None or rec["phase"] != "running":
+        raise UsageError("a query's reply came while the turn waits on no query")
+    rec["model_calls"] += 1
+    emulator = _machine(rec, view)
+    (call,) = _calls(emulator)
+    where = due["call"]
+    try:
+        outcome = settle(call.args, event.reply, due["refused"], line=call.line, source=call.source)
+    except QueryFailed as error:
+        rec["query"] = None
+        tag = answer_tag(error.attempts)
+        failed = call_messages(call, str(error), where["id"], error=True, tag=tag)
+        return _plan_ended(rec, execution_failure(error), view, list(failed))
+    if isinstance(outcome, list):  # refused: asked once more, with why
+        return _ask_query(rec, call, outcome, [])
+    rec["query"] = None
+    tag = answer_tag(len(due["refused"]) + 1)
+    messages = list(call_messages(call, result_text(outcome), where["id"], tag=tag))
+    try:
+        emulator.complete_batch([outcome])
+    except ExecutionError as error:
+        rec["machine"] = emulator.snapshot()
+        return _plan_ended(rec, execution_failure(error), view, messages)
+    return _advance(rec, emulator, view, messages)
 
 
 # -- the end of a plan, and of the turn -------------------------------------------------------
