@@ -6,6 +6,7 @@ real model); tests that replay real model traffic use cassettes instead.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,18 +14,25 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import Field
 
 
 class ScriptedChatModel(BaseChatModel):
     """Answers each call with the next scripted reply and records what it was sent.
 
-    A reply is text, or an ``AIMessage`` (e.g. one carrying native tool calls).
+    A reply is text, or an ``AIMessage`` (e.g. one carrying native tool calls). ``kwargs``
+    records what each call was bound with (``tools``, a ``response_format``). With
+    ``profile={"structured_output": True}`` it answers ``with_structured_output(...,
+    method="json_schema")`` as providers do: the schema bound as a response format (no
+    tools), its reply's text read as JSON.
     """
 
     replies: list[str | AIMessage]
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tools: list[Any] = Field(default_factory=list)
+    kwargs: list[dict[str, Any]] = Field(default_factory=list)
+    schemas: list[Any] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -34,10 +42,27 @@ class ScriptedChatModel(BaseChatModel):
         self.bound_tools.append(list(tools))
         return self.bind(tools=[getattr(t, "name", str(t)) for t in tools], **kwargs)
 
+    def with_structured_output(  # type: ignore[override]
+        self, schema: Any, *, method: str = "function_calling", include_raw: bool = False, **_: Any
+    ) -> Runnable[Any, Any]:
+        if method != "json_schema":
+            raise NotImplementedError(f"the scripted model has no {method!r} structured output")
+        self.schemas.append(schema)
+
+        def parse(message: AIMessage) -> dict[str, Any]:
+            try:
+                parsed = json.loads(message.text)
+            except ValueError as exc:
+                return {"raw": message, "parsed": None, "parsing_error": exc}
+            return {"raw": message, "parsed": parsed, "parsing_error": None}
+
+        return self.bind(response_format=schema) | RunnableLambda(parse)
+
     def _generate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
         self.calls.append(list(messages))
+        self.kwargs.append(dict(kwargs))
         if len(self.calls) > len(self.replies):
             raise AssertionError(
                 f"model called {len(self.calls)} times; only {len(self.replies)} replies scripted"
