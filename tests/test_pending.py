@@ -14,6 +14,7 @@ import random
 from typing import Any
 
 import pytest
+from langchain_core.tools import tool
 
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.layout import layout_of
@@ -371,3 +372,29 @@ def test_every_copy_the_table_names_moves_a_pending_value_without_reading_it() -
                 assert type(after) is Pending and after in sources, text
             checked += 1
     assert checked >= 20
+
+
+# -- read-only tools by annotation -------------------------------------------------------------
+
+
+def test_read_only_marks_the_tools_annotated_read_only() -> None:
+    @tool
+    def lookup(x: int) -> int:
+        """Look up."""
+        return x
+
+    @tool
+    def wire(x: int) -> int:
+        """Send money."""
+        return x
+
+    lookup.metadata = {"readOnlyHint": True}
+    wire.metadata = {"readOnlyHint": False, "destructiveHint": True}
+    source = "PUSH 1\nCALL lookup\nPOP R1\nPUSH 2\nCALL lookup\nPOP R2\nPUSH 3\nCALL wire\nPOP R3"
+    program = parse(source)
+    assert isinstance(program, Program)
+    emu = Emulator(program, [lookup, wire], parallel_tools="read_only")
+    assert emu.marked == frozenset({1, 4})
+    assert [len(b) for b in batches(emu)] == [2, 1]
+    with pytest.raises(UsageError):
+        Emulator(program, [lookup, wire], parallel_tools="readonly")

@@ -28,7 +28,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from llassembly import errors
 from llassembly.errors import (
@@ -50,9 +50,11 @@ from llassembly.machine.state import (
 )
 
 if TYPE_CHECKING:
+    from llassembly.machine.externs import Extern
     from llassembly.machine.steps import CompiledProgram
 
 __all__ = [
+    "READ_ONLY",
     "Failed",
     "Machine",
     "ParallelTools",
@@ -65,9 +67,13 @@ __all__ = [
     "check_parallel_tools",
     "complete_batch",
     "marked_calls",
+    "read_only",
 ]
 
-ParallelTools: TypeAlias = "bool | Sequence[str]"
+ParallelTools: TypeAlias = "bool | Literal['read_only'] | Sequence[str]"
+READ_ONLY = "read_only"
+"""``parallel_tools`` for the tools whose metadata says they change nothing (see
+:func:`read_only`)."""
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
@@ -78,26 +84,38 @@ class Failed:
     error: BaseException
 
 
-def check_parallel_tools(value: Any) -> bool | tuple[str, ...]:
-    """``parallel_tools`` as stored: ``True``/``False`` or a tuple of tool names.
+def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str, ...]:
+    """``parallel_tools`` as stored: ``True``/``False``, ``"read_only"`` or a tuple of tool
+    names.
 
     Raises:
-        UsageError: It is neither a bool nor a sequence of names.
+        UsageError: It is none of these.
     """
-    if isinstance(value, bool):
-        return value
+    if isinstance(value, bool) or value == READ_ONLY:
+        return value  # type: ignore[no-any-return]  # a bool or "read_only"
+    wrong = f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
     if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
-        raise UsageError(f"parallel_tools must be True, False or tool names, got {value!r}")
+        raise UsageError(wrong)
     names = tuple(value)
     if not all(isinstance(n, str) for n in names):
-        raise UsageError(f"parallel_tools must be True, False or tool names, got {value!r}")
+        raise UsageError(wrong)
     return names
+
+
+def read_only(extern: Extern) -> bool:
+    """Whether a tool says it changes nothing: a LangChain tool whose ``metadata`` has
+    ``readOnlyHint: True`` (MCP's tool annotation; ``langchain-mcp-adapters`` copies a tool's
+    annotations into its metadata)."""
+    metadata = getattr(extern.tool, "metadata", None)
+    return isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
 
 
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
     """Indexes of the tool ``CALL``s that may run together (their tool is marked)."""
     if parallel_tools is False or not parallel_tools:
         return frozenset()
+    if parallel_tools == READ_ONLY:
+        return frozenset(pc for pc, t in enumerate(compiled.tools) if t and read_only(t))
     names = None if parallel_tools is True else set(parallel_tools)
     return frozenset(
         pc
