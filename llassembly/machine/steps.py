@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
@@ -306,6 +306,9 @@ class CompiledProgram:
     flow: ControlFlow | None = None
     """The control-flow graph the program was compiled from (tool calls, jump targets, the
     EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What is worked out from the program once, on first use, for every run (see
+    :func:`llassembly.machine.pending.read_checks`)."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
