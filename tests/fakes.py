@@ -6,7 +6,10 @@ real model); tests that replay real model traffic use cassettes instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,63 @@ class ScriptedChatModel(BaseChatModel):
         reply = self.replies[len(self.calls) - 1]
         message = reply.model_copy() if isinstance(reply, AIMessage) else AIMessage(content=reply)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+_LOCK = threading.Lock()
+
+
+class AnsweringChatModel(BaseChatModel):
+    """A query model that answers by the question it is asked, after ``delay`` seconds.
+
+    ``answers`` maps a piece of the question to its replies, one per attempt (queries asked at
+    once arrive in any order, so a reply list in call order would not do). It records each
+    request and how many ran at the same time (``peak``).
+    """
+
+    answers: dict[str, list[str]]
+    delay: float = 0.0
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    running: int = 0
+    peak: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "answering"
+
+    def _enter(self, step: int) -> None:
+        with _LOCK:
+            self.running += step
+            self.peak = max(self.peak, self.running)
+
+    def _reply(self, messages: list[BaseMessage]) -> ChatResult:
+        self.calls.append(list(messages))
+        asked = messages[1].text.splitlines()[0]  # "Question: ..."
+        for piece, replies in self.answers.items():
+            if piece in asked:
+                attempt = sum(1 for m in messages if isinstance(m, AIMessage))
+                message = AIMessage(content=replies[attempt])
+                return ChatResult(generations=[ChatGeneration(message=message)])
+        raise AssertionError(f"no answer scripted for {asked[:80]!r}")
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self._enter(1)
+        try:
+            time.sleep(self.delay)
+            return self._reply(messages)
+        finally:
+            self._enter(-1)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self._enter(1)
+        try:
+            await asyncio.sleep(self.delay)
+            return self._reply(messages)
+        finally:
+            self._enter(-1)
 
 
 NPC_PLAN = (Path(__file__).parent / "data" / "npc_plan.md").read_text(encoding="utf-8")

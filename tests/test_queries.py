@@ -272,11 +272,45 @@ def test_a_querys_sources_are_what_it_read_and_the_mark_of_a_model() -> None:
 # -- the machine ----------------------------------------------------------------------------------
 
 
-def test_a_query_is_never_run_ahead_with_other_calls() -> None:
-    plan = parse(READ + query("'number'") + "PUSH 'x'\nCALL read_file\nPOP R3")
+def _marked(parallel_tools: Any) -> list[str]:
+    plan = parse(READ + query("'number'") + "PUSH 'x'\nPUSH 1\nCALL pay\nPOP R3")
     compiled = compile_program(plan, TOOLS, max_stack_depth=64)
-    marked = marked_calls(compiled, True)
-    assert sorted(compiled.program.instructions[i].text for i in marked) == ["CALL read_file"] * 2
+    marked = marked_calls(compiled, parallel_tools)
+    return sorted(compiled.program.instructions[i].text for i in marked)
+
+
+def test_a_query_changes_nothing_so_it_overlaps_wherever_read_only_tools_would() -> None:
+    assert _marked(True) == ["CALL pay", "CALL query_text", "CALL read_file"]
+    assert _marked("read_only") == ["CALL query_text"]
+    assert _marked(["read_file"]) == ["CALL read_file"]
+    assert _marked(["read_file", "query_text"]) == ["CALL query_text", "CALL read_file"]
+    assert _marked(False) == []
+
+
+TWO_QUERIES = (
+    READ
+    + "PUSH R1\nPUSH 'Which IBAN?'\nPUSH 'text'\nCALL query_text\nPOP R2\n"
+    + "PUSH R1\nPUSH 'How much?'\nPUSH 'number'\nCALL query_text\nPOP R3\n"
+    + "PUSH 'b.txt'\nCALL read_file\nPOP R4\n"
+    + "PUSH R2\nPUSH R3\nCALL pay\nPOP R0"
+)
+
+
+def test_independent_queries_are_one_batch_and_never_share_it_with_tools() -> None:
+    emulator = Emulator(parse(TWO_QUERIES), TOOLS, parallel_tools=["read_file", "query_text"])
+    assert [c.tool for c in emulator.advance_batch()] == ["read_file"]
+    emulator.complete_batch(["Pay EUR 12.50 to DE89."])
+    queries = emulator.advance_batch()
+    assert [(c.tool, c.args["question"]) for c in queries] == [
+        ("query_text", "Which IBAN?"),
+        ("query_text", "How much?"),
+    ]
+    assert all(c.args["text"] == "Pay EUR 12.50 to DE89." for c in queries)
+    emulator.complete_batch(["DE89", 12.5])
+    assert [c.tool for c in emulator.advance_batch()] == ["read_file"]  # after the queries
+    emulator.complete_batch(["b"])
+    [payment] = emulator.advance_batch()
+    assert payment.args == {"iban": "DE89", "amount": 12.5}
 
 
 def test_a_query_without_a_model_says_how_to_answer_it() -> None:

@@ -10,12 +10,13 @@ recording of a real model.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
 import pytest
 from conftest import Harness, asm, meta
-from fakes import ScriptedChatModel
+from fakes import AnsweringChatModel, ScriptedChatModel
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -357,3 +358,90 @@ async def test_a_query_waits_for_the_calls_before_it_and_runs_alone(harness: Har
         if isinstance(m, AIMessage) and m.tool_calls
     ]
     assert batches == [["read_file", "read_file"], ["query_text"]]
+
+
+TWO_QUERIES = asm(
+    'PUSH "bill-december-2023.txt"\nCALL read_file\nPOP R1\n'
+    "PUSH R1\nPUSH 'Which IBAN does it ask to pay?'\nPUSH 'text'\nCALL query_text\nPOP R2\n"
+    "PUSH R1\nPUSH 'How much does it ask for?'\nPUSH 'number'\nCALL query_text\nPOP R3\n"
+    'PUSH R2\nPUSH R3\nCALL pay\nPOP R0\nSAY "Paid {R3:.2f} to {R2}."'
+)
+READER_ANSWERS = {"IBAN": [f'{{"value": "{GOOD}"}}'], "How much": ['{"value": 1234.5}']}
+
+
+async def test_independent_queries_are_asked_at_once_under_parallel_tools(
+    harness: Harness,
+) -> None:
+    reader = AnsweringChatModel(answers=READER_ANSWERS, delay=0.4)
+    started = time.perf_counter()
+    out = await harness.run([TWO_QUERIES], TOOLS, query_model=reader, parallel_tools=True)
+    elapsed = time.perf_counter() - started
+    assert PAID == [(GOOD, 1234.5)] and out["messages"][-1].text == f"Paid 1234.50 to {GOOD}."
+    assert reader.peak == 2 and len(reader.calls) == 2
+    assert elapsed < 0.75, f"two 0.4 s queries took {elapsed:.2f} s"
+    assert meta(out["messages"][-1])["model_calls"] == 3
+    asked = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert [[c["name"] for c in m.tool_calls] for m in asked] == [
+        ["read_file"],
+        ["query_text", "query_text"],
+        ["pay"],
+    ]
+    assert meta(asked[1])["kind"] == "query"
+    answers = [m.text for m in out["messages"] if isinstance(m, ToolMessage)][1:3]
+    assert answers == [GOOD, "1234.5"]
+
+
+async def test_without_parallel_tools_queries_are_asked_one_after_the_other(
+    harness: Harness,
+) -> None:
+    reader = AnsweringChatModel(answers=READER_ANSWERS, delay=0.05)
+    out = await harness.run([TWO_QUERIES], TOOLS, query_model=reader)
+    assert PAID == [(GOOD, 1234.5)] and reader.peak == 1
+    asked = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert [[c["name"] for c in m.tool_calls] for m in asked] == [
+        ["read_file"],
+        ["query_text"],
+        ["query_text"],
+        ["pay"],
+    ]
+
+
+async def test_a_query_of_a_batch_retried_keeps_the_others_answer(harness: Harness) -> None:
+    answers = {**READER_ANSWERS, "How much": ['{"value": "a lot"}', '{"value": 1234.5}']}
+    reader = AnsweringChatModel(answers=answers)
+    out = await harness.run([TWO_QUERIES], TOOLS, query_model=reader, parallel_tools=True)
+    assert PAID == [(GOOD, 1234.5)] and len(reader.calls) == 3
+    assert meta(out["messages"][-1])["model_calls"] == 4
+    attempts = [
+        meta(m)["attempts"]
+        for m in out["messages"]
+        if isinstance(m, ToolMessage) and m.name == "query_text"
+    ]
+    assert attempts == [1, 2]
+
+
+async def test_a_failed_query_of_a_batch_stops_the_plan_keeping_the_answer_before_it(
+    harness: Harness,
+) -> None:
+    answers = {**READER_ANSWERS, "How much": ["no idea", "still no idea"]}
+    reader = AnsweringChatModel(answers=answers)
+    out = await harness.run([TWO_QUERIES], TOOLS, query_model=reader, parallel_tools=True)
+    assert PAID == []
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and meta(final)["error"]["type"] == "QueryFailed"
+    assert final.text.startswith("The plan stopped at line 14 (CALL query_text)")
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "query_text"]
+    assert [(m.text, m.status) for m in results[:1]] == [(GOOD, "success")]
+    assert results[1].status == "error"
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_model_call_limits_count_each_query_of_a_batch(execution: str) -> None:
+    reader = AnsweringChatModel(answers=READER_ANSWERS)
+    model = ScriptedChatModel(replies=[TWO_QUERIES])
+    limit = ModelCallLimitMiddleware(run_limit=3)
+    planner = ToolsPlannerMiddleware(query_model=reader, execution=execution, parallel_tools=True)
+    app = create_agent(model, TOOLS, middleware=[planner, limit], checkpointer=InMemorySaver())
+    out = app.invoke({"messages": [HumanMessage("Pay the bill.")]}, THREAD)
+    assert PAID == [(GOOD, 1234.5)] and meta(out["messages"][-1])["model_calls"] == 3
+    assert app.get_state(THREAD).values["thread_model_call_count"] == 3

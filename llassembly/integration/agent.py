@@ -9,8 +9,9 @@ with at most one real model call:
 2. The plan waits on calls: their results are read from the messages the agent's tool node
    (or an approval or limit middleware) wrote, handed to the machine, and it runs on to the
    next ``CALL``.
-3. The plan waits on a query (``CALL query_text``): the query model is asked (a model call
-   of its own visit, with no tools), its answer goes into the machine, and it runs on.
+3. The plan waits on queries (``CALL query_text``; several at once when they overlap): the
+   query model is asked (model calls of their own visit, with no tools), the answers go into
+   the machine, and it runs on.
 
 A step answers the model turn with an ``AIMessage`` carrying the plan's next call(s), which the
 agent routes to its tool node like any call the model made; or with the final message, which
@@ -162,7 +163,7 @@ class Visit:
         messages: The messages it adds (the last is the ``AIMessage`` the agent routes on).
         record: The planner's record after it.
         removals: Ids of messages to take out of the agent state.
-        model_calls: Real model calls made in it (0 or 1).
+        model_calls: Real model calls made in it (0 or 1; one per query of a batch).
         structured: The agent's ``structured_response``, when the turn ends with one.
     """
 
@@ -201,7 +202,7 @@ def visit(
         out += current.messages
         action = current.action
         if isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
-            made += 1
+            made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*conversation(shown), *out, *action.extra]
                 current = step(current.record, Replied(_with_id(reply)), _seen(view, out))
@@ -264,7 +265,8 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
         last = rec["drafts"][-1]
         text, kind = last["draft"], "draft"
     elif isinstance(action, AskQuery):
-        text = f"Asking the query model (line {action.request.line}: {action.request.source})."
+        lines = ", ".join(f"line {r.line}: {r.source}" for r in action.requests)
+        text = f"Asking the query model ({lines})."
         kind = "note"
     elif isinstance(action, AskModel):
         failure = rec["failure"]

@@ -85,9 +85,10 @@ class Returned:
 
 @dataclass(frozen=True)
 class Queried:
-    """The query model answered the query the plan waits on (or raised: ``reply.error``)."""
+    """The query model answered the queries it was asked, one reply each in the order asked
+    (a reply whose model raised says so: ``reply.error``)."""
 
-    reply: Reply
+    replies: tuple[Reply, ...]
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,10 @@ class AskPerson:
 
 @dataclass(frozen=True)
 class AskQuery:
-    """Ask the query model, with no tools, the plan's query (agent path): ``request`` holds
-    all it may see; the reply comes back as :class:`Queried`."""
+    """Ask the query model, with no tools, the plan's queries (agent path), all at once: each
+    request holds all its model call may see; the replies come back as :class:`Queried`."""
 
-    request: QueryRequest
+    requests: tuple[QueryRequest, ...]
 
 
 @dataclass(frozen=True)

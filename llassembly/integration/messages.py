@@ -339,9 +339,10 @@ def batch_messages(
 ) -> list[AnyMessage]:
     """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``);
     ``tags`` adds, per call, what the result's metadata records beside the call's place (a
-    ``"kind"`` in the tag of a single call, ``"query"``, is both messages' kind)."""
+    ``"kind"`` all the calls' tags share, ``"query"``, is the ``AIMessage``'s kind too)."""
     request = batch_request(calls, call_ids)
-    kind = tags[0].get("kind") if len(calls) == 1 and tags else None
+    kinds = {tag.get("kind") for tag in tags}
+    kind = kinds.pop() if len(tags) == len(calls) and len(kinds) == 1 else None
     if kind:
         request.response_metadata[KEY]["kind"] = kind
     messages: list[AnyMessage] = [request]

@@ -57,8 +57,8 @@ from llassembly.integration.options import (
     document_options,
 )
 from llassembly.integration.planner import Planner
-from llassembly.integration.query import aask, ask
-from llassembly.integration.record import KEY, TurnRecord, error_from_failure
+from llassembly.integration.query import aask_all, ask_all
+from llassembly.integration.record import KEY, TurnRecord, error_from_failure, queries_due
 from llassembly.integration.runplan import arun_plan, run_plan
 from llassembly.integration.tools import ToolContext
 from llassembly.integration.turn import AskQuery, Queried, RunPlan, TurnView
@@ -209,7 +209,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             if isinstance(asked, AnswerRequest):
                 return answered(handler(answer_request(request, asked)))
             if isinstance(asked, AskQuery):
-                return Queried(ask(self._query_model(request), asked.request))
+                return Queried(ask_all(self._query_model(request), asked.requests))
             if isinstance(asked, RunPlan):
                 tools = self._tools(request, view)
                 return run_plan(self.planner, asked, tools, get_config(), synchronous=True)
@@ -230,7 +230,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             if isinstance(asked, AnswerRequest):
                 return answered(await handler(answer_request(request, asked)))
             if isinstance(asked, AskQuery):
-                return Queried(await aask(self._query_model(request), asked.request))
+                return Queried(await aask_all(self._query_model(request), asked.requests))
             if isinstance(asked, RunPlan):
                 tools = self._tools(request, view)
                 return await arun_plan(self.planner, asked, tools, get_config())
@@ -326,5 +326,5 @@ def _lag(record: TurnRecord) -> int:
     """1 while the next visit of the model node makes no model call (see
     :func:`~llassembly.integration.agent.counter_updates`): a query due is one."""
     phase = record["phase"]
-    waits = phase == "approval" or (phase == "running" and record.get("query") is None)
+    waits = phase == "approval" or (phase == "running" and not queries_due(record))
     return 1 if waits else 0

@@ -324,7 +324,9 @@ class PlannerOptions:
         "value of the shape (a number, text, a boolean, an object of named fields); an answer "
         "that cannot be read as one is asked for once more, then the query fails as a tool "
         "would. Each query is a model call of the turn: counted, streamed (tagged "
-        "``llassembly:query``) and checkpointed.",
+        "``llassembly:query``) and checkpointed. A query changes nothing: under "
+        '``parallel_tools`` (``True``, ``"read_only"``, or a list naming ``query_text``) '
+        "independent queries are asked at once, in a batch of their own (never with tools).",
     )
 
     query_model: BaseChatModel | None = _option(

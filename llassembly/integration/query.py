@@ -9,16 +9,19 @@ has one (:func:`llassembly.compat.structured_model`), else as plain text. Its ru
 ``"llassembly_call"``), so a ``stream_mode="messages"`` stream shows each query as a model call
 of its own. What the reply gives is decided by :func:`llassembly.machine.query.settle`:
 
-* on the agent path the turn's step decides, one model call per visit of the model node
-  (:class:`~llassembly.integration.events.AskQuery` / ``Queried``); the driver calls
-  :func:`ask` / :func:`aask`;
+* on the agent path the turn's step decides, in a visit of the model node of their own the
+  queries of one batch (:class:`~llassembly.integration.events.AskQuery` / ``Queried``); the
+  driver calls :func:`ask_all` / :func:`aask_all`;
 * in a plan graph (the planner nodes, the middleware's ``execution="graph"``) the query runs as
   the plan's call (:func:`run_query` / :func:`arun_query`, which give a :class:`QueryAnswer`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -48,10 +51,12 @@ __all__ = [
     "QueryAnswer",
     "QueryRequest",
     "aask",
+    "aask_all",
     "answer_tag",
     "answered_value",
     "arun_query",
     "ask",
+    "ask_all",
     "query_request",
     "query_runner",
     "run_query",
@@ -141,6 +146,28 @@ async def aask(model: Any, request: QueryRequest, config: RunnableConfig | None 
         return await runnable.ainvoke(request.messages, config)
 
     return await adrive(_asking(model, request), invoke)
+
+
+def ask_all(
+    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
+) -> tuple[Reply, ...]:
+    """One attempt of each query of a batch, at once (on threads; one runs on the caller's
+    thread), the replies in the order asked."""
+    if len(requests) == 1:
+        return (ask(model, requests[0], config),)
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, ask, model, request, config)
+            for request in requests
+        ]
+        return tuple(future.result() for future in futures)
+
+
+async def aask_all(
+    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
+) -> tuple[Reply, ...]:
+    """Async :func:`ask_all` (the attempts awaited together)."""
+    return tuple(await asyncio.gather(*(aask(model, request, config) for request in requests)))
 
 
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
+from llassembly.language.program import Value
 from llassembly.machine.query import Refusal
 
 __all__ = [
@@ -34,8 +35,10 @@ __all__ = [
     "execution_failure",
     "new_record",
     "plan_failure",
+    "queries_due",
     "refusal_failure",
     "rejection_failure",
+    "settled",
 ]
 
 KEY: Final = "llassembly"
@@ -102,10 +105,23 @@ class PendingCall(TypedDict):
 
 
 class QueryDue(TypedDict):
-    """A query the plan waits on (agent path): the call, and the answers refused so far."""
+    """A query of the batch the plan waits on (agent path): the call, the answers refused so
+    far, and once settled its value or why it failed (so a resumed turn never asks again)."""
 
     call: PendingCall
     refused: list[Refusal]
+    value: NotRequired[Value]
+    failure: NotRequired[Failure]
+
+
+def settled(due: QueryDue) -> bool:
+    """Whether a query has its value, or has failed."""
+    return "value" in due or "failure" in due
+
+
+def queries_due(record: TurnRecord) -> bool:
+    """Whether the plan waits on the query model (a query of its batch is not settled)."""
+    return any(not settled(due) for due in record.get("queries") or ())
 
 
 class Approval(TypedDict):
@@ -153,7 +169,7 @@ class TurnRecord(TypedDict):
         raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.
-        query: The query the plan waits on (agent path; ``None`` when none is due).
+        queries: The batch of queries the plan waits on (agent path; empty when none).
     """
 
     phase: Phase
@@ -176,7 +192,7 @@ class TurnRecord(TypedDict):
     synchronous: bool
     raise_failure: bool
     lag: int
-    query: NotRequired[QueryDue | None]
+    queries: NotRequired[list[QueryDue]]
 
 
 def new_record(*, synchronous: bool = False) -> TurnRecord:
@@ -202,7 +218,7 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         synchronous=synchronous,
         raise_failure=False,
         lag=0,
-        query=None,
+        queries=[],
     )
 
 

@@ -64,8 +64,8 @@ from llassembly.integration.final import (
     structured_from_text,
 )
 from llassembly.integration.messages import (
+    batch_messages,
     batch_request,
-    call_messages,
     final_message,
     marked,
     plan_call_messages,
@@ -84,6 +84,8 @@ from llassembly.integration.record import (
     execution_failure,
     new_record,
     plan_failure,
+    queries_due,
+    settled,
 )
 from llassembly.integration.views import (
     native_calls_error,
@@ -94,7 +96,7 @@ from llassembly.integration.views import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ToolCall
 from llassembly.machine.externs import check_sync_tools
-from llassembly.machine.query import Refusal, is_query, settle
+from llassembly.machine.query import Reply, is_query, settle
 from llassembly.machine.say import final_answer_of
 
 __all__ = [
@@ -155,10 +157,8 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         return Step(rec, AskAnswer(_answer_request(rec, view)))
     if rec["phase"] == "running" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
-    due = rec.get("query")
-    if rec["phase"] == "running" and due is not None:  # asked again where the last step stopped
-        (call,) = _calls(_machine(rec, view))
-        return _ask_query(rec, call, due["refused"], [])
+    if rec["phase"] == "running" and queries_due(rec):  # asked where the last step stopped
+        return _ask_queries(rec, _calls(_machine(rec, view)), rec.get("queries") or [], [])
     approval = rec["approval"]
     if rec["phase"] == "approval" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
@@ -297,8 +297,9 @@ def _advance(
     rec["machine"] = emulator.snapshot()
     if not calls:
         return _plan_ended(rec, None, view, messages)
-    if is_query(view.externs.get(calls[0].tool)):  # never in a batch with other calls
-        return _ask_query(rec, calls[0], [], messages)
+    if is_query(view.externs.get(calls[0].tool)):  # a batch of queries only (see ahead.py)
+        dues = [QueryDue(call=_pending(call, rec["prefix"]), refused=[]) for call in calls]
+        return _ask_queries(rec, calls, dues, messages)
     pending = [_pending(call, rec["prefix"]) for call in calls]
     rec["pending"] = pending
     message = batch_request(calls, [p["id"] for p in pending])
@@ -349,51 +350,96 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
     return _advance(rec, emulator, view, [])
 
 
-# -- a query: the query model reads a text for the plan (agent path) -----------------------------
+# -- queries: the query model reads texts for the plan (agent path) ----------------------------
 
 
-def _ask_query(
+def _ask_queries(
     rec: TurnRecord,
-    call: ToolCall,
-    refused: list[Refusal],
+    calls: list[ToolCall],
+    dues: list[QueryDue],
     messages: list[AnyMessage],
 ) -> Step:
-    """Ask the query model the plan's query (the answers refused so far, with why, after the
-    question); its reply comes back as :class:`Queried`."""
-    due = QueryDue(call=_pending(call, rec["prefix"]), refused=list(refused))
-    rec["query"] = due
-    where = due["call"]
-    request = query_request(call.args, refused, where["id"], where["line"], where["source"])
-    return Step(rec, AskQuery(request), messages)
+    """Ask the query model, all at once, the batch's queries not settled yet (each after the
+    answers refused so far, with why); the replies come back as :class:`Queried`."""
+    rec["queries"] = dues
+    requests = tuple(
+        query_request(call.args, due["refused"], due["call"]["id"], call.line, call.source)
+        for call, due in zip(calls, dues, strict=True)
+        if not settled(due)
+    )
+    return Step(rec, AskQuery(requests), messages)
 
 
 def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
-    """The query model replied: the value goes into the machine and the plan runs on; an
-    answer that cannot be used is asked for once more, then the query fails like a call."""
-    due = rec.get("query")
-    if due is None or rec["phase"] != "running":
-        raise UsageError("a query's reply came while the turn waits on no query")
-    rec["model_calls"] += 1
+    """The query model replied: an answer that cannot be used is asked for once more, then
+    its query fails like a call. Once every query of the batch is settled, their values go
+    into the machine in program order (a failure stops the plan, keeping the values before
+    it) and the plan runs on."""
+    dues = rec.get("queries") or []
+    asked = [due for due in dues if not settled(due)]
+    if rec["phase"] != "running" or not asked or len(event.replies) != len(asked):
+        raise UsageError("query replies came while the turn waits on no such queries")
+    rec["model_calls"] += len(event.replies)
     emulator = _machine(rec, view)
-    (call,) = _calls(emulator)
-    where = due["call"]
+    calls = _calls(emulator)
+    replies = iter(event.replies)
+    now: list[QueryDue] = []
+    for call, due in zip(calls, dues, strict=True):
+        if not settled(due):
+            due = _settled_due(call, due, next(replies))
+        now.append(due)
+    if any(not settled(due) for due in now):
+        return _ask_queries(rec, calls, now, [])
+    rec["queries"] = []
+    return _take_queries(rec, emulator, calls, now, view)
+
+
+def _settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
+    """``due`` after ``reply``: its value, its refusals so far, or its failure."""
     try:
-        outcome = settle(call.args, event.reply, due["refused"], line=call.line, source=call.source)
+        outcome = settle(call.args, reply, due["refused"], line=call.line, source=call.source)
     except QueryFailed as error:
-        rec["query"] = None
-        tag = answer_tag(error.attempts)
-        failed = call_messages(call, str(error), where["id"], error=True, tag=tag)
-        return _plan_ended(rec, execution_failure(error), view, list(failed))
+        return QueryDue(call=due["call"], refused=due["refused"], failure=execution_failure(error))
     if isinstance(outcome, list):  # refused: asked once more, with why
-        return _ask_query(rec, call, outcome, [])
-    rec["query"] = None
-    tag = answer_tag(len(due["refused"]) + 1)
-    messages = list(call_messages(call, result_text(outcome), where["id"], tag=tag))
-    try:
-        emulator.complete_batch([outcome])
-    except ExecutionError as error:
-        rec["machine"] = emulator.snapshot()
-        return _plan_ended(rec, execution_failure(error), view, messages)
+        return QueryDue(call=due["call"], refused=outcome)
+    return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
+
+
+def _take_queries(
+    rec: TurnRecord,
+    emulator: Emulator,
+    calls: list[ToolCall],
+    dues: list[QueryDue],
+    view: TurnView,
+) -> Step:
+    """Give the machine the batch's answers in program order, and record the batch as one
+    ``AIMessage`` and a ``ToolMessage`` per query (as a plan graph records it)."""
+    answers: list[tuple[str, bool]] = []
+    tags = []
+    for due in dues:
+        failure = due.get("failure")
+        if failure is None:
+            answers.append((result_text(due["value"]), False))
+            tags.append(answer_tag(len(due["refused"]) + 1))
+        else:
+            answers.append((failure["message"], True))
+            tags.append(answer_tag(int(failure.get("attempts", len(due["refused"]) + 1))))
+    stopped: Failure | None = None
+    for k, due in enumerate(dues):
+        stopped = due.get("failure")
+        if stopped is not None:
+            break
+        try:
+            emulator.complete_batch([due["value"]])
+        except ExecutionError as error:
+            stopped = execution_failure(error)
+            answers[k] = (str(error), True)
+            break
+    rec["machine"] = emulator.snapshot()
+    ids = [due["call"]["id"] for due in dues]
+    messages = batch_messages(calls, answers, ids, tags)
+    if stopped is not None:
+        return _plan_ended(rec, stopped, view, messages)
     return _advance(rec, emulator, view, messages)
 
 
