@@ -65,6 +65,20 @@ def test_approval_pauses_before_any_call_and_runs_once_approved() -> None:
     assert out.endswith("Approved. Restarted 2 services. Restarted: ['web', 'db']\n")
 
 
+def test_pay_bill_pays_the_payee_the_bill_names_and_never_the_injected_account() -> None:
+    out = run_example("pay_bill.py")
+    assert out.splitlines() == [
+        "An honest reader:",
+        "  calls: read_file, query_text, find_payee, pay",
+        "  the query model got SystemMessage, HumanMessage: the bill and one question, no tools",
+        "  Paid 98.70 EUR to Stadtwerke Musterstadt (DE89370400440532013000).",
+        "A reader the injected text fooled:",
+        "  calls: read_file, query_text, find_payee",
+        "  Not paid: Quick Refunds Ltd is not in your address book.",
+        "Paid in all: [('DE89370400440532013000', 98.7)]",
+    ]
+
+
 def test_postgres_durability_finishes_in_a_second_process_shipping_each_crate_once(
     postgres: str,
 ) -> None:
