@@ -29,7 +29,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from llassembly.compat import structured_model, tagged_model
-from llassembly.integration.record import KEY
+from llassembly.errors import QueryFailed
+from llassembly.integration.record import KEY, QueryDue, execution_failure
 from llassembly.language.program import Value
 from llassembly.machine.drive import adrive, drive
 from llassembly.machine.query import (
@@ -60,6 +61,7 @@ __all__ = [
     "query_request",
     "query_runner",
     "run_query",
+    "settled_due",
 ]
 
 QUERY_TAG: Final = "llassembly:query"
@@ -168,6 +170,21 @@ async def aask_all(
 ) -> tuple[Reply, ...]:
     """Async :func:`ask_all` (the attempts awaited together)."""
     return tuple(await asyncio.gather(*(aask(model, request, config) for request in requests)))
+
+
+# -- a batch of queries, where the turn asks them (agent path) ------------------------------------
+
+
+def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
+    """A query of the turn's batch after its model's ``reply``: its value, the answers refused
+    so far (to ask again), or its failure."""
+    try:
+        outcome = settle(call.args, reply, due["refused"], line=call.line, source=call.source)
+    except QueryFailed as error:
+        return QueryDue(call=due["call"], refused=due["refused"], failure=execution_failure(error))
+    if isinstance(outcome, list):  # refused: asked once more, with why
+        return QueryDue(call=due["call"], refused=outcome)
+    return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
 
 
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------

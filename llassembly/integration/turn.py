@@ -31,11 +31,11 @@ from llassembly.errors import (
     AsmRuntimeError,
     ExecutionError,
     PlanError,
-    QueryFailed,
     RepairsExhausted,
     UsageError,
 )
 from llassembly.integration.approval import decide, edit_note
+from llassembly.integration.batches import query_outcomes, take_batch
 from llassembly.integration.events import (
     Action,
     Answered,
@@ -64,16 +64,14 @@ from llassembly.integration.final import (
     structured_from_text,
 )
 from llassembly.integration.messages import (
-    batch_messages,
     batch_request,
     final_message,
     marked,
     plan_call_messages,
     query_model_calls,
-    result_text,
 )
 from llassembly.integration.planner import short_hash
-from llassembly.integration.query import answer_tag, query_request
+from llassembly.integration.query import query_request, settled_due
 from llassembly.integration.record import (
     NOT_APPROVED,
     Failed,
@@ -96,7 +94,7 @@ from llassembly.integration.views import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ToolCall
 from llassembly.machine.externs import check_sync_tools
-from llassembly.machine.query import Reply, is_query, settle
+from llassembly.machine.query import is_query
 from llassembly.machine.say import final_answer_of
 
 __all__ = [
@@ -372,9 +370,7 @@ def _ask_queries(
 
 def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
     """The query model replied: an answer that cannot be used is asked for once more, then
-    its query fails like a call. Once every query of the batch is settled, their values go
-    into the machine in program order (a failure stops the plan, keeping the values before
-    it) and the plan runs on."""
+    its query fails like a call; once every query of the batch is settled, the plan runs on."""
     dues = rec.get("queries") or []
     asked = [due for due in dues if not settled(due)]
     if rec["phase"] != "running" or not asked or len(event.replies) != len(asked):
@@ -386,23 +382,12 @@ def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
     now: list[QueryDue] = []
     for call, due in zip(calls, dues, strict=True):
         if not settled(due):
-            due = _settled_due(call, due, next(replies))
+            due = settled_due(call, due, next(replies))
         now.append(due)
     if any(not settled(due) for due in now):
         return _ask_queries(rec, calls, now, [])
     rec["queries"] = []
     return _take_queries(rec, emulator, calls, now, view)
-
-
-def _settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
-    """``due`` after ``reply``: its value, its refusals so far, or its failure."""
-    try:
-        outcome = settle(call.args, reply, due["refused"], line=call.line, source=call.source)
-    except QueryFailed as error:
-        return QueryDue(call=due["call"], refused=due["refused"], failure=execution_failure(error))
-    if isinstance(outcome, list):  # refused: asked once more, with why
-        return QueryDue(call=due["call"], refused=outcome)
-    return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
 
 
 def _take_queries(
@@ -412,34 +397,14 @@ def _take_queries(
     dues: list[QueryDue],
     view: TurnView,
 ) -> Step:
-    """Give the machine the batch's answers in program order, and record the batch as one
-    ``AIMessage`` and a ``ToolMessage`` per query (as a plan graph records it)."""
-    answers: list[tuple[str, bool]] = []
-    tags = []
-    for due in dues:
-        failure = due.get("failure")
-        if failure is None:
-            answers.append((result_text(due["value"]), False))
-            tags.append(answer_tag(len(due["refused"]) + 1))
-        else:
-            answers.append((failure["message"], True))
-            tags.append(answer_tag(int(failure.get("attempts", len(due["refused"]) + 1))))
-    stopped: Failure | None = None
-    for k, due in enumerate(dues):
-        stopped = due.get("failure")
-        if stopped is not None:
-            break
-        try:
-            emulator.complete_batch([due["value"]])
-        except ExecutionError as error:
-            stopped = execution_failure(error)
-            answers[k] = (str(error), True)
-            break
-    rec["machine"] = emulator.snapshot()
-    ids = [due["call"]["id"] for due in dues]
-    messages = batch_messages(calls, answers, ids, tags)
-    if stopped is not None:
-        return _plan_ended(rec, stopped, view, messages)
+    """Give the machine the batch's answers in program order, recorded as a plan graph
+    records a batch (a failure stops the plan, keeping the answers before it)."""
+    messages: list[AnyMessage] = []
+    try:
+        take_batch(emulator, calls, query_outcomes(dues), {}, (messages, rec["prefix"]))
+    except ExecutionError as error:
+        rec["machine"] = emulator.snapshot()
+        return _plan_ended(rec, execution_failure(error), view, messages)
     return _advance(rec, emulator, view, messages)
 
 
