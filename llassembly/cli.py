@@ -8,7 +8,8 @@ constant arguments, loops and conditions, worst-case counts against the budgets)
 final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
 prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`).
 ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
-(LangChain tools or plain typed functions), a single tool, or a function returning a list; the
+(LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
+function returning a list or a mapping; the
 current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
 repository root. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
 its own arguments.
@@ -30,6 +31,7 @@ from typing import Any, NoReturn, TextIO
 
 from llassembly import __version__
 from llassembly.analysis.summary import summarize
+from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.analysis.verifier import check
 from llassembly.errors import (
     Diagnostic,
@@ -54,7 +56,7 @@ from llassembly.machine.emulator import (
 )
 from llassembly.machine.externs import (
     Extern,
-    externs_from,
+    externs_of,
 )
 
 __all__ = ["EXIT_CODES", "JSON_SCHEMA", "load_tools", "main"]
@@ -114,8 +116,10 @@ def load_tools(spec: str) -> dict[str, Extern]:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
     if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
         value = value()
-    tools = list(value) if isinstance(value, list | tuple) else [value]
-    return externs_from(tools)
+    # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
+    # command line there is no list to wrap it in.
+    tools = [value] if looks_like_one_tool(value) else value
+    return dict(externs_of(tools, param="--tools"))
 
 
 def _is_typed_tool(value: Callable[..., Any]) -> bool:
@@ -376,7 +380,7 @@ def _parser() -> argparse.ArgumentParser:
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
-            help="a list of tools (or one tool, or a function returning a list)",
+            help="a list or mapping of tools (or one tool, or a function returning either)",
         )
         sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
         sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)

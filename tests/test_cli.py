@@ -227,7 +227,7 @@ def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -
         ("cli_tools:", "must look like module:attribute"),
         ("no_such_module_xyz:TOOLS", "cannot import module 'no_such_module_xyz'"),
         ("cli_tools:MISSING", "has no attribute 'MISSING'"),
-        ("cli_tools:NOT_A_TOOL", "neither a LangChain tool nor a callable"),
+        ("cli_tools:NOT_A_TOOL", "--tools must be a list of tools (LangChain tools, functions"),
     ],
 )
 @pytest.mark.parametrize("command", ["check", "run"])

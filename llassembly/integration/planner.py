@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool
 
 from llassembly.analysis.policies import check_policies
 from llassembly.analysis.summary import PlanSummary, summarize
+from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
 from llassembly.errors import Diagnostic, PlanRejected, UsageError
 from llassembly.integration.approval import approval_request, needs_approval
@@ -28,7 +29,7 @@ from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import CompiledProgram, compile_program
-from llassembly.machine.externs import Extern, externs_from
+from llassembly.machine.externs import Extern, ToolSpec, externs_from
 
 __all__ = ["MAX_PLAN_INSTRUCTIONS", "Planner", "short_hash"]
 
@@ -81,7 +82,7 @@ class Planner:
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
         # Each entry keeps the objects its key names by id, so an id is never reused for it.
-        self._externs: _Lru[tuple[int, ...], tuple[tuple[Any, ...], dict[str, Extern]]] = _Lru()
+        self._externs: _Lru[tuple[Any, ...], tuple[object, dict[str, Extern]]] = _Lru()
         self._compiled: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], CompiledProgram]] = _Lru()
         self._summaries: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanSummary]] = _Lru()
         self._prompts: _Lru[tuple[int, str], tuple[Mapping[str, Extern], str]] = _Lru()
@@ -91,18 +92,24 @@ class Planner:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def externs_for(self, tools: Sequence[Any]) -> dict[str, Extern]:
-        """The tools as plans call them, adapted once per distinct list (same objects).
+    def externs_for(self, tools: ToolSpec) -> dict[str, Extern]:
+        """The tools as plans call them, adapted once per distinct list or mapping (same
+        objects; see :data:`~llassembly.machine.externs.ToolSpec`).
 
         Raises:
-            UsageError: A tool cannot be adapted, or an option names a tool that is not among
-                them.
+            UsageError: ``tools`` is no list or mapping of tools (a ``TypeError`` too), a tool
+                cannot be adapted, or an option names a tool that is not among them.
         """
-        key = tuple(map(id, tools))
+        given = given_tools(tools)
+        key: tuple[Any, ...] = (
+            tuple((name, id(tool)) for name, tool in given.items())
+            if isinstance(given, Mapping)
+            else tuple(map(id, given))
+        )
         found = self._externs.get_fresh(key)
         if found is not None:
             return found[1]
-        externs = externs_from(tools)
+        externs = externs_from(given)
         for extern in externs.values():
             other = [n for n in extern.injected if n != extern.runtime_param]
             # On the agent path the agent's tool node injects every parameter itself.
@@ -113,7 +120,7 @@ class Planner:
                     "(state, store, context, tool_call_id)"
                 )
         check_tool_names(self.options, externs)
-        return self._externs.keep(key, (tuple(tools), externs))[1]
+        return self._externs.keep(key, (given, externs))[1]
 
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
