@@ -6,7 +6,8 @@ with ``--summary`` it also prints what a valid plan can do (each tool's fewest a
 constant arguments, loops and conditions, worst-case counts against the budgets).
 ``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
 final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
-prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`).
+prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`); what the
+tools print meanwhile goes to standard error.
 ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
 (LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
 function returning a list or a mapping; the
@@ -21,6 +22,7 @@ Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -72,7 +74,8 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
 
 JSON_SCHEMA = """\
-JSON output (--json): one object on standard output, whatever happens.
+JSON output (--json): one object on standard output, whatever happens
+(what the tools print goes to standard error).
   Always:    "command" ("check" | "run" | null), "status", "exit_code"
   status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
              plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
@@ -421,7 +424,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             "check": _cmd_check,
             "run": _cmd_run,
         }
-        return handlers[args.command](args, report)
+        if not as_json:
+            return handlers[args.command](args, report)
+        # Under --json standard output holds the one JSON object: what the tools print, as
+        # they are imported or called, goes to standard error (the report writes to the
+        # stream taken above).
+        with contextlib.redirect_stdout(sys.stderr):
+            return handlers[args.command](args, report)
     except PlanError as exc:
         report.text(str(exc))
         problems = [_problem(d) for d in exc.diagnostics]
