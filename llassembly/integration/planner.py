@@ -1,10 +1,10 @@
 """A planner's options and what it keeps between turns: adapted tools, prompts, checked plans.
 
 One :class:`Planner` per ``ToolsPlannerMiddleware`` / planner node / :func:`~llassembly.plan`
-call. It checks a model's reply the one way every path does (parse, size, verify, policies,
-tool names in the options) and caches what a plan costs to build: its compiled program, its
-summary, its plan graph. Everything cached is bounded and keyed by the very objects it was
-built for, so agents built per request with new tools do not grow it.
+call. It checks a model's reply the one way every path does (parse, verify with its size
+limit, policies, tool names in the options) and caches what a plan costs to build: its
+compiled program, its summary, its plan graph. Everything cached is bounded and keyed by the
+very objects it was built for, so agents built per request with new tools do not grow it.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from llassembly.analysis.policies import check_policies
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
-from llassembly.errors import Diagnostic, PlanRejected, UsageError
+from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request, needs_approval
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
+from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS  # re-exported: the size limit
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import CompiledProgram, compile_program
@@ -41,19 +41,6 @@ _V = TypeVar("_V")
 def short_hash(text: str) -> str:
     """Six hex digits identifying ``text`` (for short, stable tool-call ids)."""
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
-
-
-def _check_size(program: Program) -> None:
-    count = len(program.instructions)
-    if count > MAX_PLAN_INSTRUCTIONS:
-        first = program.instructions[MAX_PLAN_INSTRUCTIONS]
-        problem = Diagnostic(
-            first.line,
-            1,
-            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
-            "repeat work with a loop or a subroutine instead of writing it out",
-        )
-        raise PlanRejected((problem,))
 
 
 class _Lru(OrderedDict[_K, _V]):
@@ -150,8 +137,7 @@ class Planner:
         """
         parsed = parse(text)
         if isinstance(parsed, Program):
-            _check_size(parsed)
-            self.compiled(text, externs, parsed)
+            self.compiled(text, externs, parsed)  # verifies: size first, then every check
             if self.options.plan_policy:
                 problems = check_policies(
                     self.options.plan_policy, self.summary(text, externs), parsed
