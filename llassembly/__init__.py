@@ -43,6 +43,7 @@ from llassembly.errors import (
     ToolCallBudgetExceeded,
     ToolExecutionError,
     UsageError,
+    UsageTypeError,
     WallClockExceeded,
 )
 from llassembly.integration.prompt import build_system_prompt
@@ -63,7 +64,7 @@ from llassembly.machine.externs import (
     Extern,
     externs_from,
 )
-from llassembly.machine.toolset import (  # these take tools as a list or a mapping
+from llassembly.machine.toolset import (
     check,
     summarize,
     verify,
@@ -188,6 +189,7 @@ __all__ = [
     "ToolsPlannerMiddleware",
     "ToolsPlannerNode",
     "UsageError",
+    "UsageTypeError",
     "WallClockExceeded",
     "__version__",
     "aplan",

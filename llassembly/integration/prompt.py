@@ -28,8 +28,10 @@ from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.errors import UsageError
 from llassembly.machine.externs import (
     Extern,
+    ToolSpec,
     describe_extern,
     extern_signature,
+    externs_of,
 )
 from llassembly.machine.query import is_query
 
@@ -101,14 +103,16 @@ def _section(name: str) -> str:
 
 
 def build_system_prompt(
-    externs: Mapping[str, Extern],
+    externs: ToolSpec,
     context: str = "",
     prompt_path: str | os.PathLike[str] | None = None,
 ) -> str:
     """Return the system prompt for these tools.
 
     Args:
-        externs: The tools the plan may call, as built by :func:`llassembly.externs.externs_from`.
+        externs: The tools the plan may call: a list of LangChain tools, functions or
+            externs, or a mapping of tool name to tool (see
+            :data:`~llassembly.machine.externs.ToolSpec`).
         context: The caller's system message text, put where the template says ``{context}``.
         prompt_path: A template file to use instead of the built-in one. It may use either
             placeholder or none; other ``{...}`` text is kept as written.
@@ -124,17 +128,18 @@ def build_system_prompt(
         >>> "## ping" in build_system_prompt(externs_from([ping]), "You run the network.")
         True
     """
+    by_name = externs_of(externs, param="externs")
     text = load_template(prompt_path)
     described: set[str] = set()  # each structured type's fields once in the prompt
-    tools = [e for e in externs.values() if not is_query(e)]
+    tools = [e for e in by_name.values() if not is_query(e)]
     blocks = "\n\n".join(describe_extern(e, described) for e in tools) or "(no tools)"
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _section("structures") if uses_structures(externs) else ""
+    structures = _section("structures") if uses_structures(by_name) else ""
     if not structures:  # drop the placeholder's line
         text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
-    queries = _section("queries") if any(map(is_query, externs.values())) else ""
+    queries = _section("queries") if any(map(is_query, by_name.values())) else ""
     if queries and _QUERIES not in text:  # a template of the user's: after the tools
         blocks = f"{blocks}\n\n{queries}"
     if not queries:

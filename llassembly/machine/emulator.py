@@ -23,8 +23,8 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from typing import Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any
 
 from llassembly.errors import (
     ExecutionError,
@@ -59,9 +59,9 @@ from llassembly.machine.drive import (
     drive,
 )
 from llassembly.machine.externs import (
-    Extern,
+    ToolSpec,
     check_sync_tools,
-    externs_from,
+    externs_of,
 )
 from llassembly.machine.pending import read_checks
 from llassembly.machine.state import (
@@ -115,15 +115,14 @@ def tool_error(call: ToolCall, exc: Exception) -> BaseException:
     return error
 
 
-ToolSpec: TypeAlias = Iterable[Any] | Mapping[str, Extern]
-
-
 class Emulator:
     """Runs one verified plan within budgets.
 
     Args:
         program: A parsed program (or a :class:`CompiledProgram` to skip verifying again).
-        tools: The tools the plan may call: LangChain tools, plain callables, or externs.
+        tools: The tools the plan may call: a list of LangChain tools, plain callables or
+            externs, or a mapping of tool name to tool (see
+            :data:`~llassembly.machine.externs.ToolSpec`).
         max_instructions_to_exec: Most instructions one run may execute.
         max_tool_calls: Most tool calls one run may make.
         max_stack_depth: Most values on the data stack plus return addresses.
@@ -166,10 +165,8 @@ class Emulator:
                 program = _compile_steps(program.program, program.externs, max_stack_depth)
             self.compiled = program
         else:
-            externs = (
-                tools if isinstance(tools, Mapping) else externs_from(cast(Iterable[Any], tools))
-            )
             checked = program_of(program, "Emulator")
+            externs = externs_of(tools)
             self.compiled = compile_program(checked, externs, max_stack_depth=max_stack_depth)
         self.program = self.compiled.program
         self.max_instructions_to_exec = max_instructions_to_exec

@@ -50,7 +50,7 @@ from llassembly.machine.access import (
     getter,
     setter,
 )
-from llassembly.machine.externs import Extern
+from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.ops import (
     CONDITIONS,
     EAX,
@@ -361,11 +361,18 @@ def written_registers(flow: ControlFlow) -> tuple[int, ...]:
 
 
 def compile_program(
-    program: Program, externs: Mapping[str, Extern], *, max_stack_depth: int
+    program: Program, externs: ToolSpec, *, max_stack_depth: int
 ) -> CompiledProgram:
-    """Verify ``program`` and compile it. Raises :class:`~llassembly.errors.PlanRejected`."""
-    verify(program, externs)
-    return _compile_steps(program, externs, max_stack_depth)
+    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of
+    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`).
+
+    Raises:
+        PlanRejected: The program does not verify.
+        UsageError: ``externs`` is no toolset (see :func:`~llassembly.machine.externs.externs_of`).
+    """
+    by_name = externs_of(externs, param="externs")
+    verify(program, by_name)
+    return _compile_steps(program, by_name, max_stack_depth)
 
 
 # -- the same steps for the plan summary ------------------------------------------------------
