@@ -415,8 +415,7 @@ class _Checker:
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
                 self.report(instructions[pc].line, self.column_of(instructions[pc], 0), site)
-        answers = query_result_shapes(queries)
-        skip = frozenset(found.string_math)
+        answers, skip = query_result_shapes(queries), frozenset(found.string_math)
         for problem in type_problems(self.flow, self.layout, skip, answers):
             ins = instructions[problem.pc]
             self.report(ins.line, self.column_of(ins, problem.position), problem.message)

@@ -40,6 +40,8 @@ __all__ = [
     "call_messages",
     "call_meta",
     "call_request",
+    "calls_alongside",
+    "completed_calls",
     "final_message",
     "finished_summary",
     "jsonable",
@@ -285,6 +287,27 @@ def query_model_calls(messages: Sequence[BaseMessage]) -> int:
         if isinstance(tag, Mapping) and tag.get("kind") == "query":
             total += int(tag.get("attempts", 1))
     return total
+
+
+def completed_calls(machine: Mapping[str, Any]) -> int:
+    """The calls a plan completed, from its machine's snapshot: the machine counts a call when
+    it starts it, so the calls it still waits on (one that failed, or was not run) are not
+    among them."""
+    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
+    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
+
+
+def calls_alongside(messages: Sequence[BaseMessage], prefix: str, before: int) -> int:
+    """The calls of a stopped plan (its call ids start with ``prefix``) that completed
+    although the machine never took their results: with ``parallel_tools``, the calls of a
+    batch after the one that failed ran at the same time. Counted from the plan's call
+    messages (a result the plan got, or could have got), less the ``before`` it took."""
+    done = 0
+    for m in plan_call_messages(messages, [prefix]):
+        tag = m.response_metadata.get(KEY)
+        ok = isinstance(m, ToolMessage) and m.status != "error"
+        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
+    return max(done - before, 0)
 
 
 def call_meta(index: int, line: int, source: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
 from llassembly.language.program import Value
 from llassembly.machine.query import Refusal
+from llassembly.machine.state import ToolCall
 
 __all__ = [
     "CALL_REFUSED",
@@ -34,6 +35,7 @@ __all__ = [
     "error_from_failure",
     "execution_failure",
     "new_record",
+    "pending_call",
     "plan_failure",
     "queries_due",
     "refusal_failure",
@@ -102,6 +104,18 @@ class PendingCall(TypedDict):
     line: int
     source: str
     number: int
+
+
+def pending_call(call: ToolCall, prefix: str) -> PendingCall:
+    """The record of a call the plan makes now (its id: ``prefix`` and its number)."""
+    return PendingCall(
+        id=f"{prefix}{call.number}",
+        tool=call.tool,
+        index=call.index,
+        line=call.line,
+        source=call.source,
+        number=call.number,
+    )
 
 
 class QueryDue(TypedDict):

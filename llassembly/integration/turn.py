@@ -31,7 +31,6 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 
 from llassembly.errors import (
@@ -72,6 +71,8 @@ from llassembly.integration.final import (
 )
 from llassembly.integration.messages import (
     batch_request,
+    calls_alongside,
+    completed_calls,
     final_message,
     marked,
     plan_call_messages,
@@ -80,15 +81,14 @@ from llassembly.integration.messages import (
 from llassembly.integration.planner import short_hash
 from llassembly.integration.query import query_request, settled_due
 from llassembly.integration.record import (
-    KEY,
     NOT_APPROVED,
     Failed,
     Failure,
-    PendingCall,
     QueryDue,
     TurnRecord,
     execution_failure,
     new_record,
+    pending_call,
     plan_failure,
     queries_due,
     settled,
@@ -304,9 +304,9 @@ def _advance(
     if not calls:
         return _plan_ended(rec, None, view, messages)
     if is_query(view.externs.get(calls[0].tool)):  # a batch of queries only (see ahead.py)
-        dues = [QueryDue(call=_pending(call, rec["prefix"]), refused=[]) for call in calls]
+        dues = [QueryDue(call=pending_call(call, rec["prefix"]), refused=[]) for call in calls]
         return _ask_queries(rec, calls, dues, messages)
-    pending = [_pending(call, rec["prefix"]) for call in calls]
+    pending = [pending_call(call, rec["prefix"]) for call in calls]
     rec["pending"] = pending
     message = batch_request(calls, [p["id"] for p in pending])
     return Step(rec, RunCalls(calls, message), [*messages, message])
@@ -318,17 +318,6 @@ def _calls(emulator: Emulator) -> list[ToolCall]:
         return emulator.advance_batch()
     call = emulator.advance()
     return [] if call is None else [call]
-
-
-def _pending(call: ToolCall, prefix: str) -> PendingCall:
-    return PendingCall(
-        id=f"{prefix}{call.number}",
-        tool=call.tool,
-        index=call.index,
-        line=call.line,
-        source=call.source,
-        number=call.number,
-    )
 
 
 def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
@@ -430,8 +419,9 @@ def _plan_ended(
     """The plan ended: replan after a failure (when the policy says so), or end the turn."""
     machine = rec["machine"] or {}
     rec["executed"] += int(machine.get("executed", 0))
-    before = _completed(machine, failure)
-    alongside = _alongside(rec, view, messages, before) if failure else 0
+    before = completed_calls(machine)
+    calls = [*view.messages, *messages]
+    alongside = calls_alongside(calls, rec["prefix"], before) if failure else 0
     rec["tool_calls"] += before + alongside
     rec["alongside"] = alongside
     rec.update({"plan": None, "pending": [], "failure": failure})
@@ -443,28 +433,6 @@ def _plan_ended(
         asked.messages[:0] = messages
         return asked
     return _end(rec, failure, view, messages)
-
-
-def _completed(machine: Mapping[str, Any], failure: Failure | None) -> int:
-    """The calls a plan completed: the machine counts a call when it starts it, so the calls
-    it still waits on (one that failed, or was not run) are not among them."""
-    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
-    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
-
-
-def _alongside(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage], before: int
-) -> int:
-    """The calls of the stopped plan that completed although the machine never took their
-    results: with ``parallel_tools``, the calls of a batch after the one that failed ran at
-    the same time. Counted from the plan's call messages (a result the plan got, or could
-    have got)."""
-    done = 0
-    for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]]):
-        tag = m.response_metadata.get(KEY)
-        ok = isinstance(m, ToolMessage) and m.status != "error"
-        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
-    return max(done - before, 0)
 
 
 def _end(
