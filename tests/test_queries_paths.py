@@ -445,3 +445,14 @@ def test_model_call_limits_count_each_query_of_a_batch(execution: str) -> None:
     out = app.invoke({"messages": [HumanMessage("Pay the bill.")]}, THREAD)
     assert PAID == [(GOOD, 1234.5)] and meta(out["messages"][-1])["model_calls"] == 3
     assert app.get_state(THREAD).values["thread_model_call_count"] == 3
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_queries_asked_at_once_each_stream_with_their_call_id(execution: str) -> None:
+    reader = AnsweringChatModel(answers=READER_ANSWERS)
+    planner = ToolsPlannerMiddleware(query_model=reader, parallel_tools=True, execution=execution)
+    app = create_agent(ScriptedChatModel(replies=[TWO_QUERIES]), TOOLS, middleware=[planner])
+    found = _streamed(app, subgraphs=execution == "graph")
+    streamed = sorted((metadata[QUERY_CALL_KEY][-2:], chunk.text) for chunk, metadata in found)
+    assert streamed == [("_2", f'{{"value": "{GOOD}"}}'), ("_3", '{"value": 1234.5}')]
+    assert PAID == [(GOOD, 1234.5)]
