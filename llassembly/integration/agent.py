@@ -2,7 +2,7 @@
 
 Inside ``create_agent`` the planner takes the model's place between tool turns. Each visit of
 the agent's model node is one *step* of the turn (:func:`llassembly.integration.turn.step`),
-with at most one real model call:
+with at most one real model call (or one per query of a batch of queries):
 
 1. No turn is going on: the model is asked for a plan; a valid one starts, and the machine
    runs its pure instructions up to the first ``CALL``.
@@ -176,8 +176,8 @@ class Visit:
 
 Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
-system prompt), the final answer call (an :class:`AnswerRequest`), a query to the query model
-(its reply as a :class:`Queried`), or a plan run."""
+system prompt), the final answer call (an :class:`AnswerRequest`), queries to the query model
+(their replies as a :class:`Queried`), or a plan run."""
 
 
 def visit(
