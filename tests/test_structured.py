@@ -410,11 +410,11 @@ def test_none_passes_none_to_a_parameter_that_takes_it() -> None:
 
 def test_none_for_a_parameter_without_default_is_refused_naming_it() -> None:
     with pytest.raises(ToolArgumentError) as info:
-        machine("PUSH NONE\nCALL strict\nPOP R1", [strict])
+        machine("MOV R2, '{\"k\": null}'\nPUSH R2.k\nCALL strict\nPOP R1", [strict])
     assert "tool 'strict', argument 'key': NONE (no value) was pushed, but the tool has no " in (
         str(info.value)
     )
-    assert info.value.line == 2
+    assert info.value.line == 3
 
 
 def test_the_summary_says_an_argument_is_left_out() -> None:

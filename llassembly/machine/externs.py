@@ -20,6 +20,7 @@ Conversion is precomputed per parameter when the extern is built, so the common
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -28,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from llassembly.compat import tool_signature_function
 from llassembly.errors import (
@@ -90,6 +91,41 @@ class Param:
     default_text: str = ""
 
 
+class _Refused(Exception):
+    """A value a parameter does not take (internal: :meth:`Extern.convert_args` raises a
+    :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_LEFT_OUT: Any = object()
+"""What ``NONE`` converts to for a parameter with a default: the argument is left out."""
+
+
+def _schema_field(tool: BaseTool | None, name: str) -> TypeAdapter[Any] | None:
+    """A validator of one field of a LangChain tool's pydantic ``args_schema`` (its type and
+    constraints), or ``None``."""
+    schema = getattr(tool, "args_schema", None) if tool is not None else None
+    if not is_model(schema):
+        return None
+    model = typing.cast(type[BaseModel], schema)
+    return _field_adapter(model, name) if name in model.model_fields else None
+
+
+@functools.lru_cache(maxsize=256)
+def _field_adapter(schema: type[BaseModel], name: str) -> TypeAdapter[Any] | None:
+    found = schema.model_fields[name]
+    kind: Any = found.annotation
+    if found.metadata:
+        kind = typing.cast(Any, Annotated)[(kind, *found.metadata)]
+    try:
+        return TypeAdapter(kind)
+    except Exception:  # a type pydantic cannot build a validator for alone
+        return None
+
+
 # --- the extern ----------------------------------------------------------------------------------
 
 
@@ -147,42 +183,79 @@ class Extern:
             msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         out: dict[str, Any] = {}
-        done = 0
-        try:
-            for (name, convert), value in zip(converters, values, strict=True):
-                if value == NONE and type(value) is str:
-                    self._leave_out(out, done, line, source)
-                else:
-                    out[name] = convert(value)
-                done += 1
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            param = self.params[done]
-            shown = "NONE" if values[done] == NONE else short_repr(values[done])
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            detail = first_line(exc)
-            msg = (
-                f"tool {self.name!r}, argument {param.name!r}: expected "
-                f"{type_label(param.annotation)}, got {shown} ({detail})"
-            )
-            raise ToolArgumentError(
-                msg, tool=self.name, argument=param.name, line=line, source=source
-            ) from exc
+        for position, value in enumerate(values):
+            try:
+                converted = self._converted(position, value)
+            except _Refused as exc:
+                msg = f"tool {self.name!r}, {exc.reason}"
+                name = self.params[position].name
+                raise ToolArgumentError(
+                    msg, tool=self.name, argument=name, line=line, source=source
+                ) from exc.__cause__
+            if converted is not _LEFT_OUT:
+                out[converters[position][0]] = converted
         return out
 
-    def _leave_out(self, out: dict[str, Any], position: int, line: int, source: str) -> None:
-        """``NONE`` pushed for a parameter: left out when the tool has a default for it, else
-        ``None`` when its type takes one; refused otherwise."""
+    def refuses(self, position: int, value: Value) -> str | None:
+        """Why the tool would refuse ``value`` for its parameter at ``position`` on every run
+        (``None`` when it takes it): the check before the run asks this of each argument the
+        plan writes. The value is converted as :meth:`convert_args` converts it, then, for a
+        LangChain tool, validated against that parameter's field of the tool's own
+        ``args_schema`` (its constraints: ``Field(ge=0)``, ``max_length``), as the tool does
+        when it is invoked. A field validator or a schema that is no pydantic model is not
+        asked (the run still checks)."""
+        try:
+            converted = self._converted(position, value)
+        except _Refused as exc:
+            return exc.reason
+        except Exception:  # a converter that fails otherwise: the run decides
+            return None
+        if converted is _LEFT_OUT:
+            return None
+        field_check = _schema_field(self.tool, self.params[position].name)
+        if field_check is None:
+            return None
+        try:
+            field_check.validate_python(converted)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            detail = str(errors[0].get("msg", "")) if errors else first_line(exc)
+            return self._refusal(position, value, detail)
+        except Exception:  # a schema that cannot judge one field alone: the run decides
+            return None
+        return None
+
+    def _converted(self, position: int, value: Value) -> Any:
+        """``value`` as the tool's parameter at ``position`` takes it; :data:`_LEFT_OUT` for
+        ``NONE`` where the tool has a default.
+
+        Raises:
+            _Refused: The value does not fit (the reason, as the error says it).
+        """
         param = self.params[position]
-        if param.has_default:
-            return
-        if accepts_none(param.annotation):
-            out[param.name] = None
-            return
-        msg = (
-            f"tool {self.name!r}, argument {param.name!r}: NONE (no value) was pushed, but the "
-            f"tool has no default for it and takes {type_label(param.annotation)}; push a value"
+        if value == NONE and type(value) is str:
+            if param.has_default:
+                return _LEFT_OUT
+            if accepts_none(param.annotation):
+                return None
+            reason = (
+                f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
+                f"default for it and takes {type_label(param.annotation)}; push a value"
+            )
+            raise _Refused(reason)
+        try:
+            return self._converters[position][1](value)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise _Refused(self._refusal(position, value, first_line(exc))) from exc
+
+    def _refusal(self, position: int, value: Value, detail: str) -> str:
+        param = self.params[position]
+        shown = short_repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        return (
+            f"argument {param.name!r}: expected {type_label(param.annotation)}, got {shown} "
+            f"({detail})"
         )
-        raise ToolArgumentError(msg, tool=self.name, argument=param.name, line=line, source=source)
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """Return a raw result as stack values in natural order (the emulator pushes them so
