@@ -20,7 +20,6 @@ Conversion is precomputed per parameter when the extern is built, so the common
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import re
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 
 from llassembly.compat import tool_signature_function
 from llassembly.errors import (
@@ -45,6 +44,7 @@ from llassembly.machine.values import (
     Converter,
     accepts_none,
     converter,
+    field_refuses,
     first_line,
     is_model,
     is_subclass,
@@ -92,38 +92,11 @@ class Param:
 
 
 class _Refused(Exception):
-    """A value a parameter does not take (internal: :meth:`Extern.convert_args` raises a
-    :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """A value a parameter does not take, and why (internal: :meth:`Extern.convert_args`
+    raises a :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
 
 
-_LEFT_OUT: Any = object()
-"""What ``NONE`` converts to for a parameter with a default: the argument is left out."""
-
-
-def _schema_field(tool: BaseTool | None, name: str) -> TypeAdapter[Any] | None:
-    """A validator of one field of a LangChain tool's pydantic ``args_schema`` (its type and
-    constraints), or ``None``."""
-    schema = getattr(tool, "args_schema", None) if tool is not None else None
-    if not is_model(schema):
-        return None
-    model = typing.cast(type[BaseModel], schema)
-    return _field_adapter(model, name) if name in model.model_fields else None
-
-
-@functools.lru_cache(maxsize=256)
-def _field_adapter(schema: type[BaseModel], name: str) -> TypeAdapter[Any] | None:
-    found = schema.model_fields[name]
-    kind: Any = found.annotation
-    if found.metadata:
-        kind = typing.cast(Any, Annotated)[(kind, *found.metadata)]
-    try:
-        return TypeAdapter(kind)
-    except Exception:  # a type pydantic cannot build a validator for alone
-        return None
+_LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -187,7 +160,7 @@ class Extern:
             try:
                 converted = self._converted(position, value)
             except _Refused as exc:
-                msg = f"tool {self.name!r}, {exc.reason}"
+                msg = f"tool {self.name!r}, {exc}"
                 name = self.params[position].name
                 raise ToolArgumentError(
                     msg, tool=self.name, argument=name, line=line, source=source
@@ -197,41 +170,25 @@ class Extern:
         return out
 
     def refuses(self, position: int, value: Value) -> str | None:
-        """Why the tool would refuse ``value`` for its parameter at ``position`` on every run
-        (``None`` when it takes it): the check before the run asks this of each argument the
-        plan writes. The value is converted as :meth:`convert_args` converts it, then, for a
-        LangChain tool, validated against that parameter's field of the tool's own
-        ``args_schema`` (its constraints: ``Field(ge=0)``, ``max_length``), as the tool does
-        when it is invoked. A field validator or a schema that is no pydantic model is not
-        asked (the run still checks)."""
+        """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it
+        takes it), asked by the check before the run: converted as :meth:`convert_args`
+        does, then checked against the field of a LangChain tool's ``args_schema``
+        (:func:`~llassembly.machine.values.field_refuses`), as the tool does when invoked."""
         try:
             converted = self._converted(position, value)
         except _Refused as exc:
-            return exc.reason
+            return str(exc)
         except Exception:  # a converter that fails otherwise: the run decides
             return None
         if converted is _LEFT_OUT:
             return None
-        field_check = _schema_field(self.tool, self.params[position].name)
-        if field_check is None:
-            return None
-        try:
-            field_check.validate_python(converted)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            detail = str(errors[0].get("msg", "")) if errors else first_line(exc)
-            return self._refusal(position, value, detail)
-        except Exception:  # a schema that cannot judge one field alone: the run decides
-            return None
-        return None
+        schema = getattr(self.tool, "args_schema", None)
+        detail = field_refuses(schema, self.params[position].name, converted)
+        return None if detail is None else self._refusal(position, value, detail)
 
     def _converted(self, position: int, value: Value) -> Any:
-        """``value`` as the tool's parameter at ``position`` takes it; :data:`_LEFT_OUT` for
-        ``NONE`` where the tool has a default.
-
-        Raises:
-            _Refused: The value does not fit (the reason, as the error says it).
-        """
+        """``value`` as the parameter at ``position`` takes it (:data:`_LEFT_OUT`: left out);
+        raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
         if value == NONE and type(value) is str:
             if param.has_default:
@@ -249,13 +206,9 @@ class Extern:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
 
     def _refusal(self, position: int, value: Value, detail: str) -> str:
-        param = self.params[position]
-        shown = short_repr(value)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        return (
-            f"argument {param.name!r}: expected {type_label(param.annotation)}, got {shown} "
-            f"({detail})"
-        )
+        param, shown = self.params[position], short_repr(value, 80)
+        expected = f"expected {type_label(param.annotation)}, got {shown} ({detail})"
+        return f"argument {param.name!r}: {expected}"
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """Return a raw result as stack values in natural order (the emulator pushes them so
