@@ -51,6 +51,7 @@ from llassembly.machine.values import (
     Converter,
     accepts_none,
     converter,
+    field_refuses,
     first_line,
     is_model,
     is_subclass,
@@ -98,6 +99,14 @@ class Param:
     description: str = ""
     has_default: bool = False
     default_text: str = ""
+
+
+class _Refused(Exception):
+    """A value a parameter does not take, and why (internal: :meth:`Extern.convert_args`
+    raises a :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
+
+
+_LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -157,42 +166,59 @@ class Extern:
             msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         out: dict[str, Any] = {}
-        done = 0
-        try:
-            for (name, convert), value in zip(converters, values, strict=True):
-                if value == NONE and type(value) is str:
-                    self._leave_out(out, done, line, source)
-                else:
-                    out[name] = convert(value)
-                done += 1
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            param = self.params[done]
-            shown = "NONE" if values[done] == NONE else short_repr(values[done])
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            detail = first_line(exc)
-            msg = (
-                f"tool {self.name!r}, argument {param.name!r}: expected "
-                f"{type_label(param.annotation)}, got {shown} ({detail})"
-            )
-            raise ToolArgumentError(
-                msg, tool=self.name, argument=param.name, line=line, source=source
-            ) from exc
+        for position, value in enumerate(values):
+            try:
+                converted = self._converted(position, value)
+            except _Refused as exc:
+                msg = f"tool {self.name!r}, {exc}"
+                name = self.params[position].name
+                raise ToolArgumentError(
+                    msg, tool=self.name, argument=name, line=line, source=source
+                ) from exc.__cause__
+            if converted is not _LEFT_OUT:
+                out[converters[position][0]] = converted
         return out
 
-    def _leave_out(self, out: dict[str, Any], position: int, line: int, source: str) -> None:
-        """``NONE`` pushed for a parameter: left out when the tool has a default for it, else
-        ``None`` when its type takes one; refused otherwise."""
+    def refuses(self, position: int, value: Value) -> str | None:
+        """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it
+        takes it), asked by the check before the run: converted as :meth:`convert_args`
+        does, then checked against the field of a LangChain tool's ``args_schema``
+        (:func:`~llassembly.machine.values.field_refuses`), as the tool does when invoked."""
+        try:
+            converted = self._converted(position, value)
+        except _Refused as exc:
+            return str(exc)
+        except Exception:  # a converter that fails otherwise: the run decides
+            return None
+        if converted is _LEFT_OUT:
+            return None
+        schema = getattr(self.tool, "args_schema", None)
+        detail = field_refuses(schema, self.params[position].name, converted)
+        return None if detail is None else self._refusal(position, value, detail)
+
+    def _converted(self, position: int, value: Value) -> Any:
+        """``value`` as the parameter at ``position`` takes it (:data:`_LEFT_OUT`: left out);
+        raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
-        if param.has_default:
-            return
-        if accepts_none(param.annotation):
-            out[param.name] = None
-            return
-        msg = (
-            f"tool {self.name!r}, argument {param.name!r}: NONE (no value) was pushed, but the "
-            f"tool has no default for it and takes {type_label(param.annotation)}; push a value"
-        )
-        raise ToolArgumentError(msg, tool=self.name, argument=param.name, line=line, source=source)
+        if value == NONE and type(value) is str:
+            if param.has_default:
+                return _LEFT_OUT
+            if accepts_none(param.annotation):
+                return None
+            reason = (
+                f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
+                f"default for it and takes {type_label(param.annotation)}; push a value"
+            )
+            raise _Refused(reason)
+        try:
+            return self._converters[position][1](value)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise _Refused(self._refusal(position, value, first_line(exc))) from exc
+
+    def _refusal(self, position: int, value: Value, detail: str) -> str:
+        param, shown = self.params[position], short_repr(value, 80)
+        expected = f"expected {type_label(param.annotation)}, got {shown} ({detail})"
+        return f"argument {param.name!r}: {expected}"
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """Return a raw result as stack values in natural order (the emulator pushes them so
