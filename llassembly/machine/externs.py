@@ -46,6 +46,7 @@ from llassembly.machine.describe import (
     extern_signature,
     first_paragraph,
 )
+from llassembly.machine.signature import is_injected, is_runtime, result_count, type_hints
 from llassembly.machine.values import (
     EMPTY,
     Converter,
@@ -54,7 +55,6 @@ from llassembly.machine.values import (
     field_refuses,
     first_line,
     is_model,
-    is_subclass,
     loaded,
     short_repr,
     to_value,
@@ -292,53 +292,6 @@ class Extern:
 # --- building externs ----------------------------------------------------------------------------
 
 
-# LangChain's types are looked up only if loaded (see ``loaded``): a plain typed callable does not
-# need them, and the engine imports no LangChain or LangGraph.
-
-
-def _is_injected(annotation: Any) -> bool:
-    """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
-    config = loaded("langchain_core.runnables.config", "RunnableConfig")
-    if (config is not None and annotation is config) or _is_runtime(annotation):
-        return True
-    injected = loaded("langchain_core.tools.base", "InjectedToolArg")
-    if injected is None:
-        return False
-    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    return any(isinstance(m, injected) or is_subclass(m, injected) for m in metadata)
-
-
-def _is_runtime(annotation: Any) -> bool:
-    runtime = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
-    return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
-
-
-def _hints(obj: Any, name: str) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(obj, include_extras=True)
-    except Exception as exc:
-        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
-        raise UsageError(msg) from exc
-
-
-def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
-    if annotation is EMPTY or annotation is Any:
-        return 1, ()
-    ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
-    if ann is None or ann is type(None):
-        return 0, ()
-    if get_origin(ann) is tuple:
-        args = get_args(ann)
-        if len(args) == 2 and args[1] is Ellipsis:
-            msg = (
-                f"tool {name!r} returns {type_label(ann)} of unknown length: annotate a fixed "
-                "tuple (tuple[int, int]) so the plan knows how many values to POP, or return a list"
-            )
-            raise UsageError(msg)
-        return len(args), args
-    return 1, (ann,)
-
-
 def _build(
     name: str,
     fn: Callable[..., Any],
@@ -348,14 +301,14 @@ def _build(
     described: Mapping[str, str] | None = None,
 ) -> Extern:
     """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
-    hints = _hints(fn, name)
+    hints = type_hints(fn, name)
     schema = tool.args_schema if tool is not None else None
     fields = typing.cast(type[BaseModel], schema).model_fields if is_model(schema) else {}
     defaults = {n: f.default for n, f in fields.items() if not f.is_required()}
     if tool is not None and not hasattr(tool, "func") and is_model(schema):
         # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
         model = typing.cast(type[BaseModel], schema)
-        schema_hints = _hints(model, name)
+        schema_hints = type_hints(model, name)
         items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
     else:
         signature = inspect.signature(fn).parameters.values()
@@ -376,9 +329,9 @@ def _build(
     injected: list[str] = []
     runtime_param: str | None = None
     for pname, ann in items:
-        if _is_injected(ann):
+        if is_injected(ann):
             injected.append(pname)
-            runtime_param = pname if _is_runtime(ann) else runtime_param
+            runtime_param = pname if is_runtime(ann) else runtime_param
             continue
         # Only Annotated[...] carries a description (a Literal's later values are not one).
         extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
@@ -386,7 +339,7 @@ def _build(
         about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
         shown = _default_text(defaults.get(pname))
         params.append(Param(pname, ann, about, pname in defaults, shown))
-    n_results, result_types = _result_count(hints.get("return", EMPTY), name)
+    n_results, result_types = result_count(hints.get("return", EMPTY), name)
     return Extern(
         name=name,
         params=tuple(params),
