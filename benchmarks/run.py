@@ -41,6 +41,7 @@ from . import (
     bench_emulator,
     bench_hostile,
     bench_integration,
+    bench_overlap,
     bench_parallel,
     bench_tokens,
     bench_workers,
@@ -390,6 +391,7 @@ def report(
         ),
         "",
         *_parallel_section(overhead),
+        *_overlap_section(overhead),
         *_workers_section(workers),
         *_tokens_section(tokens),
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
@@ -403,6 +405,12 @@ def _parallel_section(figures: dict[str, float]) -> list[str]:
     if "parallel_loop_s" not in figures:
         return []
     return ["## Independent calls at once (`parallel_tools`)", bench_parallel.table(figures), ""]
+
+
+def _overlap_section(figures: dict[str, float]) -> list[str]:
+    if "overlap_tool_latency_s" not in figures:
+        return []
+    return ["## Pending results: the plans models write overlap", bench_overlap.table(figures), ""]
 
 
 def _workers_section(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -489,6 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_agent_path.main(quick=args.quick),
         **bench_hostile.main(quick=args.quick),
         **bench_parallel.main(quick=args.quick),
+        **bench_overlap.main(quick=args.quick),
     }
     workers = bench_workers.main(quick=args.quick, postgres=args.postgres)
     tokens = bench_tokens.main(quick=args.quick)

@@ -301,7 +301,9 @@ def test_a_snapshot_whose_provenance_does_not_fit_is_refused(provenance: Any) ->
 # -- independent calls at once ------------------------------------------------------------------
 
 
-def test_results_outstanding_in_a_batch_carry_their_tool() -> None:
+def test_pending_results_carry_their_tool_wherever_they_move() -> None:
+    """A call issued ahead leaves pending values; their sources are the tool from the start,
+    and move with them (the POPs copy them into registers without waiting)."""
     plan = (
         "CALL read_inbox\nCALL list_contacts\nPOP R2\nPOP R1\n"
         + SEND.format(to="R2[0].email")
@@ -311,8 +313,12 @@ def test_results_outstanding_in_a_batch_carry_their_tool() -> None:
     emu = Emulator(program(plan), TOOLS, parallel_tools=True, dataflow=[TO_CONTACTS])
     batch = emu.advance_batch()
     assert [c.tool for c in batch] == ["read_inbox", "list_contacts"]
-    assert emu.state.provenance is not None
-    assert emu.state.provenance.stack == [frozenset({"read_inbox"}), frozenset({"list_contacts"})]
+    assert emu.state.pc == 4 and [type(v).__name__ for v in emu.state.regs[1:3]] == 2 * [
+        "Pending"
+    ]
+    shadow = emu.state.provenance
+    assert shadow is not None and shadow.stack == []
+    assert (shadow.regs[1], shadow.regs[2]) == ({"read_inbox"}, {"list_contacts"})
     emu.complete_batch([read_inbox(), list_contacts()])
     batch = emu.advance_batch()
     assert [c.args["to"] for c in batch] == ["bob@corp.example"]  # the second is refused later
@@ -427,3 +433,25 @@ def test_when_the_flows_cannot_be_worked_out_every_result_may_reach_every_argume
     assert subject.sources == ()  # a constant comes from no result
     assert "Data flows: not worked out" in summary.render()
     assert check_policies([TO_CONTACTS], summary, program(MAYBE)) == ()  # the run checks
+
+
+def test_a_pending_result_moved_to_memory_keeps_its_tool_through_a_snapshot_mid_batch() -> None:
+    """Issued ahead, ``read_inbox``'s result goes to ``EAX`` (the EAX convention) and on into
+    memory while still pending; a snapshot taken then restores its sources with it, and the
+    resumed machine refuses the address read from it."""
+    plan = (
+        "section .data\nbox dq 0\nsection .text\n"
+        "CALL read_inbox\nMOV [box], EAX\nCALL list_contacts\nPOP R2\nMOV R1, [box]\n"
+        + SEND.format(to="R1[0].sender")
+    )
+    emu = Emulator(program(plan), TOOLS, parallel_tools=True, dataflow=[TO_CONTACTS])
+    assert [c.tool for c in emu.advance_batch()] == ["read_inbox", "list_contacts"]
+    snap = json.loads(json.dumps(emu.snapshot()))
+    assert snap["provenance"]["memory"] == [["box", 0, ["read_inbox"]]]
+    assert snap["provenance"]["registers"]["R2"] == ["list_contacts"]
+    resumed = Emulator(
+        program(plan), TOOLS, parallel_tools=True, state=snap, dataflow=[TO_CONTACTS]
+    )
+    resumed.complete_batch([read_inbox(), list_contacts()])
+    with pytest.raises(DataFlowRefused, match="derives from the result of read_inbox"):
+        resumed.advance_batch()

@@ -157,7 +157,7 @@ def test_from_arguments_keeps_options_as_planner_options_stores_them() -> None:
         ),
         ("approve_plan", "send", "approve_plan takes True, False or a list of tool names"),
         ("plan_policy", [1], "plan_policy must be a list of callables"),
-        ("parallel_tools", "a", "parallel_tools must be True, False or tool names"),
+        ("parallel_tools", "a", "parallel_tools must be True, False, 'read_only' or tool names"),
     ],
 )
 def test_every_check_names_its_option(option: str, value: Any, message: str) -> None:

@@ -47,6 +47,7 @@ from llassembly.machine.emulator import (
     compile_program,
 )
 from llassembly.machine.externs import externs_from
+from llassembly.machine.state import Pending
 
 THREAD = {"configurable": {"thread_id": "p1"}}
 
@@ -117,7 +118,9 @@ def test_independent_calls_form_one_batch_and_results_land_in_program_order() ->
         ("temp", {"city": "Oslo"}, 2),
         ("temp", {"city": "Cairo"}, 3),
     ]
-    assert emu.state.pc == 6  # stopped before the POP that needs a result
+    # The POPs and the MOVSD move the pending results; MAXSD is the first to read one.
+    assert emu.state.pc == 10
+    assert emu.state.regs[1:5] == [Pending(1, 0), Pending(2, 0), Pending(3, 0), Pending(1, 0)]
     emu.complete_batch([19.5, 8.0, 31.0])
     assert emu.advance_batch() == []
     sequential = engine(FAN_OUT, parallel=False).run()
@@ -147,24 +150,31 @@ def test_without_marks_each_batch_is_the_one_call_advance_returns() -> None:
     ]
 
 
-def test_multi_result_tools_leave_holes_filled_in_their_order() -> None:
+def test_multi_result_tools_leave_pending_values_filled_in_their_order() -> None:
     source = "PUSH 42\nCALL split\nPUSH 97\nCALL split\nPOP R1\nPOP R2\nPOP R3\nPOP R4"
     emu = engine(source)
     batch = emu.advance_batch()
     assert [c.args for c in batch] == [{"x": 42}, {"x": 97}]
-    assert emu.snapshot()["stack"] == [None, None, None, None]
+    snap = emu.snapshot()
+    assert snap["stack"] == [] and snap["registers"] == {
+        "R1": {"call": 2, "result": 0},
+        "R2": {"call": 2, "result": 1},
+        "R3": {"call": 1, "result": 0},
+        "R4": {"call": 1, "result": 1},
+    }
     emu.complete_batch([(4, 2), (9, 7)])
     assert emu.advance_batch() == []
     assert emu.result().registers == engine(source, parallel=False).run().registers
     assert emu.result().registers == {"R1": 9, "R2": 7, "R3": 4, "R4": 2}
 
 
-def test_a_zero_result_tool_leaves_no_hole_and_a_pop_below_holes_still_runs() -> None:
+def test_a_zero_result_tool_leaves_no_pending_value_and_pops_around_one_still_run() -> None:
     source = 'PUSH 5\nPUSH "a"\nCALL note\nPUSH 3\nCALL double\nPUSH 1\nPOP R1\nPOP R2\nPOP R3'
     emu = engine(source)
     assert [c.tool for c in emu.advance_batch()] == ["note", "double"]
-    assert emu.state.stack[0] == 5 and len(emu.state.stack) == 2  # 5 and the hole
-    assert emu.state.regs[1] == 1  # POP R1 took the 1 pushed above the hole
+    assert emu.state.stack == []
+    # POP R1 took the 1 pushed above the pending result, POP R2 the result, POP R3 the 5.
+    assert emu.state.regs[1:4] == [1, Pending(2, 0), 5]
     emu.complete_batch([None, 6])
     assert emu.advance_batch() == []
     assert emu.result().registers == engine(source, parallel=False).run().registers
@@ -176,11 +186,14 @@ def test_a_call_needing_an_outstanding_result_waits_for_it() -> None:
     assert engine(source).run().registers == engine(source, parallel=False).run().registers
 
 
-def test_the_eax_convention_call_is_issued_last_and_nothing_runs_past_it() -> None:
+def test_the_eax_convention_call_leaves_its_pending_result_in_eax() -> None:
     source = "PUSH 1\nCALL double\nPUSH 2\nCALL double\nMOV R1, EAX\nPUSH 3\nCALL double\nPOP R2"
     emu = engine(source)
     assert 3 in emu.compiled.eax_calls  # the second CALL's result is read in EAX
-    assert run_by_hand(emu) == [["double(1)", "double(2)"], ["double(3)"]]
+    assert [c.args["x"] for c in emu.advance_batch()] == [1, 2, 3]
+    assert emu.state.regs[1] == Pending(2, 0)  # MOV R1, EAX moved it
+    emu = engine(source)
+    assert run_by_hand(emu) == [["double(1)", "double(2)", "double(3)"]]
     assert emu.result().registers == engine(source, parallel=False).run().registers
     assert emu.result().registers["R1"] == 4
 

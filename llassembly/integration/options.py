@@ -298,14 +298,16 @@ class PlannerOptions:
         keep=tuple,
     )
 
-    parallel_tools: bool | tuple[str, ...] = _option(
+    parallel_tools: bool | Literal["read_only"] | tuple[str, ...] = _option(
         False,
-        "Tools whose calls may run together (``True``: all tools): consecutive calls to them "
-        "that do not need each other's results run at once, on the agent path as one "
-        "``AIMessage`` with several tool calls (the agent's tool node runs them together), "
-        "when the plan runs as a graph on threads or with ``asyncio.gather``. The plan's "
-        "meaning stays the sequential one; only the tools' own order of side effects may "
-        "change. Budgets count every call.",
+        'Tools whose calls may run together (``True``: all tools; ``"read_only"``: the '
+        "tools whose metadata says ``readOnlyHint``, as MCP tools do): a call to one starts as "
+        "soon as its arguments are known, and the plan runs on until it reads the result "
+        "(see *Independent calls at once* in ``docs/language.md``); the calls started so far "
+        "run at once, on the agent path as one ``AIMessage`` with several tool calls (the "
+        "agent's tool node runs them together), when the plan runs as a graph on threads or "
+        "with ``asyncio.gather``. The plan's meaning stays the sequential one; only the "
+        "tools' own order of side effects may change. Budgets count every call.",
         check=_parallel_tools,
         keep=check_parallel_tools,
     )

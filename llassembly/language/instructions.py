@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from llassembly.language.opcodes import Opcode, register_index
 from llassembly.language.program import (
@@ -400,6 +400,14 @@ class Effects:
     numeric: bool
     moves: tuple[tuple[int, int], ...]
     writes_memory: bool
+    STACK: ClassVar[int] = -1  # in copies: the top of the data stack, as a place
+
+    @property
+    def copies(self) -> tuple[tuple[int, int], ...]:
+        """``(to, from)``, operand positions or :attr:`STACK`: each value it writes unchanged
+        (:attr:`moves`, ``POP``'s off the stack, ``PUSH``'s read); any other it computed."""
+        popped = [(w, self.STACK) for w in self.writes] if self.pops and not self.moves else []
+        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if self.pushes))
 
     @property
     def changes_state(self) -> bool:

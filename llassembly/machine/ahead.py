@@ -1,20 +1,23 @@
 """Independent calls at once: the machine runs ahead of tool calls marked ``parallel_tools``.
 
-When a marked tool ``CALL`` is reached, its arguments are popped and the call is issued, its
-results are left as *holes* on the stack (where the sequential run would push them), and the
-machine goes on while no instruction needs a hole. It stops before:
+When a marked tool ``CALL`` is reached, its arguments are popped and the call is issued; its
+results are :class:`~llassembly.machine.state.Pending` values where the sequential run would put
+them (on the stack, or in ``EAX`` by the EAX convention), and the machine goes on. A pending
+value moves like any value (``POP``, ``MOV``, ``PUSH``, into memory); the machine stops before
+the first instruction that would *read* one (the rule is :mod:`llassembly.machine.pending`'s),
+and before:
 
-* a ``POP`` whose top value is a hole, or a tool ``CALL`` whose arguments include one;
 * a tool ``CALL`` of an unmarked tool (its side effects keep their order: it waits for every
   outstanding call);
+* the end of the plan;
 * a budget (instructions, tool calls, wall clock) that runs out: the error is raised once the
   outstanding calls have completed, as the sequential run raises it after them.
 
-A marked call whose result goes to ``EAX`` (the EAX convention) or whose results would not fit
-on the stack is issued last in its batch, with no hole: it completes as a sequential call.
-An instruction failing while calls are outstanding is remembered (:attr:`MachineState.fault`)
-and raised after their results are in, so errors surface exactly where the sequential run
-raises them. Results fill their holes in program order; the plan's meaning is the sequential
+A marked call whose results would not fit on the stack is issued last in its batch, with no
+pending value: it completes as a sequential call. An instruction failing while calls are
+outstanding is remembered (:attr:`MachineState.fault`) and raised after their results are in,
+so errors surface exactly where the sequential run raises them. Results are given in program
+order and fill every place their pending values went; the plan's meaning is the sequential
 meaning. Everything here is plain data, so a snapshot taken mid-batch resumes anywhere.
 """
 
@@ -25,7 +28,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from llassembly import errors
 from llassembly.analysis.dataflow import Sources
@@ -35,22 +38,24 @@ from llassembly.errors import (
     InstructionBudgetExceeded,
     UsageError,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.opcodes import EAX_INDEX
 from llassembly.language.program import Value
 from llassembly.machine.drive import bubbling
+from llassembly.machine.pending import Check, check_pending, fill
 from llassembly.machine.state import (
-    HOLE,
     CallRecord,
     MachineState,
+    Pending,
     RunResult,
     ToolCall,
 )
 
 if TYPE_CHECKING:
+    from llassembly.machine.externs import Extern
     from llassembly.machine.steps import CompiledProgram
 
 __all__ = [
-    "HOLE",
+    "READ_ONLY",
     "Failed",
     "Machine",
     "ParallelTools",
@@ -63,9 +68,13 @@ __all__ = [
     "check_parallel_tools",
     "complete_batch",
     "marked_calls",
+    "read_only",
 ]
 
-ParallelTools: TypeAlias = "bool | Sequence[str]"
+ParallelTools: TypeAlias = "bool | Literal['read_only'] | Sequence[str]"
+READ_ONLY = "read_only"
+"""``parallel_tools`` for the tools whose metadata says they change nothing (see
+:func:`read_only`)."""
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
@@ -76,38 +85,43 @@ class Failed:
     error: BaseException
 
 
-def check_parallel_tools(value: Any) -> bool | tuple[str, ...]:
-    """``parallel_tools`` as stored: ``True``/``False`` or a tuple of tool names.
+def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str, ...]:
+    """``parallel_tools`` as stored: ``True``/``False``, ``"read_only"`` or a tuple of tool
+    names.
 
     Raises:
-        UsageError: It is neither a bool nor a sequence of names.
+        UsageError: It is none of these.
     """
-    if isinstance(value, bool):
-        return value
+    if isinstance(value, bool) or value == READ_ONLY:
+        return value  # type: ignore[no-any-return]  # a bool or "read_only"
+    wrong = f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
     if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
-        raise UsageError(f"parallel_tools must be True, False or tool names, got {value!r}")
+        raise UsageError(wrong)
     names = tuple(value)
     if not all(isinstance(n, str) for n in names):
-        raise UsageError(f"parallel_tools must be True, False or tool names, got {value!r}")
+        raise UsageError(wrong)
     return names
 
 
-def marked_calls(compiled: CompiledProgram, parallel_tools: bool | Sequence[str]) -> frozenset[int]:
+def read_only(extern: Extern) -> bool:
+    """Whether a tool says it changes nothing: a LangChain tool whose ``metadata`` has
+    ``readOnlyHint: True`` (MCP's tool annotation; ``langchain-mcp-adapters`` copies a tool's
+    annotations into its metadata)."""
+    metadata = getattr(extern.tool, "metadata", None)
+    return isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+
+
+def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
     """Indexes of the tool ``CALL``s that may run together (their tool is marked)."""
     if parallel_tools is False or not parallel_tools:
         return frozenset()
+    if parallel_tools == READ_ONLY:
+        return frozenset(pc for pc, t in enumerate(compiled.tools) if t and read_only(t))
     names = None if parallel_tools is True else set(parallel_tools)
     return frozenset(
         pc
         for pc, tool in enumerate(compiled.tools)
         if tool is not None and (names is None or tool.name in names)
-    )
-
-
-def pop_indexes(compiled: CompiledProgram) -> frozenset[int]:
-    """Indexes of the ``POP`` instructions (where running ahead may have to stop)."""
-    return frozenset(
-        i for i, ins in enumerate(compiled.program.instructions) if ins.op is Opcode.POP
     )
 
 
@@ -145,16 +159,16 @@ def fault_error(record: Mapping[str, Any]) -> ExecutionError:
 
 
 def check_outstanding(compiled: CompiledProgram, st: MachineState) -> None:
-    """Refuse outstanding calls that are not this program's, or holes that are not theirs."""
+    """Refuse outstanding calls that are not this program's, or pending values that are not
+    theirs."""
     tools, end = compiled.tools, len(compiled.tools)
-    holes: set[int] = set()
-    for index, _values, _number, at, n in st.outstanding:
+    results: dict[int, int] = {}
+    for index, _values, number in st.outstanding:
         tool = tools[index] if 0 <= index < end else None
-        if tool is None or tool.n_results != n:
+        if tool is None or number in results:
             raise UsageError("the state's outstanding call is not a tool CALL of this program")
-        holes.update(range(at, at + n))
-    if holes != {i for i, v in enumerate(st.stack) if v is HOLE}:
-        raise UsageError("the state's holes do not match its outstanding calls")
+        results[number] = tool.n_results
+    check_pending(st, results)
     if st.fault is not None and not isinstance(st.fault.get("type"), str):
         raise UsageError("the state's fault is not an error record")
 
@@ -168,7 +182,7 @@ class Machine(Protocol):
     history: list[CallRecord]
     max_instructions_to_exec: int
     max_stack_depth: int
-    _pops: frozenset[int]
+    _reads: tuple[Check | None, ...]
     _fault_error: ExecutionError | None
 
     def result(self) -> RunResult: ...
@@ -210,14 +224,14 @@ def call_request(
     ins = compiled.program.instructions[index]
     if sources is not None and compiled.dataflow is not None:
         compiled.dataflow.check(index, ins, sources)
-    args = extern.convert_args(list(values), line=ins.line, source=ins.text)
+    args = extern.convert_args(values, line=ins.line, source=ins.text)
     return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
 
 def batch_slots(st: MachineState) -> list[tuple[int, list[Value], int]]:
     """``(index, values, number)`` of each call of the outstanding batch, in program order (the
     plain data :func:`call_request` rebuilds each call from)."""
-    slots = [(index, list(values), number) for index, values, number, _at, _n in st.outstanding]
+    slots = [(index, list(values), number) for index, values, number in st.outstanding]
     if st.pending is not None:
         slots.append((st.pending[0], list(st.pending[1]), st.tool_calls))
     return slots
@@ -239,13 +253,13 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
         raise error
     if st.halted:
         return []
-    compiled, marked, pops = emu.compiled, emu.marked, emu._pops
+    compiled, marked, reads = emu.compiled, emu.marked, emu._reads
     steps, tools, eax = compiled.steps, compiled.tools, compiled.eax_calls
     end, limit, max_depth = len(steps), emu.max_instructions_to_exec, emu.max_stack_depth
     deadline = emu._deadline()
     pc, executed = st.pc, st.executed
     pause = limit if max_steps is None else executed + max_steps
-    stack = st.stack
+    stack: list[Any] = st.stack
     batch: list[ToolCall] = []
     try:
         while pc < end:
@@ -268,7 +282,8 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
                 extern = tools[pc]
                 n_params = len(extern.params) if extern is not None else 0
                 if batch and (
-                    pc not in marked or (n_params and any(v is HOLE for v in stack[-n_params:]))
+                    pc not in marked
+                    or (n_params and any(type(v) is Pending for v in stack[-n_params:]))
                 ):
                     break  # waits for the outstanding calls
                 executed += 1
@@ -282,18 +297,22 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
                 batch.append(call)
                 n_results = extern.n_results if extern is not None else 0
                 depth = len(stack) + len(st.calls) + n_results
-                if pc not in marked or pc in eax or depth > max_depth:
+                if pc not in marked or depth > max_depth:
                     break  # issued last in its batch: it completes as a sequential call
                 values: list[Value] = st.pending[1] if st.pending is not None else []
                 st.pending = None
-                st.outstanding.append((pc, values, call.number, len(stack), n_results))
-                stack.extend([HOLE] * n_results)
-                if st.provenance is not None and extern is not None:  # shadow: holes too
-                    st.provenance.results(extern.name, n_results, False)
+                st.outstanding.append((pc, values, call.number))
+                results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
+                if pc in eax:  # its one result is read in EAX (the EAX convention)
+                    st.regs[EAX_INDEX] = results[0]
+                else:
+                    stack.extend(reversed(results))  # the first result on top
+                if st.provenance is not None and extern is not None:  # each result: its tool
+                    st.provenance.results(extern.name, n_results, pc in eax)
                 pc += 1
                 continue
-            if batch and stack and stack[-1] is HOLE and pc in pops:
-                break  # the POP needs an outstanding result
+            if batch and (check := reads[pc]) is not None and check(st):
+                break  # it would read a result not in yet
             executed += 1
             try:
                 pc = step(st, pc)
@@ -332,9 +351,8 @@ def complete_batch(emu: Machine, results: Sequence[Any]) -> None:
         if not st.outstanding:
             emu.complete(result)
             continue
-        index, _values, _number, at, n = st.outstanding[0]
-        values = _values_of(emu, index, result)
-        st.stack[at : at + n] = values[::-1]
+        index, _values, number = st.outstanding[0]
+        fill(st, number, _values_of(emu, index, result))
         del st.outstanding[0]
 
 

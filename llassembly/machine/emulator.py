@@ -65,10 +65,11 @@ from llassembly.machine.externs import (
     check_sync_tools,
     externs_from,
 )
+from llassembly.machine.pending import read_checks
 from llassembly.machine.state import (
-    HOLE,
     CallRecord,
     MachineState,
+    Pending,
     RunResult,
     ToolCall,
 )
@@ -190,7 +191,7 @@ class Emulator:
         self.parallel_tools = _ahead.check_parallel_tools(parallel_tools)
         self.marked = _ahead.marked_calls(self.compiled, self.parallel_tools)
         """Indexes of the tool ``CALL``s that may run together."""
-        self._pops = _ahead.pop_indexes(self.compiled) if self.marked else frozenset()
+        self._reads = read_checks(self.compiled) if self.marked else ()
         self._fault_error: ExecutionError | None = None
 
     # -- state ------------------------------------------------------------------------------
@@ -390,12 +391,12 @@ class Emulator:
 
     def _check_values(self) -> None:
         st = self.state
-        values = [*st.regs, *(v for v in st.stack if v is not HOLE)]
+        held: list[Any] = [*st.regs, *st.stack, *(c for cells in st.mem.values() for c in cells)]
+        values = [v for v in held if type(v) is not Pending]  # checked by _check_state
         values += [
             *(st.pending[1] if st.pending else ()),
             *(v for o in st.outstanding for v in o[1]),
         ]
-        values += [cell for cells in st.mem.values() for cell in cells]
         if not all(map(_is_value, values)):
             raise UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
@@ -410,11 +411,11 @@ class Emulator:
             0 <= st.pending[0] < end and self.compiled.tools[st.pending[0]] is not None
         ):
             raise UsageError("the state's pending call is not a tool CALL of this program")
-        if st.outstanding or st.fault is not None:
-            _ahead.check_outstanding(self.compiled, st)
         expected = self.compiled.initial_memory()
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected
+        if st.outstanding or st.fault is not None:
+            _ahead.check_outstanding(self.compiled, st)
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
             raise UsageError("the state's memory does not match this program's data labels")
 

@@ -1,6 +1,7 @@
 """The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
 the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
-:class:`RunResult`), its flag modes and the hole an outstanding call leaves on the stack."""
+:class:`RunResult`), its flag modes and the :class:`Pending` value an outstanding call's result
+is until it comes."""
 
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ from llassembly.language.program import Value
 from llassembly.machine.shadow import Shadow
 
 __all__ = [
-    "HOLE",
     "ORDERED",
     "UNORDERED",
     "UNSET",
     "CallRecord",
     "MachineState",
+    "Pending",
     "RunResult",
     "ToolCall",
     "is_value",
@@ -46,17 +47,20 @@ _ZERO: Final = 0
 _NAMES = ("R0", *_SNAPSHOT_NAMES)
 
 
-class _Hole:
-    """The placeholder of an outstanding call's result on the stack."""
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A result that has not come yet: value ``result`` (0 for the first) of the plan's call
+    number ``call``, issued ahead of the machine (``parallel_tools``).
 
-    __slots__ = ()
+    It sits where the value would be (a register, the stack, a memory cell) and moves like a
+    value; an instruction that would read it waits for the call instead (see
+    :mod:`llassembly.machine.pending`). When the call completes, every place holding it gets
+    the value. Tested with ``type(v) is Pending``; a snapshot writes it as
+    ``{"call": call, "result": result}``.
+    """
 
-    def __repr__(self) -> str:
-        return "<hole>"
-
-
-HOLE: Any = _Hole()
-"""The one hole object (tested with ``is``); a snapshot writes it as ``None``."""
+    call: int
+    result: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +126,8 @@ class MachineState:
         pending: ``(instruction index, popped values)`` of a tool call awaiting its result.
         mem: The writable memory: data label (lower-cased) to its cells.
         outstanding: Calls issued ahead (``parallel_tools``), in program order:
-            ``(instruction index, popped values, call number, stack position, results)``;
-            their results are holes on the stack from that position until they complete.
+            ``(instruction index, popped values, call number)``; until one completes, its
+            results are :class:`Pending` values in registers, on the stack or in memory.
         fault: An instruction's error found while calls were outstanding (plain data),
             raised once they complete.
         answer: The lines the plan has said so far (``SAY``), in order.
@@ -145,7 +149,7 @@ class MachineState:
     halted: bool = False
     pending: tuple[int, list[Value]] | None = None
     mem: dict[str, list[Value]] = field(default_factory=dict)
-    outstanding: list[tuple[int, list[Value], int, int, int]] = field(default_factory=list)
+    outstanding: list[tuple[int, list[Value], int]] = field(default_factory=list)
     fault: dict[str, Any] | None = None
     answer: list[str] = field(default_factory=list)
     returned: Value | None = None
@@ -207,9 +211,7 @@ class MachineState:
         snap: dict[str, Any] = {
             "pc": self.pc,
             "registers": saved,
-            "stack": [None if v is HOLE else v for v in self.stack]
-            if self.outstanding
-            else list(self.stack),
+            "stack": list(self.stack),
             "return_stack": list(self.calls),
             "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
             "executed": self.executed,
@@ -225,8 +227,8 @@ class MachineState:
             snap["answer"] = list(self.answer)
         if self.returned is not None:  # and only plans that returned a value carry it
             snap["returned"] = self.returned
-        if self.outstanding or self.fault is not None:  # only mid-batch (see llassembly._ahead)
-            snap.update(_batch_snapshot(self))
+        if self.outstanding or self.fault is not None:  # only mid-batch (see machine.ahead)
+            _batch_snapshot(self, snap)
         if self.provenance is not None:  # only values that derive from a result carry it
             sources = self.provenance.snapshot()
             if sources:
@@ -248,21 +250,22 @@ class MachineState:
                     raise UsageError(f"snapshot names an unknown register {name!r}")
                 regs[index] = value
             stack = list(data["stack"])
-            outstanding = _restore_outstanding(data, stack, _count)
             pending = data["pending"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
+            outstanding = _restore_outstanding(data, regs, stack, memory)
             answer = list(data.get("answer") or ())
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
             returned = data.get("returned")
             held = [
                 *([] if returned is None else [returned]),
-                *data["registers"].values(),
-                *(v for v in stack if v is not HOLE),
+                *regs,
+                *stack,
                 *(pending["values"] if pending else ()),
                 *(v for o in outstanding for v in o[1]),
                 *(cell for cells in memory.values() for cell in cells),
             ]
+            held = [v for v in held if type(v) is not Pending]
             if not all(map(is_value, held)):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
@@ -312,39 +315,57 @@ def is_value(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
-# -- mid-batch snapshots (see llassembly._ahead) ---------------------------------------------
+# -- mid-batch snapshots (see machine.ahead): outstanding calls, their Pending values, a fault --
 
 
-def _batch_snapshot(st: MachineState) -> dict[str, Any]:
-    """The snapshot keys of a state mid-batch: its outstanding calls and its fault."""
-    snap: dict[str, Any] = {}
+def _batch_snapshot(st: MachineState, snap: dict[str, Any]) -> None:
+    """Add a state's outstanding calls and fault to ``snap``, its Pending values written as
+    ``{"call": n, "result": k}``."""
     if st.outstanding:
         snap["outstanding"] = [
-            {"index": i, "values": list(v), "number": n, "at": at, "results": k}
-            for i, v, n, at, k in st.outstanding
+            {"index": i, "values": list(v), "number": n} for i, v, n in st.outstanding
         ]
+        snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
+        snap["stack"] = [_written(v) for v in snap["stack"]]
+        if "memory" in snap:
+            snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
     if st.fault is not None:
         snap["fault"] = dict(st.fault)
-    return snap
+
+
+def _written(value: Any) -> Any:
+    return {"call": value.call, "result": value.result} if type(value) is Pending else value
+
+
+def _read(value: Any) -> Any:
+    """A snapshot's ``{"call": n, "result": k}`` as :class:`Pending` (anything else as it is;
+    a value that is neither is refused by the caller)."""
+    if type(value) is dict and value.keys() == {"call", "result"}:
+        return Pending(_count(value["call"], "call number"), _count(value["result"], "result"))
+    return value
 
 
 def _restore_outstanding(
-    data: Mapping[str, Any], stack: list[Any], count: Callable[[Any, str], int]
-) -> list[tuple[int, list[Value], int, int, int]]:
-    """The outstanding calls of a snapshot; their holes (``None`` in ``stack``) become
-    :data:`HOLE`. ``count`` reads a non-negative int (raising ``UsageError``)."""
-    outstanding = [
-        (
-            count(o["index"], "outstanding index"),
-            list(o["values"]),
-            count(o["number"], "call number"),
-            count(o["at"], "hole position"),
-            count(o["results"], "results"),
-        )
-        for o in data.get("outstanding") or ()
-    ]
-    for _index, _values, _number, at, k in outstanding:
-        if at + k > len(stack) or not all(v is None for v in stack[at : at + k]):
-            raise UsageError("not an emulator snapshot: a hole is not where it should be")
-        stack[at : at + k] = [HOLE] * k
+    data: Mapping[str, Any],
+    regs: list[Value],
+    stack: list[Any],
+    memory: dict[str, list[Value]],
+) -> list[tuple[int, list[Value], int]]:
+    """The outstanding calls of a snapshot; their results, in place, become :class:`Pending`.
+    (A snapshot of an earlier release holds them as ``null`` on the stack, a call's results
+    from its ``at`` position.)"""
+    outstanding = []
+    for o in data.get("outstanding") or ():
+        number = _count(o["number"], "call number")
+        outstanding.append((_count(o["index"], "outstanding index"), list(o["values"]), number))
+        if "at" in o:  # the earlier form: holes on the stack only, the first result on top
+            at, n = _count(o["at"], "hole position"), _count(o["results"], "results")
+            if at + n > len(stack) or not all(v is None for v in stack[at : at + n]):
+                raise UsageError("not an emulator snapshot: a hole is not where it should be")
+            stack[at : at + n] = [Pending(number, k) for k in reversed(range(n))]
+    if outstanding:
+        regs[:] = map(_read, regs)
+        stack[:] = map(_read, stack)
+        for cells in memory.values():
+            cells[:] = map(_read, cells)
     return outstanding

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
@@ -312,6 +312,9 @@ class CompiledProgram:
     dataflow: Guards | None = None
     """The data-flow policies checked before each call (``None``: none; the steps then keep
     no provenance): see :mod:`llassembly.machine.provenance`."""
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What is worked out from the program once, on first use, for every run (see
+    :func:`llassembly.machine.pending.read_checks`)."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
