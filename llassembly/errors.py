@@ -214,6 +214,7 @@ class DataFlowRefused(CallNotRun):
     Attributes:
         tool: The tool that was not called.
         argument: The argument the policy guards.
+        value: The argument's value, shown short (``'eve@evil.example'``).
         sources: The tools whose results the argument's value derives from, sorted.
         policy: The policy, as written (``only_from('send_email', 'to', ['list_contacts'])``).
     """
@@ -222,6 +223,7 @@ class DataFlowRefused(CallNotRun):
         self,
         tool: str,
         argument: str,
+        value: str,
         sources: list[str],
         policy: str,
         rule: str,
@@ -230,11 +232,12 @@ class DataFlowRefused(CallNotRun):
         source: str = "",
     ) -> None:
         self.argument = argument
+        self.value = value
         self.sources = list(sources)
         self.policy = policy
         plural = "s" if len(sources) != 1 else ""
         reason = (
-            f"its argument {argument!r} derives from the result{plural} of "
+            f"its argument {argument!r} ({value}) derives from the result{plural} of "
             f"{', '.join(sources)}, and the data-flow policy {policy} {rule}"
         )
         super().__init__(tool, reason, line=line, source=source)

@@ -109,12 +109,13 @@ def test_an_address_from_the_contact_list_is_allowed() -> None:
 
 def test_an_address_taken_from_an_email_is_refused_naming_argument_sources_and_policy() -> None:
     error = refused("CALL read_inbox\nPOP R1\n" + SEND.format(to="R1[0].reply_to"))
-    assert (error.tool, error.argument, error.sources) == ("send_email", "to", ["read_inbox"])
+    assert (error.tool, error.argument, error.value) == ("send_email", "to", "'eve@evil.example'")
+    assert error.sources == ["read_inbox"]
     assert error.policy == "only_from('send_email', 'to', ['list_contacts'])"
     assert error.line == 6 and error.source == "CALL send_email"
     assert str(error) == (
-        "line 6: the call of send_email was not run: its argument 'to' derives from the result "
-        "of read_inbox, and the data-flow policy only_from('send_email', 'to', "
+        "line 6: the call of send_email was not run: its argument 'to' ('eve@evil.example') "
+        "derives from the result of read_inbox, and the data-flow policy only_from('send_email', 'to', "
         "['list_contacts']) lets it come only from list_contacts or from values written in the "
         "plan (CALL send_email)"
     )

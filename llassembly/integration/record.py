@@ -79,6 +79,7 @@ class Failure(TypedDict):
     reached: NotRequired[float]
     attempts: NotRequired[int]
     problems: NotRequired[list[str]]
+    value: NotRequired[str]
     sources: NotRequired[list[str]]
     policy: NotRequired[str]
 
@@ -205,6 +206,7 @@ _ERROR_ATTRIBUTES: Final = (
     "limit",
     "reached",
     "reason",
+    "value",
     "sources",
     "policy",
 )

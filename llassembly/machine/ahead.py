@@ -223,7 +223,7 @@ def call_request(
         raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
     ins = compiled.program.instructions[index]
     if sources is not None and compiled.dataflow is not None:
-        compiled.dataflow.check(index, ins, sources)
+        compiled.dataflow.check(index, ins, values, sources)
     args = extern.convert_args(values, line=ins.line, source=ins.text)
     return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 

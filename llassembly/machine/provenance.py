@@ -37,9 +37,11 @@ from llassembly.language.program import (
     Reg,
     Template,
     ToolShape,
+    Value,
 )
 from llassembly.machine.access import Context, cell_locator
 from llassembly.machine.shadow import Shadow
+from llassembly.machine.values import short_repr
 
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
@@ -226,19 +228,25 @@ class Guards:
     policies: tuple[DataFlowPolicy, ...]
     calls: Mapping[int, tuple[tuple[int, DataFlowPolicy], ...]]
 
-    def check(self, index: int, ins: Instruction, sources: Sequence[Sources]) -> None:
+    def check(
+        self, index: int, ins: Instruction, values: Sequence[Value], sources: Sequence[Sources]
+    ) -> None:
         """Refuse the call at ``index`` when an argument derives from a result a policy
-        refuses there (``sources``: one set per parameter, first pushed first).
+        refuses there (``values`` and their ``sources``: one per parameter, first pushed
+        first).
 
         Raises:
-            DataFlowRefused: Naming the argument, its value's sources and the policy.
+            DataFlowRefused: Naming the argument, its value, the value's sources and the
+                policy.
         """
         for position, policy in self.calls.get(index, ()):
             held = sources[position] if position < len(sources) else NO_SOURCES
             if policy.refused(held):
+                shown = short_repr(values[position], 80) if position < len(values) else "?"
                 raise DataFlowRefused(
                     policy.tool,
                     policy.argument,
+                    shown,
                     sorted(held),
                     str(policy),
                     policy.rule(),
