@@ -115,9 +115,9 @@ def test_an_address_taken_from_an_email_is_refused_naming_argument_sources_and_p
     assert error.line == 6 and error.source == "CALL send_email"
     assert str(error) == (
         "line 6: the call of send_email was not run: its argument 'to' ('eve@evil.example') "
-        "derives from the result of read_inbox, and the data-flow policy only_from('send_email', 'to', "
-        "['list_contacts']) lets it come only from list_contacts or from values written in the "
-        "plan (CALL send_email)"
+        "derives from the result of read_inbox, and the data-flow policy "
+        "only_from('send_email', 'to', ['list_contacts']) lets it come only from "
+        "list_contacts or from values written in the plan (CALL send_email)"
     )
 
 
@@ -314,9 +314,8 @@ def test_pending_results_carry_their_tool_wherever_they_move() -> None:
     emu = Emulator(program(plan), TOOLS, parallel_tools=True, dataflow=[TO_CONTACTS])
     batch = emu.advance_batch()
     assert [c.tool for c in batch] == ["read_inbox", "list_contacts"]
-    assert emu.state.pc == 4 and [type(v).__name__ for v in emu.state.regs[1:3]] == 2 * [
-        "Pending"
-    ]
+    assert emu.state.pc == 4
+    assert {type(v).__name__ for v in emu.state.regs[1:3]} == {"Pending"}
     shadow = emu.state.provenance
     assert shadow is not None and shadow.stack == []
     assert (shadow.regs[1], shadow.regs[2]) == ({"read_inbox"}, {"list_contacts"})

@@ -175,7 +175,7 @@ REFUSED = {
 def test_an_address_from_the_plan_or_the_contacts_is_sent_to(surface: str, case: str) -> None:
     code, address = ALLOWED[case]
     out = build(surface, [plan(code)]).invoke({"messages": [HumanMessage("Reply.")]})
-    assert SENT == [address]
+    assert [address] == SENT
     assert final_of(out).text == f"Sent to {address}."
 
 
