@@ -11,8 +11,10 @@ neither); each function imports what it needs when it is called.
 * :func:`private_state`: LangChain's marker of agent-state keys that are neither input nor
   output of the agent (the planner's record).
 * :func:`recording_tool`: a copy of a tool that records the value its ``_run``/``_arun``
-  returns, before ``BaseTool.run`` turns it into message text, in the :func:`recording` the
-  call runs in (how the agent path reads the tool's own return value).
+  returns, before ``BaseTool.run`` turns it into message text, and the content of the message
+  ``run``/``arun`` made of it (``BaseTool.invoke`` calls ``run``), in the :func:`recording` the
+  call runs in (how the agent path reads the tool's own return value, and sees whether a
+  middleware rewrote it).
 * :func:`tool_signature_function`: the function whose signature declares a tool's parameters
   and result (a ``BaseTool`` subclass's ``_run``).
 * :func:`bubbling_errors`: LangGraph's control-flow exceptions (interrupts), never caught.
@@ -69,12 +71,15 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
 
 @dataclass
 class Recorded:
-    """What a :func:`recording_tool` saw during one call: whether the tool's code ran, and
-    what it returned (its content, for a ``content_and_artifact`` tool)."""
+    """What a :func:`recording_tool` saw during one call: whether the tool's code ran, what
+    it returned (its content, for a ``content_and_artifact`` tool), and the content of the
+    ``ToolMessage`` the tool made of it (``None`` when it made none), so a caller can tell
+    whether a ``wrap_tool_call`` middleware rewrote the result after the tool."""
 
     ran: bool = False
     returned: bool = False
     value: Any = None
+    content: Any = None
 
 
 _RECORDING: ContextVar[Recorded | None] = ContextVar("llassembly_recording", default=None)
@@ -98,12 +103,16 @@ def recording_tool(tool: BaseTool) -> BaseTool:
 
     ``BaseTool.run``/``arun`` call the tool's ``_run``/``_arun`` and turn the value into
     message content; the copy's own ``_run``/``_arun`` (with the same signature, which
-    ``run`` inspects for ``config`` and ``run_manager``) note the value first. Everything else
+    ``run`` inspects for ``config`` and ``run_manager``) note the value first; its ``run``/
+    ``arun`` note the content of the ``ToolMessage`` they return. Everything else
     (schema, name, error handling, ``return_direct``) is the tool's. Build it once per tool.
     """
+    from langchain_core.messages import ToolMessage
+
     copy = tool.model_copy()
     content_and_artifact = tool.response_format == "content_and_artifact"
     run, arun = tool._run, tool._arun
+    public_run, public_arun = copy.run, copy.arun
 
     def noted(value: Any) -> Any:
         record = _RECORDING.get()
@@ -127,8 +136,24 @@ def recording_tool(tool: BaseTool) -> BaseTool:
         started()
         return noted(await arun(*args, **kwargs))
 
+    def made(output: Any) -> Any:
+        record = _RECORDING.get()
+        if record is not None and isinstance(output, ToolMessage):
+            record.content = output.content
+        return output
+
+    @functools.wraps(public_run)
+    def run_(*args: Any, **kwargs: Any) -> Any:
+        return made(public_run(*args, **kwargs))
+
+    @functools.wraps(public_arun)
+    async def arun_(*args: Any, **kwargs: Any) -> Any:
+        return made(await public_arun(*args, **kwargs))
+
     object.__setattr__(copy, "_run", _run)
     object.__setattr__(copy, "_arun", _arun)
+    object.__setattr__(copy, "run", run_)
+    object.__setattr__(copy, "arun", arun_)
     return copy
 
 

@@ -19,7 +19,8 @@ import pytest
 from conftest import asm
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
@@ -117,3 +118,82 @@ def test_a_deeply_nested_result_is_a_clear_failure_naming_the_tool_and_line(path
     final = _run(path, [_tool(list[Any], deep)], "CALL fetch\nPOP R1")
     assert final["status"] == "stopped"
     assert "fetch" in final["error"]["detail"] and final["error"]["line"] == 3
+
+
+class _Rewrite(AgentMiddleware[Any, Any]):
+    """A user's ``wrap_tool_call`` middleware that rewrites a result after the tool: it
+    redacts a card number, and corrects a count."""
+
+    @staticmethod
+    def _rewritten(out: Any) -> Any:
+        if isinstance(out, ToolMessage):
+            text = str(out.content).replace("4111-1111-1111-1111", "[REDACTED]")
+            out.content = "42" if text == "41" else text
+        return out
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._rewritten(handler(request))
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._rewritten(await handler(request))
+
+
+def _with_middleware(path: str, tools: list[BaseTool], plan: str) -> list[Any]:
+    """The turn's messages, with :class:`_Rewrite` where each path applies a user's tool
+    middleware to a plan's calls (the agent's own middleware on the agent path,
+    ``tool_middleware=`` elsewhere)."""
+    model = ScriptedChatModel(replies=[asm(plan)])
+    request = {"messages": [HumanMessage("go")]}
+    if path.startswith("agent"):
+        app = create_agent(model, tools=tools, middleware=[ToolsPlannerMiddleware(), _Rewrite()])
+        out = asyncio.run(app.ainvoke(request)) if path.endswith("async") else app.invoke(request)
+    elif path == "graph":
+        planner = ToolsPlannerMiddleware(execution="graph", tool_middleware=[_Rewrite()])
+        out = create_agent(model, tools=tools, middleware=[planner]).invoke(request)
+    elif path == "node":
+        out = ToolsPlannerNode(model, tools, tool_middleware=[_Rewrite()])(request, {})
+    else:
+        out = asyncio.run(
+            AToolsPlannerNode(model, tools, tool_middleware=[_Rewrite()])(request, {})
+        )
+    return list(out["messages"])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_result_a_middleware_rewrote_is_what_the_plan_reads(path: str) -> None:
+    """A ``wrap_tool_call`` middleware that redacts a result decides what the plan reads, as
+    it decides what the agent sees: the card number never reaches the email, the answer or
+    the messages' metadata (and so never the checkpoint)."""
+    sent: list[str] = []
+
+    @tool
+    def get_card(customer: str) -> str:
+        """The customer's card number."""
+        return "4111-1111-1111-1111"
+
+    @tool
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        sent.append(body)
+        return "sent"
+
+    plan = 'PUSH "ann"\nCALL get_card\nPOP R1\nPUSH "x@example.com"\nPUSH R1\n'
+    plan += 'CALL send_email\nPOP R0\nSAY "card: {R1}"'
+    messages = _with_middleware(path, [get_card, send_email], plan)
+    assert sent == ["[REDACTED]"]
+    assert messages[-1].text == "card: [REDACTED]"
+    assert "4111" not in repr([(m.content, m.response_metadata) for m in messages])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_typed_result_a_middleware_rewrote_is_read_from_its_text(path: str) -> None:
+    """A rewritten result is read as the tool's declared type, from the text the middleware
+    wrote: the plan computes with the corrected count."""
+
+    @tool
+    def count() -> int:
+        """How many there are."""
+        return 41
+
+    messages = _with_middleware(path, [count], 'CALL count\nPOP R1\nADD R1, 1\nSAY "{R1}"')
+    assert messages[-1].text == "43"

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import BAD_PLAN, FLAKY_PLAN, WEATHER_PLAN, Toolbox, meta
+from conftest import BAD_PLAN, FLAKY_PLAN, WEATHER_PLAN, Toolbox, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from llassembly import ToolsPlannerMiddleware
+from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
 from llassembly.integration.middleware import PLAN_TAG
 
 
@@ -40,6 +41,46 @@ def test_the_stop_message_counts_only_the_calls_that_completed() -> None:
     final = app.invoke({"messages": [HumanMessage("go")]})["messages"][-1]
     assert box.names() == ["flaky"] * 3
     assert "2 tool calls completed before it" in final.text
+    assert meta(final)["tool_calls"] == 2
+
+
+PARALLEL_PLAN = """PUSH 1
+CALL get
+PUSH 2
+CALL get
+PUSH 3
+CALL get
+POP R3
+POP R2
+POP R1
+SAY "{R1} {R2} {R3}"
+"""
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_the_stop_message_counts_the_calls_that_ran_beside_the_failed_one(path: str) -> None:
+    """With ``parallel_tools`` the three calls run at once and the second fails: the first
+    completed before it, the third completed beside it; the message and the count say both."""
+    ran: list[int] = []
+
+    @tool
+    def get(x: int) -> int:
+        """Get."""
+        ran.append(x)
+        if x == 2:
+            raise ValueError("bad")
+        return x
+
+    model = ScriptedChatModel(replies=[asm(PARALLEL_PLAN)])
+    request = {"messages": [HumanMessage("go")]}
+    if path == "node":
+        out = ToolsPlannerNode(model, [get], parallel_tools=True)(request, {})
+    else:
+        planner = ToolsPlannerMiddleware(execution=path, parallel_tools=True)
+        out = create_agent(model, tools=[get], middleware=[planner]).invoke(request)
+    final = out["messages"][-1]
+    assert sorted(ran) == [1, 2, 3]
+    assert "1 tool call completed before it. 1 more, run at the same time" in final.text
     assert meta(final)["tool_calls"] == 2
 
 

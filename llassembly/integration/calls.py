@@ -6,7 +6,8 @@ own return value (:func:`llassembly.compat.recording_tool`). A tool's exception 
 call's failure (an error ``ToolMessage``, so the plan's ``on_tool_error`` decides what
 follows). The result is tagged with the call's place in the plan, whether the tool ran, and,
 when its text would read differently, the values the plan gets (see
-:mod:`llassembly.integration.results`).
+:mod:`llassembly.integration.results`); a result a middleware rewrote after the tool is read
+from its text, as the agent sees it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from llassembly.integration.agent import ADDED_BY_CALL, ENDS_RUN, record_of
 from llassembly.integration.messages import call_meta
 from llassembly.integration.planner import Planner
 from llassembly.integration.record import FAILURE_ARTIFACT, KEY, PendingCall, execution_failure
-from llassembly.integration.results import message_text, value_tag
+from llassembly.integration.results import altered, message_text, value_tag
 from llassembly.integration.tools import chain
 from llassembly.machine.emulator import ToolCall, tool_error
 
@@ -131,7 +132,7 @@ def _tagged(
 
     def tagged(message: ToolMessage) -> ToolMessage:
         more = dict(extra)
-        if noted.returned and extern is not None and message.status != "error":
+        if _as_made(message, noted) and extern is not None and message.status != "error":
             more.update(value_tag(extern, noted.value, message_text(message), pending))
         # The tool node built this message for this call: its metadata is set, not copied.
         message.response_metadata = {**message.response_metadata, **_tag(pending, **more)}
@@ -149,6 +150,19 @@ def _tagged(
         for m in _as_list(update["messages"])
     ]
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
+
+
+def _as_made(message: ToolMessage, noted: Recorded) -> bool:
+    """Whether ``message`` holds the result as the tool made it (see
+    :func:`~llassembly.integration.results.altered`), so the plan reads the tool's own value.
+    A ``wrap_tool_call`` middleware that altered the content after the tool (a redaction, a
+    correction) decides what the agent sees, and so what the plan reads: its text."""
+    if not noted.returned:
+        return False
+    if noted.content is None or message.content == noted.content:
+        return True
+    made = message_text(ToolMessage(content=noted.content, tool_call_id=message.tool_call_id))
+    return not altered(made, message_text(message))
 
 
 def _marked(message: _Msg, pending: Mapping[str, Any]) -> _Msg:

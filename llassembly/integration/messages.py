@@ -94,7 +94,7 @@ def final_message(
     }
     if failure:
         meta["error"] = dict(failure)
-        text = _failure_text(failure, completed)
+        text = _failure_text(failure, completed, int(record.get("alongside", 0)))
         if failure.get("type") == NOT_APPROVED:
             meta["status"] = "rejected"
     elif said is not None:
@@ -109,9 +109,16 @@ def final_message(
     return AIMessage(content=text, response_metadata={KEY: meta})
 
 
-def _failure_text(failure: Mapping[str, Any], completed: int) -> str:
-    """What went wrong, for the user: the problem and its line, and what ran before it."""
-    done = f"{completed} tool call{'s' if completed != 1 else ''} completed before it."
+def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0) -> str:
+    """What went wrong, for the user: the problem and its line, and what ran before it (and,
+    with ``parallel_tools``, beside it)."""
+    before = completed - alongside
+    done = f"{before} tool call{'s' if before != 1 else ''} completed before it."
+    if alongside:
+        done += (
+            f" {alongside} more, run at the same time, completed after it"
+            " (the plan did not use their results)."
+        )
     kind = failure.get("type")
     detail = str(failure.get("detail") or failure.get("message") or "")
     if kind == NOT_APPROVED:

@@ -137,7 +137,9 @@ class TurnRecord(TypedDict):
         repairs: Plans fixed after a rejection.
         replans: New plans after a failure.
         executed: Instructions run by the turn's earlier plans.
-        tool_calls: Tool calls made by the turn's earlier plans.
+        tool_calls: Tool calls the turn's plans completed.
+        alongside: Of those, the calls of a batch that completed after the call that stopped
+            the plan (run at the same time with ``parallel_tools``; their results not used).
         approval: A plan-approval request and where it stands.
         transient: Ids of messages a step added only to show progress (a rejected draft, a
             note that a new plan is asked for); the next step takes them out.
@@ -163,6 +165,7 @@ class TurnRecord(TypedDict):
     replans: int
     executed: int
     tool_calls: int
+    alongside: NotRequired[int]
     approval: Approval | None
     transient: list[str]
     anchor: str | None

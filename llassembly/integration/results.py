@@ -34,7 +34,7 @@ from llassembly.integration.record import (
 from llassembly.machine.externs import Extern
 from llassembly.machine.values import strip_annotation, type_label
 
-__all__ = ["decode_text", "message_text", "outcome_of", "refusal_tag", "value_tag"]
+__all__ = ["altered", "decode_text", "message_text", "outcome_of", "refusal_tag", "value_tag"]
 
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
@@ -159,6 +159,17 @@ def decode_text(extern: Extern, text: str, pending: Mapping[str, Any]) -> Any:
     if not isinstance(data, list) or len(data) != extern.n_results:
         raise _undecodable(extern, text, label, pending)
     return data
+
+
+def altered(made: str, seen: str) -> bool:
+    """Whether a middleware between the tool and the agent altered a result: the text the
+    tool's result made (``made``) no longer stands whole in the text the agent sees (``seen``).
+
+    A middleware that only adds text around the result (``HumanInTheLoopMiddleware``'s
+    notice of an edited call) leaves the plan the tool's own value; one that changes or
+    removes any of it (a redaction, a correction) decides what the plan reads: the text the
+    agent sees, read as the tool's declared type."""
+    return made not in seen
 
 
 def message_text(message: ToolMessage) -> str:

@@ -24,6 +24,7 @@ from llassembly.errors import CallNotRun, ToolExecutionError, UsageError
 from llassembly.integration.graph import PlanRun
 from llassembly.integration.messages import jsonable, result_text
 from llassembly.integration.record import KEY
+from llassembly.integration.results import altered, decode_text, message_text
 from llassembly.machine.emulator import ToolCall
 from llassembly.machine.externs import Extern
 from llassembly.machine.values import short_repr
@@ -72,7 +73,8 @@ def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) ->
             return _carrying(_invoke(extern, _args_of(request, args), config), request)
 
         request = _request(extern, args, call_id, tools, config)
-        return _unwrap(chain(middleware, "wrap_tool_call", inner)(request), call, bool(ran))
+        outcome = chain(middleware, "wrap_tool_call", inner)(request)
+        return _unwrap(outcome, call, extern, bool(ran))
 
     async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
         extern, args, call_id = prepare(call, config)
@@ -86,7 +88,7 @@ def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) ->
 
         request = _request(extern, args, call_id, tools, config)
         outcome = await chain(middleware, "awrap_tool_call", inner)(request)
-        return _unwrap(outcome, call, bool(ran))
+        return _unwrap(outcome, call, extern, bool(ran))
 
     announce = _announcer(tools, prefix)
 
@@ -220,10 +222,16 @@ def _carrying(result: Any, request: ToolCallRequest) -> ToolMessage:
     )
 
 
-def _unwrap(outcome: Any, call: ToolCall, ran: bool) -> Any:
-    """The plan's value from what the middleware chain returned (``ran``: the tool ran)."""
+def _unwrap(outcome: Any, call: ToolCall, extern: Extern, ran: bool) -> Any:
+    """The plan's value from what the middleware chain returned (``ran``: the tool ran): the
+    tool's own value unless a middleware altered its text (see
+    :func:`~llassembly.integration.results.altered`), else the message's text read as the
+    tool's declared type, as the agent path reads it (a middleware altered the result, or
+    answered instead of the tool: the plan reads what it wrote)."""
     if isinstance(outcome, _Carrying):
-        return outcome.artifact
+        made = result_text(outcome.artifact)
+        if outcome.content == made or not altered(made, message_text(outcome)):
+            return outcome.artifact
     if isinstance(outcome, ToolMessage):
         if outcome.status == "error" and not ran:  # a person or a middleware decided
             raise CallNotRun(call.tool, outcome.text, line=call.line, source=call.source)
@@ -231,7 +239,9 @@ def _unwrap(outcome: Any, call: ToolCall, ran: bool) -> Any:
             raise ToolExecutionError(
                 call.tool, RuntimeError(outcome.text), line=call.line, source=call.source
             )
-        return outcome.content
+        return decode_text(
+            extern, message_text(outcome), {"line": call.line, "source": call.source}
+        )
     if isinstance(outcome, Command):
         return outcome
     raise UsageError(

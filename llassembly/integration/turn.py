@@ -24,7 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from llassembly.errors import (
     AsmRuntimeError,
@@ -67,6 +74,7 @@ from llassembly.integration.messages import (
 )
 from llassembly.integration.planner import short_hash
 from llassembly.integration.record import (
+    KEY,
     NOT_APPROVED,
     Failed,
     Failure,
@@ -338,7 +346,10 @@ def _plan_ended(
     """The plan ended: replan after a failure (when the policy says so), or end the turn."""
     machine = rec["machine"] or {}
     rec["executed"] += int(machine.get("executed", 0))
-    rec["tool_calls"] += _completed(machine, failure)
+    before = _completed(machine, failure)
+    alongside = _alongside(rec, view, messages, before) if failure else 0
+    rec["tool_calls"] += before + alongside
+    rec["alongside"] = alongside
     rec.update({"plan": None, "pending": [], "failure": failure})
     opts = view.planner.options
     replans_left = rec["replans"] < opts.max_replans
@@ -355,6 +366,21 @@ def _completed(machine: Mapping[str, Any], failure: Failure | None) -> int:
     it still waits on (one that failed, or was not run) are not among them."""
     waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
     return max(int(machine.get("tool_calls", 0)) - waiting, 0)
+
+
+def _alongside(
+    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage], before: int
+) -> int:
+    """The calls of the stopped plan that completed although the machine never took their
+    results: with ``parallel_tools``, the calls of a batch after the one that failed ran at
+    the same time. Counted from the plan's call messages (a result the plan got, or could
+    have got)."""
+    done = 0
+    for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]]):
+        tag = m.response_metadata.get(KEY)
+        ok = isinstance(m, ToolMessage) and m.status != "error"
+        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
+    return max(done - before, 0)
 
 
 def _end(
