@@ -140,9 +140,14 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     move = transfer_of(ins)
     if move.moves_nothing:
         return step
-    reads = _readers(move.reads, ctx, ins)
+    # One reader for everything read, one per copy (None: only literals), built once.
+    read_all = _joined(_readers(move.reads, ctx, ins))
     writes = [
-        (_place(w.place, ctx, ins), None if w.copies is None else _readers(w.copies, ctx, ins))
+        (
+            _place(w.place, ctx, ins),
+            w.copies is not None,
+            _joined(_readers(w.copies or (), ctx, ins)),
+        )
         for w in move.writes
     ]
     pops, pushes, flags, sets_flags = move.pops, move.pushes, move.flags, move.sets_flags
@@ -152,7 +157,7 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         shadow = st.provenance
         if shadow is None:
             raise UsageError("a program compiled with data-flow policies runs with provenance")
-        everything = NO_SOURCES.union(*(read(st, shadow) for read in reads))
+        everything = NO_SOURCES if read_all is None else read_all(st, shadow)
         if pops and len(shadow.stack) >= pops:
             everything = everything.union(*shadow.stack[-pops:])
         if flags:
@@ -161,11 +166,9 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         targets = [
             (
                 place(st),
-                everything
-                if copies is None
-                else chosen.union(*(read(st, shadow) for read in copies)),
+                (chosen if copy is None else chosen | copy(st, shadow)) if copies else everything,
             )
-            for place, copies in writes
+            for place, copies, copy in writes
         ]
         after = step(st, pc)
         for where, sources in targets:
