@@ -455,3 +455,22 @@ def test_a_pending_result_moved_to_memory_keeps_its_tool_through_a_snapshot_mid_
     resumed.complete_batch([read_inbox(), list_contacts()])
     with pytest.raises(DataFlowRefused, match="derives from the result of read_inbox"):
         resumed.advance_batch()
+
+
+def test_a_snapshot_with_provenance_resumed_without_policies_drops_it() -> None:
+    """A machine without policies keeps no sources: those a snapshot brings are dropped, so
+    its own snapshots stay ones it can restore (its steps would not keep them up to date)."""
+    plan = "CALL read_inbox\nPOP R1\nPUSH 1\nCALL list_contacts\nPOP R2\nPUSH R1\nPUSH 2\nHLT"
+    guarded = Emulator(program(plan), TOOLS, dataflow=[TO_CONTACTS])
+    guarded.advance()
+    guarded.complete(read_inbox())
+    guarded.advance()
+    snap = guarded.snapshot()
+    assert "provenance" in snap
+    plain = Emulator(program(plan), TOOLS, state=snap)
+    assert plain.state.provenance is None
+    plain.complete(list_contacts())
+    plain.run()
+    assert "provenance" not in plain.snapshot()
+    again = Emulator(program(plan), TOOLS, state=plain.snapshot(), dataflow=[TO_CONTACTS])
+    assert again.state.provenance == Shadow(stack=[frozenset()] * 3)

@@ -174,6 +174,8 @@ class Emulator:
         self._check_state()
         if self.compiled.dataflow is not None:  # provenance: kept beside every value
             _provenance.attach(self.state)
+        else:  # no step keeps it: what a snapshot brought would no longer fit the values
+            self.state.provenance = None
         # The registers a snapshot reads: those the program may write, and any a given
         # state starts with (no instruction changes those others).
         self._registers = self.compiled.registers
