@@ -32,6 +32,7 @@ from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
 from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
+from llassembly.errors import DataFlowRefused
 from llassembly.policies import only_from
 
 SENT: list[str] = []
@@ -97,12 +98,15 @@ def _clear() -> Iterator[None]:
     ASKED.clear()
 
 
-def build(surface: str, replies: list[str], saver: Any = None, *, fresh: bool = False) -> Any:
-    """An agent (either path) or a one-node graph with the policy."""
+def build(
+    surface: str, replies: list[str], saver: Any = None, *, fresh: bool = False, **options: Any
+) -> Any:
+    """An agent (either path) or a one-node graph with the policy (and ``options``)."""
     model = ScriptedChatModel(replies=replies)
     if surface == "node":
         builder = StateGraph(MessagesState)
-        builder.add_node("planner", ToolsPlannerNode(model, TOOLS, plan_policy=[POLICY]))
+        node = ToolsPlannerNode(model, TOOLS, plan_policy=[POLICY], **options)
+        builder.add_node("planner", node)
         builder.add_edge(START, "planner")
         builder.add_edge("planner", END)
         app = builder.compile(checkpointer=saver)
@@ -111,6 +115,7 @@ def build(surface: str, replies: list[str], saver: Any = None, *, fresh: bool = 
             execution="graph" if surface == "graph" else "agent",
             plan_policy=[POLICY],
             tools=TOOLS if fresh and surface == "graph" else None,
+            **options,
         )
         app = create_agent(model, tools=TOOLS, middleware=[planner], checkpointer=saver)
     app.scripted = model
@@ -215,29 +220,24 @@ def test_the_refused_value_is_named(surface: str) -> None:
 @pytest.mark.parametrize("surface", SURFACES)
 def test_a_refusal_goes_through_on_tool_error_replan(surface: str) -> None:
     """Under ``on_tool_error="replan"`` the model is told why, and its new plan runs."""
-    model = ScriptedChatModel(
-        replies=[plan("    MOV R3, R1[0].reply_to"), plan('    MOV R3, "carol@corp.example"')]
-    )
-    if surface == "node":
-        builder = StateGraph(MessagesState)
-        node = ToolsPlannerNode(model, TOOLS, plan_policy=[POLICY], on_tool_error="replan")
-        builder.add_node("planner", node)
-        builder.add_edge(START, "planner")
-        builder.add_edge("planner", END)
-        app: Any = builder.compile()
-    else:
-        planner = ToolsPlannerMiddleware(
-            execution="graph" if surface == "graph" else "agent",
-            plan_policy=[POLICY],
-            on_tool_error="replan",
-        )
-        app = create_agent(model, tools=TOOLS, middleware=[planner])
+    replies = [plan("    MOV R3, R1[0].reply_to"), plan('    MOV R3, "carol@corp.example"')]
+    app = build(surface, replies, on_tool_error="replan")
+    model = app.scripted
     out = app.invoke({"messages": [HumanMessage("Reply.")]})
     assert SENT == ["carol@corp.example"]
     assert len(model.calls) == 2
     told = "\n".join(str(m.content) for m in model.calls[1])
     assert "DataFlowRefused" in told or "data-flow policy" in told
     assert final_of(out).text == "Sent to carol@corp.example."
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_refusal_is_raised_under_on_tool_error_raise(surface: str) -> None:
+    app = build(surface, [plan("    MOV R3, R1[0].reply_to")], on_tool_error="raise")
+    with pytest.raises(DataFlowRefused) as caught:
+        app.invoke({"messages": [HumanMessage("Reply.")]})
+    assert (caught.value.argument, caught.value.sources) == ("to", ["read_inbox"])
+    assert SENT == []
 
 
 @pytest.mark.parametrize("surface", SURFACES)
