@@ -25,6 +25,7 @@ setting's ratio to ``none``.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -72,9 +73,16 @@ def _program(source: str) -> Program:
 
 
 def _cpu_once(run: Callable[[], object]) -> float:
-    start = time.process_time()
-    run()
-    return time.process_time() - start
+    """CPU seconds of one run, with the garbage of earlier runs collected before it (and the
+    collector off during it, so one setting does not pay for another's garbage)."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.process_time()
+        run()
+        return time.process_time() - start
+    finally:
+        gc.enable()
 
 
 def _interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
