@@ -44,6 +44,7 @@ from llassembly.errors import (
     ToolCallBudgetExceeded,
     ToolExecutionError,
     UsageError,
+    UsageTypeError,
     WallClockExceeded,
 )
 from llassembly.integration.prompt import build_system_prompt
@@ -64,7 +65,7 @@ from llassembly.machine.externs import (
     Extern,
     externs_from,
 )
-from llassembly.machine.toolset import (  # these take tools as a list or a mapping
+from llassembly.machine.toolset import (
     check,
     summarize,
     verify,
@@ -190,6 +191,7 @@ __all__ = [
     "ToolsPlannerMiddleware",
     "ToolsPlannerNode",
     "UsageError",
+    "UsageTypeError",
     "WallClockExceeded",
     "__version__",
     "aplan",

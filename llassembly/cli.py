@@ -6,9 +6,11 @@ with ``--summary`` it also prints what a valid plan can do (each tool's fewest a
 constant arguments, loops and conditions, worst-case counts against the budgets).
 ``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
 final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
-prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`).
+prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`); what the
+tools print meanwhile goes to standard error.
 ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
-(LangChain tools or plain typed functions), a single tool, or a function returning a list; the
+(LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
+function returning a list or a mapping; the
 current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
 repository root. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
 its own arguments.
@@ -20,6 +22,7 @@ Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -30,6 +33,7 @@ from typing import Any, NoReturn, TextIO
 
 from llassembly import __version__
 from llassembly.analysis.summary import summarize
+from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.analysis.verifier import check
 from llassembly.errors import (
     Diagnostic,
@@ -54,7 +58,7 @@ from llassembly.machine.emulator import (
 )
 from llassembly.machine.externs import (
     Extern,
-    externs_from,
+    externs_of,
 )
 
 __all__ = ["EXIT_CODES", "JSON_SCHEMA", "load_tools", "main"]
@@ -70,7 +74,8 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
 
 JSON_SCHEMA = """\
-JSON output (--json): one object on standard output, whatever happens.
+JSON output (--json): one object on standard output, whatever happens
+(what the tools print goes to standard error).
   Always:    "command" ("check" | "run" | null), "status", "exit_code"
   status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
              plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
@@ -114,8 +119,10 @@ def load_tools(spec: str) -> dict[str, Extern]:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
     if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
         value = value()
-    tools = list(value) if isinstance(value, list | tuple) else [value]
-    return externs_from(tools)
+    # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
+    # command line there is no list to wrap it in.
+    tools = [value] if looks_like_one_tool(value) else value
+    return dict(externs_of(tools, param="--tools"))
 
 
 def _is_typed_tool(value: Callable[..., Any]) -> bool:
@@ -376,7 +383,7 @@ def _parser() -> argparse.ArgumentParser:
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
-            help="a list of tools (or one tool, or a function returning a list)",
+            help="a list or mapping of tools (or one tool, or a function returning either)",
         )
         sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
         sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
@@ -417,7 +424,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             "check": _cmd_check,
             "run": _cmd_run,
         }
-        return handlers[args.command](args, report)
+        if not as_json:
+            return handlers[args.command](args, report)
+        # Under --json standard output holds the one JSON object: what the tools print, as
+        # they are imported or called, goes to standard error (the report writes to the
+        # stream taken above).
+        with contextlib.redirect_stdout(sys.stderr):
+            return handlers[args.command](args, report)
     except PlanError as exc:
         report.text(str(exc))
         problems = [_problem(d) for d in exc.diagnostics]

@@ -33,6 +33,7 @@ __all__ = [
     "ToolCallBudgetExceeded",
     "ToolExecutionError",
     "UsageError",
+    "UsageTypeError",
     "WallClockExceeded",
 ]
 
@@ -43,6 +44,12 @@ class LLAssemblyError(Exception):
 
 class UsageError(LLAssemblyError):
     """The library was used wrongly by the developer (not by the model)."""
+
+
+class UsageTypeError(UsageError, TypeError):
+    """An argument of the wrong kind (tools given as one tool, a string or a number): a
+    :class:`UsageError` that is also the ``TypeError`` Python code expects for such a mistake,
+    so either ``except`` catches it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,3 +34,18 @@ def make_tools() -> list[Any]:
 
 
 NOT_A_TOOL = 42
+
+
+def chatty(x: int) -> int:
+    """Return x, printing a debug line as tools under development do."""
+    print(f"debug: chatty({x})")
+    return x
+
+
+def chatty_failure(x: int) -> int:
+    """Print a debug line, then raise."""
+    print(f"debug: about to fail on {x}")
+    raise RuntimeError("failed")
+
+
+CHATTY = [chatty, chatty_failure]

@@ -227,7 +227,7 @@ def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -
         ("cli_tools:", "must look like module:attribute"),
         ("no_such_module_xyz:TOOLS", "cannot import module 'no_such_module_xyz'"),
         ("cli_tools:MISSING", "has no attribute 'MISSING'"),
-        ("cli_tools:NOT_A_TOOL", "neither a LangChain tool nor a callable"),
+        ("cli_tools:NOT_A_TOOL", "--tools must be a list of tools (LangChain tools, functions"),
     ],
 )
 @pytest.mark.parametrize("command", ["check", "run"])
@@ -364,6 +364,48 @@ def cli_json(*argv: str) -> tuple[int, dict[str, Any]]:
     assert isinstance(data, dict)
     assert data["exit_code"] == code
     return code, data
+
+
+@pytest.mark.parametrize(
+    ("source", "status"),
+    [
+        ("PUSH 3\nCALL chatty\nPOP R1\nSAY 'done'", "finished"),
+        ("PUSH 3\nCALL chatty\nPOP R1\nPUSH 4\nCALL chatty_failure\nPOP R2", "stopped"),
+    ],
+)
+def test_run_json_stays_json_when_a_tool_prints(
+    source: str, status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``--json`` what tools print goes to standard error: standard output (the real
+    one, where the tools' ``print`` went before) holds the JSON object alone."""
+    (tmp_path / "printing_tools.py").write_text(
+        "print('loading the tools')\nfrom cli_tools import CHATTY\n", encoding="utf-8"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        args = ["run", plan(tmp_path, source), "--tools", "printing_tools:CHATTY", "--json"]
+        code = main(args)  # no ``out``: the JSON goes to sys.stdout, as from a shell
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("printing_tools", None)
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert (data["status"], data["exit_code"], code) == (status, code, 0 if code == 0 else 2)
+    assert data["calls"][0]["result"] == 3
+    assert "loading the tools" in captured.err
+    assert "debug: chatty(3)" in captured.err
+    assert "debug" not in captured.out
+
+
+def test_run_without_json_leaves_what_tools_print_on_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", plan(tmp_path, "PUSH 3\nCALL chatty\nPOP R1"), "--tools", "cli_tools:CHATTY"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.out.index("debug: chatty(3)") < captured.out.index("line   2  chatty(x=3)")
 
 
 def test_check_json_of_a_valid_plan_has_the_summary() -> None:

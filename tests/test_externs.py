@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -11,6 +12,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
+from llassembly import Emulator, parse_program
 from llassembly.errors import (
     AsmRuntimeError,
     ToolArgumentError,
@@ -379,6 +381,43 @@ def test_a_single_result_becomes_one_stack_value(result: Any, expected: Any) -> 
     got = typed(int).to_values(result)
     assert got == (expected,)
     assert type(got[0]) is type(expected)
+
+
+class _Opaque:
+    """An object with no JSON form: its text is what a plan can hold of it."""
+
+    def __str__(self) -> str:
+        return "opaque!"
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        ({1: "a", (2, 3): "b"}, {"1": "a", "(2, 3)": "b"}),
+        ({"a": _Opaque(), "b": 1}, {"a": "opaque!", "b": 1}),
+        ([_Opaque(), {frozenset({1}): 2}], ["opaque!", {"frozenset({1})": 2}]),
+        ((Point(x=1, y=2), {None: _Opaque()}), [{"x": 1, "y": 2}, {"null": "opaque!"}]),
+    ],
+)
+def test_a_dict_or_list_result_is_json_text_whatever_it_holds(result: Any, expected: Any) -> None:
+    """Keys JSON cannot have, and parts with no JSON form, are written as their text: the
+    plan reads the result by path like any JSON (not Python's ``str()`` of the whole)."""
+    (got,) = typed(int).to_values(result)
+    assert isinstance(got, str)
+    assert json.loads(got) == expected
+
+
+def test_a_result_with_no_json_form_is_its_text() -> None:
+    assert typed(int).to_values(_Opaque()) == ("opaque!",)
+
+
+def test_a_plan_reads_a_part_of_a_result_python_cannot_make_json() -> None:
+    def fetch() -> dict[Any, Any]:
+        """Data keyed by tuples, holding an object."""
+        return {(2, 3): "b", "item": _Opaque()}
+
+    result = Emulator(parse_program("CALL fetch\nPOP R1\nMOV R2, R1.item"), [fetch]).run()
+    assert result.registers["R2"] == "opaque!"
 
 
 def test_a_tuple_result_becomes_values_in_natural_order() -> None:

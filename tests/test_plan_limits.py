@@ -119,3 +119,49 @@ def test_a_plan_past_each_limit_is_refused_as_the_table_says(name: str) -> None:
 
 def test_the_table_covers_every_limit_with_a_plan() -> None:
     assert set(PAST) == set(_constants())
+
+
+def test_the_instruction_limit_is_the_same_for_every_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner, ``llassembly.check``/``verify``, ``Emulator`` and ``llassembly check``
+    refuse a plan past ``MAX_PLAN_INSTRUCTIONS`` with the same problem: the CLI reports what
+    the planner would refuse, rather than "OK"."""
+    import io
+    import json
+
+    from llassembly import check, verify
+    from llassembly.cli import main
+
+    source = "\n".join(["MOV R1, 1"] * (limits.MAX_PLAN_INSTRUCTIONS + 1))
+    with pytest.raises(PlanRejected) as planner:
+        _plan_of(source)
+    (problem,) = planner.value.diagnostics
+    assert f"at most {limits.MAX_PLAN_INSTRUCTIONS} are accepted" in problem.message
+    assert check(parse_program(source), [echo]) == (problem,)
+    for refuse in (
+        lambda: verify(parse_program(source), [echo]),
+        lambda: Emulator(parse_program(source), [echo]),
+    ):
+        with pytest.raises(PlanRejected) as caught:
+            refuse()
+        assert caught.value.diagnostics == (problem,)
+
+    (tmp_path / "limit_tools.py").write_text("def echo(text: str) -> str:\n    return text\n")
+    (tmp_path / "plan.asm").write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["check", "plan.asm", "--tools", "limit_tools:echo", "--json"], out=out) == 1
+    data = json.loads(out.getvalue())
+    assert data["status"] == "rejected"
+    assert data["problems"] == [
+        {
+            "line": problem.line,
+            "column": problem.column,
+            "message": problem.message,
+            "source": problem.source,
+        }
+    ]
+    text = io.StringIO()
+    assert main(["check", "plan.asm", "--tools", "limit_tools:echo"], out=text) == 1
+    assert "OK" not in text.getvalue() and "4096 are accepted" in text.getvalue()

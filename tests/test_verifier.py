@@ -31,6 +31,7 @@ from llassembly.language.instructions import (
     OPCODE_INFO,
     OperandKind,
 )
+from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
 from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
@@ -295,19 +296,27 @@ def test_a_plan_with_too_many_paths_is_refused_quickly_naming_the_limit() -> Non
     assert "over 20000 states" in error
 
 
-def test_a_plan_longer_than_the_states_kept_is_refused_asking_for_a_shorter_plan() -> None:
+def test_a_plan_longer_than_the_size_limit_is_refused_before_any_path_is_followed() -> None:
+    """More instructions than ``MAX_PLAN_INSTRUCTIONS`` (fewer than the states the path
+    analysis keeps, so that limit is the size, not the states): one problem, at the first
+    instruction past the limit, naming it; no path is walked."""
     plan = "PUSH 1\nCALL attack_enemy\n" + "NOP\n" * 20_000 + "POP R1"
+    assert MAX_PLAN_INSTRUCTIONS < MAX_STATES
     with counted_steps() as steps:
         error = rejected(plan)
-    assert steps[0] <= MAX_STATES
-    assert "line 20001, column 1: the program has too many paths to check" in error
-    assert "write a shorter plan" in error
+    assert steps[0] == 0
+    assert (
+        f"line {MAX_PLAN_INSTRUCTIONS + 1}, column 1: the plan has 20003 instructions; at most "
+        f"{MAX_PLAN_INSTRUCTIONS} are accepted" in error
+    )
+    assert "1 problem" in error
+    assert check(program_of(plan), NPC_TOOLS)[0].source == "NOP"
 
 
 def test_many_branches_into_one_place_are_checked_quickly() -> None:
-    """2,500 string compares jumping to one label, then a long tail: no repeated passes."""
-    switch = "".join(f'CMP R1, "a{i}"\nJE target\n' for i in range(2500))
-    plan = switch + "target:\n" + "NOP\n" * 2500 + "JL done\ndone: HLT"
+    """1,500 string compares jumping to one label, then a long tail: no repeated passes."""
+    switch = "".join(f'CMP R1, "a{i}"\nJE target\n' for i in range(1500))
+    plan = switch + "target:\n" + "NOP\n" * 1000 + "JL done\ndone: HLT"  # 4,002 instructions
     with counted_steps() as steps:
         error = rejected(plan)
     assert steps[0] <= len(program_of(plan).instructions)  # one visit per instruction
@@ -320,14 +329,19 @@ def test_many_subroutine_calls_within_the_limits_are_followed() -> None:
     assert "line 23, column 1: POP on an empty stack" in rejected(_fan_out(20, 4, 4, "POP R1"))
 
 
-def test_a_huge_program_of_subroutine_calls_is_refused_quickly() -> None:
-    """75 KB of CALL lines: verification stays bounded and refuses what it cannot follow."""
-    plan = "```asm\n" + "CALL sub\n" * 8400 + "HLT\nsub:\nPUSH 1\nCALL attack_enemy\nRET\n```"
+def test_a_huge_program_of_subroutine_calls_is_checked_quickly() -> None:
+    """75 KB of CALL lines are refused by their size at once; as many as the size limit
+    allows, all calling one subroutine, are followed within the states kept."""
+    sub = "HLT\nsub:\nPUSH 1\nCALL attack_enemy\nRET\n"
+    plan = "```asm\n" + "CALL sub\n" * 8400 + sub + "```"
     assert len(plan) > 75_000
     with counted_steps() as steps:
         error = rejected(plan)
-    assert steps[0] <= MAX_STATES
-    assert "too many paths" in error
+    assert steps[0] == 0
+    assert f"at most {MAX_PLAN_INSTRUCTIONS} are accepted" in error
+    with counted_steps() as steps:
+        accepted("CALL sub\n" * (MAX_PLAN_INSTRUCTIONS - 6) + sub)
+    assert 0 < steps[0] <= MAX_STATES
 
 
 # -- 6. loops that never end ---------------------------------------------------------------

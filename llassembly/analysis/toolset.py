@@ -1,25 +1,33 @@
-"""The tools a plan may call, as every check takes them: a mapping by name, or a list.
+"""The tools argument, as every public function takes it: a list of tools, or a mapping of
+tool name to tool.
+
+This module is the one place that reads that argument (:func:`given_tools`,
+:func:`tool_shapes`): what a list and a mapping mean, and the ``TypeError`` for anything else
+(a single tool, a name, a number), which names the parameter and says what to write.
 
 The analysis reads a tool as a :class:`~llassembly.language.program.ToolShape` (its name, its
 parameters, how many results it gives): an :class:`~llassembly.machine.externs.Extern`, or
 anything with those three attributes. Plain callables and LangChain tools become externs in
-the machine (``llassembly.check``, ``llassembly.verify`` and ``llassembly.summarize`` adapt
-them); here they are refused with a clear error rather than failing deep inside a check.
+the machine (:func:`llassembly.externs_from` passes its adapter as ``adapt``); here, without
+one, they are refused with a clear error rather than failing deep inside a check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias, TypeVar, overload
 
-from llassembly.errors import UsageError
+from llassembly.errors import UsageError, UsageTypeError
 from llassembly.language.program import ToolShape
 
-__all__ = ["Adapt", "is_tool_shape", "tool_shapes"]
+__all__ = ["Adapt", "given_tools", "is_tool_shape", "looks_like_one_tool", "tool_shapes"]
 
-Adapt = Callable[[Any, "str | None"], ToolShape]
-"""``adapt(item, name)``: a tool the analysis can read, made from an item that is not one
-(``name`` is its key when the tools came as a mapping)."""
+_T = TypeVar("_T")
+
+Adapt: TypeAlias = Callable[[Any, str | None, str], _T]
+"""``adapt(item, key, where)``: the tool ``item`` is, as its caller needs it (an extern), or a
+``UsageError`` that starts with ``where`` (``tools[0]``, ``tools['add']``); ``key`` is the
+item's key when the tools came as a mapping, else ``None``."""
 
 
 def is_tool_shape(item: object) -> bool:
@@ -27,49 +35,102 @@ def is_tool_shape(item: object) -> bool:
     return all(hasattr(item, attr) for attr in ("name", "params", "n_results"))
 
 
-def tool_shapes(tools: object, adapt: Adapt | None = None) -> Mapping[str, ToolShape]:
+def looks_like_one_tool(value: object) -> bool:
+    """Whether ``value`` is one tool rather than a collection of them: a function, a LangChain
+    tool (a pydantic model, so iterable, but with a name and ``invoke``) or an extern."""
+    return (
+        callable(value)
+        or is_tool_shape(value)
+        or (hasattr(value, "name") and hasattr(value, "invoke"))
+    )
+
+
+def _tool_name(value: object) -> str:
+    name = getattr(value, "name", None) or getattr(value, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else "tool"
+
+
+def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tuple[Any, ...]:
+    """``tools`` as a mapping (checked to be keyed by text) or a tuple (a list or any other
+    iterable, read once), before any item is read.
+
+    Raises:
+        UsageTypeError: ``tools`` is neither: one tool (wrap it in a list), a name, a number,
+            ``None``...; or a mapping has a key that is not text.
+    """
+    if isinstance(tools, Mapping):
+        for key in tools:
+            if not isinstance(key, str):
+                msg = f"{param}: a mapping of tools is keyed by tool name, not {key!r}"
+                raise UsageTypeError(msg)
+        return tools
+    if (
+        isinstance(tools, str | bytes)
+        or not isinstance(tools, Iterable)
+        or looks_like_one_tool(tools)
+    ):
+        kind = type(tools).__name__
+        msg = (
+            f"{param} must be a list of tools (LangChain tools, functions or externs) or a "
+            f"mapping of tool name to tool, not {kind}"
+        )
+        if isinstance(tools, str | bytes):
+            msg += ": a name is not a tool; give the tool itself, in a list"
+        elif looks_like_one_tool(tools):
+            msg += f": wrap it in a list: [{_tool_name(tools)}]"
+        raise UsageTypeError(msg)
+    return tuple(tools)
+
+
+@overload
+def tool_shapes(
+    tools: object, adapt: None = None, *, param: str = "tools"
+) -> Mapping[str, ToolShape]: ...
+@overload
+def tool_shapes(tools: object, adapt: Adapt[_T], *, param: str = "tools") -> Mapping[str, _T]: ...
+def tool_shapes(
+    tools: object,
+    adapt: Adapt[Any] | None = None,
+    *,
+    param: str = "tools",
+) -> Mapping[str, Any]:
     """The tools by name, from a mapping ``name -> tool`` or a list of tools.
 
-    A mapping whose every value is already a tool is returned as it is (the control-flow graph
-    of one program and one mapping is built once).
+    A mapping whose every value is already what ``adapt`` makes of it is returned as it is
+    (the control-flow graph of one program and one mapping is built once).
 
     Args:
         tools: A mapping of name to tool, or an iterable of tools.
-        adapt: Makes a tool of an item that is not one (without it, such an item is refused).
+        adapt: Makes each item the tool its caller needs (without it, an item must already be
+            a :class:`ToolShape`, and is refused otherwise).
+        param: The parameter's name, for errors (``tools``, ``externs``, ``--tools``).
 
     Raises:
-        UsageError: ``tools`` is neither a mapping nor a list, two tools share a name, or an
-            item is no tool (and cannot be adapted).
+        UsageTypeError: ``tools`` is neither a mapping nor a list, or an item is no tool.
+        UsageError: Two tools share a name, or ``adapt`` refuses an item.
     """
-    if isinstance(tools, Mapping):
-        found: dict[str, ToolShape] = {}
-        for key, tool in tools.items():
-            if not isinstance(key, str):
-                raise UsageError(f"tools: a mapping of tools is keyed by tool name, not {key!r}")
-            found[key] = _shape(tool, adapt, key)
-        same = all(found[key] is tools[key] for key in found)
-        return tools if same else found
-    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
-        raise UsageError(
-            "tools must be a list of tools (LangChain tools, functions or externs) or a "
-            f"mapping of tool name to tool, not {type(tools).__name__}"
-        )
-    by_name: dict[str, ToolShape] = {}
-    for item in tools:
-        tool = _shape(item, adapt, None)
+    given = given_tools(tools, param)
+    if isinstance(given, Mapping):
+        found = {key: _shape(tool, adapt, key, f"{param}[{key!r}]") for key, tool in given.items()}
+        same = all(found[key] is given[key] for key in found)
+        return given if same else found
+    by_name: dict[str, Any] = {}
+    for index, item in enumerate(given):
+        tool = _shape(item, adapt, None, f"{param}[{index}]")
         if tool.name in by_name:
             raise UsageError(f"two tools are named {tool.name!r}: tool names must be unique")
         by_name[tool.name] = tool
     return by_name
 
 
-def _shape(item: object, adapt: Adapt | None, name: str | None) -> ToolShape:
-    if is_tool_shape(item):
-        return item  # type: ignore[return-value]  # it has what a ToolShape has
+def _shape(item: object, adapt: Adapt[Any] | None, key: str | None, where: str) -> Any:
     if adapt is not None:
-        return adapt(item, name)
+        return adapt(item, key, where)
+    if is_tool_shape(item):
+        return item
     shown = repr(item)[:80]
-    raise UsageError(
-        f"{shown} is not a tool the check can read: give externs (llassembly.externs_from), or "
-        "call llassembly.check / verify / summarize, which take functions and LangChain tools"
+    raise UsageTypeError(
+        f"{where}: {shown} is not a tool the check can read: give externs "
+        "(llassembly.externs_from), or call llassembly.check / verify / summarize, which take "
+        "functions and LangChain tools"
     )

@@ -1,7 +1,9 @@
 """Verifier: reject a bad plan before any tool runs, listing every problem at once.
 
-Two stages (see "Checks before the run" in ``docs/language.md``):
+Two stages after a size check (see "Checks before the run" in ``docs/language.md``):
 
+* size: a plan of more than :data:`~llassembly.language.limits.MAX_PLAN_INSTRUCTIONS`
+  instructions is refused at once, with that one problem;
 * structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
   labels defined twice or clashing with data labels, a ``global`` naming no code label;
 * flow, only when the structure leaves the control flow well defined (the path analysis is
@@ -46,6 +48,7 @@ from llassembly.language.instructions import (
     OPCODE_INFO,
     OperandKind,
 )
+from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
     Imm,
@@ -417,6 +420,22 @@ class _Checker:
             self.report(line, column, message)
 
 
+def _size_problem(program: Program) -> Diagnostic | None:
+    """The problem of a plan longer than :data:`MAX_PLAN_INSTRUCTIONS`, at its first
+    instruction past the limit; ``None`` for one within it."""
+    count = len(program.instructions)
+    if count <= MAX_PLAN_INSTRUCTIONS:
+        return None
+    first = program.instructions[MAX_PLAN_INSTRUCTIONS]
+    return Diagnostic(
+        first.line,
+        first.column,
+        f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
+        "repeat work with a loop or a subroutine instead of writing it out",
+        program.source_of(first.line),
+    )
+
+
 def _scales(mem: Mem) -> list[int]:
     return [1 if reg is mem.base else mem.scale for reg in mem.registers]
 
@@ -438,7 +457,11 @@ def check(
     Raises:
         UsageError: ``tools`` is neither a mapping nor a list of tools.
     """
-    checker = _Checker(program, tool_shapes(tools))
+    by_name = tool_shapes(tools)
+    too_long = _size_problem(program)
+    if too_long is not None:  # refused before any of it is checked (a repair asks for less)
+        return (too_long,)
+    checker = _Checker(program, by_name)
     checker.check_unknown()
     checker.check_labels()
     checker.check_operands()

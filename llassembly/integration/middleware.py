@@ -29,7 +29,6 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -62,7 +61,7 @@ from llassembly.integration.tools import ToolContext
 from llassembly.integration.turn import RunPlan, TurnView
 from llassembly.integration.views import as_any, model_reply, planner_view, request_context
 from llassembly.machine.drive import adrive, drive
-from llassembly.machine.externs import Extern
+from llassembly.machine.externs import Extern, ToolSpec
 
 __all__ = ["PLAN_TAG", "PlannerAgentState", "ToolsPlannerMiddleware"]
 
@@ -86,8 +85,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     like ``LLMToolSelectorMiddleware``, call a model of their own).
 
     Args:
-        tools: The tools plans may call. By default, the agent's tools as the model request
-            lists them.
+        tools: The tools plans may call: a list of tools, or a mapping of tool name to tool
+            (see :data:`~llassembly.machine.externs.ToolSpec`; on the agent path, where the
+            agent's tool node runs the calls, by the names the agent knows them by). By
+            default, the agent's tools as the model request lists them.
         (every planner option; see llassembly.options)
 
     Example:
@@ -102,7 +103,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def __init__(
         self,
         *,
-        tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
+        tools: ToolSpec | None = None,
         infer_tools_messages: bool = PlannerOptions.infer_tools_messages,
         prompt_path: str | Path | None = PlannerOptions.prompt_path,
         max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
@@ -122,7 +123,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         super().__init__()
         self.options = PlannerOptions.from_arguments(locals())
         self.planner = Planner(self.options)
-        self._given = self.planner.externs_for(list(tools)) if tools is not None else None
+        self._given = self.planner.externs_for(tools) if tools is not None else None
 
     @property
     def name(self) -> str:

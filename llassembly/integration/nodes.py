@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
@@ -41,6 +40,7 @@ from llassembly.integration.record import KEY, Failure, error_from_failure
 from llassembly.integration.tools import ToolContext
 from llassembly.integration.turngraph import TurnGraph, TurnRun
 from llassembly.integration.views import model_reply
+from llassembly.machine.externs import ToolSpec
 
 __all__ = ["RAISE_KEY", "AToolsPlannerNode", "ToolsPlannerNode"]
 
@@ -73,7 +73,8 @@ class ToolsPlannerNode:
 
     Args:
         model: The chat model that writes plans.
-        tools: The tools plans may call (LangChain tools or typed functions).
+        tools: The tools plans may call: a list of LangChain tools or typed functions, or a
+            mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         (every planner option; see llassembly.options)
 
     A failed turn under ``on_tool_error="raise"``: LangGraph keeps nothing of a node that
@@ -104,7 +105,7 @@ class ToolsPlannerNode:
     def __init__(
         self,
         model: BaseChatModel,
-        tools: Sequence[BaseTool | Callable[..., Any]],
+        tools: ToolSpec,
         *,
         max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
         infer_tools_messages: bool = PlannerOptions.infer_tools_messages,
@@ -125,7 +126,7 @@ class ToolsPlannerNode:
         self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
         self.model = model
         self.planner = Planner(self.options)
-        self.externs = self.planner.externs_for(list(tools))
+        self.externs = self.planner.externs_for(tools)
         self.turn = TurnGraph(self.planner)
         # The live errors of failed turns until the node's next task raises them (bounded: a
         # run that stops before that step leaves its entry behind).

@@ -1,10 +1,10 @@
 """A planner's options and what it keeps between turns: adapted tools, prompts, checked plans.
 
 One :class:`Planner` per ``ToolsPlannerMiddleware`` / planner node / :func:`~llassembly.plan`
-call. It checks a model's reply the one way every path does (parse, size, verify, policies,
-tool names in the options) and caches what a plan costs to build: its compiled program, its
-summary, its plan graph. Everything cached is bounded and keyed by the very objects it was
-built for, so agents built per request with new tools do not grow it.
+call. It checks a model's reply the one way every path does (parse, verify with its size
+limit, policies, tool names in the options) and caches what a plan costs to build: its
+compiled program, its summary, its plan graph. Everything cached is bounded and keyed by the
+very objects it was built for, so agents built per request with new tools do not grow it.
 """
 
 from __future__ import annotations
@@ -18,17 +18,18 @@ from langchain_core.tools import BaseTool
 
 from llassembly.analysis.policies import check_policies, dataflow_policies
 from llassembly.analysis.summary import PlanSummary, summarize
+from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
-from llassembly.errors import Diagnostic, PlanRejected, UsageError
+from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request, needs_approval
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
+from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS  # re-exported: the size limit
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import CompiledProgram, compile_program
-from llassembly.machine.externs import Extern, externs_from
+from llassembly.machine.externs import Extern, ToolSpec, externs_from
 
 __all__ = ["MAX_PLAN_INSTRUCTIONS", "Planner", "short_hash"]
 
@@ -40,19 +41,6 @@ _V = TypeVar("_V")
 def short_hash(text: str) -> str:
     """Six hex digits identifying ``text`` (for short, stable tool-call ids)."""
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
-
-
-def _check_size(program: Program) -> None:
-    count = len(program.instructions)
-    if count > MAX_PLAN_INSTRUCTIONS:
-        first = program.instructions[MAX_PLAN_INSTRUCTIONS]
-        problem = Diagnostic(
-            first.line,
-            1,
-            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
-            "repeat work with a loop or a subroutine instead of writing it out",
-        )
-        raise PlanRejected((problem,))
 
 
 class _Lru(OrderedDict[_K, _V]):
@@ -81,7 +69,7 @@ class Planner:
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
         # Each entry keeps the objects its key names by id, so an id is never reused for it.
-        self._externs: _Lru[tuple[int, ...], tuple[tuple[Any, ...], dict[str, Extern]]] = _Lru()
+        self._externs: _Lru[tuple[Any, ...], tuple[object, dict[str, Extern]]] = _Lru()
         self._compiled: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], CompiledProgram]] = _Lru()
         self._summaries: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanSummary]] = _Lru()
         self._prompts: _Lru[tuple[int, str], tuple[Mapping[str, Extern], str]] = _Lru()
@@ -91,18 +79,24 @@ class Planner:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def externs_for(self, tools: Sequence[Any]) -> dict[str, Extern]:
-        """The tools as plans call them, adapted once per distinct list (same objects).
+    def externs_for(self, tools: ToolSpec) -> dict[str, Extern]:
+        """The tools as plans call them, adapted once per distinct list or mapping (same
+        objects; see :data:`~llassembly.machine.externs.ToolSpec`).
 
         Raises:
-            UsageError: A tool cannot be adapted, or an option names a tool that is not among
-                them.
+            UsageError: ``tools`` is no list or mapping of tools (a ``TypeError`` too), a tool
+                cannot be adapted, or an option names a tool that is not among them.
         """
-        key = tuple(map(id, tools))
+        given = given_tools(tools)
+        key: tuple[Any, ...] = (
+            tuple((name, id(tool)) for name, tool in given.items())
+            if isinstance(given, Mapping)
+            else tuple(map(id, given))
+        )
         found = self._externs.get_fresh(key)
         if found is not None:
             return found[1]
-        externs = externs_from(tools)
+        externs = externs_from(given)
         for extern in externs.values():
             other = [n for n in extern.injected if n != extern.runtime_param]
             # On the agent path the agent's tool node injects every parameter itself.
@@ -113,7 +107,7 @@ class Planner:
                     "(state, store, context, tool_call_id)"
                 )
         check_tool_names(self.options, externs)
-        return self._externs.keep(key, (tuple(tools), externs))[1]
+        return self._externs.keep(key, (given, externs))[1]
 
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
@@ -143,8 +137,7 @@ class Planner:
         """
         parsed = parse(text)
         if isinstance(parsed, Program):
-            _check_size(parsed)
-            self.compiled(text, externs, parsed)
+            self.compiled(text, externs, parsed)  # verifies: size first, then every check
             if self.options.plan_policy:
                 problems = check_policies(
                     self.options.plan_policy, self.summary(text, externs), parsed

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from langchain_core.language_models import LanguageModelLike
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
@@ -49,7 +48,7 @@ from llassembly.language.limits import (
 )
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import CompiledProgram, Emulator, MachineState
-from llassembly.machine.externs import Extern
+from llassembly.machine.externs import Extern, ToolSpec
 
 if TYPE_CHECKING:  # the planner and the plan graph load LangGraph: only when first used
     from llassembly.analysis.policies import PlanPolicy
@@ -63,7 +62,8 @@ Request: TypeAlias = str | Sequence[BaseMessage]
 """What the model is asked: a question, or messages (system messages become the prompt's
 context, as in the planner nodes; the rest is the conversation)."""
 
-Tools: TypeAlias = Sequence[BaseTool | Callable[..., Any] | Extern]
+Tools: TypeAlias = ToolSpec
+"""The tools argument, as every public function takes it (a list or a mapping of tools)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,7 +200,8 @@ def plan(
 
     Args:
         model: Any chat model (or runnable taking messages and returning an ``AIMessage``).
-        tools: The tools the plan may call: LangChain tools or typed functions.
+        tools: The tools the plan may call: a list of LangChain tools or typed functions,
+            or a mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         request: A question, or messages; system messages become the prompt's context.
         max_repairs: Times the model may fix a plan that does not parse, verify or pass
             ``plan_policy``.
@@ -318,7 +319,7 @@ def _prepare(
     # "agent": tools may take injected parameters (whoever runs the calls supplies them);
     # "raise": a model that writes no valid plan raises RepairsExhausted.
     planner = _planner(PlannerOptions(execution="agent", on_tool_error="raise", **options))
-    externs = planner.externs_for(list(tools))
+    externs = planner.externs_for(tools)
     return planner, externs, SystemMessage(planner.system_prompt(externs, context)), conversation
 
 

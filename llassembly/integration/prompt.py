@@ -25,8 +25,10 @@ from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.errors import UsageError
 from llassembly.machine.externs import (
     Extern,
+    ToolSpec,
     describe_extern,
     extern_signature,
+    externs_of,
 )
 
 __all__ = [
@@ -96,14 +98,16 @@ def _structures() -> str:
 
 
 def build_system_prompt(
-    externs: Mapping[str, Extern],
+    externs: ToolSpec,
     context: str = "",
     prompt_path: str | os.PathLike[str] | None = None,
 ) -> str:
     """Return the system prompt for these tools.
 
     Args:
-        externs: The tools the plan may call, as built by :func:`llassembly.externs.externs_from`.
+        externs: The tools the plan may call: a list of LangChain tools, functions or
+            externs, or a mapping of tool name to tool (see
+            :data:`~llassembly.machine.externs.ToolSpec`).
         context: The caller's system message text, put where the template says ``{context}``.
         prompt_path: A template file to use instead of the built-in one. It may use either
             placeholder or none; other ``{...}`` text is kept as written.
@@ -119,13 +123,14 @@ def build_system_prompt(
         >>> "## ping" in build_system_prompt(externs_from([ping]), "You run the network.")
         True
     """
+    by_name = externs_of(externs, param="externs")
     text = load_template(prompt_path)
     described: set[str] = set()  # each structured type's fields once in the prompt
-    blocks = "\n\n".join(describe_extern(e, described) for e in externs.values()) or "(no tools)"
+    blocks = "\n\n".join(describe_extern(e, described) for e in by_name.values()) or "(no tools)"
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _structures() if uses_structures(externs) else ""
+    structures = _structures() if uses_structures(by_name) else ""
     if not structures:  # drop the placeholder's line
         text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.

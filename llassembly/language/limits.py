@@ -44,14 +44,14 @@ DEFAULT_MAX_STACK_DEPTH: Final = 256
 """Values on the data stack plus return addresses (``max_stack_depth``)."""
 
 MAX_PLAN_INSTRUCTIONS: Final = 4096
-"""Most instructions a plan written by the model may have (loops and subroutines keep real
-plans far below it); a longer one is refused before it is checked further or compiled."""
+"""Most instructions a plan may have (loops and subroutines keep real plans far below it): the
+verifier refuses a longer one before checking it further, so the planner, ``check``/``verify``,
+``Emulator`` and ``llassembly check`` refuse it alike."""
 
 MAX_REPLY_LINES: Final = 32_768
 """Most lines the parser reads from one reply (code, prose and thinking together); a longer
 reply is refused at its first line past the limit before any of it is read. No plan comes near
-it: the checker follows at most 20,000 instructions, and plans written through the middleware
-or the nodes have at most :data:`MAX_PLAN_INSTRUCTIONS`."""
+it: a plan has at most :data:`MAX_PLAN_INSTRUCTIONS`."""
 
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""

@@ -388,8 +388,8 @@ _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 def _parse(normalised: str) -> Program | PlainAnswer:
     source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
     if len(source_lines) > MAX_REPLY_LINES:
-        # Every line costs work in each stage; no plan needs this many (the checker follows
-        # at most 20,000 instructions), and a reply is refused before any of it is done.
+        # Every line costs work in each stage; no plan needs this many (the checker refuses
+        # more than MAX_PLAN_INSTRUCTIONS), and a reply is refused before any of it is done.
         first_over = source_lines[-1].split("\n", 1)[0]
         problem = Diagnostic(
             MAX_REPLY_LINES + 1,

@@ -15,7 +15,9 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import inspect
 import json
+import re
 import typing
 import uuid
 from collections.abc import Mapping, Sequence
@@ -25,7 +27,15 @@ from pydantic import BaseModel
 
 from llassembly.machine.values import EMPTY
 
-__all__ = ["TOOL_BLOCK_BUDGET", "Described", "describe_extern", "extern_signature", "type_text"]
+__all__ = [
+    "TOOL_BLOCK_BUDGET",
+    "Described",
+    "describe_extern",
+    "docstring_args",
+    "extern_signature",
+    "first_paragraph",
+    "type_text",
+]
 
 TOOL_BLOCK_BUDGET: Final = 1200
 """Most characters one tool's block takes in the prompt."""
@@ -334,3 +344,36 @@ def _sample(annotation: Any, depth: int = 0) -> Any:
     if origin is dict:
         return {}
     return 1  # int, Any and anything else: a number
+
+
+# -- reading a tool's docstring --------------------------------------------------------------
+
+
+def first_paragraph(text: str | None) -> str:
+    """The first paragraph of a tool's description or docstring, on one line."""
+    text = inspect.cleandoc(text or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def docstring_args(doc: str | None) -> dict[str, str]:
+    """Parse the ``Args:`` section of a Google-style docstring into name -> description."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
+    if start is None:
+        return out
+    current = ""
+    indent = -1
+    for ln in lines[start + 1 :]:
+        if not ln.strip():
+            continue
+        depth = len(ln) - len(ln.lstrip())
+        if depth == 0:
+            break
+        match = re.match(r"\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)", ln)
+        if match and (indent < 0 or depth <= indent):
+            indent, current = depth, match.group(1)
+            out[current] = match.group(3).strip()
+        elif current:
+            out[current] = f"{out[current]} {ln.strip()}".strip()
+    return out

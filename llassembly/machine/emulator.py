@@ -23,8 +23,8 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from typing import Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any
 
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.errors import (
@@ -61,9 +61,9 @@ from llassembly.machine.drive import (
     tool_error,
 )
 from llassembly.machine.externs import (
-    Extern,
+    ToolSpec,
     check_sync_tools,
-    externs_from,
+    externs_of,
 )
 from llassembly.machine.pending import read_checks
 from llassembly.machine.state import (
@@ -98,15 +98,14 @@ __all__ = [
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
 
 
-ToolSpec: TypeAlias = Iterable[Any] | Mapping[str, Extern]
-
-
 class Emulator:
     """Runs one verified plan within budgets.
 
     Args:
         program: A parsed program (or a :class:`CompiledProgram` to skip verifying again).
-        tools: The tools the plan may call: LangChain tools, plain callables, or externs.
+        tools: The tools the plan may call: a list of LangChain tools, plain callables or
+            externs, or a mapping of tool name to tool (see
+            :data:`~llassembly.machine.externs.ToolSpec`).
         max_instructions_to_exec: Most instructions one run may execute.
         max_tool_calls: Most tool calls one run may make.
         max_stack_depth: Most values on the data stack plus return addresses.
@@ -152,10 +151,8 @@ class Emulator:
         if isinstance(program, CompiledProgram):
             self.compiled = recompiled(program, max_stack_depth, tuple(dataflow))
         else:
-            externs = (
-                tools if isinstance(tools, Mapping) else externs_from(cast(Iterable[Any], tools))
-            )
             checked = program_of(program, "Emulator")
+            externs = externs_of(tools)
             self.compiled = compile_program(
                 checked, externs, max_stack_depth=max_stack_depth, dataflow=dataflow
             )

@@ -26,19 +26,26 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeGuard, get_args, get_origin
 
 from pydantic import BaseModel
 
+from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import tool_signature_function
 from llassembly.errors import (
     AsmRuntimeError,
     ToolArgumentError,
     UsageError,
+    UsageTypeError,
 )
 from llassembly.language.opcodes import register_index
 from llassembly.language.program import NONE, Value
-from llassembly.machine.describe import describe_extern, extern_signature
+from llassembly.machine.describe import (
+    describe_extern,
+    docstring_args,
+    extern_signature,
+    first_paragraph,
+)
 from llassembly.machine.values import (
     EMPTY,
     Converter,
@@ -59,10 +66,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Extern",
     "Param",
+    "ToolLike",
+    "ToolSpec",
     "check_sync_tools",
     "describe_extern",
     "extern_signature",
     "externs_from",
+    "externs_of",
     "type_label",
 ]
 
@@ -277,35 +287,6 @@ def _is_runtime(annotation: Any) -> bool:
     return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
 
 
-def _first_paragraph(text: str | None) -> str:
-    text = inspect.cleandoc(text or "")
-    return " ".join(text.split("\n\n", 1)[0].split())
-
-
-def _docstring_args(doc: str | None) -> dict[str, str]:
-    """Parse the ``Args:`` section of a Google-style docstring into name -> description."""
-    out: dict[str, str] = {}
-    lines = inspect.cleandoc(doc or "").splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
-    if start is None:
-        return out
-    current = ""
-    indent = -1
-    for ln in lines[start + 1 :]:
-        if not ln.strip():
-            continue
-        depth = len(ln) - len(ln.lstrip())
-        if depth == 0:
-            break
-        match = re.match(r"\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)", ln)
-        if match and (indent < 0 or depth <= indent):
-            indent, current = depth, match.group(1)
-            out[current] = match.group(3).strip()
-        elif current:
-            out[current] = f"{out[current]} {ln.strip()}".strip()
-    return out
-
-
 def _hints(obj: Any, name: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(obj, include_extras=True)
@@ -363,7 +344,7 @@ def _build(
             )
         items = [(p.name, hints.get(p.name, Any)) for p in signature if p.name not in _FILTERED]
         defaults |= {p.name: p.default for p in signature if p.default is not p.empty}
-    doc_args = _docstring_args(inspect.getdoc(fn))
+    doc_args = docstring_args(inspect.getdoc(fn))
     described = described or {}
     params: list[Param] = []
     injected: list[str] = []
@@ -384,7 +365,7 @@ def _build(
         name=name,
         params=tuple(params),
         n_results=n_results,
-        description=description or _first_paragraph(inspect.getdoc(fn)),
+        description=description or first_paragraph(inspect.getdoc(fn)),
         tool=tool,
         func=None if tool is not None else fn,
         injected=tuple(injected),
@@ -400,7 +381,7 @@ def _from_tool(tool: BaseTool) -> Extern:
         fields = typing.cast(type[BaseModel], schema).model_fields
         described = {n: f.description for n, f in fields.items() if f.description}
     fn = tool_signature_function(tool)
-    about = _first_paragraph(tool.description)
+    about = first_paragraph(tool.description)
     return _build(tool.name, fn, tool=tool, description=about, described=described)
 
 
@@ -432,31 +413,71 @@ def _is_tool(item: Any) -> TypeGuard[BaseTool]:
     return base is not None and isinstance(item, base)
 
 
-def externs_from(tools: Iterable[BaseTool | Callable[..., Any] | Extern]) -> dict[str, Extern]:
-    """Build externs for LangChain tools and plain typed callables, keeping their order.
+ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
+"""One tool as the API takes it: a LangChain tool, a typed function, or an :class:`Extern`."""
+
+# A mapping's values are ``object`` to type checkers: mypy joins a literal that mixes functions
+# and LangChain tools to ``dict[str, object]``, and the user would need a cast. They are
+# checked when read, as every item of a list is.
+ToolSpec: TypeAlias = "Iterable[ToolLike] | Mapping[str, object]"
+"""The tools argument of every public function: a list (or any iterable) of tools, or a
+mapping of tool name to tool. A key is the name a plan calls the tool by: it names a function
+(whose ``__name__`` is then not used, so a lambda or a ``functools.partial`` can be a tool); a
+LangChain tool or an extern has a name of its own, which the key must be (the agent's tool node
+calls a tool by that name too). Anything else is a :class:`~llassembly.errors.UsageTypeError`
+(a ``TypeError``) that says what to write."""
+
+
+def _extern_of(item: Any, key: str | None, where: str) -> Extern:
+    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`)."""
+    if isinstance(item, Extern) or _is_tool(item):
+        if key is not None and key != item.name:
+            own = "extern" if isinstance(item, Extern) else "LangChain tool"
+            msg = (
+                f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
+                f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
+            )
+            raise UsageError(msg)
+        if isinstance(item, Extern):
+            return item
+        _check_name(item.name)
+        return _from_tool(item)
+    if callable(item):
+        name = key if key is not None else getattr(item, "__name__", "")
+        _check_name(name)
+        return _build(name, item)
+    msg = f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
+    raise UsageTypeError(msg)
+
+
+def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]:
+    """The tools argument (see :data:`ToolSpec`) as externs by name: a mapping of externs
+    keyed by their names is returned as it is.
 
     Raises:
-        UsageError: Two tools share a name, a callable has no usable name, annotations cannot
-            be resolved, or a tool returns a ``tuple[X, ...]`` of unknown length.
+        UsageTypeError: ``tools`` is neither a list nor a mapping of tools (the error names
+            ``param`` and says what to write), or an item is no tool.
+        UsageError: Two tools share a name, a key is not the name of the tool it holds, a
+            callable has no usable name, annotations cannot be resolved, or a tool returns a
+            ``tuple[X, ...]`` of unknown length.
     """
-    out: dict[str, Extern] = {}
-    for item in tools:
-        if isinstance(item, Extern):
-            ext = item
-        elif _is_tool(item):
-            _check_name(item.name)
-            ext = _from_tool(item)
-        elif callable(item):
-            name = getattr(item, "__name__", "")
-            _check_name(name)
-            ext = _build(name, item)
-        else:
-            msg = f"{item!r} is neither a LangChain tool nor a callable"
-            raise UsageError(msg)
-        if ext.name in out:
-            raise UsageError(f"two tools are named {ext.name!r}: tool names must be unique")
-        out[ext.name] = ext
-    return out
+    return tool_shapes(tools, _extern_of, param=param)
+
+
+def externs_from(tools: ToolSpec) -> dict[str, Extern]:
+    """Build externs for LangChain tools and plain typed callables, keeping their order.
+
+    Args:
+        tools: A list of tools, or a mapping of tool name to tool (see :data:`ToolSpec`).
+
+    Raises:
+        UsageTypeError: ``tools`` is neither a list nor a mapping of tools, or an item is no
+            tool (a ``TypeError``; wrap a single tool in a list: ``[add]``).
+        UsageError: Two tools share a name, a key is not the name of the tool it holds, a
+            callable has no usable name, annotations cannot be resolved, or a tool returns a
+            ``tuple[X, ...]`` of unknown length.
+    """
+    return dict(externs_of(tools))
 
 
 def check_sync_tools(names: Iterable[str], externs: Mapping[str, Extern]) -> None:

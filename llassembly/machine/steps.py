@@ -51,7 +51,7 @@ from llassembly.machine.access import (
     getter,
     setter,
 )
-from llassembly.machine.externs import Extern
+from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.ops import (
     CONDITIONS,
     EAX,
@@ -389,20 +389,24 @@ def written_registers(flow: ControlFlow) -> tuple[int, ...]:
 
 def compile_program(
     program: Program,
-    externs: Mapping[str, Extern],
+    externs: ToolSpec,
     *,
     max_stack_depth: int,
     dataflow: Sequence[DataFlowPolicy] = (),
 ) -> CompiledProgram:
-    """Verify ``program`` and compile it, with the data-flow policies its calls are checked
-    against (see :mod:`llassembly.machine.provenance`).
+    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of
+    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`),
+    with the data-flow policies its calls are checked against (see
+    :mod:`llassembly.machine.provenance`).
 
     Raises:
-        PlanRejected: It does not verify.
-        UsageError: A data-flow policy names a tool or an argument the externs do not have.
+        PlanRejected: The program does not verify.
+        UsageError: ``externs`` is no toolset (see :func:`~llassembly.machine.externs.externs_of`),
+            or a data-flow policy names a tool or an argument they do not have.
     """
-    verify(program, externs)
-    return _compile_steps(program, externs, max_stack_depth, tuple(dataflow))
+    by_name = externs_of(externs, param="externs")
+    verify(program, by_name)
+    return _compile_steps(program, by_name, max_stack_depth, tuple(dataflow))
 
 
 # -- the same steps for the plan summary ------------------------------------------------------

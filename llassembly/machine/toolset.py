@@ -2,9 +2,9 @@
 
 :func:`check`, :func:`verify` and :func:`summarize` are the analysis' own
 (:mod:`llassembly.analysis.verifier`, :mod:`llassembly.analysis.summary`) with the tools given
-as a list (LangChain tools, plain functions, externs) or a mapping of name to tool, like
-:class:`~llassembly.machine.emulator.Emulator` takes them: functions and LangChain tools become
-externs (:func:`~llassembly.machine.externs.externs_from`).
+as every public function takes them (:data:`~llassembly.machine.externs.ToolSpec`: a list of
+LangChain tools, plain functions or externs, or a mapping of name to tool): functions and
+LangChain tools become externs (:func:`~llassembly.machine.externs.externs_of`).
 
 Example:
     >>> from llassembly.parser import parse
@@ -16,42 +16,16 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
-
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
 from llassembly.analysis.summary import PlanSummary
-from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import Diagnostic, UsageError
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import PlainAnswer, Program, ToolShape
-from llassembly.machine.externs import Extern, externs_from
+from llassembly.language.program import PlainAnswer, Program
+from llassembly.machine.externs import ToolSpec, externs_of
 
-__all__ = ["ToolSpec", "check", "externs_of", "program_of", "summarize", "verify"]
-
-ToolSpec = Iterable[Any] | Mapping[str, Any]
-"""Tools as the API takes them: a list of LangChain tools, functions or externs, or a
-mapping of tool name to tool."""
-
-
-def _adapt(item: Any, name: str | None) -> Extern:
-    extern = next(iter(externs_from([item]).values()))
-    if name is not None and extern.name != name:  # a mapping names the tool by its key
-        extern = dataclasses.replace(extern, name=name)
-    return extern
-
-
-def externs_of(tools: ToolSpec) -> Mapping[str, ToolShape]:
-    """The tools by name, functions and LangChain tools made externs.
-
-    Raises:
-        UsageError: ``tools`` is neither a list nor a mapping, an item is no tool, or two
-            tools share a name.
-    """
-    return tool_shapes(tools, _adapt)
+__all__ = ["ToolSpec", "check", "program_of", "summarize", "verify"]
 
 
 def program_of(program: object, where: str) -> Program:
@@ -76,7 +50,9 @@ def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
     """Every problem of ``program`` (see :func:`llassembly.analysis.verifier.check`).
 
     Raises:
-        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset (a
+            :class:`~llassembly.errors.UsageTypeError`, also a ``TypeError``, when it is
+            neither a list nor a mapping of tools).
     """
     return _verifier.check(program_of(program, "check"), externs_of(tools))
 
@@ -87,7 +63,9 @@ def verify(program: Program, tools: ToolSpec) -> None:
 
     Raises:
         PlanRejected: The plan has problems.
-        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset (a
+            :class:`~llassembly.errors.UsageTypeError`, also a ``TypeError``, when it is
+            neither a list nor a mapping of tools).
     """
     _verifier.verify(program_of(program, "verify"), externs_of(tools))
 
@@ -103,7 +81,9 @@ def summarize(
     """What ``program`` may do (see :func:`llassembly.analysis.summary.summarize`).
 
     Raises:
-        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset.
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset (a
+            :class:`~llassembly.errors.UsageTypeError`, also a ``TypeError``, when it is
+            neither a list nor a mapping of tools).
     """
     return _summary.summarize(
         program_of(program, "summarize"),

@@ -344,8 +344,29 @@ def _to_value(x: Any) -> Value:
         if type(plain) in (str, int, float, bool):
             return _to_value(plain)
     try:
+        return _dumps(x, _json_default)
+    except TypeError:  # not JSON data as it is
+        pass
+    if isinstance(x, _CONTAINERS):
+        # A dict or list is JSON text whatever it holds (the plan reads it by path): a key
+        # JSON cannot have is written as its text, and so is a part with no JSON form.
+        try:
+            keyed = _text_keys(x)
+        except RecursionError:
+            raise ValueError("the tool returned data nested too deeply to hold") from None
+        return _dumps(keyed, _json_or_text)
+    return _text(x)
+
+
+def _dumps(x: Any, default: Callable[[Any], Any]) -> str:
+    """``x`` as compact JSON text; ``TypeError`` when ``default`` gives up on a part.
+
+    Raises:
+        ValueError: Data nested too deeply, NaN, an integer too long to write.
+    """
+    try:
         return json.dumps(
-            x, separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
+            x, separators=(",", ":"), ensure_ascii=False, default=default, allow_nan=False
         )
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
@@ -353,12 +374,34 @@ def _to_value(x: Any) -> Value:
         raise ValueError(
             f"the tool returned data that cannot be held as JSON ({first_line(exc)})"
         ) from None
-    except TypeError:  # not JSON data: its text
-        try:
-            return str(x)
-        except RecursionError:
-            raise ValueError("the tool returned data nested too deeply to hold") from None
-        except Exception:  # the object's own __str__ may raise anything
-            raise ValueError(
-                f"the tool returned a {type(x).__name__} that cannot be held"
-            ) from None
+
+
+def _text(x: Any) -> str:
+    """The text of a result (or part of one) that has no JSON form."""
+    try:
+        return str(x)
+    except RecursionError:
+        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except Exception:  # the object's own __str__ may raise anything
+        raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
+
+
+def _json_or_text(obj: Any) -> Any:
+    """:func:`_json_default`, or the part's text when it has no JSON form."""
+    try:
+        return _text_keys(_json_default(obj))
+    except TypeError:
+        return _text(obj)
+
+
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def _text_keys(x: Any) -> Any:
+    """``x`` with every dict key JSON cannot have (a tuple, a frozenset...) as its text
+    (``RecursionError`` for data nested too deeply)."""
+    if isinstance(x, dict):
+        return {k if isinstance(k, _JSON_KEYS) else _text(k): _text_keys(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [_text_keys(v) for v in x]
+    return x
