@@ -79,6 +79,9 @@ class Failure(TypedDict):
     reached: NotRequired[float]
     attempts: NotRequired[int]
     problems: NotRequired[list[str]]
+    value: NotRequired[str]
+    sources: NotRequired[list[str]]
+    policy: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,17 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
 
 # -- failures: built in one place, and back into errors ----------------------------------------
 
-_ERROR_ATTRIBUTES: Final = ("tool", "argument", "budget", "limit", "reached", "reason")
+_ERROR_ATTRIBUTES: Final = (
+    "tool",
+    "argument",
+    "budget",
+    "limit",
+    "reached",
+    "reason",
+    "value",
+    "sources",
+    "policy",
+)
 
 
 def execution_failure(error: ExecutionError) -> Failure:
