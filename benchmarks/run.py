@@ -38,6 +38,7 @@ from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware
 
 from . import (
     bench_agent_path,
+    bench_dataflow,
     bench_emulator,
     bench_hostile,
     bench_integration,
@@ -260,6 +261,7 @@ def report(
     args: argparse.Namespace,
     workers: Sequence[dict[str, Any]] = (),
     tokens: dict[str, Any] | None = None,
+    dataflow: dict[str, dict[str, float]] | None = None,
 ) -> str:
     """The whole report as Markdown."""
     trips = [r.loop_model_calls / r.planner_model_calls for r in results]
@@ -392,6 +394,7 @@ def report(
         "",
         *_parallel_section(overhead),
         *_overlap_section(overhead),
+        *_dataflow_section(dataflow),
         *_workers_section(workers),
         *_tokens_section(tokens),
         f"Machine: {platform.machine()}, {platform.python_implementation()} "
@@ -411,6 +414,12 @@ def _overlap_section(figures: dict[str, float]) -> list[str]:
     if "overlap_tool_latency_s" not in figures:
         return []
     return ["## Pending results: the plans models write overlap", bench_overlap.table(figures), ""]
+
+
+def _dataflow_section(figures: dict[str, dict[str, float]] | None) -> list[str]:
+    if not figures:
+        return []
+    return ["## Data-flow policies: what provenance costs", bench_dataflow.report(figures), ""]
 
 
 def _workers_section(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -500,12 +509,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         **bench_parallel.main(quick=args.quick),
         **bench_overlap.main(quick=args.quick),
     }
+    dataflow = bench_dataflow.main(quick=args.quick)
     workers = bench_workers.main(quick=args.quick, postgres=args.postgres)
     tokens = bench_tokens.main(quick=args.quick)
     results = asyncio.run(suite(TASKS, args.model_latency, args.tool_latency))
     levels = (1, 10, 100) if args.quick else (1, 10, 100, 1000)
     conc = concurrency(levels)
-    text = report(results, conc, overhead, args, workers, tokens)
+    text = report(results, conc, overhead, args, workers, tokens, dataflow)
     print(text)
     if args.out is None:
         print(f"not written (use --out DIR or --publish) ({time.perf_counter() - started:.0f} s)")

@@ -19,6 +19,7 @@ __all__ = [
     "AsmSyntaxError",
     "BudgetExceeded",
     "CallNotRun",
+    "DataFlowRefused",
     "Diagnostic",
     "EmptyReply",
     "ExecutionError",
@@ -212,6 +213,42 @@ class CallNotRun(ExecutionError):
         self.tool = tool
         self.reason = reason.strip() or "no reason given"
         super().__init__(f"the call of {tool} was not run: {self.reason}", line=line, source=source)
+
+
+class DataFlowRefused(CallNotRun):
+    """A data-flow policy refused a call before it ran: an argument derives from the result of
+    a tool the policy does not allow there (see ``llassembly.policies.only_from``).
+
+    Attributes:
+        tool: The tool that was not called.
+        argument: The argument the policy guards.
+        value: The argument's value, shown short (``'eve@evil.example'``).
+        sources: The tools whose results the argument's value derives from, sorted.
+        policy: The policy, as written (``only_from('send_email', 'to', ['list_contacts'])``).
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        argument: str,
+        value: str,
+        sources: list[str],
+        policy: str,
+        rule: str,
+        *,
+        line: int = 0,
+        source: str = "",
+    ) -> None:
+        self.argument = argument
+        self.value = value
+        self.sources = list(sources)
+        self.policy = policy
+        plural = "s" if len(sources) != 1 else ""
+        reason = (
+            f"its argument {argument!r} ({value}) derives from the result{plural} of "
+            f"{', '.join(sources)}, and the data-flow policy {policy} {rule}"
+        )
+        super().__init__(tool, reason, line=line, source=source)
 
 
 class ToolExecutionError(ExecutionError):

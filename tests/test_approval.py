@@ -179,10 +179,18 @@ def test_nothing_runs_before_approval_and_each_call_runs_once_after(
     ]
     send = summary["tools"][2]["sites"][0]["arguments"]
     assert send == [
-        {"name": "to", "constant": True, "value": "ops@example.com"},
-        {"name": "body", "constant": False, "value": None},
+        {"name": "to", "constant": True, "value": "ops@example.com", "sources": [], "certain": []},
+        {
+            "name": "body",
+            "constant": False,
+            "value": None,
+            "sources": ["restart"],
+            "certain": ["restart"],
+        },
     ]
     assert 'send_email(to="ops@example.com", body=<computed>)' in request["description"]
+    # The person approving sees where the computed argument comes from.
+    assert request["description"].endswith("send_email.body <- restart")
 
     out = app.invoke(Command(resume={"type": "approve"}), THREAD)
     assert ops.log == ALL_CALLS

@@ -586,7 +586,9 @@ def test_pydantic_argument_from_json_text() -> None:
 
 
 def test_conversion_failure_names_tool_argument_and_line() -> None:
-    emu = emulator("MOV R1, 1\nPUSH 'abc'\nPUSH 1\nCALL make_one_step", TOOLS)
+    # A text built as the plan runs: the check before the run does not know it (a literal
+    # the tool refuses is rejected before the run, see test_structured.py).
+    emu = emulator("MOV R1, 'a'\nPUSH '{R1}bc'\nPUSH 1\nCALL make_one_step", TOOLS)
     with pytest.raises(ToolArgumentError) as info:
         emu.run()
     err = info.value
@@ -598,8 +600,8 @@ def test_conversion_failure_names_tool_argument_and_line() -> None:
 
 def test_bad_json_for_a_model_is_a_tool_argument_error() -> None:
     with pytest.raises(ToolArgumentError) as info:
-        run("PUSH '{\"x\": 1}'\nCALL norm1", TOOLS)
-    assert (info.value.tool, info.value.argument, info.value.line) == ("norm1", "p", 2)
+        run("MOV R1, 1\nPUSH '{\"x\": {R1}}'\nCALL norm1", TOOLS)
+    assert (info.value.tool, info.value.argument, info.value.line) == ("norm1", "p", 3)
 
 
 def test_tool_returning_the_wrong_number_of_values_names_the_line() -> None:

@@ -79,6 +79,16 @@ def test_pay_bill_pays_the_payee_the_bill_names_and_never_the_injected_account()
     ]
 
 
+def test_email_assistant_reads_the_injection_and_refuses_to_send_to_the_attacker() -> None:
+    out = run_example("email_assistant.py")
+    assert out.splitlines() == [
+        "  line 25: send_email.to <- read_inbox (on some runs)",
+        "read: True",
+        "DataFlowRefused: to='billing@supp1ier.example' from ['read_inbox']; sent: []",
+        "Sent the confirmation to accounts@corp.example. sent: ['accounts@corp.example']",
+    ]
+
+
 def test_postgres_durability_finishes_in_a_second_process_shipping_each_crate_once(
     postgres: str,
 ) -> None:

@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain.tools import tool
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from llassembly import ToolsPlannerMiddleware
+from llassembly import ToolsPlannerMiddleware, check, parse_program
 from llassembly.errors import UsageError
 from llassembly.integration.views import MAX_REPAIR_REQUEST_CHARS
 
@@ -177,7 +177,13 @@ def test_deeply_nested_json_for_a_dict_argument_is_the_plans_error(execution: st
         return "ok"
 
     deep = "[" * 100_000
-    out, _ = run([asm(f'PUSH "{deep}"\nCALL store')], [store], execution=execution)
+    # Written in the plan, the check refuses it before the run; built as the plan runs, the
+    # run stops at the CALL.
+    (problem,) = check(parse_program(f'PUSH "{deep}"\nCALL store'), [store])
+    assert "argument 'record': expected JSON object" in problem.message
+    assert problem.line == 2 and len(problem.message) < 400
+    plan = f'MOV R1, "["\nPUSH "{{R1}}{deep[1:]}"\nCALL store'
+    out, _ = run([asm(plan)], [store], execution=execution)
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and "'store'" in final.text
     assert seen == [] and len(final.text) < 2000
@@ -292,7 +298,7 @@ def test_values_that_do_not_fit_a_parameter_are_refused_before_the_call(
     plan: str, expected: str
 ) -> None:
     from llassembly import Emulator, parse
-    from llassembly.errors import ToolArgumentError
+    from llassembly.errors import PlanRejected
 
     seen: list[Any] = []
 
@@ -304,7 +310,7 @@ def test_values_that_do_not_fit_a_parameter_are_refused_before_the_call(
         seen.append(n)
         return n
 
-    with pytest.raises(ToolArgumentError, match=expected):
+    with pytest.raises(PlanRejected, match=expected):  # written in the plan: before the run
         Emulator(parse(plan), [scale, count]).run()
     assert seen == []
 

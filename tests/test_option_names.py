@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
 from llassembly.errors import UsageError
-from llassembly.policies import max_calls, not_in_loop
+from llassembly.policies import max_calls, never_from, not_in_loop, only_from
 
 BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
     "approve_plan misspelt": ({"approve_plan": ["notfy"]}, r"approve_plan names the tool 'notfy'"),
@@ -24,6 +24,20 @@ BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
     "max_calls policy": ({"plan_policy": [max_calls({"nofity": 1})]}, r"plan_policy .*'nofity'"),
     "not_in_loop policy": ({"plan_policy": [not_in_loop("increment", "inc")]}, r"'inc'"),
 }  # fmt: skip
+BAD_OPTIONS |= {
+    "data-flow tool": (
+        {"plan_policy": [only_from("notfy", "message")]},
+        r"only_from\('notfy'.*did you mean 'notify'",
+    ),
+    "data-flow source": (
+        {"plan_policy": [never_from("notify", "message", ["get_temp"])]},
+        r"'get_temp'.*did you mean 'get_temperature'",
+    ),
+    "data-flow argument": (
+        {"plan_policy": [only_from("notify", "mesage")]},
+        r"names the argument 'mesage' of notify.*did you mean 'message'",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(BAD_OPTIONS))

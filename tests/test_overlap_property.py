@@ -16,12 +16,12 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from conftest import asm, meta
 from fakes import ScriptedChatModel
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.tools import tool
@@ -32,6 +32,7 @@ from llassembly.errors import LLAssemblyError
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator
+from llassembly.policies import DataFlowPolicy, never_from
 
 MARKED = ["look", "split", "label"]
 DATA = "\nsection .data\nbuf dq 0, 0, 0, 0, 0, 0\nitems dq 4, -3, 7, 12, 0, 5\n"
@@ -165,7 +166,9 @@ def plans(draw: st.DrawFn) -> str:
     return "\n".join(lines) + DATA
 
 
-def _run(program: Program, delays: list[float], marked: Any) -> tuple[Any, ...]:
+def _run(
+    program: Program, delays: list[float], marked: Any, dataflow: Sequence[DataFlowPolicy] = ()
+) -> tuple[Any, ...]:
     world = World(delays)
     emu = Emulator(
         program,
@@ -173,6 +176,7 @@ def _run(program: Program, delays: list[float], marked: Any) -> tuple[Any, ...]:
         parallel_tools=marked,
         max_instructions_to_exec=500,
         max_tool_calls=12,
+        dataflow=dataflow,
     )
     try:
         emu.run()
@@ -208,6 +212,37 @@ def test_overlapped_and_sequential_runs_agree_on_calls_state_and_answer(
         assume(False)
         raise
     overlapped = _run(program, list(reversed(delays)), MARKED)
+    assert overlapped == sequential
+
+
+# The note tool's argument may never come from look's results: some plans are refused at a
+# note call, others not.
+NOTE_NOT_FROM_LOOK = [never_from("note", "x", ["look"])]
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    plans(),
+    st.lists(st.sampled_from([0.0, 0.0005, 0.001]), min_size=1, max_size=6),
+)
+def test_overlapped_and_sequential_runs_agree_on_provenance_and_refusals(
+    source: str, delays: list[float]
+) -> None:
+    """With a data-flow policy, the snapshots (their provenance included) and the refusals are
+    the same: a pending value carries its tool's sources from the moment the call is issued."""
+    program = parse(source)
+    assert isinstance(program, Program)
+    try:
+        sequential = _run(program, delays, False, NOTE_NOT_FROM_LOOK)
+    except LLAssemblyError:
+        assume(False)
+        raise
+    overlapped = _run(program, list(reversed(delays)), MARKED, NOTE_NOT_FROM_LOOK)
+    event(f"ended: {sequential[0][0]}")
     assert overlapped == sequential
 
 

@@ -256,8 +256,82 @@ def test_any_quoted_text_fills_its_placeholders() -> None:
 
 
 def test_json_and_escaped_braces_stay_as_written() -> None:
-    got = regs('MOV R2, \'{"a": {"b": 1}}\'\nMOV R3, "{{R1}} {x: 1} {}"')
-    assert (got["R2"], got["R3"]) == ('{"a": {"b": 1}}', "{R1} {x: 1} {}")
+    got = regs('MOV R2, \'{"a": {"b": 1}}\'\nMOV R3, "{{R1}} {{x: 1}} {} {3} [a-z]{2,5}"')
+    assert (got["R2"], got["R3"]) == ('{"a": {"b": 1}}', "{R1} {x: 1} {} {3} [a-z]{2,5}")
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ('{"a": 1}', '{"a": 1}'),
+        ('{ "a": [1, {"b": null}], "c": {} }', '{ "a": [1, {"b": null}], "c": {} }'),
+        ('[{"id": 7}, {"id": 8}]', '[{"id": 7}, {"id": 8}]'),
+        ("{} { }", "{} { }"),
+        (r"\\d{3}-\\d{2,4}", r"\d{3}-\d{2,4}"),
+        (r'{\n  "a": 1\n}', '{\n  "a": 1\n}'),
+    ],
+)
+def test_json_and_braces_no_placeholder_would_use_reach_a_tool_as_written(
+    written: str, value: str
+) -> None:
+    assert machine(f"PUSH '{written}'\nCALL echo", [echo]).result().stack == [value]
+
+
+_AS_WRITTEN = "so it would be passed on as written; write "
+
+
+def echo(text: str) -> str:
+    """Give the text back."""
+    return text
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "words"),
+    [
+        ("<{R1:x}>", 8, "('x' is no format; formats: {R1:.2f} (2 decimals)"),
+        (
+            "{ R1 }",
+            7,
+            "(no spaces inside the braces), " + _AS_WRITTEN + "{R1}",
+        ),
+        ("{R1 }", 7, "(no spaces inside the braces)"),
+        ("{R1:>100}", 7, "('>100' is no format"),
+        (
+            "{R1!r}",
+            7,
+            "(there are no conversions (!r)), " + _AS_WRITTEN + "{R1}",
+        ),
+        (
+            "Total: {:.2f}",
+            14,
+            "(it names no value), " + _AS_WRITTEN + "{R1:.2f}",
+        ),
+        ("{x: 1}", 7, "or {{x: 1}} for the braces as text"),
+        ("{R2.name } and {R3}", 7, "write {R2.name} for a value, or {{R2.name }} for the braces"),
+    ],
+)
+def test_braces_meant_as_a_placeholder_that_do_not_read_as_one_are_refused(
+    text: str, column: int, words: str
+) -> None:
+    with pytest.raises(AsmSyntaxError) as info:
+        parse(f'PUSH "{text}"\nCALL echo')  # refused by the parser: no tool can run
+    (problem,) = info.value.diagnostics
+    assert (problem.line, problem.column) == (1, column)
+    assert "in the text is no placeholder" in problem.message
+    assert words in problem.message
+
+
+def test_a_near_miss_in_say_or_in_a_data_label_is_refused_too() -> None:
+    with pytest.raises(AsmSyntaxError, match=r"\{R1 \} in the answer text is no placeholder"):
+        parse('SAY "Total: {R1 }"')
+    with pytest.raises(AsmSyntaxError, match=r"\{ R1 \} in the answer text is no placeholder"):
+        parse('msg db "Total: { R1 }"\nSAY msg')
+    found = rejected('msg db "Total: {R1!r}"\nPUSH msg\nPOP R2')
+    assert found[0].startswith("2: msg holds text with placeholders")
+
+
+def test_doubled_braces_keep_a_near_miss_as_text() -> None:
+    assert regs('MOV R3, "{{ R1 }} {{R1!r}} {{x: 1}}"')["R3"] == "{ R1 } {R1!r} {x: 1}"
 
 
 @pytest.mark.parametrize(
@@ -336,11 +410,11 @@ def test_none_passes_none_to_a_parameter_that_takes_it() -> None:
 
 def test_none_for_a_parameter_without_default_is_refused_naming_it() -> None:
     with pytest.raises(ToolArgumentError) as info:
-        machine("PUSH NONE\nCALL strict\nPOP R1", [strict])
+        machine("MOV R2, '{\"k\": null}'\nPUSH R2.k\nCALL strict\nPOP R1", [strict])
     assert "tool 'strict', argument 'key': NONE (no value) was pushed, but the tool has no " in (
         str(info.value)
     )
-    assert info.value.line == 2
+    assert info.value.line == 3
 
 
 def test_the_summary_says_an_argument_is_left_out() -> None:

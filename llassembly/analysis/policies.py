@@ -14,6 +14,12 @@ Example:
     ...     plan_policy=[max_calls({"send_email": 3}), not_in_loop("delete_file")]
     ... )
 
+Data-flow policies (:func:`only_from`, :func:`never_from`) say which tools' results an
+argument of a tool may come from. They are checked twice: on the summary before the run (an
+argument that comes from a forbidden result on every run is refused here, at its ``CALL``),
+and by the machine before each call runs, on the sources the values really carry
+(:class:`~llassembly.errors.DataFlowRefused`; see ``docs/dataflow.md``).
+
 Writing one: read the summary (``summary.tool(name)`` gives a tool's fewest and most calls,
 whether a call sits in a loop or behind a condition, and its constant arguments per call
 site) and return sentences written for the model that will fix the plan::
@@ -34,6 +40,7 @@ site) and return sentences written for the model that will fix the plan::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from llassembly.analysis.summary import (
     PlanSummary,
@@ -45,7 +52,16 @@ from llassembly.errors import (
 )
 from llassembly.language.program import Program
 
-__all__ = ["PlanPolicy", "check_policies", "max_calls", "not_in_loop"]
+__all__ = [
+    "DataFlowPolicy",
+    "PlanPolicy",
+    "check_policies",
+    "dataflow_policies",
+    "max_calls",
+    "never_from",
+    "not_in_loop",
+    "only_from",
+]
 
 PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
 """A rule: ``(summary, program) -> problems`` (strings or diagnostics; none when fine)."""
@@ -133,3 +149,147 @@ def check_policies(
             else:
                 found.append(Diagnostic(first, 1, f"plan policy: {problem}"))
     return tuple(found)
+
+
+# -- data-flow policies --------------------------------------------------------------------------
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = list(names)
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+@dataclass(frozen=True)
+class DataFlowPolicy:
+    """Which tools' results one argument of one tool may come from (see :func:`only_from` and
+    :func:`never_from`, which build it).
+
+    It is a plan policy (give it in ``plan_policy``): called with a plan's summary it refuses a
+    call whose argument comes from a forbidden result on *every* run that makes the call. The
+    machine checks the rest before each call runs, on the sources the values really carry.
+
+    Attributes:
+        tool: The tool whose argument it guards.
+        argument: The argument (a parameter of ``tool``).
+        sources: The tools it names.
+        allow: ``True``: the argument may come only from these tools' results (and from values
+            written in the plan); ``False``: never from these tools' results.
+    """
+
+    tool: str
+    argument: str
+    sources: tuple[str, ...]
+    allow: bool
+
+    def __str__(self) -> str:
+        maker = "only_from" if self.allow else "never_from"
+        return f"{maker}({self.tool!r}, {self.argument!r}, {list(self.sources)!r})"
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Every tool it names (checked against the planner's tools)."""
+        return (self.tool, *(s for s in self.sources if s != self.tool))
+
+    @property
+    def tool_arguments(self) -> tuple[tuple[str, str], ...]:
+        """The ``(tool, argument)`` it guards (checked against the tool's parameters)."""
+        return ((self.tool, self.argument),)
+
+    def refused(self, sources: Iterable[str]) -> tuple[str, ...]:
+        """The tools among ``sources`` (those a value derives from) that it refuses, sorted."""
+        if self.allow:
+            return tuple(sorted(s for s in set(sources) if s not in self.sources))
+        return tuple(sorted(s for s in set(sources) if s in self.sources))
+
+    def rule(self) -> str:
+        """What it asks, as a clause: ``"lets it come only from list_contacts or from values
+        written in the plan"``."""
+        if not self.allow:
+            return f"forbids it to come from {_names(self.sources)}"
+        if not self.sources:
+            return "lets it come only from values written in the plan"
+        return f"lets it come only from {_names(self.sources)} or from values written in the plan"
+
+    def __call__(self, summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
+        """The calls whose argument comes from a refused result on every run (see
+        :class:`~llassembly.analysis.summary.Argument`)."""
+        use = summary.tool(self.tool)
+        problems: list[str | Diagnostic] = []
+        if use is None:
+            return problems
+        for index, site in enumerate(use.sites):
+            found = [a for a in site.arguments if a.name == self.argument]
+            bad = self.refused(found[0].certain) if found else ()
+            if not bad:
+                continue
+            fix = (
+                f"take {self.argument} from {_names(self.sources)} or write it in the plan"
+                if self.allow and self.sources
+                else f"do not pass what {_names(bad)} returned as {self.argument}"
+            )
+            message = (
+                f"{self.tool}'s argument {self.argument!r} comes from the result of "
+                f"{_names(bad)} on every run that reaches this call, and a data-flow policy "
+                f"{self.rule()}: {fix}"
+            )
+            problems.append(_site_diagnostic(program, use, index, message))
+        return problems
+
+
+def _policy(tool: str, argument: str, sources: Iterable[str], allow: bool) -> DataFlowPolicy:
+    maker = "only_from" if allow else "never_from"
+    if not isinstance(tool, str) or not tool or not isinstance(argument, str) or not argument:
+        raise UsageError(
+            f"{maker} takes a tool name and an argument name, got {tool!r}, {argument!r}"
+        )
+    if isinstance(sources, str):
+        raise UsageError(f"{maker} takes a list of tool names, not the string {sources!r}")
+    names = tuple(dict.fromkeys(sources))
+    if not all(isinstance(n, str) and n for n in names):
+        raise UsageError(f"{maker}: the sources must be tool names, got {names!r}")
+    if not allow and not names:
+        raise UsageError("never_from needs at least one tool whose results are forbidden")
+    return DataFlowPolicy(tool, argument, names, allow)
+
+
+def only_from(tool: str, argument: str, sources: Iterable[str] = ()) -> DataFlowPolicy:
+    """A data-flow policy: ``tool``'s ``argument`` may come only from the results of the tools in
+    ``sources``, or from values written in the plan (literals, data labels, and anything
+    computed from them alone).
+
+    A value passed through another tool comes from that tool: an allow-list holds whatever the
+    tools in between do. Give it in ``plan_policy``; the tool and argument names are checked
+    against the planner's tools when it is built.
+
+    Example:
+        >>> rule = only_from("send_email", "to", ["list_contacts"])
+        >>> rule.refused({"list_contacts"}), rule.refused({"list_contacts", "read_inbox"})
+        ((), ('read_inbox',))
+
+    Raises:
+        UsageError: A name is not a non-empty string, or ``sources`` is a single string.
+    """
+    return _policy(tool, argument, sources, allow=True)
+
+
+def never_from(tool: str, argument: str, sources: Iterable[str]) -> DataFlowPolicy:
+    """A data-flow policy: ``tool``'s ``argument`` may never come from the results of the tools
+    in ``sources``.
+
+    A deny-list: a value passed through a tool not listed comes from that tool, so list every
+    tool whose results may carry the data (or use :func:`only_from`).
+
+    Example:
+        >>> rule = never_from("transfer", "account", ["read_email"])
+        >>> rule.refused({"read_email", "list_payees"}), rule.refused(set())
+        (('read_email',), ())
+
+    Raises:
+        UsageError: A name is not a non-empty string, or no source is given.
+    """
+    return _policy(tool, argument, sources, allow=False)
+
+
+def dataflow_policies(policies: Iterable[object]) -> tuple[DataFlowPolicy, ...]:
+    """The data-flow policies among plan policies (what the machine checks at run time)."""
+    return tuple(p for p in policies if isinstance(p, DataFlowPolicy))

@@ -68,6 +68,10 @@ class Shape:
         fields: An object's fields, in order.
         item: The shape of a list's elements or a map's values.
         options: A tuple's elements, or a union's shapes.
+        literal: For a value written in the plan (a number or a text in quotes, moved
+            through registers, variables and the stack): the value and the line it is
+            written on, so the check can ask a tool whether it takes it. Where values from
+            different places meet, the literal is dropped and the shape kept.
     """
 
     kind: Kind
@@ -75,6 +79,7 @@ class Shape:
     fields: tuple[tuple[str, Shape], ...] = ()
     item: Shape | None = None
     options: tuple[Shape, ...] = ()
+    literal: tuple[int | float | str, int] | None = None
 
     def field(self, key: str) -> Shape | None:
         """An object's field, or ``None``."""
@@ -113,16 +118,20 @@ def join(a: Shape | None, b: Shape | None) -> Shape | None:
 
 
 def _union(shapes: Iterable[Shape]) -> Shape | None:
-    options: list[Shape] = []
+    # By the shape without its literal: two different literals of one type (or a literal and
+    # any value of its type) are that type, so a union never grows with the values written.
+    options: dict[Shape, Shape] = {}
     for shape in shapes:
         for option in shape.options if shape.kind == "union" else (shape,):
             if option.kind == "any":
                 return None
-            if option not in options:
-                options.append(option)
+            plain = dataclasses.replace(option, literal=None) if option.literal else option
+            if options.setdefault(plain, option) != option:
+                options[plain] = plain
     if len(options) > _MAX_OPTIONS:
         return None
-    return options[0] if len(options) == 1 else Shape("union", options=tuple(options))
+    found = tuple(options.values())
+    return found[0] if len(found) == 1 else Shape("union", options=found)
 
 
 def _options(shape: Shape) -> tuple[Shape, ...]:

@@ -10,6 +10,8 @@ tool a plan can call, :func:`summarize` gives:
   (the rest are *computed*: they depend on tool results, on the path taken, or on anything
   the analysis cannot know before the run);
 * whether a call sits inside a loop, and whether some path ends the plan without making it;
+* for each argument, the tools whose results can reach it (its data flows, see
+  :mod:`llassembly.analysis.dataflow`): on some run, and on every run;
 * the worst-case number of instructions and tool calls, against the budgets.
 
 The counts come from the plan's paths (:mod:`llassembly.analysis.paths`): states
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from llassembly.analysis.cfg import control_flow
@@ -48,6 +50,7 @@ from llassembly.analysis.constants import (
     join,
     same_value,
 )
+from llassembly.analysis.dataflow import Flow, argument_flows
 from llassembly.analysis.layout import layout_of
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.toolset import tool_shapes
@@ -70,11 +73,16 @@ class Argument:
         name: The parameter's name.
         constant: The argument is the same constant on every path reaching the call.
         value: That constant (``None`` when the argument is computed).
+        sources: The tools whose results it may derive from on some run, sorted (empty: it
+            is made of values written in the plan alone).
+        certain: Those it derives from on every run that makes the call.
     """
 
     name: str
     constant: bool
     value: Value | None = None
+    sources: tuple[str, ...] = ()
+    certain: tuple[str, ...] = ()
 
     def shown(self) -> str:
         """``name="value"`` or ``name=<computed>``."""
@@ -142,6 +150,8 @@ class PlanSummary:
         tool_call_budget: The ``max_tool_calls`` budget the run will have.
         ends: Some path reaches the end of the plan (otherwise only a budget stops it).
         complete: The analysis followed every path; when false every maximum is ``None``.
+        flows_known: The data flows were worked out; when false every computed argument's
+            ``sources`` are all the tools the plan calls (the run checks each call anyway).
     """
 
     tools: tuple[ToolUse, ...]
@@ -152,6 +162,7 @@ class PlanSummary:
     tool_call_budget: int
     ends: bool
     complete: bool
+    flows_known: bool = True
 
     def tool(self, name: str) -> ToolUse | None:
         """The use of tool ``name``, or ``None`` when no path calls it."""
@@ -205,7 +216,7 @@ class PlanSummary:
             out.append("Some paths can go over a budget: the run stops there.")
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
-        return "\n".join(out)
+        return "\n".join(out + _flows(self))
 
 
 def _plain(value: Any) -> Any:
@@ -222,6 +233,29 @@ def _calls(low: int, high: int | None) -> str:
         return f"{low} call{'s' if low != 1 else ''}"
     top = "unbounded" if high is None else str(high)
     return f"{low} to {top} calls"
+
+
+def _flows(summary: PlanSummary) -> list[str]:
+    """The data-flow lines of :meth:`PlanSummary.render`: which results reach which
+    arguments (none when no argument comes from a result)."""
+    if not summary.flows_known:
+        return [
+            "Data flows: not worked out (the plan is too large to follow); any argument may "
+            "come from any result, and each call is checked as the plan runs."
+        ]
+    lines = []
+    for use in summary.tools:
+        for site in use.sites:
+            for arg in site.arguments:
+                if arg.sources:
+                    shown = ", ".join(
+                        name if name in arg.certain else f"{name} (on some runs)"
+                        for name in arg.sources
+                    )
+                    lines.append(f"  line {site.line}: {use.name}.{arg.name} <- {shown}")
+    if not lines:
+        return []
+    return ["Data flows (the tool results each argument can come from):", *lines]
 
 
 def _notes(in_loop: bool, conditional: bool) -> str:
@@ -260,7 +294,10 @@ def summarize(
     by_name = tool_shapes(tools)
     flow = control_flow(program, by_name)
     paths = paths_of(flow)
-    stacks = constants(paths, layout_of(program, by_name), semantics)
+    layout = layout_of(program, by_name)
+    stacks = constants(paths, layout, semantics)
+    flows = argument_flows(paths, layout)
+    everything = tuple(sorted({tool.name for tool in flow.tools.values()}))
     states = paths.states
     by_site: dict[int, list[int]] = {}
     for number, (pc, _) in enumerate(states):
@@ -278,6 +315,7 @@ def summarize(
         numbers = by_site[pc]
         ins = program.instructions[pc]
         arguments = _arguments(flow.tools[pc], numbers, stacks)
+        arguments = _with_flows(arguments, numbers, flows, everything)
         in_loop = any(n in paths.looped for n in numbers)
         return CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
 
@@ -303,6 +341,7 @@ def summarize(
         tool_call_budget=max_tool_calls,
         ends=ends,
         complete=paths.complete,
+        flows_known=flows is not None,
     )
 
 
@@ -327,8 +366,30 @@ def _arguments(
     )
 
 
+def _with_flows(
+    arguments: tuple[Argument, ...],
+    numbers: list[int],
+    flows: Callable[[int], tuple[Flow, ...]] | None,
+    everything: tuple[str, ...],
+) -> tuple[Argument, ...]:
+    """The arguments with their data flows over the states of one call site: the sources of
+    any state, and those certain in every state (all the plan's tools, none certain, when the
+    flows are not known)."""
+    if flows is None:
+        return tuple(replace(a, sources=() if a.constant else everything) for a in arguments)
+    found = [flows(number) for number in numbers]
+    out = []
+    for i, arg in enumerate(arguments):
+        here = [f[i] for f in found if len(f) > i]
+        sources = sorted({name for f in here for name in f.sources})
+        certain = set.intersection(*(set(f.certain) for f in here)) if here else set()
+        out.append(replace(arg, sources=tuple(sources), certain=tuple(sorted(certain))))
+    return tuple(out)
+
+
 def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
-    """Per parameter, the argument when every site passes the same constant."""
+    """Per parameter, the argument when every site passes the same constant, with the
+    sources of every site and those certain at each."""
     first = sites[0].arguments
     out = []
     for i, arg in enumerate(first):
@@ -336,5 +397,8 @@ def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
             s.arguments[i].constant and same_value(s.arguments[i].value, arg.value)  # type: ignore[arg-type]
             for s in sites
         )
-        out.append(arg if arg.constant and same else Argument(arg.name, False))
+        common = arg if arg.constant and same else Argument(arg.name, False)
+        sources = sorted({n for s in sites for n in s.arguments[i].sources})
+        certain = set.intersection(*(set(s.arguments[i].certain) for s in sites))
+        out.append(replace(common, sources=tuple(sources), certain=tuple(sorted(certain))))
     return tuple(out)

@@ -12,7 +12,11 @@ then refuses, before any tool runs:
 * arithmetic on a value that is text on every run (a ``str`` field, a ``Decimal`` field,
   which pydantic writes as text: ``NUM`` reads the number first);
 * a compare of a value that is text on every run with a number, or the reverse (they are
-  never equal and have no order).
+  never equal and have no order);
+* an argument written in the plan (a literal, ``NONE`` or a read-only data label, carried as
+  :attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` through registers, variables
+  and the stack) that the tool refuses: the tool is asked (its ``refuses(position, value)``,
+  :meth:`llassembly.machine.externs.Extern.refuses`), so the check refuses what the run would.
 
 A value whose shape is not known (``-> dict``, ``-> Any``, a cell of memory, different things
 on different paths) is checked only as the plan runs. A union (``Contact | None``, or what
@@ -31,9 +35,7 @@ from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import END, paths_of
 from llassembly.analysis.shapes import (
-    FLOAT,
     INT,
-    NONE_SHAPE,
     NUMBER,
     TEXT,
     Shape,
@@ -57,6 +59,7 @@ from llassembly.language.program import (
     Reg,
     Template,
     ToolShape,
+    Value,
 )
 
 __all__ = ["MAX_TYPE_STEPS", "TypeProblem", "type_problems"]
@@ -101,6 +104,18 @@ def _known(shape: Shape) -> Shape | None:
     return None if shape.kind == "any" else shape
 
 
+def _written(value: Value, line: int) -> Shape | None:
+    """The shape of a value written in the plan on ``line``, carrying the value itself (JSON
+    text written in the plan is not followed: its paths are checked as the plan runs)."""
+    if type(value) is str:
+        if value == NONE:
+            return Shape("none", literal=(value, line))
+        if value.lstrip()[:1] in ("[", "{"):
+            return Shape("any", literal=(value, line))
+        return Shape("text", literal=(value, line))
+    return Shape("int" if type(value) is int else "float", literal=(value, line))
+
+
 class _Types:
     def __init__(
         self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
@@ -115,7 +130,7 @@ class _Types:
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _result_shapes(tool) for pc, tool in flow.tools.items()}
         self.results.update({pc: (shape,) for pc, shape in (answers or {}).items()})
-        self.found: dict[tuple[int, int], str] = {}
+        self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
         self.reporting = False  # problems are told from the facts at the fixed point only
 
     # -- what an operand holds ----------------------------------------------------------------
@@ -127,12 +142,7 @@ class _Types:
             slot = self.slot.get(operand.index)
             return INT if slot is None else regs[slot]
         if isinstance(operand, Imm):
-            value = operand.value
-            if type(value) is str:
-                if value.lstrip()[:1] in ("[", "{"):  # JSON written in the plan: not followed
-                    return None
-                return NONE_SHAPE if value == NONE else TEXT
-            return INT if type(value) is int else FLOAT
+            return _written(operand.value, self.program.instructions[pc].line if pc >= 0 else 0)
         if isinstance(operand, Template):
             for fill in operand.fills:
                 self.shape(fill, facts, pc, position)
@@ -144,7 +154,8 @@ class _Types:
             data = self.program.data.get(key)
             if data is None or key in self.layout.live:
                 return None
-            return TEXT if isinstance(data, str) else INT if isinstance(data, int) else FLOAT
+            cells = self.program.memory.get(key)
+            return _written(data, cells.line if cells is not None else 0)
         if isinstance(operand, Path):
             return self.walk(operand, facts, pc, position, len(operand.steps))
         return None  # a memory cell
@@ -172,6 +183,8 @@ class _Types:
         flow = self.flow
         if pc in flow.tools:
             taken, _ = flow.stack_effect(pc)
+            if self.reporting:
+                self.check_arguments(pc, flow.tools[pc], stack[max(len(stack) - taken, 0) :])
             stack = stack[: max(len(stack) - taken, 0)]
             shapes = self.results[pc]
             if pc in flow.eax:
@@ -230,7 +243,7 @@ class _Types:
             return
         where = str(path.base) + "".join(_step_text(s) for s in path.steps[:steps])
         message = f"{path}: {where} ({describe(shape)}) {problem}"
-        self.found.setdefault((pc, position), message)
+        self.found.setdefault((pc, position, 0), message)
 
     def put(
         self, facts: _Facts, operand: Operand, value: Shape | None, old: Shape | None = None
@@ -261,7 +274,7 @@ class _Types:
             for position, shape in read.items():
                 if is_text(shape):
                     operand = ins.operands[position]
-                    self.found.setdefault((pc, position), _needs_number(ins, operand, shape))
+                    self.found.setdefault((pc, position, 0), _needs_number(ins, operand, shape))
             return
         if not info.compares or len(ins.operands) != 2:
             return
@@ -270,12 +283,32 @@ class _Types:
             shape, other = (sa, sb) if at == 0 else (sb, sa)
             if is_text(shape) and is_number(other):
                 message = _text_with_number(ins, text, shape, number)
-                self.found.setdefault((pc, at), message)
+                self.found.setdefault((pc, at, 0), message)
                 return
+
+    def check_arguments(self, pc: int, tool: ToolShape, given: tuple[Shape | None, ...]) -> None:
+        """Each argument written in the plan (a literal, however it got to the stack) that
+        the tool refuses on every run; ``given`` are the top of the stack, last parameter
+        last (fewer when the bottom ones are not known)."""
+        refuses = getattr(tool, "refuses", None)
+        if refuses is None:
+            return
+        first = len(tool.params) - len(given)
+        for number, shape in enumerate(given, start=first):
+            written = _literals(shape)
+            if not written:
+                continue
+            reasons = [refuses(number, value) for value, _ in written]
+            if any(reason is None for reason in reasons):
+                continue
+            lines = sorted({line for _, line in written if line})
+            where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
+            message = f"CALL {tool.name}: {reasons[0]}{where}"
+            self.found.setdefault((pc, 0, number), message)
 
     # -- the walk ---------------------------------------------------------------------------------
 
-    def run(self) -> dict[tuple[int, int], str]:
+    def run(self) -> dict[tuple[int, int, int], str]:
         paths = paths_of(self.flow)
         if not paths.states:
             return {}
@@ -305,6 +338,22 @@ class _Types:
         for number, known in facts.items():
             self.transfer(paths.states[number][0], known)
         return self.found
+
+
+def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
+    """The values ``shape`` may be, each with the line it is written on, when every one of
+    them is written in the plan (``NONE`` included); else ``[]``."""
+    if shape is None:
+        return []
+    found: list[tuple[Value, int]] = []
+    for option in shape.options if shape.kind == "union" else (shape,):
+        if option.literal is not None:
+            found.append(option.literal)
+        elif option.kind == "none":
+            found.append((NONE, 0))
+        else:
+            return []
+    return found
 
 
 def _step_text(step: Imm | Reg | Name) -> str:
@@ -345,13 +394,15 @@ def type_problems(
     by instruction; ``skip``: ``(instruction, operand position)`` already reported;
     ``answers``: the shape of each query's answer, by its ``CALL`` (see
     :func:`~llassembly.analysis.queries.query_sites`)."""
-    given = [_result_shapes(t) for t in flow.tools.values()]
+    tools = flow.tools.values()
+    given = [_result_shapes(t) for t in tools]
     given += [(shape,) for shape in (answers or {}).values()]
     structured = any(
         shape is not None and not is_number(shape) for shapes in given for shape in shapes
     )
-    if not structured:
+    asked = any(t.params and getattr(t, "refuses", None) is not None for t in tools)
+    if not structured and not asked:
         return
-    for (pc, position), message in sorted(_Types(flow, layout, answers).run().items()):
+    for (pc, position, _), message in sorted(_Types(flow, layout, answers).run().items()):
         if (pc, position) not in skip:
             yield TypeProblem(pc, position, message)

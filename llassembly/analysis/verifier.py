@@ -64,7 +64,7 @@ from llassembly.language.program import (
     ToolShape,
     find_tool,
 )
-from llassembly.language.templates import split_template
+from llassembly.language.templates import has_placeholders
 
 __all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
 
@@ -254,7 +254,7 @@ class _Checker:
 
     def is_template_data(self, key: str) -> bool:
         value = self.program.data.get(key) if key else None
-        return isinstance(value, str) and bool(split_template(value)[1])
+        return isinstance(value, str) and has_placeholders(value)
 
     def check_compound(
         self, index: int, ins: Instruction, kind: OperandKind, operand: Path | Template, column: int

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
-from llassembly.analysis.policies import PlanPolicy
+from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import (
@@ -164,20 +164,25 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
 
     Checked for ``approve_plan``, ``parallel_tools`` and every ``plan_policy`` rule that says
     which tools it is about (a ``tool_names`` attribute, as :func:`~llassembly.policies.max_calls`
-    and :func:`~llassembly.policies.not_in_loop` have).
+    and :func:`~llassembly.policies.not_in_loop` have) and which of their arguments (a
+    ``tool_arguments`` attribute of ``(tool, argument)`` pairs, as the data-flow policies
+    :func:`~llassembly.policies.only_from` and :func:`~llassembly.policies.never_from` have).
 
     Raises:
-        UsageError: An option names an unknown tool; the message names it, the option, and
-            the closest tool names.
+        UsageError: An option names an unknown tool or argument; the message names it, the
+            option, and the closest names.
     """
     named: list[tuple[str, str]] = []
+    arguments: list[tuple[str, str, str]] = []
     for option in ("approve_plan", "parallel_tools"):
         value = getattr(options, option)
         if isinstance(value, tuple):
             named += [(option, name) for name in value]
     for policy in options.plan_policy:
-        label = f"plan_policy {getattr(policy, '__qualname__', type(policy).__name__)}"
+        shown = policy if isinstance(policy, DataFlowPolicy) else None
+        label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"
         named += [(label, str(name)) for name in getattr(policy, "tool_names", ())]
+        arguments += [(label, str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
     for option, name in named:
         if name in tools:
             continue
@@ -188,6 +193,16 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         raise UsageError(
             f"{option} names the tool {name!r}, which the planner does not have{hint} "
             f"(tool names match exactly; the tools: {listed})"
+        )
+    for option, tool, argument in arguments:
+        params = [str(getattr(p, "name", "")) for p in getattr(tools[tool], "params", ())]
+        if argument in params:
+            continue
+        close = difflib.get_close_matches(argument, params, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UsageError(
+            f"{option} names the argument {argument!r} of {tool}, which {tool} does not "
+            f"take{hint} (its arguments: {', '.join(params) or 'none'})"
         )
 
 
@@ -287,7 +302,8 @@ class PlannerOptions:
     plan_policy: tuple[PlanPolicy, ...] = _option(
         (),
         "Rules ``(summary, program) -> problems`` (see ``llassembly.policies``); a plan with "
-        "problems is refused before anything runs and the model repairs it.",
+        "problems is refused before anything runs and the model repairs it. Data-flow "
+        "policies (``only_from``, ``never_from``) are also checked before each call runs.",
         check=_callables,
         keep=tuple,
     )

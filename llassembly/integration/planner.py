@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
 
-from llassembly.analysis.policies import check_policies
+from llassembly.analysis.policies import check_policies, dataflow_policies
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
@@ -172,7 +172,12 @@ class Planner:
             if not isinstance(parsed, Program):
                 raise UsageError("the stored plan is no longer a program")
             program = parsed
-        compiled = compile_program(program, externs, max_stack_depth=self.options.max_stack_depth)
+        compiled = compile_program(
+            program,
+            externs,
+            max_stack_depth=self.options.max_stack_depth,
+            dataflow=dataflow_policies(self.options.plan_policy),  # checked as the plan runs
+        )
         return self._compiled.keep(key, (externs, compiled))[1]
 
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:

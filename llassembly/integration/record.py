@@ -86,6 +86,9 @@ class Failure(TypedDict):
     reached: NotRequired[float]
     attempts: NotRequired[int]
     problems: NotRequired[list[str]]
+    value: NotRequired[str]
+    sources: NotRequired[list[str]]
+    policy: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,9 @@ _ERROR_ATTRIBUTES: Final = (
     "reached",
     "reason",
     "attempts",
+    "value",
+    "sources",
+    "policy",
 )
 
 

@@ -11,15 +11,20 @@ operand of any other instruction into a :class:`~llassembly.language.program.Tem
 (:func:`template_operand`), so the verifier and the path analysis check them like any operand:
 a placeholder that names nothing is refused before the plan runs.
 
-Braces around anything else (``{"a": 1}``, ``{}``, ``{3}``, ``{a: 1}``) are plain text, so JSON
-needs no escaping; ``{{R1}}`` is the text ``{R1}``.
+Braces whose text starts as a placeholder's does (a name, ``[``, or the ``:``/``!`` of a format,
+after any spaces) are meant as one, and must read as one: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``,
+``{:.2f}`` would reach a tool or the answer as written, so the parser refuses them with the
+placeholder to write (:func:`near_misses`). Doubled, such braces are text: ``{{R1}}`` is the
+text ``{R1}``, ``{{x: 1}}`` the text ``{x: 1}``. Any other braces (``{"a": 1}``, ``{}``,
+``{3}``, ``\\d{2,5}``) are plain text, so JSON needs no escaping.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Literal, NamedTuple
 
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
@@ -38,6 +43,8 @@ from llassembly.language.scan import LineError, clip, read_operand, string_colum
 
 __all__ = [
     "PLACEHOLDER",
+    "has_placeholders",
+    "near_misses",
     "render",
     "split_template",
     "template_of",
@@ -50,36 +57,128 @@ _REF = (
     r"(?:\[[^\[\]{}\n]*\][\w.$@?]*)*"  # path steps: [0], ["key"], then .name
 )
 _SPEC = r"[<>^]?0?\d{0,2}[,_]?(?:\.\d{1,2})?[dfeg%s]?"
-PLACEHOLDER = re.compile(
-    rf"\{{\{{(?P<escaped>{_REF}(?::{_SPEC})?)\}}\}}|\{{(?P<ref>{_REF})(?::(?P<spec>{_SPEC}))?\}}"
-)
-"""``{NAME}``, ``{[memory]}`` or ``{R1.path[0]}``, with an optional ``:format``; ``{{...}}`` is
-the text ``{...}``."""
+PLACEHOLDER = re.compile(rf"(?P<ref>{_REF})(?::(?P<spec>{_SPEC}))?")
+"""What a placeholder holds between its braces: ``NAME``, ``[memory]`` or ``R1.path[0]``, with
+an optional ``:format`` (matched whole)."""
+_BRACED = re.compile(r"\{\{(?P<escaped>[^{}\n]*)\}\}|\{(?P<inner>[^{}\n]*)\}")
+# Braces whose text starts as a placeholder does (a name, "[", or ":"/"!" of a format) are meant
+# as one; any other braces ({"a": 1}, {}, {3}, {2,5}) are plain text.
+_MEANT = re.compile(r"\s*[A-Za-z_.$@?\[:!]")
+_FORMATS = "{R1:.2f} (2 decimals), {R1:,} (thousands), {R1:02} (zero padded), {R1:>8} (width)"
+
+
+class _Braces(NamedTuple):
+    """One ``{...}`` of a text that is not plain text (see :func:`_braces`)."""
+
+    start: int
+    end: int
+    kind: Literal["ref", "escaped", "miss"]
+    inner: str  # the text between the braces (of ``{{...}}``: between the inner ones)
+    ref: str = ""
+    spec: str = ""
+
+
+def _braces(text: str) -> Iterator[_Braces]:
+    """Each ``{...}`` of ``text`` (no brace or line break inside) meant as a placeholder: one
+    (``ref``), one escaped as ``{{...}}`` (``escaped``), or braces meant as one that do not
+    read as one (``miss``: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``). Other braces (``{"a": 1}``,
+    ``{}``, ``{3}``) are plain text and not listed. Linear in the length of ``text``: each
+    match stops at the next brace."""
+    for match in _BRACED.finditer(text):
+        escaped = match.group("escaped")
+        inner = escaped if escaped is not None else match.group("inner")
+        if not _MEANT.match(inner):
+            continue
+        if escaped is not None:
+            yield _Braces(match.start(), match.end(), "escaped", inner)
+            continue
+        read = PLACEHOLDER.fullmatch(inner)
+        if read is None:
+            yield _Braces(match.start(), match.end(), "miss", inner)
+        else:
+            ref, spec = read.group("ref"), read.group("spec") or ""
+            yield _Braces(match.start(), match.end(), "ref", inner, ref, spec)
 
 
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it
-    names, its format, its index in text)``; escaped ``{{...}}`` are folded into the pieces.
-    Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
+    names, its format, its index in text)``; escaped ``{{...}}`` are folded into the pieces,
+    and braces meant as a placeholder that do not read as one (:func:`near_misses`, which the
+    parser refuses) are kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1
+    placeholders."""
     pieces: list[str] = []
     found: list[tuple[str, str, int]] = []
     current: list[str] = []
     last = 0
-    for match in PLACEHOLDER.finditer(text):
-        current.append(text[last : match.start()])
-        last = match.end()
-        escaped = match.group("escaped")
-        if escaped is not None:
-            current.append("{" + escaped + "}")
+    for braces in _braces(text):
+        if braces.kind == "miss":
+            continue
+        current.append(text[last : braces.start])
+        last = braces.end
+        if braces.kind == "escaped":
+            current.append("{" + braces.inner + "}")
             continue
         pieces.append("".join(current))
         current = []
-        found.append((match.group("ref"), match.group("spec") or "", match.start()))
+        found.append((braces.ref, braces.spec, braces.start))
         if len(found) > MAX_SAY_PLACEHOLDERS:
             break
     current.append(text[last:])
     pieces.append("".join(current))
     return pieces, found
+
+
+def near_misses(text: str, where: str = "the text") -> list[tuple[str, int, str]]:
+    """Braces in ``text`` meant as a placeholder that do not read as one, each as ``(the
+    braces as written, their index in text, the message)``: the text would reach a tool or
+    the answer as written, so the parser refuses it. At most :data:`MAX_SAY_PLACEHOLDERS`."""
+    found: list[tuple[str, int, str]] = []
+    for braces in _braces(text):
+        if braces.kind != "miss":
+            continue
+        why, meant = _advice(braces.inner)
+        shown = clip(text[braces.start : braces.end])
+        message = (
+            f"{shown} in {where} is no placeholder ({why}), so it would be passed on as "
+            f"written; write "
+            f"{meant} for a value, or {clip('{{' + braces.inner + '}}')} for the braces as text"
+        )
+        found.append((shown, braces.start, message))
+        if len(found) >= MAX_SAY_PLACEHOLDERS:
+            break
+    return found
+
+
+def has_placeholders(text: str) -> bool:
+    """Whether ``text`` holds a placeholder, or braces meant as one (:func:`near_misses`)."""
+    return any(b.kind != "escaped" for b in _braces(text))
+
+
+def _advice(inner: str) -> tuple[str, str]:
+    """Why ``{inner}`` is no placeholder, and the placeholder it was probably meant to be."""
+    name, sep, rest = inner.strip().partition(":")
+    bang = name.find("!")
+    if bang >= 0:
+        name, sep, rest = name[:bang].strip(), "!", name[bang + 1 :]
+    name = name.strip()
+    plain = PLACEHOLDER.fullmatch(name) is not None
+    meant = "{" + (name if plain else "R1") + "}"
+    if not name:
+        why = "it names no value"
+        meant = "{R1" + (":" + rest.strip() if sep == ":" else "") + "}"
+        if PLACEHOLDER.fullmatch(meant[1:-1]) is None:
+            meant = "{R1:.2f}"
+    elif not plain:
+        why = f"{clip(name, 30)} is no register, name, memory or path"
+    elif sep == "!":
+        why = f"there are no conversions ({clip(sep + rest, 12)})"
+    elif sep:
+        why = f"{clip(rest, 12)!r} is no format; formats: {_FORMATS}"
+    elif inner != inner.strip():
+        why = "no spaces inside the braces"
+    else:  # pragma: no cover - a plain name alone is a placeholder
+        why = "it does not read as one"
+    return why, meant
 
 
 def render(value: Value, spec: str = "") -> str:
@@ -193,6 +292,16 @@ def template_operand(
 
 
 _Fill = Reg | Name | Mem | Path
+_VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
+
+
+def _columns(source_line: str | None, base: int, positions: list[int]) -> list[int]:
+    """The columns of characters of a text at ``positions``: each itself when the text is
+    written on this line (a string literal at ``base``), else the operand's column."""
+    columns = None
+    if source_line is not None:
+        columns = string_columns(source_line, base - 1, positions)
+    return columns if columns is not None else [base] * len(positions)
 
 
 def _read_fills(
@@ -201,12 +310,15 @@ def _read_fills(
     """The operands a text's placeholders read, the pieces around them, their formats and
     columns; or the problems found (linear in the text and line)."""
     pieces, found = split_template(template)
-    # Point at each placeholder itself when the text is written on this line.
-    columns = None
-    if source_line is not None:
-        columns = string_columns(source_line, base - 1, [at for _, _, at in found])
-    if columns is None:
-        columns = [base] * len(found)
+    misses = near_misses(template, where)
+    if misses:
+        return [
+            LineError(column, message, _VALID_FORMS)
+            for (_, _, message), column in zip(
+                misses, _columns(source_line, base, [at for _, at, _ in misses]), strict=True
+            )
+        ]
+    columns = _columns(source_line, base, [at for _, _, at in found])
     if len(found) > MAX_SAY_PLACEHOLDERS:
         problem = LineError(
             columns[-1],

@@ -40,7 +40,7 @@ from llassembly.machine.values import short_repr
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
 
-__all__ = ["Context", "Getter", "Setter", "address_of", "getter", "setter"]
+__all__ = ["Context", "Getter", "Setter", "address_of", "cell_locator", "getter", "setter"]
 
 INT_LIMIT = 2**63 - 1
 
@@ -255,6 +255,12 @@ def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
         return total
 
     return address
+
+
+def cell_locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
+    """``state -> (label, cell index)`` of a memory operand, raising as reading it would (the
+    provenance of a cell is kept by its place: see :mod:`llassembly.machine.provenance`)."""
+    return _locator(operand, ctx, ins)
 
 
 def _locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from llassembly import errors
+from llassembly.analysis.dataflow import Sources
 from llassembly.errors import (
     AsmRuntimeError,
     ExecutionError,
@@ -202,18 +203,31 @@ class Machine(Protocol):
 
 
 def call_request(
-    compiled: CompiledProgram, index: int, values: Sequence[Value], number: int
+    compiled: CompiledProgram,
+    index: int,
+    values: Sequence[Value],
+    number: int,
+    sources: Sequence[Sources] | None = None,
 ) -> ToolCall:
     """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data, as
-    a snapshot holds them), numbered ``number``.
+    a snapshot holds them), numbered ``number``: the one place a tool call is built.
+
+    ``sources`` are the values' provenance when the call is first made (the machine's
+    ``_begin_call``): the program's data-flow policies are checked on them here, before
+    anything else. A call built again from a snapshot (pending, outstanding, a batch's task)
+    was checked when it was made and passes none.
 
     Raises:
         UsageError: There is no tool ``CALL`` at ``index``.
+        DataFlowRefused: A data-flow policy refuses an argument's sources.
+        ToolArgumentError: A value does not fit its parameter.
     """
     extern = compiled.tools[index] if 0 <= index < len(compiled.tools) else None
     if extern is None:
         raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
     ins = compiled.program.instructions[index]
+    if sources is not None and compiled.dataflow is not None:
+        compiled.dataflow.check(index, ins, values, sources)
     args = extern.convert_args(values, line=ins.line, source=ins.text)
     return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
@@ -298,6 +312,8 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
                     st.regs[EAX_INDEX] = results[0]
                 else:
                     stack.extend(reversed(results))  # the first result on top
+                if st.provenance is not None and extern is not None:  # each result: its tool
+                    st.provenance.results(extern.name, n_results, pc in eax)
                 pc += 1
                 continue
             if batch and (check := reads[pc]) is not None and check(st):

@@ -15,8 +15,10 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from llassembly.compat import bubbling_errors
+from llassembly.errors import ExecutionError, ToolExecutionError
+from llassembly.machine.state import ToolCall
 
-__all__ = ["adrive", "bubbling", "drive"]
+__all__ = ["adrive", "bubbling", "drive", "tool_error"]
 
 _Req = TypeVar("_Req")
 _Ret = TypeVar("_Ret")
@@ -26,6 +28,26 @@ def bubbling() -> tuple[type[BaseException], ...]:
     """The exceptions that always propagate untouched (for ``except bubbling():``): LangGraph's
     interrupts once LangGraph is loaded (see :func:`llassembly.compat.bubbling_errors`)."""
     return bubbling_errors()
+
+
+def tool_error(call: ToolCall, exc: Exception) -> BaseException:
+    """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
+    line of this plan, with the original as its cause.
+
+    Only an error already raised for this very call (same tool, same line) stays as it is.
+    Anything else, including the library's own errors from inside the tool (a tool that runs a
+    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
+    reported at a line of another plan.
+    """
+    if (
+        isinstance(exc, ExecutionError)
+        and exc.line == call.line
+        and getattr(exc, "tool", call.tool) == call.tool
+    ):
+        return exc
+    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
+    error.__cause__ = exc
+    return error
 
 
 def _identity(request: Any, error: Exception) -> BaseException:

@@ -26,12 +26,12 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
 
+from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.errors import (
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
     ToolCallBudgetExceeded,
-    ToolExecutionError,
     UsageError,
     WallClockExceeded,
 )
@@ -52,11 +52,13 @@ from llassembly.language.program import (
     Value,
 )
 from llassembly.machine import ahead as _ahead
+from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import fail
-from llassembly.machine.ahead import ParallelTools
+from llassembly.machine.ahead import ParallelTools, call_request
 from llassembly.machine.drive import (
     adrive,
     drive,
+    tool_error,
 )
 from llassembly.machine.externs import (
     ToolSpec,
@@ -74,8 +76,8 @@ from llassembly.machine.state import (
 from llassembly.machine.state import is_value as _is_value
 from llassembly.machine.steps import (
     CompiledProgram,
-    _compile_steps,
     compile_program,
+    recompiled,
 )
 from llassembly.machine.toolset import program_of
 
@@ -90,29 +92,10 @@ __all__ = [
     "RunResult",
     "ToolCall",
     "compile_program",
+    "tool_error",
 ]
 
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
-
-
-def tool_error(call: ToolCall, exc: Exception) -> BaseException:
-    """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
-    line of this plan, with the original as its cause.
-
-    Only an error already raised for this very call (same tool, same line) stays as it is.
-    Anything else, including the library's own errors from inside the tool (a tool that runs a
-    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
-    reported at a line of another plan.
-    """
-    if (
-        isinstance(exc, ExecutionError)
-        and exc.line == call.line
-        and getattr(exc, "tool", call.tool) == call.tool
-    ):
-        return exc
-    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
-    error.__cause__ = exc
-    return error
 
 
 class Emulator:
@@ -131,10 +114,14 @@ class Emulator:
         parallel_tools: Tools whose calls may run together (``True`` for all): the machine
             runs ahead of their calls (:meth:`advance_batch`); the plan's meaning is the
             sequential one (see ``docs/language.md``, *Independent calls at once*).
+        dataflow: Data-flow policies (``llassembly.policies``): a call whose argument derives
+            from a result a policy refuses is not made (``DataFlowRefused``). Empty: those a
+            :class:`CompiledProgram` was compiled with (none for a parsed program).
 
     Raises:
         PlanRejected: The program fails verification (nothing has run).
-        UsageError: A limit is not a positive number, or a tool cannot be adapted.
+        UsageError: A limit is not a positive number, a tool cannot be adapted, or a
+            data-flow policy names a tool or an argument the tools do not have.
     """
 
     def __init__(
@@ -148,6 +135,7 @@ class Emulator:
         max_seconds: float | None = None,
         state: MachineState | Mapping[str, Any] | None = None,
         parallel_tools: ParallelTools = False,
+        dataflow: Sequence[DataFlowPolicy] = (),
     ) -> None:
         for label, limit in (
             ("max_instructions_to_exec", max_instructions_to_exec),
@@ -161,13 +149,13 @@ class Emulator:
         ):
             raise UsageError(f"max_seconds must be positive or None, got {max_seconds!r}")
         if isinstance(program, CompiledProgram):
-            if program.max_stack_depth != max_stack_depth:
-                program = _compile_steps(program.program, program.externs, max_stack_depth)
-            self.compiled = program
+            self.compiled = recompiled(program, max_stack_depth, tuple(dataflow))
         else:
             checked = program_of(program, "Emulator")
             externs = externs_of(tools)
-            self.compiled = compile_program(checked, externs, max_stack_depth=max_stack_depth)
+            self.compiled = compile_program(
+                checked, externs, max_stack_depth=max_stack_depth, dataflow=dataflow
+            )
         self.program = self.compiled.program
         self.max_instructions_to_exec = max_instructions_to_exec
         self.max_tool_calls = max_tool_calls
@@ -181,6 +169,10 @@ class Emulator:
         else:
             self.state = MachineState.restore(state)  # checks the values it reads
         self._check_state()
+        if self.compiled.dataflow is not None:  # provenance: kept beside every value
+            _provenance.attach(self.state)
+        else:  # no step keeps it: what a snapshot brought would no longer fit the values
+            self.state.provenance = None
         # The registers a snapshot reads: those the program may write, and any a given
         # state starts with (no instruction changes those others).
         self._registers = self.compiled.registers
@@ -308,10 +300,13 @@ class Emulator:
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        if index in self.compiled.eax_calls:  # its result is read in EAX (see _layout)
+        to_eax = index in self.compiled.eax_calls  # its result is read in EAX (see the cfg)
+        if to_eax:
             st.regs[EAX_INDEX] = values[0]
         else:
             st.stack.extend(reversed(values))
+        if st.provenance is not None:  # shadow state: each result derives from its tool
+            st.provenance.results(extern.name, len(values), to_eax)
         st.pending = None
         st.pc = index + 1
 
@@ -475,13 +470,17 @@ class Emulator:
                 f"found {len(stack)}",
             )
         values = stack[split:]
-        # Convert before popping: a value that does not fit leaves the stack as it was.
-        call = _ahead.call_request(self.compiled, pc, values, st.tool_calls + 1)
+        shadow = st.provenance  # check and convert before popping: a refusal changes nothing
+        sources = shadow.stack[split:] if shadow is not None else None
+        call = call_request(self.compiled, pc, values, st.tool_calls + 1, sources)
         del stack[split:]
+        if shadow is not None:
+            del shadow.stack[split:]
         st.tool_calls += 1
         st.pending = (pc, values)
         return call
 
     def _request(self, pc: int, values: list[Value]) -> ToolCall:
+        """The pending call again (it was checked when it was made)."""
         number = self.state.tool_calls + (0 if self.state.pending else 1)
-        return _ahead.call_request(self.compiled, pc, values, number)
+        return call_request(self.compiled, pc, values, number)

@@ -46,14 +46,15 @@ from llassembly.machine.describe import (
     extern_signature,
     first_paragraph,
 )
+from llassembly.machine.signature import is_injected, is_runtime, result_count, type_hints
 from llassembly.machine.values import (
     EMPTY,
     Converter,
     accepts_none,
     converter,
+    field_refuses,
     first_line,
     is_model,
-    is_subclass,
     loaded,
     short_repr,
     to_value,
@@ -98,6 +99,14 @@ class Param:
     description: str = ""
     has_default: bool = False
     default_text: str = ""
+
+
+class _Refused(Exception):
+    """A value a parameter does not take, and why (internal: :meth:`Extern.convert_args`
+    raises a :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
+
+
+_LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 
 
 # --- the extern ----------------------------------------------------------------------------------
@@ -159,42 +168,59 @@ class Extern:
             msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         out: dict[str, Any] = {}
-        done = 0
-        try:
-            for (name, convert), value in zip(converters, values, strict=True):
-                if value == NONE and type(value) is str:
-                    self._leave_out(out, done, line, source)
-                else:
-                    out[name] = convert(value)
-                done += 1
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-            param = self.params[done]
-            shown = "NONE" if values[done] == NONE else short_repr(values[done])
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            detail = first_line(exc)
-            msg = (
-                f"tool {self.name!r}, argument {param.name!r}: expected "
-                f"{type_label(param.annotation)}, got {shown} ({detail})"
-            )
-            raise ToolArgumentError(
-                msg, tool=self.name, argument=param.name, line=line, source=source
-            ) from exc
+        for position, value in enumerate(values):
+            try:
+                converted = self._converted(position, value)
+            except _Refused as exc:
+                msg = f"tool {self.name!r}, {exc}"
+                name = self.params[position].name
+                raise ToolArgumentError(
+                    msg, tool=self.name, argument=name, line=line, source=source
+                ) from exc.__cause__
+            if converted is not _LEFT_OUT:
+                out[converters[position][0]] = converted
         return out
 
-    def _leave_out(self, out: dict[str, Any], position: int, line: int, source: str) -> None:
-        """``NONE`` pushed for a parameter: left out when the tool has a default for it, else
-        ``None`` when its type takes one; refused otherwise."""
+    def refuses(self, position: int, value: Value) -> str | None:
+        """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it
+        takes it), asked by the check before the run: converted as :meth:`convert_args`
+        does, then checked against the field of a LangChain tool's ``args_schema``
+        (:func:`~llassembly.machine.values.field_refuses`), as the tool does when invoked."""
+        try:
+            converted = self._converted(position, value)
+        except _Refused as exc:
+            return str(exc)
+        except Exception:  # a converter that fails otherwise: the run decides
+            return None
+        if converted is _LEFT_OUT:
+            return None
+        schema = getattr(self.tool, "args_schema", None)
+        detail = field_refuses(schema, self.params[position].name, converted)
+        return None if detail is None else self._refusal(position, value, detail)
+
+    def _converted(self, position: int, value: Value) -> Any:
+        """``value`` as the parameter at ``position`` takes it (:data:`_LEFT_OUT`: left out);
+        raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
-        if param.has_default:
-            return
-        if accepts_none(param.annotation):
-            out[param.name] = None
-            return
-        msg = (
-            f"tool {self.name!r}, argument {param.name!r}: NONE (no value) was pushed, but the "
-            f"tool has no default for it and takes {type_label(param.annotation)}; push a value"
-        )
-        raise ToolArgumentError(msg, tool=self.name, argument=param.name, line=line, source=source)
+        if value == NONE and type(value) is str:
+            if param.has_default:
+                return _LEFT_OUT
+            if accepts_none(param.annotation):
+                return None
+            reason = (
+                f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
+                f"default for it and takes {type_label(param.annotation)}; push a value"
+            )
+            raise _Refused(reason)
+        try:
+            return self._converters[position][1](value)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise _Refused(self._refusal(position, value, first_line(exc))) from exc
+
+    def _refusal(self, position: int, value: Value, detail: str) -> str:
+        param, shown = self.params[position], short_repr(value, 80)
+        expected = f"expected {type_label(param.annotation)}, got {shown} ({detail})"
+        return f"argument {param.name!r}: {expected}"
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """Return a raw result as stack values in natural order (the emulator pushes them so
@@ -268,53 +294,6 @@ class Extern:
 # --- building externs ----------------------------------------------------------------------------
 
 
-# LangChain's types are looked up only if loaded (see ``loaded``): a plain typed callable does not
-# need them, and the engine imports no LangChain or LangGraph.
-
-
-def _is_injected(annotation: Any) -> bool:
-    """Whether the runtime supplies this parameter (LangChain's rule, plus ``RunnableConfig``)."""
-    config = loaded("langchain_core.runnables.config", "RunnableConfig")
-    if (config is not None and annotation is config) or _is_runtime(annotation):
-        return True
-    injected = loaded("langchain_core.tools.base", "InjectedToolArg")
-    if injected is None:
-        return False
-    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-    return any(isinstance(m, injected) or is_subclass(m, injected) for m in metadata)
-
-
-def _is_runtime(annotation: Any) -> bool:
-    runtime = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
-    return runtime is not None and is_subclass(get_origin(annotation) or annotation, runtime)
-
-
-def _hints(obj: Any, name: str) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(obj, include_extras=True)
-    except Exception as exc:
-        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
-        raise UsageError(msg) from exc
-
-
-def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
-    if annotation is EMPTY or annotation is Any:
-        return 1, ()
-    ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
-    if ann is None or ann is type(None):
-        return 0, ()
-    if get_origin(ann) is tuple:
-        args = get_args(ann)
-        if len(args) == 2 and args[1] is Ellipsis:
-            msg = (
-                f"tool {name!r} returns {type_label(ann)} of unknown length: annotate a fixed "
-                "tuple (tuple[int, int]) so the plan knows how many values to POP, or return a list"
-            )
-            raise UsageError(msg)
-        return len(args), args
-    return 1, (ann,)
-
-
 def _build(
     name: str,
     fn: Callable[..., Any],
@@ -324,14 +303,14 @@ def _build(
     described: Mapping[str, str] | None = None,
 ) -> Extern:
     """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
-    hints = _hints(fn, name)
+    hints = type_hints(fn, name)
     schema = tool.args_schema if tool is not None else None
     fields = typing.cast(type[BaseModel], schema).model_fields if is_model(schema) else {}
     defaults = {n: f.default for n, f in fields.items() if not f.is_required()}
     if tool is not None and not hasattr(tool, "func") and is_model(schema):
         # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
         model = typing.cast(type[BaseModel], schema)
-        schema_hints = _hints(model, name)
+        schema_hints = type_hints(model, name)
         items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
     else:
         signature = inspect.signature(fn).parameters.values()
@@ -352,9 +331,9 @@ def _build(
     injected: list[str] = []
     runtime_param: str | None = None
     for pname, ann in items:
-        if _is_injected(ann):
+        if is_injected(ann):
             injected.append(pname)
-            runtime_param = pname if _is_runtime(ann) else runtime_param
+            runtime_param = pname if is_runtime(ann) else runtime_param
             continue
         # Only Annotated[...] carries a description (a Literal's later values are not one).
         extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
@@ -362,7 +341,7 @@ def _build(
         about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
         shown = _default_text(defaults.get(pname))
         params.append(Param(pname, ann, about, pname in defaults, shown))
-    n_results, result_types = _result_count(hints.get("return", EMPTY), name)
+    n_results, result_types = result_count(hints.get("return", EMPTY), name)
     return Extern(
         name=name,
         params=tuple(params),

@@ -20,6 +20,7 @@ from llassembly.language.opcodes import (
     register_name,
 )
 from llassembly.language.program import Value
+from llassembly.machine.shadow import Shadow
 
 __all__ = [
     "ORDERED",
@@ -132,6 +133,8 @@ class MachineState:
         answer: The lines the plan has said so far (``SAY``), in order.
         returned: The value a top-level ``RET`` returned (``EAX`` or ``XMM0``, see *The x86
             return value* in ``docs/language.md``), or ``None``.
+        provenance: The sources of every value, kept beside them when data-flow policies are
+            checked (see :mod:`llassembly.machine.provenance`); ``None`` otherwise.
     """
 
     pc: int = 0
@@ -150,6 +153,7 @@ class MachineState:
     fault: dict[str, Any] | None = None
     answer: list[str] = field(default_factory=list)
     returned: Value | None = None
+    provenance: Shadow | None = None  # shadow state: the sources of the values above
     # How much of ``answer`` is counted: lines, and their characters with a newline each.
     # Derived (never in a snapshot), caught up with the list whenever it is read.
     _answer_counted: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
@@ -225,6 +229,10 @@ class MachineState:
             snap["returned"] = self.returned
         if self.outstanding or self.fault is not None:  # only mid-batch (see machine.ahead)
             _batch_snapshot(self, snap)
+        if self.provenance is not None:  # only values that derive from a result carry it
+            sources = self.provenance.snapshot()
+            if sources:
+                snap["provenance"] = sources
         return snap
 
     @classmethod
@@ -282,6 +290,9 @@ class MachineState:
                 fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
                 answer=answer,
                 returned=returned,
+                provenance=None
+                if data.get("provenance") is None
+                else Shadow.restore(data["provenance"], len(stack)),
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc

@@ -24,6 +24,7 @@ from llassembly.analysis.layout import (
     Layout,
     layout_of,
 )
+from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.analysis.verifier import verify
 from llassembly.errors import (
     AsmRuntimeError,
@@ -61,6 +62,7 @@ from llassembly.machine.ops import (
     arith,
     flags_check,
 )
+from llassembly.machine.provenance import Guards, guards_for, instrument
 from llassembly.machine.say import compile_say, returned_value
 from llassembly.machine.state import MachineState
 from llassembly.machine.textops import TEXT_COMPILERS, same_text
@@ -73,6 +75,7 @@ __all__ = [
     "Step",
     "compile_program",
     "compile_step",
+    "recompiled",
 ]
 
 
@@ -306,6 +309,9 @@ class CompiledProgram:
     flow: ControlFlow | None = None
     """The control-flow graph the program was compiled from (tool calls, jump targets, the
     EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
+    dataflow: Guards | None = None
+    """The data-flow policies checked before each call (``None``: none; the steps then keep
+    no provenance): see :mod:`llassembly.machine.provenance`."""
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """What is worked out from the program once, on first use, for every run (see
     :func:`llassembly.machine.pending.read_checks`)."""
@@ -321,7 +327,10 @@ def compile_step(ins: Instruction, ctx: Context) -> Step:
 
 
 def _compile_steps(
-    program: Program, externs: Mapping[str, Extern], max_stack_depth: int
+    program: Program,
+    externs: Mapping[str, Extern],
+    max_stack_depth: int,
+    dataflow: Sequence[DataFlowPolicy] = (),
 ) -> CompiledProgram:
     flow = control_flow(program, externs)
     # The graph was built from these externs: its tools are externs.
@@ -332,6 +341,12 @@ def _compile_steps(
         None if tool is not None else compile_step(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
+    guards = guards_for(flow, externs, dataflow) if dataflow else None
+    if guards is not None:  # keep the sources of what each step writes
+        steps = [
+            None if step is None else instrument(step, ins, ctx)
+            for ins, step in zip(program.instructions, steps, strict=True)
+        ]
     return CompiledProgram(
         program,
         tuple(steps),
@@ -342,7 +357,19 @@ def _compile_steps(
         flow.eax,
         written_registers(flow),
         flow,
+        guards,
     )
+
+
+def recompiled(
+    compiled: CompiledProgram, max_stack_depth: int, dataflow: tuple[DataFlowPolicy, ...] = ()
+) -> CompiledProgram:
+    """``compiled`` for another stack limit or other data-flow policies (``()``: the ones it
+    has), compiled again without verifying; itself when neither changes."""
+    kept = compiled.dataflow.policies if compiled.dataflow is not None else ()
+    if compiled.max_stack_depth == max_stack_depth and dataflow in ((), kept):
+        return compiled
+    return _compile_steps(compiled.program, compiled.externs, max_stack_depth, dataflow or kept)
 
 
 def written_registers(flow: ControlFlow) -> tuple[int, ...]:
@@ -361,18 +388,25 @@ def written_registers(flow: ControlFlow) -> tuple[int, ...]:
 
 
 def compile_program(
-    program: Program, externs: ToolSpec, *, max_stack_depth: int
+    program: Program,
+    externs: ToolSpec,
+    *,
+    max_stack_depth: int,
+    dataflow: Sequence[DataFlowPolicy] = (),
 ) -> CompiledProgram:
     """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of
-    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`).
+    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`),
+    with the data-flow policies its calls are checked against (see
+    :mod:`llassembly.machine.provenance`).
 
     Raises:
         PlanRejected: The program does not verify.
-        UsageError: ``externs`` is no toolset (see :func:`~llassembly.machine.externs.externs_of`).
+        UsageError: ``externs`` is no toolset (see :func:`~llassembly.machine.externs.externs_of`),
+            or a data-flow policy names a tool or an argument they do not have.
     """
     by_name = externs_of(externs, param="externs")
     verify(program, by_name)
-    return _compile_steps(program, by_name, max_stack_depth)
+    return _compile_steps(program, by_name, max_stack_depth, tuple(dataflow))
 
 
 # -- the same steps for the plan summary ------------------------------------------------------

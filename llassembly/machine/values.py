@@ -9,6 +9,7 @@ that the extern turns into the library's own error, naming the tool and line.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import json
 import math
@@ -17,7 +18,7 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from llassembly.language.program import NONE, Value
@@ -29,6 +30,7 @@ __all__ = [
     "Converter",
     "accepts_none",
     "converter",
+    "field_refuses",
     "first_line",
     "is_model",
     "is_subclass",
@@ -227,6 +229,38 @@ def converter(annotation: Any) -> Converter:
     if get_origin(ann) in (dict, list):
         return _from_json(TypeAdapter(ann).validate_json)
     return _general(TypeAdapter(ann))
+
+
+def field_refuses(schema: Any, name: str, value: Any) -> str | None:
+    """What the field ``name`` of a pydantic ``schema`` (a LangChain tool's ``args_schema``)
+    says against ``value``, a converted argument: its type and constraints (``Field(ge=0)``,
+    ``max_length``), as the tool validates it when invoked. ``None`` when it takes the value,
+    or cannot judge one field alone (no pydantic schema, no such field, a failing validator):
+    the run then decides."""
+    if not is_model(schema) or name not in schema.model_fields:
+        return None
+    check = _field_adapter(schema, name)
+    try:
+        if check is not None:
+            check.validate_python(value)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        return str(errors[0].get("msg", "")) if errors else first_line(exc)
+    except Exception:  # a validator that fails otherwise: the run decides
+        return None
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _field_adapter(schema: type[BaseModel], name: str) -> TypeAdapter[Any] | None:
+    found = schema.model_fields[name]
+    kind: Any = found.annotation
+    if found.metadata:
+        kind = typing.cast(Any, Annotated)[(kind, *found.metadata)]
+    try:
+        return TypeAdapter(kind)
+    except Exception:  # a type pydantic cannot build a validator for alone
+        return None
 
 
 # --- result -> stack values ----------------------------------------------------------------------

@@ -1,0 +1,426 @@
+"""Provenance: which tool results a value derives from, as facts per instruction and before the run.
+
+Every value a plan holds carries its *sources*: the set of tools whose results it was computed
+from. A tool's result has the tool as its one source; a literal, a data label and anything
+computed from literals alone have none. The rule, one for every instruction and derived from
+the instruction table (:func:`~llassembly.language.instructions.effects`): **what an
+instruction writes derives from what it reads.** Written out as :class:`Transfer`:
+
+* a computed value (``ADD``, ``SUBSTR``, ``LEN``, ``SETcc``, a ``PUSH``, a ``POP``, a register
+  written without being named) gets the union of the sources of everything the instruction
+  reads: its value operands, the registers of an address, a path's base and keys, a
+  template's fills, the values it pops, and the flags when it tests them;
+* a copy (the table's ``moves``: ``MOV``, ``XCHG``, ``CMOVcc``) gets the sources of what it
+  copies, plus, for ``CMOVcc``, the destination it may keep and the flags that chose;
+* the flags get the sources of what set them (``CMP R1, R2``: those of ``R1`` and ``R2``).
+
+The few special forms are here too: a **path written** (``MOV R1.email, R2``) changes its
+base, which keeps the sources it had (the rest of the structure is still there) and adds
+those of the value and the keys; a **memory cell** found through registers derives from
+them as well (which cell is read, or written, is their choice); a **template** derives
+from its fills; a **tool** ``CALL`` is the machine's own (its arguments are checked, its
+results get the tool), see :func:`result_sources`.
+
+What is *not* followed: control dependence. A value written on one side of a branch does not
+derive from the compare that chose the side. The control flow of a plan is fixed before any
+result is seen (a result can choose between paths the plan wrote, never add one), and
+following it would give every value after a loop over a result that result's source, so a
+policy could never tell an address the plan wrote from one a result gave. ``CMOVcc`` and
+``SETcc`` write what the flags chose, so they derive from the flags: that choice is data.
+
+The same facts serve the run (:mod:`llassembly.machine.provenance` keeps sources beside
+values and checks each call) and the analysis before it (:func:`argument_flows`: for each
+argument of each tool call, which tools' results may reach it on some run and which reach it
+on every run), so what a person approves is what runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+from llassembly.analysis.constants import MAX_VALUE_STEPS, MAX_VALUE_WORK
+from llassembly.analysis.layout import Layout
+from llassembly.analysis.paths import END, Paths
+from llassembly.language.instructions import effects
+from llassembly.language.opcodes import EAX_INDEX, register_name
+from llassembly.language.program import (
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Path,
+    Reg,
+    Template,
+)
+
+__all__ = [
+    "NO_SOURCES",
+    "Flow",
+    "Sources",
+    "Transfer",
+    "Write",
+    "argument_flows",
+    "place_parts",
+    "result_sources",
+    "transfer_of",
+]
+
+Sources: TypeAlias = frozenset[str]
+"""The tools whose results a value derives from (empty: only the plan's own literals)."""
+NO_SOURCES: Final[Sources] = frozenset()
+_STACK_KEPT: Final = 64  # top stack slots followed before the run; deeper ones may be anything
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One place an instruction writes and what the value written there derives from.
+
+    Attributes:
+        place: A register, a variable or data label, a memory cell, or a path (its base).
+        copies: For a copy, the operands whose sources it gets (what it copies, and the
+            address or the rest of the structure of its own place); ``None`` for a computed
+            value, which gets everything the instruction reads.
+    """
+
+    place: Operand
+    copies: tuple[Operand, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """How sources move through one instruction (see the module doc).
+
+    Attributes:
+        reads: Every operand it reads: value operands, the registers of addresses (its own
+            places' too), the bases and keys of paths written, the registers it uses without
+            naming them.
+        flags: It tests the flags: they join what it writes.
+        pops: Values it takes off the data stack: they join what it writes.
+        writes: The places it writes.
+        registers: Registers it writes without naming them, each from everything read.
+        pushes: Values it puts on the data stack, each from everything read.
+        sets_flags: It sets the flags, from everything read.
+    """
+
+    reads: tuple[Operand, ...]
+    flags: bool
+    pops: int
+    writes: tuple[Write, ...]
+    registers: tuple[int, ...]
+    pushes: int
+    sets_flags: bool
+
+    @property
+    def moves_nothing(self) -> bool:
+        """Nothing it writes carries sources (a jump, ``NOP``, ``SAY``, ``CALL label``)."""
+        return not (self.writes or self.registers or self.pushes or self.pops or self.sets_flags)
+
+
+def place_parts(operand: Operand) -> tuple[Operand, ...]:
+    """What a written place reads to be found, or keeps: a memory cell's address registers; a
+    path's base (the rest of the structure stays) and keys. Nothing for a register or name."""
+    if isinstance(operand, Mem):
+        return operand.registers
+    if isinstance(operand, Path):
+        return (operand.base, *(step for step in operand.steps if not isinstance(step, Imm)))
+    return ()
+
+
+@functools.lru_cache(maxsize=16_384)
+def transfer_of(instruction: Instruction) -> Transfer:
+    """The :class:`Transfer` of an instruction other than a tool ``CALL`` (see
+    :func:`result_sources` for those), from its
+    :func:`~llassembly.language.instructions.effects`."""
+    fx = effects(instruction)
+    operands = instruction.operands
+    reads = [operands[p] for p in fx.reads]
+    for position, operand in enumerate(operands):
+        if position not in fx.reads:  # a place written, or an address computed (LEA)
+            reads += place_parts(operand)
+    reads += [Reg(index, register_name(index)) for index in fx.implicit_reads]
+    writes = []
+    for position in fx.writes:
+        copied = tuple(operands[r] for w, r in fx.moves if w == position)
+        own = place_parts(operands[position])
+        writes.append(Write(operands[position], copied + own if copied else None))
+    return Transfer(
+        reads=tuple(reads),
+        flags=fx.flags_read,
+        pops=fx.pops,
+        writes=tuple(writes),
+        registers=fx.implicit_writes,
+        pushes=fx.pushes,
+        sets_flags=fx.flags_written,
+    )
+
+
+def result_sources(tool: str) -> Sources:
+    """The sources of each result of a call of ``tool``: the tool alone. What the tool was
+    given is the tool's to use; an allow-list policy (``only_from``) refuses a value passed
+    through a tool it does not list (see ``docs/dataflow.md``)."""
+    return frozenset((tool,))
+
+
+# -- before the run: which results may, and must, reach each argument ---------------------------
+
+_Pair: TypeAlias = tuple[Sources, Sources]  # (may: on some run, must: on every run)
+_EMPTY: Final[_Pair] = (NO_SOURCES, NO_SOURCES)
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Which tools' results can reach one argument of one call site.
+
+    Attributes:
+        sources: Tools whose results reach it on some run (sorted).
+        certain: Tools whose results reach it on every run that makes the call (sorted).
+    """
+
+    sources: tuple[str, ...]
+    certain: tuple[str, ...]
+
+
+def _union(a: _Pair, b: _Pair) -> _Pair:
+    """A value derived from both (every run has both)."""
+    return a if b is _EMPTY else (a[0] | b[0], a[1] | b[1])
+
+
+def _join(a: _Pair, b: _Pair) -> _Pair:
+    """A value that is the one on some runs, the other on the rest."""
+    return a if a == b else (a[0] | b[0], a[1] & b[1])
+
+
+# registers (the tracked ones, in order), flags, stack (top last), memory (cell -> pair)
+_Facts = tuple[tuple[_Pair, ...], _Pair, tuple[_Pair, ...], Mapping[int, _Pair]]
+
+
+class _Static:
+    """The transfer of :class:`Transfer` on (may, must) pairs over the states of the paths."""
+
+    def __init__(self, paths: Paths, layout: Layout) -> None:
+        flow = paths.flow
+        self.paths, self.flow, self.layout = paths, flow, layout
+        self.top: _Pair = (frozenset(t.name for t in flow.tools.values()), NO_SOURCES)
+        written = {reg for fx in flow.effects for reg in fx.registers_written}
+        if flow.eax:
+            written.add(EAX_INDEX)
+        self.slot = {reg: i for i, reg in enumerate(sorted(written))}  # the rest hold 0
+        self.first: dict[str, int] = {}  # live label -> the number of its first cell
+        count = 0
+        for key in layout.order:
+            if key in layout.live:
+                self.first[key] = count
+                count += len(layout.labels[key].cells)
+        self.cells = count
+
+    # -- values ---------------------------------------------------------------------------
+
+    def label_cells(self, key: str) -> range:
+        return range(self.first[key], self.first[key] + len(self.layout.labels[key].cells))
+
+    def cell(self, mem: Mem) -> tuple[range, bool]:
+        """The cells a memory operand may name (none outside live labels) and whether it names
+        exactly one known before the run."""
+        if mem.label is None:
+            return range(self.cells), False
+        key = mem.label.lower()
+        if key not in self.first:
+            return range(0), False
+        cells = self.label_cells(key)
+        index, rest = divmod(mem.disp, self.layout.labels[key].size)
+        if mem.registers or rest or not 0 <= index < len(cells):
+            return cells, False
+        return range(cells[index], cells[index] + 1), True
+
+    def value(self, operand: Operand, facts: _Facts) -> _Pair:
+        regs, _, _, memory = facts
+        if isinstance(operand, Reg):
+            slot = self.slot.get(operand.index)
+            return _EMPTY if slot is None else regs[slot]
+        if isinstance(operand, Name):
+            key = operand.name.lower()
+            if key not in self.first:
+                return _EMPTY  # read-only data, a constant: the plan's own
+            found = _EMPTY  # one cell, or a row read whole: every cell is in the text
+            for number in self.label_cells(key):
+                found = _union(found, memory.get(number, _EMPTY))
+            return found
+        if isinstance(operand, Mem):
+            cells, exact = self.cell(operand)
+            if exact:
+                found = memory.get(cells[0], _EMPTY)
+            else:  # one of these cells; through [reg] also read-only data, or text in reg
+                found = memory.get(cells[0], _EMPTY) if cells else _EMPTY
+                for number in cells:
+                    found = _join(found, memory.get(number, _EMPTY))
+                if operand.label is None:
+                    found = _join(found, _EMPTY)
+            for reg in operand.registers:
+                found = _union(found, self.value(reg, facts))
+            return found
+        if isinstance(operand, Path):
+            found = self.value(operand.base, facts)
+            for step in operand.steps:
+                found = _union(found, self.value(step, facts))
+            return found
+        if isinstance(operand, Template):
+            found = _EMPTY
+            for fill in operand.fills:
+                found = _union(found, self.value(fill, facts))
+            return found
+        return _EMPTY  # a literal
+
+    def write(
+        self, place: Operand, pair: _Pair, regs: list[_Pair], memory: Mapping[int, _Pair]
+    ) -> Mapping[int, _Pair]:
+        """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
+        write (the new memory is returned)."""
+        while isinstance(place, Path):  # the base holds the new text of the whole
+            place = place.base
+        if isinstance(place, Reg):
+            slot = self.slot.get(place.index)
+            if slot is not None:
+                regs[slot] = pair
+            return memory
+        if isinstance(place, Mem):
+            cells, exact = self.cell(place)
+        elif isinstance(place, Name) and place.name.lower() in self.first:
+            cells, exact = self.label_cells(place.name.lower()), True
+        else:
+            return memory
+        if not cells:
+            return memory
+        changed = dict(memory)
+        if exact:
+            changed[cells[0]] = pair
+        else:  # some one of them: each may keep what it held
+            for number in cells:
+                changed[number] = _join(memory.get(number, _EMPTY), pair)
+        return changed
+
+    def take(self, stack: tuple[_Pair, ...], count: int) -> list[_Pair]:
+        """The top ``count`` values, first pushed first (deeper than followed: anything)."""
+        kept = list(stack[max(len(stack) - count, 0) :])
+        return [self.top] * (count - len(kept)) + kept
+
+    # -- instructions ---------------------------------------------------------------------
+
+    def transfer(self, pc: int, facts: _Facts) -> _Facts:
+        regs, flags, stack, memory = facts
+        tool = self.flow.tools.get(pc)
+        if tool is not None:
+            taken, put = self.flow.stack_effect(pc)
+            stack = stack[: max(len(stack) - taken, 0)]
+            sources = result_sources(tool.name)
+            result = (sources, sources)
+            if pc in self.flow.eax:
+                changed = list(regs)
+                changed[self.slot[EAX_INDEX]] = result
+                return tuple(changed), flags, stack, memory
+            return regs, flags, (*stack, *[result] * put)[-_STACK_KEPT:], memory
+        move = transfer_of(self.flow.program.instructions[pc])
+        if move.moves_nothing:
+            return facts
+        everything = _EMPTY
+        for operand in move.reads:
+            everything = _union(everything, self.value(operand, facts))
+        for popped in self.take(stack, move.pops):
+            everything = _union(everything, popped)
+        if move.flags:  # SETcc: what the flags chose is data
+            everything = _union(everything, flags)
+        values = []  # everything is read before anything is written (XCHG)
+        for write in move.writes:
+            if write.copies is None:
+                values.append(everything)
+                continue
+            found = flags if move.flags else _EMPTY
+            for operand in write.copies:
+                found = _union(found, self.value(operand, facts))
+            values.append(found)
+        new_regs = list(regs)
+        for write, pair in zip(move.writes, values, strict=True):
+            memory = self.write(write.place, pair, new_regs, memory)
+        for reg in move.registers:
+            memory = self.write(Reg(reg, register_name(reg)), everything, new_regs, memory)
+        stack = (*stack[: max(len(stack) - move.pops, 0)], *[everything] * move.pushes)
+        flags = everything if move.sets_flags else flags
+        return tuple(new_regs), flags, stack[-_STACK_KEPT:], memory
+
+    def propagate(self) -> dict[int, _Facts] | None:
+        """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
+        paths = self.paths
+        if not paths.states:
+            return {}
+        facts: dict[int, _Facts] = {0: ((_EMPTY,) * len(self.slot), _EMPTY, (), {})}
+        queue, queued = [(paths.states[0][0], 0)], {0}
+        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot) + self.cells, 1))
+        steps = 0
+        while queue:
+            steps += 1
+            if steps > limit:
+                return None
+            _, number = heapq.heappop(queue)
+            queued.discard(number)
+            out = self.transfer(paths.states[number][0], facts[number])
+            for nxt in paths.succ[number]:
+                if nxt == END:
+                    continue
+                old = facts.get(nxt)
+                merged = out if old is None else _merge(old, out)
+                if merged != old:
+                    facts[nxt] = merged
+                    if nxt not in queued:
+                        queued.add(nxt)
+                        heapq.heappush(queue, (paths.states[nxt][0], nxt))
+        return facts
+
+
+def _merge(old: _Facts, new: _Facts) -> _Facts:
+    keep = min(len(old[2]), len(new[2]))
+    stack = tuple(
+        _join(a, b)
+        for a, b in zip(old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :], strict=True)
+    )
+    memory = {
+        cell: _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))
+        for cell in {*old[3], *new[3]}
+    }
+    regs = tuple(_join(a, b) for a, b in zip(old[0], new[0], strict=True))
+    return regs, _join(old[1], new[1]), stack, {c: p for c, p in memory.items() if p != _EMPTY}
+
+
+def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, ...]] | None:
+    """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
+
+    A sound over-approximation over the states of the paths (every way through the code,
+    into each subroutine and back), by the same :class:`Transfer` facts the machine follows:
+    a run's sources for an argument always hold its :attr:`Flow.certain` and are always within
+    its :attr:`Flow.sources`. Cells found through registers are weakly updated; stack slots
+    deeper than the 64 followed may hold anything.
+
+    Returns:
+        ``flows(state)``: one :class:`Flow` per parameter, first pushed first (``()`` for a
+        state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
+        analysis ran out of steps (nothing is known then).
+    """
+    if not paths.complete:
+        return None
+    analysis = _Static(paths, layout)
+    found = analysis.propagate()
+    if found is None:
+        return None
+
+    def flows(state: int) -> tuple[Flow, ...]:
+        pc = paths.states[state][0]
+        tool = paths.flow.tools.get(pc)
+        if tool is None or state not in found:
+            return ()
+        pairs = analysis.take(found[state][2], len(tool.params))
+        return tuple(Flow(tuple(sorted(may)), tuple(sorted(must))) for may, must in pairs)
+
+    return flows

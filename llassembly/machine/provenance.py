@@ -1,0 +1,289 @@
+"""Provenance as the plan runs: each step keeps the sources of what it writes, and each call is
+checked against the data-flow policies before it runs.
+
+With data-flow policies (``Emulator(..., dataflow=[...])``, or a planner's ``plan_policy``
+holding some) the program is compiled with :func:`instrument`: every step that writes
+something is wrapped by one that reads the sources of what the instruction reads (its
+:class:`~llassembly.analysis.dataflow.Transfer`, the same facts the analysis before the run
+follows), runs the step, and writes those sources beside what the step wrote in the state's
+:class:`~llassembly.machine.shadow.Shadow`. Sources are read before the step runs (it may
+overwrite what it reads) and written only once it has run (a step that fails changes nothing).
+Without policies nothing is wrapped: the machine runs the very steps it runs otherwise.
+
+A tool ``CALL`` is the machine's own (``Emulator._begin_call``): its arguments' sources are
+checked by :meth:`Guards.check` where the call is built
+(:func:`llassembly.machine.ahead.call_request`), then taken off the shadow stack with the
+values; its results get the tool (:meth:`Shadow.results`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from llassembly.analysis.cfg import ControlFlow
+from llassembly.analysis.dataflow import NO_SOURCES, Sources, transfer_of
+from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.errors import DataFlowRefused, ExecutionError, UsageError
+from llassembly.language.program import (
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Path,
+    Reg,
+    Template,
+    ToolShape,
+    Value,
+)
+from llassembly.machine.access import Context, cell_locator
+from llassembly.machine.shadow import Shadow
+from llassembly.machine.values import short_repr
+
+if TYPE_CHECKING:
+    from llassembly.machine.state import MachineState
+
+__all__ = ["Guards", "attach", "check_names", "guards_for", "instrument"]
+
+Step: TypeAlias = "Callable[[MachineState, int], int]"
+_Reader: TypeAlias = "Callable[[MachineState, Shadow], Sources]"
+_Place: TypeAlias = "Callable[[MachineState], int | tuple[str, int] | None]"
+
+
+# -- reading and writing sources ----------------------------------------------------------------
+
+
+def _reader(operand: Operand, ctx: Context, ins: Instruction) -> _Reader | None:
+    """How to read the sources of ``operand``'s value (``None``: it has none, a literal)."""
+    if isinstance(operand, Reg):
+        index = operand.index
+        if index == 0:
+            return None
+        return lambda st, shadow: shadow.regs.get(index, NO_SOURCES)
+    if isinstance(operand, Name):
+        key = operand.name.lower()
+        if key not in ctx.layout.live:
+            return None  # read-only data or a constant: the plan's own
+        cells = range(len(ctx.layout.labels[key].cells))  # a row read whole is all its cells
+        return lambda st, shadow: frozenset().union(
+            *(shadow.mem.get((key, i), NO_SOURCES) for i in cells)
+        )
+    if isinstance(operand, Mem):
+        place = _place(operand, ctx, ins)
+        parts = _readers(operand.registers, ctx, ins)
+
+        def read_cell(st: MachineState, shadow: Shadow) -> Sources:
+            where = place(st)
+            found = shadow.mem.get(where, NO_SOURCES) if isinstance(where, tuple) else NO_SOURCES
+            return found.union(*(read(st, shadow) for read in parts)) if parts else found
+
+        return read_cell
+    if isinstance(operand, Path):
+        return _joined(_readers((operand.base, *operand.steps), ctx, ins))
+    if isinstance(operand, Template):
+        return _joined(_readers(operand.fills, ctx, ins))
+    return None  # Imm
+
+
+def _readers(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> list[_Reader]:
+    found = (_reader(o, ctx, ins) for o in operands if not isinstance(o, Imm))
+    return [read for read in found if read is not None]
+
+
+def _joined(readers: list[_Reader]) -> _Reader | None:
+    if not readers:
+        return None
+    if len(readers) == 1:
+        return readers[0]
+    return lambda st, shadow: frozenset().union(*(read(st, shadow) for read in readers))
+
+
+def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
+    """Where a value written to ``operand`` lives: a register index, a live ``(label, cell)``,
+    or ``None`` (``R0``, read-only data, an address the step itself refuses)."""
+    while isinstance(operand, Path):  # a path written changes its base
+        operand = operand.base
+    if isinstance(operand, Reg):
+        index: int | None = operand.index or None
+        return lambda st: index
+    if isinstance(operand, Name):
+        key = operand.name.lower()
+        fixed = (key, 0) if key in ctx.layout.live else None
+        return lambda st: fixed
+    if isinstance(operand, Mem):
+        locate, live = cell_locator(operand, ctx, ins), ctx.layout.live
+
+        def cell(st: MachineState) -> tuple[str, int] | None:
+            try:
+                key, index = locate(st)
+            except ExecutionError:  # the step raises it (or reads text through [reg])
+                return None
+            return (key, index) if key in live else None
+
+        return cell
+    return lambda st: None
+
+
+def _put(shadow: Shadow, where: int | tuple[str, int] | None, sources: Sources) -> None:
+    if isinstance(where, int):
+        shadow.register(where, sources)
+    elif where is not None:
+        shadow.cell(where[0], where[1], sources)
+
+
+def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
+    """``step`` wrapped to keep the sources of what it writes (see the module doc); the step
+    itself when the instruction writes nothing that carries sources."""
+    move = transfer_of(ins)
+    if move.moves_nothing:
+        return step
+    # One reader for everything read, one per copy (None: only literals), built once.
+    read_all = _joined(_readers(move.reads, ctx, ins))
+    writes = [
+        (
+            _place(w.place, ctx, ins),
+            w.copies is not None,
+            _joined(_readers(w.copies or (), ctx, ins)),
+        )
+        for w in move.writes
+    ]
+    pops, pushes, flags, sets_flags = move.pops, move.pushes, move.flags, move.sets_flags
+    registers = move.registers
+
+    def step_with_sources(st: MachineState, pc: int) -> int:
+        shadow = st.provenance
+        if shadow is None:
+            raise UsageError("a program compiled with data-flow policies runs with provenance")
+        everything = NO_SOURCES if read_all is None else read_all(st, shadow)
+        if pops and len(shadow.stack) >= pops:
+            everything = everything.union(*shadow.stack[-pops:])
+        if flags:
+            everything = everything | shadow.flags
+        chosen = shadow.flags if flags else NO_SOURCES
+        targets = [
+            (
+                place(st),
+                (chosen if copy is None else chosen | copy(st, shadow)) if copies else everything,
+            )
+            for place, copies, copy in writes
+        ]
+        after = step(st, pc)
+        for where, sources in targets:
+            _put(shadow, where, sources)
+        for reg in registers:
+            shadow.register(reg, everything)
+        if pops:
+            del shadow.stack[-pops:]
+        if pushes:
+            shadow.stack.extend([everything] * pushes)
+        if sets_flags:
+            shadow.flags = everything
+        return after
+
+    return step_with_sources
+
+
+# -- the policies, per call site --------------------------------------------------------------
+
+
+def _hint(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+def check_names(policies: Sequence[DataFlowPolicy], tools: Mapping[str, ToolShape]) -> None:
+    """Refuse a policy that names a tool or an argument the tools do not have (a misspelt
+    name would switch the policy off without a word).
+
+    Raises:
+        UsageError: The message names the policy, the unknown name and the closest ones.
+    """
+    for policy in policies:
+        for name in policy.tool_names:
+            if name not in tools:
+                raise UsageError(
+                    f"the data-flow policy {policy} names the tool {name!r}, which is not "
+                    f"among the tools{_hint(name, list(tools))} (the tools: "
+                    f"{', '.join(sorted(tools)[:20]) or 'none'})"
+                )
+        names = [str(getattr(p, "name", "")) for p in tools[policy.tool].params]
+        if policy.argument not in names:
+            raise UsageError(
+                f"the data-flow policy {policy} names the argument {policy.argument!r}, which "
+                f"{policy.tool} does not take{_hint(policy.argument, names)} (its arguments: "
+                f"{', '.join(names) or 'none'})"
+            )
+
+
+@dataclass(frozen=True)
+class Guards:
+    """The data-flow policies of a compiled program, per tool ``CALL``.
+
+    Attributes:
+        policies: The policies, as given.
+        calls: ``CALL`` index to ``(parameter position, policy)`` for each policy about its
+            tool.
+    """
+
+    policies: tuple[DataFlowPolicy, ...]
+    calls: Mapping[int, tuple[tuple[int, DataFlowPolicy], ...]]
+
+    def check(
+        self, index: int, ins: Instruction, values: Sequence[Value], sources: Sequence[Sources]
+    ) -> None:
+        """Refuse the call at ``index`` when an argument derives from a result a policy
+        refuses there (``values`` and their ``sources``: one per parameter, first pushed
+        first).
+
+        Raises:
+            DataFlowRefused: Naming the argument, its value, the value's sources and the
+                policy.
+        """
+        for position, policy in self.calls.get(index, ()):
+            held = sources[position] if position < len(sources) else NO_SOURCES
+            if policy.refused(held):
+                shown = short_repr(values[position], 80) if position < len(values) else "?"
+                raise DataFlowRefused(
+                    policy.tool,
+                    policy.argument,
+                    shown,
+                    sorted(held),
+                    str(policy),
+                    policy.rule(),
+                    line=ins.line,
+                    source=ins.text,
+                )
+
+
+def guards_for(
+    flow: ControlFlow, tools: Mapping[str, ToolShape], policies: Sequence[DataFlowPolicy]
+) -> Guards:
+    """The :class:`Guards` of a program's calls (see :func:`check_names` for what it raises)."""
+    check_names(policies, tools)
+    calls: dict[int, tuple[tuple[int, DataFlowPolicy], ...]] = {}
+    for pc, tool in flow.tools.items():
+        names = [str(getattr(p, "name", "")) for p in tool.params]
+        found = tuple((names.index(p.argument), p) for p in policies if p.tool == tool.name)
+        if found:
+            calls[pc] = found
+    return Guards(tuple(policies), calls)
+
+
+def attach(st: MachineState) -> Shadow:
+    """The shadow of ``st``, made (no value derives from a result) when it has none.
+
+    Raises:
+        UsageError: Its shadow does not fit its stack or its memory (a stale snapshot).
+    """
+    shadow = st.provenance
+    if shadow is None:
+        shadow = st.provenance = Shadow.fresh(len(st.stack))
+    if len(shadow.stack) != len(st.stack):
+        raise UsageError("the state's provenance does not fit its stack")
+    for key, index in shadow.mem:
+        if key not in st.mem or not 0 <= index < len(st.mem[key]):
+            raise UsageError(f"the state's provenance names a cell {key}[{index}] it does not have")
+    return shadow
