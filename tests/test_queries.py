@@ -266,7 +266,7 @@ def test_the_answer_is_found_in_what_models_write_around_it() -> None:
 
 def test_a_querys_sources_are_what_it_read_and_the_mark_of_a_model() -> None:
     assert query_sources(["read_file", "read_file"]) == {"read_file", QUERY_SOURCE}
-    assert query_sources(()) == {"query"}
+    assert query_sources(()) == {"query_text"} == {QUERY_SOURCE}
 
 
 # -- the machine ----------------------------------------------------------------------------------

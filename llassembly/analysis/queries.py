@@ -42,16 +42,19 @@ __all__ = [
     "is_query",
     "parse_answer_shape",
     "query_result_shapes",
+    "query_site",
     "query_sites",
     "query_sources",
+    "site_line",
 ]
 
 QUERY_TOOL: Final = "query_text"
 """The name a plan calls a query by."""
 QUERY_PARAMS: Final = ("text", "question", "shape")
 """A query's arguments, in push order."""
-QUERY_SOURCE: Final = "query"
-"""The source that marks a value a model produced (see :func:`query_sources`)."""
+QUERY_SOURCE: Final = QUERY_TOOL
+"""The source that marks a value a model produced: the query's name, as a tool's result has
+the tool's (see :func:`query_sources`)."""
 MAX_ANSWER_FIELDS: Final = 32
 """Most fields (and list elements' shapes) one answer shape may declare, nested ones counted."""
 _MAX_DEPTH: Final = 4
@@ -82,14 +85,30 @@ _HOW = (
 
 
 def query_sources(inputs: Iterable[str]) -> frozenset[str]:
-    """The sources of a query's answer: every source of what it read (its text and question),
-    and :data:`QUERY_SOURCE`, since a model produced it.
+    """The sources of a query's answer: every source of what it read (its arguments: the
+    text and the question), and :data:`QUERY_SOURCE`, since a model produced it. A query is
+    the one call whose results derive from its arguments: they are what its model read (a
+    tool's results derive from the tool alone, see
+    :func:`~llassembly.analysis.dataflow.result_sources`).
 
     Example:
         >>> sorted(query_sources({"read_file"}))
-        ['query', 'read_file']
+        ['query_text', 'read_file']
     """
     return frozenset(inputs) | {QUERY_SOURCE}
+
+
+def query_site(line: int) -> str:
+    """The mark of the answer of the query at ``line`` (``query_text@9``): how a summary
+    follows each query's answer (:func:`~llassembly.analysis.dataflow.argument_flows`); never
+    a source a value carries at run time."""
+    return f"{QUERY_TOOL}@{line}"
+
+
+def site_line(source: str) -> int | None:
+    """The line of a :func:`query_site` mark, or ``None`` for a source that is none."""
+    name, at, line = source.partition("@")
+    return int(line) if at and name == QUERY_TOOL and line.isdigit() else None
 
 
 def is_query(tool: object) -> bool:
