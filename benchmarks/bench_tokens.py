@@ -284,12 +284,189 @@ def report(rows: Sequence[dict[str, int]], size: dict[str, int]) -> str:
     )
 
 
+# -- orders that need reading: queries against a loop ------------------------------------------
+
+READING_BILLS = (1, 3, 10)
+QUICK_READING_BILLS = (1, 3)
+READING_SYSTEM = "You are the user's payment assistant. Carry out the user's order."
+QUESTION = "Which IBAN and amount does this bill ask to be paid?"
+BILL_SHAPE = '{"iban": "text", "amount": "number"}'
+
+
+def bill_of(k: int) -> tuple[str, str, float]:
+    """The ``k``-th bill of the folder: its file's text (written for people, about 500
+    characters), the IBAN and the amount it asks for."""
+    iban = f"DE{89 - k:02d}3704004405320130{k:02d}"
+    amount = round(37.5 + 11.25 * k, 2)
+    text = (
+        f"Stadtwerke Musterstadt GmbH - customer 4471-{k:03d}\n"
+        f"Invoice {2023 - k // 12}-{12 - k % 12:02d}: electricity and water\n\n"
+        "Dear customer, thank you for your trust. This invoice covers your consumption for "
+        "the period shown above; the meter readings are on the back of this page. Your "
+        f"advance payment for the coming months stays unchanged. Please transfer EUR {amount:.2f} "
+        f"to our account {iban} within 14 days, quoting the customer number. If you "
+        "have questions, our service team is there for you on weekdays from 8 am to 6 pm.\n\n"
+        "Kind regards, your Stadtwerke"
+    )
+    return text, iban, amount
+
+
+def bill_tools(bills: int) -> tuple[list[BaseTool], list[tuple[str, float]]]:
+    """Fresh tools over a folder of ``bills`` bills, and the payments they make."""
+    paid: list[tuple[str, float]] = []
+
+    @tool
+    def list_bills() -> list[str]:
+        """The names of the bill files in the user's inbox folder."""
+        return [f"bill-{k}.txt" for k in range(bills)]
+
+    @tool
+    def read_file(name: str) -> str:
+        """The text of one of the user's files."""
+        return bill_of(int(name.removeprefix("bill-").removesuffix(".txt")))[0]
+
+    @tool
+    def pay(iban: str, amount: float) -> str:
+        """Transfer an amount in EUR to an IBAN."""
+        paid.append((iban, amount))
+        return f"paid {amount:.2f} to {iban}"
+
+    return [list_bills, read_file, pay], paid
+
+
+def _reading_order() -> list[BaseMessage]:
+    return [SystemMessage(READING_SYSTEM), HumanMessage("Pay all the bills in my inbox folder.")]
+
+
+def _paid_answer(bills: int) -> str:
+    return f"Paid {bills} bills."
+
+
+READING_PLAN = f"""```asm
+        CALL list_bills
+        POP R1                  ; the file names
+        LEN R5, R1
+        MOV R6, 0
+next:   CMP R6, R5
+        JGE done
+        PUSH R1[R6]
+        CALL read_file
+        POP R2
+        PUSH R2                 ; the bill's text
+        PUSH "{QUESTION}"
+        PUSH '{BILL_SHAPE}'
+        CALL query_text
+        POP R3                  ; R3.iban, R3.amount
+        PUSH R3.iban
+        PUSH R3.amount
+        CALL pay
+        POP R0
+        INC R6
+        JMP next
+done:   SAY "Paid {{R5}} bills."
+```"""
+"""The plan the scripted planner writes for the order, whatever the number of bills."""
+
+
+def _reading_done(result: dict[str, Any], paid: list[tuple[str, float]], bills: int) -> None:
+    expected = [bill_of(k)[1:] for k in range(bills)]
+    if paid != expected or result["messages"][-1].text != _paid_answer(bills):
+        raise RuntimeError(f"the order was not carried out: {paid}")
+
+
+def reading_loop_bill(bills: int) -> Bill:
+    """A plain ``create_agent``: one call per model turn; it reads each bill in its history."""
+    tools, paid = bill_tools(bills)
+
+    def call(name: str, args: dict[str, Any], k: int) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{k}"}])
+
+    replies = [call("list_bills", {}, 0)]
+    for k in range(bills):
+        _, iban, amount = bill_of(k)
+        replies.append(call("read_file", {"name": f"bill-{k}.txt"}, 2 * k + 1))
+        replies.append(call("pay", {"iban": iban, "amount": amount}, 2 * k + 2))
+    model = RecordingModel(replies=[*replies, AIMessage(_paid_answer(bills))])
+    result = create_agent(model, tools=tools).invoke({"messages": _reading_order()})
+    _reading_done(result, paid, bills)
+    sent_in, sent_out = model.bill()
+    return Bill(2 * bills + 1, len(model.requests), sent_in, sent_out)
+
+
+def reading_plan_bill(bills: int) -> Bill:
+    """``create_agent`` with ``ToolsPlannerMiddleware(query_model=...)``: one plan, and one
+    query per bill, which sends the query model that bill alone."""
+    tools, paid = bill_tools(bills)
+    planner_model = RecordingModel(replies=[AIMessage(READING_PLAN)])
+    answers = [
+        json.dumps({"value": {"iban": iban, "amount": amount}})
+        for _, iban, amount in (bill_of(k) for k in range(bills))
+    ]
+    reader = RecordingModel(replies=[AIMessage(a) for a in answers])
+    planner = ToolsPlannerMiddleware(query_model=reader, max_instructions_to_exec=5000)
+    agent = create_agent(planner_model, tools=tools, middleware=[planner])
+    result = agent.invoke({"messages": _reading_order()})
+    _reading_done(result, paid, bills)
+    plan_in, plan_out = planner_model.bill()
+    read_in, read_out = reader.bill()
+    model_calls = len(planner_model.requests) + len(reader.requests)
+    return Bill(3 * bills + 1, model_calls, plan_in + read_in, plan_out + read_out)
+
+
+def measure_reading(bills: Sequence[int]) -> list[dict[str, int]]:
+    """Both bills for the reading order at each number of bills, as rows of plain numbers."""
+    rows = []
+    for n in bills:
+        loop, plan = reading_loop_bill(n), reading_plan_bill(n)
+        rows.append(
+            {
+                "bills": n,
+                "loop_model_calls": loop.model_calls,
+                "loop_input": loop.input_tokens,
+                "loop_output": loop.output_tokens,
+                "plan_model_calls": plan.model_calls,
+                "plan_input": plan.input_tokens,
+                "plan_output": plan.output_tokens,
+            }
+        )
+    return rows
+
+
+def reading_table(rows: Sequence[dict[str, int]]) -> str:
+    """The reading bills as a Markdown table, and how they were counted."""
+    lines = [
+        "| bills | loop: model calls | loop: tokens in / out | loop: total "
+        "| plan + queries: model calls | plan + queries: tokens in / out "
+        "| plan + queries: total | loop / plan |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        loop_total = r["loop_input"] + r["loop_output"]
+        plan_total = r["plan_input"] + r["plan_output"]
+        lines.append(
+            f"| {r['bills']} | {r['loop_model_calls']} "
+            f"| {r['loop_input']:,} / {r['loop_output']:,} | {loop_total:,} "
+            f"| {r['plan_model_calls']} | {r['plan_input']:,} / {r['plan_output']:,} "
+            f"| {plan_total:,} | {ratio(r):.1f}× |"
+        )
+    lines += [
+        "",
+        "Order: *pay all the bills in my inbox folder* (`list_bills`, then `read_file` and `pay` "
+        "per bill; each bill about 500 characters of prose). Same payments and answer on both "
+        "sides; the plan's figures add its queries' requests and replies to the planner's.",
+    ]
+    return "\n".join(lines)
+
+
 def main(quick: bool = False, calls: Sequence[int] | None = None) -> dict[str, Any]:
     """Measure and print the bills; return the rows and the prompt size."""
     rows = measure(calls or (QUICK_CALLS if quick else CALLS))
     size = prompt_size()
+    reading = measure_reading(QUICK_READING_BILLS if quick else READING_BILLS)
     print(report(rows, size))
-    return {"rows": rows, "prompt": size}
+    print()
+    print(reading_table(reading))
+    return {"rows": rows, "prompt": size, "reading": reading}
 
 
 if __name__ == "__main__":
@@ -302,7 +479,8 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.json:
         rows = measure(args.calls or (QUICK_CALLS if args.quick else CALLS))
-        print(json.dumps({"rows": rows, "prompt": prompt_size()}, indent=2))
+        reading = measure_reading(QUICK_READING_BILLS if args.quick else READING_BILLS)
+        print(json.dumps({"rows": rows, "prompt": prompt_size(), "reading": reading}, indent=2))
     else:
         main(quick=args.quick, calls=args.calls)
     sys.exit(0)

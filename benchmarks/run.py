@@ -459,6 +459,7 @@ def _tokens_section(tokens: dict[str, Any] | None) -> list[str]:
         "",
         bench_tokens.report(tokens["rows"], tokens["prompt"]),
         "",
+        *([bench_tokens.reading_table(tokens["reading"]), ""] if tokens.get("reading") else []),
     ]
 
 

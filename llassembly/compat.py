@@ -21,6 +21,10 @@ neither); each function imports what it needs when it is called.
 * :func:`tagged_model`: the agent's model bound to a config with tags and metadata, given to
   ``create_agent``'s model handler in place of the chat model (a request with no tools binds
   it with ``bind``; ``RunnableBinding`` forwards everything else to the model).
+* :func:`structured_model`: a chat model's native structured output, asked for the way
+  LangChain's provider packages spell it (``with_structured_output(schema,
+  method="json_schema", include_raw=True)``), where its ``profile`` says it has one: a request
+  that binds no tools (the schema travels as the provider's response format).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ __all__ = [
     "private_state",
     "recording",
     "recording_tool",
+    "structured_model",
     "tagged_model",
     "tool_signature_function",
 ]
@@ -169,3 +174,18 @@ def tagged_model(model: Any, tag: str, metadata: dict[str, Any]) -> Any:
     """``model`` whose runs carry ``tag`` and ``metadata`` (streamed chunks do too), still
     usable as the model of a ``ModelRequest`` that offers no tools."""
     return model.with_config(tags=[tag], metadata=metadata)
+
+
+def structured_model(model: Any, schema: dict[str, Any]) -> Any | None:
+    """``model`` answering with JSON of ``schema`` through its native structured output, or
+    ``None`` when its ``profile`` does not say it has one (or it cannot bind this way).
+
+    The runnable gives ``{"raw": AIMessage, "parsed": dict | None, "parsing_error": ...}``.
+    """
+    profile = getattr(model, "profile", None)
+    if not (isinstance(profile, dict) and profile.get("structured_output")):
+        return None
+    try:
+        return model.with_structured_output(schema, method="json_schema", include_raw=True)
+    except (NotImplementedError, TypeError, ValueError):
+        return None

@@ -27,6 +27,7 @@ __all__ = [
     "LLAssemblyError",
     "PlanError",
     "PlanRejected",
+    "QueryFailed",
     "RepairsExhausted",
     "StackDepthExceeded",
     "ToolArgumentError",
@@ -260,6 +261,22 @@ class ToolExecutionError(ExecutionError):
         self.original = original
         message = f"tool {tool!r} raised {type(original).__name__}: {original}"
         super().__init__(message, line=line, source=source)
+
+
+class QueryFailed(ToolExecutionError):
+    """A query (``CALL query_text``) got no value of its shape from its model: its answers
+    were refused (after the one retry), or the model raised. ``reason`` says why, ``attempts``
+    how many model calls it made. A tool failure: ``on_tool_error`` decides what follows."""
+
+    def __init__(
+        self, tool: str, reason: str, *, attempts: int = 0, line: int = 0, source: str = ""
+    ) -> None:
+        self.tool = tool
+        self.reason = reason.strip() or "no reason given"
+        self.attempts = attempts
+        self.original = RuntimeError(self.reason)
+        message = f"{tool} got no answer of the shape asked for: {self.reason}"
+        ExecutionError.__init__(self, message, line=line, source=source)
 
 
 class BudgetExceeded(ExecutionError):

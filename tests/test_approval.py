@@ -179,13 +179,21 @@ def test_nothing_runs_before_approval_and_each_call_runs_once_after(
     ]
     send = summary["tools"][2]["sites"][0]["arguments"]
     assert send == [
-        {"name": "to", "constant": True, "value": "ops@example.com", "sources": [], "certain": []},
+        {
+            "name": "to",
+            "constant": True,
+            "value": "ops@example.com",
+            "sources": [],
+            "certain": [],
+            "answers": [],
+        },
         {
             "name": "body",
             "constant": False,
             "value": None,
             "sources": ["restart"],
             "certain": ["restart"],
+            "answers": [],
         },
     ]
     assert 'send_email(to="ops@example.com", body=<computed>)' in request["description"]

@@ -135,3 +135,59 @@ def test_the_performance_page_says_from_how_many_calls_a_plan_wins_3x_and_10x() 
         for target in (3, 10)
     }
     assert (first[3], first[10]) == (int(said[1]), int(said[2]))
+
+
+# -- orders that need reading: queries against a loop -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reading() -> list[dict[str, int]]:
+    return bench_tokens.measure_reading(bench_tokens.READING_BILLS)
+
+
+def test_the_loop_reads_in_its_history_and_the_plan_asks_one_query_per_bill(
+    reading: list[dict[str, int]],
+) -> None:
+    assert [r["bills"] for r in reading] == [1, 3, 10]
+    assert [r["loop_model_calls"] for r in reading] == [4, 8, 22]  # list, read + pay each, answer
+    assert [r["plan_model_calls"] for r in reading] == [2, 4, 11]  # the plan, a query per bill
+    at1, _, at10 = reading
+    assert bench_tokens.ratio(at10) > 4 > 1 > bench_tokens.ratio(at1)
+
+
+def test_each_query_request_holds_its_bill_and_the_question_only() -> None:
+    bills = 3
+    tools, paid = bench_tokens.bill_tools(bills)
+    answers = [
+        bench_tokens.json.dumps({"value": {"iban": iban, "amount": amount}})
+        for _, iban, amount in (bench_tokens.bill_of(k) for k in range(bills))
+    ]
+    reader = bench_tokens.RecordingModel(replies=[bench_tokens.AIMessage(a) for a in answers])
+    planner_model = bench_tokens.RecordingModel(
+        replies=[bench_tokens.AIMessage(bench_tokens.READING_PLAN)]
+    )
+    planner = bench_tokens.ToolsPlannerMiddleware(query_model=reader)
+    agent = create_agent(planner_model, tools=tools, middleware=[planner])
+    agent.invoke({"messages": bench_tokens._reading_order()})
+    assert paid == [bench_tokens.bill_of(k)[1:] for k in range(bills)]
+    assert len(reader.requests) == bills
+    for k, (messages, schemas) in enumerate(reader.requests):
+        assert schemas == [] and len(messages) == 2
+        asked = messages[1].text
+        assert bench_tokens.bill_of(k)[0] in asked and bench_tokens.QUESTION in asked
+        assert all(bench_tokens.bill_of(j)[0] not in asked for j in range(bills) if j != k)
+        assert bench_tokens.READING_SYSTEM not in asked
+
+
+def test_a_reading_that_pays_the_wrong_account_is_not_counted() -> None:
+    _tools, paid = bench_tokens.bill_tools(1)
+    paid.append(("GB33BUKB20201555555555", 5000.0))
+    result = {"messages": [bench_tokens.AIMessage(bench_tokens._paid_answer(1))]}
+    with pytest.raises(RuntimeError, match="not carried out"):
+        bench_tokens._reading_done(result, paid, 1)
+
+
+def test_the_performance_page_shows_the_reading_table(reading: list[dict[str, int]]) -> None:
+    table = bench_tokens.reading_table(reading)
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert table in page, f"docs/performance.md is out of date; {RERUN}:\n{table}"

@@ -65,6 +65,31 @@ def test_approval_pauses_before_any_call_and_runs_once_approved() -> None:
     assert out.endswith("Approved. Restarted 2 services. Restarted: ['web', 'db']\n")
 
 
+def test_pay_bill_refuses_the_payee_a_fooled_reader_names_by_a_data_flow_policy() -> None:
+    out = run_example("pay_bill.py")
+    lines = out.splitlines()
+    assert lines[:4] == [
+        "1. An honest reader:",
+        "  calls made: read_file, query_text, find_payee, pay",
+        "  the query model got SystemMessage, HumanMessage: the bill and one question, no tools",
+        "  Paid 98.70 EUR to Stadtwerke Musterstadt (DE89370400440532013000).",
+    ]
+    assert lines[4:6] == [
+        "2. A reader the injected text fooled, under never_from('pay', 'iban', ['query_text']):",
+        "  calls made: read_file, query_text, find_payee",
+    ]
+    assert lines[6].startswith(
+        "  The plan stopped at line 20 (CALL pay): the call of pay was not run: its argument "
+        "'iban' ('GB33BUKB20201555555555') derives from the results of query_text, read_file"
+    )
+    assert lines[7:] == [
+        "  paid so far: [('DE89370400440532013000', 98.7)]",
+        "3. The same without the policy:",
+        "  calls made: read_file, query_text, find_payee, pay",
+        "  Paid 5000.00 EUR to Quick Refunds Ltd (GB33BUKB20201555555555).",
+    ]
+
+
 def test_email_assistant_reads_the_injection_and_refuses_to_send_to_the_attacker() -> None:
     out = run_example("email_assistant.py")
     assert out.splitlines() == [

@@ -239,7 +239,14 @@ def test_the_summary_is_json_serialisable_and_renders_for_a_person() -> None:
     data = json.loads(json.dumps(summary.to_dict()))
     assert data["tools"][0]["name"] == "restart"
     assert data["tools"][0]["sites"][0]["arguments"] == [
-        {"name": "service", "constant": True, "value": "web", "sources": [], "certain": []}
+        {
+            "name": "service",
+            "constant": True,
+            "value": "web",
+            "sources": [],
+            "certain": [],
+            "answers": [],
+        }
     ]
     assert data["budgets"] == {"max_instructions_to_exec": 1000, "max_tool_calls": 100}
     text = summary.render()

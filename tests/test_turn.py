@@ -133,6 +133,10 @@ def test_approval_pauses_then_runs_an_approved_plan_or_ends_on_a_rejection(box: 
 
 # -- the same turns through both drivers ---------------------------------------------------------
 
+ASK = 'PUSH "three apples"\nPUSH "How many?"\nPUSH "integer"\nCALL query_text\n'
+QUERY_PLAN = asm(ASK + 'POP R1\nPUSH R1\nCALL increment\nPOP R2\nSAY "{R2}"')
+TWO_QUERIES = asm(ASK + "POP R1\n" + ASK + 'POP R2\nADD R1, R2\nSAY "{R1}"')
+
 SCENARIOS: dict[str, tuple[list[str], dict[str, Any], set[int]]] = {
     "repair then run": ([BAD_PLAN, PLAN], {}, set()),
     "tool fails, replan": (
@@ -143,6 +147,14 @@ SCENARIOS: dict[str, tuple[list[str], dict[str, Any], set[int]]] = {
     "tool fails, stop": ([FLAKY_PLAN], {}, {2}),
     "answer in words": (["No tools needed: it is 4."], {}, set()),
     "final answer call": ([PLAN, "It came to 3."], {"final_answer": "model"}, set()),
+    "query then call": ([QUERY_PLAN, '{"value": 3}'], {"queries": True}, set()),
+    "query retried": ([QUERY_PLAN, "three", '{"value": 3}'], {"queries": True}, set()),
+    "query fails, stop": ([QUERY_PLAN, "three", "drei"], {"queries": True}, set()),
+    "queries at once": (
+        [TWO_QUERIES, '{"value": 3}', '{"value": 3}'],
+        {"queries": True, "parallel_tools": True},
+        set(),
+    ),
 }
 
 

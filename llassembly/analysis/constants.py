@@ -229,11 +229,17 @@ class _Propagation:
         return 0 if slot is None else regs[slot]
 
     def operand(self, operand: Operand, regs: tuple[Abstract, ...]) -> Abstract:
-        """What is known of an operand without running anything (a register or a literal)."""
+        """What is known of an operand without running anything (a register, a literal, or
+        a data label of one value that the plan never writes)."""
         if isinstance(operand, Reg):
             return self.register(regs, operand.index)
         if isinstance(operand, Imm):
             return operand.value
+        if isinstance(operand, Name):
+            key = operand.name.lower()
+            data = self.flow.program.data.get(key)
+            if type(data) in (str, int, float) and key not in self.layout.live:
+                return data  # type: ignore[return-value]
         return UNKNOWN
 
     def transfer(self, pc: int, facts: _Facts) -> tuple[_Facts, int | None] | None:

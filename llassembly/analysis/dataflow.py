@@ -45,6 +45,7 @@ from typing import Final, TypeAlias
 from llassembly.analysis.constants import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import END, Paths
+from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language.instructions import effects
 from llassembly.language.opcodes import EAX_INDEX, register_name
 from llassembly.language.program import (
@@ -202,9 +203,9 @@ _Facts = tuple[tuple[_Pair, ...], _Pair, tuple[_Pair, ...], Mapping[int, _Pair]]
 class _Static:
     """The transfer of :class:`Transfer` on (may, must) pairs over the states of the paths."""
 
-    def __init__(self, paths: Paths, layout: Layout) -> None:
+    def __init__(self, paths: Paths, layout: Layout, sites: bool = False) -> None:
         flow = paths.flow
-        self.paths, self.flow, self.layout = paths, flow, layout
+        self.paths, self.flow, self.layout, self.sites = paths, flow, layout, sites
         self.top: _Pair = (frozenset(t.name for t in flow.tools.values()), NO_SOURCES)
         written = {reg for fx in flow.effects for reg in fx.registers_written}
         if flow.eax:
@@ -303,6 +304,12 @@ class _Static:
                 changed[number] = _join(memory.get(number, _EMPTY), pair)
         return changed
 
+    def query(self, pc: int, read: _Pair) -> _Pair:
+        """The answer of the query at ``pc`` that read values of ``read``: derived from them
+        and marked as a model's (and, with ``sites``, as this query's: :func:`query_site`)."""
+        mark = {query_site(self.flow.program.instructions[pc].line)} if self.sites else set()
+        return query_sources(read[0] | mark), query_sources(read[1] | mark)
+
     def take(self, stack: tuple[_Pair, ...], count: int) -> list[_Pair]:
         """The top ``count`` values, first pushed first (deeper than followed: anything)."""
         kept = list(stack[max(len(stack) - count, 0) :])
@@ -315,9 +322,13 @@ class _Static:
         tool = self.flow.tools.get(pc)
         if tool is not None:
             taken, put = self.flow.stack_effect(pc)
+            result = (result_sources(tool.name),) * 2
+            if is_query(tool):  # its answer derives from what its model read
+                read = _EMPTY
+                for argument in self.take(stack, taken):
+                    read = _union(read, argument)
+                result = self.query(pc, read)
             stack = stack[: max(len(stack) - taken, 0)]
-            sources = result_sources(tool.name)
-            result = (sources, sources)
             if pc in self.flow.eax:
                 changed = list(regs)
                 changed[self.slot[EAX_INDEX]] = result
@@ -394,7 +405,9 @@ def _merge(old: _Facts, new: _Facts) -> _Facts:
     return regs, _join(old[1], new[1]), stack, {c: p for c, p in memory.items() if p != _EMPTY}
 
 
-def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, ...]] | None:
+def argument_flows(
+    paths: Paths, layout: Layout, *, query_sites: bool = False
+) -> Callable[[int], tuple[Flow, ...]] | None:
     """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
 
     A sound over-approximation over the states of the paths (every way through the code,
@@ -403,6 +416,12 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
     its :attr:`Flow.sources`. Cells found through registers are weakly updated; stack slots
     deeper than the 64 followed may hold anything.
 
+    A query's answer derives from what its model read, and is marked as a model's (see
+    :func:`~llassembly.analysis.queries.query_sources`); with ``query_sites`` also as the answer
+    of the query at its line (``query_text@9``, see :func:`~llassembly.analysis.queries.
+    query_site`), so that a summary can say where each query's answer goes. The machine
+    never carries those marks.
+
     Returns:
         ``flows(state)``: one :class:`Flow` per parameter, first pushed first (``()`` for a
         state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
@@ -410,7 +429,7 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
     """
     if not paths.complete:
         return None
-    analysis = _Static(paths, layout)
+    analysis = _Static(paths, layout, query_sites)
     found = analysis.propagate()
     if found is None:
         return None

@@ -11,7 +11,8 @@ tool a plan can call, :func:`summarize` gives:
   the analysis cannot know before the run);
 * whether a call sits inside a loop, and whether some path ends the plan without making it;
 * for each argument, the tools whose results can reach it (its data flows, see
-  :mod:`llassembly.analysis.dataflow`): on some run, and on every run;
+  :mod:`llassembly.analysis.dataflow`): on some run, and on every run; for each query
+  (``CALL query_text``), what its model reads and which arguments its answer can reach;
 * the worst-case number of instructions and tool calls, against the budgets.
 
 The counts come from the plan's paths (:mod:`llassembly.analysis.paths`): states
@@ -53,6 +54,7 @@ from llassembly.analysis.constants import (
 from llassembly.analysis.dataflow import Flow, argument_flows
 from llassembly.analysis.layout import layout_of
 from llassembly.analysis.paths import paths_of
+from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.program import (
@@ -76,6 +78,8 @@ class Argument:
         sources: The tools whose results it may derive from on some run, sorted (empty: it
             is made of values written in the plan alone).
         certain: Those it derives from on every run that makes the call.
+        answers: The lines of the queries (``CALL query_text``) whose answer it may derive
+            from, sorted.
     """
 
     name: str
@@ -83,6 +87,7 @@ class Argument:
     value: Value | None = None
     sources: tuple[str, ...] = ()
     certain: tuple[str, ...] = ()
+    answers: tuple[int, ...] = ()
 
     def shown(self) -> str:
         """``name="value"`` or ``name=<computed>``."""
@@ -126,6 +131,7 @@ class ToolUse:
         arguments: Per parameter, the argument when it is the same constant at every call
             site on every path, else computed.
         sites: Every ``CALL`` of the tool some path reaches, in line order.
+        query: It is the built-in query (``query_text``): a model reads a text for the plan.
     """
 
     name: str
@@ -135,6 +141,7 @@ class ToolUse:
     conditional: bool
     arguments: tuple[Argument, ...]
     sites: tuple[CallSite, ...]
+    query: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +223,7 @@ class PlanSummary:
             out.append("Some paths can go over a budget: the run stops there.")
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
-        return "\n".join(out + _flows(self))
+        return "\n".join(out + _flows(self) + _queries(self))
 
 
 def _plain(value: Any) -> Any:
@@ -258,6 +265,32 @@ def _flows(summary: PlanSummary) -> list[str]:
     return ["Data flows (the tool results each argument can come from):", *lines]
 
 
+def _queries(summary: PlanSummary) -> list[str]:
+    """The query lines of :meth:`PlanSummary.render`: per query, what its model reads and
+    which arguments its answer can reach."""
+    lines = []
+    for use in (u for u in summary.tools if u.query):
+        for site in use.sites:
+            read = {name for arg in site.arguments for name in arg.sources} - {use.name}
+            shown = [f"{name}'s result" for name in sorted(read)]
+            answers = sorted({line for arg in site.arguments for line in arg.answers})
+            shown += [f"the answer of line {line}" for line in answers]
+            reaches = [
+                f"{other.name}.{arg.name} (line {there.line})"
+                for other in summary.tools
+                for there in other.sites
+                for arg in there.arguments
+                if site.line in arg.answers
+            ]
+            lines.append(
+                f"  line {site.line}: reads {', '.join(shown) or 'text written in the plan'}; "
+                f"its answer reaches {', '.join(reaches) or 'no tool call'}"
+            )
+    if not lines:
+        return []
+    return ["Queries (a model with no tools reads a text for the plan):", *lines]
+
+
 def _notes(in_loop: bool, conditional: bool) -> str:
     notes = [n for n, on in (("in a loop", in_loop), ("conditional", conditional)) if on]
     return f"  ({', '.join(notes)})" if notes else ""
@@ -296,7 +329,8 @@ def summarize(
     paths = paths_of(flow)
     layout = layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
-    flows = argument_flows(paths, layout)
+    queries = any(is_query(tool) for tool in flow.tools.values())
+    flows = argument_flows(paths, layout, query_sites=queries)
     everything = tuple(sorted({tool.name for tool in flow.tools.values()}))
     states = paths.states
     by_site: dict[int, list[int]] = {}
@@ -327,8 +361,9 @@ def summarize(
         sites = tuple(site_of(pc) for pc in pcs)
         low, high = count({n for pc in pcs for n in by_site[pc]})
         in_loop = any(site.in_loop for site in sites)
+        query = is_query(flow.tools[pcs[0]])
         tool_uses.append(
-            ToolUse(name, low, high, in_loop, ends and low == 0, _common(sites), sites)
+            ToolUse(name, low, high, in_loop, ends and low == 0, _common(sites), sites, query)
         )
     low_calls, high_calls = count({n for numbers in by_site.values() for n in numbers})
     _, high_instructions = count(None) if states else (0, 0)
@@ -381,9 +416,18 @@ def _with_flows(
     out = []
     for i, arg in enumerate(arguments):
         here = [f[i] for f in found if len(f) > i]
-        sources = sorted({name for f in here for name in f.sources})
+        sources = {name for f in here for name in f.sources}
         certain = set.intersection(*(set(f.certain) for f in here)) if here else set()
-        out.append(replace(arg, sources=tuple(sources), certain=tuple(sorted(certain))))
+        answers = {line for name in sources if (line := site_line(name)) is not None}
+        marks = {query_site(line) for line in answers}  # which query, for the summary only
+        out.append(
+            replace(
+                arg,
+                sources=tuple(sorted(sources - marks)),
+                certain=tuple(sorted(certain - marks)),
+                answers=tuple(sorted(answers)),
+            )
+        )
     return tuple(out)
 
 
@@ -400,5 +444,7 @@ def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
         common = arg if arg.constant and same else Argument(arg.name, False)
         sources = sorted({n for s in sites for n in s.arguments[i].sources})
         certain = set.intersection(*(set(s.arguments[i].certain) for s in sites))
-        out.append(replace(common, sources=tuple(sources), certain=tuple(sorted(certain))))
+        answers = sorted({n for s in sites for n in s.arguments[i].answers})
+        common = replace(common, sources=tuple(sources), certain=tuple(sorted(certain)))
+        out.append(replace(common, answers=tuple(answers)))
     return tuple(out)

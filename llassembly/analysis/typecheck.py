@@ -117,7 +117,9 @@ def _written(value: Value, line: int) -> Shape | None:
 
 
 class _Types:
-    def __init__(self, flow: ControlFlow, layout: Layout) -> None:
+    def __init__(
+        self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
+    ) -> None:
         self.flow = flow
         self.layout = layout
         self.program = flow.program
@@ -127,6 +129,7 @@ class _Types:
         self.slot = {reg: i for i, reg in enumerate(sorted(written))}
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _result_shapes(tool) for pc, tool in flow.tools.items()}
+        self.results.update({pc: (shape,) for pc, shape in (answers or {}).items()})
         self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
         self.reporting = False  # problems are told from the facts at the fixed point only
 
@@ -382,19 +385,24 @@ def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, numb
 
 
 def type_problems(
-    flow: ControlFlow, layout: Layout, skip: frozenset[tuple[int, int]] = frozenset()
+    flow: ControlFlow,
+    layout: Layout,
+    skip: frozenset[tuple[int, int]] = frozenset(),
+    answers: Mapping[int, Shape] | None = None,
 ) -> Iterator[TypeProblem]:
     """Every path and compare the shapes of the tools' results refuse (see the module doc),
-    by instruction; ``skip``: ``(instruction, operand position)`` already reported."""
+    by instruction; ``skip``: ``(instruction, operand position)`` already reported;
+    ``answers``: the shape of each query's answer, by its ``CALL`` (see
+    :func:`~llassembly.analysis.queries.query_sites`)."""
     tools = flow.tools.values()
+    given = [_result_shapes(t) for t in tools]
+    given += [(shape,) for shape in (answers or {}).values()]
     structured = any(
-        shape is not None and not is_number(shape)
-        for shapes in (_result_shapes(t) for t in tools)
-        for shape in shapes
+        shape is not None and not is_number(shape) for shapes in given for shape in shapes
     )
     asked = any(t.params and getattr(t, "refuses", None) is not None for t in tools)
     if not structured and not asked:
         return
-    for (pc, position, _), message in sorted(_Types(flow, layout).run().items()):
+    for (pc, position, _), message in sorted(_Types(flow, layout, answers).run().items()):
         if (pc, position) not in skip:
             yield TypeProblem(pc, position, message)

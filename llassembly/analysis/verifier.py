@@ -37,6 +37,7 @@ from llassembly.analysis.layout import (
     literal_zero,
 )
 from llassembly.analysis.placeholders import placeholder_problems
+from llassembly.analysis.queries import query_result_shapes, query_sites
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import (
@@ -410,7 +411,12 @@ class _Checker:
         for line, column, message in flow_problems(self.flow, found, self.layout):
             self.report(line, column, message)
         instructions = self.program.instructions
-        for problem in type_problems(self.flow, self.layout, frozenset(found.string_math)):
+        queries = query_sites(self.flow, self.layout)
+        for pc, site in queries.items():  # a query's answer shape, known before the run
+            if isinstance(site, str):
+                self.report(instructions[pc].line, self.column_of(instructions[pc], 0), site)
+        answers, skip = query_result_shapes(queries), frozenset(found.string_math)
+        for problem in type_problems(self.flow, self.layout, skip, answers):
             ins = instructions[problem.pc]
             self.report(ins.line, self.column_of(ins, problem.position), problem.message)
 

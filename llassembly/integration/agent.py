@@ -2,13 +2,16 @@
 
 Inside ``create_agent`` the planner takes the model's place between tool turns. Each visit of
 the agent's model node is one *step* of the turn (:func:`llassembly.integration.turn.step`),
-with at most one real model call:
+with at most one real model call (or one per query of a batch of queries):
 
 1. No turn is going on: the model is asked for a plan; a valid one starts, and the machine
    runs its pure instructions up to the first ``CALL``.
 2. The plan waits on calls: their results are read from the messages the agent's tool node
    (or an approval or limit middleware) wrote, handed to the machine, and it runs on to the
    next ``CALL``.
+3. The plan waits on queries (``CALL query_text``; several at once when they overlap): the
+   query model is asked (model calls of their own visit, with no tools), the answers go into
+   the machine, and it runs on.
 
 A step answers the model turn with an ``AIMessage`` carrying the plan's next call(s), which the
 agent routes to its tool node like any call the model made; or with the final message, which
@@ -42,18 +45,20 @@ from langgraph.types import interrupt
 from llassembly.compat import MODEL_CALL_COUNTERS
 from llassembly.integration.approval import read_decision
 from llassembly.integration.final import Answered, AnswerRequest
-from llassembly.integration.messages import plan_call_messages
+from llassembly.integration.messages import plan_call_messages, query_model_calls
 from llassembly.integration.record import KEY, PendingCall, TurnRecord
 from llassembly.integration.results import outcome_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
+    AskQuery,
     Begin,
     Decided,
     Event,
     Finish,
     PlanRan,
     Proceed,
+    Queried,
     Replied,
     Returned,
     RunPlan,
@@ -158,7 +163,7 @@ class Visit:
         messages: The messages it adds (the last is the ``AIMessage`` the agent routes on).
         record: The planner's record after it.
         removals: Ids of messages to take out of the agent state.
-        model_calls: Real model calls made in it (0 or 1).
+        model_calls: Real model calls made in it (0 or 1; one per query of a batch).
         structured: The agent's ``structured_response``, when the turn ends with one.
     """
 
@@ -169,16 +174,18 @@ class Visit:
     structured: Any = None
 
 
-Asked = list[BaseMessage] | RunPlan
+Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
-system prompt), the final answer call (an :class:`AnswerRequest`), or a plan run."""
+system prompt), the final answer call (an :class:`AnswerRequest`), queries to the query model
+(their replies as a :class:`Queried`), or a plan run."""
 
 
 def visit(
     view: TurnView, record: TurnRecord | None, *, synchronous: bool
 ) -> Generator[Asked, Any, Visit]:
     """One visit of the model node (sans-IO: yields what it asks for, see :data:`Asked`, and
-    takes back the model's ``AIMessage``, an :class:`Answered` or a :class:`PlanRan`)."""
+    takes back the model's ``AIMessage``, an :class:`Answered`, a :class:`Queried` or a
+    :class:`PlanRan`)."""
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
@@ -194,17 +201,21 @@ def visit(
     while True:
         out += current.messages
         action = current.action
-        if isinstance(action, AskModel | AskAnswer) and not made and not lagging:
-            made += 1
+        if isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
+            made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*conversation(shown), *out, *action.extra]
                 current = step(current.record, Replied(_with_id(reply)), _seen(view, out))
+            elif isinstance(action, AskQuery):
+                queried: Queried = yield action
+                current = step(current.record, queried, _seen(view, out))
             else:
                 answered: Answered = yield action.messages
                 current = step(current.record, answered, _seen(view, out))
             continue
         if isinstance(action, RunPlan) and not made:
             ran: PlanRan = yield action
+            made += query_model_calls(ran.messages)  # the plan's queries are model calls
             current = step(current.record, ran, _seen(view, out))
             continue
         break
@@ -253,6 +264,10 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
     if isinstance(action, AskModel) and rec["drafts"]:
         last = rec["drafts"][-1]
         text, kind = last["draft"], "draft"
+    elif isinstance(action, AskQuery):
+        lines = ", ".join(f"line {r.line}: {r.source}" for r in action.requests)
+        text = f"Asking the query model ({lines})."
+        kind = "note"
     elif isinstance(action, AskModel):
         failure = rec["failure"]
         where = f"line {failure['line']} ({failure['source']})" if failure else "a line"

@@ -12,20 +12,26 @@ batch's messages exactly as a batch run in one node records them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from langchain_core.messages import AnyMessage
 
 from llassembly.errors import ExecutionError
 from llassembly.integration.messages import batch_messages, result_text
-from llassembly.integration.record import Failure, error_from_failure, execution_failure
+from llassembly.integration.query import answer_tag, answered_value
+from llassembly.integration.record import (
+    Failure,
+    QueryDue,
+    error_from_failure,
+    execution_failure,
+)
 from llassembly.integration.results import refusal_tag, value_tag
 from llassembly.machine.ahead import Failed, Outcome
 from llassembly.machine.emulator import Emulator, ToolCall, tool_error
 from llassembly.machine.externs import Extern
 
-__all__ = ["CallInput", "CallOutcome", "call_outcome", "gathered", "take_batch"]
+__all__ = ["CallInput", "CallOutcome", "call_outcome", "gathered", "query_outcomes", "take_batch"]
 
 
 class CallInput(TypedDict):
@@ -85,8 +91,9 @@ def call_outcome(
         if error is not outcome.error:
             error.__cause__ = outcome.error
         return _failed(call, error, refusal_tag(outcome.error), errors)
+    outcome, noted = answered_value(outcome)  # a query's: its value
     text = result_text(outcome)
-    tag = value_tag(extern, outcome, text, {"line": call.line, "source": call.source})
+    tag = value_tag(extern, outcome, text, {"line": call.line, "source": call.source}) | noted
     try:
         values = extern.to_values(outcome, line=call.line, source=call.source)
     except ExecutionError as exc:
@@ -110,6 +117,27 @@ def _failed(
         tag=tag,
         failure=execution_failure(error),
     )
+
+
+def query_outcomes(dues: Sequence[QueryDue]) -> list[CallOutcome]:
+    """The settled queries of a batch the turn asked (agent path) as the outcomes a plan
+    graph's batch gives, each tagged as a query with its model calls."""
+    outcomes = []
+    for due in dues:
+        failure = due.get("failure")
+        attempts = len(due["refused"]) + 1
+        if failure is not None:
+            attempts = int(failure.get("attempts", attempts))
+        outcome = CallOutcome(
+            number=due["call"]["number"],
+            values=None if failure else [due["value"]],
+            text=failure["message"] if failure else result_text(due["value"]),
+            error=failure is not None,
+            tag=answer_tag(attempts),
+            failure=failure,
+        )
+        outcomes.append(outcome)
+    return outcomes
 
 
 def take_batch(

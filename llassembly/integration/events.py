@@ -1,10 +1,11 @@
 """What the turn state machine (:mod:`llassembly.integration.turn`) takes and gives.
 
 Events (what happened): :class:`Begin`, :class:`Proceed`, :class:`Replied`, :class:`Decided`,
-:class:`Returned`, :class:`PlanRan`, :class:`Answered`. Actions (what its driver does next):
-:class:`AskModel`, :class:`AskAnswer`, :class:`AskPerson`, :class:`RunCalls`,
-:class:`RunPlan`, :class:`Finish`. A :class:`Step` is the new record, the messages the turn
-adds now, and the action; a :class:`TurnView` what a step may read besides the record.
+:class:`Returned`, :class:`Queried`, :class:`PlanRan`, :class:`Answered`. Actions (what its
+driver does next): :class:`AskModel`, :class:`AskAnswer`, :class:`AskPerson`,
+:class:`AskQuery`, :class:`RunCalls`, :class:`RunPlan`, :class:`Finish`. A :class:`Step` is
+the new record, the messages the turn adds now, and the action; a :class:`TurnView` what a
+step may read besides the record.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from llassembly.errors import ExecutionError
 from llassembly.integration.final import Answered, AnswerRequest
 from llassembly.integration.planner import Planner
+from llassembly.integration.query import QueryRequest
 from llassembly.integration.record import Failure, TurnRecord
 from llassembly.machine.emulator import ToolCall
 from llassembly.machine.externs import Extern
+from llassembly.machine.query import Reply
 
 __all__ = [
     "Action",
@@ -28,12 +31,14 @@ __all__ = [
     "AskAnswer",
     "AskModel",
     "AskPerson",
+    "AskQuery",
     "Begin",
     "Decided",
     "Event",
     "Finish",
     "PlanRan",
     "Proceed",
+    "Queried",
     "Replied",
     "Returned",
     "RunCalls",
@@ -79,6 +84,14 @@ class Returned:
 
 
 @dataclass(frozen=True)
+class Queried:
+    """The query model answered the queries it was asked, one reply each in the order asked
+    (a reply whose model raised says so: ``reply.error``)."""
+
+    replies: tuple[Reply, ...]
+
+
+@dataclass(frozen=True)
 class PlanRan:
     """A plan graph ran the plan to its end, or to its failure (``error`` is the live
     exception, for a driver that raises it)."""
@@ -89,7 +102,7 @@ class PlanRan:
     error: ExecutionError | None = None
 
 
-Event: TypeAlias = Begin | Proceed | Replied | Decided | Returned | PlanRan | Answered
+Event: TypeAlias = Begin | Proceed | Replied | Decided | Returned | Queried | PlanRan | Answered
 
 # -- actions ---------------------------------------------------------------------------------
 
@@ -115,6 +128,14 @@ class AskPerson:
     """Pause for a person's decision on the plan; it comes back as :class:`Decided`."""
 
     request: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AskQuery:
+    """Ask the query model, with no tools, the plan's queries (agent path), all at once: each
+    request holds all its model call may see; the replies come back as :class:`Queried`."""
+
+    requests: tuple[QueryRequest, ...]
 
 
 @dataclass(frozen=True)
@@ -144,7 +165,7 @@ class Finish:
     raise_failure: Failure | None = None
 
 
-Action: TypeAlias = AskModel | AskAnswer | AskPerson | RunCalls | RunPlan | Finish
+Action: TypeAlias = AskModel | AskAnswer | AskPerson | AskQuery | RunCalls | RunPlan | Finish
 
 
 @dataclass

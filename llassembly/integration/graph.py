@@ -55,6 +55,7 @@ from llassembly.integration.batches import (
 from llassembly.integration.graphshape import PlanShape
 from llassembly.integration.messages import call_messages, result_text
 from llassembly.integration.node import Node
+from llassembly.integration.query import answered_value
 from llassembly.integration.record import Failure, execution_failure
 from llassembly.integration.results import refusal_tag, value_tag
 from llassembly.machine.ahead import (
@@ -237,13 +238,13 @@ class PlanGraph:
                 call = emulator.advance(self._max_steps)
                 if call is None:
                     break
-                result = yield call
+                result, noted = answered_value((yield call))  # a query's: its value
                 emulator.complete(result)
                 if run.record_messages:
                     call_id = f"{run.call_id_prefix}{call.number}"
                     text = result_text(result)
                     tag = value_tag(self.compiled.externs[call.tool], result, text, _where(call))
-                    messages.extend(call_messages(call, text, call_id, tag=tag))
+                    messages.extend(call_messages(call, text, call_id, tag={**tag, **noted}))
                 call = None
                 if self._one_call:
                     break

@@ -40,11 +40,14 @@ __all__ = [
     "call_messages",
     "call_meta",
     "call_request",
+    "calls_alongside",
+    "completed_calls",
     "final_message",
     "finished_summary",
     "jsonable",
     "marked",
     "plan_call_messages",
+    "query_model_calls",
     "result_text",
     "turn_calls",
 ]
@@ -275,6 +278,38 @@ def plan_call_messages(
     return found
 
 
+def query_model_calls(messages: Sequence[BaseMessage]) -> int:
+    """The model calls the queries recorded among ``messages`` made (each query's message
+    records its attempts)."""
+    total = 0
+    for message in messages:
+        tag = message.response_metadata.get(KEY) if isinstance(message, ToolMessage) else None
+        if isinstance(tag, Mapping) and tag.get("kind") == "query":
+            total += int(tag.get("attempts", 1))
+    return total
+
+
+def completed_calls(machine: Mapping[str, Any]) -> int:
+    """The calls a plan completed, from its machine's snapshot: the machine counts a call when
+    it starts it, so the calls it still waits on (one that failed, or was not run) are not
+    among them."""
+    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
+    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
+
+
+def calls_alongside(messages: Sequence[BaseMessage], prefix: str, before: int) -> int:
+    """The calls of a stopped plan (its call ids start with ``prefix``) that completed
+    although the machine never took their results: with ``parallel_tools``, the calls of a
+    batch after the one that failed ran at the same time. Counted from the plan's call
+    messages (a result the plan got, or could have got), less the ``before`` it took."""
+    done = 0
+    for m in plan_call_messages(messages, [prefix]):
+        tag = m.response_metadata.get(KEY)
+        ok = isinstance(m, ToolMessage) and m.status != "error"
+        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
+    return max(done - before, 0)
+
+
 def call_meta(index: int, line: int, source: str) -> dict[str, Any]:
     """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
     return {KEY: {"kind": "call", "index": index, "line": line, "source": source}}
@@ -333,8 +368,14 @@ def batch_messages(
     tags: Sequence[Mapping[str, Any]] = (),
 ) -> list[AnyMessage]:
     """The ``AIMessage`` of a batch and a ``ToolMessage`` per call (``(text, is_error)``);
-    ``tags`` adds, per call, what the result's metadata records beside the call's place."""
-    messages: list[AnyMessage] = [batch_request(calls, call_ids)]
+    ``tags`` adds, per call, what the result's metadata records beside the call's place (a
+    ``"kind"`` all the calls' tags share, ``"query"``, is the ``AIMessage``'s kind too)."""
+    request = batch_request(calls, call_ids)
+    kinds = {tag.get("kind") for tag in tags}
+    kind = kinds.pop() if len(tags) == len(calls) and len(kinds) == 1 else None
+    if kind:
+        request.response_metadata[KEY]["kind"] = kind
+    messages: list[AnyMessage] = [request]
     for k, (call, (content, error), call_id) in enumerate(
         zip(calls, answers, call_ids, strict=True)
     ):

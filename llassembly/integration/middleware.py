@@ -28,6 +28,7 @@ from langchain.agents.middleware import (
     ModelResponse,
     hook_config,
 )
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -55,10 +56,11 @@ from llassembly.integration.options import (
     document_options,
 )
 from llassembly.integration.planner import Planner
-from llassembly.integration.record import KEY, TurnRecord, error_from_failure
+from llassembly.integration.query import aask_all, ask_all
+from llassembly.integration.record import KEY, TurnRecord, error_from_failure, queries_due
 from llassembly.integration.runplan import arun_plan, run_plan
 from llassembly.integration.tools import ToolContext
-from llassembly.integration.turn import RunPlan, TurnView
+from llassembly.integration.turn import AskQuery, Queried, RunPlan, TurnView
 from llassembly.integration.views import as_any, model_reply, planner_view, request_context
 from llassembly.machine.drive import adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
@@ -119,6 +121,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         plan_policy: Sequence[PlanPolicy] = PlannerOptions.plan_policy,
         parallel_tools: bool | Sequence[str] = PlannerOptions.parallel_tools,
         final_answer: FinalAnswer = PlannerOptions.final_answer,
+        queries: bool = PlannerOptions.queries,
+        query_model: BaseChatModel | None = PlannerOptions.query_model,
     ) -> None:
         super().__init__()
         self.options = PlannerOptions.from_arguments(locals())
@@ -169,6 +173,15 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             response_format=None,
         )
 
+    def _query_model(self, request: ModelRequest[Any]) -> Any:
+        """The model queries ask: ``query_model``, else the agent's own (with no tools)."""
+        return self.options.query_model or request.model
+
+    def _tools(self, request: ModelRequest[Any], view: TurnView) -> ToolContext:
+        """What a plan graph's calls need: the tools, the agent's state and runtime, and the
+        query model."""
+        return ToolContext(view.externs, request.state, request.runtime, self._query_model(request))
+
     def _respond(self, request: ModelRequest[Any], done: Visit) -> ExtendedModelResponse[Any]:
         record = done.record
         old_lag = int((record_of(request.state) or {"lag": 0})["lag"])
@@ -196,8 +209,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         def serve(asked: Any) -> Any:
             if isinstance(asked, AnswerRequest):
                 return answered(handler(answer_request(request, asked)))
+            if isinstance(asked, AskQuery):
+                return Queried(ask_all(self._query_model(request), asked.requests))
             if isinstance(asked, RunPlan):
-                tools = ToolContext(view.externs, request.state, request.runtime)
+                tools = self._tools(request, view)
                 return run_plan(self.planner, asked, tools, get_config(), synchronous=True)
             return model_reply(handler(self._planner_request(request, view.externs, asked)))
 
@@ -215,8 +230,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         async def serve(asked: Any) -> Any:
             if isinstance(asked, AnswerRequest):
                 return answered(await handler(answer_request(request, asked)))
+            if isinstance(asked, AskQuery):
+                return Queried(await aask_all(self._query_model(request), asked.requests))
             if isinstance(asked, RunPlan):
-                tools = ToolContext(view.externs, request.state, request.runtime)
+                tools = self._tools(request, view)
                 return await arun_plan(self.planner, asked, tools, get_config())
             planner_request = self._planner_request(request, view.externs, asked)
             return model_reply(await handler(planner_request))
@@ -308,5 +325,7 @@ def _due_at_the_model(record: TurnRecord) -> bool:
 
 def _lag(record: TurnRecord) -> int:
     """1 while the next visit of the model node makes no model call (see
-    :func:`~llassembly.integration.agent.counter_updates`)."""
-    return 1 if record["phase"] in ("running", "approval") else 0
+    :func:`~llassembly.integration.agent.counter_updates`): a query due is one."""
+    phase = record["phase"]
+    waits = phase == "approval" or (phase == "running" and not queries_due(record))
+    return 1 if waits else 0

@@ -121,6 +121,8 @@ class ToolsPlannerNode:
         plan_policy: Sequence[PlanPolicy] = PlannerOptions.plan_policy,
         parallel_tools: bool | Sequence[str] = PlannerOptions.parallel_tools,
         final_answer: FinalAnswer = PlannerOptions.final_answer,
+        queries: bool = PlannerOptions.queries,
+        query_model: BaseChatModel | None = PlannerOptions.query_model,
     ) -> None:
         # The nodes always run plans as a graph.
         self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
@@ -146,7 +148,7 @@ class ToolsPlannerNode:
             return model_reply(await model.ainvoke(msgs))
 
         run = TurnRun(
-            tools=ToolContext(self.externs, state, runtime),
+            tools=ToolContext(self.externs, state, runtime, self.options.query_model or model),
             system_prompt=self.planner.system_prompt(self.externs, context),
             context=context,
             call_model=lambda msgs: model_reply(model.invoke(msgs)),

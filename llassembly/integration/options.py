@@ -26,7 +26,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
 from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy
 from llassembly.errors import UsageError
@@ -41,6 +41,9 @@ from llassembly.machine.emulator import (
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = [
     "EXECUTIONS",
@@ -146,6 +149,13 @@ def _callables(name: str, value: Any) -> None:
 
 def _parallel_tools(name: str, value: Any) -> None:
     check_parallel_tools(value)
+
+
+def _chat_model(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not (callable(getattr(value, "invoke", None)) and callable(getattr(value, "ainvoke", None))):
+        raise UsageError(f"{name} must be a chat model (a BaseChatModel) or None, got {value!r}")
 
 
 def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
@@ -323,9 +333,30 @@ class PlannerOptions:
         check=_one_of(FINAL_ANSWERS),
     )
 
+    queries: bool = _option(
+        False,
+        "Let plans read prose: ``CALL query_text`` (the text, a question and the answer's shape "
+        "pushed) asks a model with no tools, which sees only that text and question, for a "
+        "value of the shape (a number, text, a boolean, an object of named fields); an answer "
+        "that cannot be read as one is asked for once more, then the query fails as a tool "
+        "would. Each query is a model call of the turn: counted, streamed (tagged "
+        "``llassembly:query``) and checkpointed. A query changes nothing: under "
+        '``parallel_tools`` (``True``, ``"read_only"``, or a list naming ``query_text``) '
+        "independent queries are asked at once, in a batch of their own (never with tools).",
+    )
+
+    query_model: BaseChatModel | None = _option(
+        None,
+        "The chat model queries ask (``None``: the planner's own model); giving one turns "
+        "``queries`` on.",
+        check=_chat_model,
+    )
+
     def __post_init__(self) -> None:
         for option in OPTIONS:
             option.check(option.name, getattr(self, option.name))
+        if self.query_model is not None and not self.queries:
+            object.__setattr__(self, "queries", True)
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> PlannerOptions:

@@ -30,6 +30,7 @@ from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import CompiledProgram, compile_program
 from llassembly.machine.externs import Extern, ToolSpec, externs_from
+from llassembly.machine.query import QUERY_EXTERN, QUERY_TOOL
 
 __all__ = ["MAX_PLAN_INSTRUCTIONS", "Planner", "short_hash"]
 
@@ -106,6 +107,13 @@ class Planner:
                     "tools their context through a `runtime: ToolRuntime` parameter "
                     "(state, store, context, tool_call_id)"
                 )
+        if self.options.queries:
+            if QUERY_TOOL in externs:
+                raise UsageError(
+                    f"a tool is named {QUERY_TOOL!r}, the name plans call a query by "
+                    "(queries=True): rename the tool"
+                )
+            externs[QUERY_TOOL] = QUERY_EXTERN
         check_tool_names(self.options, externs)
         return self._externs.keep(key, (given, externs))[1]
 

@@ -11,7 +11,10 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
   (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
   map, or a value of unknown type; a list of plain values is shown in its tool's block) or has
   a parameter with a default; empty otherwise, so a toolset of plain values gets a short
-  prompt.
+  prompt;
+* ``{queries}``: how a plan reads prose with ``query_text`` (``prompts/queries.md``), only when
+  queries are on (the built-in query is among the tools; it gets no tool block of its own).
+  A template without this placeholder gets the section after the tools' blocks.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from llassembly.machine.externs import (
     extern_signature,
     externs_of,
 )
+from llassembly.machine.query import is_query
 
 __all__ = [
     "build_system_prompt",
@@ -42,7 +46,8 @@ __all__ = [
 _CONTEXT = "{context}"
 _TOOLS = "{extern_functions}"
 _STRUCTURES = "{structures}"
-_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES)))
+_QUERIES = "{queries}"
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES, _QUERIES)))
 _PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
 
 
@@ -92,9 +97,9 @@ def _structured(shape: Shape) -> bool:
     return False
 
 
-def _structures() -> str:
+def _section(name: str) -> str:
     files = resources.files("llassembly.integration")
-    return files.joinpath("prompts/structures.md").read_text("utf-8").strip() + "\n"
+    return files.joinpath(f"prompts/{name}.md").read_text("utf-8").strip() + "\n"
 
 
 def build_system_prompt(
@@ -126,13 +131,19 @@ def build_system_prompt(
     by_name = externs_of(externs, param="externs")
     text = load_template(prompt_path)
     described: set[str] = set()  # each structured type's fields once in the prompt
-    blocks = "\n\n".join(describe_extern(e, described) for e in by_name.values()) or "(no tools)"
+    tools = [e for e in by_name.values() if not is_query(e)]
+    blocks = "\n\n".join(describe_extern(e, described) for e in tools) or "(no tools)"
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _structures() if uses_structures(by_name) else ""
+    structures = _section("structures") if uses_structures(by_name) else ""
     if not structures:  # drop the placeholder's line
         text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
+    queries = _section("queries") if any(map(is_query, by_name.values())) else ""
+    if queries and _QUERIES not in text:  # a template of the user's: after the tools
+        blocks = f"{blocks}\n\n{queries}"
+    if not queries:
+        text = re.sub(r"\n\{queries\}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
-    fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures}
+    fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures, _QUERIES: queries}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"

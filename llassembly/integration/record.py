@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
+from llassembly.language.program import Value
+from llassembly.machine.query import Refusal
+from llassembly.machine.state import ToolCall
 
 __all__ = [
     "CALL_REFUSED",
@@ -27,13 +30,17 @@ __all__ = [
     "Failure",
     "PendingCall",
     "Phase",
+    "QueryDue",
     "TurnRecord",
     "error_from_failure",
     "execution_failure",
     "new_record",
+    "pending_call",
     "plan_failure",
+    "queries_due",
     "refusal_failure",
     "rejection_failure",
+    "settled",
 ]
 
 KEY: Final = "llassembly"
@@ -102,6 +109,38 @@ class PendingCall(TypedDict):
     number: int
 
 
+def pending_call(call: ToolCall, prefix: str) -> PendingCall:
+    """The record of a call the plan makes now (its id: ``prefix`` and its number)."""
+    return PendingCall(
+        id=f"{prefix}{call.number}",
+        tool=call.tool,
+        index=call.index,
+        line=call.line,
+        source=call.source,
+        number=call.number,
+    )
+
+
+class QueryDue(TypedDict):
+    """A query of the batch the plan waits on (agent path): the call, the answers refused so
+    far, and once settled its value or why it failed (so a resumed turn never asks again)."""
+
+    call: PendingCall
+    refused: list[Refusal]
+    value: NotRequired[Value]
+    failure: NotRequired[Failure]
+
+
+def settled(due: QueryDue) -> bool:
+    """Whether a query has its value, or has failed."""
+    return "value" in due or "failure" in due
+
+
+def queries_due(record: TurnRecord) -> bool:
+    """Whether the plan waits on the query model (a query of its batch is not settled)."""
+    return any(not settled(due) for due in record.get("queries") or ())
+
+
 class Approval(TypedDict):
     """A plan-approval request and where it stands.
 
@@ -149,6 +188,7 @@ class TurnRecord(TypedDict):
         raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.
+        queries: The batch of queries the plan waits on (agent path; empty when none).
     """
 
     phase: Phase
@@ -172,6 +212,7 @@ class TurnRecord(TypedDict):
     synchronous: bool
     raise_failure: bool
     lag: int
+    queries: NotRequired[list[QueryDue]]
 
 
 def new_record(*, synchronous: bool = False) -> TurnRecord:
@@ -197,6 +238,7 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         synchronous=synchronous,
         raise_failure=False,
         lag=0,
+        queries=[],
     )
 
 
@@ -209,6 +251,7 @@ _ERROR_ATTRIBUTES: Final = (
     "limit",
     "reached",
     "reason",
+    "attempts",
     "value",
     "sources",
     "policy",

@@ -22,7 +22,14 @@ from typing import Any, Literal, get_origin
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from llassembly.errors import AsmRuntimeError, CallNotRun, ExecutionError, ToolExecutionError
+from llassembly.errors import (
+    AsmRuntimeError,
+    CallNotRun,
+    ExecutionError,
+    QueryFailed,
+    ToolExecutionError,
+)
+from llassembly.integration.query import answer_tag
 from llassembly.integration.record import (
     FAILURE_ARTIFACT,
     KEY,
@@ -198,7 +205,9 @@ def value_tag(extern: Extern, result: Any, text: str, pending: Mapping[str, Any]
 
 def refusal_tag(error: BaseException) -> dict[str, Any]:
     """What the message of a failed call records: that the tool did not run, when a person or
-    a middleware decided so."""
+    a middleware decided so; for a failed query, that it is one and its model calls."""
+    if isinstance(error, QueryFailed):
+        return answer_tag(error.attempts)
     return {"ran": False} if isinstance(error, CallNotRun) else {}
 
 

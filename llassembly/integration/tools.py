@@ -23,10 +23,12 @@ from langgraph.types import Command
 from llassembly.errors import CallNotRun, ToolExecutionError, UsageError
 from llassembly.integration.graph import PlanRun
 from llassembly.integration.messages import jsonable, result_text
+from llassembly.integration.query import answered_value, arun_query, run_query
 from llassembly.integration.record import KEY
 from llassembly.integration.results import altered, decode_text, message_text
 from llassembly.machine.emulator import ToolCall
 from llassembly.machine.externs import Extern
+from llassembly.machine.query import is_query
 from llassembly.machine.values import short_repr
 
 __all__ = ["STREAM_KEY", "ToolContext", "chain", "make_plan_run", "tool_runtime"]
@@ -43,11 +45,13 @@ class ToolContext:
         externs: The tools the plan may call.
         state: The caller's graph state, given to tools as ``ToolRuntime.state``.
         runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
+        query_model: The chat model that answers the plan's queries (``CALL query_text``).
     """
 
     externs: Mapping[str, Extern]
     state: Any = None
     runtime: Any = None
+    query_model: Any = None
 
 
 def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) -> PlanRun:
@@ -63,6 +67,8 @@ def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) ->
         return extern, args, call_id
 
     def execute(call: ToolCall, config: RunnableConfig) -> Any:
+        if is_query(tools.externs[call.tool]):  # a model answers it, not a tool
+            return run_query(_query_model(tools), call, f"{prefix}{call.number}", config)
         extern, args, call_id = prepare(call, config)
         if not middleware:
             return _invoke(extern, args, config)
@@ -77,6 +83,8 @@ def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) ->
         return _unwrap(outcome, call, extern, bool(ran))
 
     async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
+        if is_query(tools.externs[call.tool]):
+            return await arun_query(_query_model(tools), call, f"{prefix}{call.number}", config)
         extern, args, call_id = prepare(call, config)
         if not middleware:
             return await _ainvoke(extern, args, config)
@@ -113,6 +121,12 @@ def make_plan_run(tools: ToolContext, prefix: str, middleware: Sequence[Any]) ->
     return PlanRun(announced, aannounced, prefix)
 
 
+def _query_model(tools: ToolContext) -> Any:
+    if tools.query_model is None:  # pragma: no cover - every driver gives one with queries on
+        raise UsageError("the plan makes a query, but no query model was given")
+    return tools.query_model
+
+
 def _invoke(extern: Extern, args: dict[str, Any], config: RunnableConfig) -> Any:
     if extern.tool is None:
         return extern.call(args)
@@ -146,7 +160,7 @@ def _announcer(tools: ToolContext, prefix: str) -> Callable[[ToolCall, Any, Any]
         }
         if error is None:
             try:
-                event["result"] = result_text(result)
+                event["result"] = result_text(answered_value(result)[0])
             except ValueError:  # the plan reports what is wrong with it
                 event["result"] = short_repr(result)[:200]
         else:

@@ -15,8 +15,9 @@ a model, a tool or a person. It returns the new record, the messages the turn ad
 
 Events: :class:`Begin` (a new turn), :class:`Proceed` (do what the record says is due),
 :class:`Replied` (the model wrote a reply), :class:`Decided` (a person answered the plan
-approval), :class:`Returned` (the results of the calls the plan waits on), :class:`PlanRan`
-(a plan graph ran the plan), :class:`Answered` (the final model call answered).
+approval), :class:`Returned` (the results of the calls the plan waits on), :class:`Queried`
+(the query model answered the plan's query), :class:`PlanRan` (a plan graph ran the plan),
+:class:`Answered` (the final model call answered).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 
 from llassembly.errors import (
@@ -41,18 +41,21 @@ from llassembly.errors import (
     UsageError,
 )
 from llassembly.integration.approval import decide, edit_note
+from llassembly.integration.batches import query_outcomes, take_batch
 from llassembly.integration.events import (
     Action,
     Answered,
     AskAnswer,
     AskModel,
     AskPerson,
+    AskQuery,
     Begin,
     Decided,
     Event,
     Finish,
     PlanRan,
     Proceed,
+    Queried,
     Replied,
     Returned,
     RunCalls,
@@ -68,21 +71,27 @@ from llassembly.integration.final import (
 )
 from llassembly.integration.messages import (
     batch_request,
+    calls_alongside,
+    completed_calls,
     final_message,
     marked,
     plan_call_messages,
+    query_model_calls,
 )
 from llassembly.integration.planner import short_hash
+from llassembly.integration.query import query_request, settled_due
 from llassembly.integration.record import (
-    KEY,
     NOT_APPROVED,
     Failed,
     Failure,
-    PendingCall,
+    QueryDue,
     TurnRecord,
     execution_failure,
     new_record,
+    pending_call,
     plan_failure,
+    queries_due,
+    settled,
 )
 from llassembly.integration.views import (
     native_calls_error,
@@ -93,6 +102,7 @@ from llassembly.integration.views import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ToolCall
 from llassembly.machine.externs import check_sync_tools
+from llassembly.machine.query import is_query
 from llassembly.machine.say import final_answer_of
 
 __all__ = [
@@ -101,6 +111,7 @@ __all__ = [
     "AskAnswer",
     "AskModel",
     "AskPerson",
+    "AskQuery",
     "Begin",
     "Decided",
     "Event",
@@ -108,6 +119,7 @@ __all__ = [
     "Finish",
     "PlanRan",
     "Proceed",
+    "Queried",
     "Replied",
     "Returned",
     "RunCalls",
@@ -135,8 +147,11 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
         return _decided(rec, event.decision, view)
     if isinstance(event, Returned):
         return _returned(rec, event, view)
+    if isinstance(event, Queried):
+        return _queried(rec, event, view)
     if isinstance(event, PlanRan):
         rec["machine"] = dict(event.machine)
+        rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
         return _plan_ended(rec, event.failure, view, list(event.messages))
     return _answered(rec, event, view)
 
@@ -148,6 +163,8 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         return Step(rec, AskAnswer(_answer_request(rec, view)))
     if rec["phase"] == "running" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
+    if rec["phase"] == "running" and queries_due(rec):  # asked where the last step stopped
+        return _ask_queries(rec, _calls(_machine(rec, view)), rec.get("queries") or [], [])
     approval = rec["approval"]
     if rec["phase"] == "approval" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
@@ -279,32 +296,28 @@ def _advance(
 ) -> Step:
     """Run the machine to its next calls (the step asks for them) or to its end."""
     try:
-        calls = emulator.advance_batch() if emulator.marked else _one(emulator.advance())
+        calls = _calls(emulator)
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
         return _plan_ended(rec, execution_failure(error), view, messages)
     rec["machine"] = emulator.snapshot()
     if not calls:
         return _plan_ended(rec, None, view, messages)
-    pending = [_pending(call, rec["prefix"]) for call in calls]
+    if is_query(view.externs.get(calls[0].tool)):  # a batch of queries only (see ahead.py)
+        dues = [QueryDue(call=pending_call(call, rec["prefix"]), refused=[]) for call in calls]
+        return _ask_queries(rec, calls, dues, messages)
+    pending = [pending_call(call, rec["prefix"]) for call in calls]
     rec["pending"] = pending
     message = batch_request(calls, [p["id"] for p in pending])
     return Step(rec, RunCalls(calls, message), [*messages, message])
 
 
-def _one(call: ToolCall | None) -> list[ToolCall]:
+def _calls(emulator: Emulator) -> list[ToolCall]:
+    """The calls the machine waits on next (the outstanding ones again, after a restore)."""
+    if emulator.marked:
+        return emulator.advance_batch()
+    call = emulator.advance()
     return [] if call is None else [call]
-
-
-def _pending(call: ToolCall, prefix: str) -> PendingCall:
-    return PendingCall(
-        id=f"{prefix}{call.number}",
-        tool=call.tool,
-        index=call.index,
-        line=call.line,
-        source=call.source,
-        number=call.number,
-    )
 
 
 def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
@@ -332,6 +345,66 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
     return _advance(rec, emulator, view, [])
 
 
+# -- queries: the query model reads texts for the plan (agent path) ----------------------------
+
+
+def _ask_queries(
+    rec: TurnRecord,
+    calls: list[ToolCall],
+    dues: list[QueryDue],
+    messages: list[AnyMessage],
+) -> Step:
+    """Ask the query model, all at once, the batch's queries not settled yet (each after the
+    answers refused so far, with why); the replies come back as :class:`Queried`."""
+    rec["queries"] = dues
+    requests = tuple(
+        query_request(call.args, due["refused"], due["call"]["id"], call.line, call.source)
+        for call, due in zip(calls, dues, strict=True)
+        if not settled(due)
+    )
+    return Step(rec, AskQuery(requests), messages)
+
+
+def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
+    """The query model replied: an answer that cannot be used is asked for once more, then
+    its query fails like a call; once every query of the batch is settled, the plan runs on."""
+    dues = rec.get("queries") or []
+    asked = [due for due in dues if not settled(due)]
+    if rec["phase"] != "running" or not asked or len(event.replies) != len(asked):
+        raise UsageError("query replies came while the turn waits on no such queries")
+    rec["model_calls"] += len(event.replies)
+    emulator = _machine(rec, view)
+    calls = _calls(emulator)
+    replies = iter(event.replies)
+    now: list[QueryDue] = []
+    for call, due in zip(calls, dues, strict=True):
+        if not settled(due):
+            due = settled_due(call, due, next(replies))
+        now.append(due)
+    if any(not settled(due) for due in now):
+        return _ask_queries(rec, calls, now, [])
+    rec["queries"] = []
+    return _take_queries(rec, emulator, calls, now, view)
+
+
+def _take_queries(
+    rec: TurnRecord,
+    emulator: Emulator,
+    calls: list[ToolCall],
+    dues: list[QueryDue],
+    view: TurnView,
+) -> Step:
+    """Give the machine the batch's answers in program order, recorded as a plan graph
+    records a batch (a failure stops the plan, keeping the answers before it)."""
+    messages: list[AnyMessage] = []
+    try:
+        take_batch(emulator, calls, query_outcomes(dues), {}, (messages, rec["prefix"]))
+    except ExecutionError as error:
+        rec["machine"] = emulator.snapshot()
+        return _plan_ended(rec, execution_failure(error), view, messages)
+    return _advance(rec, emulator, view, messages)
+
+
 # -- the end of a plan, and of the turn -------------------------------------------------------
 
 
@@ -346,8 +419,9 @@ def _plan_ended(
     """The plan ended: replan after a failure (when the policy says so), or end the turn."""
     machine = rec["machine"] or {}
     rec["executed"] += int(machine.get("executed", 0))
-    before = _completed(machine, failure)
-    alongside = _alongside(rec, view, messages, before) if failure else 0
+    before = completed_calls(machine)
+    calls = [*view.messages, *messages]
+    alongside = calls_alongside(calls, rec["prefix"], before) if failure else 0
     rec["tool_calls"] += before + alongside
     rec["alongside"] = alongside
     rec.update({"plan": None, "pending": [], "failure": failure})
@@ -359,28 +433,6 @@ def _plan_ended(
         asked.messages[:0] = messages
         return asked
     return _end(rec, failure, view, messages)
-
-
-def _completed(machine: Mapping[str, Any], failure: Failure | None) -> int:
-    """The calls a plan completed: the machine counts a call when it starts it, so the calls
-    it still waits on (one that failed, or was not run) are not among them."""
-    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
-    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
-
-
-def _alongside(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage], before: int
-) -> int:
-    """The calls of the stopped plan that completed although the machine never took their
-    results: with ``parallel_tools``, the calls of a batch after the one that failed ran at
-    the same time. Counted from the plan's call messages (a result the plan got, or could
-    have got)."""
-    done = 0
-    for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]]):
-        tag = m.response_metadata.get(KEY)
-        ok = isinstance(m, ToolMessage) and m.status != "error"
-        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
-    return max(done - before, 0)
 
 
 def _end(

@@ -112,11 +112,15 @@ def read_only(extern: Extern) -> bool:
 
 
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
-    """Indexes of the tool ``CALL``s that may run together (their tool is marked)."""
+    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A query
+    (``query_text``) changes nothing, so ``"read_only"`` marks it too; a list marks it when it
+    names it."""
     if parallel_tools is False or not parallel_tools:
         return frozenset()
     if parallel_tools == READ_ONLY:
-        return frozenset(pc for pc, t in enumerate(compiled.tools) if t and read_only(t))
+        return frozenset(
+            pc for pc, t in enumerate(compiled.tools) if t and (t.query or read_only(t))
+        )
     names = None if parallel_tools is True else set(parallel_tools)
     return frozenset(
         pc
@@ -284,8 +288,9 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
                 if batch and (
                     pc not in marked
                     or (n_params and any(type(v) is Pending for v in stack[-n_params:]))
+                    or _is_query(extern) is not _is_query(tools[batch[0].index])
                 ):
-                    break  # waits for the outstanding calls
+                    break  # waits for the outstanding calls (queries and tools apart)
                 executed += 1
                 try:
                     call = emu._begin_call(pc)  # its checks come before it changes anything
@@ -326,6 +331,13 @@ def advance_batch(emu: Machine, max_steps: int | None = None) -> list[ToolCall]:
     if not batch:
         st.halted = True
     return batch
+
+
+def _is_query(extern: Extern | None) -> bool:
+    """Whether a call is a query: a batch holds queries only or tools only, since the agent
+    path asks the query model itself and sends tools to the agent's tool node (so both
+    paths give the same batches, and the same messages)."""
+    return extern is not None and extern.query
 
 
 def _values_of(emu: Machine, index: int, result: Any) -> tuple[Value, ...]:

@@ -475,6 +475,8 @@ class Emulator:
         call = call_request(self.compiled, pc, values, st.tool_calls + 1, sources)
         del stack[split:]
         if shadow is not None:
+            if extern.query:  # a model reads the arguments: its answer derives from them
+                shadow.asked(shadow.stack[split:])
             del shadow.stack[split:]
         st.tool_calls += 1
         st.pending = (pc, values)

@@ -126,6 +126,7 @@ class Extern:
         injected: Names of parameters the runtime injects (not taken from the stack).
         runtime_param: The parameter that receives the ``ToolRuntime``, if any.
         result_types: Annotations of the results, one per value pushed.
+        query: It is the built-in query (``query_text``), answered by a model, not run.
 
     Example:
         >>> def add(a: int, b: int) -> int:
@@ -144,6 +145,7 @@ class Extern:
     injected: tuple[str, ...] = ()
     runtime_param: str | None = None
     result_types: tuple[Any, ...] = ()
+    query: bool = False
     _converters: tuple[tuple[str, Converter], ...] = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
 

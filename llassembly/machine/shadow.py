@@ -11,11 +11,12 @@ a plan resumed in another process is checked as the first process would have che
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
+from llassembly.analysis.queries import query_sources
 from llassembly.errors import UsageError
 from llassembly.language.opcodes import EAX_INDEX, register_index, register_name
 
@@ -38,21 +39,31 @@ class Shadow:
             this list always have the same length).
         mem: ``(label, cell index)`` to the sources of the cell's value.
         flags: The sources of the values the flags were set from.
+        query: The sources of a query's answer while the query is made (what it read, and
+            the model's mark: :func:`~llassembly.analysis.queries.query_sources`), until its
+            results are given; empty when no query is in flight.
     """
 
     regs: dict[int, Sources] = field(default_factory=dict)
     stack: list[Sources] = field(default_factory=list)
     mem: dict[tuple[str, int], Sources] = field(default_factory=dict)
     flags: Sources = NO_SOURCES
+    query: Sources = NO_SOURCES
 
     @classmethod
     def fresh(cls, depth: int) -> Shadow:
         """The shadow of a state whose values derive from no result (``depth`` on its stack)."""
         return cls(stack=[NO_SOURCES] * depth)
 
+    def asked(self, read: Sequence[Sources]) -> None:
+        """A query was made with arguments of these sources: its answer derives from them,
+        and a model produced it (kept in :attr:`query` until :meth:`results`)."""
+        self.query = query_sources(NO_SOURCES.union(*read))
+
     def results(self, tool: str, count: int, to_eax: bool) -> None:
-        """A call of ``tool`` gave ``count`` results: on the stack, or the one in ``EAX``."""
-        sources = result_sources(tool)
+        """A call of ``tool`` gave ``count`` results: on the stack, or the one in ``EAX``; a
+        query's derive from what it read (see :meth:`asked`)."""
+        sources, self.query = self.query or result_sources(tool), NO_SOURCES
         if to_eax:
             self.regs[EAX_INDEX] = sources
         else:
@@ -75,7 +86,7 @@ class Shadow:
 
         Keys (each only when it holds something): ``registers`` (name to tool names),
         ``stack`` (one list of tool names per stack value, bottom first), ``memory`` (a list of
-        ``[label, cell, tool names]``) and ``flags``.
+        ``[label, cell, tool names]``), ``flags`` and ``query``.
         """
         snap: dict[str, Any] = {}
         if self.regs:
@@ -86,6 +97,8 @@ class Shadow:
             snap["memory"] = [[key, i, sorted(s)] for (key, i), s in sorted(self.mem.items())]
         if self.flags:
             snap["flags"] = sorted(self.flags)
+        if self.query:
+            snap["query"] = sorted(self.query)
         return snap
 
     @classmethod
@@ -115,4 +128,6 @@ class Shadow:
                 raise UsageError("not an emulator snapshot: provenance of memory")
             mem[key, index] = _names(tools, f"{key}[{index}]")
         flags = _names(data.get("flags") or [], "the flags")
-        return cls(regs={i: s for i, s in regs.items() if s}, stack=stack, mem=mem, flags=flags)
+        query = _names(data.get("query") or [], "a query's answer")
+        regs = {i: s for i, s in regs.items() if s}
+        return cls(regs=regs, stack=stack, mem=mem, flags=flags, query=query)
