@@ -10,7 +10,6 @@ recording of a real model.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Any
 
@@ -373,12 +372,9 @@ async def test_independent_queries_are_asked_at_once_under_parallel_tools(
     harness: Harness,
 ) -> None:
     reader = AnsweringChatModel(answers=READER_ANSWERS, delay=0.4)
-    started = time.perf_counter()
     out = await harness.run([TWO_QUERIES], TOOLS, query_model=reader, parallel_tools=True)
-    elapsed = time.perf_counter() - started
     assert PAID == [(GOOD, 1234.5)] and out["messages"][-1].text == f"Paid 1234.50 to {GOOD}."
-    assert reader.peak == 2 and len(reader.calls) == 2
-    assert elapsed < 0.75, f"two 0.4 s queries took {elapsed:.2f} s"
+    assert reader.peak == 2 and len(reader.calls) == 2  # both in flight at once
     assert meta(out["messages"][-1])["model_calls"] == 3
     asked = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
     assert [[c["name"] for c in m.tool_calls] for m in asked] == [
