@@ -33,7 +33,7 @@ def test_the_quickstart_is_two_commands_one_for_the_demo_one_for_the_tests() -> 
         ".venv/bin/llassembly-demo"
     )
     assert tests.startswith("python3 -m venv .venv && ")
-    assert tests.endswith(".venv/bin/python -m pytest -q")
+    assert tests.endswith(".venv/bin/python -m pytest -q -n auto")
 
 
 def test_ci_runs_the_quickstarts_test_command() -> None:
