@@ -39,6 +39,7 @@ site) and return sentences written for the model that will fix the plan::
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -61,10 +62,35 @@ __all__ = [
     "never_from",
     "not_in_loop",
     "only_from",
+    "unknown_name",
 ]
 
 PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
 """A rule: ``(summary, program) -> problems`` (strings or diagnostics; none when fine)."""
+
+
+def unknown_name(
+    subject: str,
+    kind: str,
+    name: str,
+    known: Sequence[str],
+    missing: str,
+    listed: str,
+    *,
+    of: str = "",
+) -> UsageError:
+    """The error for a rule or option naming a tool or argument that is not there (a misspelt
+    name would switch it off without a word): ``{subject} names the {kind} {name!r} [of
+    {of}], which {missing}; did you mean ...? ({listed}: ...)``. Names match exactly; one
+    differing only in case, or the closest ones, are offered."""
+    same = [k for k in known if k.lower() == name.lower()]
+    close = same or difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    shown = ", ".join(sorted(known)[:20]) or "none"
+    return UsageError(
+        f"{subject} names the {kind} {name!r}{f' of {of}' if of else ''}, which {missing}{hint}"
+        f" ({listed}: {shown})"
+    )
 
 
 def _site_diagnostic(program: Program, use: ToolUse, index: int, message: str) -> Diagnostic:

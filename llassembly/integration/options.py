@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import textwrap
 from collections.abc import Callable, Mapping
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
-from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy
+from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, unknown_name
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import (
@@ -184,26 +183,18 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         named += [(label, str(name)) for name in getattr(policy, "tool_names", ())]
         arguments += [(label, str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
     for option, name in named:
-        if name in tools:
-            continue
-        same = [t for t in tools if t.lower() == name.lower()]
-        close = same or difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        listed = ", ".join(sorted(tools)[:20]) or "none"
-        raise UsageError(
-            f"{option} names the tool {name!r}, which the planner does not have{hint} "
-            f"(tool names match exactly; the tools: {listed})"
-        )
+        if name not in tools:
+            listed = "tool names match exactly; the tools"
+            raise unknown_name(
+                option, "tool", name, list(tools), "the planner does not have", listed
+            )
     for option, tool, argument in arguments:
         params = [str(getattr(p, "name", "")) for p in getattr(tools[tool], "params", ())]
-        if argument in params:
-            continue
-        close = difflib.get_close_matches(argument, params, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise UsageError(
-            f"{option} names the argument {argument!r} of {tool}, which {tool} does not "
-            f"take{hint} (its arguments: {', '.join(params) or 'none'})"
-        )
+        if argument not in params:
+            missing = f"{tool} does not take"
+            raise unknown_name(
+                option, "argument", argument, params, missing, "its arguments", of=tool
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

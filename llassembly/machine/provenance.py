@@ -18,14 +18,13 @@ values; its results get the tool (:meth:`Shadow.results`).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, transfer_of
-from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.policies import DataFlowPolicy, unknown_name
 from llassembly.errors import DataFlowRefused, ExecutionError, UsageError
 from llassembly.language.program import (
     Imm,
@@ -189,11 +188,6 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
 # -- the policies, per call site --------------------------------------------------------------
 
 
-def _hint(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-
-
 def check_names(policies: Sequence[DataFlowPolicy], tools: Mapping[str, ToolShape]) -> None:
     """Refuse a policy that names a tool or an argument the tools do not have (a misspelt
     name would switch the policy off without a word).
@@ -202,19 +196,23 @@ def check_names(policies: Sequence[DataFlowPolicy], tools: Mapping[str, ToolShap
         UsageError: The message names the policy, the unknown name and the closest ones.
     """
     for policy in policies:
+        subject = f"the data-flow policy {policy}"
         for name in policy.tool_names:
             if name not in tools:
-                raise UsageError(
-                    f"the data-flow policy {policy} names the tool {name!r}, which is not "
-                    f"among the tools{_hint(name, list(tools))} (the tools: "
-                    f"{', '.join(sorted(tools)[:20]) or 'none'})"
+                raise unknown_name(
+                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
                 )
         names = [str(getattr(p, "name", "")) for p in tools[policy.tool].params]
         if policy.argument not in names:
-            raise UsageError(
-                f"the data-flow policy {policy} names the argument {policy.argument!r}, which "
-                f"{policy.tool} does not take{_hint(policy.argument, names)} (its arguments: "
-                f"{', '.join(names) or 'none'})"
+            missing = f"{policy.tool} does not take"
+            raise unknown_name(
+                subject,
+                "argument",
+                policy.argument,
+                names,
+                missing,
+                "its arguments",
+                of=policy.tool,
             )
 
 
