@@ -37,14 +37,13 @@ on every run), so what a person approves is what runs.
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from llassembly.analysis.constants import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.analysis.layout import Layout
-from llassembly.analysis.paths import END, Paths
+from llassembly.analysis.paths import Paths, fixpoint
 from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language.instructions import effects
 from llassembly.language.opcodes import EAX_INDEX, register_name
@@ -367,28 +366,9 @@ class _Static:
         paths = self.paths
         if not paths.states:
             return {}
-        facts: dict[int, _Facts] = {0: ((_EMPTY,) * len(self.slot), _EMPTY, (), {})}
-        queue, queued = [(paths.states[0][0], 0)], {0}
+        start: _Facts = ((_EMPTY,) * len(self.slot), _EMPTY, (), {})
         limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot) + self.cells, 1))
-        steps = 0
-        while queue:
-            steps += 1
-            if steps > limit:
-                return None
-            _, number = heapq.heappop(queue)
-            queued.discard(number)
-            out = self.transfer(paths.states[number][0], facts[number])
-            for nxt in paths.succ[number]:
-                if nxt == END:
-                    continue
-                old = facts.get(nxt)
-                merged = out if old is None else _merge(old, out)
-                if merged != old:
-                    facts[nxt] = merged
-                    if nxt not in queued:
-                        queued.add(nxt)
-                        heapq.heappush(queue, (paths.states[nxt][0], nxt))
-        return facts
+        return fixpoint(paths, start, self.transfer, _merge, limit)
 
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:

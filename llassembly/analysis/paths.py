@@ -18,15 +18,16 @@ Every count is linear in the number of states (one pass, or one per tool):
 from __future__ import annotations
 
 import functools
+import heapq
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from llassembly.analysis.cfg import ControlFlow, components
 from llassembly.analysis.flow import MAX_CALL_DEPTH, MAX_STATES
 
-__all__ = ["END", "Paths", "paths_of"]
+__all__ = ["END", "Paths", "fixpoint", "paths_of"]
 
 END: Final = -1
 """In a state's successors: the plan ends there (``HLT``, a top-level ``RET``, the last
@@ -233,3 +234,39 @@ def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[_State | None
         paths.complete = False  # a jump to no label: where it goes is not known
         return []
     return [(target, returns) for target in flow.successors[pc]]
+
+
+_F = TypeVar("_F")
+
+
+def fixpoint(
+    paths: Paths,
+    start: _F,
+    transfer: Callable[[int, _F], _F],
+    merge: Callable[[_F, _F], _F],
+    limit: int,
+) -> dict[int, _F] | None:
+    """Facts on entry to each state of ``paths``, from ``start`` at the first: each state's
+    facts go through ``transfer`` (given the state's instruction index) to its successors,
+    ``merge``d where paths meet, until nothing changes; states are taken in program order.
+    ``None`` when that takes more than ``limit`` steps (the facts are not final then)."""
+    facts: dict[int, _F] = {0: start}
+    queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
+    while queue:
+        steps += 1
+        if steps > limit:
+            return None
+        _, number = heapq.heappop(queue)
+        queued.discard(number)
+        out = transfer(paths.states[number][0], facts[number])
+        for nxt in paths.succ[number]:
+            if nxt == END:
+                continue
+            old = facts.get(nxt)
+            merged = out if old is None else merge(old, out)
+            if merged != old:
+                facts[nxt] = merged
+                if nxt not in queued:
+                    queued.add(nxt)
+                    heapq.heappush(queue, (paths.states[nxt][0], nxt))
+    return facts

@@ -26,14 +26,13 @@ paths that meet bring) is refused only when no shape in it fits. The walk is bou
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.layout import Layout
-from llassembly.analysis.paths import END, paths_of
+from llassembly.analysis.paths import fixpoint, paths_of
 from llassembly.analysis.shapes import (
     INT,
     NUMBER,
@@ -313,26 +312,8 @@ class _Types:
         if not paths.states:
             return {}
         start: _Facts = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
-        facts: dict[int, _Facts] = {0: start}
-        queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
-        while queue:
-            steps += 1
-            if steps > MAX_TYPE_STEPS:
-                break
-            _, number = heapq.heappop(queue)
-            queued.discard(number)
-            out = self.transfer(paths.states[number][0], facts[number])
-            for nxt in paths.succ[number]:
-                if nxt == END:
-                    continue
-                old = facts.get(nxt)
-                merged = out if old is None else _merge(old, out)
-                if merged != old:
-                    facts[nxt] = merged
-                    if nxt not in queued:
-                        queued.add(nxt)
-                        heapq.heappush(queue, (paths.states[nxt][0], nxt))
-        if queue:  # out of steps: the facts are not final, so nothing is told
+        facts = fixpoint(paths, start, self.transfer, _merge, MAX_TYPE_STEPS)
+        if facts is None:  # out of steps: the facts are not final, so nothing is told
             return {}
         self.reporting = True
         for number, known in facts.items():
