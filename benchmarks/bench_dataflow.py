@@ -35,13 +35,13 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from llassembly import ToolsPlannerMiddleware
+from llassembly import ToolsPlannerMiddleware, only_from
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import Emulator, compile_program
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
-from llassembly.policies import only_from
+from llassembly.machine.steps import compile_program
 
 __all__ = ["SETTINGS", "main"]
 

@@ -34,12 +34,10 @@ from collections.abc import Callable
 
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import (
-    Emulator,
-    RunResult,
-    compile_program,
-)
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
+from llassembly.machine.state import RunResult
+from llassembly.machine.steps import compile_program
 
 __all__ = ["main"]
 

@@ -50,9 +50,9 @@ from llassembly import (
 )
 from llassembly.analysis.policies import check_policies, max_calls, not_in_loop
 from llassembly.errors import LLAssemblyError, PlanError
+from llassembly.integration.messages import repair_request
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
-from llassembly.integration.views import repair_request
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS
 
 SIZES = (16_000, 64_000, 1_000_000)

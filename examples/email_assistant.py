@@ -25,8 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from llassembly import ToolsPlannerMiddleware, externs_from, parse_program, summarize
-from llassembly.policies import only_from
+from llassembly import ToolsPlannerMiddleware, externs_from, only_from, parse_program, summarize
 
 
 class Email(BaseModel):

@@ -30,8 +30,7 @@ from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from llassembly import ToolsPlannerMiddleware
-from llassembly.policies import never_from
+from llassembly import ToolsPlannerMiddleware, never_from
 
 BILL = """Stadtwerke Musterstadt - invoice 2023-12
 Electricity, December 2023: EUR 98.70, due 15 January 2024.

@@ -7,24 +7,25 @@ calling your LangChain tools.
 The engine (parse, verify, emulate) is imported here; the LangChain / LangGraph integration
 (:class:`ToolsPlannerMiddleware`, the planner nodes, :class:`PlanGraph`, the approval helpers,
 :func:`plan`) is imported when one of its names is first used, so the engine alone loads no
-LangGraph.
+LangGraph. The subpackages are ``language`` (text to program), ``analysis`` (what is known
+before a run), ``machine`` (running a plan) and ``integration`` (LangChain and LangGraph).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-from llassembly.analysis.summary import (
-    Argument,
-    CallSite,
-    PlanSummary,
-    ToolUse,
+from llassembly.analysis.policies import (
+    DataFlowPolicy,
+    PlanPolicy,
+    max_calls,
+    never_from,
+    not_in_loop,
+    only_from,
 )
+from llassembly.analysis.summary import Argument, CallSite, PlanSummary, ToolUse
 from llassembly.errors import (
     AsmRuntimeError,
     AsmSyntaxError,
@@ -34,10 +35,12 @@ from llassembly.errors import (
     Diagnostic,
     EmptyReply,
     ExecutionError,
+    Failure,
     InstructionBudgetExceeded,
     LLAssemblyError,
     PlanError,
     PlanRejected,
+    QueryFailed,
     RepairsExhausted,
     StackDepthExceeded,
     ToolArgumentError,
@@ -49,109 +52,52 @@ from llassembly.errors import (
 )
 from llassembly.integration.prompt import build_system_prompt
 from llassembly.language.parser import parse, parse_program
-from llassembly.language.program import (
-    PlainAnswer,
-    Program,
-)
-from llassembly.machine.emulator import (
-    CallRecord,
-    Emulator,
-    MachineState,
-    RunResult,
-    ToolCall,
-    compile_program,
-)
-from llassembly.machine.externs import (
-    Extern,
-    externs_from,
-)
-from llassembly.machine.toolset import (
-    check,
-    summarize,
-    verify,
-)
+from llassembly.language.program import PlainAnswer, Program
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import Extern, check, externs_from, summarize, verify
+from llassembly.machine.state import CallRecord, MachineState, RunResult, ToolCall
+from llassembly.machine.steps import compile_program
 
-if TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type checkers
-    from llassembly.integration.approval import (
-        plan_call_approved,
-        unless_plan_approved,
-    )
+if _TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type checkers
+    from llassembly.integration.approval import plan_call_approved, unless_plan_approved
     from llassembly.integration.graph import PlanGraph
+    from llassembly.integration.mcp import load_mcp_tools
     from llassembly.integration.middleware import PLAN_TAG, ToolsPlannerMiddleware
-    from llassembly.integration.nodes import (
-        AToolsPlannerNode,
-        ToolsPlannerNode,
-    )
-    from llassembly.integration.planning import (
-        Plan,
-        aplan,
-        plan,
-    )
+    from llassembly.integration.nodes import AToolsPlannerNode, ToolsPlannerNode
+    from llassembly.integration.planning import Plan, aplan, plan
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "AToolsPlannerNode": ".integration.nodes",
-    "PLAN_TAG": ".integration.middleware",
-    "Plan": ".integration.planning",
-    "PlanGraph": ".integration.graph",
-    "ToolsPlannerMiddleware": ".integration.middleware",
-    "ToolsPlannerNode": ".integration.nodes",
-    "aplan": ".integration.planning",
-    "plan": ".integration.planning",
-    "plan_call_approved": ".integration.approval",
-    "unless_plan_approved": ".integration.approval",
+    "AToolsPlannerNode": "llassembly.integration.nodes",
+    "PLAN_TAG": "llassembly.integration.middleware",
+    "Plan": "llassembly.integration.planning",
+    "PlanGraph": "llassembly.integration.graph",
+    "ToolsPlannerMiddleware": "llassembly.integration.middleware",
+    "ToolsPlannerNode": "llassembly.integration.nodes",
+    "aplan": "llassembly.integration.planning",
+    "load_mcp_tools": "llassembly.integration.mcp",
+    "plan": "llassembly.integration.planning",
+    "plan_call_approved": "llassembly.integration.approval",
+    "unless_plan_approved": "llassembly.integration.approval",
 }
 """The integration's names and the module each comes from."""
 
-_MOVED = {
-    "llassembly.verifier": "llassembly.analysis.verifier",
-    "llassembly.summary": "llassembly.analysis.summary",
-    "llassembly.prompt": "llassembly.integration.prompt",
-    "llassembly.options": "llassembly.integration.options",
-    "llassembly.planning": "llassembly.integration.planning",
-    "llassembly.planner": "llassembly.integration.planner",
-    "llassembly.nodes": "llassembly.integration.nodes",
-}
-"""Module paths of earlier releases that have no file of their own any more, and where each
-module lives now (the most used old paths, ``llassembly.parser`` and the like, are modules
-that re-export theirs)."""
+_SUBPACKAGES = ("analysis", "integration", "language", "machine")
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old path of :data:`_MOVED` as the module at its new path (the same object),
-    loaded only when it is imported, as before."""
-
-    def find_spec(
-        self, fullname: str, path: Any = None, target: types.ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in _MOVED:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return importlib.import_module(_MOVED[spec.name])
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        """The module ran when :meth:`create_module` imported it at its new path."""
-
-
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
-
-
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """Import an integration name on first use (PEP 562) and keep it in the package."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*__all__, *_SUBPACKAGES})
 
 
 __all__ = [
@@ -164,12 +110,14 @@ __all__ = [
     "CallNotRun",
     "CallRecord",
     "CallSite",
+    "DataFlowPolicy",
     "DataFlowRefused",
     "Diagnostic",
     "EmptyReply",
     "Emulator",
     "ExecutionError",
     "Extern",
+    "Failure",
     "InstructionBudgetExceeded",
     "LLAssemblyError",
     "MachineState",
@@ -177,9 +125,11 @@ __all__ = [
     "Plan",
     "PlanError",
     "PlanGraph",
+    "PlanPolicy",
     "PlanRejected",
     "PlanSummary",
     "Program",
+    "QueryFailed",
     "RepairsExhausted",
     "RunResult",
     "StackDepthExceeded",
@@ -199,6 +149,11 @@ __all__ = [
     "check",
     "compile_program",
     "externs_from",
+    "load_mcp_tools",
+    "max_calls",
+    "never_from",
+    "not_in_loop",
+    "only_from",
     "parse",
     "parse_program",
     "plan",

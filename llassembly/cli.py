@@ -42,6 +42,11 @@ from llassembly.errors import (
     PlanError,
     UsageError,
 )
+from llassembly.language.limits import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_STACK_DEPTH,
+    DEFAULT_MAX_TOOL_CALLS,
+)
 from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
@@ -49,17 +54,12 @@ from llassembly.language.program import (
     Program,
     find_tool,
 )
-from llassembly.machine.emulator import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-    Emulator,
-    ToolCall,
-)
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import (
     Extern,
     externs_of,
 )
+from llassembly.machine.state import ToolCall
 
 __all__ = ["EXIT_CODES", "JSON_SCHEMA", "load_tools", "main"]
 

@@ -7,7 +7,7 @@ neither); each function imports what it needs when it is called.
 
 * :data:`MODEL_CALL_COUNTERS`: the state keys in which ``ModelCallLimitMiddleware`` counts
   model calls (the planner corrects them so that they count real model calls, see
-  :func:`llassembly.integration.agent.counter_updates`).
+  :func:`llassembly.integration.middleware.counter_updates`).
 * :func:`private_state`: LangChain's marker of agent-state keys that are neither input nor
   output of the agent (the planner's record).
 * :func:`recording_tool`: a copy of a tool that records the value its ``_run``/``_arun``
@@ -15,8 +15,10 @@ neither); each function imports what it needs when it is called.
   ``run``/``arun`` made of it (``BaseTool.invoke`` calls ``run``), in the :func:`recording` the
   call runs in (how the agent path reads the tool's own return value, and sees whether a
   middleware rewrote it).
-* :func:`tool_signature_function`: the function whose signature declares a tool's parameters
-  and result (a ``BaseTool`` subclass's ``_run``).
+* :func:`mcp_output_schema` and :func:`mcp_structured`: where ``langchain-mcp-adapters`` keeps
+  an MCP tool's structured output (the artifact of its ``content_and_artifact`` result, under
+  ``structured_content``), and where :func:`llassembly.load_mcp_tools` keeps the output schema
+  its server declared (the tool's ``metadata["outputSchema"]``; the adapter drops it).
 * :func:`bubbling_errors`: LangGraph's control-flow exceptions (interrupts), never caught.
 * :func:`tagged_model`: the agent's model bound to a config with tags and metadata, given to
   ``create_agent``'s model handler in place of the chat model (a request with no tools binds
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,7 +51,6 @@ __all__ = [
     "recording_tool",
     "structured_model",
     "tagged_model",
-    "tool_signature_function",
 ]
 
 MODEL_CALL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
@@ -162,12 +163,21 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     return copy
 
 
-def tool_signature_function(tool: BaseTool) -> Callable[..., Any]:
-    """The function whose signature describes a tool's parameters and result: its ``func``
-    or ``coroutine`` (``@tool``, ``StructuredTool``), else its ``_run`` (a ``BaseTool``
-    subclass)."""
-    found = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
-    return found if callable(found) else tool._run
+MCP_OUTPUT_SCHEMA: Final = "outputSchema"
+"""The key of a tool's ``metadata`` that holds the output schema of an MCP tool (MCP's name)."""
+
+
+def mcp_output_schema(tool: Any) -> dict[str, Any] | None:
+    """The output schema an MCP server declared for ``tool`` (see :data:`MCP_OUTPUT_SCHEMA`),
+    or ``None``."""
+    metadata = getattr(tool, "metadata", None)
+    schema = metadata.get(MCP_OUTPUT_SCHEMA) if isinstance(metadata, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+def mcp_structured(artifact: Any) -> Any:
+    """The structured output of an MCP tool's call, from its artifact (``None``: none)."""
+    return artifact.get("structured_content") if isinstance(artifact, dict) else None
 
 
 def tagged_model(model: Any, tag: str, metadata: dict[str, Any]) -> Any:

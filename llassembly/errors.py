@@ -12,7 +12,9 @@ Every error derives from :class:`LLAssemblyError`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Final, NotRequired, TypedDict
 
 __all__ = [
     "AsmRuntimeError",
@@ -23,6 +25,7 @@ __all__ = [
     "Diagnostic",
     "EmptyReply",
     "ExecutionError",
+    "Failure",
     "InstructionBudgetExceeded",
     "LLAssemblyError",
     "PlanError",
@@ -313,3 +316,93 @@ class WallClockExceeded(BudgetExceeded):
     """The plan ran longer than ``max_seconds``."""
 
     budget = "max_seconds"
+
+
+# -- an error as plain data, and back -------------------------------------------------------------
+
+
+class Failure(TypedDict):
+    """Why a plan stopped, as plain data (the one form every path and every checkpoint keeps).
+
+    Attributes:
+        type: The error's class name (``ToolExecutionError``, ``InstructionBudgetExceeded``,
+            ...), or ``RepairsExhausted`` / ``PlanNotApproved`` for a plan that never ran.
+        message: The error's full text.
+        detail: What went wrong, without the line prefix.
+        line: Line of the plan it happened on (0 when none).
+        source: That line's instruction.
+
+    The other keys are the error's own attributes (``tool``, ``argument``, ``limit``, ...).
+    """
+
+    type: str
+    message: str
+    detail: str
+    line: int
+    source: str
+    tool: NotRequired[str]
+    argument: NotRequired[str]
+    budget: NotRequired[str]
+    reason: NotRequired[str]
+    limit: NotRequired[float]
+    reached: NotRequired[float]
+    attempts: NotRequired[int]
+    problems: NotRequired[list[str]]
+    value: NotRequired[str]
+    sources: NotRequired[list[str]]
+    policy: NotRequired[str]
+
+
+_ATTRIBUTES: Final = (
+    "tool",
+    "argument",
+    "budget",
+    "limit",
+    "reached",
+    "reason",
+    "attempts",
+    "value",
+    "sources",
+    "policy",
+)
+
+
+def failure_of(error: ExecutionError) -> Failure:
+    """The plain-data record of an error raised while a plan ran (see :func:`error_of`)."""
+    failure = Failure(
+        type=type(error).__name__,
+        message=str(error),
+        detail=error.detail,
+        line=error.line,
+        source=error.source,
+    )
+    for attr in _ATTRIBUTES:
+        if hasattr(error, attr):
+            failure[attr] = getattr(error, attr)  # type: ignore[literal-required,unused-ignore]
+    return failure
+
+
+def _by_name(cls: type[ExecutionError]) -> dict[str, type[ExecutionError]]:
+    found = {cls.__name__: cls}
+    for sub in cls.__subclasses__():
+        found.update(_by_name(sub))
+    return found
+
+
+def error_of(failure: Mapping[str, Any]) -> ExecutionError:
+    """The error a :class:`Failure` describes, rebuilt where the live exception is gone (after
+    a checkpoint, in another process): its class by name, its attributes, its message."""
+    cls = _by_name(ExecutionError).get(str(failure.get("type")), ExecutionError)
+    error = cls.__new__(cls)
+    ExecutionError.__init__(
+        error,
+        str(failure.get("detail") or failure.get("message") or "the plan failed"),
+        line=int(failure.get("line", 0) or 0),
+        source=str(failure.get("source", "")),
+    )
+    for attr in _ATTRIBUTES:
+        if attr in failure:
+            setattr(error, attr, failure[attr])
+    if isinstance(error, ToolExecutionError):
+        error.original = RuntimeError(str(failure.get("detail", "")))
+    return error

@@ -811,15 +811,16 @@ def test_a_number_result_is_read_exactly_as_json_reads_it(text: str) -> None:
     """Integers skip the JSON decoder; whatever the text, the plan gets what ``json.loads``
     gives, and text JSON refuses is refused."""
     from llassembly.errors import AsmRuntimeError
-    from llassembly.integration.results import decode_text
+    from llassembly.integration.calls import decode_text
     from llassembly.machine.externs import externs_from
+    from llassembly.machine.state import ToolCall
 
     def count() -> int:
         """A count."""
         return 0
 
     extern = externs_from([count])["count"]
-    pending = {"line": 3, "source": "CALL count"}
+    pending = ToolCall("count", {}, 1, 3, "CALL count", 1)
     answer = ToolMessage(content=text, tool_call_id="c1")
     try:
         expected: Any = json.loads(text.strip())

@@ -14,10 +14,8 @@ from llassembly.errors import (
 from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import (
-    Emulator,
-    MachineState,
-)
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.state import MachineState
 
 
 def get_temperature(city: str) -> float:

@@ -24,7 +24,6 @@ from llassembly.compat import (
     recording,
     recording_tool,
     tagged_model,
-    tool_signature_function,
 )
 
 
@@ -117,19 +116,24 @@ def test_a_raising_tool_is_noted_as_having_run_without_a_value() -> None:
     assert noted.ran and not noted.returned
 
 
-def test_the_signature_function_of_a_tool() -> None:
-    decorated = StructuredTool.from_function(_double)
-    assert tool_signature_function(decorated) is _double
+def test_an_mcp_tools_structured_output_is_in_its_artifact_and_its_schema_in_its_metadata() -> None:
+    """``langchain-mcp-adapters`` keeps an MCP call's structured output in the artifact of its
+    ``content_and_artifact`` result; ``load_mcp_tools`` keeps the output schema in the tool's
+    metadata under MCP's own name."""
+    import inspect
 
-    class Plain(BaseTool):
-        name: str = "plain"
-        description: str = "Plain."
+    from langchain_mcp_adapters import tools as adapter
 
-        def _run(self, word: str) -> str:
-            return word
+    from llassembly.compat import MCP_OUTPUT_SCHEMA, mcp_output_schema, mcp_structured
 
-    plain = Plain()
-    assert tool_signature_function(plain) == plain._run
+    assert "structured_content" in inspect.getsource(adapter)
+    assert mcp_structured({"structured_content": {"id": 1}}) == {"id": 1}
+    assert mcp_structured(None) is None
+    decorated = StructuredTool.from_function(
+        _double, metadata={MCP_OUTPUT_SCHEMA: {"type": "object"}}
+    )
+    assert mcp_output_schema(decorated) == {"type": "object"}
+    assert mcp_output_schema(StructuredTool.from_function(_double)) is None
 
 
 def test_a_tagged_model_answers_a_tools_less_request_and_its_chunks_carry_the_tag() -> None:

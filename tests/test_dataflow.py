@@ -17,12 +17,20 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from llassembly import Emulator, externs_from, parse, summarize
+from llassembly import (
+    DataFlowPolicy,
+    Emulator,
+    externs_from,
+    never_from,
+    only_from,
+    parse,
+    summarize,
+)
 from llassembly.analysis import dataflow
+from llassembly.analysis.policies import check_policies
 from llassembly.errors import DataFlowRefused, UsageError
 from llassembly.language.program import Program
 from llassembly.machine.shadow import Shadow
-from llassembly.policies import DataFlowPolicy, check_policies, never_from, only_from
 
 
 class Email(BaseModel):

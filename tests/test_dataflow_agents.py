@@ -31,9 +31,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
-from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
+from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode, only_from
 from llassembly.errors import DataFlowRefused
-from llassembly.policies import only_from
 
 SENT: list[str] = []
 ASKED: list[str] = []

@@ -30,13 +30,12 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from sound_plans import EXTERNS, INTS, RESULTS, SOUND_LIMITS, plans
 
-from llassembly import check, summarize
+from llassembly import check, only_from, summarize
 from llassembly.analysis.constants import same_value
 from llassembly.errors import LLAssemblyError
 from llassembly.language.parser import parse
 from llassembly.language.program import Program, Value
 from llassembly.machine.emulator import Emulator
-from llassembly.policies import only_from
 
 PLANS_TRIED = 300
 _SOUND = settings(

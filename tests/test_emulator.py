@@ -27,15 +27,10 @@ from llassembly.errors import (
 from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import (
-    CompiledProgram,
-    Emulator,
-    MachineState,
-    RunResult,
-    ToolCall,
-    compile_program,
-)
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
+from llassembly.machine.state import MachineState, RunResult, ToolCall
+from llassembly.machine.steps import CompiledProgram, compile_program
 
 # --- helpers ---------------------------------------------------------------------------------
 

@@ -22,16 +22,13 @@ from llassembly.language.instructions import (
 from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import (
-    CompiledProgram,
-    Emulator,
-    RunResult,
-    compile_program,
-)
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import (
     Extern,
     externs_from,
 )
+from llassembly.machine.state import RunResult
+from llassembly.machine.steps import CompiledProgram, compile_program
 
 # --- a small tool set: every arity and result shape, and one tool that raises -----------------
 

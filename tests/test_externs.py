@@ -18,12 +18,12 @@ from llassembly.errors import (
     ToolArgumentError,
     UsageError,
 )
+from llassembly.integration.prompt import first_paragraph
 from llassembly.language.program import NONE, find_tool
 from llassembly.machine.externs import (
     Extern,
     Param,
     externs_from,
-    type_label,
 )
 
 
@@ -62,7 +62,8 @@ def test_plain_callable_params_in_push_order_with_types_and_docstring_descriptio
     assert ext.name == "make_one_step"
     assert [(p.name, p.annotation) for p in ext.params] == [("x", int), ("y", int)]
     assert [p.description for p in ext.params] == ["Target column.", "Target row, on two lines."]
-    assert ext.description == "Move one step towards (x, y)."
+    assert ext.description.startswith("Move one step towards (x, y).\n\nLonger")  # declared
+    assert first_paragraph(ext.description) == "Move one step towards (x, y)."  # the prompt's
     assert ext.n_results == 1
     assert ext.tool is None
     assert ext.func is make_one_step
@@ -506,4 +507,7 @@ def test_sync_call_of_an_async_callable_is_a_usage_error() -> None:
     ],
 )
 def test_type_label_is_short_and_readable(annotation: Any, label: str) -> None:
-    assert type_label(annotation) == label
+    from llassembly.analysis.shapes import shape_of
+    from llassembly.machine.values import label as type_label
+
+    assert type_label(shape_of(annotation)) == label

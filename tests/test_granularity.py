@@ -27,11 +27,9 @@ from llassembly.integration.graph import (
     PlanRun,
 )
 from llassembly.language.parser import parse
-from llassembly.machine.emulator import (
-    ToolCall,
-    compile_program,
-)
 from llassembly.machine.externs import externs_from
+from llassembly.machine.state import ToolCall
+from llassembly.machine.steps import compile_program
 
 
 @dataclass

@@ -32,11 +32,9 @@ from llassembly.integration.planner import Planner
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import (
-    Emulator,
-    compile_program,
-)
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
+from llassembly.machine.steps import compile_program
 
 _SETTINGS = settings(
     deadline=None,

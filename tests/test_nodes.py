@@ -46,11 +46,22 @@ def test_node_keeps_the_documented_signature(node_type: type[ToolsPlannerNode]) 
     assert head == [
         ("model", empty),
         ("tools", empty),
-        ("max_instructions_to_exec", 1000),
         ("infer_tools_messages", True),
         ("prompt_path", None),
+        ("max_instructions_to_exec", 1000),
     ]
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[5:])
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[2:])
+
+
+def test_the_nodes_and_the_middleware_list_the_options_in_one_order() -> None:
+    """Every entry point lists the planner options in the order they are declared."""
+    from llassembly import ToolsPlannerMiddleware
+    from llassembly.integration.options import OPTIONS
+
+    order = [option.name for option in OPTIONS]
+    for entry in (ToolsPlannerNode, AToolsPlannerNode, ToolsPlannerMiddleware):
+        names = [n for n in inspect.signature(entry).parameters if n in order]
+        assert names == [n for n in order if n in names], entry.__name__
 
 
 def test_node_takes_the_model_and_tools_by_position_and_options_by_keyword(

@@ -13,9 +13,15 @@ from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
+from llassembly import (
+    ToolsPlannerMiddleware,
+    ToolsPlannerNode,
+    max_calls,
+    never_from,
+    not_in_loop,
+    only_from,
+)
 from llassembly.errors import UsageError
-from llassembly.policies import max_calls, never_from, not_in_loop, only_from
 
 BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
     "approve_plan misspelt": ({"approve_plan": ["notfy"]}, r"approve_plan names the tool 'notfy'"),

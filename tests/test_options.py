@@ -96,7 +96,7 @@ def test_document_options_refuses_an_undocumented_parameter() -> None:
         """A thing.
 
         Args:
-            (every planner option; see llassembly.options)
+            (every planner option)
         """
 
         def __init__(self, max_repairs: int = 2, colour: str = "red") -> None: ...

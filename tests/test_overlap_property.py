@@ -27,12 +27,11 @@ from langchain.agents import create_agent
 from langchain.tools import tool
 from langchain_core.messages import HumanMessage
 
-from llassembly import ToolsPlannerMiddleware
+from llassembly import DataFlowPolicy, ToolsPlannerMiddleware, never_from
 from llassembly.errors import LLAssemblyError
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator
-from llassembly.policies import DataFlowPolicy, never_from
 
 MARKED = ["look", "split", "label"]
 DATA = "\nsection .data\nbuf dq 0, 0, 0, 0, 0, 0\nitems dq 4, -3, 7, 12, 0, 5\n"

@@ -21,10 +21,8 @@ from llassembly.language.program import (
     Program,
     Reg,
 )
-from llassembly.machine.emulator import (
-    Emulator,
-    RunResult,
-)
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.state import RunResult
 
 # ---------------------------------------------------------------------------------------------
 # Tools and helpers

@@ -16,8 +16,9 @@ from llassembly.errors import AsmRuntimeError, AsmSyntaxError, ExecutionError, P
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.language import limits
-from llassembly.machine.emulator import Emulator, compile_program
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
+from llassembly.machine.steps import compile_program
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGUAGE = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")

@@ -17,10 +17,11 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
+from llassembly.integration.calls import CallContext
+from llassembly.integration.nodes import TURN_KEY, TurnGraph, TurnRun
 from llassembly.integration.options import PlannerOptions
-from llassembly.integration.planner import MAX_PLAN_INSTRUCTIONS, Planner
-from llassembly.integration.tools import ToolContext
-from llassembly.integration.turngraph import TURN_KEY, TurnGraph, TurnRun
+from llassembly.integration.planner import Planner
+from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
 from llassembly.language.program import (
     PlainAnswer,
     Program,
@@ -121,7 +122,7 @@ def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:
 
 def test_config_for_adds_the_run_and_keeps_the_callers_config() -> None:
     turn = TurnGraph(Planner(PlannerOptions()))
-    run = TurnRun(ToolContext({}), system_prompt="")
+    run = TurnRun(CallContext(Planner(PlannerOptions()), {}), system_prompt="")
     config = turn.config_for(run, {"configurable": {"thread_id": "t"}, "tags": ["x"]})
     assert config["configurable"] == {"thread_id": "t", TURN_KEY: run}
     assert config["tags"] == ["x"]

@@ -28,8 +28,7 @@ from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.prompt import build_system_prompt
 from llassembly.integration.query import query_runner
-from llassembly.machine.ahead import marked_calls
-from llassembly.machine.emulator import compile_program
+from llassembly.machine.emulator import marked_calls
 from llassembly.machine.externs import externs_from
 from llassembly.machine.query import (
     QUERY_EXTERN,
@@ -38,6 +37,7 @@ from llassembly.machine.query import (
     read_answer,
     settle,
 )
+from llassembly.machine.steps import compile_program
 
 BILL_SHAPE = '{"iban": "text", "amount": "number"}'
 

@@ -29,12 +29,13 @@ from llassembly import (
     Emulator,
     ToolsPlannerMiddleware,
     externs_from,
+    never_from,
+    only_from,
     parse,
     summarize,
 )
 from llassembly.errors import DataFlowRefused
 from llassembly.machine.query import QUERY_EXTERN
-from llassembly.policies import never_from, only_from
 
 GOOD = "DE89370400440532013000"
 EVIL = "GB33BUKB20201555555555"

@@ -16,8 +16,13 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from llassembly.errors import RepairsExhausted
-from llassembly.integration.events import (
+from llassembly.errors import CallNotRun, RepairsExhausted
+from llassembly.integration.middleware import ToolsPlannerMiddleware
+from llassembly.integration.nodes import ToolsPlannerNode
+from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import Planner
+from llassembly.integration.record import KEY
+from llassembly.integration.turn import (
     AskModel,
     AskPerson,
     Begin,
@@ -29,13 +34,9 @@ from llassembly.integration.events import (
     RunCalls,
     RunPlan,
     TurnView,
+    step,
 )
-from llassembly.integration.middleware import ToolsPlannerMiddleware
-from llassembly.integration.nodes import ToolsPlannerNode
-from llassembly.integration.options import PlannerOptions
-from llassembly.integration.planner import Planner
-from llassembly.integration.record import KEY, Failed, refusal_failure
-from llassembly.integration.turn import step
+from llassembly.machine.emulator import Failed
 
 PLAN = asm('PUSH 1\nCALL increment\nPOP R1\nPUSH R1\nCALL increment\nPOP R2\nSAY "{R2}"')
 
@@ -97,7 +98,7 @@ def test_a_rejected_reply_asks_for_a_repair_with_the_draft_and_its_problems(box:
 def test_a_failed_call_under_replan_asks_for_a_new_plan_with_what_happened(box: Toolbox) -> None:
     view = _view(box, on_tool_error="replan")
     started = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
-    refused = refusal_failure("increment", 3, "CALL increment", "a reviewer said no")
+    refused = CallNotRun("increment", "a reviewer said no", line=3, source="CALL increment")
     replanning = step(started.record, Returned([Failed(refused)]), view)
     assert isinstance(replanning.action, AskModel) and replanning.record["replans"] == 1
     (request,) = replanning.action.extra
@@ -110,7 +111,7 @@ def test_a_failed_call_under_replan_asks_for_a_new_plan_with_what_happened(box: 
 def test_a_refused_call_ends_the_turn_as_a_decision(box: Toolbox) -> None:
     view = _view(box)
     started = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
-    refused = refusal_failure("increment", 3, "CALL increment", "a reviewer said no")
+    refused = CallNotRun("increment", "a reviewer said no", line=3, source="CALL increment")
     done = step(started.record, Returned([Failed(refused)]), view)
     assert isinstance(done.action, Finish)
     text = done.messages[-1].text

@@ -9,7 +9,7 @@ refused before anything runs and the problems go back to the model as a repair r
 
 Example:
     >>> from llassembly import ToolsPlannerMiddleware
-    >>> from llassembly.policies import max_calls, not_in_loop
+    >>> from llassembly import max_calls, not_in_loop
     >>> planner = ToolsPlannerMiddleware(
     ...     plan_policy=[max_calls({"send_email": 3}), not_in_loop("delete_file")]
     ... )

@@ -72,6 +72,7 @@ class Shape:
             through registers, variables and the stack): the value and the line it is
             written on, so the check can ask a tool whether it takes it. Where values from
             different places meet, the literal is dropped and the shape kept.
+        choices: The values a ``Literal`` or an enum allows (empty: any of its kind).
     """
 
     kind: Kind
@@ -80,6 +81,7 @@ class Shape:
     item: Shape | None = None
     options: tuple[Shape, ...] = ()
     literal: tuple[int | float | str, int] | None = None
+    choices: tuple[int | float | str, ...] = ()
 
     def field(self, key: str) -> Shape | None:
         """An object's field, or ``None``."""
@@ -92,6 +94,7 @@ class Shape:
 ANY: Final = Shape("any")
 INT: Final = Shape("int")
 FLOAT: Final = Shape("float")
+BOOL: Final = Shape("int", "bool")  # a bool is a number the machine holds as 1 or 0
 NUMBER: Final = Shape("number")
 TEXT: Final = Shape("text")
 NONE_SHAPE: Final = Shape("none")
@@ -195,10 +198,12 @@ def _shape(annotation: Any, depth: int) -> Shape:
     if origin is typing.Union or type(ann).__name__ == "UnionType":
         return _union(_of(a, depth) for a in args) or ANY
     if origin is Literal:
-        return _union(_scalar(type(a)) for a in args) or ANY
+        return _choices(args)
     if isinstance(ann, type):
-        if issubclass(ann, bool | int | float) and not issubclass(ann, enum.Enum):
-            return INT if issubclass(ann, bool | int) else FLOAT
+        if issubclass(ann, bool) and not issubclass(ann, enum.Enum):
+            return BOOL
+        if issubclass(ann, int | float) and not issubclass(ann, enum.Enum):
+            return INT if issubclass(ann, int) else FLOAT
         if issubclass(ann, decimal.Decimal):
             return Shape("decimal", "decimal")
         for kind, name in _TEXT_TYPES.items():
@@ -207,7 +212,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         if issubclass(ann, PurePath):
             return Shape("text", "path")
         if issubclass(ann, enum.Enum):
-            return _union(_scalar(type(m.value)) for m in ann) or ANY
+            return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
             items = [(n, f.annotation) for n, f in ann.model_fields.items()]
             return _object(ann.__name__, items, depth)
@@ -237,6 +242,16 @@ def _shape(annotation: Any, depth: int) -> Shape:
     if container is Iterable:
         return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
     return ANY
+
+
+def _choices(values: Sequence[Any]) -> Shape:
+    """The shape of a ``Literal`` or an enum: its values' kind, and the values themselves when
+    they are all plain values of one kind."""
+    found = _union(_scalar(type(v)) for v in values) or ANY
+    plain = all(type(v) in (int, float, str) for v in values)
+    if found.kind in ("int", "float", "text") and plain:
+        return dataclasses.replace(found, choices=tuple(values))
+    return found
 
 
 def _scalar(kind: type) -> Shape:

@@ -24,8 +24,8 @@ constant shown is the value on every run. Control flow the paths cannot follow w
 limits makes every maximum unbounded (:attr:`PlanSummary.complete` is then false).
 
 Example:
-    >>> from llassembly.externs import externs_from
-    >>> from llassembly.parser import parse
+    >>> from llassembly import externs_from
+    >>> from llassembly import parse
     >>> def ping(x: int) -> int:
     ...     return x + 1
     >>> plan = parse("MOV R1, 2\\nADD R1, 3\\nPUSH R1\\nCALL ping\\nPOP R1")

@@ -14,7 +14,7 @@ Two stages after a size check (see "Checks before the run" in ``docs/language.md
   refused, saying which limit.
 
 Example:
-    >>> from llassembly.parser import parse
+    >>> from llassembly import parse
     >>> check(parse("POP R1\\nHLT"), {})[0].message
     'POP on an empty stack: on some path nothing is on the stack when this line runs'
 """

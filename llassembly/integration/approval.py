@@ -32,8 +32,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import interrupt
 
 from llassembly.errors import PlanError, UsageError
-from llassembly.integration.record import STATE_KEY, rejection_failure
-from llassembly.integration.views import repair_request
+from llassembly.integration.messages import repair_request
+from llassembly.integration.record import KEY, rejection_failure
 from llassembly.language.program import Program
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def plan_call_approved(request: Any) -> bool:
     predicates (in both its modes it carries the agent state).
     """
     state = getattr(request, "state", None)
-    record = state.get(STATE_KEY) if isinstance(state, Mapping) else None
+    record = state.get(KEY) if isinstance(state, Mapping) else None
     if not isinstance(record, Mapping):
         return False
     approval = record.get("approval")

@@ -1,121 +1,364 @@
-"""The agent path's tool side: a plan's call as the agent's tool node runs it.
+"""A plan's call, from the machine's request to the plan's values: the one tool path.
 
-The planner's ``wrap_tool_call`` hands plan calls here. The call runs through the planner's
-``tool_middleware`` and the rest of the agent's tool path, on a copy of the tool that notes its
-own return value (:func:`llassembly.compat.recording_tool`). A tool's exception becomes the
-call's failure (an error ``ToolMessage``, so the plan's ``on_tool_error`` decides what
-follows). The result is tagged with the call's place in the plan, whether the tool ran, and,
-when its text would read differently, the values the plan gets (see
-:mod:`llassembly.integration.results`); a result a middleware rewrote after the tool is read
-from its text, as the agent sees it.
+Every way a plan runs (the agent path, a plan graph inside the planner nodes or the
+middleware's ``execution="graph"``) makes its calls here; the drivers only decide *where* the
+tool runs:
+
+* on the agent path the agent's own tool node runs it (with the agent's ``wrap_tool_call``
+  middleware, approvals, limits and injection), and hands it to the planner's
+  ``wrap_tool_call``, which calls :func:`run_call` with the tool node's handler;
+* in a plan graph, :func:`run_call` gets :func:`invoke_tool`, which invokes the tool as the
+  tool node would (with its ``ToolRuntime``, the call's config).
+
+:func:`run_call` wraps the handler in the planner's ``tool_middleware``, notes the tool's own
+return value (:func:`llassembly.compat.recording_tool`), turns a tool's exception into the
+call's failure (an error ``ToolMessage``, so the plan's ``on_tool_error`` decides), and tags the
+``ToolMessage`` with the call's place, whether the tool ran, and, when its text would read
+differently, the values the plan gets. :func:`outcome_of` reads any plan call's
+``ToolMessage`` back into what the machine takes: the one "did it run" rule and the one
+decoding by the tool's declared result type. :func:`call_id` is the one call-id formatter,
+:func:`call_request` the one ``AIMessage`` that carries calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain.tools import ToolRuntime
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+from pydantic import BaseModel
 
+from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.compat import Recorded, bubbling_errors, recording
-from llassembly.errors import ExecutionError
-from llassembly.integration.agent import ADDED_BY_CALL, ENDS_RUN, record_of
-from llassembly.integration.messages import call_meta
-from llassembly.integration.planner import Planner
-from llassembly.integration.record import FAILURE_ARTIFACT, KEY, PendingCall, execution_failure
-from llassembly.integration.results import altered, message_text, value_tag
-from llassembly.integration.tools import chain
-from llassembly.machine.emulator import ToolCall, tool_error
+from llassembly.errors import (
+    AsmRuntimeError,
+    CallNotRun,
+    ExecutionError,
+    Failure,
+    ToolExecutionError,
+    UsageError,
+    error_of,
+    failure_of,
+)
+from llassembly.integration.record import FAILURE_ARTIFACT, KEY
+from llassembly.machine.emulator import Failed, tool_error
+from llassembly.machine.externs import Extern
+from llassembly.machine.state import ToolCall
+from llassembly.machine.values import label, short_repr
 
-__all__ = ["arun_plan_call", "plan_call", "run_plan_call"]
-
-_Msg = TypeVar("_Msg", bound=BaseMessage)
+ENDS_RUN: Final = "ends_run"
+"""In a plan call's tag: its tool is ``return_direct`` (its result ends the run)."""
+ADDED_BY_CALL: Final = "llassembly_added_by_call"
+"""In ``response_metadata``: the id of the plan call whose tool added this message."""
+_JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_SHOWN = 80  # characters of an undecodable result quoted in the error
 _Result = ToolMessage | Command[Any]
+_M = TypeVar("_M", bound=BaseMessage)
 
 
-def plan_call(request: ToolCallRequest) -> PendingCall | None:
-    """The pending plan call this tool request runs, or ``None`` for any other call."""
-    record = record_of(request.state)
-    if record is None:
-        return None
-    call_id = request.tool_call.get("id")
-    return next((p for p in record["pending"] if p["id"] == call_id), None)
+# -- the call as a message -----------------------------------------------------------------------
 
 
-def run_plan_call(
-    planner: Planner,
+def call_id(prefix: str, number: int) -> str:
+    """The tool-call id of the plan's call number ``number`` (the plan's ``prefix`` first)."""
+    return f"{prefix}{number}"
+
+
+def place(call: ToolCall, **extra: Any) -> dict[str, Any]:
+    """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
+    return {
+        KEY: {
+            "kind": "call",
+            "index": call.index,
+            "line": call.line,
+            "source": call.source,
+            **extra,
+        }
+    }
+
+
+def call_request(calls: Sequence[ToolCall], prefix: str, *, query: bool = False) -> AIMessage:
+    """The ``AIMessage`` carrying a plan's calls as tool calls (one, or a batch run at once;
+    ``query``: a batch of queries); its id is the first call's, its metadata names the first
+    call and, for a batch, lists every call under ``"batch"``."""
+    ids = [call_id(prefix, c.number) for c in calls]
+    meta = place(calls[0], kind="query") if query else place(calls[0])
+    if len(calls) > 1:
+        meta[KEY]["batch"] = [place(c)[KEY] for c in calls]
+    tool_calls = [
+        {"name": c.tool, "args": jsonable(c.args), "id": i, "type": "tool_call"}
+        for c, i in zip(calls, ids, strict=True)
+    ]
+    return AIMessage(content="", tool_calls=tool_calls, response_metadata=meta, id=ids[0])
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data: pydantic models dumped, containers walked, anything else
+    that JSON has no type for as its text."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def result_text(result: Any) -> str:
+    """The text a value shows as in a ``ToolMessage`` (JSON for anything but text)."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(jsonable(result), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return short_repr(result, 2000)
+
+
+def message_text(message: ToolMessage) -> str:
+    """A ``ToolMessage``'s content as text."""
+    content = message.content
+    return content if type(content) is str else str(message.text)
+
+
+def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call that failed (its record in the artifact)."""
+    return ToolMessage(
+        content=failure["message"],
+        tool_call_id=call_id(prefix, call.number),
+        name=call.tool,
+        status="error",
+        artifact={FAILURE_ARTIFACT: dict(failure)},
+        response_metadata=place(call, **tag),
+    )
+
+
+def query_message(
+    call: ToolCall, prefix: str, attempts: int, *, value: Any = None, failure: Failure | None = None
+) -> ToolMessage:
+    """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
+    model calls it made."""
+    tag = {"kind": "query", "attempts": attempts}
+    if failure is not None:
+        return failure_message(call, prefix, failure, **tag)
+    return ToolMessage(
+        content=result_text(value),
+        tool_call_id=call_id(prefix, call.number),
+        name=call.tool,
+        response_metadata=place(call, **tag),
+    )
+
+
+def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
+    """What a call gave, as its ``ToolMessage``: the one the tool path made (a ``Command``'s
+    own message for this call), or one made of a raw result (tagged with the plan's values
+    when its text would read differently)."""
+    cid = call_id(prefix, call.number)
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        found = [
+            m
+            for m in _listed(update.get("messages", []))
+            if isinstance(m, ToolMessage) and m.tool_call_id == cid
+        ]
+        result = found[0] if found else ""
+    if isinstance(result, ToolMessage):
+        return result
+    message = ToolMessage(content=result_text(result), tool_call_id=cid, name=call.tool)
+    message.response_metadata = place(call, **_value_tag(extern, result, message, call))
+    return message
+
+
+def _listed(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+# -- running a call ------------------------------------------------------------------------------
+
+
+class _Planner(Protocol):
+    """What a call needs of its planner (a :class:`~llassembly.integration.planner.Planner`):
+    its options (``tool_middleware``) and the recording copies of its tools."""
+
+    @property
+    def options(self) -> Any: ...
+
+    def recording_tool_of(self, tool: BaseTool) -> BaseTool: ...
+
+
+@dataclass
+class CallContext:
+    """What a plan's calls need from their driver (live objects, never in graph state).
+
+    Attributes:
+        planner: The planner (its options' ``tool_middleware``, its tools' recording copies).
+        externs: The tools the plan may call.
+        prefix: The plan's call-id prefix.
+        state: The caller's graph state, given to tools as ``ToolRuntime.state``.
+        runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
+        query_model: The chat model that answers the plan's queries.
+        errors: The live exceptions of failed calls, by call id (to raise them as they are).
+    """
+
+    planner: _Planner
+    externs: Mapping[str, Extern]
+    prefix: str = ""
+    state: Any = None
+    runtime: Any = None
+    query_model: Any = None
+    errors: dict[str, BaseException] = field(default_factory=dict)
+
+
+def run_call(
+    ctx: CallContext,
+    call: ToolCall,
     request: ToolCallRequest,
-    pending: PendingCall,
     handler: Callable[[ToolCallRequest], _Result],
 ) -> _Result:
-    """Run one plan call through the planner's ``tool_middleware`` and ``handler``."""
+    """Run one plan call through the planner's ``tool_middleware`` and ``handler`` (where it
+    runs); return its tagged result (see the module docstring)."""
     noted = Recorded()
-    chained = chain(planner.options.tool_middleware, "wrap_tool_call", handler)
+    chained = _chain(ctx.planner.options.tool_middleware, "wrap_tool_call", handler)
     try:
         with recording(noted):
-            result = chained(_recording(planner, request))
+            result = chained(_recording(ctx, request))
     except bubbling_errors():
         raise
     except Exception as exc:
-        return _failure_message(pending, exc)
-    return _tagged(planner, result, pending, request, noted)
+        return _failed(ctx, call, request, exc, noted)
+    return _tagged(ctx, call, request, result, noted)
 
 
-async def arun_plan_call(
-    planner: Planner,
+async def arun_call(
+    ctx: CallContext,
+    call: ToolCall,
     request: ToolCallRequest,
-    pending: PendingCall,
     handler: Callable[[ToolCallRequest], Awaitable[_Result]],
 ) -> _Result:
-    """Async :func:`run_plan_call`."""
+    """Async :func:`run_call`."""
     noted = Recorded()
-    chained = chain(planner.options.tool_middleware, "awrap_tool_call", handler)
+    chained = _chain(ctx.planner.options.tool_middleware, "awrap_tool_call", handler)
     try:
         with recording(noted):
-            result = await chained(_recording(planner, request))
+            result = await chained(_recording(ctx, request))
     except bubbling_errors():
         raise
     except Exception as exc:
-        return _failure_message(pending, exc)
-    return _tagged(planner, result, pending, request, noted)
+        return _failed(ctx, call, request, exc, noted)
+    return _tagged(ctx, call, request, result, noted)
 
 
-def _recording(planner: Planner, request: ToolCallRequest) -> ToolCallRequest:
+def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> ToolCallRequest:
+    """The request of a plan call that runs in a plan graph, as the agent's tool node would
+    build it: the tool, its ``ToolRuntime`` (the caller's state, context, store and stream
+    writer, the call's id and config)."""
+    extern = ctx.externs[call.tool]
+    cid = call_id(ctx.prefix, call.number)
+    rt = ctx.runtime
+    runtime = ToolRuntime(
+        state=ctx.state,
+        context=getattr(rt, "context", None),
+        config=config,
+        stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
+        tool_call_id=cid,
+        store=getattr(rt, "store", None),
+        tools=[e.tool for e in ctx.externs.values() if e.tool is not None],
+    )
+    return ToolCallRequest(
+        tool_call={"name": call.tool, "args": dict(call.args), "id": cid, "type": "tool_call"},
+        tool=extern.tool,
+        state=ctx.state,
+        runtime=runtime,
+    )
+
+
+def invoke_tool(ctx: CallContext, config: RunnableConfig) -> Callable[[ToolCallRequest], _Result]:
+    """The handler that runs a plan graph's call: the tool invoked with the tool call, its
+    ``ToolRuntime`` injected, as the agent's tool node invokes it."""
+
+    def invoke(request: ToolCallRequest) -> _Result:
+        tool, call = _injected(ctx, request)
+        return tool.invoke(call, config)  # type: ignore[no-any-return]
+
+    return invoke
+
+
+def ainvoke_tool(
+    ctx: CallContext, config: RunnableConfig
+) -> Callable[[ToolCallRequest], Awaitable[_Result]]:
+    """Async :func:`invoke_tool`."""
+
+    async def invoke(request: ToolCallRequest) -> _Result:
+        tool, call = _injected(ctx, request)
+        return await tool.ainvoke(call, config)  # type: ignore[no-any-return]
+
+    return invoke
+
+
+def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dict[str, Any]]:
+    """The tool and the tool call it is invoked with, its ``ToolRuntime`` injected."""
+    tool = request.tool
+    if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
+        raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
+    args = dict(request.tool_call.get("args") or {})
+    extern = ctx.externs.get(request.tool_call["name"])
+    if extern is not None and extern.runtime_param is not None:
+        args[extern.runtime_param] = request.runtime
+    return tool, {**request.tool_call, "args": args, "type": "tool_call"}
+
+
+def _no_stream(chunk: Any) -> None:
+    """Stream writer used when the caller has none."""
+
+
+def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
+    """``handler`` wrapped by each middleware's ``hook`` (``"wrap_tool_call"`` or
+    ``"awrap_tool_call"``), the first one outermost, as ``create_agent`` nests them."""
+    for mw in reversed(middleware):
+        handler = _bind(getattr(mw, hook), handler)
+    return handler
+
+
+def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
+    return lambda request: wrapper(request, handler)
+
+
+def _recording(ctx: CallContext, request: ToolCallRequest) -> ToolCallRequest:
     if request.tool is None:
         return request
-    return request.override(tool=planner.recording_tool_of(request.tool))
+    return request.override(tool=ctx.planner.recording_tool_of(request.tool))
 
 
-def _failure_message(pending: PendingCall, exc: Exception) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call whose tool raised (the graph path's text)."""
-    call = ToolCall(
-        pending["tool"], {}, pending["index"], pending["line"], pending["source"], pending["number"]
-    )
+def _failed(
+    ctx: CallContext, call: ToolCall, request: ToolCallRequest, exc: Exception, noted: Recorded
+) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call whose tool raised (the live error kept); a
+    tool that returned before LangChain failed to write its result (an integer too long to
+    print) gave the plan that value: it is read as any result is."""
+    extern = ctx.externs.get(call.tool)
+    if noted.returned and extern is not None:
+        return as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
     wrapped = tool_error(call, exc)
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
-    return ToolMessage(
-        content=str(error),
-        tool_call_id=pending["id"],
-        name=pending["tool"],
-        status="error",
-        artifact={FAILURE_ARTIFACT: dict(execution_failure(error))},
-        response_metadata=_tag(pending),
-    )
-
-
-def _tag(pending: PendingCall, **extra: Any) -> dict[str, Any]:
-    meta = call_meta(pending["index"], pending["line"], pending["source"])
-    meta[KEY].update(extra)
-    return meta
+    ctx.errors[call_id(ctx.prefix, call.number)] = wrapped
+    return failure_message(call, ctx.prefix, failure_of(error))
 
 
 def _tagged(
-    planner: Planner,
-    result: _Result,
-    pending: PendingCall,
+    ctx: CallContext,
+    call: ToolCall,
     request: ToolCallRequest,
+    result: _Result,
     noted: Recorded,
 ) -> _Result:
     """A plan call's result with the call's place in its metadata, whether the tool ran, and
@@ -128,51 +371,234 @@ def _tagged(
     extra: dict[str, Any] = {} if noted.ran else {"ran": False}
     if request.tool is not None and request.tool.return_direct:
         extra[ENDS_RUN] = True
-    extern = planner.extern_of(request.tool) if request.tool is not None else None
+    extern = ctx.externs.get(call.tool)
+    cid = str(request.tool_call.get("id"))
 
     def tagged(message: ToolMessage) -> ToolMessage:
         more = dict(extra)
         if _as_made(message, noted) and extern is not None and message.status != "error":
-            more.update(value_tag(extern, noted.value, message_text(message), pending))
+            more.update(_value_tag(extern, extern.result_of(noted.value), message, call))
         # The tool node built this message for this call: its metadata is set, not copied.
-        message.response_metadata = {**message.response_metadata, **_tag(pending, **more)}
+        message.response_metadata = {**message.response_metadata, **place(call, **more)}
         return message
 
     if isinstance(result, ToolMessage):
         return tagged(result)
+    if not isinstance(result, Command):
+        raise UsageError(
+            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
+            "plans need a ToolMessage"
+        )
     update = result.update
     if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
         return result
     messages = [
-        (tagged(m) if isinstance(m, ToolMessage) and _answers(m, pending) else _marked(m, pending))
+        (tagged(m) if isinstance(m, ToolMessage) and m.tool_call_id == cid else _marked(m, cid))
         if isinstance(m, BaseMessage)
         else m
-        for m in _as_list(update["messages"])
+        for m in _listed(update["messages"])
     ]
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
+def _marked(message: _M, cid: str) -> _M:
+    meta = {**message.response_metadata, ADDED_BY_CALL: cid}
+    return message.model_copy(update={"response_metadata": meta})
+
+
 def _as_made(message: ToolMessage, noted: Recorded) -> bool:
-    """Whether ``message`` holds the result as the tool made it (see
-    :func:`~llassembly.integration.results.altered`), so the plan reads the tool's own value.
-    A ``wrap_tool_call`` middleware that altered the content after the tool (a redaction, a
-    correction) decides what the agent sees, and so what the plan reads: its text."""
+    """Whether ``message`` holds the result as the tool made it, so the plan reads the tool's
+    own value. A ``wrap_tool_call`` middleware that altered the content after the tool (a
+    redaction, a correction) decides what the agent sees, and so what the plan reads: its
+    text. One that only adds text around the result (``HumanInTheLoopMiddleware``'s notice of
+    an edited call) leaves the plan the tool's own value."""
     if not noted.returned:
         return False
     if noted.content is None or message.content == noted.content:
         return True
     made = message_text(ToolMessage(content=noted.content, tool_call_id=message.tool_call_id))
-    return not altered(made, message_text(message))
+    return made in message_text(message)
 
 
-def _marked(message: _Msg, pending: Mapping[str, Any]) -> _Msg:
-    meta = {**message.response_metadata, ADDED_BY_CALL: pending["id"]}
-    return message.model_copy(update={"response_metadata": meta})
+def _value_tag(extern: Extern, result: Any, message: ToolMessage, call: ToolCall) -> dict[str, Any]:
+    """What a result's message records beside its text: nothing when the text reads back as
+    the values the plan gets from ``result`` (the tool's own return value); those values
+    when it would not; the failure when the value cannot be held."""
+    try:
+        values = extern.to_values(result, line=call.line, source=call.source)
+    except ExecutionError as error:
+        return {"failure": dict(failure_of(error))}
+    try:
+        read = extern.to_values(decode_text(extern, message_text(message), call))
+    except ExecutionError:
+        read = None
+    if read is not None and _same(read, values):
+        return {}
+    return {"values": list(values)}
 
 
-def _answers(message: BaseMessage, pending: Mapping[str, Any]) -> bool:
-    return isinstance(message, ToolMessage) and message.tool_call_id == pending["id"]
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(
+        type(x) is type(y) and x == y for x, y in zip(a, b, strict=True)
+    )
 
 
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
+# -- reading a result back -----------------------------------------------------------------------
+
+
+def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
+    """What a plan call's ``ToolMessage`` gives the plan: the tool's value (as the machine's
+    ``complete_batch`` takes it) or :class:`~llassembly.machine.emulator.Failed`.
+
+    The one rule for whether the call ran: an error message that did not pass the planner's
+    tool path (no tag: a person or a middleware before it answered instead) or that says the
+    tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
+    message is the tool's failure.
+    """
+    tag = message.response_metadata.get(KEY)
+    tag = tag if isinstance(tag, Mapping) else {}
+    recorded = tag.get("failure")
+    artifact = message.artifact
+    if not isinstance(recorded, Mapping) and isinstance(artifact, Mapping):
+        recorded = artifact.get(FAILURE_ARTIFACT)
+    if isinstance(recorded, Mapping):
+        return Failed(error_of(recorded))
+    if message.status == "error":
+        text = message_text(message)
+        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
+            return Failed(CallNotRun(call.tool, text, line=call.line, source=call.source))
+        return Failed(
+            ToolExecutionError(call.tool, RuntimeError(text), line=call.line, source=call.source)
+        )
+    if extern is None:
+        gone = f"tool {call.tool!r} is no longer offered by the agent"
+        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source))
+    if "values" in tag:
+        values = list(tag["values"])
+        return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
+    try:
+        return decode_text(extern, message_text(message), call)
+    except ExecutionError as error:
+        return Failed(error)
+
+
+def shown_result(extern: Extern | None, message: ToolMessage) -> str:
+    """A call's result as the plan got it, for a summary: a number as the plan holds it, text
+    as the tool wrote it; ``ERROR: ...`` for a failed call."""
+    from llassembly.language.templates import render
+
+    text = message_text(message)
+    if message.status == "error":
+        return f"ERROR: {text}"
+    tag = message.response_metadata.get(KEY)
+    values = tag.get("values") if isinstance(tag, Mapping) else None
+    if isinstance(values, list) and len(values) == 1:
+        return render(values[0])
+    if extern is None or extern.n_results != 1:
+        return text
+    try:
+        value = decode_text(extern, text, None)
+    except ExecutionError:
+        return text
+    return render(value) if type(value) in (int, float) else text
+
+
+def decode_text(extern: Extern, text: str, call: ToolCall | None = None) -> Any:
+    """What the plan gets from a result's text, read by the tool's declared result type (the
+    text as it is for text, numbers as JSON numbers, a ``tuple[...]`` as a JSON array).
+
+    Raises:
+        AsmRuntimeError: The text cannot be read as the declared type (names the tool and line).
+    """
+    if extern.n_results == 0:
+        return None
+    if extern.n_results == 1:
+        shape = shape_of(extern.result_types[0]) if extern.result_types else None
+        try:
+            return _decode_one(shape, text)
+        except ValueError:
+            raise _undecodable(extern, text, label(shape) if shape else "any", call) from None
+    what = f"{extern.n_results} values (a JSON array)"
+    try:
+        data = _json(text)
+    except ValueError:
+        raise _undecodable(extern, text, what, call) from None
+    if not isinstance(data, list) or len(data) != extern.n_results:
+        raise _undecodable(extern, text, what, call)
+    return data
+
+
+def _decode_one(shape: Shape | None, text: str) -> Any:
+    """One declared value from its ``ToolMessage`` text; ``ValueError`` when it is not one.
+
+    What the plan gets is what the tool returned: numbers are read as JSON numbers (a
+    ``-> float`` tool returning ``3`` gives ``3``), ``null`` is ``None`` (held as ``NONE``),
+    text stays as it was; undeclared results are JSON when they read as such, but plain text
+    that happens to be a JSON string stays text.
+    """
+    options = [] if shape is None else shape.options if shape.kind == "union" else [shape]
+    kinds = {o.kind for o in options if o.kind != "none"}
+    if kinds and kinds <= {"text", "decimal"} and not any(o.choices for o in options):
+        return text
+    if kinds and kinds <= {"int", "float", "number"} and not any(o.choices for o in options):
+        stripped = text.strip()
+        if any(o.name == "bool" for o in options) and stripped.lower() in ("true", "false"):
+            return stripped.lower() == "true"
+        # A JSON integer (what the tool node writes for an int) is read without the decoder.
+        number = int(stripped) if _JSON_INT.fullmatch(stripped) else _json(stripped)
+        if number is not None and type(number) not in (int, float, bool):
+            raise ValueError(text)
+        if isinstance(number, float) and not math.isfinite(number):
+            raise ValueError(text)
+        return number
+    strict = bool(kinds) and not any(o.choices for o in options) and "any" not in kinds
+    try:
+        data = _json(text)
+    except ValueError:
+        if strict:
+            raise
+        return text
+    if isinstance(data, str) and not kinds:
+        return text  # a tool's plain text that happens to be valid JSON stays as it was
+    if isinstance(data, float) and not math.isfinite(data):
+        raise ValueError(text)
+    return data
+
+
+def _json(text: str) -> Any:
+    """``json.loads`` whose failures, nesting too deep included, are ``ValueError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _undecodable(extern: Extern, text: str, what: str, call: ToolCall | None) -> Exception:
+    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+    return AsmRuntimeError(
+        f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
+        "be read as one",
+        line=call.line if call else 0,
+        source=call.source if call else "",
+    )
+
+
+def plan_call_messages(
+    messages: Sequence[BaseMessage], prefixes: Sequence[str]
+) -> list[AnyMessage]:
+    """The messages recording a turn's plan calls (their call ids start with a plan's prefix):
+    each call ``AIMessage`` and each ``ToolMessage``, in order."""
+    starts = tuple(prefixes)
+    if not starts:
+        return []
+    found: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            ours = message.tool_call_id.startswith(starts)
+        elif isinstance(message, AIMessage) and message.tool_calls:
+            ours = all((c.get("id") or "").startswith(starts) for c in message.tool_calls)
+        else:
+            ours = False
+        if ours:
+            found.append(message)  # type: ignore[arg-type]
+    return found

@@ -1,4 +1,4 @@
-"""Graph compiler: a verified program becomes a LangGraph ``StateGraph``.
+"""Graph compiler: a verified program becomes a LangGraph ``StateGraph`` (the graph path).
 
 Three granularities, same tool calls, messages and final state:
 
@@ -13,90 +13,95 @@ Three granularities, same tool calls, messages and final state:
 
 With ``parallel_tools``, at ``"block"`` and ``"instruction"`` a batch of several calls runs as
 one LangGraph task per call (``Send`` to the ``call`` node, all in one superstep, so at once);
-the ``join`` node then gives their results to the machine in program order, records the batch's
-messages and runs on. When a call of a batch interrupts, LangGraph keeps what the calls that
-completed wrote, so a resume runs only the interrupted one again. A node makes at most one
-round of calls (one call, or one batch), so every completed call is checkpointed before the
-next starts.
+the ``join`` node then gives their results to the machine in program order and runs on. When a
+call of a batch interrupts, LangGraph keeps what the calls that completed wrote, so a resume
+runs only the interrupted one again. A node makes at most one round of calls (one call, or one
+batch), so every completed call is checkpointed before the next starts.
 
-The graph state is plain data (:class:`PlanState`): the emulator snapshot, the messages made so
-far, and a failure record. Everything that belongs to one run (how to execute a tool, the
-call-id prefix) travels in the config under :data:`RUN_KEY`, so a graph is compiled once per
-program and reused by every run.
+Each call runs through :mod:`llassembly.integration.calls` (the one tool path); its
+``ToolMessage`` is what the plan reads and what the run records. The graph state is plain data
+(:class:`PlanState`): the emulator snapshot, the messages made so far, and a failure record.
+Everything that belongs to one run (how to execute a tool, the call-id prefix, the live
+machine between nodes) travels in the config under :data:`RUN_KEY`, so a graph is compiled
+once per program and reused by every run.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
-from langchain_core.messages import AnyMessage
-from langchain_core.runnables import RunnableConfig
-
-# LangGraph's own node wrapper: one node with a sync and an async body, no thread hop for sync
-# bodies under ainvoke and no extra tracing run per node (langchain's agent nodes use it too).
+from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 
-from llassembly.errors import (
-    ExecutionError,
-    UsageError,
+from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.errors import ExecutionError, Failure, QueryFailed, UsageError, failure_of
+from llassembly.integration.calls import (
+    CallContext,
+    ainvoke_tool,
+    arun_call,
+    as_message,
+    call_id,
+    call_request,
+    failure_message,
+    invoke_tool,
+    message_text,
+    outcome_of,
+    query_message,
+    run_call,
+    tool_request,
 )
-from llassembly.integration.batches import (
-    CallInput,
-    CallOutcome,
-    call_outcome,
-    gathered,
-    take_batch,
-)
-from llassembly.integration.graphshape import PlanShape
-from llassembly.integration.messages import call_messages, result_text
-from llassembly.integration.node import Node
-from llassembly.integration.query import answered_value
-from llassembly.integration.record import Failure, execution_failure
-from llassembly.integration.results import refusal_tag, value_tag
-from llassembly.machine.ahead import (
+from llassembly.integration.query import arun_query, run_query
+from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
+from llassembly.machine.emulator import (
+    Emulator,
+    Failed,
     Outcome,
     ParallelTools,
     abatch_results,
-    batch_results,
-    batch_slots,
-    call_request,
-    check_parallel_tools,
-    marked_calls,
-)
-from llassembly.machine.drive import (
     adrive,
+    batch_results,
+    check_parallel_tools,
     drive,
-)
-from llassembly.machine.emulator import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_TOOL_CALLS,
-    CompiledProgram,
-    Emulator,
-    ToolCall,
+    marked_calls,
     tool_error,
 )
-
-__all__ = [
-    "GRANULARITIES",
-    "RUN_KEY",
-    "Granularity",
-    "PlanGraph",
-    "PlanRun",
-    "PlanState",
-]
+from llassembly.machine.externs import check_sync_tools
+from llassembly.machine.state import ToolCall
+from llassembly.machine.steps import CompiledProgram
 
 Granularity: TypeAlias = Literal["block", "instruction", "program"]
 GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
 RUN_KEY = "llassembly_run"
 
-
 _OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do not get it)
 _CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _node)
+_MAX_DESTINATIONS = 64  # most drawn edges out of one node
+_MAX_WALK = 512  # most instructions walked to find where one block node can go
+_TAKEN, _NOT_TAKEN = "taken", "not taken"
+
+
+def _gathered(
+    old: list[ToolMessage] | None, new: list[ToolMessage] | None
+) -> list[ToolMessage] | None:
+    """The reducer of the ``results`` channel: each ``call`` task adds its call's message;
+    ``None`` empties it (the join writes it once the batch is taken)."""
+    return None if new is None else [*(old or []), *new]
+
+
+class CallInput(TypedDict):
+    """What a ``call`` task gets (its ``Send``): where the call is and its argument values, as
+    the machine holds them (:meth:`~llassembly.machine.emulator.Emulator.call_at` rebuilds it)."""
+
+    index: int
+    values: list[Any]
+    number: int
 
 
 class _NodeInput(TypedDict, total=False):
@@ -104,7 +109,7 @@ class _NodeInput(TypedDict, total=False):
     list)."""
 
     machine: dict[str, Any]
-    results: list[CallOutcome] | None
+    results: list[ToolMessage] | None
 
 
 class PlanState(TypedDict, total=False):
@@ -113,7 +118,7 @@ class PlanState(TypedDict, total=False):
     machine: dict[str, Any]
     messages: Annotated[list[AnyMessage], operator.add]
     failure: Failure | None
-    results: Annotated[list[CallOutcome] | None, gathered]
+    results: Annotated[list[ToolMessage] | None, _gathered]
 
 
 @dataclass
@@ -121,21 +126,38 @@ class PlanRun:
     """What one run of a plan graph needs from its caller.
 
     Attributes:
-        execute: Runs one tool call with the node's config and returns the raw result.
+        execute: Runs one tool call with the node's config: returns its ``ToolMessage`` (or
+            ``Command``) as the planner's tool path makes it, or the tool's raw result.
         aexecute: The same, awaited (used under ``ainvoke``).
         call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
         record_messages: Add an ``AIMessage``/``ToolMessage`` pair per executed call.
+        announce: Called with each executed call and its message, as it completes.
         error: Set to the live exception when the run fails (state keeps a plain record).
-        call_errors: The live exception of each failed call of a batch, by call number, until
-            the ``join`` raises it (rebuilt from its record when it is gone).
+        errors: The live exception of each failed call, by call id, until the plan raises it
+            (rebuilt from its record when it is gone).
     """
 
     execute: Callable[[ToolCall, RunnableConfig], Any]
     aexecute: Callable[[ToolCall, RunnableConfig], Awaitable[Any]]
     call_id_prefix: str = "asm_"
     record_messages: bool = True
+    announce: Callable[[ToolCall, ToolMessage], None] | None = None
     error: ExecutionError | None = field(default=None, repr=False)
-    call_errors: dict[int, ExecutionError] = field(default_factory=dict, repr=False)
+    errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
+    # The machine a node left, with the snapshot it wrote: the next node of the same run
+    # reads that very snapshot and goes on with the live machine instead of restoring it.
+    machine: tuple[dict[str, Any], Emulator] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class PlanRan:
+    """A plan graph ran the plan to its end, or to its failure (``error`` is the live
+    exception, for a driver that raises it)."""
+
+    machine: dict[str, Any]
+    failure: Failure | None
+    messages: Sequence[AnyMessage] = ()
+    error: ExecutionError | None = None
 
 
 class PlanGraph:
@@ -146,14 +168,12 @@ class PlanGraph:
         granularity: ``"block"``, ``"instruction"`` or ``"program"``.
         max_instructions_to_exec: Instruction budget of each run.
         max_tool_calls: Tool-call budget of each run.
-        parallel_tools: Tools whose calls may run together (see ``llassembly._ahead``): a
-            batch of calls runs at once, as a task per call (at ``"program"``: on threads, or
-            with ``asyncio.gather`` under ``ainvoke``).
+        parallel_tools: Tools whose calls may run together: a batch of calls runs at once, as
+            a task per call (at ``"program"``: on threads, or with ``asyncio.gather`` under
+            ``ainvoke``).
 
     Example:
-        >>> from llassembly.parser import parse
-        >>> from llassembly.emulator import compile_program
-        >>> from llassembly.externs import externs_from
+        >>> from llassembly import compile_program, externs_from, parse
         >>> def inc(x: int) -> int:
         ...     return x + 1
         >>> prog = compile_program(parse("PUSH 1\\nCALL inc\\nPOP R1"), externs_from([inc]),
@@ -177,17 +197,17 @@ class PlanGraph:
         self.granularity = granularity
         self.max_instructions_to_exec = max_instructions_to_exec
         self.max_tool_calls = max_tool_calls
+        self.parallel_tools = check_parallel_tools(parallel_tools)
         self._max_steps = 1 if granularity == "instruction" else None
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
-        self._shape = PlanShape(compiled, granularity)
-        self.parallel_tools = parallel_tools
-        self._batched = bool(marked_calls(compiled, check_parallel_tools(parallel_tools)))
+        self._calls_from: dict[int, set[int] | None] = {}
+        batched = bool(marked_calls(compiled, self.parallel_tools))
         # Batches run as a task per call (checkpointed one by one) except at "program".
-        self._dispatching = self._batched and self._one_call
+        self._dispatching = batched and self._one_call
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
-    # -- running ----------------------------------------------------------------------------
+    # -- running ------------------------------------------------------------------------------
 
     def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
         """The input for a fresh run (or one continuing from an emulator snapshot)."""
@@ -211,82 +231,53 @@ class PlanGraph:
         if self._dispatching and base.get("max_concurrency") is None:
             # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
             # whole batch (at most the tool-call budget) run at once, as the caller set no
-            # bound. The tools themselves get the caller's config (see _call_node).
+            # bound. The tools themselves get the caller's config (see _tools_config).
             out["max_concurrency"] = self.max_tool_calls
             configurable[_OWN_POOL] = True
         return out
 
-    def _emulator(self, state: _NodeInput, parallel_tools: ParallelTools = False) -> Emulator:
-        """The machine of ``state``, under this graph's budgets."""
+    def _emulator(self, state: _NodeInput, run: PlanRun) -> Emulator:
+        """The machine of ``state``: the live one the last node of this run left, when the
+        state holds the very snapshot it wrote, else restored from the snapshot (a resume, a
+        retried node)."""
+        cached, run.machine = run.machine, None  # a node that fails leaves no machine behind
+        if cached is not None and cached[0] is state["machine"]:
+            return cached[1]
         return Emulator(
             self.compiled,
             max_instructions_to_exec=self.max_instructions_to_exec,
             max_tool_calls=self.max_tool_calls,
             max_stack_depth=self.compiled.max_stack_depth,
             state=state["machine"],
-            parallel_tools=parallel_tools,
+            parallel_tools=self.parallel_tools,
         )
 
-    def _body(self, state: _NodeInput, run: PlanRun) -> Generator[ToolCall, Any, PlanState]:
-        """One node's work, written once for sync and async: yields each tool call."""
-        emulator = self._emulator(state)
-        messages: list[AnyMessage] = []
-        failure: Failure | None = None
-        call: ToolCall | None = None
-        try:
-            while True:
-                call = emulator.advance(self._max_steps)
-                if call is None:
-                    break
-                result, noted = answered_value((yield call))  # a query's: its value
-                emulator.complete(result)
-                if run.record_messages:
-                    call_id = f"{run.call_id_prefix}{call.number}"
-                    text = result_text(result)
-                    tag = value_tag(self.compiled.externs[call.tool], result, text, _where(call))
-                    messages.extend(call_messages(call, text, call_id, tag={**tag, **noted}))
-                call = None
-                if self._one_call:
-                    break
-        except ExecutionError as exc:
-            run.error = exc
-            failure = execution_failure(exc)
-            if call is not None and run.record_messages:
-                call_id = f"{run.call_id_prefix}{call.number}"
-                messages.extend(
-                    call_messages(call, str(exc), call_id, error=True, tag=refusal_tag(exc))
-                )
-        if failure is None and emulator.state.pc >= len(self.compiled.steps):
-            emulator.advance()  # a CALL was the last instruction: record that the plan ended
-        return _update(emulator, messages, failure)
-
-    def _batch_body(
+    def _body(
         self, state: _NodeInput, run: PlanRun
-    ) -> Generator[list[ToolCall], list[Outcome], tuple[PlanState, list[CallInput]]]:
-        """:meth:`_body` for a plan with marked tools: yields each batch of calls run at once.
+    ) -> Generator[list[ToolCall], list[ToolMessage], tuple[PlanState, list[CallInput]]]:
+        """One node's work, written once for sync and async: yields each batch of calls
+        (one call without ``parallel_tools``), takes their messages.
 
         Returns the update and the calls to run as a task each (none when empty). At
         ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
         machine waits on (written by the ``call`` tasks), then makes at most one round of
-        calls: one call it runs itself, or a batch it hands back. Results are given in program
-        order; a failed call keeps the results before it. The batch is recorded as one
-        ``AIMessage`` and a ``ToolMessage`` per call.
+        calls: one call it runs itself, or a batch it hands out. Results are given in program
+        order; a failed call keeps the results before it.
         """
-        emulator = self._emulator(state, self.parallel_tools)
+        emulator = self._emulator(state, run)
         messages: list[AnyMessage] = []
         failure: Failure | None = None
         dispatch: list[CallInput] = []
-        record = (messages, run.call_id_prefix) if run.record_messages else None
         try:
             st = emulator.state
             if self._dispatching and (st.outstanding or st.pending is not None):
                 batch = emulator.advance_batch()  # the batch the call tasks ran
-                found = {r["number"]: r for r in state.get("results") or []}
+                found = {m.tool_call_id: m for m in state.get("results") or []}
+                ids = [call_id(run.call_id_prefix, c.number) for c in batch]
                 # (Without every result, as from a snapshot taken mid-batch, the batch is
                 # handed out again below.)
-                if all(c.number in found for c in batch):
-                    outcomes = [found[c.number] for c in batch]
-                    take_batch(emulator, batch, outcomes, run.call_errors, record)
+                if all(i in found for i in ids):
+                    self._take(emulator, run, batch, [found[i] for i in ids], messages)
             while True:
                 batch = emulator.advance_batch(self._max_steps)
                 if not batch:
@@ -294,26 +285,79 @@ class PlanGraph:
                 if self._dispatching and len(batch) > 1:
                     dispatch = [
                         CallInput(index=index, values=values, number=number)
-                        for index, values, number in batch_slots(emulator.state)
+                        for index, values, number in emulator.state.slots()
                     ]
                     break
-                raw = yield batch
-                outcomes = [
-                    call_outcome(self.compiled.externs, c, o, run.call_errors)
-                    for c, o in zip(batch, raw, strict=True)
-                ]
-                take_batch(emulator, batch, outcomes, run.call_errors, record)
+                self._take(emulator, run, batch, (yield batch), messages)
                 if self._one_call:
                     break
         except ExecutionError as exc:
             run.error = exc
-            failure = execution_failure(exc)
+            failure = failure_of(exc)
         if failure is None and not dispatch and emulator.state.pc >= len(self.compiled.steps):
             emulator.advance_batch()  # a CALL was the last instruction: record that the plan ended
-        update = _update(emulator, messages, failure)
+        machine = emulator.snapshot()
+        update: PlanState = {"machine": machine}
+        if messages:
+            update["messages"] = messages
+        if failure is not None:
+            update["failure"] = failure
+        else:
+            run.machine = (machine, emulator)
         if self._dispatching:
             update["results"] = None  # taken: empty the channel for the next batch
         return update, dispatch
+
+    def _take(
+        self,
+        emulator: Emulator,
+        run: PlanRun,
+        batch: list[ToolCall],
+        results: Sequence[ToolMessage],
+        messages: list[AnyMessage],
+    ) -> None:
+        """Give a batch's results to the machine in program order, recording the batch's
+        ``AIMessage`` and each call's ``ToolMessage``.
+
+        Raises:
+            ExecutionError: A call failed (its live error, else rebuilt from its message);
+                the results before it were given.
+        """
+        externs = self.compiled.externs
+        if run.record_messages:
+            query = externs[batch[0].tool].query
+            messages += [call_request(batch, run.call_id_prefix, query=query), *results]
+        for call, message in zip(batch, results, strict=True):
+            outcome = outcome_of(externs.get(call.tool), message, call)
+            if isinstance(outcome, Failed):
+                live = run.errors.pop(call_id(run.call_id_prefix, call.number), None)
+                error = live if isinstance(live, ExecutionError) else outcome.error
+                raise error if isinstance(error, ExecutionError) else ExecutionError(str(error))
+            emulator.complete_batch([outcome])
+
+    def _message(self, run: PlanRun, call: ToolCall, outcome: Outcome) -> ToolMessage:
+        """A call's outcome as its ``ToolMessage`` (a failure kept live in ``run.errors``),
+        announced on the caller's stream."""
+        if isinstance(outcome, Failed):
+            if not isinstance(outcome.error, Exception):
+                raise outcome.error
+            error = tool_error(call, outcome.error)
+            if error is not outcome.error:
+                error.__cause__ = outcome.error
+            live = error if isinstance(error, ExecutionError) else ExecutionError(str(error))
+            run.errors[call_id(run.call_id_prefix, call.number)] = live
+            tag = (
+                {"kind": "query", "attempts": live.attempts}
+                if isinstance(live, QueryFailed)
+                else {}
+            )
+            message = failure_message(call, run.call_id_prefix, failure_of(live), **tag)
+        else:
+            extern = self.compiled.externs[call.tool]
+            message = as_message(extern, call, run.call_id_prefix, outcome)
+        if run.announce is not None:
+            run.announce(call, message)
+        return message
 
     def _node(self, names: dict[int, str]) -> Node:
         """A node: run its part of the plan, then go to the node at the new pc (or the end).
@@ -339,57 +383,53 @@ class PlanGraph:
 
         def sync(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
-            config = _tools_config(config)
-            if self._batched:
-                batches = self._batch_body(state, run)
-                execute = lambda c: run.execute(c, config)  # noqa: E731
-                return finish(*drive(batches, lambda batch: batch_results(batch, execute)))
-            body = self._body(state, run)
-            return finish(drive(body, lambda c: run.execute(c, config), tool_error))
+            tools = _tools_config(config)
+
+            def execute(batch: list[ToolCall]) -> list[ToolMessage]:
+                outcomes = batch_results(batch, lambda c: run.execute(c, tools))
+                return [self._message(run, c, o) for c, o in zip(batch, outcomes, strict=True)]
+
+            return finish(*drive(self._body(state, run), execute))
 
         async def asynchronous(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
             run: PlanRun = config["configurable"][RUN_KEY]
-            config = _tools_config(config)
-            if self._batched:
-                batches = self._batch_body(state, run)
-                aexecute = lambda c: run.aexecute(c, config)  # noqa: E731
-                return finish(*await adrive(batches, lambda b: abatch_results(b, aexecute)))
-            body = self._body(state, run)
-            return finish(await adrive(body, lambda c: run.aexecute(c, config), tool_error))
+            tools = _tools_config(config)
+
+            async def execute(batch: list[ToolCall]) -> list[ToolMessage]:
+                outcomes = await abatch_results(batch, lambda c: run.aexecute(c, tools))
+                return [self._message(run, c, o) for c, o in zip(batch, outcomes, strict=True)]
+
+            return finish(*await adrive(self._body(state, run), execute))
 
         return Node(sync, asynchronous)
 
     def _call_node(self) -> Node:
-        """The task that runs one call of a batch and writes its outcome as plain data.
+        """The task that runs one call of a batch and writes its message.
 
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
 
-        externs = self.compiled.externs
-
         def request(payload: CallInput) -> ToolCall:
-            return call_request(
-                self.compiled, payload["index"], payload["values"], payload["number"]
-            )
+            emulator = Emulator(self.compiled)  # only to build the call: no state is read
+            return emulator.call_at(payload["index"], payload["values"], payload["number"])
 
         def sync(payload: CallInput, config: RunnableConfig) -> PlanState:
             run: PlanRun = config["configurable"][RUN_KEY]
-            config = _tools_config(config)
             call = request(payload)
-            [outcome] = batch_results([call], lambda c: run.execute(c, config))
-            return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
+            [outcome] = batch_results([call], lambda c: run.execute(c, _tools_config(config)))
+            return {"results": [self._message(run, call, outcome)]}
 
         async def asynchronous(payload: CallInput, config: RunnableConfig) -> PlanState:
             run: PlanRun = config["configurable"][RUN_KEY]
-            config = _tools_config(config)
             call = request(payload)
-            [outcome] = await abatch_results([call], lambda c: run.aexecute(c, config))
-            return {"results": [call_outcome(externs, call, outcome, run.call_errors)]}
+            tools = _tools_config(config)
+            [outcome] = await abatch_results([call], lambda c: run.aexecute(c, tools))
+            return {"results": [self._message(run, call, outcome)]}
 
         return Node(sync, asynchronous)
 
-    # -- building ---------------------------------------------------------------------------
+    # -- building -------------------------------------------------------------------------------
 
     def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(PlanState)
@@ -399,15 +439,14 @@ class PlanGraph:
             builder.add_edge(START, "run")
             self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
             return builder.compile()
-        shape = self._shape
-        starts = shape.node_starts()
+        starts = self._node_starts()
         names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
         for pc in starts:
             destinations: dict[str, str] = {}
             # Destinations only draw the graph (nodes route with Command(goto=...)); a node
             # whose successors cannot be listed within the bounds is drawn with its end edge
             # only, so building stays linear in the plan's size whatever its shape.
-            for label, target in shape.successors(pc) or [("", None)]:
+            for label, target in self._successors(pc) or [("", None)]:
                 destinations.setdefault(END if target is None else names[target], label)
             if self._dispatching:
                 destinations.setdefault(_CALL, "")
@@ -415,7 +454,7 @@ class PlanGraph:
             builder.add_node(
                 names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
             )
-            self._labels[names[pc]] = shape.describe(pc)
+            self._labels[names[pc]] = self._describe(pc)
         if self._dispatching:
             # A task per call of a batch; the join takes their results, then runs on.
             builder.add_node(_CALL, self._call_node(), input_schema=CallInput)
@@ -439,6 +478,83 @@ class PlanGraph:
                 )
         return drawable.draw_mermaid()
 
+    # -- the graph's shape: where nodes start and where each can go (for building and drawing;
+    # -- every walk is bounded, so building stays linear in the plan's size) ------------------
+
+    @functools.cached_property
+    def _flow(self) -> ControlFlow:
+        """The control-flow graph the program was compiled from (built when it was not kept)."""
+        return self.compiled.flow or control_flow(self.compiled.program, self.compiled.externs)
+
+    def _node_starts(self) -> list[int]:
+        count = len(self.compiled.program.instructions)
+        if self.granularity == "instruction":
+            return list(range(count))
+        starts = {self.compiled.program.entry, *(i + 1 for i in self._flow.tools)}
+        return sorted(s for s in starts if s < count)
+
+    def _edges(self, pc: int) -> list[tuple[str, int | None]]:
+        """Control-flow successors of one instruction, labelled; ``None`` means the end (a
+        failure also ends the graph, so every node can reach the end)."""
+        flow = self._flow
+        kind = flow.effects[pc].flow
+        if kind == "return":
+            sites = [site if site < flow.end else None for site in flow.return_sites]
+            return [("", s) for s in dict.fromkeys([*sites, None])]
+        out = [index if index < flow.end else None for index in flow.successors[pc]]
+        if kind == "branch":
+            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
+        return [("", out[0] if out else None)]
+
+    def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
+        """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
+        or ``None`` when there are more than the drawing bounds allow."""
+        if self.granularity == "instruction":
+            edges = self._edges(pc)
+            return edges if len(edges) <= _MAX_DESTINATIONS else None
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return None
+        count = len(self.compiled.program.instructions)
+        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < count)
+        return [("", target) for target in found] + [("", None)]
+
+    def _describe(self, pc: int) -> str:
+        program = self.compiled.program
+        ins = program.instructions[pc]
+        if self.granularity == "instruction":
+            return f"L{ins.line} {ins}"
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return f"from L{ins.line} to one of many tool calls"
+        ends = " | ".join(
+            f"L{program.instructions[i].line} {program.instructions[i]}" for i in sorted(calls)
+        )
+        return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
+
+    def _reachable_calls(self, pc: int) -> set[int] | None:
+        """Tool CALLs reachable from ``pc`` through pure instructions (memoised per node), or
+        ``None`` when the walk exceeds its bounds (the drawing then shows fewer edges)."""
+        if pc in self._calls_from:
+            return self._calls_from[pc]
+        seen: set[int] = set()
+        calls: set[int] | None = set()
+        todo = [pc]
+        while todo and calls is not None:
+            index = todo.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
+                calls = None
+                break
+            if index in self._flow.tools:
+                calls.add(index)
+                continue
+            todo.extend(t for _, t in self._edges(index) if t is not None)
+        self._calls_from[pc] = calls
+        return calls
+
 
 def _tools_config(config: RunnableConfig) -> RunnableConfig:
     """The config the tools get: the node's, without the ``max_concurrency`` that
@@ -448,15 +564,122 @@ def _tools_config(config: RunnableConfig) -> RunnableConfig:
     return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
 
 
-def _where(call: ToolCall) -> dict[str, Any]:
-    return {"line": call.line, "source": call.source}
+class Node(Runnable[Any, Any]):
+    """A graph node with a sync and an async body, built on LangChain's public ``Runnable``:
+    calls ``func(input, config)`` on ``invoke`` and awaits ``afunc(input, config)`` on
+    ``ainvoke`` (without ``afunc``, ``ainvoke`` calls ``func``).
+
+    LangGraph wraps a plain function given to ``add_node`` so that ``ainvoke`` runs it on a
+    thread; the planner's nodes need their own async body (the model and the tools are
+    awaited), and no run of their own in traces (the model and tool runs nest under the
+    graph's node run), as LangGraph's own two-bodied nodes do.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[Any, RunnableConfig], Any],
+        afunc: Callable[[Any, RunnableConfig], Awaitable[Any]] | None = None,
+    ) -> None:
+        self.func = func
+        self.afunc = afunc
+        self.name = getattr(func, "__name__", None) or "Node"
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.func(input, ensure_config(config))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if self.afunc is None:
+            return self.invoke(input, config)
+        return await self.afunc(input, ensure_config(config))
 
 
-def _update(emulator: Emulator, messages: list[AnyMessage], failure: Failure | None) -> PlanState:
-    """What a plan node writes: the machine, the calls' messages and a failure, if any."""
-    update: PlanState = {"machine": emulator.snapshot()}
-    if messages:
-        update["messages"] = messages
-    if failure is not None:
-        update["failure"] = failure
-    return update
+# -- a planner's plan, run as a plan graph ---------------------------------------------------
+
+
+def plan_run(ctx: CallContext) -> PlanRun:
+    """The :class:`PlanRun` of a planner's plan: each call through the one tool path (its
+    ``ToolRuntime``, the planner's ``tool_middleware``), each query asked of the query model,
+    each completed call announced on the caller's custom stream (``stream_mode="custom"``,
+    under ``"llassembly"``)."""
+
+    def execute(call: ToolCall, config: RunnableConfig) -> Any:
+        if ctx.externs[call.tool].query:  # a model answers it, not a tool
+            answer = run_query(_query_model(ctx), call, call_id(ctx.prefix, call.number), config)
+            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+        return run_call(ctx, call, tool_request(ctx, call, config), invoke_tool(ctx, config))
+
+    async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
+        if ctx.externs[call.tool].query:
+            cid = call_id(ctx.prefix, call.number)
+            answer = await arun_query(_query_model(ctx), call, cid, config)
+            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+        request = tool_request(ctx, call, config)
+        return await arun_call(ctx, call, request, ainvoke_tool(ctx, config))
+
+    run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx))
+    run.errors = ctx.errors  # a tool's live error, kept by the tool path
+    return run
+
+
+def _query_model(ctx: CallContext) -> Any:
+    if ctx.query_model is None:  # pragma: no cover - every driver gives one with queries on
+        raise UsageError("the plan makes a query, but no query model was given")
+    return ctx.query_model
+
+
+def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | None:
+    """Writes each executed call, as it completes, to the caller's custom stream:
+    ``{"llassembly": {"call": {...}, "result": text}}`` (``"error"`` instead of ``"result"``
+    for a call that failed); nothing when the caller streams nothing."""
+    from llassembly.integration.calls import jsonable
+    from llassembly.integration.record import KEY
+
+    writer = getattr(ctx.runtime, "stream_writer", None)
+    if writer is None:
+        return None
+
+    def announce(call: ToolCall, message: ToolMessage) -> None:
+        event: dict[str, Any] = {
+            "call": {
+                "id": call_id(ctx.prefix, call.number),
+                "tool": call.tool,
+                "args": jsonable(call.args),
+                "line": call.line,
+                "source": call.source,
+                "number": call.number,
+            }
+        }
+        event["error" if message.status == "error" else "result"] = message_text(message)
+        writer({KEY: event})
+
+    return announce
+
+
+def run_plan(
+    graph: PlanGraph, ctx: CallContext, config: RunnableConfig, *, synchronous: bool = True
+) -> PlanRan:
+    """Run a planner's plan graph to its end (or failure) with ``invoke``; it shares the
+    caller's checkpointer (it runs inside the caller's node, with the node's config), so on
+    resume after an interrupt in a tool, the calls that completed are not run again.
+
+    Raises:
+        UsageError: The plan calls async-only tools (nothing has run).
+    """
+    if synchronous:
+        check_sync_tools(graph.compiled.tools)
+    run = plan_run(ctx)
+    result = graph.graph.invoke(graph.initial_state(), graph.config_for(run, config))
+    return _ran(result, run)
+
+
+async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
+    """Async :func:`run_plan` (with ``ainvoke``)."""
+    run = plan_run(ctx)
+    result = await graph.graph.ainvoke(graph.initial_state(), graph.config_for(run, config))
+    return _ran(result, run)
+
+
+def _ran(result: dict[str, Any], run: PlanRun) -> PlanRan:
+    return PlanRan(
+        result["machine"], result.get("failure"), list(result.get("messages", [])), run.error
+    )

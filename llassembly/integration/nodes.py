@@ -1,9 +1,13 @@
-"""``ToolsPlannerNode`` / ``AToolsPlannerNode``: the planner as one node of your ``StateGraph``.
+"""``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
+``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
 
 The node reads ``messages`` from the state (system messages become the planner's context),
 asks the model for one plan, runs it, and returns the messages the turn adds. Inside, the turn
-is a nested LangGraph graph sharing your checkpointer: on resume after an ``interrupt()`` in a
-tool, the model is not called again and completed tool calls do not run again.
+is a small graph (the *turn graph*) sharing your checkpointer: ``model`` (a model call: a plan,
+a repair, a new plan, the final answer), ``approve`` (a person decides on the plan),
+``execute`` (the plan runs as a nested plan graph). Each node does what the turn's record says
+is due (:func:`~llassembly.integration.turn.step` decides), so on resume after an
+``interrupt()`` the model is not called again and completed tool calls do not run again.
 
 Under ``on_tool_error="raise"`` a failed turn still returns its messages (so the checkpoint
 keeps them) and hands the failure to a task of its own node in the next step, which raises it:
@@ -12,22 +16,28 @@ a node that raises loses its whole update in LangGraph.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Annotated, Any, Final, Literal, TypeAlias, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
-from langgraph.types import Command, Send
+from langgraph.types import Command, Send, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
-from llassembly.errors import ExecutionError, UsageError
-from llassembly.integration.graph import Granularity
-from llassembly.integration.messages import plan_call_messages
+from llassembly.errors import ExecutionError, Failure, UsageError, error_of
+from llassembly.integration.approval import read_decision
+from llassembly.integration.calls import CallContext, plan_call_messages
+from llassembly.integration.graph import Granularity, Node, arun_plan, run_plan
+from llassembly.integration.messages import Answered, model_reply, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -36,18 +46,191 @@ from llassembly.integration.options import (
     document_options,
 )
 from llassembly.integration.planner import Planner
-from llassembly.integration.record import KEY, Failure, error_from_failure
-from llassembly.integration.tools import ToolContext
-from llassembly.integration.turngraph import TurnGraph, TurnRun
-from llassembly.integration.views import model_reply
+from llassembly.integration.record import KEY, TurnRecord, due
+from llassembly.integration.turn import (
+    AskAnswer,
+    AskModel,
+    AskPerson,
+    Begin,
+    Decided,
+    Proceed,
+    Replied,
+    RunPlan,
+    Step,
+    TurnView,
+    step,
+)
+from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.externs import ToolSpec
-
-__all__ = ["RAISE_KEY", "AToolsPlannerNode", "ToolsPlannerNode"]
 
 RAISE_KEY: Final = f"{KEY}_raise"
 """Key of the input a planner node sends itself to raise a failed turn's error (see
 :class:`ToolsPlannerNode`)."""
+TURN_KEY: Final = "llassembly_turn"
 _LIVE_ERRORS: Final = 64  # most live errors a node keeps for the task that raises them
+
+ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
+AModelCall: TypeAlias = Callable[[list[BaseMessage]], Awaitable[AIMessage]]
+
+
+# -- the turn graph -------------------------------------------------------------------------------
+
+
+@dataclass
+class TurnRun:
+    """What one turn needs from its caller (live objects, never in graph state).
+
+    Attributes:
+        calls: The tools, and the caller's state and runtime for ``ToolRuntime``.
+        system_prompt: The planner's system prompt (filled in).
+        context: The caller's own system prompt (the final answer call's system message).
+        call_model: Sends messages (system message first) to the model.
+        acall_model: Async ``call_model``.
+        error: The live exception of the last failed plan (to raise it as it is).
+    """
+
+    calls: CallContext
+    system_prompt: str
+    context: str = ""
+    call_model: ModelCall | None = None
+    acall_model: AModelCall | None = None
+    error: ExecutionError | None = field(default=None, repr=False)
+
+
+class TurnState(TypedDict, total=False):
+    """The turn graph's state (plain data)."""
+
+    record: TurnRecord
+    conversation: list[AnyMessage]
+    new_messages: Annotated[list[AnyMessage], operator.add]
+
+
+_Next = Literal["model", "approve", "execute", "__end__"]
+_ROUTES: dict[Hashable, str] = {
+    "model": "model",
+    "approve": "approve",
+    "execute": "execute",
+    END: END,
+}
+_WHERE: dict[str, _Next] = {
+    "plan": "model",
+    "answer": "model",
+    "person": "approve",
+    "run": "execute",
+    "queries": "execute",
+    "results": "execute",
+}
+
+
+def _route(state: TurnState) -> _Next:
+    return _WHERE.get(due(state["record"]), "__end__")
+
+
+class TurnGraph:
+    """The turn graph of one planner (compiled once).
+
+    Args:
+        planner: The planner's options and caches.
+    """
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
+        builder.add_node("model", Node(self._model, self._amodel))
+        builder.add_node("approve", Node(self._approve))
+        builder.add_node("execute", Node(self._execute, self._aexecute))
+        builder.add_conditional_edges(START, _route, _ROUTES)
+        for name in ("model", "approve", "execute"):
+            builder.add_conditional_edges(name, _route, _ROUTES)
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
+
+    def start(self, conversation: Sequence[AnyMessage], run: TurnRun) -> TurnState:
+        """The graph's input for a new turn about ``conversation``."""
+        first = step(None, Begin(), self._view(run, conversation, []))
+        return {"record": first.record, "conversation": list(conversation), "new_messages": []}
+
+    def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
+        """The config to invoke the graph with (the caller's, plus the run)."""
+        base: dict[str, Any] = dict(config or {})
+        configurable = {**base.get("configurable", {}), TURN_KEY: run}
+        return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+
+    def _view(
+        self, run: TurnRun, conversation: Sequence[AnyMessage], new: Sequence[AnyMessage]
+    ) -> TurnView:
+        return TurnView(self.planner, run.calls.externs, [*conversation, *new], graph=True)
+
+    def _due(self, state: TurnState, run: TurnRun) -> tuple[Step, TurnView]:
+        view = self._view(run, state.get("conversation", []), state.get("new_messages", []))
+        return step(state["record"], Proceed(), view), view
+
+    def _model_body(
+        self, state: TurnState, run: TurnRun
+    ) -> Generator[list[BaseMessage], AIMessage, TurnState]:
+        due_now, view = self._due(state, run)
+        action = due_now.action
+        if isinstance(action, AskModel):
+            messages = [SystemMessage(run.system_prompt), *planner_view(view.messages)]
+            reply = yield [*messages, *action.extra]
+            done = step(due_now.record, Replied(reply), view)
+        elif isinstance(action, AskAnswer):
+            system = [SystemMessage(run.context)] if run.context else []
+            reply = yield [*system, *action.messages]
+            done = step(due_now.record, Answered([reply]), view)
+        else:  # pragma: no cover - the router sends only model calls here
+            raise UsageError(f"the turn's model node got {type(action).__name__}")
+        return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
+
+    def _model(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        if run.call_model is None:  # pragma: no cover - every node gives both
+            raise UsageError("this planner has no synchronous model")
+        return drive(self._model_body(state, run), run.call_model)
+
+    async def _amodel(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        if run.acall_model is None:  # pragma: no cover - every node gives both
+            raise UsageError("this planner has no async model")
+        return await adrive(self._model_body(state, run), run.acall_model)
+
+    def _approve(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        """Ask a person about the plan (``interrupt()``); an edit that does not pass the checks
+        comes back here to ask again."""
+        run: TurnRun = config["configurable"][TURN_KEY]
+        due_now, view = self._due(state, run)
+        if not isinstance(due_now.action, AskPerson):  # pragma: no cover - routed by phase
+            raise UsageError(f"the turn's approve node got {type(due_now.action).__name__}")
+        decision = read_decision(interrupt(due_now.action.request))
+        done = step(due_now.record, Decided(decision), view)
+        return {"record": done.record, "new_messages": done.messages}
+
+    def _plan_action(self, state: TurnState, run: TurnRun) -> tuple[Step, TurnView, RunPlan]:
+        due_now, view = self._due(state, run)
+        if not isinstance(due_now.action, RunPlan):  # pragma: no cover - routed by phase
+            raise UsageError(f"the turn's execute node got {type(due_now.action).__name__}")
+        run.calls.prefix = due_now.action.prefix
+        return due_now, view, due_now.action
+
+    def _execute(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        due_now, view, action = self._plan_action(state, run)
+        graph = self.planner.plan_graph(action.plan, run.calls.externs)
+        ran = run_plan(graph, run.calls, config)
+        run.error = ran.error or run.error
+        done = step(due_now.record, ran, view)
+        return {"record": done.record, "new_messages": done.messages}
+
+    async def _aexecute(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        run: TurnRun = config["configurable"][TURN_KEY]
+        due_now, view, action = self._plan_action(state, run)
+        graph = self.planner.plan_graph(action.plan, run.calls.externs)
+        ran = await arun_plan(graph, run.calls, config)
+        run.error = ran.error or run.error
+        done = step(due_now.record, ran, view)
+        return {"record": done.record, "new_messages": done.messages}
+
+
+# -- the node ------------------------------------------------------------------------------------
 
 
 class _Raise(TypedDict):
@@ -68,14 +251,15 @@ def _messages_of(state: Any) -> list[AnyMessage]:
 
 
 @document_options
-class ToolsPlannerNode:
-    """A LangGraph node that plans once and runs the plan (synchronous graphs).
+class ToolsPlannerNode(Runnable[Any, Any]):
+    """A LangGraph node that plans once and runs the plan, under ``invoke`` and ``ainvoke``
+    alike (sync and async tools both work under ``ainvoke``).
 
     Args:
         model: The chat model that writes plans.
         tools: The tools plans may call: a list of LangChain tools or typed functions, or a
             mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
-        (every planner option; see llassembly.options)
+        (every planner option)
 
     A failed turn under ``on_tool_error="raise"``: LangGraph keeps nothing of a node that
     raises, so the node instead returns the turn's messages (the plan, the completed calls, the
@@ -107,9 +291,9 @@ class ToolsPlannerNode:
         model: BaseChatModel,
         tools: ToolSpec,
         *,
-        max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
         infer_tools_messages: bool = PlannerOptions.infer_tools_messages,
         prompt_path: str | Path | None = PlannerOptions.prompt_path,
+        max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec,
         max_repairs: int = PlannerOptions.max_repairs,
         on_tool_error: OnToolError = PlannerOptions.on_tool_error,
         max_replans: int = PlannerOptions.max_replans,
@@ -135,9 +319,7 @@ class ToolsPlannerNode:
         self._live: OrderedDict[str, ExecutionError] = OrderedDict()
 
     def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
-        messages = _messages_of(state)
-        context = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage))
-        conversation = [m for m in messages if not isinstance(m, SystemMessage)]
+        context, conversation = split_system(_messages_of(state))
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph
@@ -147,8 +329,12 @@ class ToolsPlannerNode:
         async def acall(msgs: list[BaseMessage]) -> Any:
             return model_reply(await model.ainvoke(msgs))
 
+        calls = CallContext(
+            self.planner, self.externs, state=state, runtime=runtime,
+            query_model=self.options.query_model or model,
+        )  # fmt: skip
         run = TurnRun(
-            tools=ToolContext(self.externs, state, runtime, self.options.query_model or model),
+            calls=calls,
             system_prompt=self.planner.system_prompt(self.externs, context),
             context=context,
             call_model=lambda msgs: model_reply(model.invoke(msgs)),
@@ -163,7 +349,7 @@ class ToolsPlannerNode:
             calls = {id(m) for m in plan_call_messages(messages, record["prefixes"])}
             messages = [m for m in messages if id(m) not in calls]
         if record["raise_failure"] and record["failure"] is not None:
-            error = run.error or error_from_failure(record["failure"])
+            error = run.error or error_of(record["failure"])
             error.messages = messages  # type: ignore[attr-defined]
             raise error
         return {"messages": messages}
@@ -195,26 +381,41 @@ class ToolsPlannerNode:
             return
         error = self._live.pop(str(marker.get("id")), None)
         if error is None:  # another process, or a retry: the record is what is left
-            error = error_from_failure(marker["failure"])
+            error = error_of(marker["failure"])
             error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
         raise error
 
-    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any] | Command[str]:
-        """Plan, run the plan, and return the new messages."""
-        self._raise_handed(state)
-        turn_input, run = self._start(state)
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any] | Command[str]:
+        """Plan, run the plan, and return the new messages (a synchronous graph)."""
+        config = ensure_config(config)
+        self._raise_handed(input)
+        turn_input, run = self._start(input)
         final = self.turn.graph.invoke(turn_input, self.turn.config_for(run, config))
         return self._update(final, run, config)
 
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any] | Command[str]:
+        """Plan, run the plan, and return the new messages (an async graph: ``ainvoke``)."""
+        config = ensure_config(config)
+        self._raise_handed(input)
+        turn_input, run = self._start(input)
+        final = await self.turn.graph.ainvoke(turn_input, self.turn.config_for(run, config))
+        return self._update(final, run, config)
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any] | Command[str]:
+        """:meth:`invoke`, for a node called as a function."""
+        return self.invoke(state, config)
+
 
 class AToolsPlannerNode(ToolsPlannerNode):
-    """Async :class:`ToolsPlannerNode` (sync and async tools both work)."""
+    """:class:`ToolsPlannerNode` under its earlier name for async graphs; awaited when called
+    as a function (the node itself serves ``invoke`` and ``ainvoke`` alike)."""
 
     async def __call__(  # type: ignore[override]
         self, state: Any, config: RunnableConfig
     ) -> dict[str, Any] | Command[str]:
-        """Plan, run the plan, and return the new messages."""
-        self._raise_handed(state)
-        turn_input, run = self._start(state)
-        final = await self.turn.graph.ainvoke(turn_input, self.turn.config_for(run, config))
-        return self._update(final, run, config)
+        """:meth:`ainvoke`, for a node called as a function."""
+        return await self.ainvoke(state, config)

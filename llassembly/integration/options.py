@@ -30,16 +30,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, unknown_name
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
-from llassembly.integration.graph import (
-    GRANULARITIES,
-    Granularity,
-)
-from llassembly.machine.ahead import check_parallel_tools
-from llassembly.machine.emulator import (
+from llassembly.integration.graph import GRANULARITIES, Granularity
+from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
+from llassembly.machine.emulator import check_parallel_tools
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -284,7 +281,7 @@ class PlannerOptions:
     approve_plan: bool | tuple[str, ...] = _option(
         False,
         "``True``: pause (``interrupt()``) before a plan's first call until a person "
-        "approves, edits or rejects the whole plan (see ``llassembly._approval``); needs a "
+        "approves, edits or rejects the whole plan (see ``docs/approval.md``); needs a "
         "checkpointer. A list of tool names: only plans that can call one of them.",
         check=_tool_names,
         keep=approval_option,
@@ -292,7 +289,7 @@ class PlannerOptions:
 
     plan_policy: tuple[PlanPolicy, ...] = _option(
         (),
-        "Rules ``(summary, program) -> problems`` (see ``llassembly.policies``); a plan with "
+        "Rules ``(summary, program) -> problems`` (see ``llassembly.max_calls``, ``llassembly.only_from``); a plan with "
         "problems is refused before anything runs and the model repairs it. Data-flow "
         "policies (``only_from``, ``never_from``) are also checked before each call runs.",
         check=_callables,
@@ -389,7 +386,7 @@ def _entry(name: str, doc: str) -> str:
     )
 
 
-OPTIONS_LINE = "        (every planner option; see llassembly.options)"
+OPTIONS_LINE = "        (every planner option)"
 """The line of a class docstring's ``Args:`` that :func:`document_options` expands."""
 
 

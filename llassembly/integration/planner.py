@@ -9,12 +9,13 @@ very objects it was built for, so agents built per request with new tools do not
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from llassembly.analysis.policies import check_policies, dataflow_policies
 from llassembly.analysis.summary import PlanSummary, summarize
@@ -25,14 +26,12 @@ from llassembly.integration.approval import approval_request, needs_approval
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS  # re-exported: the size limit
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
-from llassembly.machine.emulator import CompiledProgram, compile_program
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import Extern, ToolSpec, externs_from
 from llassembly.machine.query import QUERY_EXTERN, QUERY_TOOL
-
-__all__ = ["MAX_PLAN_INSTRUCTIONS", "Planner", "short_hash"]
+from llassembly.machine.steps import CompiledProgram, compile_program
 
 _CACHE_SIZE = 256
 _K = TypeVar("_K")
@@ -98,6 +97,8 @@ class Planner:
         if found is not None:
             return found[1]
         externs = externs_from(given)
+        if self.options.execution == "graph":  # a plan graph runs each call as a tool
+            externs = {name: _as_tool(extern) for name, extern in externs.items()}
         for extern in externs.values():
             other = [n for n in extern.injected if n != extern.runtime_param]
             # On the agent path the agent's tool node injects every parameter itself.
@@ -180,6 +181,21 @@ class Planner:
         )
         return self._compiled.keep(key, (externs, compiled))[1]
 
+    def emulator(
+        self, text: str, externs: Mapping[str, Extern], state: Mapping[str, Any] | None
+    ) -> Emulator:
+        """The machine of a verified plan under this planner's budgets, from ``state`` (a
+        snapshot) or from its start."""
+        opts = self.options
+        return Emulator(
+            self.compiled(text, externs),
+            max_instructions_to_exec=opts.max_instructions_to_exec,
+            max_tool_calls=opts.max_tool_calls,
+            max_stack_depth=opts.max_stack_depth,
+            state=state,
+            parallel_tools=opts.parallel_tools,
+        )
+
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
         key = (text, id(externs))
@@ -238,3 +254,19 @@ class Planner:
         if not needs_approval(self.options.approve_plan, summary):
             return None
         return approval_request(text, summary)
+
+
+def _as_tool(extern: Extern) -> Extern:
+    """``extern`` with the LangChain tool a plain function becomes (as ``create_agent`` makes
+    one of a function), so that its calls take the one tool path."""
+    func = extern.func
+    if func is None or extern.tool is not None or extern.query:
+        return extern
+    asynchronous = extern.async_only
+    tool = StructuredTool.from_function(
+        func=None if asynchronous else func,
+        coroutine=func if asynchronous else None,
+        name=extern.name,
+        description=extern.description or extern.name,
+    )
+    return dataclasses.replace(extern, tool=tool, func=None)

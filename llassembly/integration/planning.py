@@ -47,14 +47,16 @@ from llassembly.language.limits import (
     DEFAULT_MAX_TOOL_CALLS,
 )
 from llassembly.language.program import PlainAnswer, Program
-from llassembly.machine.emulator import CompiledProgram, Emulator, MachineState
+from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import Extern, ToolSpec
+from llassembly.machine.state import MachineState
+from llassembly.machine.steps import CompiledProgram
 
 if TYPE_CHECKING:  # the planner and the plan graph load LangGraph: only when first used
     from llassembly.analysis.policies import PlanPolicy
     from llassembly.integration.graph import Granularity, PlanGraph
     from llassembly.integration.planner import Planner
-    from llassembly.machine.ahead import ParallelTools
+    from llassembly.machine.emulator import ParallelTools
 
 __all__ = ["Plan", "Request", "aplan", "plan"]
 
@@ -224,8 +226,8 @@ def plan(
             nothing but system messages.
         Exception: Whatever the model raises, as it is.
     """
-    from llassembly.integration.views import model_reply
-    from llassembly.machine.drive import drive
+    from llassembly.integration.messages import model_reply
+    from llassembly.machine.emulator import drive
 
     planner, externs, system, conversation = _prepare(
         tools,
@@ -255,8 +257,8 @@ async def aplan(
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Async :func:`plan`: the model is called with ``ainvoke``. Same arguments and errors."""
-    from llassembly.integration.views import model_reply
-    from llassembly.machine.drive import adrive
+    from llassembly.integration.messages import model_reply
+    from llassembly.machine.emulator import adrive
 
     planner, externs, system, conversation = _prepare(
         tools,
@@ -283,8 +285,8 @@ def _drafts(
 ) -> Generator[list[BaseMessage], AIMessage, Plan]:
     """The turn's planning part, as every planner runs it (sans-IO: yields model requests):
     ask, repair, until a plan verifies or the model answers in words."""
+    from llassembly.integration.messages import planner_view
     from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
-    from llassembly.integration.views import planner_view
 
     view = TurnView(planner, externs, conversation, graph=True)
     current = step(None, Begin(), view)
@@ -310,11 +312,12 @@ def _prepare(
 ) -> tuple[Planner, dict[str, Extern], SystemMessage, list[BaseMessage]]:
     """The planner for ``options``, the adapted tools, the system prompt and the
     conversation the model is asked about."""
+    from llassembly.integration.messages import split_system
+
     messages = [HumanMessage(request)] if isinstance(request, str) else list(request)
-    conversation = [m for m in messages if not isinstance(m, SystemMessage)]
+    context, conversation = split_system(messages)
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
-    context = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage))
     options["plan_policy"] = tuple(options["plan_policy"])
     # "agent": tools may take injected parameters (whoever runs the calls supplies them);
     # "raise": a model that writes no valid plan raises RepairsExhausted.

@@ -5,8 +5,10 @@ replaces it. Three placeholders are filled in by plain text replacement, in one 
 other braces in a template (JSON, ``{unknown}``) are left alone:
 
 * ``{context}``: the caller's own system message (may be empty);
-* ``{extern_functions}``: one block per tool (see :func:`describe_extern`, which lives with
-  :class:`~llassembly.externs.Extern`), each structured type's fields described once;
+* ``{extern_functions}``: one block per tool (:func:`describe_extern`: its signature,
+  description, arguments, the fields of its structures and an example that calls it, within
+  :data:`TOOL_BLOCK_BUDGET` characters whatever the tool, so a prompt grows linearly with the
+  toolset), each structured type's fields described once;
 * ``{structures}``: how a plan reads and builds structured values and text
   (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
   map, or a value of unknown type; a list of plain values is shown in its tool's block) or has
@@ -19,29 +21,18 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 import re
 from collections.abc import Mapping
 from importlib import resources
+from typing import Any, Final
 
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.queries import is_query
+from llassembly.analysis.shapes import ANY, Shape, named_shapes, shape_of
 from llassembly.errors import UsageError
-from llassembly.machine.externs import (
-    Extern,
-    ToolSpec,
-    describe_extern,
-    extern_signature,
-    externs_of,
-)
-from llassembly.machine.query import is_query
-
-__all__ = [
-    "build_system_prompt",
-    "describe_extern",
-    "extern_signature",
-    "load_template",
-    "uses_structures",
-]
+from llassembly.machine.externs import Extern, ToolSpec, externs_of
 
 _CONTEXT = "{context}"
 _TOOLS = "{extern_functions}"
@@ -49,6 +40,12 @@ _STRUCTURES = "{structures}"
 _QUERIES = "{queries}"
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES, _QUERIES)))
 _PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
+TOOL_BLOCK_BUDGET: Final = 1200
+"""Most characters one tool's block takes in the prompt."""
+_DESCRIPTION: Final = 400  # characters of the tool's own description kept
+_LITERAL: Final = 60  # longest JSON literal an example pushes
+_TYPES_LINE: Final = 500  # characters of field lists per tool
+_DEPTH: Final = 3
 
 
 def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
@@ -121,7 +118,7 @@ def build_system_prompt(
         The prompt text.
 
     Example:
-        >>> from llassembly.externs import externs_from
+        >>> from llassembly import externs_from
         >>> def ping(host: str) -> bool:
         ...     '''Check that a host answers.'''
         ...     return True
@@ -147,3 +144,223 @@ def build_system_prompt(
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
     fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures, _QUERIES: queries}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"
+
+
+# -- a tool's block -------------------------------------------------------------------------------
+
+
+def type_text(shape: Shape | None, depth: int = 0) -> str:
+    """A shape as the prompt writes a type: ``int``, ``str | None``, ``list[Event]``,
+    ``Contact``, ``one of "a", "b"``, ``bool (1 or 0)``."""
+    if shape is None or shape.kind == "any" or depth > _DEPTH:
+        return "any"
+    kind = shape.kind
+    if shape.choices:
+        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
+    if kind == "union":
+        return " | ".join(type_text(o, depth + 1) for o in shape.options)
+    if kind == "none":
+        return "None"
+    if shape.name == "bool":
+        return "bool (1 or 0)"
+    if kind in ("int", "float", "number"):
+        return kind
+    if kind == "decimal":
+        return "str (decimal)"
+    if kind == "text":
+        return f"str ({shape.name})" if shape.name in ("date", "datetime", "time") else "str"
+    if kind == "object":
+        return shape.name or "JSON object"
+    if kind == "map":
+        item = shape.item
+        return f"dict[str, {type_text(item, depth + 1)}]" if item and item != ANY else "JSON object"
+    if kind == "tuple":
+        return shape.name or "[" + ", ".join(type_text(o, depth + 1) for o in shape.options) + "]"
+    return f"list[{type_text(shape.item, depth + 1)}]"
+
+
+def extern_signature(extern: Extern) -> str:
+    """Return ``name(a: int, b: str = "x") -> Page`` (``-> (int, int)`` for two results)."""
+    args = ", ".join(
+        f"{p.name}: {type_text(shape_of(p.annotation))}"
+        + (f" = {p.default_text or 'default'}" if p.has_default else "")
+        for p in extern.params
+    )
+    results = [type_text(shape_of(t)) for t in extern.result_types]
+    if extern.n_results == 0:
+        returns = "nothing"
+    elif extern.n_results == 1:
+        returns = results[0] if results else "any"
+    else:
+        returns = "(" + ", ".join(results) + ")"
+    return f"{extern.name}({args}) -> {returns}"
+
+
+def first_paragraph(text: str | None) -> str:
+    """The first paragraph of a tool's description, on one line."""
+    text = inspect.cleandoc(text or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def describe_extern(extern: Extern, described: set[str] | None = None) -> str:
+    """Return the prompt block for one tool: signature, description, arguments, the fields of
+    its structures, and an example.
+
+    Args:
+        extern: The tool.
+        described: Names of the structured types earlier blocks of the same prompt described;
+            they are named, not described again (and this block's are added).
+
+    Example:
+        >>> from llassembly import externs_from
+        >>> def make_one_step(x: int, y: int) -> int:
+        ...     '''Move one step towards (x, y).'''
+        ...     return 0
+        >>> print(describe_extern(externs_from([make_one_step])["make_one_step"]))
+        ## make_one_step
+        make_one_step(x: int, y: int) -> int
+        Move one step towards (x, y).
+        Arguments, push in this order: x, y
+        Example:
+            PUSH 5             ; x
+            PUSH 7             ; y
+            CALL make_one_step
+            POP R1             ; result
+    """
+    lines = [f"## {extern.name}", extern_signature(extern)]
+    about = first_paragraph(extern.description)
+    if about:
+        lines.append(about if len(about) <= _DESCRIPTION else about[: _DESCRIPTION - 3] + "...")
+    params = extern.params
+    if any(p.description for p in params):
+        lines.append("Arguments, push in this order:")
+        lines += [
+            f"  {p.name}: {p.description or type_text(shape_of(p.annotation))}" for p in params
+        ]
+    elif params:
+        lines.append("Arguments, push in this order: " + ", ".join(p.name for p in params))
+    n = extern.n_results
+    if n == 0:
+        lines.append("Returns nothing: do not POP after it.")
+    elif n > 1:
+        lines.append(f"Returns {n} values: the first POP gets the first one.")
+    shapes = [shape_of(p.annotation) for p in params] + [shape_of(t) for t in extern.result_types]
+    types = _types_line(shapes, described)
+    if types:
+        lines.append(types)
+    lines.append("Example:")
+    lines += _example(extern)
+    block = "\n".join(lines)
+    if len(block) > TOOL_BLOCK_BUDGET:  # a description or an example far too long: cut
+        block = block[: TOOL_BLOCK_BUDGET - 4] + " ..."
+    return block
+
+
+def _types_line(shapes: list[Shape], described: set[str] | None) -> str:
+    """``Fields: Page {items: list[Item], next_cursor: str | None}; Item {...}``."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    for shape in shapes:
+        for named in named_shapes(shape):
+            name = named.name
+            if not name or name in seen or (described is not None and name in described):
+                continue  # its fields are in an earlier block
+            seen.add(name)
+            inner = ", ".join(f"{f}: {type_text(s, 1)}" for f, s in named.fields)
+            parts.append(f"{name} {{{inner}}}")
+            if described is not None:
+                described.add(name)
+    if not parts:
+        return ""
+    line = "Fields: " + "; ".join(parts)
+    return line if len(line) <= _TYPES_LINE else line[: _TYPES_LINE - 4] + " ..."
+
+
+def _example(extern: Extern) -> list[str]:
+    rows = [
+        ("PUSH NONE", f"{p.name}: its default") if p.has_default else _push(p.name, p.annotation, i)
+        for i, p in enumerate(extern.params)
+    ]
+    rows.append((f"CALL {extern.name}", ""))
+    n = extern.n_results
+    if n == 1:
+        rows.append(("POP R1", "result"))
+        result = shape_of(extern.result_types[0]) if extern.result_types else ANY
+        path = _path_to_scalar(result, "R1")
+        if path == "R1[0]":  # a list of plain values
+            rows += [("MOV R2, R1[0]", "its first element"), ("LEN R3, R1", "how many")]
+        elif path:
+            rows.append((f"MOV R2, {path}", "a field"))
+    else:
+        rows += [(f"POP R{i + 1}", f"result {i + 1}") for i in range(n)]
+    width = max(len(code) for code, _ in rows) + 1
+    return [f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in rows]
+
+
+def _push(name: str, annotation: Any, index: int) -> tuple[str, str]:
+    shape = shape_of(annotation)
+    operand = _operand(shape, index)
+    if operand == "R3":  # a structure too long to write out: one the plan holds
+        return "PUSH R3", f"{name}: a {type_text(shape)} (JSON text)"
+    return f"PUSH {operand}", name
+
+
+def _without_none(shape: Shape) -> Shape:
+    if shape.kind != "union":
+        return shape
+    rest = [o for o in shape.options if o.kind != "none"]
+    return rest[0] if len(rest) == 1 else shape
+
+
+def _path_to_scalar(shape: Shape, base: str) -> str:
+    """A path from ``base`` to the first plain field of a structured result (``R1.items[0].id``),
+    or ``""`` for a result of plain values."""
+    path, current = base, _without_none(shape)
+    for _ in range(_DEPTH + 1):
+        if current.kind == "object" and current.fields:
+            name, current = current.fields[0]
+            path += f".{name}" if name.isidentifier() else f"[{json.dumps(name)}]"
+        elif current.kind == "list" and current.item is not None:
+            path += "[0]"
+            current = current.item
+        else:
+            break
+        current = _without_none(current)
+    return path if path != base else ""
+
+
+def _operand(shape: Shape, index: int) -> str:
+    """A literal that fits ``shape``, for the call example."""
+    sample = _sample(shape)
+    if isinstance(sample, bool):
+        return "1" if sample else "0"
+    if isinstance(sample, int):
+        return str(5 + 2 * index)
+    if isinstance(sample, float | str):
+        return json.dumps(sample)
+    text = json.dumps(sample, ensure_ascii=False)
+    if len(text) > _LITERAL:  # too long to show whole: a register holding one
+        return "R3"
+    return "'" + text + "'"  # JSON text in single quotes
+
+
+def _sample(shape: Shape, depth: int = 0) -> Any:
+    """A small JSON-compatible value of this shape."""
+    shape = _without_none(shape)
+    kind = shape.kind
+    if shape.choices:
+        return shape.choices[0]
+    if kind == "object":
+        return {n: _sample(s, depth + 1) for n, s in shape.fields} if depth < _DEPTH else {}
+    if shape.name == "bool":
+        return True
+    if kind == "float":
+        return 0.5
+    if kind in ("text", "decimal"):
+        return "text"
+    if kind in ("list", "tuple"):
+        item = shape.item or (shape.options[0] if shape.options else None)
+        return [_sample(item, depth + 1)] if item is not None and depth < _DEPTH else []
+    if kind == "map":
+        return {}
+    return 1  # int, any and anything else: a number

@@ -29,10 +29,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from llassembly.compat import structured_model, tagged_model
-from llassembly.errors import QueryFailed
-from llassembly.integration.record import KEY, QueryDue, execution_failure
+from llassembly.errors import QueryFailed, failure_of
+from llassembly.integration.record import KEY, QueryDue
 from llassembly.language.program import Value
-from llassembly.machine.drive import adrive, drive
+from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.query import (
     NOT_PARSED,
     QUERY_INSTRUCTIONS,
@@ -53,8 +53,6 @@ __all__ = [
     "QueryRequest",
     "aask",
     "aask_all",
-    "answer_tag",
-    "answered_value",
     "arun_query",
     "ask",
     "ask_all",
@@ -181,7 +179,7 @@ def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
     try:
         outcome = settle(call.args, reply, due["refused"], line=call.line, source=call.source)
     except QueryFailed as error:
-        return QueryDue(call=due["call"], refused=due["refused"], failure=execution_failure(error))
+        return QueryDue(call=due["call"], refused=due["refused"], failure=failure_of(error))
     if isinstance(outcome, list):  # refused: asked once more, with why
         return QueryDue(call=due["call"], refused=outcome)
     return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
@@ -197,20 +195,6 @@ class QueryAnswer:
 
     value: Value
     attempts: int
-
-
-def answer_tag(attempts: int) -> dict[str, Any]:
-    """What a query's messages record beside the call's place: that it is a query, and the
-    model calls it made."""
-    return {"kind": "query", "attempts": attempts}
-
-
-def answered_value(result: Any) -> tuple[Any, dict[str, Any]]:
-    """A call's raw result and what its message records besides: a query's value and
-    :func:`answer_tag`; anything else as it is."""
-    if isinstance(result, QueryAnswer):
-        return result.value, answer_tag(result.attempts)
-    return result, {}
 
 
 def _query(call: ToolCall, call_id: str) -> Generator[QueryRequest, Reply, QueryAnswer]:

@@ -3,52 +3,23 @@
 Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn
 is checkpointed by any LangGraph saver and continues in another process. The one turn state
 machine (:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent
-path keeps it in the agent's private state under :data:`STATE_KEY`, the turn graph of the
+path keeps it in the agent's private state under :data:`KEY`, the turn graph of the
 planner nodes in its own state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
-from llassembly.errors import CallNotRun, ExecutionError, RepairsExhausted, ToolExecutionError
+from llassembly.errors import CallNotRun, Failure, RepairsExhausted
 from llassembly.language.program import Value
 from llassembly.machine.query import Refusal
 from llassembly.machine.state import ToolCall
-
-__all__ = [
-    "CALL_REFUSED",
-    "FAILURE_ARTIFACT",
-    "KEY",
-    "NOTHING_RAN",
-    "NOT_APPROVED",
-    "STATE_KEY",
-    "Approval",
-    "Failed",
-    "Failure",
-    "PendingCall",
-    "Phase",
-    "QueryDue",
-    "TurnRecord",
-    "error_from_failure",
-    "execution_failure",
-    "new_record",
-    "pending_call",
-    "plan_failure",
-    "queries_due",
-    "refusal_failure",
-    "rejection_failure",
-    "settled",
-]
 
 KEY: Final = "llassembly"
 """The one key the library writes into other people's records: the agent state's private
 planner record, the ``response_metadata`` of the messages a turn adds, the custom stream
 events and the artifact of a failed call."""
-STATE_KEY: Final = KEY
-"""Key of the planner's record in the agent state."""
 
 NOT_APPROVED: Final = "PlanNotApproved"
 """The ``type`` of the failure of a plan a reviewer rejected (nothing of it ran)."""
@@ -59,43 +30,6 @@ NOTHING_RAN: Final = (NOT_APPROVED, "RepairsExhausted")
 """Failures after which nothing of the plan ran."""
 FAILURE_ARTIFACT: Final = "llassembly_failure"
 """Key, in the artifact of the error ``ToolMessage`` of a failed plan call, of its failure."""
-
-
-class Failure(TypedDict):
-    """Why a plan stopped, as plain data (the one shape every path writes).
-
-    Attributes:
-        type: The error's class name (``ToolExecutionError``, ``InstructionBudgetExceeded``,
-            ...), ``RepairsExhausted``, :data:`NOT_APPROVED` or :data:`CALL_REFUSED`.
-        message: The error's full text.
-        detail: What went wrong, without the line prefix.
-        line: Line of the plan it happened on (0 when none).
-        source: That line's instruction.
-    """
-
-    type: str
-    message: str
-    detail: str
-    line: int
-    source: str
-    tool: NotRequired[str]
-    argument: NotRequired[str]
-    budget: NotRequired[str]
-    reason: NotRequired[str]
-    limit: NotRequired[float]
-    reached: NotRequired[float]
-    attempts: NotRequired[int]
-    problems: NotRequired[list[str]]
-    value: NotRequired[str]
-    sources: NotRequired[list[str]]
-    policy: NotRequired[str]
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The outcome of a call that gave the plan no value: why, as a failure record."""
-
-    failure: Failure
 
 
 class PendingCall(TypedDict):
@@ -109,10 +43,10 @@ class PendingCall(TypedDict):
     number: int
 
 
-def pending_call(call: ToolCall, prefix: str) -> PendingCall:
-    """The record of a call the plan makes now (its id: ``prefix`` and its number)."""
+def pending_call(call: ToolCall, call_id: str) -> PendingCall:
+    """The record of a call the plan makes now, under its tool-call id."""
     return PendingCall(
-        id=f"{prefix}{call.number}",
+        id=call_id,
         tool=call.tool,
         index=call.index,
         line=call.line,
@@ -242,35 +176,31 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
     )
 
 
-# -- failures: built in one place, and back into errors ----------------------------------------
+# -- what is due next ---------------------------------------------------------------------------
 
-_ERROR_ATTRIBUTES: Final = (
-    "tool",
-    "argument",
-    "budget",
-    "limit",
-    "reached",
-    "reason",
-    "attempts",
-    "value",
-    "sources",
-    "policy",
-)
+Due: TypeAlias = Literal["plan", "answer", "person", "results", "queries", "run", "nothing"]
 
 
-def execution_failure(error: ExecutionError) -> Failure:
-    """The failure record of an error raised while a plan ran."""
-    failure = Failure(
-        type=type(error).__name__,
-        message=str(error),
-        detail=error.detail,
-        line=error.line,
-        source=error.source,
-    )
-    for attr in _ERROR_ATTRIBUTES:
-        if hasattr(error, attr):
-            failure[attr] = getattr(error, attr)  # type: ignore[literal-required,unused-ignore]
-    return failure
+def due(record: TurnRecord) -> Due:
+    """What the turn waits for, read from its phase (the one place that reads it): a model call
+    for a ``plan`` or the final ``answer``, a ``person``'s decision, the ``results`` of the
+    calls it sent out (agent path), the query model's answers to its ``queries``, the machine
+    to ``run`` on (a plan graph to run the plan), or ``nothing`` (the turn is over)."""
+    phase = record["phase"]
+    if phase == "planning":
+        return "plan"
+    if phase == "answering":
+        return "answer"
+    if phase == "approval":
+        return "person"
+    if phase == "running":
+        if record["pending"]:
+            return "results"
+        return "queries" if queries_due(record) else "run"
+    return "nothing"
+
+
+# -- failures of a plan that never ran ------------------------------------------------------------
 
 
 def plan_failure(error: RepairsExhausted) -> Failure:
@@ -292,35 +222,3 @@ def rejection_failure(message: str) -> Failure:
     reason = message.strip() or "no reason given"
     text = f"a reviewer rejected the plan: {reason}"
     return Failure(type=NOT_APPROVED, message=text, detail=text, line=0, source="")
-
-
-def refusal_failure(tool: str, line: int, source: str, reason: str) -> Failure:
-    """The failure of a call that a person or a middleware decided not to run."""
-    return execution_failure(CallNotRun(tool, reason, line=line, source=source))
-
-
-def _subclasses(cls: type[ExecutionError]) -> list[type[ExecutionError]]:
-    found = [cls]
-    for sub in cls.__subclasses__():
-        found += _subclasses(sub)
-    return found
-
-
-def error_from_failure(failure: Mapping[str, Any]) -> ExecutionError:
-    """The error a failure record describes, rebuilt where the live exception is gone (after a
-    checkpoint, in another process). Its message is the record's."""
-    by_name = {c.__name__: c for c in _subclasses(ExecutionError)}
-    cls = by_name.get(str(failure.get("type")), ExecutionError)
-    error = cls.__new__(cls)
-    ExecutionError.__init__(
-        error,
-        str(failure.get("detail") or failure.get("message") or "the plan failed"),
-        line=int(failure.get("line", 0) or 0),
-        source=str(failure.get("source", "")),
-    )
-    for attr in _ERROR_ATTRIBUTES:
-        if attr in failure:
-            setattr(error, attr, failure[attr])
-    if isinstance(error, ToolExecutionError):
-        error.original = RuntimeError(str(failure.get("detail", "")))
-    return error

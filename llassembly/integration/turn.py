@@ -6,24 +6,27 @@ machine, when a failed plan is planned again, how the turn ends. It does no I/O:
 a model, a tool or a person. It returns the new record, the messages the turn adds now, and an
 :data:`Action` for its driver:
 
-* the agent path (``ToolsPlannerMiddleware``, :mod:`llassembly.integration.agent`) drives it
-  from the agent's model node: model calls through the agent's model handler, tool calls
+* the agent path (``ToolsPlannerMiddleware``, :mod:`llassembly.integration.middleware`) drives
+  it from the agent's model node: model calls through the agent's model handler, tool calls
   through the agent's own tool node;
-* the turn graph (:mod:`llassembly.integration.turngraph`: the planner nodes, and the
-  middleware's ``execution="graph"``) drives it from graph nodes, and runs plans as a nested
-  :class:`~llassembly.integration.graph.PlanGraph`.
+* the turn graph (:mod:`llassembly.integration.nodes`: the planner nodes) drives it from graph
+  nodes, and runs plans as a nested :class:`~llassembly.integration.graph.PlanGraph` (as does
+  the middleware's ``execution="graph"``).
 
-Events: :class:`Begin` (a new turn), :class:`Proceed` (do what the record says is due),
-:class:`Replied` (the model wrote a reply), :class:`Decided` (a person answered the plan
-approval), :class:`Returned` (the results of the calls the plan waits on), :class:`Queried`
-(the query model answered the plan's query), :class:`PlanRan` (a plan graph ran the plan),
-:class:`Answered` (the final model call answered).
+Events (what happened): :class:`Begin` (a new turn), :class:`Proceed` (do what the record says
+is due), :class:`Replied` (the model wrote a reply), :class:`Decided` (a person answered the
+plan approval), :class:`Returned` (the results of the calls the plan waits on),
+:class:`Queried` (the query model answered the plan's queries), :class:`PlanRan` (a plan graph
+ran the plan), :class:`Answered` (the final model call answered). Actions (what the driver
+does next): :class:`AskModel`, :class:`AskAnswer`, :class:`AskPerson`, :class:`AskQuery`,
+:class:`RunCalls`, :class:`RunPlan`, :class:`Finish`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from langchain_core.messages import (
     AIMessage,
@@ -36,98 +39,194 @@ from langchain_core.messages import (
 from llassembly.errors import (
     AsmRuntimeError,
     ExecutionError,
+    Failure,
     PlanError,
     RepairsExhausted,
     UsageError,
+    failure_of,
 )
 from llassembly.integration.approval import decide, edit_note
-from llassembly.integration.batches import query_outcomes, take_batch
-from llassembly.integration.events import (
-    Action,
-    Answered,
-    AskAnswer,
-    AskModel,
-    AskPerson,
-    AskQuery,
-    Begin,
-    Decided,
-    Event,
-    Finish,
-    PlanRan,
-    Proceed,
-    Queried,
-    Replied,
-    Returned,
-    RunCalls,
-    RunPlan,
-    Step,
-    TurnView,
+from llassembly.integration.calls import (
+    call_id,
+    call_request,
+    plan_call_messages,
+    query_message,
 )
-from llassembly.integration.final import (
+from llassembly.integration.graph import PlanRan
+from llassembly.integration.messages import (
+    Answered,
     AnswerRequest,
     answer_messages,
-    needs_model,
-    structured_from_text,
-)
-from llassembly.integration.messages import (
-    batch_request,
     calls_alongside,
     completed_calls,
     final_message,
     marked,
-    plan_call_messages,
+    native_calls_error,
+    needs_model,
     query_model_calls,
+    repair_request,
+    replan_request,
+    structured_from_text,
+    without_native_calls,
 )
-from llassembly.integration.planner import short_hash
-from llassembly.integration.query import query_request, settled_due
+from llassembly.integration.planner import Planner, short_hash
+from llassembly.integration.query import QueryRequest, query_request, settled_due
 from llassembly.integration.record import (
     NOT_APPROVED,
-    Failed,
-    Failure,
     QueryDue,
     TurnRecord,
-    execution_failure,
+    due,
     new_record,
     pending_call,
     plan_failure,
-    queries_due,
     settled,
 )
-from llassembly.integration.views import (
-    native_calls_error,
-    repair_request,
-    replan_request,
-    without_native_calls,
-)
 from llassembly.language.program import PlainAnswer, Program
-from llassembly.machine.emulator import Emulator, ToolCall
-from llassembly.machine.externs import check_sync_tools
-from llassembly.machine.query import is_query
+from llassembly.machine.emulator import Emulator, Failed
+from llassembly.machine.externs import Extern, check_sync_tools
+from llassembly.machine.query import Reply
 from llassembly.machine.say import final_answer_of
+from llassembly.machine.state import ToolCall
 
-__all__ = [
-    "Action",
-    "Answered",
-    "AskAnswer",
-    "AskModel",
-    "AskPerson",
-    "AskQuery",
-    "Begin",
-    "Decided",
-    "Event",
-    "Failed",
-    "Finish",
-    "PlanRan",
-    "Proceed",
-    "Queried",
-    "Replied",
-    "Returned",
-    "RunCalls",
-    "RunPlan",
-    "Step",
-    "TurnView",
-    "step",
-]
+# -- events ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Begin:
+    """A new turn starts (nothing of an earlier turn is carried on)."""
+
+
+@dataclass(frozen=True)
+class Proceed:
+    """Do what the record says is due (a model call the last step could not make itself)."""
+
+
+@dataclass(frozen=True)
+class Replied:
+    """The model answered a planning request (a plan, a repair or a new plan)."""
+
+    reply: AIMessage
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A person answered the plan-approval request (a checked decision, see
+    :func:`~llassembly.integration.approval.read_decision`)."""
+
+    decision: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Returned:
+    """The outcomes of the calls the plan waits on, in program order: what the tool returned
+    (read by :meth:`~llassembly.machine.externs.Extern.to_values`) or :class:`Failed`."""
+
+    outcomes: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class Queried:
+    """The query model answered the queries it was asked, one reply each in the order asked
+    (a reply whose model raised says so: ``reply.error``)."""
+
+    replies: tuple[Reply, ...]
+
+
+Event: TypeAlias = Begin | Proceed | Replied | Decided | Returned | Queried | PlanRan | Answered
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskModel:
+    """Ask the planner model: the conversation (as :func:`planner_view` shows it), then
+    ``extra``; the reply comes back as :class:`Replied`."""
+
+    extra: list[BaseMessage]
+
+
+@dataclass(frozen=True)
+class AskAnswer:
+    """The final model call (``final_answer="model"``, or a structured response the plan's
+    answer did not give); its result comes back as :class:`Answered`."""
+
+    messages: AnswerRequest
+
+
+@dataclass(frozen=True)
+class AskPerson:
+    """Pause for a person's decision on the plan; it comes back as :class:`Decided`."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AskQuery:
+    """Ask the query model, with no tools, the plan's queries (agent path), all at once: each
+    request holds all its model call may see; the replies come back as :class:`Queried`."""
+
+    requests: tuple[QueryRequest, ...]
+
+
+@dataclass(frozen=True)
+class RunCalls:
+    """Run these calls (agent path): ``message`` carries them as tool calls; their outcomes
+    come back as :class:`Returned`."""
+
+    calls: list[ToolCall]
+    message: AIMessage
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Run ``plan`` as a plan graph, its calls' ids starting with ``prefix``; it comes back as
+    :class:`PlanRan`."""
+
+    plan: str
+    prefix: str
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The turn is over. ``raise_failure`` is the failure to raise (``on_tool_error="raise"``)
+    once the messages are saved; ``structured`` the agent's structured response."""
+
+    structured: Any = None
+    raise_failure: Failure | None = None
+
+
+Action: TypeAlias = AskModel | AskAnswer | AskPerson | AskQuery | RunCalls | RunPlan | Finish
+
+
+@dataclass
+class Step:
+    """What :func:`step` decided: the new record, the messages the turn adds now, the action."""
+
+    record: TurnRecord
+    action: Action
+    messages: list[AnyMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """What a step may read besides the record (given by its driver, never stored).
+
+    Attributes:
+        planner: The planner's options and caches.
+        externs: The tools plans may call.
+        messages: The conversation as the driver has it now (the turn's own messages so far
+            included; system messages are left out where a model is asked).
+        graph: Plans run as plan graphs (:class:`RunPlan`) instead of call by call.
+        response_format: The agent's ``response_format`` (``None`` without one).
+        answer_in_turn: The final model call is made by the turn (always, but on the agent
+            path with no response format... see :func:`needs_model`).
+    """
+
+    planner: Planner
+    externs: Mapping[str, Extern]
+    messages: Sequence[BaseMessage] = ()
+    graph: bool = False
+    response_format: Any = None
 
 
 # -- the step --------------------------------------------------------------------------------
@@ -157,16 +256,18 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
 
 
 def _proceed(rec: TurnRecord, view: TurnView) -> Step:
-    if rec["phase"] == "planning":
+    now = due(rec)
+    if now == "plan":
         return _ask_for_plan(rec, view)
-    if rec["phase"] == "answering":
+    if now == "answer":
         return Step(rec, AskAnswer(_answer_request(rec, view)))
-    if rec["phase"] == "running" and view.graph:
+    if now == "run" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
-    if rec["phase"] == "running" and queries_due(rec):  # asked where the last step stopped
-        return _ask_queries(rec, _calls(_machine(rec, view)), rec.get("queries") or [], [])
+    if now == "queries":  # asked where the last step stopped
+        calls = _machine(rec, view).advance_batch()
+        return _ask_queries(rec, calls, rec.get("queries") or [], [])
     approval = rec["approval"]
-    if rec["phase"] == "approval" and approval is not None and "request" in approval:
+    if now == "person" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
     raise UsageError(f"nothing is due in a turn at phase {rec['phase']!r}")
 
@@ -185,7 +286,7 @@ def _ask_for_plan(rec: TurnRecord, view: TurnView) -> Step:
 def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     opts = view.planner.options
     rec["model_calls"] += 1
-    if rec["phase"] == "answering":
+    if due(rec) == "answer":
         raise UsageError("a planning reply came while the turn waits for its final answer")
     cleaned, native = without_native_calls(reply)
     try:
@@ -274,21 +375,12 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]), messages)
     emulator = _machine(rec, view)
     if rec["synchronous"]:
-        compiled = emulator.compiled
-        check_sync_tools((t.name for t in compiled.tools if t), compiled.externs)
+        check_sync_tools(emulator.compiled.tools)
     return _advance(rec, emulator, view, messages)
 
 
 def _machine(rec: TurnRecord, view: TurnView) -> Emulator:
-    opts = view.planner.options
-    return Emulator(
-        view.planner.compiled(str(rec["plan"]), view.externs),
-        max_instructions_to_exec=opts.max_instructions_to_exec,
-        max_tool_calls=opts.max_tool_calls,
-        max_stack_depth=opts.max_stack_depth,
-        state=rec["machine"],
-        parallel_tools=opts.parallel_tools,
-    )
+    return view.planner.emulator(str(rec["plan"]), view.externs, rec["machine"])
 
 
 def _advance(
@@ -296,28 +388,20 @@ def _advance(
 ) -> Step:
     """Run the machine to its next calls (the step asks for them) or to its end."""
     try:
-        calls = _calls(emulator)
+        calls = emulator.advance_batch()
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
-        return _plan_ended(rec, execution_failure(error), view, messages)
+        return _plan_ended(rec, failure_of(error), view, messages)
     rec["machine"] = emulator.snapshot()
     if not calls:
         return _plan_ended(rec, None, view, messages)
-    if is_query(view.externs.get(calls[0].tool)):  # a batch of queries only (see ahead.py)
-        dues = [QueryDue(call=pending_call(call, rec["prefix"]), refused=[]) for call in calls]
+    pending = [pending_call(call, call_id(rec["prefix"], call.number)) for call in calls]
+    if view.externs[calls[0].tool].query:  # a batch holds queries only, or tools
+        dues = [QueryDue(call=p, refused=[]) for p in pending]
         return _ask_queries(rec, calls, dues, messages)
-    pending = [pending_call(call, rec["prefix"]) for call in calls]
     rec["pending"] = pending
-    message = batch_request(calls, [p["id"] for p in pending])
+    message = call_request(calls, rec["prefix"])
     return Step(rec, RunCalls(calls, message), [*messages, message])
-
-
-def _calls(emulator: Emulator) -> list[ToolCall]:
-    """The calls the machine waits on next (the outstanding ones again, after a restore)."""
-    if emulator.marked:
-        return emulator.advance_batch()
-    call = emulator.advance()
-    return [] if call is None else [call]
 
 
 def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
@@ -330,15 +414,20 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
     except PlanError as error:  # the agent offers other tools now (a tool selector before it)
         line, source = (pending[0]["line"], pending[0]["source"]) if pending else (0, "")
         detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
-        changed = execution_failure(AsmRuntimeError(detail, line=line, source=source))
+        changed = failure_of(AsmRuntimeError(detail, line=line, source=source))
         return _plan_ended(rec, changed, view, [], replan=False)
     for outcome in event.outcomes:
-        failure: Failure | None = outcome.failure if isinstance(outcome, Failed) else None
-        if failure is None:
+        failure: Failure | None = None
+        if isinstance(outcome, Failed):
+            raised = outcome.error
+            failure = failure_of(
+                raised if isinstance(raised, ExecutionError) else ExecutionError(str(raised))
+            )
+        else:
             try:
                 emulator.complete_batch([outcome])
             except ExecutionError as error:
-                failure = execution_failure(error)
+                failure = failure_of(error)
         if failure is not None:
             rec["machine"] = emulator.snapshot()
             return _plan_ended(rec, failure, view, [])
@@ -358,9 +447,9 @@ def _ask_queries(
     answers refused so far, with why); the replies come back as :class:`Queried`."""
     rec["queries"] = dues
     requests = tuple(
-        query_request(call.args, due["refused"], due["call"]["id"], call.line, call.source)
-        for call, due in zip(calls, dues, strict=True)
-        if not settled(due)
+        query_request(call.args, d["refused"], d["call"]["id"], call.line, call.source)
+        for call, d in zip(calls, dues, strict=True)
+        if not settled(d)
     )
     return Step(rec, AskQuery(requests), messages)
 
@@ -369,19 +458,17 @@ def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
     """The query model replied: an answer that cannot be used is asked for once more, then
     its query fails like a call; once every query of the batch is settled, the plan runs on."""
     dues = rec.get("queries") or []
-    asked = [due for due in dues if not settled(due)]
-    if rec["phase"] != "running" or not asked or len(event.replies) != len(asked):
+    asked = [d for d in dues if not settled(d)]
+    if due(rec) != "queries" or len(event.replies) != len(asked):
         raise UsageError("query replies came while the turn waits on no such queries")
     rec["model_calls"] += len(event.replies)
     emulator = _machine(rec, view)
-    calls = _calls(emulator)
+    calls = emulator.advance_batch()
     replies = iter(event.replies)
     now: list[QueryDue] = []
-    for call, due in zip(calls, dues, strict=True):
-        if not settled(due):
-            due = settled_due(call, due, next(replies))
-        now.append(due)
-    if any(not settled(due) for due in now):
+    for call, d in zip(calls, dues, strict=True):
+        now.append(d if settled(d) else settled_due(call, d, next(replies)))
+    if any(not settled(d) for d in now):
         return _ask_queries(rec, calls, now, [])
     rec["queries"] = []
     return _take_queries(rec, emulator, calls, now, view)
@@ -396,12 +483,24 @@ def _take_queries(
 ) -> Step:
     """Give the machine the batch's answers in program order, recorded as a plan graph
     records a batch (a failure stops the plan, keeping the answers before it)."""
-    messages: list[AnyMessage] = []
-    try:
-        take_batch(emulator, calls, query_outcomes(dues), {}, (messages, rec["prefix"]))
-    except ExecutionError as error:
+    prefix = rec["prefix"]
+    messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
+    failure: Failure | None = None
+    for call, d in zip(calls, dues, strict=True):
+        attempts = len(d["refused"]) + 1
+        found = d.get("failure")
+        if found is not None:
+            attempts = int(found.get("attempts", attempts))
+            failure = failure or found
+        messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
+        if failure is None:
+            try:
+                emulator.complete_batch([d.get("value")])
+            except ExecutionError as error:
+                failure = failure_of(error)
+    if failure is not None:
         rec["machine"] = emulator.snapshot()
-        return _plan_ended(rec, execution_failure(error), view, messages)
+        return _plan_ended(rec, failure, view, messages)
     return _advance(rec, emulator, view, messages)
 
 
@@ -479,7 +578,7 @@ def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
 
 def _turn_calls(
     rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage]
-) -> list[BaseMessage]:
+) -> list[AnyMessage]:
     """The messages recording this turn's plan calls."""
     return plan_call_messages([*view.messages, *messages], rec["prefixes"])
 

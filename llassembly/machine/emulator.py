@@ -1,18 +1,32 @@
 """The machine that runs a verified plan.
 
-The core is synchronous and pure: it never calls a tool itself. :meth:`Emulator.advance` runs
-instructions until the next tool call and returns a :class:`ToolCall`; the caller executes it
-(now, later, over several game frames, from async code) and hands the result to
-:meth:`Emulator.complete`. :meth:`Emulator.run` and :meth:`Emulator.arun` do that loop for you.
+The core is synchronous and pure: it never calls a tool itself. :meth:`Emulator.advance_batch`
+runs instructions until the machine needs a result and returns the calls it issued; the caller
+executes them (now, later, over several game frames, from async code) and hands the results to
+:meth:`Emulator.complete_batch`. A call is a batch of one: without ``parallel_tools`` every
+batch holds one call, and :meth:`Emulator.advance` / :meth:`Emulator.complete` step the plan
+one call at a time. :meth:`Emulator.run` and :meth:`Emulator.arun` do the loop for you.
+
+**Independent calls at once** (``parallel_tools``): when a marked tool ``CALL`` is reached, its
+arguments are popped and the call is issued; its results are :class:`Pending` values where the
+sequential run would put them (on the stack, or in ``EAX`` by the EAX convention), and the
+machine goes on. A pending value moves like any value (``POP``, ``MOV``, ``PUSH``, into memory);
+the machine stops before the first instruction that would *read* one (:func:`_read_check`),
+before an unmarked tool ``CALL`` (its side effects keep their order), before the end of the
+plan, and before a budget that runs out (raised once the outstanding calls have completed, as
+the sequential run raises it after them). An instruction failing while calls are outstanding
+is remembered (:attr:`MachineState.fault`) and raised after their results are in, so errors
+surface exactly where the sequential run raises them. Results are given in program order and
+fill every place their pending values went: the plan's meaning is the sequential meaning.
 
 State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it.
+and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included.
 
 Speed: every instruction is compiled once into a small closure (one compiler per opcode, see
-``llassembly._steps``), so the step loop is a list index and a call.
+:mod:`llassembly.machine.steps`), so the step loop is a list index and a call.
 
 Example:
-    >>> from llassembly.parser import parse
+    >>> from llassembly import parse
     >>> def add(a: int, b: int) -> int:
     ...     return a + b
     >>> emu = Emulator(parse("PUSH 2\\nPUSH 3\\nCALL add\\nPOP R1"), [add])
@@ -22,80 +36,72 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.compat import bubbling_errors
 from llassembly.errors import (
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
     ToolCallBudgetExceeded,
+    ToolExecutionError,
     UsageError,
     WallClockExceeded,
+    error_of,
+    failure_of,
 )
+from llassembly.language.instructions import Effects, effects
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
-    INT_MAX,
-    INT_MIN,
+    is_int64,
 )
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    register_index,
-    register_name,
-)
+from llassembly.language.opcodes import EAX_INDEX, register_index, register_name
 from llassembly.language.program import (
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Path,
     Program,
+    Reg,
+    Template,
     Value,
 )
-from llassembly.machine import ahead as _ahead
 from llassembly.machine import provenance as _provenance
-from llassembly.machine.access import fail
-from llassembly.machine.ahead import ParallelTools, call_request
-from llassembly.machine.drive import (
-    adrive,
-    drive,
-    tool_error,
-)
-from llassembly.machine.externs import (
-    ToolSpec,
-    check_sync_tools,
-    externs_of,
-)
-from llassembly.machine.pending import read_checks
-from llassembly.machine.state import (
-    CallRecord,
-    MachineState,
-    Pending,
-    RunResult,
-    ToolCall,
-)
+from llassembly.machine.access import Context, fail, getter
+from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
+from llassembly.machine.state import CallRecord, MachineState, Pending, RunResult, ToolCall
 from llassembly.machine.state import is_value as _is_value
-from llassembly.machine.steps import (
-    CompiledProgram,
-    compile_program,
-    recompiled,
-)
-from llassembly.machine.toolset import program_of
-
-__all__ = [
-    "DEFAULT_MAX_INSTRUCTIONS",
-    "DEFAULT_MAX_STACK_DEPTH",
-    "DEFAULT_MAX_TOOL_CALLS",
-    "CallRecord",
-    "CompiledProgram",
-    "Emulator",
-    "MachineState",
-    "RunResult",
-    "ToolCall",
-    "compile_program",
-    "tool_error",
-]
+from llassembly.machine.steps import CompiledProgram, compile_program, recompiled
 
 _CLOCK_EVERY = 256  # instructions between wall-clock checks
+
+ParallelTools: TypeAlias = "bool | Literal['read_only'] | Sequence[str]"
+"""Which tools' calls may run together: all (``True``), none (``False``), those whose
+metadata says they change nothing (``"read_only"``), or the tools named."""
+READ_ONLY = "read_only"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The outcome of a call that gave the plan no value: ``error`` is why (what the tool
+    raised, or the library's error for a call that was refused or could not be read)."""
+
+    error: BaseException
+
+
+Outcome: TypeAlias = "Any | Failed"
+"""What a call gave: its raw result, or :class:`Failed`."""
 
 
 class Emulator:
@@ -114,9 +120,9 @@ class Emulator:
         parallel_tools: Tools whose calls may run together (``True`` for all): the machine
             runs ahead of their calls (:meth:`advance_batch`); the plan's meaning is the
             sequential one (see ``docs/language.md``, *Independent calls at once*).
-        dataflow: Data-flow policies (``llassembly.policies``): a call whose argument derives
-            from a result a policy refuses is not made (``DataFlowRefused``). Empty: those a
-            :class:`CompiledProgram` was compiled with (none for a parsed program).
+        dataflow: Data-flow policies (see :func:`llassembly.only_from`): a call whose argument
+            derives from a result a policy refuses is not made (``DataFlowRefused``). Empty:
+            those a :class:`CompiledProgram` was compiled with (none for a parsed program).
 
     Raises:
         PlanRejected: The program fails verification (nothing has run).
@@ -152,46 +158,74 @@ class Emulator:
             self.compiled = recompiled(program, max_stack_depth, tuple(dataflow))
         else:
             checked = program_of(program, "Emulator")
-            externs = externs_of(tools)
             self.compiled = compile_program(
-                checked, externs, max_stack_depth=max_stack_depth, dataflow=dataflow
+                checked, externs_of(tools), max_stack_depth=max_stack_depth, dataflow=dataflow
             )
         self.program = self.compiled.program
         self.max_instructions_to_exec = max_instructions_to_exec
         self.max_tool_calls = max_tool_calls
         self.max_stack_depth = max_stack_depth
         self.max_seconds = max_seconds
-        if state is None:
-            self.state = MachineState(pc=self.program.entry, mem=self.compiled.initial_memory())
-        elif isinstance(state, MachineState):
-            self.state = state
-            self._check_values()
-        else:
-            self.state = MachineState.restore(state)  # checks the values it reads
-        self._check_state()
-        if self.compiled.dataflow is not None:  # provenance: kept beside every value
-            _provenance.attach(self.state)
-        else:  # no step keeps it: what a snapshot brought would no longer fit the values
-            self.state.provenance = None
-        # The registers a snapshot reads: those the program may write, and any a given
-        # state starts with (no instruction changes those others).
-        self._registers = self.compiled.registers
-        given: set[int] = set()  # a snapshot names the registers it holds
-        if state is not None:
-            given = (
-                set(self.state.holding())
-                if not isinstance(state, Mapping)
-                else {i for i in map(register_index, map(str, state["registers"])) if i is not None}
-            )
-        if not given <= set(self._registers):
-            self._registers = tuple(sorted({*self._registers, *given}))
+        self.parallel_tools = check_parallel_tools(parallel_tools)
+        self.marked = marked_calls(self.compiled, self.parallel_tools)
+        """Indexes of the tool ``CALL``s that may run together."""
+        self._reads = _read_checks(self.compiled) if self.marked else ()
+        self._fault_error: ExecutionError | None = None
         self._started: float | None = None
         self.history: list[CallRecord] = []
-        self.parallel_tools = _ahead.check_parallel_tools(parallel_tools)
-        self.marked = _ahead.marked_calls(self.compiled, self.parallel_tools)
-        """Indexes of the tool ``CALL``s that may run together."""
-        self._reads = read_checks(self.compiled) if self.marked else ()
-        self._fault_error: ExecutionError | None = None
+        self.state = self._initial_state(state)
+
+    def _initial_state(self, state: MachineState | Mapping[str, Any] | None) -> MachineState:
+        """The state to start from, checked to belong to this program (a stale or edited
+        snapshot is refused); the registers a snapshot writes are settled here."""
+        self._registers = self.compiled.registers
+        if state is None:
+            st = MachineState(pc=self.program.entry, mem=self.compiled.initial_memory())
+            return self._with_provenance(st)
+        if isinstance(state, MachineState):
+            st = state
+            if not all(map(_is_value, st.values())):
+                raise UsageError(
+                    "the state holds a value that is not a 64-bit int, finite float or string"
+                )
+            given = set(st.holding())
+        else:
+            st = MachineState.restore(state)  # checks the values it reads
+            given = {i for i in map(register_index, map(str, state["registers"])) if i}
+        # The registers a snapshot reads: those the program may write, and any the state
+        # given starts with (no instruction changes those others).
+        if not given <= set(self._registers):
+            self._registers = tuple(sorted({*self._registers, *given}))
+        end = len(self.program.instructions)
+        if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
+            raise UsageError(f"the state points outside this program's {end} instructions")
+        if st.pending is not None and self._tool_at(st.pending[0]) is None:
+            raise UsageError("the state's pending call is not a tool CALL of this program")
+        expected = self.compiled.initial_memory()
+        if not st.mem and expected:  # a state built by hand before the plan had memory
+            st.mem = expected
+        if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
+            raise UsageError("the state's memory does not match this program's data labels")
+        results: dict[int, int] = {}
+        for index, _values, number in st.outstanding:
+            tool = self._tool_at(index)
+            if tool is None or number in results:
+                raise UsageError("the state's outstanding call is not a tool CALL of this program")
+            results[number] = tool.n_results
+        for place in st.places():
+            for v in place:
+                if type(v) is Pending and not 0 <= v.result < results.get(v.call, 0):
+                    raise UsageError("the state holds a pending value of no outstanding call")
+        if st.fault is not None and not isinstance(st.fault.get("type"), str):
+            raise UsageError("the state's fault is not an error record")
+        return self._with_provenance(st)
+
+    def _with_provenance(self, st: MachineState) -> MachineState:
+        if self.compiled.dataflow is not None:  # provenance: kept beside every value
+            _provenance.attach(st)
+        else:  # no step keeps it: what a snapshot brought would no longer fit the values
+            st.provenance = None
+        return st
 
     # -- state ------------------------------------------------------------------------------
 
@@ -222,129 +256,155 @@ class Emulator:
 
     # -- stepping ---------------------------------------------------------------------------
 
-    def advance(self, max_steps: int | None = None) -> ToolCall | None:
-        """Run until the next tool call and return it, or return ``None`` when the plan ends.
+    def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]:
+        """Run until the machine needs a result; return the calls issued (``[]`` at the end).
 
-        The call's arguments are already taken off the stack; give its result to
-        :meth:`complete` before advancing again. If a call is already pending, it is
-        returned again (so a restored snapshot picks up where it stopped).
+        Marked calls (``parallel_tools``) are issued and the machine runs ahead of them while
+        no instruction needs their results; the batch is every call issued, in program order,
+        and may be run at once. Without marks, each batch is one call. The arguments are
+        already taken off the stack. An outstanding batch is returned again (so a restored
+        snapshot picks up where it stopped).
 
         Args:
-            max_steps: Execute at most this many instructions (a tool CALL counts as one)
-                and return ``None`` with :attr:`finished` still false if no call was reached.
-                ``None`` runs until a call or the end.
+            max_steps: Execute at most this many instructions (a tool CALL counts as one) until
+                the first call of a batch, and return ``[]`` with :attr:`finished` still false
+                if no call was reached. ``None`` runs until a call or the end.
 
         Raises:
-            ExecutionError: A budget ran out or an instruction failed; the state stays at
-                the failing instruction.
+            ExecutionError: A budget ran out or an instruction failed; the state stays at the
+                failing instruction (when calls were outstanding, only now, after their
+                results were given).
         """
         st = self.state
-        if st.outstanding or st.fault is not None:
-            raise UsageError("calls were issued as a batch: use advance_batch()/complete_batch()")
-        if st.pending is not None:
-            return self._request(st.pending[0], st.pending[1])
+        if st.outstanding or st.pending is not None:
+            return [self.call_at(*slot) for slot in st.slots()]
+        if st.fault is not None:
+            error = self._fault_error or error_of(st.fault)
+            st.fault, self._fault_error = None, None
+            raise error
         if st.halted:
-            return None
-        steps = self.compiled.steps
+            return []
+        compiled, reads = self.compiled, self._reads
+        steps, tools = compiled.steps, compiled.tools
         end, limit = len(steps), self.max_instructions_to_exec
         deadline = self._deadline()
         pc, executed = st.pc, st.executed
         pause = limit if max_steps is None else executed + max_steps
-        stop = min(limit, pause)
+        batch: list[ToolCall] = []
         try:
             while pc < end:
-                if executed >= stop:
+                if executed >= limit or (executed >= pause and not batch):
+                    if batch:
+                        break  # the budget error comes after the batch's results
                     if max_steps is not None and executed >= pause:
-                        return None  # paused after max_steps (the budget is checked next time)
-                    ins = self.program.instructions[pc]
+                        return []  # paused after max_steps (the budget is checked next time)
+                    ins = compiled.program.instructions[pc]
                     raise InstructionBudgetExceeded(
                         limit, executed + 1, line=ins.line, source=ins.text
                     )
                 if deadline is not None and executed % _CLOCK_EVERY == 0:
-                    self._check_clock(deadline, pc)
-                executed += 1
+                    try:
+                        self._check_clock(deadline, pc)
+                    except ExecutionError:
+                        if not batch:
+                            raise
+                        break  # raised again once the batch's results are in
                 step = steps[pc]
                 if step is None:
-                    return self._begin_call(pc)
-                pc = step(st, pc)
+                    extern = tools[pc]
+                    if batch and not self._joins(pc, extern, tools[batch[0].index]):
+                        break  # it waits for the outstanding calls
+                    executed += 1
+                    try:
+                        call = self._begin_call(pc)  # its checks come before it changes anything
+                    except ExecutionError:
+                        if not batch:
+                            raise
+                        executed -= 1  # raised again once the batch's results are in
+                        break
+                    batch.append(call)
+                    if not self._issue_ahead(pc, call):
+                        break  # issued last in its batch: it completes as a sequential call
+                    pc += 1
+                    continue
+                if batch and (check := reads[pc]) is not None and check(st):
+                    break  # it would read a result not in yet
+                executed += 1
+                try:
+                    pc = step(st, pc)
+                except ExecutionError as exc:
+                    if not batch:
+                        raise
+                    st.fault, self._fault_error = dict(failure_of(exc)), exc
+                    break
         finally:
             st.pc, st.executed = pc, executed
-        st.halted = True
-        return None
-
-    def complete(self, result: Any) -> None:
-        """Push the pending call's ``result`` (converted to values) and move past the CALL.
-
-        Raises:
-            UsageError: No call is pending.
-            AsmRuntimeError: The result does not have the declared number of values.
-            StackDepthExceeded: The results do not fit on the stack.
-        """
-        st = self.state
-        if st.pending is None or st.outstanding:
-            if st.outstanding:
-                raise UsageError("calls were issued as a batch: use complete_batch()")
-            raise UsageError("complete() called with no pending tool call; call advance() first")
-        index = st.pending[0]
-        extern = self.compiled.tools[index]
-        if extern is None:
-            raise UsageError("the pending call does not point at a tool CALL (bad snapshot?)")
-        n_results = extern.n_results
-        kind = type(result)
-        if n_results == 1 and (kind is str or (kind is int and INT_MIN <= result <= INT_MAX)):
-            values: tuple[Value, ...] = (result,)  # the common case: one string or 64-bit int
-        else:
-            ins = self.program.instructions[index]
-            values = extern.to_values(result, line=ins.line, source=ins.text)
-        depth = len(st.stack) + len(st.calls) + len(values)
-        if depth > self.max_stack_depth:
-            ins = self.program.instructions[index]
-            raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = index in self.compiled.eax_calls  # its result is read in EAX (see the cfg)
-        if to_eax:
-            st.regs[EAX_INDEX] = values[0]
-        else:
-            st.stack.extend(reversed(values))
-        if st.provenance is not None:  # shadow state: each result derives from its tool
-            st.provenance.results(extern.name, len(values), to_eax)
-        st.pending = None
-        st.pc = index + 1
-
-    def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]:
-        """Run until the machine needs a result; return the calls issued (``[]`` at the end).
-
-        Marked calls (``parallel_tools``) are issued and the machine runs ahead of them
-        while no instruction needs their results; the batch is every call issued, in
-        program order, and may be run at once. Without marks, each batch is one call, as
-        :meth:`advance` returns it. An outstanding batch is returned again (so a restored
-        snapshot picks up where it stopped).
-
-        Args:
-            max_steps: As for :meth:`advance`, until the first call of a batch (once a call is
-                issued, the machine runs ahead to where it must wait).
-
-        Raises:
-            ExecutionError: A budget ran out or an instruction failed (when calls were
-                outstanding, only now, after their results were given).
-        """
-        return _ahead.advance_batch(self, max_steps)
+        if not batch:
+            st.halted = True
+        return batch
 
     def complete_batch(self, results: Sequence[Any]) -> None:
         """Give results to the batch's calls in program order (a prefix of it may be given;
-        the rest stays outstanding). Each result is checked as :meth:`complete` checks it.
+        the rest stays outstanding).
 
         Raises:
             UsageError: More results than outstanding calls.
             AsmRuntimeError: A result does not have the declared number of values.
             StackDepthExceeded: The last call's results do not fit on the stack.
         """
-        _ahead.complete_batch(self, results)
+        st = self.state
+        waiting = len(st.outstanding) + (st.pending is not None)
+        if len(results) > waiting:
+            if not waiting:
+                raise UsageError("no pending tool call waits for a result; advance the plan first")
+            raise UsageError(f"got {len(results)} results for {waiting} outstanding calls")
+        for result in results:
+            if st.outstanding:
+                index, _values, number = st.outstanding.pop(0)
+                st.fill(number, self._values_of(index, result))
+            else:
+                self._take(result)
+
+    def advance(self, max_steps: int | None = None) -> ToolCall | None:
+        """Run until the next tool call and return it, or ``None`` when the plan ends: the
+        batch of one of :meth:`advance_batch` (one call at a time; with ``max_steps``, also
+        ``None`` when paused before a call).
+
+        Raises:
+            UsageError: The machine issues calls as batches (``parallel_tools``).
+            ExecutionError: As for :meth:`advance_batch`.
+        """
+        if self.marked:
+            raise UsageError("parallel_tools issues calls as batches: use advance_batch()")
+        batch = self.advance_batch(max_steps)
+        return batch[0] if batch else None
+
+    def complete(self, result: Any) -> None:
+        """Give the result of the call :meth:`advance` returned (see :meth:`complete_batch`).
+
+        Raises:
+            UsageError: The machine issues calls as batches (``parallel_tools``), or no call
+                is pending.
+        """
+        if self.marked:
+            raise UsageError("parallel_tools issues calls as batches: use complete_batch()")
+        self.complete_batch([result])
+
+    def call_at(self, index: int, values: Sequence[Value], number: int) -> ToolCall:
+        """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data,
+        as a snapshot holds them), numbered ``number``: a call rebuilt from a snapshot, or
+        from the plain data a batch's task gets (it was checked when it was first made).
+
+        Raises:
+            UsageError: There is no tool ``CALL`` at ``index``.
+        """
+        return self._call(index, values, number, None)
 
     def calls(self) -> Generator[ToolCall, Any, RunResult]:
         """Generator form: yields each :class:`ToolCall`, takes its result by ``send``.
 
         Example:
-            >>> from llassembly.parser import parse
+            >>> from llassembly import parse
             >>> def double(x: int) -> int:
             ...     return 2 * x
             >>> gen = Emulator(parse("PUSH 4\\nCALL double\\nPOP R1"), [double]).calls()
@@ -357,10 +417,16 @@ class Emulator:
             ...     print(stop.value.registers)
             {'R1': 8}
         """
-        return (yield from self._recorded_calls())
+        request = self.advance()
+        while request is not None:
+            result = yield request
+            self._record(request, result)
+            request = self.advance()
+        return self.result()
 
     def run(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
-        """Run to the end. ``call`` executes each tool call (default: call the tool directly).
+        """Run to the end. ``call`` executes each tool call (default: call the tool directly);
+        a batch's calls run at once on threads.
 
         Raises:
             UsageError: Without ``call``, the plan calls an async-only tool (nothing has run).
@@ -368,86 +434,134 @@ class Emulator:
             ExecutionError: A budget ran out or an instruction failed.
         """
         if call is None:
-            check_sync_tools(
-                (t.name for t in self.compiled.tools if t is not None), self.compiled.externs
-            )
+            check_sync_tools(self.compiled.tools)
         execute = call or self._call_directly
-        if self.marked:  # a batch's calls run at once on threads
-            body = _ahead.batched_calls(self, tool_error)
-            return drive(body, lambda batch: _ahead.batch_results(batch, execute))
-        return drive(self._recorded_calls(), execute, tool_error)
+        return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
         """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
         a batch's calls are awaited together."""
         execute = call or self._acall_directly
-        if self.marked:
-            body = _ahead.batched_calls(self, tool_error)
-            return await adrive(body, lambda batch: _ahead.abatch_results(batch, execute))
-        return await adrive(self._recorded_calls(), execute, tool_error)
+        return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------
 
-    def _check_values(self) -> None:
-        st = self.state
-        held: list[Any] = [*st.regs, *st.stack, *(c for cells in st.mem.values() for c in cells)]
-        values = [v for v in held if type(v) is not Pending]  # checked by _check_state
-        values += [
-            *(st.pending[1] if st.pending else ()),
-            *(v for o in st.outstanding for v in o[1]),
-        ]
-        if not all(map(_is_value, values)):
-            raise UsageError(
-                "the state holds a value that is not a 64-bit int, finite float or string"
-            )
-
-    def _check_state(self) -> None:
-        """Refuse a state that does not belong to this program (a stale or edited snapshot)."""
-        st, end = self.state, len(self.program.instructions)
-        if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
-            raise UsageError(f"the state points outside this program's {end} instructions")
-        if st.pending is not None and not (
-            0 <= st.pending[0] < end and self.compiled.tools[st.pending[0]] is not None
-        ):
-            raise UsageError("the state's pending call is not a tool CALL of this program")
-        expected = self.compiled.initial_memory()
-        if not st.mem and expected:  # a state built by hand before the plan had memory
-            st.mem = expected
-        if st.outstanding or st.fault is not None:
-            _ahead.check_outstanding(self.compiled, st)
-        if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
-            raise UsageError("the state's memory does not match this program's data labels")
-
-    def _recorded_calls(self) -> Generator[ToolCall, Any, RunResult]:
-        """:meth:`calls` that also keeps each call and its result in :attr:`history`."""
-        request = self.advance()
-        while request is not None:
-            result = yield request
-            self.complete(result)
-            self.history.append(CallRecord(request, result))
-            request = self.advance()
+    def _batches(self) -> Generator[list[ToolCall], list[Outcome], RunResult]:
+        """Yields each batch, takes its outcomes by ``send`` and keeps each completed call in
+        :attr:`history`. A failed call's results before it are kept; then its error is
+        raised (a tool's exception as :func:`tool_error` words it)."""
+        batch = self.advance_batch()
+        while batch:
+            outcomes = yield batch
+            for call, outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, Failed):
+                    error = outcome.error
+                    if isinstance(error, Exception):
+                        raise tool_error(call, error) from error
+                    raise error
+                self._record(call, outcome)
+            batch = self.advance_batch()
         return self.result()
 
-    def _call_directly(self, request: ToolCall) -> Any:
-        return self.compiled.externs[request.tool].call(request.args)
+    def _record(self, call: ToolCall, result: Any) -> None:
+        self.complete_batch([result])  # (calls() steps an unmarked machine: a batch of one)
+        self.history.append(CallRecord(call, result))
 
-    async def _acall_directly(self, request: ToolCall) -> Any:
-        return await self.compiled.externs[request.tool].acall(request.args)
+    def _tool_at(self, index: int) -> Extern | None:
+        tools = self.compiled.tools
+        return tools[index] if 0 <= index < len(tools) else None
 
-    def _deadline(self) -> float | None:
-        if self.max_seconds is None:
-            return None
-        if self._started is None:
-            self._started = time.monotonic()
-        return self._started + self.max_seconds
+    def _joins(self, pc: int, extern: Extern | None, first: Extern | None) -> bool:
+        """Whether the tool ``CALL`` at ``pc`` joins the batch issued so far: it is marked,
+        takes no pending value, and is a query if the batch's calls are (the agent path asks
+        the query model itself and sends tools to the agent's tool node, so a batch holds one
+        kind, and both paths give the same batches and messages)."""
+        if pc not in self.marked or extern is None:
+            return False
+        n_params, stack = len(extern.params), self.state.stack
+        waiting: list[Any] = stack[-n_params:] if n_params else []
+        if any(type(v) is Pending for v in waiting):
+            return False
+        return extern.query is bool(first and first.query)
 
-    def _check_clock(self, deadline: float, pc: int) -> None:
-        now = time.monotonic()
-        if now > deadline and self.max_seconds is not None and self._started is not None:
-            ins = self.program.instructions[pc]
-            raise WallClockExceeded(
-                self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
-            )
+    def _issue_ahead(self, pc: int, call: ToolCall) -> bool:
+        """Issue the pending call at ``pc`` ahead (its results :class:`Pending` values), or
+        ``False`` when it completes as a sequential call: it is not marked, or its results
+        would not fit on the stack."""
+        st = self.state
+        extern = self.compiled.tools[pc]
+        n_results = extern.n_results if extern is not None else 0
+        if (
+            pc not in self.marked
+            or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
+        ):
+            return False
+        values: list[Value] = st.pending[1] if st.pending is not None else []
+        st.pending = None
+        st.outstanding.append((pc, values, call.number))
+        results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
+        to_eax = pc in self.compiled.eax_calls  # its one result is read in EAX
+        if to_eax:
+            st.regs[EAX_INDEX] = results[0]
+        else:
+            st.stack.extend(reversed(results))  # the first result on top
+        if st.provenance is not None and extern is not None:  # each result: its tool
+            st.provenance.results(extern.name, n_results, to_eax)
+        return True
+
+    def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
+        """A call's result as the values it pushes (the common case, one text or 64-bit
+        integer, without a conversion)."""
+        extern = self._tool_at(index)
+        if extern is None:
+            raise UsageError("a waiting call does not point at a tool CALL (bad snapshot?)")
+        if extern.n_results == 1 and (type(result) is str or is_int64(result)):
+            return (result,)
+        ins = self.program.instructions[index]
+        return extern.to_values(result, line=ins.line, source=ins.text)
+
+    def _take(self, result: Any) -> None:
+        """Push the pending call's results and move past its CALL."""
+        st = self.state
+        if st.pending is None:  # pragma: no cover - complete_batch counts the waiting calls
+            raise UsageError("no tool call is waiting for a result")
+        index = st.pending[0]
+        values = self._values_of(index, result)
+        depth = len(st.stack) + len(st.calls) + len(values)
+        if depth > self.max_stack_depth:
+            ins = self.program.instructions[index]
+            raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
+        to_eax = index in self.compiled.eax_calls  # its result is read in EAX (see the cfg)
+        if to_eax:
+            st.regs[EAX_INDEX] = values[0]
+        else:
+            st.stack.extend(reversed(values))
+        if st.provenance is not None:  # shadow state: each result derives from its tool
+            extern = self.compiled.tools[index]
+            st.provenance.results(extern.name if extern else "", len(values), to_eax)
+        st.pending = None
+        st.pc = index + 1
+
+    def _call(
+        self, index: int, values: Sequence[Value], number: int, sources: Sequence[Any] | None
+    ) -> ToolCall:
+        """The one place a tool call is built. ``sources`` are the values' provenance when the
+        call is first made: the data-flow policies are checked on them before anything else.
+
+        Raises:
+            UsageError: There is no tool ``CALL`` at ``index``.
+            DataFlowRefused: A data-flow policy refuses an argument's sources.
+            ToolArgumentError: A value does not fit its parameter (the tool's declared schema).
+        """
+        extern = self._tool_at(index)
+        if extern is None:
+            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
+        ins = self.program.instructions[index]
+        dataflow = self.compiled.dataflow
+        if sources is not None and dataflow is not None:
+            dataflow.check(index, ins, values, sources)
+        args = extern.convert_args(values, line=ins.line, source=ins.text)
+        return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
     def _begin_call(self, pc: int) -> ToolCall:
         st = self.state
@@ -472,7 +586,7 @@ class Emulator:
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing
         sources = shadow.stack[split:] if shadow is not None else None
-        call = call_request(self.compiled, pc, values, st.tool_calls + 1, sources)
+        call = self._call(pc, values, st.tool_calls + 1, sources)
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
@@ -482,7 +596,282 @@ class Emulator:
         st.pending = (pc, values)
         return call
 
-    def _request(self, pc: int, values: list[Value]) -> ToolCall:
-        """The pending call again (it was checked when it was made)."""
-        number = self.state.tool_calls + (0 if self.state.pending else 1)
-        return call_request(self.compiled, pc, values, number)
+    def _call_directly(self, request: ToolCall) -> Any:
+        return self.compiled.externs[request.tool].call(request.args)
+
+    async def _acall_directly(self, request: ToolCall) -> Any:
+        return await self.compiled.externs[request.tool].acall(request.args)
+
+    def _deadline(self) -> float | None:
+        if self.max_seconds is None:
+            return None
+        if self._started is None:
+            self._started = time.monotonic()
+        return self._started + self.max_seconds
+
+    def _check_clock(self, deadline: float, pc: int) -> None:
+        now = time.monotonic()
+        if now > deadline and self.max_seconds is not None and self._started is not None:
+            ins = self.program.instructions[pc]
+            raise WallClockExceeded(
+                self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
+            )
+
+
+# -- which calls may run together --------------------------------------------------------------
+
+
+def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str, ...]:
+    """``parallel_tools`` as stored: ``True``/``False``, ``"read_only"`` or a tuple of names.
+
+    Raises:
+        UsageError: It is none of these.
+    """
+    if isinstance(value, bool) or value == READ_ONLY:
+        return value  # type: ignore[no-any-return]  # a bool or "read_only"
+    wrong = f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
+    if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
+        raise UsageError(wrong)
+    names = tuple(value)
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(wrong)
+    return names
+
+
+def read_only(extern: Extern) -> bool:
+    """Whether a tool says it changes nothing: a LangChain tool whose ``metadata`` has
+    ``readOnlyHint: True`` (MCP's tool annotation; ``langchain-mcp-adapters`` copies a tool's
+    annotations into its metadata)."""
+    metadata = getattr(extern.tool, "metadata", None)
+    return isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+
+
+def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
+    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A query
+    (``query_text``) changes nothing, so ``"read_only"`` marks it too; a list marks it when it
+    names it."""
+    if parallel_tools is False or not parallel_tools:
+        return frozenset()
+    tools = compiled.tools
+    if parallel_tools == READ_ONLY:
+        return frozenset(pc for pc, t in enumerate(tools) if t and (t.query or read_only(t)))
+    names = None if parallel_tools is True else set(parallel_tools)
+    return frozenset(
+        pc for pc, t in enumerate(tools) if t is not None and (names is None or t.name in names)
+    )
+
+
+# -- what an instruction run ahead reads --------------------------------------------------------
+#
+# The rule comes from the instruction table (``effects``), never from a list of opcodes:
+# * a value an instruction *copies* (``Effects.copies``: MOV, XCHG, CMOVcc, PUSH, POP) from a
+#   plain place to a plain place (a register, a memory cell, a one-cell label, the stack) is
+#   moved, not read: a pending value moves with it;
+# * every other value it uses is read: an operand it reads, a register of an address, the base
+#   or a key of a path (read or written: writing a part rebuilds the whole text), a placeholder
+#   of a text, a row read whole, a register it uses without naming it (LOOP's ECX), the stack
+#   top a POP writes into a path;
+# * a RET that ends the plan, like the end of the plan itself, reads everything.
+
+_Check: TypeAlias = "Callable[[MachineState], bool]"
+_READS_KEY = "pending reads"
+
+
+def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
+    """Per instruction, the test "would it read a pending value now?" (``None``: it reads
+    none, or it is a tool ``CALL``, which the machine checks itself); built once per program."""
+    found = compiled.cache.get(_READS_KEY)
+    if found is None:
+        program, layout = compiled.program, compiled.layout
+        if layout is None:  # pragma: no cover - every compiled program has a layout
+            raise UsageError("internal error: a compiled program without a layout")
+        ctx = Context(program, len(program.instructions), compiled.max_stack_depth, layout)
+        found = tuple(
+            None if step is None else _read_check(ins, effects(ins), ctx)
+            for ins, step in zip(program.instructions, compiled.steps, strict=True)
+        )
+        compiled.cache[_READS_KEY] = found
+    checks: tuple[_Check | None, ...] = found
+    return checks
+
+
+def _plain(operand: Operand, ctx: Context) -> bool:
+    """A place holding one value as it is: a register, a memory cell, a one-cell label."""
+    if isinstance(operand, Reg | Mem):
+        return True
+    if isinstance(operand, Name):
+        label = ctx.layout.labels.get(operand.name.lower())
+        return label is not None and len(label.cells) == 1
+    return False
+
+
+def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
+    if fx.flow == "return":  # a RET that ends the plan reads what the plan leaves
+        return lambda st: not st.calls
+    operands = ins.operands
+    copies = fx.copies
+    # Positions whose value is only copied from a plain place to plain places.
+    moved = {r for _w, r in copies if r != Effects.STACK and _plain(operands[r], ctx)}
+    moved -= {r for w, r in copies if w != Effects.STACK and not _plain(operands[w], ctx)}
+    pops_into_place = any(r == Effects.STACK and _plain(operands[w], ctx) for w, r in copies)
+    registers: set[int] = set(fx.implicit_reads)
+    cells: list[Callable[[MachineState], Any]] = []
+    rows: list[str] = []
+
+    def read(operand: Operand) -> None:
+        """``operand``'s value is read: everything it is made of."""
+        live = ctx.layout.live
+        if isinstance(operand, Reg):
+            registers.add(operand.index)
+        elif isinstance(operand, Mem):
+            registers.update(r.index for r in operand.registers)
+            if operand.label is None or operand.label.lower() in live:
+                cells.append(getter(operand, ctx, ins))
+        elif isinstance(operand, Name):
+            key = operand.name.lower()
+            if key in live:
+                if len(ctx.layout.labels[key].cells) == 1:
+                    cells.append(getter(operand, ctx, ins))
+                else:
+                    rows.append(key)  # read whole, as JSON text
+        elif isinstance(operand, Path):
+            read(operand.base)
+            for step in operand.steps:
+                if not isinstance(step, Imm):
+                    read(step)
+        elif isinstance(operand, Template):
+            for part in operand.fills:
+                read(part)
+
+    for position, operand in enumerate(operands):
+        if position in fx.reads and position not in moved:
+            read(operand)
+        elif position in fx.writes and isinstance(operand, Path):
+            read(operand)  # a part written: the whole text is read and built again
+        elif isinstance(operand, Mem):  # moved or written: its address is read
+            registers.update(r.index for r in operand.registers)
+    reads_top = fx.pops > 0 and not pops_into_place
+    named = tuple(sorted(registers - {0}))  # R0 always reads 0
+    if not (named or cells or rows or reads_top):
+        return None
+
+    def check(st: MachineState) -> bool:
+        regs: list[Any] = st.regs
+        if any(type(regs[i]) is Pending for i in named):
+            return True  # (registers first: an address needs them)
+        stack: list[Any] = st.stack
+        if reads_top and stack and type(stack[-1]) is Pending:
+            return True
+        for cell in cells:
+            try:
+                if type(cell(st)) is Pending:
+                    return True
+            except ExecutionError:
+                return False  # the instruction fails there itself, as sequentially
+        mem: dict[str, list[Any]] = st.mem
+        return any(type(v) is Pending for key in rows for v in mem[key])
+
+    return check
+
+
+# -- running calls: sync and async bodies written once -------------------------------------------
+
+_Req = TypeVar("_Req")
+_Ret = TypeVar("_Ret")
+
+
+def tool_error(call: ToolCall, exc: Exception) -> BaseException:
+    """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
+    line of this plan, with the original as its cause.
+
+    Only an error already raised for this very call (same tool, same line) stays as it is.
+    Anything else, including the library's own errors from inside the tool (a tool that runs a
+    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
+    reported at a line of another plan.
+    """
+    if (
+        isinstance(exc, ExecutionError)
+        and exc.line == call.line
+        and getattr(exc, "tool", call.tool) == call.tool
+    ):
+        return exc
+    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
+    error.__cause__ = exc
+    return error
+
+
+def drive(body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Any]) -> _Ret:
+    """Run a sans-IO ``body`` (a generator that yields requests and receives their results)
+    to its return value, answering each request with ``execute``. A failing request is thrown
+    back into the body, except LangGraph's interrupts, which always propagate untouched."""
+    try:
+        request = next(body)
+        while True:
+            try:
+                result = execute(request)
+            except bubbling_errors():
+                body.close()
+                raise
+            except Exception as exc:
+                request = body.throw(exc)
+                continue
+            request = body.send(result)
+    except StopIteration as stop:
+        value: _Ret = stop.value
+        return value
+
+
+async def adrive(
+    body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Awaitable[Any]]
+) -> _Ret:
+    """Async :func:`drive`: each request is awaited."""
+    try:
+        request = next(body)
+        while True:
+            try:
+                result = await execute(request)
+            except bubbling_errors():
+                body.close()
+                raise
+            except Exception as exc:
+                request = body.throw(exc)
+                continue
+            request = body.send(result)
+    except StopIteration as stop:
+        value: _Ret = stop.value
+        return value
+
+
+def batch_results(batch: Sequence[ToolCall], execute: Callable[[ToolCall], Any]) -> list[Outcome]:
+    """Run a batch's calls at once on threads (one call runs on the caller's thread); each
+    outcome is the result or :class:`Failed`. A LangGraph interrupt propagates."""
+
+    def one(call: ToolCall) -> Outcome:
+        try:
+            return execute(call)
+        except bubbling_errors():
+            raise
+        except Exception as exc:
+            return Failed(exc)
+
+    if len(batch) == 1:
+        return [one(batch[0])]
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, one, call) for call in batch]
+        return [f.result() for f in futures]
+
+
+async def abatch_results(
+    batch: Sequence[ToolCall], execute: Callable[[ToolCall], Awaitable[Any]]
+) -> list[Outcome]:
+    """Async :func:`batch_results`: the calls are awaited together (``asyncio.gather``)."""
+
+    async def one(call: ToolCall) -> Outcome:
+        try:
+            return await execute(call)
+        except bubbling_errors():
+            raise
+        except Exception as exc:
+            return Failed(exc)
+
+    return list(await asyncio.gather(*(one(call) for call in batch)))

@@ -1,84 +1,90 @@
-"""Tool adapter: LangChain tools and plain typed callables become *externs* a plan can ``CALL``.
+"""A tool as a plan calls it (an *extern*), read from what the tool declares about itself.
 
-An :class:`Extern` knows what the stack machine needs about one tool:
+A tool's arguments (names, order, types, defaults, descriptions) come from its declared schema,
+the contract LangChain itself reads: ``tool.tool_call_schema`` (a pydantic model, or the JSON
+schema of an MCP tool or any ``StructuredTool`` built from one). A plain typed function is read
+the way LangChain reads one (``create_schema_from_function``: its signature and docstring). The
+results come from the return annotation where there is one, the output schema an MCP server
+declares where there is one, else "any". The prompt, the verifier's checks and the run-time
+conversion all read this one description:
 
-* ``params``: the parameters taken from the stack, in push order (the value pushed first is the
-  first parameter). Parameters the runtime injects (``ToolRuntime``, ``InjectedState``,
-  ``InjectedStore``, ``InjectedToolCallId``, any ``InjectedToolArg``, a ``RunnableConfig``) are
-  not among them; their names are in ``injected`` and the ``ToolRuntime`` one is
-  ``runtime_param``.
-* ``n_results``: how many values a call pushes, from the return annotation: ``tuple[A, B]``
-  gives 2, ``None`` gives 0, anything else (or no annotation) gives 1.
-* :meth:`Extern.convert_args` turns popped values into keyword arguments of the declared types,
-  :meth:`Extern.to_values` turns a raw result into stack values, :meth:`Extern.call` and
-  :meth:`Extern.acall` run the tool.
+* :attr:`Extern.params`: the parameters taken from the stack, in push order (the value pushed
+  first is the first parameter), each with its declared type (constraints included). What the
+  runtime injects (``ToolRuntime``, ``InjectedState``, a ``RunnableConfig``...) is not among
+  them; its names are in ``injected``, the ``ToolRuntime`` one is ``runtime_param``.
+* :meth:`Extern.convert_args`: popped values become the arguments, then are validated against
+  the declared schema (``Field(le=100)``, ``Literal``, enums, pydantic models) before any call,
+  on every path; :meth:`Extern.refuses` asks the same of one literal before the run.
+* :meth:`Extern.result_of` and :meth:`Extern.to_values`: what the tool returned becomes stack
+  values (``n_results`` of them: ``tuple[A, B]`` gives 2, ``None`` gives 0).
 
-A parameter without an annotation is typed ``Any``: the popped value is passed unchanged.
-Conversion is precomputed per parameter when the extern is built, so the common
-``int``/``float``/``str``/``bool`` path costs a type check and never touches pydantic.
+Example:
+    >>> def add(a: int, b: int) -> int:
+    ...     return a + b
+    >>> ext = externs_from([add])["add"]
+    >>> ext.to_values(ext.call(ext.convert_args([2, "3"])))
+    (5,)
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeGuard, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,  # pydantic reads these on Python 3.11
+    TypeAlias,
+    TypeGuard,
+    get_args,
+    get_origin,
+)
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
+from llassembly.analysis import summary as _summary
+from llassembly.analysis import verifier as _verifier
+from llassembly.analysis.constants import Semantics
+from llassembly.analysis.shapes import shape_of
+from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.compat import tool_signature_function
+from llassembly.compat import mcp_output_schema, mcp_structured
 from llassembly.errors import (
     AsmRuntimeError,
+    Diagnostic,
     ToolArgumentError,
     UsageError,
     UsageTypeError,
 )
+from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.opcodes import register_index
-from llassembly.language.program import NONE, Value
-from llassembly.machine.describe import (
-    describe_extern,
-    docstring_args,
-    extern_signature,
-    first_paragraph,
-)
-from llassembly.machine.signature import is_injected, is_runtime, result_count, type_hints
+from llassembly.language.program import NONE, PlainAnswer, Program, Value
 from llassembly.machine.values import (
-    EMPTY,
     Converter,
-    accepts_none,
     converter,
-    field_refuses,
     first_line,
-    is_model,
+    label,
     loaded,
     short_repr,
     to_value,
-    type_label,
 )
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = [
-    "Extern",
-    "Param",
-    "ToolLike",
-    "ToolSpec",
-    "check_sync_tools",
-    "describe_extern",
-    "extern_signature",
-    "externs_from",
-    "externs_of",
-    "type_label",
-]
-
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-_FILTERED = frozenset({"self", "run_manager", "callbacks"})
+_EMPTY = inspect.Parameter.empty
+_LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
+_PLAIN_TYPES = (int, float, str, bool, Any)
+_SCHEMA_DEPTH = 8  # deeper JSON schemas (a recursive one) are read as "any"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +93,13 @@ class Param:
 
     Attributes:
         name: The keyword the tool is called with.
-        annotation: The declared type (``Any`` when the parameter has none).
+        annotation: The declared type, with its constraints (``Annotated[float, Field(le=100)]``);
+            ``Any`` when the schema says nothing.
         description: What the argument means, for the prompt (may be empty).
-        has_default: The tool has a default for it: a plan may push ``NONE`` to leave it out.
-        default_text: The default as the prompt shows it (``10``, ``None``), or ``""`` when
-            it is not a plain value.
+        has_default: The tool has a default for it (or does not require it): a plan may push
+            ``NONE`` to leave it out.
+        default_text: The default as the prompt shows it (``10``, ``None``), or ``""`` when it
+            is not a plain value.
     """
 
     name: str
@@ -102,14 +110,7 @@ class Param:
 
 
 class _Refused(Exception):
-    """A value a parameter does not take, and why (internal: :meth:`Extern.convert_args`
-    raises a :class:`ToolArgumentError`, :meth:`Extern.refuses` returns the reason)."""
-
-
-_LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
-
-
-# --- the extern ----------------------------------------------------------------------------------
+    """A value a parameter does not take, and why (internal)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,21 +120,18 @@ class Extern:
     Attributes:
         name: The name the plan calls it by.
         params: Parameters taken from the stack, in push order.
-        n_results: Values a call pushes (0, 1, or the length of a ``tuple[...]`` annotation).
-        description: First paragraph of the tool description or docstring.
+        n_results: Values a call pushes (0, 1, or the length of a ``tuple[...]`` result).
+        description: The tool's description.
         tool: The LangChain tool, or ``None`` for a plain callable.
         func: The plain callable (``None`` for a tool).
         injected: Names of parameters the runtime injects (not taken from the stack).
         runtime_param: The parameter that receives the ``ToolRuntime``, if any.
-        result_types: Annotations of the results, one per value pushed.
+        result_types: Declared types of the results, one per value pushed (empty: any).
         query: It is the built-in query (``query_text``), answered by a model, not run.
-
-    Example:
-        >>> def add(a: int, b: int) -> int:
-        ...     return a + b
-        >>> ext = externs_from([add])["add"]
-        >>> ext.to_values(ext.call(ext.convert_args([2, "3"])))
-        (5,)
+        schema: The declared schema the arguments are validated against (the tool's pydantic
+            ``tool_call_schema``, or one made from :attr:`params`).
+        structured: The plan reads the tool's structured output (an MCP tool with an output
+            schema) rather than its text content.
     """
 
     name: str
@@ -146,46 +144,59 @@ class Extern:
     runtime_param: str | None = None
     result_types: tuple[Any, ...] = ()
     query: bool = False
-    _converters: tuple[tuple[str, Converter], ...] = field(init=False, repr=False)
+    schema: Any = None
+    structured: bool = False
+    _converters: tuple[Converter, ...] = field(init=False, repr=False)
+    _validator: TypeAdapter[Any] | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        converters = tuple((p.name, converter(p.annotation)) for p in self.params)
-        object.__setattr__(self, "_converters", converters)
-        is_async = self.func is not None and inspect.iscoroutinefunction(self.func)
-        object.__setattr__(self, "_is_async", is_async)
+        set_ = functools.partial(object.__setattr__, self)
+        set_("_converters", tuple(converter(shape_of(p.annotation)) for p in self.params))
+        set_("_validator", _validator(self.schema, self.params))
+        set_("_is_async", self.func is not None and inspect.iscoroutinefunction(self.func))
+
+    # -- arguments ------------------------------------------------------------------------------
 
     def convert_args(
         self, values: Sequence[Value], *, line: int = 0, source: str = ""
     ) -> dict[str, Any]:
-        """Convert popped values (first pushed first) into keyword arguments.
+        """Popped values (first pushed first) as the call's arguments, as the tool's declared
+        schema validates them (a pydantic model built from its object, a date from its text).
 
         Raises:
-            ToolArgumentError: A value does not fit its parameter, or the count is wrong.
+            ToolArgumentError: A value does not fit its parameter, the schema refuses the
+                arguments, or the count is wrong.
         """
-        converters = self._converters
-        if len(values) != len(converters):
-            msg = f"tool {self.name!r} takes {len(converters)} arguments, got {len(values)}"
+        params = self.params
+        if len(values) != len(params):
+            msg = f"tool {self.name!r} takes {len(params)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
-        out: dict[str, Any] = {}
+        args: dict[str, Any] = {}
         for position, value in enumerate(values):
             try:
                 converted = self._converted(position, value)
             except _Refused as exc:
-                msg = f"tool {self.name!r}, {exc}"
-                name = self.params[position].name
+                name = params[position].name
                 raise ToolArgumentError(
-                    msg, tool=self.name, argument=name, line=line, source=source
+                    f"tool {self.name!r}, {exc}",
+                    tool=self.name,
+                    argument=name,
+                    line=line,
+                    source=source,
                 ) from exc.__cause__
             if converted is not _LEFT_OUT:
-                out[converters[position][0]] = converted
-        return out
+                args[params[position].name] = converted
+        if self._validator is None:
+            return args
+        validated = self._validated(args, values, line, source)
+        fields = validated if isinstance(validated, dict) else vars(validated)
+        return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
 
     def refuses(self, position: int, value: Value) -> str | None:
-        """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it
-        takes it), asked by the check before the run: converted as :meth:`convert_args`
-        does, then checked against the field of a LangChain tool's ``args_schema``
-        (:func:`~llassembly.machine.values.field_refuses`), as the tool does when invoked."""
+        """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
+        it), asked by the check before the run: converted as :meth:`convert_args` does, then
+        checked against the parameter's declared type and constraints."""
         try:
             converted = self._converted(position, value)
         except _Refused as exc:
@@ -194,9 +205,13 @@ class Extern:
             return None
         if converted is _LEFT_OUT:
             return None
-        schema = getattr(self.tool, "args_schema", None)
-        detail = field_refuses(schema, self.params[position].name, converted)
-        return None if detail is None else self._refusal(position, value, detail)
+        try:
+            _adapter(self.params[position].annotation).validate_python(converted)
+        except ValidationError as exc:
+            return self._refusal(position, value, _first_error(exc))
+        except Exception:  # a type or validator that cannot judge one value alone
+            return None
+        return None
 
     def _converted(self, position: int, value: Value) -> Any:
         """``value`` as the parameter at ``position`` takes it (:data:`_LEFT_OUT`: left out);
@@ -205,49 +220,62 @@ class Extern:
         if value == NONE and type(value) is str:
             if param.has_default:
                 return _LEFT_OUT
-            if accepts_none(param.annotation):
+            if _accepts_none(param.annotation):
                 return None
             reason = (
                 f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
-                f"default for it and takes {type_label(param.annotation)}; push a value"
+                f"default for it and takes {label(shape_of(param.annotation))}; push a value"
             )
             raise _Refused(reason)
         try:
-            return self._converters[position][1](value)
+            return self._converters[position](value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
 
     def _refusal(self, position: int, value: Value, detail: str) -> str:
         param, shown = self.params[position], short_repr(value, 80)
-        expected = f"expected {type_label(param.annotation)}, got {shown} ({detail})"
+        expected = f"expected {label(shape_of(param.annotation))}, got {shown} ({detail})"
         return f"argument {param.name!r}: {expected}"
 
-    def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
-        """Return a raw result as stack values in natural order (the emulator pushes them so
-        the first one pops first).
+    def _validated(
+        self, args: dict[str, Any], values: Sequence[Value], line: int, source: str
+    ) -> Any:
+        """The arguments as the declared schema validates them (a pydantic model's fields, a
+        date from its text...).
 
         Raises:
-            AsmRuntimeError: A multi-result tool did not return a tuple/list of that length.
+            ToolArgumentError: The schema refuses them (the first problem, with the argument).
         """
-        n = self.n_results
+        validator = self._validator
+        if validator is None:  # pragma: no cover - called only with a validator
+            return args
         try:
-            if n == 1:
-                return (to_value(result),)
-            if n == 0:
-                return ()
-            if not isinstance(result, (tuple, list)) or len(result) != n:
-                got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
-                msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
-                raise AsmRuntimeError(msg, line=line, source=source)
-            return tuple(to_value(r) for r in result)
-        except ValueError as exc:
-            raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
+            return validator.validate_python(args)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            where = errors[0].get("loc", ()) if errors else ()
+            name = str(where[0]) if where else ""
+            positions = [i for i, p in enumerate(self.params) if p.name == name]
+            detail = _first_error(exc)
+            if positions:
+                reason = self._refusal(positions[0], values[positions[0]], detail)
+            else:
+                reason = f"the arguments do not fit its schema ({detail})"
+            raise ToolArgumentError(
+                f"tool {self.name!r}, {reason}",
+                tool=self.name,
+                argument=name,
+                line=line,
+                source=source,
+            ) from None
+
+    # -- running --------------------------------------------------------------------------------
 
     def call(self, args: dict[str, Any]) -> Any:
-        """Run the tool with converted arguments and return its raw result.
+        """Run the tool with :meth:`convert_args`'s arguments and return its raw result.
 
-        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``.
-        Injected parameters are not supplied here: the caller adds them to ``args``.
+        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``. Injected parameters are not supplied
+        here: the caller adds them to ``args``.
 
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
@@ -282,88 +310,395 @@ class Extern:
             )
         return self._is_async
 
-    def signature(self) -> str:
-        """Return ``name(a: int, b: str) -> int`` as the prompt shows it."""
-        return extern_signature(self)
+    # -- results --------------------------------------------------------------------------------
 
-    def describe(self) -> str:
-        """Return the block the system prompt shows for this tool."""
-        return describe_extern(self)
+    def result_of(self, output: Any) -> Any:
+        """What the plan reads of what the tool's code returned: a ``content_and_artifact``
+        tool's content, or its structured output when the plan reads that (an MCP tool with
+        an output schema); anything else as it is."""
+        if self.tool is None or self.tool.response_format != "content_and_artifact":
+            return output
+        if not (isinstance(output, tuple) and len(output) == 2):
+            return output
+        content, artifact = output
+        found = mcp_structured(artifact) if self.structured else None
+        return content if found is None else found
+
+    def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
+        """A raw result as stack values in natural order (the emulator pushes them so the first
+        one pops first).
+
+        Raises:
+            AsmRuntimeError: A multi-result tool did not return a tuple/list of that length, or
+                a value cannot be held.
+        """
+        n = self.n_results
+        try:
+            if n == 1:
+                return (to_value(result),)
+            if n == 0:
+                return ()
+            if not isinstance(result, (tuple, list)) or len(result) != n:
+                got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
+                msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
+                raise AsmRuntimeError(msg, line=line, source=source)
+            return tuple(to_value(r) for r in result)
+        except ValueError as exc:
+            raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
 
 
-# --- building externs ----------------------------------------------------------------------------
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    return str(errors[0].get("msg", "")) if errors else first_line(exc)
 
 
-def _build(
-    name: str,
-    fn: Callable[..., Any],
-    *,
-    tool: BaseTool | None = None,
-    description: str = "",
-    described: Mapping[str, str] | None = None,
-) -> Extern:
-    """Build an extern from the parameters of ``fn`` (or of a tool's pydantic ``args_schema``)."""
-    hints = type_hints(fn, name)
-    schema = tool.args_schema if tool is not None else None
-    fields = typing.cast(type[BaseModel], schema).model_fields if is_model(schema) else {}
-    defaults = {n: f.default for n, f in fields.items() if not f.is_required()}
-    if tool is not None and not hasattr(tool, "func") and is_model(schema):
-        # A BaseTool subclass: its schema, not ``_run(**kwargs)``, lists the parameters.
-        model = typing.cast(type[BaseModel], schema)
-        schema_hints = type_hints(model, name)
-        items = [(n, schema_hints.get(n, f.annotation)) for n, f in model.model_fields.items()]
-    else:
-        signature = inspect.signature(fn).parameters.values()
-        variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        if variadic:
-            shown = ", ".join(
-                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
-            )
-            raise UsageError(
-                f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
-                "stack, so every argument needs a name and a type (e.g. def f(city: str))"
-            )
-        items = [(p.name, hints.get(p.name, Any)) for p in signature if p.name not in _FILTERED]
-        defaults |= {p.name: p.default for p in signature if p.default is not p.empty}
-    doc_args = docstring_args(inspect.getdoc(fn))
-    described = described or {}
-    params: list[Param] = []
-    injected: list[str] = []
-    runtime_param: str | None = None
-    for pname, ann in items:
-        if is_injected(ann):
-            injected.append(pname)
-            runtime_param = pname if is_runtime(ann) else runtime_param
-            continue
-        # Only Annotated[...] carries a description (a Literal's later values are not one).
-        extras = get_args(ann)[1:] if get_origin(ann) is Annotated else ()
-        meta = [m for m in extras if isinstance(m, str)]
-        about = described.get(pname) or doc_args.get(pname) or (meta[0] if meta else "")
-        shown = _default_text(defaults.get(pname))
-        params.append(Param(pname, ann, about, pname in defaults, shown))
-    n_results, result_types = result_count(hints.get("return", EMPTY), name)
-    return Extern(
-        name=name,
-        params=tuple(params),
-        n_results=n_results,
-        description=description or first_paragraph(inspect.getdoc(fn)),
-        tool=tool,
-        func=None if tool is not None else fn,
-        injected=tuple(injected),
-        runtime_param=runtime_param,
-        result_types=result_types,
-    )
+def _accepts_none(annotation: Any) -> bool:
+    """Whether a parameter of this type takes ``None`` (``X | None``, ``Optional[X]``, ``Any``)."""
+    shape = shape_of(annotation)
+    return shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    try:
+        return _cached_adapter(annotation)
+    except TypeError:  # an annotation that cannot be hashed
+        return TypeAdapter(annotation)
+
+
+def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
+    """What validates a call's arguments: the declared pydantic schema, else a typed dict of
+    the parameters; ``None`` when the conversion alone already gives what the parameters
+    take (plain ``int``/``float``/``str``/``bool`` without constraints, and no validator of
+    the schema's own)."""
+    model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+    if model is not None:
+        checks = model.__pydantic_decorators__
+        if checks.model_validators or checks.field_validators or checks.root_validators:
+            return _adapter(model)
+    if all(p.annotation in _PLAIN_TYPES for p in params):
+        return None
+    if model is not None:
+        return _adapter(model)
+    fields = {p.name: NotRequired[p.annotation] if p.has_default else p.annotation for p in params}
+    return TypeAdapter(TypedDict("Arguments", fields))  # type: ignore[operator]
+
+
+# --- reading a tool's declared schema -----------------------------------------------------------
 
 
 def _from_tool(tool: BaseTool) -> Extern:
-    schema = tool.args_schema
-    described: dict[str, str] = {}
-    if is_model(schema):
-        fields = typing.cast(type[BaseModel], schema).model_fields
-        described = {n: f.description for n, f in fields.items() if f.description}
-    fn = tool_signature_function(tool)
-    about = first_paragraph(tool.description)
-    return _build(tool.name, fn, tool=tool, description=about, described=described)
+    """An extern from a LangChain tool's declared contract."""
+    schema = tool.tool_call_schema
+    about = tool.description or ""
+    if isinstance(schema, dict):
+        params = _params_of_json(schema, about)
+        model: Any = None
+    else:
+        params = _params_of_model(typing.cast(type[BaseModel], schema), about)
+        model = schema
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    hints = _hints(func if callable(func) else tool._run, tool.name)
+    injected, runtime = _injected(hints)
+    output = mcp_output_schema(tool)
+    if output is not None:
+        result: Any = _annotation(output, output.get("$defs", {}), _title(tool.name, "Result"))
+        n_results, result_types = 1, (result,)
+    else:
+        returns = hints.get("return", _EMPTY)
+        if tool.response_format == "content_and_artifact" and get_origin(returns) is tuple:
+            returns = get_args(returns)[0]  # the plan reads the content
+        n_results, result_types = _result_count(returns, tool.name)
+    return Extern(
+        name=tool.name,
+        params=params,
+        n_results=n_results,
+        description=about,
+        tool=tool,
+        injected=injected,
+        runtime_param=runtime,
+        result_types=result_types,
+        schema=model,
+        structured=output is not None,
+    )
+
+
+def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
+    """An extern from a plain typed function, read as LangChain reads one."""
+    from langchain_core.tools.base import create_schema_from_function
+
+    signature = inspect.signature(fn).parameters.values()
+    variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if variadic:
+        shown = ", ".join(("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic)
+        raise UsageError(
+            f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
+            "stack, so every argument needs a name and a type (e.g. def f(city: str)), or give "
+            "a LangChain tool whose args_schema declares them"
+        )
+    hints = _hints(fn, name)
+    injected, runtime = _injected(hints)
+    try:
+        model = create_schema_from_function(
+            name,
+            fn,
+            filter_args=[*injected, "self", "run_manager", "callbacks"],
+            parse_docstring=True,
+            error_on_invalid_docstring=False,
+            include_injected=False,
+        )
+    except Exception as exc:
+        raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
+    about = inspect.getdoc(fn) or ""
+    n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
+    return Extern(
+        name=name,
+        params=_params_of_model(typing.cast(type[BaseModel], model), about),
+        n_results=n_results,
+        description=about,
+        func=fn,
+        injected=injected,
+        runtime_param=runtime,
+        result_types=result_types,
+        schema=model,
+    )
+
+
+def _params_of_model(model: type[BaseModel], about: str) -> tuple[Param, ...]:
+    """The parameters a pydantic schema declares, in order, each with its constraints."""
+    described = _docstring_args(about)
+    params = []
+    for name, spec in model.model_fields.items():
+        annotation: Any = spec.annotation if spec.annotation is not None else Any
+        if spec.metadata:
+            annotation = typing.cast(Any, Annotated)[(annotation, *spec.metadata)]
+        has_default = not spec.is_required()
+        default = spec.get_default(call_default_factory=False) if has_default else None
+        params.append(
+            Param(
+                name,
+                annotation,
+                spec.description or described.get(name, ""),
+                has_default,
+                _default_text(default) if has_default else "",
+            )
+        )
+    return tuple(params)
+
+
+def _params_of_json(schema: Mapping[str, Any], about: str) -> tuple[Param, ...]:
+    """The parameters a JSON schema declares (an MCP tool), in order, each as a type the
+    plan's checks and pydantic read (constraints kept)."""
+    described = _docstring_args(about)
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+    required = set(schema.get("required") or ())
+    params = []
+    for name, spec in (schema.get("properties") or {}).items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        has_default = name not in required
+        default = spec.get("default")
+        params.append(
+            Param(
+                name,
+                _annotation(spec, defs, _title(name)),
+                str(spec.get("description") or described.get(name, "")),
+                has_default,
+                _default_text(default) if "default" in spec else "",
+            )
+        )
+    return tuple(params)
+
+
+def _title(*words: str) -> str:
+    """A type name made of ``words`` (``order_item`` -> ``OrderItem``)."""
+    text = "".join(p[:1].upper() + p[1:] for w in words for p in re.split(r"[^A-Za-z0-9]+", w))
+    return text if text.isidentifier() else "Object"
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "integer": int,
+    "number": float,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
+_CONSTRAINTS = {
+    "minimum": "ge",
+    "maximum": "le",
+    "exclusiveMinimum": "gt",
+    "exclusiveMaximum": "lt",
+    "multipleOf": "multiple_of",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "pattern": "pattern",
+    "minItems": "min_length",
+    "maxItems": "max_length",
+}
+
+
+def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0) -> Any:
+    """A JSON schema as the type it declares: ``integer`` is ``int``, an ``enum`` a
+    ``Literal``, an object with properties a ``TypedDict`` named after it, constraints
+    (``maximum``, ``pattern``...) kept as pydantic ``Field`` metadata."""
+    if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
+        return Any
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        key = ref.rsplit("/", 1)[-1]
+        return _annotation(defs.get(key), defs, _title(key), depth + 1)
+    if "const" in schema:
+        return _literal([schema["const"]])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return _literal(schema["enum"])
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+        options = schema["allOf"]
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        options = [{**schema, "type": k} for k in kinds]
+    if isinstance(options, list) and options:
+        found = tuple(_annotation(o, defs, name, depth + 1) for o in options)
+        return found[0] if len(found) == 1 else typing.cast(Any, typing.Union)[found]
+    if kinds == "array":
+        items = schema.get("prefixItems")
+        if isinstance(items, list) and items:
+            parts = tuple(_annotation(i, defs, f"{name}Item", depth + 1) for i in items)
+            base: Any = typing.cast(Any, tuple)[parts]
+        else:
+            base = list[_annotation(schema.get("items"), defs, f"{name}Item", depth + 1)]  # type: ignore[misc]
+    elif kinds == "object":
+        base = _object(schema, defs, str(schema.get("title") or name), depth)
+    else:
+        base = _JSON_TYPES.get(str(kinds), Any)
+    found_constraints = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    if found_constraints and base is not Any:
+        return typing.cast(Any, Annotated)[(base, Field(**found_constraints))]
+    return base
+
+
+def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str, depth: int) -> Any:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        extra = schema.get("additionalProperties")
+        value = _annotation(extra, defs, f"{name}Value", depth + 1) if extra else Any
+        return dict[str, value]  # type: ignore[valid-type]
+    required = set(schema.get("required") or ())
+    fields = {
+        key: (ann if key in required else NotRequired[ann])
+        for key, spec in properties.items()
+        for ann in [_annotation(spec, defs, _title(name, key), depth + 1)]
+    }
+    return TypedDict(_title(name), fields)  # type: ignore[operator]
+
+
+def _literal(values: list[Any]) -> Any:
+    plain = [v for v in values if v is None or isinstance(v, str | int | float | bool)]
+    return typing.cast(Any, Literal)[tuple(plain)] if plain else Any
+
+
+def _hints(obj: Any, name: str) -> dict[str, Any]:
+    """The resolved annotations of a tool's function, extras kept."""
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception as exc:
+        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
+        raise UsageError(msg) from exc
+
+
+def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """The parameters the runtime injects (LangChain's rule: ``InjectedToolArg`` and its kinds,
+    ``ToolRuntime``; plus a ``RunnableConfig``), and the ``ToolRuntime`` one."""
+    config = loaded("langchain_core.runnables.config", "RunnableConfig")
+    injected_arg = loaded("langchain_core.tools.base", "InjectedToolArg")
+    runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    names: list[str] = []
+    runtime: str | None = None
+    for name, annotation in hints.items():
+        if name == "return":
+            continue
+        base = get_origin(annotation) or annotation
+        is_runtime = runtime_type is not None and _subclass(base, runtime_type)
+        metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+        marked = injected_arg is not None and any(
+            isinstance(m, injected_arg) or _subclass(m, injected_arg) for m in metadata
+        )
+        if is_runtime or marked or (config is not None and annotation is config):
+            names.append(name)
+            runtime = name if is_runtime else runtime
+    return tuple(names), runtime
+
+
+def _subclass(value: Any, base: type) -> bool:
+    return isinstance(value, type) and issubclass(value, base)
+
+
+def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
+    """How many values a call pushes, and their types, from the return annotation. A tool
+    declared to return a ``Command`` or a ``ToolMessage`` gives the text of its message."""
+    if annotation is _EMPTY or annotation is Any:
+        return 1, ()
+    ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    if ann is None or ann is type(None):
+        return 0, ()
+    message_like = [
+        loaded("langgraph.types", "Command"),
+        loaded("langchain_core.messages.tool", "ToolMessage"),
+    ]
+    if any(kind is not None and _subclass(get_origin(ann) or ann, kind) for kind in message_like):
+        return 1, (str,)
+    if get_origin(ann) is tuple:
+        args = get_args(ann)
+        if len(args) == 2 and args[1] is Ellipsis:
+            msg = (
+                f"tool {name!r} returns {label(shape_of(ann))} of unknown length: annotate a "
+                "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
+                "return a list"
+            )
+            raise UsageError(msg)
+        return len(args), args
+    return 1, (ann,)
+
+
+def _default_text(default: Any) -> str:
+    """A parameter's default as the prompt shows it, when it is a short plain value."""
+    if default is None:
+        return "None"
+    if type(default) in (int, float, bool, str):
+        text = json.dumps(default) if type(default) is str else repr(default)
+        return text if len(text) <= 20 else ""
+    return ""
+
+
+def _docstring_args(doc: str | None) -> dict[str, str]:
+    """The ``Args:`` section of a Google-style description, as name -> description (a tool's
+    description holds its function's whole docstring unless LangChain parsed it)."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
+    if start is None:
+        return out
+    current = ""
+    indent = -1
+    for ln in lines[start + 1 :]:
+        if not ln.strip():
+            continue
+        depth = len(ln) - len(ln.lstrip())
+        if depth == 0:
+            break
+        match = re.match(r"\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)", ln)
+        if match and (indent < 0 or depth <= indent):
+            indent, current = depth, match.group(1)
+            out[current] = match.group(3).strip()
+        elif current:
+            out[current] = f"{out[current]} {ln.strip()}".strip()
+    return out
+
+
+# --- the tools argument ---------------------------------------------------------------------------
 
 
 def _check_name(name: str) -> None:
@@ -378,17 +713,7 @@ def _check_name(name: str) -> None:
         raise UsageError(msg)
 
 
-def _default_text(default: Any) -> str:
-    """A parameter's default as the prompt shows it, when it is a short plain value."""
-    if default is None:
-        return "None"
-    if type(default) in (int, float, bool, str):
-        text = json.dumps(default) if type(default) is str else repr(default)
-        return text if len(text) <= 20 else ""
-    return ""
-
-
-def _is_tool(item: Any) -> TypeGuard[BaseTool]:
+def is_tool(item: Any) -> TypeGuard[BaseTool]:
     """Whether ``item`` is a LangChain ``BaseTool``."""
     base = loaded("langchain_core.tools.base", "BaseTool")
     return base is not None and isinstance(item, base)
@@ -411,7 +736,7 @@ calls a tool by that name too). Anything else is a :class:`~llassembly.errors.Us
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`)."""
-    if isinstance(item, Extern) or _is_tool(item):
+    if isinstance(item, Extern) or is_tool(item):
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
             msg = (
@@ -426,7 +751,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     if callable(item):
         name = key if key is not None else getattr(item, "__name__", "")
         _check_name(name)
-        return _build(name, item)
+        return _from_function(name, item)
     msg = f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
     raise UsageTypeError(msg)
 
@@ -461,16 +786,88 @@ def externs_from(tools: ToolSpec) -> dict[str, Extern]:
     return dict(externs_of(tools))
 
 
-def check_sync_tools(names: Iterable[str], externs: Mapping[str, Extern]) -> None:
-    """Refuse, before anything runs, a synchronous run of a plan that calls async-only tools.
+def check_sync_tools(tools: Iterable[Extern | None]) -> None:
+    """Refuse, before anything runs, a synchronous run of a plan that calls async-only tools
+    (``tools``: the tools its ``CALL``s name).
 
     Raises:
-        UsageError: Some of ``names`` are async-only tools.
+        UsageError: Some of ``tools`` are async-only.
     """
-    blocked = sorted({n for n in names if n in externs and externs[n].async_only})
+    blocked = sorted({t.name for t in tools if t is not None and t.async_only})
     if blocked:
         listed = ", ".join(repr(n) for n in blocked)
         raise UsageError(
             f"the plan calls async-only tools ({listed}) but runs synchronously: nothing has "
             "run; use ainvoke / the async node, or give the tools a sync function"
         )
+
+
+def program_of(program: object, where: str) -> Program:
+    """``program``, checked to be a :class:`Program`.
+
+    Raises:
+        UsageError: It is something else: a plain answer (the reply held no instruction; see
+            :func:`~llassembly.parse_program`), or no parsed plan at all.
+    """
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, PlainAnswer):
+        msg = (
+            f"{where}() takes a Program, but the reply held no instruction (parse() gave a "
+            "PlainAnswer): check isinstance(parsed, Program) first, or use parse_program()"
+        )
+        raise UsageError(msg)
+    raise UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
+
+
+# --- the engine's checks, with the tools as the API takes them -----------------------------------
+
+
+def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
+    """Every problem of ``program`` with these tools (see :func:`llassembly.analysis.verifier.check`).
+
+    Example:
+        >>> from llassembly import parse
+        >>> def ping(x: int) -> int:
+        ...     return x
+        >>> check(parse("PUSH 1\\nCALL ping\\nPOP R1"), [ping])
+        ()
+
+    Raises:
+        UsageError: ``program`` is not a :class:`Program`, or ``tools`` no toolset (a
+            :class:`~llassembly.errors.UsageTypeError`, also a ``TypeError``, when it is
+            neither a list nor a mapping of tools).
+    """
+    return _verifier.check(program_of(program, "check"), externs_of(tools))
+
+
+def verify(program: Program, tools: ToolSpec) -> None:
+    """Check ``program`` and raise if anything is wrong.
+
+    Raises:
+        PlanRejected: The plan has problems.
+        UsageError: As for :func:`check`.
+    """
+    _verifier.verify(program_of(program, "verify"), externs_of(tools))
+
+
+def summarize(
+    program: Program,
+    tools: ToolSpec,
+    *,
+    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+    semantics: Semantics | None = None,
+) -> PlanSummary:
+    """What ``program`` may do (see :func:`llassembly.analysis.summary.summarize`).
+
+    Raises:
+        UsageError: As for :func:`check`.
+    """
+    return _summary.summarize(
+        program_of(program, "summarize"),
+        externs_of(tools),
+        max_instructions_to_exec=max_instructions_to_exec,
+        max_tool_calls=max_tool_calls,
+        semantics=semantics,
+    )

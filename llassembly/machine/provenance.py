@@ -12,7 +12,7 @@ Without policies nothing is wrapped: the machine runs the very steps it runs oth
 
 A tool ``CALL`` is the machine's own (``Emulator._begin_call``): its arguments' sources are
 checked by :meth:`Guards.check` where the call is built
-(:func:`llassembly.machine.ahead.call_request`), then taken off the shadow stack with the
+(the emulator builds the call), then taken off the shadow stack with the
 values; its results get the tool (:meth:`Shadow.results`).
 """
 

@@ -14,6 +14,7 @@ from itertools import compress
 from typing import Any, Final
 
 from llassembly.errors import UsageError
+from llassembly.language.limits import INT_MAX, is_int64
 from llassembly.language.opcodes import (
     REGISTER_COUNT,
     register_index,
@@ -38,7 +39,6 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 """The flag modes: no comparison yet, numbers compared, strings compared."""
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 _SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
@@ -54,7 +54,7 @@ class Pending:
 
     It sits where the value would be (a register, the stack, a memory cell) and moves like a
     value; an instruction that would read it waits for the call instead (see
-    :mod:`llassembly.machine.pending`). When the call completes, every place holding it gets
+    :mod:`llassembly.machine.emulator`). When the call completes, every place holding it gets
     the value. Tested with ``type(v) is Pending``; a snapshot writes it as
     ``{"call": call, "result": result}``.
     """
@@ -185,6 +185,33 @@ class MachineState:
             self._answer_counted = (lines, size)
         return size
 
+    def places(self) -> list[list[Any]]:
+        """Every place a value (or a :class:`Pending` one) lives: registers, stack, memory."""
+        return [self.regs, self.stack, *self.mem.values()]
+
+    def values(self) -> list[Any]:
+        """Every value the state holds (pending ones aside), the popped values of the calls
+        it waits on included."""
+        held = [v for place in self.places() for v in place if type(v) is not Pending]
+        held += self.pending[1] if self.pending else ()
+        held += [v for o in self.outstanding for v in o[1]]
+        return held if self.returned is None else [*held, self.returned]
+
+    def slots(self) -> list[tuple[int, list[Value], int]]:
+        """``(index, values, number)`` of each call the machine waits on, in program order:
+        the outstanding batch, then the pending call (the plain data a call is rebuilt from)."""
+        slots = [(index, list(values), number) for index, values, number in self.outstanding]
+        if self.pending is not None:
+            slots.append((self.pending[0], list(self.pending[1]), self.tool_calls))
+        return slots
+
+    def fill(self, call: int, values: Sequence[Value]) -> None:
+        """Put call number ``call``'s ``values`` wherever its pending values are."""
+        for place in self.places():
+            for i, v in enumerate(place):
+                if type(v) is Pending and v.call == call:
+                    place[i] = values[v.result]
+
     def holding(self) -> list[int]:
         """The indexes of the registers holding anything but the integer 0."""
         regs = self.regs
@@ -227,7 +254,7 @@ class MachineState:
             snap["answer"] = list(self.answer)
         if self.returned is not None:  # and only plans that returned a value carry it
             snap["returned"] = self.returned
-        if self.outstanding or self.fault is not None:  # only mid-batch (see machine.ahead)
+        if self.outstanding or self.fault is not None:  # only mid-batch (see machine.emulator)
             _batch_snapshot(self, snap)
         if self.provenance is not None:  # only values that derive from a result carry it
             sources = self.provenance.snapshot()
@@ -300,7 +327,7 @@ class MachineState:
 
 def _count(value: Any, what: str) -> int:
     """A counter or index read from a snapshot: a non-negative int (not a bool, float, NaN)."""
-    if type(value) is not int or not 0 <= value <= _INT_MAX:
+    if type(value) is not int or not 0 <= value <= INT_MAX:
         raise UsageError(f"not an emulator snapshot: {what} is {str(value)[:40]!r}")
     return value
 
@@ -308,14 +335,12 @@ def _count(value: Any, what: str) -> int:
 def is_value(value: Any) -> bool:
     """Whether ``value`` may live in a register or on the stack."""
     kind = type(value)
-    if kind is str:
+    if kind is str or is_int64(value):
         return True
-    if kind is int:
-        return bool(_INT_MIN <= value <= _INT_MAX)
     return kind is float and math.isfinite(value)
 
 
-# -- mid-batch snapshots (see machine.ahead): outstanding calls, their Pending values, a fault --
+# -- mid-batch snapshots (see machine.emulator): outstanding calls, their Pending values, a fault --
 
 
 def _batch_snapshot(st: MachineState, snap: dict[str, Any]) -> None:

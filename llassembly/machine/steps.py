@@ -314,7 +314,7 @@ class CompiledProgram:
     no provenance): see :mod:`llassembly.machine.provenance`."""
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """What is worked out from the program once, on first use, for every run (see
-    :func:`llassembly.machine.pending.read_checks`)."""
+    the emulator's read checks)."""
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""

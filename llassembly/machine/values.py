@@ -1,48 +1,30 @@
-"""Values between the stack and a tool: reading type annotations, converting popped values
-to a parameter's declared type, and turning a tool's raw result into stack values.
+"""Values between the stack and a tool: converting popped values to what a parameter takes,
+and a tool's raw result to stack values.
 
 The stack holds 64-bit integers, finite floats and strings only (see ``docs/language.md``,
 *Values*); every conversion here keeps to that and fails with ``ValueError`` (or ``TypeError``)
-that the extern turns into the library's own error, naming the tool and line.
+that the extern turns into the library's own error, naming the tool and line. What a parameter
+takes is read once, as a :class:`~llassembly.analysis.shapes.Shape` of its declared type.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
-import inspect
 import json
 import math
 import sys
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from llassembly.analysis.shapes import Shape
+from llassembly.language.limits import is_int64
 from llassembly.language.program import NONE, Value
 
-__all__ = [
-    "EMPTY",
-    "INT_MAX",
-    "INT_MIN",
-    "Converter",
-    "accepts_none",
-    "converter",
-    "field_refuses",
-    "first_line",
-    "is_model",
-    "is_subclass",
-    "loaded",
-    "short_repr",
-    "strip_annotation",
-    "to_value",
-    "type_label",
-]
-
 Converter = Callable[[Any], Any]
-EMPTY = inspect.Parameter.empty
 
 
 def loaded(module: str, name: str) -> Any:
@@ -55,82 +37,38 @@ def loaded(module: str, name: str) -> Any:
     return getattr(found, name, None) if found is not None else None
 
 
-# --- type helpers -------------------------------------------------------------------------------
-
-
-def strip_annotation(annotation: Any) -> Any:
-    """Drop ``Annotated[...]`` and ``X | None`` wrappers (no ``None`` ever lives on the stack)."""
-    while True:
-        if get_origin(annotation) is Annotated:
-            annotation = get_args(annotation)[0]
-            continue
-        args = get_args(annotation)
-        if get_origin(annotation) in (typing.Union, _UnionType) and type(None) in args:
-            rest = [a for a in args if a is not type(None)]
-            if len(rest) == 1:
-                annotation = rest[0]
-                continue
-        return annotation
-
-
-_UnionType = type(int | None)
-
-
-def accepts_none(annotation: Any) -> bool:
-    """Whether a parameter of this type takes ``None`` (``X | None``, ``Optional[X]``, ``Any``)."""
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if annotation is Any or annotation is EMPTY or annotation is None:
-        return True
-    if get_origin(annotation) in (typing.Union, _UnionType):
-        return type(None) in get_args(annotation)
-    return False
-
-
-def is_subclass(annotation: Any, base: type) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, base)
-
-
-def is_model(annotation: Any) -> bool:
-    return is_subclass(annotation, BaseModel)
-
-
-def type_label(annotation: Any) -> str:
-    """Return a short, model-readable name for a type: ``int``, ``JSON array of int``, ..."""
-    ann = strip_annotation(annotation)
-    if ann is Any or ann is EMPTY:
-        return "any"
-    if ann in (int, float, str):
-        return str(ann.__name__)
-    if ann is bool:
+def label(shape: Shape) -> str:
+    """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
+    ``JSON array of int``, ``one of "a", "b"``..."""
+    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    if len(options) != 1:
+        return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
+    (shape,) = options
+    kind = shape.kind
+    if shape.choices:
+        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
+    if shape.name == "bool":
         return "bool (1 or 0)"
-    if is_model(ann):
-        fields = ", ".join(
-            f'"{n}": {type_label(f.annotation)}' for n, f in ann.model_fields.items()
-        )
-        return f"JSON {ann.__name__} {{{fields}}}"
-    origin, args = get_origin(ann), get_args(ann)
-    if ann is dict or origin is dict:
+    if kind in ("int", "float"):
+        return kind
+    if kind in ("text", "decimal"):
+        return "str"
+    if kind == "object":
+        fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
+        return f"JSON {shape.name} {{{fields}}}" if shape.name else "JSON object"
+    if kind == "map":
         return "JSON object"
-    if ann is list or origin in (list, tuple, set, frozenset):
-        return f"JSON array of {type_label(args[0])}" if args else "JSON array"
-    if origin is Literal:
-        return "one of " + ", ".join(json.dumps(a) for a in args)
-    if is_subclass(ann, enum.Enum):
-        return "one of " + ", ".join(json.dumps(m.value) for m in ann)
-    return str(getattr(ann, "__name__", ann)).replace("typing.", "")
+    if kind in ("list", "tuple"):
+        item = shape.item if kind == "list" else None
+        return (
+            f"JSON array of {label(item)}"
+            if item is not None and item.kind != "any"
+            else "JSON array"
+        )
+    return "number" if kind == "number" else "any"
 
 
-# --- converters: popped value -> declared type ---------------------------------------------------
-
-
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
-
-
-def _in_range(number: int) -> int:
-    if not INT_MIN <= number <= INT_MAX:
-        raise ValueError("outside the 64-bit range")
-    return number
+# --- converters: popped value -> what the parameter takes ----------------------------------------
 
 
 def _to_int(v: Any) -> int:
@@ -147,6 +85,12 @@ def _to_int(v: Any) -> int:
             if f.is_integer():
                 return _in_range(int(f))
     raise ValueError("not a whole number")
+
+
+def _in_range(number: int) -> int:
+    if not is_int64(number):
+        raise ValueError("outside the 64-bit range")
+    return number
 
 
 def _finite(number: float) -> float:
@@ -186,81 +130,48 @@ def _identity(v: Any) -> Any:
     return v
 
 
-def _from_json(parse: Callable[[str], Any], kind: type | None = None) -> Converter:
-    """A converter for JSON-typed parameters: the value must be JSON text."""
+def _json_of(kind: type) -> Converter:
+    """A converter for a structured parameter: the value must be JSON text of that kind."""
+    what = "an object" if kind is dict else "an array"
 
     def convert(v: Any) -> Any:
         if type(v) is not str:
             raise ValueError("push it as JSON text")
-        loaded = parse(v)
-        if kind is not None and not isinstance(loaded, kind):
-            raise ValueError(f"the JSON is not {'an object' if kind is dict else 'an array'}")
-        return loaded
-
-    return convert
-
-
-def _general(adapter: TypeAdapter[Any]) -> Converter:
-    """Lax pydantic validation of the value itself, then of the value read as JSON text."""
-
-    def convert(v: Any) -> Any:
         try:
-            return adapter.validate_python(v)
-        except ValueError:
-            if type(v) is not str:
-                raise
-            return adapter.validate_json(v)
+            data = json.loads(v)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+        if not isinstance(data, kind):
+            raise ValueError(f"the JSON is not {what}")
+        return data
 
     return convert
 
 
-def converter(annotation: Any) -> Converter:
-    """Build the one converter used for every value passed to a parameter of this type."""
-    ann = strip_annotation(annotation)
-    simple: dict[Any, Converter] = {int: _to_int, float: _to_float, bool: _to_bool, str: _to_str}
-    if ann in simple:
-        return simple[ann]
-    if ann is Any or ann is EMPTY:
-        return _identity
-    if is_model(ann):
-        return _from_json(ann.model_validate_json)
-    if ann is dict or ann is list:
-        return _from_json(json.loads, ann)
-    if get_origin(ann) in (dict, list):
-        return _from_json(TypeAdapter(ann).validate_json)
-    return _general(TypeAdapter(ann))
+_BY_KIND: dict[str, Converter] = {
+    "int": _to_int,
+    "float": _to_float,
+    "number": _to_float,
+    "text": _to_str,
+    "decimal": _to_str,
+    "object": _json_of(dict),
+    "map": _json_of(dict),
+    "list": _json_of(list),
+    "tuple": _json_of(list),
+}
 
 
-def field_refuses(schema: Any, name: str, value: Any) -> str | None:
-    """What the field ``name`` of a pydantic ``schema`` (a LangChain tool's ``args_schema``)
-    says against ``value``, a converted argument: its type and constraints (``Field(ge=0)``,
-    ``max_length``), as the tool validates it when invoked. ``None`` when it takes the value,
-    or cannot judge one field alone (no pydantic schema, no such field, a failing validator):
-    the run then decides."""
-    if not is_model(schema) or name not in schema.model_fields:
-        return None
-    check = _field_adapter(schema, name)
-    try:
-        if check is not None:
-            check.validate_python(value)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        return str(errors[0].get("msg", "")) if errors else first_line(exc)
-    except Exception:  # a validator that fails otherwise: the run decides
-        return None
-    return None
-
-
-@functools.lru_cache(maxsize=256)
-def _field_adapter(schema: type[BaseModel], name: str) -> TypeAdapter[Any] | None:
-    found = schema.model_fields[name]
-    kind: Any = found.annotation
-    if found.metadata:
-        kind = typing.cast(Any, Annotated)[(kind, *found.metadata)]
-    try:
-        return TypeAdapter(kind)
-    except Exception:  # a type pydantic cannot build a validator for alone
-        return None
+def converter(shape: Shape) -> Converter:
+    """The one converter used for every value passed to a parameter of this shape: a popped
+    value becomes the JSON-ready value the parameter takes (a number, a text, the object or
+    array its JSON text holds); the parameter's own validation (its declared schema) comes
+    after it."""
+    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    if len(options) != 1:
+        return _identity  # a union of kinds: the schema's validation decides
+    if options[0].name == "bool":
+        return _to_bool
+    return _BY_KIND.get(options[0].kind, _identity)
 
 
 # --- result -> stack values ----------------------------------------------------------------------
@@ -341,7 +252,7 @@ def _to_value(x: Any) -> Value:
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
     if t is int:
-        if not INT_MIN <= x <= INT_MAX:
+        if not is_int64(x):
             raise ValueError(
                 f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
                 "integers"

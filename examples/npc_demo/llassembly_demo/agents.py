@@ -22,7 +22,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from llassembly import ToolsPlannerMiddleware
-from llassembly.graph import Granularity
+from llassembly.integration.graph import Granularity
 
 from .run import MAX_INSTRUCTIONS, MAX_TOOL_CALLS, Order, unit_context
 from .tools import UNIT_TOOLS, UnitContext
