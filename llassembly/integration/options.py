@@ -289,8 +289,9 @@ class PlannerOptions:
 
     plan_policy: tuple[PlanPolicy, ...] = _option(
         (),
-        "Rules ``(summary, program) -> problems`` (see ``llassembly.max_calls``, ``llassembly.only_from``); a plan with "
-        "problems is refused before anything runs and the model repairs it. Data-flow "
+        "Rules ``(summary, program) -> problems`` (``llassembly.max_calls``, ``not_in_loop``, "
+        "...); a plan with problems is refused before anything runs and the model repairs it. "
+        "Data-flow "
         "policies (``only_from``, ``never_from``) are also checked before each call runs.",
         check=_callables,
         keep=tuple,

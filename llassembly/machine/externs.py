@@ -274,8 +274,8 @@ class Extern:
     def call(self, args: dict[str, Any]) -> Any:
         """Run the tool with :meth:`convert_args`'s arguments and return its raw result.
 
-        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``. Injected parameters are not supplied
-        here: the caller adds them to ``args``.
+        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``.
+        Injected parameters are not supplied here: the caller adds them to ``args``.
 
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
@@ -824,7 +824,8 @@ def program_of(program: object, where: str) -> Program:
 
 
 def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
-    """Every problem of ``program`` with these tools (see :func:`llassembly.analysis.verifier.check`).
+    """Every problem of ``program`` with these tools (see
+    :func:`llassembly.analysis.verifier.check`).
 
     Example:
         >>> from llassembly import parse
