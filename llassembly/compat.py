@@ -78,7 +78,7 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
 @dataclass
 class Recorded:
     """What a :func:`recording_tool` saw during one call: whether the tool's code ran, what
-    it returned (its content, for a ``content_and_artifact`` tool), and the content of the
+    it returned (a ``(content, artifact)`` pair, for a ``content_and_artifact`` tool), and the content of the
     ``ToolMessage`` the tool made of it (``None`` when it made none), so a caller can tell
     whether a ``wrap_tool_call`` middleware rewrote the result after the tool."""
 
@@ -116,7 +116,6 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     from langchain_core.messages import ToolMessage
 
     copy = tool.model_copy()
-    content_and_artifact = tool.response_format == "content_and_artifact"
     run, arun = tool._run, tool._arun
     public_run, public_arun = copy.run, copy.arun
 
@@ -124,7 +123,7 @@ def recording_tool(tool: BaseTool) -> BaseTool:
         record = _RECORDING.get()
         if record is not None:
             record.returned = True
-            record.value = value[0] if content_and_artifact and isinstance(value, tuple) else value
+            record.value = value
         return value
 
     def started() -> None:

@@ -102,7 +102,7 @@ def test_a_content_and_artifact_tool_notes_its_content() -> None:
         message = recording_tool(search).invoke(
             {"name": "search", "args": {"q": "x"}, "id": "c1", "type": "tool_call"}
         )
-    assert message.artifact == {"raw": "x"} and noted.value == "found x"
+    assert message.artifact == {"raw": "x"} and noted.value == ("found x", {"raw": "x"})
 
 
 def test_a_raising_tool_is_noted_as_having_run_without_a_value() -> None:

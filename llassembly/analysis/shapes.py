@@ -29,6 +29,7 @@ from pathlib import PurePath
 from typing import Annotated, Any, Final, Literal, get_args, get_origin
 
 from pydantic import BaseModel
+from typing_extensions import is_typeddict
 
 __all__ = [
     "ANY",
@@ -216,7 +217,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         if issubclass(ann, BaseModel):
             items = [(n, f.annotation) for n, f in ann.model_fields.items()]
             return _object(ann.__name__, items, depth)
-        if typing.is_typeddict(ann):
+        if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)
             return _object(ann.__name__, list(_hints(ann).items()), depth)
         if dataclasses.is_dataclass(ann):
             hints = _hints(ann)

@@ -322,7 +322,15 @@ class Extern:
             return output
         content, artifact = output
         found = mcp_structured(artifact) if self.structured else None
-        return content if found is None else found
+        if found is not None:
+            return found
+        if isinstance(content, list):  # content blocks: their text, as the message's text
+            return "".join(
+                b if isinstance(b, str) else str(b.get("text", ""))
+                for b in content
+                if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+            )
+        return content
 
     def to_values(self, result: Any, *, line: int = 0, source: str = "") -> tuple[Value, ...]:
         """A raw result as stack values in natural order (the emulator pushes them so the first
@@ -611,7 +619,8 @@ def _hints(obj: Any, name: str) -> dict[str, Any]:
 
 def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
     """The parameters the runtime injects (LangChain's rule: ``InjectedToolArg`` and its kinds,
-    ``ToolRuntime``; plus a ``RunnableConfig``), and the ``ToolRuntime`` one."""
+    ``ToolRuntime``; plus a ``RunnableConfig``), and the one that gets the ``ToolRuntime`` (as
+    the tool node decides: the one annotated so, or an injected one named ``runtime``)."""
     config = loaded("langchain_core.runnables.config", "RunnableConfig")
     injected_arg = loaded("langchain_core.tools.base", "InjectedToolArg")
     runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
@@ -628,7 +637,8 @@ def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
         )
         if is_runtime or marked or (config is not None and annotation is config):
             names.append(name)
-            runtime = name if is_runtime else runtime
+            # (the tool node gives the runtime to an injected parameter named "runtime" too)
+            runtime = name if is_runtime or name == "runtime" else runtime
     return tuple(names), runtime
 
 
@@ -638,7 +648,8 @@ def _subclass(value: Any, base: type) -> bool:
 
 def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     """How many values a call pushes, and their types, from the return annotation. A tool
-    declared to return a ``Command`` or a ``ToolMessage`` gives the text of its message."""
+    declared to return a ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's
+    content) gives the text of its message."""
     if annotation is _EMPTY or annotation is Any:
         return 1, ()
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
@@ -648,8 +659,13 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
         loaded("langgraph.types", "Command"),
         loaded("langchain_core.messages.tool", "ToolMessage"),
     ]
-    if any(kind is not None and _subclass(get_origin(ann) or ann, kind) for kind in message_like):
-        return 1, (str,)
+    options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
+    if any(
+        kind is not None and _subclass(get_origin(o) or o, kind)
+        for o in options
+        for kind in message_like
+    ):
+        return 1, (str,)  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
