@@ -78,9 +78,9 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
 @dataclass
 class Recorded:
     """What a :func:`recording_tool` saw during one call: whether the tool's code ran, what
-    it returned (a ``(content, artifact)`` pair, for a ``content_and_artifact`` tool), and the content of the
-    ``ToolMessage`` the tool made of it (``None`` when it made none), so a caller can tell
-    whether a ``wrap_tool_call`` middleware rewrote the result after the tool."""
+    it returned (a ``(content, artifact)`` pair, for a ``content_and_artifact`` tool), and the
+    content of the ``ToolMessage`` the tool made of it (``None`` when it made none), so a caller
+    can tell whether a ``wrap_tool_call`` middleware rewrote the result after the tool."""
 
     ran: bool = False
     returned: bool = False
