@@ -15,6 +15,10 @@ neither); each function imports what it needs when it is called.
   ``run``/``arun`` made of it (``BaseTool.invoke`` calls ``run``), in the :func:`recording` the
   call runs in (how the agent path reads the tool's own return value, and sees whether a
   middleware rewrote it).
+* :func:`direct_function`, :func:`unobserved` and :func:`tool_message`: when invoking a tool
+  does nothing anyone can observe beyond calling its function (a plain ``StructuredTool``, no
+  callback handler under the config, tracing included), a plan graph calls the function and
+  writes the ``ToolMessage`` content as ``BaseTool.run`` writes it.
 * :func:`mcp_output_schema` and :func:`mcp_structured`: where ``langchain-mcp-adapters`` keeps
   an MCP tool's structured output (the artifact of its ``content_and_artifact`` result, under
   ``structured_content``), and where :func:`llassembly.load_mcp_tools` keeps the output schema
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -89,6 +93,12 @@ class Recorded:
 
 
 _RECORDING: ContextVar[Recorded | None] = ContextVar("llassembly_recording", default=None)
+_RECORDING_MARK: Final = "_llassembly_recording"
+
+
+def is_recording(tool: Any) -> bool:
+    """Whether ``tool`` is a :func:`recording_tool` copy."""
+    return bool(getattr(tool, _RECORDING_MARK, False))
 
 
 @contextmanager
@@ -155,11 +165,67 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     async def arun_(*args: Any, **kwargs: Any) -> Any:
         return made(await public_arun(*args, **kwargs))
 
+    object.__setattr__(copy, _RECORDING_MARK, True)
     object.__setattr__(copy, "_run", _run)
     object.__setattr__(copy, "_arun", _arun)
     object.__setattr__(copy, "run", run_)
     object.__setattr__(copy, "arun", arun_)
     return copy
+
+
+_NOT_DIRECT: Final = frozenset({"callbacks", "run_manager", "config"})
+
+
+def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[..., Any] | None:
+    """The function ``tool.invoke`` (``tool.ainvoke``: its coroutine) would call, when invoking
+    it does nothing else a caller could observe once its arguments are validated and no
+    callback handler listens: a plain ``StructuredTool``, no error handlers, no callbacks of
+    its own, ``response_format="content"``, a function that takes no callbacks or config;
+    else ``None``."""
+    from langchain_core.tools import StructuredTool
+
+    func = getattr(tool, "coroutine" if asynchronous else "func", None)
+    if (
+        type(tool) is not StructuredTool
+        or func is None
+        or tool.handle_tool_error
+        or tool.handle_validation_error
+        or tool.callbacks
+        or tool.response_format != "content"
+    ):
+        return None
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return None
+    return None if _NOT_DIRECT & set(params) else func
+
+
+def unobserved(config: Any) -> bool:
+    """Whether a run under ``config`` has no callback handler at all: none given, and none that
+    LangChain adds itself (tracing set up by the environment)."""
+    from langchain_core.callbacks import CallbackManager
+
+    callbacks = config.get("callbacks") if isinstance(config, dict) else None
+    return not CallbackManager.configure(inheritable_callbacks=callbacks).handlers
+
+
+def tool_message(output: Any, call_id: str, name: str) -> Any:
+    """The ``ToolMessage`` ``BaseTool.run`` makes of a tool's output for a tool call (text and
+    content blocks as they are, anything else as JSON, non-ASCII kept, else its ``str``)."""
+    from langchain_core.tools.base import _format_output
+
+    return _format_output(output, None, call_id, name, "success")
+
+
+def noted_directly(output: Any, content: Any) -> None:
+    """Note, in the :func:`recording` around a call, a tool's function called directly."""
+    record = _RECORDING.get()
+    if record is not None:
+        record.ran = record.returned = True
+        record.value, record.content = output, content
 
 
 MCP_OUTPUT_SCHEMA: Final = "outputSchema"

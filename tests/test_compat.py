@@ -13,6 +13,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
 from langchain.agents.middleware.model_call_limit import ModelCallLimitState
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
@@ -154,3 +155,59 @@ def test_a_tagged_model_answers_a_tools_less_request_and_its_chunks_carry_the_ta
     ]
     assert seen and all("probe:tag" in m.get("tags", []) for m in seen)
     assert all(m.get("probe") == "yes" for m in seen)
+
+
+OUTPUTS = [
+    "text",
+    "naïve ☕",
+    7,
+    2.5,
+    None,
+    {"a": 1, "b": ["x", "é"]},
+    [1, 2, 3],
+    [{"type": "text", "text": "a block"}],
+    ("a", 1),
+]
+
+
+@pytest.mark.parametrize("output", OUTPUTS, ids=repr)
+def test_a_directly_called_tools_message_is_the_one_tool_invoke_makes(output: Any) -> None:
+    """``tool_message`` writes a tool's output as ``BaseTool.run`` does for a tool call."""
+    from llassembly.compat import tool_message
+
+    def give() -> Any:
+        """Give the output."""
+        return output
+
+    made = StructuredTool.from_function(give).invoke(
+        {"name": "give", "args": {}, "id": "c1", "type": "tool_call"}
+    )
+    direct = tool_message(output, "c1", "give")
+    assert (direct.content, direct.tool_call_id, direct.name, direct.status) == (
+        made.content,
+        made.tool_call_id,
+        made.name,
+        made.status,
+    )
+
+
+def test_a_tool_is_called_directly_only_when_invoking_it_adds_nothing_observable() -> None:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from llassembly.compat import direct_function, unobserved
+
+    def plain(x: int) -> int:
+        """Plain."""
+        return x
+
+    def with_config(x: int, config: RunnableConfig) -> int:
+        """Reads its config."""
+        return x
+
+    assert direct_function(StructuredTool.from_function(plain)) is plain
+    assert direct_function(StructuredTool.from_function(with_config)) is None
+    assert direct_function(StructuredTool.from_function(plain, handle_tool_error=True)) is None
+    artifact = StructuredTool.from_function(plain, response_format="content_and_artifact")
+    assert direct_function(artifact) is None
+    assert unobserved({}) and unobserved({"callbacks": []})
+    assert not unobserved({"callbacks": [BaseCallbackHandler()]})

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
@@ -33,8 +35,6 @@ from llassembly import (
     load_mcp_tools,
     parse,
 )
-from tests.conftest import asm, meta
-from tests.fakes import ScriptedChatModel
 
 SERVER = Path(__file__).with_name("mcp_shop.py")
 

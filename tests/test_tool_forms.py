@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -29,8 +31,6 @@ from llassembly import (
     check,
     parse,
 )
-from tests.conftest import asm, meta
-from tests.fakes import ScriptedChatModel
 
 PAID: list[tuple[str, float]] = []
 
@@ -218,3 +218,38 @@ def test_a_computed_value_the_schema_refuses_stops_the_emulator_before_the_call(
     with pytest.raises(ToolArgumentError, match="line 5") as caught:
         emulator.run()
     assert caught.value.argument == "amount" and PAID == []
+
+
+@pytest.mark.parametrize("path", ["graph", "node"])
+async def test_a_plan_graphs_tool_runs_are_traced_when_someone_listens(path: str) -> None:
+    """Under a callback handler (tracing, ``astream_events``) every call is invoked as the tool
+    node invokes it, so its run shows; with nobody listening the tool's function is called
+    directly (see ``llassembly.compat.direct_function``): the same messages either way."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Tools(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            self.started.append(kwargs.get("name") or serialized.get("name"))
+
+    listening = Tools()
+    finals = []
+    for config in ({"callbacks": [listening]}, {}):
+        PAID.clear()
+        model = ScriptedChatModel(replies=[asm(GOOD)])
+        if path == "node":
+            graph = StateGraph(MessagesState)
+            graph.add_node("planner", ToolsPlannerNode(model, [_decorated()]))
+            graph.add_edge(START, "planner")
+            graph.add_edge("planner", END)
+            runnable: Any = graph.compile()
+        else:
+            planner = ToolsPlannerMiddleware(execution="graph")
+            runnable = create_agent(model, tools=[_decorated()], middleware=[planner])
+        out = await runnable.ainvoke({"messages": [HumanMessage("pay")]}, config)
+        finals.append(out["messages"][-1].text)
+        assert PAID == [("bob", 40.0)]
+    assert listening.started == ["pay"]
+    assert finals[0] == finals[1] == said("@tool")

@@ -38,7 +38,15 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from llassembly.analysis.shapes import Shape, shape_of
-from llassembly.compat import Recorded, bubbling_errors, recording
+from llassembly.compat import (
+    Recorded,
+    bubbling_errors,
+    direct_function,
+    is_recording,
+    noted_directly,
+    recording,
+    tool_message,
+)
 from llassembly.errors import (
     AsmRuntimeError,
     CallNotRun,
@@ -217,6 +225,27 @@ class CallContext:
     runtime: Any = None
     query_model: Any = None
     errors: dict[str, BaseException] = field(default_factory=dict)
+    # Worked out once per run: whether anything observes it (callback handlers, tracing: a
+    # run's nodes inherit the handlers of the config it started with), each tool's direct
+    # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
+    observed: bool = True
+    _direct: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    _tools: list[BaseTool] | None = field(default=None, repr=False)
+
+    def direct(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
+        """The function of ``tool`` to call directly (see
+        :func:`llassembly.compat.direct_function`), or ``None``."""
+        found = self._direct.get((id(tool), asynchronous))
+        if found is None or found[0] is not tool:
+            func = direct_function(tool, asynchronous=asynchronous)
+            found = self._direct[(id(tool), asynchronous)] = (tool, func)
+        return found[1]  # type: ignore[no-any-return]
+
+    def tools(self) -> list[BaseTool]:
+        """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""
+        if self._tools is None:
+            self._tools = [e.tool for e in self.externs.values() if e.tool is not None]
+        return self._tools
 
 
 def run_call(
@@ -272,11 +301,12 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
         tool_call_id=cid,
         store=getattr(rt, "store", None),
-        tools=[e.tool for e in ctx.externs.values() if e.tool is not None],
+        tools=ctx.tools(),
     )
+    tool = extern.tool
     return ToolCallRequest(
         tool_call={"name": call.tool, "args": dict(call.args), "id": cid, "type": "tool_call"},
-        tool=extern.tool,
+        tool=ctx.planner.recording_tool_of(tool) if tool is not None else None,
         state=ctx.state,
         runtime=runtime,
     )
@@ -284,10 +314,15 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
 
 def invoke_tool(ctx: CallContext, config: RunnableConfig) -> Callable[[ToolCallRequest], _Result]:
     """The handler that runs a plan graph's call: the tool invoked with the tool call, its
-    ``ToolRuntime`` injected, as the agent's tool node invokes it."""
+    ``ToolRuntime`` injected, as the agent's tool node invokes it (its function called
+    directly when nothing could observe the difference: see
+    :func:`llassembly.compat.direct_function`)."""
 
     def invoke(request: ToolCallRequest) -> _Result:
         tool, call = _injected(ctx, request)
+        direct = None if ctx.observed else ctx.direct(tool, False)
+        if direct is not None:
+            return _directly(call, direct(**call["args"]))
         return tool.invoke(call, config)  # type: ignore[no-any-return]
 
     return invoke
@@ -300,9 +335,21 @@ def ainvoke_tool(
 
     async def invoke(request: ToolCallRequest) -> _Result:
         tool, call = _injected(ctx, request)
+        direct = None if ctx.observed else ctx.direct(tool, True)
+        if direct is not None:
+            return _directly(call, await direct(**call["args"]))
         return await tool.ainvoke(call, config)  # type: ignore[no-any-return]
 
     return invoke
+
+
+def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
+    """The ``ToolMessage`` a tool's function called directly gives, as ``BaseTool.run``
+    writes it (and noted as the recording copy would have noted it)."""
+    noted_directly(output, None)  # it returned, whether or not its output can be written
+    message: ToolMessage = tool_message(output, call["id"], call["name"])
+    noted_directly(output, message.content)
+    return message
 
 
 def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dict[str, Any]]:
@@ -334,9 +381,11 @@ def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
 
 
 def _recording(ctx: CallContext, request: ToolCallRequest) -> ToolCallRequest:
-    if request.tool is None:
+    """``request`` with the recording copy of its tool (a plan graph's request has it)."""
+    tool = request.tool
+    if tool is None or is_recording(tool):
         return request
-    return request.override(tool=ctx.planner.recording_tool_of(request.tool))
+    return request.override(tool=ctx.planner.recording_tool_of(tool))
 
 
 def _failed(

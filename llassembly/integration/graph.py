@@ -41,6 +41,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, QueryFailed, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
@@ -667,6 +668,7 @@ def run_plan(
     """
     if synchronous:
         check_sync_tools(graph.compiled.tools)
+    ctx.observed = not unobserved(config)
     run = plan_run(ctx)
     result = graph.graph.invoke(graph.initial_state(), graph.config_for(run, config))
     return _ran(result, run)
@@ -674,6 +676,7 @@ def run_plan(
 
 async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
     """Async :func:`run_plan` (with ``ainvoke``)."""
+    ctx.observed = not unobserved(config)
     run = plan_run(ctx)
     result = await graph.graph.ainvoke(graph.initial_state(), graph.config_for(run, config))
     return _ran(result, run)
