@@ -74,6 +74,7 @@ class Planner:
         self._summaries: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanSummary]] = _Lru()
         self._prompts: _Lru[tuple[int, str], tuple[Mapping[str, Extern], str]] = _Lru()
         self._graphs: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanGraph]] = _Lru()
+        self._live: _Lru[int, tuple[dict[str, Any], Emulator]] = _Lru()
         self._single: _Lru[int, tuple[Any, Extern | None]] = _Lru()
         self._recording: _Lru[int, tuple[BaseTool, BaseTool]] = _Lru()
 
@@ -185,7 +186,17 @@ class Planner:
         self, text: str, externs: Mapping[str, Extern], state: Mapping[str, Any] | None
     ) -> Emulator:
         """The machine of a verified plan under this planner's budgets, from ``state`` (a
-        snapshot) or from its start."""
+        snapshot) or from its start: the live machine :meth:`keep` kept when ``state`` is the
+        very snapshot it wrote (the next step of the same run), else restored from it."""
+        if state is not None:
+            found = self._live.pop(id(state), None)  # taken: a step that fails leaves none
+            if found is not None and found[0] is state:
+                live = found[1]
+                if (
+                    live.compiled.externs is externs
+                    and live.program is self.compiled(text, externs).program
+                ):
+                    return live
         opts = self.options
         return Emulator(
             self.compiled(text, externs),
@@ -195,6 +206,13 @@ class Planner:
             state=state,
             parallel_tools=opts.parallel_tools,
         )
+
+    def keep(self, emulator: Emulator) -> dict[str, Any]:
+        """The snapshot of ``emulator``, the machine kept for the step that goes on from it
+        (see :meth:`emulator`)."""
+        snapshot = emulator.snapshot()
+        self._live.keep(id(snapshot), (snapshot, emulator))
+        return snapshot
 
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""

@@ -392,7 +392,7 @@ def _advance(
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
         return _plan_ended(rec, failure_of(error), view, messages)
-    rec["machine"] = emulator.snapshot()
+    rec["machine"] = view.planner.keep(emulator)
     if not calls:
         return _plan_ended(rec, None, view, messages)
     pending = [pending_call(call, call_id(rec["prefix"], call.number)) for call in calls]
