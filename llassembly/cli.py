@@ -61,8 +61,6 @@ from llassembly.machine.externs import (
 )
 from llassembly.machine.state import ToolCall
 
-__all__ = ["EXIT_CODES", "JSON_SCHEMA", "load_tools", "main"]
-
 _EXIT_OK, _EXIT_PLAN, _EXIT_RUN, _EXIT_USAGE = 0, 1, 2, 3
 
 EXIT_CODES: dict[int, str] = {

@@ -46,16 +46,6 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = [
-    "MODEL_CALL_COUNTERS",
-    "Recorded",
-    "bubbling_errors",
-    "private_state",
-    "recording",
-    "recording_tool",
-    "structured_model",
-    "tagged_model",
-]
 
 MODEL_CALL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
 """The agent-state keys of ``ModelCallLimitMiddleware``'s counters (thread and run)."""

@@ -16,31 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
 
-__all__ = [
-    "AsmRuntimeError",
-    "AsmSyntaxError",
-    "BudgetExceeded",
-    "CallNotRun",
-    "DataFlowRefused",
-    "Diagnostic",
-    "EmptyReply",
-    "ExecutionError",
-    "Failure",
-    "InstructionBudgetExceeded",
-    "LLAssemblyError",
-    "PlanError",
-    "PlanRejected",
-    "QueryFailed",
-    "RepairsExhausted",
-    "StackDepthExceeded",
-    "ToolArgumentError",
-    "ToolCallBudgetExceeded",
-    "ToolExecutionError",
-    "UsageError",
-    "UsageTypeError",
-    "WallClockExceeded",
-]
-
 
 class LLAssemblyError(Exception):
     """Base of every error the library raises."""

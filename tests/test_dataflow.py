@@ -30,7 +30,7 @@ from llassembly.analysis import dataflow
 from llassembly.analysis.policies import check_policies
 from llassembly.errors import DataFlowRefused, UsageError
 from llassembly.language.program import Program
-from llassembly.machine.shadow import Shadow
+from llassembly.machine.state import Shadow
 
 
 class Email(BaseModel):

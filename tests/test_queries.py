@@ -27,16 +27,16 @@ from llassembly.integration.middleware import ToolsPlannerMiddleware
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.integration.query import query_runner
-from llassembly.machine.emulator import marked_calls
-from llassembly.machine.externs import externs_from
-from llassembly.machine.query import (
+from llassembly.integration.query import (
     QUERY_EXTERN,
     Reply,
     answer_data,
+    query_runner,
     read_answer,
     settle,
 )
+from llassembly.machine.emulator import marked_calls
+from llassembly.machine.externs import externs_from
 from llassembly.machine.steps import compile_program
 
 BILL_SHAPE = '{"iban": "text", "amount": "number"}'

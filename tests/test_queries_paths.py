@@ -26,8 +26,7 @@ from langgraph.types import Command, interrupt
 
 from llassembly import AToolsPlannerNode, ToolsPlannerMiddleware, ToolsPlannerNode
 from llassembly.errors import QueryFailed
-from llassembly.integration.query import QUERY_CALL_KEY, QUERY_TAG
-from llassembly.machine.query import QUERY_INSTRUCTIONS
+from llassembly.integration.query import QUERY_CALL_KEY, QUERY_INSTRUCTIONS, QUERY_TAG
 
 HARNESSES = {
     "agent-invoke": ("agent", False, {"execution": "agent"}),

@@ -35,7 +35,7 @@ from llassembly import (
     summarize,
 )
 from llassembly.errors import DataFlowRefused
-from llassembly.machine.query import QUERY_EXTERN
+from llassembly.integration.query import QUERY_EXTERN
 
 GOOD = "DE89370400440532013000"
 EVIL = "GB33BUKB20201555555555"

@@ -40,18 +40,6 @@ if TYPE_CHECKING:
     from llassembly.analysis.summary import PlanSummary
     from llassembly.language.program import PlainAnswer
 
-__all__ = [
-    "APPROVAL_DECISIONS",
-    "approval_option",
-    "approval_request",
-    "ask_approval",
-    "decide",
-    "edit_note",
-    "needs_approval",
-    "plan_call_approved",
-    "read_decision",
-    "unless_plan_approved",
-]
 
 APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
 """The decisions a plan-approval request allows."""

@@ -239,7 +239,7 @@ class CallContext:
         if found is None or found[0] is not tool:
             func = direct_function(tool, asynchronous=asynchronous)
             found = self._direct[(id(tool), asynchronous)] = (tool, func)
-        return found[1]  # type: ignore[no-any-return]
+        return found[1]  # type: ignore[no-any-return,unused-ignore]
 
     def tools(self) -> list[BaseTool]:
         """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""

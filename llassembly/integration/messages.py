@@ -37,7 +37,7 @@ from llassembly.errors import MAX_DIAGNOSTICS_SHOWN, Diagnostic, PlanError, Plan
 from llassembly.integration.calls import plan_call_messages, shown_result
 from llassembly.integration.record import CALL_REFUSED, KEY, NOT_APPROVED, NOTHING_RAN
 from llassembly.language.templates import render
-from llassembly.machine.say import final_answer_of
+from llassembly.machine.text import final_answer_of
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest

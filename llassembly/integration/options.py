@@ -41,20 +41,6 @@ from llassembly.machine.emulator import check_parallel_tools
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = [
-    "EXECUTIONS",
-    "FINAL_ANSWERS",
-    "ON_TOOL_ERROR",
-    "OPTIONS",
-    "Execution",
-    "FinalAnswer",
-    "OnToolError",
-    "Option",
-    "PlannerOptions",
-    "ToolMiddleware",
-    "check_tool_names",
-    "document_options",
-]
 
 OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
 ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")

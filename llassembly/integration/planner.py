@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from langchain_core.tools import BaseTool, StructuredTool
 
 from llassembly.analysis.policies import check_policies, dataflow_policies
+from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
@@ -26,11 +27,11 @@ from llassembly.integration.approval import approval_request, needs_approval
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names
 from llassembly.integration.prompt import build_system_prompt
+from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import Extern, ToolSpec, externs_from
-from llassembly.machine.query import QUERY_EXTERN, QUERY_TOOL
 from llassembly.machine.steps import CompiledProgram, compile_program
 
 _CACHE_SIZE = 256

@@ -58,7 +58,6 @@ if TYPE_CHECKING:  # the planner and the plan graph load LangGraph: only when fi
     from llassembly.integration.planner import Planner
     from llassembly.machine.emulator import ParallelTools
 
-__all__ = ["Plan", "Request", "aplan", "plan"]
 
 Request: TypeAlias = str | Sequence[BaseMessage]
 """What the model is asked: a question, or messages (system messages become the prompt's

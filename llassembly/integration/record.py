@@ -13,7 +13,6 @@ from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, Failure, RepairsExhausted
 from llassembly.language.program import Value
-from llassembly.machine.query import Refusal
 from llassembly.machine.state import ToolCall
 
 KEY: Final = "llassembly"
@@ -53,6 +52,13 @@ def pending_call(call: ToolCall, call_id: str) -> PendingCall:
         source=call.source,
         number=call.number,
     )
+
+
+class Refusal(TypedDict):
+    """A query's answer that could not be used, and why (kept to ask once more)."""
+
+    answer: str
+    problem: str
 
 
 class QueryDue(TypedDict):

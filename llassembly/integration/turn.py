@@ -70,7 +70,7 @@ from llassembly.integration.messages import (
     without_native_calls,
 )
 from llassembly.integration.planner import Planner, short_hash
-from llassembly.integration.query import QueryRequest, query_request, settled_due
+from llassembly.integration.query import QueryRequest, Reply, query_request, settled_due
 from llassembly.integration.record import (
     NOT_APPROVED,
     QueryDue,
@@ -84,9 +84,8 @@ from llassembly.integration.record import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, Failed
 from llassembly.machine.externs import Extern, check_sync_tools
-from llassembly.machine.query import Reply
-from llassembly.machine.say import final_answer_of
 from llassembly.machine.state import ToolCall
+from llassembly.machine.text import final_answer_of
 
 # -- events ----------------------------------------------------------------------------------
 

@@ -39,13 +39,12 @@ from llassembly.language.program import (
     Value,
 )
 from llassembly.machine.access import Context, cell_locator
-from llassembly.machine.shadow import Shadow
+from llassembly.machine.state import Shadow
 from llassembly.machine.values import short_repr
 
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
 
-__all__ = ["Guards", "attach", "check_names", "guards_for", "instrument"]
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _Reader: TypeAlias = "Callable[[MachineState, Shadow], Sources]"
