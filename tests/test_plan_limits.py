@@ -87,6 +87,7 @@ PAST: dict[str, tuple[Any, str, int]] = {
         f'MOV R1, "{_BIG}"\n' + 'MOV R1, "{R1}{R1}"\n' * 4,
         5,
     ),
+    "MAX_REPEAT": (parse_program, "x times 65537 dd 1\nNOP", 1),
     "MAX_ROW_TEXT_PER_RUN": (
         _run,
         "section .data\nrow times 4000 dd text\ntext db '" + "x" * 58 + "'\nsection .text\n"

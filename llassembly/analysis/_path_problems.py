@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.flow import MAX_CALL_DEPTH, MAX_STATES, Findings
 from llassembly.analysis.layout import Layout
-from llassembly.language.opcodes import register_name
+from llassembly.language.instructions import register_name
 from llassembly.language.program import (
     Instruction,
     Mem,

@@ -32,22 +32,18 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from llassembly.language.instructions import (
-    OPCODE_INFO,
-    Effects,
-    effects,
-    stack_effect,
-    successors,
-)
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors
 from llassembly.language.program import (
+    Effects,
     Instruction,
     Name,
     Operand,
     Program,
     Reg,
     ToolShape,
+    effects,
     find_tool,
+    stack_effect,
 )
 
 __all__ = ["ControlFlow", "components", "control_flow"]

@@ -31,9 +31,8 @@ from typing import Final, Protocol
 from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import END, Paths
-from llassembly.language.instructions import Effects
-from llassembly.language.opcodes import EAX_INDEX
-from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg, Value, nested
+from llassembly.language.instructions import EAX_INDEX
+from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
 __all__ = [
     "COPIES_ONLY",

@@ -45,8 +45,7 @@ from llassembly.analysis.constants import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import Paths, fixpoint
 from llassembly.analysis.queries import is_query, query_site, query_sources
-from llassembly.language.instructions import effects
-from llassembly.language.opcodes import EAX_INDEX, register_name
+from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -56,6 +55,7 @@ from llassembly.language.program import (
     Path,
     Reg,
     Template,
+    effects,
 )
 
 __all__ = [

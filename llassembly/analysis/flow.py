@@ -29,9 +29,9 @@ from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, components
 from llassembly.analysis.layout import Layout
-from llassembly.language.instructions import OPCODE_INFO, Effects
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO
 from llassembly.language.program import (
+    Effects,
     Imm,
     Instruction,
     Mem,

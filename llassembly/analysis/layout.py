@@ -16,7 +16,6 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from llassembly.language.instructions import effects
 from llassembly.language.limits import MAX_MEMORY_CELLS
 from llassembly.language.program import (
     Imm,
@@ -29,6 +28,7 @@ from llassembly.language.program import (
     Program,
     ToolShape,
     Value,
+    effects,
     find_tool,
 )
 

@@ -45,10 +45,10 @@ from llassembly.analysis.shapes import (
     join,
     shape_of,
 )
-from llassembly.language.instructions import OPCODE_INFO, Effects
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO
 from llassembly.language.program import (
     NONE,
+    Effects,
     Imm,
     Instruction,
     Mem,

@@ -4,32 +4,19 @@
 * The budgets every entry point defaults to: :data:`DEFAULT_MAX_INSTRUCTIONS`,
   :data:`DEFAULT_MAX_TOOL_CALLS`, :data:`DEFAULT_MAX_STACK_DEPTH`.
 * The size of a plan a model may write: :data:`MAX_REPLY_LINES`, :data:`MAX_PLAN_INSTRUCTIONS`,
-  :data:`MAX_MEMORY_CELLS`, :data:`MAX_SAY_PLACEHOLDERS`, :data:`MAX_PLAN_PLACEHOLDERS`.
+  :data:`MAX_MEMORY_CELLS`, :data:`MAX_REPEAT`, :data:`MAX_SAY_PLACEHOLDERS`,
+  :data:`MAX_PLAN_PLACEHOLDERS`.
 * The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS` at once,
   :data:`MAX_ROW_TEXT_PER_RUN` in one run (JSON text parsed and built counts there too); and as
   it runs: :data:`MAX_BUILT_TEXT_CHARS`.
+
+Each is documented, with what going past it does, in ``docs/language.md``
+(``tests/test_plan_limits.py`` checks the table against this module).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
-
-__all__ = [
-    "DEFAULT_MAX_INSTRUCTIONS",
-    "DEFAULT_MAX_STACK_DEPTH",
-    "DEFAULT_MAX_TOOL_CALLS",
-    "INT_MAX",
-    "INT_MIN",
-    "MAX_BUILT_TEXT_CHARS",
-    "MAX_DATA_TEXT_CHARS",
-    "MAX_MEMORY_CELLS",
-    "MAX_PLAN_INSTRUCTIONS",
-    "MAX_PLAN_PLACEHOLDERS",
-    "MAX_REPLY_LINES",
-    "MAX_ROW_TEXT_PER_RUN",
-    "MAX_SAY_PLACEHOLDERS",
-    "is_int64",
-]
 
 INT_MIN: Final = -(2**63)
 """The least integer a register holds."""
@@ -55,6 +42,8 @@ it: a plan has at most :data:`MAX_PLAN_INSTRUCTIONS`."""
 
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""
+MAX_REPEAT: Final = 1 << 16
+"""The largest ``times`` or ``resX`` count."""
 
 MAX_SAY_PLACEHOLDERS: Final = 256
 """Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one ``SAY`` text may hold."""
@@ -68,12 +57,10 @@ MAX_DATA_TEXT_CHARS: Final = 262_144
 values (``times 100 db "ab"``). Text the plan writes out itself is kept at any length; this
 bounds what a short plan can make the machine build (4096 64-bit numbers read as about 100 KB)."""
 
-
 MAX_BUILT_TEXT_CHARS: Final = 1_048_576
 """Longest text a plan may build as it runs: a template filled in (``"Hi {R1}"``), or the JSON
 text of a structure with a part written (``MOV R1.email, R2``). A tool's result may be longer;
 it can be read, not grown."""
-
 
 MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
 """Most characters of text the reads of writable rows whole may build in one run (counted in
