@@ -42,7 +42,7 @@ from llassembly.errors import (
     PlanError,
     UsageError,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     PlainAnswer,

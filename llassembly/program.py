@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from llassembly.language.instructions import (
-    MNEMONICS,
-    OPCODE_INFO,
-    Flow,
-    OpcodeInfo,
-    OperandKind,
-    stack_effect,
-    successors,
-)
-from llassembly.language.opcodes import (
     EAX_INDEX,
     ECX_INDEX,
     EDX_INDEX,
+    MNEMONICS,
+    OPCODE_INFO,
     REGISTER_COUNT,
+    Flow,
     Opcode,
+    OpcodeInfo,
+    OperandKind,
     register_index,
     register_name,
+    successors,
 )
 from llassembly.language.program import (
     Imm,
@@ -34,6 +31,7 @@ from llassembly.language.program import (
     UnknownInstruction,
     Value,
     find_tool,
+    stack_effect,
 )
 
 __all__ = [

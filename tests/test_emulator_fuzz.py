@@ -18,8 +18,8 @@ from llassembly.errors import (
 from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
+    Opcode,
 )
-from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import (

@@ -19,10 +19,9 @@ import pytest
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.layout import layout_of
 from llassembly.errors import AsmRuntimeError
-from llassembly.language.instructions import OPCODE_INFO, Effects, effects
-from llassembly.language.opcodes import Opcode, register_index
+from llassembly.language.instructions import OPCODE_INFO, Opcode, register_index
 from llassembly.language.parser import parse
-from llassembly.language.program import NONE, Program
+from llassembly.language.program import NONE, Effects, Program, effects
 from llassembly.machine.access import Context
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 from llassembly.machine.steps import compile_step

@@ -12,7 +12,7 @@ from llassembly.errors import (
     AsmSyntaxError,
     EmptyReply,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     Imm,

@@ -12,10 +12,8 @@ from llassembly.errors import AsmSyntaxError
 from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
-    OperandKind,
-)
-from llassembly.language.opcodes import (
     Opcode,
+    OperandKind,
     register_index,
     register_name,
 )

@@ -29,10 +29,10 @@ from llassembly.errors import (
 )
 from llassembly.language.instructions import (
     OPCODE_INFO,
+    Opcode,
     OperandKind,
 )
 from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
-from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     Imm,

@@ -18,7 +18,6 @@ from llassembly.errors import (
     AsmRuntimeError,
     UsageError,
 )
-from llassembly.language.data import row_json
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.language.program import (
     NONE,
@@ -33,6 +32,7 @@ from llassembly.language.program import (
     Reg,
     Template,
     Value,
+    row_json,
 )
 from llassembly.machine.structured import filled, read_path, write_path
 from llassembly.machine.values import short_repr

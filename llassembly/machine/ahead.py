@@ -38,7 +38,7 @@ from llassembly.errors import (
     InstructionBudgetExceeded,
     UsageError,
 )
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX
 from llassembly.language.program import Value
 from llassembly.machine.drive import bubbling
 from llassembly.machine.pending import Check, check_pending, fill

@@ -35,17 +35,13 @@ from llassembly.errors import (
     UsageError,
     WallClockExceeded,
 )
+from llassembly.language.instructions import EAX_INDEX, register_index, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
     INT_MAX,
     INT_MIN,
-)
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    register_index,
-    register_name,
 )
 from llassembly.language.program import (
     Program,

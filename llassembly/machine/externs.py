@@ -38,7 +38,7 @@ from llassembly.errors import (
     UsageError,
     UsageTypeError,
 )
-from llassembly.language.opcodes import register_index
+from llassembly.language.instructions import register_index
 from llassembly.language.program import NONE, Value
 from llassembly.machine.describe import (
     describe_extern,

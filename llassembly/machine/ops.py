@@ -11,13 +11,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llassembly.language.instructions import OPCODE_INFO
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    ECX_INDEX,
-    EDX_INDEX,
-    Opcode,
-)
+from llassembly.language.instructions import EAX_INDEX, ECX_INDEX, EDX_INDEX, OPCODE_INFO, Opcode
 from llassembly.language.program import (
     NONE,
     Instruction,

@@ -28,8 +28,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from llassembly.errors import ExecutionError, UsageError
-from llassembly.language.instructions import Effects, effects
-from llassembly.language.program import Imm, Instruction, Mem, Name, Operand, Path, Reg, Template
+from llassembly.language.program import (
+    Effects,
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Path,
+    Reg,
+    Template,
+    effects,
+)
 from llassembly.machine.access import Context, getter
 from llassembly.machine.state import MachineState, Pending
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llassembly.language.instructions import effects
-from llassembly.language.opcodes import EAX_INDEX, XMM0_INDEX
-from llassembly.language.program import Instruction, Program, Value
+from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX
+from llassembly.language.program import Instruction, Program, Value, effects
 from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import Context, fail, getter
 from llassembly.machine.structured import filled

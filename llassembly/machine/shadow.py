@@ -18,7 +18,7 @@ from typing import Any
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
 from llassembly.analysis.queries import query_sources
 from llassembly.errors import UsageError
-from llassembly.language.opcodes import EAX_INDEX, register_index, register_name
+from llassembly.language.instructions import EAX_INDEX, register_index, register_name
 
 __all__ = ["Shadow"]
 

@@ -14,11 +14,7 @@ from itertools import compress
 from typing import Any, Final
 
 from llassembly.errors import UsageError
-from llassembly.language.opcodes import (
-    REGISTER_COUNT,
-    register_index,
-    register_name,
-)
+from llassembly.language.instructions import REGISTER_COUNT, register_index, register_name
 from llassembly.language.program import Value
 from llassembly.machine.shadow import Shadow
 

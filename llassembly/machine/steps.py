@@ -31,12 +31,8 @@ from llassembly.errors import (
     StackDepthExceeded,
     UsageError,
 )
-from llassembly.language.instructions import OPCODE_INFO
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, Opcode
 from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    Opcode,
-)
 from llassembly.language.program import (
     Instruction,
     Name,

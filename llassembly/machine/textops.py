@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias
 
+from llassembly.language.instructions import Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.opcodes import Opcode
 from llassembly.language.program import NONE, Instruction, Value
 from llassembly.language.templates import render
 from llassembly.machine.access import Context, fail, getter, setter, show
