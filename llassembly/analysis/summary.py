@@ -42,29 +42,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.constants import (
-    UNKNOWN,
-    Abstract,
-    Semantics,
-    constants,
-    join,
-    same_value,
-)
+from llassembly.analysis.cfg import control_flow, layout_of
+from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, join, same_value
 from llassembly.analysis.dataflow import Flow, argument_flows
-from llassembly.analysis.layout import layout_of
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import (
-    NONE,
-    Program,
-    ToolShape,
-    Value,
-)
-
-__all__ = ["Argument", "CallSite", "PlanSummary", "ToolUse", "summarize"]
+from llassembly.language.program import NONE, Program, ToolShape, Value
 
 
 @dataclass(frozen=True, slots=True)
