@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.layout import layout_of
+from llassembly.analysis.cfg import control_flow, layout_of
 from llassembly.errors import AsmRuntimeError
 from llassembly.language.instructions import OPCODE_INFO, Opcode, register_index
 from llassembly.language.parser import parse

@@ -12,12 +12,7 @@ from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llassembly.analysis import flow as _flow
-from llassembly.analysis.flow import (
-    MAX_CALL_DEPTH,
-    MAX_STATES,
-    MAX_STEPS,
-)
+from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.summary import summarize
 from llassembly.analysis.verifier import (
     check,
@@ -32,7 +27,7 @@ from llassembly.language.instructions import (
     Opcode,
     OperandKind,
 )
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
+from llassembly.language.limits import MAX_CALL_DEPTH, MAX_PLAN_INSTRUCTIONS, MAX_STATES, MAX_STEPS
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     Imm,
@@ -74,17 +69,17 @@ NPC_TOOLS = toolbox(
 
 @contextmanager
 def counted_steps() -> Iterator[list[int]]:
-    """Count the flow analysis' state visits while the block runs (``[count]``): the
+    """Count the path analysis' state visits while the block runs (``[count]``): the
     verifier's work, measured without a clock. Each visit is one instruction in one calling
     context; the analysis stops at ``MAX_STEPS`` visits and ``MAX_STATES`` states."""
     count = [0]
-    visit = _flow._Explorer.step
+    visit = _verifier._Walk.transfer
 
-    def counting(self: _flow._Explorer, *args: object) -> None:
+    def counting(self: _verifier._Walk, *args: object) -> object:
         count[0] += 1
-        visit(self, *args)  # type: ignore[arg-type]
+        return visit(self, *args)  # type: ignore[arg-type]
 
-    with mock.patch.object(_flow._Explorer, "step", counting):
+    with mock.patch.object(_verifier._Walk, "transfer", counting):
         yield count
 
 

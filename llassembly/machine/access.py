@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from operator import is_
 from typing import TYPE_CHECKING, TypeAlias
 
-from llassembly.analysis.layout import Layout
+from llassembly.analysis.cfg import Layout
 from llassembly.errors import (
     AsmRuntimeError,
     UsageError,

@@ -18,12 +18,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
-from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
-from llassembly.analysis.layout import (
-    Layout,
-    layout_of,
-)
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.analysis.verifier import verify
 from llassembly.errors import (
