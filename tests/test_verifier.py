@@ -12,6 +12,7 @@ from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import llassembly
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.summary import summarize
 from llassembly.analysis.verifier import (
@@ -364,9 +365,50 @@ def test_loop_writing_only_r0_changes_nothing() -> None:
     assert "nothing in it changes a register" in error
 
 
-def test_loop_with_a_tool_call_is_accepted() -> None:
+def test_loop_with_a_tool_call_and_a_way_out_is_accepted() -> None:
     accepted("wait:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE wait\nHLT")
-    accepted("forever:\nCALL pick_sword\nJMP forever")
+    accepted("top:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE out\nCALL pick_sword\nJMP top\nout:")
+
+
+def test_loop_with_no_way_out_is_rejected_even_when_it_calls_a_tool() -> None:
+    """The tool's results cannot matter: nothing leaves the loop, so only a budget would stop
+    it, after that many real calls."""
+    error = rejected("forever:\nCALL pick_sword\nJMP forever")
+    assert "line 2, column 1: this loop (lines 2-3) can never end: there is no way out" in error
+    assert "it would CALL pick_sword again and again until a budget stops the plan" in error
+    error = rejected("MOV R1, 1\ntop: PUSH R1\nCALL attack_enemy\nJMP top\nHLT")
+    assert "line 2, column 6: this loop (lines 2-4) can never end" in error
+
+
+def test_loop_through_a_subroutine_with_no_way_out_is_rejected() -> None:
+    """Its only exit in the graph of code is into the subroutine, which always returns into
+    it."""
+    plan = "top:\nCALL send\nJMP top\nsend:\nPUSH 1\nCALL attack_enemy\nRET"
+    error = rejected(plan)
+    assert "line 2, column 1: this loop (lines 2-7) can never end: there is no way out" in error
+    assert "CALL attack_enemy again and again" in error
+
+
+def test_loop_whose_only_way_out_is_into_an_endless_loop_is_rejected_there() -> None:
+    plan = "a:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE a\nb:\nCALL pick_sword\nJMP b"
+    error = rejected(plan)
+    assert "line 7, column 1: this loop (lines 7-8) can never end" in error
+    assert "lines 2-5" not in error
+
+
+def test_a_plan_with_a_loop_that_never_ends_is_refused_by_check_and_verify() -> None:
+    """The public entry points, with plain functions as tools."""
+    sent: list[int] = []
+
+    def send(x: int) -> None:
+        sent.append(x)
+
+    plan = program_of("top:\nPUSH 1\nCALL send\nJMP top")
+    (problem,) = llassembly.check(plan, [send])
+    assert (problem.line, problem.column) == (2, 1) and "can never end" in problem.message
+    with pytest.raises(PlanRejected, match="line 2, column 1: this loop"):
+        llassembly.verify(plan, [send])
+    assert sent == []
 
 
 def test_counting_loop_with_dec_jnz_is_accepted() -> None:

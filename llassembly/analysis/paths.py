@@ -22,7 +22,8 @@ The counts of the summary are linear in the number of states (one pass, or one p
 
 * :meth:`Paths.longest`: the most weight on any path (``None`` when a loop has weight);
 * :meth:`Paths.fewest`: the least weight on a path that ends the plan;
-* :meth:`Paths.always`: the call sites every path that ends the plan goes through.
+* :meth:`Paths.always`: the call sites every path that ends the plan goes through;
+* :attr:`Paths.endless`: the loops no path leaves.
 """
 
 from __future__ import annotations
@@ -110,6 +111,24 @@ class Paths:
     def looped(self) -> frozenset[int]:
         """The states inside a loop (a component with a cycle)."""
         return frozenset(m for members in self.order if self._cyclic(members) for m in members)
+
+    @functools.cached_property
+    def endless(self) -> tuple[tuple[int, ...], ...]:
+        """The loops no path leaves, each as its instructions in order: components with a cycle
+        and no successor outside (nor the end of the plan), whatever they call. Only a budget
+        or a failing call stops a run that enters one. Empty when the paths are incomplete
+        (a state cut off by a bound has no successors, yet is not a loop)."""
+        if not self.complete:
+            return ()
+        found = []
+        comp_of = self.component_of
+        for number, members in enumerate(self.order):
+            leaves = any(
+                nxt == END or comp_of[nxt] != number for m in members for nxt in self.succ[m]
+            )
+            if self._cyclic(members) and not leaves:
+                found.append(tuple(sorted({self.states[m][0] for m in members})))
+        return tuple(dict.fromkeys(found))
 
     @functools.cached_property
     def ends(self) -> bool:

@@ -496,19 +496,28 @@ class _Checker:
         )
 
     def check_loops(self) -> None:
-        """Every loop that can never end: no way out and no tool call, or nothing in it changes
-        a register, memory or the stack (see :attr:`ControlFlow.loops`)."""
+        """Every loop that can never end: one no path leaves, whatever it calls (only a budget
+        would stop it), or one with no tool call where nothing changes a register, memory or
+        the stack (see :attr:`Paths.endless` and :attr:`ControlFlow.loops`)."""
         flow, program = self.flow, self.program
+        found: dict[tuple[int, ...], str] = {}
+        for loop in paths_of(flow).endless:
+            tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
+            found[loop] = "there is no way out of it" + (
+                f": it would CALL {', '.join(tools)} again and again until a budget stops the "
+                "plan; give the loop an exit (CMP and a conditional jump out of it)"
+                if tools
+                else " and it calls no tool"
+            )
         for loop in flow.loops:
-            if any(pc in flow.tools for pc in loop):
+            if loop in found or any(pc in flow.tools for pc in loop):
                 continue
             members = set(loop)
             if not any(t not in members for pc in loop for t in flow.flat[pc]):
-                why = "there is no way out of it and it calls no tool"
+                found[loop] = "there is no way out of it and it calls no tool"
             elif not any(flow.effects[pc].changes_state for pc in loop):
-                why = "nothing in it changes a register or the stack and it calls no tool"
-            else:
-                continue
+                found[loop] = "nothing in it changes a register or the stack and it calls no tool"
+        for loop, why in found.items():
             first = program.instructions[loop[0]]
             message = f"this loop ({_span(program, loop)}) can never end: {why}"
             self.report(first.line, first.column, message)
