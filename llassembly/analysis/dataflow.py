@@ -193,7 +193,13 @@ class _Static:
     def __init__(self, paths: Paths, layout: Layout, sites: bool = False) -> None:
         flow = paths.flow
         self.paths, self.flow, self.layout, self.sites = paths, flow, layout, sites
-        self.top: _Pair = (frozenset(t.name for t in flow.tools.values()), NO_SOURCES)
+        # What a value the analysis cannot follow (below the stack followed) may derive from:
+        # any tool's result and, marked, any query's answer (see query_site).
+        anything = {tool.name for tool in flow.tools.values()}
+        if sites:
+            lines = flow.program.instructions
+            anything |= {query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
+        self.top: _Pair = (frozenset(anything), NO_SOURCES)
         self.slot = flow.tracked  # the other registers always hold 0
 
     # -- values ---------------------------------------------------------------------------
@@ -341,7 +347,7 @@ def argument_flows(
     a run's sources for an argument always hold its :attr:`Flow.certain` and are always within
     its :attr:`Flow.sources`. Cells found through registers are weakly updated; a stack slot
     deeper than those followed (:data:`~llassembly.language.limits.MAX_FOLLOWED_STACK`) may hold
-    any tool's result.
+    anything: any tool's result and, with ``query_sites``, any query's answer.
 
     A query's answer derives from what its model read, and is marked as a model's (see
     :func:`~llassembly.analysis.queries.query_sources`); with ``query_sites`` also as the answer

@@ -98,9 +98,10 @@ every argument is unknown and may come from any result."""
 MAX_VALUE_WORK: Final = 1_000_000
 """Most values (state visits times the registers and cells followed) those analyses handle,
 likewise: a plan that writes many registers gets fewer visits."""
-MAX_FOLLOWED_STACK: Final = 64
-"""Values at the top of the data stack the analyses follow; a deeper one may be anything (a
-constant argument is then computed, and an argument's sources may be every result)."""
+MAX_FOLLOWED_STACK: Final = DEFAULT_MAX_STACK_DEPTH
+"""Values at the top of the data stack the analyses follow, as many as a run may hold by
+default; a deeper one may be anything (a constant argument is then computed, and an argument's
+sources may be every result and every query's answer)."""
 
 
 def is_int64(value: Any) -> bool:
