@@ -20,7 +20,8 @@ in three steps:
   ``loop.start``, ``github.search`` read as paths are a label or a tool name where a jump or
   ``CALL`` takes one, or where the whole dotted name is a label; ``[EBX + name]`` with no data
   label ``name`` is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE``
-  and ``NULL``, where no label has that name, are the value "no value".
+  and ``NULL`` are the value "no value": no label may be called by a word the language reads
+  as something else (:func:`~llassembly.language.scan.reserved`).
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply
-from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, register_index
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
     MAX_MEMORY_CELLS,
@@ -67,6 +68,7 @@ from llassembly.language.scan import (
     EXTERN_WORDS,
     GLOBAL_WORDS,
     IDENT,
+    NO_VALUE_WORDS,
     RESERVE_SIZES,
     SECTION_SHORT,
     SECTION_WORDS,
@@ -78,6 +80,7 @@ from llassembly.language.scan import (
     names_instruction,
     read_number,
     read_operand,
+    reserved,
     scan,
     split_operands,
     strip_comment,
@@ -127,6 +130,10 @@ class _Builder:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
 
     def label(self, name: str, line: int, column: int) -> None:
+        problem = _reserved_name(name, "label", column)
+        if problem is not None:
+            self.error(line, problem.column, problem.message, problem.expected)
+            return
         key = name.lower()
         self.label_lines.setdefault(key, []).append((line, column))
         if key not in self.labels:
@@ -262,6 +269,31 @@ def _misspelt_instruction(line: str) -> bool:
 
 
 # -- reading the chosen lines -------------------------------------------------------------------
+
+
+def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
+    reads as something else (:func:`~llassembly.language.scan.reserved`), in any case: with a
+    label ``none:``, ``PUSH NONE`` would read the label. ``None`` for a free name.
+
+    A code label may have an instruction's name (``loop:``, ``sub:``): a mnemonic is only ever a
+    line's first word, never an operand, so nothing reads such a label as the instruction. A
+    data label may not: ``loop dd 5`` reads as ``LOOP``."""
+    word = reserved(name)
+    if word is None or (word == "an instruction" and kind == "label"):
+        return None
+    why = {
+        "a register": f"{name} in an operand always reads the register",
+        "the value NONE": f"{name} in an operand always reads the value NONE (no value)",
+        "an instruction": f"{name} at the start of a line is read as the instruction",
+    }[word]
+    thing = "data" if kind == "data label" else "label"
+    return LineError(
+        column,
+        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
+        f"(e.g. {name}_{thing})",
+        f"a {kind} name that is no register, instruction, NONE or NULL",
+    )
 
 
 def _read_line(builder: _Builder, number: int, line: str) -> None:
@@ -470,13 +502,9 @@ class _DataSection:
         """
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
-        if register_index(name) is not None:
-            raise LineError(
-                scanned.mnemonic_col + 1,
-                f"data label {name!r} has the name of a register: {name} in an operand always "
-                f"reads the register, never this data; rename the data label (e.g. {name}_data)",
-                "a data label name that is not a register (R0..R100, EAX..EBP, RAX..RBP)",
-            )
+        problem = _reserved_name(name, "data label", scanned.mnemonic_col + 1)
+        if problem is not None:
+            raise problem
         key = name.lower()
         if key in self.data:
             message = f"data label {name!r} is defined twice"
@@ -551,9 +579,6 @@ class _DataSection:
 # -- what the operands mean -------------------------------------------------------------------
 
 
-_NO_VALUE_WORDS = frozenset({"none", "null"})
-
-
 def _settle(
     ins: Instruction, data: Mapping[str, Value], names: Set[str], line: str
 ) -> tuple[Instruction, list[LineError]]:
@@ -601,9 +626,8 @@ def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
         if plain and field.lower() not in names and "." not in field:
             assert operand.base is not None
             return Path(operand.base, (Imm(field),), operand.text)
-    word = operand.name.lower() if isinstance(operand, Name) and kind == "value" else ""
-    if word in _NO_VALUE_WORDS and word not in names:
-        return Imm(NONE)
+    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
+        return Imm(NONE)  # no label is called so (see _reserved_name)
     if isinstance(operand, Template):
         fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
         parts = (operand.text, operand.pieces, fills, operand.specs, operand.columns)

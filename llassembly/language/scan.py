@@ -31,6 +31,8 @@ _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][
 _SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
 _SIZE_WORDS |= {"XMMWORD": 16}
 _STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
+NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
+"""The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 
 
@@ -532,6 +534,19 @@ def _scan_line(line: str) -> Scanned:
 
 
 _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
+
+
+def reserved(name: str) -> str | None:
+    """What ``name`` always reads as in an operand, in any case, so that no label or data label
+    may be called so: ``"a register"`` (``R5``, ``eax``, ``al``, ``xmm0``, the stack pointer
+    ``esp``), ``"the value NONE"`` (``none``, ``null``) or ``"an instruction"`` (a mnemonic or
+    an alias, which only a line's first word is read as); ``None`` for a free name."""
+    upper = name.upper()
+    if register_index(upper) is not None or upper in _STACK_POINTERS:
+        return "a register"
+    if upper in NO_VALUE_WORDS:
+        return "the value NONE"
+    return "an instruction" if upper in MNEMONICS else None
 
 
 def _is_directive(word: str) -> bool:
