@@ -1,6 +1,6 @@
 """The instruction table says what each instruction reads and writes, and the machine agrees.
 
-The summary and the verifier trust :func:`~llassembly.language.instructions.effects`: a
+The summary and the verifier trust :func:`~llassembly.language.program.effects`: a
 register it does not list as read must not change what the instruction does, and one it does
 not list as written must not change. Here every operand form of every opcode is run by the
 machine's own step on random states (a fixed seed), twice: once as drawn, once with everything
