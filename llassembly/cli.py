@@ -42,12 +42,12 @@ from llassembly.errors import (
     PlanError,
     UsageError,
 )
+from llassembly.language.instructions import Opcode
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
-from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     PlainAnswer,

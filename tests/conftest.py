@@ -71,8 +71,9 @@ JL again
 # Three problems the verifier reports together (lines 4, 5 and 6 of the reply).
 BAD_PLAN = asm("PUSH 1\nCALL teleport\nFROB R1\nJMP nowhere")
 
-# Never ends on its own: a budget has to stop it.
-LOOP_PLAN = asm("MOV R1, 0\nloop:\nPUSH R1\nCALL increment\nPOP R1\nJMP loop")
+# Ends only after a million rounds: a budget has to stop it. (A loop with no way out at all is
+# refused before it runs.)
+LOOP_PLAN = asm("MOV R1, 0\nloop:\nPUSH R1\nCALL increment\nPOP R1\nCMP R1, 1000000\nJL loop")
 
 
 class Point(BaseModel):

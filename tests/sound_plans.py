@@ -6,8 +6,10 @@ registers saved on the stack around a call, branches on a compare, loops counted
 or by a register, subroutines called from several places, memory (writable, read-only, through
 a register), ``SETcc``/``CMOVcc``, strings for the ``send`` tool, structured values (paths read
 and written in the JSON ``R6`` holds, ``LEN``, ``HAS``, a ``rec`` result read by path), text
-(templates, ``FIND``, ``SUBSTR``, ``NUM``) and ``NONE`` for an argument with a default.
-Segments nest (a branch, a loop or a subroutine holds one). Every plan verifies by
+(templates, ``FIND``, ``SUBSTR``, ``NUM``), ``NONE`` for an argument with a default, and a
+tool's result kept below many values on the stack (more than the summary follows, sometimes)
+while a segment runs. Segments nest (a branch, a loop, a subroutine or a deep stack holds
+one). Every plan verifies by
 construction: integer registers only ever hold integers, every ``POP`` has its ``PUSH``, every
 conditional follows a ``CMP``.
 
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 
 from llassembly.machine.externs import Extern, externs_from
 
-__all__ = ["EXTERNS", "RESULTS", "SOUND_LIMITS", "Plan", "plans"]
+__all__ = ["EXTERNS", "RESULTS", "RUN_LIMITS", "SOUND_LIMITS", "Plan", "plans"]
 
 
 def get() -> int:
@@ -64,6 +66,8 @@ def opt(amount: int = 1) -> None:
 
 EXTERNS: dict[str, Extern] = externs_from([get, twice, pair, name, put, send, rec, opt])
 SOUND_LIMITS = {"max_instructions_to_exec": 3000, "max_tool_calls": 80}
+RUN_LIMITS = {**SOUND_LIMITS, "max_stack_depth": 1000}
+"""The budgets of a run: room on the stack for the values :func:`_deep` keeps."""
 
 INTS = ("R1", "R2", "R3", "R4", "R5")
 STRS = ("R7", "R8")
@@ -285,6 +289,7 @@ def _segment(plan: Plan, depth: int, counting: bool = False) -> st.SearchStrateg
         _branch(plan, depth, counting),
         _counted(plan, depth, counting),
         _subroutine(plan, depth),
+        _deep(plan, depth, counting),
     ]
     if not counting:  # the only writer of ECX
         nested.append(_loop(plan, depth))
@@ -325,6 +330,19 @@ def _counted(draw: st.DrawFn, plan: Plan, depth: int, counting: bool) -> list[st
     limit = draw(st.integers(1, 3))
     tail = [f"INC {counter}", f"CMP {counter}, {limit}", f"JL {top}"]
     return [f"MOV {counter}, 0", f"{top}:", *body, *tail]
+
+
+@st.composite
+def _deep(draw: st.DrawFn, plan: Plan, depth: int, counting: bool) -> list[str]:
+    """A value (a tool's result, or one the summary may know) kept below many values while a
+    segment runs, then passed to a tool: a few values, more than the 64 the summary once
+    followed, or more than it follows at all (``MAX_FOLLOWED_STACK``, 256)."""
+    first = draw(st.sampled_from([["CALL get"], [f"PUSH {draw(_value)}"]]))
+    many = draw(st.sampled_from([2, 70, 300]))
+    body = draw(_block(plan, depth + 1, counting))
+    kept, done = draw(_int), plan.label()  # the jump ends a result read in EAX in the body
+    below = [*["PUSH 0"] * many, *body, f"JMP {done}", f"{done}:", *["POP R0"] * many]
+    return [*first, *below, f"POP {kept}", f"PUSH {kept}", "CALL twice", f"POP {kept}"]
 
 
 @st.composite

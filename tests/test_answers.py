@@ -11,7 +11,7 @@ from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator

@@ -290,6 +290,22 @@ async def test_a_rejected_plan_is_repaired_and_only_the_valid_one_runs(
     assert [m.text for m in added(out) if m.text == BAD_PLAN] == []
 
 
+async def test_a_loop_that_can_never_end_is_refused_before_any_tool_runs(
+    harness: Harness, box: Toolbox
+) -> None:
+    """Both hand-written replies loop around a call with no way out: each is refused at the
+    loop's line (the plan sits after two lines of the reply), and no tool ever runs."""
+    forever = asm("top:\nPUSH 1\nCALL increment\nPOP R1\nJMP top")
+    out = await harness.run([forever, forever], box.sync_tools, max_repairs=1)
+    assert box.log == []
+    request = harness.model.calls[1][-1].text
+    assert "line 4, column 1: this loop (lines 4-7) can never end: there is no way out" in request
+    assert "CALL increment again and again" in request
+    record = meta(out["messages"][-1])
+    assert (record["status"], record["repairs"]) == ("stopped", 1)
+    assert record["error"]["type"] == "RepairsExhausted"
+
+
 async def test_a_syntax_error_is_repaired_with_its_line_and_column(
     harness: Harness, box: Toolbox
 ) -> None:
@@ -456,7 +472,11 @@ async def test_replan_stops_with_a_message_when_max_replans_is_spent(
     [
         (LOOP_PLAN, "max_instructions_to_exec", 20),
         (LOOP_PLAN, "max_tool_calls", 3),
-        (asm("again:\nPUSH 1\nPUSH 2\nCALL increment\nJMP again"), "max_stack_depth", 5),
+        (
+            asm("again:\nPUSH 1\nPUSH 2\nCALL increment\nINC R1\nCMP R1, 100\nJL again"),
+            "max_stack_depth",
+            5,
+        ),
     ],
 )
 async def test_budgets_end_the_turn_naming_the_budget_and_its_number(

@@ -28,7 +28,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from sound_plans import EXTERNS, INTS, RESULTS, SOUND_LIMITS, plans
+from sound_plans import EXTERNS, INTS, RESULTS, RUN_LIMITS, SOUND_LIMITS, plans
 
 from llassembly import check, only_from, summarize
 from llassembly.analysis.constants import same_value
@@ -113,7 +113,7 @@ class Run:
 
 def run(program: Program, results: dict[int, Any]) -> Run:
     """Run ``program``, call ``n`` getting ``results[n]``; stop where the run stops."""
-    emu = Emulator(program, EXTERNS, dataflow=NOTHING_REFUSED, **SOUND_LIMITS)
+    emu = Emulator(program, EXTERNS, dataflow=NOTHING_REFUSED, **RUN_LIMITS)
     st_, done = emu.state, Run()
     shadow = st_.provenance
     assert shadow is not None
@@ -140,7 +140,7 @@ def run(program: Program, results: dict[int, Any]) -> Run:
 def draw_results(program: Program, data: st.DataObject, label: str) -> dict[int, Any]:
     """Results for the calls of a first run, drawn as the run asks for them."""
     results: dict[int, Any] = {}
-    emu = Emulator(program, EXTERNS, **SOUND_LIMITS)
+    emu = Emulator(program, EXTERNS, **RUN_LIMITS)
     try:
         while (call := emu.advance()) is not None:
             drawn = RESULTS[call.tool] if call.tool in RESULTS else st.none()
@@ -153,7 +153,7 @@ def draw_results(program: Program, data: st.DataObject, label: str) -> dict[int,
 
 def tools_of(program: Program, results: dict[int, Any]) -> dict[int, str]:
     """The tool of each call number, on the run with these results."""
-    emu = Emulator(program, EXTERNS, **SOUND_LIMITS)
+    emu = Emulator(program, EXTERNS, **RUN_LIMITS)
     called: dict[int, str] = {}
     try:
         while (call := emu.advance()) is not None:

@@ -24,7 +24,7 @@ from llassembly.errors import (
     UsageError,
     WallClockExceeded,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator

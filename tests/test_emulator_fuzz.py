@@ -15,11 +15,7 @@ from llassembly.errors import (
     LLAssemblyError,
     ToolExecutionError,
 )
-from llassembly.language.instructions import (
-    MNEMONICS,
-    OPCODE_INFO,
-)
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator

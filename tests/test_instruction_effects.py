@@ -1,6 +1,6 @@
 """The instruction table says what each instruction reads and writes, and the machine agrees.
 
-The summary and the verifier trust :func:`~llassembly.language.instructions.effects`: a
+The summary and the verifier trust :func:`~llassembly.language.program.effects`: a
 register it does not list as read must not change what the instruction does, and one it does
 not list as written must not change. Here every operand form of every opcode is run by the
 machine's own step on random states (a fixed seed), twice: once as drawn, once with everything
@@ -16,13 +16,11 @@ from typing import Any
 
 import pytest
 
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.layout import layout_of
+from llassembly.analysis.cfg import control_flow, layout_of
 from llassembly.errors import AsmRuntimeError
-from llassembly.language.instructions import OPCODE_INFO, Effects, effects
-from llassembly.language.opcodes import Opcode, register_index
+from llassembly.language.instructions import OPCODE_INFO, Opcode, register_index
 from llassembly.language.parser import parse
-from llassembly.language.program import NONE, Program
+from llassembly.language.program import NONE, Effects, Program, effects
 from llassembly.machine.access import Context
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 from llassembly.machine.steps import compile_step

@@ -12,9 +12,10 @@ from llassembly.errors import (
     AsmSyntaxError,
     EmptyReply,
 )
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import (
+    NONE,
     Imm,
     Name,
     PlainAnswer,
@@ -576,6 +577,59 @@ def test_data_label_named_like_a_register_is_a_syntax_error(line: str, name: str
     message = exc.diagnostics[0].message
     assert f"data label {name!r} has the name of a register" in message
     assert "rename" in message
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "meaning"),
+    [
+        ("none:", "none", "the value NONE"),
+        ("Null: NOP", "Null", "the value NONE"),
+        ("eax:", "eax", "a register"),
+        ("R7:", "R7", "a register"),
+        ("al:", "al", "a register"),
+        ("xmm3:", "xmm3", "a register"),
+        ("rsp:", "rsp", "a register"),
+    ],
+)
+def test_a_label_named_like_a_reserved_word_is_refused_asking_to_rename_it(
+    line: str, name: str, meaning: str
+) -> None:
+    """Labels match in any case, so a label ``none`` would make ``PUSH NONE`` read the label
+    (11 of 97 model-written plans did this) and ``eax:`` could never be jumped to."""
+    exc = syntax_error(f"CMP R1, 0\nJE done\nPUSH NONE\nPOP R2\n  {line}\ndone: HLT")
+    (problem,) = exc.diagnostics
+    assert (problem.line, problem.column) == (5, 3)
+    assert problem.message.startswith(f"label {name!r} has the name of {meaning}: ")
+    assert f"rename the label (e.g. {name}_label)" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "meaning"),
+    [
+        ("none dd 5", "none", "the value NONE"),
+        ("NULL: db 'x'", "NULL", "the value NONE"),
+        ("loop: dd 3", "loop", "an instruction"),
+        ("Imul: equ 3", "Imul", "an instruction"),
+    ],
+)
+def test_a_data_label_named_like_a_reserved_word_is_refused_asking_to_rename_it(
+    line: str, name: str, meaning: str
+) -> None:
+    """``MOV R1, NULL`` read the data ``null`` instead of the value NONE; a data label named
+    like an instruction reads as that instruction when written without its colon."""
+    exc = syntax_error(f"section .data\n{line}\nsection .text\nMOV R1, NULL")
+    (problem,) = exc.diagnostics
+    assert (problem.line, problem.column) == (2, 1)
+    assert problem.message.startswith(f"data label {name!r} has the name of {meaning}: ")
+    assert f"rename the data label (e.g. {name}_data)" in problem.message
+
+
+def test_none_reads_as_no_value_and_code_labels_may_have_an_instructions_name() -> None:
+    """A mnemonic is only ever a line's first word, so a code label of its name (``loop:``,
+    ``sub:``) is never read as the instruction: it stays a label."""
+    program = program_of("loop: PUSH NONE\nPOP R1\nCALL sub\nHLT\nsub: RET")
+    assert program.instructions[0].operands == (Imm(NONE),)
+    assert set(program.labels) == {"loop", "sub"}
 
 
 def test_data_label_defined_twice() -> None:

@@ -18,13 +18,13 @@ import pytest
 
 from llassembly import parse_program
 from llassembly.errors import AsmSyntaxError, EmptyReply, LLAssemblyError
+from llassembly.language.instructions import Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
     MAX_PLAN_PLACEHOLDERS,
     MAX_REPLY_LINES,
     MAX_SAY_PLACEHOLDERS,
 )
-from llassembly.language.opcodes import Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.language.scan import string_columns
@@ -139,16 +139,16 @@ def test_values_past_the_cell_budget_are_refused_before_they_are_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A row of 300,000 values was read whole (1.5 s at 1 MB) before its cells were counted."""
-    from llassembly.language import data
+    from llassembly.language import parser
 
     read: list[str] = []
-    real = data.read_operand
+    real = parser.read_operand
 
     def counting(token: str, column: int) -> object:
         read.append(token)
         return real(token, column)
 
-    monkeypatch.setattr(data, "read_operand", counting)
+    monkeypatch.setattr(parser, "read_operand", counting)
     for row in ("x dd ", "x times 2 dd ", "x equ "):
         with pytest.raises(AsmSyntaxError, match=r"line 1, .*more than the 4096 cells"):
             parse(row + "1, " * 300_000 + "1\nNOP")

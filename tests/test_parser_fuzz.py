@@ -12,10 +12,8 @@ from llassembly.errors import AsmSyntaxError
 from llassembly.language.instructions import (
     MNEMONICS,
     OPCODE_INFO,
-    OperandKind,
-)
-from llassembly.language.opcodes import (
     Opcode,
+    OperandKind,
     register_index,
     register_name,
 )
@@ -31,10 +29,7 @@ from llassembly.language.program import (
     Program,
     Reg,
 )
-from llassembly.language.scan import (
-    LineError,
-    read_operand,
-)
+from llassembly.language.scan import LineError, read_operand
 
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROUND_TRIP = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

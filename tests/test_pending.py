@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.layout import layout_of
+from llassembly.analysis.cfg import control_flow, layout_of
 from llassembly.errors import AsmRuntimeError, ToolCallBudgetExceeded, UsageError
-from llassembly.language.instructions import OPCODE_INFO, Effects, effects
-from llassembly.language.opcodes import register_index
+from llassembly.language.instructions import OPCODE_INFO, register_index
 from llassembly.language.parser import parse
-from llassembly.language.program import Mem, Name, Program, Reg
+from llassembly.language.program import Effects, Mem, Name, Program, Reg, effects
 from llassembly.machine.access import Context
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.state import ORDERED, MachineState, Pending

@@ -1,10 +1,11 @@
-"""The limits table of ``docs/language.md`` (*Limits on what a plan may hold*) against
-``llassembly/language/limits.py`` and against what each limit does: every ``MAX_`` constant is
-in the table with its value, and a plan just past each limit is refused with the error the table
-names, at the line it names."""
+"""The limits tables of ``docs/language.md`` (*Limits on what a plan may hold*, and *Limits of the
+analysis* of the checks before the run) against ``llassembly/language/limits.py`` and against
+what each limit does: every ``MAX_`` constant is in a table with its value, and a plan just past
+each limit that refuses is refused with the error the table names, at the line it names."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ from llassembly import parse_program
 from llassembly.errors import AsmRuntimeError, AsmSyntaxError, ExecutionError, PlanRejected
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
+from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language import limits
 from llassembly.machine.emulator import Emulator
-from llassembly.machine.externs import externs_from
+from llassembly.machine.externs import externs_from, verify
 from llassembly.machine.steps import compile_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +27,14 @@ LANGUAGE = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
 
 
 def _table() -> dict[str, tuple[str, str]]:
-    """``name -> (value, refused with)`` from the doc's limits table."""
-    section = LANGUAGE.split("## Limits on what a plan may hold", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `(MAX_\w+)` \| ([\d,]+) \| [^|]+ \| ([^|]+) \|$", section, re.M)
+    """``name -> (value, refused with)`` from the doc's limits tables."""
+    rows = re.findall(r"^\| `(MAX_\w+)` \| ([\d,]+) \| [^|]+ \| ([^|]+) \|$", LANGUAGE, re.M)
     return {name: (value, refused) for name, value, refused in rows}
+
+
+def _refusing() -> set[str]:
+    """The limits whose table row names the error a plan past them is refused with."""
+    return {name for name, (_, refused) in _table().items() if re.search(r"`\w+`", refused)}
 
 
 def _constants() -> dict[str, int]:
@@ -62,6 +68,32 @@ def _plan_of(source: str) -> None:
     Planner(PlannerOptions()).check(source, externs_from([echo]))
 
 
+def _verify(source: str) -> None:
+    verify(parse_program(source), [echo])
+
+
+def _query(shape: str) -> None:
+    """Verify a plan asking one query for an answer of ``shape``."""
+    source = f"PUSH 'a text'\nPUSH 'What?'\nPUSH '{shape}'\nCALL query_text\nPOP R1"
+    verify(parse_program(source), {**externs_from([echo]), "query_text": QUERY_EXTERN})
+
+
+def _fan(levels: int, fan: int) -> str:
+    """One CALL of s1, each of s1..s(levels-1) CALLing the next ``fan`` times: ``fan**levels``
+    calling contexts, all under the CALL on line 1."""
+    lines = ["CALL s1", "HLT"]
+    for k in range(1, levels + 1):
+        lines += [f"s{k}:", *([f"CALL s{k + 1}"] * fan if k < levels else ["NOP"]), "RET"]
+    return "\n".join(lines)
+
+
+# Pushes, then a loop that POPs one per round: the least stack depth at the loop's head goes
+# down by one each round, and each round visits the loop again (60 instructions), so the walk
+# runs out of steps (at instruction (MAX_STEPS - 2000) % 60 of the loop) before it settles.
+_STEPS_LOOP = (
+    "PUSH 1\n" * 2000 + "top:\nPOP R1\nCMP R1, 0\nJE out\n" + "NOP\n" * 56 + "JMP top\nout: HLT"
+)
+
 _BIG = "a" * 100_000
 # A plan just past each limit, how it is read, and the line the error must name.
 PAST: dict[str, tuple[Any, str, int]] = {
@@ -88,6 +120,19 @@ PAST: dict[str, tuple[Any, str, int]] = {
         f'MOV R1, "{_BIG}"\n' + 'MOV R1, "{R1}{R1}"\n' * 4,
         5,
     ),
+    "MAX_REPEAT": (parse_program, "x times 65537 dd 1\nNOP", 1),
+    "MAX_ANSWER_FIELDS": (_query, json.dumps({f"f{i}": "text" for i in range(33)}), 4),
+    "MAX_ANSWER_DEPTH": (_query, '[[[[["text"]]]]]', 4),
+    "MAX_ANSWER_SHAPE_CHARS": (_query, " " * 4000 + "text", 4),
+    "MAX_CALL_DEPTH": (
+        _verify,
+        "CALL s1\nHLT\n"
+        + "".join(f"s{k}:\nCALL s{k + 1}\nRET\n" for k in range(1, 18))
+        + "s18:\nRET",
+        4 + 15 * 3,  # CALL s17, the 17th nested call
+    ),
+    "MAX_STATES": (_verify, _fan(5, 20), 1),
+    "MAX_STEPS": (_verify, _STEPS_LOOP, 2002 + (limits.MAX_STEPS - 2000) % 60),
     "MAX_ROW_TEXT_PER_RUN": (
         _run,
         "section .data\nrow times 4000 dd text\ntext db '" + "x" * 58 + "'\nsection .text\n"
@@ -119,7 +164,8 @@ def test_a_plan_past_each_limit_is_refused_as_the_table_says(name: str) -> None:
 
 
 def test_the_table_covers_every_limit_with_a_plan() -> None:
-    assert set(PAST) == set(_constants())
+    assert set(PAST) == _refusing()
+    assert {"MAX_CALL_DEPTH", "MAX_STATES", "MAX_STEPS", "MAX_PLAN_INSTRUCTIONS"} <= _refusing()
 
 
 def test_the_instruction_limit_is_the_same_for_every_check(

@@ -16,12 +16,7 @@ from fakes import ScriptedChatModel
 from langchain_core.messages import AIMessage
 
 from llassembly import Emulator, check, parse
-from llassembly.analysis.queries import (
-    QUERY_SOURCE,
-    AnswerShape,
-    parse_answer_shape,
-    query_sources,
-)
+from llassembly.analysis.queries import QUERY_SOURCE, AnswerShape, parse_answer_shape, query_sources
 from llassembly.errors import QueryFailed, ToolExecutionError, UsageError, WallClockExceeded
 from llassembly.integration.middleware import ToolsPlannerMiddleware
 from llassembly.integration.options import PlannerOptions

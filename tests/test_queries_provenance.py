@@ -34,6 +34,7 @@ from llassembly import (
     parse,
     summarize,
 )
+from llassembly.analysis.policies import check_policies
 from llassembly.errors import DataFlowRefused
 from llassembly.integration.query import QUERY_EXTERN
 
@@ -261,6 +262,63 @@ def test_a_query_reading_another_querys_answer_says_so() -> None:
         "  line 14: reads read_file's result, the answer of line 9; "
         "its answer reaches no tool call",
     ]
+
+
+# The answer waits below many values (70: more than the 64 the summary once followed; 300: more
+# than it follows at all, MAX_FOLLOWED_STACK), then is paid to on every run.
+def _deep(values: int) -> str:
+    return asm(
+        READ.replace("POP R2\n", "")
+        + "PUSH 0\n" * values
+        + "POP R0\n" * values
+        + "POP R2\nPUSH R2.iban\nPUSH R2.amount\nCALL pay\nPOP R0"
+    )
+
+
+def test_an_answer_kept_below_many_values_is_followed_to_the_call_it_reaches() -> None:
+    plan = parse(_deep(70))
+    summary = summarize(plan, EXTERNS)
+    (site,) = summary.tool("pay").sites  # type: ignore[union-attr]
+    assert site.arguments[0].certain == ("query_text", "read_file")
+    assert site.arguments[0].answers == (9,)
+    assert summary.render().splitlines()[-1] == (
+        f"  line 9: reads read_file's result; its answer reaches pay.iban (line {site.line}), "
+        f"pay.amount (line {site.line})"
+    )
+    (problem,) = check_policies([NOT_FROM_QUERIES], summary, plan)
+    assert problem.line == site.line
+    assert "comes from the result of query_text on every run" in problem.message
+
+
+def test_an_answer_deeper_than_the_summary_follows_may_reach_any_argument() -> None:
+    """Below the values the analysis follows, a value may be anything: the summary says the
+    answer may reach the call (never that it reaches none), and the run refuses the call."""
+    plan = parse(_deep(300))
+    summary = summarize(plan, EXTERNS)
+    (site,) = summary.tool("pay").sites  # type: ignore[union-attr]
+    iban = site.arguments[0]
+    assert {"query_text", "read_file"} <= set(iban.sources) and iban.certain == ()
+    assert iban.answers == (9,)
+    assert "its answer reaches pay.iban" in summary.render()
+    assert "no tool call" not in summary.render()
+    assert check_policies([NOT_FROM_QUERIES], summary, plan) == ()  # not on every run: known
+    emulator = Emulator(plan, EXTERNS, dataflow=[NOT_FROM_QUERIES], max_stack_depth=400)
+    with pytest.raises(DataFlowRefused, match="forbids it to come from query_text"):
+        emulator.run(_answered(FOOLED_ANSWER))
+    assert PAID == []
+
+
+def test_when_the_flows_are_not_worked_out_an_answer_may_reach_any_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llassembly.analysis import dataflow
+
+    monkeypatch.setattr(dataflow, "MAX_VALUE_STEPS", 2)
+    summary = summarize(parse(PLAN), EXTERNS)
+    assert not summary.flows_known
+    shown = summary.render()
+    assert f"find_payee.name (line 12), pay.iban (line {PAY_LINE})" in shown
+    assert "no tool call" not in shown
 
 
 @pytest.mark.parametrize("kind", ["agent", "graph", "node"])

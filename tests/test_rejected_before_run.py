@@ -47,6 +47,18 @@ FAULTS = [
     ),
     pytest.param("PUSH 1\nCALL log\nspin:\nNOP\nJMP spin", 4, "loop", id="loop-that-never-ends"),
     pytest.param(
+        "PUSH 1\nCALL log\ntop:\nPUSH 2\nCALL log\nJMP top",
+        4,
+        "can never end: there is no way out",
+        id="loop-around-a-tool-call-that-never-ends",
+    ),
+    pytest.param(
+        "PUSH 1\nCALL log\ntop:\nCALL twice\nJMP top\ntwice:\nPUSH 2\nCALL log\nRET",
+        4,
+        "can never end: there is no way out",
+        id="loop-through-a-subroutine-that-never-ends",
+    ),
+    pytest.param(
         'PUSH 1\nCALL log\nCMP R1, "abc"\nJL less\nless:\nHLT',
         4,
         "string",

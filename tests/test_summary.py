@@ -10,12 +10,13 @@ import json
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given
 from test_emulator_fuzz import _SETTINGS, EXTERNS, LIMITS, _compiled, programs
 
 from llassembly import PlanSummary, parse, summarize, verify
 from llassembly.cli import main
-from llassembly.errors import LLAssemblyError
+from llassembly.errors import LLAssemblyError, PlanRejected
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import (
@@ -228,7 +229,11 @@ def test_data_labels_and_r0_are_constants_and_tool_results_are_not() -> None:
 def test_budgets_are_compared_and_a_plan_that_never_ends_says_so() -> None:
     short = summary_of('PUSH "x"\nCALL lookup\nPUSH "y"\nCALL lookup', max_instructions_to_exec=3)
     assert short.max_instructions == 4 and not short.within_budgets
-    forever = summary_of('again:\nPUSH "x"\nCALL lookup\nPOP R1\nJMP again')
+    # No path ends this plan (the verifier refuses it): the summary still says what it would do.
+    plan = parse('again:\nPUSH "x"\nCALL lookup\nPOP R1\nJMP again')
+    with pytest.raises(PlanRejected, match="can never end"):
+        verify(plan, OPS)
+    forever = summarize(plan, OPS)
     assert not forever.ends
     assert uses(forever) == {"lookup": (0, None, True, False)}
     assert "only a budget stops it" in forever.render()

@@ -12,27 +12,16 @@ from fakes import NPC_PLAN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llassembly.analysis import flow as _flow
-from llassembly.analysis.flow import (
-    MAX_CALL_DEPTH,
-    MAX_STATES,
-    MAX_STEPS,
-)
+import llassembly
+from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.summary import summarize
-from llassembly.analysis.verifier import (
-    check,
-    verify,
-)
+from llassembly.analysis.verifier import check, verify
 from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
 )
-from llassembly.language.instructions import (
-    OPCODE_INFO,
-    OperandKind,
-)
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
-from llassembly.language.opcodes import Opcode
+from llassembly.language.instructions import OPCODE_INFO, Opcode, OperandKind
+from llassembly.language.limits import MAX_CALL_DEPTH, MAX_PLAN_INSTRUCTIONS, MAX_STATES, MAX_STEPS
 from llassembly.language.parser import parse
 from llassembly.language.program import (
     Imm,
@@ -74,17 +63,17 @@ NPC_TOOLS = toolbox(
 
 @contextmanager
 def counted_steps() -> Iterator[list[int]]:
-    """Count the flow analysis' state visits while the block runs (``[count]``): the
+    """Count the path analysis' state visits while the block runs (``[count]``): the
     verifier's work, measured without a clock. Each visit is one instruction in one calling
     context; the analysis stops at ``MAX_STEPS`` visits and ``MAX_STATES`` states."""
     count = [0]
-    visit = _flow._Explorer.step
+    visit = _verifier._Walk.transfer
 
-    def counting(self: _flow._Explorer, *args: object) -> None:
+    def counting(self: _verifier._Walk, *args: object) -> object:
         count[0] += 1
-        visit(self, *args)  # type: ignore[arg-type]
+        return visit(self, *args)  # type: ignore[arg-type]
 
-    with mock.patch.object(_flow._Explorer, "step", counting):
+    with mock.patch.object(_verifier._Walk, "transfer", counting):
         yield count
 
 
@@ -369,9 +358,50 @@ def test_loop_writing_only_r0_changes_nothing() -> None:
     assert "nothing in it changes a register" in error
 
 
-def test_loop_with_a_tool_call_is_accepted() -> None:
+def test_loop_with_a_tool_call_and_a_way_out_is_accepted() -> None:
     accepted("wait:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE wait\nHLT")
-    accepted("forever:\nCALL pick_sword\nJMP forever")
+    accepted("top:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE out\nCALL pick_sword\nJMP top\nout:")
+
+
+def test_loop_with_no_way_out_is_rejected_even_when_it_calls_a_tool() -> None:
+    """The tool's results cannot matter: nothing leaves the loop, so only a budget would stop
+    it, after that many real calls."""
+    error = rejected("forever:\nCALL pick_sword\nJMP forever")
+    assert "line 2, column 1: this loop (lines 2-3) can never end: there is no way out" in error
+    assert "it would CALL pick_sword again and again until a budget stops the plan" in error
+    error = rejected("MOV R1, 1\ntop: PUSH R1\nCALL attack_enemy\nJMP top\nHLT")
+    assert "line 2, column 6: this loop (lines 2-4) can never end" in error
+
+
+def test_loop_through_a_subroutine_with_no_way_out_is_rejected() -> None:
+    """Its only exit in the graph of code is into the subroutine, which always returns into
+    it."""
+    plan = "top:\nCALL send\nJMP top\nsend:\nPUSH 1\nCALL attack_enemy\nRET"
+    error = rejected(plan)
+    assert "line 2, column 1: this loop (lines 2-7) can never end: there is no way out" in error
+    assert "CALL attack_enemy again and again" in error
+
+
+def test_loop_whose_only_way_out_is_into_an_endless_loop_is_rejected_there() -> None:
+    plan = "a:\nCALL has_sword\nPOP R1\nCMP R1, 0\nJE a\nb:\nCALL pick_sword\nJMP b"
+    error = rejected(plan)
+    assert "line 7, column 1: this loop (lines 7-8) can never end" in error
+    assert "lines 2-5" not in error
+
+
+def test_a_plan_with_a_loop_that_never_ends_is_refused_by_check_and_verify() -> None:
+    """The public entry points, with plain functions as tools."""
+    sent: list[int] = []
+
+    def send(x: int) -> None:
+        sent.append(x)
+
+    plan = program_of("top:\nPUSH 1\nCALL send\nJMP top")
+    (problem,) = llassembly.check(plan, [send])
+    assert (problem.line, problem.column) == (2, 1) and "can never end" in problem.message
+    with pytest.raises(PlanRejected, match="line 2, column 1: this loop"):
+        llassembly.verify(plan, [send])
+    assert sent == []
 
 
 def test_counting_loop_with_dec_jnz_is_accepted() -> None:

@@ -1,10 +1,12 @@
-"""The control-flow graph of a program with its tools: built once, asked by every stage.
+"""The control-flow graph and the memory layout of a program with its tools: built once, asked
+by every stage.
 
 What the verifier, the summary, the machine's compiler and the graph compiler all need to know
 of a plan's control flow, worked out in one place from the instruction table
-(:mod:`llassembly.language.instructions`):
+(:mod:`llassembly.language.instructions`, through each instruction's
+:func:`~llassembly.language.program.effects`):
 
-* each instruction's :class:`~llassembly.language.instructions.Effects`;
+* each instruction's :class:`~llassembly.language.program.Effects`;
 * which ``CALL`` calls a tool, and which tool; where each jump, ``LOOP`` and ``CALL label``
   goes;
 * **the EAX convention**: a tool ``CALL`` whose one result is read in ``EAX`` before anything
@@ -14,6 +16,14 @@ of a plan's control flow, worked out in one place from the instruction table
 
 :func:`control_flow` builds it, or returns the one already built for the same program and
 tools (the verifier, the compiler and the summary of one plan share it).
+
+The other facts of a plan that depend on its tools are its memory (:func:`layout_of`):
+
+* every data label is a row of cells (see :class:`~llassembly.language.program.MemoryLabel`)
+  at an address of its own (:data:`SPAN` bytes apart), so ``LEA ESI, [table]`` then
+  ``MOV EAX, [ESI + 4]`` reads ``table``'s second dword cell;
+* a name that is no register, data label, code label or tool, written by ``MOV`` or ``POP``
+  (``MOV result_id, EAX``), is a *variable*: a one-cell writable label of its own.
 
 Example:
     >>> from llassembly.language.parser import parse
@@ -32,25 +42,23 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from llassembly.language.instructions import (
-    OPCODE_INFO,
-    Effects,
-    effects,
-    stack_effect,
-    successors,
-)
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors
 from llassembly.language.program import (
+    Effects,
     Instruction,
+    Mem,
+    MemoryLabel,
     Name,
     Operand,
     Program,
     Reg,
     ToolShape,
+    Value,
+    effects,
     find_tool,
+    place_of,
+    stack_effect,
 )
-
-__all__ = ["ControlFlow", "components", "control_flow"]
 
 _CACHED = 16  # programs whose graph is kept (a planner checks, compiles and summarises one)
 
@@ -104,6 +112,15 @@ class ControlFlow:
     def subroutine_call(self, pc: int) -> bool:
         """Whether the instruction at ``pc`` is a ``CALL`` of a code label."""
         return self.effects[pc].flow == "call" and pc in self.targets
+
+    @functools.cached_property
+    def tracked(self) -> dict[int, int]:
+        """The registers the analyses follow, each to its slot: those the program writes (and
+        ``EAX`` when a tool's result goes there); every other register holds 0 on every run."""
+        written = {reg for fx in self.effects for reg in fx.registers_written}
+        if self.eax:
+            written.add(EAX_INDEX)
+        return {reg: slot for slot, reg in enumerate(sorted(written))}
 
     @functools.cached_property
     def flat(self) -> tuple[tuple[int, ...], ...]:
@@ -346,3 +363,130 @@ def components(
             parent = work[-1][0]
             low[parent] = min(low[parent], low[node])
     return result
+
+
+# -- memory -------------------------------------------------------------------------------------
+
+SPAN = 1 << 20
+"""Bytes between the addresses of two data labels (a label holds at most 32 KiB)."""
+_VARIABLE_SIZE = 8  # a variable is one qword cell
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each data label and variable lives.
+
+    Attributes:
+        labels: Lower-cased name to its cells (variables included).
+        order: The names in address order.
+        variables: Lower-cased names of variables (undeclared names written by MOV/POP).
+        live: Writable labels the plan may write (kept in the machine state; the rest are read
+            from the program, so a plan that never writes memory has none in its snapshots).
+    """
+
+    labels: Mapping[str, MemoryLabel]
+    order: tuple[str, ...]
+    variables: frozenset[str]
+    live: frozenset[str] = frozenset()
+
+    def base(self, key: str) -> int:
+        """The address of a label's first cell."""
+        return self._bases[key]
+
+    @functools.cached_property
+    def _bases(self) -> dict[str, int]:
+        return {key: SPAN * (i + 1) for i, key in enumerate(self.order)}
+
+    def locate(self, address: int) -> tuple[str, int] | None:
+        """The label an address falls in and the byte offset in it, or ``None``."""
+        slot, offset = divmod(address, SPAN)
+        if not 1 <= slot <= len(self.order):
+            return None
+        return self.order[slot - 1], offset
+
+    def initial_memory(self) -> dict[str, list[Value]]:
+        """The writable cells as a run starts (read-only labels are read from the program)."""
+        return {key: list(self.labels[key].cells) for key in self.order if key in self.live}
+
+    @property
+    def cells(self) -> int:
+        """How many cells the plan declares."""
+        return sum(len(label.cells) for label in self.labels.values())
+
+    # -- cells as the analyses number them -------------------------------------------------
+
+    @functools.cached_property
+    def first_cell(self) -> dict[str, int]:
+        """Each label's first cell, numbered over every label for the analyses before the run:
+        the live labels first, so that the cells a write through ``[reg]`` may change are
+        ``range(live_cells)``."""
+        first, count = {}, 0
+        for key in sorted(self.order, key=lambda k: k not in self.live):
+            first[key] = count
+            count += len(self.labels[key].cells)
+        return first
+
+    @functools.cached_property
+    def live_cells(self) -> int:
+        """How many cells the live labels have."""
+        return sum(len(self.labels[key].cells) for key in self.live)
+
+    def cells_of(self, operand: Operand) -> tuple[range, bool]:
+        """The cells (see :attr:`first_cell`) ``operand`` names, and whether it names exactly one
+        known before the run: a data label or variable names all its cells, a memory operand its
+        cell at a fixed offset, else every cell of its label (through ``[reg]``: every live
+        cell, as a write there may change any); any other operand names none."""
+        key = operand.name.lower() if isinstance(operand, Name) else ""
+        if isinstance(operand, Mem):
+            if operand.label is None:
+                return range(self.live_cells), False
+            key = operand.label.lower()
+        first = self.first_cell.get(key)
+        if first is None:
+            return range(0), False
+        label = self.labels[key]
+        cells = range(first, first + len(label.cells))
+        if not isinstance(operand, Mem):
+            return cells, len(cells) == 1
+        index, rest = divmod(operand.disp, label.size)
+        if operand.registers or rest or not 0 <= index < len(cells):
+            return cells, False
+        return cells[index : index + 1], True
+
+
+def _variables_of(program: Program, tools: Mapping[str, ToolShape]) -> dict[str, Instruction]:
+    """Undeclared names written by ``MOV``/``POP``, to the first instruction writing each: an
+    instruction that copies a value into its first operand without reading it first."""
+    found: dict[str, Instruction] = {}
+    for ins in program.instructions:
+        fx = effects(ins)
+        if not (0 in fx.writes and 0 not in fx.reads and (fx.moves or fx.pops)):
+            continue
+        dst = ins.operands[0]
+        if not isinstance(dst, Name):
+            continue
+        key = dst.name.lower()
+        if key in program.data or key in program.labels or key in found:
+            continue
+        if find_tool(dst.name, tools) is not None:
+            continue
+        found[key] = ins
+    return found
+
+
+def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
+    """The memory layout of ``program`` with ``tools`` (variables depend on tool names)."""
+    labels: dict[str, MemoryLabel] = dict(program.memory)
+    found = _variables_of(program, tools)
+    for key, ins in found.items():
+        labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
+    written: set[str] = set()
+    for ins in program.instructions:
+        for position in effects(ins).writes:
+            operand = place_of(ins.operands[position])
+            if isinstance(operand, Mem) and operand.label is None:
+                written.update(k for k, label in labels.items() if label.writable)
+            elif isinstance(operand, Mem | Name):
+                written.add(str(operand.label if isinstance(operand, Mem) else operand).lower())
+    live = frozenset(k for k in written if k in labels and labels[k].writable)
+    return Layout(labels, tuple(labels), frozenset(found), live)

@@ -7,7 +7,7 @@ unknown. The rules come from the instruction table and the control-flow graph, a
 arithmetic from the machine itself:
 
 * an instruction whose every input is known (the registers, flags and stack values it reads,
-  as :func:`~llassembly.language.instructions.effects` lists them, and no memory the plan
+  as :func:`~llassembly.language.program.effects` lists them, and no memory the plan
   writes) is run by the machine's own step on those values (:class:`Semantics`, installed by
   :mod:`llassembly.machine.steps`), so a constant is what the run computes; a branch so
   decided goes one way only, and an instruction that fails there ends the path;
@@ -17,48 +17,23 @@ arithmetic from the machine itself:
   or in ``EAX`` as the control-flow graph decided (the EAX convention);
 * memory the plan may write is never a constant.
 
-The analysis is bounded by :data:`MAX_VALUE_STEPS` state visits and :data:`MAX_VALUE_WORK`
-values handled; past either, nothing is known.
+The analysis runs on the one engine of :mod:`.paths`, bounded by
+:data:`~llassembly.language.limits.MAX_VALUE_STEPS` state visits and
+:data:`~llassembly.language.limits.MAX_VALUE_WORK` values handled; past either, nothing is
+known.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from llassembly.analysis.cfg import ControlFlow
-from llassembly.analysis.layout import Layout
-from llassembly.analysis.paths import END, Paths
-from llassembly.language.instructions import Effects
-from llassembly.language.opcodes import EAX_INDEX
-from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg, Value, nested
-
-__all__ = [
-    "COPIES_ONLY",
-    "FAILS",
-    "MAX_VALUE_STEPS",
-    "MAX_VALUE_WORK",
-    "UNKNOWN",
-    "Abstract",
-    "Fails",
-    "Outcome",
-    "Run",
-    "Semantics",
-    "constants",
-    "default_semantics",
-    "install_semantics",
-    "join",
-    "same_value",
-]
-
-MAX_VALUE_STEPS: Final = 100_000
-"""Most state visits the constant analysis makes; past it every argument is unknown."""
-MAX_VALUE_WORK: Final = 1_000_000
-"""Most values (state visits times the registers followed) it handles, likewise: a plan that
-writes many registers gets fewer visits."""
-_STACK_KEPT: Final = 64  # top stack slots whose values are followed
+from llassembly.analysis.cfg import ControlFlow, Layout
+from llassembly.analysis.paths import Paths, fixpoint, pushed
+from llassembly.language.instructions import EAX_INDEX
+from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
+from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
 
 class _Unknown:
@@ -199,10 +174,7 @@ class _Propagation:
         self.layout = layout
         self.run = semantics.runner(flow, layout)
         self.initial_flags = semantics.initial_flags
-        written = {reg for fx in flow.effects for reg in fx.registers_written}
-        if flow.eax:
-            written.add(EAX_INDEX)
-        self.slot = {reg: i for i, reg in enumerate(sorted(written))}  # untracked: always 0
+        self.slot = flow.tracked  # the other registers always hold 0
         self.memo: dict[Hashable, Outcome | Fails | None] = {}
         self.reads_memory = [
             self.reads_live(flow.program.instructions[pc].operands, fx)
@@ -242,9 +214,9 @@ class _Propagation:
                 return data  # type: ignore[return-value]
         return UNKNOWN
 
-    def transfer(self, pc: int, facts: _Facts) -> tuple[_Facts, int | None] | None:
-        """Facts after the instruction at ``pc``, and the one next instruction when it is
-        known; ``None`` when the instruction fails on every run that gets here so."""
+    def transfer(self, pc: int, facts: _Facts) -> _Facts | None:
+        """Facts after the instruction at ``pc``; ``None`` when it fails on every run that gets
+        here so."""
         regs, flags, stack = facts
         flow = self.flow
         fx = flow.effects[pc]
@@ -252,21 +224,27 @@ class _Propagation:
             taken, put = flow.stack_effect(pc)
             stack = stack[: max(len(stack) - taken, 0)]
             if pc in flow.eax:
-                return (self.write(regs, {EAX_INDEX: UNKNOWN}), flags, stack), None
-            return (regs, flags, (*stack, *[UNKNOWN] * put)[-_STACK_KEPT:]), None
+                return self.write(regs, {EAX_INDEX: UNKNOWN}), flags, stack
+            return regs, flags, pushed(stack, [UNKNOWN] * put)
         decides = fx.flow == "branch"
         if not (fx.registers_written or fx.flags_written or fx.pops or fx.pushes or decides):
-            return facts, None  # nothing the summary follows changes (NOP, SAY, jumps...)
+            return facts  # nothing the summary follows changes (NOP, SAY, jumps...)
         outcome = self.evaluate(pc, fx, facts)
         if outcome is FAILS:
             return None
         if isinstance(outcome, Outcome):
-            stack = (*stack[: len(stack) - fx.pops], *outcome.pushed)[-_STACK_KEPT:]
+            stack = pushed(stack[: len(stack) - fx.pops], outcome.pushed)
             regs = self.write(regs, outcome.registers)
             if outcome.flags is not None:
                 flags = outcome.flags
-            return (regs, flags, stack), outcome.next_pc if decides else None
-        return self.copies(pc, fx, facts), None
+            return regs, flags, stack
+        return self.copies(pc, fx, facts)
+
+    def goes(self, pc: int, facts: _Facts) -> int | None:
+        """Where a branch goes when its inputs are known (the machine's step decides)."""
+        fx = self.flow.effects[pc]
+        outcome = self.evaluate(pc, fx, facts) if fx.flow == "branch" else None
+        return outcome.next_pc if isinstance(outcome, Outcome) else None
 
     def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
@@ -314,8 +292,8 @@ class _Propagation:
             else:
                 value = top if fx.pops else UNKNOWN
             written[target.index] = value
-        pushed = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
-        stack = (*stack[: max(len(stack) - fx.pops, 0)], *pushed)[-_STACK_KEPT:]
+        values = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
+        stack = pushed(stack[: max(len(stack) - fx.pops, 0)], values)
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
     def write(
@@ -330,37 +308,12 @@ class _Propagation:
 
     def propagate(self) -> dict[int, _Facts] | None:
         """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
-        paths = self.paths
-        if not paths.states:
+        if not self.paths.states:
             return {}
         start: _Facts = ((0,) * len(self.slot), self.initial_flags, ())
-        facts: dict[int, _Facts] = {0: start}
-        queue = [(paths.states[0][0], 0)]
-        queued = {0}
-        steps = 0
         limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot), 1))
-        while queue:
-            steps += 1
-            if steps > limit:
-                return None
-            _, number = heapq.heappop(queue)
-            queued.discard(number)
-            pc = paths.states[number][0]
-            result = self.transfer(pc, facts[number])
-            if result is None:
-                continue  # it fails here on every run: no path goes on
-            out, only = result
-            for nxt in paths.succ[number]:
-                if nxt == END or (only is not None and paths.states[nxt][0] != only):
-                    continue
-                old = facts.get(nxt)
-                merged = out if old is None else _merge(old, out)
-                if merged != old:
-                    facts[nxt] = merged
-                    if nxt not in queued:
-                        queued.add(nxt)
-                        heapq.heappush(queue, (paths.states[nxt][0], nxt))
-        return facts
+        facts, stopped = fixpoint(self.paths, start, self.transfer, _merge, limit, self.goes)
+        return facts if stopped is None else None
 
 
 def constants(
@@ -374,7 +327,8 @@ def constants(
         semantics: How instructions run (default: :func:`default_semantics`).
 
     Returns:
-        ``stack(state)``: the stack (top last, at most the top 64 values) on entry to a state,
+        ``stack(state)``: the stack (top last, at most its top
+        :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` values) on entry to a state,
         ``()`` for a state no run reaches; or ``None`` when the analysis ran out of steps.
     """
     found = _Propagation(paths, layout, semantics or default_semantics()).propagate()

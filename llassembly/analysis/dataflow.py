@@ -3,7 +3,7 @@
 Every value a plan holds carries its *sources*: the set of tools whose results it was computed
 from. A tool's result has the tool as its one source; a literal, a data label and anything
 computed from literals alone have none. The rule, one for every instruction and derived from
-the instruction table (:func:`~llassembly.language.instructions.effects`): **what an
+the instruction table (:func:`~llassembly.language.program.effects`): **what an
 instruction writes derives from what it reads.** Written out as :class:`Transfer`:
 
 * a computed value (``ADD``, ``SUBSTR``, ``LEN``, ``SETcc``, a ``PUSH``, a ``POP``, a register
@@ -41,12 +41,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from llassembly.analysis.constants import MAX_VALUE_STEPS, MAX_VALUE_WORK
-from llassembly.analysis.layout import Layout
-from llassembly.analysis.paths import Paths, fixpoint
+from llassembly.analysis.cfg import Layout
+from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
-from llassembly.language.instructions import effects
-from llassembly.language.opcodes import EAX_INDEX, register_name
+from llassembly.language.instructions import EAX_INDEX, register_name
+from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -56,24 +55,13 @@ from llassembly.language.program import (
     Path,
     Reg,
     Template,
+    effects,
+    place_of,
 )
-
-__all__ = [
-    "NO_SOURCES",
-    "Flow",
-    "Sources",
-    "Transfer",
-    "Write",
-    "argument_flows",
-    "place_parts",
-    "result_sources",
-    "transfer_of",
-]
 
 Sources: TypeAlias = frozenset[str]
 """The tools whose results a value derives from (empty: only the plan's own literals)."""
 NO_SOURCES: Final[Sources] = frozenset()
-_STACK_KEPT: Final = 64  # top stack slots followed before the run; deeper ones may be anything
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +123,7 @@ def place_parts(operand: Operand) -> tuple[Operand, ...]:
 def transfer_of(instruction: Instruction) -> Transfer:
     """The :class:`Transfer` of an instruction other than a tool ``CALL`` (see
     :func:`result_sources` for those), from its
-    :func:`~llassembly.language.instructions.effects`."""
+    :func:`~llassembly.language.program.effects`."""
     fx = effects(instruction)
     operands = instruction.operands
     reads = [operands[p] for p in fx.reads]
@@ -205,53 +193,29 @@ class _Static:
     def __init__(self, paths: Paths, layout: Layout, sites: bool = False) -> None:
         flow = paths.flow
         self.paths, self.flow, self.layout, self.sites = paths, flow, layout, sites
-        self.top: _Pair = (frozenset(t.name for t in flow.tools.values()), NO_SOURCES)
-        written = {reg for fx in flow.effects for reg in fx.registers_written}
-        if flow.eax:
-            written.add(EAX_INDEX)
-        self.slot = {reg: i for i, reg in enumerate(sorted(written))}  # the rest hold 0
-        self.first: dict[str, int] = {}  # live label -> the number of its first cell
-        count = 0
-        for key in layout.order:
-            if key in layout.live:
-                self.first[key] = count
-                count += len(layout.labels[key].cells)
-        self.cells = count
+        # What a value the analysis cannot follow (below the stack followed) may derive from:
+        # any tool's result and, marked, any query's answer (see query_site).
+        anything = {tool.name for tool in flow.tools.values()}
+        if sites:
+            lines = flow.program.instructions
+            anything |= {query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
+        self.top: _Pair = (frozenset(anything), NO_SOURCES)
+        self.slot = flow.tracked  # the other registers always hold 0
 
     # -- values ---------------------------------------------------------------------------
-
-    def label_cells(self, key: str) -> range:
-        return range(self.first[key], self.first[key] + len(self.layout.labels[key].cells))
-
-    def cell(self, mem: Mem) -> tuple[range, bool]:
-        """The cells a memory operand may name (none outside live labels) and whether it names
-        exactly one known before the run."""
-        if mem.label is None:
-            return range(self.cells), False
-        key = mem.label.lower()
-        if key not in self.first:
-            return range(0), False
-        cells = self.label_cells(key)
-        index, rest = divmod(mem.disp, self.layout.labels[key].size)
-        if mem.registers or rest or not 0 <= index < len(cells):
-            return cells, False
-        return range(cells[index], cells[index] + 1), True
 
     def value(self, operand: Operand, facts: _Facts) -> _Pair:
         regs, _, _, memory = facts
         if isinstance(operand, Reg):
             slot = self.slot.get(operand.index)
             return _EMPTY if slot is None else regs[slot]
-        if isinstance(operand, Name):
-            key = operand.name.lower()
-            if key not in self.first:
-                return _EMPTY  # read-only data, a constant: the plan's own
-            found = _EMPTY  # one cell, or a row read whole: every cell is in the text
-            for number in self.label_cells(key):
+        if isinstance(operand, Name):  # read-only data, a constant: the plan's own (no cells
+            found = _EMPTY  # written); one cell, or a row read whole: every cell is in the text
+            for number in self.layout.cells_of(operand)[0]:
                 found = _union(found, memory.get(number, _EMPTY))
             return found
         if isinstance(operand, Mem):
-            cells, exact = self.cell(operand)
+            cells, exact = self.layout.cells_of(operand)
             if exact:
                 found = memory.get(cells[0], _EMPTY)
             else:  # one of these cells; through [reg] also read-only data, or text in reg
@@ -279,20 +243,15 @@ class _Static:
         self, place: Operand, pair: _Pair, regs: list[_Pair], memory: Mapping[int, _Pair]
     ) -> Mapping[int, _Pair]:
         """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
-        write (the new memory is returned)."""
-        while isinstance(place, Path):  # the base holds the new text of the whole
-            place = place.base
+        write (the new memory is returned). A path written changes its base, which holds the
+        new text of the whole."""
+        place = place_of(place)
         if isinstance(place, Reg):
             slot = self.slot.get(place.index)
             if slot is not None:
                 regs[slot] = pair
             return memory
-        if isinstance(place, Mem):
-            cells, exact = self.cell(place)
-        elif isinstance(place, Name) and place.name.lower() in self.first:
-            cells, exact = self.label_cells(place.name.lower()), True
-        else:
-            return memory
+        cells, exact = self.layout.cells_of(place)
         if not cells:
             return memory
         changed = dict(memory)
@@ -309,38 +268,34 @@ class _Static:
         mark = {query_site(self.flow.program.instructions[pc].line)} if self.sites else set()
         return query_sources(read[0] | mark), query_sources(read[1] | mark)
 
-    def take(self, stack: tuple[_Pair, ...], count: int) -> list[_Pair]:
-        """The top ``count`` values, first pushed first (deeper than followed: anything)."""
-        kept = list(stack[max(len(stack) - count, 0) :])
-        return [self.top] * (count - len(kept)) + kept
-
     # -- instructions ---------------------------------------------------------------------
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:
         regs, flags, stack, memory = facts
         tool = self.flow.tools.get(pc)
         if tool is not None:
-            taken, put = self.flow.stack_effect(pc)
+            count, put = self.flow.stack_effect(pc)
+            stack, given = taken(stack, count, self.top)
             result = (result_sources(tool.name),) * 2
             if is_query(tool):  # its answer derives from what its model read
                 read = _EMPTY
-                for argument in self.take(stack, taken):
+                for argument in given:
                     read = _union(read, argument)
                 result = self.query(pc, read)
-            stack = stack[: max(len(stack) - taken, 0)]
             if pc in self.flow.eax:
                 changed = list(regs)
                 changed[self.slot[EAX_INDEX]] = result
                 return tuple(changed), flags, stack, memory
-            return regs, flags, (*stack, *[result] * put)[-_STACK_KEPT:], memory
+            return regs, flags, pushed(stack, [result] * put), memory
         move = transfer_of(self.flow.program.instructions[pc])
         if move.moves_nothing:
             return facts
         everything = _EMPTY
         for operand in move.reads:
             everything = _union(everything, self.value(operand, facts))
-        for popped in self.take(stack, move.pops):
-            everything = _union(everything, popped)
+        stack, popped = taken(stack, move.pops, self.top)
+        for value in popped:
+            everything = _union(everything, value)
         if move.flags:  # SETcc: what the flags chose is data
             everything = _union(everything, flags)
         values = []  # everything is read before anything is written (XCHG)
@@ -357,31 +312,28 @@ class _Static:
             memory = self.write(write.place, pair, new_regs, memory)
         for reg in move.registers:
             memory = self.write(Reg(reg, register_name(reg)), everything, new_regs, memory)
-        stack = (*stack[: max(len(stack) - move.pops, 0)], *[everything] * move.pushes)
+        stack = pushed(stack, [everything] * move.pushes)
         flags = everything if move.sets_flags else flags
-        return tuple(new_regs), flags, stack[-_STACK_KEPT:], memory
+        return tuple(new_regs), flags, stack, memory
 
     def propagate(self) -> dict[int, _Facts] | None:
         """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
-        paths = self.paths
-        if not paths.states:
+        if not self.paths.states:
             return {}
         start: _Facts = ((_EMPTY,) * len(self.slot), _EMPTY, (), {})
-        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot) + self.cells, 1))
-        return fixpoint(paths, start, self.transfer, _merge, limit)
+        work = len(self.slot) + self.layout.live_cells
+        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(work, 1))
+        facts, stopped = fixpoint(self.paths, start, self.transfer, _merge, limit)
+        return facts if stopped is None else None
 
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
-    keep = min(len(old[2]), len(new[2]))
-    stack = tuple(
-        _join(a, b)
-        for a, b in zip(old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :], strict=True)
-    )
     memory = {
         cell: _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))
         for cell in {*old[3], *new[3]}
     }
     regs = tuple(_join(a, b) for a, b in zip(old[0], new[0], strict=True))
+    stack = joined_stacks(old[2], new[2], _join)
     return regs, _join(old[1], new[1]), stack, {c: p for c, p in memory.items() if p != _EMPTY}
 
 
@@ -393,8 +345,9 @@ def argument_flows(
     A sound over-approximation over the states of the paths (every way through the code,
     into each subroutine and back), by the same :class:`Transfer` facts the machine follows:
     a run's sources for an argument always hold its :attr:`Flow.certain` and are always within
-    its :attr:`Flow.sources`. Cells found through registers are weakly updated; stack slots
-    deeper than the 64 followed may hold anything.
+    its :attr:`Flow.sources`. Cells found through registers are weakly updated; a stack slot
+    deeper than those followed (:data:`~llassembly.language.limits.MAX_FOLLOWED_STACK`) may hold
+    anything: any tool's result and, with ``query_sites``, any query's answer.
 
     A query's answer derives from what its model read, and is marked as a model's (see
     :func:`~llassembly.analysis.queries.query_sources`); with ``query_sites`` also as the answer
@@ -419,7 +372,7 @@ def argument_flows(
         tool = paths.flow.tools.get(pc)
         if tool is None or state not in found:
             return ()
-        pairs = analysis.take(found[state][2], len(tool.params))
+        _, pairs = taken(found[state][2], len(tool.params), analysis.top)
         return tuple(Flow(tuple(sorted(may)), tuple(sorted(must))) for may, must in pairs)
 
     return flows

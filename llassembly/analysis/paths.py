@@ -1,42 +1,56 @@
-"""The paths of a plan: its states ``(instruction, return stack)`` and what they bound.
+"""The paths of a plan, and the one engine every analysis follows them with.
 
-The summary (:mod:`llassembly.analysis.summary`) counts on this graph: every way through the
-code from the entry point, both ways at each conditional jump, into each subroutine and back
-to the instruction after the ``CALL`` that entered it (values are not followed here, so "a
-path" is a way through the code whatever the values). Built from the control-flow graph
-(:mod:`llassembly.analysis.cfg`), bounded by :data:`~llassembly.analysis.flow.MAX_STATES`
-states and :data:`~llassembly.analysis.flow.MAX_CALL_DEPTH` nested calls; control flow it
-cannot follow within them leaves it incomplete (:attr:`Paths.complete`).
+A path is a way through the code from the entry point: both ways at each conditional jump, into
+each subroutine and back to the instruction after the ``CALL`` that entered it. Values are not
+followed here, so "a path" is a way through the code whatever the values. The paths are a graph
+of *states* ``(instruction, return stack)``, built once per control-flow graph
+(:func:`paths_of`, from :mod:`llassembly.analysis.cfg`) and bounded: nested subroutines are
+followed :data:`MAX_CALL_DEPTH` calls deep and at most :data:`MAX_STATES` states are kept. What
+could not be followed is part of the result (:attr:`Paths.too_deep`, :attr:`Paths.overflow`,
+:attr:`Paths.unresolved`) and leaves the paths incomplete: the verifier refuses such a plan, and
+the summary's maxima are unbounded.
 
-Every count is linear in the number of states (one pass, or one per tool):
+Every analysis before the run walks these states with one engine, :func:`fixpoint`: facts on
+entry to each state, pushed through each instruction by the analysis' transfer function and
+merged where paths meet, until nothing changes. The verifier's stack, flag and variable facts
+(:mod:`.verifier`), the types (:mod:`.typecheck`), the constants (:mod:`.constants`) and the
+data flows (:mod:`.dataflow`) are such analyses; they keep the data stack alike
+(:func:`pushed`, :func:`taken`, :func:`joined_stacks`): its top :data:`MAX_FOLLOWED_STACK`
+values, and below them, or below what is known, each analysis' own "anything".
+
+The counts of the summary are linear in the number of states (one pass, or one per tool):
 
 * :meth:`Paths.longest`: the most weight on any path (``None`` when a loop has weight);
 * :meth:`Paths.fewest`: the least weight on a path that ends the plan;
-* :meth:`Paths.always`: the call sites every path that ends the plan goes through.
+* :meth:`Paths.always`: the call sites every path that ends the plan goes through;
+* :attr:`Paths.endless`: the loops no path leaves.
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
+import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from llassembly.analysis.cfg import ControlFlow, components
-from llassembly.analysis.flow import MAX_CALL_DEPTH, MAX_STATES
-
-__all__ = ["END", "Paths", "fixpoint", "paths_of"]
+from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_STATES, MAX_STEPS
 
 END: Final = -1
 """In a state's successors: the plan ends there (``HLT``, a top-level ``RET``, the last
 instruction)."""
 
-_State = tuple[int, tuple[int, ...]]
+State = tuple[int, tuple[int, ...]]
+"""An instruction and the return stack it runs with (the instruction after each ``CALL
+label`` that has not returned yet, innermost last)."""
+_F = TypeVar("_F")
+_V = TypeVar("_V")
 
 
-@dataclass
+@dataclass(eq=False)
 class Paths:
     """The reachable states of a program and their successors (see :func:`paths_of`).
 
@@ -44,13 +58,34 @@ class Paths:
         flow: The control-flow graph they were built from.
         states: ``(instruction, return stack)`` per state number; state 0 is the entry.
         succ: Successor state numbers per state (:data:`END` for the end of the plan).
-        complete: Every path was followed (no bound was hit, no target left unresolved).
+        too_deep: ``CALL label`` instructions that would nest past :data:`MAX_CALL_DEPTH`.
+        off_end: Instruction after which a subroutine runs past the end of the program (for a
+            return to the end, the ``CALL`` it returns from), to the ``CALL`` that entered that
+            subroutine (no path goes on from there).
+        overflow: Where :data:`MAX_STATES` ran out: the outermost ``CALL`` of the path being
+            followed, else its instruction (``None`` if it did not).
+        unresolved: A jump or ``CALL`` names no label (the verifier refuses it): where it goes
+            is not known.
     """
 
     flow: ControlFlow
-    states: list[_State] = field(default_factory=list)
+    states: list[State] = field(default_factory=list)
     succ: list[tuple[int, ...]] = field(default_factory=list)
-    complete: bool = True
+    too_deep: set[int] = field(default_factory=set)
+    off_end: dict[int, int] = field(default_factory=dict)
+    overflow: int | None = None
+    unresolved: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Every path was followed (no bound was hit, no target left unresolved)."""
+        return not (self.too_deep or self.unresolved or self.overflow is not None)
+
+    def outermost(self, number: int) -> int:
+        """The instruction to blame for a path too large to follow at state ``number``: the
+        outermost ``CALL`` that led there, else the state's own instruction."""
+        pc, returns = self.states[number]
+        return returns[0] - 1 if returns else pc
 
     @functools.cached_property
     def order(self) -> list[list[int]]:
@@ -69,15 +104,31 @@ class Paths:
                 found[member] = number
         return found
 
+    def _cyclic(self, members: list[int]) -> bool:
+        return len(members) > 1 or members[0] in self.succ[members[0]]
+
     @functools.cached_property
     def looped(self) -> frozenset[int]:
         """The states inside a loop (a component with a cycle)."""
-        return frozenset(
-            m
-            for members in self.order
-            for m in members
-            if len(members) > 1 or members[0] in self.succ[members[0]]
-        )
+        return frozenset(m for members in self.order if self._cyclic(members) for m in members)
+
+    @functools.cached_property
+    def endless(self) -> tuple[tuple[int, ...], ...]:
+        """The loops no path leaves, each as its instructions in order: components with a cycle
+        and no successor outside (nor the end of the plan), whatever they call. Only a budget
+        or a failing call stops a run that enters one. Empty when the paths are incomplete
+        (a state cut off by a bound has no successors, yet is not a loop)."""
+        if not self.complete:
+            return ()
+        found = []
+        comp_of = self.component_of
+        for number, members in enumerate(self.order):
+            leaves = any(
+                nxt == END or comp_of[nxt] != number for m in members for nxt in self.succ[m]
+            )
+            if self._cyclic(members) and not leaves:
+                found.append(tuple(sorted({self.states[m][0] for m in members})))
+        return tuple(dict.fromkeys(found))
 
     @functools.cached_property
     def ends(self) -> bool:
@@ -94,9 +145,8 @@ class Paths:
         order, comp_of, succ = self.order, self.component_of, self.succ
         best: list[int | None] = [0] * len(order)
         for number, members in enumerate(order):  # sinks first
-            cyclic = len(members) > 1 or members[0] in succ[members[0]]
             own = sum(weight[m] for m in members)
-            if cyclic and own:
+            if own and self._cyclic(members):
                 best[number] = None
                 continue
             after: int | None = 0
@@ -138,57 +188,43 @@ class Paths:
         """The instructions of ``sites`` that every path ending the plan runs.
 
         A must-analysis over the states: the sites on every path to a state are those on every
-        path to each state before it, plus its own; the greatest fixed point, found by a
-        worklist, is exact (the set of paths is not approximated).
+        path to each state before it, plus its own; the greatest fixed point is exact (the set
+        of paths is not approximated). Past :data:`MAX_STEPS` visits none is claimed.
         """
         bit_of = {pc: 1 << i for i, pc in enumerate(dict.fromkeys(sites))}
         if not bit_of or not self.states:
             return frozenset()
-        everything = (1 << len(bit_of)) - 1
-        own = [bit_of.get(pc, 0) for pc, _ in self.states]
-        preds: list[list[int]] = [[] for _ in self.states]
+
+        def transfer(pc: int, bits: int) -> int:
+            return bits | bit_of.get(pc, 0)
+
+        facts, stopped = fixpoint(self, 0, transfer, operator.and_, MAX_STEPS)
+        if stopped is not None:
+            return frozenset()
+        at_end = -1
         for number, out in enumerate(self.succ):
-            for nxt in out:
-                if nxt != END:
-                    preds[nxt].append(number)
-        must = [everything] * len(self.states)
-        must[0] = own[0]
-        queue = deque(range(1, len(self.states)))
-        queued = [True] * len(self.states)
-        queued[0] = False
-        while queue:
-            number = queue.popleft()
-            queued[number] = False
-            value = everything
-            for pred in preds[number]:
-                value &= must[pred]
-            value |= own[number]
-            if value != must[number]:
-                must[number] = value
-                for nxt in self.succ[number]:
-                    if nxt != END and not queued[nxt]:
-                        queued[nxt] = True
-                        queue.append(nxt)
-        at_end = everything
-        for number, out in enumerate(self.succ):
-            if END in out:
-                at_end &= must[number]
+            if END in out and number in facts:
+                at_end &= transfer(self.states[number][0], facts[number])
         return frozenset(pc for pc, bit in bit_of.items() if at_end & bit)
 
 
+@functools.lru_cache(maxsize=16)  # as the graphs (a planner checks and summarises one plan)
 def paths_of(flow: ControlFlow) -> Paths:
-    """Number every reachable state of ``flow``'s program, breadth first from the entry."""
+    """Number every reachable state of ``flow``'s program, breadth first from the entry (built
+    once per graph: the verifier, the summary and the query sites of one plan share them)."""
     paths = Paths(flow)
     program = flow.program
     if not 0 <= program.entry < flow.end:
         return paths
-    index: dict[_State, int] = {}
+    index: dict[State, int] = {}
+    queue: deque[int] = deque()
 
-    def number(key: _State) -> int | None:
+    def number(key: State) -> int | None:
         found = index.get(key)
         if found is None:
             if len(paths.states) >= MAX_STATES:
-                paths.complete = False
+                if paths.overflow is None:
+                    paths.overflow = key[1][0] - 1 if key[1] else key[0]
                 return None
             found = index[key] = len(paths.states)
             paths.states.append(key)
@@ -196,7 +232,6 @@ def paths_of(flow: ControlFlow) -> Paths:
             queue.append(found)
         return found
 
-    queue: deque[int] = deque()
     number((program.entry, ()))
     while queue:
         state = queue.popleft()
@@ -204,20 +239,19 @@ def paths_of(flow: ControlFlow) -> Paths:
         targets: list[int] = []
         for nxt in _next(paths, pc, returns):
             if nxt is not None and nxt[0] >= flow.end:  # past the last instruction
-                if nxt[1]:
-                    continue  # inside a subroutine: the verifier refuses it
+                if nxt[1]:  # inside a subroutine, without its RET (a RET: its CALL's fault)
+                    origin = nxt[0] - 1 if flow.effects[pc].flow == "return" else pc
+                    paths.off_end.setdefault(origin, nxt[1][-1] - 1)
+                    continue
                 nxt = None
-            if nxt is None:
-                targets.append(END)
-                continue
-            found = number(nxt)
+            found = END if nxt is None else number(nxt)
             if found is not None:
                 targets.append(found)
         paths.succ[state] = tuple(dict.fromkeys(targets))
     return paths
 
 
-def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[_State | None]:
+def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[State | None]:
     """The states after ``(pc, returns)``; ``None`` for the end of the plan."""
     flow = paths.flow
     kind = flow.effects[pc].flow
@@ -226,41 +260,53 @@ def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[_State | None
     if kind == "return":
         return [(returns[-1], returns[:-1]) if returns else None]
     if kind == "call" and pc not in flow.tools:
-        if pc not in flow.targets or len(returns) >= MAX_CALL_DEPTH:
-            paths.complete = False  # an unknown name, or nested deeper than followed
+        if pc not in flow.targets:
+            paths.unresolved = True  # an unknown name
+            return []
+        if len(returns) >= MAX_CALL_DEPTH:
+            paths.too_deep.add(pc)
             return []
         return [(flow.targets[pc], (*returns, pc + 1))]
     if kind in ("jump", "branch") and pc not in flow.targets:
-        paths.complete = False  # a jump to no label: where it goes is not known
+        paths.unresolved = True  # a jump to no label: where it goes is not known
         return []
     return [(target, returns) for target in flow.successors[pc]]
-
-
-_F = TypeVar("_F")
 
 
 def fixpoint(
     paths: Paths,
     start: _F,
-    transfer: Callable[[int, _F], _F],
+    transfer: Callable[[int, _F], _F | None],
     merge: Callable[[_F, _F], _F],
     limit: int,
-) -> dict[int, _F] | None:
-    """Facts on entry to each state of ``paths``, from ``start`` at the first: each state's
-    facts go through ``transfer`` (given the state's instruction index) to its successors,
-    ``merge``d where paths meet, until nothing changes; states are taken in program order.
-    ``None`` when that takes more than ``limit`` steps (the facts are not final then)."""
+    goes: Callable[[int, _F], int | None] | None = None,
+) -> tuple[dict[int, _F], int | None]:
+    """Facts on entry to each state of ``paths``, from ``start`` at the first.
+
+    Each state's facts go through ``transfer`` (given the state's instruction index) to its
+    successors, ``merge``d where paths meet, until nothing changes; states are taken in program
+    order, so a loop's body settles before what follows it. ``transfer`` returns ``None`` when
+    the instruction fails on every run that brings these facts (no path goes on); ``goes`` gives
+    the one instruction a branch goes to when the facts decide it (``None``: every successor).
+
+    Returns:
+        The facts and ``None``; or, when that takes more than ``limit`` visits, the facts so
+        far (not final) and the state that was to be visited next.
+    """
     facts: dict[int, _F] = {0: start}
     queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
     while queue:
+        if steps >= limit:
+            return facts, queue[0][1]
         steps += 1
-        if steps > limit:
-            return None
-        _, number = heapq.heappop(queue)
+        pc, number = heapq.heappop(queue)
         queued.discard(number)
-        out = transfer(paths.states[number][0], facts[number])
+        out = transfer(pc, facts[number])
+        if out is None:
+            continue
+        only = goes(pc, facts[number]) if goes is not None else None
         for nxt in paths.succ[number]:
-            if nxt == END:
+            if nxt == END or (only is not None and paths.states[nxt][0] != only):
                 continue
             old = facts.get(nxt)
             merged = out if old is None else merge(old, out)
@@ -269,4 +315,31 @@ def fixpoint(
                 if nxt not in queued:
                     queued.add(nxt)
                     heapq.heappush(queue, (paths.states[nxt][0], nxt))
-    return facts
+    return facts, None
+
+
+# -- the data stack as the analyses keep it --------------------------------------------------------
+
+
+def pushed(stack: tuple[_V, ...], values: Iterable[_V]) -> tuple[_V, ...]:
+    """``stack`` (top last) with ``values`` pushed, keeping the top :data:`MAX_FOLLOWED_STACK`."""
+    return (*stack, *values)[-MAX_FOLLOWED_STACK:]
+
+
+def taken(stack: tuple[_V, ...], count: int, anything: _V) -> tuple[tuple[_V, ...], list[_V]]:
+    """``stack`` with its top ``count`` values taken off, and those values, first pushed first
+    (``anything`` for each one below what is known)."""
+    kept = len(stack) - count
+    values = list(stack[max(kept, 0) :])
+    return stack[: max(kept, 0)], [anything] * (count - len(values)) + values
+
+
+def joined_stacks(
+    a: tuple[_V, ...], b: tuple[_V, ...], join: Callable[[_V, _V], _V]
+) -> tuple[_V, ...]:
+    """What is known of a stack that is ``a`` on some paths and ``b`` on the others: the top
+    values both know of, each joined (below them, anything)."""
+    if a is b:
+        return a
+    keep = min(len(a), len(b))
+    return tuple(map(join, a[len(a) - keep :], b[len(b) - keep :]))

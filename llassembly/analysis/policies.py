@@ -43,27 +43,9 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from llassembly.analysis.summary import (
-    PlanSummary,
-    ToolUse,
-)
-from llassembly.errors import (
-    Diagnostic,
-    UsageError,
-)
+from llassembly.analysis.summary import PlanSummary, ToolUse
+from llassembly.errors import Diagnostic, UsageError
 from llassembly.language.program import Program
-
-__all__ = [
-    "DataFlowPolicy",
-    "PlanPolicy",
-    "check_policies",
-    "dataflow_policies",
-    "max_calls",
-    "never_from",
-    "not_in_loop",
-    "only_from",
-    "unknown_name",
-]
 
 PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
 """A rule: ``(summary, program) -> problems`` (strings or diagnostics; none when fine)."""

@@ -27,26 +27,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from llassembly.analysis.cfg import ControlFlow
+from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.constants import COPIES_ONLY, UNKNOWN, Abstract, constants, join
-from llassembly.analysis.layout import Layout
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.shapes import INT, NUMBER, TEXT, Shape
-
-__all__ = [
-    "MAX_ANSWER_FIELDS",
-    "QUERY_PARAMS",
-    "QUERY_SOURCE",
-    "QUERY_TOOL",
-    "AnswerShape",
-    "is_query",
-    "parse_answer_shape",
-    "query_result_shapes",
-    "query_site",
-    "query_sites",
-    "query_sources",
-    "site_line",
-]
+from llassembly.language.limits import MAX_ANSWER_DEPTH, MAX_ANSWER_FIELDS, MAX_ANSWER_SHAPE_CHARS
 
 QUERY_TOOL: Final = "query_text"
 """The name a plan calls a query by."""
@@ -55,10 +40,6 @@ QUERY_PARAMS: Final = ("text", "question", "shape")
 QUERY_SOURCE: Final = QUERY_TOOL
 """The source that marks a value a model produced: the query's name, as a tool's result has
 the tool's (see :func:`query_sources`)."""
-MAX_ANSWER_FIELDS: Final = 32
-"""Most fields (and list elements' shapes) one answer shape may declare, nested ones counted."""
-_MAX_DEPTH: Final = 4
-_MAX_SPEC_CHARS: Final = 4000
 
 AnswerKind = Literal["number", "integer", "text", "boolean", "object", "list"]
 _SCALARS: Final[dict[str, AnswerKind]] = {
@@ -172,8 +153,8 @@ def parse_answer_shape(spec: object) -> AnswerShape:
     """
     if not isinstance(spec, str):
         raise ValueError(f"the answer shape must be text, not {spec!r}; {_HOW}")
-    if len(spec) > _MAX_SPEC_CHARS:
-        raise ValueError(f"the answer shape is longer than {_MAX_SPEC_CHARS} characters")
+    if len(spec) > MAX_ANSWER_SHAPE_CHARS:
+        raise ValueError(f"the answer shape is longer than {MAX_ANSWER_SHAPE_CHARS} characters")
     stripped = spec.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -191,8 +172,8 @@ def _shown(spec: str) -> str:
 
 
 def _parse(data: Any, depth: int, counted: list[int]) -> AnswerShape:
-    if depth > _MAX_DEPTH:
-        raise ValueError(f"the answer shape nests deeper than {_MAX_DEPTH} levels")
+    if depth > MAX_ANSWER_DEPTH:
+        raise ValueError(f"the answer shape nests deeper than {MAX_ANSWER_DEPTH} levels")
     if isinstance(data, str):
         kind = _SCALARS.get(data.strip().lower())
         if kind is None:

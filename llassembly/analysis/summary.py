@@ -42,29 +42,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.constants import (
-    UNKNOWN,
-    Abstract,
-    Semantics,
-    constants,
-    join,
-    same_value,
-)
+from llassembly.analysis.cfg import control_flow, layout_of
+from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, join, same_value
 from llassembly.analysis.dataflow import Flow, argument_flows
-from llassembly.analysis.layout import layout_of
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import (
-    NONE,
-    Program,
-    ToolShape,
-    Value,
-)
-
-__all__ = ["Argument", "CallSite", "PlanSummary", "ToolUse", "summarize"]
+from llassembly.language.program import NONE, Program, ToolShape, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,8 +314,10 @@ def summarize(
     paths = paths_of(flow)
     layout = layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
-    queries = any(is_query(tool) for tool in flow.tools.values())
-    flows = argument_flows(paths, layout, query_sites=queries)
+    asked = tuple(
+        sorted({program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)})
+    )
+    flows = argument_flows(paths, layout, query_sites=bool(asked))
     everything = tuple(sorted({tool.name for tool in flow.tools.values()}))
     states = paths.states
     by_site: dict[int, list[int]] = {}
@@ -349,7 +336,7 @@ def summarize(
         numbers = by_site[pc]
         ins = program.instructions[pc]
         arguments = _arguments(flow.tools[pc], numbers, stacks)
-        arguments = _with_flows(arguments, numbers, flows, everything)
+        arguments = _with_flows(arguments, numbers, flows, everything, asked)
         in_loop = any(n in paths.looped for n in numbers)
         return CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
 
@@ -406,12 +393,15 @@ def _with_flows(
     numbers: list[int],
     flows: Callable[[int], tuple[Flow, ...]] | None,
     everything: tuple[str, ...],
+    asked: tuple[int, ...],
 ) -> tuple[Argument, ...]:
     """The arguments with their data flows over the states of one call site: the sources of
-    any state, and those certain in every state (all the plan's tools, none certain, when the
-    flows are not known)."""
+    any state, and those certain in every state (when the flows are not known: all the plan's
+    tools and the answers of all its queries, at the lines ``asked``, none certain)."""
     if flows is None:
-        return tuple(replace(a, sources=() if a.constant else everything) for a in arguments)
+        return tuple(
+            a if a.constant else replace(a, sources=everything, answers=asked) for a in arguments
+        )
     found = [flows(number) for number in numbers]
     out = []
     for i, arg in enumerate(arguments):

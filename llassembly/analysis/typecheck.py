@@ -1,16 +1,25 @@
-"""Types before the run: the shapes of tool results followed through a plan, and the paths and
-compares no value of those shapes can satisfy.
+"""Types before the run: what kind of value each place holds on each path, and the operations no
+such value allows.
 
-Where a tool's return annotation gives the shape of its result (:mod:`llassembly.analysis.
-shapes`: a ``TypedDict``, a pydantic model, a dataclass, ``list[...]``, ``str``), the shape is
-followed over every path of the plan (:mod:`llassembly.analysis.paths`), through ``POP``,
-``MOV``, the EAX convention, variables and paths read (``MOV R2, R1.items[0]``). The verifier
-then refuses, before any tool runs:
+Two facts are followed for every register, variable, memory cell and stack slot over every path
+of the plan (:mod:`llassembly.analysis.paths`), through ``POP``, ``MOV``, the EAX convention,
+variables and paths read (``MOV R2, R1.items[0]``):
 
+* its **shape** on every run, where the tools' return annotations give one
+  (:mod:`llassembly.analysis.shapes`: a ``TypedDict``, a pydantic model, a dataclass,
+  ``list[...]``, ``str``) or the plan writes the value;
+* whether it holds, **on some path, text for certain**: a string literal or string data, or the
+  result of a tool declared ``-> str``, moved or pushed and popped. Values of unknown type
+  (other tool results, a cell written through a computed address) are never taken for text.
+
+The verifier then refuses, before any tool runs:
+
+* arithmetic, bit operations and conversions on a value that is text for certain on some path
+  (``LOOP`` with text in ``ECX``, ``MUL src``/``DIV src`` with text in ``EAX``, text in a
+  register of an address too), or that is text on every run (a ``str`` field, a ``Decimal``
+  field, which pydantic writes as text: ``NUM`` reads the number first);
 * a path no value of its shape has: an unknown field (the message lists the fields that
   exist), a field of a list or an element of an object, a part of a number or a text;
-* arithmetic on a value that is text on every run (a ``str`` field, a ``Decimal`` field,
-  which pydantic writes as text: ``NUM`` reads the number first);
 * a compare of a value that is text on every run with a number, or the reverse (they are
   never equal and have no order);
 * an argument written in the plan (a literal, ``NONE`` or a read-only data label, carried as
@@ -21,18 +30,18 @@ then refuses, before any tool runs:
 A value whose shape is not known (``-> dict``, ``-> Any``, a cell of memory, different things
 on different paths) is checked only as the plan runs. A union (``Contact | None``, or what
 paths that meet bring) is refused only when no shape in it fits. The walk is bounded by
-:data:`MAX_TYPE_STEPS`; past it, nothing more is refused here (the run still checks).
+:data:`~llassembly.language.limits.MAX_STEPS`; a plan that needs more is refused (see
+:func:`type_problems`), never taken as fine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import NamedTuple
 
-from llassembly.analysis.cfg import ControlFlow
-from llassembly.analysis.layout import Layout
-from llassembly.analysis.paths import fixpoint, paths_of
+from llassembly.analysis.cfg import ControlFlow, Layout
+from llassembly.analysis.paths import fixpoint, joined_stacks, paths_of, pushed, taken
 from llassembly.analysis.shapes import (
     INT,
     NUMBER,
@@ -45,10 +54,11 @@ from llassembly.analysis.shapes import (
     join,
     shape_of,
 )
-from llassembly.language.instructions import OPCODE_INFO, Effects
-from llassembly.language.opcodes import EAX_INDEX
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, register_name
+from llassembly.language.limits import MAX_FOLLOWED_STACK, MAX_STEPS
 from llassembly.language.program import (
     NONE,
+    Effects,
     Imm,
     Instruction,
     Mem,
@@ -59,44 +69,57 @@ from llassembly.language.program import (
     Template,
     ToolShape,
     Value,
+    nested,
 )
 
-__all__ = ["MAX_TYPE_STEPS", "TypeProblem", "type_problems"]
-
-MAX_TYPE_STEPS: Final = 100_000
-"""Most state visits the shapes are followed for."""
-_STACK_KEPT: Final = 64
-_Facts = tuple[tuple[Shape | None, ...], tuple[Shape | None, ...], tuple[Shape | None, ...]]
-"""Per tracked register, per variable, and the stack (top last): the shape, or ``None``."""
+_STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
 
 
 @dataclass(frozen=True, slots=True)
 class TypeProblem:
-    """A path or compare that no value of its shape satisfies, at an operand of a line."""
+    """An operation no value of its type allows, at an operand of a line (``position`` -1: the
+    instruction itself, for a register it uses without naming it)."""
 
     pc: int
     position: int
     message: str
 
 
+class _Facts(NamedTuple):
+    regs: tuple[Shape | None, ...]  # per tracked register (ControlFlow.tracked): its shape
+    variables: tuple[Shape | None, ...]  # per variable
+    stack: tuple[Shape | None, ...]  # top last
+    text_regs: int  # bit i: register i holds text for certain on some path
+    text_stack: int  # bit i: the value i slots below the top, likewise
+    text_cells: int  # bit i: memory cell i (Layout.first_cell), likewise
+
+    def merge(self, other: _Facts) -> _Facts:
+        return _Facts(
+            _joined(self.regs, other.regs),
+            _joined(self.variables, other.variables),
+            joined_stacks(self.stack, other.stack, join),
+            self.text_regs | other.text_regs,
+            self.text_stack | other.text_stack,
+            self.text_cells | other.text_cells,
+        )
+
+
 def _joined(a: tuple[Shape | None, ...], b: tuple[Shape | None, ...]) -> tuple[Shape | None, ...]:
     return a if a is b else tuple(join(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _merge(old: _Facts, new: _Facts) -> _Facts:
-    keep = min(len(old[2]), len(new[2]))
-    return (
-        _joined(old[0], new[0]),
-        _joined(old[1], new[1]),
-        _joined(old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :]),
-    )
+def _bits(cells: range) -> int:
+    return ((1 << len(cells)) - 1) << cells.start if cells else 0
 
 
-def _result_shapes(tool: ToolShape) -> tuple[Shape | None, ...]:
+def _results(tool: ToolShape) -> tuple[tuple[Shape | None, ...], int]:
+    """The shapes of a tool's results, first popped first, and which of them are text for
+    certain (bit 0: the first one, on top)."""
     types = tuple(getattr(tool, "result_types", ()) or ())
     count = max(tool.n_results, 0)
     shapes = [_known(shape_of(t)) for t in types[:count]]
-    return tuple(shapes + [None] * (count - len(shapes)))
+    text = sum(1 << i for i, kind in enumerate(types[:count]) if kind is str)
+    return tuple(shapes + [None] * (count - len(shapes))), text
 
 
 def _known(shape: Shape) -> Shape | None:
@@ -115,6 +138,21 @@ def _written(value: Value, line: int) -> Shape | None:
     return Shape("int" if type(value) is int else "float", literal=(value, line))
 
 
+def written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
+    """Whether ``operand`` is text written in the program: a string literal (with placeholders
+    too), or a data label holding text (a row reads as the JSON text of its cells)."""
+    if isinstance(operand, Template):
+        return True
+    if isinstance(operand, Name):
+        return isinstance(data.get(operand.name.lower()), str)
+    return isinstance(operand, Imm) and isinstance(operand.value, str)
+
+
+def _text_address(mem: Mem) -> bool:
+    """``[ESI]``: one register and nothing else; read, it may hold text (its first character)."""
+    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
+
+
 class _Types:
     def __init__(
         self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
@@ -122,24 +160,36 @@ class _Types:
         self.flow = flow
         self.layout = layout
         self.program = flow.program
-        written = {reg for fx in flow.effects for reg in fx.registers_written}
-        if flow.eax:
-            written.add(EAX_INDEX)
-        self.slot = {reg: i for i, reg in enumerate(sorted(written))}
+        self.slot = flow.tracked
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
-        self.results = {pc: _result_shapes(tool) for pc, tool in flow.tools.items()}
-        self.results.update({pc: (shape,) for pc, shape in (answers or {}).items()})
+        self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
+        for pc, shape in (answers or {}).items():
+            self.results[pc] = ((shape,), self.results[pc][1])
+        # Shapes are followed when some result has one that is not a number, or some tool is
+        # asked about the arguments written in the plan; else text for certain is all there is.
+        given = [s for shapes, _ in self.results.values() for s in shapes if s is not None]
+        asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
+        self.shaped = asked or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
         self.reporting = False  # problems are told from the facts at the fixed point only
+
+    def start(self) -> _Facts:
+        text_cells = 0  # the cells that start as text
+        for key, first in self.layout.first_cell.items():
+            for offset, cell in enumerate(self.layout.labels[key].cells):
+                if isinstance(cell, str):
+                    text_cells |= 1 << (first + offset)
+        return _Facts((INT,) * len(self.slot), (INT,) * len(self.var), (), 0, 0, text_cells)
 
     # -- what an operand holds ----------------------------------------------------------------
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
-        regs, variables, _ = facts
+        if not self.shaped:
+            return None
         if isinstance(operand, Reg):
             slot = self.slot.get(operand.index)
-            return INT if slot is None else regs[slot]
+            return INT if slot is None else facts.regs[slot]
         if isinstance(operand, Imm):
             return _written(operand.value, self.program.instructions[pc].line if pc >= 0 else 0)
         if isinstance(operand, Template):
@@ -149,7 +199,7 @@ class _Types:
         if isinstance(operand, Name):
             key = operand.name.lower()
             if key in self.var:
-                return variables[self.var[key]]
+                return facts.variables[self.var[key]]
             data = self.program.data.get(key)
             if data is None or key in self.layout.live:
                 return None
@@ -158,6 +208,19 @@ class _Types:
         if isinstance(operand, Path):
             return self.walk(operand, facts, pc, position, len(operand.steps))
         return None  # a memory cell
+
+    def text(self, operand: Operand, facts: _Facts) -> bool:
+        """Whether ``operand`` holds text for certain on some path."""
+        if isinstance(operand, Reg):
+            return bool(facts.text_regs >> operand.index & 1)
+        if isinstance(operand, Path):  # a part of a structure: not known before the run
+            return False
+        cells, one = self.layout.cells_of(operand)
+        if one:  # one cell: what the paths wrote there
+            return bool(facts.text_cells >> cells[0] & 1)
+        if isinstance(operand, Mem):  # a computed address: not known before the run
+            return False
+        return written_text(operand, self.program.data)  # a whole row reads as JSON text
 
     def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
         """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""
@@ -178,49 +241,89 @@ class _Types:
     # -- one instruction -------------------------------------------------------------------------
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:
-        regs, variables, stack = facts
         flow = self.flow
-        if pc in flow.tools:
-            taken, _ = flow.stack_effect(pc)
-            if self.reporting:
-                self.check_arguments(pc, flow.tools[pc], stack[max(len(stack) - taken, 0) :])
-            stack = stack[: max(len(stack) - taken, 0)]
-            shapes = self.results[pc]
-            if pc in flow.eax:
-                regs, variables, _ = self.put(facts, Reg(EAX_INDEX, "EAX"), shapes[0])
-                return regs, variables, stack
-            return regs, variables, (*stack, *reversed(shapes))[-_STACK_KEPT:]
-        fx = flow.effects[pc]
         ins = self.program.instructions[pc]
+        fx = flow.effects[pc]
+        if self.reporting:
+            self.check_text(pc, ins, fx, facts)
+        if pc in flow.tools:
+            stack, given = taken(facts.stack, flow.stack_effect(pc)[0], None)
+            if self.reporting:
+                self.check_arguments(pc, flow.tools[pc], given)
+            (shapes, text), text_stack = self.results[pc], facts.text_stack >> len(given)
+            facts = facts._replace(stack=stack, text_stack=text_stack)
+            if pc in flow.eax:
+                return self.put(facts, Reg(EAX_INDEX, "EAX"), shapes[0], bool(text & 1))
+            text_stack = (text_stack << len(shapes) | text) & _STACK_BITS
+            return facts._replace(stack=pushed(stack, reversed(shapes)), text_stack=text_stack)
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
             operand = ins.operands[position]
             if isinstance(operand, Path) and position not in fx.reads:
                 self.written_path(operand, facts, pc, position)
-        self.check(pc, ins, fx, read)
+        if self.reporting:
+            self.check(pc, ins, fx, read)
         produced = OPCODE_INFO[ins.op].produces
-        out = facts
-        top = stack[-1] if stack else None
+        written = []  # everything is read before anything is written (XCHG)
         for position in fx.writes:
-            sources = [read.get(r) for w, r in fx.moves if w == position]
+            sources = [r for w, r in fx.moves if w == position]
             if sources:
-                value = sources[0]
+                value = read.get(sources[0])
                 for other in sources[1:]:
-                    value = join(value, other)
+                    value = join(value, read.get(other))
+                text = any(self.text(ins.operands[r], facts) for r in sources)
             elif fx.pops:
-                value = top
+                value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
             else:
                 value = NUMBER if produced == "number" else TEXT if produced == "text" else None
-            out = self.put(out, ins.operands[position], value, read.get(position))
-        regs, variables, stack = out
-        for reg in fx.implicit_writes:
-            slot = self.slot.get(reg)
-            if slot is not None:
-                regs = (*regs[:slot], NUMBER, *regs[slot + 1 :])
-        stack = stack[: max(len(stack) - fx.pops, 0)]
+                text = False  # computed: text from SUBSTR is followed by its shape alone
+            written.append((ins.operands[position], value, text))
+        pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]
+        stack, _ = taken(facts.stack, fx.pops, None)
+        out = facts._replace(stack=stack, text_stack=facts.text_stack >> fx.pops)
+        for operand, value, text in written:
+            out = self.put(out, operand, value, text)
+        for reg in fx.implicit_writes:  # MUL src, DIV src, LOOP: numbers
+            out = self.put(out, Reg(reg, register_name(reg)), NUMBER, False)
         if fx.pushes:
-            stack = (*stack, *(read.get(p) for p in fx.reads))[-_STACK_KEPT:]
-        return regs, variables, stack
+            text_stack = out.text_stack
+            for _, text in pushes:
+                text_stack = (text_stack << 1 | text) & _STACK_BITS
+            stack = pushed(out.stack, [value for value, _ in pushes])
+            out = out._replace(stack=stack, text_stack=text_stack)
+        return out
+
+    def put(self, facts: _Facts, operand: Operand, value: Shape | None, text: bool) -> _Facts:
+        """``facts`` after ``operand`` is written a value of shape ``value`` (text for certain
+        on some path, or not)."""
+        if isinstance(operand, Path):  # the base holds the JSON text of a changed structure
+            base = operand.base
+            before = self.shape(base, facts, -1, -1) if not isinstance(base, Mem) else None
+            kept = before if before is not None and before.kind in ("object", "list") else None
+            return self.put(facts, base, kept, True)
+        if isinstance(operand, Reg):
+            if operand.index == 0:  # R0 stays 0
+                return facts
+            slot, bit = self.slot.get(operand.index), 1 << operand.index
+            regs = facts.regs
+            if slot is not None:
+                regs = (*regs[:slot], value, *regs[slot + 1 :])
+            text_regs = facts.text_regs | bit if text else facts.text_regs & ~bit
+            return facts._replace(regs=regs, text_regs=text_regs)
+        if isinstance(operand, Name) and operand.name.lower() in self.var:
+            slot = self.var[operand.name.lower()]
+            facts = facts._replace(
+                variables=(*facts.variables[:slot], value, *facts.variables[slot + 1 :])
+            )
+        cells, one = self.layout.cells_of(operand)
+        bits = _bits(cells)
+        if one:
+            text_cells = facts.text_cells | bits if text else facts.text_cells & ~bits
+        else:  # some cell of these may now hold another value: text stays certain only where
+            text_cells = facts.text_cells if text else facts.text_cells & ~bits  # it is written
+        return facts._replace(text_cells=text_cells)
+
+    # -- what is refused ---------------------------------------------------------------------------
 
     def written_path(self, path: Path, facts: _Facts, pc: int, position: int) -> None:
         """A path written: the steps before the last must be there; the last may add a field
@@ -244,38 +347,68 @@ class _Types:
         message = f"{path}: {where} ({describe(shape)}) {problem}"
         self.found.setdefault((pc, position, 0), message)
 
-    def put(
-        self, facts: _Facts, operand: Operand, value: Shape | None, old: Shape | None = None
-    ) -> _Facts:
-        regs, variables, stack = facts
-        if isinstance(operand, Path):  # the base holds a changed structure
-            base = operand.base
-            before = self.shape(base, facts, -1, -1) if not isinstance(base, Mem) else None
-            kept = before if before is not None and before.kind in ("object", "list") else None
-            return self.put(facts, base, kept)
-        if isinstance(operand, Reg):
-            slot = self.slot.get(operand.index)
-            if slot is not None:
-                regs = (*regs[:slot], value, *regs[slot + 1 :])
-        elif isinstance(operand, Name) and operand.name.lower() in self.var:
-            slot = self.var[operand.name.lower()]
-            variables = (*variables[:slot], value, *variables[slot + 1 :])
-        return regs, variables, stack
+    def check_text(self, pc: int, ins: Instruction, fx: Effects, facts: _Facts) -> None:
+        """Arithmetic on a value that holds text for certain on some path: an operand, a
+        register of an address, a register used without being named."""
+        operands = ins.operands
+        for position in fx.reads:
+            operand = operands[position]
+            if not fx.numeric or not self.text(operand, facts):
+                continue
+            if isinstance(operand, Reg | Mem) or (
+                isinstance(operand, Name) and operand.name.lower() in self.layout.live
+            ):
+                what = (
+                    f"on some path {operand} holds a string here (from a string literal, string "
+                    "data or a tool that returns str); keep text and numbers in different "
+                    f"registers, or MOV a number into {operand} first"
+                )
+            elif isinstance(operand, Name):
+                what = f"{operand.name!r} is string data; use a number or a number data label"
+            else:
+                what = f"{operand} is a string; use a number"
+            self.found.setdefault((pc, position, 0), _needs_numbers(ins, what))
+        for position, operand in enumerate(operands):
+            for mem in (operand, *nested(operand)):
+                if not isinstance(mem, Mem) or (position in fx.reads and _text_address(mem)):
+                    continue  # [ESI] read may be text: C's *s (see machine/access.py)
+                if any(facts.text_regs >> reg.index & 1 for reg in mem.registers):
+                    what = (
+                        f"on some path a register in the address {mem} holds a string; an "
+                        "address is a number"
+                    )
+                    if mem.label is None and mem.base is not None:  # MOV ESI, table
+                        what += f" (to point {mem.base} at data, LEA {mem.base}, [label])"
+                    self.found.setdefault((pc, position, -1), _needs_numbers(ins, what))
+        for reg in fx.implicit_reads if fx.numeric else ():
+            if facts.text_regs >> reg & 1:
+                name, op = register_name(reg), ins.mnemonic
+                if fx.flow == "branch":  # LOOP
+                    message = (
+                        f"{op} counts {name} down, but on some path {name} holds a string here; "
+                        f"MOV the number of rounds into {name} first"
+                    )
+                else:
+                    message = (
+                        f"{op} {operands[0]} works on {name} without naming it, but on some path "
+                        f"{name} holds a string here (from a string literal, string data or a "
+                        f"tool that returns str); MOV a number into {name} first (arithmetic "
+                        "works on numbers only)"
+                    )
+                self.found.setdefault((pc, -1, reg), message)
 
     def check(
         self, pc: int, ins: Instruction, fx: Effects, read: Mapping[int, Shape | None]
     ) -> None:
-        """Arithmetic on text, and a compare of text with a number."""
-        info = OPCODE_INFO[ins.op]
-        if not self.reporting:
-            return
+        """Arithmetic on a value that is text on every run, and a compare of text with a
+        number."""
         if fx.numeric:
             for position, shape in read.items():
                 if is_text(shape):
                     operand = ins.operands[position]
                     self.found.setdefault((pc, position, 0), _needs_number(ins, operand, shape))
             return
-        if not info.compares or len(ins.operands) != 2:
+        if not OPCODE_INFO[ins.op].compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, at in ((a, b, 0), (b, a, 1)):
@@ -285,15 +418,14 @@ class _Types:
                 self.found.setdefault((pc, at, 0), message)
                 return
 
-    def check_arguments(self, pc: int, tool: ToolShape, given: tuple[Shape | None, ...]) -> None:
+    def check_arguments(self, pc: int, tool: ToolShape, given: list[Shape | None]) -> None:
         """Each argument written in the plan (a literal, however it got to the stack) that
-        the tool refuses on every run; ``given`` are the top of the stack, last parameter
-        last (fewer when the bottom ones are not known)."""
+        the tool refuses on every run; ``given`` are the arguments, first parameter first
+        (``None`` for those not known)."""
         refuses = getattr(tool, "refuses", None)
         if refuses is None:
             return
-        first = len(tool.params) - len(given)
-        for number, shape in enumerate(given, start=first):
+        for number, shape in enumerate(given):
             written = _literals(shape)
             if not written:
                 continue
@@ -304,21 +436,6 @@ class _Types:
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
             message = f"CALL {tool.name}: {reasons[0]}{where}"
             self.found.setdefault((pc, 0, number), message)
-
-    # -- the walk ---------------------------------------------------------------------------------
-
-    def run(self) -> dict[tuple[int, int, int], str]:
-        paths = paths_of(self.flow)
-        if not paths.states:
-            return {}
-        start: _Facts = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
-        facts = fixpoint(paths, start, self.transfer, _merge, MAX_TYPE_STEPS)
-        if facts is None:  # out of steps: the facts are not final, so nothing is told
-            return {}
-        self.reporting = True
-        for number, known in facts.items():
-            self.transfer(paths.states[number][0], known)
-        return self.found
 
 
 def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
@@ -343,47 +460,48 @@ def _step_text(step: Imm | Reg | Name) -> str:
     return f"[{step}]"
 
 
-def _mnemonic(ins: Instruction) -> str:
-    words = ins.text.split(maxsplit=1)
-    return words[0].upper() if words else ins.op.value
+def _needs_numbers(ins: Instruction, what: str) -> str:
+    return f"{ins.mnemonic} needs numbers, but {what} (arithmetic works on numbers only)"
 
 
 def _needs_number(ins: Instruction, operand: Operand, shape: Shape | None) -> str:
     what = describe(shape)
     hint = "a decimal is text as the tool writes it" if "decimal" in what else "it is text"
     return (
-        f"{_mnemonic(ins)} needs numbers, but {operand} is {what} ({hint}); read the number "
-        f"in it first: NUM R9, {operand}, then {_mnemonic(ins)} with R9"
+        f"{ins.mnemonic} needs numbers, but {operand} is {what} ({hint}); read the number "
+        f"in it first: NUM R9, {operand}, then {ins.mnemonic} with R9"
     )
 
 
 def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, number: Operand) -> str:
     return (
-        f"{_mnemonic(ins)} compares {text}, which is {describe(shape)}, with {number}, a "
+        f"{ins.mnemonic} compares {text}, which is {describe(shape)}, with {number}, a "
         "number: text is never equal to a number and has no order; compare it with text "
-        f'({_mnemonic(ins)} {text}, "..."), or read the number in it first (NUM R9, {text})'
+        f'({ins.mnemonic} {text}, "..."), or read the number in it first (NUM R9, {text})'
     )
 
 
 def type_problems(
-    flow: ControlFlow,
-    layout: Layout,
-    skip: frozenset[tuple[int, int]] = frozenset(),
-    answers: Mapping[int, Shape] | None = None,
-) -> Iterator[TypeProblem]:
-    """Every path and compare the shapes of the tools' results refuse (see the module doc),
-    by instruction; ``skip``: ``(instruction, operand position)`` already reported;
-    ``answers``: the shape of each query's answer, by its ``CALL`` (see
-    :func:`~llassembly.analysis.queries.query_sites`)."""
-    tools = flow.tools.values()
-    given = [_result_shapes(t) for t in tools]
-    given += [(shape,) for shape in (answers or {}).values()]
-    structured = any(
-        shape is not None and not is_number(shape) for shapes in given for shape in shapes
-    )
-    asked = any(t.params and getattr(t, "refuses", None) is not None for t in tools)
-    if not structured and not asked:
-        return
-    for (pc, position, _), message in sorted(_Types(flow, layout, answers).run().items()):
-        if (pc, position) not in skip:
-            yield TypeProblem(pc, position, message)
+    flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
+) -> tuple[list[TypeProblem], int | None]:
+    """Every operation the types of the plan's values refuse (see the module doc), by
+    instruction; ``answers``: the shape of each query's answer, by its ``CALL`` (see
+    :func:`~llassembly.analysis.queries.query_sites`).
+
+    Returns:
+        The problems and ``None``; or, when the walk takes more than ``MAX_STEPS`` visits, no
+        problem and the state it stopped at (the plan is refused then).
+    """
+    paths = paths_of(flow)
+    if not paths.states:
+        return [], None
+    types = _Types(flow, layout, answers)
+    facts, stopped = fixpoint(paths, types.start(), types.transfer, _Facts.merge, MAX_STEPS)
+    if stopped is not None:  # the facts are not final, so nothing is told
+        return [], stopped
+    types.reporting = True
+    for number, known in facts.items():
+        types.transfer(paths.states[number][0], known)
+    return [
+        TypeProblem(pc, at, message) for (pc, at, _), message in sorted(types.found.items())
+    ], None

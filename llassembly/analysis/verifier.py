@@ -1,17 +1,23 @@
 """Verifier: reject a bad plan before any tool runs, listing every problem at once.
 
-Two stages after a size check (see "Checks before the run" in ``docs/language.md``):
+Three stages (see "Checks before the run" in ``docs/language.md``):
 
 * size: a plan of more than :data:`~llassembly.language.limits.MAX_PLAN_INSTRUCTIONS`
   instructions is refused at once, with that one problem;
 * structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
-  labels defined twice or clashing with data labels, a ``global`` naming no code label;
-* flow, only when the structure leaves the control flow well defined (the path analysis is
-  :mod:`llassembly.analysis.flow`, over the graph of :mod:`llassembly.analysis.cfg`): stack
-  underflow, jumps with no flags set, ordered jumps after a compare of strings, arithmetic on
-  strings and subroutines running past the end, each on some path; loops that can never end.
-  A plan the path analysis cannot follow within its limits (nesting, states, steps) is
-  refused, saying which limit.
+  labels defined twice or clashing with data labels, a ``global`` naming no code label, memory
+  operands and placeholders naming nothing;
+* paths, only when the structure leaves the control flow well defined: every path from the
+  entry point is followed over the states of :mod:`llassembly.analysis.paths`, keeping the least
+  data-stack depth, which compares of strings written in the program may have set the flags
+  (and whether none has yet), and which variables may not be written yet (:class:`_PathFacts`):
+  a ``POP`` or a tool ``CALL`` on a short stack, a conditional jump with no flags set, an
+  ordered jump after a compare of strings, a variable read before it is written, a subroutine
+  running past the end, each on some path; the types of values (:mod:`.typecheck`: arithmetic
+  on text, paths the tools' result shapes do not have, arguments a tool refuses); loops that
+  can never end. A plan the paths cannot be followed for within their limits (nesting,
+  states, steps) is refused, saying which limit: a path the analysis did not follow is never
+  taken for a fine one.
 
 Example:
     >>> from llassembly import parse
@@ -23,34 +29,24 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from llassembly.analysis._path_problems import flow_problems, loop_problems, mnemonic
-from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.flow import (
-    MAX_CALL_DEPTH,
-    MAX_STATES,
-    explore,
-)
-from llassembly.analysis.layout import (
-    MAX_MEMORY_CELLS,
-    layout_of,
-    literal_zero,
-)
-from llassembly.analysis.placeholders import placeholder_problems
+from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
+from llassembly.analysis.paths import Paths, fixpoint, paths_of
 from llassembly.analysis.queries import query_result_shapes, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import type_problems
-from llassembly.errors import (
-    Diagnostic,
-    PlanRejected,
+from llassembly.analysis.typecheck import type_problems, written_text
+from llassembly.errors import Diagnostic, PlanRejected
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
+from llassembly.language.limits import (
+    MAX_CALL_DEPTH,
+    MAX_DIAGNOSTICS,
+    MAX_MEMORY_CELLS,
+    MAX_PLAN_INSTRUCTIONS,
+    MAX_STATES,
+    MAX_STEPS,
 )
-from llassembly.language.instructions import (
-    MNEMONICS,
-    OPCODE_INFO,
-    OperandKind,
-)
-from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
-from llassembly.language.opcodes import Opcode
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -63,14 +59,9 @@ from llassembly.language.program import (
     Template,
     ToolShape,
     find_tool,
+    nested,
 )
 from llassembly.language.templates import has_placeholders
-
-__all__ = ["MAX_CALL_DEPTH", "MAX_DIAGNOSTICS", "MAX_STATES", "check", "verify"]
-
-MAX_DIAGNOSTICS = 1000
-"""Most problems one check keeps (a hostile plan can have one per character); the rest are
-counted in a last diagnostic."""
 
 _KIND_WORDS: dict[OperandKind, str] = {
     "reg": "a destination register",
@@ -80,14 +71,20 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "mem": "a memory operand [...]",
 }
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
-
-
-_mnemonic = mnemonic
+_UNSET = -1
+"""In a set of flag setters: on some path no flag-setting instruction has run yet."""
+_NO_SETTER: frozenset[int] = frozenset()
 
 
 def _names(names: list[str], none: str) -> str:
     shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
     return shown or none
+
+
+def _column(ins: Instruction, position: int) -> int:
+    """The column of operand ``position`` (of the instruction itself for -1)."""
+    columns = ins.operand_columns
+    return columns[position] if 0 <= position < len(columns) else ins.column
 
 
 class _Checker:
@@ -108,10 +105,6 @@ class _Checker:
             self.not_kept += 1
             return
         self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
-
-    def column_of(self, ins: Instruction, position: int) -> int:
-        columns = ins.operand_columns
-        return columns[position] if position < len(columns) else ins.column
 
     # -- structure --------------------------------------------------------------------------
 
@@ -169,32 +162,32 @@ class _Checker:
                     for shape in (info.operands, *info.forms)
                 )
                 count = len(info.operands)
-                column = self.column_of(ins, count) if len(given) > count else ins.column
+                column = _column(ins, count) if len(given) > count else ins.column
                 numbers = sorted({count, *(len(form) for form in info.forms)})
                 takes = " or ".join(str(n) for n in numbers)
                 message = (
-                    f"{_mnemonic(ins)} takes {takes} operand{'' if numbers == [1] else 's'} "
+                    f"{ins.mnemonic} takes {takes} operand{'' if numbers == [1] else 's'} "
                     f"{kinds} but {len(given)} {'was' if len(given) == 1 else 'were'} given"
                 )
                 self.report(ins.line, column, message, structural=True)
                 continue
             for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
-                column = self.column_of(ins, position)
+                column = _column(ins, position)
                 if info.variadic and position:  # a placeholder of SAY's text
                     self.check_placeholder(index, ins, position, column)
                 else:
                     self.check_operand(index, ins, kind, operand, column)
-            if info.divides and literal_zero(given[-1], self.program):
+            if info.divides and self.literal_zero(given[-1]):
                 message = (
-                    f"{_mnemonic(ins)} divides by {given[-1]}, which is 0: division by zero; "
+                    f"{ins.mnemonic} divides by {given[-1]}, which is 0: division by zero; "
                     "divide by a number that is not 0 (CMP it with 0 and jump around first)"
                 )
-                self.report(ins.line, self.column_of(ins, len(given) - 1), message)
+                self.report(ins.line, _column(ins, len(given) - 1), message)
 
     def check_operand(
         self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
     ) -> None:
-        line, op = ins.line, _mnemonic(ins)
+        line, op = ins.line, ins.mnemonic
         key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
@@ -219,19 +212,16 @@ class _Checker:
             self.report(line, column, message)
         elif kind == "reg" and not isinstance(operand, Reg):
             self.check_destination(ins, operand, column)
-        elif kind == "value" and isinstance(operand, Name) and key not in self.program.data:
-            if key in self.layout.variables:
-                return
-            if key in self.program.labels:
-                message = f"{operand.name!r} is a code label, not a value"
-            elif find_tool(operand.name, self.tools) is not None:
-                message = f"{operand.name!r} is a tool, not a value; CALL it and POP its result"
-            else:
-                message = (
+        elif kind == "value" and isinstance(operand, Name) and self.no_value(operand):
+            message = {
+                "label": f"{operand.name!r} is a code label, not a value",
+                "tool": f"{operand.name!r} is a tool, not a value; CALL it and POP its result",
+                "nothing": (
                     f"unknown name {operand.name!r}: it is not a register, a number, "
                     "a string, a data label or a variable (a name written by MOV or POP "
                     "before it is read)"
-                )
+                ),
+            }[self.no_value(operand)]
             self.report(line, column, message)
         elif kind == "label":
             if not isinstance(operand, Name):
@@ -243,18 +233,31 @@ class _Checker:
         elif kind == "target":
             self.check_call(index, ins, operand, column)
 
-    def names_nothing(self, name: Name) -> bool:
+    def no_value(self, name: Name) -> str:
+        """What a name read as a value names when it is no data label or variable: ``"label"``,
+        ``"tool"`` or ``"nothing"``; ``""`` when it is one."""
         key = name.name.lower()
-        known = key in self.program.data or key in self.layout.variables
-        return (
-            not known
-            and key not in self.program.labels
-            and find_tool(name.name, self.tools) is None
-        )
+        if key in self.program.data or key in self.layout.variables:
+            return ""
+        if key in self.program.labels:
+            return "label"
+        return "tool" if find_tool(name.name, self.tools) is not None else "nothing"
 
     def is_template_data(self, key: str) -> bool:
         value = self.program.data.get(key) if key else None
         return isinstance(value, str) and has_placeholders(value)
+
+    def literal_zero(self, operand: Operand) -> bool:
+        """Whether an operand is the number 0 written in the program (a literal or constant)."""
+        if isinstance(operand, Imm):
+            return not isinstance(operand.value, str) and operand.value == 0
+        if isinstance(operand, Name):
+            key = operand.name.lower()
+            label = self.program.memory.get(key)
+            value = self.program.data.get(key)
+            writable = label is not None and label.writable
+            return not writable and value is not None and not isinstance(value, str) and value == 0
+        return False
 
     def check_compound(
         self, index: int, ins: Instruction, kind: OperandKind, operand: Path | Template, column: int
@@ -264,7 +267,7 @@ class _Checker:
         if isinstance(operand, Template):
             at = operand.columns or (column,) * len(operand.fills)
             for fill, where in zip(operand.fills, at, strict=True):
-                if isinstance(fill, Name) and self.names_nothing(fill):
+                if isinstance(fill, Name) and self.no_value(fill) == "nothing":
                     message = (
                         f"{{{fill}}} in the text names no register, data label or variable; a "
                         "placeholder names a register ({R1}), a data label or variable ({best}), "
@@ -276,7 +279,7 @@ class _Checker:
                     self.check_operand(index, ins, "value", fill, where)
             return
         if kind != "value" and kind != "reg":
-            message = f"{_mnemonic(ins)} needs {_KIND_WORDS[kind]}, not the path {operand}"
+            message = f"{ins.mnemonic} needs {_KIND_WORDS[kind]}, not the path {operand}"
             self.report(ins.line, column, message, structural=kind != "mem")
             return
         base = operand.base
@@ -290,15 +293,33 @@ class _Checker:
 
     def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
         """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
-        found = placeholder_problems(ins, position, self.program, self.tools, self.layout)
-        for at, message in found:
-            self.report(ins.line, self.column_of(ins, at), message)
-        if not isinstance(ins.operands[position], Name):
-            self.check_operand(index, ins, "value", ins.operands[position], column)
+        first, operand = ins.operands[0], ins.operands[position]
+        if isinstance(first, Name) and first.name.lower() in self.layout.live and position == 1:
+            message = (
+                f"SAY {first} fills in placeholders, but the plan also writes {first}; keep the "
+                "answer text in its own data label and the values elsewhere"
+            )
+            self.report(ins.line, _column(ins, 0), message)
+        if not isinstance(operand, Name):
+            self.check_operand(index, ins, "value", operand, column)
+            return
+        if not self.no_value(operand):
+            return
+        what = {
+            "label": "a code label, not a value",
+            "tool": "a tool, not a value (CALL it and POP its result first)",
+            "nothing": "no register, data label or variable",
+        }[self.no_value(operand)]
+        message = (
+            f"{{{operand.name}}} in the answer text names {what}; a placeholder names a register "
+            "({R1}, {EAX}, {xmm0}), a data label or variable ({best}) or memory "
+            "({[table + ESI*4]})"
+        )
+        self.report(ins.line, column, message)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
-        op = _mnemonic(ins)
+        op = ins.mnemonic
         key = operand.name.lower() if isinstance(operand, Name) else ""
         label = self.layout.labels.get(key)
         if label is None:
@@ -341,7 +362,7 @@ class _Checker:
             return
         if kind == "reg" and not label.writable:
             message = (
-                f"{_mnemonic(ins)} writes {mem}, which is read-only data (section .rodata); "
+                f"{ins.mnemonic} writes {mem}, which is read-only data (section .rodata); "
                 "put data that changes in section .data"
             )
             self.report(ins.line, column, message)
@@ -402,28 +423,289 @@ class _Checker:
         line, column = program.entry_site
         self.report(line, column, message)
 
-    # -- flow -------------------------------------------------------------------------------
+    # -- paths ------------------------------------------------------------------------------
 
-    def check_flow(self) -> None:
-        """Walk the paths (see :mod:`llassembly.analysis.flow`) and report what they may do
-        wrong."""
-        found = explore(self.flow, self.layout)
-        for line, column, message in flow_problems(self.flow, found, self.layout):
+    def check_paths(self) -> None:
+        """Walk the paths (see the module doc) and report what they may do wrong."""
+        flow, instructions = self.flow, self.program.instructions
+        paths = paths_of(flow)
+        walk = _Walk(flow, self.layout)
+        if paths.states:
+            _, stopped = fixpoint(paths, walk.start, walk.transfer, _PathFacts.merge, MAX_STEPS)
+            if stopped is not None:
+                self.too_many(paths, stopped)
+        for line, column, message in _path_problems(flow, walk):
             self.report(line, column, message)
-        instructions = self.program.instructions
-        queries = query_sites(self.flow, self.layout)
+        self.check_limits(paths)
+        queries = query_sites(flow, self.layout)
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
-                self.report(instructions[pc].line, self.column_of(instructions[pc], 0), site)
-        answers, skip = query_result_shapes(queries), frozenset(found.string_math)
-        for problem in type_problems(self.flow, self.layout, skip, answers):
+                self.report(instructions[pc].line, _column(instructions[pc], 0), site)
+        problems, stopped = type_problems(flow, self.layout, query_result_shapes(queries))
+        if stopped is not None:
+            self.too_many(paths, stopped)
+        for problem in problems:
             ins = instructions[problem.pc]
-            self.report(ins.line, self.column_of(ins, problem.position), problem.message)
+            self.report(ins.line, _column(ins, problem.position), problem.message)
+
+    def check_limits(self, paths: Paths) -> None:
+        """A subroutine running past the end, and the paths the analysis could not follow."""
+        instructions = self.program.instructions
+        for pc, call in paths.off_end.items():
+            label = instructions[call].operands[0]
+            message = (
+                f"on some path the subroutine '{label}' (CALLed on line {instructions[call].line}) "
+                "runs past the end of the program here without RET, which would stop the whole "
+                "plan; end the subroutine with RET (or HLT to stop the plan on purpose)"
+            )
+            self.report(instructions[pc].line, instructions[pc].column, message)
+        for pc in paths.too_deep:
+            label = instructions[pc].operands[0]
+            message = (
+                f"CALL {label}: subroutines nest deeper than {MAX_CALL_DEPTH} calls here; the "
+                "checker cannot follow them, so the plan is refused (a subroutine that calls "
+                "itself nests without end); repeat work with a loop (CMP and a conditional jump "
+                f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
+            )
+            self.report(instructions[pc].line, instructions[pc].column, message)
+        if paths.overflow is not None:
+            self.too_many(paths, None)
+
+    def too_many(self, paths: Paths, stopped: int | None) -> None:
+        """The plan has more paths than the analysis follows: :data:`MAX_STATES` states (when
+        ``stopped`` is ``None``), or :data:`MAX_STEPS` visits, stopped at state ``stopped``."""
+        pc = paths.overflow if stopped is None else paths.outermost(stopped)
+        assert pc is not None  # an overflow is where the states ran out
+        fix = (
+            "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
+            "nest them less"
+            if self.flow.subroutine_call(pc)
+            else "write a shorter plan with fewer branches (repeat work with a loop)"
+        )
+        what = (
+            f"{MAX_STATES} states of code and subroutine calls"
+            if stopped is None
+            else f"{MAX_STEPS} steps through code and subroutine calls"
+        )
+        message = (
+            f"the program has too many paths to check (over {what}; the check stopped here), "
+            f"so it is refused; {fix}"
+        )
+        self.report(
+            self.program.instructions[pc].line, self.program.instructions[pc].column, message
+        )
 
     def check_loops(self) -> None:
-        """Report every loop that can never end (see :attr:`ControlFlow.loops`)."""
-        for line, column, message in loop_problems(self.flow):
-            self.report(line, column, message)
+        """Every loop that can never end: one no path leaves, whatever it calls (only a budget
+        would stop it), or one with no tool call where nothing changes a register, memory or
+        the stack (see :attr:`Paths.endless` and :attr:`ControlFlow.loops`)."""
+        flow, program = self.flow, self.program
+        found: dict[tuple[int, ...], str] = {}
+        for loop in paths_of(flow).endless:
+            tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
+            found[loop] = "there is no way out of it" + (
+                f": it would CALL {', '.join(tools)} again and again until a budget stops the "
+                "plan; give the loop an exit (CMP and a conditional jump out of it)"
+                if tools
+                else " and it calls no tool"
+            )
+        for loop in flow.loops:
+            if loop in found or any(pc in flow.tools for pc in loop):
+                continue
+            members = set(loop)
+            if not any(t not in members for pc in loop for t in flow.flat[pc]):
+                found[loop] = "there is no way out of it and it calls no tool"
+            elif not any(flow.effects[pc].changes_state for pc in loop):
+                found[loop] = "nothing in it changes a register or the stack and it calls no tool"
+        for loop, why in found.items():
+            first = program.instructions[loop[0]]
+            message = f"this loop ({_span(program, loop)}) can never end: {why}"
+            self.report(first.line, first.column, message)
+
+
+class _PathFacts(NamedTuple):
+    """What the verifier follows on each path (the types of values are :mod:`.typecheck`'s);
+    each only moves one way, so the walk ends."""
+
+    depth: int  # least data-stack depth any path brings
+    setters: frozenset[int]  # string CMPs (and _UNSET) that may have set the flags last
+    unwritten: int  # bit i: variable i may not have been written yet on some path
+
+    def merge(self, other: _PathFacts) -> _PathFacts:
+        return _PathFacts(
+            min(self.depth, other.depth),
+            self.setters | other.setters,
+            self.unwritten | other.unwritten,
+        )
+
+
+@dataclass
+class _Walk:
+    """The transfer of :class:`_PathFacts` over the states, and what it finds on some path, by
+    instruction (recorded at every visit: the facts only grow, so the last visit of a state
+    finds everything).
+
+    Attributes:
+        empty_pops: ``POP`` reached with an empty stack on some path.
+        short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
+        string_jumps: Ordered jump to the string ``CMP`` instructions that may set its flags.
+        unset_jumps: Conditional jumps reached with no flags set on some path.
+        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
+            path, has not been written yet.
+    """
+
+    flow: ControlFlow
+    layout: Layout
+    empty_pops: set[int] = field(default_factory=set)
+    short_calls: dict[int, int] = field(default_factory=dict)
+    string_jumps: dict[int, set[int]] = field(default_factory=dict)
+    unset_jumps: set[int] = field(default_factory=set)
+    unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        program = self.flow.program
+        variables = sorted(self.layout.variables)
+        self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
+        self.start = _PathFacts(0, frozenset((_UNSET,)), (1 << len(variables)) - 1)
+        self.string_cmps = {
+            pc
+            for pc, ins in enumerate(program.instructions)
+            if OPCODE_INFO[ins.op].compares
+            and any(written_text(o, program.data) for o in ins.operands)
+        }
+
+    def variable(self, operand: Operand) -> int:
+        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
+        if isinstance(operand, Name):
+            return self.variable_bit.get(operand.name.lower(), 0)
+        if isinstance(operand, Mem) and operand.label is not None:
+            return self.variable_bit.get(operand.label.lower(), 0)
+        return 0
+
+    def transfer(self, pc: int, facts: _PathFacts) -> _PathFacts:
+        flow = self.flow
+        ins, fx = flow.program.instructions[pc], flow.effects[pc]
+        depth, setters, unwritten = facts
+        for position in fx.reads:
+            if self.variable(ins.operands[position]) & unwritten:
+                self.unwritten_reads.add((pc, position))
+        for position, operand in enumerate(ins.operands):
+            for part in nested(operand):  # a path's base and keys, a template's fills
+                if self.variable(part) & unwritten:
+                    self.unwritten_reads.add((pc, position))
+        for position in fx.writes:
+            if position not in fx.reads:
+                unwritten &= ~self.variable(ins.operands[position])
+        if fx.flags_read:  # a path that goes on had flags it could test
+            info = OPCODE_INFO[ins.op]
+            if _UNSET in setters:
+                self.unset_jumps.add(pc)
+            setters = setters - {_UNSET}
+            if info.ordered and setters:
+                self.string_jumps.setdefault(pc, set()).update(setters)
+            setters = _NO_SETTER if info.ordered else setters
+        taken, put = flow.stack_effect(pc)
+        if depth < taken:
+            if pc in flow.tools:
+                self.short_calls[pc] = min(depth, self.short_calls.get(pc, depth))
+            else:
+                self.empty_pops.add(pc)
+        if fx.flags_written:
+            setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
+        return _PathFacts(max(depth - taken, 0) + put, setters, unwritten)
+
+
+def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
+    """``(line, column, message)`` for what the walk found, and every mix of the EAX
+    convention, written for the model that will fix the plan."""
+    instructions = flow.program.instructions
+    for call, reader, pop in flow.mixed:
+        message = (
+            f"this POP would take a value from the stack, but the result of CALL "
+            f"{flow.tools[call].name} (line {instructions[call].line}) is read in EAX on line "
+            f"{instructions[reader].line}, so it is not on the stack: use one way, either "
+            "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
+        )
+        yield instructions[pop].line, instructions[pop].column, message
+    for pc, position in sorted(walk.unwritten_reads):
+        ins = instructions[pc]
+        name = ins.operands[position]
+        shown = name.label if isinstance(name, Mem) else name
+        if isinstance(name, Path | Template):  # the variable read inside it
+            parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
+            shown = next((p for p in parts if str(p).lower() in walk.variable_bit), name)
+        message = (
+            f"{shown} is read here before it is written on some path; a variable (a name "
+            f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
+            f"declare it in section .data ({shown} dd 0)"
+        )
+        yield ins.line, _column(ins, position), message
+    for pc in walk.empty_pops:
+        message = "POP on an empty stack: on some path nothing is on the stack when this line runs"
+        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
+    for pc, have in walk.short_calls.items():
+        tool = flow.tools[pc]
+        params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+        count = len(tool.params)
+        message = (
+            f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
+            f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
+            "PUSH the arguments, first parameter first, before the CALL"
+        )
+        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
+    for pc, cmps in walk.string_jumps.items():
+        lines = sorted(instructions[c].line for c in cmps)
+        shown = ", ".join(str(line) for line in lines[:20]) + (", ..." if len(lines) > 20 else "")
+        where = f"the CMP on line {lines[0]}" if len(lines) == 1 else "the CMPs on lines " + shown
+        message = (
+            f"{instructions[pc].mnemonic} needs an ordered compare, but on some path the "
+            f"flags come from {where}, which compares strings; strings have no order, so "
+            "only JE, JZ, JNE and JNZ may follow"
+        )
+        yield instructions[pc].line, instructions[pc].column, message
+    for pc in walk.unset_jumps:
+        fix = (
+            "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+            if flow.effects[pc].flow != "next"
+            else "put a CMP before it (for example CMP R1, 0)"
+        )
+        message = (
+            f"{instructions[pc].mnemonic} tests the flags, but on some path no CMP, TEST "
+            "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
+            f"nothing to test; {fix}"
+        )
+        yield instructions[pc].line, instructions[pc].column, message
+
+
+def _in_loop(flow: ControlFlow, pc: int) -> str:
+    """Why values pushed by an earlier loop do not count in this one, and what to write."""
+    loop = next((loop for loop in flow.loops if pc in loop), None)
+    if loop is None:
+        return ""
+    return (
+        f" (in the loop on {_span(flow.program, loop)}). The check counts the values pushed, "
+        "not the rounds of loops, so values another loop PUSHed are not known to be there "
+        "for each round of this one, even when both loops run as many rounds: POP each value "
+        "in the loop that PUSHes it, or keep the values in a list: MOV R9, '[]' before the "
+        "first loop, then LEN R8, R9 and MOV R9[R8], value to add one; in the second loop "
+        "MOV R2, R9[ESI] reads element ESI"
+    )
+
+
+def _span(program: Program, component: tuple[int, ...]) -> str:
+    """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
+    runs: list[list[int]] = []
+    for pc in sorted(component):
+        if runs and runs[-1][-1] == pc - 1:
+            runs[-1].append(pc)
+        else:
+            runs.append([pc])
+    parts = []
+    for run in runs:
+        first, last = program.instructions[run[0]].line, program.instructions[run[-1]].line
+        parts.append(str(first) if first == last else f"{first}-{last}")
+    single = len(runs) == 1 and len(runs[0]) == 1
+    return ("line " if single else "lines ") + ", ".join(parts)
 
 
 def _size_problem(program: Program) -> Diagnostic | None:
@@ -474,7 +756,7 @@ def check(
     checker.check_entry()
     checker.check_memory_size()
     if not checker.structural:
-        checker.check_flow()
+        checker.check_paths()
         checker.check_loops()
     unique = sorted(dict.fromkeys(checker.found), key=lambda d: (d.line, d.column))
     if checker.not_kept:

@@ -34,12 +34,7 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from llassembly.analysis.queries import (
-    QUERY_PARAMS,
-    QUERY_TOOL,
-    AnswerShape,
-    parse_answer_shape,
-)
+from llassembly.analysis.queries import QUERY_PARAMS, QUERY_TOOL, AnswerShape, parse_answer_shape
 from llassembly.compat import structured_model, tagged_model
 from llassembly.errors import QueryFailed, UsageError, failure_of
 from llassembly.integration.record import KEY, QueryDue, Refusal

@@ -1,4 +1,4 @@
-"""The one table of instruction facts: what each opcode takes, reads, writes and where it goes.
+"""The instruction set: every opcode, every register, and the one table of instruction facts.
 
 Every stage asks this table instead of keeping its own list of opcodes, as CPython's ``dis``
 asks ``opcode``: the scanner and parser (operand shapes, mnemonics and aliases), the verifier,
@@ -7,8 +7,9 @@ and the graph compiler. Two ways to ask:
 
 * :data:`OPCODE_INFO` gives the facts of an opcode (:class:`OpcodeInfo`): its operand forms,
   flags, stack effect and control flow;
-* :func:`effects` gives what one instruction, with its operands as written, reads and writes
-  (:class:`Effects`): operand positions, registers (the implicit ones too), flags, the stack.
+* :func:`~llassembly.language.program.effects` gives what one parsed instruction, with its
+  operands as written, reads and writes (operand positions, registers, the implicit ones too,
+  flags, the stack), from this table.
 
 Operand forms are written as C's inline assembly writes its constraints: ``"=reg"`` is written
 and not read, ``"+reg"`` read and written, a bare kind only read; after a ``;`` come the
@@ -18,34 +19,117 @@ and ``EAX``, writes ``EAX`` and ``EDX``).
 
 from __future__ import annotations
 
-import functools
+import enum
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
-from llassembly.language.opcodes import Opcode, register_index
-from llassembly.language.program import (
-    Instruction,
-    Mem,
-    Name,
-    Operand,
-    Path,
-    Reg,
-    ToolShape,
-    nested,
-)
 
-__all__ = [
-    "MNEMONICS",
-    "OPCODE_INFO",
-    "Effects",
-    "Flow",
-    "Form",
-    "OpcodeInfo",
-    "OperandKind",
-    "effects",
-    "stack_effect",
-    "successors",
-]
+class Opcode(enum.Enum):
+    """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`)."""
+
+    MOV = "MOV"
+    PUSH = "PUSH"
+    POP = "POP"
+    ADD = "ADD"
+    SUB = "SUB"
+    MUL = "MUL"
+    INC = "INC"
+    DEC = "DEC"
+    CMP = "CMP"
+    JMP = "JMP"
+    JE = "JE"
+    JNE = "JNE"
+    JL = "JL"
+    JLE = "JLE"
+    JG = "JG"
+    JGE = "JGE"
+    CALL = "CALL"
+    RET = "RET"
+    NOP = "NOP"
+    HLT = "HLT"
+    # x86 habits (see docs/language.md): division, bit logic, shifts, addresses, loops,
+    # flags into values, swaps and floating point by the SSE names.
+    DIV = "DIV"
+    MOD = "MOD"
+    AND = "AND"
+    OR = "OR"
+    XOR = "XOR"
+    NOT = "NOT"
+    NEG = "NEG"
+    TEST = "TEST"
+    SHL = "SHL"
+    SHR = "SHR"
+    SAR = "SAR"
+    LEA = "LEA"
+    LOOP = "LOOP"
+    XCHG = "XCHG"
+    SETE = "SETE"
+    SETNE = "SETNE"
+    SETL = "SETL"
+    SETLE = "SETLE"
+    SETG = "SETG"
+    SETGE = "SETGE"
+    CMOVE = "CMOVE"
+    CMOVNE = "CMOVNE"
+    CMOVL = "CMOVL"
+    CMOVLE = "CMOVLE"
+    CMOVG = "CMOVG"
+    CMOVGE = "CMOVGE"
+    CVTSI2SD = "CVTSI2SD"
+    CVTTSD2SI = "CVTTSD2SI"
+    CVTSD2SI = "CVTSD2SI"
+    ADDSD = "ADDSD"
+    SUBSD = "SUBSD"
+    MULSD = "MULSD"
+    DIVSD = "DIVSD"
+    SQRTSD = "SQRTSD"
+    MINSD = "MINSD"
+    MAXSD = "MAXSD"
+    ROUNDSD = "ROUNDSD"
+    # The plan's answer to the user (see "Answers" in docs/language.md).
+    SAY = "SAY"
+    # Structured values and text (see "Structured values" and "Text" in docs/language.md).
+    LEN = "LEN"
+    HAS = "HAS"
+    FIND = "FIND"
+    SUBSTR = "SUBSTR"
+    CMPI = "CMPI"
+    LOWER = "LOWER"
+    UPPER = "UPPER"
+    NUM = "NUM"
+
+
+# Registers: R0..R100 are slots 0..100; the x86-style names follow, then xmm0..xmm15.
+_X86_NAMES = ("EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "EBP")
+_XMM_NAMES = tuple(f"XMM{i}" for i in range(16))
+REGISTER_COUNT = 101 + len(_X86_NAMES) + len(_XMM_NAMES)
+EAX_INDEX = 101
+ECX_INDEX = 103
+EDX_INDEX = 104
+XMM0_INDEX = 101 + len(_X86_NAMES)
+_REGISTER_INDEX: dict[str, int] = {f"R{i}": i for i in range(101)}
+for _offset, _name in enumerate(_X86_NAMES):
+    _REGISTER_INDEX[_name] = 101 + _offset
+    _REGISTER_INDEX["R" + _name[1:]] = 101 + _offset  # RAX..RBP: the 64-bit names
+    _REGISTER_INDEX[_name[1:]] = 101 + _offset  # AX..BP: the 16-bit names
+for _offset, _name in enumerate(_XMM_NAMES):
+    _REGISTER_INDEX[_name] = 101 + len(_X86_NAMES) + _offset
+# The 8-bit names are the same registers too (SETcc writes AL; nothing here is a byte).
+for _short, _name in (("AL", "EAX"), ("BL", "EBX"), ("CL", "ECX"), ("DL", "EDX")):
+    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
+for _short, _name in (("SIL", "ESI"), ("DIL", "EDI"), ("BPL", "EBP")):
+    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
+_REGISTER_NAMES = [f"R{i}" for i in range(101)] + list(_X86_NAMES) + list(_XMM_NAMES)
+
+
+def register_index(name: str) -> int | None:
+    """Return the slot of a register name (any case), or ``None`` if it is not a register."""
+    return _REGISTER_INDEX.get(name.upper())
+
+
+def register_name(index: int) -> str:
+    """Return the canonical name of register slot ``index``."""
+    return _REGISTER_NAMES[index]
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem"]
@@ -186,12 +270,6 @@ class OpcodeInfo:
         """Control may not go on to the next instruction alone."""
         return self.flow != "next"
 
-    @property
-    def reads_dst(self) -> bool:
-        """Its usual form reads its destination before writing it (``ADD``, not ``MOV``)."""
-        first = self.shapes[0]
-        return bool(first.kinds) and first.kinds[0] == "reg" and 0 in first.reads
-
     def shape(self, count: int) -> Form | None:
         """The form with ``count`` operands, or ``None`` when none has that many."""
         for form in self.shapes:
@@ -317,35 +395,20 @@ _BY_CONDITION = {
     for prefix in ("J", "SET", "CMOV")
 }
 
-MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode} | {
-    "IMUL": Opcode.MUL,
-    "IDIV": Opcode.DIV,
-    "HALT": Opcode.HLT,
-    "SAL": Opcode.SHL,
-    "LOOPD": Opcode.LOOP,
-    "MOVZX": Opcode.MOV,
-    "MOVSX": Opcode.MOV,
-    "MOVSXD": Opcode.MOV,
-    "MOVSS": Opcode.MOV,
-    "MOVSD": Opcode.MOV,
-    "MOVAPS": Opcode.MOV,
-    "MOVAPD": Opcode.MOV,
-    "MOVUPS": Opcode.MOV,
-    "MOVUPD": Opcode.MOV,
-    "MOVQ": Opcode.MOV,
-    "MOVD": Opcode.MOV,
-    "CDQ": Opcode.NOP,
-    "CQO": Opcode.NOP,
-    "CWD": Opcode.NOP,
-    "CDQE": Opcode.NOP,
-    "COMISS": Opcode.CMP,
-    "COMISD": Opcode.CMP,
-    "UCOMISS": Opcode.CMP,
-    "UCOMISD": Opcode.CMP,
-    "PXOR": Opcode.XOR,
-    "XORPS": Opcode.XOR,
-    "XORPD": Opcode.XOR,
-}
+# The x86 spellings of the same instructions (values have no width, lanes or sign extension).
+_ALIASES = (
+    (Opcode.MUL, "IMUL"),
+    (Opcode.DIV, "IDIV"),
+    (Opcode.HLT, "HALT"),
+    (Opcode.SHL, "SAL"),
+    (Opcode.LOOP, "LOOPD"),
+    (Opcode.MOV, "MOVZX MOVSX MOVSXD MOVSS MOVSD MOVAPS MOVAPD MOVUPS MOVUPD MOVQ MOVD"),
+    (Opcode.NOP, "CDQ CQO CWD CDQE"),
+    (Opcode.CMP, "COMISS COMISD UCOMISS UCOMISD"),
+    (Opcode.XOR, "PXOR XORPS XORPD"),
+)
+MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode}
+MNEMONICS |= {alias: op for op, names in _ALIASES for alias in names.split()}
 # The single-precision names are the double-precision instructions (values have no width).
 MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
 for _prefix, _ops in _BY_CONDITION.items():
@@ -353,133 +416,6 @@ for _prefix, _ops in _BY_CONDITION.items():
         for _spelling in _names:
             MNEMONICS.setdefault(_prefix + _spelling, _ops[_condition])
 """Upper-case mnemonic (including aliases) to opcode."""
-
-
-# -- one instruction's effects ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Effects:
-    """What one instruction, with its operands as written, reads and writes.
-
-    Registers include those named inside memory operands (an address is read to find the
-    cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
-    written (it always reads 0). Memory is found through the operand positions: a memory
-    operand or a data label or variable at a position read or written.
-
-    Attributes:
-        op: The opcode.
-        reads: Positions of the operands whose value it reads.
-        writes: Positions of the operands it writes.
-        registers_read: Every register it reads.
-        registers_written: Every register it writes.
-        implicit_reads: Registers it reads without naming them (``LOOP``: ``ECX``).
-        implicit_writes: Registers it writes without naming them.
-        flags_read: It tests the flags (``Jcc``, ``SETcc``, ``CMOVcc``).
-        flags_written: It sets the flags.
-        pops: Values it takes off the data stack (a tool ``CALL``'s: see :func:`stack_effect`).
-        pushes: Values it puts on the data stack.
-        flow: Its control flow.
-        numeric: The values it reads must be numbers.
-        moves: ``(written, read)`` positions: a value it copies (see :attr:`OpcodeInfo.moves`).
-        writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
-    """
-
-    op: Opcode
-    reads: tuple[int, ...]
-    writes: tuple[int, ...]
-    registers_read: frozenset[int]
-    registers_written: frozenset[int]
-    implicit_reads: tuple[int, ...]
-    implicit_writes: tuple[int, ...]
-    flags_read: bool
-    flags_written: bool
-    pops: int
-    pushes: int
-    flow: Flow
-    numeric: bool
-    moves: tuple[tuple[int, int], ...]
-    writes_memory: bool
-    STACK: ClassVar[int] = -1  # in copies: the top of the data stack, as a place
-
-    @property
-    def copies(self) -> tuple[tuple[int, int], ...]:
-        """``(to, from)``, operand positions or :attr:`STACK`: each value it writes unchanged
-        (:attr:`moves`, ``POP``'s off the stack, ``PUSH``'s read); any other it computed."""
-        popped = [(w, self.STACK) for w in self.writes] if self.pops and not self.moves else []
-        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if self.pushes))
-
-    @property
-    def changes_state(self) -> bool:
-        """It changes a register, memory, the data stack or the return stack (flags aside)."""
-        stack = self.pops or self.pushes or self.flow == "call"
-        return bool(self.registers_written or self.writes_memory or stack)
-
-
-def effects(instruction: Instruction) -> Effects:
-    """What ``instruction`` reads and writes (see :class:`Effects`).
-
-    An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
-    by its usual form, as far as its operands go.
-    """
-    return _effects(instruction.op, instruction.operands)
-
-
-@functools.lru_cache(maxsize=16_384)
-def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
-    info = OPCODE_INFO[op]
-    form = info.shape(len(operands)) or info.shapes[0]
-    count = len(operands)
-    reads = tuple(p for p in form.reads if p < count)
-    writes = tuple(p for p in form.writes if p < count)
-    numeric = info.numeric
-    same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
-    if info.same_register and same:
-        if info.same_register == "clears":
-            reads = ()
-        numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
-    registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
-    for operand in operands:  # an address, a path's base and keys, a template's fills
-        registers_read.update(r.index for r in nested(operand) if isinstance(r, Reg))
-    registers_read.update(form.implicit_reads)
-    registers_written = {r.index for p in writes if isinstance(r := _place(operands[p]), Reg)}
-    registers_written.update(form.implicit_writes)
-    registers_read.discard(0)  # R0 reads 0 whatever was written to it
-    registers_written.discard(0)
-    return Effects(
-        op=op,
-        reads=reads,
-        writes=writes,
-        registers_read=frozenset(registers_read),
-        registers_written=frozenset(registers_written),
-        implicit_reads=form.implicit_reads,
-        implicit_writes=form.implicit_writes,
-        flags_read=bool(info.condition),
-        flags_written=info.sets_flags,
-        pops=info.stack[0],
-        pushes=info.stack[1],
-        flow=info.flow,
-        numeric=numeric,
-        moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
-        writes_memory=any(isinstance(_place(operands[p]), Mem | Name) for p in writes),
-    )
-
-
-def _place(operand: Operand) -> Operand:
-    """Where a written operand's value lives: a path writes its base (the JSON text changes)."""
-    while isinstance(operand, Path):
-        operand = operand.base
-    return operand
-
-
-def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:
-    """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
-    parameters and puts its results (its result in ``EAX`` instead is the control-flow graph's
-    decision, see :mod:`llassembly.analysis.cfg`); every other instruction as
-    :attr:`OpcodeInfo.stack` says."""
-    if tool is not None:
-        return len(tool.params), max(tool.n_results, 0)
-    return info.stack
 
 
 def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:

@@ -4,32 +4,25 @@
 * The budgets every entry point defaults to: :data:`DEFAULT_MAX_INSTRUCTIONS`,
   :data:`DEFAULT_MAX_TOOL_CALLS`, :data:`DEFAULT_MAX_STACK_DEPTH`.
 * The size of a plan a model may write: :data:`MAX_REPLY_LINES`, :data:`MAX_PLAN_INSTRUCTIONS`,
-  :data:`MAX_MEMORY_CELLS`, :data:`MAX_SAY_PLACEHOLDERS`, :data:`MAX_PLAN_PLACEHOLDERS`.
+  :data:`MAX_MEMORY_CELLS`, :data:`MAX_REPEAT`, :data:`MAX_SAY_PLACEHOLDERS`,
+  :data:`MAX_PLAN_PLACEHOLDERS`, and of a query's answer shape: :data:`MAX_ANSWER_FIELDS`,
+  :data:`MAX_ANSWER_DEPTH`, :data:`MAX_ANSWER_SHAPE_CHARS`.
 * The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS` at once,
   :data:`MAX_ROW_TEXT_PER_RUN` in one run (JSON text parsed and built counts there too); and as
   it runs: :data:`MAX_BUILT_TEXT_CHARS`.
+* The work the checks before the run may do: the verifier follows :data:`MAX_CALL_DEPTH` nested
+  calls, :data:`MAX_STATES` states and :data:`MAX_STEPS` visits (past them the plan is refused)
+  and keeps :data:`MAX_DIAGNOSTICS` problems; the summary follows :data:`MAX_VALUE_STEPS` visits
+  and :data:`MAX_VALUE_WORK` values (past them nothing is known); every analysis follows the top
+  :data:`MAX_FOLLOWED_STACK` values of the data stack (any deeper one may be anything).
+
+Each is documented, with what going past it does, in ``docs/language.md``
+(``tests/test_plan_limits.py`` checks the tables against this module).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
-
-__all__ = [
-    "DEFAULT_MAX_INSTRUCTIONS",
-    "DEFAULT_MAX_STACK_DEPTH",
-    "DEFAULT_MAX_TOOL_CALLS",
-    "INT_MAX",
-    "INT_MIN",
-    "MAX_BUILT_TEXT_CHARS",
-    "MAX_DATA_TEXT_CHARS",
-    "MAX_MEMORY_CELLS",
-    "MAX_PLAN_INSTRUCTIONS",
-    "MAX_PLAN_PLACEHOLDERS",
-    "MAX_REPLY_LINES",
-    "MAX_ROW_TEXT_PER_RUN",
-    "MAX_SAY_PLACEHOLDERS",
-    "is_int64",
-]
 
 INT_MIN: Final = -(2**63)
 """The least integer a register holds."""
@@ -55,6 +48,8 @@ it: a plan has at most :data:`MAX_PLAN_INSTRUCTIONS`."""
 
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""
+MAX_REPEAT: Final = 1 << 16
+"""The largest ``times`` or ``resX`` count."""
 
 MAX_SAY_PLACEHOLDERS: Final = 256
 """Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one ``SAY`` text may hold."""
@@ -62,24 +57,51 @@ MAX_PLAN_PLACEHOLDERS: Final = 4096
 """Most placeholders all the ``SAY`` instructions of one plan may hold together (a data-label
 text said by several ``SAY`` counts once per ``SAY``)."""
 
+MAX_ANSWER_FIELDS: Final = 32
+"""Most fields (and list elements' shapes) one query answer shape may declare, nested ones
+counted."""
+MAX_ANSWER_DEPTH: Final = 4
+"""Most levels one query answer shape may nest."""
+MAX_ANSWER_SHAPE_CHARS: Final = 4000
+"""Longest text of one query answer shape."""
+
 MAX_DATA_TEXT_CHARS: Final = 262_144
 """Longest text a plan may build from its data: the JSON list a row reads as when read whole
 (at parse time for read-only rows, as it runs for writable ones), or a string made of several
 values (``times 100 db "ab"``). Text the plan writes out itself is kept at any length; this
 bounds what a short plan can make the machine build (4096 64-bit numbers read as about 100 KB)."""
 
-
 MAX_BUILT_TEXT_CHARS: Final = 1_048_576
 """Longest text a plan may build as it runs: a template filled in (``"Hi {R1}"``), or the JSON
 text of a structure with a part written (``MOV R1.email, R2``). A tool's result may be longer;
 it can be read, not grown."""
-
 
 MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
 """Most characters of text the reads of writable rows whole may build in one run (counted in
 the running process; an unchanged row read again builds nothing). Without it a loop that
 changes a large row and reads it whole each round would do 10,000 times the work of an
 instruction per round."""
+
+MAX_CALL_DEPTH: Final = 16
+"""Subroutine nesting the checks follow; a plan that nests deeper is refused."""
+MAX_STATES: Final = 20_000
+"""Most states (an instruction and its return stack) the checks keep; a plan that needs more
+is refused."""
+MAX_STEPS: Final = 5 * MAX_STATES
+"""Most state visits of one check over the paths; a plan that needs more is refused."""
+MAX_DIAGNOSTICS: Final = 1000
+"""Most problems one check keeps (a hostile plan can have one per character); the rest are
+counted in a last diagnostic."""
+MAX_VALUE_STEPS: Final = 100_000
+"""Most state visits the summary's analyses of values (constants, data flows) make; past it
+every argument is unknown and may come from any result."""
+MAX_VALUE_WORK: Final = 1_000_000
+"""Most values (state visits times the registers and cells followed) those analyses handle,
+likewise: a plan that writes many registers gets fewer visits."""
+MAX_FOLLOWED_STACK: Final = DEFAULT_MAX_STACK_DEPTH
+"""Values at the top of the data stack the analyses follow, as many as a run may hold by
+default; a deeper one may be anything (a constant argument is then computed, and an argument's
+sources may be every result and every query's answer)."""
 
 
 def is_int64(value: Any) -> bool:

@@ -1,8 +1,27 @@
-"""Parser: a model's reply to a :class:`~llassembly.program.Program` (or a plain answer).
+"""Parser: a model's reply to a :class:`~llassembly.language.program.Program` (or a plain answer).
 
 Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
 instructions on one line and write data sections. This module accepts what is unambiguous and
-reports the rest with line, column and what was expected (see ``docs/language.md``).
+reports the rest with line, column and what was expected (see ``docs/language.md``). It reads
+in three steps:
+
+* **the code lines**: fences, prose and thinking are told from code (each line is read by
+  :mod:`llassembly.language.scan`);
+* **the data labels**: ``name db "text", 0``, ``row dd 1, 2, 3``, ``times``, ``resX``, ``equ``
+  and rows naming other labels (*Data and memory* in ``docs/language.md``). Every row is bounded
+  before it is built: its cells count against :data:`MAX_MEMORY_CELLS` as they are read, and
+  text made of several values (a string repeated by ``times``, the JSON list a row reads as, a
+  row naming other labels) may not grow past :data:`MAX_DATA_TEXT_CHARS` characters beyond what
+  the plan writes out, so a short reply cannot make the parser build megabytes;
+* **what the operands mean**, once every label of the plan is known (:func:`_settled`): the
+  placeholders of a ``SAY`` text become more operands of the ``SAY``, and a string operand of
+  any other instruction with placeholders becomes a
+  :class:`~llassembly.language.program.Template` (:mod:`llassembly.language.templates`);
+  ``loop.start``, ``github.search`` read as paths are a label or a tool name where a jump or
+  ``CALL`` takes one, or where the whole dotted name is a label; ``[EBX + name]`` with no data
+  label ``name`` is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE``
+  and ``NULL`` are the value "no value": no label may be called by a word the language reads
+  as something else (:func:`~llassembly.language.scan.reserved`).
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -13,45 +32,60 @@ Example:
 from __future__ import annotations
 
 import gc
+import json
 import re
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from typing import Any, cast
 
-from llassembly.errors import (
-    AsmSyntaxError,
-    Diagnostic,
-    EmptyReply,
+from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
+from llassembly.language.limits import (
+    MAX_DATA_TEXT_CHARS,
+    MAX_MEMORY_CELLS,
+    MAX_PLAN_PLACEHOLDERS,
+    MAX_REPEAT,
+    MAX_REPLY_LINES,
 )
-from llassembly.language.data import DataSection
-from llassembly.language.instructions import (
-    MNEMONICS,
-    OPCODE_INFO,
-)
-from llassembly.language.limits import MAX_PLAN_PLACEHOLDERS, MAX_REPLY_LINES
 from llassembly.language.program import (
+    NONE,
+    Imm,
     Instruction,
+    Mem,
+    MemoryLabel,
+    Name,
+    Operand,
+    Path,
     PlainAnswer,
     Program,
+    Template,
     UnknownInstruction,
+    Value,
+    row_json,
 )
 from llassembly.language.scan import (
+    DATA_SIZES,
     EXTERN_WORDS,
     GLOBAL_WORDS,
     IDENT,
+    NO_VALUE_WORDS,
+    RESERVE_SIZES,
     SECTION_SHORT,
     SECTION_WORDS,
     LineError,
+    Scanned,
     clip,
     has_instruction,
     looks_like_code,
     names_instruction,
+    read_number,
     read_operand,
+    reserved,
     scan,
     split_operands,
     strip_comment,
 )
-from llassembly.language.settle import placeholders, settle
-
-__all__ = ["parse", "parse_program"]
+from llassembly.language.templates import template_operand, with_placeholders
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -85,7 +119,7 @@ class _Builder:
     labels: dict[str, int] = field(default_factory=dict)
     label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     label_names: dict[str, str] = field(default_factory=dict)
-    section: DataSection = field(default_factory=DataSection)
+    section: _DataSection = field(default_factory=lambda: _DataSection())
     unknown: list[UnknownInstruction] = field(default_factory=list)
     errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
     entry_name: str | None = None
@@ -96,6 +130,10 @@ class _Builder:
         self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
 
     def label(self, name: str, line: int, column: int) -> None:
+        problem = _reserved_name(name, "label", column)
+        if problem is not None:
+            self.error(line, problem.column, problem.message, problem.expected)
+            return
         key = name.lower()
         self.label_lines.setdefault(key, []).append((line, column))
         if key not in self.labels:
@@ -103,8 +141,7 @@ class _Builder:
             self.label_names[key] = name
 
 
-# ---------------------------------------------------------------------------------------------
-# Choosing the code lines
+# -- choosing the code lines -------------------------------------------------------------------
 
 
 def _mask_code_comments(text: str) -> str:
@@ -231,8 +268,32 @@ def _misspelt_instruction(line: str) -> bool:
     return 1 <= len(tokens) <= _MAX_OPERANDS and word not in MNEMONICS
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading the chosen lines
+# -- reading the chosen lines -------------------------------------------------------------------
+
+
+def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
+    reads as something else (:func:`~llassembly.language.scan.reserved`), in any case: with a
+    label ``none:``, ``PUSH NONE`` would read the label. ``None`` for a free name.
+
+    A code label may have an instruction's name (``loop:``, ``sub:``): a mnemonic is only ever a
+    line's first word, never an operand, so nothing reads such a label as the instruction. A
+    data label may not: ``loop dd 5`` reads as ``LOOP``."""
+    word = reserved(name)
+    if word is None or (word == "an instruction" and kind == "label"):
+        return None
+    why = {
+        "a register": f"{name} in an operand always reads the register",
+        "the value NONE": f"{name} in an operand always reads the value NONE (no value)",
+        "an instruction": f"{name} at the start of a line is read as the instruction",
+    }[word]
+    thing = "data" if kind == "data label" else "label"
+    return LineError(
+        column,
+        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
+        f"(e.g. {name}_{thing})",
+        f"a {kind} name that is no register, instruction, NONE or NULL",
+    )
 
 
 def _read_line(builder: _Builder, number: int, line: str) -> None:
@@ -284,19 +345,309 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
     )
 
 
+# -- data labels ------------------------------------------------------------------------------
+
+_Report = Callable[[int, int, str, str], None]
+"""``(line, column, message, expected)``: how a problem that does not stop the line is kept."""
+
+_COUNT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)\Z")
+_TIMES_HEAD = re.compile(r"\s*\S+\s+\S+\s+")  # "5 dd " before the values of a times line
+
+
+def _too_long(column: int, what: str, limit: int) -> LineError:
+    return LineError(
+        column + 1,
+        f"{what} would be longer than the {limit} characters a plan may build from its data",
+        "less data: write the text out once, or keep large data in tools",
+    )
+
+
+def _too_many(column: int) -> LineError:
+    return LineError(
+        column + 1,
+        f"the data holds more than the {MAX_MEMORY_CELLS} cells a plan may have",
+        "less data: keep large data in tools and fetch what the plan needs",
+    )
+
+
+def _no_constant(name: str) -> Any:
+    """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
+    """The values of a data definition: literals, one JSON text, or names of other labels.
+
+    More than ``most`` values are refused before they are read.
+    """
+    text = rest.strip()
+    if not text:
+        raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
+    if text[0] in "{[":
+        start = column + len(rest) - len(rest.lstrip())
+        try:
+            loaded = json.loads(text, parse_constant=_no_constant)
+            dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            return [Imm(dumped)]
+        except (ValueError, RecursionError) as exc:
+            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+            raise LineError(
+                start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
+            ) from None
+    tokens = split_operands(rest, column, most)
+    if len(tokens) > most:
+        raise _too_many(column)
+    parts = [read_operand(tok, col) for tok, col in tokens]
+    if any(not isinstance(p, Imm | Name) for p in parts):
+        raise LineError(
+            column + 1,
+            "data may only hold strings, numbers, JSON or names of other data labels",
+            "a literal value",
+        )
+    return [p for p in parts if isinstance(p, Imm | Name)]
+
+
+def _data_cells(parts: Sequence[Imm | Name], column: int, limit: int) -> tuple[Value, list[Value]]:
+    """The value a bare label reads and the label's cells, from literal parts.
+
+    One value is one cell. Strings with character codes after them are one string (a final
+    ``0`` ends it). Several numbers are one cell each, and the label reads as their JSON list.
+    Text longer than ``limit`` is refused before it is built.
+    """
+    values = [p.value for p in parts if isinstance(p, Imm)]
+    if len(values) == 1:
+        return values[0], values
+    if isinstance(values[0], str):
+        out = [values[0]]
+        size = len(values[0])
+        for position, value in enumerate(values[1:], start=1):
+            if isinstance(value, str):
+                out.append(value)
+                size += len(value)
+            elif isinstance(value, int) and value == 0:
+                if position != len(values) - 1:
+                    raise LineError(
+                        column + 1,
+                        "a string ends at its 0; the values after it would be lost",
+                        "one string per data label (end it with 0, or leave the 0 out)",
+                    )
+                break
+            elif isinstance(value, int) and 0 < value < 0x110000:
+                out.append(chr(value))
+                size += 1
+            else:
+                raise LineError(
+                    column + 1, f"cannot append {clip(repr(value))} to a string", "a character code"
+                )
+            if size > limit:
+                raise _too_long(column, "this string", limit)
+        text = "".join(out)
+        return text, [text]
+    listed = row_json(values, limit)
+    if listed is None:
+        raise _too_long(column, "this row read whole (the JSON list of its cells)", limit)
+    return listed, values
+
+
+def _count(token: str, word: str, column: int) -> int:
+    """The count of ``times N`` or ``resX N``: a whole number from 1 to :data:`MAX_REPEAT`."""
+    count = read_number(token, column) if _COUNT.match(token) else 0
+    if not isinstance(count, int) or not 0 < count <= MAX_REPEAT:
+        raise LineError(
+            column + 1, f"{word} needs a count of 1 to {MAX_REPEAT}, not {clip(token)}", "a count"
+        )
+    return count
+
+
+def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
+    """``5 dd 0`` after ``times``: the count, the data word and the values."""
+    words = rest.split(None, 2)
+    if len(words) < 3 or words[1].upper() not in DATA_SIZES:
+        raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
+    if words[1].upper() == "EQU":
+        raise LineError(
+            column + 1,
+            "times cannot repeat an equ constant",
+            "times COUNT dd VALUE (a row), or NAME equ VALUE (one constant)",
+        )
+    count = _count(words[0], "times", column)
+    head = _TIMES_HEAD.match(rest)
+    value_col = column + (head.end() if head is not None else 0)
+    return count, words[1].upper(), words[2], value_col
+
+
+@dataclass
+class _DataSection:
+    """The data labels of one plan as the parser reads them, line by line.
+
+    Attributes:
+        data: Each label (lower-cased) to the value it reads as bare.
+        memory: Each label but an ``equ`` constant to its cells.
+        read_only: Whether the current section is read-only (``.rodata``).
+        cells: Cells of the rows read so far (see :data:`MAX_MEMORY_CELLS`).
+    """
+
+    data: dict[str, Value] = field(default_factory=dict)
+    memory: dict[str, MemoryLabel] = field(default_factory=dict)
+    read_only: bool = False
+    cells: int = 0
+    # Rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
+    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
+
+    def define(self, number: int, scanned: Scanned, report: _Report) -> None:
+        """A data definition: its bare value in :attr:`data`, its cells in :attr:`memory`.
+
+        Raises:
+            LineError: The line cannot be read, or it holds more than its budget.
+        """
+        name, word = scanned.data_name, scanned.mnemonic.upper()
+        rest, column = scanned.rest, scanned.rest_col
+        problem = _reserved_name(name, "data label", scanned.mnemonic_col + 1)
+        if problem is not None:
+            raise problem
+        key = name.lower()
+        if key in self.data:
+            message = f"data label {name!r} is defined twice"
+            report(number, scanned.mnemonic_col + 1, message, "a new name")
+        repeat = 1
+        if word == "TIMES":
+            repeat, word, rest, column = _repeat(rest, column)
+        if word in RESERVE_SIZES:
+            count = _count(rest.strip() or "0", word, column)
+            self._claim(count, column)
+            size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+        else:
+            # Values past the budget are refused before they are read (an equ constant is no
+            # memory, but holds no more values than a row may).
+            room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - self.cells) // repeat
+            values = _data_parts(rest, column, room)
+            if word != "EQU":
+                self._claim(len(values) * repeat, column)
+            size, parts = DATA_SIZES[word], values * repeat
+        writable = not self.read_only and word != "EQU"
+        if any(isinstance(p, Name) for p in parts):
+            self.data[key] = ""
+            self.pending_rows.append((key, parts, number, column))
+            self.memory[key] = MemoryLabel((), size, writable, number)
+            return
+        # Text written out in the plan is kept whatever its length; text built from it
+        # (repeated by times) may not grow past the limit.
+        limit = max(MAX_DATA_TEXT_CHARS, len(rest))
+        value, cells = _data_cells(parts, column, limit)
+        self.data[key] = value
+        if word != "EQU":
+            self.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
+
+    def _claim(self, cells: int, column: int) -> None:
+        """Count a row against the memory budget before building it, so a short reply cannot
+        make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
+        self.cells += cells
+        if self.cells > MAX_MEMORY_CELLS:
+            raise _too_many(column)
+
+    def resolve(self, report: _Report) -> None:
+        """Fill in rows that name other labels: each named label stands for its value."""
+        rows = {key for key, *_ in self.pending_rows}
+        for key, parts, number, column in self.pending_rows:
+            cells: list[Value] = []
+            for part in parts:
+                if isinstance(part, Imm):
+                    cells.append(part.value)
+                    continue
+                found = self.data.get(part.name.lower())
+                if found is None or part.name.lower() in rows:
+                    report(
+                        number,
+                        column + 1,
+                        f"{clip(part.name)!r} in this data row is no data label with a value",
+                        "numbers, strings or names of data labels defined with values",
+                    )
+                    found = 0
+                cells.append(found)
+            text = row_json(cells, MAX_DATA_TEXT_CHARS)
+            if text is None:
+                error = _too_long(
+                    column, "this row read whole (the JSON list of its cells)", MAX_DATA_TEXT_CHARS
+                )
+                report(number, error.column, error.message, error.expected)
+                text = ""
+            label = self.memory[key]
+            self.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
+            self.data[key] = text
+
+
+# -- what the operands mean -------------------------------------------------------------------
+
+
+def _settle(
+    ins: Instruction, data: Mapping[str, Value], names: Set[str], line: str
+) -> tuple[Instruction, list[LineError]]:
+    """``ins`` with its operands settled (see the module doc), and the problems found in its
+    texts; ``names`` are the plan's data and code labels, lower-cased."""
+    if ins.op is Opcode.SAY:
+        filled, problems = with_placeholders(ins, data, line)
+        fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
+        operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
+        columns = filled.operand_columns
+    else:
+        info = OPCODE_INFO[ins.op]
+        kinds = info.accepts(len(ins.operands)) or info.operands
+        found: list[Operand] = []
+        problems = []
+        for at, operand in enumerate(ins.operands):
+            kind = kinds[at] if at < len(kinds) else "value"
+            column = ins.operand_columns[at] if at < len(ins.operand_columns) else ins.column
+            if kind == "value":
+                operand, wrong = template_operand(operand, column, line)
+                problems += wrong
+            found.append(_settled(operand, kind, names))
+        operands, columns = tuple(found), ins.operand_columns
+    if operands == ins.operands and columns == ins.operand_columns:
+        return ins, problems
+    return Instruction(ins.op, operands, ins.line, ins.column, ins.text, columns), problems
+
+
+def _placeholders(ins: Instruction) -> int:
+    """How many placeholders the texts of ``ins`` hold."""
+    if ins.op is Opcode.SAY:
+        return len(ins.operands) - 1
+    return sum(len(o.fills) for o in ins.operands if isinstance(o, Template))
+
+
+def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
+    """What one operand of kind ``kind`` means (see the module doc)."""
+    dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
+    dotted = dotted and "[" not in str(operand)
+    if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
+        return Name(str(operand))
+    if isinstance(operand, Mem) and operand.label is not None and kind != "mem":
+        field = operand.label
+        plain = operand.index is None and operand.disp == 0 and operand.base is not None
+        if plain and field.lower() not in names and "." not in field:
+            assert operand.base is not None
+            return Path(operand.base, (Imm(field),), operand.text)
+    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
+        return Imm(NONE)  # no label is called so (see _reserved_name)
+    if isinstance(operand, Template):
+        fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
+        parts = (operand.text, operand.pieces, fills, operand.specs, operand.columns)
+        return Template(*parts)  # type: ignore[arg-type]
+    return operand
+
+
 def _fill_answers(builder: _Builder) -> None:
-    """Settle each instruction's operands (:func:`~llassembly.language.settle.settled`): the
+    """Settle each instruction's operands (:func:`_settled`): the
     placeholders of each ``SAY`` and of every other text, and what each name means; done once
     every data label is read, since its text may be defined after the code. All the texts
     together hold at most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
     data = builder.section.data
     names = set(data) | set(builder.labels)
     for position, ins in enumerate(builder.instructions):
-        settled, problems = settle(ins, data, names, builder.lines[ins.line - 1])
+        settled, problems = _settle(ins, data, names, builder.lines[ins.line - 1])
         builder.instructions[position] = settled
         for problem in problems:
             builder.error(ins.line, problem.column, problem.message, problem.expected)
-        builder.placeholders += placeholders(settled)
+        builder.placeholders += _placeholders(settled)
         if builder.placeholders > MAX_PLAN_PLACEHOLDERS:
             message = (
                 f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "

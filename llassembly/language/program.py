@@ -1,36 +1,17 @@
-"""The parsed form of a plan: operands, instructions and the program.
-
-Opcodes and registers are named in :mod:`llassembly.language.opcodes`; what each opcode does
-is in the one table of :mod:`llassembly.language.instructions`.
+"""The parsed form of a plan: operands, instructions and the program, and what each parsed
+instruction reads and writes (:func:`effects`, from the one table of
+:mod:`llassembly.language.instructions`, which names every opcode and register).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, TypeAlias, TypeVar
+from typing import ClassVar, Final, Protocol, TypeAlias, TypeVar
 
-from llassembly.language.opcodes import Opcode
-
-__all__ = [
-    "NONE",
-    "Imm",
-    "Instruction",
-    "Mem",
-    "MemoryLabel",
-    "Name",
-    "Operand",
-    "Path",
-    "PlainAnswer",
-    "Program",
-    "Reg",
-    "Template",
-    "ToolShape",
-    "UnknownInstruction",
-    "Value",
-    "find_tool",
-    "nested",
-]
+from llassembly.language.instructions import OPCODE_INFO, Flow, Opcode, OpcodeInfo
 
 Value: TypeAlias = int | float | str
 """What registers and the stack hold."""
@@ -189,6 +170,22 @@ class MemoryLabel:
     line: int = 0
 
 
+def row_json(cells: Sequence[Value], limit: int) -> str | None:
+    """The JSON list of ``cells`` (what a row read whole gives), or ``None`` when it would be
+    longer than ``limit`` characters.
+
+    The size is bounded from below before anything is built (each string is at least its
+    length plus its quotes), so a row of huge strings is refused without building its text.
+    """
+    least = len(cells) + 1
+    for cell in cells:
+        least += len(cell) + 2 if type(cell) is str else 1
+    if least > limit:
+        return None
+    text = json.dumps(list(cells), separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= limit else None
+
+
 @dataclass(frozen=True, slots=True)
 class Instruction:
     """One parsed instruction.
@@ -214,6 +211,12 @@ class Instruction:
             return self.op.value
         shown = self.operands[:1] if self.op is Opcode.SAY else self.operands
         return f"{self.op.value} " + ", ".join(str(o) for o in shown)
+
+    @property
+    def mnemonic(self) -> str:
+        """The mnemonic as the model wrote it (``JB`` rather than ``JL``), upper-cased."""
+        words = self.text.split(maxsplit=1)
+        return words[0].upper() if words else self.op.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,3 +317,130 @@ def find_tool(name: str, tools: Mapping[str, _T]) -> _T | None:
     lowered = name.lower()
     matches = [tool for key, tool in tools.items() if key.lower() == lowered]
     return matches[0] if len(matches) == 1 else None
+
+
+# -- one instruction's effects ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What one instruction, with its operands as written, reads and writes.
+
+    Registers include those named inside memory operands (an address is read to find the
+    cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
+    written (it always reads 0). Memory is found through the operand positions: a memory
+    operand or a data label or variable at a position read or written.
+
+    Attributes:
+        op: The opcode.
+        reads: Positions of the operands whose value it reads.
+        writes: Positions of the operands it writes.
+        registers_read: Every register it reads.
+        registers_written: Every register it writes.
+        implicit_reads: Registers it reads without naming them (``LOOP``: ``ECX``).
+        implicit_writes: Registers it writes without naming them.
+        flags_read: It tests the flags (``Jcc``, ``SETcc``, ``CMOVcc``).
+        flags_written: It sets the flags.
+        pops: Values it takes off the data stack (a tool ``CALL``'s: see :func:`stack_effect`).
+        pushes: Values it puts on the data stack.
+        flow: Its control flow.
+        numeric: The values it reads must be numbers.
+        moves: ``(written, read)`` positions: a value it copies (see :attr:`OpcodeInfo.moves`).
+        writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
+    """
+
+    op: Opcode
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    registers_read: frozenset[int]
+    registers_written: frozenset[int]
+    implicit_reads: tuple[int, ...]
+    implicit_writes: tuple[int, ...]
+    flags_read: bool
+    flags_written: bool
+    pops: int
+    pushes: int
+    flow: Flow
+    numeric: bool
+    moves: tuple[tuple[int, int], ...]
+    writes_memory: bool
+    STACK: ClassVar[int] = -1  # in copies: the top of the data stack, as a place
+
+    @property
+    def copies(self) -> tuple[tuple[int, int], ...]:
+        """``(to, from)``, operand positions or :attr:`STACK`: each value it writes unchanged
+        (:attr:`moves`, ``POP``'s off the stack, ``PUSH``'s read); any other it computed."""
+        popped = [(w, self.STACK) for w in self.writes] if self.pops and not self.moves else []
+        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if self.pushes))
+
+    @property
+    def changes_state(self) -> bool:
+        """It changes a register, memory, the data stack or the return stack (flags aside)."""
+        stack = self.pops or self.pushes or self.flow == "call"
+        return bool(self.registers_written or self.writes_memory or stack)
+
+
+def effects(instruction: Instruction) -> Effects:
+    """What ``instruction`` reads and writes (see :class:`Effects`).
+
+    An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
+    by its usual form, as far as its operands go.
+    """
+    return _effects(instruction.op, instruction.operands)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
+    info = OPCODE_INFO[op]
+    form = info.shape(len(operands)) or info.shapes[0]
+    count = len(operands)
+    reads = tuple(p for p in form.reads if p < count)
+    writes = tuple(p for p in form.writes if p < count)
+    numeric = info.numeric
+    same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
+    if info.same_register and same:
+        if info.same_register == "clears":
+            reads = ()
+        numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
+    registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
+    for operand in operands:  # an address, a path's base and keys, a template's fills
+        registers_read.update(r.index for r in nested(operand) if isinstance(r, Reg))
+    registers_read.update(form.implicit_reads)
+    registers_written = {r.index for p in writes if isinstance(r := place_of(operands[p]), Reg)}
+    registers_written.update(form.implicit_writes)
+    registers_read.discard(0)  # R0 reads 0 whatever was written to it
+    registers_written.discard(0)
+    return Effects(
+        op=op,
+        reads=reads,
+        writes=writes,
+        registers_read=frozenset(registers_read),
+        registers_written=frozenset(registers_written),
+        implicit_reads=form.implicit_reads,
+        implicit_writes=form.implicit_writes,
+        flags_read=bool(info.condition),
+        flags_written=info.sets_flags,
+        pops=info.stack[0],
+        pushes=info.stack[1],
+        flow=info.flow,
+        numeric=numeric,
+        moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
+        writes_memory=any(isinstance(place_of(operands[p]), Mem | Name) for p in writes),
+    )
+
+
+def place_of(operand: Operand) -> Operand:
+    """Where a written operand's value lives: a path writes its base (the JSON text changes)."""
+    while isinstance(operand, Path):
+        operand = operand.base
+    return operand
+
+
+def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:
+    """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
+    parameters and puts its results (its result in ``EAX`` instead is the control-flow graph's
+    decision, see :mod:`llassembly.analysis.cfg`); every other instruction as
+    :attr:`OpcodeInfo.stack` says."""
+    if tool is not None:
+        return len(tool.params), max(tool.n_results, 0)
+    return info.stack

@@ -1,74 +1,459 @@
-"""Scanning one line of a plan: its comment, labels, mnemonic (or data name) and the rest.
+"""Reading one line of a plan: its comment, labels, mnemonic (or data name) and operands.
 
-The parser (``llassembly.parser``) decides which lines are code and builds the program; this
-module reads a single line without judging it, and :mod:`llassembly.language.operands` reads
-its operands. Everything here is linear in the line's length (see that module), and short lines
-are scanned once and shared.
+The parser (:mod:`llassembly.language.parser`) decides which lines are code and builds the
+program; this module reads a single line without judging it: :func:`scan` splits it into labels,
+a mnemonic (or data name) and the rest, and :func:`read_operand` reads each operand (strings,
+numbers, registers, names, memory operands, paths). Everything here is linear in the text's
+length: no pattern backtracks (each repeated part can match one way only, or is possessive), no
+loop rescans what it has read, runs of characters are skipped by patterns rather than one
+character at a time, and short lines and operands are read once and shared.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
-from llassembly.language.instructions import (
-    MNEMONICS,
-    OPCODE_INFO,
-)
-from llassembly.language.operands import (
-    IDENT,
-    SIZE_WORDS,
-    LineError,
-    clip,
-    quoted_end,
-    read_memory,
-    read_number,
-    read_operand,
-    read_string,
-    split_operands,
-    string_columns,
-)
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
+from llassembly.language.limits import is_int64
+from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg
 
-__all__ = [
-    "DATA_SIZES",
-    "DATA_WORDS",
-    "EXTERN_WORDS",
-    "GLOBAL_WORDS",
-    "IDENT",
-    "RESERVE_SIZES",
-    "SECTION_SHORT",
-    "SECTION_WORDS",
-    "SIZE_WORDS",
-    "LineError",
-    "Scanned",
-    "clip",
-    "has_instruction",
-    "is_directive",
-    "looks_like_code",
-    "names_instruction",
-    "read_memory",
-    "read_number",
-    "read_operand",
-    "read_string",
-    "scan",
-    "split_operands",
-    "string_columns",
-    "strip_comment",
-]
+IDENT = re.compile(r"[A-Za-z_.$@?][\w.$@?]*")
+# A name operand may also hold inner dashes: tools named like MCP tools (``get-weather``).
+_NAME_OPERAND = re.compile(r"[A-Za-z_.$@?][\w.$@?]*(?:-[\w.$@?]+)*")
+# Each digit run can match one way only (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): a long
+# run of digits that turns out not to be a number must fail in linear time, not quadratic.
+_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\Z")
+
+_SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
+_SIZE_WORDS |= {"XMMWORD": 16}
+_STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
+NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
+"""The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+
+
+class LineError(Exception):
+    """A syntax problem on one line (internal; collected into an AsmSyntaxError)."""
+
+    def __init__(self, column: int, message: str, expected: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.message = message
+        self.expected = expected
+
+
+# A quoted string from its opening quote: runs of plain characters and escape pairs, each
+# matched one way and possessively, so an unterminated string fails in linear time.
+_STRING_END = {
+    '"': re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL),
+    "'": re.compile(r"'[^'\\]*+(?:\\.[^'\\]*+)*+'", re.DOTALL),
+}
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_NOT_SPACE = re.compile(r"\S")
+_TOKEN_STOP = re.compile(r"[\s,\"'\[]")  # what ends an operand that is no string or [...]
+
+
+def _skip_to(pattern: re.Pattern[str], text: str, position: int) -> int:
+    """The index of the first character from ``position`` that ``pattern`` finds, or the end."""
+    found = pattern.search(text, position)
+    return len(text) if found is None else found.start()
+
+
+def clip(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _quoted_end(text: str, start: int) -> int | None:
+    """The index after the quoted string starting at ``text[start]`` (a quote), or ``None``
+    when it is not closed on this line."""
+    closed = _STRING_END[text[start]].match(text, start)
+    return None if closed is None else closed.end()
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the quoted string starting at ``text[start]``."""
+    end = _quoted_end(text, start)
+    if end is None:
+        raise LineError(start + 1, "unterminated string", f"a closing {text[start]}")
+    return end
+
+
+def _read_string(text: str, start: int) -> tuple[str, int]:
+    """Read a quoted string starting at ``text[start]``; return (value, index after it).
+
+    Known escapes (``\\n \\t \\r \\0 \\\\ \\" \\'``) become their character; any other
+    backslash pair is kept as written.
+    """
+    end = _string_end(text, start)
+    body = text[start + 1 : end - 1]
+    if "\\" not in body:
+        return body, end
+    # [text, escaped character, text, ...]: one split, one lookup per escape
+    parts = _ESCAPE.split(body)
+    parts[1::2] = [_ESCAPES.get(c, "\\" + c) for c in parts[1::2]]
+    return "".join(parts), end
+
+
+def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int] | None:
+    """The 1-based columns in ``line`` of characters of the string literal at ``line[start]``.
+
+    Args:
+        line: The source line.
+        start: The index of the literal's opening quote.
+        positions: Indexes into the string's value (escapes read), in increasing order.
+
+    Returns:
+        One column per position, or ``None`` when no string literal starts there. Linear in
+        the literal's length: a known escape is two characters of source for one of value.
+    """
+    if start >= len(line) or line[start] not in _STRING_END:
+        return None
+    closed = _STRING_END[line[start]].match(line, start)
+    if closed is None:
+        return None
+    body_start = start + 1
+    shorter: list[int] = []  # value indexes of the characters written as a two-character escape
+    produced, last = 0, body_start
+    for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
+        produced += escape.start() - last
+        if escape.group(1) in _ESCAPES:
+            shorter.append(produced)
+            produced += 1
+        else:
+            produced += 2
+        last = escape.end()
+    columns: list[int] = []
+    before = 0  # escapes before the current position
+    for position in positions:
+        while before < len(shorter) and shorter[before] < position:
+            before += 1
+        columns.append(body_start + position + before + 1)
+    return columns
+
+
+def split_operands(text: str, offset: int, most: int | None = None) -> list[tuple[str, int]]:
+    """Split operand text into raw tokens with their 0-based columns in the line.
+
+    With ``most``, stop once there are more tokens than that (the caller refuses so many).
+    """
+    tokens: list[tuple[str, int]] = []
+    end = len(text)
+    i = 0
+    expect_operand = True
+    while True:
+        i = _skip_to(_NOT_SPACE, text, i)
+        if i >= end:
+            break
+        ch = text[i]
+        if ch == ",":
+            if expect_operand:
+                raise LineError(offset + i + 1, "unexpected comma", "an operand")
+            expect_operand = True
+            i += 1
+            continue
+        start = i
+        if ch in "\"'":
+            try:
+                i = _string_end(text, i)
+            except LineError as exc:
+                raise LineError(offset + exc.column, exc.message, exc.expected) from None
+        elif ch == "[":
+            close = text.find("]", i)
+            i = end if close < 0 else _path_end(text, close + 1)
+        else:
+            i = _path_end(text, _skip_to(_TOKEN_STOP, text, i))
+        if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
+            # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
+            column = tokens.pop()[1]
+            tokens.append((text[column - offset : i], column))
+            continue
+        tokens.append((text[start:i], offset + start))
+        expect_operand = False
+        if most is not None and len(tokens) > most:
+            return tokens
+    if tokens and expect_operand:
+        raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
+    return tokens
+
+
+def _path_end(text: str, i: int) -> int:
+    """The end of an operand that goes on as a path at ``i``: ``[...]`` and ``.name`` steps
+    written right after it (``R1.items[0].id``, ``[EBX].name``); ``i`` when none follows."""
+    end = len(text)
+    while i < end and (text[i] == "[" or (text[i] == "." and text[i - 1] == "]")):
+        if text[i] == "[":
+            close = text.find("]", i)
+            if close < 0:
+                return end
+            i = close + 1
+        else:
+            i = _skip_to(_TOKEN_STOP, text, i)
+    return i
+
+
+def _sized(token: str) -> bool:
+    """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
+    words = token.upper().split()
+    return (
+        bool(words)
+        and words[0] in _SIZE_WORDS
+        and not token.endswith("]")
+        and (len(words) == 1 or words[1:] == ["PTR"])
+    )
+
+
+def read_number(token: str, column: int) -> int | float:
+    """Read a numeric literal; the language's numbers are 64-bit integers and finite floats."""
+    lowered = token.lower()
+    too_big = LineError(
+        column + 1,
+        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
+        "an integer within 64 bits or a finite float",
+    )
+    try:
+        if "x" in lowered:
+            value: int | float = int(lowered, 16)
+        elif any(c in lowered for c in ".e"):
+            value = float(token)
+        else:
+            value = int(token)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        raise too_big from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise too_big
+    if isinstance(value, int) and not is_int64(value):
+        raise too_big
+    return value
+
+
+_OPERANDS: dict[str, Operand] = {}  # token -> operand (operands are immutable, shared)
+_OPERANDS_KEPT = 16384
+
+
+def read_operand(token: str, column: int) -> Operand:
+    """Turn one raw operand token into an operand (short tokens read once, then shared)."""
+    found = _OPERANDS.get(token)
+    if found is not None:
+        return found
+    operand = _parse_operand(token, column)
+    if len(token) <= 64:
+        if len(_OPERANDS) >= _OPERANDS_KEPT:
+            _OPERANDS.clear()
+        _OPERANDS[token] = operand
+    return operand
+
+
+def _parse_operand(token: str, column: int) -> Operand:
+    """Turn one raw operand token into an operand."""
+    if token[0] in "\"'":
+        value, _ = _read_string(token, 0)
+        return Imm(value)
+    if token[0] == "[":
+        close = token.find("]")
+        if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
+            return _path(token, close + 1, _read_memory(token[: close + 1], column), column)
+        return _read_memory(token, column)
+    if _sized(token.split("[", 1)[0].strip() or "-"):
+        return _read_memory(token, column)
+    if _NUMBER.match(token):
+        return Imm(read_number(token, column))
+    if token.endswith("()"):
+        token = token[:-2]
+    head = _PATH_HEAD.match(token)
+    if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
+        base_name = head.group()
+        index = register_index(base_name)
+        base: Reg | Name = Name(base_name) if index is None else Reg(index, base_name.upper())
+        try:
+            return _path(token, head.end(), base, column)
+        except LineError:
+            if index is not None or not _NAME_OPERAND.fullmatch(token):
+                raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
+    if _NAME_OPERAND.fullmatch(token):
+        index = register_index(token)
+        if index is not None:
+            return Reg(index, token.upper())
+        if token.upper() in _STACK_POINTERS:
+            raise LineError(
+                column + 1,
+                f"{token} (the stack pointer) is not available",
+                "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
+            )
+        return Name(token)
+    shown = token if len(token) <= 40 else token[:37] + "..."
+    raise LineError(
+        column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
+    )
+
+
+# A path's base: a name before its first "." or "[" (a leading "." is a local label's).
+_PATH_HEAD = re.compile(r"[A-Za-z_$@?][\w$@?]*(?=[.\[])")
+_FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
+_PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
+
+
+def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``."""
+    if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
+        base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
+    return Path(base, _read_path_steps(token, start, column), token)
+
+
+def _read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | Name, ...]:
+    """The steps of a path written in ``token`` from ``start``: ``.name`` gives a field name,
+    ``[...]`` a key: a number, a quoted field name, a register or a variable."""
+    steps: list[Imm | Reg | Name] = []
+    i, end = start, len(token)
+    while i < end:
+        field = _FIELD.match(token, i)
+        if field is not None:
+            steps.append(Imm(field.group(1)))
+            i = field.end()
+            continue
+        close = token.find("]", i) if token[i] == "[" else -1
+        if close < 0:
+            message = f"cannot read {clip(token)!r} as a path"
+            raise LineError(column + i + 1, message, _PATH_EXPECTED)
+        inside = token[i + 1 : close].strip()
+        steps.append(_key(inside, token, column + i))
+        i = close + 1
+    return tuple(steps)
+
+
+def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
+    """One ``[...]`` key of a path."""
+    if inside[:1] in ("'", '"'):
+        value, after = _read_string(inside, 0)
+        if after == len(inside):
+            return Imm(value)
+    elif _NUMBER.match(inside) and not any(c in inside.lower() for c in ".ex"):
+        return Imm(read_number(inside, column))
+    elif IDENT.fullmatch(inside):
+        index = register_index(inside)
+        return Name(inside) if index is None else Reg(index, inside.upper())
+    message = f"{clip(token)}: [{clip(inside, 20)}] is no key"
+    if any(c in inside for c in "*+"):  # MASM's table[ESI*4]
+        message += f"; for a cell of a data label write [{token.split('[', 1)[0]} + {inside}]"
+    expected = (
+        "a key in brackets: a whole number ([0], [-1] for the last), a register ([ESI]), a "
+        'variable ([i]) or a quoted field name (["next-cursor"])'
+    )
+    raise LineError(column + 1, message, expected)
+
+
+_MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
+_SIGN = re.compile(r"([+-])")
+
+
+def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
+    """``x + ESI*4 - 8`` as ``(negative, text)`` terms; the first may go without a sign.
+
+    One split at the signs: linear, whatever the spaces (a pattern that searched for each
+    term's end afresh took quadratic time on ``[x      ...      y]``).
+    """
+    pieces = _SIGN.split(inside)
+    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
+    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        body = piece.strip()
+        if not body:  # "x + + 4", "x +"
+            message = f"cannot read memory operand {clip(token)!r}"
+            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+        terms.append((sign == "-", body))
+    return terms
+
+
+def _whole_number(factor: str, column: int) -> int:
+    """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
+    number = read_number(factor, column)
+    if not isinstance(number, int):
+        raise LineError(column + 1, f"{clip(factor)} is not a whole number", "a byte offset")
+    return number
+
+
+def _read_memory(token: str, column: int) -> Mem:
+    """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
+    optional size word before it (``dword``, ``QWORD PTR``)."""
+    size = 0
+    opening = token.find("[")
+    if opening > 0:
+        size = _SIZE_WORDS[token[:opening].upper().split()[0]]
+    inside = token[opening + 1 :]
+    if not inside.endswith("]"):
+        raise LineError(column + 1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
+    inside = inside[:-1].strip()
+    if not inside:
+        raise LineError(column + 1, "empty memory operand []", _MEMORY_EXPECTED)
+    label: str | None = None
+    registers: list[tuple[Reg, int]] = []
+    disp = 0
+    for negative, body in _terms(inside, token, column):
+        factors = [f.strip() for f in body.split("*")]
+        if len(factors) > 2 or not all(factors):
+            message = f"cannot read {clip(body)!r} in {clip(token)}"
+            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+        numbers = [f for f in factors if _NUMBER.match(f)]
+        names = [f for f in factors if not _NUMBER.match(f)]
+        whole = [_whole_number(factor, column) for factor in numbers]
+        if not names:
+            value = whole[0] * whole[1] if len(whole) == 2 else whole[0]
+            disp += -value if negative else value
+            continue
+        if len(names) > 1:
+            raise LineError(
+                column + 1, f"{clip(body)!r}: only a register may be scaled", _MEMORY_EXPECTED
+            )
+        name = names[0]
+        index = register_index(name)
+        scale = whole[0] if whole else 1
+        if index is None:
+            if name.upper() in _STACK_POINTERS:
+                raise LineError(
+                    column + 1,
+                    f"{name} (the stack pointer) is not available",
+                    "a data label and general registers; use PUSH and POP for the stack",
+                )
+            if label is not None or negative or numbers or not IDENT.fullmatch(name):
+                raise LineError(
+                    column + 1,
+                    f"{clip(token)}: a memory operand is based on one data label, added once",
+                    _MEMORY_EXPECTED,
+                )
+            label = name
+            continue
+        if negative or scale not in (1, 2, 4, 8):
+            raise LineError(
+                column + 1,
+                f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8",
+                _MEMORY_EXPECTED,
+            )
+        registers.append((Reg(index, name.upper()), scale))
+    if len(registers) > 2:
+        raise LineError(column + 1, f"{token[:40]}: at most two registers", _MEMORY_EXPECTED)
+    registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
+    base = registers[0][0] if len(registers) == 2 or (registers and registers[0][1] == 1) else None
+    index_reg, scale = (None, 1)
+    if len(registers) == 2:
+        index_reg, scale = registers[1]
+    elif registers and base is None:
+        index_reg, scale = registers[0]
+    return Mem(label, base, index_reg, scale, disp, size, token)
+
+
+# -- one line ----------------------------------------------------------------------------------
 
 DATA_SIZES = {"DB": 1, "DW": 2, "DD": 4, "DQ": 8, "DT": 10, "DS": 1, "STRING": 1, "ASCIZ": 1}
 DATA_SIZES |= {"ASCII": 1, "EQU": 8}
 RESERVE_SIZES = {"RESB": 1, "RESW": 2, "RESD": 4, "RESQ": 8}
-DATA_WORDS = frozenset({*DATA_SIZES, *RESERVE_SIZES, "TIMES"})
+_DATA_WORDS = frozenset({*DATA_SIZES, *RESERVE_SIZES, "TIMES"})
 SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
 EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
-
-
-# ---------------------------------------------------------------------------------------------
-# Scanning one line
 
 
 _COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
@@ -88,7 +473,7 @@ def strip_comment(text: str) -> str:
             return text
         if found.group() not in ("'", '"'):
             return text[: found.start()]
-        end = quoted_end(text, found.start())
+        end = _quoted_end(text, found.start())
         if end is None:  # an unterminated string runs to the end of the line
             return text
         position = end
@@ -135,11 +520,11 @@ def _scan_line(line: str) -> Scanned:
     rest_col = head.end(2)
     # "name db ..." / "name: db ..." define data.
     second = head.group(4)
-    if second is not None and second.upper() in DATA_WORDS and word.upper() not in MNEMONICS:
+    if second is not None and second.upper() in _DATA_WORDS and word.upper() not in MNEMONICS:
         value_col = head.end(4)
         return Scanned(labels, second, pos, code[value_col:], value_col, word, code)
     rest = code[rest_col:]
-    if labels and word.upper() in DATA_WORDS:
+    if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
         return Scanned(labels[:-1], word, column, rest, rest_col, name, code)
     if rest and not head.group(3):
@@ -151,7 +536,20 @@ def _scan_line(line: str) -> Scanned:
 _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
 
 
-def is_directive(word: str) -> bool:
+def reserved(name: str) -> str | None:
+    """What ``name`` always reads as in an operand, in any case, so that no label or data label
+    may be called so: ``"a register"`` (``R5``, ``eax``, ``al``, ``xmm0``, the stack pointer
+    ``esp``), ``"the value NONE"`` (``none``, ``null``) or ``"an instruction"`` (a mnemonic or
+    an alias, which only a line's first word is read as); ``None`` for a free name."""
+    upper = name.upper()
+    if register_index(upper) is not None or upper in _STACK_POINTERS:
+        return "a register"
+    if upper in NO_VALUE_WORDS:
+        return "the value NONE"
+    return "an instruction" if upper in MNEMONICS else None
+
+
+def _is_directive(word: str) -> bool:
     upper = word.upper()
     return (
         upper in SECTION_WORDS
@@ -167,7 +565,7 @@ def looks_like_code(line: str) -> bool:
         scanned = scan(line)
     except LineError:
         return False
-    if scanned.data_name or (scanned.mnemonic and is_directive(scanned.mnemonic)):
+    if scanned.data_name or (scanned.mnemonic and _is_directive(scanned.mnemonic)):
         return True
     if not scanned.mnemonic:
         return bool(scanned.labels) and not scanned.rest

@@ -41,17 +41,6 @@ from llassembly.language.program import (
 )
 from llassembly.language.scan import LineError, clip, read_operand, string_columns
 
-__all__ = [
-    "PLACEHOLDER",
-    "has_placeholders",
-    "near_misses",
-    "render",
-    "split_template",
-    "template_of",
-    "template_operand",
-    "with_placeholders",
-]
-
 _REF = (
     r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?][\w.$@?]*)"  # [memory] or a name (R1, best, ...)
     r"(?:\[[^\[\]{}\n]*\][\w.$@?]*)*"  # path steps: [0], ["key"], then .name

@@ -42,11 +42,10 @@ from dataclasses import dataclass
 from operator import is_
 from typing import TYPE_CHECKING, TypeAlias
 
-from llassembly.analysis.layout import Layout
+from llassembly.analysis.cfg import Layout
 from llassembly.errors import (
     UsageError,
 )
-from llassembly.language.data import row_json
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS
 from llassembly.language.program import (
     Mem,
@@ -56,6 +55,7 @@ from llassembly.language.program import (
     Program,
     Reg,
     Template,
+    row_json,
 )
 
 if TYPE_CHECKING:

@@ -57,15 +57,15 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.language.instructions import Effects, effects
+from llassembly.language.instructions import EAX_INDEX, register_index, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
     is_int64,
 )
-from llassembly.language.opcodes import EAX_INDEX, register_index, register_name
 from llassembly.language.program import (
+    Effects,
     Imm,
     Instruction,
     Mem,
@@ -76,6 +76,7 @@ from llassembly.language.program import (
     Reg,
     Template,
     Value,
+    effects,
 )
 from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter

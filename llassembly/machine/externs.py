@@ -64,8 +64,8 @@ from llassembly.errors import (
     UsageError,
     UsageTypeError,
 )
+from llassembly.language.instructions import register_index
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.opcodes import register_index
 from llassembly.language.program import NONE, PlainAnswer, Program, Value
 from llassembly.machine.values import (
     Converter,

@@ -25,13 +25,13 @@ from typing import Any, Final
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
 from llassembly.analysis.queries import query_sources
 from llassembly.errors import UsageError
-from llassembly.language.limits import INT_MAX, is_int64
-from llassembly.language.opcodes import (
+from llassembly.language.instructions import (
     EAX_INDEX,
     REGISTER_COUNT,
     register_index,
     register_name,
 )
+from llassembly.language.limits import INT_MAX, is_int64
 from llassembly.language.program import Value
 
 

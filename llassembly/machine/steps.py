@@ -2,7 +2,7 @@
 
 A step function takes the machine state and its own pc and returns the next pc. Every
 instruction is compiled once, so the emulator's loop is a list index and a call. The table
-``_COMPILERS`` is checked against :class:`~llassembly.language.opcodes.Opcode` at import: a
+``_COMPILERS`` is checked against :class:`~llassembly.language.instructions.Opcode` at import: a
 missing handler fails at import, not at run time. Which instruction is a tool call, and where a
 result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
 
@@ -23,14 +23,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from llassembly.language.instructions import OPCODE_INFO
+from llassembly.language.instructions import EAX_INDEX, ECX_INDEX, EDX_INDEX, OPCODE_INFO, Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.opcodes import (
-    EAX_INDEX,
-    ECX_INDEX,
-    EDX_INDEX,
-    Opcode,
-)
 from llassembly.language.program import (
     NONE,
     Instruction,
@@ -62,12 +56,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from llassembly.analysis.cfg import ControlFlow, control_flow
+from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
-from llassembly.analysis.layout import (
-    Layout,
-    layout_of,
-)
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.analysis.verifier import verify
 from llassembly.errors import (

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias
 
+from llassembly.language.instructions import Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.opcodes import Opcode
 from llassembly.language.program import NONE, Instruction, Value
 from llassembly.language.templates import render
 from llassembly.machine.access import (
@@ -36,9 +36,8 @@ if TYPE_CHECKING:
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from llassembly.language.instructions import effects
-from llassembly.language.opcodes import EAX_INDEX, XMM0_INDEX
-from llassembly.language.program import Program
+from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX
+from llassembly.language.program import Program, effects
 from llassembly.language.templates import split_template, template_of
 from llassembly.machine.access import filled
 
