@@ -1,0 +1,225 @@
+"""What each command does: ``check`` and ``run`` a plan against the tools ``--tools`` names
+(:func:`load_tools`), and hand ``demo`` its arguments."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from llassembly.analysis.summary import summarize
+from llassembly.analysis.toolset import looks_like_one_tool
+from llassembly.analysis.verifier import check
+from llassembly.cli._report import (
+    EXIT_OK,
+    EXIT_PLAN,
+    EXIT_RUN,
+    Report,
+    plain,
+    problem,
+    show,
+)
+from llassembly.errors import (
+    ExecutionError,
+    UsageError,
+)
+from llassembly.language.opcodes import Opcode
+from llassembly.language.parser import parse
+from llassembly.language.program import (
+    PlainAnswer,
+    Program,
+    find_tool,
+)
+from llassembly.machine.emulator import (
+    Emulator,
+    ToolCall,
+)
+from llassembly.machine.externs import (
+    Extern,
+    externs_of,
+)
+
+
+def load_tools(spec: str) -> dict[str, Extern]:
+    """Import ``module:attr`` and adapt what it names into externs.
+
+    Raises:
+        UsageError: The spec is malformed, the module or attribute is missing, or a tool
+            cannot be adapted.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"--tools must look like module:attribute, got {spec!r}")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a missing module, or one that fails while importing
+        msg = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        raise UsageError(msg) from exc
+    try:
+        value: Any = getattr(module, attr)
+    except AttributeError as exc:
+        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
+    if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
+        value = value()
+    # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
+    # command line there is no list to wrap it in.
+    tools = [value] if looks_like_one_tool(value) else value
+    return dict(externs_of(tools, param="--tools"))
+
+
+def _is_typed_tool(value: Callable[..., Any]) -> bool:
+    """A plain function with annotations is a tool; a bare factory ``def tools():`` is not."""
+    annotations = getattr(value, "__annotations__", {})
+    return bool(annotations) and set(annotations) != {"return"}
+
+
+def _read_plan(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
+
+
+def _parse_plan(path: str) -> Program | PlainAnswer:
+    return parse(_read_plan(path))
+
+
+def _plain_answer(report: Report, answer: PlainAnswer) -> int:
+    report.text("The reply holds no instruction: it is a plain answer.")
+    return report.json("plain_answer", EXIT_PLAN, text=answer.text)
+
+
+def check_command(args: argparse.Namespace, report: Report) -> int:
+    externs = load_tools(args.tools)
+    program = _parse_plan(args.plan)
+    if isinstance(program, PlainAnswer):
+        return _plain_answer(report, program)
+    problems = check(program, externs)
+    if problems:
+        for diagnostic in problems:
+            report.text(diagnostic.render())
+        report.text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
+        return report.json("rejected", EXIT_PLAN, problems=[problem(d) for d in problems])
+    calls = sum(
+        1
+        for i in program.instructions
+        if i.op is Opcode.CALL and find_tool(str(i.operands[0]), externs) is not None
+    )
+    summary = (
+        summarize(
+            program,
+            externs,
+            max_instructions_to_exec=args.max_instructions,
+            max_tool_calls=args.max_tool_calls,
+        )
+        if report.as_json or args.summary
+        else None
+    )
+    report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
+    if summary is not None:
+        report.text(summary.render())
+    return report.json(
+        "ok",
+        EXIT_OK,
+        instructions=len(program.instructions),
+        tool_call_sites=calls,
+        **(summary.to_dict() if summary is not None else {}),
+    )
+
+
+def run_command(args: argparse.Namespace, report: Report) -> int:
+    externs = load_tools(args.tools)
+    program = _parse_plan(args.plan)
+    if isinstance(program, PlainAnswer):
+        return _plain_answer(report, program)
+    emulator = Emulator(
+        program,
+        externs,
+        max_instructions_to_exec=args.max_instructions,
+        max_tool_calls=args.max_tool_calls,
+        max_stack_depth=args.max_stack_depth,
+    )
+    calls: list[dict[str, Any]] = []
+
+    def call(request: ToolCall) -> Any:
+        arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
+        result = externs[request.tool].call(request.args)
+        report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
+        calls.append(
+            {
+                "line": request.line,
+                "tool": request.tool,
+                "args": plain(request.args),
+                "result": plain(result),
+            }
+        )
+        return result
+
+    try:
+        result = emulator.run(call)
+    except ExecutionError as exc:
+        report.text(f"stopped: {exc}")
+        error = {
+            "type": type(exc).__name__,
+            "message": exc.detail,
+            "line": exc.line,
+            "source": exc.source,
+        }
+        said = "\n".join(emulator.state.answer)
+        return report.json("stopped", EXIT_RUN, error=error, calls=calls, answer=said)
+    registers = ", ".join(f"{k}={show(v)}" for k, v in result.registers.items()) or "(all zero)"
+    report.text(
+        f"finished: {result.instructions_executed} instructions, {result.tool_calls} tool calls"
+    )
+    report.text(f"registers: {registers}")
+    if result.stack:
+        report.text(f"stack (bottom to top): [{', '.join(show(v) for v in result.stack)}]")
+    if result.returned is not None:
+        report.text(f"returned: {show(result.returned)}")
+    if result.answer:
+        # The answer last, its lines indented under the first: what a person reads first.
+        report.text("answer: " + result.answer.replace("\n", "\n        "))
+    return report.json(
+        "finished",
+        EXIT_OK,
+        answer=result.answer,
+        returned=plain(result.returned),
+        calls=calls,
+        registers=plain(result.registers),
+        stack=plain(result.stack),
+        instructions_executed=result.instructions_executed,
+        tool_calls=result.tool_calls,
+    )
+
+
+DEMO_HELP = (
+    "run the NPC demo with its own arguments (the llassembly-demo package: "
+    "pip install -e examples/npc_demo); llassembly demo --help shows them"
+)
+
+
+def run_demo(argv: Sequence[str], out: TextIO) -> int:
+    """Hand the arguments to the demo's command line when its package is installed.
+
+    The demo is its own distribution that depends on this one, never the other way round, so
+    it is imported by name, here only.
+    """
+    try:
+        demo = importlib.import_module("llassembly_demo.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("llassembly_demo"):
+            raise  # the demo is installed but something it imports is missing: say so
+        raise UsageError(
+            "the NPC demo is its own package and it is not installed: from the repository's "
+            "root, pip install -e . -e examples/npc_demo, then run llassembly demo "
+            "(or llassembly-demo)"
+        ) from exc
+    code: int = demo.main(list(argv), out=out)
+    return code

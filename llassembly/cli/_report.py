@@ -1,0 +1,102 @@
+"""What a command's outcome looks like: its exit code (:data:`EXIT_CODES`), the shape of
+``--json`` output (:data:`JSON_SCHEMA`), and the :class:`Report` that writes it, as text for
+a person or as one JSON object."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TextIO
+
+from llassembly.errors import Diagnostic
+
+EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success: the plan is valid (check) or ran to its end (run)",
+    EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
+    EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
+    EXIT_USAGE: "the command was used wrongly: arguments, --tools, the plan file, no demo",
+}
+"""Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
+
+JSON_SCHEMA = """\
+JSON output (--json): one object on standard output, whatever happens
+(what the tools print goes to standard error).
+  Always:    "command" ("check" | "run" | null), "status", "exit_code"
+  status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
+             plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
+             "max_instructions", "ends", "complete", "budgets", "within_budgets"
+             (null = unbounded)
+  status "finished" (run, exit 0): "answer" (the SAY lines, "" if none),
+             "returned" (what a top-level RET returned in EAX/XMM0, or null),
+             "calls", "registers" (non-zero ones), "stack", "instructions_executed",
+             "tool_calls"
+  status "rejected" (exit 1): "problems": [{"line", "column", "message", "source"}]
+  status "plain_answer" (exit 1): "text" (the reply holds no instruction)
+  status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
+             "calls" made before it, "answer" said before it
+  status "usage_error" (exit 3): "error": {"type", "message"}
+  A call is {"line", "tool", "args", "result"}. Values are JSON numbers and
+  strings; a value JSON cannot hold (a tool's object, an int too long to
+  print) is its text."""
+"""The shape of ``--json`` output, as shown in ``llassembly --help``."""
+
+
+def show(value: Any) -> str:
+    """``repr`` that survives ints too long for Python to turn into text."""
+    try:
+        return repr(value)
+    except Exception:  # a huge int (ValueError), or a tool result with a broken __repr__
+        if isinstance(value, int):
+            return f"<int of {value.bit_length()} bits>"
+        return f"<unprintable {type(value).__name__}>"
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON can hold it: numbers, strings, lists, objects; anything else as text."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        try:
+            str(value)  # Python refuses to print ints of more than 4300 digits
+        except ValueError:
+            return show(value)
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return show(value)
+
+
+class Report:
+    """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
+
+    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
+        self.out = out
+        self.as_json = as_json
+        self.command = command
+
+    def text(self, line: str) -> None:
+        """A line for a person; nothing under ``--json``."""
+        if not self.as_json:
+            self.out.write(line + "\n")
+
+    def json(self, status: str, code: int, **fields: Any) -> int:
+        """The one JSON object under ``--json``; return the exit code either way."""
+        if self.as_json:
+            data = {"command": self.command, "status": status, "exit_code": code, **fields}
+            self.out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return code
+
+
+def problem(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {
+        "line": diagnostic.line,
+        "column": diagnostic.column,
+        "message": diagnostic.message,
+        "source": diagnostic.source,
+    }
