@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO
 
-from llassembly import __version__
+from llassembly import LLAssemblyError, PlanError, UsageError, __version__
 from llassembly.cli._commands import (
     DEMO_HELP,
     check_command,
@@ -47,11 +47,6 @@ from llassembly.cli._report import (
     JSON_SCHEMA,
     Report,
     problem,
-)
-from llassembly.errors import (
-    LLAssemblyError,
-    PlanError,
-    UsageError,
 )
 from llassembly.machine.emulator import (
     DEFAULT_MAX_INSTRUCTIONS,

@@ -10,9 +10,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from llassembly.analysis.summary import summarize
+from llassembly import (
+    Emulator,
+    ExecutionError,
+    Extern,
+    PlainAnswer,
+    Program,
+    ToolCall,
+    UsageError,
+    check,
+    parse,
+    summarize,
+)
 from llassembly.analysis.toolset import looks_like_one_tool
-from llassembly.analysis.verifier import check
 from llassembly.cli._report import (
     EXIT_OK,
     EXIT_PLAN,
@@ -22,25 +32,9 @@ from llassembly.cli._report import (
     problem,
     show,
 )
-from llassembly.errors import (
-    ExecutionError,
-    UsageError,
-)
 from llassembly.language.opcodes import Opcode
-from llassembly.language.parser import parse
-from llassembly.language.program import (
-    PlainAnswer,
-    Program,
-    find_tool,
-)
-from llassembly.machine.emulator import (
-    Emulator,
-    ToolCall,
-)
-from llassembly.machine.externs import (
-    Extern,
-    externs_of,
-)
+from llassembly.language.program import find_tool
+from llassembly.machine.externs import externs_of
 
 
 def load_tools(spec: str) -> dict[str, Extern]:

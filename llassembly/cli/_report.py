@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any, TextIO
 
-from llassembly.errors import Diagnostic
+from llassembly import Diagnostic
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
