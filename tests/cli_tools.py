@@ -49,3 +49,32 @@ def chatty_failure(x: int) -> int:
 
 
 CHATTY = [chatty, chatty_failure]
+
+
+# --- hostile text: what tools from outside return -----------------------------------------------
+
+CUT_EMOJI = "abc\ud83d"
+"""Text ending in half an emoji (a lone surrogate), as a JSON API that cut a string returns it."""
+
+
+def cut(x: int) -> str:
+    """Return text whose last character was cut in half."""
+    return CUT_EMOJI
+
+
+def echo(text: str) -> str:
+    """Return the text given."""
+    return text
+
+
+def cut_failure(x: int) -> int:
+    """Raise with half an emoji in the message."""
+    raise RuntimeError(f"bad input {CUT_EMOJI}")
+
+
+def halves() -> dict[str, list[str]]:
+    """Return an emoji as a pair of surrogates (in a key and a value), and a lone one."""
+    return {"key \ud83d\ude00": ["\ud83d\ude00", "\udcff"]}
+
+
+HOSTILE = [cut, echo, cut_failure, halves, double]

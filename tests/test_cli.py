@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -519,3 +520,136 @@ def test_json_of_a_usage_error(argv: tuple[str, ...], capsys: pytest.CaptureFixt
     assert data["status"] == "usage_error"
     assert data["error"]["type"] == "UsageError" and data["error"]["message"]
     assert capsys.readouterr().err == ""
+
+
+# --- hostile text: a lone surrogate, a stream that cannot encode a character ------------------
+
+CUT_PLAN = 'PUSH 1\nCALL cut\nPOP R1\nSAY "said {R1}"\nPUSH R1\nCALL echo\n'
+"""A tool returns half an emoji; the plan says it and passes it on to another tool."""
+
+
+def test_run_json_of_a_lone_surrogate_is_json_every_parser_reads(tmp_path: Path) -> None:
+    """A lone surrogate is no character: JSON cannot carry it to every reader (it is not
+    UTF-8), so it is written as U+FFFD, in results, arguments, registers, stack and answer."""
+    code, out = cli("run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0
+    assert out.isascii()  # the same bytes whatever the stream's encoding
+    data = json.loads(out)
+    cut = "abc\ufffd"
+    assert data["status"] == "finished"
+    assert data["calls"] == [
+        {"line": 2, "tool": "cut", "args": {"x": 1}, "result": cut},
+        {"line": 6, "tool": "echo", "args": {"text": cut}, "result": cut},
+    ]
+    assert (data["registers"], data["stack"], data["answer"]) == ({"R1": cut}, [cut], f"said {cut}")
+
+
+def test_run_json_of_an_error_message_with_a_lone_surrogate(tmp_path: Path) -> None:
+    source = "PUSH 1\nCALL cut_failure\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE")
+    assert (code, data["status"]) == (2, "stopped")
+    assert data["error"]["message"] == "tool 'cut_failure' raised RuntimeError: bad input abc\ufffd"
+
+
+def test_json_keeps_characters_and_surrogate_pairs_as_text(tmp_path: Path) -> None:
+    """Only a lone surrogate is replaced: any character, an emoji whole, survives (escaped as
+    ``\\uXXXX``: the output is ASCII), and so does a pair of surrogates (the emoji it spells),
+    in keys as in values."""
+    source = 'PUSH "Zürich 東京 \U0001f600"\nCALL echo\nPOP R1\nCALL halves\n'
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0 and out.isascii()
+    data = json.loads(out)
+    assert data["registers"] == {"R1": "Zürich 東京 \U0001f600"}
+    assert data["calls"][1]["result"] == {"key \U0001f600": ["\U0001f600", "\ufffd"]}
+
+
+def strict_stream(encoding: str) -> io.TextIOWrapper:
+    """A standard output that cannot write what its encoding cannot hold (as a real one)."""
+    return io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline="\n")
+
+
+def written(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode(stream.encoding)
+
+
+def test_run_prints_a_lone_surrogate_escaped(tmp_path: Path) -> None:
+    """Without ``--json`` text a stream cannot write is shown as a Python escape, as the call
+    lines already show values (``repr``): ``abc\\ud83d``."""
+    out = strict_stream("utf-8")
+    code = main(["run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 0
+    assert written(out).splitlines() == [
+        "line   2  cut(x=1) -> 'abc\\ud83d'",
+        "line   6  echo(text='abc\\ud83d') -> 'abc\\ud83d'",
+        "finished: 6 instructions, 2 tool calls",
+        "registers: R1='abc\\ud83d'",
+        "stack (bottom to top): ['abc\\ud83d']",
+        "answer: said abc\\ud83d",
+    ]
+
+
+def test_run_prints_what_an_ascii_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    source = 'PUSH "Zürich"\nCALL echo\nPOP R1\nSAY "in {R1}"\nPUSH 1\nCALL cut_failure\n'
+    out = strict_stream("ascii")
+    code = main(["run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 2
+    assert written(out).splitlines() == [
+        "line   2  echo(text='Z\\xfcrich') -> 'Z\\xfcrich'",
+        "stopped: line 6: tool 'cut_failure' raised RuntimeError: bad input abc\\ud83d "
+        "(CALL cut_failure)",
+    ]
+
+
+def test_check_prints_a_plan_line_a_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    out = strict_stream("ascii")
+    source = "CALL météo\n"
+    code = main(["check", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 1
+    assert "    CALL m\\xe9t\\xe9o\n" in written(out)
+
+
+_ENVIRONMENTS = {
+    "inherited": {},
+    "C locale, no PYTHONIOENCODING": {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": None},
+    "ascii": {"PYTHONIOENCODING": "ascii"},
+    "latin-1, strict": {"PYTHONIOENCODING": "latin-1:strict", "PYTHONUTF8": "0"},
+}
+
+
+def run_process(
+    argv: list[str], changes: dict[str, str | None]
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m llassembly ARGV`` in a fresh process, its environment changed by
+    ``changes`` (``None`` removes a variable): the streams are the process's own."""
+    env = {k: v for k, v in os.environ.items() if k not in changes}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    env["PYTHONPATH"] = str(ROOT / "tests")
+    return subprocess.run(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
+def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
+    changes: dict[str, str | None], tmp_path: Path
+) -> None:
+    """The crash was in the process's own stream encoding, which ``main(out=...)`` does not
+    use: here the streams are a real process's, in the locales a user may have."""
+    source = plan(tmp_path, CUT_PLAN + 'PUSH "Zürich"\nCALL echo\nSAY "in {R1}"\n')
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE", "--json"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.isascii()
+    data = json.loads(done.stdout)
+    assert data["answer"] == "said abc\ufffd\nin abc\ufffd"
+    assert data["calls"][-1]["result"] == "Zürich"
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b"answer: said abc\\ud83d\n        in abc\\ud83d\n" in done.stdout

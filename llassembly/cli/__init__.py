@@ -46,6 +46,7 @@ from llassembly.cli._report import (
     EXIT_USAGE,
     JSON_SCHEMA,
     Report,
+    printable,
     problem,
 )
 from llassembly.machine.emulator import (
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except UsageError as exc:
         if not report.as_json:
             usage = exc.usage if isinstance(exc, _BadArguments) else ""
-            sys.stderr.write(f"{usage}llassembly: {exc}\n")
+            sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
         kind = "UsageError" if isinstance(exc, _BadArguments) else type(exc).__name__
         return report.json("usage_error", EXIT_USAGE, error={"type": kind, "message": str(exc)})
     except LLAssemblyError as exc:

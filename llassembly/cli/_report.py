@@ -39,7 +39,8 @@ JSON output (--json): one object on standard output, whatever happens
   status "usage_error" (exit 3): "error": {"type", "message"}
   A call is {"line", "tool", "args", "result"}. Values are JSON numbers and
   strings; a value JSON cannot hold (a tool's object, an int too long to
-  print) is its text."""
+  print) is its text. The output is ASCII (other characters as \\uXXXX
+  escapes); a lone surrogate (half a character) is written as U+FFFD."""
 """The shape of ``--json`` output, as shown in ``llassembly --help``."""
 
 
@@ -53,10 +54,39 @@ def show(value: Any) -> str:
         return f"<unprintable {type(value).__name__}>"
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (half a character: an emoji a web service cut in
+    two) replaced by U+FFFD; a pair of surrogates becomes the character it spells. A lone
+    surrogate is no character: UTF-8 cannot encode it, and JSON readers differ on it."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def printable(text: str, stream: TextIO) -> str:
+    """``text`` as ``stream`` can write it: what its encoding cannot hold (a lone surrogate
+    always, an accented letter on an ASCII console) as a Python escape, as ``repr`` shows it."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # a stream that names an encoding Python does not know
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+    return text
+
+
 def plain(value: Any) -> Any:
-    """``value`` as JSON can hold it: numbers, strings, lists, objects; anything else as text."""
-    if value is None or isinstance(value, bool | str):
+    """``value`` as JSON can hold it: numbers, well-formed strings, lists, objects; anything
+    else as text."""
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return well_formed(value)
     if isinstance(value, int):
         try:
             str(value)  # Python refuses to print ints of more than 4300 digits
@@ -68,8 +98,8 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    return show(value)
+        return {well_formed(str(k)): plain(v) for k, v in value.items()}
+    return well_formed(show(value))
 
 
 class Report:
@@ -81,15 +111,20 @@ class Report:
         self.command = command
 
     def text(self, line: str) -> None:
-        """A line for a person; nothing under ``--json``."""
+        """A line for a person (see :func:`printable`); nothing under ``--json``."""
         if not self.as_json:
-            self.out.write(line + "\n")
+            self.out.write(printable(line + "\n", self.out))
 
     def json(self, status: str, code: int, **fields: Any) -> int:
-        """The one JSON object under ``--json``; return the exit code either way."""
+        """The one JSON object under ``--json``; return the exit code either way.
+
+        The object is ASCII (any other character as a ``\\uXXXX`` escape), so no stream's
+        encoding can fail on it, and its strings are well formed (:func:`well_formed`, the
+        messages and plan lines too), so every JSON reader reads the same text.
+        """
         if self.as_json:
             data = {"command": self.command, "status": status, "exit_code": code, **fields}
-            self.out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            self.out.write(json.dumps(plain(data), indent=2, ensure_ascii=True) + "\n")
         return code
 
 
