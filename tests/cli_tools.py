@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from pydantic import BaseModel
 
 
 def double(x: int) -> int:
@@ -78,3 +81,78 @@ def halves() -> dict[str, list[str]]:
 
 
 HOSTILE = [cut, echo, cut_failure, halves, double]
+
+
+# --- records: results that are objects ----------------------------------------------------------
+
+
+class Point(BaseModel):
+    """A pydantic model."""
+
+    x: int
+    label: str
+
+
+@dataclass
+class Box:
+    """A dataclass."""
+
+    width: int
+    tags: tuple[str, ...]
+
+
+class Pair(TypedDict):
+    """A TypedDict."""
+
+    left: int
+    right: str
+
+
+class Opaque:
+    """An object JSON cannot hold: its text stands for it."""
+
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+def a_dict(x: int) -> dict[str, Any]:
+    """Return a dict with a nested model."""
+    return {"x": x, "point": Point(x=x, label="p")}
+
+
+def a_model(x: int) -> Point:
+    """Return a pydantic model."""
+    return Point(x=x, label="p")
+
+
+def a_dataclass(x: int) -> Box:
+    """Return a dataclass."""
+    return Box(width=x, tags=("a", "b"))
+
+
+def a_typeddict(x: int) -> Pair:
+    """Return a TypedDict."""
+    return {"left": x, "right": "r"}
+
+
+def models(x: int) -> list[Point]:
+    """Return a list of pydantic models."""
+    return [Point(x=x, label="a"), Point(x=x + 1, label="b")]
+
+
+def a_tuple(x: int) -> tuple[int, str]:
+    """Return two values."""
+    return x, "two"
+
+
+def opaque(x: int) -> Any:
+    """Return an object JSON cannot hold."""
+    return Opaque()
+
+
+def take_point(p: Point) -> int:
+    """Take a record as an argument."""
+    return p.x
+
+
+RECORDS = [a_dict, a_model, a_dataclass, a_typeddict, models, a_tuple, opaque, take_point]

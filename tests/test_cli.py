@@ -653,3 +653,40 @@ def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
     done = run_process(["run", source, "--tools", "cli_tools:HOSTILE"], changes)
     assert (done.returncode, done.stderr) == (0, b"")
     assert b"answer: said abc\\ud83d\n        in abc\\ud83d\n" in done.stdout
+
+
+# --- records: results as JSON values ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "result"),
+    [
+        ("PUSH 1\nCALL a_dict", {"x": 1, "point": {"x": 1, "label": "p"}}),
+        ("PUSH 1\nCALL a_model", {"x": 1, "label": "p"}),
+        ("PUSH 1\nCALL a_dataclass", {"width": 1, "tags": ["a", "b"]}),
+        ("PUSH 1\nCALL a_typeddict", {"left": 1, "right": "r"}),
+        ("PUSH 1\nCALL models", [{"x": 1, "label": "a"}, {"x": 2, "label": "b"}]),
+        ("PUSH 1\nCALL a_tuple\nPOP R1\nPOP R2", [1, "two"]),
+        ("PUSH 1\nCALL opaque", "<opaque>"),  # no JSON form: its text, as before
+    ],
+)
+def test_run_json_shows_a_record_result_as_json(source: str, result: Any, tmp_path: Path) -> None:
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert (code, data["status"]) == (0, "finished")
+    assert data["calls"][0]["result"] == result
+
+
+def test_run_json_shows_a_record_argument_as_json(tmp_path: Path) -> None:
+    """A record given to a tool is an object in ``args``; the plan's own values (registers,
+    stack) are its numbers and strings, a record among them the JSON text the plan holds."""
+    source = "PUSH 1\nCALL a_model\nPOP R1\nPUSH R1\nCALL take_point\nPUSH R1\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert code == 0
+    assert data["calls"][1] == {
+        "line": 5,
+        "tool": "take_point",
+        "args": {"p": {"x": 1, "label": "p"}},
+        "result": 1,
+    }
+    assert json.loads(data["registers"]["R1"]) == {"x": 1, "label": "p"}
+    assert data["stack"] == [1, data["registers"]["R1"]]

@@ -8,6 +8,8 @@ import json
 import math
 from typing import Any, TextIO
 
+from pydantic_core import to_jsonable_python
+
 from llassembly import Diagnostic
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
@@ -37,9 +39,11 @@ JSON output (--json): one object on standard output, whatever happens
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
   status "usage_error" (exit 3): "error": {"type", "message"}
-  A call is {"line", "tool", "args", "result"}. Values are JSON numbers and
-  strings; a value JSON cannot hold (a tool's object, an int too long to
-  print) is its text. The output is ASCII (other characters as \\uXXXX
+  A call is {"line", "tool", "args", "result"}: JSON values (a record, a
+  pydantic model or dataclass, is an object of its fields); a value JSON
+  cannot hold (an object of no JSON form, an int too long to print) is its
+  text. Registers, stack and returned hold the plan's numbers and strings.
+  The output is ASCII (other characters as \\uXXXX
   escapes); a lone surrogate (half a character) is written as U+FFFD."""
 """The shape of ``--json`` output, as shown in ``llassembly --help``."""
 
@@ -81,25 +85,39 @@ def printable(text: str, stream: TextIO) -> str:
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON can hold it: numbers, well-formed strings, lists, objects; anything
-    else as text."""
+    """``value`` as a JSON value: numbers, well-formed strings, arrays, objects (a record, a
+    pydantic model or a dataclass, as its fields, as pydantic writes them); anything else, and
+    data nested too deeply, as its text."""
+    try:
+        return _json_value(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply to show>"
+
+
+def _json_value(value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return well_formed(value)
+        return well_formed(str.__str__(value))
     if isinstance(value, int):
         try:
             str(value)  # Python refuses to print ints of more than 4300 digits
         except ValueError:
             return show(value)
-        return value
+        return int(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return float(value) if math.isfinite(value) else repr(value)
     if isinstance(value, dict):
-        return {well_formed(str(k)): plain(v) for k, v in value.items()}
-    return well_formed(show(value))
+        return {
+            well_formed(k if type(k) is str else show(k)): _json_value(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_value(v) for v in value]
+    try:  # a record, an enum, a date...: the JSON data pydantic writes for it
+        data = to_jsonable_python(value, fallback=show)
+    except Exception:  # bytes that are no UTF-8, a model whose own serializer raises
+        return well_formed(show(value))
+    return _json_value(data)
 
 
 class Report:
