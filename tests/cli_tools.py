@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 
@@ -156,3 +157,31 @@ def take_point(p: Point) -> int:
 
 
 RECORDS = [a_dict, a_model, a_dataclass, a_typeddict, models, a_tuple, opaque, take_point]
+
+
+# --- async-only tools: a synchronous run refuses them before anything runs ---------------------
+
+SIDE_EFFECTS: list[int] = []
+"""What :func:`record` was called with (a side effect a refused run must not have)."""
+
+
+def record(x: int) -> int:
+    """Keep x: a side effect."""
+    SIDE_EFFECTS.append(x)
+    return x
+
+
+async def wait(x: int) -> int:
+    """An async def tool."""
+    return x
+
+
+async def _wait(x: int) -> int:
+    return x
+
+
+wait_tool = StructuredTool.from_function(
+    coroutine=_wait, name="wait_tool", description="A LangChain tool built from a coroutine only."
+)
+
+ASYNC = [record, wait, wait_tool]

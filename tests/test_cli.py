@@ -690,3 +690,29 @@ def test_run_json_shows_a_record_argument_as_json(tmp_path: Path) -> None:
     }
     assert json.loads(data["registers"]["R1"]) == {"x": 1, "label": "p"}
     assert data["stack"] == [1, data["registers"]["R1"]]
+
+
+# --- async-only tools: refused before anything runs -------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["wait", "wait_tool"])
+def test_run_refuses_an_async_only_tool_before_any_call(
+    tool: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Emulator.run()`` refuses the plan before anything runs; so does ``run`` (it used to
+    call ``record`` first, then stop with exit 2 at the async tool)."""
+    from cli_tools import ASYNC, SIDE_EFFECTS
+
+    source = f"PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL {tool}\nPOP R2\n"
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), ASYNC).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    code, data = cli_json("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, SIDE_EFFECTS) == (3, [])
+    assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
+    assert "nothing has run" in str(refused.value)
+    assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool

@@ -34,7 +34,7 @@ from llassembly.cli._report import (
 )
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import find_tool
-from llassembly.machine.externs import externs_of
+from llassembly.machine.externs import check_sync_tools, externs_of
 
 
 def load_tools(spec: str) -> dict[str, Extern]:
@@ -140,6 +140,10 @@ def run_command(args: argparse.Namespace, report: Report) -> int:
         max_tool_calls=args.max_tool_calls,
         max_stack_depth=args.max_stack_depth,
     )
+    # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
+    # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
+    compiled = emulator.compiled
+    check_sync_tools((t.name for t in compiled.tools if t is not None), compiled.externs)
     calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:

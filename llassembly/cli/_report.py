@@ -38,7 +38,8 @@ JSON output (--json): one object on standard output, whatever happens
   status "plain_answer" (exit 1): "text" (the reply holds no instruction)
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
-  status "usage_error" (exit 3): "error": {"type", "message"}
+  status "usage_error" (exit 3): "error": {"type", "message"} (also run of a
+             plan calling an async-only tool: nothing has run)
   A call is {"line", "tool", "args", "result"}: JSON values (a record, a
   pydantic model or dataclass, is an object of its fields); a value JSON
   cannot hold (an object of no JSON form, an int too long to print) is its
