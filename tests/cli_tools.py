@@ -185,3 +185,8 @@ wait_tool = StructuredTool.from_function(
 )
 
 ASYNC = [record, wait, wait_tool]
+
+
+def broken_factory() -> list[Any]:
+    """A factory that fails."""
+    raise RuntimeError("no tools today")

@@ -716,3 +716,13 @@ def test_run_refuses_an_async_only_tool_before_any_call(
     assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
     assert "nothing has run" in str(refused.value)
     assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
+
+
+def test_a_tools_factory_that_raises_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, data = cli_json("check", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:broken_factory")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        "calling cli_tools:broken_factory raised RuntimeError: no tools today"
+    )

@@ -59,7 +59,10 @@ def load_tools(spec: str) -> dict[str, Extern]:
     except AttributeError as exc:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
     if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:  # the factory's own failure: --tools names no tools
+            raise UsageError(f"calling {spec} raised {type(exc).__name__}: {exc}") from exc
     # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value
