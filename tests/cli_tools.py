@@ -190,3 +190,11 @@ ASYNC = [record, wait, wait_tool]
 def broken_factory() -> list[Any]:
     """A factory that fails."""
     raise RuntimeError("no tools today")
+
+
+def query_text(text: str) -> str:
+    """A tool of the user's with the name plans call a query by."""
+    return text
+
+
+QUERY_CLASH = [double, query_text]

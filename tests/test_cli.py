@@ -7,12 +7,19 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 import llassembly
 from llassembly.cli import (
@@ -332,7 +339,7 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 def test_help_lists_every_exit_code_and_the_json_schema(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for words in (["--help"], ["run", "--help"], ["check", "--help"]):
+    for words in (["--help"], ["run", "--help"], ["check", "--help"], ["prompt", "--help"]):
         assert main(words, out=io.StringIO()) == 0
         shown = capsys.readouterr().out
         for code, meaning in EXIT_CODES.items():
@@ -726,3 +733,141 @@ def test_a_tools_factory_that_raises_is_a_usage_error(
     assert data["error"]["message"] == (
         "calling cli_tools:broken_factory raised RuntimeError: no tools today"
     )
+
+
+# --- prompt: what the planner model is sent ----------------------------------------------------
+
+
+class RecordingModel(GenericFakeChatModel):
+    """A scripted model (its replies are written here) that keeps what it was sent."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def system_message_sent(tools: list[Any], *, context: str | None, **options: Any) -> SystemMessage:
+    """The system message the planner model gets in a ``create_agent`` run with
+    ``ToolsPlannerMiddleware(**options)``, the agent's system prompt ``context``."""
+    from langchain.agents import create_agent
+
+    model = RecordingModel(messages=iter([AIMessage("It is warm.")]))  # a plain answer
+    middleware = llassembly.ToolsPlannerMiddleware(**options)
+    agent = create_agent(model, tools=tools, system_prompt=context, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("How warm is it in Paris?")]})
+    (sent,) = model.seen
+    assert isinstance(sent[0], SystemMessage)
+    assert not any(isinstance(m, SystemMessage) for m in sent[1:])  # the only one
+    return sent[0]
+
+
+TEMPLATE = "{context}\n\nPlan with these tools, in llassembly:\n\n{extern_functions}\n"
+
+
+@pytest.mark.parametrize("queries", [False, True])
+@pytest.mark.parametrize("context", [None, "You report the weather. Be brief."])
+@pytest.mark.parametrize("template", [False, True])
+def test_prompt_prints_what_the_planner_model_is_sent(
+    queries: bool,
+    context: str | None,
+    template: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from examples.weather_tools import TOOLS
+
+    options: dict[str, Any] = {"queries": queries}
+    argv = ["prompt", "--tools", WEATHER_TOOLS]
+    if queries:
+        argv.append("--queries")
+    if context is not None:
+        argv += ["--context", context]
+    if template:
+        path = tmp_path / "template.md"
+        path.write_text(TEMPLATE, encoding="utf-8")
+        options["prompt_path"] = str(path)
+        argv += ["--prompt-path", str(path)]
+    sent = system_message_sent(TOOLS, context=context, **options)
+    capsys.readouterr()
+    code, out = cli(*argv)
+    assert code == 0
+    assert out == sent.text  # the prompt alone: `> prompt.txt` holds it
+    tokens = count_tokens_approximately([sent])
+    names = 3 if queries else 2
+    assert capsys.readouterr().err == f"~{tokens} tokens (estimated), {names} tools\n"
+    code, data = cli_json(*argv)
+    assert data == {
+        "command": "prompt",
+        "status": "ok",
+        "exit_code": 0,
+        "system_prompt": sent.text,
+        "tokens": tokens,
+        "tools": ["get_temperature", "notify"] + (["query_text"] if queries else []),
+    }
+
+
+def test_prompt_with_queries_teaches_query_text() -> None:
+    code, plain_prompt = cli("prompt", "--tools", WEATHER_TOOLS)
+    code, with_queries = cli("prompt", "--tools", WEATHER_TOOLS, "--queries")
+    assert code == 0
+    assert "query_text" not in plain_prompt
+    assert "CALL query_text" in with_queries
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tools", "cli_tools"], "--tools must look like module:attribute"),
+        (["--tools", "no_such_module_xyz:TOOLS"], "cannot import module 'no_such_module_xyz'"),
+        (["--tools", "cli_tools:NOT_A_TOOL"], "--tools must be a list of tools"),
+        ([], "the following arguments are required: --tools"),
+        (["--tools", WEATHER_TOOLS, "--prompt-path", "no/such.md"], "cannot read the prompt"),
+        (["--tools", "cli_tools:QUERY_CLASH", "--queries"], "a tool is named 'query_text'"),
+    ],
+)
+def test_prompt_of_bad_arguments_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli("prompt", *argv)
+    assert (code, out) == (3, "")
+    assert message in capsys.readouterr().err
+    code, data = cli_json("prompt", *argv)
+    assert (code, data["command"], data["status"]) == (3, "prompt", "usage_error")
+    assert message in data["error"]["message"]
+
+
+def test_prompt_loads_no_langgraph(tmp_path: Path) -> None:
+    """The prompt is built without the integration: ``prompt`` loads no LangGraph (and no
+    agent code), with or without queries."""
+    code = textwrap.dedent(
+        """
+        import io, sys
+        from llassembly.cli import main
+        for extra in ([], ["--queries"]):
+            out = io.StringIO()
+            argv = ["prompt", "--tools", "examples.weather_tools:TOOLS", *extra]
+            assert main(argv, out=out) == 0 and "# Tools" in out.getvalue()
+        print(sorted(m for m in sys.modules if m.startswith(("langgraph", "langchain."))))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_size_line_of_the_docs_is_what_prompt_writes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/cli.md shows the prompt of its console example on standard output (checked by
+    tests/test_docs.py) and quotes the line standard error gets for it: that line too."""
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    command = re.search(r"^\$ llassembly (prompt .*)$", page, flags=re.MULTILINE)
+    quoted = re.search(r"on standard error `(~\d+ tokens \(estimated\), \d+ tools)`", page)
+    assert command is not None and quoted is not None
+    capsys.readouterr()
+    assert main(shlex.split(command.group(1)), out=io.StringIO()) == 0
+    assert capsys.readouterr().err == quoted.group(1) + "\n"

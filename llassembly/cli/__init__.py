@@ -1,18 +1,20 @@
-"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly demo`` (and
-``python -m llassembly``).
+"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly prompt``,
+``llassembly demo`` (and ``python -m llassembly``).
 
 ``check PLAN --tools module:attr`` prints every problem with the source line and a caret;
 with ``--summary`` it also prints what a valid plan can do (each tool's fewest and most calls,
 constant arguments, loops and conditions, worst-case counts against the budgets).
 ``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
-final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
-prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`); what the
-tools print meanwhile goes to standard error.
+final registers and the plan's answer (its ``SAY`` lines). With ``--json`` every command but
+``demo`` prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`);
+what the tools print meanwhile goes to standard error.
 ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
 (LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
-function returning a list or a mapping; the
-current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
-repository root. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
+function returning a list or a mapping; the current directory is importable, so
+``--tools examples.weather_tools:TOOLS`` works from the repository root.
+``prompt --tools module:attr`` prints the system prompt the planner model is sent for those
+tools (``--queries``, ``--prompt-path``, ``--context`` as the planner's options), and its size
+on standard error. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
 its own arguments.
 
 Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run stopped,
@@ -35,6 +37,7 @@ from llassembly.cli._commands import (
     DEMO_HELP,
     check_command,
     load_tools,
+    prompt_command,
     run_command,
     run_demo,
 )
@@ -79,6 +82,26 @@ def _epilog() -> str:
     return f"exit codes:\n{codes}\n\n{JSON_SCHEMA}"
 
 
+def _prompt_options(sub: argparse.ArgumentParser) -> None:
+    """The planner's options that change its prompt."""
+    sub.add_argument(
+        "--queries",
+        action="store_true",
+        help="as the planner's queries=True: plans may read prose with query_text",
+    )
+    sub.add_argument(
+        "--prompt-path",
+        metavar="FILE",
+        help="a template replacing the built-in prompt (the planner's prompt_path)",
+    )
+    sub.add_argument(
+        "--context",
+        default="",
+        metavar="TEXT",
+        help="your own system prompt, embedded as the agent's system message is",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="llassembly",
@@ -91,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, helptext in (
         ("check", "print every problem in a plan, with the line and a caret"),
         ("run", "run a plan: each tool call and its result, the registers, the answer"),
+        ("prompt", "print the system prompt the planner model is sent for these tools"),
     ):
         sub = commands.add_parser(
             name,
@@ -99,18 +123,22 @@ def _parser() -> argparse.ArgumentParser:
             epilog=_epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sub.add_argument("plan", help="the plan file, or - for standard input")
+        if name != "prompt":
+            sub.add_argument("plan", help="the plan file, or - for standard input")
         sub.add_argument(
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
             help="a list or mapping of tools (or one tool, or a function returning either)",
         )
-        sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
-        sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
+        if name == "prompt":
+            _prompt_options(sub)
+        else:
+            sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
+            sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
             sub.add_argument("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
-        else:
+        elif name == "check":
             sub.add_argument(
                 "--summary",
                 action="store_true",
@@ -131,7 +159,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # Under --json even a usage mistake is a JSON object (the command is known only when
     # parsing got that far).
-    command = words[0] if words and words[0] in ("check", "run") else None
+    command = words[0] if words and words[0] in ("check", "run", "prompt") else None
     as_json = "--json" in words and words[:1] != ["demo"]
     report = Report(stream, as_json=as_json, command=command)
     try:
@@ -144,6 +172,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         handlers: dict[str, Callable[[argparse.Namespace, Report], int]] = {
             "check": check_command,
             "run": run_command,
+            "prompt": prompt_command,
         }
         if not as_json:
             return handlers[args.command](args, report)

@@ -1,5 +1,6 @@
 """What each command does: ``check`` and ``run`` a plan against the tools ``--tools`` names
-(:func:`load_tools`), and hand ``demo`` its arguments."""
+(:func:`load_tools`), show the ``prompt`` the planner model is sent for them, and hand
+``demo`` its arguments."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from llassembly import (
     Program,
     ToolCall,
     UsageError,
+    build_system_prompt,
     check,
     parse,
     summarize,
@@ -35,6 +37,7 @@ from llassembly.cli._report import (
 from llassembly.language.opcodes import Opcode
 from llassembly.language.program import find_tool
 from llassembly.machine.externs import check_sync_tools, externs_of
+from llassembly.machine.query import QUERY_EXTERN, QUERY_TOOL
 
 
 def load_tools(spec: str) -> dict[str, Extern]:
@@ -198,6 +201,29 @@ def run_command(args: argparse.Namespace, report: Report) -> int:
         instructions_executed=result.instructions_executed,
         tool_calls=result.tool_calls,
     )
+
+
+def prompt_command(args: argparse.Namespace, report: Report) -> int:
+    """Print the system prompt the planner model gets for these tools, as the planner builds
+    it (``Planner.system_prompt``), and its size; only the prompt goes to standard output."""
+    # Counting tokens needs LangChain's messages, which check and run do not.
+    from langchain_core.messages import SystemMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    externs = load_tools(args.tools)
+    if args.queries:  # as the planner's queries=True: the built-in query is one more tool
+        if QUERY_TOOL in externs:
+            raise UsageError(
+                f"a tool is named {QUERY_TOOL!r}, the name plans call a query by (--queries): "
+                "rename the tool"
+            )
+        externs[QUERY_TOOL] = QUERY_EXTERN
+    text = build_system_prompt(externs, args.context, args.prompt_path)
+    tokens = count_tokens_approximately([SystemMessage(text)])
+    report.text(text, end="")
+    if not report.as_json:  # not part of the prompt: `llassembly prompt ... > file` holds it alone
+        sys.stderr.write(f"~{tokens} tokens (estimated), {len(externs)} tools\n")
+    return report.json("ok", EXIT_OK, system_prompt=text, tokens=tokens, tools=list(externs))
 
 
 DEMO_HELP = (

@@ -15,21 +15,23 @@ from llassembly import Diagnostic
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
 EXIT_CODES: dict[int, str] = {
-    EXIT_OK: "success: the plan is valid (check) or ran to its end (run)",
+    EXIT_OK: "success: the plan is valid (check), ran to its end (run), or the prompt was printed",
     EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
     EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
-    EXIT_USAGE: "the command was used wrongly: arguments, --tools, the plan file, no demo",
+    EXIT_USAGE: "the command was used wrongly: arguments, --tools, a file it reads, no demo",
 }
 """Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
 
 JSON_SCHEMA = """\
 JSON output (--json): one object on standard output, whatever happens
 (what the tools print goes to standard error).
-  Always:    "command" ("check" | "run" | null), "status", "exit_code"
+  Always:    "command" ("check" | "run" | "prompt" | null), "status", "exit_code"
   status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
              plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
              "max_instructions", "ends", "complete", "budgets", "within_budgets"
              (null = unbounded)
+  status "ok" (prompt, exit 0): "system_prompt" (exactly what the planner model
+             gets), "tokens" (its estimate), "tools" (the names plans may call)
   status "finished" (run, exit 0): "answer" (the SAY lines, "" if none),
              "returned" (what a top-level RET returned in EAX/XMM0, or null),
              "calls", "registers" (non-zero ones), "stack", "instructions_executed",
@@ -129,10 +131,10 @@ class Report:
         self.as_json = as_json
         self.command = command
 
-    def text(self, line: str) -> None:
+    def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
         if not self.as_json:
-            self.out.write(printable(line + "\n", self.out))
+            self.out.write(printable(line + end, self.out))
 
     def json(self, status: str, code: int, **fields: Any) -> int:
         """The one JSON object under ``--json``; return the exit code either way.
