@@ -871,3 +871,21 @@ def test_the_size_line_of_the_docs_is_what_prompt_writes(
     capsys.readouterr()
     assert main(shlex.split(command.group(1)), out=io.StringIO()) == 0
     assert capsys.readouterr().err == quoted.group(1) + "\n"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_plan_that_is_not_utf8_is_a_usage_error(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan saved in Latin-1 used to escape as a traceback (exit 1, no JSON)."""
+    path = tmp_path / "latin1.asm"
+    path.write_bytes("NOP ; café\n".encode("latin-1"))
+    if source == "stdin":
+        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", stream)
+    name = str(path) if source == "file" else "-"
+    code, data = cli_json("check", name, "--tools", "cli_tools:TOOLS")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        f"cannot read plan {name!r}: it is not UTF-8 text (byte 0xe9 at offset 9)"
+    )

@@ -79,12 +79,16 @@ def _is_typed_tool(value: Callable[..., Any]) -> bool:
 
 
 def _read_plan(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:  # a plan saved in another encoding
+        byte, offset = exc.object[exc.start], exc.start
+        msg = (
+            f"cannot read plan {path!r}: it is not UTF-8 text (byte {byte:#04x} at offset {offset})"
+        )
+        raise UsageError(msg) from exc
 
 
 def _parse_plan(path: str) -> Program | PlainAnswer:
