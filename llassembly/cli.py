@@ -1,18 +1,20 @@
-"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly demo`` (and
-``python -m llassembly``).
+"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly prompt``,
+``llassembly demo`` (and ``python -m llassembly``).
 
 ``check PLAN --tools module:attr`` prints every problem with the source line and a caret;
 with ``--summary`` it also prints what a valid plan can do (each tool's fewest and most calls,
 constant arguments, loops and conditions, worst-case counts against the budgets).
 ``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
-final registers and the plan's answer (its ``SAY`` lines). With ``--json`` either command
-prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`); what the
-tools print meanwhile goes to standard error.
+final registers and the plan's answer (its ``SAY`` lines). With ``--json`` every command but
+``demo`` prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`);
+what the tools print meanwhile goes to standard error.
 ``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
 (LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
-function returning a list or a mapping; the
-current directory is importable, so ``--tools examples.weather_tools:TOOLS`` works from the
-repository root. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
+function returning a list or a mapping; the current directory is importable, so
+``--tools examples.weather_tools:TOOLS`` works from the repository root.
+``prompt --tools module:attr`` prints the system prompt the planner model is sent for those
+tools (``--queries``, ``--prompt-path``, ``--context`` as the planner's options), and its size
+on standard error. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
 its own arguments.
 
 Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run stopped,
@@ -31,54 +33,57 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from llassembly import __version__
-from llassembly.analysis.summary import summarize
-from llassembly.analysis.toolset import looks_like_one_tool
-from llassembly.analysis.verifier import check
-from llassembly.errors import (
+from pydantic_core import to_jsonable_python
+
+from llassembly import (
     Diagnostic,
+    Emulator,
     ExecutionError,
+    Extern,
     LLAssemblyError,
+    PlainAnswer,
     PlanError,
+    Program,
+    ToolCall,
     UsageError,
+    __version__,
+    build_system_prompt,
+    check,
+    parse,
+    summarize,
 )
+from llassembly.analysis.queries import QUERY_TOOL
+from llassembly.analysis.toolset import looks_like_one_tool
+from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.instructions import Opcode
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
-from llassembly.language.parser import parse
-from llassembly.language.program import (
-    PlainAnswer,
-    Program,
-    find_tool,
-)
-from llassembly.machine.emulator import Emulator
-from llassembly.machine.externs import (
-    Extern,
-    externs_of,
-)
-from llassembly.machine.state import ToolCall
+from llassembly.language.program import find_tool
+from llassembly.machine.externs import check_sync_tools, externs_of
 
-_EXIT_OK, _EXIT_PLAN, _EXIT_RUN, _EXIT_USAGE = 0, 1, 2, 3
+EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
 EXIT_CODES: dict[int, str] = {
-    _EXIT_OK: "success: the plan is valid (check) or ran to its end (run)",
-    _EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
-    _EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
-    _EXIT_USAGE: "the command was used wrongly: arguments, --tools, the plan file, no demo",
+    EXIT_OK: "success: the plan is valid (check), ran to its end (run), or the prompt was printed",
+    EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
+    EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
+    EXIT_USAGE: "the command was used wrongly: arguments, --tools, a file it reads, no demo",
 }
 """Every exit code of ``llassembly`` and what it means (the demo's are the same)."""
 
 JSON_SCHEMA = """\
 JSON output (--json): one object on standard output, whatever happens
 (what the tools print goes to standard error).
-  Always:    "command" ("check" | "run" | null), "status", "exit_code"
+  Always:    "command" ("check" | "run" | "prompt" | null), "status", "exit_code"
   status "ok" (check, exit 0): "instructions", "tool_call_sites", and the
              plan summary's fields: "tools", "min_tool_calls", "max_tool_calls",
              "max_instructions", "ends", "complete", "budgets", "within_budgets"
              (null = unbounded)
+  status "ok" (prompt, exit 0): "system_prompt" (exactly what the planner model
+             gets), "tokens" (its estimate), "tools" (the names plans may call)
   status "finished" (run, exit 0): "answer" (the SAY lines, "" if none),
              "returned" (what a top-level RET returned in EAX/XMM0, or null),
              "calls", "registers" (non-zero ones), "stack", "instructions_executed",
@@ -87,11 +92,122 @@ JSON output (--json): one object on standard output, whatever happens
   status "plain_answer" (exit 1): "text" (the reply holds no instruction)
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
-  status "usage_error" (exit 3): "error": {"type", "message"}
-  A call is {"line", "tool", "args", "result"}. Values are JSON numbers and
-  strings; a value JSON cannot hold (a tool's object, an int too long to
-  print) is its text."""
+  status "usage_error" (exit 3): "error": {"type", "message"} (also run of a
+             plan calling an async-only tool: nothing has run)
+  A call is {"line", "tool", "args", "result"}: JSON values (a record, a
+  pydantic model or dataclass, is an object of its fields); a value JSON
+  cannot hold (an object of no JSON form, an int too long to print) is its
+  text. Registers, stack and returned hold the plan's numbers and strings.
+  The output is ASCII (other characters as \\uXXXX
+  escapes); a lone surrogate (half a character) is written as U+FFFD."""
 """The shape of ``--json`` output, as shown in ``llassembly --help``."""
+
+
+def show(value: Any) -> str:
+    """``repr`` that survives ints too long for Python to turn into text."""
+    try:
+        return repr(value)
+    except Exception:  # a huge int (ValueError), or a tool result with a broken __repr__
+        if isinstance(value, int):
+            return f"<int of {value.bit_length()} bits>"
+        return f"<unprintable {type(value).__name__}>"
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (half a character: an emoji a web service cut in
+    two) replaced by U+FFFD; a pair of surrogates becomes the character it spells. A lone
+    surrogate is no character: UTF-8 cannot encode it, and JSON readers differ on it."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def printable(text: str, stream: TextIO) -> str:
+    """``text`` as ``stream`` can write it: what its encoding cannot hold (a lone surrogate
+    always, an accented letter on an ASCII console) as a Python escape, as ``repr`` shows it."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # a stream that names an encoding Python does not know
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+    return text
+
+
+def plain(value: Any) -> Any:
+    """``value`` as a JSON value: numbers, well-formed strings, arrays, objects (a record, a
+    pydantic model or a dataclass, as its fields, as pydantic writes them); anything else, and
+    data nested too deeply, as its text."""
+    try:
+        return _json_value(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply to show>"
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return well_formed(str.__str__(value))
+    if isinstance(value, int):
+        try:
+            str(value)  # Python refuses to print ints of more than 4300 digits
+        except ValueError:
+            return show(value)
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {
+            well_formed(k if type(k) is str else show(k)): _json_value(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_value(v) for v in value]
+    try:  # a record, an enum, a date...: the JSON data pydantic writes for it
+        data = to_jsonable_python(value, fallback=show)
+    except Exception:  # bytes that are no UTF-8, a model whose own serializer raises
+        return well_formed(show(value))
+    return _json_value(data)
+
+
+class Report:
+    """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
+
+    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
+        self.out = out
+        self.as_json = as_json
+        self.command = command
+
+    def text(self, line: str, end: str = "\n") -> None:
+        """A line for a person (see :func:`printable`); nothing under ``--json``."""
+        if not self.as_json:
+            self.out.write(printable(line + end, self.out))
+
+    def json(self, status: str, code: int, **fields: Any) -> int:
+        """The one JSON object under ``--json``; return the exit code either way.
+
+        The object is ASCII (any other character as a ``\\uXXXX`` escape), so no stream's
+        encoding can fail on it, and its strings are well formed (:func:`well_formed`, the
+        messages and plan lines too), so every JSON reader reads the same text.
+        """
+        if self.as_json:
+            data = {"command": self.command, "status": status, "exit_code": code, **fields}
+            self.out.write(json.dumps(plain(data), indent=2, ensure_ascii=True) + "\n")
+        return code
+
+
+def problem(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {
+        "line": diagnostic.line,
+        "column": diagnostic.column,
+        "message": diagnostic.message,
+        "source": diagnostic.source,
+    }
 
 
 def load_tools(spec: str) -> dict[str, Extern]:
@@ -116,7 +232,10 @@ def load_tools(spec: str) -> dict[str, Extern]:
     except AttributeError as exc:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
     if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:  # the factory's own failure: --tools names no tools
+            raise UsageError(f"calling {spec} raised {type(exc).__name__}: {exc}") from exc
     # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value
@@ -129,84 +248,29 @@ def _is_typed_tool(value: Callable[..., Any]) -> bool:
     return bool(annotations) and set(annotations) != {"return"}
 
 
-def _show(value: Any) -> str:
-    """``repr`` that survives ints too long for Python to turn into text."""
-    try:
-        return repr(value)
-    except Exception:  # a huge int (ValueError), or a tool result with a broken __repr__
-        if isinstance(value, int):
-            return f"<int of {value.bit_length()} bits>"
-        return f"<unprintable {type(value).__name__}>"
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON can hold it: numbers, strings, lists, objects; anything else as text."""
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int):
-        try:
-            str(value)  # Python refuses to print ints of more than 4300 digits
-        except ValueError:
-            return _show(value)
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return _show(value)
-
-
-class _Report:
-    """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
-
-    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
-        self.out = out
-        self.as_json = as_json
-        self.command = command
-
-    def text(self, line: str) -> None:
-        """A line for a person; nothing under ``--json``."""
-        if not self.as_json:
-            self.out.write(line + "\n")
-
-    def json(self, status: str, code: int, **fields: Any) -> int:
-        """The one JSON object under ``--json``; return the exit code either way."""
-        if self.as_json:
-            data = {"command": self.command, "status": status, "exit_code": code, **fields}
-            self.out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        return code
-
-
-def _problem(diagnostic: Diagnostic) -> dict[str, Any]:
-    return {
-        "line": diagnostic.line,
-        "column": diagnostic.column,
-        "message": diagnostic.message,
-        "source": diagnostic.source,
-    }
-
-
 def _read_plan(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:  # a plan saved in another encoding
+        byte, offset = exc.object[exc.start], exc.start
+        msg = (
+            f"cannot read plan {path!r}: it is not UTF-8 text (byte {byte:#04x} at offset {offset})"
+        )
+        raise UsageError(msg) from exc
 
 
 def _parse_plan(path: str) -> Program | PlainAnswer:
     return parse(_read_plan(path))
 
 
-def _plain_answer(report: _Report, answer: PlainAnswer) -> int:
+def _plain_answer(report: Report, answer: PlainAnswer) -> int:
     report.text("The reply holds no instruction: it is a plain answer.")
-    return report.json("plain_answer", _EXIT_PLAN, text=answer.text)
+    return report.json("plain_answer", EXIT_PLAN, text=answer.text)
 
 
-def _cmd_check(args: argparse.Namespace, report: _Report) -> int:
+def check_command(args: argparse.Namespace, report: Report) -> int:
     externs = load_tools(args.tools)
     program = _parse_plan(args.plan)
     if isinstance(program, PlainAnswer):
@@ -216,7 +280,7 @@ def _cmd_check(args: argparse.Namespace, report: _Report) -> int:
         for diagnostic in problems:
             report.text(diagnostic.render())
         report.text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
-        return report.json("rejected", _EXIT_PLAN, problems=[_problem(d) for d in problems])
+        return report.json("rejected", EXIT_PLAN, problems=[problem(d) for d in problems])
     calls = sum(
         1
         for i in program.instructions
@@ -237,14 +301,14 @@ def _cmd_check(args: argparse.Namespace, report: _Report) -> int:
         report.text(summary.render())
     return report.json(
         "ok",
-        _EXIT_OK,
+        EXIT_OK,
         instructions=len(program.instructions),
         tool_call_sites=calls,
         **(summary.to_dict() if summary is not None else {}),
     )
 
 
-def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
+def run_command(args: argparse.Namespace, report: Report) -> int:
     externs = load_tools(args.tools)
     program = _parse_plan(args.plan)
     if isinstance(program, PlainAnswer):
@@ -256,18 +320,22 @@ def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
         max_tool_calls=args.max_tool_calls,
         max_stack_depth=args.max_stack_depth,
     )
+    # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
+    # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
+    compiled = emulator.compiled
+    check_sync_tools(compiled.tools)
     calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:
-        arguments = ", ".join(f"{k}={_show(v)}" for k, v in request.args.items())
+        arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
-        report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {_show(result)}")
+        report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
         calls.append(
             {
                 "line": request.line,
                 "tool": request.tool,
-                "args": _plain(request.args),
-                "result": _plain(result),
+                "args": plain(request.args),
+                "result": plain(result),
             }
         )
         return result
@@ -283,39 +351,62 @@ def _cmd_run(args: argparse.Namespace, report: _Report) -> int:
             "source": exc.source,
         }
         said = "\n".join(emulator.state.answer)
-        return report.json("stopped", _EXIT_RUN, error=error, calls=calls, answer=said)
-    registers = ", ".join(f"{k}={_show(v)}" for k, v in result.registers.items()) or "(all zero)"
+        return report.json("stopped", EXIT_RUN, error=error, calls=calls, answer=said)
+    registers = ", ".join(f"{k}={show(v)}" for k, v in result.registers.items()) or "(all zero)"
     report.text(
         f"finished: {result.instructions_executed} instructions, {result.tool_calls} tool calls"
     )
     report.text(f"registers: {registers}")
     if result.stack:
-        report.text(f"stack (bottom to top): [{', '.join(_show(v) for v in result.stack)}]")
+        report.text(f"stack (bottom to top): [{', '.join(show(v) for v in result.stack)}]")
     if result.returned is not None:
-        report.text(f"returned: {_show(result.returned)}")
+        report.text(f"returned: {show(result.returned)}")
     if result.answer:
         # The answer last, its lines indented under the first: what a person reads first.
         report.text("answer: " + result.answer.replace("\n", "\n        "))
     return report.json(
         "finished",
-        _EXIT_OK,
+        EXIT_OK,
         answer=result.answer,
-        returned=_plain(result.returned),
+        returned=plain(result.returned),
         calls=calls,
-        registers=_plain(result.registers),
-        stack=_plain(result.stack),
+        registers=plain(result.registers),
+        stack=plain(result.stack),
         instructions_executed=result.instructions_executed,
         tool_calls=result.tool_calls,
     )
 
 
-_DEMO_HELP = (
+def prompt_command(args: argparse.Namespace, report: Report) -> int:
+    """Print the system prompt the planner model gets for these tools, as the planner builds
+    it (``Planner.system_prompt``), and its size; only the prompt goes to standard output."""
+    # Counting tokens needs LangChain's messages, which check and run do not.
+    from langchain_core.messages import SystemMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    externs = load_tools(args.tools)
+    if args.queries:  # as the planner's queries=True: the built-in query is one more tool
+        if QUERY_TOOL in externs:
+            raise UsageError(
+                f"a tool is named {QUERY_TOOL!r}, the name plans call a query by (--queries): "
+                "rename the tool"
+            )
+        externs[QUERY_TOOL] = QUERY_EXTERN
+    text = build_system_prompt(externs, args.context, args.prompt_path)
+    tokens = count_tokens_approximately([SystemMessage(text)])
+    report.text(text, end="")
+    if not report.as_json:  # not part of the prompt: `llassembly prompt ... > file` holds it alone
+        sys.stderr.write(f"~{tokens} tokens (estimated), {len(externs)} tools\n")
+    return report.json("ok", EXIT_OK, system_prompt=text, tokens=tokens, tools=list(externs))
+
+
+DEMO_HELP = (
     "run the NPC demo with its own arguments (the llassembly-demo package: "
     "pip install -e examples/npc_demo); llassembly demo --help shows them"
 )
 
 
-def _run_demo(argv: Sequence[str], out: TextIO) -> int:
+def run_demo(argv: Sequence[str], out: TextIO) -> int:
     """Hand the arguments to the demo's command line when its package is installed.
 
     The demo is its own distribution that depends on this one, never the other way round, so
@@ -356,6 +447,26 @@ def _epilog() -> str:
     return f"exit codes:\n{codes}\n\n{JSON_SCHEMA}"
 
 
+def _prompt_options(sub: argparse.ArgumentParser) -> None:
+    """The planner's options that change its prompt."""
+    sub.add_argument(
+        "--queries",
+        action="store_true",
+        help="as the planner's queries=True: plans may read prose with query_text",
+    )
+    sub.add_argument(
+        "--prompt-path",
+        metavar="FILE",
+        help="a template replacing the built-in prompt (the planner's prompt_path)",
+    )
+    sub.add_argument(
+        "--context",
+        default="",
+        metavar="TEXT",
+        help="your own system prompt, embedded as the agent's system message is",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="llassembly",
@@ -368,6 +479,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, helptext in (
         ("check", "print every problem in a plan, with the line and a caret"),
         ("run", "run a plan: each tool call and its result, the registers, the answer"),
+        ("prompt", "print the system prompt the planner model is sent for these tools"),
     ):
         sub = commands.add_parser(
             name,
@@ -376,18 +488,22 @@ def _parser() -> argparse.ArgumentParser:
             epilog=_epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sub.add_argument("plan", help="the plan file, or - for standard input")
+        if name != "prompt":
+            sub.add_argument("plan", help="the plan file, or - for standard input")
         sub.add_argument(
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
             help="a list or mapping of tools (or one tool, or a function returning either)",
         )
-        sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
-        sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
+        if name == "prompt":
+            _prompt_options(sub)
+        else:
+            sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
+            sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
             sub.add_argument("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
-        else:
+        elif name == "check":
             sub.add_argument(
                 "--summary",
                 action="store_true",
@@ -398,7 +514,7 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="print one JSON object and nothing else, also on errors (schema below)",
         )
-    commands.add_parser("demo", help=_DEMO_HELP, description=_DEMO_HELP, add_help=False)
+    commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP, add_help=False)
     return parser
 
 
@@ -408,19 +524,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # Under --json even a usage mistake is a JSON object (the command is known only when
     # parsing got that far).
-    command = words[0] if words and words[0] in ("check", "run") else None
+    command = words[0] if words and words[0] in ("check", "run", "prompt") else None
     as_json = "--json" in words and words[:1] != ["demo"]
-    report = _Report(stream, as_json=as_json, command=command)
+    report = Report(stream, as_json=as_json, command=command)
     try:
         if words[:1] == ["demo"]:  # the demo parses its own arguments, --help included
-            return _run_demo(words[1:], stream)
+            return run_demo(words[1:], stream)
         try:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
-            return _EXIT_OK if exc.code in (0, None) else _EXIT_USAGE
-        handlers: dict[str, Callable[[argparse.Namespace, _Report], int]] = {
-            "check": _cmd_check,
-            "run": _cmd_run,
+            return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
+        handlers: dict[str, Callable[[argparse.Namespace, Report], int]] = {
+            "check": check_command,
+            "run": run_command,
+            "prompt": prompt_command,
         }
         if not as_json:
             return handlers[args.command](args, report)
@@ -431,16 +548,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return handlers[args.command](args, report)
     except PlanError as exc:
         report.text(str(exc))
-        problems = [_problem(d) for d in exc.diagnostics]
-        return report.json("rejected", _EXIT_PLAN, problems=problems)
+        problems = [problem(d) for d in exc.diagnostics]
+        return report.json("rejected", EXIT_PLAN, problems=problems)
     except UsageError as exc:
         if not report.as_json:
             usage = exc.usage if isinstance(exc, _BadArguments) else ""
-            sys.stderr.write(f"{usage}llassembly: {exc}\n")
+            sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
         kind = "UsageError" if isinstance(exc, _BadArguments) else type(exc).__name__
-        return report.json("usage_error", _EXIT_USAGE, error={"type": kind, "message": str(exc)})
+        return report.json("usage_error", EXIT_USAGE, error={"type": kind, "message": str(exc)})
     except LLAssemblyError as exc:
         report.text(f"stopped: {exc}")
         return report.json(
-            "stopped", _EXIT_RUN, error={"type": type(exc).__name__, "message": str(exc)}
+            "stopped", EXIT_RUN, error={"type": type(exc).__name__, "message": str(exc)}
         )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel
 
 
 def double(x: int) -> int:
@@ -49,3 +53,148 @@ def chatty_failure(x: int) -> int:
 
 
 CHATTY = [chatty, chatty_failure]
+
+
+# --- hostile text: what tools from outside return -----------------------------------------------
+
+CUT_EMOJI = "abc\ud83d"
+"""Text ending in half an emoji (a lone surrogate), as a JSON API that cut a string returns it."""
+
+
+def cut(x: int) -> str:
+    """Return text whose last character was cut in half."""
+    return CUT_EMOJI
+
+
+def echo(text: str) -> str:
+    """Return the text given."""
+    return text
+
+
+def cut_failure(x: int) -> int:
+    """Raise with half an emoji in the message."""
+    raise RuntimeError(f"bad input {CUT_EMOJI}")
+
+
+def halves() -> dict[str, list[str]]:
+    """Return an emoji as a pair of surrogates (in a key and a value), and a lone one."""
+    return {"key \ud83d\ude00": ["\ud83d\ude00", "\udcff"]}
+
+
+HOSTILE = [cut, echo, cut_failure, halves, double]
+
+
+# --- records: results that are objects ----------------------------------------------------------
+
+
+class Point(BaseModel):
+    """A pydantic model."""
+
+    x: int
+    label: str
+
+
+@dataclass
+class Box:
+    """A dataclass."""
+
+    width: int
+    tags: tuple[str, ...]
+
+
+class Pair(TypedDict):
+    """A TypedDict."""
+
+    left: int
+    right: str
+
+
+class Opaque:
+    """An object JSON cannot hold: its text stands for it."""
+
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+def a_dict(x: int) -> dict[str, Any]:
+    """Return a dict with a nested model."""
+    return {"x": x, "point": Point(x=x, label="p")}
+
+
+def a_model(x: int) -> Point:
+    """Return a pydantic model."""
+    return Point(x=x, label="p")
+
+
+def a_dataclass(x: int) -> Box:
+    """Return a dataclass."""
+    return Box(width=x, tags=("a", "b"))
+
+
+def a_typeddict(x: int) -> Pair:
+    """Return a TypedDict."""
+    return {"left": x, "right": "r"}
+
+
+def models(x: int) -> list[Point]:
+    """Return a list of pydantic models."""
+    return [Point(x=x, label="a"), Point(x=x + 1, label="b")]
+
+
+def a_tuple(x: int) -> tuple[int, str]:
+    """Return two values."""
+    return x, "two"
+
+
+def opaque(x: int) -> Any:
+    """Return an object JSON cannot hold."""
+    return Opaque()
+
+
+def take_point(p: Point) -> int:
+    """Take a record as an argument."""
+    return p.x
+
+
+RECORDS = [a_dict, a_model, a_dataclass, a_typeddict, models, a_tuple, opaque, take_point]
+
+
+# --- async-only tools: a synchronous run refuses them before anything runs ---------------------
+
+SIDE_EFFECTS: list[int] = []
+"""What :func:`record` was called with (a side effect a refused run must not have)."""
+
+
+def record(x: int) -> int:
+    """Keep x: a side effect."""
+    SIDE_EFFECTS.append(x)
+    return x
+
+
+async def wait(x: int) -> int:
+    """An async def tool."""
+    return x
+
+
+async def _wait(x: int) -> int:
+    return x
+
+
+wait_tool = StructuredTool.from_function(
+    coroutine=_wait, name="wait_tool", description="A LangChain tool built from a coroutine only."
+)
+
+ASYNC = [record, wait, wait_tool]
+
+
+def broken_factory() -> list[Any]:
+    """A factory that fails."""
+    raise RuntimeError("no tools today")
+
+
+def query_text(text: str) -> str:
+    """A tool of the user's with the name plans call a query by."""
+    return text
+
+
+QUERY_CLASH = [double, query_text]

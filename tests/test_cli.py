@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 import llassembly
 from llassembly.cli import (
@@ -331,7 +339,7 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 def test_help_lists_every_exit_code_and_the_json_schema(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for words in (["--help"], ["run", "--help"], ["check", "--help"]):
+    for words in (["--help"], ["run", "--help"], ["check", "--help"], ["prompt", "--help"]):
         assert main(words, out=io.StringIO()) == 0
         shown = capsys.readouterr().out
         for code, meaning in EXIT_CODES.items():
@@ -519,3 +527,365 @@ def test_json_of_a_usage_error(argv: tuple[str, ...], capsys: pytest.CaptureFixt
     assert data["status"] == "usage_error"
     assert data["error"]["type"] == "UsageError" and data["error"]["message"]
     assert capsys.readouterr().err == ""
+
+
+# --- hostile text: a lone surrogate, a stream that cannot encode a character ------------------
+
+CUT_PLAN = 'PUSH 1\nCALL cut\nPOP R1\nSAY "said {R1}"\nPUSH R1\nCALL echo\n'
+"""A tool returns half an emoji; the plan says it and passes it on to another tool."""
+
+
+def test_run_json_of_a_lone_surrogate_is_json_every_parser_reads(tmp_path: Path) -> None:
+    """A lone surrogate is no character: JSON cannot carry it to every reader (it is not
+    UTF-8), so it is written as U+FFFD, in results, arguments, registers, stack and answer."""
+    code, out = cli("run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0
+    assert out.isascii()  # the same bytes whatever the stream's encoding
+    data = json.loads(out)
+    cut = "abc\ufffd"
+    assert data["status"] == "finished"
+    assert data["calls"] == [
+        {"line": 2, "tool": "cut", "args": {"x": 1}, "result": cut},
+        {"line": 6, "tool": "echo", "args": {"text": cut}, "result": cut},
+    ]
+    assert (data["registers"], data["stack"], data["answer"]) == ({"R1": cut}, [cut], f"said {cut}")
+
+
+def test_run_json_of_an_error_message_with_a_lone_surrogate(tmp_path: Path) -> None:
+    source = "PUSH 1\nCALL cut_failure\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE")
+    assert (code, data["status"]) == (2, "stopped")
+    assert data["error"]["message"] == "tool 'cut_failure' raised RuntimeError: bad input abc\ufffd"
+
+
+def test_json_keeps_characters_and_surrogate_pairs_as_text(tmp_path: Path) -> None:
+    """Only a lone surrogate is replaced: any character, an emoji whole, survives (escaped as
+    ``\\uXXXX``: the output is ASCII), and so does a pair of surrogates (the emoji it spells),
+    in keys as in values."""
+    source = 'PUSH "Zürich 東京 \U0001f600"\nCALL echo\nPOP R1\nCALL halves\n'
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0 and out.isascii()
+    data = json.loads(out)
+    assert data["registers"] == {"R1": "Zürich 東京 \U0001f600"}
+    assert data["calls"][1]["result"] == {"key \U0001f600": ["\U0001f600", "\ufffd"]}
+
+
+def strict_stream(encoding: str) -> io.TextIOWrapper:
+    """A standard output that cannot write what its encoding cannot hold (as a real one)."""
+    return io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline="\n")
+
+
+def written(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode(stream.encoding)
+
+
+def test_run_prints_a_lone_surrogate_escaped(tmp_path: Path) -> None:
+    """Without ``--json`` text a stream cannot write is shown as a Python escape, as the call
+    lines already show values (``repr``): ``abc\\ud83d``."""
+    out = strict_stream("utf-8")
+    code = main(["run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 0
+    assert written(out).splitlines() == [
+        "line   2  cut(x=1) -> 'abc\\ud83d'",
+        "line   6  echo(text='abc\\ud83d') -> 'abc\\ud83d'",
+        "finished: 6 instructions, 2 tool calls",
+        "registers: R1='abc\\ud83d'",
+        "stack (bottom to top): ['abc\\ud83d']",
+        "answer: said abc\\ud83d",
+    ]
+
+
+def test_run_prints_what_an_ascii_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    source = 'PUSH "Zürich"\nCALL echo\nPOP R1\nSAY "in {R1}"\nPUSH 1\nCALL cut_failure\n'
+    out = strict_stream("ascii")
+    code = main(["run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 2
+    assert written(out).splitlines() == [
+        "line   2  echo(text='Z\\xfcrich') -> 'Z\\xfcrich'",
+        "stopped: line 6: tool 'cut_failure' raised RuntimeError: bad input abc\\ud83d "
+        "(CALL cut_failure)",
+    ]
+
+
+def test_check_prints_a_plan_line_a_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    out = strict_stream("ascii")
+    source = "CALL météo\n"
+    code = main(["check", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 1
+    assert "    CALL m\\xe9t\\xe9o\n" in written(out)
+
+
+_ENVIRONMENTS = {
+    "inherited": {},
+    "C locale, no PYTHONIOENCODING": {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": None},
+    "ascii": {"PYTHONIOENCODING": "ascii"},
+    "latin-1, strict": {"PYTHONIOENCODING": "latin-1:strict", "PYTHONUTF8": "0"},
+}
+
+
+def run_process(
+    argv: list[str], changes: dict[str, str | None]
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m llassembly ARGV`` in a fresh process, its environment changed by
+    ``changes`` (``None`` removes a variable): the streams are the process's own."""
+    env = {k: v for k, v in os.environ.items() if k not in changes}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    env["PYTHONPATH"] = str(ROOT / "tests")
+    return subprocess.run(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
+def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
+    changes: dict[str, str | None], tmp_path: Path
+) -> None:
+    """The crash was in the process's own stream encoding, which ``main(out=...)`` does not
+    use: here the streams are a real process's, in the locales a user may have."""
+    source = plan(tmp_path, CUT_PLAN + 'PUSH "Zürich"\nCALL echo\nSAY "in {R1}"\n')
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE", "--json"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.isascii()
+    data = json.loads(done.stdout)
+    assert data["answer"] == "said abc\ufffd\nin abc\ufffd"
+    assert data["calls"][-1]["result"] == "Zürich"
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b"answer: said abc\\ud83d\n        in abc\\ud83d\n" in done.stdout
+
+
+# --- records: results as JSON values ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "result"),
+    [
+        ("PUSH 1\nCALL a_dict", {"x": 1, "point": {"x": 1, "label": "p"}}),
+        ("PUSH 1\nCALL a_model", {"x": 1, "label": "p"}),
+        ("PUSH 1\nCALL a_dataclass", {"width": 1, "tags": ["a", "b"]}),
+        ("PUSH 1\nCALL a_typeddict", {"left": 1, "right": "r"}),
+        ("PUSH 1\nCALL models", [{"x": 1, "label": "a"}, {"x": 2, "label": "b"}]),
+        ("PUSH 1\nCALL a_tuple\nPOP R1\nPOP R2", [1, "two"]),
+        ("PUSH 1\nCALL opaque", "<opaque>"),  # no JSON form: its text, as before
+    ],
+)
+def test_run_json_shows_a_record_result_as_json(source: str, result: Any, tmp_path: Path) -> None:
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert (code, data["status"]) == (0, "finished")
+    assert data["calls"][0]["result"] == result
+
+
+def test_run_json_shows_a_record_argument_as_json(tmp_path: Path) -> None:
+    """A record given to a tool is an object in ``args``; the plan's own values (registers,
+    stack) are its numbers and strings, a record among them the JSON text the plan holds."""
+    source = "PUSH 1\nCALL a_model\nPOP R1\nPUSH R1\nCALL take_point\nPUSH R1\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert code == 0
+    assert data["calls"][1] == {
+        "line": 5,
+        "tool": "take_point",
+        "args": {"p": {"x": 1, "label": "p"}},
+        "result": 1,
+    }
+    assert json.loads(data["registers"]["R1"]) == {"x": 1, "label": "p"}
+    assert data["stack"] == [1, data["registers"]["R1"]]
+
+
+# --- async-only tools: refused before anything runs -------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["wait", "wait_tool"])
+def test_run_refuses_an_async_only_tool_before_any_call(
+    tool: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Emulator.run()`` refuses the plan before anything runs; so does ``run`` (it used to
+    call ``record`` first, then stop with exit 2 at the async tool)."""
+    from cli_tools import ASYNC, SIDE_EFFECTS
+
+    source = f"PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL {tool}\nPOP R2\n"
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), ASYNC).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    code, data = cli_json("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, SIDE_EFFECTS) == (3, [])
+    assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
+    assert "nothing has run" in str(refused.value)
+    assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
+
+
+def test_a_tools_factory_that_raises_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, data = cli_json("check", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:broken_factory")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        "calling cli_tools:broken_factory raised RuntimeError: no tools today"
+    )
+
+
+# --- prompt: what the planner model is sent ----------------------------------------------------
+
+
+class RecordingModel(GenericFakeChatModel):
+    """A scripted model (its replies are written here) that keeps what it was sent."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def system_message_sent(tools: list[Any], *, context: str | None, **options: Any) -> SystemMessage:
+    """The system message the planner model gets in a ``create_agent`` run with
+    ``ToolsPlannerMiddleware(**options)``, the agent's system prompt ``context``."""
+    from langchain.agents import create_agent
+
+    model = RecordingModel(messages=iter([AIMessage("It is warm.")]))  # a plain answer
+    middleware = llassembly.ToolsPlannerMiddleware(**options)
+    agent = create_agent(model, tools=tools, system_prompt=context, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("How warm is it in Paris?")]})
+    (sent,) = model.seen
+    assert isinstance(sent[0], SystemMessage)
+    assert not any(isinstance(m, SystemMessage) for m in sent[1:])  # the only one
+    return sent[0]
+
+
+TEMPLATE = "{context}\n\nPlan with these tools, in llassembly:\n\n{extern_functions}\n"
+
+
+@pytest.mark.parametrize("queries", [False, True])
+@pytest.mark.parametrize("context", [None, "You report the weather. Be brief."])
+@pytest.mark.parametrize("template", [False, True])
+def test_prompt_prints_what_the_planner_model_is_sent(
+    queries: bool,
+    context: str | None,
+    template: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from examples.weather_tools import TOOLS
+
+    options: dict[str, Any] = {"queries": queries}
+    argv = ["prompt", "--tools", WEATHER_TOOLS]
+    if queries:
+        argv.append("--queries")
+    if context is not None:
+        argv += ["--context", context]
+    if template:
+        path = tmp_path / "template.md"
+        path.write_text(TEMPLATE, encoding="utf-8")
+        options["prompt_path"] = str(path)
+        argv += ["--prompt-path", str(path)]
+    sent = system_message_sent(TOOLS, context=context, **options)
+    capsys.readouterr()
+    code, out = cli(*argv)
+    assert code == 0
+    assert out == sent.text  # the prompt alone: `> prompt.txt` holds it
+    tokens = count_tokens_approximately([sent])
+    names = 3 if queries else 2
+    assert capsys.readouterr().err == f"~{tokens} tokens (estimated), {names} tools\n"
+    code, data = cli_json(*argv)
+    assert data == {
+        "command": "prompt",
+        "status": "ok",
+        "exit_code": 0,
+        "system_prompt": sent.text,
+        "tokens": tokens,
+        "tools": ["get_temperature", "notify"] + (["query_text"] if queries else []),
+    }
+
+
+def test_prompt_with_queries_teaches_query_text() -> None:
+    code, plain_prompt = cli("prompt", "--tools", WEATHER_TOOLS)
+    code, with_queries = cli("prompt", "--tools", WEATHER_TOOLS, "--queries")
+    assert code == 0
+    assert "query_text" not in plain_prompt
+    assert "CALL query_text" in with_queries
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tools", "cli_tools"], "--tools must look like module:attribute"),
+        (["--tools", "no_such_module_xyz:TOOLS"], "cannot import module 'no_such_module_xyz'"),
+        (["--tools", "cli_tools:NOT_A_TOOL"], "--tools must be a list of tools"),
+        ([], "the following arguments are required: --tools"),
+        (["--tools", WEATHER_TOOLS, "--prompt-path", "no/such.md"], "cannot read the prompt"),
+        (["--tools", "cli_tools:QUERY_CLASH", "--queries"], "a tool is named 'query_text'"),
+    ],
+)
+def test_prompt_of_bad_arguments_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli("prompt", *argv)
+    assert (code, out) == (3, "")
+    assert message in capsys.readouterr().err
+    code, data = cli_json("prompt", *argv)
+    assert (code, data["command"], data["status"]) == (3, "prompt", "usage_error")
+    assert message in data["error"]["message"]
+
+
+def test_prompt_loads_no_langgraph(tmp_path: Path) -> None:
+    """The prompt is built without the integration: ``prompt`` loads no LangGraph (and no
+    agent code), with or without queries."""
+    code = textwrap.dedent(
+        """
+        import io, sys
+        from llassembly.cli import main
+        for extra in ([], ["--queries"]):
+            out = io.StringIO()
+            argv = ["prompt", "--tools", "examples.weather_tools:TOOLS", *extra]
+            assert main(argv, out=out) == 0 and "# Tools" in out.getvalue()
+        print(sorted(m for m in sys.modules if m.startswith(("langgraph", "langchain."))))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_size_line_of_the_docs_is_what_prompt_writes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/cli.md shows the prompt of its console example on standard output (checked by
+    tests/test_docs.py) and quotes the line standard error gets for it: that line too."""
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    command = re.search(r"^\$ llassembly (prompt .*)$", page, flags=re.MULTILINE)
+    quoted = re.search(r"on standard error `(~\d+ tokens \(estimated\), \d+ tools)`", page)
+    assert command is not None and quoted is not None
+    capsys.readouterr()
+    assert main(shlex.split(command.group(1)), out=io.StringIO()) == 0
+    assert capsys.readouterr().err == quoted.group(1) + "\n"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_plan_that_is_not_utf8_is_a_usage_error(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan saved in Latin-1 used to escape as a traceback (exit 1, no JSON)."""
+    path = tmp_path / "latin1.asm"
+    path.write_bytes("NOP ; café\n".encode("latin-1"))
+    if source == "stdin":
+        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", stream)
+    name = str(path) if source == "file" else "-"
+    code, data = cli_json("check", name, "--tools", "cli_tools:TOOLS")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        f"cannot read plan {name!r}: it is not UTF-8 text (byte 0xe9 at offset 9)"
+    )
