@@ -230,13 +230,15 @@ class DataFlowRefused(CallNotRun):
 
 
 class ToolExecutionError(ExecutionError):
-    """A tool raised. The original exception is ``__cause__`` and ``original``."""
+    """A tool raised. The original exception is ``__cause__`` and ``original``; ``exception``
+    its class's name."""
 
     def __init__(
         self, tool: str, original: BaseException, *, line: int = 0, source: str = ""
     ) -> None:
         self.tool = tool
         self.original = original
+        self.exception = type(original).__name__
         message = f"tool {tool!r} raised {type(original).__name__}: {original}"
         super().__init__(message, line=line, source=source)
 
@@ -326,6 +328,7 @@ class Failure(TypedDict):
     value: NotRequired[str]
     sources: NotRequired[list[str]]
     policy: NotRequired[str]
+    exception: NotRequired[str]
 
 
 _ATTRIBUTES: Final = (
@@ -339,6 +342,7 @@ _ATTRIBUTES: Final = (
     "value",
     "sources",
     "policy",
+    "exception",
 )
 
 

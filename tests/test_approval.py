@@ -457,7 +457,7 @@ def test_a_plan_that_never_passes_the_policies_ends_the_turn_without_running() -
     out = start(app)
     assert ops.log == []
     final = out["messages"][-1]
-    assert "No plan could run" in final.text
+    assert meta(final)["status"] == "refused" and "could not make a plan" in final.text
     assert "plan policy: no email today" in meta(final)["error"]["message"]
 
 

@@ -302,7 +302,7 @@ async def test_a_loop_that_can_never_end_is_refused_before_any_tool_runs(
     assert "line 4, column 1: this loop (lines 4-7) can never end: there is no way out" in request
     assert "CALL increment again and again" in request
     record = meta(out["messages"][-1])
-    assert (record["status"], record["repairs"]) == ("stopped", 1)
+    assert (record["status"], record["repairs"]) == ("refused", 1)
     assert record["error"]["type"] == "RepairsExhausted"
 
 
@@ -339,9 +339,10 @@ async def test_exhausted_repairs_end_the_turn_with_a_message_under_stop(
     out = await harness.run([BAD_PLAN, BAD_PLAN], box.sync_tools, max_repairs=1)
     final = out["messages"][-1]
     assert isinstance(final, AIMessage) and not final.tool_calls
-    assert "No plan could run: the model wrote no valid plan in 2 attempts" in final.text
+    assert final.text == "I could not make a plan that passes the checks, so nothing was done."
+    assert "the model wrote no valid plan in 2 attempts" in meta(final)["error"]["message"]
     record = meta(final)
-    assert (record["status"], record["model_calls"], record["repairs"]) == ("stopped", 2, 1)
+    assert (record["status"], record["model_calls"], record["repairs"]) == ("refused", 2, 1)
     assert record["error"]["type"] == "RepairsExhausted"
     assert box.log == []
 
@@ -367,8 +368,8 @@ async def test_stop_on_tool_error_reports_the_tool_line_and_error_and_keeps_the_
     box = Toolbox(fail_on={3})
     out = await harness.run([FLAKY_PLAN], box.sync_tools)
     final = out["messages"][-1]
-    assert "flaky" in final.text and "line 6" in final.text
-    assert "flaky broke on call 3" in final.text
+    assert "the tool flaky failed" in final.text and meta(final)["error"]["line"] == 6
+    assert "flaky broke on call 3" in meta(final)["error"]["message"]  # for the app, not the user
     assert meta(final)["status"] == "stopped"
     assert box.log == [("flaky", {"x": 1}), ("flaky", {"x": 2}), ("flaky", {"x": 3})]
     assert planned_calls(out["messages"]) == [("flaky", {"x": n}) for n in (1, 2, 3)]
@@ -422,9 +423,14 @@ async def test_replan_asks_again_with_the_results_and_does_not_repeat_completed_
     assert asked[0].text.startswith("Count things.")
     assert [type(m) for m in asked].count(SystemMessage) == 1
     shown = "\n".join(m.text for m in asked)
-    assert 'flaky({"x": 1}) -> 10' in shown and 'flaky({"x": 2}) -> 20' in shown
+    # Which calls ran and how they ended, in the assistant's role; never what a tool wrote.
+    assert "1. line 6: flaky: succeeded\n2. line 6: flaky: succeeded" in shown
+    assert "3. line 6: flaky: failed (ToolExecutionError)" in shown
+    conversation = "\n".join(m.text for m in asked[1:])  # (after the system prompt)
+    assert "10" not in conversation and "20" not in conversation and "broke" not in conversation
     assert not any(isinstance(m, ToolMessage) or getattr(m, "tool_calls", None) for m in asked)
-    assert "flaky broke on call 3" in asked[-1].text and "line 6" in asked[-1].text
+    assert "line 6" in asked[-1].text and "the tool flaky failed (ValueError)" in asked[-1].text
+    assert "2 tool calls of it completed" in asked[-1].text
     record = meta(out["messages"][-1])
     assert (record["status"], record["model_calls"], record["replans"]) == ("finished", 2, 1)
     assert planned_calls(added(out, 2)) == [
@@ -444,7 +450,7 @@ async def test_replan_shows_the_results_so_far_even_without_infer_tools_messages
         [FLAKY_PLAN, second], box.sync_tools, on_tool_error="replan", infer_tools_messages=False
     )
     shown = "\n".join(m.text for m in harness.model.calls[1])
-    assert 'flaky({"x": 1}) -> 10' in shown and 'flaky({"x": 2}) -> 20' in shown
+    assert "1. line 6: flaky: succeeded\n2. line 6: flaky: succeeded" in shown
     assert [type(m) for m in added(out)] == [AIMessage, AIMessage, AIMessage]
     assert box.names() == ["flaky", "flaky", "flaky", "increment"]
 
@@ -462,7 +468,7 @@ async def test_replan_stops_with_a_message_when_max_replans_is_spent(
     )
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and meta(final)["replans"] == max_replans
-    assert f"flaky broke on call {plans}" in final.text
+    assert f"flaky broke on call {plans}" in meta(final)["error"]["message"]
     assert len(harness.model.calls) == plans
     assert box.names() == ["flaky"] * plans
 

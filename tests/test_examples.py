@@ -78,9 +78,10 @@ def test_pay_bill_refuses_the_payee_a_fooled_reader_names_by_a_data_flow_policy(
         "2. A reader the injected text fooled, under never_from('pay', 'iban', ['query_text']):",
         "  calls made: read_file, query_text, find_payee",
     ]
-    assert lines[6].startswith(
-        "  The plan stopped at line 20 (CALL pay): the call of pay was not run: its argument "
-        "'iban' ('GB33BUKB20201555555555') derives from the results of query_text, read_file"
+    assert lines[6] == (
+        "  I could not finish: the data-flow policy never_from('pay', 'iban', ['query_text']) "
+        "refused the call of pay: its argument 'iban' derives from the results of query_text, "
+        "read_file. 3 tool calls had completed before it."
     )
     assert lines[7:] == [
         "  paid so far: [('DE89370400440532013000', 98.7)]",

@@ -116,8 +116,11 @@ def test_an_empty_reply_is_asked_again_then_reported(execution: str) -> None:
 
     out, model = run(["", "  "], bank(log), execution=execution, max_repairs=1)
     final = out["messages"][-1]
-    assert "the model returned nothing" in final.text
-    assert meta(final)["status"] == "stopped"
+    assert "the model returned nothing" in meta(final)["error"]["detail"]
+    assert meta(final)["status"] == "refused" and [d["draft"] for d in meta(final)["drafts"]] == [
+        "",
+        "  ",
+    ]
 
 
 @EXECUTIONS
@@ -138,7 +141,8 @@ def test_a_replan_that_never_verifies_keeps_the_calls_that_ran(execution: str) -
     results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert results[0].text == "paid" and results[0].name == "pay"
     final = out["messages"][-1]
-    assert isinstance(final, AIMessage) and "No plan could run" in final.text
+    assert isinstance(final, AIMessage) and meta(final)["status"] == "stopped"
+    assert "no plan passed the checks" in final.text and "1 tool call had completed" in final.text
     assert (meta(final)["replans"], meta(final)["status"]) == (1, "stopped")
 
 
@@ -186,7 +190,8 @@ def test_deeply_nested_json_for_a_dict_argument_is_the_plans_error(execution: st
     plan = f'MOV R1, "["\nPUSH "{{R1}}{deep[1:]}"\nCALL store'
     out, _ = run([asm(plan)], [store], execution=execution)
     final = out["messages"][-1]
-    assert meta(final)["status"] == "stopped" and "'store'" in final.text
+    assert meta(final)["status"] == "stopped" and "of store" in final.text
+    assert meta(final)["error"]["tool"] == "store"
     assert seen == [] and len(final.text) < 2000
 
 
@@ -218,7 +223,7 @@ def test_a_huge_integer_result_stops_the_plan_and_the_state_still_saves(
     config = {"configurable": {"thread_id": "huge"}}
     out = app.invoke({"messages": [HumanMessage("go")]}, config)
     final = out["messages"][-1]
-    assert meta(final)["status"] == "stopped" and "line 3" in final.text and seen == []
+    assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 3 and seen == []
     # (Even where LangChain cannot turn the value into text, the plan reads what the tool
     # returned, as on every path: the library's own error, not a failed call.)
     assert "outside the 64-bit range" in final.text

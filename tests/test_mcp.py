@@ -166,7 +166,8 @@ async def test_a_raising_mcp_tool_stops_the_plan_with_its_line(execution: str) -
         out = await agent.ainvoke({"messages": [HumanMessage("cancel order 99")]})
         final = out["messages"][-1]
         assert meta(final)["status"] == "stopped"
-        assert "line 4" in final.text and "unknown order 99" in final.text  # (after 2 of prose)
+        error = meta(final)["error"]  # the details: for the app (line 4, after 2 of prose)
+        assert error["line"] == 4 and "unknown order 99" in error["message"]
         assert await server_calls(tools) == ["cancel_order(99)"]  # get_order never ran
 
 
@@ -185,6 +186,6 @@ async def test_a_constrained_mcp_argument_is_refused_before_the_run_and_at_call_
         )
         out = await agent.ainvoke({"messages": [HumanMessage("discount")]})
         final = out["messages"][-1]
-        assert meta(final)["status"] == "stopped" and "line 8" in final.text
+        assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 8
         assert meta(final)["error"]["type"] == "ToolArgumentError"
         assert await server_calls(tools) == []

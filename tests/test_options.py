@@ -39,7 +39,7 @@ def parameters(cls: type) -> dict[str, inspect.Parameter]:
 
 def test_every_option_has_a_name_a_doc_and_a_check_that_accepts_its_default() -> None:
     names = [option.name for option in OPTIONS]
-    assert len(names) == len(set(names)) == 17
+    assert len(names) == len(set(names)) == 18
     assert names == [f.name for f in dataclasses.fields(PlannerOptions)]
     for option in OPTIONS:
         assert option.name and option.doc.strip(), option

@@ -522,7 +522,7 @@ def test_a_person_rejecting_one_call_of_a_batch_keeps_the_others_results() -> No
     assert sorted(log) == ["lookup(1)", "lookup(2)"]  # the wire never ran
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped"
-    assert "not today" in final.text and "line 8 (CALL wire)" in final.text
+    assert "not today" in final.text and meta(final)["error"]["line"] == 8
     answered = {m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)}
     asked = {c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}
     assert asked == answered
@@ -542,7 +542,7 @@ def test_tool_call_limit_middleware_counts_each_call_of_a_batch() -> None:
     refused = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert [m.name for m in refused] == ["lookup"]
     final = out["messages"][-1]
-    assert meta(final)["status"] == "stopped" and "line 6 (CALL lookup)" in final.text
+    assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 6
 
 
 def test_the_batch_runs_at_once_in_the_agents_tool_node() -> None:

@@ -205,10 +205,11 @@ async def test_two_unusable_answers_stop_the_plan_as_a_failed_call(harness: Harn
     assert PAID == []
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and meta(final)["model_calls"] == 3
-    assert final.text.startswith(
-        "The plan stopped at line 9 (CALL query_text): query_text got no answer of the shape "
-        "asked for: 2 answers could not be read as {iban: text, amount: number}; the last: "
-        "value is 3, not an object"
+    assert final.text.startswith("I could not finish: the query got no answer of the shape")
+    assert meta(final)["error"]["message"] == (
+        "line 9: query_text got no answer of the shape asked for: 2 answers could not be read "
+        "as {iban: text, amount: number}; the last: value is 3, not an object with "
+        "{iban: text, amount: number} (CALL query_text)"
     )
     assert meta(final)["error"]["type"] == "QueryFailed"
     failed = out["messages"][-2]
@@ -221,7 +222,8 @@ async def test_a_query_model_that_raises_fails_the_query(harness: Harness) -> No
             raise ConnectionError("the model server is down")
 
     out = await harness.run([PAY_PLAN], TOOLS, query_model=Down(replies=[]))
-    assert PAID == [] and "the query model raised ConnectionError" in out["messages"][-1].text
+    error = meta(out["messages"][-1])["error"]
+    assert PAID == [] and "the query model raised ConnectionError" in error["message"]
 
 
 async def test_a_failed_query_is_replanned_under_replan(harness: Harness) -> None:
@@ -424,7 +426,7 @@ async def test_a_failed_query_of_a_batch_stops_the_plan_keeping_the_answer_befor
     assert PAID == []
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and meta(final)["error"]["type"] == "QueryFailed"
-    assert final.text.startswith("The plan stopped at line 14 (CALL query_text)")
+    assert (meta(final)["error"]["line"], meta(final)["error"]["source"]) == (14, "CALL query_text")
     results = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "query_text"]
     assert [(m.text, m.status) for m in results[:1]] == [(GOOD, "success")]
     assert results[1].status == "error"

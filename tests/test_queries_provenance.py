@@ -196,10 +196,9 @@ async def test_a_policy_refuses_the_iban_a_fooled_reader_gave_before_pay_runs(
     assert PAID == []
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and meta(final)["error"]["type"] == "DataFlowRefused"
-    assert final.text.startswith(
-        f"The plan stopped at line {PAY_LINE} (CALL pay): the call of pay was not"
-    )
-    assert REFUSED in final.text
+    assert final.text.startswith("I could not finish: the data-flow policy never_from(")
+    assert EVIL not in final.text  # the refused value: for the app's eyes, not said
+    assert meta(final)["error"]["line"] == PAY_LINE and REFUSED in meta(final)["error"]["message"]
 
 
 async def test_the_address_books_iban_passes_the_same_policy(harness: Harness) -> None:
@@ -214,6 +213,7 @@ async def test_a_policy_on_the_file_refuses_what_a_model_read_from_it(harness: H
     out = await harness.run([PLAN], TOOLS, query_model=reader, plan_policy=[policy])
     assert PAID == []
     assert "derives from the results of query_text, read_file" in out["messages"][-1].text
+    assert EVIL not in out["messages"][-1].text
 
 
 async def test_a_plan_paying_what_a_model_read_on_every_run_is_refused_before_it_runs(
@@ -359,4 +359,4 @@ async def test_a_resumed_plan_refuses_what_a_model_read_before_the_pause(kind: s
     paused = await app.ainvoke({"messages": [HumanMessage("Pay the bill.")]}, THREAD)
     assert paused["__interrupt__"][0].value == {"question": "Pay 5000?"}
     out = await app.ainvoke(Command(resume="yes"), THREAD)
-    assert PAID == [] and REFUSED in out["messages"][-1].text
+    assert PAID == [] and REFUSED in meta(out["messages"][-1])["error"]["message"]

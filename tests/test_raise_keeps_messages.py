@@ -109,8 +109,9 @@ def assert_recorded(saved: list[BaseMessage], error: ToolExecutionError) -> None
     assert isinstance(call2, AIMessage) and call2.tool_calls[0]["name"] == "explode"
     assert isinstance(answer2, ToolMessage) and answer2.status == "error"
     assert isinstance(final, AIMessage) and not final.tool_calls
-    assert final.response_metadata["llassembly"]["status"] == "stopped"
-    assert "the crate exploded" in final.text
+    record = final.response_metadata["llassembly"]
+    assert record["status"] == "stopped" and "the tool explode failed" in final.text
+    assert "the crate exploded" in record["error"]["message"]  # the details: for the app
 
 
 def assert_the_error(error: ToolExecutionError) -> None:

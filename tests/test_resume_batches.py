@@ -394,7 +394,8 @@ def test_a_call_that_failed_in_an_interrupted_batch_stops_the_plan_after_the_res
         assert RAN == {"fetch1": 1, "broken": 1, "ask": 2}
         final = result["messages"][-1]
         assert final.response_metadata["llassembly"]["status"] == "stopped"
-        assert "crate 5 is lost" in final.text and "CALL broken" in final.text
+        error = final.response_metadata["llassembly"]["error"]
+        assert "crate 5 is lost" in error["message"] and error["source"] == "CALL broken"
         outcomes.append([(type(m).__name__, m.text) for m in result["messages"][1:]])
     assert outcomes[0] == outcomes[1]
 

@@ -89,7 +89,10 @@ def test_a_rejected_reply_asks_for_a_repair_with_the_draft_and_its_problems(box:
     assert isinstance(given_up.action, Finish)
     assert given_up.record["failure"] is not None
     assert given_up.record["failure"]["type"] == "RepairsExhausted"
-    assert "No plan could run" in given_up.messages[-1].text
+    final = given_up.messages[-1]
+    assert "could not make a plan that passes the checks" in final.text
+    assert final.response_metadata["llassembly"]["status"] == "refused"
+    assert "teleport" in final.response_metadata["llassembly"]["error"]["problems"][0]
     raising = _view(box, max_repairs=0, on_tool_error="raise")
     with pytest.raises(RepairsExhausted):
         step(step(None, Begin(), raising).record, Replied(AIMessage(BAD_PLAN)), raising)
@@ -116,7 +119,7 @@ def test_a_refused_call_ends_the_turn_as_a_decision(box: Toolbox) -> None:
     assert isinstance(done.action, Finish)
     text = done.messages[-1].text
     assert "was not run: a reviewer said no (a decision, not an error)" in text
-    assert "0 tool calls completed" in text
+    assert "Nothing had been done before it" in text
 
 
 def test_approval_pauses_then_runs_an_approved_plan_or_ends_on_a_rejection(box: Toolbox) -> None:

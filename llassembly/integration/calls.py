@@ -23,6 +23,7 @@ decoding by the tool's declared result type. :func:`call_id` is the one call-id 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -67,6 +68,7 @@ ENDS_RUN: Final = "ends_run"
 """In a plan call's tag: its tool is ``return_direct`` (its result ends the run)."""
 ADDED_BY_CALL: Final = "llassembly_added_by_call"
 """In ``response_metadata``: the id of the plan call whose tool added this message."""
+logger = logging.getLogger("llassembly")
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 _Result = ToolMessage | Command[Any]
@@ -504,6 +506,15 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
     message is the tool's failure.
     """
+    outcome = _outcome(extern, message, call)
+    if logger.isEnabledFor(logging.DEBUG):
+        shown = outcome.error if isinstance(outcome, Failed) else short_repr(outcome, 120)
+        args = short_repr(call.args, 200)
+        logger.debug("line %d: %s(%s) -> %s", call.line, call.tool, args, shown)
+    return outcome
+
+
+def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
     tag = message.response_metadata.get(KEY)
     tag = tag if isinstance(tag, Mapping) else {}
     recorded = tag.get("failure")
@@ -529,27 +540,6 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
         return decode_text(extern, message_text(message), call)
     except ExecutionError as error:
         return Failed(error)
-
-
-def shown_result(extern: Extern | None, message: ToolMessage) -> str:
-    """A call's result as the plan got it, for a summary: a number as the plan holds it, text
-    as the tool wrote it; ``ERROR: ...`` for a failed call."""
-    from llassembly.language.templates import render
-
-    text = message_text(message)
-    if message.status == "error":
-        return f"ERROR: {text}"
-    tag = message.response_metadata.get(KEY)
-    values = tag.get("values") if isinstance(tag, Mapping) else None
-    if isinstance(values, list) and len(values) == 1:
-        return render(values[0])
-    if extern is None or extern.n_results != 1:
-        return text
-    try:
-        value = decode_text(extern, text, None)
-    except ExecutionError:
-        return text
-    return render(value) if type(value) in (int, float) else text
 
 
 def decode_text(extern: Extern, text: str, call: ToolCall | None = None) -> Any:

@@ -174,6 +174,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         parallel_tools: bool | Sequence[str] = PlannerOptions.parallel_tools,
         final_answer: FinalAnswer = PlannerOptions.final_answer,
         queries: bool = PlannerOptions.queries,
+        planner_sees_results: bool = PlannerOptions.planner_sees_results,
         query_model: BaseChatModel | None = PlannerOptions.query_model,
     ) -> None:
         super().__init__()
@@ -219,7 +220,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return request.override(
             model=tagged_model(request.model, PLAN_TAG, {KEY: "plan"}),
             system_message=SystemMessage(self.planner.system_prompt(externs, context)),
-            messages=as_any(planner_view(messages)),
+            messages=as_any(planner_view(messages, results=self.options.planner_sees_results)),
             tools=[],
             tool_choice=None,
             response_format=None,

@@ -170,7 +170,8 @@ class TurnGraph:
         due_now, view = self._due(state, run)
         action = due_now.action
         if isinstance(action, AskModel):
-            messages = [SystemMessage(run.system_prompt), *planner_view(view.messages)]
+            seen = planner_view(view.messages, results=self.planner.options.planner_sees_results)
+            messages = [SystemMessage(run.system_prompt), *seen]
             reply = yield [*messages, *action.extra]
             done = step(due_now.record, Replied(reply), view)
         elif isinstance(action, AskAnswer):
@@ -306,6 +307,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         parallel_tools: bool | Sequence[str] = PlannerOptions.parallel_tools,
         final_answer: FinalAnswer = PlannerOptions.final_answer,
         queries: bool = PlannerOptions.queries,
+        planner_sees_results: bool = PlannerOptions.planner_sees_results,
         query_model: BaseChatModel | None = PlannerOptions.query_model,
     ) -> None:
         # The nodes always run plans as a graph.

@@ -320,6 +320,14 @@ class PlannerOptions:
         "independent queries are asked at once, in a batch of their own (never with tools).",
     )
 
+    planner_sees_results: bool = _option(
+        False,
+        "Show the planner model the results of earlier calls (on repair, replan and in later "
+        "turns; fenced as data, in the assistant's role). Weaker: by default the planner, which "
+        "decides what runs, sees which calls ran and how they ended, never what a tool wrote, "
+        "so no text inside a result can choose the next plan's calls (see docs/security.md).",
+    )
+
     query_model: BaseChatModel | None = _option(
         None,
         "The chat model queries ask (``None``: the planner's own model); giving one turns "

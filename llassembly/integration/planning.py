@@ -290,7 +290,8 @@ def _drafts(
     view = TurnView(planner, externs, conversation, graph=True)
     current = step(None, Begin(), view)
     while isinstance(current.action, AskModel):
-        reply = yield [system, *planner_view(conversation), *current.action.extra]
+        seen = planner_view(conversation, results=planner.options.planner_sees_results)
+        reply = yield [system, *seen, *current.action.extra]
         current = step(current.record, Replied(reply), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))

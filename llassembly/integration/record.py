@@ -96,6 +96,59 @@ class Approval(TypedDict):
 Phase: TypeAlias = Literal["idle", "planning", "approval", "running", "answering", "done"]
 
 
+class Draft(TypedDict):
+    """A reply the checks refused: its text and its problems (each with line and caret)."""
+
+    draft: str
+    problems: list[str]
+
+
+Status: TypeAlias = Literal["answered", "finished", "stopped", "refused", "rejected"]
+"""How a turn ended: the model ``answered`` in words (no plan); a plan ran and ``finished``; a
+plan ``stopped`` (a tool failed, a budget ran out, a call was refused); no plan passed the
+checks (``refused``: the repairs ran out); a person ``rejected`` the plan."""
+
+
+class TurnResult(TypedDict):
+    """What the message that ends a turn records in ``response_metadata["llassembly"]``,
+    after every kind of turn (a plain answer included): what an application acts on.
+
+    Attributes:
+        kind: ``"answer"`` (the turn's other messages are ``"plan"``, ``"call"``, ...).
+        status: How the turn ended (:data:`Status`).
+        model_calls: Model calls the turn made (plans, repairs, queries, the final answer).
+        repairs: Replies refused by the checks and repaired.
+        replans: New plans after a failure (``on_tool_error="replan"``).
+        tool_calls: Tool calls the plans completed.
+        instructions: Instructions the plans ran.
+        registers: The registers the last plan left (those not zero).
+        answer: What the plan said (its ``SAY`` lines), or ``None``.
+        returned: The value its top-level ``RET`` returned, or ``None``.
+        granularity: The planner's ``granularity``.
+        execution: The planner's ``execution``.
+        drafts: The replies the checks refused this turn, with their problems.
+        error: Why the plan stopped (line, tool, exception type and text, problems...).
+        summary: With a final model call (``final_answer="model"``): the text the turn would
+            have ended with without it.
+    """
+
+    kind: Literal["answer"]
+    status: Status
+    model_calls: int
+    repairs: int
+    replans: int
+    tool_calls: int
+    instructions: int
+    registers: dict[str, Any]
+    answer: str | None
+    returned: Any
+    granularity: str
+    execution: str
+    drafts: list[Draft]
+    error: NotRequired[Failure]
+    summary: NotRequired[str]
+
+
 class TurnRecord(TypedDict):
     """The state of one planner turn.
 
@@ -129,6 +182,7 @@ class TurnRecord(TypedDict):
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.
         queries: The batch of queries the plan waits on (agent path; empty when none).
+        rejected: The replies the checks refused this turn, with their problems.
     """
 
     phase: Phase
@@ -153,6 +207,7 @@ class TurnRecord(TypedDict):
     raise_failure: bool
     lag: int
     queries: NotRequired[list[QueryDue]]
+    rejected: NotRequired[list[Draft]]
 
 
 def new_record(*, synchronous: bool = False) -> TurnRecord:
@@ -179,6 +234,7 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         raise_failure=False,
         lag=0,
         queries=[],
+        rejected=[],
     )
 
 
