@@ -812,7 +812,7 @@ def test_bad_snapshot_is_a_usage_error() -> None:
         ({"executed": -3}, "executed is '-3'"),
         ({"tool_calls": float("nan")}, "tool_calls is 'nan'"),
         ({"return_stack": [7]}, "outside"),
-        ({"stack": [None]}, "not a 64-bit int"),
+        ({"stack": [{"x": 1}]}, "not a 64-bit int"),
         ({"stack": [float("nan")]}, "finite float"),
         ({"stack": [2**64]}, "not a 64-bit int"),
         ({"registers": {"R1": [1]}}, "not a 64-bit int"),

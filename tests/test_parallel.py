@@ -283,7 +283,7 @@ def test_misuse_and_bad_snapshots_are_refused() -> None:
     with pytest.raises(UsageError):
         emu.complete_batch([1.0, 2.0, 3.0, 4.0])
     snap = emu.snapshot()
-    moved = {**snap, "stack": [1, None, None]}
+    moved = {**snap, "stack": [1, [], []]}
     with pytest.raises(UsageError):
         engine(FAN_OUT, state=moved)
     with pytest.raises(UsageError):

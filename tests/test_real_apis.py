@@ -333,6 +333,31 @@ def test_none_leaves_optional_arguments_out_of_the_tool_call(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_a_result_that_is_the_reserved_character_never_leaves_an_argument_out(path: str) -> None:
+    """U+FDD0 was once how NONE was held: a tool's text holding it is text on every path."""
+    deleted: list[str] = []
+
+    @tool
+    def read_pattern() -> str:
+        """The pattern of the files to clean up."""
+        return "\ufdd0"
+
+    @tool
+    def delete_files(pattern: str = "*") -> int:
+        """Delete the files matching the pattern (every file by default)."""
+        deleted.append(pattern)
+        return 0
+
+    plan = "CALL read_pattern\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0"
+    model = ScriptedChatModel(replies=[asm(plan)])
+    planner = ToolsPlannerMiddleware(execution=path)
+    create_agent(model, tools=[read_pattern, delete_files], middleware=[planner]).invoke(
+        {"messages": [HumanMessage("clean up")]}
+    )
+    assert deleted == ["\ufdd0"]
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_a_field_the_result_cannot_have_is_refused_before_any_tool_runs(path: str) -> None:
     bad = 'PUSH 7\nCALL get_contact\nPOP R1\nSAY "{R1.emial}"'
     good = 'PUSH 7\nCALL get_contact\nPOP R1\nSAY "{R1.email}"'

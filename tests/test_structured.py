@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import json
 from typing import Any, TypedDict
 
 import pytest
 from pydantic import BaseModel
 
+from llassembly.analysis.summary import summarize
 from llassembly.errors import AsmRuntimeError, AsmSyntaxError, PlanRejected, ToolArgumentError
 from llassembly.language.parser import parse
 from llassembly.language.program import NONE, Program
 from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import externs_from
 from llassembly.machine.state import MachineState
 from llassembly.machine.text import final_answer_of
 
@@ -243,6 +246,114 @@ def test_none_equals_empty_text_and_is_empty() -> None:
     got = emu.result().registers
     assert (got["R2"], got["R3"], got.get("R4", 0)) == (1, 1, 0)
     assert said('MOV R1, NULL\nSAY "[{R1}]"') == "[]"
+
+
+# -- NONE is no text: nothing from outside becomes it ----------------------------------------------
+
+RESERVED = "\ufdd0"  # the character NONE was once held as: any text may hold it
+
+
+class Deleted:
+    """``delete_files(pattern="*")``: what each call deleted."""
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+
+    def delete_files(self, pattern: str = "*") -> int:
+        """Delete the files matching the pattern (all of them by default)."""
+        self.patterns.append(pattern)
+        return 1
+
+
+def deleted_with(plan: str, *tools: Any) -> list[str]:
+    files = Deleted()
+    Emulator(program(plan), [files.delete_files, *tools]).run()
+    return files.patterns
+
+
+def test_a_tool_result_that_is_the_reserved_character_is_text_never_none() -> None:
+    def read_pattern() -> str:
+        return RESERVED
+
+    plan = "CALL read_pattern\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0"
+    assert deleted_with(plan, read_pattern) == [RESERVED]
+
+
+def test_a_json_string_read_by_path_is_text_never_none() -> None:
+    def rule() -> dict[str, Any]:
+        return {"pattern": RESERVED, "escaped": "x"}
+
+    def raw() -> str:
+        return '{"pattern": "\\ufdd0"}'  # the JSON escape of the character
+
+    plan = "CALL {tool}\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0"
+    assert deleted_with(plan.format(tool="rule"), rule) == [RESERVED]
+    assert deleted_with(plan.format(tool="raw"), raw) == [RESERVED]
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        f'PUSH "{RESERVED}"\nCALL delete_files\nPOP R0',
+        f'p db "{RESERVED}"\nPUSH p\nCALL delete_files\nPOP R0',
+        'MOV R1, \'{"p": "\\\\ufdd0"}\'\nPUSH R1.p\nCALL delete_files\nPOP R0',
+        f'MOV R1, "a{RESERVED}"\nSUBSTR R2, R1, 1\nPUSH R2\nCALL delete_files\nPOP R0',
+    ],
+)
+def test_text_written_in_the_plan_is_text_never_none(plan: str) -> None:
+    assert deleted_with(plan) == [RESERVED]
+
+
+def test_a_querys_text_answer_is_text_never_none() -> None:
+    from llassembly.integration.query import QUERY_EXTERN, Reply, settle
+
+    files = Deleted()
+    tools = {**externs_from([files.delete_files]), "query_text": QUERY_EXTERN}
+    plan = 'PUSH "t"\nPUSH "q"\nPUSH "text"\nCALL query_text\nPOP R1\nPUSH R1\nCALL delete_files'
+    answer = Reply(text='{"value": "\\ufdd0"}')
+
+    def call(request: Any) -> Any:
+        if request.tool == "query_text":
+            return settle(request.args, answer, [])
+        return files.delete_files(**request.args)
+
+    Emulator(program(plan + "\nPOP R0"), tools).run(call)
+    assert files.patterns == [RESERVED]
+
+
+def test_a_null_or_none_result_is_none_and_leaves_the_argument_out() -> None:
+    def nothing() -> str | None:
+        return None
+
+    def rule() -> dict[str, Any]:
+        return {"pattern": None}
+
+    assert deleted_with("CALL nothing\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0", nothing) == [
+        "*"
+    ]
+    assert deleted_with("CALL rule\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0", rule) == [
+        "*"
+    ]
+
+
+def test_a_snapshot_keeps_none_and_the_reserved_character_apart() -> None:
+    emu = machine(f'MOV R1, NONE\nMOV R2, "{RESERVED}"')
+    again = Emulator(emu.program, [], state=json.loads(json.dumps(emu.snapshot())))
+    assert again.state.regs[1] is NONE and again.state.regs[2] == RESERVED
+
+
+def test_the_summary_says_an_argument_that_may_be_none_may_be_left_out() -> None:
+    files = Deleted()
+
+    def rule() -> dict[str, Any]:
+        return {"pattern": None}
+
+    tools = externs_from([files.delete_files, rule])
+    plan = program("CALL rule\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0")
+    shown = summarize(plan, tools).render()
+    assert "delete_files(pattern=<computed, or left out: the tool's default>)" in shown
+    fixed = program('PUSH "*.tmp"\nCALL delete_files\nPOP R0')
+    assert 'delete_files(pattern="*.tmp")' in summarize(fixed, tools).render()
 
 
 # -- text with placeholders ---------------------------------------------------------------------

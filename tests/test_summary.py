@@ -251,6 +251,7 @@ def test_the_summary_is_json_serialisable_and_renders_for_a_person() -> None:
             "sources": [],
             "certain": [],
             "answers": [],
+            "optional": False,
         }
     ]
     assert data["budgets"] == {"max_instructions_to_exec": 1000, "max_tool_calls": 100}

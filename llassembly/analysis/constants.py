@@ -211,7 +211,7 @@ class _Propagation:
             key = operand.name.lower()
             data = self.flow.program.data.get(key)
             if type(data) in (str, int, float) and key not in self.layout.live:
-                return data  # type: ignore[return-value]
+                return data
         return UNKNOWN
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts | None:

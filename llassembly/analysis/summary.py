@@ -65,20 +65,25 @@ class Argument:
         certain: Those it derives from on every run that makes the call.
         answers: The lines of the queries (``CALL query_text``) whose answer it may derive
             from, sorted.
+        optional: The tool has a default for it, so ``NONE`` leaves it out: a computed
+            argument may be left out on some runs.
     """
 
     name: str
     constant: bool
-    value: Value | None = None
+    value: Value = None
     sources: tuple[str, ...] = ()
     certain: tuple[str, ...] = ()
     answers: tuple[int, ...] = ()
+    optional: bool = False
 
     def shown(self) -> str:
-        """``name="value"`` or ``name=<computed>``."""
+        """``name="value"``, ``name=<computed>`` (``<computed, or left out: ...>`` when it
+        may be ``NONE`` and the tool has a default)."""
         if not self.constant:
-            return f"{self.name}=<computed>"
-        if self.value == NONE:
+            left_out = ", or left out: the tool's default" if self.optional else ""
+            return f"{self.name}=<computed{left_out}>"
+        if self.value is NONE:
             return f"{self.name}=NONE (left out: the tool's default)"
         return f"{self.name}={json.dumps(self.value, ensure_ascii=False)}"
 
@@ -374,6 +379,7 @@ def _arguments(
     one does."""
     params = list(tool.params)
     names = [str(getattr(p, "name", f"arg{i + 1}")) for i, p in enumerate(params)]
+    optional = [bool(getattr(p, "has_default", False)) for p in params]
     values: list[Abstract] = [UNKNOWN] * len(params)
     if stacks is not None and params:
         seen: list[Abstract] | None = None
@@ -383,8 +389,10 @@ def _arguments(
             seen = here if seen is None else [join(a, b) for a, b in zip(seen, here, strict=True)]
         values = seen or values
     return tuple(
-        Argument(name, False) if v is UNKNOWN else Argument(name, True, v)  # type: ignore[arg-type]
-        for name, v in zip(names, values, strict=True)
+        Argument(name, False, optional=optional)
+        if v is UNKNOWN
+        else Argument(name, True, v, optional=optional)  # type: ignore[arg-type]
+        for name, v, optional in zip(names, values, optional, strict=True)
     )
 
 
@@ -428,10 +436,9 @@ def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
     out = []
     for i, arg in enumerate(first):
         same = all(
-            s.arguments[i].constant and same_value(s.arguments[i].value, arg.value)  # type: ignore[arg-type]
-            for s in sites
+            s.arguments[i].constant and same_value(s.arguments[i].value, arg.value) for s in sites
         )
-        common = arg if arg.constant and same else Argument(arg.name, False)
+        common = arg if arg.constant and same else Argument(arg.name, False, optional=arg.optional)
         sources = sorted({n for s in sites for n in s.arguments[i].sources})
         certain = set.intersection(*(set(s.arguments[i].certain) for s in sites))
         answers = sorted({n for s in sites for n in s.arguments[i].answers})

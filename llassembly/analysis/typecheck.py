@@ -129,9 +129,9 @@ def _known(shape: Shape) -> Shape | None:
 def _written(value: Value, line: int) -> Shape | None:
     """The shape of a value written in the plan on ``line``, carrying the value itself (JSON
     text written in the plan is not followed: its paths are checked as the plan runs)."""
+    if value is None:
+        return Shape("none", literal=(value, line))
     if type(value) is str:
-        if value == NONE:
-            return Shape("none", literal=(value, line))
         if value.lstrip()[:1] in ("[", "{"):
             return Shape("any", literal=(value, line))
         return Shape("text", literal=(value, line))

@@ -13,14 +13,15 @@ from typing import ClassVar, Final, Protocol, TypeAlias, TypeVar
 
 from llassembly.language.instructions import OPCODE_INFO, Flow, Opcode, OpcodeInfo
 
-Value: TypeAlias = int | float | str
-"""What registers and the stack hold."""
+Value: TypeAlias = int | float | str | None
+"""What registers and the stack hold (``None`` is :data:`NONE`)."""
 
-NONE: Final = "\ufdd0"
+NONE: Final = None
 """The value "no value": written ``NONE`` (or ``NULL``) in a plan, what a JSON ``null`` or a
 ``None`` result reads as. Pushed for a tool parameter, the tool's own default applies. It is
-held as a text of one Unicode noncharacter (U+FDD0, reserved for exactly such internal use),
-so state stays JSON; it compares equal to ``NONE`` and to ``""`` and reads as empty text."""
+Python's ``None`` (JSON's ``null`` in a snapshot), a value of its own, so no text, whatever it
+holds, is ever taken for it; it compares equal to ``NONE`` and to ``""`` and reads as empty
+text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class Imm:
     value: Value
 
     def __str__(self) -> str:
-        if self.value == NONE:
+        if self.value is None:
             return "NONE"
         if isinstance(self.value, str):
             return '"' + self.value.replace("\\", "\\\\").replace('"', '\\"') + '"'

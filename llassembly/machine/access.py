@@ -211,7 +211,7 @@ def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
 def _root(st: MachineState, base: Value, path: Path, ins: Instruction) -> Any:
     root = structure_of(st, base, ins)
     if root is NOT_JSON:
-        shown = "null (NONE)" if base == NONE else short_repr(base, 40)
+        shown = "null (NONE)" if base is None else short_repr(base, 40)
         raise _fail(
             ins,
             f"{path}: {path.base} holds {shown}, not the JSON text of an object or a list",
@@ -249,7 +249,7 @@ def read_path(
 def as_node(st: MachineState, value: Value, ins: Instruction) -> Any:
     """A value as a part of a structure: ``NONE`` is ``null``, the JSON text of an object or
     an array is that structure, anything else itself."""
-    if value == NONE:
+    if value is None:
         return None
     found = structure_of(st, value, ins)
     return value if found is NOT_JSON else found
@@ -344,8 +344,9 @@ def fail(instruction: Instruction, message: str) -> AsmRuntimeError:
 
 
 def show(value: Value) -> str:
-    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters."""
-    return short_repr(value, 60)
+    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters;
+    ``NONE`` as written."""
+    return "NONE" if value is None else short_repr(value, 60)
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
@@ -402,7 +403,9 @@ def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
     def read(st: MachineState) -> Value:
         held = st.regs[index] if index else 0
         if type(held) is str:
-            return ord(held[0]) if held and held != NONE else 0
+            return ord(held[0]) if held else 0
+        if held is None:
+            return 0
         return cell(st)
 
     return read
@@ -549,7 +552,7 @@ def _locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
         address = address_of(operand, ctx, ins)
 
         def by_address(st: MachineState) -> tuple[str, int]:
-            where = layout.locate(int(address(st)))
+            where = layout.locate(int(address(st)))  # type: ignore[arg-type]  # an int
             if where is None:
                 raise fail(ins, f"{operand} points outside every data label")
             key, offset = where

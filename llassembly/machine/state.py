@@ -443,9 +443,9 @@ def _count(value: Any, what: str) -> int:
 
 
 def is_value(value: Any) -> bool:
-    """Whether ``value`` may live in a register or on the stack."""
+    """Whether ``value`` may live in a register or on the stack (``None`` is ``NONE``)."""
     kind = type(value)
-    if kind is str or is_int64(value):
+    if kind is str or value is None or is_int64(value):
         return True
     return kind is float and math.isfinite(value)
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from llassembly.language.instructions import EAX_INDEX, ECX_INDEX, EDX_INDEX, OPCODE_INFO, Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
 from llassembly.language.program import (
-    NONE,
     Instruction,
     Mem,
     Operand,
@@ -131,7 +130,7 @@ def arith(
 
     def step(st: MachineState, pc: int) -> int:
         a, b = read_dst(st), src(st)
-        if type(a) is str or type(b) is str:
+        if type(a) is str or type(b) is str or a is None or b is None:
             raise fail(ins, f"{name} needs numbers, got {show(a)} and {show(b)}")
         try:
             result = op(a, b)
@@ -155,7 +154,7 @@ def arith(
 
 
 def _numbers(ins: Instruction, *values: Value) -> None:
-    if any(type(v) is str for v in values):
+    if any(type(v) is str or v is None for v in values):
         shown = " and ".join(show(v) for v in values)
         raise fail(ins, f"{mnemonic(ins)} needs numbers, got {shown}")
 
@@ -302,8 +301,8 @@ def _compile_test(ins: Instruction, ctx: Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if same and type(a) is str:  # TEST r, r on text: is it empty (NONE is)?
-            st.zf, st.lt, st.flag_mode = a in ("", NONE), False, UNORDERED
+        if same and (type(a) is str or a is None):  # TEST r, r on text: is it empty (NONE is)?
+            st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
             return pc + 1
         if same:  # TEST r, r on a number: zero? negative?
             _set_flags(st, a)
@@ -424,7 +423,7 @@ def _float_op(op: Callable[[float, float], float]) -> Callable[[Instruction, Con
         def compute(st: MachineState, a: Value, b: Value) -> Value:
             _numbers(ins, a, b)
             try:
-                return _checked(ins, op(float(a), float(b)))
+                return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
             except ZeroDivisionError:
                 raise fail(ins, f"{mnemonic(ins)}: division by zero") from None
             except (OverflowError, ValueError):
@@ -435,7 +434,7 @@ def _float_op(op: Callable[[float, float], float]) -> Callable[[Instruction, Con
     return compile_float
 
 
-def _convert(op: Callable[[Value], Value]) -> Callable[[Instruction, Context], Step]:
+def _convert(op: Callable[[Any], Value]) -> Callable[[Instruction, Context], Step]:
     """``dst = op(src)``: conversions and square roots, the flags left as they are."""
 
     def compile_convert(ins: Instruction, ctx: Context) -> Step:
@@ -610,8 +609,8 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str:
-            st.zf = type(a) is str and type(b) is str and same_text(a, b)
+        if type(a) is str or type(b) is str or a is None or b is None:
+            st.zf = same_text(a, b)
             st.lt = False
             st.flag_mode = UNORDERED
         else:

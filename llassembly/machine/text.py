@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from llassembly.language.instructions import Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.program import NONE, Instruction, Value
+from llassembly.language.program import Instruction, Value
 from llassembly.language.templates import render
 from llassembly.machine.access import (
     NOT_JSON,
@@ -51,9 +51,12 @@ Step: TypeAlias = "Callable[[MachineState, int], int]"
 _Compute: TypeAlias = "Callable[[MachineState, list[Value]], Value]"
 
 
-def same_text(a: str, b: str) -> bool:
-    """Whether two texts are equal as ``CMP`` sees them: exactly, and ``NONE`` equals ``""``."""
-    return a == b or (a in ("", NONE) and b in ("", NONE))
+def same_text(a: Value, b: Value) -> bool:
+    """Whether two values, one of them text or ``NONE``, are equal as ``CMP`` sees them: texts
+    exactly, and ``NONE`` equals ``NONE`` and ``""`` (a number equals no text)."""
+    if type(a) is str and type(b) is str:
+        return a == b
+    return (a is None or a == "") and (b is None or b == "")
 
 
 def _text(value: Value) -> str:
@@ -101,7 +104,9 @@ def _len(ins: Instruction) -> _Compute:
         if found is not NOT_JSON:
             return len(found)
         if type(value) is str:
-            return 0 if value == NONE else len(value)
+            return len(value)
+        if value is None:
+            return 0
         raise fail(ins, f"LEN needs a list, an object or text, got the number {show(value)}")
 
     return compute
@@ -110,6 +115,8 @@ def _len(ins: Instruction) -> _Compute:
 def _has(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         value, key = values
+        if value is None:
+            return 0
         if type(value) is not str:
             raise fail(ins, f"HAS needs an object or a list, got the number {show(value)}")
         found = structure_of(st, value, ins)
@@ -162,9 +169,9 @@ _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")  # 1,234.50
 def _num(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         (value,) = values
-        if type(value) is not str:
+        if type(value) is int or type(value) is float:
             return value
-        text = value.strip()
+        text = value.strip() if type(value) is str else ""  # NONE: no number
         if _GROUPED.match(text):
             text = text.replace(",", "")
         if not _NUMBER.match(text) or len(text) > 400:
@@ -194,7 +201,7 @@ def _roundsd(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         value = values[0]
         mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
-        if type(value) is str:
+        if type(value) is str or value is None:
             raise fail(ins, f"{mnemonic(ins)} needs a number, got {show(value)}")
         if not 0 <= mode <= 15:
             raise fail(ins, f"{mnemonic(ins)}: the rounding mode is 0 to 15, not {mode}")
@@ -209,8 +216,8 @@ def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str:
-            st.zf = type(a) is str and type(b) is str and same_text(a.casefold(), b.casefold())
+        if type(a) is str or type(b) is str or a is None or b is None:
+            st.zf = same_text(*(v.casefold() if type(v) is str else v for v in (a, b)))
             st.lt, st.flag_mode = False, UNORDERED
         else:
             st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
