@@ -342,9 +342,13 @@ def test_a_huge_int_result_is_refused_at_its_call_not_in_later_arithmetic() -> N
         ("-5", "-3", False, True, "ordered"),
         ("-3", "-5", False, False, "ordered"),
         ("-1", "0", False, True, "ordered"),
-        ("'abc'", "'abc'", True, False, "unordered"),
-        ("'abc'", "'ABC'", False, False, "unordered"),
-        ("'a'", "'b'", False, False, "unordered"),
+        ("'abc'", "'abc'", True, False, "ordered"),
+        ("'abc'", "'ABC'", False, False, "ordered"),  # by code point: "B" < "b"
+        ("'a'", "'b'", False, True, "ordered"),
+        ("'2024-03-05'", "'2024-11-01'", False, True, "ordered"),  # ISO dates sort as text
+        ("'10:30'", "'9:15'", False, True, "ordered"),  # text, not time: write 09:15
+        ("NONE", "''", True, False, "ordered"),
+        ("NONE", "'a'", False, True, "ordered"),
         ("'1'", "1", False, False, "unordered"),
         ("1", "'1'", False, False, "unordered"),
         ("0", "''", False, False, "unordered"),
@@ -443,9 +447,11 @@ def test_a_str_result_compared_with_a_number_is_rejected_before_the_run() -> Non
     )
 
 
-def test_ordered_jump_on_visible_strings_is_rejected_before_the_run() -> None:
-    with pytest.raises(PlanRejected):
-        emulator("CMP 'a', 'b'\nJL done\nNOP\ndone: HLT")
+def test_strings_are_ordered_and_a_number_and_a_string_are_not() -> None:
+    assert regs("CMP 'apple', 'pear'\nJL done\nMOV R1, 1\ndone: HLT") == {}
+    assert regs("CMPI 'Pear', 'apple'\nSETG R2\nCMOVL R3, R2") == {"R2": 1}
+    with pytest.raises(AsmRuntimeError, match="compared a number with text"):
+        run("MOV R1, 5\nCMP R1, 'x'\nJL done\ndone: HLT")
 
 
 @pytest.mark.parametrize("mnemonic", ["JE", "JNZ", "JL", "JGE"])

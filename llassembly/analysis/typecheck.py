@@ -138,7 +138,7 @@ def _written(value: Value, line: int) -> Shape | None:
     return Shape("int" if type(value) is int else "float", literal=(value, line))
 
 
-def written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
+def _written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
     """Whether ``operand`` is text written in the program: a string literal (with placeholders
     too), or a data label holding text (a row reads as the JSON text of its cells)."""
     if isinstance(operand, Template):
@@ -220,7 +220,7 @@ class _Types:
             return bool(facts.text_cells >> cells[0] & 1)
         if isinstance(operand, Mem):  # a computed address: not known before the run
             return False
-        return written_text(operand, self.program.data)  # a whole row reads as JSON text
+        return _written_text(operand, self.program.data)  # a whole row reads as JSON text
 
     def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
         """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""

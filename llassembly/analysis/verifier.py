@@ -9,10 +9,9 @@ Three stages (see "Checks before the run" in ``docs/language.md``):
   operands and placeholders naming nothing;
 * paths, only when the structure leaves the control flow well defined: every path from the
   entry point is followed over the states of :mod:`llassembly.analysis.paths`, keeping the least
-  data-stack depth, which compares of strings written in the program may have set the flags
-  (and whether none has yet), and which variables may not be written yet (:class:`_PathFacts`):
-  a ``POP`` or a tool ``CALL`` on a short stack, a conditional jump with no flags set, an
-  ordered jump after a compare of strings, a variable read before it is written, a subroutine
+  data-stack depth, whether no flag-setting instruction has run yet, and which variables may not
+  be written yet (:class:`_PathFacts`): a ``POP`` or a tool ``CALL`` on a short stack, a
+  conditional jump with no flags set, a variable read before it is written, a subroutine
   running past the end, each on some path; the types of values (:mod:`.typecheck`: arithmetic
   on text, paths the tools' result shapes do not have, arguments a tool refuses); loops that
   can never end. A plan the paths cannot be followed for within their limits (nesting,
@@ -36,7 +35,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import Paths, fixpoint, paths_of
 from llassembly.analysis.queries import query_result_shapes, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import type_problems, written_text
+from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
 from llassembly.language.limits import (
@@ -71,9 +70,6 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "mem": "a memory operand [...]",
 }
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
-_UNSET = -1
-"""In a set of flag setters: on some path no flag-setting instruction has run yet."""
-_NO_SETTER: frozenset[int] = frozenset()
 
 
 def _names(names: list[str], none: str) -> str:
@@ -528,13 +524,13 @@ class _PathFacts(NamedTuple):
     each only moves one way, so the walk ends."""
 
     depth: int  # least data-stack depth any path brings
-    setters: frozenset[int]  # string CMPs (and _UNSET) that may have set the flags last
+    unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _PathFacts) -> _PathFacts:
         return _PathFacts(
             min(self.depth, other.depth),
-            self.setters | other.setters,
+            self.unset or other.unset,
             self.unwritten | other.unwritten,
         )
 
@@ -548,7 +544,6 @@ class _Walk:
     Attributes:
         empty_pops: ``POP`` reached with an empty stack on some path.
         short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
-        string_jumps: Ordered jump to the string ``CMP`` instructions that may set its flags.
         unset_jumps: Conditional jumps reached with no flags set on some path.
         unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
             path, has not been written yet.
@@ -558,21 +553,13 @@ class _Walk:
     layout: Layout
     empty_pops: set[int] = field(default_factory=set)
     short_calls: dict[int, int] = field(default_factory=dict)
-    string_jumps: dict[int, set[int]] = field(default_factory=dict)
     unset_jumps: set[int] = field(default_factory=set)
     unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        program = self.flow.program
         variables = sorted(self.layout.variables)
         self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
-        self.start = _PathFacts(0, frozenset((_UNSET,)), (1 << len(variables)) - 1)
-        self.string_cmps = {
-            pc
-            for pc, ins in enumerate(program.instructions)
-            if OPCODE_INFO[ins.op].compares
-            and any(written_text(o, program.data) for o in ins.operands)
-        }
+        self.start = _PathFacts(0, True, (1 << len(variables)) - 1)
 
     def variable(self, operand: Operand) -> int:
         """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
@@ -585,7 +572,7 @@ class _Walk:
     def transfer(self, pc: int, facts: _PathFacts) -> _PathFacts:
         flow = self.flow
         ins, fx = flow.program.instructions[pc], flow.effects[pc]
-        depth, setters, unwritten = facts
+        depth, unset, unwritten = facts
         for position in fx.reads:
             if self.variable(ins.operands[position]) & unwritten:
                 self.unwritten_reads.add((pc, position))
@@ -596,23 +583,16 @@ class _Walk:
         for position in fx.writes:
             if position not in fx.reads:
                 unwritten &= ~self.variable(ins.operands[position])
-        if fx.flags_read:  # a path that goes on had flags it could test
-            info = OPCODE_INFO[ins.op]
-            if _UNSET in setters:
-                self.unset_jumps.add(pc)
-            setters = setters - {_UNSET}
-            if info.ordered and setters:
-                self.string_jumps.setdefault(pc, set()).update(setters)
-            setters = _NO_SETTER if info.ordered else setters
+        if fx.flags_read and unset:
+            self.unset_jumps.add(pc)
+        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
         taken, put = flow.stack_effect(pc)
         if depth < taken:
             if pc in flow.tools:
                 self.short_calls[pc] = min(depth, self.short_calls.get(pc, depth))
             else:
                 self.empty_pops.add(pc)
-        if fx.flags_written:
-            setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
-        return _PathFacts(max(depth - taken, 0) + put, setters, unwritten)
+        return _PathFacts(max(depth - taken, 0) + put, unset, unwritten)
 
 
 def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
@@ -653,16 +633,6 @@ def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, s
             "PUSH the arguments, first parameter first, before the CALL"
         )
         yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc, cmps in walk.string_jumps.items():
-        lines = sorted(instructions[c].line for c in cmps)
-        shown = ", ".join(str(line) for line in lines[:20]) + (", ..." if len(lines) > 20 else "")
-        where = f"the CMP on line {lines[0]}" if len(lines) == 1 else "the CMPs on lines " + shown
-        message = (
-            f"{instructions[pc].mnemonic} needs an ordered compare, but on some path the "
-            f"flags come from {where}, which compares strings; strings have no order, so "
-            "only JE, JZ, JNE and JNZ may follow"
-        )
-        yield instructions[pc].line, instructions[pc].column, message
     for pc in walk.unset_jumps:
         fix = (
             "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"

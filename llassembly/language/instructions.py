@@ -262,7 +262,8 @@ class OpcodeInfo:
 
     @property
     def ordered(self) -> bool:
-        """Its condition asks for an order (less, greater): only numbers have one."""
+        """Its condition asks for an order (less, greater): two numbers or two texts have one,
+        a number and a text have none."""
         return self.condition in _ORDERED_CONDITIONS
 
     @property

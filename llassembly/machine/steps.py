@@ -72,7 +72,7 @@ from llassembly.language.program import (
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
 from llassembly.machine.state import MachineState
-from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, same_text
+from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, text_flags
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _MASK64 = (1 << 64) - 1
@@ -84,7 +84,7 @@ EDX = Reg(EDX_INDEX, "EDX")
 
 def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
     """What an instruction that tests the flags checks first: that they are set, and set by
-    a compare of numbers when it tests an order."""
+    a compare with an order (not of a number with text) when it tests an order."""
     ordered = OPCODE_INFO[ins.op].ordered
     name = mnemonic(ins)
 
@@ -95,8 +95,8 @@ def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
                 raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
             raise fail(
                 ins,
-                f"{name} needs an ordered compare, but the last CMP or TEST compared strings "
-                "(only JE/JNE are defined for strings)",
+                f"{name} needs an ordered compare, but the last CMP compared a number with text "
+                "(or TEST tested a text), which have no order: only JE/JNE may follow",
             )
 
     return check
@@ -610,9 +610,7 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
         if type(a) is str or type(b) is str or a is None or b is None:
-            st.zf = same_text(a, b)
-            st.lt = False
-            st.flag_mode = UNORDERED
+            text_flags(st, a, b)
         else:
             st.zf = a == b
             st.lt = a < b  # type: ignore[operator]  # both are numbers here

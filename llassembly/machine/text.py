@@ -51,12 +51,15 @@ Step: TypeAlias = "Callable[[MachineState, int], int]"
 _Compute: TypeAlias = "Callable[[MachineState, list[Value]], Value]"
 
 
-def same_text(a: Value, b: Value) -> bool:
-    """Whether two values, one of them text or ``NONE``, are equal as ``CMP`` sees them: texts
-    exactly, and ``NONE`` equals ``NONE`` and ``""`` (a number equals no text)."""
-    if type(a) is str and type(b) is str:
-        return a == b
-    return (a is None or a == "") and (b is None or b == "")
+def text_flags(st: MachineState, a: Value, b: Value) -> None:
+    """The flags of a compare where a value is text or ``NONE``: two texts (``NONE`` reads as
+    ``""``) are equal exactly and ordered by code point, as ISO dates and times sort; a number
+    and a text are never equal and have no order."""
+    if (type(a) is str or a is None) and (type(b) is str or b is None):
+        x, y = a or "", b or ""
+        st.zf, st.lt, st.flag_mode = x == y, x < y, ORDERED
+    else:
+        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
 
 
 def _text(value: Value) -> str:
@@ -217,8 +220,7 @@ def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
         if type(a) is str or type(b) is str or a is None or b is None:
-            st.zf = same_text(*(v.casefold() if type(v) is str else v for v in (a, b)))
-            st.lt, st.flag_mode = False, UNORDERED
+            text_flags(st, *(v.casefold() if type(v) is str else v for v in (a, b)))
         else:
             st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
         return pc + 1
