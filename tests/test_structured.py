@@ -191,6 +191,9 @@ def test_a_variable_holding_json_is_written_in_place() -> None:
         ("HAS R2, R1.items, 1", 1),
         ("HAS R2, R1.items, 2", 0),
         ('HAS R2, "text", "x"', 0),
+        ("KEYS R2, R1", '["items","next_cursor","total","on","my-key"]'),
+        ("KEYS R2, R1.items[0]\nMOV R2, R2[-1]", "tags"),
+        ("KEYS R2, '{}'", "[]"),
         ('FIND R2, "Spotify AB", "AB"', 8),
         ('FIND R2, "Spotify AB", "ab"', -1),
         ("FIND R2, R1.items[0].title, 'a'", 1),
@@ -226,6 +229,9 @@ def test_structure_and_text_instructions(source: str, value: Any) -> None:
         ('SUBSTR R2, "abc", 0, -1', "SUBSTR takes a count of characters, 0 or more, not -1"),
         ("MOV R3, R1.items[0].title\nROUNDSD R2, R3", "ROUNDSD needs a number, got 'Lamp'"),
         ("ROUNDSD R2, 1.5, 16", "ROUNDSD: the rounding mode is 0 to 15, not 16"),
+        ("KEYS R2, R1.items", "KEYS needs an object, got a list: its elements are found by index"),
+        ('KEYS R2, "text"', "KEYS needs an object, got 'text'"),
+        ("KEYS R2, NONE", "KEYS needs an object, got NONE"),
     ],
 )
 def test_text_instructions_refuse_what_they_cannot_read(source: str, message: str) -> None:
@@ -246,6 +252,42 @@ def test_none_equals_empty_text_and_is_empty() -> None:
     got = emu.result().registers
     assert (got["R2"], got["R3"], got.get("R4", 0)) == (1, 1, 0)
     assert said('MOV R1, NULL\nSAY "[{R1}]"') == "[]"
+
+
+def test_keys_walks_an_object_of_names_to_values() -> None:
+    def ratings(city: str) -> dict[str, float]:
+        """Each hotel's rating, by hotel name."""
+        return {"Ritz": 4.5, "Savoy": 4.8, "Inn": 3.9}
+
+    plan = """
+    PUSH "London"
+    CALL ratings
+    POP R1
+    KEYS R2, R1           ; the hotel names
+    LEN R3, R2
+    MOV ESI, 0
+    MOV R9, ""            ; the best so far
+    MOV xmm1, 0.0
+next:
+    CMP ESI, R3
+    JGE done
+    MOV R4, R2[ESI]       ; a name
+    CMP R1[R4], xmm1
+    JLE skip
+    MOV xmm1, R1[R4]
+    MOV R9, R4
+skip:
+    INC ESI
+    JMP next
+done:
+    SAY "{R9} ({xmm1})"
+"""
+    assert said(plan, [ratings]) == "Savoy (4.8)"
+    refused = rejected(plan.replace("MOV R4, R2[ESI]", "MOV R4, R2.name"), [ratings])
+    assert refused == [
+        "13: R2.name: R2 (list[text]) is a list, not an object: it has no field 'name'; take an "
+        "element with a number ([0], [ESI]) first"
+    ]
 
 
 # -- NONE is no text: nothing from outside becomes it ----------------------------------------------

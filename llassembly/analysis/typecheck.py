@@ -73,6 +73,7 @@ from llassembly.language.program import (
 )
 
 _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
+_PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +276,7 @@ class _Types:
             elif fx.pops:
                 value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
             else:
-                value = NUMBER if produced == "number" else TEXT if produced == "text" else None
+                value = _PRODUCED.get(produced)
                 text = False  # computed: text from SUBSTR is followed by its shape alone
             written.append((ins.operands[position], value, text))
         pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]

@@ -91,6 +91,7 @@ class Opcode(enum.Enum):
     # Structured values and text (see "Structured values" and "Text" in docs/language.md).
     LEN = "LEN"
     HAS = "HAS"
+    KEYS = "KEYS"
     FIND = "FIND"
     SUBSTR = "SUBSTR"
     CMPI = "CMPI"
@@ -220,7 +221,8 @@ class OpcodeInfo:
         stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
             tool's parameters and puts its results (see :func:`stack_effect`).
         produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
-            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...) or ``""`` (a copy, or nothing).
+            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...), ``"texts"`` (the JSON list of
+            texts ``KEYS`` gives) or ``""`` (a copy, or nothing).
     """
 
     shapes: tuple[Form, ...]
@@ -234,7 +236,7 @@ class OpcodeInfo:
     divides: bool = False
     variadic: bool = False
     stack: tuple[int, int] = (0, 0)
-    produces: Literal["", "number", "text"] = ""
+    produces: Literal["", "number", "text", "texts"] = ""
 
     def __post_init__(self) -> None:
         if self.numeric and not self.produces:  # arithmetic gives numbers
@@ -373,6 +375,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     # Structured values and text: results are numbers or text; the flags are left as they are.
     Opcode.LEN: _info("=reg, value", produces="number"),
     Opcode.HAS: _info("=reg, value, value", produces="number"),
+    Opcode.KEYS: _info("=reg, value", produces="texts"),
     Opcode.FIND: _info("=reg, value, value", produces="number"),
     Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
     Opcode.CMPI: _info("value, value", sets_flags=True, compares=True),

@@ -28,6 +28,7 @@ from llassembly.machine.access import (
     setter,
     show,
     structure_of,
+    value_of,
 )
 from llassembly.machine.state import ORDERED, UNORDERED
 
@@ -134,6 +135,19 @@ def _has(ins: Instruction) -> _Compute:
     return compute
 
 
+def _keys(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        (value,) = values
+        found = structure_of(st, value, ins)
+        if isinstance(found, dict):
+            return value_of(st, list(found), ins, f"KEYS {ins.operands[1]}")
+        if isinstance(found, list):
+            raise fail(ins, "KEYS needs an object, got a list: its elements are found by index")
+        raise fail(ins, f"KEYS needs an object, got {show(value)}")
+
+    return compute
+
+
 def _find(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         text, part = values
@@ -231,6 +245,7 @@ def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
 TEXT_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
     Opcode.LEN: _with_ins(_len),
     Opcode.HAS: _with_ins(_has),
+    Opcode.KEYS: _with_ins(_keys),
     Opcode.FIND: _with_ins(_find),
     Opcode.SUBSTR: _with_ins(_substr),
     Opcode.CMPI: _compile_cmpi,
