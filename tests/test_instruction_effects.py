@@ -42,6 +42,7 @@ _OPERANDS: dict[str, list[str]] = {
     "label": ["l"],
     "target": ["l"],
     "mem": ["[row + ESI*4]", "[x + R1]"],
+    "count": ["1", "2"],
 }
 _ESI = register_index("ESI") or 0
 _USED = [register_index(name) or 0 for name in (*_REGS, "EBX")]

@@ -333,6 +333,16 @@ def test_none_leaves_optional_arguments_out_of_the_tool_call(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_a_count_pushes_only_the_first_arguments_and_leaves_the_rest_out(path: str) -> None:
+    plan = 'PUSH 7\nPUSH "+1 555 0123"\nCALL set_phone, 2\nPOP R1\nSAY "{R1}"'
+    world = World()
+    final, (_, messages) = run(path, [asm(plan)], world)
+    assert final["answer"] == "ok"
+    assert world.log == [("set_phone", 7, "+1 555 0123", None)]
+    assert calls_made(messages) == [("set_phone", {"contact_id": 7, "phone": "+1 555 0123"})]
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_a_result_that_is_the_reserved_character_never_leaves_an_argument_out(path: str) -> None:
     """U+FDD0 was once how NONE was held: a tool's text holding it is text on every path."""
     deleted: list[str] = []

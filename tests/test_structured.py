@@ -398,6 +398,61 @@ def test_the_summary_says_an_argument_that_may_be_none_may_be_left_out() -> None
     assert 'delete_files(pattern="*.tmp")' in summarize(fixed, tools).render()
 
 
+# -- CALL tool, N: the last arguments left to the tool's defaults ---------------------------------
+
+
+def find_items(query: str, cursor: str | None = None, limit: int = 10) -> list[str]:
+    """Find items; ``cursor`` and ``limit`` have defaults."""
+    return [f"{query}/{cursor}/{limit}"]
+
+
+def test_call_with_a_count_takes_that_many_arguments_and_leaves_the_rest_out() -> None:
+    got = regs(
+        'PUSH "keep"\nPUSH "lamp"\nCALL find_items, 1\nPOP R1\n'
+        'PUSH "desk"\nPUSH "p2"\nCALL find_items, 2\nPOP R2\nPOP R3',
+        [find_items],
+    )
+    assert (got["R1"], got["R2"], got["R3"]) == ('["lamp/None/10"]', '["desk/p2/10"]', "keep")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            "CALL find_items, 0",
+            "CALL find_items, 0: the count is how many arguments were pushed, a whole",
+        ),
+        (
+            "CALL find_items, 4",
+            "number from 1 to 3: find_items takes query, cursor, limit, and the last",
+        ),
+        ("CALL find_items, R1", "ones may be left out (cursor, limit) to take the tool's defaults"),
+        ("CALL find_items, 1.0", "CALL find_items, 1.0: the count is how many"),
+        ("CALL sub, 1", "CALL sub, 1: a subroutine takes no count of arguments"),
+    ],
+)
+def test_a_count_the_tool_does_not_allow_is_refused(call: str, message: str) -> None:
+    (problem,) = rejected(f'PUSH "lamp"\n{call}\nHLT\nsub: RET', [find_items])
+    assert message in problem
+
+
+def test_a_short_stack_is_told_how_to_leave_arguments_out_and_nothing_else() -> None:
+    assert rejected('PUSH "lamp"\nCALL find_items\nPOP R1', [find_items]) == [
+        "2: CALL find_items takes 3 values from the stack (query, cursor, limit) but on some path "
+        "only 1 is there; PUSH the arguments, first parameter first, before the CALL (to leave "
+        "the last ones to the tool's defaults, push the first N, at least 1, and write CALL "
+        "find_items, N)"
+    ]
+
+
+def test_the_summary_shows_the_arguments_left_out() -> None:
+    plan = program('PUSH "lamp"\nCALL find_items, 1\nPOP R1')
+    assert (
+        'find_items(query="lamp", cursor=NONE (left out: the tool\'s default), limit=NONE (left '
+        "out: the tool's default))"
+    ) in summarize(plan, externs_from([find_items])).render()
+
+
 # -- text with placeholders ---------------------------------------------------------------------
 
 

@@ -54,6 +54,7 @@ from llassembly.language.program import (
     Reg,
     ToolShape,
     Value,
+    arguments_of,
     effects,
     find_tool,
     place_of,
@@ -106,7 +107,8 @@ class ControlFlow:
         ``CALL`` takes its parameters and puts its results, or none when its result goes to
         ``EAX``."""
         tool = self.tools.get(pc)
-        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool)
+        operands = self.program.instructions[pc].operands
+        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)
         return (taken, 0) if pc in self.eax else (taken, put)
 
     def subroutine_call(self, pc: int) -> bool:
@@ -191,7 +193,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     for pc, (ins, fx) in enumerate(zip(instructions, found, strict=True)):
         if fx.flow == "next" or fx.flow == "return" or fx.flow == "halt":
             continue
-        operand = ins.operands[0] if len(ins.operands) == 1 else None
+        operand = ins.operands[0] if ins.operands else None
         if not isinstance(operand, Name):
             continue  # no label: the verifier refuses it, and it goes nowhere here
         label = program.labels.get(operand.name.lower())
@@ -243,7 +245,9 @@ def _eax_convention(
         if reader is None:
             continue
         eax.add(pc)
-        saved = _saved_below(program, found, pc, len(tool.params))
+        saved = _saved_below(
+            program, found, pc, arguments_of(tool, program.instructions[pc].operands)
+        )
         pop = _pop_after(program.instructions, found, reader, saved)
         if pop is not None:
             mixed.append((pc, reader, pop))

@@ -356,7 +356,7 @@ def argument_flows(
     never carries those marks.
 
     Returns:
-        ``flows(state)``: one :class:`Flow` per parameter, first pushed first (``()`` for a
+        ``flows(state)``: one :class:`Flow` per argument pushed, first pushed first (``()`` for a
         state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
         analysis ran out of steps (nothing is known then).
     """
@@ -372,7 +372,7 @@ def argument_flows(
         tool = paths.flow.tools.get(pc)
         if tool is None or state not in found:
             return ()
-        _, pairs = taken(found[state][2], len(tool.params), analysis.top)
+        _, pairs = taken(found[state][2], paths.flow.stack_effect(pc)[0], analysis.top)
         return tuple(Flow(tuple(sorted(may)), tuple(sorted(must))) for may, must in pairs)
 
     return flows

@@ -340,7 +340,7 @@ def summarize(
     def site_of(pc: int) -> CallSite:
         numbers = by_site[pc]
         ins = program.instructions[pc]
-        arguments = _arguments(flow.tools[pc], numbers, stacks)
+        arguments = _arguments(flow.tools[pc], flow.stack_effect(pc)[0], numbers, stacks)
         arguments = _with_flows(arguments, numbers, flows, everything, asked)
         in_loop = any(n in paths.looped for n in numbers)
         return CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
@@ -373,21 +373,25 @@ def summarize(
 
 
 def _arguments(
-    tool: ToolShape, numbers: list[int], stacks: Callable[[int], tuple[Abstract, ...]] | None
+    tool: ToolShape,
+    pushed: int,
+    numbers: list[int],
+    stacks: Callable[[int], tuple[Abstract, ...]] | None,
 ) -> tuple[Argument, ...]:
-    """The arguments of one call site: per parameter, the value every run passes there, if
-    one does."""
+    """The arguments of one call site (``pushed`` of them on the stack, the rest left out):
+    per parameter, the value every run passes there, if one does."""
     params = list(tool.params)
     names = [str(getattr(p, "name", f"arg{i + 1}")) for i, p in enumerate(params)]
     optional = [bool(getattr(p, "has_default", False)) for p in params]
-    values: list[Abstract] = [UNKNOWN] * len(params)
-    if stacks is not None and params:
+    values: list[Abstract] = [UNKNOWN] * pushed
+    if stacks is not None and pushed:
         seen: list[Abstract] | None = None
         for number in numbers:
             stack = stacks(number)
-            here = list(stack[-len(params) :]) if len(stack) >= len(params) else values
+            here = list(stack[-pushed:]) if len(stack) >= pushed else values
             seen = here if seen is None else [join(a, b) for a, b in zip(seen, here, strict=True)]
         values = seen or values
+    values += [NONE] * (len(params) - pushed)  # CALL tool, N: the rest are left out
     return tuple(
         Argument(name, False, optional=optional)
         if v is UNKNOWN

@@ -57,6 +57,8 @@ from llassembly.language.program import (
     Reg,
     Template,
     ToolShape,
+    arguments_of,
+    fewest_arguments,
     find_tool,
     nested,
 )
@@ -68,6 +70,7 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "label": "a label",
     "target": "a tool name or a label",
     "mem": "a memory operand [...]",
+    "count": "a number of arguments",
 }
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
 
@@ -228,6 +231,8 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+        elif kind == "count":
+            self.check_count(index, ins, operand, column)
 
     def no_value(self, name: Name) -> str:
         """What a name read as a value names when it is no data label or variable: ``"label"``,
@@ -404,6 +409,29 @@ class _Checker:
             message = f"unknown tool {operand.name!r}; available tools: {tools}"
             self.report(ins.line, column, message, structural=True)
 
+    def check_count(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
+        """``CALL tool, N``: ``N`` arguments pushed, the tool's required ones at least."""
+        tool = self.flow.tools.get(index)
+        if index in self.flow.targets:
+            message = f"CALL {ins.operands[0]}, {operand}: a subroutine takes no count of arguments"
+        elif tool is None:
+            return  # the unknown tool is reported
+        elif isinstance(operand, Imm) and arguments_of(tool, ins.operands) == operand.value:
+            return
+        else:
+            names = [str(getattr(p, "name", p)) for p in tool.params]
+            least, shown = fewest_arguments(tool), ", ".join(names) or "none"
+            message = (
+                f"CALL {tool.name}, {operand}: the count is how many arguments were pushed, a "
+                f"whole number from {least} to {len(names)}: {tool.name} takes {shown}, and the "
+                f"last ones may be left out ({', '.join(names[least:])}) to take the tool's "
+                "defaults"
+                if least < len(names)
+                else f"CALL {tool.name}, {operand}: {tool.name} needs all its arguments "
+                f"({shown}): push them and write CALL {tool.name}"
+            )
+        self.report(ins.line, column, message, structural=True)
+
     # -- entry -------------------------------------------------------------------------------
 
     def check_entry(self) -> None:
@@ -441,6 +469,8 @@ class _Checker:
         if stopped is not None:
             self.too_many(paths, stopped)
         for problem in problems:
+            if problem.pc in walk.short_calls:  # its arguments are not where the check looks
+                continue
             ins = instructions[problem.pc]
             self.report(ins.line, _column(ins, problem.position), problem.message)
 
@@ -626,12 +656,17 @@ def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, s
     for pc, have in walk.short_calls.items():
         tool = flow.tools[pc]
         params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
-        count = len(tool.params)
+        count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
         message = (
             f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
             f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
             "PUSH the arguments, first parameter first, before the CALL"
         )
+        if least < count:
+            message += (
+                f" (to leave the last ones to the tool's defaults, push the first N, at least "
+                f"{least}, and write CALL {tool.name}, N)"
+            )
         yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
     for pc in walk.unset_jumps:
         fix = (

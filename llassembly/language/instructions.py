@@ -133,15 +133,16 @@ def register_name(index: int) -> str:
     return _REGISTER_NAMES[index]
 
 
-OperandKind = Literal["reg", "value", "label", "target", "mem"]
+OperandKind = Literal["reg", "value", "label", "target", "mem", "count"]
 """``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
 register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
 tool name or a code label; ``mem``: a memory operand whose address is computed and not read
-(``LEA``)."""
+(``LEA``); ``count``: a whole number written in the plan (``CALL tool, N``: the arguments
+pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
-_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem"})
+_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem", "count"})
 _ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
 
 
@@ -327,7 +328,8 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.JLE: _jump("le"),
     Opcode.JG: _jump("g"),
     Opcode.JGE: _jump("ge"),
-    Opcode.CALL: _info("target", flow="call"),
+    # CALL tool, N: only the first N arguments were pushed; the others take their defaults.
+    Opcode.CALL: _info("target", "target, count", flow="call"),
     # At top level RET returns the value of EAX or XMM0 (see "The x86 return value").
     Opcode.RET: _info("; EAX XMM0", flow="return"),
     Opcode.NOP: _info(""),

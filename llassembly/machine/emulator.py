@@ -76,6 +76,7 @@ from llassembly.language.program import (
     Reg,
     Template,
     Value,
+    arguments_of,
     effects,
 )
 from llassembly.machine import provenance as _provenance
@@ -468,6 +469,12 @@ class Emulator:
         self.complete_batch([result])  # (calls() steps an unmarked machine: a batch of one)
         self.history.append(CallRecord(call, result))
 
+    def _arguments(self, pc: int) -> int:
+        """The values the tool ``CALL`` at ``pc`` takes (``CALL tool, N``: ``N``)."""
+        extern = self._tool_at(pc)
+        operands = self.program.instructions[pc].operands
+        return arguments_of(extern, operands) if extern is not None else 0
+
     def _tool_at(self, index: int) -> Extern | None:
         tools = self.compiled.tools
         return tools[index] if 0 <= index < len(tools) else None
@@ -479,7 +486,7 @@ class Emulator:
         kind, and both paths give the same batches and messages)."""
         if pc not in self.marked or extern is None:
             return False
-        n_params, stack = len(extern.params), self.state.stack
+        n_params, stack = self._arguments(pc), self.state.stack
         waiting: list[Any] = stack[-n_params:] if n_params else []
         if any(type(v) is Pending for v in waiting):
             return False
@@ -576,13 +583,11 @@ class Emulator:
             )
         if self.max_seconds is not None and self._started is not None:
             self._check_clock(self._started + self.max_seconds, pc)
-        stack = st.stack
-        split = len(stack) - len(extern.params)
+        stack, count = st.stack, self._arguments(pc)
+        split = len(stack) - count
         if split < 0:
             raise fail(
-                ins,
-                f"CALL {extern.name} needs {len(extern.params)} values on the stack, "
-                f"found {len(stack)}",
+                ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}"
             )
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing

@@ -66,7 +66,7 @@ from llassembly.errors import (
 )
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import PlainAnswer, Program, Value
+from llassembly.language.program import PlainAnswer, Program, Value, fewest_arguments
 from llassembly.machine.values import (
     Converter,
     converter,
@@ -169,7 +169,7 @@ class Extern:
                 arguments, or the count is wrong.
         """
         params = self.params
-        if len(values) != len(params):
+        if not fewest_arguments(self) <= len(values) <= len(params):
             msg = f"tool {self.name!r} takes {len(params)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         args: dict[str, Any] = {}
