@@ -343,6 +343,42 @@ def test_a_count_pushes_only_the_first_arguments_and_leaves_the_rest_out(path: s
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("city", ["Oslo", "Atlantis"])
+def test_a_call_the_plan_tests_goes_on_after_it_fails(path: str, city: str) -> None:
+    """``JC`` right after the ``CALL``: a failure sets the carry and leaves its text in EAX."""
+
+    @tool
+    def weather(city: str) -> float:
+        """Today's temperature in a city."""
+        if city == "Atlantis":
+            raise ValueError("no such city")
+        return 21.5
+
+    plan = f"""
+    PUSH "{city}"
+    CALL weather
+    JC failed
+    POP R1
+    SAY "It is {{R1}} degrees."
+    HLT
+failed:
+    SAY "No weather: {{EAX}}"
+"""
+    model = ScriptedChatModel(replies=[asm(plan)])
+    planner = ToolsPlannerMiddleware(execution=path)
+    out = create_agent(model, tools=[weather], middleware=[planner]).invoke(
+        {"messages": [HumanMessage("weather?")]}
+    )
+    final = out["messages"][-1].response_metadata[KEY]
+    expected = {
+        "Oslo": "It is 21.5 degrees.",
+        "Atlantis": "No weather: tool 'weather' raised ValueError: no such city",
+    }
+    assert final["answer"] == expected[city]
+    assert len(model.calls) == 1  # no replan: the plan handled it
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_a_result_that_is_the_reserved_character_never_leaves_an_argument_out(path: str) -> None:
     """U+FDD0 was once how NONE was held: a tool's text holding it is text on every path."""
     deleted: list[str] = []

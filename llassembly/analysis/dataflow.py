@@ -282,10 +282,12 @@ class _Static:
                 for argument in given:
                     read = _union(read, argument)
                 result = self.query(pc, read)
-            if pc in self.flow.eax:
+            fx = self.flow.effects[pc]  # EAX: its result or error; the flags: did it fail
+            if fx.registers_written:
                 changed = list(regs)
                 changed[self.slot[EAX_INDEX]] = result
-                return tuple(changed), flags, stack, memory
+                regs = tuple(changed)
+            flags = result if fx.flags_written else flags
             return regs, flags, pushed(stack, [result] * put), memory
         move = transfer_of(self.flow.program.instructions[pc])
         if move.moves_nothing:

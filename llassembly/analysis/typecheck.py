@@ -44,6 +44,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.paths import fixpoint, joined_stacks, paths_of, pushed, taken
 from llassembly.analysis.shapes import (
     INT,
+    NONE_SHAPE,
     NUMBER,
     TEXT,
     Shape,
@@ -253,8 +254,15 @@ class _Types:
                 self.check_arguments(pc, flow.tools[pc], given)
             (shapes, text), text_stack = self.results[pc], facts.text_stack >> len(given)
             facts = facts._replace(stack=stack, text_stack=text_stack)
+            eax = Reg(EAX_INDEX, "EAX")
+            if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
+                shapes = tuple(join(shape, NONE_SHAPE) for shape in shapes)
+                error = join(shapes[0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
+                facts = self.put(facts, eax, error, True)
+            elif pc in flow.eax:
+                facts = self.put(facts, eax, shapes[0], bool(text & 1))
             if pc in flow.eax:
-                return self.put(facts, Reg(EAX_INDEX, "EAX"), shapes[0], bool(text & 1))
+                return facts
             text_stack = (text_stack << len(shapes) | text) & _STACK_BITS
             return facts._replace(stack=pushed(stack, reversed(shapes)), text_stack=text_stack)
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}

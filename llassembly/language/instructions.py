@@ -424,6 +424,14 @@ for _prefix, _ops in _BY_CONDITION.items():
 """Upper-case mnemonic (including aliases) to opcode."""
 
 
+def tests_carry(mnemonic: str) -> bool:
+    """Whether an instruction, by the x86 name it is written with, tests the carry: ``JC``,
+    ``JNC``, ``SETC``, ``SETNC``, ``CMOVC``, ``CMOVNC`` (the same conditions as ``JL``/``JGE``:
+    the carry is ``LT``). Right after a tool ``CALL``, it tests whether the call failed (see
+    :mod:`llassembly.analysis.cfg`, *calls the plan tests*)."""
+    return any(mnemonic in (prefix + "C", prefix + "NC") for prefix in _BY_CONDITION)
+
+
 def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:
     """Where control goes after the instruction at ``pc`` (the one control-flow rule).
 

@@ -47,6 +47,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
+    AsmRuntimeError,
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
@@ -65,6 +66,7 @@ from llassembly.language.limits import (
     is_int64,
 )
 from llassembly.language.program import (
+    NONE,
     Effects,
     Imm,
     Instruction,
@@ -82,7 +84,14 @@ from llassembly.language.program import (
 from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter
 from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
-from llassembly.machine.state import CallRecord, MachineState, Pending, RunResult, ToolCall
+from llassembly.machine.state import (
+    ORDERED,
+    CallRecord,
+    MachineState,
+    Pending,
+    RunResult,
+    ToolCall,
+)
 from llassembly.machine.state import is_value as _is_value
 from llassembly.machine.steps import CompiledProgram, compile_program, recompiled
 
@@ -170,6 +179,8 @@ class Emulator:
         self.max_seconds = max_seconds
         self.parallel_tools = check_parallel_tools(parallel_tools)
         self.marked = marked_calls(self.compiled, self.parallel_tools)
+        flow = self.compiled.flow
+        self._tested = flow.tested if flow is not None else frozenset()
         """Indexes of the tool ``CALL``s that may run together."""
         self._reads = _read_checks(self.compiled) if self.marked else ()
         self._fault_error: ExecutionError | None = None
@@ -347,11 +358,14 @@ class Emulator:
 
     def complete_batch(self, results: Sequence[Any]) -> None:
         """Give results to the batch's calls in program order (a prefix of it may be given;
-        the rest stays outstanding).
+        the rest stays outstanding). A :class:`Failed` outcome of a call the plan tests
+        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is
+        raised.
 
         Raises:
             UsageError: More results than outstanding calls.
-            AsmRuntimeError: A result does not have the declared number of values.
+            ExecutionError: A call the plan does not test failed (its error), or its result
+                does not have the declared number of values.
             StackDepthExceeded: The last call's results do not fit on the stack.
         """
         st = self.state
@@ -363,9 +377,21 @@ class Emulator:
         for result in results:
             if st.outstanding:
                 index, _values, number = st.outstanding.pop(0)
+                if isinstance(result, Failed):  # a call run ahead is never tested
+                    raise self._error(index, result.error)
                 st.fill(number, self._values_of(index, result))
             else:
                 self._take(result)
+
+    def tests_failure(self) -> bool:
+        """Whether the plan tests the failure of the call that waits for its outcome next (a
+        ``JC``/``JNC`` right after its ``CALL``, see *Calls that may fail* in
+        ``docs/language.md``): then :meth:`complete_batch` takes a :class:`Failed` outcome
+        for it and the plan goes on, where any other failure stops the plan."""
+        st = self.state
+        if st.outstanding:
+            return False  # a call run ahead is never one the plan tests
+        return st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
         """Run until the next tool call and return it, or ``None`` when the plan ends: the
@@ -456,7 +482,7 @@ class Emulator:
         while batch:
             outcomes = yield batch
             for call, outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, Failed):
+                if isinstance(outcome, Failed) and not self.tests_failure():
                     error = outcome.error
                     if isinstance(error, Exception):
                         raise tool_error(call, error) from error
@@ -501,6 +527,7 @@ class Emulator:
         n_results = extern.n_results if extern is not None else 0
         if (
             pc not in self.marked
+            or pc in self._tested  # the plan tests it next: it completes first
             or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
         ):
             return False
@@ -529,12 +556,29 @@ class Emulator:
         return extern.to_values(result, line=ins.line, source=ins.text)
 
     def _take(self, result: Any) -> None:
-        """Push the pending call's results and move past its CALL."""
+        """Push the pending call's results and move past its CALL. A call the plan tests sets
+        the carry (``LT``) when it failed (its results ``NONE``, its error's text in ``EAX``)
+        and clears it when it did not (``EAX``: its result by the EAX convention, else
+        ``NONE``)."""
         st = self.state
         if st.pending is None:  # pragma: no cover - complete_batch counts the waiting calls
             raise UsageError("no tool call is waiting for a result")
         index = st.pending[0]
-        values = self._values_of(index, result)
+        tested = index in self._tested
+        error = result.error if isinstance(result, Failed) else None
+        if error is None:
+            try:
+                values = self._values_of(index, result)
+            except AsmRuntimeError as exc:  # a result it cannot read: the call failed
+                if not tested:
+                    raise
+                error = exc
+        if error is not None:
+            error = self._error(index, error)  # worded alike on every path
+            if not tested:
+                raise error
+            extern = self._tool_at(index)
+            values = (NONE,) * (extern.n_results if extern is not None else 0)
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
@@ -544,11 +588,23 @@ class Emulator:
             st.regs[EAX_INDEX] = values[0]
         else:
             st.stack.extend(reversed(values))
+        if tested:
+            if error is not None or not to_eax:  # EAX: the error's text, or NONE
+                st.regs[EAX_INDEX] = _text_of(error)
+            st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
         if st.provenance is not None:  # shadow state: each result derives from its tool
             extern = self.compiled.tools[index]
-            st.provenance.results(extern.name if extern else "", len(values), to_eax)
+            name = extern.name if extern else ""
+            st.provenance.results(name, len(values), to_eax, tested=tested)
         st.pending = None
         st.pc = index + 1
+
+    def _error(self, index: int, error: BaseException) -> BaseException:
+        """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
+        ins, extern = self.program.instructions[index], self._tool_at(index)
+        if not isinstance(error, Exception) or extern is None:
+            return error
+        return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
 
     def _call(
         self, index: int, values: Sequence[Value], number: int, sources: Sequence[Any] | None
@@ -622,6 +678,13 @@ class Emulator:
             raise WallClockExceeded(
                 self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
             )
+
+
+def _text_of(error: BaseException | None) -> Value:
+    """What a call the plan tests leaves in ``EAX``: its error's text, ``NONE`` without one."""
+    if error is None:
+        return NONE
+    return error.detail if isinstance(error, ExecutionError) else str(error)
 
 
 # -- which calls may run together --------------------------------------------------------------

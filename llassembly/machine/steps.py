@@ -796,10 +796,7 @@ def written_registers(flow: ControlFlow) -> tuple[int, ...]:
     goes there. Every other register keeps the value a run starts with, so a snapshot reads
     these and no others (R0 is never written).
     """
-    found = {reg for fx in flow.effects for reg in fx.registers_written}
-    if flow.eax:
-        found.add(EAX_INDEX)
-    return tuple(sorted(found))
+    return tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
 
 
 def compile_program(
