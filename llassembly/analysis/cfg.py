@@ -112,8 +112,8 @@ class ControlFlow:
 
     def stack_effect(self, pc: int) -> tuple[int, int]:
         """``(values taken, values put)`` on the data stack by the instruction at ``pc``: a tool
-        ``CALL`` takes its parameters and puts its results, or none when its result goes to
-        ``EAX``."""
+        ``CALL`` takes its parameters (``CALL tool, N``: the first ``N``) and puts its results,
+        or none when its result goes to ``EAX``."""
         tool = self.tools.get(pc)
         operands = self.program.instructions[pc].operands
         taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)

@@ -20,18 +20,26 @@ is the value the run computes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, cast
 
-from llassembly.language.instructions import EAX_INDEX, ECX_INDEX, EDX_INDEX, OPCODE_INFO, Opcode
-from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.program import (
-    Instruction,
-    Mem,
-    Operand,
-    Reg,
-    Value,
+from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
+from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
+from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.verifier import verify
+from llassembly.errors import AsmRuntimeError, StackDepthExceeded, UsageError
+from llassembly.language.instructions import (
+    EAX_INDEX,
+    ECX_INDEX,
+    EDX_INDEX,
+    OPCODE_INFO,
+    Opcode,
+    OpcodeInfo,
 )
+from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH, INT_MAX, INT_MIN
+from llassembly.language.program import Instruction, Mem, Name, Operand, Program, Reg, Value
 from llassembly.machine.access import (
     Context,
     Getter,
@@ -42,41 +50,13 @@ from llassembly.machine.access import (
     setter,
     show,
 )
-from llassembly.machine.state import (
-    ORDERED,
-    UNORDERED,
-    UNSET,
-)
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-import sys
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import cast
-
-from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
-from llassembly.analysis.policies import DataFlowPolicy
-from llassembly.analysis.verifier import verify
-from llassembly.errors import (
-    AsmRuntimeError,
-    StackDepthExceeded,
-    UsageError,
-)
-from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
-from llassembly.language.program import (
-    Name,
-    Program,
-)
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
-from llassembly.machine.state import MachineState
+from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, text_flags
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _MASK64 = (1 << 64) - 1
-# Flag modes: no flag-setting instruction yet, numbers compared, strings compared.
 EAX = Reg(EAX_INDEX, "EAX")
 ECX = Reg(ECX_INDEX, "ECX")
 EDX = Reg(EDX_INDEX, "EDX")
@@ -456,62 +436,16 @@ def _sqrt(value: Value) -> float:
     return math.sqrt(value)  # type: ignore[arg-type]
 
 
-NEW_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
-    Opcode.DIV: _compile_div,
-    Opcode.MOD: _compile_mod,
-    Opcode.AND: _logic(lambda a, b: a & b),
-    Opcode.OR: _logic(lambda a, b: a | b),
-    Opcode.XOR: _logic(lambda a, b: a ^ b),
-    Opcode.NOT: _compile_not,
-    Opcode.NEG: _compile_neg,
-    Opcode.TEST: _compile_test,
-    Opcode.SHL: _shift(lambda a, n: a << n),
-    Opcode.SHR: _shift(_shr),
-    Opcode.SAR: _shift(lambda a, n: a >> n),
-    Opcode.LEA: _compile_lea,
-    Opcode.LOOP: _compile_loop,
-    Opcode.XCHG: _compile_xchg,
-    Opcode.SETE: _compile_set,
-    Opcode.SETNE: _compile_set,
-    Opcode.SETL: _compile_set,
-    Opcode.SETLE: _compile_set,
-    Opcode.SETG: _compile_set,
-    Opcode.SETGE: _compile_set,
-    Opcode.CMOVE: _compile_cmov,
-    Opcode.CMOVNE: _compile_cmov,
-    Opcode.CMOVL: _compile_cmov,
-    Opcode.CMOVLE: _compile_cmov,
-    Opcode.CMOVG: _compile_cmov,
-    Opcode.CMOVGE: _compile_cmov,
-    Opcode.CVTSI2SD: _convert(float),
-    Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
-    Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),
-    Opcode.ADDSD: _float_op(lambda a, b: a + b),
-    Opcode.SUBSD: _float_op(lambda a, b: a - b),
-    Opcode.MULSD: _float_op(lambda a, b: a * b),
-    Opcode.DIVSD: _float_op(lambda a, b: a / b),
-    Opcode.SQRTSD: _convert(_sqrt),
-    Opcode.MINSD: _float_op(min),
-    Opcode.MAXSD: _float_op(max),
-}
-"""Compilers of the x86 families, merged into ``llassembly._steps``' table."""
+# -- moves, the stack, arithmetic, compares, jumps and subroutines ----------------------------
 
 
-# ---------------------------------------------------------------------------------------------
-# Compiling instructions to closures. A step function takes the state and its own pc and
-# returns the next pc. One compiler per opcode; the table is checked at import.
-
-"""A compiled instruction: ``(state, its own pc) -> the next pc``."""
-_Context = Context
-
-
-def _target(operand: Operand, ctx: _Context) -> int:
+def _target(operand: Operand, ctx: Context) -> int:
     if not isinstance(operand, Name):
         raise UsageError(f"jump target {operand} is not a label (was the program verified?)")
     return ctx.program.labels[operand.name.lower()]
 
 
-def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
+def _compile_mov(ins: Instruction, ctx: Context) -> Step:
     dst, get = ins.operands[0], getter(ins.operands[1], ctx, ins)
     if isinstance(dst, Reg):  # the common case, kept to one call
         index = dst.index
@@ -530,7 +464,7 @@ def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_push(ins: Instruction, ctx: _Context) -> Step:
+def _compile_push(ins: Instruction, ctx: Context) -> Step:
     get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
 
     def step(st: MachineState, pc: int) -> int:
@@ -543,7 +477,7 @@ def _compile_push(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_pop(ins: Instruction, ctx: _Context) -> Step:
+def _compile_pop(ins: Instruction, ctx: Context) -> Step:
     dst = ins.operands[0]
     if isinstance(dst, Reg):  # the common case, kept to one call
         index = dst.index
@@ -578,15 +512,15 @@ def _mul(a: Any, b: Any) -> Any:
     return a * b
 
 
-def _compile_add(ins: Instruction, ctx: _Context) -> Step:
+def _compile_add(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _add, getter(ins.operands[1], ctx, ins))
 
 
-def _compile_sub(ins: Instruction, ctx: _Context) -> Step:
+def _compile_sub(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _sub, getter(ins.operands[1], ctx, ins))
 
 
-def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
+def _compile_mul(ins: Instruction, ctx: Context) -> Step:
     operands = ins.operands
     if len(operands) == 1:  # MUL src: EAX = EAX * src
         return arith(ins, ctx, _mul, getter(operands[0], ctx, ins), target=EAX)
@@ -596,15 +530,15 @@ def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
     return arith(ins, ctx, _mul, getter(operands[1], ctx, ins))
 
 
-def _compile_inc(ins: Instruction, ctx: _Context) -> Step:
+def _compile_inc(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _add, lambda st: 1)
 
 
-def _compile_dec(ins: Instruction, ctx: _Context) -> Step:
+def _compile_dec(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _sub, lambda st: 1)
 
 
-def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
+def _compile_cmp(ins: Instruction, ctx: Context) -> Step:
     get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
 
     def step(st: MachineState, pc: int) -> int:
@@ -620,12 +554,12 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_jmp(ins: Instruction, ctx: _Context) -> Step:
+def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
     target = _target(ins.operands[0], ctx)
     return lambda st, pc: target
 
 
-def _compile_jcc(ins: Instruction, ctx: _Context) -> Step:
+def _compile_jcc(ins: Instruction, ctx: Context) -> Step:
     target = _target(ins.operands[0], ctx)
     check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
     ordered = OPCODE_INFO[ins.op].ordered
@@ -639,7 +573,7 @@ def _compile_jcc(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_call(ins: Instruction, ctx: _Context) -> Step:
+def _compile_call(ins: Instruction, ctx: Context) -> Step:
     # Only subroutine calls get here; tool calls are handled by the run loop itself.
     target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
 
@@ -653,7 +587,7 @@ def _compile_call(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
+def _compile_ret(ins: Instruction, ctx: Context) -> Step:
     end, program = ctx.end, ctx.program
 
     def step(st: MachineState, pc: int) -> int:
@@ -665,16 +599,21 @@ def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_nop(ins: Instruction, ctx: _Context) -> Step:
+def _compile_nop(ins: Instruction, ctx: Context) -> Step:
     return lambda st, pc: pc + 1
 
 
-def _compile_hlt(ins: Instruction, ctx: _Context) -> Step:
+def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
     end = ctx.end
     return lambda st, pc: end
 
 
-_COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
+def _conditional(info: OpcodeInfo) -> Callable[[Instruction, Context], Step]:
+    """The compiler of an instruction that tests the flags: a jump, ``SETcc`` or ``CMOVcc``."""
+    return _compile_jcc if info.jump else _compile_cmov if info.moves else _compile_set
+
+
+_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
     Opcode.MOV: _compile_mov,
     Opcode.PUSH: _compile_push,
     Opcode.POP: _compile_pop,
@@ -685,18 +624,36 @@ _COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
     Opcode.DEC: _compile_dec,
     Opcode.CMP: _compile_cmp,
     Opcode.JMP: _compile_jmp,
-    Opcode.JE: _compile_jcc,
-    Opcode.JNE: _compile_jcc,
-    Opcode.JL: _compile_jcc,
-    Opcode.JLE: _compile_jcc,
-    Opcode.JG: _compile_jcc,
-    Opcode.JGE: _compile_jcc,
     Opcode.CALL: _compile_call,
     Opcode.RET: _compile_ret,
     Opcode.NOP: _compile_nop,
     Opcode.HLT: _compile_hlt,
     Opcode.SAY: compile_say,
-    **NEW_COMPILERS,
+    Opcode.DIV: _compile_div,
+    Opcode.MOD: _compile_mod,
+    Opcode.AND: _logic(lambda a, b: a & b),
+    Opcode.OR: _logic(lambda a, b: a | b),
+    Opcode.XOR: _logic(lambda a, b: a ^ b),
+    Opcode.NOT: _compile_not,
+    Opcode.NEG: _compile_neg,
+    Opcode.TEST: _compile_test,
+    Opcode.SHL: _shift(lambda a, n: a << n),
+    Opcode.SHR: _shift(_shr),
+    Opcode.SAR: _shift(lambda a, n: a >> n),
+    Opcode.LEA: _compile_lea,
+    Opcode.LOOP: _compile_loop,
+    Opcode.XCHG: _compile_xchg,
+    Opcode.CVTSI2SD: _convert(float),
+    Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
+    Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),
+    Opcode.ADDSD: _float_op(lambda a, b: a + b),
+    Opcode.SUBSD: _float_op(lambda a, b: a - b),
+    Opcode.MULSD: _float_op(lambda a, b: a * b),
+    Opcode.DIVSD: _float_op(lambda a, b: a / b),
+    Opcode.SQRTSD: _convert(_sqrt),
+    Opcode.MINSD: _float_op(min),
+    Opcode.MAXSD: _float_op(max),
+    **{op: _conditional(info) for op, info in OPCODE_INFO.items() if info.condition},
     **TEXT_COMPILERS,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time

@@ -1,5 +1,5 @@
-"""Step compilers for text: the text and structure instructions (``LEN``, ``HAS``, ``FIND``,
-``SUBSTR``, ``CMPI``, ``LOWER``, ``UPPER``, ``NUM``, x86's ``ROUNDSD``) and ``SAY`` (see
+"""Step compilers for text: the text and structure instructions (``LEN``, ``HAS``, ``KEYS``,
+``FIND``, ``SUBSTR``, ``CMPI``, ``LOWER``, ``UPPER``, ``NUM``, x86's ``ROUNDSD``) and ``SAY`` (see
 *Structured values* and *Text* in ``docs/language.md``).
 
 None of them but ``CMPI`` sets the flags. Text operations read a number as the text a person
@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
-from llassembly.language.instructions import Opcode
+from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX, Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.program import Instruction, Value
-from llassembly.language.templates import render
+from llassembly.language.program import Instruction, Program, Value, effects
+from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import (
     NOT_JSON,
     Context,
     fail,
+    filled,
     getter,
     mnemonic,
     setter,
@@ -30,23 +31,7 @@ from llassembly.machine.access import (
     structure_of,
     value_of,
 )
-from llassembly.machine.state import ORDERED, UNORDERED
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX
-from llassembly.language.program import Program, effects
-from llassembly.language.templates import split_template, template_of
-from llassembly.machine.access import filled
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-
+from llassembly.machine.state import ORDERED, UNORDERED, MachineState
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _Compute: TypeAlias = "Callable[[MachineState, list[Value]], Value]"
