@@ -179,9 +179,9 @@ class Emulator:
         self.max_seconds = max_seconds
         self.parallel_tools = check_parallel_tools(parallel_tools)
         self.marked = marked_calls(self.compiled, self.parallel_tools)
+        """Indexes of the tool ``CALL``s that may run together."""
         flow = self.compiled.flow
         self._tested = flow.tested if flow is not None else frozenset()
-        """Indexes of the tool ``CALL``s that may run together."""
         self._reads = _read_checks(self.compiled) if self.marked else ()
         self._fault_error: ExecutionError | None = None
         self._started: float | None = None
@@ -589,8 +589,12 @@ class Emulator:
         else:
             st.stack.extend(reversed(values))
         if tested:
-            if error is not None or not to_eax:  # EAX: the error's text, or NONE
-                st.regs[EAX_INDEX] = _text_of(error)
+            if error is not None:  # EAX: the error's text
+                st.regs[EAX_INDEX] = (
+                    error.detail if isinstance(error, ExecutionError) else str(error)
+                )
+            elif not to_eax:
+                st.regs[EAX_INDEX] = NONE
             st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
         if st.provenance is not None:  # shadow state: each result derives from its tool
             extern = self.compiled.tools[index]
@@ -678,13 +682,6 @@ class Emulator:
             raise WallClockExceeded(
                 self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
             )
-
-
-def _text_of(error: BaseException | None) -> Value:
-    """What a call the plan tests leaves in ``EAX``: its error's text, ``NONE`` without one."""
-    if error is None:
-        return NONE
-    return error.detail if isinstance(error, ExecutionError) else str(error)
 
 
 # -- which calls may run together --------------------------------------------------------------
