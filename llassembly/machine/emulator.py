@@ -590,9 +590,7 @@ class Emulator:
             st.stack.extend(reversed(values))
         if tested:
             if error is not None:  # EAX: the error's text
-                st.regs[EAX_INDEX] = (
-                    error.detail if isinstance(error, ExecutionError) else str(error)
-                )
+                st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
             elif not to_eax:
                 st.regs[EAX_INDEX] = NONE
             st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
