@@ -317,6 +317,19 @@ def test_block_shows_signature_description_arguments_results_and_example() -> No
     ]
 
 
+def test_an_argument_without_a_description_is_listed_with_its_type() -> None:
+    def book(room: str, nights: int = 1) -> str:
+        """Book a room.
+
+        Args:
+            room: The room's number.
+        """
+        return ""
+
+    block = describe_extern(externs_from([book])["book"])
+    assert "  room: The room's number.\n  nights: int\n" in block
+
+
 def test_block_of_a_two_result_tool_pops_twice() -> None:
     block = describe_extern(EXTERNS["position"])
     assert "position() -> (int, int)" in block

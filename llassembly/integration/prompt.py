@@ -233,7 +233,10 @@ def describe_extern(extern: Extern) -> str:
     rest = []
     if any(p.description for p in params):
         rest.append("Arguments:")
-        rest += [f"  {p.name}: " + _cut(p.description, _ARGUMENT) for p in params]
+        rest += [
+            f"  {p.name}: " + _cut(p.description or type_text(shape_of(p.annotation)), _ARGUMENT)
+            for p in params
+        ]
     n = extern.n_results
     if n == 0:
         rest.append("Returns nothing: do not POP after it.")
