@@ -347,10 +347,11 @@ def fields_line(shape: Shape) -> str:
 
 
 def named_shapes(shape: Shape | None) -> list[Shape]:
-    """The objects inside ``shape`` (itself first, then the ones its fields hold), each once."""
+    """The objects inside ``shape`` (itself first, then the ones its fields hold), each once:
+    all of them (a shape nests at most ``_MAX_DEPTH`` levels)."""
     found: list[Shape] = []
     todo = [shape] if shape is not None else []
-    while todo and len(found) < 32:
+    while todo:
         current = todo.pop(0)
         if current.kind == "object" and current not in found:
             found.append(current)
