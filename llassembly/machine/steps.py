@@ -46,7 +46,6 @@ from llassembly.machine.access import (
     address_of,
     fail,
     getter,
-    mnemonic,
     setter,
     show,
 )
@@ -66,7 +65,7 @@ def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
     """What an instruction that tests the flags checks first: that they are set, and set by
     a compare with an order (not of a number with text) when it tests an order."""
     ordered = OPCODE_INFO[ins.op].ordered
-    name = mnemonic(ins)
+    name = ins.mnemonic
 
     def check(st: MachineState) -> None:
         mode = st.flag_mode
@@ -105,7 +104,7 @@ def arith(
     target = ins.operands[0] if target is None else target
     put = setter(target, ctx, ins)
     reg = target.index if isinstance(target, Reg) else -1  # registers: written in place
-    name = mnemonic(ins)
+    name = ins.mnemonic
     read_dst: Getter = getter(target, ctx, ins) if first is None else first
 
     def step(st: MachineState, pc: int) -> int:
@@ -136,7 +135,7 @@ def arith(
 def _numbers(ins: Instruction, *values: Value) -> None:
     if any(type(v) is str or v is None for v in values):
         shown = " and ".join(show(v) for v in values)
-        raise fail(ins, f"{mnemonic(ins)} needs numbers, got {shown}")
+        raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}")
 
 
 def _ints(ins: Instruction, *values: Value) -> None:
@@ -144,7 +143,7 @@ def _ints(ins: Instruction, *values: Value) -> None:
         shown = " and ".join(show(v) for v in values)
         raise fail(
             ins,
-            f"{mnemonic(ins)} needs whole numbers, got {shown} (bit operations are defined on "
+            f"{ins.mnemonic} needs whole numbers, got {shown} (bit operations are defined on "
             "integers only)",
         )
 
@@ -159,9 +158,9 @@ def _checked(ins: Instruction, result: int | float) -> int | float:
     """A result within the machine's numbers: a 64-bit integer or a finite float."""
     if type(result) is int:
         if not INT_MIN <= result <= INT_MAX:
-            raise fail(ins, f"{mnemonic(ins)} overflowed the 64-bit integer range")
+            raise fail(ins, f"{ins.mnemonic} overflowed the 64-bit integer range")
     elif not math.isfinite(result):
-        raise fail(ins, f"{mnemonic(ins)} gave a non-finite number ({result})")
+        raise fail(ins, f"{ins.mnemonic} gave a non-finite number ({result})")
     return result
 
 
@@ -190,7 +189,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     remainder with the sign of the dividend; with a float, the exact quotient and ``fmod``."""
     _numbers(ins, a, b)
     if b == 0:
-        raise fail(ins, f"{mnemonic(ins)}: division by zero")
+        raise fail(ins, f"{ins.mnemonic}: division by zero")
     if type(a) is int and type(b) is int:
         quotient = abs(a) // abs(b)
         if (a < 0) != (b < 0):
@@ -199,7 +198,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     try:
         return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
     except OverflowError:
-        raise fail(ins, f"{mnemonic(ins)} overflowed the number range") from None
+        raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
 
 
 def _compile_div(ins: Instruction, ctx: Context) -> Step:
@@ -296,7 +295,7 @@ def _compile_test(ins: Instruction, ctx: Context) -> Step:
 
 def _shift_count(ins: Instruction, count: Value) -> int:
     if type(count) is not int or not 0 <= count <= 63:
-        raise fail(ins, f"{mnemonic(ins)} shifts by 0 to 63 bits, not {show(count)}")
+        raise fail(ins, f"{ins.mnemonic} shifts by 0 to 63 bits, not {show(count)}")
     return count
 
 
@@ -405,9 +404,9 @@ def _float_op(op: Callable[[float, float], float]) -> Callable[[Instruction, Con
             try:
                 return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
             except ZeroDivisionError:
-                raise fail(ins, f"{mnemonic(ins)}: division by zero") from None
+                raise fail(ins, f"{ins.mnemonic}: division by zero") from None
             except (OverflowError, ValueError):
-                raise fail(ins, f"{mnemonic(ins)} gave no finite number") from None
+                raise fail(ins, f"{ins.mnemonic} gave no finite number") from None
 
         return _update(ins, ctx, compute)
 
@@ -423,7 +422,7 @@ def _convert(op: Callable[[Any], Value]) -> Callable[[Instruction, Context], Ste
             try:
                 return _checked(ins, op(b))  # type: ignore[arg-type]
             except (OverflowError, ValueError):
-                raise fail(ins, f"{mnemonic(ins)} cannot convert {show(b)}") from None
+                raise fail(ins, f"{ins.mnemonic} cannot convert {show(b)}") from None
 
         return _update(ins, ctx, compute)
 

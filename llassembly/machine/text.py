@@ -25,7 +25,6 @@ from llassembly.machine.access import (
     fail,
     filled,
     getter,
-    mnemonic,
     setter,
     show,
     structure_of,
@@ -58,7 +57,7 @@ def _whole(ins: Instruction, value: Value, what: str) -> int:
         return value
     if type(value) is float and value.is_integer():
         return int(value)
-    raise fail(ins, f"{mnemonic(ins)} needs a whole number for {what}, got {show(value)}")
+    raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
 
 
 def _produce(compute: _Compute) -> Callable[[Instruction, Context], Step]:
@@ -204,9 +203,9 @@ def _roundsd(ins: Instruction) -> _Compute:
         value = values[0]
         mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
         if type(value) is str or value is None:
-            raise fail(ins, f"{mnemonic(ins)} needs a number, got {show(value)}")
+            raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
         if not 0 <= mode <= 15:
-            raise fail(ins, f"{mnemonic(ins)}: the rounding mode is 0 to 15, not {mode}")
+            raise fail(ins, f"{ins.mnemonic}: the rounding mode is 0 to 15, not {mode}")
         return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
 
     return compute
