@@ -105,7 +105,7 @@ def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, numbe
         assert isinstance(program, Program)
         fx = effects(program.instructions[0])
         flow = control_flow(program, {})
-        ctx = Context(program, flow.end, 1000, layout_of(program, {}), flow.eax)
+        ctx = Context(program, flow.end, 1000, layout_of(program, {}))
         step = compile_step(program.instructions[0], ctx)
         first = _state(rng, program)
         other = _redraw_unread(rng, first, fx)

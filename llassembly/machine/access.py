@@ -329,7 +329,6 @@ class Context:
     end: int
     max_stack_depth: int
     layout: Layout
-    eax_calls: frozenset[int] = frozenset()
 
 
 def show(value: Value) -> str:

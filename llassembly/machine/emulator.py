@@ -180,8 +180,7 @@ class Emulator:
         self.parallel_tools = check_parallel_tools(parallel_tools)
         self.marked = marked_calls(self.compiled, self.parallel_tools)
         """Indexes of the tool ``CALL``s that may run together."""
-        flow = self.compiled.flow
-        self._tested = flow.tested if flow is not None else frozenset()
+        self._tested = self.compiled.flow.tested
         self._reads = _read_checks(self.compiled) if self.marked else ()
         self._fault_error: ExecutionError | None = None
         self._started: float | None = None
@@ -535,7 +534,7 @@ class Emulator:
         st.pending = None
         st.outstanding.append((pc, values, call.number))
         results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
-        to_eax = pc in self.compiled.eax_calls  # its one result is read in EAX
+        to_eax = pc in self.compiled.flow.eax  # its one result is read in EAX
         if to_eax:
             st.regs[EAX_INDEX] = results[0]
         else:
@@ -583,7 +582,7 @@ class Emulator:
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = index in self.compiled.eax_calls  # its result is read in EAX (see the cfg)
+        to_eax = index in self.compiled.flow.eax  # its result is read in EAX (see the cfg)
         if to_eax:
             st.regs[EAX_INDEX] = values[0]
         else:
@@ -747,8 +746,6 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     found = compiled.cache.get(_READS_KEY)
     if found is None:
         program, layout = compiled.program, compiled.layout
-        if layout is None:  # pragma: no cover - every compiled program has a layout
-            raise UsageError("internal error: a compiled program without a layout")
         ctx = Context(program, len(program.instructions), compiled.max_stack_depth, layout)
         found = tuple(
             None if step is None else _read_check(ins, effects(ins), ctx)

@@ -671,15 +671,13 @@ class CompiledProgram:
     steps: tuple[Step | None, ...]
     tools: tuple[Extern | None, ...]
     externs: Mapping[str, Extern]
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
-    layout: Layout | None = None
-    eax_calls: frozenset[int] = frozenset()
-    """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
-    registers: tuple[int, ...] = ()
-    """The registers a run may write, in order (see :func:`written_registers`)."""
-    flow: ControlFlow | None = None
+    flow: ControlFlow
     """The control-flow graph the program was compiled from (tool calls, jump targets, the
-    EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
+    EAX convention, the calls the plan tests, loops): see :mod:`llassembly.analysis.cfg`."""
+    layout: Layout
+    registers: tuple[int, ...]
+    """The registers a run may write, in order (see :func:`written_registers`)."""
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
     dataflow: Guards | None = None
     """The data-flow policies checked before each call (``None``: none; the steps then keep
     no provenance): see :mod:`llassembly.machine.provenance`."""
@@ -689,7 +687,7 @@ class CompiledProgram:
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
-        return self.layout.initial_memory() if self.layout is not None else {}
+        return self.layout.initial_memory()
 
 
 def compile_step(ins: Instruction, ctx: Context) -> Step:
@@ -707,7 +705,7 @@ def _compile_steps(
     # The graph was built from these externs: its tools are externs.
     tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
-    ctx = Context(program, len(program.instructions), max_stack_depth, layout, flow.eax)
+    ctx = Context(program, len(program.instructions), max_stack_depth, layout)
     steps = [
         None if tool is not None else compile_step(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
@@ -718,18 +716,8 @@ def _compile_steps(
             None if step is None else instrument(step, ins, ctx)
             for ins, step in zip(program.instructions, steps, strict=True)
         ]
-    return CompiledProgram(
-        program,
-        tuple(steps),
-        tuple(tools),
-        externs,
-        max_stack_depth,
-        layout,
-        flow.eax,
-        written_registers(flow),
-        flow,
-        guards,
-    )
+    found = (program, tuple(steps), tuple(tools), externs, flow, layout, written_registers(flow))
+    return CompiledProgram(*found, max_stack_depth, guards)
 
 
 def recompiled(
@@ -799,7 +787,7 @@ class StepSemantics:
         constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
         no step run here reads (the summary runs none that reads memory the plan writes)."""
         program = flow.program
-        ctx = Context(program, flow.end, sys.maxsize, layout, flow.eax)
+        ctx = Context(program, flow.end, sys.maxsize, layout)
         steps: dict[int, Step] = {}
         scratch = layout.initial_memory()
 
