@@ -78,7 +78,6 @@ from llassembly.language.program import (
     Reg,
     Template,
     Value,
-    arguments_of,
     effects,
 )
 from llassembly.machine import provenance as _provenance
@@ -494,12 +493,6 @@ class Emulator:
         self.complete_batch([result])  # (calls() steps an unmarked machine: a batch of one)
         self.history.append(CallRecord(call, result))
 
-    def _arguments(self, pc: int) -> int:
-        """The values the tool ``CALL`` at ``pc`` takes (``CALL tool, N``: ``N``)."""
-        extern = self._tool_at(pc)
-        operands = self.program.instructions[pc].operands
-        return arguments_of(extern, operands) if extern is not None else 0
-
     def _tool_at(self, index: int) -> Extern | None:
         tools = self.compiled.tools
         return tools[index] if 0 <= index < len(tools) else None
@@ -511,7 +504,7 @@ class Emulator:
         kind, and both paths give the same batches and messages)."""
         if pc not in self.marked or extern is None:
             return False
-        n_params, stack = self._arguments(pc), self.state.stack
+        n_params, stack = self.compiled.flow.stack_effect(pc)[0], self.state.stack
         waiting: list[Any] = stack[-n_params:] if n_params else []
         if any(type(v) is Pending for v in waiting):
             return False
@@ -640,7 +633,7 @@ class Emulator:
             )
         if self.max_seconds is not None and self._started is not None:
             self._check_clock(self._started + self.max_seconds, pc)
-        stack, count = st.stack, self._arguments(pc)
+        stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
         if split < 0:
             raise fail(
