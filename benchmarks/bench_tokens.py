@@ -19,6 +19,10 @@ among them, and the tool schemas bound to the request. Tokens are counted with
 token, 3 more per message, the tool schemas as JSON), on input (each request) and output
 (each reply). The counts are deterministic: the same on every machine.
 
+The planner's prompt itself is measured too (:func:`prompt_growth`): the library's text alone,
+and with catalogues of 10, 50 and 200 tools shaped like public benchmarks' tool suites
+(records that nest, choices, optional arguments, long descriptions).
+
 Run: ``python -m benchmarks.bench_tokens [--quick] [--calls 5 20 100]`` (quick: 5 and 20
 calls). It prints; it writes nothing.
 """
@@ -30,16 +34,16 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field
+from pydantic import BaseModel, Field, create_model
 
 import llassembly
 from llassembly import ToolsPlannerMiddleware
@@ -284,6 +288,107 @@ def report(rows: Sequence[dict[str, int]], size: dict[str, int]) -> str:
     )
 
 
+# -- how the prompt grows with the toolset --------------------------------------------------------
+
+TOOLSET_SIZES = (10, 50, 200)
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+    country: str
+
+
+class Hotel(BaseModel):
+    name: str
+    stars: int
+    price_per_night: float
+    address: Address
+    amenities: list[str]
+
+
+class Booking(BaseModel):
+    id: str
+    hotel: Hotel
+    check_in: str
+    nights: int
+    status: Literal["held", "confirmed", "cancelled"]
+
+
+class Review(BaseModel):
+    author: str
+    rating: float
+    text: str
+
+
+_ABOUT = (
+    "Looks the records up in the provider's catalogue and returns them as the provider "
+    "stores them. Results are sorted by relevance unless an order is given; the provider "
+    "may cut long lists, so narrow the query rather than paging through everything. Prices "
+    "are in the currency of the user's account; dates are ISO 8601 (YYYY-MM-DD). "
+)
+
+
+def _catalogue_tool(i: int) -> BaseTool:
+    """Tool ``i`` of a catalogue shaped like public benchmarks' tool suites: records that
+    nest, a choice of values, optional arguments, descriptions short and long."""
+    kind = i % 4
+    fields: dict[str, Any] = {
+        "query": (str, Field(description="What to look for: a name, a city or a phrase.")),
+        "city": (str | None, Field(None, description="Only records in this city.")),
+        "order": (
+            Literal["relevance", "price", "rating"],
+            Field("relevance", description="How to sort the results."),
+        ),
+        "limit": (int, Field(10, description="Most records to return.")),
+    }
+    returns: Any = [list[Hotel], Booking, dict[str, float], list[Review]][kind]
+    if kind == 1:
+        fields = {
+            "hotel_name": (str, Field(description="The hotel, by its exact name.")),
+            "check_in": (str, Field(description="The first night, YYYY-MM-DD.")),
+            "nights": (int, Field(1, description="How many nights.")),
+        }
+    args = create_model(f"Args{i}", **fields)
+
+    def run(**kwargs: Any) -> Any:
+        return None
+
+    run.__annotations__ = {"return": returns}
+    about = ("Find hotels. ", "Book a room. ", "Ratings by hotel name. ", "Reviews. ")[kind]
+    names = ("find_hotels", "book_room", "hotel_ratings", "hotel_reviews")
+    return StructuredTool.from_function(
+        run, name=f"{names[kind]}_{i}", description=about + _ABOUT * (i % 3), args_schema=args
+    )
+
+
+def prompt_growth(sizes: Sequence[int] = TOOLSET_SIZES) -> dict[str, int]:
+    """Tokens of the planner's prompt: the library's text alone (no tool: ``base``), and with
+    toolsets of each size (``tools_N``) and the tokens each tool adds (``per_tool_N``: over the
+    prompt for one tool, so the sections structured tools bring are counted once)."""
+    base = count([SystemMessage(llassembly.build_system_prompt({}, ""))])
+    sizes_out: dict[str, int] = {"base": base}
+    one = count([SystemMessage(llassembly.build_system_prompt([_catalogue_tool(0)], ""))])
+    sizes_out["tools_1"] = one
+    for n in sizes:
+        tools = [_catalogue_tool(i) for i in range(n)]
+        tokens = count([SystemMessage(llassembly.build_system_prompt(tools, ""))])
+        sizes_out[f"tools_{n}"] = tokens
+        sizes_out[f"per_tool_{n}"] = round((tokens - one) / (n - 1))
+    return sizes_out
+
+
+def growth_table(sizes: dict[str, int]) -> str:
+    """The prompt's growth as a Markdown table."""
+    counts = sorted(int(k.removeprefix("tools_")) for k in sizes if k.startswith("tools_"))
+    lines = ["| tools | prompt tokens | tokens per tool |", "|---|---|---|"]
+    lines.append(f"| 0 | {sizes['base']:,} | |")
+    for n in counts:
+        per = f"{sizes[f'per_tool_{n}']:,}" if n > 1 else ""
+        lines.append(f"| {n} | {sizes[f'tools_{n}']:,} | {per} |")
+    return "\n".join(lines)
+
+
 # -- orders that need reading: queries against a loop ------------------------------------------
 
 READING_BILLS = (1, 3, 10)
@@ -463,10 +568,13 @@ def main(quick: bool = False, calls: Sequence[int] | None = None) -> dict[str, A
     rows = measure(calls or (QUICK_CALLS if quick else CALLS))
     size = prompt_size()
     reading = measure_reading(QUICK_READING_BILLS if quick else READING_BILLS)
+    growth = prompt_growth()
     print(report(rows, size))
     print()
     print(reading_table(reading))
-    return {"rows": rows, "prompt": size, "reading": reading}
+    print()
+    print(growth_table(growth))
+    return {"rows": rows, "prompt": size, "reading": reading, "growth": growth}
 
 
 if __name__ == "__main__":
@@ -480,7 +588,8 @@ if __name__ == "__main__":
     if args.json:
         rows = measure(args.calls or (QUICK_CALLS if args.quick else CALLS))
         reading = measure_reading(QUICK_READING_BILLS if args.quick else READING_BILLS)
-        print(json.dumps({"rows": rows, "prompt": prompt_size(), "reading": reading}, indent=2))
+        figures = {"rows": rows, "prompt": prompt_size(), "reading": reading}
+        print(json.dumps({**figures, "growth": prompt_growth()}, indent=2))
     else:
         main(quick=args.quick, calls=args.calls)
     sys.exit(0)

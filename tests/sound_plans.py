@@ -6,12 +6,13 @@ registers saved on the stack around a call, branches on a compare, loops counted
 or by a register, subroutines called from several places, memory (writable, read-only, through
 a register), ``SETcc``/``CMOVcc``, strings for the ``send`` tool, structured values (paths read
 and written in the JSON ``R6`` holds, ``LEN``, ``HAS``, a ``rec`` result read by path), text
-(templates, ``FIND``, ``SUBSTR``, ``NUM``), ``NONE`` for an argument with a default, and a
-tool's result kept below many values on the stack (more than the summary follows, sometimes)
-while a segment runs. Segments nest (a branch, a loop, a subroutine or a deep stack holds
-one). Every plan verifies by
-construction: integer registers only ever hold integers, every ``POP`` has its ``PUSH``, every
-conditional follows a ``CMP``.
+(templates, ``FIND``, ``SUBSTR``, ``NUM``, texts ordered by ``CMP``, ``KEYS``), ``NONE`` for
+an argument with a default or ``CALL opt, 0`` leaving it out, a call that may fail tested with
+``JC``, ``SETC`` or ``CMOVNC``, and a tool's result kept below many values on the stack (more
+than the summary follows, sometimes) while a segment runs. Segments nest (a branch, a loop, a
+subroutine or a deep stack holds one). Every plan verifies by construction: integer registers
+only ever hold integers, every ``POP`` has its ``PUSH``, every conditional follows a ``CMP``
+(or a tested ``CALL``).
 
 The tools return what the test draws for them: random integers and strings.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from llassembly.machine.emulator import Failed
 from llassembly.machine.externs import Extern, externs_from
 
 __all__ = ["EXTERNS", "RESULTS", "RUN_LIMITS", "SOUND_LIMITS", "Plan", "plans"]
@@ -64,7 +66,14 @@ def opt(amount: int = 1) -> None:
     """An amount, or its default."""
 
 
-EXTERNS: dict[str, Extern] = externs_from([get, twice, pair, name, put, send, rec, opt])
+def flaky(x: int) -> int:
+    """Something of x, when it does not fail."""
+    return x
+
+
+EXTERNS: dict[str, Extern] = externs_from([get, twice, pair, name, put, send, rec, opt, flaky])
+FAILS = Failed(RuntimeError("down"))
+"""What a call that fails gives the machine (``flaky``'s, whose failure every plan tests)."""
 SOUND_LIMITS = {"max_instructions_to_exec": 3000, "max_tool_calls": 80}
 RUN_LIMITS = {**SOUND_LIMITS, "max_stack_depth": 1000}
 """The budgets of a run: room on the stack for the values :func:`_deep` keeps."""
@@ -79,6 +88,7 @@ RESULTS = {
     "pair": st.tuples(st.integers(-2, 3), st.integers(-2, 3)),
     "name": st.sampled_from(["a@ours.com", "x@evil.com", "1.10", ""]),
     "rec": st.fixed_dictionaries({"a": st.integers(-3, 5)}),
+    "flaky": st.one_of(st.integers(-3, 5), st.just(FAILS)),
 }
 """What each tool with results may return, drawn per call."""
 
@@ -267,6 +277,28 @@ def _structured(draw: st.DrawFn) -> list[str]:
                 [f'PUSH "{{{r}}}"', "POP R8"],
                 ["PUSH NONE", "CALL opt"],
                 [f"PUSH {draw(_value)}", "CALL opt"],
+                ["CALL opt, 0"],
+                [f"PUSH {draw(_value)}", "CALL opt, 1"],
+                ["KEYS R8, R6", f"LEN {r}, R8"],
+                [f'MOV R8, "{draw(st.sampled_from(ADDRESSES))[1:-1]}"', "CMP R7, R8", f"SETL {r}"],
+            ]
+        )
+    )
+
+
+@st.composite
+def _tested(draw: st.DrawFn, plan: Plan) -> list[str]:
+    """A call that may fail, tested right after it: its results are NONE then (dropped)."""
+    r, s, call = draw(_int), draw(_int), ["PUSH " + draw(_value), "CALL flaky"]
+    failed, done = plan.label(), plan.label()
+    after = [f"MOV {r}, -1", f"{done}:"]
+    return draw(
+        st.sampled_from(
+            [
+                [*call, f"JC {failed}", f"POP {r}", f"JMP {done}", f"{failed}:", "POP R0", *after],
+                [*call, f"JNC {done}", "POP R0", f"PUSH {s}", f"{done}:", f"POP {r}"],
+                [*call, f"SETC {r}", "POP R0"],
+                [*call, f"CMOVNC {r}, {s}", "POP R0"],
             ]
         )
     )
@@ -282,7 +314,7 @@ def _flags(draw: st.DrawFn) -> list[str]:
 def _segment(plan: Plan, depth: int, counting: bool = False) -> st.SearchStrategy[list[str]]:
     """One segment; ``counting``: inside a ``LOOP``, where nothing may write ECX."""
     simple = [_arith(), _arith(), _call(), _call(), _saved(), _c_style(), _stack(), _memory()]
-    simple += [_flags(), _structured()]
+    simple += [_flags(), _structured(), _tested(plan)]
     if depth >= 2:
         return st.one_of(*simple)
     nested = [

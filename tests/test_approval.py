@@ -186,6 +186,7 @@ def test_nothing_runs_before_approval_and_each_call_runs_once_after(
             "sources": [],
             "certain": [],
             "answers": [],
+            "optional": False,
         },
         {
             "name": "body",
@@ -194,6 +195,7 @@ def test_nothing_runs_before_approval_and_each_call_runs_once_after(
             "sources": ["restart"],
             "certain": ["restart"],
             "answers": [],
+            "optional": False,
         },
     ]
     assert 'send_email(to="ops@example.com", body=<computed>)' in request["description"]

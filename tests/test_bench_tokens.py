@@ -191,3 +191,12 @@ def test_the_performance_page_shows_the_reading_table(reading: list[dict[str, in
     table = bench_tokens.reading_table(reading)
     page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     assert table in page, f"docs/performance.md is out of date; {RERUN}:\n{table}"
+
+
+def test_the_performance_page_shows_how_the_prompt_grows_with_the_toolset() -> None:
+    growth = bench_tokens.prompt_growth()
+    table = bench_tokens.growth_table(growth)
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert table in page, f"docs/performance.md is out of date; {RERUN}:\n{table}"
+    # each tool adds about the same: its record types are described once, in one section
+    assert abs(growth["per_tool_10"] - growth["per_tool_200"]) <= 2

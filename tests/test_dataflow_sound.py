@@ -122,7 +122,7 @@ def run(program: Program, results: dict[int, Any]) -> Run:
             pc = st_.pc
             done.trace.append(pc)
             tool = emu.compiled.tools[pc] if pc < len(emu.compiled.tools) else None
-            arity = len(tool.params) if tool is not None else 0
+            arity = emu.compiled.flow.stack_effect(pc)[0] if tool is not None else 0  # type: ignore[union-attr]
             values = st_.stack[len(st_.stack) - arity :] if arity else []
             sources = shadow.stack[len(shadow.stack) - arity :] if arity else []
             assert len(shadow.stack) == len(st_.stack)
@@ -182,7 +182,7 @@ def test_provenance_is_sound_against_the_summary_and_against_other_results(
         sites = {s.line: s for use in summary.tools for s in use.sites if s.line in lines}
         for pc, _, sources in one.calls:
             site = sites[program.instructions[pc].line]
-            for argument, held in zip(site.arguments, sources, strict=True):
+            for argument, held in zip(site.arguments, sources, strict=False):  # N pushed
                 assert held <= set(argument.sources), (site.line, argument, held)
                 assert set(argument.certain) <= held, (site.line, argument, held)
 
@@ -207,6 +207,6 @@ def test_provenance_is_sound_against_the_summary_and_against_other_results(
             if not same_value(a, b):
                 assert tool in s1 | s2, (program.instructions[pc].line, a, b, s1, s2)
     for reg, (a, b) in enumerate(zip(one.registers, two.registers, strict=True)):
-        if not same_value(a, b):
+        if reg and not same_value(a, b):  # (R0 reads 0 whatever its slot holds)
             held = one.sources.get(reg, frozenset()) | two.sources.get(reg, frozenset())
             assert tool in held, (reg, a, b, held)

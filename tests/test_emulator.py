@@ -342,9 +342,13 @@ def test_a_huge_int_result_is_refused_at_its_call_not_in_later_arithmetic() -> N
         ("-5", "-3", False, True, "ordered"),
         ("-3", "-5", False, False, "ordered"),
         ("-1", "0", False, True, "ordered"),
-        ("'abc'", "'abc'", True, False, "unordered"),
-        ("'abc'", "'ABC'", False, False, "unordered"),
-        ("'a'", "'b'", False, False, "unordered"),
+        ("'abc'", "'abc'", True, False, "ordered"),
+        ("'abc'", "'ABC'", False, False, "ordered"),  # by code point: "B" < "b"
+        ("'a'", "'b'", False, True, "ordered"),
+        ("'2024-03-05'", "'2024-11-01'", False, True, "ordered"),  # ISO dates sort as text
+        ("'10:30'", "'9:15'", False, True, "ordered"),  # text, not time: write 09:15
+        ("NONE", "''", True, False, "ordered"),
+        ("NONE", "'a'", False, True, "ordered"),
         ("'1'", "1", False, False, "unordered"),
         ("1", "'1'", False, False, "unordered"),
         ("0", "''", False, False, "unordered"),
@@ -443,9 +447,11 @@ def test_a_str_result_compared_with_a_number_is_rejected_before_the_run() -> Non
     )
 
 
-def test_ordered_jump_on_visible_strings_is_rejected_before_the_run() -> None:
-    with pytest.raises(PlanRejected):
-        emulator("CMP 'a', 'b'\nJL done\nNOP\ndone: HLT")
+def test_strings_are_ordered_and_a_number_and_a_string_are_not() -> None:
+    assert regs("CMP 'apple', 'pear'\nJL done\nMOV R1, 1\ndone: HLT") == {}
+    assert regs("CMPI 'Pear', 'apple'\nSETG R2\nCMOVL R3, R2") == {"R2": 1}
+    with pytest.raises(AsmRuntimeError, match="compared a number with text"):
+        run("MOV R1, 5\nCMP R1, 'x'\nJL done\ndone: HLT")
 
 
 @pytest.mark.parametrize("mnemonic", ["JE", "JNZ", "JL", "JGE"])
@@ -644,6 +650,117 @@ def test_custom_call_function_in_run() -> None:
     assert [(c.tool, c.number, c.line) for c in seen] == [("inc", 1, 2), ("city", 2, 4)]
 
 
+# --- calls the plan tests: JC / JNC right after the CALL ----------------------------------------
+
+
+def weather(city: str) -> float:
+    """Today's temperature in a city."""
+    if city == "Atlantis":
+        raise ValueError("no such city")
+    return 21.5
+
+
+def pair(city: str) -> tuple[int, int]:
+    """Two numbers, or a broken result for Atlantis."""
+    return (1, 2, 3) if city == "Atlantis" else (1, 2)  # type: ignore[return-value]
+
+
+NO_CITY = "tool 'weather' raised ValueError: no such city"
+TESTED = 'PUSH "{city}"\nCALL weather\n{test}\nPOP R1\nHLT\nfailed: POP R2'
+
+
+@pytest.mark.parametrize(
+    ("city", "test", "registers"),
+    [
+        ("Atlantis", "JC failed", {"R2": None, "EAX": NO_CITY}),
+        ("Oslo", "JC failed", {"R1": 21.5, "EAX": None}),
+        ("Atlantis", "JNC ok\nJMP failed\nok:", {"R2": None, "EAX": NO_CITY}),
+        ("Atlantis", "SETC R9\nJMP failed", {"R2": None, "R9": 1, "EAX": NO_CITY}),
+        ("Oslo", "SETC R9", {"R1": 21.5, "EAX": None}),  # R9 = 0
+        (
+            "Atlantis",
+            "MOV R5, 7\nMOV R6, 8\nCMOVC R5, R6\nJMP failed",
+            {"R2": None, "R5": 8, "R6": 8, "EAX": NO_CITY},
+        ),
+    ],
+)
+def test_a_failed_call_the_plan_tests_sets_the_carry_and_goes_on(
+    city: str, test: str, registers: dict[str, Any]
+) -> None:
+    """The results are NONE and EAX holds the error's text (NONE when the call did not fail)."""
+    assert regs(TESTED.format(city=city, test=test), [weather]) == registers
+
+
+def test_a_tested_call_read_in_eax_gives_its_result_or_its_error_there() -> None:
+    plan = 'PUSH "{city}"\nCALL weather\nMOV R1, EAX\nJNC ok\nMOV R2, 1\nok: HLT'
+    assert regs(plan.format(city="Oslo"), [weather]) == {"R1": 21.5, "EAX": 21.5}
+    assert regs(plan.format(city="Atlantis"), [weather]) == {"R1": NO_CITY, "R2": 1, "EAX": NO_CITY}
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "JL failed",  # JB and JL read the same flag, but only the carry's names test a call
+        "POP R1\nCMP R1, 0\nJC failed",  # another instruction set the flags first
+        "JMP there\nthere: JC failed",  # not in the straight-line code after the CALL
+    ],
+)
+def test_a_call_the_plan_does_not_test_stops_the_plan_when_it_fails(test: str) -> None:
+    plan = f'CMP 1, 2\nPUSH "Atlantis"\nCALL weather\n{test}\nHLT\nfailed: HLT'
+    with pytest.raises(ToolExecutionError, match="no such city"):
+        run(plan, [weather])
+
+
+def test_a_result_the_tool_cannot_give_is_a_failure_the_plan_may_test() -> None:
+    plan = 'PUSH "Atlantis"\nCALL pair\nJC failed\nHLT\nfailed: POP R1\nPOP R2'
+    got = regs(plan, [pair])
+    assert (got["R1"], got["R2"]) == (None, None)
+    assert "is annotated to return 2 values but returned 3 values" in got["EAX"]
+
+
+def test_complete_batch_takes_a_failure_the_plan_tests_and_raises_any_other() -> None:
+    from llassembly.machine.emulator import Failed
+
+    tested = emulator(TESTED.format(city="x", test="JC failed"), [weather])
+    tested.advance()
+    assert tested.tests_failure()
+    snapshot = json.loads(json.dumps(tested.snapshot()))  # resumed anywhere
+    again = emulator(TESTED.format(city="x", test="JC failed"), [weather], state=snapshot)
+    again.complete_batch([Failed(RuntimeError("down"))])
+    assert again.advance() is None
+    assert again.result().registers["EAX"] == "tool 'weather' raised RuntimeError: down"
+    untested = emulator('PUSH "x"\nCALL weather\nPOP R1', [weather])
+    untested.advance()
+    assert not untested.tests_failure()
+    with pytest.raises(ToolExecutionError, match="raised RuntimeError: down"):
+        untested.complete_batch([Failed(RuntimeError("down"))])
+
+
+def test_a_tested_call_completes_before_the_plan_runs_ahead_of_it() -> None:
+    plan = (
+        'PUSH "Oslo"\nCALL weather\nPOP R1\nPUSH "Atlantis"\nCALL weather\nJC failed\n'
+        "POP R2\nHLT\nfailed: HLT"
+    )
+    emu = emulator(plan, [weather], parallel_tools=True)
+    assert [c.args["city"] for c in emu.advance_batch()] == ["Oslo", "Atlantis"]
+    assert emu.run().registers == {"R1": 21.5, "EAX": NO_CITY}
+
+
+def test_the_checks_follow_what_a_tested_call_leaves() -> None:
+    with pytest.raises(
+        PlanRejected, match="INC needs numbers, but on some path EAX holds a string"
+    ):
+        emulator('MOV EAX, 0\nPUSH "x"\nCALL weather\nJC failed\nfailed: INC EAX', [weather])
+    summary = llassembly_summarize(TESTED.format(city="Atlantis", test="JC failed"), [weather])
+    assert "weather  1 call" in summary
+
+
+def llassembly_summarize(source: str, tools: Any) -> str:
+    from llassembly.analysis.summary import summarize
+
+    return summarize(program(source), externs_from(tools)).render()
+
+
 # --- budgets ---------------------------------------------------------------------------------
 
 _LOOP = "MOV R1, 0\nloop: INC R1\nCMP R1, 10\nJL loop"  # 1 + 10*3 = 31 instructions
@@ -812,7 +929,7 @@ def test_bad_snapshot_is_a_usage_error() -> None:
         ({"executed": -3}, "executed is '-3'"),
         ({"tool_calls": float("nan")}, "tool_calls is 'nan'"),
         ({"return_stack": [7]}, "outside"),
-        ({"stack": [None]}, "not a 64-bit int"),
+        ({"stack": [{"x": 1}]}, "not a 64-bit int"),
         ({"stack": [float("nan")]}, "finite float"),
         ({"stack": [2**64]}, "not a 64-bit int"),
         ({"registers": {"R1": [1]}}, "not a 64-bit int"),

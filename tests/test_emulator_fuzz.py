@@ -1,6 +1,7 @@
 """Property tests: whatever the plan, the emulator ends or raises one of the library's errors,
 and never goes over its budgets. Plans use every instruction (x86 spellings and operand forms
-included), memory operands over writable and read-only data, and variables."""
+included), memory operands over writable and read-only data, variables, calls that leave their
+last arguments out (``CALL tool, N``) and calls whose failure the plan tests (``JC``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from llassembly.errors import (
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
-from llassembly.machine.emulator import Emulator
+from llassembly.machine.emulator import Emulator, Failed
 from llassembly.machine.externs import (
     Extern,
     externs_from,
@@ -70,7 +71,11 @@ def triple(a: str, b: float, c: int) -> tuple[str, float, int]:
     return a, b, c
 
 
-TOOLS = [add2, name, pair, sink, fail, describe, echo, truth, triple]
+def opt(a: int, b: int = 2, c: str = "x") -> int:
+    return a + b + len(c)
+
+
+TOOLS = [add2, name, pair, sink, fail, describe, echo, truth, triple, opt]
 EXTERNS: dict[str, Extern] = externs_from(TOOLS)
 
 MAX_INSTRUCTIONS = 200
@@ -120,12 +125,14 @@ _strings = st.text(
     st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\r"), max_size=8
 ).map(_string_literal)
 _json_strings = st.sampled_from(['\'{"x": 1, "y": 2}\'', "'[1, 2]'", "'1'", "'true'", "'0.5'"])
+_none = st.sampled_from(["NONE", '"\ufdd0"', '"2024-03-05"'])  # no value; texts that are no NONE
 _values = st.one_of(
     st.sampled_from(REGISTERS),
     _ints.map(str),
     _floats,
     _strings,
     _json_strings,
+    _none,
     st.sampled_from(sorted(DATA)),
 )
 _targets = st.one_of(st.sampled_from(LABELS), st.sampled_from(sorted(EXTERNS)))
@@ -157,6 +164,7 @@ _OPERAND = {
     "label": st.sampled_from(LABELS),
     "target": _targets,
     "mem": memory_operand(),
+    "count": st.integers(-1, 4).map(str),
 }
 
 
@@ -192,8 +200,12 @@ def tool_call(draw: st.DrawFn) -> str:
     """PUSH as many values as the tool takes (usually fitting ones), CALL it, POP the results."""
     extern = EXTERNS[draw(st.sampled_from(sorted(EXTERNS)))]
     fitting = st.one_of(st.sampled_from(REGISTERS), st.integers(-3, 3).map(str), _values)
-    lines = [f"PUSH {draw(fitting)}" for _ in extern.params]
-    lines.append(f"CALL {extern.name}")
+    pushed = draw(st.integers(0, len(extern.params))) if draw(st.booleans()) else None
+    count = len(extern.params) if pushed is None else pushed
+    lines = [f"PUSH {draw(fitting)}" for _ in range(count)]
+    lines.append(f"CALL {extern.name}" + ("" if pushed is None else f", {pushed}"))
+    if draw(st.booleans()):  # the plan tests whether it failed
+        lines.append(draw(st.sampled_from(["JC L1", "JNC L2", "SETC R1", "CMOVNC R2, EAX"])))
     pops = draw(st.integers(0, extern.n_results))
     lines.extend(f"POP {draw(st.sampled_from(REGISTERS))}" for _ in range(pops))
     if not pops and draw(st.booleans()):  # the result read in EAX instead
@@ -209,6 +221,7 @@ instructions = st.one_of(
     st.sampled_from(sorted(EXTERNS)).map("CALL {}".format),
     st.sampled_from(REGISTERS).map("POP {}".format),
     st.tuples(_values, _values).map("CMP {0[0]}, {0[1]}".format),
+    tool_call(),
     tool_call(),
     x86_instruction,
 )
@@ -314,7 +327,9 @@ def test_stepping_through_snapshots_matches_an_uninterrupted_run(source: str, ev
                 try:
                     result = EXTERNS[call.tool].call(call.args)
                 except Exception as exc:
-                    raise ToolExecutionError(call.tool, exc, line=call.line) from exc
+                    if not emu.tests_failure():
+                        raise ToolExecutionError(call.tool, exc, line=call.line) from exc
+                    result = Failed(exc)
                 emu.complete(result)
             elif emu.finished:
                 outcome = emu.result()

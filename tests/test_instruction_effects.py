@@ -42,10 +42,11 @@ _OPERANDS: dict[str, list[str]] = {
     "label": ["l"],
     "target": ["l"],
     "mem": ["[row + ESI*4]", "[x + R1]"],
+    "count": ["1", "2"],
 }
 _ESI = register_index("ESI") or 0
 _USED = [register_index(name) or 0 for name in (*_REGS, "EBX")]
-_VALUES: list[Any] = [*range(-4, 10), 0, 1, 2, 1.5, -0.0, "", "s", NONE]
+_VALUES: list[Any] = [*range(-4, 10), 0, 1, 2, 1.5, -0.0, "", "s", "\ufdd0", NONE]
 _VALUES += ['{"x": 3, "l": [1, 2, "s"]}', "[5, 6]", "[]"] * 3  # JSON to read paths of
 _FORMS = [
     (op, number)
@@ -104,7 +105,7 @@ def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, numbe
         assert isinstance(program, Program)
         fx = effects(program.instructions[0])
         flow = control_flow(program, {})
-        ctx = Context(program, flow.end, 1000, layout_of(program, {}), flow.eax)
+        ctx = Context(program, flow.end, 1000, layout_of(program, {}))
         step = compile_step(program.instructions[0], ctx)
         first = _state(rng, program)
         other = _redraw_unread(rng, first, fx)
@@ -131,3 +132,28 @@ def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, numbe
         if not fx.writes_memory:
             assert first.mem == before.mem, f"{text} wrote memory"
     assert ran, f"no {op.value} ran without failing: the test tries nothing"
+
+
+@pytest.mark.parametrize("outcome", ["result", "failure"])
+@pytest.mark.parametrize("test", ["JC l", "POP R1\nSETNC R2", "MOV R3, EAX\nJNC l"])
+def test_a_tool_call_writes_what_its_effects_in_the_graph_say(outcome: str, test: str) -> None:
+    """A tool ``CALL``'s effects come from the control-flow graph (the EAX convention, a call
+    the plan tests): the machine writes those registers and flags, and nothing else."""
+    from llassembly.machine.emulator import Emulator, Failed
+    from llassembly.machine.externs import externs_from
+
+    def reading(x: int) -> int:
+        return x + 1
+
+    program = parse(f"MOV EAX, 5\nCMP 1, 2\nPUSH 3\nCALL reading\n{test}\nl: HLT")
+    assert isinstance(program, Program)
+    emu = Emulator(program, externs_from([reading]))
+    call = emu.advance()
+    assert call is not None
+    before = copy.deepcopy(emu.state)
+    emu.complete(4 if outcome == "result" else Failed(RuntimeError("down")))
+    fx = emu.compiled.flow.effects[call.index]  # type: ignore[union-attr]
+    after = emu.state
+    changed = {r for r, value in enumerate(after.regs) if not _same(value, before.regs[r])}
+    assert changed <= fx.registers_written and fx.flags_written
+    assert (after.zf, after.lt, after.flag_mode) == (False, outcome == "failure", ORDERED)

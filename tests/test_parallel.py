@@ -188,7 +188,7 @@ def test_a_call_needing_an_outstanding_result_waits_for_it() -> None:
 def test_the_eax_convention_call_leaves_its_pending_result_in_eax() -> None:
     source = "PUSH 1\nCALL double\nPUSH 2\nCALL double\nMOV R1, EAX\nPUSH 3\nCALL double\nPOP R2"
     emu = engine(source)
-    assert 3 in emu.compiled.eax_calls  # the second CALL's result is read in EAX
+    assert 3 in emu.compiled.flow.eax  # the second CALL's result is read in EAX
     assert [c.args["x"] for c in emu.advance_batch()] == [1, 2, 3]
     assert emu.state.regs[1] == Pending(2, 0)  # MOV R1, EAX moved it
     emu = engine(source)
@@ -283,7 +283,7 @@ def test_misuse_and_bad_snapshots_are_refused() -> None:
     with pytest.raises(UsageError):
         emu.complete_batch([1.0, 2.0, 3.0, 4.0])
     snap = emu.snapshot()
-    moved = {**snap, "stack": [1, None, None]}
+    moved = {**snap, "stack": [1, [], []]}
     with pytest.raises(UsageError):
         engine(FAN_OUT, state=moved)
     with pytest.raises(UsageError):

@@ -354,7 +354,7 @@ def test_every_copy_the_table_names_moves_a_pending_value_without_reading_it() -
                 break  # the opcode copies nothing: not this test's
             flow = control_flow(program, {})
             layout = layout_of(program, {})
-            step = compile_step(ins, Context(program, flow.end, 100, layout, flow.eax))
+            step = compile_step(ins, Context(program, flow.end, 100, layout))
             st = MachineState(mem=layout.initial_memory(), flag_mode=ORDERED)
             st.zf, st.lt = rng.random() < 0.5, rng.random() < 0.5
             st.regs[_ESI] = 1  # an index into row

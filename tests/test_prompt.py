@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal
 
 import pytest
 from langchain.tools import ToolRuntime, tool
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, Field, create_model
+from typing_extensions import TypedDict
 
 from llassembly.errors import UsageError
 from llassembly.integration.prompt import (
     TOOL_BLOCK_BUDGET,
+    _section,
     build_system_prompt,
     describe_extern,
     extern_signature,
@@ -66,8 +68,14 @@ def test_built_in_template_teaches_the_language() -> None:
         "HLT",
         "section .data",
         "```asm",
-        "equality only",
+        "in character order",
         "first argument first",
+        "Reserved words, never a label: `NONE`, `NULL`, register names.",
+        "`CALL tool, N`: only the first N arguments were pushed",
+        "unless `JC` follows the `CALL`: it jumps if the call failed",
+        "changes no other register.",
+        'Quoted text in any instruction fills them in (`MOV R3, "{R1}-{R2}"`)',
+        "`{R1.name}`",
         "first `POP` gets",
         "{context}",
         "{extern_functions}",
@@ -81,13 +89,23 @@ def test_built_in_template_teaches_the_language() -> None:
     assert "no memory" not in text.lower()
 
 
+BASE_TOKENS_BEFORE_FAILURES = 884
+"""The prompt with no tool before reserved words, ordered text, ``CALL tool, N`` and ``JC``
+were taught (``count_tokens_approximately``; 3,557 characters, 626 words of template)."""
+
+
 def test_built_in_template_stays_compact() -> None:
-    # Before memory, division, the EAX rule and SAY were taught: 552 words, 3123 characters;
-    # number formats and templates added 150 characters (the blocks of plain tools lost more).
-    # At most about 15% more, all of them together (words as a token estimate, and chars / 4).
+    # Before memory, division, the EAX rule and SAY were taught: 552 words, 3123 characters.
+    # Memory, division, the EAX rule, SAY, formats and templates took it to 626 words, 3557
+    # characters; reserved words, ordered text, CALL tool, N and JC to at most 15% more.
+    from langchain_core.messages import SystemMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
     text = load_template()
-    assert len(text.split()) <= 552 * 1.15
-    assert len(text) <= 3123 * 1.15
+    assert len(text.split()) <= 626 * 1.15
+    assert len(text) <= 3557 * 1.15
+    base = count_tokens_approximately([SystemMessage(build_system_prompt({}))])
+    assert base <= BASE_TOKENS_BEFORE_FAILURES * 1.15
 
 
 DEMO_PROMPT_BEFORE_STRUCTURES = 6186
@@ -118,21 +136,18 @@ def search(query: str, cursor: str | None = None, limit: int = 10) -> Page:
     return {"items": [], "next_cursor": None}
 
 
-def test_a_structured_result_is_described_by_its_fields_and_read_by_a_path() -> None:
+def test_a_structured_result_is_named_in_its_block_and_read_by_a_path() -> None:
     block = describe_extern(externs_from([search])["search"])
     assert "search(query: str, cursor: str | None = None, limit: int = 10) -> Page" in block
-    assert (
-        "Fields: Page {items: list[Item], next_cursor: str | None}; "
-        "Item {id: int, title: str, price: float}"
-    ) in block
-    assert "PUSH NONE              ; cursor: its default" in block
+    assert "Page {" not in block  # its fields are in the types section
+    assert "CALL search, 1         ; cursor, limit: their defaults" in block
     assert "MOV R2, R1.items[0].id ; a field" in block
 
 
 def test_the_prompt_teaches_structures_only_to_a_toolset_that_has_them() -> None:
     with_structures = build_system_prompt(externs_from([search, make_one_step]))
     assert "## Structured values" in with_structures and "{structures}" not in with_structures
-    assert "R1.items[ESI].name" in with_structures and "PUSH NONE" in with_structures
+    assert "R1.items[ESI].name" in with_structures and "KEYS dst, obj" in with_structures
     plain = build_system_prompt(externs_from([make_one_step, position]))
     assert "## Structured values" not in plain and "{structures}" not in plain
 
@@ -148,15 +163,74 @@ def test_a_list_of_plain_values_is_read_in_its_block_without_the_structures_sect
     assert "LEN R3, R1    ; how many" in prompt
 
 
-def test_each_structured_type_is_described_once_per_prompt() -> None:
+class Address(BaseModel):
+    street: str
+    city: str
+
+
+class Hotel(BaseModel):
+    name: str
+    address: Address
+    kind: Literal["inn", "hotel", "resort"]
+
+
+class Stay(TypedDict):
+    hotel: Hotel
+    nights: int
+
+
+def test_one_types_section_holds_every_record_type_once() -> None:
+    """Reached from arguments and results, nested, in maps and unions: each record's fields
+    once, whichever tool names it first and however long that tool's description."""
+
     def search_again(query: str) -> Page:
         """Search once more."""
         return {"items": [], "next_cursor": None}
 
-    prompt = build_system_prompt(externs_from([search, search_again]))
-    tools = prompt.split("\n# Tools\n", 1)[1]
-    assert tools.count("Page {items") == 1 and tools.count("Item {id") == 1
-    assert "search_again(query: str) -> Page" in prompt
+    def book(stay: Stay, note: str | None = None) -> dict[str, Hotel] | None:
+        """Book a stay. """ + "Read the terms first. " * 400
+        return None
+
+    prompt = build_system_prompt(externs_from([book, search, search_again]))
+    tools, types = prompt.split("\n# Tools\n", 1)[1].split("\n# Types\n", 1)
+    assert "search_again(query: str) -> Page" in tools
+    assert "book(stay: Stay, note: str | None = None) -> dict[str, Hotel] | None" in tools
+    assert "{" not in tools.replace("{R", "")  # no fields in the tools' blocks
+    assert types.splitlines()[1:] == [
+        "Stay {hotel: Hotel, nights: int}",
+        'Hotel {name: str, address: Address, kind: one of "inn", "hotel", "resort"}',
+        "Address {street: str, city: str}",
+        "Page {items: list[Item], next_cursor: str | None}",
+        "Item {id: int, title: str, price: float}",
+    ]
+
+
+def test_a_record_with_no_name_is_written_out_where_it_is_used() -> None:
+    def move(to: dict[str, int]) -> Any:
+        return None
+
+    move.__annotations__["to"] = TypedDict("", {"x": int, "y": int})  # type: ignore[operator]
+    assert "move(to: {x: int, y: int}) -> any" in describe_extern(externs_from([move])["move"])
+
+
+def test_a_long_description_is_cut_but_never_the_arguments_or_their_choices() -> None:
+    fields: dict[str, Any] = {
+        f"option_{i}": (Literal["north", "south", "east", "west"], Field(description="x" * 500))
+        for i in range(12)
+    }
+    args = create_model("Args", **fields)
+
+    @tool(args_schema=args)
+    def steer(**kwargs: Any) -> str:
+        """Steer the ship."""
+        return ""
+
+    steer.description = "Steer the ship. " * 200
+    block = describe_extern(externs_from([steer])["steer"])
+    assert block.count('one of "north", "south", "east", "west"') == 12  # the signature
+    assert all(f"  option_{i}: xxx" in block for i in range(12))
+    assert "Steer the ship. Steer" in block and "..." in block
+    assert len(block.split("\n")[2]) <= 120  # the description, cut at a word
 
 
 def _huge_tool(fields: int, doc: int) -> Any:
@@ -175,7 +249,7 @@ def test_every_tool_block_stays_within_its_budget(fields: int, doc: int) -> None
     block = describe_extern(externs_from([_huge_tool(fields, doc)])["huge"])
     assert len(block) <= TOOL_BLOCK_BUDGET
     assert block.startswith("## huge\nhuge(record: Huge, note: str) -> list[Huge]")
-    assert "Example:" in block or block.endswith(" ...")
+    assert "Example:" in block
 
 
 def test_prompts_for_large_toolsets_grow_by_the_budget_per_tool_at_most() -> None:
@@ -195,7 +269,7 @@ def test_prompts_for_large_toolsets_grow_by_the_budget_per_tool_at_most() -> Non
     for count in (10, 50, 200):
         size = len(build_system_prompt(externs_from(tools(count))))
         assert size - base <= (count - 1) * TOOL_BLOCK_BUDGET
-        assert size - base <= (count - 1) * 400  # blocks after the first name their types
+        assert size - base <= (count - 1) * 250  # the types section names their types once
 
 
 def test_the_data_the_template_shows_works_as_it_says() -> None:
@@ -232,7 +306,7 @@ def test_block_shows_signature_description_arguments_results_and_example() -> No
         "## make_one_step",
         "make_one_step(x: int, y: int) -> int",
         "Move one step towards (x, y).",
-        "Arguments, push in this order:",
+        "Arguments:",
         "  x: Target column.",
         "  y: Target row.",
         "Example:",
@@ -241,6 +315,19 @@ def test_block_shows_signature_description_arguments_results_and_example() -> No
         "    CALL make_one_step",
         "    POP R1             ; result",
     ]
+
+
+def test_an_argument_without_a_description_is_listed_with_its_type() -> None:
+    def book(room: str, nights: int = 1) -> str:
+        """Book a room.
+
+        Args:
+            room: The room's number.
+        """
+        return ""
+
+    block = describe_extern(externs_from([book])["book"])
+    assert "  room: The room's number.\n  nights: int\n" in block
 
 
 def test_block_of_a_two_result_tool_pops_twice() -> None:
@@ -263,7 +350,7 @@ def test_block_of_a_none_tool_has_no_pop_and_hides_the_runtime() -> None:
 def test_block_of_a_model_argument_shows_json_in_single_quotes() -> None:
     block = describe_extern(EXTERNS["go"])
     assert "go(to: Point, fast: bool (1 or 0)) -> str" in block
-    assert "Fields: Point {x: int, y: int}" in block
+    assert "Point {x: int, y: int}" in build_system_prompt(EXTERNS).split("# Types")[1]
     assert """PUSH '{"x": 1, "y": 1}'""" in block
     assert "PUSH 1 " in block
 
@@ -308,3 +395,91 @@ def test_context_with_braces_is_inserted_verbatim() -> None:
 def test_missing_prompt_path_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read the prompt template"):
         build_system_prompt(EXTERNS, prompt_path=tmp_path / "nope.md")
+
+
+# -- every example plan the prompt shows verifies ------------------------------------------------
+
+
+class Lamp(BaseModel):
+    title: str
+    price: float
+
+
+class LampPage(TypedDict):
+    items: list[Lamp]
+    next_cursor: str | None
+
+
+def _example_tools() -> dict[str, Any]:
+    """The tools the examples of ``prompts/*.md`` name, with the signatures they say."""
+    from llassembly.integration.query import QUERY_EXTERN
+
+    def probe(x: int) -> int:
+        return 0
+
+    def search(query: str, cursor: str | None = None) -> LampPage:
+        return {"items": [Lamp(title="Desk lamp", price=19.5)], "next_cursor": None}
+
+    def ratings(city: str) -> dict[str, float]:
+        return {"Ritz": 4.5, "Savoy": 4.8}
+
+    def read_file(name: str) -> str:
+        return "Pay EUR 12.50 to DE89370400440532013000."
+
+    def pay(iban: str, amount: float) -> str:
+        return "paid"
+
+    tools = externs_from([probe, search, ratings, read_file, pay])
+    return {**tools, "query_text": QUERY_EXTERN}
+
+
+def _asm_blocks(text: str) -> list[str]:
+    return [block.split("```", 1)[0] for block in text.split("```asm\n")[1:]]
+
+
+@pytest.mark.parametrize("name", ["base", "structures", "queries"])
+def test_every_example_plan_in_the_prompt_files_parses_and_verifies(name: str) -> None:
+    from importlib import resources
+
+    from llassembly.analysis.verifier import check
+    from llassembly.language.parser import parse
+    from llassembly.language.program import Program
+
+    prompts = resources.files("llassembly.integration").joinpath("prompts")
+    blocks = _asm_blocks(prompts.joinpath(f"{name}.md").read_text("utf-8"))
+    assert blocks
+    for block in blocks:
+        program = parse(block)
+        assert isinstance(program, Program), block
+        assert [d.message for d in check(program, _example_tools())] == [], block
+
+
+def test_the_examples_without_queries_run_and_say_what_they_mean() -> None:
+    from llassembly.language.parser import parse
+    from llassembly.language.program import Program
+    from llassembly.machine.emulator import Emulator
+
+    prompts = load_template() + _section("structures")
+    answers = []
+    for block in _asm_blocks(prompts):
+        program = parse(block)
+        assert isinstance(program, Program)
+        answers.append(Emulator(program, _example_tools()).run().answer)
+    assert answers == ["", "1 lamps, 19.50 in all", "Ritz: 4.5\nSavoy: 4.8"]
+
+
+def test_every_tool_blocks_example_verifies() -> None:
+    """The example each block writes (``CALL tool, N`` leaving the defaults out, JSON in
+    quotes, a field read) is a plan the verifier takes, for tools of every form."""
+    from benchmarks import bench_tokens
+    from llassembly.analysis.verifier import check
+    from llassembly.language.parser import parse
+    from llassembly.language.program import Program
+
+    catalogue = [bench_tokens._catalogue_tool(i) for i in range(4)]
+    tools = {**externs_from(catalogue), **EXTERNS, **externs_from([search])}
+    for extern in tools.values():
+        example = describe_extern(extern).split("Example:\n", 1)[1]
+        program = parse(example)
+        assert isinstance(program, Program)
+        assert [d.message for d in check(program, tools)] == [], example

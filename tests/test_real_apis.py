@@ -333,6 +333,77 @@ def test_none_leaves_optional_arguments_out_of_the_tool_call(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_a_count_pushes_only_the_first_arguments_and_leaves_the_rest_out(path: str) -> None:
+    plan = 'PUSH 7\nPUSH "+1 555 0123"\nCALL set_phone, 2\nPOP R1\nSAY "{R1}"'
+    world = World()
+    final, (_, messages) = run(path, [asm(plan)], world)
+    assert final["answer"] == "ok"
+    assert world.log == [("set_phone", 7, "+1 555 0123", None)]
+    assert calls_made(messages) == [("set_phone", {"contact_id": 7, "phone": "+1 555 0123"})]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("city", ["Oslo", "Atlantis"])
+def test_a_call_the_plan_tests_goes_on_after_it_fails(path: str, city: str) -> None:
+    """``JC`` right after the ``CALL``: a failure sets the carry and leaves its text in EAX."""
+
+    @tool
+    def weather(city: str) -> float:
+        """Today's temperature in a city."""
+        if city == "Atlantis":
+            raise ValueError("no such city")
+        return 21.5
+
+    plan = f"""
+    PUSH "{city}"
+    CALL weather
+    JC failed
+    POP R1
+    SAY "It is {{R1}} degrees."
+    HLT
+failed:
+    SAY "No weather: {{EAX}}"
+"""
+    model = ScriptedChatModel(replies=[asm(plan)])
+    planner = ToolsPlannerMiddleware(execution=path)
+    out = create_agent(model, tools=[weather], middleware=[planner]).invoke(
+        {"messages": [HumanMessage("weather?")]}
+    )
+    final = out["messages"][-1].response_metadata[KEY]
+    expected = {
+        "Oslo": "It is 21.5 degrees.",
+        "Atlantis": "No weather: tool 'weather' raised ValueError: no such city",
+    }
+    assert final["answer"] == expected[city]
+    assert len(model.calls) == 1  # no replan: the plan handled it
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_result_that_is_the_reserved_character_never_leaves_an_argument_out(path: str) -> None:
+    """U+FDD0 was once how NONE was held: a tool's text holding it is text on every path."""
+    deleted: list[str] = []
+
+    @tool
+    def read_pattern() -> str:
+        """The pattern of the files to clean up."""
+        return "\ufdd0"
+
+    @tool
+    def delete_files(pattern: str = "*") -> int:
+        """Delete the files matching the pattern (every file by default)."""
+        deleted.append(pattern)
+        return 0
+
+    plan = "CALL read_pattern\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0"
+    model = ScriptedChatModel(replies=[asm(plan)])
+    planner = ToolsPlannerMiddleware(execution=path)
+    create_agent(model, tools=[read_pattern, delete_files], middleware=[planner]).invoke(
+        {"messages": [HumanMessage("clean up")]}
+    )
+    assert deleted == ["\ufdd0"]
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_a_field_the_result_cannot_have_is_refused_before_any_tool_runs(path: str) -> None:
     bad = 'PUSH 7\nCALL get_contact\nPOP R1\nSAY "{R1.emial}"'
     good = 'PUSH 7\nCALL get_contact\nPOP R1\nSAY "{R1.email}"'

@@ -59,10 +59,10 @@ FAULTS = [
         id="loop-through-a-subroutine-that-never-ends",
     ),
     pytest.param(
-        'PUSH 1\nCALL log\nCMP R1, "abc"\nJL less\nless:\nHLT',
-        4,
-        "string",
-        id="ordered-jump-after-string-compare",
+        'PUSH 1\nCALL log\nCMP "abc", 1\nJL less\nless:\nHLT',
+        3,
+        "text is never equal to a number",
+        id="compare-of-text-with-a-number",
     ),
     pytest.param("PUSH 1\nCALL log\nJE done\nNOP\ndone: HLT", 3, "flags", id="jump-with-no-flags"),
     pytest.param(

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import json
 from typing import Any, TypedDict
 
 import pytest
 from pydantic import BaseModel
 
+from llassembly.analysis.summary import summarize
 from llassembly.errors import AsmRuntimeError, AsmSyntaxError, PlanRejected, ToolArgumentError
 from llassembly.language.parser import parse
 from llassembly.language.program import NONE, Program
 from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import externs_from
 from llassembly.machine.state import MachineState
 from llassembly.machine.text import final_answer_of
 
@@ -188,6 +191,9 @@ def test_a_variable_holding_json_is_written_in_place() -> None:
         ("HAS R2, R1.items, 1", 1),
         ("HAS R2, R1.items, 2", 0),
         ('HAS R2, "text", "x"', 0),
+        ("KEYS R2, R1", '["items","next_cursor","total","on","my-key"]'),
+        ("KEYS R2, R1.items[0]\nMOV R2, R2[-1]", "tags"),
+        ("KEYS R2, '{}'", "[]"),
         ('FIND R2, "Spotify AB", "AB"', 8),
         ('FIND R2, "Spotify AB", "ab"', -1),
         ("FIND R2, R1.items[0].title, 'a'", 1),
@@ -223,6 +229,9 @@ def test_structure_and_text_instructions(source: str, value: Any) -> None:
         ('SUBSTR R2, "abc", 0, -1', "SUBSTR takes a count of characters, 0 or more, not -1"),
         ("MOV R3, R1.items[0].title\nROUNDSD R2, R3", "ROUNDSD needs a number, got 'Lamp'"),
         ("ROUNDSD R2, 1.5, 16", "ROUNDSD: the rounding mode is 0 to 15, not 16"),
+        ("KEYS R2, R1.items", "KEYS needs an object, got a list: its elements are found by index"),
+        ('KEYS R2, "text"', "KEYS needs an object, got 'text'"),
+        ("KEYS R2, NONE", "KEYS needs an object, got NONE"),
     ],
 )
 def test_text_instructions_refuse_what_they_cannot_read(source: str, message: str) -> None:
@@ -243,6 +252,205 @@ def test_none_equals_empty_text_and_is_empty() -> None:
     got = emu.result().registers
     assert (got["R2"], got["R3"], got.get("R4", 0)) == (1, 1, 0)
     assert said('MOV R1, NULL\nSAY "[{R1}]"') == "[]"
+
+
+def test_keys_walks_an_object_of_names_to_values() -> None:
+    def ratings(city: str) -> dict[str, float]:
+        """Each hotel's rating, by hotel name."""
+        return {"Ritz": 4.5, "Savoy": 4.8, "Inn": 3.9}
+
+    plan = """
+    PUSH "London"
+    CALL ratings
+    POP R1
+    KEYS R2, R1           ; the hotel names
+    LEN R3, R2
+    MOV ESI, 0
+    MOV R9, ""            ; the best so far
+    MOV xmm1, 0.0
+next:
+    CMP ESI, R3
+    JGE done
+    MOV R4, R2[ESI]       ; a name
+    CMP R1[R4], xmm1
+    JLE skip
+    MOV xmm1, R1[R4]
+    MOV R9, R4
+skip:
+    INC ESI
+    JMP next
+done:
+    SAY "{R9} ({xmm1})"
+"""
+    assert said(plan, [ratings]) == "Savoy (4.8)"
+    refused = rejected(plan.replace("MOV R4, R2[ESI]", "MOV R4, R2.name"), [ratings])
+    assert refused == [
+        "13: R2.name: R2 (list[text]) is a list, not an object: it has no field 'name'; take an "
+        "element with a number ([0], [ESI]) first"
+    ]
+
+
+# -- NONE is no text: nothing from outside becomes it ----------------------------------------------
+
+RESERVED = "\ufdd0"  # the character NONE was once held as: any text may hold it
+
+
+class Deleted:
+    """``delete_files(pattern="*")``: what each call deleted."""
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+
+    def delete_files(self, pattern: str = "*") -> int:
+        """Delete the files matching the pattern (all of them by default)."""
+        self.patterns.append(pattern)
+        return 1
+
+
+def deleted_with(plan: str, *tools: Any) -> list[str]:
+    files = Deleted()
+    Emulator(program(plan), [files.delete_files, *tools]).run()
+    return files.patterns
+
+
+def test_a_tool_result_that_is_the_reserved_character_is_text_never_none() -> None:
+    def read_pattern() -> str:
+        return RESERVED
+
+    plan = "CALL read_pattern\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0"
+    assert deleted_with(plan, read_pattern) == [RESERVED]
+
+
+def test_a_json_string_read_by_path_is_text_never_none() -> None:
+    def rule() -> dict[str, Any]:
+        return {"pattern": RESERVED, "escaped": "x"}
+
+    def raw() -> str:
+        return '{"pattern": "\\ufdd0"}'  # the JSON escape of the character
+
+    plan = "CALL {tool}\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0"
+    assert deleted_with(plan.format(tool="rule"), rule) == [RESERVED]
+    assert deleted_with(plan.format(tool="raw"), raw) == [RESERVED]
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        f'PUSH "{RESERVED}"\nCALL delete_files\nPOP R0',
+        f'p db "{RESERVED}"\nPUSH p\nCALL delete_files\nPOP R0',
+        'MOV R1, \'{"p": "\\\\ufdd0"}\'\nPUSH R1.p\nCALL delete_files\nPOP R0',
+        f'MOV R1, "a{RESERVED}"\nSUBSTR R2, R1, 1\nPUSH R2\nCALL delete_files\nPOP R0',
+    ],
+)
+def test_text_written_in_the_plan_is_text_never_none(plan: str) -> None:
+    assert deleted_with(plan) == [RESERVED]
+
+
+def test_a_querys_text_answer_is_text_never_none() -> None:
+    from llassembly.integration.query import QUERY_EXTERN, Reply, settle
+
+    files = Deleted()
+    tools = {**externs_from([files.delete_files]), "query_text": QUERY_EXTERN}
+    plan = 'PUSH "t"\nPUSH "q"\nPUSH "text"\nCALL query_text\nPOP R1\nPUSH R1\nCALL delete_files'
+    answer = Reply(text='{"value": "\\ufdd0"}')
+
+    def call(request: Any) -> Any:
+        if request.tool == "query_text":
+            return settle(request.args, answer, [])
+        return files.delete_files(**request.args)
+
+    Emulator(program(plan + "\nPOP R0"), tools).run(call)
+    assert files.patterns == [RESERVED]
+
+
+def test_a_null_or_none_result_is_none_and_leaves_the_argument_out() -> None:
+    def nothing() -> str | None:
+        return None
+
+    def rule() -> dict[str, Any]:
+        return {"pattern": None}
+
+    assert deleted_with("CALL nothing\nPOP R1\nPUSH R1\nCALL delete_files\nPOP R0", nothing) == [
+        "*"
+    ]
+    assert deleted_with("CALL rule\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0", rule) == [
+        "*"
+    ]
+
+
+def test_a_snapshot_keeps_none_and_the_reserved_character_apart() -> None:
+    emu = machine(f'MOV R1, NONE\nMOV R2, "{RESERVED}"')
+    again = Emulator(emu.program, [], state=json.loads(json.dumps(emu.snapshot())))
+    assert again.state.regs[1] is NONE and again.state.regs[2] == RESERVED
+
+
+def test_the_summary_says_an_argument_that_may_be_none_may_be_left_out() -> None:
+    files = Deleted()
+
+    def rule() -> dict[str, Any]:
+        return {"pattern": None}
+
+    tools = externs_from([files.delete_files, rule])
+    plan = program("CALL rule\nPOP R1\nPUSH R1.pattern\nCALL delete_files\nPOP R0")
+    shown = summarize(plan, tools).render()
+    assert "delete_files(pattern=<computed, or left out: the tool's default>)" in shown
+    fixed = program('PUSH "*.tmp"\nCALL delete_files\nPOP R0')
+    assert 'delete_files(pattern="*.tmp")' in summarize(fixed, tools).render()
+
+
+# -- CALL tool, N: the last arguments left to the tool's defaults ---------------------------------
+
+
+def find_items(query: str, cursor: str | None = None, limit: int = 10) -> list[str]:
+    """Find items; ``cursor`` and ``limit`` have defaults."""
+    return [f"{query}/{cursor}/{limit}"]
+
+
+def test_call_with_a_count_takes_that_many_arguments_and_leaves_the_rest_out() -> None:
+    got = regs(
+        'PUSH "keep"\nPUSH "lamp"\nCALL find_items, 1\nPOP R1\n'
+        'PUSH "desk"\nPUSH "p2"\nCALL find_items, 2\nPOP R2\nPOP R3',
+        [find_items],
+    )
+    assert (got["R1"], got["R2"], got["R3"]) == ('["lamp/None/10"]', '["desk/p2/10"]', "keep")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            "CALL find_items, 0",
+            "CALL find_items, 0: the count is how many arguments were pushed, a whole",
+        ),
+        (
+            "CALL find_items, 4",
+            "number from 1 to 3: find_items takes query, cursor, limit, and the last",
+        ),
+        ("CALL find_items, R1", "ones may be left out (cursor, limit) to take the tool's defaults"),
+        ("CALL find_items, 1.0", "CALL find_items, 1.0: the count is how many"),
+        ("CALL sub, 1", "CALL sub, 1: a subroutine takes no count of arguments"),
+    ],
+)
+def test_a_count_the_tool_does_not_allow_is_refused(call: str, message: str) -> None:
+    (problem,) = rejected(f'PUSH "lamp"\n{call}\nHLT\nsub: RET', [find_items])
+    assert message in problem
+
+
+def test_a_short_stack_is_told_how_to_leave_arguments_out_and_nothing_else() -> None:
+    assert rejected('PUSH "lamp"\nCALL find_items\nPOP R1', [find_items]) == [
+        "2: CALL find_items takes 3 values from the stack (query, cursor, limit) but on some path "
+        "only 1 is there; PUSH the arguments, first parameter first, before the CALL (to leave "
+        "the last ones to the tool's defaults, push the first N, at least 1, and write CALL "
+        "find_items, N)"
+    ]
+
+
+def test_the_summary_shows_the_arguments_left_out() -> None:
+    plan = program('PUSH "lamp"\nCALL find_items, 1\nPOP R1')
+    assert (
+        'find_items(query="lamp", cursor=NONE (left out: the tool\'s default), limit=NONE (left '
+        "out: the tool's default))"
+    ) in summarize(plan, externs_from([find_items])).render()
 
 
 # -- text with placeholders ---------------------------------------------------------------------

@@ -352,7 +352,7 @@ def test_the_prompt_teaches_every_feature_the_plans_use() -> None:
         "`null` reads as `NONE`",
         ":.2f",
         ":02",
-        "Any quoted text fills them in",
+        "Quoted text in any instruction",
         "amount: str (decimal)",
         "ContactPage {contacts: list[Contact], next_cursor: str | None}",
         "Event {id: int, title: str, start: str, minutes: int, attendees: list[str]}",

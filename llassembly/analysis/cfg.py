@@ -11,6 +11,11 @@ of a plan's control flow, worked out in one place from the instruction table
   goes;
 * **the EAX convention**: a tool ``CALL`` whose one result is read in ``EAX`` before anything
   POPs it gets that result in ``EAX`` instead of on the stack (:attr:`ControlFlow.eax`);
+* **calls the plan tests**: a tool ``CALL`` whose failure the plan tests with ``JC``/``JNC``
+  (``SETC``, ``CMOVNC``...) before anything else uses or sets the flags
+  (:attr:`ControlFlow.tested`): its failure sets the carry and goes on instead of stopping the
+  plan; such a ``CALL`` sets the flags and writes ``EAX`` (the error text, or ``NONE``), and its
+  :class:`~llassembly.language.program.Effects` here say so;
 * the successors of each instruction, the return sites of ``RET``, and the strongly connected
   components (the loops) of the graph where every subroutine returns.
 
@@ -40,9 +45,9 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors
+from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors, tests_carry
 from llassembly.language.program import (
     Effects,
     Instruction,
@@ -54,6 +59,7 @@ from llassembly.language.program import (
     Reg,
     ToolShape,
     Value,
+    arguments_of,
     effects,
     find_tool,
     place_of,
@@ -78,6 +84,8 @@ class ControlFlow:
         ambiguous: ``CALL``s of a name that is both a tool and a code label (the verifier
             refuses them; the tool is taken here, as the machine would).
         eax: Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack.
+        tested: Tool ``CALL``s whose failure the plan tests (``JC``/``JNC`` next): a failure
+            sets the carry and the plan goes on.
         mixed: ``(CALL, reader, POP)``: the result of an ``eax`` call is read in ``EAX`` at
             ``reader`` and then ``POP`` would take it off the stack too (the verifier refuses).
         successors: Per instruction, where control goes next (:func:`~llassembly.language.
@@ -92,6 +100,7 @@ class ControlFlow:
     targets: Mapping[int, int]
     ambiguous: frozenset[int]
     eax: frozenset[int]
+    tested: frozenset[int]
     mixed: tuple[tuple[int, int, int], ...]
     successors: tuple[tuple[int, ...], ...]
     return_sites: tuple[int, ...]
@@ -103,10 +112,11 @@ class ControlFlow:
 
     def stack_effect(self, pc: int) -> tuple[int, int]:
         """``(values taken, values put)`` on the data stack by the instruction at ``pc``: a tool
-        ``CALL`` takes its parameters and puts its results, or none when its result goes to
-        ``EAX``."""
+        ``CALL`` takes its parameters (``CALL tool, N``: the first ``N``) and puts its results,
+        or none when its result goes to ``EAX``."""
         tool = self.tools.get(pc)
-        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool)
+        operands = self.program.instructions[pc].operands
+        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)
         return (taken, 0) if pc in self.eax else (taken, put)
 
     def subroutine_call(self, pc: int) -> bool:
@@ -115,11 +125,9 @@ class ControlFlow:
 
     @functools.cached_property
     def tracked(self) -> dict[int, int]:
-        """The registers the analyses follow, each to its slot: those the program writes (and
-        ``EAX`` when a tool's result goes there); every other register holds 0 on every run."""
+        """The registers the analyses follow, each to its slot: those the program writes (a
+        tool's result or error in ``EAX`` too); every other register holds 0 on every run."""
         written = {reg for fx in self.effects for reg in fx.registers_written}
-        if self.eax:
-            written.add(EAX_INDEX)
         return {reg: slot for slot, reg in enumerate(sorted(written))}
 
     @functools.cached_property
@@ -191,7 +199,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     for pc, (ins, fx) in enumerate(zip(instructions, found, strict=True)):
         if fx.flow == "next" or fx.flow == "return" or fx.flow == "halt":
             continue
-        operand = ins.operands[0] if len(ins.operands) == 1 else None
+        operand = ins.operands[0] if ins.operands else None
         if not isinstance(operand, Name):
             continue  # no label: the verifier refuses it, and it goes nowhere here
         label = program.labels.get(operand.name.lower())
@@ -207,6 +215,19 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         for pc, fx in enumerate(found)
     )
     eax, mixed = _eax_convention(program, found, tool_at)
+    tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
+    writes_eax = frozenset((EAX_INDEX,))
+    found = tuple(
+        replace(
+            fx,
+            registers_written=fx.registers_written | writes_eax,
+            implicit_writes=(EAX_INDEX,),
+            flags_written=pc in tested,
+        )
+        if pc in eax or pc in tested
+        else fx
+        for pc, fx in enumerate(found)
+    )
     return ControlFlow(
         program=program,
         effects=found,
@@ -214,6 +235,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         targets=targets,
         ambiguous=frozenset(ambiguous),
         eax=eax,
+        tested=tested,
         mixed=mixed,
         successors=succ,
         return_sites=tuple(pc + 1 for pc in targets if found[pc].flow == "call"),
@@ -243,11 +265,25 @@ def _eax_convention(
         if reader is None:
             continue
         eax.add(pc)
-        saved = _saved_below(program, found, pc, len(tool.params))
+        saved = _saved_below(
+            program, found, pc, arguments_of(tool, program.instructions[pc].operands)
+        )
         pop = _pop_after(program.instructions, found, reader, saved)
         if pop is not None:
             mixed.append((pc, reader, pop))
     return frozenset(eax), tuple(sorted(mixed))
+
+
+def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc: int) -> bool:
+    """Whether the first instruction after the tool ``CALL`` at ``pc`` that uses the flags, in
+    the straight-line code before any other that sets them, tests the carry (``JC``...)."""
+    for index in _straight_after(found, pc):
+        fx = found[index]
+        if fx.flags_read:
+            return tests_carry(instructions[index].mnemonic)
+        if fx.flags_written or fx.flow != "next":
+            return False
+    return False
 
 
 def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:

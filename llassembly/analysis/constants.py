@@ -31,7 +31,6 @@ from typing import Final, Protocol
 
 from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.paths import Paths, fixpoint, pushed
-from llassembly.language.instructions import EAX_INDEX
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
@@ -211,7 +210,7 @@ class _Propagation:
             key = operand.name.lower()
             data = self.flow.program.data.get(key)
             if type(data) in (str, int, float) and key not in self.layout.live:
-                return data  # type: ignore[return-value]
+                return data
         return UNKNOWN
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts | None:
@@ -221,11 +220,10 @@ class _Propagation:
         flow = self.flow
         fx = flow.effects[pc]
         if pc in flow.tools:
-            taken, put = flow.stack_effect(pc)
+            taken, put = flow.stack_effect(pc)  # its results (and EAX, the flags) unknown
             stack = stack[: max(len(stack) - taken, 0)]
-            if pc in flow.eax:
-                return self.write(regs, {EAX_INDEX: UNKNOWN}), flags, stack
-            return regs, flags, pushed(stack, [UNKNOWN] * put)
+            regs = self.write(regs, dict.fromkeys(fx.registers_written, UNKNOWN))
+            return regs, UNKNOWN if fx.flags_written else flags, pushed(stack, [UNKNOWN] * put)
         decides = fx.flow == "branch"
         if not (fx.registers_written or fx.flags_written or fx.pops or fx.pushes or decides):
             return facts  # nothing the summary follows changes (NOP, SAY, jumps...)

@@ -282,10 +282,12 @@ class _Static:
                 for argument in given:
                     read = _union(read, argument)
                 result = self.query(pc, read)
-            if pc in self.flow.eax:
+            fx = self.flow.effects[pc]  # EAX: its result or error; the flags: did it fail
+            if fx.registers_written:
                 changed = list(regs)
                 changed[self.slot[EAX_INDEX]] = result
-                return tuple(changed), flags, stack, memory
+                regs = tuple(changed)
+            flags = result if fx.flags_written else flags
             return regs, flags, pushed(stack, [result] * put), memory
         move = transfer_of(self.flow.program.instructions[pc])
         if move.moves_nothing:
@@ -356,7 +358,7 @@ def argument_flows(
     never carries those marks.
 
     Returns:
-        ``flows(state)``: one :class:`Flow` per parameter, first pushed first (``()`` for a
+        ``flows(state)``: one :class:`Flow` per argument pushed, first pushed first (``()`` for a
         state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
         analysis ran out of steps (nothing is known then).
     """
@@ -372,7 +374,7 @@ def argument_flows(
         tool = paths.flow.tools.get(pc)
         if tool is None or state not in found:
             return ()
-        _, pairs = taken(found[state][2], len(tool.params), analysis.top)
+        _, pairs = taken(found[state][2], paths.flow.stack_effect(pc)[0], analysis.top)
         return tuple(Flow(tuple(sorted(may)), tuple(sorted(must))) for may, must in pairs)
 
     return flows

@@ -31,24 +31,6 @@ from typing import Annotated, Any, Final, Literal, get_args, get_origin
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
-__all__ = [
-    "ANY",
-    "INT",
-    "NONE_SHAPE",
-    "NUMBER",
-    "TEXT",
-    "Kind",
-    "Shape",
-    "child",
-    "describe",
-    "fields_line",
-    "is_number",
-    "is_text",
-    "join",
-    "named_shapes",
-    "shape_of",
-]
-
 Kind = Literal[
     "any", "int", "float", "number", "text", "decimal", "none", "object", "map", "list", "tuple",
     "union",
@@ -81,7 +63,7 @@ class Shape:
     fields: tuple[tuple[str, Shape], ...] = ()
     item: Shape | None = None
     options: tuple[Shape, ...] = ()
-    literal: tuple[int | float | str, int] | None = None
+    literal: tuple[int | float | str | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
 
     def field(self, key: str) -> Shape | None:
@@ -143,7 +125,7 @@ def _options(shape: Shape) -> tuple[Shape, ...]:
 
 
 def is_text(shape: Shape | None) -> bool:
-    """Whether the value is text on every run (``NONE`` is text)."""
+    """Whether the value is text on every run (``NONE`` among texts: it reads as empty text)."""
     if shape is None:
         return False
     found = [o.kind for o in _options(shape)]
@@ -365,10 +347,11 @@ def fields_line(shape: Shape) -> str:
 
 
 def named_shapes(shape: Shape | None) -> list[Shape]:
-    """The objects inside ``shape`` (itself first, then the ones its fields hold), each once."""
+    """The objects inside ``shape`` (itself first, then the ones its fields hold), each once:
+    all of them (a shape nests at most ``_MAX_DEPTH`` levels)."""
     found: list[Shape] = []
     todo = [shape] if shape is not None else []
-    while todo and len(found) < 32:
+    while todo:
         current = todo.pop(0)
         if current.kind == "object" and current not in found:
             found.append(current)

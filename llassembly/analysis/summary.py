@@ -65,20 +65,25 @@ class Argument:
         certain: Those it derives from on every run that makes the call.
         answers: The lines of the queries (``CALL query_text``) whose answer it may derive
             from, sorted.
+        optional: The tool has a default for it, so ``NONE`` leaves it out: a computed
+            argument may be left out on some runs.
     """
 
     name: str
     constant: bool
-    value: Value | None = None
+    value: Value = None
     sources: tuple[str, ...] = ()
     certain: tuple[str, ...] = ()
     answers: tuple[int, ...] = ()
+    optional: bool = False
 
     def shown(self) -> str:
-        """``name="value"`` or ``name=<computed>``."""
+        """``name="value"``, ``name=<computed>`` (``<computed, or left out: ...>`` when it
+        may be ``NONE`` and the tool has a default)."""
         if not self.constant:
-            return f"{self.name}=<computed>"
-        if self.value == NONE:
+            left_out = ", or left out: the tool's default" if self.optional else ""
+            return f"{self.name}=<computed{left_out}>"
+        if self.value is NONE:
             return f"{self.name}=NONE (left out: the tool's default)"
         return f"{self.name}={json.dumps(self.value, ensure_ascii=False)}"
 
@@ -335,7 +340,7 @@ def summarize(
     def site_of(pc: int) -> CallSite:
         numbers = by_site[pc]
         ins = program.instructions[pc]
-        arguments = _arguments(flow.tools[pc], numbers, stacks)
+        arguments = _arguments(flow.tools[pc], flow.stack_effect(pc)[0], numbers, stacks)
         arguments = _with_flows(arguments, numbers, flows, everything, asked)
         in_loop = any(n in paths.looped for n in numbers)
         return CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
@@ -368,23 +373,30 @@ def summarize(
 
 
 def _arguments(
-    tool: ToolShape, numbers: list[int], stacks: Callable[[int], tuple[Abstract, ...]] | None
+    tool: ToolShape,
+    pushed: int,
+    numbers: list[int],
+    stacks: Callable[[int], tuple[Abstract, ...]] | None,
 ) -> tuple[Argument, ...]:
-    """The arguments of one call site: per parameter, the value every run passes there, if
-    one does."""
+    """The arguments of one call site (``pushed`` of them on the stack, the rest left out):
+    per parameter, the value every run passes there, if one does."""
     params = list(tool.params)
     names = [str(getattr(p, "name", f"arg{i + 1}")) for i, p in enumerate(params)]
-    values: list[Abstract] = [UNKNOWN] * len(params)
-    if stacks is not None and params:
+    optional = [bool(getattr(p, "has_default", False)) for p in params]
+    values: list[Abstract] = [UNKNOWN] * pushed
+    if stacks is not None and pushed:
         seen: list[Abstract] | None = None
         for number in numbers:
             stack = stacks(number)
-            here = list(stack[-len(params) :]) if len(stack) >= len(params) else values
+            here = list(stack[-pushed:]) if len(stack) >= pushed else values
             seen = here if seen is None else [join(a, b) for a, b in zip(seen, here, strict=True)]
         values = seen or values
+    values += [NONE] * (len(params) - pushed)  # CALL tool, N: the rest are left out
     return tuple(
-        Argument(name, False) if v is UNKNOWN else Argument(name, True, v)  # type: ignore[arg-type]
-        for name, v in zip(names, values, strict=True)
+        Argument(name, False, optional=optional)
+        if v is UNKNOWN
+        else Argument(name, True, v, optional=optional)  # type: ignore[arg-type]
+        for name, v, optional in zip(names, values, optional, strict=True)
     )
 
 
@@ -428,10 +440,9 @@ def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
     out = []
     for i, arg in enumerate(first):
         same = all(
-            s.arguments[i].constant and same_value(s.arguments[i].value, arg.value)  # type: ignore[arg-type]
-            for s in sites
+            s.arguments[i].constant and same_value(s.arguments[i].value, arg.value) for s in sites
         )
-        common = arg if arg.constant and same else Argument(arg.name, False)
+        common = arg if arg.constant and same else Argument(arg.name, False, optional=arg.optional)
         sources = sorted({n for s in sites for n in s.arguments[i].sources})
         certain = set.intersection(*(set(s.arguments[i].certain) for s in sites))
         answers = sorted({n for s in sites for n in s.arguments[i].answers})

@@ -20,8 +20,6 @@ from typing import Any, TypeAlias, TypeVar, overload
 from llassembly.errors import UsageError, UsageTypeError
 from llassembly.language.program import ToolShape
 
-__all__ = ["Adapt", "given_tools", "is_tool_shape", "looks_like_one_tool", "tool_shapes"]
-
 _T = TypeVar("_T")
 
 Adapt: TypeAlias = Callable[[Any, str | None, str], _T]

@@ -44,6 +44,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.paths import fixpoint, joined_stacks, paths_of, pushed, taken
 from llassembly.analysis.shapes import (
     INT,
+    NONE_SHAPE,
     NUMBER,
     TEXT,
     Shape,
@@ -73,6 +74,7 @@ from llassembly.language.program import (
 )
 
 _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
+_PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +131,16 @@ def _known(shape: Shape) -> Shape | None:
 def _written(value: Value, line: int) -> Shape | None:
     """The shape of a value written in the plan on ``line``, carrying the value itself (JSON
     text written in the plan is not followed: its paths are checked as the plan runs)."""
+    if value is None:
+        return Shape("none", literal=(value, line))
     if type(value) is str:
-        if value == NONE:
-            return Shape("none", literal=(value, line))
         if value.lstrip()[:1] in ("[", "{"):
             return Shape("any", literal=(value, line))
         return Shape("text", literal=(value, line))
     return Shape("int" if type(value) is int else "float", literal=(value, line))
 
 
-def written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
+def _written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
     """Whether ``operand`` is text written in the program: a string literal (with placeholders
     too), or a data label holding text (a row reads as the JSON text of its cells)."""
     if isinstance(operand, Template):
@@ -220,7 +222,7 @@ class _Types:
             return bool(facts.text_cells >> cells[0] & 1)
         if isinstance(operand, Mem):  # a computed address: not known before the run
             return False
-        return written_text(operand, self.program.data)  # a whole row reads as JSON text
+        return _written_text(operand, self.program.data)  # a whole row reads as JSON text
 
     def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
         """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""
@@ -252,8 +254,15 @@ class _Types:
                 self.check_arguments(pc, flow.tools[pc], given)
             (shapes, text), text_stack = self.results[pc], facts.text_stack >> len(given)
             facts = facts._replace(stack=stack, text_stack=text_stack)
+            eax = Reg(EAX_INDEX, "EAX")
+            if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
+                shapes = tuple(join(shape, NONE_SHAPE) for shape in shapes)
+                error = join(shapes[0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
+                facts = self.put(facts, eax, error, True)
+            elif pc in flow.eax:
+                facts = self.put(facts, eax, shapes[0], bool(text & 1))
             if pc in flow.eax:
-                return self.put(facts, Reg(EAX_INDEX, "EAX"), shapes[0], bool(text & 1))
+                return facts
             text_stack = (text_stack << len(shapes) | text) & _STACK_BITS
             return facts._replace(stack=pushed(stack, reversed(shapes)), text_stack=text_stack)
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
@@ -275,7 +284,7 @@ class _Types:
             elif fx.pops:
                 value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
             else:
-                value = NUMBER if produced == "number" else TEXT if produced == "text" else None
+                value = _PRODUCED.get(produced)
                 text = False  # computed: text from SUBSTR is followed by its shape alone
             written.append((ins.operands[position], value, text))
         pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]

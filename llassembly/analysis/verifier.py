@@ -9,10 +9,9 @@ Three stages (see "Checks before the run" in ``docs/language.md``):
   operands and placeholders naming nothing;
 * paths, only when the structure leaves the control flow well defined: every path from the
   entry point is followed over the states of :mod:`llassembly.analysis.paths`, keeping the least
-  data-stack depth, which compares of strings written in the program may have set the flags
-  (and whether none has yet), and which variables may not be written yet (:class:`_PathFacts`):
-  a ``POP`` or a tool ``CALL`` on a short stack, a conditional jump with no flags set, an
-  ordered jump after a compare of strings, a variable read before it is written, a subroutine
+  data-stack depth, whether no flag-setting instruction has run yet, and which variables may not
+  be written yet (:class:`_PathFacts`): a ``POP`` or a tool ``CALL`` on a short stack, a
+  conditional jump with no flags set, a variable read before it is written, a subroutine
   running past the end, each on some path; the types of values (:mod:`.typecheck`: arithmetic
   on text, paths the tools' result shapes do not have, arguments a tool refuses); loops that
   can never end. A plan the paths cannot be followed for within their limits (nesting,
@@ -36,7 +35,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import Paths, fixpoint, paths_of
 from llassembly.analysis.queries import query_result_shapes, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import type_problems, written_text
+from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
 from llassembly.language.limits import (
@@ -58,6 +57,8 @@ from llassembly.language.program import (
     Reg,
     Template,
     ToolShape,
+    arguments_of,
+    fewest_arguments,
     find_tool,
     nested,
 )
@@ -69,11 +70,9 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "label": "a label",
     "target": "a tool name or a label",
     "mem": "a memory operand [...]",
+    "count": "a number of arguments",
 }
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
-_UNSET = -1
-"""In a set of flag setters: on some path no flag-setting instruction has run yet."""
-_NO_SETTER: frozenset[int] = frozenset()
 
 
 def _names(names: list[str], none: str) -> str:
@@ -232,6 +231,8 @@ class _Checker:
                 self.report(line, column, message, structural=True)
         elif kind == "target":
             self.check_call(index, ins, operand, column)
+        elif kind == "count":
+            self.check_count(index, ins, operand, column)
 
     def no_value(self, name: Name) -> str:
         """What a name read as a value names when it is no data label or variable: ``"label"``,
@@ -408,6 +409,29 @@ class _Checker:
             message = f"unknown tool {operand.name!r}; available tools: {tools}"
             self.report(ins.line, column, message, structural=True)
 
+    def check_count(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
+        """``CALL tool, N``: ``N`` arguments pushed, the tool's required ones at least."""
+        tool = self.flow.tools.get(index)
+        if index in self.flow.targets:
+            message = f"CALL {ins.operands[0]}, {operand}: a subroutine takes no count of arguments"
+        elif tool is None:
+            return  # the unknown tool is reported
+        elif isinstance(operand, Imm) and arguments_of(tool, ins.operands) == operand.value:
+            return
+        else:
+            names = [str(getattr(p, "name", p)) for p in tool.params]
+            least, shown = fewest_arguments(tool), ", ".join(names) or "none"
+            message = (
+                f"CALL {tool.name}, {operand}: the count is how many arguments were pushed, a "
+                f"whole number from {least} to {len(names)}: {tool.name} takes {shown}, and the "
+                f"last ones may be left out ({', '.join(names[least:])}) to take the tool's "
+                "defaults"
+                if least < len(names)
+                else f"CALL {tool.name}, {operand}: {tool.name} needs all its arguments "
+                f"({shown}): push them and write CALL {tool.name}"
+            )
+        self.report(ins.line, column, message, structural=True)
+
     # -- entry -------------------------------------------------------------------------------
 
     def check_entry(self) -> None:
@@ -445,6 +469,8 @@ class _Checker:
         if stopped is not None:
             self.too_many(paths, stopped)
         for problem in problems:
+            if problem.pc in walk.short_calls:  # its arguments are not where the check looks
+                continue
             ins = instructions[problem.pc]
             self.report(ins.line, _column(ins, problem.position), problem.message)
 
@@ -528,13 +554,13 @@ class _PathFacts(NamedTuple):
     each only moves one way, so the walk ends."""
 
     depth: int  # least data-stack depth any path brings
-    setters: frozenset[int]  # string CMPs (and _UNSET) that may have set the flags last
+    unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _PathFacts) -> _PathFacts:
         return _PathFacts(
             min(self.depth, other.depth),
-            self.setters | other.setters,
+            self.unset or other.unset,
             self.unwritten | other.unwritten,
         )
 
@@ -548,7 +574,6 @@ class _Walk:
     Attributes:
         empty_pops: ``POP`` reached with an empty stack on some path.
         short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
-        string_jumps: Ordered jump to the string ``CMP`` instructions that may set its flags.
         unset_jumps: Conditional jumps reached with no flags set on some path.
         unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
             path, has not been written yet.
@@ -558,21 +583,13 @@ class _Walk:
     layout: Layout
     empty_pops: set[int] = field(default_factory=set)
     short_calls: dict[int, int] = field(default_factory=dict)
-    string_jumps: dict[int, set[int]] = field(default_factory=dict)
     unset_jumps: set[int] = field(default_factory=set)
     unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        program = self.flow.program
         variables = sorted(self.layout.variables)
         self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
-        self.start = _PathFacts(0, frozenset((_UNSET,)), (1 << len(variables)) - 1)
-        self.string_cmps = {
-            pc
-            for pc, ins in enumerate(program.instructions)
-            if OPCODE_INFO[ins.op].compares
-            and any(written_text(o, program.data) for o in ins.operands)
-        }
+        self.start = _PathFacts(0, True, (1 << len(variables)) - 1)
 
     def variable(self, operand: Operand) -> int:
         """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
@@ -585,7 +602,7 @@ class _Walk:
     def transfer(self, pc: int, facts: _PathFacts) -> _PathFacts:
         flow = self.flow
         ins, fx = flow.program.instructions[pc], flow.effects[pc]
-        depth, setters, unwritten = facts
+        depth, unset, unwritten = facts
         for position in fx.reads:
             if self.variable(ins.operands[position]) & unwritten:
                 self.unwritten_reads.add((pc, position))
@@ -596,23 +613,16 @@ class _Walk:
         for position in fx.writes:
             if position not in fx.reads:
                 unwritten &= ~self.variable(ins.operands[position])
-        if fx.flags_read:  # a path that goes on had flags it could test
-            info = OPCODE_INFO[ins.op]
-            if _UNSET in setters:
-                self.unset_jumps.add(pc)
-            setters = setters - {_UNSET}
-            if info.ordered and setters:
-                self.string_jumps.setdefault(pc, set()).update(setters)
-            setters = _NO_SETTER if info.ordered else setters
+        if fx.flags_read and unset:
+            self.unset_jumps.add(pc)
+        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
         taken, put = flow.stack_effect(pc)
         if depth < taken:
             if pc in flow.tools:
                 self.short_calls[pc] = min(depth, self.short_calls.get(pc, depth))
             else:
                 self.empty_pops.add(pc)
-        if fx.flags_written:
-            setters = frozenset((pc,)) if pc in self.string_cmps else _NO_SETTER
-        return _PathFacts(max(depth - taken, 0) + put, setters, unwritten)
+        return _PathFacts(max(depth - taken, 0) + put, unset, unwritten)
 
 
 def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
@@ -646,23 +656,18 @@ def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, s
     for pc, have in walk.short_calls.items():
         tool = flow.tools[pc]
         params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
-        count = len(tool.params)
+        count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
         message = (
             f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
             f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
             "PUSH the arguments, first parameter first, before the CALL"
         )
+        if least < count:
+            message += (
+                f" (to leave the last ones to the tool's defaults, push the first N, at least "
+                f"{least}, and write CALL {tool.name}, N)"
+            )
         yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc, cmps in walk.string_jumps.items():
-        lines = sorted(instructions[c].line for c in cmps)
-        shown = ", ".join(str(line) for line in lines[:20]) + (", ..." if len(lines) > 20 else "")
-        where = f"the CMP on line {lines[0]}" if len(lines) == 1 else "the CMPs on lines " + shown
-        message = (
-            f"{instructions[pc].mnemonic} needs an ordered compare, but on some path the "
-            f"flags come from {where}, which compares strings; strings have no order, so "
-            "only JE, JZ, JNE and JNZ may follow"
-        )
-        yield instructions[pc].line, instructions[pc].column, message
     for pc in walk.unset_jumps:
         fix = (
             "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"

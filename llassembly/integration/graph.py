@@ -330,7 +330,7 @@ class PlanGraph:
             messages += [call_request(batch, run.call_id_prefix, query=query), *results]
         for call, message in zip(batch, results, strict=True):
             outcome = outcome_of(externs.get(call.tool), message, call)
-            if isinstance(outcome, Failed):
+            if isinstance(outcome, Failed) and not emulator.tests_failure():
                 live = run.errors.pop(call_id(run.call_id_prefix, call.number), None)
                 error = live if isinstance(live, ExecutionError) else outcome.error
                 raise error if isinstance(error, ExecutionError) else ExecutionError(str(error))

@@ -6,14 +6,14 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
 
 * ``{context}``: the caller's own system message (may be empty);
 * ``{extern_functions}``: one block per tool (:func:`describe_extern`: its signature,
-  description, arguments, the fields of its structures and an example that calls it, within
-  :data:`TOOL_BLOCK_BUDGET` characters whatever the tool, so a prompt grows linearly with the
-  toolset), each structured type's fields described once;
+  description, arguments and an example that calls it; a long description is cut to keep the
+  block within :data:`TOOL_BLOCK_BUDGET` characters, never its signature or arguments), then
+  one section of the records they take and return (:func:`types_section`: every record type
+  any tool reaches, nested ones too, with its fields, once);
 * ``{structures}``: how a plan reads and builds structured values and text
   (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
-  map, or a value of unknown type; a list of plain values is shown in its tool's block) or has
-  a parameter with a default; empty otherwise, so a toolset of plain values gets a short
-  prompt;
+  map, or a value of unknown type; a list of plain values is shown in its tool's block);
+  empty otherwise, so a toolset of plain values gets a short prompt;
 * ``{queries}``: how a plan reads prose with ``query_text`` (``prompts/queries.md``), only when
   queries are on (the built-in query is among the tools; it gets no tool block of its own).
   A template without this placeholder gets the section after the tools' blocks.
@@ -32,6 +32,7 @@ from typing import Any, Final
 from llassembly.analysis.queries import is_query
 from llassembly.analysis.shapes import ANY, Shape, named_shapes, shape_of
 from llassembly.errors import UsageError
+from llassembly.language.program import fewest_arguments
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 
 _CONTEXT = "{context}"
@@ -41,10 +42,12 @@ _QUERIES = "{queries}"
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES, _QUERIES)))
 _PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
 TOOL_BLOCK_BUDGET: Final = 1200
-"""Most characters one tool's block takes in the prompt."""
-_DESCRIPTION: Final = 400  # characters of the tool's own description kept
+"""Most characters one tool's block takes in the prompt, unless its signature and arguments
+alone take more: they are never cut; the descriptions are, and the example is left out."""
+_DESCRIPTION: Final = 400  # characters of the tool's own description kept, at most
+_LEAST_DESCRIPTION: Final = 120  # and at least, when the arguments fill the block
+_ARGUMENT: Final = 160  # characters of an argument's description kept
 _LITERAL: Final = 60  # longest JSON literal an example pushes
-_TYPES_LINE: Final = 500  # characters of field lists per tool
 _DEPTH: Final = 3
 
 
@@ -68,14 +71,11 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
 
 def uses_structures(externs: Mapping[str, Extern]) -> bool:
     """Whether some tool takes or returns a structure (a list of plain values aside) or a
-    value of unknown type, or has a parameter with a default: the prompt then teaches
-    structured values (``{structures}``)."""
+    value of unknown type: the prompt then teaches structured values (``{structures}``)."""
     for extern in externs.values():
         annotations = [p.annotation for p in extern.params] + list(extern.result_types)
         if extern.n_results == 1 and not extern.result_types:
             return True  # no return annotation: anything may come back
-        if any(p.has_default for p in extern.params):
-            return True
         if any(_structured(shape_of(annotation)) for annotation in annotations):
             return True
     return False
@@ -127,9 +127,11 @@ def build_system_prompt(
     """
     by_name = externs_of(externs, param="externs")
     text = load_template(prompt_path)
-    described: set[str] = set()  # each structured type's fields once in the prompt
     tools = [e for e in by_name.values() if not is_query(e)]
-    blocks = "\n\n".join(describe_extern(e, described) for e in tools) or "(no tools)"
+    blocks = "\n\n".join(map(describe_extern, tools)) or "(no tools)"
+    types = types_section(tools)
+    if types:
+        blocks = f"{blocks}\n\n{types}"
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
@@ -170,7 +172,9 @@ def type_text(shape: Shape | None, depth: int = 0) -> str:
     if kind == "text":
         return f"str ({shape.name})" if shape.name in ("date", "datetime", "time") else "str"
     if kind == "object":
-        return shape.name or "JSON object"
+        if shape.name or not shape.fields or depth >= _DEPTH:
+            return shape.name or "JSON object"
+        return "{" + ", ".join(f"{n}: {type_text(s, depth + 1)}" for n, s in shape.fields) + "}"
     if kind == "map":
         item = shape.item
         return f"dict[str, {type_text(item, depth + 1)}]" if item and item != ANY else "JSON object"
@@ -202,14 +206,12 @@ def first_paragraph(text: str | None) -> str:
     return " ".join(text.split("\n\n", 1)[0].split())
 
 
-def describe_extern(extern: Extern, described: set[str] | None = None) -> str:
-    """Return the prompt block for one tool: signature, description, arguments, the fields of
-    its structures, and an example.
+def describe_extern(extern: Extern) -> str:
+    """Return the prompt block for one tool: signature, description, arguments and an example
+    (the fields of its records are in :func:`types_section`).
 
-    Args:
-        extern: The tool.
-        described: Names of the structured types earlier blocks of the same prompt described;
-            they are named, not described again (and this block's are added).
+    A description too long for :data:`TOOL_BLOCK_BUDGET` is cut (``...``); the signature and
+    the arguments, with their types and the values a choice allows, never are.
 
     Example:
         >>> from llassembly import externs_from
@@ -220,68 +222,70 @@ def describe_extern(extern: Extern, described: set[str] | None = None) -> str:
         ## make_one_step
         make_one_step(x: int, y: int) -> int
         Move one step towards (x, y).
-        Arguments, push in this order: x, y
         Example:
             PUSH 5             ; x
             PUSH 7             ; y
             CALL make_one_step
             POP R1             ; result
     """
-    lines = [f"## {extern.name}", extern_signature(extern)]
-    about = first_paragraph(extern.description)
-    if about:
-        lines.append(about if len(about) <= _DESCRIPTION else about[: _DESCRIPTION - 3] + "...")
     params = extern.params
+    head = [f"## {extern.name}", extern_signature(extern)]
+    rest = []
     if any(p.description for p in params):
-        lines.append("Arguments, push in this order:")
-        lines += [
-            f"  {p.name}: {p.description or type_text(shape_of(p.annotation))}" for p in params
+        rest.append("Arguments:")
+        rest += [
+            f"  {p.name}: " + _cut(p.description or type_text(shape_of(p.annotation)), _ARGUMENT)
+            for p in params
         ]
-    elif params:
-        lines.append("Arguments, push in this order: " + ", ".join(p.name for p in params))
     n = extern.n_results
     if n == 0:
-        lines.append("Returns nothing: do not POP after it.")
+        rest.append("Returns nothing: do not POP after it.")
     elif n > 1:
-        lines.append(f"Returns {n} values: the first POP gets the first one.")
-    shapes = [shape_of(p.annotation) for p in params] + [shape_of(t) for t in extern.result_types]
-    types = _types_line(shapes, described)
-    if types:
-        lines.append(types)
-    lines.append("Example:")
-    lines += _example(extern)
-    block = "\n".join(lines)
-    if len(block) > TOOL_BLOCK_BUDGET:  # a description or an example far too long: cut
-        block = block[: TOOL_BLOCK_BUDGET - 4] + " ..."
-    return block
+        rest.append(f"Returns {n} values: the first POP gets the first one.")
+    example = ["Example:", *_example(extern)]
+    fixed = len("\n".join(head + rest + example))
+    if fixed > TOOL_BLOCK_BUDGET:  # arguments are never cut: the example goes instead
+        example, fixed = [], len("\n".join(head + rest))
+    room = max(_LEAST_DESCRIPTION, min(_DESCRIPTION, TOOL_BLOCK_BUDGET - fixed - 1))
+    about = _cut(first_paragraph(extern.description), room)
+    return "\n".join(head + ([about] if about else []) + rest + example)
 
 
-def _types_line(shapes: list[Shape], described: set[str] | None) -> str:
-    """``Fields: Page {items: list[Item], next_cursor: str | None}; Item {...}``."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for shape in shapes:
-        for named in named_shapes(shape):
-            name = named.name
-            if not name or name in seen or (described is not None and name in described):
-                continue  # its fields are in an earlier block
-            seen.add(name)
-            inner = ", ".join(f"{f}: {type_text(s, 1)}" for f, s in named.fields)
-            parts.append(f"{name} {{{inner}}}")
-            if described is not None:
-                described.add(name)
-    if not parts:
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut at a word with ``...``."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 3].rsplit(" ", 1)[0].rstrip(" ,;:") + "..."
+
+
+def types_section(externs: list[Extern]) -> str:
+    """``# Types``: every record type the tools take or return (nested ones too), with the
+    types of its fields, once: the blocks of the tools name them (``-> list[Hotel]``)."""
+    found: dict[str, str] = {}
+    for extern in externs:
+        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
+        for named in (s for a in annotations for s in named_shapes(shape_of(a))):
+            if named.name and named.name not in found:
+                fields = ", ".join(f"{f}: {type_text(s, 1)}" for f, s in named.fields)
+                found[named.name] = f"{named.name} {{{fields}}}"
+    if not found:
         return ""
-    line = "Fields: " + "; ".join(parts)
-    return line if len(line) <= _TYPES_LINE else line[: _TYPES_LINE - 4] + " ..."
+    head = "# Types\nThe records the tools take and return: JSON objects with these fields."
+    return "\n".join([head, *found.values()])
 
 
 def _example(extern: Extern) -> list[str]:
-    rows = [
-        ("PUSH NONE", f"{p.name}: its default") if p.has_default else _push(p.name, p.annotation, i)
-        for i, p in enumerate(extern.params)
-    ]
-    rows.append((f"CALL {extern.name}", ""))
+    """The lines of a call: the arguments without a default pushed, ``CALL tool, N`` leaving
+    the others to their defaults, its results popped (and a field read)."""
+    pushed = fewest_arguments(extern)
+    params = extern.params
+    rows = [_push(p.name, p.annotation, i) for i, p in enumerate(params[:pushed])]
+    if pushed < len(params):
+        left = [p.name for p in params[pushed:]]
+        their = "its default" if len(left) == 1 else "their defaults"
+        rows.append((f"CALL {extern.name}, {pushed}", f"{', '.join(left)}: {their}"))
+    else:
+        rows.append((f"CALL {extern.name}", ""))
     n = extern.n_results
     if n == 1:
         rows.append(("POP R1", "result"))

@@ -91,6 +91,7 @@ class Opcode(enum.Enum):
     # Structured values and text (see "Structured values" and "Text" in docs/language.md).
     LEN = "LEN"
     HAS = "HAS"
+    KEYS = "KEYS"
     FIND = "FIND"
     SUBSTR = "SUBSTR"
     CMPI = "CMPI"
@@ -132,15 +133,16 @@ def register_name(index: int) -> str:
     return _REGISTER_NAMES[index]
 
 
-OperandKind = Literal["reg", "value", "label", "target", "mem"]
+OperandKind = Literal["reg", "value", "label", "target", "mem", "count"]
 """``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
 register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
 tool name or a code label; ``mem``: a memory operand whose address is computed and not read
-(``LEA``)."""
+(``LEA``); ``count``: a whole number written in the plan (``CALL tool, N``: the arguments
+pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
-_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem"})
+_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem", "count"})
 _ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
 
 
@@ -220,7 +222,8 @@ class OpcodeInfo:
         stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
             tool's parameters and puts its results (see :func:`stack_effect`).
         produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
-            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...) or ``""`` (a copy, or nothing).
+            ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...), ``"texts"`` (the JSON list of
+            texts ``KEYS`` gives) or ``""`` (a copy, or nothing).
     """
 
     shapes: tuple[Form, ...]
@@ -234,7 +237,7 @@ class OpcodeInfo:
     divides: bool = False
     variadic: bool = False
     stack: tuple[int, int] = (0, 0)
-    produces: Literal["", "number", "text"] = ""
+    produces: Literal["", "number", "text", "texts"] = ""
 
     def __post_init__(self) -> None:
         if self.numeric and not self.produces:  # arithmetic gives numbers
@@ -262,7 +265,8 @@ class OpcodeInfo:
 
     @property
     def ordered(self) -> bool:
-        """Its condition asks for an order (less, greater): only numbers have one."""
+        """Its condition asks for an order (less, greater): two numbers or two texts have one,
+        a number and a text have none."""
         return self.condition in _ORDERED_CONDITIONS
 
     @property
@@ -324,7 +328,8 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.JLE: _jump("le"),
     Opcode.JG: _jump("g"),
     Opcode.JGE: _jump("ge"),
-    Opcode.CALL: _info("target", flow="call"),
+    # CALL tool, N: only the first N arguments were pushed; the others take their defaults.
+    Opcode.CALL: _info("target", "target, count", flow="call"),
     # At top level RET returns the value of EAX or XMM0 (see "The x86 return value").
     Opcode.RET: _info("; EAX XMM0", flow="return"),
     Opcode.NOP: _info(""),
@@ -372,6 +377,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     # Structured values and text: results are numbers or text; the flags are left as they are.
     Opcode.LEN: _info("=reg, value", produces="number"),
     Opcode.HAS: _info("=reg, value, value", produces="number"),
+    Opcode.KEYS: _info("=reg, value", produces="texts"),
     Opcode.FIND: _info("=reg, value, value", produces="number"),
     Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
     Opcode.CMPI: _info("value, value", sets_flags=True, compares=True),
@@ -416,6 +422,14 @@ for _prefix, _ops in _BY_CONDITION.items():
         for _spelling in _names:
             MNEMONICS.setdefault(_prefix + _spelling, _ops[_condition])
 """Upper-case mnemonic (including aliases) to opcode."""
+
+
+def tests_carry(mnemonic: str) -> bool:
+    """Whether an instruction, by the x86 name it is written with, tests the carry: ``JC``,
+    ``JNC``, ``SETC``, ``SETNC``, ``CMOVC``, ``CMOVNC`` (the same conditions as ``JL``/``JGE``:
+    the carry is ``LT``). Right after a tool ``CALL``, it tests whether the call failed (see
+    :mod:`llassembly.analysis.cfg`, *calls the plan tests*)."""
+    return any(mnemonic in (prefix + "C", prefix + "NC") for prefix in _BY_CONDITION)
 
 
 def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:

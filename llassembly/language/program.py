@@ -13,14 +13,15 @@ from typing import ClassVar, Final, Protocol, TypeAlias, TypeVar
 
 from llassembly.language.instructions import OPCODE_INFO, Flow, Opcode, OpcodeInfo
 
-Value: TypeAlias = int | float | str
-"""What registers and the stack hold."""
+Value: TypeAlias = int | float | str | None
+"""What registers and the stack hold (``None`` is :data:`NONE`)."""
 
-NONE: Final = "\ufdd0"
+NONE: Final = None
 """The value "no value": written ``NONE`` (or ``NULL``) in a plan, what a JSON ``null`` or a
 ``None`` result reads as. Pushed for a tool parameter, the tool's own default applies. It is
-held as a text of one Unicode noncharacter (U+FDD0, reserved for exactly such internal use),
-so state stays JSON; it compares equal to ``NONE`` and to ``""`` and reads as empty text."""
+Python's ``None`` (JSON's ``null`` in a snapshot), a value of its own, so no text, whatever it
+holds, is ever taken for it; it compares equal to ``NONE`` and to ``""`` and reads as empty
+text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class Imm:
     value: Value
 
     def __str__(self) -> str:
-        if self.value == NONE:
+        if self.value is None:
             return "NONE"
         if isinstance(self.value, str):
             return '"' + self.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -436,11 +437,29 @@ def place_of(operand: Operand) -> Operand:
     return operand
 
 
-def stack_effect(info: OpcodeInfo, tool: ToolShape | None = None) -> tuple[int, int]:
+def stack_effect(
+    info: OpcodeInfo, tool: ToolShape | None = None, operands: Sequence[Operand] = ()
+) -> tuple[int, int]:
     """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
-    parameters and puts its results (its result in ``EAX`` instead is the control-flow graph's
-    decision, see :mod:`llassembly.analysis.cfg`); every other instruction as
-    :attr:`OpcodeInfo.stack` says."""
+    parameters (``CALL tool, N``: the first ``N``) and puts its results (its result in ``EAX``
+    instead is the control-flow graph's decision, see :mod:`llassembly.analysis.cfg`); every
+    other instruction as :attr:`OpcodeInfo.stack` says."""
     if tool is not None:
-        return len(tool.params), max(tool.n_results, 0)
+        return arguments_of(tool, operands), max(tool.n_results, 0)
     return info.stack
+
+
+def arguments_of(tool: ToolShape, operands: Sequence[Operand]) -> int:
+    """The values a ``CALL`` of ``tool`` takes: ``N`` for ``CALL tool, N`` (when ``N`` is a
+    count the tool allows, see :func:`fewest_arguments`), else one per parameter."""
+    count = operands[1].value if len(operands) == 2 and isinstance(operands[1], Imm) else None
+    if type(count) is int and fewest_arguments(tool) <= count <= len(tool.params):
+        return count
+    return len(tool.params)
+
+
+def fewest_arguments(tool: ToolShape) -> int:
+    """The fewest arguments a plan may push for ``tool``: up to its last parameter without a
+    default (the ones after it may be left out with ``CALL tool, N``)."""
+    needed = [i + 1 for i, p in enumerate(tool.params) if not getattr(p, "has_default", False)]
+    return max(needed, default=0)

@@ -28,7 +28,6 @@ from typing import Literal, NamedTuple
 
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
-    NONE,
     Imm,
     Instruction,
     Mem,
@@ -189,7 +188,9 @@ def render(value: Value, spec: str = "") -> str:
     if spec:
         return _formatted(value, spec)
     if type(value) is str:
-        return "" if value == NONE else value
+        return value
+    if value is None:
+        return ""
     if type(value) is float:
         if not math.isfinite(value):  # pragma: no cover - the machine holds finite floats
             return str(value)
@@ -201,11 +202,10 @@ def render(value: Value, spec: str = "") -> str:
 
 def _formatted(value: Value, spec: str) -> str:
     kind = spec[-1] if spec[-1] in "dfeg%s" else ""
-    if type(value) is str:
+    if type(value) is str or value is None:
         if kind not in ("", "s") or "," in spec or "_" in spec:
             raise ValueError(f"the format {spec} is for numbers, and this is text")
-        text = "" if value == NONE else value
-        return format(text, spec.replace("0", "", 1) if spec[:1] == "0" else spec)
+        return format(value or "", spec.replace("0", "", 1) if spec[:1] == "0" else spec)
     if kind == "s":
         raise ValueError(f"the format {spec} is for text, and this is a number")
     if kind == "d" and type(value) is float:

@@ -21,46 +21,38 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import is_
+from typing import Any, Final, TypeAlias
 
-from llassembly.errors import AsmRuntimeError
+from llassembly.analysis.cfg import Layout
+from llassembly.errors import AsmRuntimeError, UsageError
 from llassembly.language.limits import (
     INT_MAX,
     INT_MIN,
     MAX_BUILT_TEXT_CHARS,
+    MAX_DATA_TEXT_CHARS,
     MAX_ROW_TEXT_PER_RUN,
 )
-from llassembly.language.program import NONE, Imm, Instruction, Path, Value
-from llassembly.language.templates import render
-from llassembly.machine.values import short_repr
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-from collections.abc import Callable
-from dataclasses import dataclass
-from operator import is_
-from typing import TYPE_CHECKING, TypeAlias
-
-from llassembly.analysis.cfg import Layout
-from llassembly.errors import (
-    UsageError,
-)
-from llassembly.language.limits import MAX_DATA_TEXT_CHARS
 from llassembly.language.program import (
+    NONE,
+    Imm,
+    Instruction,
     Mem,
     MemoryLabel,
     Name,
     Operand,
+    Path,
     Program,
     Reg,
     Template,
+    Value,
     row_json,
 )
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-
+from llassembly.language.templates import render
+from llassembly.machine.state import MachineState
+from llassembly.machine.values import short_repr
 
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()
@@ -76,7 +68,8 @@ NOT_JSON: Final[Any] = _NotJson()
 """What :func:`structure_of` gives for a value that is no JSON object or array."""
 
 
-def _fail(ins: Instruction, message: str) -> AsmRuntimeError:
+def fail(ins: Instruction, message: str) -> AsmRuntimeError:
+    """The error of an instruction that cannot go on, at its line."""
     return AsmRuntimeError(message, line=ins.line, source=ins.text)
 
 
@@ -87,7 +80,7 @@ def _refuse_constant(name: str) -> Any:
 def _count(st: MachineState, chars: int, ins: Instruction) -> None:
     st.text_built += chars
     if st.text_built > MAX_ROW_TEXT_PER_RUN:
-        raise _fail(
+        raise fail(
             ins,
             f"reading and building structured text has passed {MAX_ROW_TEXT_PER_RUN} characters "
             "in this run; read the parts you need once (MOV R2, R1.items) rather than again "
@@ -113,7 +106,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
     try:
         node = json.loads(value, parse_constant=_refuse_constant)
     except RecursionError:
-        raise _fail(ins, "the JSON text is nested too deeply to read") from None
+        raise fail(ins, "the JSON text is nested too deeply to read") from None
     except ValueError:
         node = NOT_JSON
     if not isinstance(node, dict | list):
@@ -139,7 +132,7 @@ def value_of(st: MachineState, node: Any, ins: Instruction, where: str) -> Value
         return node if INT_MIN <= node <= INT_MAX else str(node)  # a long id: its digits
     if kind is float:
         if not math.isfinite(node):
-            raise _fail(ins, f"{where} is a number too large to hold")
+            raise fail(ins, f"{where} is a number too large to hold")
         return float(node)
     if kind is str:
         return str(node)
@@ -184,14 +177,14 @@ def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
     if isinstance(node, dict):
         if type(key) is not str:
             wrong = f"[{short_repr(key)}] needs a field name"
-            raise _fail(ins, f"{where} is an object: {wrong}; {_fields(node)}")
+            raise fail(ins, f"{where} is an object: {wrong}; {_fields(node)}")
         if key not in node:
-            raise _fail(ins, f"{where} has no field {key!r}; {_fields(node)}")
+            raise fail(ins, f"{where} has no field {key!r}; {_fields(node)}")
         return node[key]
     if isinstance(node, list):
         index = _index(key)
         if index is None:
-            raise _fail(
+            raise fail(
                 ins,
                 f"{where} is a list: its elements are found by a whole number ([0], [-1]), "
                 f"not {short_repr(key)}",
@@ -202,17 +195,17 @@ def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
                 if not node
                 else f"it has {len(node)} element{'s' * (len(node) != 1)} (0..{len(node) - 1})"
             )
-            raise _fail(ins, f"{where}[{index}] is past the end of {where}: {have}")
+            raise fail(ins, f"{where}[{index}] is past the end of {where}: {have}")
         return node[index]
     wrong = f"not an object or a list: it has no {key_text(key)}"
-    raise _fail(ins, f"{where} is {_kind(node)}, {wrong}")
+    raise fail(ins, f"{where} is {_kind(node)}, {wrong}")
 
 
 def _root(st: MachineState, base: Value, path: Path, ins: Instruction) -> Any:
     root = structure_of(st, base, ins)
     if root is NOT_JSON:
-        shown = "null (NONE)" if base == NONE else short_repr(base, 40)
-        raise _fail(
+        shown = "null (NONE)" if base is None else short_repr(base, 40)
+        raise fail(
             ins,
             f"{path}: {path.base} holds {shown}, not the JSON text of an object or a list",
         )
@@ -249,7 +242,7 @@ def read_path(
 def as_node(st: MachineState, value: Value, ins: Instruction) -> Any:
     """A value as a part of a structure: ``NONE`` is ``null``, the JSON text of an object or
     an array is that structure, anything else itself."""
-    if value == NONE:
+    if value is None:
         return None
     found = structure_of(st, value, ins)
     return value if found is NOT_JSON else found
@@ -273,7 +266,7 @@ def write_path(
         child = _child(node, key, shown[number], ins)
         if not isinstance(child, dict | list):
             wrong = f"{shown[number + 1]} is {_kind(child)}"
-            raise _fail(ins, f"{path}: {wrong}, not an object or a list")
+            raise fail(ins, f"{path}: {wrong}, not an object or a list")
         child = dict(child) if isinstance(child, dict) else list(child)
         node[key if isinstance(node, dict) else _index(key)] = child
         node = child
@@ -281,7 +274,7 @@ def write_path(
     part = as_node(st, value, ins)
     if isinstance(node, dict):
         if type(last) is not str:
-            raise _fail(ins, f"{where} is an object: [{short_repr(last)}] needs a field name")
+            raise fail(ins, f"{where} is an object: [{short_repr(last)}] needs a field name")
         node[last] = part
     elif _index(last) == len(node):
         node.append(part)
@@ -291,7 +284,7 @@ def write_path(
     text = _dumps(copy)
     _count(st, len(text), ins)
     if len(text) > MAX_BUILT_TEXT_CHARS:
-        raise _fail(
+        raise fail(
             ins,
             f"{path}: the structure would grow past the {MAX_BUILT_TEXT_CHARS} characters a "
             "plan may build",
@@ -314,11 +307,11 @@ def filled(
         try:
             text = render(value, spec)
         except ValueError as exc:
-            raise _fail(ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})") from None
+            raise fail(ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})") from None
         size += len(text) + len(piece)
         if size > MAX_BUILT_TEXT_CHARS:
             limit = MAX_BUILT_TEXT_CHARS
-            raise _fail(ins, f"the text would grow past the {limit} characters a plan may build")
+            raise fail(ins, f"the text would grow past the {limit} characters a plan may build")
         parts += [text, piece]
     return "".join(parts)
 
@@ -336,16 +329,12 @@ class Context:
     end: int
     max_stack_depth: int
     layout: Layout
-    eax_calls: frozenset[int] = frozenset()
-
-
-def fail(instruction: Instruction, message: str) -> AsmRuntimeError:
-    return AsmRuntimeError(message, line=instruction.line, source=instruction.text)
 
 
 def show(value: Value) -> str:
-    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters."""
-    return short_repr(value, 60)
+    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters;
+    ``NONE`` as written."""
+    return "NONE" if value is None else short_repr(value, 60)
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
@@ -364,7 +353,7 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
         return _template_reader(operand, ctx, ins)
     live = ctx.layout.live
     if isinstance(operand, Mem):
-        locate = _locator(operand, ctx, ins)
+        locate = cell_locator(operand, ctx, ins)
         if operand.label is None:  # [reg]: the label is known only from the address
 
             def read(st: MachineState) -> Value:
@@ -402,7 +391,9 @@ def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
     def read(st: MachineState) -> Value:
         held = st.regs[index] if index else 0
         if type(held) is str:
-            return ord(held[0]) if held and held != NONE else 0
+            return ord(held[0]) if held else 0
+        if held is None:
+            return 0
         return cell(st)
 
     return read
@@ -487,7 +478,7 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
 
         return write_part
     if isinstance(operand, Mem):
-        locate = _locator(operand, ctx, ins)
+        locate = cell_locator(operand, ctx, ins)
 
         def write_memory(st: MachineState, value: Value) -> None:
             key, index = locate(st)
@@ -537,19 +528,15 @@ def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
 
 
 def cell_locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
-    """``state -> (label, cell index)`` of a memory operand, raising as reading it would (the
-    provenance of a cell is kept by its place: see :mod:`llassembly.machine.provenance`)."""
-    return _locator(operand, ctx, ins)
-
-
-def _locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
-    """``state -> (label, cell index)`` for a memory operand, checking bounds and alignment."""
+    """``state -> (label, cell index)`` of a memory operand, checking bounds and alignment as
+    reading it would (the provenance of a cell is kept by its place: see
+    :mod:`llassembly.machine.provenance`)."""
     layout = ctx.layout
     if operand.label is None:
         address = address_of(operand, ctx, ins)
 
         def by_address(st: MachineState) -> tuple[str, int]:
-            where = layout.locate(int(address(st)))
+            where = layout.locate(int(address(st)))  # type: ignore[arg-type]  # an int
             if where is None:
                 raise fail(ins, f"{operand} points outside every data label")
             key, offset = where
@@ -590,9 +577,3 @@ def _cell(key: str, offset: int, label: MemoryLabel, operand: Mem, ins: Instruct
             f"(0..{len(label.cells) - 1})",
         )
     return index
-
-
-def mnemonic(ins: Instruction) -> str:
-    """The mnemonic as the model wrote it (``IDIV`` rather than ``DIV``), upper-cased."""
-    words = ins.text.split(maxsplit=1)
-    return words[0].upper() if words else ins.op.value

@@ -47,6 +47,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
+    AsmRuntimeError,
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
@@ -65,6 +66,7 @@ from llassembly.language.limits import (
     is_int64,
 )
 from llassembly.language.program import (
+    NONE,
     Effects,
     Imm,
     Instruction,
@@ -81,7 +83,14 @@ from llassembly.language.program import (
 from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter
 from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
-from llassembly.machine.state import CallRecord, MachineState, Pending, RunResult, ToolCall
+from llassembly.machine.state import (
+    ORDERED,
+    CallRecord,
+    MachineState,
+    Pending,
+    RunResult,
+    ToolCall,
+)
 from llassembly.machine.state import is_value as _is_value
 from llassembly.machine.steps import CompiledProgram, compile_program, recompiled
 
@@ -170,6 +179,7 @@ class Emulator:
         self.parallel_tools = check_parallel_tools(parallel_tools)
         self.marked = marked_calls(self.compiled, self.parallel_tools)
         """Indexes of the tool ``CALL``s that may run together."""
+        self._tested = self.compiled.flow.tested
         self._reads = _read_checks(self.compiled) if self.marked else ()
         self._fault_error: ExecutionError | None = None
         self._started: float | None = None
@@ -346,11 +356,14 @@ class Emulator:
 
     def complete_batch(self, results: Sequence[Any]) -> None:
         """Give results to the batch's calls in program order (a prefix of it may be given;
-        the rest stays outstanding).
+        the rest stays outstanding). A :class:`Failed` outcome of a call the plan tests
+        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is
+        raised.
 
         Raises:
             UsageError: More results than outstanding calls.
-            AsmRuntimeError: A result does not have the declared number of values.
+            ExecutionError: A call the plan does not test failed (its error), or its result
+                does not have the declared number of values.
             StackDepthExceeded: The last call's results do not fit on the stack.
         """
         st = self.state
@@ -362,9 +375,21 @@ class Emulator:
         for result in results:
             if st.outstanding:
                 index, _values, number = st.outstanding.pop(0)
+                if isinstance(result, Failed):  # a call run ahead is never tested
+                    raise self._error(index, result.error)
                 st.fill(number, self._values_of(index, result))
             else:
                 self._take(result)
+
+    def tests_failure(self) -> bool:
+        """Whether the plan tests the failure of the call that waits for its outcome next (a
+        ``JC``/``JNC`` right after its ``CALL``, see *Calls that may fail* in
+        ``docs/language.md``): then :meth:`complete_batch` takes a :class:`Failed` outcome
+        for it and the plan goes on, where any other failure stops the plan."""
+        st = self.state
+        if st.outstanding:
+            return False  # a call run ahead is never one the plan tests
+        return st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
         """Run until the next tool call and return it, or ``None`` when the plan ends: the
@@ -455,7 +480,7 @@ class Emulator:
         while batch:
             outcomes = yield batch
             for call, outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, Failed):
+                if isinstance(outcome, Failed) and not self.tests_failure():
                     error = outcome.error
                     if isinstance(error, Exception):
                         raise tool_error(call, error) from error
@@ -479,7 +504,7 @@ class Emulator:
         kind, and both paths give the same batches and messages)."""
         if pc not in self.marked or extern is None:
             return False
-        n_params, stack = len(extern.params), self.state.stack
+        n_params, stack = self.compiled.flow.stack_effect(pc)[0], self.state.stack
         waiting: list[Any] = stack[-n_params:] if n_params else []
         if any(type(v) is Pending for v in waiting):
             return False
@@ -494,6 +519,7 @@ class Emulator:
         n_results = extern.n_results if extern is not None else 0
         if (
             pc not in self.marked
+            or pc in self._tested  # the plan tests it next: it completes first
             or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
         ):
             return False
@@ -501,7 +527,7 @@ class Emulator:
         st.pending = None
         st.outstanding.append((pc, values, call.number))
         results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
-        to_eax = pc in self.compiled.eax_calls  # its one result is read in EAX
+        to_eax = pc in self.compiled.flow.eax  # its one result is read in EAX
         if to_eax:
             st.regs[EAX_INDEX] = results[0]
         else:
@@ -522,26 +548,57 @@ class Emulator:
         return extern.to_values(result, line=ins.line, source=ins.text)
 
     def _take(self, result: Any) -> None:
-        """Push the pending call's results and move past its CALL."""
+        """Push the pending call's results and move past its CALL. A call the plan tests sets
+        the carry (``LT``) when it failed (its results ``NONE``, its error's text in ``EAX``)
+        and clears it when it did not (``EAX``: its result by the EAX convention, else
+        ``NONE``)."""
         st = self.state
         if st.pending is None:  # pragma: no cover - complete_batch counts the waiting calls
             raise UsageError("no tool call is waiting for a result")
         index = st.pending[0]
-        values = self._values_of(index, result)
+        tested = index in self._tested
+        error = result.error if isinstance(result, Failed) else None
+        if error is None:
+            try:
+                values = self._values_of(index, result)
+            except AsmRuntimeError as exc:  # a result it cannot read: the call failed
+                if not tested:
+                    raise
+                error = exc
+        if error is not None:
+            error = self._error(index, error)  # worded alike on every path
+            if not tested:
+                raise error
+            extern = self._tool_at(index)
+            values = (NONE,) * (extern.n_results if extern is not None else 0)
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = index in self.compiled.eax_calls  # its result is read in EAX (see the cfg)
+        to_eax = index in self.compiled.flow.eax  # its result is read in EAX (see the cfg)
         if to_eax:
             st.regs[EAX_INDEX] = values[0]
         else:
             st.stack.extend(reversed(values))
+        if tested:
+            if error is not None:  # EAX: the error's text
+                st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
+            elif not to_eax:
+                st.regs[EAX_INDEX] = NONE
+            st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
         if st.provenance is not None:  # shadow state: each result derives from its tool
             extern = self.compiled.tools[index]
-            st.provenance.results(extern.name if extern else "", len(values), to_eax)
+            name = extern.name if extern else ""
+            st.provenance.results(name, len(values), to_eax, tested=tested)
         st.pending = None
         st.pc = index + 1
+
+    def _error(self, index: int, error: BaseException) -> BaseException:
+        """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
+        ins, extern = self.program.instructions[index], self._tool_at(index)
+        if not isinstance(error, Exception) or extern is None:
+            return error
+        return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
 
     def _call(
         self, index: int, values: Sequence[Value], number: int, sources: Sequence[Any] | None
@@ -576,13 +633,11 @@ class Emulator:
             )
         if self.max_seconds is not None and self._started is not None:
             self._check_clock(self._started + self.max_seconds, pc)
-        stack = st.stack
-        split = len(stack) - len(extern.params)
+        stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
+        split = len(stack) - count
         if split < 0:
             raise fail(
-                ins,
-                f"CALL {extern.name} needs {len(extern.params)} values on the stack, "
-                f"found {len(stack)}",
+                ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}"
             )
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing
@@ -684,8 +739,6 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     found = compiled.cache.get(_READS_KEY)
     if found is None:
         program, layout = compiled.program, compiled.layout
-        if layout is None:  # pragma: no cover - every compiled program has a layout
-            raise UsageError("internal error: a compiled program without a layout")
         ctx = Context(program, len(program.instructions), compiled.max_stack_depth, layout)
         found = tuple(
             None if step is None else _read_check(ins, effects(ins), ctx)

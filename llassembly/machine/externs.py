@@ -66,7 +66,7 @@ from llassembly.errors import (
 )
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import NONE, PlainAnswer, Program, Value
+from llassembly.language.program import PlainAnswer, Program, Value, fewest_arguments
 from llassembly.machine.values import (
     Converter,
     converter,
@@ -169,7 +169,7 @@ class Extern:
                 arguments, or the count is wrong.
         """
         params = self.params
-        if len(values) != len(params):
+        if not fewest_arguments(self) <= len(values) <= len(params):
             msg = f"tool {self.name!r} takes {len(params)} arguments, got {len(values)}"
             raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
         args: dict[str, Any] = {}
@@ -217,7 +217,7 @@ class Extern:
         """``value`` as the parameter at ``position`` takes it (:data:`_LEFT_OUT`: left out);
         raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
-        if value == NONE and type(value) is str:
+        if value is None:
             if param.has_default:
                 return _LEFT_OUT
             if _accepts_none(param.annotation):

@@ -72,13 +72,16 @@ class Shadow:
         and a model produced it (kept in :attr:`query` until :meth:`results`)."""
         self.query = query_sources(NO_SOURCES.union(*read))
 
-    def results(self, tool: str, count: int, to_eax: bool) -> None:
+    def results(self, tool: str, count: int, to_eax: bool, *, tested: bool = False) -> None:
         """A call of ``tool`` gave ``count`` results: on the stack, or the one in ``EAX``; a
-        query's derive from what it read (see :meth:`asked`)."""
+        query's derive from what it read (see :meth:`asked`). A call the plan tests also
+        sets the flags and ``EAX`` (whether it failed, its error)."""
         sources, self.query = self.query or result_sources(tool), NO_SOURCES
-        if to_eax:
+        if to_eax or tested:
             self.regs[EAX_INDEX] = sources
-        else:
+        if tested:
+            self.flags = sources
+        if not to_eax:
             self.stack.extend([sources] * count)
 
     def register(self, index: int, sources: Sources) -> None:
@@ -443,9 +446,9 @@ def _count(value: Any, what: str) -> int:
 
 
 def is_value(value: Any) -> bool:
-    """Whether ``value`` may live in a register or on the stack."""
+    """Whether ``value`` may live in a register or on the stack (``None`` is ``NONE``)."""
     kind = type(value)
-    if kind is str or is_int64(value):
+    if kind is str or value is None or is_int64(value):
         return True
     return kind is float and math.isfinite(value)
 

@@ -20,64 +20,42 @@ is the value the run computes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, cast
 
-from llassembly.language.instructions import EAX_INDEX, ECX_INDEX, EDX_INDEX, OPCODE_INFO, Opcode
-from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.program import (
-    NONE,
-    Instruction,
-    Mem,
-    Operand,
-    Reg,
-    Value,
+from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
+from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
+from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.verifier import verify
+from llassembly.errors import AsmRuntimeError, StackDepthExceeded, UsageError
+from llassembly.language.instructions import (
+    EAX_INDEX,
+    ECX_INDEX,
+    EDX_INDEX,
+    OPCODE_INFO,
+    Opcode,
+    OpcodeInfo,
 )
+from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH, INT_MAX, INT_MIN
+from llassembly.language.program import Instruction, Mem, Name, Operand, Program, Reg, Value
 from llassembly.machine.access import (
     Context,
     Getter,
     address_of,
     fail,
     getter,
-    mnemonic,
     setter,
     show,
 )
-from llassembly.machine.state import (
-    ORDERED,
-    UNORDERED,
-    UNSET,
-)
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-import sys
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import cast
-
-from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
-from llassembly.analysis.policies import DataFlowPolicy
-from llassembly.analysis.verifier import verify
-from llassembly.errors import (
-    AsmRuntimeError,
-    StackDepthExceeded,
-    UsageError,
-)
-from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH
-from llassembly.language.program import (
-    Name,
-    Program,
-)
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
-from llassembly.machine.state import MachineState
-from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, same_text
+from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
+from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, text_flags
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _MASK64 = (1 << 64) - 1
-# Flag modes: no flag-setting instruction yet, numbers compared, strings compared.
 EAX = Reg(EAX_INDEX, "EAX")
 ECX = Reg(ECX_INDEX, "ECX")
 EDX = Reg(EDX_INDEX, "EDX")
@@ -85,9 +63,9 @@ EDX = Reg(EDX_INDEX, "EDX")
 
 def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
     """What an instruction that tests the flags checks first: that they are set, and set by
-    a compare of numbers when it tests an order."""
+    a compare with an order (not of a number with text) when it tests an order."""
     ordered = OPCODE_INFO[ins.op].ordered
-    name = mnemonic(ins)
+    name = ins.mnemonic
 
     def check(st: MachineState) -> None:
         mode = st.flag_mode
@@ -96,8 +74,8 @@ def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
                 raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
             raise fail(
                 ins,
-                f"{name} needs an ordered compare, but the last CMP or TEST compared strings "
-                "(only JE/JNE are defined for strings)",
+                f"{name} needs an ordered compare, but the last CMP compared a number with text "
+                "(or TEST tested a text), which have no order: only JE/JNE may follow",
             )
 
     return check
@@ -126,12 +104,12 @@ def arith(
     target = ins.operands[0] if target is None else target
     put = setter(target, ctx, ins)
     reg = target.index if isinstance(target, Reg) else -1  # registers: written in place
-    name = mnemonic(ins)
+    name = ins.mnemonic
     read_dst: Getter = getter(target, ctx, ins) if first is None else first
 
     def step(st: MachineState, pc: int) -> int:
         a, b = read_dst(st), src(st)
-        if type(a) is str or type(b) is str:
+        if type(a) is str or type(b) is str or a is None or b is None:
             raise fail(ins, f"{name} needs numbers, got {show(a)} and {show(b)}")
         try:
             result = op(a, b)
@@ -155,9 +133,9 @@ def arith(
 
 
 def _numbers(ins: Instruction, *values: Value) -> None:
-    if any(type(v) is str for v in values):
+    if any(type(v) is str or v is None for v in values):
         shown = " and ".join(show(v) for v in values)
-        raise fail(ins, f"{mnemonic(ins)} needs numbers, got {shown}")
+        raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}")
 
 
 def _ints(ins: Instruction, *values: Value) -> None:
@@ -165,7 +143,7 @@ def _ints(ins: Instruction, *values: Value) -> None:
         shown = " and ".join(show(v) for v in values)
         raise fail(
             ins,
-            f"{mnemonic(ins)} needs whole numbers, got {shown} (bit operations are defined on "
+            f"{ins.mnemonic} needs whole numbers, got {shown} (bit operations are defined on "
             "integers only)",
         )
 
@@ -180,9 +158,9 @@ def _checked(ins: Instruction, result: int | float) -> int | float:
     """A result within the machine's numbers: a 64-bit integer or a finite float."""
     if type(result) is int:
         if not INT_MIN <= result <= INT_MAX:
-            raise fail(ins, f"{mnemonic(ins)} overflowed the 64-bit integer range")
+            raise fail(ins, f"{ins.mnemonic} overflowed the 64-bit integer range")
     elif not math.isfinite(result):
-        raise fail(ins, f"{mnemonic(ins)} gave a non-finite number ({result})")
+        raise fail(ins, f"{ins.mnemonic} gave a non-finite number ({result})")
     return result
 
 
@@ -211,7 +189,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     remainder with the sign of the dividend; with a float, the exact quotient and ``fmod``."""
     _numbers(ins, a, b)
     if b == 0:
-        raise fail(ins, f"{mnemonic(ins)}: division by zero")
+        raise fail(ins, f"{ins.mnemonic}: division by zero")
     if type(a) is int and type(b) is int:
         quotient = abs(a) // abs(b)
         if (a < 0) != (b < 0):
@@ -220,7 +198,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     try:
         return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
     except OverflowError:
-        raise fail(ins, f"{mnemonic(ins)} overflowed the number range") from None
+        raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
 
 
 def _compile_div(ins: Instruction, ctx: Context) -> Step:
@@ -302,8 +280,8 @@ def _compile_test(ins: Instruction, ctx: Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if same and type(a) is str:  # TEST r, r on text: is it empty (NONE is)?
-            st.zf, st.lt, st.flag_mode = a in ("", NONE), False, UNORDERED
+        if same and (type(a) is str or a is None):  # TEST r, r on text: is it empty (NONE is)?
+            st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
             return pc + 1
         if same:  # TEST r, r on a number: zero? negative?
             _set_flags(st, a)
@@ -317,7 +295,7 @@ def _compile_test(ins: Instruction, ctx: Context) -> Step:
 
 def _shift_count(ins: Instruction, count: Value) -> int:
     if type(count) is not int or not 0 <= count <= 63:
-        raise fail(ins, f"{mnemonic(ins)} shifts by 0 to 63 bits, not {show(count)}")
+        raise fail(ins, f"{ins.mnemonic} shifts by 0 to 63 bits, not {show(count)}")
     return count
 
 
@@ -424,18 +402,18 @@ def _float_op(op: Callable[[float, float], float]) -> Callable[[Instruction, Con
         def compute(st: MachineState, a: Value, b: Value) -> Value:
             _numbers(ins, a, b)
             try:
-                return _checked(ins, op(float(a), float(b)))
+                return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
             except ZeroDivisionError:
-                raise fail(ins, f"{mnemonic(ins)}: division by zero") from None
+                raise fail(ins, f"{ins.mnemonic}: division by zero") from None
             except (OverflowError, ValueError):
-                raise fail(ins, f"{mnemonic(ins)} gave no finite number") from None
+                raise fail(ins, f"{ins.mnemonic} gave no finite number") from None
 
         return _update(ins, ctx, compute)
 
     return compile_float
 
 
-def _convert(op: Callable[[Value], Value]) -> Callable[[Instruction, Context], Step]:
+def _convert(op: Callable[[Any], Value]) -> Callable[[Instruction, Context], Step]:
     """``dst = op(src)``: conversions and square roots, the flags left as they are."""
 
     def compile_convert(ins: Instruction, ctx: Context) -> Step:
@@ -444,7 +422,7 @@ def _convert(op: Callable[[Value], Value]) -> Callable[[Instruction, Context], S
             try:
                 return _checked(ins, op(b))  # type: ignore[arg-type]
             except (OverflowError, ValueError):
-                raise fail(ins, f"{mnemonic(ins)} cannot convert {show(b)}") from None
+                raise fail(ins, f"{ins.mnemonic} cannot convert {show(b)}") from None
 
         return _update(ins, ctx, compute)
 
@@ -457,62 +435,16 @@ def _sqrt(value: Value) -> float:
     return math.sqrt(value)  # type: ignore[arg-type]
 
 
-NEW_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
-    Opcode.DIV: _compile_div,
-    Opcode.MOD: _compile_mod,
-    Opcode.AND: _logic(lambda a, b: a & b),
-    Opcode.OR: _logic(lambda a, b: a | b),
-    Opcode.XOR: _logic(lambda a, b: a ^ b),
-    Opcode.NOT: _compile_not,
-    Opcode.NEG: _compile_neg,
-    Opcode.TEST: _compile_test,
-    Opcode.SHL: _shift(lambda a, n: a << n),
-    Opcode.SHR: _shift(_shr),
-    Opcode.SAR: _shift(lambda a, n: a >> n),
-    Opcode.LEA: _compile_lea,
-    Opcode.LOOP: _compile_loop,
-    Opcode.XCHG: _compile_xchg,
-    Opcode.SETE: _compile_set,
-    Opcode.SETNE: _compile_set,
-    Opcode.SETL: _compile_set,
-    Opcode.SETLE: _compile_set,
-    Opcode.SETG: _compile_set,
-    Opcode.SETGE: _compile_set,
-    Opcode.CMOVE: _compile_cmov,
-    Opcode.CMOVNE: _compile_cmov,
-    Opcode.CMOVL: _compile_cmov,
-    Opcode.CMOVLE: _compile_cmov,
-    Opcode.CMOVG: _compile_cmov,
-    Opcode.CMOVGE: _compile_cmov,
-    Opcode.CVTSI2SD: _convert(float),
-    Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
-    Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),
-    Opcode.ADDSD: _float_op(lambda a, b: a + b),
-    Opcode.SUBSD: _float_op(lambda a, b: a - b),
-    Opcode.MULSD: _float_op(lambda a, b: a * b),
-    Opcode.DIVSD: _float_op(lambda a, b: a / b),
-    Opcode.SQRTSD: _convert(_sqrt),
-    Opcode.MINSD: _float_op(min),
-    Opcode.MAXSD: _float_op(max),
-}
-"""Compilers of the x86 families, merged into ``llassembly._steps``' table."""
+# -- moves, the stack, arithmetic, compares, jumps and subroutines ----------------------------
 
 
-# ---------------------------------------------------------------------------------------------
-# Compiling instructions to closures. A step function takes the state and its own pc and
-# returns the next pc. One compiler per opcode; the table is checked at import.
-
-"""A compiled instruction: ``(state, its own pc) -> the next pc``."""
-_Context = Context
-
-
-def _target(operand: Operand, ctx: _Context) -> int:
+def _target(operand: Operand, ctx: Context) -> int:
     if not isinstance(operand, Name):
         raise UsageError(f"jump target {operand} is not a label (was the program verified?)")
     return ctx.program.labels[operand.name.lower()]
 
 
-def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
+def _compile_mov(ins: Instruction, ctx: Context) -> Step:
     dst, get = ins.operands[0], getter(ins.operands[1], ctx, ins)
     if isinstance(dst, Reg):  # the common case, kept to one call
         index = dst.index
@@ -531,7 +463,7 @@ def _compile_mov(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_push(ins: Instruction, ctx: _Context) -> Step:
+def _compile_push(ins: Instruction, ctx: Context) -> Step:
     get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
 
     def step(st: MachineState, pc: int) -> int:
@@ -544,7 +476,7 @@ def _compile_push(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_pop(ins: Instruction, ctx: _Context) -> Step:
+def _compile_pop(ins: Instruction, ctx: Context) -> Step:
     dst = ins.operands[0]
     if isinstance(dst, Reg):  # the common case, kept to one call
         index = dst.index
@@ -579,15 +511,15 @@ def _mul(a: Any, b: Any) -> Any:
     return a * b
 
 
-def _compile_add(ins: Instruction, ctx: _Context) -> Step:
+def _compile_add(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _add, getter(ins.operands[1], ctx, ins))
 
 
-def _compile_sub(ins: Instruction, ctx: _Context) -> Step:
+def _compile_sub(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _sub, getter(ins.operands[1], ctx, ins))
 
 
-def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
+def _compile_mul(ins: Instruction, ctx: Context) -> Step:
     operands = ins.operands
     if len(operands) == 1:  # MUL src: EAX = EAX * src
         return arith(ins, ctx, _mul, getter(operands[0], ctx, ins), target=EAX)
@@ -597,23 +529,21 @@ def _compile_mul(ins: Instruction, ctx: _Context) -> Step:
     return arith(ins, ctx, _mul, getter(operands[1], ctx, ins))
 
 
-def _compile_inc(ins: Instruction, ctx: _Context) -> Step:
+def _compile_inc(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _add, lambda st: 1)
 
 
-def _compile_dec(ins: Instruction, ctx: _Context) -> Step:
+def _compile_dec(ins: Instruction, ctx: Context) -> Step:
     return arith(ins, ctx, _sub, lambda st: 1)
 
 
-def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
+def _compile_cmp(ins: Instruction, ctx: Context) -> Step:
     get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str:
-            st.zf = type(a) is str and type(b) is str and same_text(a, b)
-            st.lt = False
-            st.flag_mode = UNORDERED
+        if type(a) is str or type(b) is str or a is None or b is None:
+            text_flags(st, a, b)
         else:
             st.zf = a == b
             st.lt = a < b  # type: ignore[operator]  # both are numbers here
@@ -623,12 +553,12 @@ def _compile_cmp(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_jmp(ins: Instruction, ctx: _Context) -> Step:
+def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
     target = _target(ins.operands[0], ctx)
     return lambda st, pc: target
 
 
-def _compile_jcc(ins: Instruction, ctx: _Context) -> Step:
+def _compile_jcc(ins: Instruction, ctx: Context) -> Step:
     target = _target(ins.operands[0], ctx)
     check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
     ordered = OPCODE_INFO[ins.op].ordered
@@ -642,7 +572,7 @@ def _compile_jcc(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_call(ins: Instruction, ctx: _Context) -> Step:
+def _compile_call(ins: Instruction, ctx: Context) -> Step:
     # Only subroutine calls get here; tool calls are handled by the run loop itself.
     target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
 
@@ -656,7 +586,7 @@ def _compile_call(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
+def _compile_ret(ins: Instruction, ctx: Context) -> Step:
     end, program = ctx.end, ctx.program
 
     def step(st: MachineState, pc: int) -> int:
@@ -668,16 +598,21 @@ def _compile_ret(ins: Instruction, ctx: _Context) -> Step:
     return step
 
 
-def _compile_nop(ins: Instruction, ctx: _Context) -> Step:
+def _compile_nop(ins: Instruction, ctx: Context) -> Step:
     return lambda st, pc: pc + 1
 
 
-def _compile_hlt(ins: Instruction, ctx: _Context) -> Step:
+def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
     end = ctx.end
     return lambda st, pc: end
 
 
-_COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
+def _conditional(info: OpcodeInfo) -> Callable[[Instruction, Context], Step]:
+    """The compiler of an instruction that tests the flags: a jump, ``SETcc`` or ``CMOVcc``."""
+    return _compile_jcc if info.jump else _compile_cmov if info.moves else _compile_set
+
+
+_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
     Opcode.MOV: _compile_mov,
     Opcode.PUSH: _compile_push,
     Opcode.POP: _compile_pop,
@@ -688,18 +623,36 @@ _COMPILERS: dict[Opcode, Callable[[Instruction, _Context], Step]] = {
     Opcode.DEC: _compile_dec,
     Opcode.CMP: _compile_cmp,
     Opcode.JMP: _compile_jmp,
-    Opcode.JE: _compile_jcc,
-    Opcode.JNE: _compile_jcc,
-    Opcode.JL: _compile_jcc,
-    Opcode.JLE: _compile_jcc,
-    Opcode.JG: _compile_jcc,
-    Opcode.JGE: _compile_jcc,
     Opcode.CALL: _compile_call,
     Opcode.RET: _compile_ret,
     Opcode.NOP: _compile_nop,
     Opcode.HLT: _compile_hlt,
     Opcode.SAY: compile_say,
-    **NEW_COMPILERS,
+    Opcode.DIV: _compile_div,
+    Opcode.MOD: _compile_mod,
+    Opcode.AND: _logic(lambda a, b: a & b),
+    Opcode.OR: _logic(lambda a, b: a | b),
+    Opcode.XOR: _logic(lambda a, b: a ^ b),
+    Opcode.NOT: _compile_not,
+    Opcode.NEG: _compile_neg,
+    Opcode.TEST: _compile_test,
+    Opcode.SHL: _shift(lambda a, n: a << n),
+    Opcode.SHR: _shift(_shr),
+    Opcode.SAR: _shift(lambda a, n: a >> n),
+    Opcode.LEA: _compile_lea,
+    Opcode.LOOP: _compile_loop,
+    Opcode.XCHG: _compile_xchg,
+    Opcode.CVTSI2SD: _convert(float),
+    Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
+    Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),
+    Opcode.ADDSD: _float_op(lambda a, b: a + b),
+    Opcode.SUBSD: _float_op(lambda a, b: a - b),
+    Opcode.MULSD: _float_op(lambda a, b: a * b),
+    Opcode.DIVSD: _float_op(lambda a, b: a / b),
+    Opcode.SQRTSD: _convert(_sqrt),
+    Opcode.MINSD: _float_op(min),
+    Opcode.MAXSD: _float_op(max),
+    **{op: _conditional(info) for op, info in OPCODE_INFO.items() if info.condition},
     **TEXT_COMPILERS,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
@@ -718,15 +671,13 @@ class CompiledProgram:
     steps: tuple[Step | None, ...]
     tools: tuple[Extern | None, ...]
     externs: Mapping[str, Extern]
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
-    layout: Layout | None = None
-    eax_calls: frozenset[int] = frozenset()
-    """Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack."""
-    registers: tuple[int, ...] = ()
-    """The registers a run may write, in order (see :func:`written_registers`)."""
-    flow: ControlFlow | None = None
+    flow: ControlFlow
     """The control-flow graph the program was compiled from (tool calls, jump targets, the
-    EAX convention, loops): see :mod:`llassembly.analysis.cfg`."""
+    EAX convention, the calls the plan tests, loops): see :mod:`llassembly.analysis.cfg`."""
+    layout: Layout
+    registers: tuple[int, ...]
+    """The registers a run may write, in order (see :func:`written_registers`)."""
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
     dataflow: Guards | None = None
     """The data-flow policies checked before each call (``None``: none; the steps then keep
     no provenance): see :mod:`llassembly.machine.provenance`."""
@@ -736,7 +687,7 @@ class CompiledProgram:
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable memory as a run starts."""
-        return self.layout.initial_memory() if self.layout is not None else {}
+        return self.layout.initial_memory()
 
 
 def compile_step(ins: Instruction, ctx: Context) -> Step:
@@ -754,7 +705,7 @@ def _compile_steps(
     # The graph was built from these externs: its tools are externs.
     tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
-    ctx = Context(program, len(program.instructions), max_stack_depth, layout, flow.eax)
+    ctx = Context(program, len(program.instructions), max_stack_depth, layout)
     steps = [
         None if tool is not None else compile_step(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
@@ -765,18 +716,8 @@ def _compile_steps(
             None if step is None else instrument(step, ins, ctx)
             for ins, step in zip(program.instructions, steps, strict=True)
         ]
-    return CompiledProgram(
-        program,
-        tuple(steps),
-        tuple(tools),
-        externs,
-        max_stack_depth,
-        layout,
-        flow.eax,
-        written_registers(flow),
-        flow,
-        guards,
-    )
+    found = (program, tuple(steps), tuple(tools), externs, flow, layout, written_registers(flow))
+    return CompiledProgram(*found, max_stack_depth, guards)
 
 
 def recompiled(
@@ -799,10 +740,7 @@ def written_registers(flow: ControlFlow) -> tuple[int, ...]:
     goes there. Every other register keeps the value a run starts with, so a snapshot reads
     these and no others (R0 is never written).
     """
-    found = {reg for fx in flow.effects for reg in fx.registers_written}
-    if flow.eax:
-        found.add(EAX_INDEX)
-    return tuple(sorted(found))
+    return tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
 
 
 def compile_program(
@@ -849,7 +787,7 @@ class StepSemantics:
         constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
         no step run here reads (the summary runs none that reads memory the plan writes)."""
         program = flow.program
-        ctx = Context(program, flow.end, sys.maxsize, layout, flow.eax)
+        ctx = Context(program, flow.end, sys.maxsize, layout)
         steps: dict[int, Step] = {}
         scratch = layout.initial_memory()
 

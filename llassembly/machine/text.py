@@ -1,5 +1,5 @@
-"""Step compilers for text: the text and structure instructions (``LEN``, ``HAS``, ``FIND``,
-``SUBSTR``, ``CMPI``, ``LOWER``, ``UPPER``, ``NUM``, x86's ``ROUNDSD``) and ``SAY`` (see
+"""Step compilers for text: the text and structure instructions (``LEN``, ``HAS``, ``KEYS``,
+``FIND``, ``SUBSTR``, ``CMPI``, ``LOWER``, ``UPPER``, ``NUM``, x86's ``ROUNDSD``) and ``SAY`` (see
 *Structured values* and *Text* in ``docs/language.md``).
 
 None of them but ``CMPI`` sets the flags. Text operations read a number as the text a person
@@ -12,48 +12,39 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
-from llassembly.language.instructions import Opcode
+from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX, Opcode
 from llassembly.language.limits import INT_MAX, INT_MIN
-from llassembly.language.program import NONE, Instruction, Value
-from llassembly.language.templates import render
+from llassembly.language.program import Instruction, Program, Value, effects
+from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import (
     NOT_JSON,
     Context,
     fail,
+    filled,
     getter,
-    mnemonic,
     setter,
     show,
     structure_of,
+    value_of,
 )
-from llassembly.machine.state import ORDERED, UNORDERED
-
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-from llassembly.language.instructions import EAX_INDEX, XMM0_INDEX
-from llassembly.language.program import Program, effects
-from llassembly.language.templates import split_template, template_of
-from llassembly.machine.access import filled
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-if TYPE_CHECKING:
-    from llassembly.machine.state import MachineState
-
+from llassembly.machine.state import ORDERED, UNORDERED, MachineState
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 _Compute: TypeAlias = "Callable[[MachineState, list[Value]], Value]"
 
 
-def same_text(a: str, b: str) -> bool:
-    """Whether two texts are equal as ``CMP`` sees them: exactly, and ``NONE`` equals ``""``."""
-    return a == b or (a in ("", NONE) and b in ("", NONE))
+def text_flags(st: MachineState, a: Value, b: Value) -> None:
+    """The flags of a compare where a value is text or ``NONE``: two texts (``NONE`` reads as
+    ``""``) are equal exactly and ordered by code point, as ISO dates and times sort; a number
+    and a text are never equal and have no order."""
+    if (type(a) is str or a is None) and (type(b) is str or b is None):
+        x, y = a or "", b or ""
+        st.zf, st.lt, st.flag_mode = x == y, x < y, ORDERED
+    else:
+        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
 
 
 def _text(value: Value) -> str:
@@ -66,7 +57,7 @@ def _whole(ins: Instruction, value: Value, what: str) -> int:
         return value
     if type(value) is float and value.is_integer():
         return int(value)
-    raise fail(ins, f"{mnemonic(ins)} needs a whole number for {what}, got {show(value)}")
+    raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
 
 
 def _produce(compute: _Compute) -> Callable[[Instruction, Context], Step]:
@@ -101,7 +92,9 @@ def _len(ins: Instruction) -> _Compute:
         if found is not NOT_JSON:
             return len(found)
         if type(value) is str:
-            return 0 if value == NONE else len(value)
+            return len(value)
+        if value is None:
+            return 0
         raise fail(ins, f"LEN needs a list, an object or text, got the number {show(value)}")
 
     return compute
@@ -110,6 +103,8 @@ def _len(ins: Instruction) -> _Compute:
 def _has(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         value, key = values
+        if value is None:
+            return 0
         if type(value) is not str:
             raise fail(ins, f"HAS needs an object or a list, got the number {show(value)}")
         found = structure_of(st, value, ins)
@@ -120,6 +115,19 @@ def _has(ins: Instruction) -> _Compute:
             inside = index is not None and -len(found) <= index < len(found)
             return int(inside and found[index] is not None)  # type: ignore[index]
         return 0
+
+    return compute
+
+
+def _keys(ins: Instruction) -> _Compute:
+    def compute(st: MachineState, values: list[Value]) -> Value:
+        (value,) = values
+        found = structure_of(st, value, ins)
+        if isinstance(found, dict):
+            return value_of(st, list(found), ins, f"KEYS {ins.operands[1]}")
+        if isinstance(found, list):
+            raise fail(ins, "KEYS needs an object, got a list: its elements are found by index")
+        raise fail(ins, f"KEYS needs an object, got {show(value)}")
 
     return compute
 
@@ -162,9 +170,9 @@ _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")  # 1,234.50
 def _num(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         (value,) = values
-        if type(value) is not str:
+        if type(value) is int or type(value) is float:
             return value
-        text = value.strip()
+        text = value.strip() if type(value) is str else ""  # NONE: no number
         if _GROUPED.match(text):
             text = text.replace(",", "")
         if not _NUMBER.match(text) or len(text) > 400:
@@ -194,10 +202,10 @@ def _roundsd(ins: Instruction) -> _Compute:
     def compute(st: MachineState, values: list[Value]) -> Value:
         value = values[0]
         mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
-        if type(value) is str:
-            raise fail(ins, f"{mnemonic(ins)} needs a number, got {show(value)}")
+        if type(value) is str or value is None:
+            raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
         if not 0 <= mode <= 15:
-            raise fail(ins, f"{mnemonic(ins)}: the rounding mode is 0 to 15, not {mode}")
+            raise fail(ins, f"{ins.mnemonic}: the rounding mode is 0 to 15, not {mode}")
         return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
 
     return compute
@@ -209,9 +217,8 @@ def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str:
-            st.zf = type(a) is str and type(b) is str and same_text(a.casefold(), b.casefold())
-            st.lt, st.flag_mode = False, UNORDERED
+        if type(a) is str or type(b) is str or a is None or b is None:
+            text_flags(st, *(v.casefold() if type(v) is str else v for v in (a, b)))
         else:
             st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
         return pc + 1
@@ -222,6 +229,7 @@ def _compile_cmpi(ins: Instruction, ctx: Context) -> Step:
 TEXT_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
     Opcode.LEN: _with_ins(_len),
     Opcode.HAS: _with_ins(_has),
+    Opcode.KEYS: _with_ins(_keys),
     Opcode.FIND: _with_ins(_find),
     Opcode.SUBSTR: _with_ins(_substr),
     Opcode.CMPI: _compile_cmpi,
