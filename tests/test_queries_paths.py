@@ -453,3 +453,64 @@ def test_queries_asked_at_once_each_stream_with_their_call_id(execution: str) ->
     streamed = sorted((metadata[QUERY_CALL_KEY][-2:], chunk.text) for chunk, metadata in found)
     assert streamed == [("_2", f'{{"value": "{GOOD}"}}'), ("_3", '{"value": 1234.5}')]
     assert PAID == [(GOOD, 1234.5)]
+
+
+FIVE_QUERIES = asm(
+    'PUSH "bill-december-2023.txt"\nCALL read_file\nPOP R1\n'
+    + "".join(
+        f"PUSH R1\nPUSH 'How much, {n}?'\nPUSH 'number'\nCALL query_text\nPOP R{n + 1}\n"
+        for n in range(1, 6)
+    )
+    + 'SAY "{R2} {R3} {R4} {R5} {R6}"'
+)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_batch_of_queries_stops_at_the_model_call_limit_exactly(parallel: bool) -> None:
+    """Five independent queries under ``run_limit=2``: the plan model call and one query, then
+    the limit stops the turn, whether the queries could run as one batch or not (with a
+    model-call limit in the agent each is asked in a visit of its own). On the graph path the
+    plan graph asks them and they are counted when it ends (``docs/queries.md``)."""
+    execution = "agent"
+    reader = AnsweringChatModel(answers={"How much": ['{"value": 1}'] * 5})
+    model = ScriptedChatModel(replies=[FIVE_QUERIES])
+    limit = ModelCallLimitMiddleware(run_limit=2)
+    planner = ToolsPlannerMiddleware(
+        query_model=reader, execution=execution, parallel_tools=parallel
+    )
+    app = create_agent(model, TOOLS, middleware=[planner, limit], checkpointer=InMemorySaver())
+    out = app.invoke({"messages": [HumanMessage("Add up the bill.")]}, THREAD)
+    assert len(model.calls) + len(reader.calls) == 2
+    assert app.get_state(THREAD).values["thread_model_call_count"] == 2
+    assert "Model call limits exceeded: run limit (2/2)" in out["messages"][-1].text
+
+
+HUGE = "9" * 401
+
+
+async def test_an_integer_answer_of_any_size_stops_the_plan_with_the_librarys_error(
+    harness: Harness,
+) -> None:
+    """A 401-digit answer to an ``"integer"`` query is an answer that cannot be used (asked
+    once more, then the query fails), never an ``OverflowError`` out of the run."""
+    plan = query_plan("integer", 'SAY "{R2}"')
+    out = await harness.run(
+        [plan, f'{{"value": {HUGE}}}', f'{{"value": -{HUGE}}}'], TOOLS, queries=True
+    )
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped"
+    assert meta(final)["error"]["type"] == "QueryFailed"
+    assert "64-bit" in meta(final)["error"]["message"]
+
+
+async def test_a_failed_query_the_plan_tests_lets_it_go_on(harness: Harness) -> None:
+    """``JC`` right after the query's ``CALL``: its failure leaves the error text in EAX."""
+    plan = asm(
+        'PUSH "bill.txt"\nCALL read_file\nPOP R1\n'
+        "PUSH R1\nPUSH 'How much?'\nPUSH 'number'\nCALL query_text\nJC unread\nPOP R2\n"
+        'SAY "{R2}"\nHLT\nunread:\nSAY "Unread: {EAX}"'
+    )
+    out = await harness.run([plan, "no idea", "still no idea"], TOOLS, queries=True)
+    final = out["messages"][-1]
+    assert final.text.startswith("Unread: query_text got no answer of the shape asked for")
+    assert meta(final)["status"] == "finished" and harness.model.calls[3:] == []

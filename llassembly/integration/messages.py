@@ -90,11 +90,15 @@ def replan_request(failure: Mapping[str, Any], completed: int) -> str:
             "Nothing of it ran. Write a new program that takes this into account, in one "
             "```asm block."
         )
-    calls = f"{completed} tool call{'s' if completed != 1 else ''}"
+    calls = (
+        "1 tool call of it completed and its effects are final"
+        if completed == 1
+        else f"{completed} tool calls of it completed and their effects are final"
+    )
     return (
         f"Your program stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
         f"{failure_words(failure)}.\n"
-        f"{calls} of it completed and their effects are final; do not repeat what succeeded. "
+        f"{calls}; do not repeat what succeeded. "
         "Write a new program that finishes the task from here, in one ```asm block."
     )
 

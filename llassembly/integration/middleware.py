@@ -206,6 +206,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             messages,
             graph=self.options.execution == "graph",
             response_format=request.response_format,
+            queries_one_by_one=isinstance(state, Mapping)
+            and any(key in state for key in MODEL_CALL_COUNTERS),
         )
 
     def _planner_request(

@@ -38,7 +38,7 @@ from llassembly.analysis.queries import QUERY_PARAMS, QUERY_TOOL, AnswerShape, p
 from llassembly.compat import structured_model, tagged_model
 from llassembly.errors import QueryFailed, UsageError, failure_of
 from llassembly.integration.record import KEY, QueryDue, Refusal
-from llassembly.language.limits import INT_MAX, INT_MIN
+from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
 from llassembly.language.templates import render
 from llassembly.machine.emulator import adrive, drive
@@ -241,12 +241,12 @@ def _checked(shape: AnswerShape, data: Any, where: str) -> Any:
         raise ValueError(f"{where} is null; it must be {_article(shape)}")
     if kind in ("number", "integer"):
         number = _number(data)
-        if number is None or (kind == "integer" and not float(number).is_integer()):
-            raise ValueError(f"{where} is {_what(data)}, not {_article(shape)}")
-        if kind == "integer" or (type(number) is int and INT_MIN <= number <= INT_MAX):
+        if kind == "integer" and isinstance(number, float) and number.is_integer():
             number = int(number)
-            if not INT_MIN <= number <= INT_MAX:
-                raise ValueError(f"{where} is {_what(data)}, too large a number")
+        if number is None or (kind == "integer" and not isinstance(number, int)):
+            raise ValueError(f"{where} is {_what(data)}, not {_article(shape)}")
+        if isinstance(number, int) and not is_int64(number):
+            raise ValueError(f"{where} is {_what(data)}, outside the 64-bit integer range")
         return number
     if kind == "text":
         if isinstance(data, bool) or not isinstance(data, str | int | float):

@@ -45,6 +45,7 @@ from llassembly.errors import (
     PlanError,
     RepairsExhausted,
     UsageError,
+    error_of,
     failure_of,
 )
 from llassembly.integration.approval import decide, edit_note
@@ -228,8 +229,9 @@ class TurnView:
             included; system messages are left out where a model is asked).
         graph: Plans run as plan graphs (:class:`RunPlan`) instead of call by call.
         response_format: The agent's ``response_format`` (``None`` without one).
-        answer_in_turn: The final model call is made by the turn (always, but on the agent
-            path with no response format... see :func:`needs_model`).
+        queries_one_by_one: A query of a batch is asked in a step of its own (the agent
+            counts model calls before each visit of its model node, so a batch asked at once
+            would pass a model-call limit unchecked).
     """
 
     planner: Planner
@@ -237,6 +239,7 @@ class TurnView:
     messages: Sequence[BaseMessage] = ()
     graph: bool = False
     response_format: Any = None
+    queries_one_by_one: bool = False
 
 
 # -- the step --------------------------------------------------------------------------------
@@ -274,8 +277,9 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     if now == "run" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
     if now == "queries":  # asked where the last step stopped
-        calls = _machine(rec, view).advance_batch()
-        return _ask_queries(rec, calls, rec.get("queries") or [], [])
+        dues = rec.get("queries") or []
+        calls = _machine(rec, view).advance_batch()[: len(dues)]
+        return _ask_queries(rec, calls, dues, [])
     approval = rec["approval"]
     if now == "person" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
@@ -429,6 +433,8 @@ def _advance(
         return _plan_ended(rec, None, view, messages)
     pending = [pending_call(call, call_id(rec["prefix"], call.number)) for call in calls]
     if view.externs[calls[0].tool].query:  # a batch holds queries only, or tools
+        if view.queries_one_by_one:  # the rest of the batch waits for the machine's next step
+            calls, pending = calls[:1], pending[:1]
         dues = [QueryDue(call=p, refused=[]) for p in pending]
         return _ask_queries(rec, calls, dues, messages)
     rec["pending"] = pending
@@ -495,7 +501,7 @@ def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
         raise UsageError("query replies came while the turn waits on no such queries")
     rec["model_calls"] += len(event.replies)
     emulator = _machine(rec, view)
-    calls = emulator.advance_batch()
+    calls = emulator.advance_batch()[: len(dues)]  # the batch's first, asked one by one
     replies = iter(event.replies)
     now: list[QueryDue] = []
     for call, d in zip(calls, dues, strict=True):
@@ -514,7 +520,8 @@ def _take_queries(
     view: TurnView,
 ) -> Step:
     """Give the machine the batch's answers in program order, recorded as a plan graph
-    records a batch (a failure stops the plan, keeping the answers before it)."""
+    records a batch (a failure the plan does not test stops it, keeping the answers before
+    it)."""
     prefix = rec["prefix"]
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     failure: Failure | None = None
@@ -523,13 +530,16 @@ def _take_queries(
         found = d.get("failure")
         if found is not None:
             attempts = int(found.get("attempts", attempts))
-            failure = failure or found
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
-        if failure is None:
-            try:
-                emulator.complete_batch([d.get("value")])
-            except ExecutionError as error:
-                failure = failure_of(error)
+        if failure is not None:
+            continue
+        if found is not None and not emulator.tests_failure():
+            failure = found
+            continue
+        try:
+            emulator.complete_batch([Failed(error_of(found)) if found else d.get("value")])
+        except ExecutionError as error:
+            failure = failure_of(error)
     if failure is not None:
         rec["machine"] = emulator.snapshot()
         return _plan_ended(rec, failure, view, messages)
