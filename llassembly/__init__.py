@@ -65,6 +65,7 @@ if _TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type
     from llassembly.integration.middleware import PLAN_TAG, ToolsPlannerMiddleware
     from llassembly.integration.nodes import AToolsPlannerNode, ToolsPlannerNode
     from llassembly.integration.planning import Plan, aplan, plan
+    from llassembly.integration.record import Status, TurnResult
 
 __version__ = "0.1.0"
 
@@ -75,6 +76,8 @@ _LAZY = {
     "PlanGraph": "llassembly.integration.graph",
     "ToolsPlannerMiddleware": "llassembly.integration.middleware",
     "ToolsPlannerNode": "llassembly.integration.nodes",
+    "Status": "llassembly.integration.record",
+    "TurnResult": "llassembly.integration.record",
     "aplan": "llassembly.integration.planning",
     "load_mcp_tools": "llassembly.integration.mcp",
     "plan": "llassembly.integration.planning",
@@ -133,6 +136,7 @@ __all__ = [
     "RepairsExhausted",
     "RunResult",
     "StackDepthExceeded",
+    "Status",
     "ToolArgumentError",
     "ToolCall",
     "ToolCallBudgetExceeded",
@@ -140,6 +144,7 @@ __all__ = [
     "ToolUse",
     "ToolsPlannerMiddleware",
     "ToolsPlannerNode",
+    "TurnResult",
     "UsageError",
     "UsageTypeError",
     "WallClockExceeded",

@@ -238,10 +238,21 @@ def test_an_edited_plan_is_verified_and_runs_instead(surface: str, saver: Any) -
     start(app)
     out = app.invoke(Command(resume={"type": "edit", "plan": EDITED}), THREAD)
     assert ops.log == [("restart", "db")]
-    texts = [m.text for m in out["messages"]]
-    assert any("A reviewer replaced the plan" in t and 'PUSH "db"' in t for t in texts)
+    [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    assert 'PUSH "db"' in note and note.count("```") == 2  # one fence, the reviewer's own
     assert meta(out["messages"][-1])["registers"] == {"R2": "db restarted"}
     assert len(app.scripted.calls) == 1
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_an_edit_without_a_fence_is_recorded_in_one(surface: str, saver: Any) -> None:
+    ops = Ops()
+    app = build(surface, [PLAN], ops.tools(), saver, approve_plan=True)
+    start(app)
+    out = app.invoke(Command(resume={"type": "edit", "plan": 'PUSH "db"\nCALL restart'}), THREAD)
+    assert ops.log == [("restart", "db")]
+    [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    assert note.endswith('```asm\nPUSH "db"\nCALL restart\n```') and note.count("```") == 2
 
 
 @pytest.mark.parametrize("surface", SURFACES)

@@ -226,7 +226,8 @@ def test_a_huge_integer_result_stops_the_plan_and_the_state_still_saves(
     assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 3 and seen == []
     # (Even where LangChain cannot turn the value into text, the plan reads what the tool
     # returned, as on every path: the library's own error, not a failed call.)
-    assert "outside the 64-bit range" in final.text
+    assert "outside the 64-bit range" in meta(final)["error"]["message"]
+    assert final.text.startswith("I could not finish: the plan went wrong while it ran.")
     assert app.get_state(config).values["messages"][-1].text == final.text
 
 

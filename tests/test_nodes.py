@@ -107,3 +107,33 @@ def test_fresh_tools_reusing_freed_memory_run_their_own_functions() -> None:
         assert meta(update["messages"][-1])["registers"] == {"R1": 2, "R2": 20}
         del box, node, update
         gc.collect()
+
+
+@pytest.mark.parametrize("node_type", [ToolsPlannerNode, AToolsPlannerNode])
+async def test_one_node_class_serves_invoke_and_ainvoke(node_type: type[ToolsPlannerNode]) -> None:
+    """``ToolsPlannerNode`` under ``ainvoke`` (async tools included) and under ``invoke``;
+    ``AToolsPlannerNode`` is the same class, kept for code that names it."""
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    @tool
+    async def fetch(city: str) -> float:
+        """Today's temperature, from an async API."""
+        return 7.0
+
+    @tool
+    def double(x: float) -> float:
+        """Twice x."""
+        return 2 * x
+
+    plan = asm('PUSH "Oslo"\nCALL fetch\nCALL double\nPOP R1\nSAY "{R1}"')
+    sync_plan = asm('PUSH 3.5\nCALL double\nPOP R1\nSAY "{R1}"')
+    for asynchronous, reply, tools in [(True, plan, [fetch, double]), (False, sync_plan, [double])]:
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", node_type(ScriptedChatModel(replies=[reply]), tools))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        app, question = graph.compile(), {"messages": [HumanMessage("go")]}
+        out = await app.ainvoke(question) if asynchronous else app.invoke(question)
+        assert out["messages"][-1].text in ("14", "7")
+        assert meta(out["messages"][-1])["status"] == "finished"

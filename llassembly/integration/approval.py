@@ -116,10 +116,12 @@ def edit_problems(error: PlanError | None) -> tuple[str, ...]:
 
 
 def edit_note(plan: str) -> HumanMessage:
-    """The message recording that a reviewer replaced the plan (shown to later models)."""
+    """The message recording that a reviewer replaced the plan (shown to later models): the
+    plan in one fenced block (the reviewer's own fence, when the edit has one)."""
+    body = plan.strip()
+    shown = body if "```" in body else f"```asm\n{body}\n```"
     return HumanMessage(
-        f"A reviewer replaced the plan before it ran; this plan runs instead:\n```asm\n"
-        f"{plan.strip()}\n```",
+        f"A reviewer replaced the plan before it ran; this plan runs instead:\n{shown}",
         name="plan_reviewer",
     )
 

@@ -592,7 +592,17 @@ def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0
         )
     if kind == CALL_REFUSED:
         return f"I stopped: {failure_words(failure)} (a decision, not an error). {done}"
-    return f"I could not finish: {failure_words(failure)}. {done}"
+    return f"I could not finish: {_user_words(failure)}. {done}"
+
+
+def _user_words(failure: Mapping[str, Any]) -> str:
+    """:func:`failure_words` for the end user: no exception type, no instruction."""
+    kind, tool = failure.get("type"), failure.get("tool")
+    if kind == "ToolExecutionError":
+        return f"the tool {tool} failed"
+    if kind == "AsmRuntimeError":
+        return "the plan went wrong while it ran"
+    return failure_words(failure)
 
 
 def _called_tools(messages: Sequence[BaseMessage]) -> list[str]:

@@ -65,7 +65,7 @@ from langgraph.types import Command, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.compat import MODEL_CALL_COUNTERS, private_state, tagged_model
-from llassembly.errors import error_of
+from llassembly.errors import UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import (
     ADDED_BY_CALL,
@@ -191,6 +191,26 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def execution(self) -> Execution:
         """``"agent"`` or ``"graph"``."""
         return self.options.execution
+
+    def prompt_for(self, tools: ToolSpec | None = None, *, system_prompt: str = "") -> str:
+        """Exactly the system prompt the planner model receives with ``tools`` (default: the
+        ``tools=`` given here) in an agent whose own system prompt is ``system_prompt``: how
+        to write a plan, a block per tool, the types. ``llassembly prompt`` prints the same.
+
+        Example:
+            >>> from langchain_core.tools import tool
+            >>> @tool
+            ... def get_weather(city: str) -> str:
+            ...     \"\"\"Today's weather in a city.\"\"\"
+            ...     return "sunny"
+            >>> text = ToolsPlannerMiddleware().prompt_for([get_weather])
+            >>> "get_weather" in text and text.startswith("# How you act")
+            True
+        """
+        externs = self._given if tools is None else self.planner.externs_for(tools)
+        if externs is None:
+            raise UsageError("prompt_for needs the tools: give them here or as tools=")
+        return self.planner.system_prompt(externs, system_prompt)
 
     # -- the model node -----------------------------------------------------------------------
 
@@ -437,6 +457,15 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
     return None
 
 
+def _asked_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]]:
+    """The arguments of the latest tool calls, by call id, as the tool node got them (after
+    any middleware that edited them)."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            return {c.get("id") or "": c.get("args") or {} for c in message.tool_calls}
+    return {}
+
+
 def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
     """Whether the last message the turn added is still the latest (the same run goes on)."""
     return bool(messages) and record["anchor"] is not None and messages[-1].id == record["anchor"]
@@ -455,9 +484,10 @@ def next_event(
         answers = [answer_of_call(messages, p["id"]) for p in pending]
         if any(a is None for a in answers):
             return Begin()
+        asked = _asked_args(messages)
         return Returned(
             [
-                outcome_of(externs.get(p["tool"]), a, _pending_call(p, {}))
+                outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
                 for a, p in zip(answers, pending, strict=True)
                 if a is not None
             ]

@@ -320,6 +320,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         # run that stops before that step leaves its entry behind).
         self._live: OrderedDict[str, ExecutionError] = OrderedDict()
 
+    def prompt_for(self, *, system_prompt: str = "") -> str:
+        """Exactly the system prompt the planner model receives from this node when the
+        conversation's system messages read ``system_prompt``: how to write a plan, a block
+        per tool, the types. ``llassembly prompt`` prints the same."""
+        return self.planner.system_prompt(self.externs, system_prompt)
+
     def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
         context, conversation = split_system(_messages_of(state))
         try:
