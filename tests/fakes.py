@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 import time
-from collections.abc import Sequence
+import types
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import Field
@@ -136,3 +139,156 @@ NPC_PLAN = (Path(__file__).parent / "data" / "npc_plan.md").read_text(encoding="
 """The NPC plan from LLAssembly's README, as gpt-oss:20b wrote it for the tools
 get_current_position, get_enemies_around, has_sword, pick_sword, attack_enemy and make_one_step:
 walk to 5,5 attacking enemies met on the way, then walk to 7,7."""
+
+
+# -- docs/models.md: providers' chat model classes, stood in for ------------------------------
+
+_WARMER = """```asm
+    PUSH "Paris"
+    CALL get_temperature
+    POP R1
+    PUSH "Oslo"
+    CALL get_temperature
+    POP R2
+    CMP R1, R2
+    JG paris
+    SAY "Oslo is warmer: {R2} °C."
+    HLT
+paris:
+    SAY "Paris is warmer: {R1} °C."
+```"""
+_TEXT_ME = """```asm
+    PUSH "Oslo"
+    CALL get_temperature
+    POP R1
+    CMP R1, 10
+    JGE done
+    PUSH "Oslo is below 10 °C"
+    CALL {tool}
+    POP R2
+done:
+    SAY "Oslo: {{R1}} °C."
+```"""
+MODELS_PAGE_REPLIES: dict[str, list[str]] = {
+    "How warm is it in Paris and Oslo?": [
+        """```asm
+    PUSH "Paris"
+    CALL get_temperature
+    POP R1
+    PUSH "Oslo"
+    CALL get_temperature
+    POP R2
+    SAY "Paris: {R1} °C, Oslo: {R2} °C."
+```"""
+    ],
+    "Which is warmer today, Paris or Oslo?": [
+        '{"name": "get_temperature", "arguments": {"city": "Paris"}}',
+        _WARMER,
+    ],
+    "Text me if Oslo is below 10 °C.": [
+        _TEXT_ME.format(tool="send_sms"),
+        _TEXT_ME.format(tool="notify"),
+        _TEXT_ME.format(tool="notify"),
+    ],
+}
+"""The stand-ins' replies on docs/models.md, by order: each written by hand (none is a model's
+output). An order gets its replies in turn, per model object: a good plan; a JSON tool call,
+then a plan; a plan that calls a tool it does not have, then twice one that pops the result of
+a tool that returns nothing."""
+
+
+class ProviderStandIn(BaseChatModel):
+    """A provider's chat model class as docs/models.md uses it, with no network and no key.
+
+    It takes ``model`` and the other constructor arguments its real class documents
+    (``ACCEPTS``; any other is a ``TypeError``, so the page cannot show an argument the real
+    class lacks) and answers each order (a request's first human message) with the replies
+    :data:`MODELS_PAGE_REPLIES` holds for it, in turn. It has no ``bind_tools``: the planner
+    never binds tools.
+    """
+
+    ACCEPTS: ClassVar[frozenset[str]] = frozenset()
+    model: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    asked: dict[str, int] = Field(default_factory=dict)
+
+    def __init__(self, *, model: str, **settings: Any) -> None:
+        unknown = sorted(set(settings) - self.ACCEPTS)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} takes no argument {unknown[0]!r}")
+        super().__init__(model=model, settings=settings)
+
+    @property
+    def _llm_type(self) -> str:
+        return f"stand-in for {type(self).__name__}"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        order = next(m.text for m in messages if isinstance(m, HumanMessage))
+        key = next((k for k in MODELS_PAGE_REPLIES if k in order), None)
+        if key is None:
+            raise AssertionError(f"no reply scripted for {order[:80]!r}")
+        asked = self.asked.get(key, 0)
+        if asked >= len(MODELS_PAGE_REPLIES[key]):
+            raise AssertionError(f"{key!r} asked {asked + 1} times; fewer replies scripted")
+        self.asked[key] = asked + 1
+        message = AIMessage(content=MODELS_PAGE_REPLIES[key][asked])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class ChatOpenAI(ProviderStandIn):
+    # langchain-openai's reference: "Key init args"
+    ACCEPTS = frozenset(
+        {"temperature", "max_tokens", "timeout", "max_retries", "api_key", "base_url"}
+        | {"organization", "logprobs", "stream_options", "use_responses_api"}
+    )
+
+
+class ChatAnthropic(ProviderStandIn):
+    # langchain-anthropic's reference: the class's example and properties
+    ACCEPTS = frozenset(
+        {"temperature", "max_tokens", "timeout", "max_retries", "base_url", "top_k", "top_p"}
+        | {"stop_sequences", "default_headers", "model_kwargs", "streaming"}
+    )
+
+
+class ChatOllama(ProviderStandIn):
+    # fields of langchain-ollama 1.1's ChatOllama
+    ACCEPTS = frozenset(
+        {"base_url", "num_ctx", "num_predict", "temperature", "reasoning", "keep_alive", "seed"}
+        | {"validate_model_on_init", "client_kwargs"}
+    )
+
+
+@contextmanager
+def provider_stand_ins() -> Iterator[None]:
+    """``langchain_openai``, ``langchain_anthropic`` and ``langchain_ollama`` hold the
+    stand-ins while the context lasts; then the modules that were there (a real one, or none)
+    are put back. ``init_chat_model`` keeps the provider classes it imported: that cache is
+    emptied on the way in and out, so it keeps neither a stand-in nor a real class across."""
+    from langchain.chat_models import base
+
+    names = {
+        "langchain_openai": ChatOpenAI,
+        "langchain_anthropic": ChatAnthropic,
+        "langchain_ollama": ChatOllama,
+    }
+    before = {name: sys.modules.get(name) for name in names}
+    forget = getattr(base, "_get_chat_model_creator", None)
+    for name, cls in names.items():
+        module = types.ModuleType(name, "A stand-in (tests/fakes.py), not the provider's package.")
+        setattr(module, cls.__name__, cls)
+        sys.modules[name] = module
+    if forget is not None:
+        forget.cache_clear()
+    try:
+        yield
+    finally:
+        for name, module in before.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+        if forget is not None:
+            forget.cache_clear()

@@ -7,7 +7,10 @@ Pages: ``README.md``, ``docs/*.md`` and ``benchmarks/README.md``. In each page:
   stand-ins such as ``GenericFakeChatModel``. A ```` ```text ```` block right after a Python
   block is what it prints, compared exactly. A block that cannot run here (it needs a model
   server, or is a fragment of a larger program) says so in its info string,
-  ```` ```python fragment ````, and is reported as skipped with its place.
+  ```` ```python fragment ````, and is reported as skipped with its place. While
+  ``docs/models.md`` runs, the provider packages it imports (``langchain_openai``,
+  ``langchain_anthropic``, ``langchain_ollama``) are stand-ins that answer with hand-written
+  plans (``provider_stand_ins`` in ``tests/fakes.py``), as the page says.
 * ```` ```asm ```` blocks parse without a syntax error (or are marked ```` ```asm fragment ````).
 * ```` ```console ```` blocks: each ``$ llassembly ...`` command prints what follows it.
 
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes import provider_stand_ins
 
 from llassembly.cli import main as cli_main
 from llassembly.language.parser import parse
@@ -40,6 +44,7 @@ PAGES = sorted(
     [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), ROOT / "benchmarks" / "README.md"]
 )
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")
+MODELS_PAGE = ROOT / "docs" / "models.md"  # its provider classes are stand-ins (see above)
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,9 @@ def run_page(page: Path) -> dict[int, str | None]:
     module = types.ModuleType(f"docs_{page.stem}")
     sys.modules[module.__name__] = module
     sys.path.insert(0, str(ROOT))
+    stand_ins = provider_stand_ins() if page == MODELS_PAGE else contextlib.nullcontext()
     try:
-        with contextlib.chdir(ROOT):
+        with contextlib.chdir(ROOT), stand_ins:
             return _run_blocks(page, module.__dict__)
     finally:
         sys.path.remove(str(ROOT))
