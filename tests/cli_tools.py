@@ -1,4 +1,4 @@
-"""Tiny tools for ``tests/test_cli.py`` (imported by the CLI as ``cli_tools:...``)."""
+"""Tiny tools for ``tests/end_to_end/test_cli.py`` (imported by the CLI as ``cli_tools:...``)."""
 
 from __future__ import annotations
 

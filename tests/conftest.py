@@ -1,4 +1,6 @@
-"""Shared helpers for the integration tests: tools that record their calls, and harnesses that
+"""Shared helpers of the tests (the folders mirror the package: ``language``, ``analysis``,
+``machine``, ``integration``, plus ``properties`` for the property-based and fuzz suites and
+``end_to_end`` for what a user runs): tools that record their calls, and harnesses that
 run one planner turn through ``create_agent`` + ``ToolsPlannerMiddleware`` or through a
 ``StateGraph(MessagesState)`` with ``ToolsPlannerNode`` / ``AToolsPlannerNode``.
 
@@ -12,6 +14,7 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pg_cluster
@@ -31,6 +34,11 @@ from llassembly.integration.nodes import (
     AToolsPlannerNode,
     ToolsPlannerNode,
 )
+
+TESTS = Path(__file__).resolve().parent
+"""The tests' folder: helper modules, scripts run as processes, ``data/``, ``cassettes/``."""
+ROOT = TESTS.parent
+"""The repository's root."""
 
 
 def asm(code: str, prose: str = "Here is the plan.") -> str:
@@ -391,3 +399,15 @@ def postgres(postgres_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+SLOW_FOLDERS = ("properties",)
+"""Folders whose every test is ``slow`` (property-based and fuzz suites)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW_FOLDERS` ``slow``: the README's test command leaves them
+    out (``-m "not slow"`` in ``addopts``) and ``.ci/run`` runs them after it (``-m slow``)."""
+    for item in items:
+        if item.path.parent.name in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -1,5 +1,5 @@
 """A small shop as a real MCP server (the ``mcp`` package's FastMCP, over stdio), for the tests
-of MCP tools loaded with ``langchain-mcp-adapters`` (``tests/test_mcp.py``).
+of MCP tools loaded with ``langchain-mcp-adapters`` (``tests/integration/test_mcp.py``).
 
 Run: ``python tests/mcp_shop.py`` (speaks MCP over standard input and output). Its tools cover
 what servers declare: structured results with an output schema (``get_order``,

@@ -5,7 +5,7 @@
 come the defaults of the classes' keyword parameters (written out in their signatures, for
 editors and type checkers, as ``max_repairs: int = PlannerOptions.max_repairs``), the
 ``Args:`` entries of their docstrings (see :func:`document_options`) and :data:`OPTIONS`.
-``tests/test_options.py`` fails when a signature, a default or a doc disagrees with it.
+``tests/integration/test_options.py`` fails when a signature, a default or a doc disagrees with it.
 
 Example:
     >>> PlannerOptions.max_repairs
@@ -188,7 +188,7 @@ class PlannerOptions:
     :func:`~llassembly.plan` take these as keyword arguments, with these defaults (written
     out in their signatures as ``max_repairs: int = PlannerOptions.max_repairs``, for editors
     and type checkers) and these docs (see :func:`document_options`); a planner keeps them
-    here. ``tests/test_options.py`` fails when a signature, a default or a doc disagrees.
+    here. ``tests/integration/test_options.py`` fails when a signature, a default or a doc disagrees.
 
     Raises:
         UsageError: An option is out of range.

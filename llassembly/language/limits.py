@@ -17,7 +17,7 @@
   :data:`MAX_FOLLOWED_STACK` values of the data stack (any deeper one may be anything).
 
 Each is documented, with what going past it does, in ``docs/language.md``
-(``tests/test_plan_limits.py`` checks the tables against this module).
+(``tests/language/test_plan_limits.py`` checks the tables against this module).
 """
 
 from __future__ import annotations

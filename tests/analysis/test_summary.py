@@ -1,0 +1,579 @@
+"""The plan summary: hand-checked plans compared exactly, and random plans checked against runs.
+
+Every expected summary below was worked out by hand from the plan text (paths, loops, what
+is pushed before each CALL), not copied from the code's output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given
+from random_plans import EXTERNS, LIMITS, SETTINGS, compiled_or_none, programs
+
+from llassembly import PlanSummary, parse, summarize, verify
+from llassembly.cli import main
+from llassembly.errors import LLAssemblyError, PlanRejected
+from llassembly.language.program import Program
+from llassembly.machine.emulator import Emulator
+from llassembly.machine.externs import (
+    Extern,
+    externs_from,
+)
+
+
+def list_alerts(severity: str) -> int:
+    """How many open alerts of a severity."""
+    return 2
+
+
+def restart(service: str) -> bool:
+    """Restart a service."""
+    return True
+
+
+def send_email(to: str, subject: str, body: str) -> None:
+    """Send an email."""
+
+
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return key
+
+
+OPS: dict[str, Extern] = externs_from([list_alerts, restart, send_email, lookup])
+
+
+def summary_of(text: str, **budgets: int) -> PlanSummary:
+    program = parse(text)
+    assert isinstance(program, Program)
+    verify(program, OPS)
+    return summarize(program, OPS, **budgets)
+
+
+def uses(summary: PlanSummary) -> dict[str, tuple[int, int | None, bool, bool]]:
+    """``name -> (min_calls, max_calls, in_loop, conditional)``."""
+    return {u.name: (u.min_calls, u.max_calls, u.in_loop, u.conditional) for u in summary.tools}
+
+
+def args_at(summary: PlanSummary, tool: str) -> list[list[Any]]:
+    """Per call site of ``tool``, each argument's value or ``"?"`` when computed."""
+    use = summary.tool(tool)
+    assert use is not None
+    return [[a.value if a.constant else "?" for a in site.arguments] for site in use.sites]
+
+
+def test_a_straight_plan_has_exact_counts_and_constant_arguments() -> None:
+    summary = summary_of(
+        'PUSH "critical"\nCALL list_alerts\nPOP R1\n'
+        'PUSH "ops@example.com"\nPUSH "alerts"\nPUSH R1\nCALL send_email\nHLT'
+    )
+    assert uses(summary) == {
+        "list_alerts": (1, 1, False, False),
+        "send_email": (1, 1, False, False),
+    }
+    assert args_at(summary, "list_alerts") == [["critical"]]
+    # R1 holds list_alerts' result: computed.
+    assert args_at(summary, "send_email") == [["ops@example.com", "alerts", "?"]]
+    assert (summary.min_tool_calls, summary.max_tool_calls) == (2, 2)
+    assert summary.max_instructions == 8  # every line once, HLT included
+    assert summary.within_budgets and summary.ends and summary.complete
+
+
+def test_a_branch_makes_calls_conditional_and_bounds_both_ways() -> None:
+    summary = summary_of(
+        """
+        PUSH "critical"
+        CALL list_alerts
+        POP R1
+        CMP R1, 0
+        JE quiet
+        PUSH "web"
+        CALL restart
+        POP R2
+        JMP done
+    quiet:
+        PUSH "nothing to do"
+        CALL lookup
+        POP R3
+    done:
+        HLT
+        """
+    )
+    assert uses(summary) == {
+        "list_alerts": (1, 1, False, False),
+        "restart": (0, 1, False, True),
+        "lookup": (0, 1, False, True),
+    }
+    assert (summary.min_tool_calls, summary.max_tool_calls) == (2, 2)
+    # Longest path: 5 lines to JE, the restart branch (4 lines), HLT.
+    assert summary.max_instructions == 10
+
+
+def test_a_call_inside_a_loop_is_unbounded_and_in_a_loop() -> None:
+    summary = summary_of(
+        """
+        MOV R1, 0
+    again:
+        PUSH "web"
+        CALL restart
+        POP R2
+        INC R1
+        CMP R1, 3
+        JL again
+        PUSH "ops@example.com"
+        PUSH "restarted"
+        PUSH "three times"
+        CALL send_email
+        """
+    )
+    assert uses(summary) == {
+        "restart": (1, None, True, False),  # a do-while: at least once
+        "send_email": (1, 1, False, False),
+    }
+    assert args_at(summary, "restart") == [["web"]]
+    assert (summary.min_tool_calls, summary.max_tool_calls, summary.max_instructions) == (
+        2,
+        None,
+        None,
+    )
+    assert not summary.within_budgets
+    restart_site = summary.tool("restart")
+    assert restart_site is not None and restart_site.sites[0].in_loop
+
+
+def test_a_subroutine_called_twice_counts_twice_and_joins_its_arguments() -> None:
+    summary = summary_of(
+        """
+        PUSH "db"
+        CALL fix
+        PUSH "web"
+        CALL fix
+        HLT
+    fix:
+        CALL restart
+        POP R1
+        PUSH "ops@example.com"
+        PUSH "fixed"
+        PUSH "done"
+        CALL send_email
+        RET
+        """
+    )
+    assert uses(summary) == {
+        "restart": (2, 2, False, False),
+        "send_email": (2, 2, False, False),
+    }
+    # One CALL restart line, reached with "db" and with "web": computed.
+    assert args_at(summary, "restart") == [["?"]]
+    # Every path pushes the same three constants before CALL send_email.
+    assert args_at(summary, "send_email") == [["ops@example.com", "fixed", "done"]]
+    send = summary.tool("send_email")
+    assert send is not None and [a.value for a in send.arguments] == [
+        "ops@example.com",
+        "fixed",
+        "done",
+    ]
+    # 2 + 7 (fix) + 2 + 7 + HLT
+    assert summary.max_instructions == 19
+
+
+def test_the_same_constant_on_both_branches_stays_constant_and_different_ones_do_not() -> None:
+    summary = summary_of(
+        """
+        PUSH "critical"
+        CALL list_alerts
+        POP R1
+        CMP R1, 0
+        JE other
+        MOV R2, "web"
+        MOV R3, "ops@example.com"
+        JMP go
+    other:
+        MOV R2, "db"
+        MOV R3, "ops@example.com"
+    go:
+        PUSH R2
+        CALL restart
+        POP R0
+        PUSH R3
+        PUSH R2
+        PUSH 7
+        CALL send_email
+        """
+    )
+    assert args_at(summary, "restart") == [["?"]]
+    assert args_at(summary, "send_email") == [["ops@example.com", "?", 7]]
+
+
+def test_data_labels_and_r0_are_constants_and_tool_results_are_not() -> None:
+    summary = summary_of(
+        """
+    section .data
+        boss db "boss@example.com", 0
+    section .text
+        PUSH "k"
+        CALL lookup
+        PUSH boss
+        PUSH R0
+        CALL send_email
+        """
+    )
+    # The lookup result sits under boss and 0: subject is computed, to and body are not.
+    assert args_at(summary, "send_email") == [["?", "boss@example.com", 0]]
+
+
+def test_budgets_are_compared_and_a_plan_that_never_ends_says_so() -> None:
+    short = summary_of('PUSH "x"\nCALL lookup\nPUSH "y"\nCALL lookup', max_instructions_to_exec=3)
+    assert short.max_instructions == 4 and not short.within_budgets
+    # No path ends this plan (the verifier refuses it): the summary still says what it would do.
+    plan = parse('again:\nPUSH "x"\nCALL lookup\nPOP R1\nJMP again')
+    with pytest.raises(PlanRejected, match="can never end"):
+        verify(plan, OPS)
+    forever = summarize(plan, OPS)
+    assert not forever.ends
+    assert uses(forever) == {"lookup": (0, None, True, False)}
+    assert "only a budget stops it" in forever.render()
+
+
+def test_the_summary_is_json_serialisable_and_renders_for_a_person() -> None:
+    summary = summary_of('PUSH "web"\nCALL restart\nPOP R1')
+    data = json.loads(json.dumps(summary.to_dict()))
+    assert data["tools"][0]["name"] == "restart"
+    assert data["tools"][0]["sites"][0]["arguments"] == [
+        {
+            "name": "service",
+            "constant": True,
+            "value": "web",
+            "sources": [],
+            "certain": [],
+            "answers": [],
+            "optional": False,
+        }
+    ]
+    assert data["budgets"] == {"max_instructions_to_exec": 1000, "max_tool_calls": 100}
+    text = summary.render()
+    assert 'line 2: restart(service="web")' in text
+    assert "Instructions: at most 3 (budget 1000)" in text
+
+
+def test_cli_check_summary_and_json(tmp_path: Any, capsys: Any) -> None:
+    plan = tmp_path / "plan.asm"
+    plan.write_text('PUSH "web"\nCALL restart\nPOP R1\n')
+    assert main(["check", str(plan), "--tools", "test_summary:CLI_TOOLS", "--summary"]) == 0
+    printed = capsys.readouterr().out
+    assert "restart  1 call" in printed and 'restart(service="web")' in printed
+    code = main(["check", str(plan), "--tools", "test_summary:CLI_TOOLS", "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["max_tool_calls"] == 1
+
+
+CLI_TOOLS = [list_alerts, restart, send_email, lookup]
+
+
+# -- random programs: the summary bounds every real run --------------------------------------
+
+
+def _run_counting(emu: Emulator) -> tuple[Counter[str], bool, list[tuple[int, list[Any]]]]:
+    """Run to the end or the first error; the calls per tool, whether it finished, and the
+    raw values each call took off the stack."""
+    made: Counter[str] = Counter()
+    taken: list[tuple[int, list[Any]]] = []
+    try:
+        while True:
+            call = emu.advance()
+            if call is None:
+                return made, True, taken
+            made[call.tool] += 1
+            pending = emu.state.pending
+            assert pending is not None
+            taken.append((call.index, list(pending[1])))
+            emu.complete(EXTERNS[call.tool].call(call.args))
+    except LLAssemblyError:
+        return made, False, taken
+    except Exception:  # the `fail` tool raises: the run stops there
+        return made, False, taken
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(programs())
+def test_every_run_stays_within_the_summary(source: str) -> None:
+    compiled = compiled_or_none(source)
+    if compiled is None:
+        return
+    summary = summarize(compiled.program, EXTERNS, **{k: LIMITS[k] for k in ("max_tool_calls",)})
+    emu = Emulator(compiled, **LIMITS)
+    made, finished, taken = _run_counting(emu)
+    for name, count in made.items():
+        use = summary.tool(name)
+        assert use is not None, f"{name} was called but the summary lists no call"
+        assert use.max_calls is None or count <= use.max_calls
+    if finished:
+        for use in summary.tools:
+            assert made[use.name] >= use.min_calls
+        assert sum(made.values()) >= summary.min_tool_calls
+        if summary.max_instructions is not None:
+            assert emu.state.executed <= summary.max_instructions
+    if summary.max_tool_calls is not None:
+        assert sum(made.values()) <= summary.max_tool_calls
+    sites = {
+        site.line: site for use in summary.tools for site in use.sites
+    }  # one CALL per line in these programs
+    for index, values in taken:
+        site = sites[compiled.program.instructions[index].line]
+        for argument in site.arguments[len(values) :]:  # CALL tool, N: the rest left out
+            assert argument.constant and argument.value is None
+        for argument, value in zip(site.arguments, values, strict=False):
+            if argument.constant:
+                assert type(argument.value) is type(value) and argument.value == value
+
+
+def test_data_the_plan_writes_is_no_constant_argument() -> None:
+    """A data label the plan writes (MOV limit, ECX) holds what was written, not its initial
+    value: an argument read from it is computed."""
+    from llassembly.analysis.summary import summarize
+    from llassembly.language.parser import parse
+
+    def ping(x: int) -> int:
+        """Answer x."""
+        return x
+
+    program = parse(
+        "MOV ECX, 3\nMOV limit, ECX\nPUSH limit\nCALL ping\nHLT\nsection .data\nlimit dd 10"
+    )
+    summary = summarize(program, {"ping": __import__("llassembly").externs_from([ping])["ping"]})
+    (site,) = summary.tool("ping").sites
+    assert [a.constant for a in site.arguments] == [False]
+
+
+# -- the summary is what runs: the two cases that once disagreed ----------------------------------
+
+
+def our_domain_only(summary: PlanSummary, program: Program) -> list[str]:
+    """The policy of ``llassembly.policies``' docstring: send_email to @ours.com only."""
+    use = summary.tool("send_email")
+    if use is None:
+        return []
+    return [
+        f"line {site.line}: send_email may only write to @ours.com addresses"
+        for site in use.sites
+        if not (site.arguments[0].constant and str(site.arguments[0].value).endswith("@ours.com"))
+    ]
+
+
+def calls_made(program: Program, tools: dict[str, Extern], results: dict[str, Any]) -> list[Any]:
+    made: list[Any] = []
+
+    def call(request: Any) -> Any:
+        made.append((request.tool, request.args))
+        return results.get(request.tool)
+
+    Emulator(program, tools).run(call)
+    return made
+
+
+def test_a_result_read_in_eax_is_not_on_the_summarys_stack() -> None:
+    """Registers saved around a call whose result is read in EAX: the result is not on the
+    stack (the EAX convention), so the POPs take the saved values. The summary once kept the
+    result on its stack, took the wrong saved value for send_email's address, and a policy
+    allowing only our domain passed a plan that emails another. (Written with a JMP before
+    the POPs: a POP straight after the EAX read is refused by the verifier.)"""
+    plan = """
+        PUSH "x@evil.com"
+        PUSH "a@ours.com"
+        PUSH "critical"
+        CALL list_alerts
+        MOV R1, EAX
+        JMP go
+    go:
+        POP R3
+        POP R2
+        PUSH R2
+        PUSH "alerts"
+        PUSH R1
+        CALL send_email
+        HLT
+    """
+    summary = summary_of(plan)
+    assert args_at(summary, "send_email") == [["x@evil.com", "alerts", "?"]]
+    program = parse(plan)
+    assert isinstance(program, Program)
+    assert our_domain_only(summary, program) == [
+        "line 14: send_email may only write to @ours.com addresses"
+    ]
+    made = calls_made(program, OPS, {"list_alerts": 2})
+    assert made[1] == ("send_email", {"to": "x@evil.com", "subject": "alerts", "body": "2"})
+
+
+def transfer(amount: int) -> None:
+    """Move an amount."""
+
+
+def test_loop_counts_ecx_down_in_the_summary_too() -> None:
+    """LOOP writes ECX: after ``MOV ECX, 1001`` and one LOOP, ECX is 1000. The summary once
+    showed transfer(1001) while the run called transfer(1000)."""
+    tools = externs_from([transfer])
+    program = parse("MOV ECX, 1001\nLOOP next\nnext:\nPUSH ECX\nCALL transfer\nHLT")
+    assert isinstance(program, Program)
+    verify(program, tools)
+    use = summarize(program, tools).tool("transfer")
+    assert use is not None and use.arguments[0].shown() == "amount=1000"
+    assert calls_made(program, tools, {}) == [("transfer", {"amount": 1000})]
+
+
+def test_a_value_computed_from_ecx_after_a_loop_is_what_the_run_computes() -> None:
+    """A loop that ends with ECX at 0, then arithmetic on it: the summary runs the same
+    instructions the machine runs, so the constant it shows is the one passed; when the
+    rounds are not followed one by one, the value is computed, never a wrong constant."""
+    tools = externs_from([transfer])
+    after = "MOV R1, ECX\nADD R1, 1001\nPUSH R1\nCALL transfer"
+    once = parse(f"MOV ECX, 1\ntop:\nNOP\nLOOP top\n{after}")
+    thrice = parse(f"MOV ECX, 3\ntop:\nNOP\nLOOP top\n{after}")
+    assert isinstance(once, Program) and isinstance(thrice, Program)
+    assert args_at(summarize(once, tools), "transfer") == [[1001]]
+    assert args_at(summarize(thrice, tools), "transfer") == [["?"]]
+    assert (
+        calls_made(once, tools, {})
+        == calls_made(thrice, tools, {})
+        == [("transfer", {"amount": 1001})]
+    )
+
+
+def test_a_value_that_differs_between_rounds_of_a_loop_is_computed() -> None:
+    tools = externs_from([transfer])
+    program = parse("MOV ECX, 3\ntop:\nPUSH ECX\nCALL transfer\nLOOP top\nHLT")
+    assert isinstance(program, Program)
+    use = summarize(program, tools).tool("transfer")
+    assert use is not None and use.arguments[0].shown() == "amount=<computed>"
+    assert [args["amount"] for _, args in calls_made(program, tools, {})] == [3, 2, 1]
+
+
+def test_arithmetic_on_constants_is_a_constant_of_the_machines_type() -> None:
+    """Each instruction whose inputs are known is run by the machine's own step: integer and
+    float arithmetic, conversions, shifts, memory read through a computed address."""
+    tools = externs_from([transfer, send_email])
+    plan = """
+    section .rodata
+        table dd 10, 20, 30
+    section .text
+        MOV R1, 7
+        IMUL R1, 6
+        SHL R1, 1
+        PUSH R1
+        CALL transfer
+        LEA ESI, [table]
+        MOV ESI, [ESI + 8]
+        MOV R2, ESI
+        CVTSI2SD xmm0, R2
+        DIVSD xmm0, 4
+        PUSH "a@ours.com"
+        PUSH xmm0
+        PUSH 1
+        CALL send_email
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [[84]]
+    assert args_at(summary, "send_email") == [["a@ours.com", 7.5, 1]]
+    assert type(args_at(summary, "send_email")[0][1]) is float
+
+
+def test_a_branch_the_constants_decide_goes_one_way_for_the_arguments() -> None:
+    """``CMP`` of two known values decides the jump: the arguments come from that path only
+    (the counts still cover both ways, as paths through the code)."""
+    tools = externs_from([transfer])
+    plan = "MOV R1, 5\nCMP R1, 5\nJE same\nMOV R1, 9\nsame:\nPUSH R1\nCALL transfer\nHLT"
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [[5]]
+
+
+def test_memory_the_plan_writes_and_tool_results_are_never_constants() -> None:
+    tools = externs_from([transfer, list_alerts])
+    plan = """
+    section .data
+        n dd 4
+    section .text
+        MOV R1, [n]
+        PUSH R1
+        CALL transfer
+        MOV [n], 5
+        PUSH "x"
+        CALL list_alerts
+        MOV R2, EAX
+        PUSH R2
+        CALL transfer
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    assert args_at(summary, "transfer") == [["?"], ["?"]]
+
+
+def test_without_the_machine_only_copies_are_followed() -> None:
+    from llassembly.analysis.constants import COPIES_ONLY, default_semantics
+    from llassembly.machine.steps import StepSemantics
+
+    assert isinstance(default_semantics(), StepSemantics)  # installed by the machine
+    tools = externs_from([transfer])
+    program = parse(
+        "MOV R1, 2\nMOV R2, R1\nADD R1, 3\nPUSH R2\nCALL transfer\nPUSH R1\nCALL transfer"
+    )
+    assert isinstance(program, Program)
+    assert args_at(summarize(program, tools, semantics=COPIES_ONLY), "transfer") == [[2], ["?"]]
+    assert args_at(summarize(program, tools), "transfer") == [[2], [5]]
+
+
+def test_the_summary_of_a_31_kb_plan_does_not_blow_up() -> None:
+    """The paths are counted in passes linear in their states (the conditional check once,
+    not once per call site); the constants within a bounded number of visits. (A guard against
+    work quadratic in the call sites, 900 here; the bound is far above what a linear pass
+    takes, so a loaded machine does not fail it: speed targets are the benchmarks'.)"""
+    import time
+
+    plan = "".join(f"CALL sub\nPUSH {i}\nCALL transfer\nCALL get\nPOP R1\n" for i in range(900))
+    plan += "HLT\nsub:\nNOP\nRET\n"
+    assert len(plan) > 31_000
+
+    def get() -> int:
+        """A reading."""
+        return 1
+
+    tools = externs_from([transfer, get])
+    program = parse(plan)
+    assert isinstance(program, Program)
+    start = time.perf_counter()
+    summary = summarize(program, tools)
+    took = time.perf_counter() - start
+    assert summary.complete and summary.tool("transfer").max_calls == 900  # type: ignore[union-attr]
+    assert args_at(summary, "transfer")[899] == [899]
+    assert took < 30.0, took
+
+
+def test_a_call_every_path_makes_through_a_subroutine_is_not_conditional() -> None:
+    """Both branches call the subroutine that calls the tool: on every path the line runs
+    (in a different calling context each way), so it is not conditional; a line only one
+    branch reaches is."""
+    tools = externs_from([transfer])
+    plan = """
+        MOV R1, 1
+        CMP R1, 0
+        JE other
+        CALL pay
+        JMP done
+    other:
+        CALL pay
+        PUSH 2
+        CALL transfer
+    done:
+        HLT
+    pay:
+        PUSH 1
+        CALL transfer
+        RET
+    """
+    summary = summarize(parse(plan), tools)  # type: ignore[arg-type]
+    use = summary.tool("transfer")
+    assert use is not None
+    assert [(s.line, s.conditional) for s in use.sites] == [(10, True), (15, False)]
+    assert (use.min_calls, use.max_calls, use.conditional) == (1, 2, False)

@@ -1,0 +1,891 @@
+"""The command line: ``llassembly check``, ``run`` and ``demo``; ``--json``, ``--version``,
+exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatResult
+from pydantic import Field
+
+import llassembly
+from llassembly.cli import (
+    EXIT_CODES,
+    JSON_SCHEMA,
+    load_tools,
+    main,
+)
+from llassembly.errors import UsageError
+
+WEATHER = "examples/weather.asm"
+WEATHER_TOOLS = "examples.weather_tools:TOOLS"
+
+
+@pytest.fixture(autouse=True)
+def _repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from the repository root with ``tests/`` importable, as a user would."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def plan(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "plan.asm"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# --- check -----------------------------------------------------------------------------------
+
+
+def test_check_accepts_the_weather_example() -> None:
+    code, out = cli("check", WEATHER, "--tools", WEATHER_TOOLS)
+    assert code == 0
+    assert out == "OK: 20 instructions, 2 tool call sites.\n"
+
+
+def test_check_counts_case_insensitive_tool_calls(tmp_path: Path) -> None:
+    code, out = cli(
+        "check", plan(tmp_path, "PUSH 1\nCALL Double\nPOP R1"), "--tools", "cli_tools:TOOLS"
+    )
+    assert code == 0
+    assert "1 tool call sites" in out
+
+
+def test_check_prints_every_problem_with_source_line_and_caret(tmp_path: Path) -> None:
+    source = "MOV R1, 1\nFROB R2\nCALL nowhere\nJMP missing\n"
+    code, out = cli("check", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[-1] == "3 problems found."
+    expected = ((2, "FROB R2", 1), (3, "CALL nowhere", 6), (4, "JMP missing", 5))
+    for number, text, column in expected:
+        head = next(i for i, ln in enumerate(lines) if ln.startswith(f"line {number}, column"))
+        assert lines[head].startswith(f"line {number}, column {column}: ")
+        assert lines[head + 1] == f"    {text}"
+        assert lines[head + 2] == "    " + " " * (column - 1) + "^"
+
+
+def test_check_reports_a_syntax_error_with_a_caret(tmp_path: Path) -> None:
+    code, out = cli("check", plan(tmp_path, "MOV R1, [R2\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert "line 1, column 9: unclosed memory operand '[R2'" in out
+    assert "    MOV R1, [R2\n            ^" in out
+
+
+def test_check_of_a_plain_answer(tmp_path: Path) -> None:
+    code, out = cli("check", plan(tmp_path, "The answer is 42."), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert "plain answer" in out
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def test_run_weather_prints_each_call_the_registers_and_the_answer() -> None:
+    code, out = cli("run", WEATHER, "--tools", WEATHER_TOOLS)
+    assert code == 0
+    assert out.splitlines() == [
+        "line  24  get_temperature(city='Paris') -> 21",
+        "line  31  notify(message='warm city', value=21) -> None",
+        "line  24  get_temperature(city='Oslo') -> 4",
+        "line  24  get_temperature(city='Cairo') -> 33",
+        "line  31  notify(message='warm city', value=33) -> None",
+        "finished: 38 instructions, 5 tool calls",
+        "registers: R1='Cairo', R2=33, R10=2",
+        "answer: 2 of 3 cities are warmer than 20 degrees.",
+    ]
+
+
+def test_run_prints_every_line_the_plan_said(tmp_path: Path) -> None:
+    source = 'PUSH 21\nCALL double\nPOP R1\nSAY "Doubled: {R1}."\nSAY "Done."\n'
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert out.endswith("registers: R1=42\nanswer: Doubled: 42.\n        Done.\n")
+
+
+def test_run_of_a_plan_that_says_nothing_prints_no_answer_line(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "MOV R1, 1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "answer" not in out
+
+
+def test_run_prints_the_value_a_plan_returned(tmp_path: Path) -> None:
+    """A top-level ``RET`` returns EAX (the x86 convention): ``run`` prints it, and ``--json``
+    has it as ``returned`` (``null`` for a plan that returned nothing)."""
+    source = "PUSH 21\nCALL double\nPOP EAX\nRET\n"
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "returned: 42\n" in out
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert (code, data["returned"]) == (0, 42)
+    code, data = cli_json("run", plan(tmp_path, "MOV R1, 1\n"), "--tools", "cli_tools:TOOLS")
+    assert (code, data["returned"]) == (0, None)
+
+
+def test_run_prints_tool_results_and_leftover_stack(tmp_path: Path) -> None:
+    source = "PUSH 21\nCALL double\nPOP R1\nPUSH 'Ann'\nCALL greet\n"
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert out.splitlines() == [
+        "line   2  double(x=21) -> 42",
+        "line   5  greet(name='Ann') -> 'Hello, Ann'",
+        "finished: 5 instructions, 2 tool calls",
+        "registers: R1=42",
+        "stack (bottom to top): ['Hello, Ann']",
+    ]
+
+
+def test_run_with_no_register_set(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "registers: (all zero)" in out
+
+
+def test_run_reads_the_plan_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("PUSH 5\nCALL double\nPOP R3\n"))
+    code, out = cli("run", "-", "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "double(x=5) -> 10" in out
+    assert "registers: R3=10" in out
+
+
+def test_run_stops_on_the_instruction_budget(tmp_path: Path) -> None:
+    source = "loop: INC R1\nCMP R1, 1000\nJL loop\n"
+    code, out = cli(
+        "run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS", "--max-instructions", "10"
+    )
+    assert code == 2
+    assert out.startswith("stopped: line ")
+    assert "max_instructions_to_exec budget exceeded: limit 10, reached 11" in out
+
+
+def test_run_stops_on_the_tool_call_budget(tmp_path: Path) -> None:
+    source = "loop: PUSH R1\nCALL double\nPOP R1\nINC R1\nCMP R1, 1000\nJL loop\n"
+    code, out = cli(
+        "run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS", "--max-tool-calls", "2"
+    )
+    assert code == 2
+    assert "max_tool_calls budget exceeded: limit 2, reached 3" in out
+    assert out.count("double(") == 2
+
+
+def test_run_stops_when_a_tool_raises(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "PUSH 3\nCALL explode\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 2
+    assert "stopped: line 2: tool 'explode' raised RuntimeError: exploded on 3" in out
+
+
+def test_run_of_a_rejected_plan_lists_the_problems(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "POP R1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert "rejected" in out
+    assert "    POP R1\n    ^" in out
+
+
+def test_tools_from_a_factory_function(tmp_path: Path) -> None:
+    code, out = cli(
+        "run", plan(tmp_path, "PUSH 'Bo'\nCALL greet\n"), "--tools", "cli_tools:make_tools"
+    )
+    assert code == 0
+    assert "greet(name='Bo') -> 'Hello, Bo'" in out
+
+
+def test_a_single_tool_may_be_named(tmp_path: Path) -> None:
+    code, out = cli("run", plan(tmp_path, "PUSH 4\nCALL double\n"), "--tools", "cli_tools:double")
+    assert code == 0
+    assert "double(x=4) -> 8" in out
+
+
+def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -> None:
+    """Plans hold 64-bit integers: a 20,000-bit result stops the plan at its line."""
+    code, out = cli("run", plan(tmp_path, "CALL huge\nPOP R1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 2
+    assert "huge() -> <int of 20000 bits>" in out
+    assert "line 1: tool 'huge': the tool returned an integer of 20000 bits outside" in out
+
+
+# --- usage errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("cli_tools", "must look like module:attribute"),
+        (":TOOLS", "must look like module:attribute"),
+        ("cli_tools:", "must look like module:attribute"),
+        ("no_such_module_xyz:TOOLS", "cannot import module 'no_such_module_xyz'"),
+        ("cli_tools:MISSING", "has no attribute 'MISSING'"),
+        ("cli_tools:NOT_A_TOOL", "--tools must be a list of tools (LangChain tools, functions"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_bad_tools_spec_exits_3_with_a_message(
+    command: str, spec: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli(command, plan(tmp_path, "NOP\n"), "--tools", spec)
+    assert code == 3
+    assert out == ""
+    assert message in capsys.readouterr().err
+
+
+def test_load_tools_raises_usage_error() -> None:
+    with pytest.raises(UsageError):
+        load_tools("nocolon")
+
+
+def test_missing_plan_file_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nope.asm")
+    code, _ = cli("run", missing, "--tools", "cli_tools:TOOLS")
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "cannot read plan" in err and "nope.asm" in err
+
+
+def test_bad_limit_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli(
+        "run", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:TOOLS", "--max-instructions", "0"
+    )
+    assert code == 3
+    assert "max_instructions_to_exec must be a positive integer" in capsys.readouterr().err
+
+
+def test_argparse_errors_exit_3_not_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", WEATHER], out=io.StringIO()) == 3  # --tools is missing
+    assert "--tools" in capsys.readouterr().err
+    assert main(["frobnicate"], out=io.StringIO()) == 3
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"], out=io.StringIO()) == 0
+    assert "check" in capsys.readouterr().out
+
+
+def test_python_dash_m_llassembly() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "llassembly", "check", WEATHER, "--tools", WEATHER_TOOLS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OK: ")
+
+
+# --- demo ------------------------------------------------------------------------------------
+
+
+def test_demo_runs_the_installed_demo_with_its_arguments() -> None:
+    """The dev install has the demo: ``llassembly demo`` runs it (it used to exit 3 whatever
+    was installed, from a stub left behind when the demo became its own package)."""
+    code, out = cli("demo", "--quiet")
+    assert code == 0
+    assert "Total: 3 model calls for 3 units" in out
+
+
+def test_demo_passes_its_exit_code_on(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("demo", "--max-turns", "0")
+    assert code == 3
+    assert "--max-turns must be positive" in capsys.readouterr().err
+
+
+def test_demo_help_is_the_demos_own(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("demo", "--help")
+    assert code == 0
+    assert "usage: llassembly-demo" in capsys.readouterr().out
+
+
+def test_demo_says_how_to_install_it_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "llassembly_demo", None)  # import now fails: not installed
+    monkeypatch.delitem(sys.modules, "llassembly_demo.cli", raising=False)
+    code, out = cli("demo")
+    assert code == 3
+    assert out == ""
+    err = capsys.readouterr().err
+    assert "pip install -e . -e examples/npc_demo" in err and "not installed" in err
+
+
+# --- --version, help and exit codes ------------------------------------------------------------
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"], out=io.StringIO()) == 0
+    assert capsys.readouterr().out == f"llassembly {llassembly.__version__}\n"
+
+
+def test_help_lists_every_exit_code_and_the_json_schema(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for words in (["--help"], ["run", "--help"], ["check", "--help"], ["prompt", "--help"]):
+        assert main(words, out=io.StringIO()) == 0
+        shown = capsys.readouterr().out
+        for code, meaning in EXIT_CODES.items():
+            assert f"  {code}  {meaning}" in shown
+        for status in ("ok", "finished", "rejected", "plain_answer", "stopped", "usage_error"):
+            assert f'status "{status}"' in shown
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md"])
+def test_the_exit_code_table_of_the_docs_is_the_clis(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\d)` \| (.+?) \|$", text, flags=re.MULTILINE)
+    assert {int(code): meaning for code, meaning in rows} == EXIT_CODES
+
+
+def test_the_json_statuses_of_the_docs_are_the_helps() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    documented = re.findall(r'^\| `"(\w+)"` \|', page, flags=re.MULTILINE)
+    shown = re.findall(r'status "(\w+)"', JSON_SCHEMA)
+    assert documented == shown
+
+
+# --- --json ----------------------------------------------------------------------------------
+
+
+def cli_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    """Run with ``--json``: standard output must be exactly one JSON object."""
+    code, out = cli(*argv, "--json")
+    data = json.loads(out)
+    assert isinstance(data, dict)
+    assert data["exit_code"] == code
+    return code, data
+
+
+@pytest.mark.parametrize(
+    ("source", "status"),
+    [
+        ("PUSH 3\nCALL chatty\nPOP R1\nSAY 'done'", "finished"),
+        ("PUSH 3\nCALL chatty\nPOP R1\nPUSH 4\nCALL chatty_failure\nPOP R2", "stopped"),
+    ],
+)
+def test_run_json_stays_json_when_a_tool_prints(
+    source: str, status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``--json`` what tools print goes to standard error: standard output (the real
+    one, where the tools' ``print`` went before) holds the JSON object alone."""
+    (tmp_path / "printing_tools.py").write_text(
+        "print('loading the tools')\nfrom cli_tools import CHATTY\n", encoding="utf-8"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        args = ["run", plan(tmp_path, source), "--tools", "printing_tools:CHATTY", "--json"]
+        code = main(args)  # no ``out``: the JSON goes to sys.stdout, as from a shell
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("printing_tools", None)
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert (data["status"], data["exit_code"], code) == (status, code, 0 if code == 0 else 2)
+    assert data["calls"][0]["result"] == 3
+    assert "loading the tools" in captured.err
+    assert "debug: chatty(3)" in captured.err
+    assert "debug" not in captured.out
+
+
+def test_run_without_json_leaves_what_tools_print_on_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", plan(tmp_path, "PUSH 3\nCALL chatty\nPOP R1"), "--tools", "cli_tools:CHATTY"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.out.index("debug: chatty(3)") < captured.out.index("line   2  chatty(x=3)")
+
+
+def test_check_json_of_a_valid_plan_has_the_summary() -> None:
+    code, data = cli_json("check", WEATHER, "--tools", WEATHER_TOOLS)
+    assert code == 0
+    assert (data["command"], data["status"]) == ("check", "ok")
+    assert (data["instructions"], data["tool_call_sites"]) == (20, 2)
+    assert data["max_tool_calls"] == 6  # three cities, each maybe notified
+    assert [t["name"] for t in data["tools"]] == ["get_temperature", "notify"]
+
+
+def test_check_json_of_a_rejected_plan_lists_the_problems(tmp_path: Path) -> None:
+    source = "MOV R1, 1\nFROB R2\nCALL nowhere\n"
+    code, data = cli_json("check", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    problems = data["problems"]
+    assert [(p["line"], p["column"], p["source"]) for p in problems] == [
+        (2, 1, "FROB R2"),
+        (3, 6, "CALL nowhere"),
+    ]
+    assert "nowhere" in problems[1]["message"]
+
+
+def test_check_json_of_a_syntax_error(tmp_path: Path) -> None:
+    code, data = cli_json("check", plan(tmp_path, "MOV R1, [R2\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    assert data["problems"] == [
+        {
+            "line": 1,
+            "column": 9,
+            "message": "unclosed memory operand '[R2'",
+            "source": "MOV R1, [R2",
+        }
+    ]
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_json_of_a_plain_answer(command: str, tmp_path: Path) -> None:
+    code, data = cli_json(command, plan(tmp_path, "It is 42."), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert (data["status"], data["text"]) == ("plain_answer", "It is 42.")
+
+
+def test_run_json_has_the_answer_calls_and_registers(tmp_path: Path) -> None:
+    source = 'PUSH 21\nCALL double\nPOP R1\nPUSH "Ann"\nCALL greet\nSAY "{R1}"\n'
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert data == {
+        "command": "run",
+        "status": "finished",
+        "exit_code": 0,
+        "answer": "42",
+        "returned": None,
+        "calls": [
+            {"line": 2, "tool": "double", "args": {"x": 21}, "result": 42},
+            {"line": 5, "tool": "greet", "args": {"name": "Ann"}, "result": "Hello, Ann"},
+        ],
+        "registers": {"R1": 42},
+        "stack": ["Hello, Ann"],
+        "instructions_executed": 6,
+        "tool_calls": 2,
+    }
+
+
+def test_run_json_when_a_tool_raises_keeps_the_calls_before(tmp_path: Path) -> None:
+    source = 'PUSH 1\nCALL double\nSAY "half way"\nPUSH 3\nCALL explode\n'
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 2
+    assert data["status"] == "stopped"
+    assert data["error"] == {
+        "type": "ToolExecutionError",
+        "message": "tool 'explode' raised RuntimeError: exploded on 3",
+        "line": 5,
+        "source": "CALL explode",
+    }
+    assert data["calls"] == [{"line": 2, "tool": "double", "args": {"x": 1}, "result": 2}]
+    assert data["answer"] == "half way"
+
+
+def test_run_json_of_a_rejected_plan(tmp_path: Path) -> None:
+    code, data = cli_json("run", plan(tmp_path, "POP R1\n"), "--tools", "cli_tools:TOOLS")
+    assert code == 1
+    assert data["status"] == "rejected"
+    assert [p["source"] for p in data["problems"]] == ["POP R1"]
+
+
+def test_run_json_shows_an_int_too_long_to_print_as_text(tmp_path: Path) -> None:
+    code, data = cli_json(
+        "run", plan(tmp_path, "CALL huge\nPOP R1\n"), "--tools", "cli_tools:TOOLS"
+    )
+    assert code == 2
+    assert data["calls"] == [
+        {"line": 1, "tool": "huge", "args": {}, "result": "<int of 20000 bits>"}
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("run", WEATHER, "--tools", "no_such_module_xyz:TOOLS"),
+        ("check", "missing-plan.asm", "--tools", WEATHER_TOOLS),
+        ("run", WEATHER),  # --tools is missing: argparse's own mistake
+        ("check", WEATHER, "--tools", WEATHER_TOOLS, "--max-tool-calls", "many"),
+    ],
+)
+def test_json_of_a_usage_error(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = cli_json(*argv)
+    assert code == 3
+    assert data["status"] == "usage_error"
+    assert data["error"]["type"] == "UsageError" and data["error"]["message"]
+    assert capsys.readouterr().err == ""
+
+
+# --- hostile text: a lone surrogate, a stream that cannot encode a character ------------------
+
+CUT_PLAN = 'PUSH 1\nCALL cut\nPOP R1\nSAY "said {R1}"\nPUSH R1\nCALL echo\n'
+"""A tool returns half an emoji; the plan says it and passes it on to another tool."""
+
+
+def test_run_json_of_a_lone_surrogate_is_json_every_parser_reads(tmp_path: Path) -> None:
+    """A lone surrogate is no character: JSON cannot carry it to every reader (it is not
+    UTF-8), so it is written as U+FFFD, in results, arguments, registers, stack and answer."""
+    code, out = cli("run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0
+    assert out.isascii()  # the same bytes whatever the stream's encoding
+    data = json.loads(out)
+    cut = "abc\ufffd"
+    assert data["status"] == "finished"
+    assert data["calls"] == [
+        {"line": 2, "tool": "cut", "args": {"x": 1}, "result": cut},
+        {"line": 6, "tool": "echo", "args": {"text": cut}, "result": cut},
+    ]
+    assert (data["registers"], data["stack"], data["answer"]) == ({"R1": cut}, [cut], f"said {cut}")
+
+
+def test_run_json_of_an_error_message_with_a_lone_surrogate(tmp_path: Path) -> None:
+    source = "PUSH 1\nCALL cut_failure\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE")
+    assert (code, data["status"]) == (2, "stopped")
+    assert data["error"]["message"] == "tool 'cut_failure' raised RuntimeError: bad input abc\ufffd"
+
+
+def test_json_keeps_characters_and_surrogate_pairs_as_text(tmp_path: Path) -> None:
+    """Only a lone surrogate is replaced: any character, an emoji whole, survives (escaped as
+    ``\\uXXXX``: the output is ASCII), and so does a pair of surrogates (the emoji it spells),
+    in keys as in values."""
+    source = 'PUSH "Zürich 東京 \U0001f600"\nCALL echo\nPOP R1\nCALL halves\n'
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE", "--json")
+    assert code == 0 and out.isascii()
+    data = json.loads(out)
+    assert data["registers"] == {"R1": "Zürich 東京 \U0001f600"}
+    assert data["calls"][1]["result"] == {"key \U0001f600": ["\U0001f600", "\ufffd"]}
+
+
+def strict_stream(encoding: str) -> io.TextIOWrapper:
+    """A standard output that cannot write what its encoding cannot hold (as a real one)."""
+    return io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline="\n")
+
+
+def written(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode(stream.encoding)
+
+
+def test_run_prints_a_lone_surrogate_escaped(tmp_path: Path) -> None:
+    """Without ``--json`` text a stream cannot write is shown as a Python escape, as the call
+    lines already show values (``repr``): ``abc\\ud83d``."""
+    out = strict_stream("utf-8")
+    code = main(["run", plan(tmp_path, CUT_PLAN), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 0
+    assert written(out).splitlines() == [
+        "line   2  cut(x=1) -> 'abc\\ud83d'",
+        "line   6  echo(text='abc\\ud83d') -> 'abc\\ud83d'",
+        "finished: 6 instructions, 2 tool calls",
+        "registers: R1='abc\\ud83d'",
+        "stack (bottom to top): ['abc\\ud83d']",
+        "answer: said abc\\ud83d",
+    ]
+
+
+def test_run_prints_what_an_ascii_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    source = 'PUSH "Zürich"\nCALL echo\nPOP R1\nSAY "in {R1}"\nPUSH 1\nCALL cut_failure\n'
+    out = strict_stream("ascii")
+    code = main(["run", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 2
+    assert written(out).splitlines() == [
+        "line   2  echo(text='Z\\xfcrich') -> 'Z\\xfcrich'",
+        "stopped: line 6: tool 'cut_failure' raised RuntimeError: bad input abc\\ud83d "
+        "(CALL cut_failure)",
+    ]
+
+
+def test_check_prints_a_plan_line_a_stream_cannot_hold_escaped(tmp_path: Path) -> None:
+    out = strict_stream("ascii")
+    source = "CALL météo\n"
+    code = main(["check", plan(tmp_path, source), "--tools", "cli_tools:HOSTILE"], out=out)
+    assert code == 1
+    assert "    CALL m\\xe9t\\xe9o\n" in written(out)
+
+
+_ENVIRONMENTS = {
+    "inherited": {},
+    "C locale, no PYTHONIOENCODING": {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": None},
+    "ascii": {"PYTHONIOENCODING": "ascii"},
+    "latin-1, strict": {"PYTHONIOENCODING": "latin-1:strict", "PYTHONUTF8": "0"},
+}
+
+
+def run_process(
+    argv: list[str], changes: dict[str, str | None]
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m llassembly ARGV`` in a fresh process, its environment changed by
+    ``changes`` (``None`` removes a variable): the streams are the process's own."""
+    env = {k: v for k, v in os.environ.items() if k not in changes}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    env["PYTHONPATH"] = str(ROOT / "tests")
+    return subprocess.run(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
+def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
+    changes: dict[str, str | None], tmp_path: Path
+) -> None:
+    """The crash was in the process's own stream encoding, which ``main(out=...)`` does not
+    use: here the streams are a real process's, in the locales a user may have."""
+    source = plan(tmp_path, CUT_PLAN + 'PUSH "Zürich"\nCALL echo\nSAY "in {R1}"\n')
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE", "--json"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.isascii()
+    data = json.loads(done.stdout)
+    assert data["answer"] == "said abc\ufffd\nin abc\ufffd"
+    assert data["calls"][-1]["result"] == "Zürich"
+    done = run_process(["run", source, "--tools", "cli_tools:HOSTILE"], changes)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b"answer: said abc\\ud83d\n        in abc\\ud83d\n" in done.stdout
+
+
+# --- records: results as JSON values ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "result"),
+    [
+        ("PUSH 1\nCALL a_dict", {"x": 1, "point": {"x": 1, "label": "p"}}),
+        ("PUSH 1\nCALL a_model", {"x": 1, "label": "p"}),
+        ("PUSH 1\nCALL a_dataclass", {"width": 1, "tags": ["a", "b"]}),
+        ("PUSH 1\nCALL a_typeddict", {"left": 1, "right": "r"}),
+        ("PUSH 1\nCALL models", [{"x": 1, "label": "a"}, {"x": 2, "label": "b"}]),
+        ("PUSH 1\nCALL a_tuple\nPOP R1\nPOP R2", [1, "two"]),
+        ("PUSH 1\nCALL opaque", "<opaque>"),  # no JSON form: its text, as before
+    ],
+)
+def test_run_json_shows_a_record_result_as_json(source: str, result: Any, tmp_path: Path) -> None:
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert (code, data["status"]) == (0, "finished")
+    assert data["calls"][0]["result"] == result
+
+
+def test_run_json_shows_a_record_argument_as_json(tmp_path: Path) -> None:
+    """A record given to a tool is an object in ``args``; the plan's own values (registers,
+    stack) are its numbers and strings, a record among them the JSON text the plan holds."""
+    source = "PUSH 1\nCALL a_model\nPOP R1\nPUSH R1\nCALL take_point\nPUSH R1\n"
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:RECORDS")
+    assert code == 0
+    assert data["calls"][1] == {
+        "line": 5,
+        "tool": "take_point",
+        "args": {"p": {"x": 1, "label": "p"}},
+        "result": 1,
+    }
+    assert json.loads(data["registers"]["R1"]) == {"x": 1, "label": "p"}
+    assert data["stack"] == [1, data["registers"]["R1"]]
+
+
+# --- async-only tools: refused before anything runs -------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["wait", "wait_tool"])
+def test_run_refuses_an_async_only_tool_before_any_call(
+    tool: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Emulator.run()`` refuses the plan before anything runs; so does ``run`` (it used to
+    call ``record`` first, then stop with exit 2 at the async tool)."""
+    from cli_tools import ASYNC, SIDE_EFFECTS
+
+    source = f"PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL {tool}\nPOP R2\n"
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), ASYNC).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    code, data = cli_json("run", path, "--tools", "cli_tools:ASYNC")
+    assert (code, SIDE_EFFECTS) == (3, [])
+    assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
+    assert "nothing has run" in str(refused.value)
+    assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
+
+
+def test_a_tools_factory_that_raises_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, data = cli_json("check", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:broken_factory")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        "calling cli_tools:broken_factory raised RuntimeError: no tools today"
+    )
+
+
+# --- prompt: what the planner model is sent ----------------------------------------------------
+
+
+class RecordingModel(GenericFakeChatModel):
+    """A scripted model (its replies are written here) that keeps what it was sent."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def system_message_sent(tools: list[Any], *, context: str | None, **options: Any) -> SystemMessage:
+    """The system message the planner model gets in a ``create_agent`` run with
+    ``ToolsPlannerMiddleware(**options)``, the agent's system prompt ``context``."""
+    from langchain.agents import create_agent
+
+    model = RecordingModel(messages=iter([AIMessage("It is warm.")]))  # a plain answer
+    middleware = llassembly.ToolsPlannerMiddleware(**options)
+    agent = create_agent(model, tools=tools, system_prompt=context, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("How warm is it in Paris?")]})
+    (sent,) = model.seen
+    assert isinstance(sent[0], SystemMessage)
+    assert not any(isinstance(m, SystemMessage) for m in sent[1:])  # the only one
+    return sent[0]
+
+
+TEMPLATE = "{context}\n\nPlan with these tools, in llassembly:\n\n{extern_functions}\n"
+
+
+@pytest.mark.parametrize("queries", [False, True])
+@pytest.mark.parametrize("context", [None, "You report the weather. Be brief."])
+@pytest.mark.parametrize("template", [False, True])
+def test_prompt_prints_what_the_planner_model_is_sent(
+    queries: bool,
+    context: str | None,
+    template: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from examples.weather_tools import TOOLS
+
+    options: dict[str, Any] = {"queries": queries}
+    argv = ["prompt", "--tools", WEATHER_TOOLS]
+    if queries:
+        argv.append("--queries")
+    if context is not None:
+        argv += ["--context", context]
+    if template:
+        path = tmp_path / "template.md"
+        path.write_text(TEMPLATE, encoding="utf-8")
+        options["prompt_path"] = str(path)
+        argv += ["--prompt-path", str(path)]
+    sent = system_message_sent(TOOLS, context=context, **options)
+    capsys.readouterr()
+    code, out = cli(*argv)
+    assert code == 0
+    assert out == sent.text  # the prompt alone: `> prompt.txt` holds it
+    tokens = count_tokens_approximately([sent])
+    names = 3 if queries else 2
+    assert capsys.readouterr().err == f"~{tokens} tokens (estimated), {names} tools\n"
+    code, data = cli_json(*argv)
+    assert data == {
+        "command": "prompt",
+        "status": "ok",
+        "exit_code": 0,
+        "system_prompt": sent.text,
+        "tokens": tokens,
+        "tools": ["get_temperature", "notify"] + (["query_text"] if queries else []),
+    }
+
+
+def test_prompt_with_queries_teaches_query_text() -> None:
+    code, plain_prompt = cli("prompt", "--tools", WEATHER_TOOLS)
+    code, with_queries = cli("prompt", "--tools", WEATHER_TOOLS, "--queries")
+    assert code == 0
+    assert "query_text" not in plain_prompt
+    assert "CALL query_text" in with_queries
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--tools", "cli_tools"], "--tools must look like module:attribute"),
+        (["--tools", "no_such_module_xyz:TOOLS"], "cannot import module 'no_such_module_xyz'"),
+        (["--tools", "cli_tools:NOT_A_TOOL"], "--tools must be a list of tools"),
+        ([], "the following arguments are required: --tools"),
+        (["--tools", WEATHER_TOOLS, "--prompt-path", "no/such.md"], "cannot read the prompt"),
+        (["--tools", "cli_tools:QUERY_CLASH", "--queries"], "a tool is named 'query_text'"),
+    ],
+)
+def test_prompt_of_bad_arguments_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli("prompt", *argv)
+    assert (code, out) == (3, "")
+    assert message in capsys.readouterr().err
+    code, data = cli_json("prompt", *argv)
+    assert (code, data["command"], data["status"]) == (3, "prompt", "usage_error")
+    assert message in data["error"]["message"]
+
+
+def test_prompt_loads_no_langgraph(tmp_path: Path) -> None:
+    """The prompt is built without the integration: ``prompt`` loads no LangGraph (and no
+    agent code), with or without queries."""
+    code = textwrap.dedent(
+        """
+        import io, sys
+        from llassembly.cli import main
+        for extra in ([], ["--queries"]):
+            out = io.StringIO()
+            argv = ["prompt", "--tools", "examples.weather_tools:TOOLS", *extra]
+            assert main(argv, out=out) == 0 and "# Tools" in out.getvalue()
+        print(sorted(m for m in sys.modules if m.startswith(("langgraph", "langchain."))))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_size_line_of_the_docs_is_what_prompt_writes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/cli.md shows the prompt of its console example on standard output (checked by
+    tests/end_to_end/test_docs.py) and quotes the line standard error gets for it: that line too."""
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    command = re.search(r"^\$ llassembly (prompt .*)$", page, flags=re.MULTILINE)
+    quoted = re.search(r"on standard error `(~\d+ tokens \(estimated\), \d+ tools)`", page)
+    assert command is not None and quoted is not None
+    capsys.readouterr()
+    assert main(shlex.split(command.group(1)), out=io.StringIO()) == 0
+    assert capsys.readouterr().err == quoted.group(1) + "\n"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_plan_that_is_not_utf8_is_a_usage_error(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan saved in Latin-1 used to escape as a traceback (exit 1, no JSON)."""
+    path = tmp_path / "latin1.asm"
+    path.write_bytes("NOP ; café\n".encode("latin-1"))
+    if source == "stdin":
+        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", stream)
+    name = str(path) if source == "file" else "-"
+    code, data = cli_json("check", name, "--tools", "cli_tools:TOOLS")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert data["error"]["message"] == (
+        f"cannot read plan {name!r}: it is not UTF-8 text (byte 0xe9 at offset 9)"
+    )

@@ -1,0 +1,140 @@
+"""Tests for llassembly.nodes: ``ToolsPlannerNode`` / ``AToolsPlannerNode`` in a ``StateGraph``.
+
+What the nodes share with the middleware (prompt, messages, repairs, failures, budgets) is
+tested in test_contract.py; here is what only the nodes do.
+
+Every model reply here is written by hand (``ScriptedChatModel``); none is a recording of a
+real model. Tools record their calls (see ``conftest.Toolbox``).
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+
+import pytest
+from conftest import (
+    WEATHER_PLAN,
+    Harness,
+    Toolbox,
+    asm,
+    meta,
+)
+from fakes import ScriptedChatModel
+from langchain_core.messages import HumanMessage
+
+from llassembly.errors import UsageError
+from llassembly.integration.nodes import (
+    AToolsPlannerNode,
+    ToolsPlannerNode,
+)
+
+
+@pytest.fixture(params=[False, True], ids=["ToolsPlannerNode-invoke", "AToolsPlannerNode-ainvoke"])
+def harness(request: pytest.FixtureRequest) -> Harness:
+    return Harness("node", asynchronous=request.param)
+
+
+# -- 1. public API ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("node_type", [ToolsPlannerNode, AToolsPlannerNode])
+def test_node_keeps_the_documented_signature(node_type: type[ToolsPlannerNode]) -> None:
+    params = list(inspect.signature(node_type).parameters.values())
+    head = [(p.name, p.default) for p in params[:5]]
+    empty = inspect.Parameter.empty
+    assert head == [
+        ("model", empty),
+        ("tools", empty),
+        ("infer_tools_messages", True),
+        ("prompt_path", None),
+        ("max_instructions_to_exec", 1000),
+    ]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[2:])
+
+
+def test_the_nodes_and_the_middleware_list_the_options_in_one_order() -> None:
+    """Every entry point lists the planner options in the order they are declared."""
+    from llassembly import ToolsPlannerMiddleware
+    from llassembly.integration.options import OPTIONS
+
+    order = [option.name for option in OPTIONS]
+    for entry in (ToolsPlannerNode, AToolsPlannerNode, ToolsPlannerMiddleware):
+        names = [n for n in inspect.signature(entry).parameters if n in order]
+        assert names == [n for n in order if n in names], entry.__name__
+
+
+def test_node_takes_the_model_and_tools_by_position_and_options_by_keyword(
+    box: Toolbox,
+) -> None:
+    with pytest.raises(TypeError, match="positional"):
+        ToolsPlannerNode(ScriptedChatModel(replies=[]), box.sync_tools, 50)  # type: ignore[misc]
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[]),
+        box.sync_tools,
+        max_instructions_to_exec=50,
+        infer_tools_messages=False,
+    )
+    assert node.options.max_instructions_to_exec == 50
+    assert node.options.infer_tools_messages is False
+
+
+def test_node_rejects_a_state_without_messages(box: Toolbox) -> None:
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[]), box.sync_tools)
+    with pytest.raises(UsageError, match="messages"):
+        node({"history": []}, {})
+
+
+def test_node_runs_outside_a_graph(box: Toolbox) -> None:
+    node = ToolsPlannerNode(ScriptedChatModel(replies=[WEATHER_PLAN]), box.sync_tools)
+    update = node({"messages": [HumanMessage("Warm?")]}, {})
+    assert box.names() == ["get_temperature", "notify"]
+    assert meta(update["messages"][-1])["status"] == "finished"
+
+
+# -- 2. tools ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_fresh_tools_reusing_freed_memory_run_their_own_functions() -> None:
+    """Tools made, used and dropped over and over (as per-request tool lists are) must never
+    run a dropped tool's function, even when Python reuses an address."""
+    plan = asm("PUSH 1\nCALL increment\nPOP R1\nPUSH 2\nCALL flaky\nPOP R2")
+    for round_number in range(40):
+        box = Toolbox()
+        node = ToolsPlannerNode(ScriptedChatModel(replies=[plan]), box.sync_tools)
+        update = node({"messages": [HumanMessage(f"round {round_number}")]}, {})
+        assert box.log == [("increment", {"x": 1}), ("flaky", {"x": 2})]
+        assert meta(update["messages"][-1])["registers"] == {"R1": 2, "R2": 20}
+        del box, node, update
+        gc.collect()
+
+
+@pytest.mark.parametrize("node_type", [ToolsPlannerNode, AToolsPlannerNode])
+async def test_one_node_class_serves_invoke_and_ainvoke(node_type: type[ToolsPlannerNode]) -> None:
+    """``ToolsPlannerNode`` under ``ainvoke`` (async tools included) and under ``invoke``;
+    ``AToolsPlannerNode`` is the same class, kept for code that names it."""
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    @tool
+    async def fetch(city: str) -> float:
+        """Today's temperature, from an async API."""
+        return 7.0
+
+    @tool
+    def double(x: float) -> float:
+        """Twice x."""
+        return 2 * x
+
+    plan = asm('PUSH "Oslo"\nCALL fetch\nCALL double\nPOP R1\nSAY "{R1}"')
+    sync_plan = asm('PUSH 3.5\nCALL double\nPOP R1\nSAY "{R1}"')
+    for asynchronous, reply, tools in [(True, plan, [fetch, double]), (False, sync_plan, [double])]:
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", node_type(ScriptedChatModel(replies=[reply]), tools))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        app, question = graph.compile(), {"messages": [HumanMessage("go")]}
+        out = await app.ainvoke(question) if asynchronous else app.invoke(question)
+        assert out["messages"][-1].text in ("14", "7")
+        assert meta(out["messages"][-1])["status"] == "finished"

@@ -1,0 +1,255 @@
+"""Every tool a user can give ``create_agent`` works, read from what it declares: a ``@tool``
+function, a ``StructuredTool`` with a pydantic or a JSON-schema ``args_schema``, a tool whose
+function takes ``**kwargs``, a ``content_and_artifact`` tool, a ``BaseTool`` subclass and a
+plain function; on the agent path, the graph path, the planner node and ``Emulator``.
+
+Each form declares the same ``pay(to: str, amount: 0 < float <= 100)``: a plan that pays 40
+runs; a literal ``5000`` is refused before the run with its line (the model is asked to repair
+it); a computed ``5000`` is refused when the call is built, before the tool runs. (MCP tools,
+from a real server: ``tests/integration/test_mcp.py``.) The model's replies are hand-written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import pytest
+from conftest import asm, meta
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import BaseModel, Field
+
+from llassembly import (
+    Emulator,
+    ToolArgumentError,
+    ToolsPlannerMiddleware,
+    ToolsPlannerNode,
+    check,
+    parse,
+)
+
+PAID: list[tuple[str, float]] = []
+
+
+def _paid(to: str, amount: float) -> dict[str, Any]:
+    PAID.append((to, float(amount)))
+    return {"status": "paid", "to": to, "amount": amount}
+
+
+class PayArgs(BaseModel):
+    to: str = Field(description="who is paid")
+    amount: float = Field(gt=0, le=100, description="how much")
+
+
+PAY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "to": {"type": "string", "description": "who is paid"},
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+    },
+    "required": ["to", "amount"],
+}
+
+
+def _decorated() -> Any:
+    @tool
+    def pay(to: str, amount: Annotated[float, Field(gt=0, le=100)]) -> dict[str, Any]:
+        """Pay someone."""
+        return _paid(to, amount)
+
+    return pay
+
+
+def _pydantic_schema() -> Any:
+    return StructuredTool.from_function(
+        func=lambda to, amount: _paid(to, amount),
+        name="pay",
+        description="Pay someone.",
+        args_schema=PayArgs,
+    )
+
+
+def _json_schema() -> Any:
+    return StructuredTool(
+        name="pay",
+        description="Pay someone.",
+        args_schema=PAY_SCHEMA,
+        func=lambda **kwargs: _paid(kwargs["to"], kwargs["amount"]),
+    )
+
+
+def _kwargs() -> Any:
+    def pay(**kwargs: Any) -> dict[str, Any]:
+        return _paid(kwargs["to"], kwargs["amount"])
+
+    return StructuredTool.from_function(
+        func=pay, name="pay", description="Pay someone.", args_schema=PayArgs
+    )
+
+
+def _content_and_artifact() -> Any:
+    def pay(to: str, amount: Annotated[float, Field(gt=0, le=100)]) -> tuple[str, dict[str, Any]]:
+        """Pay someone."""
+        result = _paid(to, amount)
+        return f"{result['status']} {result['amount']:g}", result
+
+    return StructuredTool.from_function(func=pay, response_format="content_and_artifact")
+
+
+def _subclass() -> Any:
+    class Pay(BaseTool):
+        name: str = "pay"
+        description: str = "Pay someone."
+        args_schema: type[BaseModel] = PayArgs
+
+        def _run(self, to: str, amount: float) -> dict[str, Any]:
+            return _paid(to, amount)
+
+    return Pay()
+
+
+def _function() -> Any:
+    def pay(to: str, amount: Annotated[float, Field(gt=0, le=100)]) -> dict[str, Any]:
+        """Pay someone."""
+        return _paid(to, amount)
+
+    return pay
+
+
+FORMS: dict[str, Callable[[], Any]] = {
+    "@tool": _decorated,
+    "pydantic args_schema": _pydantic_schema,
+    "JSON-schema args_schema": _json_schema,
+    "**kwargs with args_schema": _kwargs,
+    "content_and_artifact": _content_and_artifact,
+    "BaseTool subclass": _subclass,
+    "plain function": _function,
+}
+PATHS = ("agent", "graph", "node", "Emulator")
+
+GOOD = 'PUSH "bob"\nPUSH 40\nCALL pay\nPOP R1\nSAY "{R1}"'
+LITERAL = 'PUSH "bob"\nPUSH 5000\nCALL pay\nPOP R1'
+COMPUTED = 'MOV R2, 4000\nADD R2, 1000\nPUSH "bob"\nPUSH R2\nCALL pay\nPOP R1'
+
+
+def said(form: str) -> str:
+    """What ``GOOD`` says: the plan reads the tool's own value (a content_and_artifact tool's
+    content)."""
+    if form == "content_and_artifact":
+        return "paid 40"
+    return '{"status":"paid","to":"bob","amount":40.0}'
+
+
+async def run(path: str, form: str, replies: list[str]) -> tuple[Any, ScriptedChatModel]:
+    """A turn on ``path`` with the scripted ``replies``: the final message and the model."""
+    PAID.clear()
+    model = ScriptedChatModel(replies=[asm(r) for r in replies])
+    given = FORMS[form]()
+    options: dict[str, Any] = {"max_repairs": 1}
+    if path == "node":
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", ToolsPlannerNode(model, [given], **options))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        out = await graph.compile().ainvoke({"messages": [HumanMessage("pay bob 40")]})
+    else:
+        planner = ToolsPlannerMiddleware(execution=path, **options)  # type: ignore[arg-type]
+        agent = create_agent(model, tools=[given], middleware=[planner])
+        out = await agent.ainvoke({"messages": [HumanMessage("pay bob 40")]})
+    return out["messages"][-1], model
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+async def test_each_tool_form_runs_on_each_path(path: str, form: str) -> None:
+    final, model = await run(path, form, [GOOD])
+    assert final.text == said(form) and meta(final)["status"] == "finished"
+    assert PAID == [("bob", 40.0)] and len(model.calls) == 1
+    prompt = model.calls[0][0].text
+    assert "pay(to: str, amount: float) -> " in prompt
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_each_tool_form_runs_in_the_emulator(form: str) -> None:
+    PAID.clear()
+    result = Emulator(parse(GOOD), [FORMS[form]()]).run()  # type: ignore[arg-type]
+    assert result.answer == said(form) and PAID == [("bob", 40.0)]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+async def test_a_literal_the_schema_refuses_is_repaired_before_the_run(
+    path: str, form: str
+) -> None:
+    final, model = await run(path, form, [LITERAL, GOOD])
+    assert final.text == said(form) and PAID == [("bob", 40.0)]
+    repair = model.calls[1][-1].text
+    assert "line 5" in repair and "less than or equal to 100" in repair  # (2 lines of prose)
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_literal_the_schema_refuses_is_refused_by_the_engine_with_its_line(form: str) -> None:
+    [problem] = check(parse(LITERAL), [FORMS[form]()])  # type: ignore[arg-type]
+    assert problem.line == 3 and "less than or equal to 100" in problem.message
+    with pytest.raises(Exception, match="line 3"):
+        Emulator(parse(LITERAL), [FORMS[form]()])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+async def test_a_computed_value_the_schema_refuses_stops_before_the_call(
+    path: str, form: str
+) -> None:
+    final, _ = await run(path, form, [COMPUTED])
+    record = meta(final)
+    assert record["status"] == "stopped" and record["error"]["type"] == "ToolArgumentError"
+    assert record["error"]["line"] == 7 and record["error"]["argument"] == "amount"
+    assert PAID == []
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_computed_value_the_schema_refuses_stops_the_emulator_before_the_call(form: str) -> None:
+    PAID.clear()
+    emulator = Emulator(parse(COMPUTED), [FORMS[form]()])  # type: ignore[arg-type]
+    with pytest.raises(ToolArgumentError, match="line 5") as caught:
+        emulator.run()
+    assert caught.value.argument == "amount" and PAID == []
+
+
+@pytest.mark.parametrize("path", ["graph", "node"])
+async def test_a_plan_graphs_tool_runs_are_traced_when_someone_listens(path: str) -> None:
+    """Under a callback handler (tracing, ``astream_events``) every call is invoked as the tool
+    node invokes it, so its run shows; with nobody listening the tool's function is called
+    directly (see ``llassembly.compat.direct_function``): the same messages either way."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Tools(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            self.started.append(kwargs.get("name") or serialized.get("name"))
+
+    listening = Tools()
+    finals = []
+    for config in ({"callbacks": [listening]}, {}):
+        PAID.clear()
+        model = ScriptedChatModel(replies=[asm(GOOD)])
+        if path == "node":
+            graph = StateGraph(MessagesState)
+            graph.add_node("planner", ToolsPlannerNode(model, [_decorated()]))
+            graph.add_edge(START, "planner")
+            graph.add_edge("planner", END)
+            runnable: Any = graph.compile()
+        else:
+            planner = ToolsPlannerMiddleware(execution="graph")
+            runnable = create_agent(model, tools=[_decorated()], middleware=[planner])
+        out = await runnable.ainvoke({"messages": [HumanMessage("pay")]}, config)
+        finals.append(out["messages"][-1].text)
+        assert PAID == [("bob", 40.0)]
+    assert listening.started == ["pay"]
+    assert finals[0] == finals[1] == said("@tool")
