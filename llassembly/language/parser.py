@@ -78,6 +78,7 @@ from llassembly.language.scan import (
     has_instruction,
     looks_like_code,
     names_instruction,
+    operands_of,
     read_number,
     read_operand,
     reserved,
@@ -91,24 +92,8 @@ _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTAL
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
 # Fence tags that make a block code even when no line in it reads as a valid instruction.
-_ASM_TAGS = frozenset(
-    {
-        "asm",
-        "nasm",
-        "masm",
-        "gas",
-        "fasm",
-        "yasm",
-        "tasm",
-        "assembly",
-        "assembler",
-        "x86asm",
-        "x86",
-        "s",
-        "llasm",
-        "llassembly",
-    }
-)
+_ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x86asm", "x86"})
+_ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 _MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
 
 
@@ -172,31 +157,21 @@ def _remove_thinking(text: str) -> str:
     masked = _mask_code_comments(text)
     spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
     closing = None
-    rest = masked
-    if spans:
-        pieces, last = [], 0
-        for start, end in spans:
-            pieces += [masked[last:start], _blank_text(masked[start:end])]
-            last = end
-        rest = "".join([*pieces, masked[last:]])
-    for closing in _THINK_CLOSE.finditer(rest):  # noqa: B007 - the last one is wanted
+    for closing in _THINK_CLOSE.finditer(_blanked(masked, spans)):  # noqa: B007 - the last
         pass
     cut = closing.end() if closing is not None else 0
-    blanked = [(0, cut)] if cut else []
-    blanked += [(s, e) for s, e in spans if e > cut]
-    if not blanked:
-        return text
+    return _blanked(text, [(0, cut), *((s, e) for s, e in spans if e > cut)])
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with spaces for every character of ``spans`` (in order) but line breaks."""
     out, last = [], 0
-    for start, end in blanked:
+    for start, end in spans:
         start = max(start, last)
-        out += [text[last:start], _blank_text(text[start:end])]
+        blank = "\n".join(" " * len(line) for line in text[start:end].split("\n"))
+        out += [text[last:start], blank]
         last = max(last, end)
     return "".join([*out, text[last:]])
-
-
-def _blank_text(text: str) -> str:
-    """Spaces for every character of ``text`` but its line breaks."""
-    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _is_code_block(tag: str, lines: list[str]) -> bool:
@@ -260,12 +235,9 @@ def _misspelt_instruction(line: str) -> bool:
         word = scanned.mnemonic
         if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
             return False
-        tokens = split_operands(scanned.rest, scanned.rest_col)
-        for token, column in tokens:
-            read_operand(token, column)
+        return 1 <= len(operands_of(scanned)[0]) <= _MAX_OPERANDS and word not in MNEMONICS
     except LineError:
         return False
-    return 1 <= len(tokens) <= _MAX_OPERANDS and word not in MNEMONICS
 
 
 # -- reading the chosen lines -------------------------------------------------------------------
@@ -324,25 +296,14 @@ def _read_line(builder: _Builder, number: int, line: str) -> None:
             builder.entry_name = entry.group()
             builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
         return
-    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
-    operands = tuple([read_operand(token, column) for token, column in tokens])
+    operands, columns = operands_of(scanned)
     text = scanned.code[scanned.mnemonic_col :].strip()
     opcode = MNEMONICS.get(upper)
+    column = scanned.mnemonic_col + 1
     if opcode is None:
-        builder.unknown.append(
-            UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text)
-        )
-        return
-    builder.instructions.append(
-        Instruction(
-            opcode,
-            operands,
-            number,
-            scanned.mnemonic_col + 1,
-            text,
-            tuple([column + 1 for _, column in tokens]),
-        )
-    )
+        builder.unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
+    else:
+        builder.instructions.append(Instruction(opcode, operands, number, column, text, columns))
 
 
 # -- data labels ------------------------------------------------------------------------------

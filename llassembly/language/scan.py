@@ -224,9 +224,7 @@ def read_number(token: str, column: int) -> int | float:
             value = int(token)
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
         raise too_big from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise too_big
-    if isinstance(value, int) and not is_int64(value):
+    if not (is_int64(value) or (isinstance(value, float) and math.isfinite(value))):
         raise too_big
     return value
 
@@ -285,9 +283,8 @@ def _parse_operand(token: str, column: int) -> Operand:
                 "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
             )
         return Name(token)
-    shown = token if len(token) <= 40 else token[:37] + "..."
     raise LineError(
-        column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
+        column + 1, f"cannot read operand {clip(token)!r}", "a register, number, string or name"
     )
 
 
@@ -298,15 +295,11 @@ _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
 def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
-    """A path operand: ``base`` and the steps written in ``token`` from ``start``."""
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
+    gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
+    variable."""
     if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
         base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
-    return Path(base, _read_path_steps(token, start, column), token)
-
-
-def _read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | Name, ...]:
-    """The steps of a path written in ``token`` from ``start``: ``.name`` gives a field name,
-    ``[...]`` a key: a number, a quoted field name, a register or a variable."""
     steps: list[Imm | Reg | Name] = []
     i, end = start, len(token)
     while i < end:
@@ -322,7 +315,7 @@ def _read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | N
         inside = token[i + 1 : close].strip()
         steps.append(_key(inside, token, column + i))
         i = close + 1
-    return tuple(steps)
+    return Path(base, tuple(steps), token)
 
 
 def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
@@ -435,12 +428,9 @@ def _read_memory(token: str, column: int) -> Mem:
     if len(registers) > 2:
         raise LineError(column + 1, f"{token[:40]}: at most two registers", _MEMORY_EXPECTED)
     registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
-    base = registers[0][0] if len(registers) == 2 or (registers and registers[0][1] == 1) else None
-    index_reg, scale = (None, 1)
-    if len(registers) == 2:
-        index_reg, scale = registers[1]
-    elif registers and base is None:
-        index_reg, scale = registers[0]
+    has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
+    base = registers.pop(0)[0] if has_base else None
+    index_reg, scale = registers[0] if registers else (None, 1)
     return Mem(label, base, index_reg, scale, disp, size, token)
 
 
@@ -454,6 +444,7 @@ SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
 EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
+_DIRECTIVES = SECTION_WORDS | SECTION_SHORT | GLOBAL_WORDS | EXTERN_WORDS
 
 
 _COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
@@ -549,40 +540,32 @@ def reserved(name: str) -> str | None:
     return "an instruction" if upper in MNEMONICS else None
 
 
-def _is_directive(word: str) -> bool:
-    upper = word.upper()
-    return (
-        upper in SECTION_WORDS
-        or upper in SECTION_SHORT
-        or upper in GLOBAL_WORDS
-        or upper in EXTERN_WORDS
-    )
+def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
+    """The operands of a scanned instruction line and the 1-based column of each.
+
+    Raises:
+        LineError: An operand cannot be read.
+    """
+    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
+    return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
 
 
 def looks_like_code(line: str) -> bool:
     """Decide, for replies without fences, whether a line is code or prose."""
     try:
         scanned = scan(line)
+        if scanned.data_name or scanned.mnemonic.upper() in _DIRECTIVES:
+            return True
+        if not scanned.mnemonic:
+            return bool(scanned.labels) and not scanned.rest
+        opcode = MNEMONICS.get(scanned.mnemonic.upper())
+        if opcode is None or scanned.mnemonic.isupper():
+            return opcode is not None
+        if scanned.rest.rstrip().endswith((".", "!", "?")):
+            return False  # "Push it." is a sentence, not code
+        return len(operands_of(scanned)[0]) == len(OPCODE_INFO[opcode].operands)
     except LineError:
         return False
-    if scanned.data_name or (scanned.mnemonic and _is_directive(scanned.mnemonic)):
-        return True
-    if not scanned.mnemonic:
-        return bool(scanned.labels) and not scanned.rest
-    opcode = MNEMONICS.get(scanned.mnemonic.upper())
-    if opcode is None:
-        return False
-    if scanned.mnemonic.isupper():
-        return True
-    if scanned.rest.rstrip().endswith((".", "!", "?")):
-        return False  # "Push it." is a sentence, not code
-    try:
-        tokens = split_operands(scanned.rest, scanned.rest_col)
-        for token, column in tokens:
-            read_operand(token, column)
-    except LineError:
-        return False
-    return len(tokens) == len(OPCODE_INFO[opcode].operands)
 
 
 def names_instruction(line: str) -> bool:
@@ -592,8 +575,8 @@ def names_instruction(line: str) -> bool:
 
 
 def has_instruction(line: str) -> bool:
+    """Whether a line starts with a known mnemonic and reads as code (:func:`looks_like_code`)."""
     try:
-        scanned = scan(line)
+        return names_instruction(line) and looks_like_code(line)
     except LineError:
         return False
-    return not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS and looks_like_code(line)
