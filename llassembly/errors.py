@@ -53,7 +53,7 @@ class Diagnostic:
         Bounded whatever the plan: the message and the quoted line are clipped (a long line is
         shown as a window around the column).
         """
-        message = _clip(self.message, MAX_MESSAGE_CHARS)
+        message = clip(self.message, MAX_MESSAGE_CHARS)
         head = f"line {self.line}, column {self.column}: {message}"
         if not self.source:
             return head
@@ -74,7 +74,8 @@ MAX_SOURCE_CHARS = 120
 """Longest piece of a source line quoted under a diagnostic."""
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

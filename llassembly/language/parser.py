@@ -39,7 +39,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply
+from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
@@ -75,7 +75,6 @@ from llassembly.language.scan import (
     SECTION_WORDS,
     LineError,
     Scanned,
-    clip,
     has_instruction,
     looks_like_code,
     names_instruction,

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg
@@ -61,11 +62,6 @@ def _skip_to(pattern: re.Pattern[str], text: str, position: int) -> int:
     """The index of the first character from ``position`` that ``pattern`` finds, or the end."""
     found = pattern.search(text, position)
     return len(text) if found is None else found.start()
-
-
-def clip(text: str, limit: int = 40) -> str:
-    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quoted_end(text: str, start: int) -> int | None:
@@ -199,12 +195,9 @@ def _path_end(text: str, i: int) -> int:
 def _sized(token: str) -> bool:
     """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
     words = token.upper().split()
-    return (
-        bool(words)
-        and words[0] in _SIZE_WORDS
-        and not token.endswith("]")
-        and (len(words) == 1 or words[1:] == ["PTR"])
-    )
+    if not words or token.endswith("]"):
+        return False
+    return words[0] in _SIZE_WORDS and words[1:] in ([], ["PTR"])
 
 
 def read_number(token: str, column: int) -> int | float:
@@ -264,28 +257,31 @@ def _parse_operand(token: str, column: int) -> Operand:
         token = token[:-2]
     head = _PATH_HEAD.match(token)
     if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
-        base_name = head.group()
-        index = register_index(base_name)
-        base: Reg | Name = Name(base_name) if index is None else Reg(index, base_name.upper())
+        base = _register(head.group()) or Name(head.group())
         try:
             return _path(token, head.end(), base, column)
         except LineError:
-            if index is not None or not _NAME_OPERAND.fullmatch(token):
+            if isinstance(base, Reg) or not _NAME_OPERAND.fullmatch(token):
                 raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
-        index = register_index(token)
-        if index is not None:
-            return Reg(index, token.upper())
-        if token.upper() in _STACK_POINTERS:
-            raise LineError(
-                column + 1,
-                f"{token} (the stack pointer) is not available",
-                "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
-            )
-        return Name(token)
+        _no_stack_pointer(token, column, "a general register (R1..R100, EAX..EBP)")
+        return _register(token) or Name(token)
     raise LineError(
         column + 1, f"cannot read operand {clip(token)!r}", "a register, number, string or name"
     )
+
+
+def _register(name: str) -> Reg | None:
+    """The register called ``name`` (any case), or ``None``."""
+    index = register_index(name)
+    return None if index is None else Reg(index, name.upper())
+
+
+def _no_stack_pointer(name: str, column: int, expected: str) -> None:
+    """Refuse the stack pointer (``ESP``): the stack is PUSH and POP's alone."""
+    if name.upper() in _STACK_POINTERS:
+        message = f"{name} (the stack pointer) is not available"
+        raise LineError(column + 1, message, expected + "; use PUSH and POP for the stack")
 
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
@@ -327,8 +323,7 @@ def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
     elif _NUMBER.match(inside) and not any(c in inside.lower() for c in ".ex"):
         return Imm(read_number(inside, column))
     elif IDENT.fullmatch(inside):
-        index = register_index(inside)
-        return Name(inside) if index is None else Reg(index, inside.upper())
+        return _register(inside) or Name(inside)
     message = f"{clip(token)}: [{clip(inside, 20)}] is no key"
     if any(c in inside for c in "*+"):  # MASM's table[ESI*4]
         message += f"; for a cell of a data label write [{token.split('[', 1)[0]} + {inside}]"
@@ -354,10 +349,13 @@ def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
     for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         body = piece.strip()
         if not body:  # "x + + 4", "x +"
-            message = f"cannot read memory operand {clip(token)!r}"
-            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+            raise _bad_memory(column, f"cannot read memory operand {clip(token)!r}")
         terms.append((sign == "-", body))
     return terms
+
+
+def _bad_memory(column: int, message: str) -> LineError:
+    return LineError(column + 1, message, _MEMORY_EXPECTED)
 
 
 def _whole_number(factor: str, column: int) -> int:
@@ -380,15 +378,14 @@ def _read_memory(token: str, column: int) -> Mem:
         raise LineError(column + 1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
     inside = inside[:-1].strip()
     if not inside:
-        raise LineError(column + 1, "empty memory operand []", _MEMORY_EXPECTED)
+        raise _bad_memory(column, "empty memory operand []")
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
     for negative, body in _terms(inside, token, column):
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
-            message = f"cannot read {clip(body)!r} in {clip(token)}"
-            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+            raise _bad_memory(column, f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
         whole = [_whole_number(factor, column) for factor in numbers]
@@ -397,36 +394,23 @@ def _read_memory(token: str, column: int) -> Mem:
             disp += -value if negative else value
             continue
         if len(names) > 1:
-            raise LineError(
-                column + 1, f"{clip(body)!r}: only a register may be scaled", _MEMORY_EXPECTED
-            )
+            raise _bad_memory(column, f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
-        index = register_index(name)
+        register = _register(name)
         scale = whole[0] if whole else 1
-        if index is None:
-            if name.upper() in _STACK_POINTERS:
-                raise LineError(
-                    column + 1,
-                    f"{name} (the stack pointer) is not available",
-                    "a data label and general registers; use PUSH and POP for the stack",
-                )
+        if register is None:
+            _no_stack_pointer(name, column, "a data label and general registers")
             if label is not None or negative or numbers or not IDENT.fullmatch(name):
-                raise LineError(
-                    column + 1,
-                    f"{clip(token)}: a memory operand is based on one data label, added once",
-                    _MEMORY_EXPECTED,
-                )
+                message = f"{clip(token)}: a memory operand is based on one data label, added once"
+                raise _bad_memory(column, message)
             label = name
             continue
         if negative or scale not in (1, 2, 4, 8):
-            raise LineError(
-                column + 1,
-                f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8",
-                _MEMORY_EXPECTED,
-            )
-        registers.append((Reg(index, name.upper()), scale))
+            message = f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8"
+            raise _bad_memory(column, message)
+        registers.append((register, scale))
     if len(registers) > 2:
-        raise LineError(column + 1, f"{token[:40]}: at most two registers", _MEMORY_EXPECTED)
+        raise _bad_memory(column, f"{token[:40]}: at most two registers")
     registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
     has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
     base = registers.pop(0)[0] if has_base else None

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Literal, NamedTuple
 
+from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
     Imm,
@@ -30,7 +31,7 @@ from llassembly.language.program import (
     Template,
     Value,
 )
-from llassembly.language.scan import LineError, clip, read_operand, string_columns
+from llassembly.language.scan import LineError, read_operand, string_columns
 
 _REF = (
     r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?][\w.$@?]*)"  # [memory] or a name (R1, best, ...)
