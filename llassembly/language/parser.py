@@ -7,21 +7,15 @@ in three steps:
 
 * **the code lines**: fences, prose and thinking are told from code (each line is read by
   :mod:`llassembly.language.scan`);
-* **the data labels**: ``name db "text", 0``, ``row dd 1, 2, 3``, ``times``, ``resX``, ``equ``
-  and rows naming other labels (*Data and memory* in ``docs/language.md``). Every row is bounded
-  before it is built: its cells count against :data:`MAX_MEMORY_CELLS` as they are read, and
-  text made of several values (a string repeated by ``times``, the JSON list a row reads as, a
-  row naming other labels) may not grow past :data:`MAX_DATA_TEXT_CHARS` characters beyond what
-  the plan writes out, so a short reply cannot make the parser build megabytes;
+* **the data labels** (*Data and memory* in ``docs/language.md``): every row is bounded before
+  it is built, its cells by :data:`MAX_MEMORY_CELLS` and the text made of several values by
+  :data:`MAX_DATA_TEXT_CHARS`, so a short reply cannot make the parser build megabytes;
 * **what the operands mean**, once every label of the plan is known (:func:`_settled`): the
-  placeholders of a ``SAY`` text become more operands of the ``SAY``, and a string operand of
-  any other instruction with placeholders becomes a
-  :class:`~llassembly.language.program.Template` (:mod:`llassembly.language.templates`);
-  ``loop.start``, ``github.search`` read as paths are a label or a tool name where a jump or
-  ``CALL`` takes one, or where the whole dotted name is a label; ``[EBX + name]`` with no data
-  label ``name`` is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE``
-  and ``NULL`` are the value "no value": no label may be called by a word the language reads
-  as something else (:func:`~llassembly.language.scan.reserved`).
+  placeholders of a text (:mod:`llassembly.language.templates`); ``loop.start``,
+  ``github.search`` read as paths are a label or a tool name where a jump or ``CALL`` takes
+  one, or where the whole dotted name is a label; ``[EBX + name]`` with no data label ``name``
+  is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL``
+  are the value "no value".
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -214,12 +208,9 @@ def _misspelt_instruction(line: str) -> bool:
 
 def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
     """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
-    reads as something else (:func:`~llassembly.language.scan.reserved`), in any case: with a
-    label ``none:``, ``PUSH NONE`` would read the label. ``None`` for a free name.
-
-    A code label may have an instruction's name (``loop:``, ``sub:``): a mnemonic is only ever a
-    line's first word, never an operand, so nothing reads such a label as the instruction. A
-    data label may not: ``loop dd 5`` reads as ``LOOP``."""
+    reads as something else (:func:`~llassembly.language.scan.reserved`), or ``None`` for a
+    free name; a code label may have an instruction's name (see *Operands* in
+    ``docs/language.md``)."""
     word = reserved(name)
     if word is None or (word == "an instruction" and kind == "label"):
         return None
