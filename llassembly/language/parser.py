@@ -166,10 +166,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
                 blocks.append((tag, current))
                 current = None
             continue
-        if current is None:
-            outside.append(index)
-        else:
-            current.append(index)
+        (outside if current is None else current).append(index)
     if current is not None:
         blocks.append((tag, current))
     chosen = [

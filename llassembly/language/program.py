@@ -207,7 +207,7 @@ class Instruction:
     def __str__(self) -> str:
         if not self.operands:
             return self.op.value
-        shown = self.operands[:1] if self.op is Opcode.SAY else self.operands
+        shown = self.operands[:1] if OPCODE_INFO[self.op].variadic else self.operands
         return f"{self.op.value} " + ", ".join(str(o) for o in shown)
 
     @property

@@ -472,9 +472,7 @@ def scan(line: str) -> Scanned:
     Choosing the code lines and reading them both scan each line; short lines are scanned once
     (a bounded cache: a scan depends on the line's text only).
     """
-    if len(line) > _CACHED_LINE:
-        return _scan_line(line)
-    return _scan_cached(line)
+    return _scan_line(line) if len(line) > _CACHED_LINE else _scan_cached(line)
 
 
 _CACHED_LINE = 256
