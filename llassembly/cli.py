@@ -283,14 +283,8 @@ def run_command(
         arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
         report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
-        calls.append(
-            {
-                "line": request.line,
-                "tool": request.tool,
-                "args": plain(request.args),
-                "result": plain(result),
-            }
-        )
+        made = {"line": request.line, "tool": request.tool, "args": plain(request.args)}
+        calls.append({**made, "result": plain(result)})
         return result
 
     try:

@@ -10,6 +10,7 @@ it is called.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -156,8 +157,6 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         or tool.response_format != "content"
     ):
         return None
-    import inspect
-
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
