@@ -1,30 +1,13 @@
-"""Command line: ``llassembly check``, ``llassembly run``, ``llassembly prompt``,
-``llassembly demo`` (and ``python -m llassembly``).
-
-``check PLAN --tools module:attr`` prints every problem with the source line and a caret;
-with ``--summary`` it also prints what a valid plan can do (each tool's fewest and most calls,
-constant arguments, loops and conditions, worst-case counts against the budgets).
-``run PLAN --tools module:attr`` executes the plan and prints each tool call, its result, the
-final registers and the plan's answer (its ``SAY`` lines). With ``--json`` every command but
-``demo`` prints one JSON object and nothing else, whatever happens (see :data:`JSON_SCHEMA`);
-what the tools print meanwhile goes to standard error.
-``PLAN`` is a file, or ``-`` for standard input. ``module:attr`` names a list of tools
-(LangChain tools or plain typed functions), a mapping of tool name to tool, a single tool, or a
-function returning a list or a mapping; the current directory is importable, so
-``--tools examples.weather_tools:TOOLS`` works from the repository root.
-``prompt --tools module:attr`` prints the system prompt the planner model is sent for those
-tools (``--queries``, ``--prompt-path``, ``--context`` as the planner's options), and its size
-on standard error. ``demo [ARGS...]`` runs the NPC demo (the ``llassembly-demo`` package) with
-its own arguments.
-
-Exit codes (:data:`EXIT_CODES`): 0 success, 1 the plan has problems, 2 the run stopped,
-3 the command was used wrongly.
+"""Command line: ``llassembly check``, ``run``, ``prompt`` and ``demo`` (and ``python -m
+llassembly``), as ``docs/cli.md`` describes them; the exit codes are :data:`EXIT_CODES`, the
+``--json`` output :data:`JSON_SCHEMA`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import json
 import math
@@ -36,7 +19,6 @@ from typing import Any, NoReturn, TextIO
 from pydantic_core import to_jsonable_python
 
 from llassembly import (
-    Diagnostic,
     Emulator,
     ExecutionError,
     Extern,
@@ -52,16 +34,15 @@ from llassembly import (
     parse,
     summarize,
 )
+from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.integration.query import QUERY_EXTERN
-from llassembly.language.instructions import Opcode
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
-from llassembly.language.program import find_tool
 from llassembly.machine.externs import check_sync_tools, externs_of
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
@@ -201,15 +182,6 @@ class Report:
         return code
 
 
-def problem(diagnostic: Diagnostic) -> dict[str, Any]:
-    return {
-        "line": diagnostic.line,
-        "column": diagnostic.column,
-        "message": diagnostic.message,
-        "source": diagnostic.source,
-    }
-
-
 def load_tools(spec: str) -> dict[str, Extern]:
     """Import ``module:attr`` and adapt what it names into externs.
 
@@ -261,41 +233,25 @@ def _read_plan(path: str) -> str:
         raise UsageError(msg) from exc
 
 
-def _parse_plan(path: str) -> Program | PlainAnswer:
-    return parse(_read_plan(path))
-
-
-def _plain_answer(report: Report, answer: PlainAnswer) -> int:
-    report.text("The reply holds no instruction: it is a plain answer.")
-    return report.json("plain_answer", EXIT_PLAN, text=answer.text)
-
-
-def check_command(args: argparse.Namespace, report: Report) -> int:
-    externs = load_tools(args.tools)
-    program = _parse_plan(args.plan)
-    if isinstance(program, PlainAnswer):
-        return _plain_answer(report, program)
+def check_command(
+    args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
+) -> int:
     problems = check(program, externs)
     if problems:
         for diagnostic in problems:
             report.text(diagnostic.render())
         report.text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
-        return report.json("rejected", EXIT_PLAN, problems=[problem(d) for d in problems])
-    calls = sum(
-        1
-        for i in program.instructions
-        if i.op is Opcode.CALL and find_tool(str(i.operands[0]), externs) is not None
-    )
-    summary = (
-        summarize(
+        found = [dataclasses.asdict(d) for d in problems]
+        return report.json("rejected", EXIT_PLAN, problems=found)
+    calls = len(control_flow(program, externs).tools)
+    summary = None
+    if report.as_json or args.summary:
+        summary = summarize(
             program,
             externs,
             max_instructions_to_exec=args.max_instructions,
             max_tool_calls=args.max_tool_calls,
         )
-        if report.as_json or args.summary
-        else None
-    )
     report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
     if summary is not None:
         report.text(summary.render())
@@ -308,11 +264,9 @@ def check_command(args: argparse.Namespace, report: Report) -> int:
     )
 
 
-def run_command(args: argparse.Namespace, report: Report) -> int:
-    externs = load_tools(args.tools)
-    program = _parse_plan(args.plan)
-    if isinstance(program, PlainAnswer):
-        return _plain_answer(report, program)
+def run_command(
+    args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
+) -> int:
     emulator = Emulator(
         program,
         externs,
@@ -322,22 +276,15 @@ def run_command(args: argparse.Namespace, report: Report) -> int:
     )
     # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
     # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
-    compiled = emulator.compiled
-    check_sync_tools(compiled.tools)
+    check_sync_tools(emulator.compiled.tools)
     calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:
         arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
         report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
-        calls.append(
-            {
-                "line": request.line,
-                "tool": request.tool,
-                "args": plain(request.args),
-                "result": plain(result),
-            }
-        )
+        made = {"line": request.line, "tool": request.tool, "args": plain(request.args)}
+        calls.append({**made, "result": plain(result)})
         return result
 
     try:
@@ -447,26 +394,6 @@ def _epilog() -> str:
     return f"exit codes:\n{codes}\n\n{JSON_SCHEMA}"
 
 
-def _prompt_options(sub: argparse.ArgumentParser) -> None:
-    """The planner's options that change its prompt."""
-    sub.add_argument(
-        "--queries",
-        action="store_true",
-        help="as the planner's queries=True: plans may read prose with query_text",
-    )
-    sub.add_argument(
-        "--prompt-path",
-        metavar="FILE",
-        help="a template replacing the built-in prompt (the planner's prompt_path)",
-    )
-    sub.add_argument(
-        "--context",
-        default="",
-        metavar="TEXT",
-        help="your own system prompt, embedded as the agent's system message is",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="llassembly",
@@ -496,8 +423,23 @@ def _parser() -> argparse.ArgumentParser:
             metavar="MODULE:ATTR",
             help="a list or mapping of tools (or one tool, or a function returning either)",
         )
-        if name == "prompt":
-            _prompt_options(sub)
+        if name == "prompt":  # the planner's options that change its prompt
+            sub.add_argument(
+                "--queries",
+                action="store_true",
+                help="as the planner's queries=True: plans may read prose with query_text",
+            )
+            sub.add_argument(
+                "--prompt-path",
+                metavar="FILE",
+                help="a template replacing the built-in prompt (the planner's prompt_path)",
+            )
+            sub.add_argument(
+                "--context",
+                default="",
+                metavar="TEXT",
+                help="your own system prompt, embedded as the agent's system message is",
+            )
         else:
             sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
             sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
@@ -518,6 +460,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(args: argparse.Namespace, report: Report) -> int:
+    """Run the command ``args`` name: ``prompt``, or ``check``/``run`` of a plan."""
+    if args.command == "prompt":
+        return prompt_command(args, report)
+    externs = load_tools(args.tools)
+    program = parse(_read_plan(args.plan))
+    if isinstance(program, PlainAnswer):
+        report.text("The reply holds no instruction: it is a plain answer.")
+        return report.json("plain_answer", EXIT_PLAN, text=program.text)
+    command = check_command if args.command == "check" else run_command
+    return command(args, report, externs, program)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
     stream = out if out is not None else sys.stdout
@@ -534,21 +489,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
-        handlers: dict[str, Callable[[argparse.Namespace, Report], int]] = {
-            "check": check_command,
-            "run": run_command,
-            "prompt": prompt_command,
-        }
-        if not as_json:
-            return handlers[args.command](args, report)
         # Under --json standard output holds the one JSON object: what the tools print, as
         # they are imported or called, goes to standard error (the report writes to the
         # stream taken above).
-        with contextlib.redirect_stdout(sys.stderr):
-            return handlers[args.command](args, report)
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+            return _command(args, report)
     except PlanError as exc:
         report.text(str(exc))
-        problems = [problem(d) for d in exc.diagnostics]
+        problems = [dataclasses.asdict(d) for d in exc.diagnostics]
         return report.json("rejected", EXIT_PLAN, problems=problems)
     except UsageError as exc:
         if not report.as_json:

@@ -1,41 +1,16 @@
 """Every assumption the library makes about LangChain and LangGraph beyond their documented API.
 
-Each one is named here, once, and pinned by ``tests/integration/test_compat.py`` against the installed
-versions, so an upgrade that changes one fails that test rather than a plan in production.
-Nothing here imports LangChain or LangGraph when this module is imported (the engine loads
-neither); each function imports what it needs when it is called.
-
-* :data:`MODEL_CALL_COUNTERS`: the state keys in which ``ModelCallLimitMiddleware`` counts
-  model calls (the planner corrects them so that they count real model calls, see
-  :func:`llassembly.integration.middleware.counter_updates`).
-* :func:`private_state`: LangChain's marker of agent-state keys that are neither input nor
-  output of the agent (the planner's record).
-* :func:`recording_tool`: a copy of a tool that records the value its ``_run``/``_arun``
-  returns, before ``BaseTool.run`` turns it into message text, and the content of the message
-  ``run``/``arun`` made of it (``BaseTool.invoke`` calls ``run``), in the :func:`recording` the
-  call runs in (how the agent path reads the tool's own return value, and sees whether a
-  middleware rewrote it).
-* :func:`direct_function`, :func:`unobserved` and :func:`tool_message`: when invoking a tool
-  does nothing anyone can observe beyond calling its function (a plain ``StructuredTool``, no
-  callback handler under the config, tracing included), a plan graph calls the function and
-  writes the ``ToolMessage`` content as ``BaseTool.run`` writes it.
-* :func:`mcp_output_schema` and :func:`mcp_structured`: where ``langchain-mcp-adapters`` keeps
-  an MCP tool's structured output (the artifact of its ``content_and_artifact`` result, under
-  ``structured_content``), and where :func:`llassembly.load_mcp_tools` keeps the output schema
-  its server declared (the tool's ``metadata["outputSchema"]``; the adapter drops it).
-* :func:`bubbling_errors`: LangGraph's control-flow exceptions (interrupts), never caught.
-* :func:`tagged_model`: the agent's model bound to a config with tags and metadata, given to
-  ``create_agent``'s model handler in place of the chat model (a request with no tools binds
-  it with ``bind``; ``RunnableBinding`` forwards everything else to the model).
-* :func:`structured_model`: a chat model's native structured output, asked for the way
-  LangChain's provider packages spell it (``with_structured_output(schema,
-  method="json_schema", include_raw=True)``), where its ``profile`` says it has one: a request
-  that binds no tools (the schema travels as the provider's response format).
+Each one is named here, once, in a function or constant that says what it assumes, and pinned
+by ``tests/integration/test_compat.py`` against the installed versions, so an upgrade that
+changes one fails that test rather than a plan in production. Nothing here imports LangChain or LangGraph when
+this module is imported (the engine loads neither); each function imports what it needs when
+it is called.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,7 +23,8 @@ if TYPE_CHECKING:
 
 
 MODEL_CALL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
-"""The agent-state keys of ``ModelCallLimitMiddleware``'s counters (thread and run)."""
+"""The agent-state keys of ``ModelCallLimitMiddleware``'s counters (thread and run), which the
+planner corrects to count real model calls (``integration.middleware.counter_updates``)."""
 
 
 def private_state() -> Any:
@@ -91,6 +67,11 @@ def is_recording(tool: Any) -> bool:
     return bool(getattr(tool, _RECORDING_MARK, False))
 
 
+def _current() -> Recorded:
+    """The record of the :func:`recording` around this call (one nobody reads outside one)."""
+    return _RECORDING.get() or Recorded()
+
+
 @contextmanager
 def recording(record: Recorded) -> Iterator[Recorded]:
     """Within this block, a :func:`recording_tool` notes its call in ``record`` (the block
@@ -120,31 +101,23 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     public_run, public_arun = copy.run, copy.arun
 
     def noted(value: Any) -> Any:
-        record = _RECORDING.get()
-        if record is not None:
-            record.returned = True
-            record.value = value
+        record = _current()
+        record.returned, record.value = True, value
         return value
-
-    def started() -> None:
-        record = _RECORDING.get()
-        if record is not None:
-            record.ran = True
 
     @functools.wraps(run)
     def _run(*args: Any, **kwargs: Any) -> Any:
-        started()
+        _current().ran = True
         return noted(run(*args, **kwargs))
 
     @functools.wraps(arun)
     async def _arun(*args: Any, **kwargs: Any) -> Any:
-        started()
+        _current().ran = True
         return noted(await arun(*args, **kwargs))
 
     def made(output: Any) -> Any:
-        record = _RECORDING.get()
-        if record is not None and isinstance(output, ToolMessage):
-            record.content = output.content
+        if isinstance(output, ToolMessage):
+            _current().content = output.content
         return output
 
     @functools.wraps(public_run)
@@ -184,8 +157,6 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         or tool.response_format != "content"
     ):
         return None
-    import inspect
-
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
@@ -212,14 +183,14 @@ def tool_message(output: Any, call_id: str, name: str) -> Any:
 
 def noted_directly(output: Any, content: Any) -> None:
     """Note, in the :func:`recording` around a call, a tool's function called directly."""
-    record = _RECORDING.get()
-    if record is not None:
-        record.ran = record.returned = True
-        record.value, record.content = output, content
+    record = _current()
+    record.ran = record.returned = True
+    record.value, record.content = output, content
 
 
 MCP_OUTPUT_SCHEMA: Final = "outputSchema"
-"""The key of a tool's ``metadata`` that holds the output schema of an MCP tool (MCP's name)."""
+"""The key of a tool's ``metadata`` where :func:`llassembly.load_mcp_tools` keeps the output
+schema an MCP server declared (MCP's name; the adapter drops the schema)."""
 
 
 def mcp_output_schema(tool: Any) -> dict[str, Any] | None:

@@ -53,7 +53,7 @@ class Diagnostic:
         Bounded whatever the plan: the message and the quoted line are clipped (a long line is
         shown as a window around the column).
         """
-        message = _clip(self.message, MAX_MESSAGE_CHARS)
+        message = clip(self.message, MAX_MESSAGE_CHARS)
         head = f"line {self.line}, column {self.column}: {message}"
         if not self.source:
             return head
@@ -74,7 +74,8 @@ MAX_SOURCE_CHARS = 120
 """Longest piece of a source line quoted under a diagnostic."""
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -101,13 +102,13 @@ class AsmSyntaxError(PlanError):
     ``line``, ``column`` and ``expected`` describe the first problem; ``diagnostics`` has all.
     """
 
-    def __init__(self, diagnostics: tuple[Diagnostic, ...], expected: str) -> None:
-        first = diagnostics[0]
-        self.line = first.line
-        self.column = first.column
+    def __init__(
+        self, diagnostics: tuple[Diagnostic, ...], expected: str, summary: str = ""
+    ) -> None:
+        self.line, self.column = diagnostics[0].line, diagnostics[0].column
         self.expected = expected
         count = len(diagnostics)
-        summary = f"the plan has {count} syntax error{'s' if count != 1 else ''}"
+        summary = summary or f"the plan has {count} syntax error{'s' if count != 1 else ''}"
         super().__init__(summary, diagnostics)
 
 
@@ -115,12 +116,9 @@ class EmptyReply(AsmSyntaxError):
     """The model's reply is empty: neither a plan nor an answer in words."""
 
     def __init__(self) -> None:
-        problem = Diagnostic(
-            1, 1, "the reply is empty: write the program in one ```asm block, or answer in words"
-        )
-        self.line, self.column = 1, 1
-        self.expected = "a program or an answer"
-        PlanError.__init__(self, "the model returned nothing", (problem,))
+        text = "the reply is empty: write the program in one ```asm block, or answer in words"
+        expected, summary = "a program or an answer", "the model returned nothing"
+        super().__init__((Diagnostic(1, 1, text),), expected, summary)
 
 
 class PlanRejected(PlanError):
@@ -308,6 +306,7 @@ class Failure(TypedDict):
         detail: What went wrong, without the line prefix.
         line: Line of the plan it happened on (0 when none).
         source: That line's instruction.
+        problems: The problems of a plan that never ran.
 
     The other keys are the error's own attributes (``tool``, ``argument``, ``limit``, ...).
     """
@@ -317,33 +316,23 @@ class Failure(TypedDict):
     detail: str
     line: int
     source: str
+    problems: NotRequired[list[str]]
     tool: NotRequired[str]
     argument: NotRequired[str]
     budget: NotRequired[str]
-    reason: NotRequired[str]
     limit: NotRequired[float]
     reached: NotRequired[float]
+    reason: NotRequired[str]
     attempts: NotRequired[int]
-    problems: NotRequired[list[str]]
     value: NotRequired[str]
     sources: NotRequired[list[str]]
     policy: NotRequired[str]
     exception: NotRequired[str]
 
 
-_ATTRIBUTES: Final = (
-    "tool",
-    "argument",
-    "budget",
-    "limit",
-    "reached",
-    "reason",
-    "attempts",
-    "value",
-    "sources",
-    "policy",
-    "exception",
-)
+_RECORD_KEYS: Final = ("type", "message", "detail", "line", "source", "problems")
+_ATTRIBUTES: Final = tuple(key for key in Failure.__annotations__ if key not in _RECORD_KEYS)
+"""The keys of a :class:`Failure` that are an error's own attributes."""
 
 
 def failure_of(error: ExecutionError) -> Failure:

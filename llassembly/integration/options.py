@@ -188,7 +188,8 @@ class PlannerOptions:
     :func:`~llassembly.plan` take these as keyword arguments, with these defaults (written
     out in their signatures as ``max_repairs: int = PlannerOptions.max_repairs``, for editors
     and type checkers) and these docs (see :func:`document_options`); a planner keeps them
-    here. ``tests/integration/test_options.py`` fails when a signature, a default or a doc disagrees.
+    here. ``tests/integration/test_options.py`` fails when a signature, a default or a doc
+    disagrees.
 
     Raises:
         UsageError: An option is out of range.

@@ -1,9 +1,7 @@
 """The instruction set: every opcode, every register, and the one table of instruction facts.
 
 Every stage asks this table instead of keeping its own list of opcodes, as CPython's ``dis``
-asks ``opcode``: the scanner and parser (operand shapes, mnemonics and aliases), the verifier,
-the control-flow graph and the plan summary (effects, control flow), the machine's compilers
-and the graph compiler. Two ways to ask:
+asks ``opcode`` (see *Facts in one place* in ``docs/architecture.md``). Two ways to ask:
 
 * :data:`OPCODE_INFO` gives the facts of an opcode (:class:`OpcodeInfo`): its operand forms,
   flags, stack effect and control flow;
@@ -21,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 
 class Opcode(enum.Enum):
@@ -108,19 +106,13 @@ EAX_INDEX = 101
 ECX_INDEX = 103
 EDX_INDEX = 104
 XMM0_INDEX = 101 + len(_X86_NAMES)
-_REGISTER_INDEX: dict[str, int] = {f"R{i}": i for i in range(101)}
-for _offset, _name in enumerate(_X86_NAMES):
-    _REGISTER_INDEX[_name] = 101 + _offset
-    _REGISTER_INDEX["R" + _name[1:]] = 101 + _offset  # RAX..RBP: the 64-bit names
-    _REGISTER_INDEX[_name[1:]] = 101 + _offset  # AX..BP: the 16-bit names
-for _offset, _name in enumerate(_XMM_NAMES):
-    _REGISTER_INDEX[_name] = 101 + len(_X86_NAMES) + _offset
-# The 8-bit names are the same registers too (SETcc writes AL; nothing here is a byte).
-for _short, _name in (("AL", "EAX"), ("BL", "EBX"), ("CL", "ECX"), ("DL", "EDX")):
-    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
-for _short, _name in (("SIL", "ESI"), ("DIL", "EDI"), ("BPL", "EBP")):
-    _REGISTER_INDEX[_short] = _REGISTER_INDEX[_name]
 _REGISTER_NAMES = [f"R{i}" for i in range(101)] + list(_X86_NAMES) + list(_XMM_NAMES)
+_REGISTER_INDEX = {name: index for index, name in enumerate(_REGISTER_NAMES)}
+# RAX..RBP, AX..BP and AL..BPL, the 64-, 16- and 8-bit names, are the same registers (SETcc
+# writes AL; nothing here is a byte).
+for _name, _byte in zip(_X86_NAMES, ("AL", "BL", "CL", "DL", "SIL", "DIL", "BPL"), strict=True):
+    for _alias in ("R" + _name[1:], _name[1:], _byte):
+        _REGISTER_INDEX[_alias] = _REGISTER_INDEX[_name]
 
 
 def register_index(name: str) -> int | None:
@@ -142,7 +134,7 @@ pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
-_KINDS: frozenset[str] = frozenset({"reg", "value", "label", "target", "mem", "count"})
+_KINDS: frozenset[str] = frozenset(get_args(OperandKind))
 _ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
 
 

@@ -1,20 +1,6 @@
-"""The numbers a plan lives within, each defined once.
-
-* The machine's values: integers are 64-bit (:data:`INT_MIN` .. :data:`INT_MAX`), floats finite.
-* The budgets every entry point defaults to: :data:`DEFAULT_MAX_INSTRUCTIONS`,
-  :data:`DEFAULT_MAX_TOOL_CALLS`, :data:`DEFAULT_MAX_STACK_DEPTH`.
-* The size of a plan a model may write: :data:`MAX_REPLY_LINES`, :data:`MAX_PLAN_INSTRUCTIONS`,
-  :data:`MAX_MEMORY_CELLS`, :data:`MAX_REPEAT`, :data:`MAX_SAY_PLACEHOLDERS`,
-  :data:`MAX_PLAN_PLACEHOLDERS`, and of a query's answer shape: :data:`MAX_ANSWER_FIELDS`,
-  :data:`MAX_ANSWER_DEPTH`, :data:`MAX_ANSWER_SHAPE_CHARS`.
-* The text a plan may build from its data: :data:`MAX_DATA_TEXT_CHARS` at once,
-  :data:`MAX_ROW_TEXT_PER_RUN` in one run (JSON text parsed and built counts there too); and as
-  it runs: :data:`MAX_BUILT_TEXT_CHARS`.
-* The work the checks before the run may do: the verifier follows :data:`MAX_CALL_DEPTH` nested
-  calls, :data:`MAX_STATES` states and :data:`MAX_STEPS` visits (past them the plan is refused)
-  and keeps :data:`MAX_DIAGNOSTICS` problems; the summary follows :data:`MAX_VALUE_STEPS` visits
-  and :data:`MAX_VALUE_WORK` values (past them nothing is known); every analysis follows the top
-  :data:`MAX_FOLLOWED_STACK` values of the data stack (any deeper one may be anything).
+"""The numbers a plan lives within, each defined once: the machine's 64-bit integers, the
+budgets every entry point defaults to, the size of a plan a model may write (and of a query's
+answer shape), the text a plan may build, and the work the checks before the run may do.
 
 Each is documented, with what going past it does, in ``docs/language.md``
 (``tests/language/test_plan_limits.py`` checks the tables against this module).

@@ -7,21 +7,15 @@ in three steps:
 
 * **the code lines**: fences, prose and thinking are told from code (each line is read by
   :mod:`llassembly.language.scan`);
-* **the data labels**: ``name db "text", 0``, ``row dd 1, 2, 3``, ``times``, ``resX``, ``equ``
-  and rows naming other labels (*Data and memory* in ``docs/language.md``). Every row is bounded
-  before it is built: its cells count against :data:`MAX_MEMORY_CELLS` as they are read, and
-  text made of several values (a string repeated by ``times``, the JSON list a row reads as, a
-  row naming other labels) may not grow past :data:`MAX_DATA_TEXT_CHARS` characters beyond what
-  the plan writes out, so a short reply cannot make the parser build megabytes;
+* **the data labels** (*Data and memory* in ``docs/language.md``): every row is bounded before
+  it is built, its cells by :data:`MAX_MEMORY_CELLS` and the text made of several values by
+  :data:`MAX_DATA_TEXT_CHARS`, so a short reply cannot make the parser build megabytes;
 * **what the operands mean**, once every label of the plan is known (:func:`_settled`): the
-  placeholders of a ``SAY`` text become more operands of the ``SAY``, and a string operand of
-  any other instruction with placeholders becomes a
-  :class:`~llassembly.language.program.Template` (:mod:`llassembly.language.templates`);
-  ``loop.start``, ``github.search`` read as paths are a label or a tool name where a jump or
-  ``CALL`` takes one, or where the whole dotted name is a label; ``[EBX + name]`` with no data
-  label ``name`` is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE``
-  and ``NULL`` are the value "no value": no label may be called by a word the language reads
-  as something else (:func:`~llassembly.language.scan.reserved`).
+  placeholders of a text (:mod:`llassembly.language.templates`); ``loop.start``,
+  ``github.search`` read as paths are a label or a tool name where a jump or ``CALL`` takes
+  one, or where the whole dotted name is a label; ``[EBX + name]`` with no data label ``name``
+  is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL``
+  are the value "no value".
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -31,14 +25,15 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply
+from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
@@ -74,10 +69,10 @@ from llassembly.language.scan import (
     SECTION_WORDS,
     LineError,
     Scanned,
-    clip,
     has_instruction,
     looks_like_code,
     names_instruction,
+    operands_of,
     read_number,
     read_operand,
     reserved,
@@ -91,54 +86,9 @@ _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTAL
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
 # Fence tags that make a block code even when no line in it reads as a valid instruction.
-_ASM_TAGS = frozenset(
-    {
-        "asm",
-        "nasm",
-        "masm",
-        "gas",
-        "fasm",
-        "yasm",
-        "tasm",
-        "assembly",
-        "assembler",
-        "x86asm",
-        "x86",
-        "s",
-        "llasm",
-        "llassembly",
-    }
-)
+_ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x86asm", "x86"})
+_ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 _MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
-
-
-@dataclass
-class _Builder:
-    lines: tuple[str, ...]
-    instructions: list[Instruction] = field(default_factory=list)
-    labels: dict[str, int] = field(default_factory=dict)
-    label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    label_names: dict[str, str] = field(default_factory=dict)
-    section: _DataSection = field(default_factory=lambda: _DataSection())
-    unknown: list[UnknownInstruction] = field(default_factory=list)
-    errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
-    entry_name: str | None = None
-    entry_site: tuple[int, int] = (0, 0)
-    placeholders: int = 0  # of all SAY texts so far (see MAX_PLAN_PLACEHOLDERS)
-
-    def error(self, line: int, column: int, message: str, expected: str) -> None:
-        self.errors.append((Diagnostic(line, column, message, self.lines[line - 1]), expected))
-
-    def label(self, name: str, line: int, column: int) -> None:
-        problem = _reserved_name(name, "label", column)
-        if problem is not None:
-            self.error(line, problem.column, problem.message, problem.expected)
-            return
-        key = name.lower()
-        self.label_lines.setdefault(key, []).append((line, column))
-        if key not in self.labels:
-            self.labels[key] = len(self.instructions)
-            self.label_names[key] = name
 
 
 # -- choosing the code lines -------------------------------------------------------------------
@@ -171,32 +121,20 @@ def _remove_thinking(text: str) -> str:
     """
     masked = _mask_code_comments(text)
     spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
-    closing = None
-    rest = masked
-    if spans:
-        pieces, last = [], 0
-        for start, end in spans:
-            pieces += [masked[last:start], _blank_text(masked[start:end])]
-            last = end
-        rest = "".join([*pieces, masked[last:]])
-    for closing in _THINK_CLOSE.finditer(rest):  # noqa: B007 - the last one is wanted
-        pass
-    cut = closing.end() if closing is not None else 0
-    blanked = [(0, cut)] if cut else []
-    blanked += [(s, e) for s, e in spans if e > cut]
-    if not blanked:
-        return text
+    # everything before the last lone </think> is thinking too
+    cut = max((m.end() for m in _THINK_CLOSE.finditer(_blanked(masked, spans))), default=0)
+    return _blanked(text, [(0, cut), *((s, e) for s, e in spans if e > cut)])
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with spaces for every character of ``spans`` (in order) but line breaks."""
     out, last = [], 0
-    for start, end in blanked:
+    for start, end in spans:
         start = max(start, last)
-        out += [text[last:start], _blank_text(text[start:end])]
+        blank = "\n".join(" " * len(line) for line in text[start:end].split("\n"))
+        out += [text[last:start], blank]
         last = max(last, end)
     return "".join([*out, text[last:]])
-
-
-def _blank_text(text: str) -> str:
-    """Spaces for every character of ``text`` but its line breaks."""
-    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _is_code_block(tag: str, lines: list[str]) -> bool:
@@ -228,10 +166,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
                 blocks.append((tag, current))
                 current = None
             continue
-        if current is None:
-            outside.append(index)
-        else:
-            current.append(index)
+        (outside if current is None else current).append(index)
     if current is not None:
         blocks.append((tag, current))
     chosen = [
@@ -260,12 +195,9 @@ def _misspelt_instruction(line: str) -> bool:
         word = scanned.mnemonic
         if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
             return False
-        tokens = split_operands(scanned.rest, scanned.rest_col)
-        for token, column in tokens:
-            read_operand(token, column)
+        return 1 <= len(operands_of(scanned)[0]) <= _MAX_OPERANDS and word not in MNEMONICS
     except LineError:
         return False
-    return 1 <= len(tokens) <= _MAX_OPERANDS and word not in MNEMONICS
 
 
 # -- reading the chosen lines -------------------------------------------------------------------
@@ -273,12 +205,9 @@ def _misspelt_instruction(line: str) -> bool:
 
 def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
     """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
-    reads as something else (:func:`~llassembly.language.scan.reserved`), in any case: with a
-    label ``none:``, ``PUSH NONE`` would read the label. ``None`` for a free name.
-
-    A code label may have an instruction's name (``loop:``, ``sub:``): a mnemonic is only ever a
-    line's first word, never an operand, so nothing reads such a label as the instruction. A
-    data label may not: ``loop dd 5`` reads as ``LOOP``."""
+    reads as something else (:func:`~llassembly.language.scan.reserved`), or ``None`` for a
+    free name; a code label may have an instruction's name (see *Operands* in
+    ``docs/language.md``)."""
     word = reserved(name)
     if word is None or (word == "an instruction" and kind == "label"):
         return None
@@ -296,62 +225,9 @@ def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
     )
 
 
-def _read_line(builder: _Builder, number: int, line: str) -> None:
-    scanned = scan(line)
-    for name, column in scanned.labels:
-        builder.label(name, number, column + 1)
-    if scanned.data_name:
-        builder.section.define(number, scanned, builder.error)
-        return
-    if not scanned.mnemonic:
-        if scanned.rest:
-            raise LineError(
-                scanned.rest_col + 1,
-                f"cannot read {clip(scanned.rest, 60)!r}",
-                "an instruction, a label or a directive",
-            )
-        return
-    upper = scanned.mnemonic.upper()
-    if upper in SECTION_WORDS or upper in SECTION_SHORT:
-        section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
-        builder.section.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
-        return
-    if upper in EXTERN_WORDS:
-        return
-    if upper in GLOBAL_WORDS:
-        entry = IDENT.search(scanned.rest)
-        if entry and builder.entry_name is None:
-            builder.entry_name = entry.group()
-            builder.entry_site = (number, scanned.rest_col + entry.start() + 1)
-        return
-    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
-    operands = tuple([read_operand(token, column) for token, column in tokens])
-    text = scanned.code[scanned.mnemonic_col :].strip()
-    opcode = MNEMONICS.get(upper)
-    if opcode is None:
-        builder.unknown.append(
-            UnknownInstruction(scanned.mnemonic, number, scanned.mnemonic_col + 1, text)
-        )
-        return
-    builder.instructions.append(
-        Instruction(
-            opcode,
-            operands,
-            number,
-            scanned.mnemonic_col + 1,
-            text,
-            tuple([column + 1 for _, column in tokens]),
-        )
-    )
-
-
-# -- data labels ------------------------------------------------------------------------------
-
-_Report = Callable[[int, int, str, str], None]
-"""``(line, column, message, expected)``: how a problem that does not stop the line is kept."""
-
 _COUNT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)\Z")
 _TIMES_HEAD = re.compile(r"\s*\S+\s+\S+\s+")  # "5 dd " before the values of a times line
+_ROW_TEXT = "this row read whole (the JSON list of its cells)"
 
 
 def _too_long(column: int, what: str, limit: int) -> LineError:
@@ -391,9 +267,8 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
             return [Imm(dumped)]
         except (ValueError, RecursionError) as exc:
             detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-            raise LineError(
-                start + 1, f"invalid JSON in data: {detail[:80]}", "valid JSON"
-            ) from None
+            message = f"invalid JSON in data: {detail[:80]}"
+            raise LineError(start + 1, message, "valid JSON") from None
     tokens = split_operands(rest, column, most)
     if len(tokens) > most:
         raise _too_many(column)
@@ -445,7 +320,7 @@ def _data_cells(parts: Sequence[Imm | Name], column: int, limit: int) -> tuple[V
         return text, [text]
     listed = row_json(values, limit)
     if listed is None:
-        raise _too_long(column, "this row read whole (the JSON list of its cells)", limit)
+        raise _too_long(column, _ROW_TEXT, limit)
     return listed, values
 
 
@@ -476,25 +351,116 @@ def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
     return count, words[1].upper(), words[2], value_col
 
 
+def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
+    """What one operand of kind ``kind`` means (see the module doc)."""
+    dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
+    dotted = dotted and "[" not in str(operand)
+    if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
+        return Name(str(operand))
+    if isinstance(operand, Mem) and operand.label is not None and kind != "mem":
+        field, base = operand.label, operand.base
+        plain = operand.index is None and operand.disp == 0 and "." not in field
+        if base is not None and plain and field.lower() not in names:
+            return Path(base, (Imm(field),), operand.text)
+    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
+        return Imm(NONE)  # no label is called so (see _reserved_name)
+    if isinstance(operand, Template):
+        fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
+        return dataclasses.replace(operand, fills=fills)  # type: ignore[arg-type]
+    return operand
+
+
+_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
+
+
 @dataclass
-class _DataSection:
-    """The data labels of one plan as the parser reads them, line by line.
+class _Builder:
+    """The program of one reply as it is read, line by line, then settled.
 
     Attributes:
-        data: Each label (lower-cased) to the value it reads as bare.
-        memory: Each label but an ``equ`` constant to its cells.
+        data: Each data label (lower-cased) to the value it reads as bare.
+        memory: Each data label but an ``equ`` constant to its cells.
         read_only: Whether the current section is read-only (``.rodata``).
         cells: Cells of the rows read so far (see :data:`MAX_MEMORY_CELLS`).
+        pending_rows: Rows naming other labels (``cities dd paris, oslo``), resolved once all
+            are read.
+        errors: Each problem found, with what was expected there.
     """
 
+    lines: tuple[str, ...]
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+    label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    label_names: dict[str, str] = field(default_factory=dict)
+    unknown: list[UnknownInstruction] = field(default_factory=list)
+    entry_name: str | None = None
+    entry_site: tuple[int, int] = (0, 0)
     data: dict[str, Value] = field(default_factory=dict)
     memory: dict[str, MemoryLabel] = field(default_factory=dict)
     read_only: bool = False
     cells: int = 0
-    # Rows naming other labels (``cities dd paris, oslo``): resolved once all are read.
     pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
+    errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
 
-    def define(self, number: int, scanned: Scanned, report: _Report) -> None:
+    def error(self, line: int, problem: LineError) -> None:
+        diagnostic = Diagnostic(line, problem.column, problem.message, self.lines[line - 1])
+        self.errors.append((diagnostic, problem.expected))
+
+    def label(self, name: str, line: int, column: int) -> None:
+        problem = _reserved_name(name, "label", column)
+        if problem is not None:
+            self.error(line, problem)
+            return
+        key = name.lower()
+        self.label_lines.setdefault(key, []).append((line, column))
+        if key not in self.labels:
+            self.labels[key] = len(self.instructions)
+            self.label_names[key] = name
+
+    def read_line(self, number: int, line: str) -> None:
+        """Read one code line: its labels, then a data definition, a directive or an
+        instruction.
+
+        Raises:
+            LineError: The line cannot be read.
+        """
+        scanned = scan(line)
+        for name, column in scanned.labels:
+            self.label(name, number, column + 1)
+        if scanned.data_name:
+            self.define(number, scanned)
+            return
+        if not scanned.mnemonic:
+            if scanned.rest:
+                raise LineError(
+                    scanned.rest_col + 1,
+                    f"cannot read {clip(scanned.rest, 60)!r}",
+                    "an instruction, a label or a directive",
+                )
+            return
+        upper = scanned.mnemonic.upper()
+        if upper in SECTION_WORDS or upper in SECTION_SHORT:
+            section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
+            self.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+            return
+        if upper in EXTERN_WORDS:
+            return
+        if upper in GLOBAL_WORDS:
+            entry = IDENT.search(scanned.rest)
+            if entry and self.entry_name is None:
+                self.entry_name = entry.group()
+                self.entry_site = (number, scanned.rest_col + entry.start() + 1)
+            return
+        operands, columns = operands_of(scanned)
+        text = scanned.code[scanned.mnemonic_col :].strip()
+        opcode = MNEMONICS.get(upper)
+        column = scanned.mnemonic_col + 1
+        if opcode is None:
+            self.unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
+        else:
+            self.instructions.append(Instruction(opcode, operands, number, column, text, columns))
+
+    def define(self, number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in :attr:`data`, its cells in :attr:`memory`.
 
         Raises:
@@ -508,7 +474,7 @@ class _DataSection:
         key = name.lower()
         if key in self.data:
             message = f"data label {name!r} is defined twice"
-            report(number, scanned.mnemonic_col + 1, message, "a new name")
+            self.error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
         repeat = 1
         if word == "TIMES":
             repeat, word, rest, column = _repeat(rest, column)
@@ -545,117 +511,69 @@ class _DataSection:
         if self.cells > MAX_MEMORY_CELLS:
             raise _too_many(column)
 
-    def resolve(self, report: _Report) -> None:
+    def resolve(self) -> None:
         """Fill in rows that name other labels: each named label stands for its value."""
         rows = {key for key, *_ in self.pending_rows}
         for key, parts, number, column in self.pending_rows:
             cells: list[Value] = []
             for part in parts:
-                if isinstance(part, Imm):
-                    cells.append(part.value)
-                    continue
-                found = self.data.get(part.name.lower())
-                if found is None or part.name.lower() in rows:
-                    report(
-                        number,
-                        column + 1,
-                        f"{clip(part.name)!r} in this data row is no data label with a value",
-                        "numbers, strings or names of data labels defined with values",
-                    )
+                found = part.value if isinstance(part, Imm) else self.data.get(part.name.lower())
+                if isinstance(part, Name) and (found is None or part.name.lower() in rows):
+                    message = f"{clip(part.name)!r} in this data row is no data label with a value"
+                    expected = "numbers, strings or names of data labels defined with values"
+                    self.error(number, LineError(column + 1, message, expected))
                     found = 0
                 cells.append(found)
             text = row_json(cells, MAX_DATA_TEXT_CHARS)
             if text is None:
-                error = _too_long(
-                    column, "this row read whole (the JSON list of its cells)", MAX_DATA_TEXT_CHARS
-                )
-                report(number, error.column, error.message, error.expected)
-                text = ""
+                self.error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
             label = self.memory[key]
             self.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
-            self.data[key] = text
+            self.data[key] = text or ""
 
-
-# -- what the operands mean -------------------------------------------------------------------
-
-
-def _settle(
-    ins: Instruction, data: Mapping[str, Value], names: Set[str], line: str
-) -> tuple[Instruction, list[LineError]]:
-    """``ins`` with its operands settled (see the module doc), and the problems found in its
-    texts; ``names`` are the plan's data and code labels, lower-cased."""
-    if ins.op is Opcode.SAY:
-        filled, problems = with_placeholders(ins, data, line)
-        fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
-        operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
-        columns = filled.operand_columns
-    else:
-        info = OPCODE_INFO[ins.op]
-        kinds = info.accepts(len(ins.operands)) or info.operands
-        found: list[Operand] = []
-        problems = []
-        for at, operand in enumerate(ins.operands):
-            kind = kinds[at] if at < len(kinds) else "value"
-            column = ins.operand_columns[at] if at < len(ins.operand_columns) else ins.column
-            if kind == "value":
-                operand, wrong = template_operand(operand, column, line)
-                problems += wrong
-            found.append(_settled(operand, kind, names))
-        operands, columns = tuple(found), ins.operand_columns
-    if operands == ins.operands and columns == ins.operand_columns:
-        return ins, problems
-    return Instruction(ins.op, operands, ins.line, ins.column, ins.text, columns), problems
-
-
-def _placeholders(ins: Instruction) -> int:
-    """How many placeholders the texts of ``ins`` hold."""
-    if ins.op is Opcode.SAY:
-        return len(ins.operands) - 1
-    return sum(len(o.fills) for o in ins.operands if isinstance(o, Template))
-
-
-def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
-    """What one operand of kind ``kind`` means (see the module doc)."""
-    dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
-    dotted = dotted and "[" not in str(operand)
-    if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
-        return Name(str(operand))
-    if isinstance(operand, Mem) and operand.label is not None and kind != "mem":
-        field = operand.label
-        plain = operand.index is None and operand.disp == 0 and operand.base is not None
-        if plain and field.lower() not in names and "." not in field:
-            assert operand.base is not None
-            return Path(operand.base, (Imm(field),), operand.text)
-    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
-        return Imm(NONE)  # no label is called so (see _reserved_name)
-    if isinstance(operand, Template):
-        fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
-        parts = (operand.text, operand.pieces, fills, operand.specs, operand.columns)
-        return Template(*parts)  # type: ignore[arg-type]
-    return operand
-
-
-def _fill_answers(builder: _Builder) -> None:
-    """Settle each instruction's operands (:func:`_settled`): the
-    placeholders of each ``SAY`` and of every other text, and what each name means; done once
-    every data label is read, since its text may be defined after the code. All the texts
-    together hold at most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
-    data = builder.section.data
-    names = set(data) | set(builder.labels)
-    for position, ins in enumerate(builder.instructions):
-        settled, problems = _settle(ins, data, names, builder.lines[ins.line - 1])
-        builder.instructions[position] = settled
-        for problem in problems:
-            builder.error(ins.line, problem.column, problem.message, problem.expected)
-        builder.placeholders += _placeholders(settled)
-        if builder.placeholders > MAX_PLAN_PLACEHOLDERS:
-            message = (
-                f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
-                "placeholders a plan may have"
-            )
-            expected = "fewer placeholders: SAY in a loop, or say a summary"
-            builder.error(ins.line, ins.column, message, expected)
-            return
+    def settle(self) -> None:
+        """Settle each instruction's operands (:func:`_settled`): the placeholders of each
+        ``SAY`` and of every other text, and what each name means; done once every data label
+        is read, since its text may be defined after the code. All the texts together hold at
+        most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
+        names = set(self.data) | set(self.labels)
+        placeholders = 0
+        for position, ins in enumerate(self.instructions):
+            line = self.lines[ins.line - 1]
+            if ins.op is Opcode.SAY:
+                filled, problems = with_placeholders(ins, self.data, line)
+                fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
+                operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
+                columns = filled.operand_columns
+                placeholders += len(fills)
+            else:
+                info = OPCODE_INFO[ins.op]
+                kinds = info.accepts(len(ins.operands)) or info.operands
+                found: list[Operand] = []
+                problems = []
+                for at, operand in enumerate(ins.operands):
+                    kind = kinds[at] if at < len(kinds) else "value"
+                    if kind == "value":
+                        column = ins.operand_columns[at]
+                        operand, wrong = template_operand(operand, column, line)
+                        problems += wrong
+                    if isinstance(operand, Template):
+                        placeholders += len(operand.fills)
+                    found.append(_settled(operand, kind, names))
+                operands, columns = tuple(found), ins.operand_columns
+            if operands != ins.operands or columns != ins.operand_columns:
+                settled = Instruction(ins.op, operands, ins.line, ins.column, ins.text, columns)
+                self.instructions[position] = settled
+            for problem in problems:
+                self.error(ins.line, problem)
+            if placeholders > MAX_PLAN_PLACEHOLDERS:
+                message = (
+                    f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
+                    "placeholders a plan may have"
+                )
+                expected = "fewer placeholders: SAY in a loop, or say a summary"
+                self.error(ins.line, LineError(ins.column, message, expected))
+                return
 
 
 def parse(text: str) -> Program | PlainAnswer:
@@ -723,17 +641,11 @@ def parse_program(text: str) -> Program:
     if isinstance(parsed, Program):
         return parsed
     first = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
-    problem = Diagnostic(
-        1,
-        1,
-        "the reply holds no instruction, only words: write the program in one ```asm block",
-        first,
-    )
-    raise AsmSyntaxError((problem,), "a program")
+    message = "the reply holds no instruction, only words: write the program in one ```asm block"
+    raise AsmSyntaxError((Diagnostic(1, 1, message, first),), "a program")
 
 
 _LARGE_REPLY = 64 * 1024
-_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
 def _parse(normalised: str) -> Program | PlainAnswer:
@@ -741,40 +653,35 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     if len(source_lines) > MAX_REPLY_LINES:
         # Every line costs work in each stage; no plan needs this many (the checker refuses
         # more than MAX_PLAN_INSTRUCTIONS), and a reply is refused before any of it is done.
-        first_over = source_lines[-1].split("\n", 1)[0]
-        problem = Diagnostic(
-            MAX_REPLY_LINES + 1,
-            1,
-            f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer",
-            first_over,
-        )
+        message = f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer"
+        problem = Diagnostic(MAX_REPLY_LINES + 1, 1, message, source_lines[-1].split("\n", 1)[0])
         raise AsmSyntaxError((problem,), "a shorter plan: loops and subroutines, not every step")
-    visible = _remove_thinking(normalised).split("\n")
+    shown = _remove_thinking(normalised)
+    visible = shown.split("\n")
     builder = _Builder(source_lines)
     for index in _code_line_numbers(visible):
         line = visible[index]
         if not line or line.isspace():
             continue
         try:
-            _read_line(builder, index + 1, line)
+            builder.read_line(index + 1, line)
         except LineError as exc:
-            builder.error(index + 1, exc.column, exc.message, exc.expected)
-    builder.section.resolve(builder.error)
-    _fill_answers(builder)
+            builder.error(index + 1, exc)
+    builder.resolve()
+    builder.settle()
     if builder.errors:
         raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
     if not builder.instructions and not builder.unknown:
-        answer = _remove_thinking(normalised).strip()
-        if not answer:  # only thinking: nothing was said to the user
+        if not shown.strip():  # only thinking: nothing was said to the user
             raise EmptyReply()
-        return PlainAnswer(answer)
+        return PlainAnswer(shown.strip())
     entry = 0
     if builder.entry_name is not None:
         entry = builder.labels.get(builder.entry_name.lower(), 0)
     return Program(
         instructions=tuple(builder.instructions),
         labels=builder.labels,
-        data=builder.section.data,
+        data=builder.data,
         entry=entry,
         source_lines=source_lines,
         unknown=tuple(builder.unknown),
@@ -782,5 +689,5 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         label_names=builder.label_names,
         entry_name=builder.entry_name,
         entry_site=builder.entry_site,
-        memory=builder.section.memory,
+        memory=builder.memory,
     )

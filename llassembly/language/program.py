@@ -17,11 +17,8 @@ Value: TypeAlias = int | float | str | None
 """What registers and the stack hold (``None`` is :data:`NONE`)."""
 
 NONE: Final = None
-"""The value "no value": written ``NONE`` (or ``NULL``) in a plan, what a JSON ``null`` or a
-``None`` result reads as. Pushed for a tool parameter, the tool's own default applies. It is
-Python's ``None`` (JSON's ``null`` in a snapshot), a value of its own, so no text, whatever it
-holds, is ever taken for it; it compares equal to ``NONE`` and to ``""`` and reads as empty
-text."""
+"""The value "no value", written ``NONE`` (or ``NULL``): Python's ``None``, a value of its own
+that no text is ever taken for (see *Values* in ``docs/language.md``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +207,7 @@ class Instruction:
     def __str__(self) -> str:
         if not self.operands:
             return self.op.value
-        shown = self.operands[:1] if self.op is Opcode.SAY else self.operands
+        shown = self.operands[:1] if OPCODE_INFO[self.op].variadic else self.operands
         return f"{self.op.value} " + ", ".join(str(o) for o in shown)
 
     @property
@@ -330,23 +327,18 @@ class Effects:
     Registers include those named inside memory operands (an address is read to find the
     cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
     written (it always reads 0). Memory is found through the operand positions: a memory
-    operand or a data label or variable at a position read or written.
+    operand or a data label or variable at a position read or written. ``reads``, ``writes``,
+    ``implicit_reads`` and ``implicit_writes`` are those of its operand form, ``flow``,
+    ``numeric`` and ``moves`` its :class:`OpcodeInfo`'s, for the operands as written (``XOR
+    r, r`` reads nothing: see :attr:`OpcodeInfo.same_register`).
 
     Attributes:
-        op: The opcode.
-        reads: Positions of the operands whose value it reads.
-        writes: Positions of the operands it writes.
         registers_read: Every register it reads.
         registers_written: Every register it writes.
-        implicit_reads: Registers it reads without naming them (``LOOP``: ``ECX``).
-        implicit_writes: Registers it writes without naming them.
         flags_read: It tests the flags (``Jcc``, ``SETcc``, ``CMOVcc``).
         flags_written: It sets the flags.
         pops: Values it takes off the data stack (a tool ``CALL``'s: see :func:`stack_effect`).
         pushes: Values it puts on the data stack.
-        flow: Its control flow.
-        numeric: The values it reads must be numbers.
-        moves: ``(written, read)`` positions: a value it copies (see :attr:`OpcodeInfo.moves`).
         writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
     """
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Imm, Mem, Name, Operand, Path, Reg
@@ -61,11 +62,6 @@ def _skip_to(pattern: re.Pattern[str], text: str, position: int) -> int:
     """The index of the first character from ``position`` that ``pattern`` finds, or the end."""
     found = pattern.search(text, position)
     return len(text) if found is None else found.start()
-
-
-def clip(text: str, limit: int = 40) -> str:
-    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quoted_end(text: str, start: int) -> int | None:
@@ -199,12 +195,9 @@ def _path_end(text: str, i: int) -> int:
 def _sized(token: str) -> bool:
     """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
     words = token.upper().split()
-    return (
-        bool(words)
-        and words[0] in _SIZE_WORDS
-        and not token.endswith("]")
-        and (len(words) == 1 or words[1:] == ["PTR"])
-    )
+    if not words or token.endswith("]"):
+        return False
+    return words[0] in _SIZE_WORDS and words[1:] in ([], ["PTR"])
 
 
 def read_number(token: str, column: int) -> int | float:
@@ -224,9 +217,7 @@ def read_number(token: str, column: int) -> int | float:
             value = int(token)
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
         raise too_big from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise too_big
-    if isinstance(value, int) and not is_int64(value):
+    if not (is_int64(value) or (isinstance(value, float) and math.isfinite(value))):
         raise too_big
     return value
 
@@ -266,29 +257,31 @@ def _parse_operand(token: str, column: int) -> Operand:
         token = token[:-2]
     head = _PATH_HEAD.match(token)
     if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
-        base_name = head.group()
-        index = register_index(base_name)
-        base: Reg | Name = Name(base_name) if index is None else Reg(index, base_name.upper())
+        base = _register(head.group()) or Name(head.group())
         try:
             return _path(token, head.end(), base, column)
         except LineError:
-            if index is not None or not _NAME_OPERAND.fullmatch(token):
+            if isinstance(base, Reg) or not _NAME_OPERAND.fullmatch(token):
                 raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
-        index = register_index(token)
-        if index is not None:
-            return Reg(index, token.upper())
-        if token.upper() in _STACK_POINTERS:
-            raise LineError(
-                column + 1,
-                f"{token} (the stack pointer) is not available",
-                "a general register (R1..R100, EAX..EBP); use PUSH and POP for the stack",
-            )
-        return Name(token)
-    shown = token if len(token) <= 40 else token[:37] + "..."
+        _no_stack_pointer(token, column, "a general register (R1..R100, EAX..EBP)")
+        return _register(token) or Name(token)
     raise LineError(
-        column + 1, f"cannot read operand {shown!r}", "a register, number, string or name"
+        column + 1, f"cannot read operand {clip(token)!r}", "a register, number, string or name"
     )
+
+
+def _register(name: str) -> Reg | None:
+    """The register called ``name`` (any case), or ``None``."""
+    index = register_index(name)
+    return None if index is None else Reg(index, name.upper())
+
+
+def _no_stack_pointer(name: str, column: int, expected: str) -> None:
+    """Refuse the stack pointer (``ESP``): the stack is PUSH and POP's alone."""
+    if name.upper() in _STACK_POINTERS:
+        message = f"{name} (the stack pointer) is not available"
+        raise LineError(column + 1, message, expected + "; use PUSH and POP for the stack")
 
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
@@ -298,15 +291,11 @@ _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
 def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
-    """A path operand: ``base`` and the steps written in ``token`` from ``start``."""
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
+    gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
+    variable."""
     if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
         base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
-    return Path(base, _read_path_steps(token, start, column), token)
-
-
-def _read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | Name, ...]:
-    """The steps of a path written in ``token`` from ``start``: ``.name`` gives a field name,
-    ``[...]`` a key: a number, a quoted field name, a register or a variable."""
     steps: list[Imm | Reg | Name] = []
     i, end = start, len(token)
     while i < end:
@@ -322,7 +311,7 @@ def _read_path_steps(token: str, start: int, column: int) -> tuple[Imm | Reg | N
         inside = token[i + 1 : close].strip()
         steps.append(_key(inside, token, column + i))
         i = close + 1
-    return tuple(steps)
+    return Path(base, tuple(steps), token)
 
 
 def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
@@ -334,8 +323,7 @@ def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
     elif _NUMBER.match(inside) and not any(c in inside.lower() for c in ".ex"):
         return Imm(read_number(inside, column))
     elif IDENT.fullmatch(inside):
-        index = register_index(inside)
-        return Name(inside) if index is None else Reg(index, inside.upper())
+        return _register(inside) or Name(inside)
     message = f"{clip(token)}: [{clip(inside, 20)}] is no key"
     if any(c in inside for c in "*+"):  # MASM's table[ESI*4]
         message += f"; for a cell of a data label write [{token.split('[', 1)[0]} + {inside}]"
@@ -361,10 +349,13 @@ def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
     for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         body = piece.strip()
         if not body:  # "x + + 4", "x +"
-            message = f"cannot read memory operand {clip(token)!r}"
-            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+            raise _bad_memory(column, f"cannot read memory operand {clip(token)!r}")
         terms.append((sign == "-", body))
     return terms
+
+
+def _bad_memory(column: int, message: str) -> LineError:
+    return LineError(column + 1, message, _MEMORY_EXPECTED)
 
 
 def _whole_number(factor: str, column: int) -> int:
@@ -387,15 +378,14 @@ def _read_memory(token: str, column: int) -> Mem:
         raise LineError(column + 1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
     inside = inside[:-1].strip()
     if not inside:
-        raise LineError(column + 1, "empty memory operand []", _MEMORY_EXPECTED)
+        raise _bad_memory(column, "empty memory operand []")
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
     for negative, body in _terms(inside, token, column):
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
-            message = f"cannot read {clip(body)!r} in {clip(token)}"
-            raise LineError(column + 1, message, _MEMORY_EXPECTED)
+            raise _bad_memory(column, f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
         whole = [_whole_number(factor, column) for factor in numbers]
@@ -404,43 +394,27 @@ def _read_memory(token: str, column: int) -> Mem:
             disp += -value if negative else value
             continue
         if len(names) > 1:
-            raise LineError(
-                column + 1, f"{clip(body)!r}: only a register may be scaled", _MEMORY_EXPECTED
-            )
+            raise _bad_memory(column, f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
-        index = register_index(name)
+        register = _register(name)
         scale = whole[0] if whole else 1
-        if index is None:
-            if name.upper() in _STACK_POINTERS:
-                raise LineError(
-                    column + 1,
-                    f"{name} (the stack pointer) is not available",
-                    "a data label and general registers; use PUSH and POP for the stack",
-                )
+        if register is None:
+            _no_stack_pointer(name, column, "a data label and general registers")
             if label is not None or negative or numbers or not IDENT.fullmatch(name):
-                raise LineError(
-                    column + 1,
-                    f"{clip(token)}: a memory operand is based on one data label, added once",
-                    _MEMORY_EXPECTED,
-                )
+                message = f"{clip(token)}: a memory operand is based on one data label, added once"
+                raise _bad_memory(column, message)
             label = name
             continue
         if negative or scale not in (1, 2, 4, 8):
-            raise LineError(
-                column + 1,
-                f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8",
-                _MEMORY_EXPECTED,
-            )
-        registers.append((Reg(index, name.upper()), scale))
+            message = f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8"
+            raise _bad_memory(column, message)
+        registers.append((register, scale))
     if len(registers) > 2:
-        raise LineError(column + 1, f"{token[:40]}: at most two registers", _MEMORY_EXPECTED)
+        raise _bad_memory(column, f"{token[:40]}: at most two registers")
     registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
-    base = registers[0][0] if len(registers) == 2 or (registers and registers[0][1] == 1) else None
-    index_reg, scale = (None, 1)
-    if len(registers) == 2:
-        index_reg, scale = registers[1]
-    elif registers and base is None:
-        index_reg, scale = registers[0]
+    has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
+    base = registers.pop(0)[0] if has_base else None
+    index_reg, scale = registers[0] if registers else (None, 1)
     return Mem(label, base, index_reg, scale, disp, size, token)
 
 
@@ -454,6 +428,7 @@ SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
 EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
+_DIRECTIVES = SECTION_WORDS | SECTION_SHORT | GLOBAL_WORDS | EXTERN_WORDS
 
 
 _COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
@@ -497,9 +472,7 @@ def scan(line: str) -> Scanned:
     Choosing the code lines and reading them both scan each line; short lines are scanned once
     (a bounded cache: a scan depends on the line's text only).
     """
-    if len(line) > _CACHED_LINE:
-        return _scan_line(line)
-    return _scan_cached(line)
+    return _scan_line(line) if len(line) > _CACHED_LINE else _scan_cached(line)
 
 
 _CACHED_LINE = 256
@@ -549,40 +522,32 @@ def reserved(name: str) -> str | None:
     return "an instruction" if upper in MNEMONICS else None
 
 
-def _is_directive(word: str) -> bool:
-    upper = word.upper()
-    return (
-        upper in SECTION_WORDS
-        or upper in SECTION_SHORT
-        or upper in GLOBAL_WORDS
-        or upper in EXTERN_WORDS
-    )
+def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
+    """The operands of a scanned instruction line and the 1-based column of each.
+
+    Raises:
+        LineError: An operand cannot be read.
+    """
+    tokens = split_operands(scanned.rest, scanned.rest_col) if scanned.rest else []
+    return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
 
 
 def looks_like_code(line: str) -> bool:
     """Decide, for replies without fences, whether a line is code or prose."""
     try:
         scanned = scan(line)
+        if scanned.data_name or scanned.mnemonic.upper() in _DIRECTIVES:
+            return True
+        if not scanned.mnemonic:
+            return bool(scanned.labels) and not scanned.rest
+        opcode = MNEMONICS.get(scanned.mnemonic.upper())
+        if opcode is None or scanned.mnemonic.isupper():
+            return opcode is not None
+        if scanned.rest.rstrip().endswith((".", "!", "?")):
+            return False  # "Push it." is a sentence, not code
+        return len(operands_of(scanned)[0]) == len(OPCODE_INFO[opcode].operands)
     except LineError:
         return False
-    if scanned.data_name or (scanned.mnemonic and _is_directive(scanned.mnemonic)):
-        return True
-    if not scanned.mnemonic:
-        return bool(scanned.labels) and not scanned.rest
-    opcode = MNEMONICS.get(scanned.mnemonic.upper())
-    if opcode is None:
-        return False
-    if scanned.mnemonic.isupper():
-        return True
-    if scanned.rest.rstrip().endswith((".", "!", "?")):
-        return False  # "Push it." is a sentence, not code
-    try:
-        tokens = split_operands(scanned.rest, scanned.rest_col)
-        for token, column in tokens:
-            read_operand(token, column)
-    except LineError:
-        return False
-    return len(tokens) == len(OPCODE_INFO[opcode].operands)
 
 
 def names_instruction(line: str) -> bool:
@@ -592,8 +557,8 @@ def names_instruction(line: str) -> bool:
 
 
 def has_instruction(line: str) -> bool:
+    """Whether a line starts with a known mnemonic and reads as code (:func:`looks_like_code`)."""
     try:
-        scanned = scan(line)
+        return names_instruction(line) and looks_like_code(line)
     except LineError:
         return False
-    return not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS and looks_like_code(line)

@@ -1,31 +1,24 @@
 """Text with placeholders: ``SAY`` answers and string operands, and how values read in them.
 
-``SAY "The warmest is {R2} at {R3:.1f} °C"`` (or ``SAY answer`` with ``answer db "..."``) adds
-one line to the answer the turn ends with; ``PUSH "Invoice {R1} for {R2.name}"`` pushes the
-text filled in. A placeholder names what to put there: a register (``{EAX}``, ``{R2}``,
-``{xmm0}``), a data label or variable (``{best_city}``), memory (``{[table + ESI*4]}``) or a part
-of a structured value (``{R1.items[0].title}``), with an optional format after a colon
-(``{R1:.2f}``, ``{R1:,}``, ``{R1:02}``; see :func:`render`). The parser turns each placeholder
-of a ``SAY`` into one more operand of the instruction (:func:`with_placeholders`), and a string
-operand of any other instruction into a :class:`~llassembly.language.program.Template`
-(:func:`template_operand`), so the verifier and the path analysis check them like any operand:
-a placeholder that names nothing is refused before the plan runs.
-
-Braces whose text starts as a placeholder's does (a name, ``[``, or the ``:``/``!`` of a format,
-after any spaces) are meant as one, and must read as one: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``,
-``{:.2f}`` would reach a tool or the answer as written, so the parser refuses them with the
-placeholder to write (:func:`near_misses`). Doubled, such braces are text: ``{{R1}}`` is the
-text ``{R1}``, ``{{x: 1}}`` the text ``{x: 1}``. Any other braces (``{"a": 1}``, ``{}``,
-``{3}``, ``\\d{2,5}``) are plain text, so JSON needs no escaping.
+A placeholder (``{R2}``, ``{best_city}``, ``{[table + ESI*4]}``, ``{R1.items[0].title}``, with an
+optional format: ``{R1:.2f}``, see :func:`render`) names what to put in the text; which braces
+are a placeholder, which are text and which are refused is *Text* in ``docs/language.md``. The
+parser turns each placeholder of a ``SAY`` into one more operand of the instruction
+(:func:`with_placeholders`), and a string operand of any other instruction into a
+:class:`~llassembly.language.program.Template` (:func:`template_operand`), so the verifier and
+the path analysis check them like any operand: a placeholder that names nothing is refused
+before the plan runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Literal, NamedTuple
 
+from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
     Imm,
@@ -38,7 +31,7 @@ from llassembly.language.program import (
     Template,
     Value,
 )
-from llassembly.language.scan import LineError, clip, read_operand, string_columns
+from llassembly.language.scan import LineError, read_operand, string_columns
 
 _REF = (
     r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?][\w.$@?]*)"  # [memory] or a name (R1, best, ...)
@@ -91,7 +84,7 @@ def _braces(text: str) -> Iterator[_Braces]:
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it
     names, its format, its index in text)``; escaped ``{{...}}`` are folded into the pieces,
-    and braces meant as a placeholder that do not read as one (:func:`near_misses`, which the
+    and braces meant as a placeholder that do not read as one (:func:`_near_miss`, which the
     parser refuses) are kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1
     placeholders."""
     pieces: list[str] = []
@@ -116,34 +109,16 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     return pieces, found
 
 
-def near_misses(text: str, where: str = "the text") -> list[tuple[str, int, str]]:
-    """Braces in ``text`` meant as a placeholder that do not read as one, each as ``(the
-    braces as written, their index in text, the message)``: the text would reach a tool or
-    the answer as written, so the parser refuses it. At most :data:`MAX_SAY_PLACEHOLDERS`."""
-    found: list[tuple[str, int, str]] = []
-    for braces in _braces(text):
-        if braces.kind != "miss":
-            continue
-        why, meant = _advice(braces.inner)
-        shown = clip(text[braces.start : braces.end])
-        message = (
-            f"{shown} in {where} is no placeholder ({why}), so it would be passed on as "
-            f"written; write "
-            f"{meant} for a value, or {clip('{{' + braces.inner + '}}')} for the braces as text"
-        )
-        found.append((shown, braces.start, message))
-        if len(found) >= MAX_SAY_PLACEHOLDERS:
-            break
-    return found
-
-
 def has_placeholders(text: str) -> bool:
-    """Whether ``text`` holds a placeholder, or braces meant as one (:func:`near_misses`)."""
+    """Whether ``text`` holds a placeholder, or braces meant as one that do not read as one."""
     return any(b.kind != "escaped" for b in _braces(text))
 
 
-def _advice(inner: str) -> tuple[str, str]:
-    """Why ``{inner}`` is no placeholder, and the placeholder it was probably meant to be."""
+def _near_miss(text: str, braces: _Braces, where: str) -> str:
+    """Why braces meant as a placeholder (``{ R1 }``, ``{R1!r}``, ``{R1:x}``) are none, and the
+    placeholder they were probably meant to be: the text would reach a tool or the answer as
+    written, so the parser refuses it."""
+    inner = braces.inner
     name, sep, rest = inner.strip().partition(":")
     bang = name.find("!")
     if bang >= 0:
@@ -166,7 +141,11 @@ def _advice(inner: str) -> tuple[str, str]:
         why = "no spaces inside the braces"
     else:  # pragma: no cover - a plain name alone is a placeholder
         why = "it does not read as one"
-    return why, meant
+    return (
+        f"{clip(text[braces.start : braces.end])} in {where} is no placeholder ({why}), so it "
+        f"would be passed on as written; write {meant} for a value, or "
+        f"{clip('{{' + inner + '}}')} for the braces as text"
+    )
 
 
 def render(value: Value, spec: str = "") -> str:
@@ -238,13 +217,9 @@ def with_placeholders(
     """
     if len(ins.operands) != 1:
         column = ins.operand_columns[1] if len(ins.operand_columns) > 1 else ins.column
-        problem = LineError(
-            column,
-            f"SAY takes one operand, {len(ins.operands)} were given",
-            'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label '
-            "holding such text",
-        )
-        return ins, [problem]
+        message = f"SAY takes one operand, {len(ins.operands)} were given"
+        expected = 'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label'
+        return ins, [LineError(column, message, expected + " holding such text")]
     template = template_of(ins.operands[0], data)
     if not template:
         return ins, []
@@ -253,13 +228,8 @@ def with_placeholders(
     read = _read_fills(template, base, written, "the answer text")
     if isinstance(read, list):
         return ins, read
-    fills, _pieces, _specs, columns = read
-    return (
-        Instruction(
-            ins.op, (ins.operands[0], *fills), ins.line, ins.column, ins.text, (base, *columns)
-        ),
-        [],
-    )
+    operands, columns = (ins.operands[0], *read.fills), (base, *read.columns)
+    return dataclasses.replace(ins, operands=operands, operand_columns=columns), []
 
 
 def template_operand(
@@ -272,12 +242,9 @@ def template_operand(
     read = _read_fills(operand.value, column, source_line, "the text")
     if isinstance(read, list):
         return operand, read
-    fills, pieces, specs, columns = read
-    if not fills and len(pieces) == 1 and pieces[0] == operand.value:
-        return operand, []
-    if not fills:  # only escaped braces: {{R1}} is the text {R1}
-        return Imm(pieces[0]), []
-    return Template(operand.value, tuple(pieces), fills, specs, tuple(columns)), []
+    if read.fills or read.pieces[0] == operand.value:
+        return (read if read.fills else operand), []
+    return Imm(read.pieces[0]), []  # only escaped braces: {{R1}} is the text {R1}
 
 
 _Fill = Reg | Name | Mem | Path
@@ -295,18 +262,17 @@ def _columns(source_line: str | None, base: int, positions: list[int]) -> list[i
 
 def _read_fills(
     template: str, base: int, source_line: str | None, where: str
-) -> tuple[tuple[_Fill, ...], list[str], tuple[str, ...], list[int]] | list[LineError]:
-    """The operands a text's placeholders read, the pieces around them, their formats and
-    columns; or the problems found (linear in the text and line)."""
-    pieces, found = split_template(template)
-    misses = near_misses(template, where)
+) -> Template | list[LineError]:
+    """The text as a :class:`Template` (the operands its placeholders read, the pieces around
+    them, their formats and columns), or the problems found (linear in the text and line)."""
+    misses = [b for b in _braces(template) if b.kind == "miss"][:MAX_SAY_PLACEHOLDERS]
     if misses:
+        columns = _columns(source_line, base, [b.start for b in misses])
         return [
-            LineError(column, message, _VALID_FORMS)
-            for (_, _, message), column in zip(
-                misses, _columns(source_line, base, [at for _, at, _ in misses]), strict=True
-            )
+            LineError(column, _near_miss(template, braces, where), _VALID_FORMS)
+            for braces, column in zip(misses, columns, strict=True)
         ]
+    pieces, found = split_template(template)
     columns = _columns(source_line, base, [at for _, _, at in found])
     if len(found) > MAX_SAY_PLACEHOLDERS:
         problem = LineError(
@@ -332,4 +298,5 @@ def _read_fills(
         fills.append(operand)
     if problems:
         return problems
-    return tuple(fills), pieces, tuple(spec for _, spec, _ in found), columns
+    specs = tuple(spec for _, spec, _ in found)
+    return Template(template, tuple(pieces), tuple(fills), specs, tuple(columns))
