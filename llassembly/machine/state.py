@@ -33,6 +33,7 @@ from llassembly.language.instructions import (
 )
 from llassembly.language.limits import INT_MAX, is_int64
 from llassembly.language.program import Value
+from llassembly.language.templates import render
 
 
 def _names(value: Any, what: str) -> Sources:
@@ -507,3 +508,22 @@ def _restore_outstanding(
         for cells in memory.values():
             cells[:] = map(_read, cells)
     return outstanding
+
+
+def answer_of(machine: Mapping[str, Any] | None) -> str | None:
+    """The answer a machine snapshot holds (its ``SAY`` lines joined), or ``None``."""
+    lines = (machine or {}).get("answer")
+    if not lines:
+        return None
+    return "\n".join(str(line) for line in lines)
+
+
+def final_answer_of(machine: Mapping[str, Any] | None) -> str | None:
+    """The answer a finished plan gives, from its snapshot: what it said (``SAY``, see
+    :func:`answer_of`), else the value its top-level ``RET`` returned in ``EAX`` or ``XMM0``
+    (its ``"returned"`` entry, written as ``SAY`` writes a value), else ``None``."""
+    said = answer_of(machine)
+    if said is not None:
+        return said
+    returned = (machine or {}).get("returned")
+    return None if returned is None else render(returned)
