@@ -51,8 +51,8 @@ from llassembly.language.program import (
     row_json,
 )
 from llassembly.language.templates import render
+from llassembly.machine.externs import short_repr
 from llassembly.machine.state import MachineState
-from llassembly.machine.values import short_repr
 
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()

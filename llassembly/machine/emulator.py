@@ -7,23 +7,17 @@ executes them (now, later, over several game frames, from async code) and hands 
 batch holds one call, and :meth:`Emulator.advance` / :meth:`Emulator.complete` step the plan
 one call at a time. :meth:`Emulator.run` and :meth:`Emulator.arun` do the loop for you.
 
-**Independent calls at once** (``parallel_tools``): when a marked tool ``CALL`` is reached, its
-arguments are popped and the call is issued; its results are :class:`Pending` values where the
-sequential run would put them (on the stack, or in ``EAX`` by the EAX convention), and the
-machine goes on. A pending value moves like any value (``POP``, ``MOV``, ``PUSH``, into memory);
-the machine stops before the first instruction that would *read* one (:func:`_read_check`),
-before an unmarked tool ``CALL`` (its side effects keep their order), before the end of the
-plan, and before a budget that runs out (raised once the outstanding calls have completed, as
-the sequential run raises it after them). An instruction failing while calls are outstanding
-is remembered (:attr:`MachineState.fault`) and raised after their results are in, so errors
-surface exactly where the sequential run raises them. Results are given in program order and
-fill every place their pending values went: the plan's meaning is the sequential meaning.
+With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
+:class:`Pending` values until they come, and stops before the first instruction that would
+read one (:func:`_read_check`; the rule is *Independent calls at once* in
+``docs/language.md``). An instruction failing while calls are outstanding is remembered
+(:attr:`MachineState.fault`) and raised after their results are in, so errors surface exactly
+where the sequential run raises them: the plan's meaning is the sequential meaning.
 
 State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included.
-
-Speed: every instruction is compiled once into a small closure (one compiler per opcode, see
-:mod:`llassembly.machine.steps`), so the step loop is a list index and a call.
+and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. Every instruction
+is compiled once into a small closure (:mod:`llassembly.machine.steps`), so the step loop is a
+list index and a call.
 
 Example:
     >>> from llassembly import parse
@@ -461,13 +455,13 @@ class Emulator:
         """
         if call is None:
             check_sync_tools(self.compiled.tools)
-        execute = call or self._call_directly
+        execute = call or (lambda request: self.compiled.externs[request.tool].call(request.args))
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
         """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
         a batch's calls are awaited together."""
-        execute = call or self._acall_directly
+        execute = call or (lambda request: self.compiled.externs[request.tool].acall(request.args))
         return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------
@@ -526,14 +520,7 @@ class Emulator:
         values: list[Value] = st.pending[1] if st.pending is not None else []
         st.pending = None
         st.outstanding.append((pc, values, call.number))
-        results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
-        to_eax = pc in self.compiled.flow.eax  # its one result is read in EAX
-        if to_eax:
-            st.regs[EAX_INDEX] = results[0]
-        else:
-            st.stack.extend(reversed(results))  # the first result on top
-        if st.provenance is not None and extern is not None:  # each result: its tool
-            st.provenance.results(extern.name, n_results, to_eax)
+        self._put_results(pc, [Pending(call.number, k) for k in range(n_results)])
         return True
 
     def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
@@ -575,23 +562,31 @@ class Emulator:
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = index in self.compiled.flow.eax  # its result is read in EAX (see the cfg)
-        if to_eax:
-            st.regs[EAX_INDEX] = values[0]
-        else:
-            st.stack.extend(reversed(values))
+        to_eax = self._put_results(index, values, tested=tested)
         if tested:
             if error is not None:  # EAX: the error's text
                 st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
             elif not to_eax:
                 st.regs[EAX_INDEX] = NONE
             st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
+        st.pending = None
+        st.pc = index + 1
+
+    def _put_results(self, index: int, values: Sequence[Any], *, tested: bool = False) -> bool:
+        """Put the results of the call at ``index`` where the plan reads them: in ``EAX`` by
+        the EAX convention (then ``True``, see the cfg), else on the stack, the first on top;
+        each derives from its tool."""
+        st = self.state
+        to_eax = index in self.compiled.flow.eax
+        if to_eax:
+            st.regs[EAX_INDEX] = values[0]
+        else:
+            st.stack.extend(reversed(values))
         if st.provenance is not None:  # shadow state: each result derives from its tool
             extern = self.compiled.tools[index]
             name = extern.name if extern else ""
             st.provenance.results(name, len(values), to_eax, tested=tested)
-        st.pending = None
-        st.pc = index + 1
+        return to_eax
 
     def _error(self, index: int, error: BaseException) -> BaseException:
         """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
@@ -651,12 +646,6 @@ class Emulator:
         st.tool_calls += 1
         st.pending = (pc, values)
         return call
-
-    def _call_directly(self, request: ToolCall) -> Any:
-        return self.compiled.externs[request.tool].call(request.args)
-
-    async def _acall_directly(self, request: ToolCall) -> Any:
-        return await self.compiled.externs[request.tool].acall(request.args)
 
     def _deadline(self) -> float | None:
         if self.max_seconds is None:
@@ -719,15 +708,10 @@ def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> fr
 
 # -- what an instruction run ahead reads --------------------------------------------------------
 #
-# The rule comes from the instruction table (``effects``), never from a list of opcodes:
-# * a value an instruction *copies* (``Effects.copies``: MOV, XCHG, CMOVcc, PUSH, POP) from a
-#   plain place to a plain place (a register, a memory cell, a one-cell label, the stack) is
-#   moved, not read: a pending value moves with it;
-# * every other value it uses is read: an operand it reads, a register of an address, the base
-#   or a key of a path (read or written: writing a part rebuilds the whole text), a placeholder
-#   of a text, a row read whole, a register it uses without naming it (LOOP's ECX), the stack
-#   top a POP writes into a path;
-# * a RET that ends the plan, like the end of the plan itself, reads everything.
+# The rule (docs/language.md, *Independent calls at once*) comes from the instruction table
+# (``effects``), never from a list of opcodes: a value an instruction only copies
+# (``Effects.copies``) from a plain place to a plain place moves, pending or not; every other
+# value it uses is read, and a RET that ends the plan, like the end itself, reads everything.
 
 _Check: TypeAlias = "Callable[[MachineState], bool]"
 _READS_KEY = "pending reads"
@@ -856,29 +840,25 @@ def tool_error(call: ToolCall, exc: Exception) -> BaseException:
 
 def drive(body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Any]) -> _Ret:
     """Run a sans-IO ``body`` (a generator that yields requests and receives their results)
-    to its return value, answering each request with ``execute``. A failing request is thrown
-    back into the body, except LangGraph's interrupts, which always propagate untouched."""
+    to its return value, answering each request with ``execute``: :func:`adrive`'s loop, run
+    without an event loop (nothing in it waits, so it ends at its first step)."""
+
+    async def now(request: _Req) -> Any:
+        return execute(request)
+
     try:
-        request = next(body)
-        while True:
-            try:
-                result = execute(request)
-            except bubbling_errors():
-                body.close()
-                raise
-            except Exception as exc:
-                request = body.throw(exc)
-                continue
-            request = body.send(result)
+        adrive(body, now).send(None)
     except StopIteration as stop:
         value: _Ret = stop.value
         return value
+    raise RuntimeError("drive: the body awaited")  # pragma: no cover - nothing in it awaits
 
 
 async def adrive(
     body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Awaitable[Any]]
 ) -> _Ret:
-    """Async :func:`drive`: each request is awaited."""
+    """Async :func:`drive`: each request is awaited. A failing request is thrown back into the
+    body, except LangGraph's interrupts, which always propagate untouched."""
     try:
         request = next(body)
         while True:

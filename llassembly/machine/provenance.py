@@ -39,8 +39,8 @@ from llassembly.language.program import (
     Value,
 )
 from llassembly.machine.access import Context, cell_locator
+from llassembly.machine.externs import short_repr
 from llassembly.machine.state import Shadow
-from llassembly.machine.values import short_repr
 
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
