@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
-from typing import Any, Final
+from typing import Any
 
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
 from llassembly.analysis.queries import query_sources
@@ -153,12 +153,10 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 """The flag modes: no comparison yet, numbers compared, strings compared."""
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
-_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+_NAMES = tuple(register_name(i) for i in range(REGISTER_COUNT))
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
 _NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
-_ZERO: Final = 0
-_NAMES = ("R0", *_SNAPSHOT_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,13 +340,10 @@ class MachineState:
         # Every register but those holding the integer 0 (what a restored register starts
         # as): an untouched register holds the very object 0. Other zeros (0.0, -0.0, False,
         # "") are values of their own and are kept, so a restored machine runs exactly as
-        # the saved one would have.
-        if registers is None:
-            regs = self.regs[1:]
-            saved = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
-        else:
-            regs = self.regs
-            saved = {_NAMES[i]: regs[i] for i in registers if regs[i] is not _ZERO}
+        # the saved one would have. R0 is never saved.
+        regs = self.regs
+        indexes = self.holding() if registers is None else registers
+        saved = {_NAMES[i]: regs[i] for i in indexes if i and _NOT_ZERO(regs[i])}
         snap: dict[str, Any] = {
             "pc": self.pc,
             "registers": saved,
@@ -398,16 +393,9 @@ class MachineState:
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
             returned = data.get("returned")
-            held = [
-                *([] if returned is None else [returned]),
-                *regs,
-                *stack,
-                *(pending["values"] if pending else ()),
-                *(v for o in outstanding for v in o[1]),
-                *(cell for cells in memory.values() for cell in cells),
-            ]
-            held = [v for v in held if type(v) is not Pending]
-            if not all(map(is_value, held)):
+            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding)
+            held.pending, held.returned = (0, pending["values"]) if pending else None, returned
+            if not all(map(is_value, held.values())):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
                 )
