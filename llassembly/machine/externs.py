@@ -707,37 +707,20 @@ def _text_keys(x: Any) -> Any:
 
 def _from_tool(tool: BaseTool) -> Extern:
     """An extern from a LangChain tool's declared contract."""
-    schema = tool.tool_call_schema
-    about = tool.description or ""
-    if isinstance(schema, dict):
-        params = _params_of_json(schema, about)
-        model: Any = None
-    else:
-        params = _params_of_model(typing.cast(type[BaseModel], schema), about)
-        model = schema
     func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
     hints = _hints(func if callable(func) else tool._run, tool.name)
-    injected, runtime = _injected(hints)
     output = mcp_output_schema(tool)
     if output is not None:
         result: Any = _annotation(output, output.get("$defs", {}), _title(tool.name, "Result"))
-        n_results, result_types = 1, (result,)
+        results: tuple[int, tuple[Any, ...]] = (1, (result,))
     else:
         returns = hints.get("return", _EMPTY)
         if tool.response_format == "content_and_artifact" and get_origin(returns) is tuple:
             returns = get_args(returns)[0]  # the plan reads the content
-        n_results, result_types = _result_count(returns, tool.name)
-    return Extern(
-        name=tool.name,
-        params=params,
-        n_results=n_results,
-        description=about,
-        tool=tool,
-        injected=injected,
-        runtime_param=runtime,
-        result_types=result_types,
-        schema=model,
-        structured=output is not None,
+        results = _result_count(returns, tool.name)
+    about, structured = tool.description or "", output is not None
+    return _extern(
+        tool.name, tool.tool_call_schema, about, hints, results, tool=tool, structured=structured
     )
 
 
@@ -755,76 +738,67 @@ def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
             "a LangChain tool whose args_schema declares them"
         )
     hints = _hints(fn, name)
-    injected, runtime = _injected(hints)
     try:
         model = create_schema_from_function(
             name,
             fn,
-            filter_args=[*injected, "self", "run_manager", "callbacks"],
+            filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
             parse_docstring=True,
             error_on_invalid_docstring=False,
             include_injected=False,
         )
     except Exception as exc:
         raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-    about = inspect.getdoc(fn) or ""
-    n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
+    results = _result_count(hints.get("return", _EMPTY), name)
+    return _extern(name, model, inspect.getdoc(fn) or "", hints, results, func=fn)
+
+
+def _extern(
+    name: str,
+    schema: Any,
+    about: str,
+    hints: Mapping[str, Any],
+    results: tuple[int, tuple[Any, ...]],
+    **own: Any,
+) -> Extern:
+    """An extern from what a tool declares: the parameters of its schema, in order, each with
+    its declared type and constraints (a pydantic model's fields, or the properties of the
+    JSON schema of an MCP tool as types the plan's checks and pydantic read), its description,
+    the annotations of its function (what the runtime injects) and its results."""
+    described = _docstring_args(about)
+    params = []
+    if isinstance(schema, dict):
+        defs = schema.get("$defs") or schema.get("definitions") or {}
+        required = set(schema.get("required") or ())
+        for key, spec in (schema.get("properties") or {}).items():
+            spec = spec if isinstance(spec, Mapping) else {}
+            shown = _default_text(spec.get("default")) if "default" in spec else ""
+            annotation: Any = _annotation(spec, defs, _title(key))
+            doc = str(spec.get("description") or described.get(key, ""))
+            params.append(Param(key, annotation, doc, key not in required, shown))
+    else:
+        for key, declared in typing.cast(type[BaseModel], schema).model_fields.items():
+            annotation = declared.annotation if declared.annotation is not None else Any
+            if declared.metadata:
+                annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
+            optional = not declared.is_required()
+            default = declared.get_default(call_default_factory=False) if optional else None
+            doc = declared.description or described.get(key, "")
+            params.append(
+                Param(key, annotation, doc, optional, _default_text(default) if optional else "")
+            )
+    injected, runtime = _injected(hints)
     return Extern(
         name=name,
-        params=_params_of_model(typing.cast(type[BaseModel], model), about),
-        n_results=n_results,
+        params=tuple(params),
+        n_results=results[0],
         description=about,
-        func=fn,
         injected=injected,
         runtime_param=runtime,
-        result_types=result_types,
-        schema=model,
+        result_types=results[1],
+        schema=None if isinstance(schema, dict) else schema,
+        **own,
     )
-
-
-def _params_of_model(model: type[BaseModel], about: str) -> tuple[Param, ...]:
-    """The parameters a pydantic schema declares, in order, each with its constraints."""
-    described = _docstring_args(about)
-    params = []
-    for name, spec in model.model_fields.items():
-        annotation: Any = spec.annotation if spec.annotation is not None else Any
-        if spec.metadata:
-            annotation = typing.cast(Any, Annotated)[(annotation, *spec.metadata)]
-        has_default = not spec.is_required()
-        default = spec.get_default(call_default_factory=False) if has_default else None
-        params.append(
-            Param(
-                name,
-                annotation,
-                spec.description or described.get(name, ""),
-                has_default,
-                _default_text(default) if has_default else "",
-            )
-        )
-    return tuple(params)
-
-
-def _params_of_json(schema: Mapping[str, Any], about: str) -> tuple[Param, ...]:
-    """The parameters a JSON schema declares (an MCP tool), in order, each as a type the
-    plan's checks and pydantic read (constraints kept)."""
-    described = _docstring_args(about)
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    required = set(schema.get("required") or ())
-    params = []
-    for name, spec in (schema.get("properties") or {}).items():
-        spec = spec if isinstance(spec, Mapping) else {}
-        has_default = name not in required
-        default = spec.get("default")
-        params.append(
-            Param(
-                name,
-                _annotation(spec, defs, _title(name)),
-                str(spec.get("description") or described.get(name, "")),
-                has_default,
-                _default_text(default) if "default" in spec else "",
-            )
-        )
-    return tuple(params)
 
 
 def _title(*words: str) -> str:
