@@ -498,28 +498,34 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
     raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
 
 
-def _register_number(st: MachineState, reg: Reg, operand: Mem, ins: Instruction) -> int:
-    value = st.regs[reg.index] if reg.index else 0
-    if type(value) is not int:
-        raise fail(
-            ins,
-            f"the address {operand} needs a whole number in {reg}, which holds {show(value)}",
-        )
-    return value
-
-
-def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
-    """The address a memory operand names (``LEA``): its label's address plus the offset."""
-    base = ctx.layout.base(operand.label.lower()) if operand.label else 0
+def _offset(operand: Mem, ins: Instruction) -> Callable[[MachineState], int]:
+    """``disp + base + index*scale`` of a memory operand, from the registers it names (each
+    must hold a whole number)."""
     registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
     if operand.index is not None:
         registers.append((operand.index, operand.scale))
     disp = operand.disp
 
-    def address(st: MachineState) -> Value:
-        total = base + disp
+    def offset(st: MachineState) -> int:
+        total = disp
         for reg, scale in registers:
-            total += _register_number(st, reg, operand, ins) * scale
+            value = st.regs[reg.index] if reg.index else 0
+            if type(value) is not int:
+                wrong = f"needs a whole number in {reg}, which holds {show(value)}"
+                raise fail(ins, f"the address {operand} {wrong}")
+            total += value * scale
+        return total
+
+    return offset
+
+
+def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
+    """The address a memory operand names (``LEA``): its label's address plus the offset."""
+    base = ctx.layout.base(operand.label.lower()) if operand.label else 0
+    offset = _offset(operand, ins)
+
+    def address(st: MachineState) -> Value:
+        total = base + offset(st)
         if not INT_MIN <= total <= INT_MAX:
             raise fail(ins, f"the address {operand} is out of the 64-bit range")
         return total
@@ -544,22 +550,11 @@ def cell_locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
 
         return by_address
     key = operand.label.lower()
-    label = layout.labels[key]
-    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
-    if operand.index is not None:
-        registers.append((operand.index, operand.scale))
-    disp = operand.disp
-    if not registers:
-        fixed = (key, _cell(key, disp, label, operand, ins))
+    label, offset = layout.labels[key], _offset(operand, ins)
+    if operand.base is None and operand.index is None:
+        fixed = (key, _cell(key, operand.disp, label, operand, ins))
         return lambda st: fixed
-
-    def by_label(st: MachineState) -> tuple[str, int]:
-        offset = disp
-        for reg, scale in registers:
-            offset += _register_number(st, reg, operand, ins) * scale
-        return key, _cell(key, offset, label, operand, ins)
-
-    return by_label
+    return lambda st: (key, _cell(key, offset(st), label, operand, ins))
 
 
 def _cell(key: str, offset: int, label: MemoryLabel, operand: Mem, ins: Instruction) -> int:
