@@ -6,14 +6,13 @@ holding some) the program is compiled with :func:`instrument`: every step that w
 something is wrapped by one that reads the sources of what the instruction reads (its
 :class:`~llassembly.analysis.dataflow.Transfer`, the same facts the analysis before the run
 follows), runs the step, and writes those sources beside what the step wrote in the state's
-:class:`~llassembly.machine.shadow.Shadow`. Sources are read before the step runs (it may
+:class:`~llassembly.machine.state.Shadow`. Sources are read before the step runs (it may
 overwrite what it reads) and written only once it has run (a step that fails changes nothing).
 Without policies nothing is wrapped: the machine runs the very steps it runs otherwise.
 
 A tool ``CALL`` is the machine's own (``Emulator._begin_call``): its arguments' sources are
-checked by :meth:`Guards.check` where the call is built
-(the emulator builds the call), then taken off the shadow stack with the
-values; its results get the tool (:meth:`Shadow.results`).
+checked by :meth:`Guards.check` where the emulator builds the call, then taken off the shadow
+stack with the values; its results get the tool (:meth:`Shadow.results`).
 """
 
 from __future__ import annotations
@@ -125,13 +124,6 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
     return lambda st: None
 
 
-def _put(shadow: Shadow, where: int | tuple[str, int] | None, sources: Sources) -> None:
-    if isinstance(where, int):
-        shadow.register(where, sources)
-    elif where is not None:
-        shadow.cell(where[0], where[1], sources)
-
-
 def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     """``step`` wrapped to keep the sources of what it writes (see the module doc); the step
     itself when the instruction writes nothing that carries sources."""
@@ -170,9 +162,10 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         ]
         after = step(st, pc)
         for where, sources in targets:
-            _put(shadow, where, sources)
+            if where is not None:
+                shadow.put(where, sources)
         for reg in registers:
-            shadow.register(reg, everything)
+            shadow.put(reg, everything)
         if pops:
             del shadow.stack[-pops:]
         if pushes:
@@ -185,34 +178,6 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
 
 
 # -- the policies, per call site --------------------------------------------------------------
-
-
-def check_names(policies: Sequence[DataFlowPolicy], tools: Mapping[str, ToolShape]) -> None:
-    """Refuse a policy that names a tool or an argument the tools do not have (a misspelt
-    name would switch the policy off without a word).
-
-    Raises:
-        UsageError: The message names the policy, the unknown name and the closest ones.
-    """
-    for policy in policies:
-        subject = f"the data-flow policy {policy}"
-        for name in policy.tool_names:
-            if name not in tools:
-                raise unknown_name(
-                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
-                )
-        names = [str(getattr(p, "name", "")) for p in tools[policy.tool].params]
-        if policy.argument not in names:
-            missing = f"{policy.tool} does not take"
-            raise unknown_name(
-                subject,
-                "argument",
-                policy.argument,
-                names,
-                missing,
-                "its arguments",
-                of=policy.tool,
-            )
 
 
 @dataclass(frozen=True)
@@ -258,15 +223,36 @@ class Guards:
 def guards_for(
     flow: ControlFlow, tools: Mapping[str, ToolShape], policies: Sequence[DataFlowPolicy]
 ) -> Guards:
-    """The :class:`Guards` of a program's calls (see :func:`check_names` for what it raises)."""
-    check_names(policies, tools)
+    """The :class:`Guards` of a program's calls.
+
+    Raises:
+        UsageError: A policy names a tool or an argument the tools do not have (a misspelt
+            name would switch the policy off without a word); the message names the policy,
+            the unknown name and the closest ones.
+    """
+    for policy in policies:
+        subject = f"the data-flow policy {policy}"
+        for name in policy.tool_names:
+            if name not in tools:
+                missing = "is not among the tools"
+                raise unknown_name(subject, "tool", name, list(tools), missing, "the tools")
+        tool, argument, names = policy.tool, policy.argument, _names(tools[policy.tool])
+        if argument not in names:
+            missing = f"{tool} does not take"
+            raise unknown_name(
+                subject, "argument", argument, names, missing, "its arguments", of=tool
+            )
     calls: dict[int, tuple[tuple[int, DataFlowPolicy], ...]] = {}
-    for pc, tool in flow.tools.items():
-        names = [str(getattr(p, "name", "")) for p in tool.params]
-        found = tuple((names.index(p.argument), p) for p in policies if p.tool == tool.name)
+    for pc, shape in flow.tools.items():
+        names = _names(shape)
+        found = tuple((names.index(p.argument), p) for p in policies if p.tool == shape.name)
         if found:
             calls[pc] = found
     return Guards(tuple(policies), calls)
+
+
+def _names(tool: ToolShape) -> list[str]:
+    return [str(getattr(p, "name", "")) for p in tool.params]
 
 
 def attach(st: MachineState) -> Shadow:

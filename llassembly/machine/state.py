@@ -85,17 +85,14 @@ class Shadow:
         if not to_eax:
             self.stack.extend([sources] * count)
 
-    def register(self, index: int, sources: Sources) -> None:
+    def put(self, where: int | tuple[str, int], sources: Sources) -> None:
+        """Keep ``sources`` as those of a register (its index) or a memory cell (``(label,
+        cell index)``); an empty set is kept by keeping nothing."""
+        held: dict[Any, Sources] = self.regs if isinstance(where, int) else self.mem
         if sources:
-            self.regs[index] = sources
+            held[where] = sources
         else:
-            self.regs.pop(index, None)
-
-    def cell(self, key: str, index: int, sources: Sources) -> None:
-        if sources:
-            self.mem[key, index] = sources
-        else:
-            self.mem.pop((key, index), None)
+            held.pop(where, None)
 
     def snapshot(self) -> dict[str, Any]:
         """The sources as plain data; ``{}`` when no value derives from a result.
