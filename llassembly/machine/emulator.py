@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from llassembly.analysis.dataflow import place_parts
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
@@ -782,12 +783,11 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
                 read(part)
 
     for position, operand in enumerate(operands):
-        if position in fx.reads and position not in moved:
-            read(operand)
-        elif position in fx.writes and isinstance(operand, Path):
-            read(operand)  # a part written: the whole text is read and built again
-        elif isinstance(operand, Mem):  # moved or written: its address is read
-            registers.update(r.index for r in operand.registers)
+        # A place moved to or from, or written, reads what finds it: a cell's address, a
+        # path's base and keys (a part written: the whole text is read and built again).
+        read_whole = position in fx.reads and position not in moved
+        for part in (operand,) if read_whole else place_parts(operand):
+            read(part)
     reads_top = fx.pops > 0 and not pops_into_place
     named = tuple(sorted(registers - {0}))  # R0 always reads 0
     if not (named or cells or rows or reads_top):
