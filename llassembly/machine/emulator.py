@@ -293,7 +293,9 @@ class Emulator:
         compiled, reads = self.compiled, self._reads
         steps, tools = compiled.steps, compiled.tools
         end, limit = len(steps), self.max_instructions_to_exec
-        deadline = self._deadline()
+        timed = self.max_seconds is not None
+        if timed and self._started is None:
+            self._started = time.monotonic()
         pc, executed = st.pc, st.executed
         pause = limit if max_steps is None else executed + max_steps
         batch: list[ToolCall] = []
@@ -308,9 +310,9 @@ class Emulator:
                     raise InstructionBudgetExceeded(
                         limit, executed + 1, line=ins.line, source=ins.text
                     )
-                if deadline is not None and executed % _CLOCK_EVERY == 0:
+                if timed and executed % _CLOCK_EVERY == 0:
                     try:
-                        self._check_clock(deadline, pc)
+                        self._check_clock(pc)
                     except ExecutionError:
                         if not batch:
                             raise
@@ -411,15 +413,33 @@ class Emulator:
             raise UsageError("parallel_tools issues calls as batches: use complete_batch()")
         self.complete_batch([result])
 
-    def call_at(self, index: int, values: Sequence[Value], number: int) -> ToolCall:
+    def call_at(
+        self,
+        index: int,
+        values: Sequence[Value],
+        number: int,
+        sources: Sequence[Any] | None = None,
+    ) -> ToolCall:
         """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data,
-        as a snapshot holds them), numbered ``number``: a call rebuilt from a snapshot, or
-        from the plain data a batch's task gets (it was checked when it was first made).
+        as a snapshot holds them), numbered ``number``: the one place a call is built. A call
+        rebuilt from a snapshot, or from the plain data a batch's task gets, was checked when it
+        was first made; then ``sources`` are the values' provenance, and the data-flow policies
+        are checked on them before anything else.
 
         Raises:
             UsageError: There is no tool ``CALL`` at ``index``.
+            DataFlowRefused: A data-flow policy refuses an argument's sources.
+            ToolArgumentError: A value does not fit its parameter (the tool's declared schema).
         """
-        return self._call(index, values, number, None)
+        extern = self._tool_at(index)
+        if extern is None:
+            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
+        ins = self.program.instructions[index]
+        dataflow = self.compiled.dataflow
+        if sources is not None and dataflow is not None:
+            dataflow.check(index, ins, values, sources)
+        args = extern.convert_args(values, line=ins.line, source=ins.text)
+        return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
     def calls(self) -> Generator[ToolCall, Any, RunResult]:
         """Generator form: yields each :class:`ToolCall`, takes its result by ``send``.
@@ -596,27 +616,6 @@ class Emulator:
             return error
         return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
 
-    def _call(
-        self, index: int, values: Sequence[Value], number: int, sources: Sequence[Any] | None
-    ) -> ToolCall:
-        """The one place a tool call is built. ``sources`` are the values' provenance when the
-        call is first made: the data-flow policies are checked on them before anything else.
-
-        Raises:
-            UsageError: There is no tool ``CALL`` at ``index``.
-            DataFlowRefused: A data-flow policy refuses an argument's sources.
-            ToolArgumentError: A value does not fit its parameter (the tool's declared schema).
-        """
-        extern = self._tool_at(index)
-        if extern is None:
-            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
-        ins = self.program.instructions[index]
-        dataflow = self.compiled.dataflow
-        if sources is not None and dataflow is not None:
-            dataflow.check(index, ins, values, sources)
-        args = extern.convert_args(values, line=ins.line, source=ins.text)
-        return ToolCall(extern.name, args, index, ins.line, ins.text, number)
-
     def _begin_call(self, pc: int) -> ToolCall:
         st = self.state
         extern = self.compiled.tools[pc]
@@ -627,8 +626,7 @@ class Emulator:
             raise ToolCallBudgetExceeded(
                 self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
             )
-        if self.max_seconds is not None and self._started is not None:
-            self._check_clock(self._started + self.max_seconds, pc)
+        self._check_clock(pc)
         stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
         if split < 0:
@@ -638,7 +636,7 @@ class Emulator:
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing
         sources = shadow.stack[split:] if shadow is not None else None
-        call = self._call(pc, values, st.tool_calls + 1, sources)
+        call = self.call_at(pc, values, st.tool_calls + 1, sources)
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
@@ -648,19 +646,15 @@ class Emulator:
         st.pending = (pc, values)
         return call
 
-    def _deadline(self) -> float | None:
-        if self.max_seconds is None:
-            return None
-        if self._started is None:
-            self._started = time.monotonic()
-        return self._started + self.max_seconds
-
-    def _check_clock(self, deadline: float, pc: int) -> None:
-        now = time.monotonic()
-        if now > deadline and self.max_seconds is not None and self._started is not None:
+    def _check_clock(self, pc: int) -> None:
+        """Refuse to go on past ``max_seconds`` from the run's first instruction."""
+        if self.max_seconds is None or self._started is None:
+            return
+        elapsed = time.monotonic() - self._started
+        if elapsed > self.max_seconds:
             ins = self.program.instructions[pc]
             raise WallClockExceeded(
-                self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
+                self.max_seconds, round(elapsed, 3), line=ins.line, source=ins.text
             )
 
 
