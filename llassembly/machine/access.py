@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import is_
 from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.cfg import Layout
+from llassembly.analysis.dataflow import place_parts
 from llassembly.errors import AsmRuntimeError, UsageError
 from llassembly.language.limits import (
     INT_MAX,
@@ -335,6 +336,50 @@ def show(value: Value) -> str:
     """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters;
     ``NONE`` as written."""
     return "NONE" if value is None else short_repr(value, 60)
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What reading some operands reads (see :func:`parts`).
+
+    Attributes:
+        registers: The registers, in order (never ``R0``: it always reads 0).
+        cells: The memory operands whose cell is found as the plan runs (of a writable label,
+            or by an address alone).
+        rows: The writable labels read whole (a one-cell label is its cell).
+    """
+
+    registers: tuple[int, ...]
+    cells: tuple[Mem, ...]
+    rows: tuple[str, ...]
+
+
+def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
+    """What reading the values of ``operands`` reads that a run may change: registers, the
+    registers and cell of a memory operand, writable labels, a path's base and keys, a
+    template's placeholders (constants and read-only data change in no run)."""
+    registers: dict[int, None] = {}
+    cells: list[Mem] = []
+    rows: list[str] = []
+    live = ctx.layout.live
+
+    def read(operand: Operand) -> None:
+        if isinstance(operand, Reg):
+            registers[operand.index] = None
+        elif isinstance(operand, Mem):
+            registers.update(dict.fromkeys(r.index for r in operand.registers))
+            if operand.label is None or operand.label.lower() in live:
+                cells.append(operand)
+        elif isinstance(operand, Name) and operand.name.lower() in live:
+            rows.append(operand.name.lower())
+        elif isinstance(operand, Path | Template):
+            for part in place_parts(operand) if isinstance(operand, Path) else operand.fills:
+                read(part)
+
+    for operand in operands:
+        read(operand)
+    registers.pop(0, None)
+    return Parts(tuple(registers), tuple(cells), tuple(rows))
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:

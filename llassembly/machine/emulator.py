@@ -63,20 +63,17 @@ from llassembly.language.limits import (
 from llassembly.language.program import (
     NONE,
     Effects,
-    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
-    Path,
     Program,
     Reg,
-    Template,
     Value,
     effects,
 )
 from llassembly.machine import provenance as _provenance
-from llassembly.machine.access import Context, fail, getter
+from llassembly.machine.access import Context, fail, getter, parts
 from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
 from llassembly.machine.state import (
     ORDERED,
@@ -747,43 +744,16 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
     moved = {r for _w, r in copies if r != Effects.STACK and _plain(operands[r], ctx)}
     moved -= {r for w, r in copies if w != Effects.STACK and not _plain(operands[w], ctx)}
     pops_into_place = any(r == Effects.STACK and _plain(operands[w], ctx) for w, r in copies)
-    registers: set[int] = set(fx.implicit_reads)
-    cells: list[Callable[[MachineState], Any]] = []
-    rows: list[str] = []
-
-    def read(operand: Operand) -> None:
-        """``operand``'s value is read: everything it is made of."""
-        live = ctx.layout.live
-        if isinstance(operand, Reg):
-            registers.add(operand.index)
-        elif isinstance(operand, Mem):
-            registers.update(r.index for r in operand.registers)
-            if operand.label is None or operand.label.lower() in live:
-                cells.append(getter(operand, ctx, ins))
-        elif isinstance(operand, Name):
-            key = operand.name.lower()
-            if key in live:
-                if len(ctx.layout.labels[key].cells) == 1:
-                    cells.append(getter(operand, ctx, ins))
-                else:
-                    rows.append(key)  # read whole, as JSON text
-        elif isinstance(operand, Path):
-            read(operand.base)
-            for step in operand.steps:
-                if not isinstance(step, Imm):
-                    read(step)
-        elif isinstance(operand, Template):
-            for part in operand.fills:
-                read(part)
-
+    read: list[Operand] = []
     for position, operand in enumerate(operands):
         # A place moved to or from, or written, reads what finds it: a cell's address, a
         # path's base and keys (a part written: the whole text is read and built again).
         read_whole = position in fx.reads and position not in moved
-        for part in (operand,) if read_whole else place_parts(operand):
-            read(part)
-    reads_top = fx.pops > 0 and not pops_into_place
-    named = tuple(sorted(registers - {0}))  # R0 always reads 0
+        read += (operand,) if read_whole else place_parts(operand)
+    found = parts(read, ctx)
+    named = tuple(sorted({*found.registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
+    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found.cells]
+    rows, reads_top = found.rows, fx.pops > 0 and not pops_into_place
     if not (named or cells or rows or reads_top):
         return None
 

@@ -26,18 +26,16 @@ from llassembly.analysis.dataflow import NO_SOURCES, Sources, transfer_of
 from llassembly.analysis.policies import DataFlowPolicy, unknown_name
 from llassembly.errors import DataFlowRefused, ExecutionError, UsageError
 from llassembly.language.program import (
-    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
     Path,
     Reg,
-    Template,
     ToolShape,
     Value,
 )
-from llassembly.machine.access import Context, cell_locator
+from llassembly.machine.access import Context, cell_locator, parts
 from llassembly.machine.externs import short_repr
 from llassembly.machine.state import Shadow
 
@@ -53,49 +51,27 @@ _Place: TypeAlias = "Callable[[MachineState], int | tuple[str, int] | None]"
 # -- reading and writing sources ----------------------------------------------------------------
 
 
-def _reader(operand: Operand, ctx: Context, ins: Instruction) -> _Reader | None:
-    """How to read the sources of ``operand``'s value (``None``: it has none, a literal)."""
-    if isinstance(operand, Reg):
-        index = operand.index
-        if index == 0:
-            return None
-        return lambda st, shadow: shadow.regs.get(index, NO_SOURCES)
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        if key not in ctx.layout.live:
-            return None  # read-only data or a constant: the plan's own
-        cells = range(len(ctx.layout.labels[key].cells))  # a row read whole is all its cells
-        return lambda st, shadow: frozenset().union(
-            *(shadow.mem.get((key, i), NO_SOURCES) for i in cells)
-        )
-    if isinstance(operand, Mem):
-        place = _place(operand, ctx, ins)
-        parts = _readers(operand.registers, ctx, ins)
-
-        def read_cell(st: MachineState, shadow: Shadow) -> Sources:
-            where = place(st)
-            found = shadow.mem.get(where, NO_SOURCES) if isinstance(where, tuple) else NO_SOURCES
-            return found.union(*(read(st, shadow) for read in parts)) if parts else found
-
-        return read_cell
-    if isinstance(operand, Path):
-        return _joined(_readers((operand.base, *operand.steps), ctx, ins))
-    if isinstance(operand, Template):
-        return _joined(_readers(operand.fills, ctx, ins))
-    return None  # Imm
-
-
-def _readers(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> list[_Reader]:
-    found = (_reader(o, ctx, ins) for o in operands if not isinstance(o, Imm))
-    return [read for read in found if read is not None]
-
-
-def _joined(readers: list[_Reader]) -> _Reader | None:
-    if not readers:
+def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Reader | None:
+    """How to read the sources of what reading ``operands`` reads (see
+    :func:`~llassembly.machine.access.parts`; ``None``: nothing that carries any)."""
+    found = parts(operands, ctx)
+    registers, places = found.registers, [_place(cell, ctx, ins) for cell in found.cells]
+    labels = ctx.layout.labels
+    rows = [(key, i) for key in found.rows for i in range(len(labels[key].cells))]
+    if not (registers or places or rows):
         return None
-    if len(readers) == 1:
-        return readers[0]
-    return lambda st, shadow: frozenset().union(*(read(st, shadow) for read in readers))
+
+    def read(st: MachineState, shadow: Shadow) -> Sources:
+        regs, mem = shadow.regs, shadow.mem
+        held = [regs.get(i, NO_SOURCES) for i in registers]
+        held += [mem.get(cell, NO_SOURCES) for cell in rows]
+        for place in places:
+            where = place(st)
+            if isinstance(where, tuple):
+                held.append(mem.get(where, NO_SOURCES))
+        return NO_SOURCES.union(*held)
+
+    return read
 
 
 def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
@@ -131,12 +107,12 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     if move.moves_nothing:
         return step
     # One reader for everything read, one per copy (None: only literals), built once.
-    read_all = _joined(_readers(move.reads, ctx, ins))
+    read_all = _reader(move.reads, ctx, ins)
     writes = [
         (
             _place(w.place, ctx, ins),
             w.copies is not None,
-            _joined(_readers(w.copies or (), ctx, ins)),
+            _reader(w.copies or (), ctx, ins),
         )
         for w in move.writes
     ]

@@ -495,20 +495,12 @@ def _restore_outstanding(
     return outstanding
 
 
-def answer_of(machine: Mapping[str, Any] | None) -> str | None:
-    """The answer a machine snapshot holds (its ``SAY`` lines joined), or ``None``."""
-    lines = (machine or {}).get("answer")
-    if not lines:
-        return None
-    return "\n".join(str(line) for line in lines)
-
-
 def final_answer_of(machine: Mapping[str, Any] | None) -> str | None:
-    """The answer a finished plan gives, from its snapshot: what it said (``SAY``, see
-    :func:`answer_of`), else the value its top-level ``RET`` returned in ``EAX`` or ``XMM0``
-    (its ``"returned"`` entry, written as ``SAY`` writes a value), else ``None``."""
-    said = answer_of(machine)
-    if said is not None:
-        return said
-    returned = (machine or {}).get("returned")
+    """The answer a finished plan gives, from its snapshot: what it said (its ``SAY`` lines
+    joined), else the value its top-level ``RET`` returned in ``EAX`` or ``XMM0`` (its
+    ``"returned"`` entry, written as ``SAY`` writes a value), else ``None``."""
+    machine = machine or {}
+    if machine.get("answer"):
+        return "\n".join(str(line) for line in machine["answer"])
+    returned = machine.get("returned")
     return None if returned is None else render(returned)
