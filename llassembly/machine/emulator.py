@@ -675,27 +675,22 @@ def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str,
     return names
 
 
-def read_only(extern: Extern) -> bool:
-    """Whether a tool says it changes nothing: a LangChain tool whose ``metadata`` has
-    ``readOnlyHint: True`` (MCP's tool annotation; ``langchain-mcp-adapters`` copies a tool's
-    annotations into its metadata)."""
-    metadata = getattr(extern.tool, "metadata", None)
-    return isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
-
-
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
-    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A query
-    (``query_text``) changes nothing, so ``"read_only"`` marks it too; a list marks it when it
-    names it."""
+    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A list
+    marks the tools it names; ``"read_only"`` those that say they change nothing (a LangChain
+    tool whose ``metadata`` has ``readOnlyHint: True``, MCP's tool annotation, which
+    ``langchain-mcp-adapters`` copies into its metadata) and a query (``query_text``)."""
+
+    def marked(extern: Extern) -> bool:
+        if parallel_tools == READ_ONLY:
+            metadata = getattr(extern.tool, "metadata", None)
+            said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+            return extern.query or said
+        return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+
     if parallel_tools is False or not parallel_tools:
         return frozenset()
-    tools = compiled.tools
-    if parallel_tools == READ_ONLY:
-        return frozenset(pc for pc, t in enumerate(tools) if t and (t.query or read_only(t)))
-    names = None if parallel_tools is True else set(parallel_tools)
-    return frozenset(
-        pc for pc, t in enumerate(tools) if t is not None and (names is None or t.name in names)
-    )
+    return frozenset(pc for pc, t in enumerate(compiled.tools) if t is not None and marked(t))
 
 
 # -- what an instruction run ahead reads --------------------------------------------------------
