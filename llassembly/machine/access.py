@@ -240,15 +240,6 @@ def read_path(
     return value_of(st, node, ins, str(path))
 
 
-def as_node(st: MachineState, value: Value, ins: Instruction) -> Any:
-    """A value as a part of a structure: ``NONE`` is ``null``, the JSON text of an object or
-    an array is that structure, anything else itself."""
-    if value is None:
-        return None
-    found = structure_of(st, value, ins)
-    return value if found is NOT_JSON else found
-
-
 def write_path(
     st: MachineState,
     base: Value,
@@ -272,7 +263,8 @@ def write_path(
         node[key if isinstance(node, dict) else _index(key)] = child
         node = child
     last, where = keys[-1], shown[-2]
-    part = as_node(st, value, ins)
+    found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
+    part = value if found is NOT_JSON else found
     if isinstance(node, dict):
         if type(last) is not str:
             raise fail(ins, f"{where} is an object: [{short_repr(last)}] needs a field name")

@@ -281,9 +281,7 @@ class Extern:
         func = self.func
         if func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
-        if self._is_async:
-            return await func(**args)
-        return func(**args)
+        return await func(**args) if self._is_async else func(**args)
 
     @property
     def async_only(self) -> bool:
