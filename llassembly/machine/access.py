@@ -6,15 +6,10 @@ Each operand of an instruction is turned once, when the plan is compiled, into a
 cell from the registers they name; a cell out of bounds or not at a cell boundary stops the
 plan with an error naming the line.
 
-A structure is held as its JSON text (an object or an array), so registers and the stack keep
-integers, floats and strings only. Reading ``R1.items[0].id`` parses the text (each state keeps
-the last few texts it parsed, so a loop over a list parses it once), walks the keys and gives
-the part as a value: a number, a text, ``1``/``0`` for ``true``/``false``, :data:`NONE` for
-``null`` and the compact JSON text of an object or an array. Writing a path builds the new text
-of the whole structure. Every text parsed or built counts against the run's work bound
-(:data:`~llassembly.language.limits.MAX_ROW_TEXT_PER_RUN`), and a built text may hold at most
-:data:`~llassembly.language.limits.MAX_BUILT_TEXT_CHARS` characters (see *Structured values*
-and *Text* in ``docs/language.md``).
+A structure is held as its JSON text: reading a path parses it (each state keeps the last
+texts it parsed) and gives the part as a value, writing one builds the text of the whole
+structure again, within the run's bounds (see *Structured values* and *Text* in
+``docs/language.md``).
 """
 
 from __future__ import annotations
@@ -123,7 +118,8 @@ def _dumps(node: Any) -> str:
 
 
 def value_of(st: MachineState, node: Any, ins: Instruction, where: str) -> Value:
-    """A part of a structure as a machine value (see the module doc)."""
+    """A part of a structure as a machine value: a number, a text, ``1``/``0`` for
+    ``true``/``false``, :data:`NONE` for ``null``, the compact JSON text of a structure."""
     if node is None:
         return NONE
     if node is True or node is False:
