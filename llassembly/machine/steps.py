@@ -77,31 +77,38 @@ Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
 Compute: TypeAlias = "Callable[[Instruction, MachineState, list[Value]], Value | None]"
 """What an instruction computes from the values it reads (``None``: it writes nothing); it
 sets the flags itself."""
-Form: TypeAlias = Literal["in place", "sources", "flags", "eax"]
+Form: TypeAlias = Literal["in place", "sources", "flags"]
 _MASK64 = (1 << 64) - 1
 EAX = Reg(EAX_INDEX, "EAX")
 _ONE = Imm(1)
 
 
 def _operands(ins: Instruction, form: Form) -> tuple[Operand | None, tuple[Operand, ...]]:
-    """The operand an instruction of this ``form`` writes (``None``: only the flags) and those
-    it reads (see :func:`_computes`)."""
+    """The operand an instruction writes (``None``: only the flags) and those it reads (see
+    :func:`_computes`). An instruction computing in place reads by its form in the instruction
+    table (operands that fit none are read by its usual form, as ``effects`` reads them):
+    ``EAX`` and the source when it uses ``EAX`` without naming it (x86's ``MUL src``), the
+    target and 1 when it names one operand (``INC dst``), ``a`` and ``b`` of ``IMUL dst, a, b``,
+    else the target and the source."""
     ops = ins.operands
     if form == "sources":
         return ops[0], ops[1:]
     if form == "flags":
-        return None, ops
-    if len(ops) == 1:
-        return (EAX, (EAX, ops[0])) if form == "eax" else (ops[0], (ops[0], _ONE))
-    return ops[0], ops[-2:]
+        return None, (ops[0], ops[1])
+    info = OPCODE_INFO[ins.op]
+    shape = info.shape(len(ops)) or info.shapes[0]
+    if EAX_INDEX in shape.implicit_writes:
+        return EAX, (EAX, ops[0])
+    if len(shape.kinds) == 1:
+        return ops[0], (ops[0], _ONE)
+    return ops[0], (ops[1], ops[2]) if len(shape.kinds) == 3 else (ops[0], ops[1])
 
 
 def _computes(compute: Compute, form: Form = "in place") -> Compiler:
     """The compiler of ``dst = compute(values read)``. By ``form``, the values read are:
-    ``"in place"``, ``dst``'s and the source's (``ADD dst, src``; ``INC dst``: 1);
-    ``"sources"``, those after ``dst`` (``LEN dst, src``); ``"flags"``, every operand's, and
-    only the flags are written (``TEST a, b``); ``"eax"``, as x86's ``MUL`` and ``DIV``
-    take them (``OP src`` works on ``EAX``, ``OP dst, a, b`` writes ``a op b`` to ``dst``)."""
+    ``"in place"``, ``dst``'s and the source's (``ADD dst, src``; ``INC dst``: 1; see
+    :func:`_operands`); ``"sources"``, those after ``dst`` (``LEN dst, src``); ``"flags"``,
+    the two operands', and only the flags are written (``TEST a, b``)."""
 
     def compile_computed(ins: Instruction, ctx: Context) -> Step:
         target, sources = _operands(ins, form)
@@ -119,13 +126,13 @@ def _computes(compute: Compute, form: Form = "in place") -> Compiler:
     return compile_computed
 
 
-def _arithmetic(op: Callable[[Any, Any], Any], form: Form = "in place") -> Compiler:
+def _arithmetic(op: Callable[[Any, Any], Any]) -> Compiler:
     """The compiler of ``dst = a op b`` (numbers only) with the flags set from it: ``ADD``,
     ``SUB``, ``INC``, ``DEC`` and ``MUL``, the steps of every loop, so each is one closure
     with the checks of :func:`_numbers`, :func:`_checked` and :func:`_flagged` inline."""
 
     def compile_arithmetic(ins: Instruction, ctx: Context) -> Step:
-        target, (first, second) = _operands(ins, form)
+        target, (first, second) = _operands(ins, "in place")
         put = setter(cast(Operand, target), ctx, ins)
         read_a, read_b, name = getter(first, ctx, ins), getter(second, ctx, ins), ins.mnemonic
 
@@ -263,7 +270,8 @@ def _bitwise(
 ) -> Value:
     a, b = values
     first, second = ins.operands[0], ins.operands[-1]
-    if OPCODE_INFO[ins.op].same_register == "clears" and isinstance(first, Reg) and first == second:
+    same = len(ins.operands) == 2 and isinstance(first, Reg) and first == second
+    if same and OPCODE_INFO[ins.op].same_register == "clears":
         return _flagged(st, 0)  # XOR r, r: 0, whatever r held
     _ints(ins, a, b)
     return _flagged(st, op(a, b))  # type: ignore[arg-type]
@@ -733,7 +741,7 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.POP: _compile_pop,
     Opcode.ADD: _arithmetic(operator.add),
     Opcode.SUB: _arithmetic(operator.sub),
-    Opcode.MUL: _arithmetic(operator.mul, "eax"),
+    Opcode.MUL: _arithmetic(operator.mul),
     Opcode.INC: _arithmetic(operator.add),
     Opcode.DEC: _arithmetic(operator.sub),
     Opcode.CMP: _compile_cmp,
@@ -743,7 +751,7 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.NOP: _compile_nop,
     Opcode.HLT: _compile_hlt,
     Opcode.SAY: _compile_say,
-    Opcode.DIV: _computes(_quotient, "eax"),
+    Opcode.DIV: _computes(_quotient),
     Opcode.MOD: _computes(_remainder),
     Opcode.AND: _computes(partial(_bitwise, operator.and_)),
     Opcode.OR: _computes(partial(_bitwise, operator.or_)),
