@@ -60,9 +60,8 @@ from llassembly.errors import (
 )
 from llassembly.integration.record import FAILURE_ARTIFACT, KEY
 from llassembly.machine.emulator import Failed, tool_error
-from llassembly.machine.externs import Extern
+from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
-from llassembly.machine.values import label, short_repr
 
 ENDS_RUN: Final = "ends_run"
 """In a plan call's tag: its tool is ``return_direct`` (its result ends the run)."""

@@ -52,7 +52,7 @@ from llassembly.integration.record import (
     Status,
     TurnResult,
 )
-from llassembly.machine.text import final_answer_of
+from llassembly.machine.state import final_answer_of
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest

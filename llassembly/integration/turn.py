@@ -92,8 +92,7 @@ from llassembly.integration.record import (
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, Failed
 from llassembly.machine.externs import Extern, check_sync_tools
-from llassembly.machine.state import ToolCall
-from llassembly.machine.text import final_answer_of
+from llassembly.machine.state import ToolCall, final_answer_of
 
 logger = logging.getLogger("llassembly")
 """The library's logger: DEBUG for plans, problems and calls, INFO for repairs, replans,

@@ -6,27 +6,23 @@ Each operand of an instruction is turned once, when the plan is compiled, into a
 cell from the registers they name; a cell out of bounds or not at a cell boundary stops the
 plan with an error naming the line.
 
-A structure is held as its JSON text (an object or an array), so registers and the stack keep
-integers, floats and strings only. Reading ``R1.items[0].id`` parses the text (each state keeps
-the last few texts it parsed, so a loop over a list parses it once), walks the keys and gives
-the part as a value: a number, a text, ``1``/``0`` for ``true``/``false``, :data:`NONE` for
-``null`` and the compact JSON text of an object or an array. Writing a path builds the new text
-of the whole structure. Every text parsed or built counts against the run's work bound
-(:data:`~llassembly.language.limits.MAX_ROW_TEXT_PER_RUN`), and a built text may hold at most
-:data:`~llassembly.language.limits.MAX_BUILT_TEXT_CHARS` characters (see *Structured values*
-and *Text* in ``docs/language.md``).
+A structure is held as its JSON text: reading a path parses it (each state keeps the last
+texts it parsed) and gives the part as a value, writing one builds the text of the whole
+structure again, within the run's bounds (see *Structured values* and *Text* in
+``docs/language.md``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import is_
 from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.cfg import Layout
+from llassembly.analysis.dataflow import place_parts
 from llassembly.errors import AsmRuntimeError, UsageError
 from llassembly.language.limits import (
     INT_MAX,
@@ -51,8 +47,8 @@ from llassembly.language.program import (
     row_json,
 )
 from llassembly.language.templates import render
+from llassembly.machine.externs import short_repr
 from llassembly.machine.state import MachineState
-from llassembly.machine.values import short_repr
 
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()
@@ -122,7 +118,8 @@ def _dumps(node: Any) -> str:
 
 
 def value_of(st: MachineState, node: Any, ins: Instruction, where: str) -> Value:
-    """A part of a structure as a machine value (see the module doc)."""
+    """A part of a structure as a machine value: a number, a text, ``1``/``0`` for
+    ``true``/``false``, :data:`NONE` for ``null``, the compact JSON text of a structure."""
     if node is None:
         return NONE
     if node is True or node is False:
@@ -239,15 +236,6 @@ def read_path(
     return value_of(st, node, ins, str(path))
 
 
-def as_node(st: MachineState, value: Value, ins: Instruction) -> Any:
-    """A value as a part of a structure: ``NONE`` is ``null``, the JSON text of an object or
-    an array is that structure, anything else itself."""
-    if value is None:
-        return None
-    found = structure_of(st, value, ins)
-    return value if found is NOT_JSON else found
-
-
 def write_path(
     st: MachineState,
     base: Value,
@@ -271,7 +259,8 @@ def write_path(
         node[key if isinstance(node, dict) else _index(key)] = child
         node = child
     last, where = keys[-1], shown[-2]
-    part = as_node(st, value, ins)
+    found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
+    part = value if found is NOT_JSON else found
     if isinstance(node, dict):
         if type(last) is not str:
             raise fail(ins, f"{where} is an object: [{short_repr(last)}] needs a field name")
@@ -335,6 +324,50 @@ def show(value: Value) -> str:
     """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters;
     ``NONE`` as written."""
     return "NONE" if value is None else short_repr(value, 60)
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What reading some operands reads (see :func:`parts`).
+
+    Attributes:
+        registers: The registers, in order (never ``R0``: it always reads 0).
+        cells: The memory operands whose cell is found as the plan runs (of a writable label,
+            or by an address alone).
+        rows: The writable labels read whole (a one-cell label is its cell).
+    """
+
+    registers: tuple[int, ...]
+    cells: tuple[Mem, ...]
+    rows: tuple[str, ...]
+
+
+def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
+    """What reading the values of ``operands`` reads that a run may change: registers, the
+    registers and cell of a memory operand, writable labels, a path's base and keys, a
+    template's placeholders (constants and read-only data change in no run)."""
+    registers: dict[int, None] = {}
+    cells: list[Mem] = []
+    rows: list[str] = []
+    live = ctx.layout.live
+
+    def read(operand: Operand) -> None:
+        if isinstance(operand, Reg):
+            registers[operand.index] = None
+        elif isinstance(operand, Mem):
+            registers.update(dict.fromkeys(r.index for r in operand.registers))
+            if operand.label is None or operand.label.lower() in live:
+                cells.append(operand)
+        elif isinstance(operand, Name) and operand.name.lower() in live:
+            rows.append(operand.name.lower())
+        elif isinstance(operand, Path | Template):
+            for part in place_parts(operand) if isinstance(operand, Path) else operand.fills:
+                read(part)
+
+    for operand in operands:
+        read(operand)
+    registers.pop(0, None)
+    return Parts(tuple(registers), tuple(cells), tuple(rows))
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
@@ -498,28 +531,34 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
     raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
 
 
-def _register_number(st: MachineState, reg: Reg, operand: Mem, ins: Instruction) -> int:
-    value = st.regs[reg.index] if reg.index else 0
-    if type(value) is not int:
-        raise fail(
-            ins,
-            f"the address {operand} needs a whole number in {reg}, which holds {show(value)}",
-        )
-    return value
-
-
-def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
-    """The address a memory operand names (``LEA``): its label's address plus the offset."""
-    base = ctx.layout.base(operand.label.lower()) if operand.label else 0
+def _offset(operand: Mem, ins: Instruction) -> Callable[[MachineState], int]:
+    """``disp + base + index*scale`` of a memory operand, from the registers it names (each
+    must hold a whole number)."""
     registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
     if operand.index is not None:
         registers.append((operand.index, operand.scale))
     disp = operand.disp
 
-    def address(st: MachineState) -> Value:
-        total = base + disp
+    def offset(st: MachineState) -> int:
+        total = disp
         for reg, scale in registers:
-            total += _register_number(st, reg, operand, ins) * scale
+            value = st.regs[reg.index] if reg.index else 0
+            if type(value) is not int:
+                wrong = f"needs a whole number in {reg}, which holds {show(value)}"
+                raise fail(ins, f"the address {operand} {wrong}")
+            total += value * scale
+        return total
+
+    return offset
+
+
+def address_of(operand: Mem, ctx: Context, ins: Instruction) -> Getter:
+    """The address a memory operand names (``LEA``): its label's address plus the offset."""
+    base = ctx.layout.base(operand.label.lower()) if operand.label else 0
+    offset = _offset(operand, ins)
+
+    def address(st: MachineState) -> Value:
+        total = base + offset(st)
         if not INT_MIN <= total <= INT_MAX:
             raise fail(ins, f"the address {operand} is out of the 64-bit range")
         return total
@@ -544,22 +583,11 @@ def cell_locator(operand: Mem, ctx: Context, ins: Instruction) -> _Locator:
 
         return by_address
     key = operand.label.lower()
-    label = layout.labels[key]
-    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
-    if operand.index is not None:
-        registers.append((operand.index, operand.scale))
-    disp = operand.disp
-    if not registers:
-        fixed = (key, _cell(key, disp, label, operand, ins))
+    label, offset = layout.labels[key], _offset(operand, ins)
+    if operand.base is None and operand.index is None:
+        fixed = (key, _cell(key, operand.disp, label, operand, ins))
         return lambda st: fixed
-
-    def by_label(st: MachineState) -> tuple[str, int]:
-        offset = disp
-        for reg, scale in registers:
-            offset += _register_number(st, reg, operand, ins) * scale
-        return key, _cell(key, offset, label, operand, ins)
-
-    return by_label
+    return lambda st: (key, _cell(key, offset(st), label, operand, ins))
 
 
 def _cell(key: str, offset: int, label: MemoryLabel, operand: Mem, ins: Instruction) -> int:

@@ -7,23 +7,17 @@ executes them (now, later, over several game frames, from async code) and hands 
 batch holds one call, and :meth:`Emulator.advance` / :meth:`Emulator.complete` step the plan
 one call at a time. :meth:`Emulator.run` and :meth:`Emulator.arun` do the loop for you.
 
-**Independent calls at once** (``parallel_tools``): when a marked tool ``CALL`` is reached, its
-arguments are popped and the call is issued; its results are :class:`Pending` values where the
-sequential run would put them (on the stack, or in ``EAX`` by the EAX convention), and the
-machine goes on. A pending value moves like any value (``POP``, ``MOV``, ``PUSH``, into memory);
-the machine stops before the first instruction that would *read* one (:func:`_read_check`),
-before an unmarked tool ``CALL`` (its side effects keep their order), before the end of the
-plan, and before a budget that runs out (raised once the outstanding calls have completed, as
-the sequential run raises it after them). An instruction failing while calls are outstanding
-is remembered (:attr:`MachineState.fault`) and raised after their results are in, so errors
-surface exactly where the sequential run raises them. Results are given in program order and
-fill every place their pending values went: the plan's meaning is the sequential meaning.
+With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
+:class:`Pending` values until they come, and stops before the first instruction that would
+read one (:func:`_read_check`; the rule is *Independent calls at once* in
+``docs/language.md``). An instruction failing while calls are outstanding is remembered
+(:attr:`MachineState.fault`) and raised after their results are in, so errors surface exactly
+where the sequential run raises them: the plan's meaning is the sequential meaning.
 
 State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included.
-
-Speed: every instruction is compiled once into a small closure (one compiler per opcode, see
-:mod:`llassembly.machine.steps`), so the step loop is a list index and a call.
+and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. Every instruction
+is compiled once into a small closure (:mod:`llassembly.machine.steps`), so the step loop is a
+list index and a call.
 
 Example:
     >>> from llassembly import parse
@@ -44,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from llassembly.analysis.dataflow import place_parts
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
@@ -68,20 +63,17 @@ from llassembly.language.limits import (
 from llassembly.language.program import (
     NONE,
     Effects,
-    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
-    Path,
     Program,
     Reg,
-    Template,
     Value,
     effects,
 )
 from llassembly.machine import provenance as _provenance
-from llassembly.machine.access import Context, fail, getter
+from llassembly.machine.access import Context, fail, getter, parts
 from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
 from llassembly.machine.state import (
     ORDERED,
@@ -298,7 +290,9 @@ class Emulator:
         compiled, reads = self.compiled, self._reads
         steps, tools = compiled.steps, compiled.tools
         end, limit = len(steps), self.max_instructions_to_exec
-        deadline = self._deadline()
+        timed = self.max_seconds is not None
+        if timed and self._started is None:
+            self._started = time.monotonic()
         pc, executed = st.pc, st.executed
         pause = limit if max_steps is None else executed + max_steps
         batch: list[ToolCall] = []
@@ -313,9 +307,9 @@ class Emulator:
                     raise InstructionBudgetExceeded(
                         limit, executed + 1, line=ins.line, source=ins.text
                     )
-                if deadline is not None and executed % _CLOCK_EVERY == 0:
+                if timed and executed % _CLOCK_EVERY == 0:
                     try:
-                        self._check_clock(deadline, pc)
+                        self._check_clock(pc)
                     except ExecutionError:
                         if not batch:
                             raise
@@ -416,15 +410,33 @@ class Emulator:
             raise UsageError("parallel_tools issues calls as batches: use complete_batch()")
         self.complete_batch([result])
 
-    def call_at(self, index: int, values: Sequence[Value], number: int) -> ToolCall:
+    def call_at(
+        self,
+        index: int,
+        values: Sequence[Value],
+        number: int,
+        sources: Sequence[Any] | None = None,
+    ) -> ToolCall:
         """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data,
-        as a snapshot holds them), numbered ``number``: a call rebuilt from a snapshot, or
-        from the plain data a batch's task gets (it was checked when it was first made).
+        as a snapshot holds them), numbered ``number``: the one place a call is built. A call
+        rebuilt from a snapshot, or from the plain data a batch's task gets, was checked when it
+        was first made; then ``sources`` are the values' provenance, and the data-flow policies
+        are checked on them before anything else.
 
         Raises:
             UsageError: There is no tool ``CALL`` at ``index``.
+            DataFlowRefused: A data-flow policy refuses an argument's sources.
+            ToolArgumentError: A value does not fit its parameter (the tool's declared schema).
         """
-        return self._call(index, values, number, None)
+        extern = self._tool_at(index)
+        if extern is None:
+            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
+        ins = self.program.instructions[index]
+        dataflow = self.compiled.dataflow
+        if sources is not None and dataflow is not None:
+            dataflow.check(index, ins, values, sources)
+        args = extern.convert_args(values, line=ins.line, source=ins.text)
+        return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
     def calls(self) -> Generator[ToolCall, Any, RunResult]:
         """Generator form: yields each :class:`ToolCall`, takes its result by ``send``.
@@ -461,13 +473,13 @@ class Emulator:
         """
         if call is None:
             check_sync_tools(self.compiled.tools)
-        execute = call or self._call_directly
+        execute = call or (lambda request: self.compiled.externs[request.tool].call(request.args))
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
         """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
         a batch's calls are awaited together."""
-        execute = call or self._acall_directly
+        execute = call or (lambda request: self.compiled.externs[request.tool].acall(request.args))
         return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------
@@ -526,14 +538,7 @@ class Emulator:
         values: list[Value] = st.pending[1] if st.pending is not None else []
         st.pending = None
         st.outstanding.append((pc, values, call.number))
-        results: list[Any] = [Pending(call.number, k) for k in range(n_results)]
-        to_eax = pc in self.compiled.flow.eax  # its one result is read in EAX
-        if to_eax:
-            st.regs[EAX_INDEX] = results[0]
-        else:
-            st.stack.extend(reversed(results))  # the first result on top
-        if st.provenance is not None and extern is not None:  # each result: its tool
-            st.provenance.results(extern.name, n_results, to_eax)
+        self._put_results(pc, [Pending(call.number, k) for k in range(n_results)])
         return True
 
     def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
@@ -575,23 +580,31 @@ class Emulator:
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
             raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = index in self.compiled.flow.eax  # its result is read in EAX (see the cfg)
-        if to_eax:
-            st.regs[EAX_INDEX] = values[0]
-        else:
-            st.stack.extend(reversed(values))
+        to_eax = self._put_results(index, values, tested=tested)
         if tested:
             if error is not None:  # EAX: the error's text
                 st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
             elif not to_eax:
                 st.regs[EAX_INDEX] = NONE
             st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
+        st.pending = None
+        st.pc = index + 1
+
+    def _put_results(self, index: int, values: Sequence[Any], *, tested: bool = False) -> bool:
+        """Put the results of the call at ``index`` where the plan reads them: in ``EAX`` by
+        the EAX convention (then ``True``, see the cfg), else on the stack, the first on top;
+        each derives from its tool."""
+        st = self.state
+        to_eax = index in self.compiled.flow.eax
+        if to_eax:
+            st.regs[EAX_INDEX] = values[0]
+        else:
+            st.stack.extend(reversed(values))
         if st.provenance is not None:  # shadow state: each result derives from its tool
             extern = self.compiled.tools[index]
             name = extern.name if extern else ""
             st.provenance.results(name, len(values), to_eax, tested=tested)
-        st.pending = None
-        st.pc = index + 1
+        return to_eax
 
     def _error(self, index: int, error: BaseException) -> BaseException:
         """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
@@ -599,27 +612,6 @@ class Emulator:
         if not isinstance(error, Exception) or extern is None:
             return error
         return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
-
-    def _call(
-        self, index: int, values: Sequence[Value], number: int, sources: Sequence[Any] | None
-    ) -> ToolCall:
-        """The one place a tool call is built. ``sources`` are the values' provenance when the
-        call is first made: the data-flow policies are checked on them before anything else.
-
-        Raises:
-            UsageError: There is no tool ``CALL`` at ``index``.
-            DataFlowRefused: A data-flow policy refuses an argument's sources.
-            ToolArgumentError: A value does not fit its parameter (the tool's declared schema).
-        """
-        extern = self._tool_at(index)
-        if extern is None:
-            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
-        ins = self.program.instructions[index]
-        dataflow = self.compiled.dataflow
-        if sources is not None and dataflow is not None:
-            dataflow.check(index, ins, values, sources)
-        args = extern.convert_args(values, line=ins.line, source=ins.text)
-        return ToolCall(extern.name, args, index, ins.line, ins.text, number)
 
     def _begin_call(self, pc: int) -> ToolCall:
         st = self.state
@@ -631,8 +623,7 @@ class Emulator:
             raise ToolCallBudgetExceeded(
                 self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
             )
-        if self.max_seconds is not None and self._started is not None:
-            self._check_clock(self._started + self.max_seconds, pc)
+        self._check_clock(pc)
         stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
         if split < 0:
@@ -642,7 +633,7 @@ class Emulator:
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing
         sources = shadow.stack[split:] if shadow is not None else None
-        call = self._call(pc, values, st.tool_calls + 1, sources)
+        call = self.call_at(pc, values, st.tool_calls + 1, sources)
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
@@ -652,25 +643,15 @@ class Emulator:
         st.pending = (pc, values)
         return call
 
-    def _call_directly(self, request: ToolCall) -> Any:
-        return self.compiled.externs[request.tool].call(request.args)
-
-    async def _acall_directly(self, request: ToolCall) -> Any:
-        return await self.compiled.externs[request.tool].acall(request.args)
-
-    def _deadline(self) -> float | None:
-        if self.max_seconds is None:
-            return None
-        if self._started is None:
-            self._started = time.monotonic()
-        return self._started + self.max_seconds
-
-    def _check_clock(self, deadline: float, pc: int) -> None:
-        now = time.monotonic()
-        if now > deadline and self.max_seconds is not None and self._started is not None:
+    def _check_clock(self, pc: int) -> None:
+        """Refuse to go on past ``max_seconds`` from the run's first instruction."""
+        if self.max_seconds is None or self._started is None:
+            return
+        elapsed = time.monotonic() - self._started
+        if elapsed > self.max_seconds:
             ins = self.program.instructions[pc]
             raise WallClockExceeded(
-                self.max_seconds, round(now - self._started, 3), line=ins.line, source=ins.text
+                self.max_seconds, round(elapsed, 3), line=ins.line, source=ins.text
             )
 
 
@@ -694,40 +675,30 @@ def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str,
     return names
 
 
-def read_only(extern: Extern) -> bool:
-    """Whether a tool says it changes nothing: a LangChain tool whose ``metadata`` has
-    ``readOnlyHint: True`` (MCP's tool annotation; ``langchain-mcp-adapters`` copies a tool's
-    annotations into its metadata)."""
-    metadata = getattr(extern.tool, "metadata", None)
-    return isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
-
-
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
-    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A query
-    (``query_text``) changes nothing, so ``"read_only"`` marks it too; a list marks it when it
-    names it."""
+    """Indexes of the tool ``CALL``s that may run together (their tool is marked). A list
+    marks the tools it names; ``"read_only"`` those that say they change nothing (a LangChain
+    tool whose ``metadata`` has ``readOnlyHint: True``, MCP's tool annotation, which
+    ``langchain-mcp-adapters`` copies into its metadata) and a query (``query_text``)."""
+
+    def marked(extern: Extern) -> bool:
+        if parallel_tools == READ_ONLY:
+            metadata = getattr(extern.tool, "metadata", None)
+            said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+            return extern.query or said
+        return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+
     if parallel_tools is False or not parallel_tools:
         return frozenset()
-    tools = compiled.tools
-    if parallel_tools == READ_ONLY:
-        return frozenset(pc for pc, t in enumerate(tools) if t and (t.query or read_only(t)))
-    names = None if parallel_tools is True else set(parallel_tools)
-    return frozenset(
-        pc for pc, t in enumerate(tools) if t is not None and (names is None or t.name in names)
-    )
+    return frozenset(pc for pc, t in enumerate(compiled.tools) if t is not None and marked(t))
 
 
 # -- what an instruction run ahead reads --------------------------------------------------------
 #
-# The rule comes from the instruction table (``effects``), never from a list of opcodes:
-# * a value an instruction *copies* (``Effects.copies``: MOV, XCHG, CMOVcc, PUSH, POP) from a
-#   plain place to a plain place (a register, a memory cell, a one-cell label, the stack) is
-#   moved, not read: a pending value moves with it;
-# * every other value it uses is read: an operand it reads, a register of an address, the base
-#   or a key of a path (read or written: writing a part rebuilds the whole text), a placeholder
-#   of a text, a row read whole, a register it uses without naming it (LOOP's ECX), the stack
-#   top a POP writes into a path;
-# * a RET that ends the plan, like the end of the plan itself, reads everything.
+# The rule (docs/language.md, *Independent calls at once*) comes from the instruction table
+# (``effects``), never from a list of opcodes: a value an instruction only copies
+# (``Effects.copies``) from a plain place to a plain place moves, pending or not; every other
+# value it uses is read, and a RET that ends the plan, like the end itself, reads everything.
 
 _Check: TypeAlias = "Callable[[MachineState], bool]"
 _READS_KEY = "pending reads"
@@ -768,44 +739,16 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
     moved = {r for _w, r in copies if r != Effects.STACK and _plain(operands[r], ctx)}
     moved -= {r for w, r in copies if w != Effects.STACK and not _plain(operands[w], ctx)}
     pops_into_place = any(r == Effects.STACK and _plain(operands[w], ctx) for w, r in copies)
-    registers: set[int] = set(fx.implicit_reads)
-    cells: list[Callable[[MachineState], Any]] = []
-    rows: list[str] = []
-
-    def read(operand: Operand) -> None:
-        """``operand``'s value is read: everything it is made of."""
-        live = ctx.layout.live
-        if isinstance(operand, Reg):
-            registers.add(operand.index)
-        elif isinstance(operand, Mem):
-            registers.update(r.index for r in operand.registers)
-            if operand.label is None or operand.label.lower() in live:
-                cells.append(getter(operand, ctx, ins))
-        elif isinstance(operand, Name):
-            key = operand.name.lower()
-            if key in live:
-                if len(ctx.layout.labels[key].cells) == 1:
-                    cells.append(getter(operand, ctx, ins))
-                else:
-                    rows.append(key)  # read whole, as JSON text
-        elif isinstance(operand, Path):
-            read(operand.base)
-            for step in operand.steps:
-                if not isinstance(step, Imm):
-                    read(step)
-        elif isinstance(operand, Template):
-            for part in operand.fills:
-                read(part)
-
+    read: list[Operand] = []
     for position, operand in enumerate(operands):
-        if position in fx.reads and position not in moved:
-            read(operand)
-        elif position in fx.writes and isinstance(operand, Path):
-            read(operand)  # a part written: the whole text is read and built again
-        elif isinstance(operand, Mem):  # moved or written: its address is read
-            registers.update(r.index for r in operand.registers)
-    reads_top = fx.pops > 0 and not pops_into_place
-    named = tuple(sorted(registers - {0}))  # R0 always reads 0
+        # A place moved to or from, or written, reads what finds it: a cell's address, a
+        # path's base and keys (a part written: the whole text is read and built again).
+        read_whole = position in fx.reads and position not in moved
+        read += (operand,) if read_whole else place_parts(operand)
+    found = parts(read, ctx)
+    named = tuple(sorted({*found.registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
+    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found.cells]
+    rows, reads_top = found.rows, fx.pops > 0 and not pops_into_place
     if not (named or cells or rows or reads_top):
         return None
 
@@ -856,29 +799,25 @@ def tool_error(call: ToolCall, exc: Exception) -> BaseException:
 
 def drive(body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Any]) -> _Ret:
     """Run a sans-IO ``body`` (a generator that yields requests and receives their results)
-    to its return value, answering each request with ``execute``. A failing request is thrown
-    back into the body, except LangGraph's interrupts, which always propagate untouched."""
+    to its return value, answering each request with ``execute``: :func:`adrive`'s loop, run
+    without an event loop (nothing in it waits, so it ends at its first step)."""
+
+    async def now(request: _Req) -> Any:
+        return execute(request)
+
     try:
-        request = next(body)
-        while True:
-            try:
-                result = execute(request)
-            except bubbling_errors():
-                body.close()
-                raise
-            except Exception as exc:
-                request = body.throw(exc)
-                continue
-            request = body.send(result)
+        adrive(body, now).send(None)
     except StopIteration as stop:
         value: _Ret = stop.value
         return value
+    raise RuntimeError("drive: the body awaited")  # pragma: no cover - nothing in it awaits
 
 
 async def adrive(
     body: Generator[_Req, Any, _Ret], execute: Callable[[_Req], Awaitable[Any]]
 ) -> _Ret:
-    """Async :func:`drive`: each request is awaited."""
+    """Async :func:`drive`: each request is awaited. A failing request is thrown back into the
+    body, except LangGraph's interrupts, which always propagate untouched."""
     try:
         request = next(body)
         while True:

@@ -18,6 +18,12 @@ conversion all read this one description:
 * :meth:`Extern.result_of` and :meth:`Extern.to_values`: what the tool returned becomes stack
   values (``n_results`` of them: ``tuple[A, B]`` gives 2, ``None`` gives 0).
 
+The stack holds 64-bit integers, finite floats and strings only (see ``docs/language.md``,
+*Values*): the conversions of popped values to what a parameter takes (:func:`converter`, by
+the :class:`~llassembly.analysis.shapes.Shape` of its declared type) and of a result to stack
+values (:func:`to_value`) keep to that, and fail with ``ValueError`` (or ``TypeError``) that
+the extern turns into the library's own error, naming the tool and line.
+
 Example:
     >>> def add(a: int, b: int) -> int:
     ...     return a + b
@@ -28,10 +34,13 @@ Example:
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import json
+import math
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,12 +57,13 @@ from typing import (
 )
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import shape_of
+from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import mcp_output_schema, mcp_structured
@@ -65,21 +75,17 @@ from llassembly.errors import (
     UsageTypeError,
 )
 from llassembly.language.instructions import register_index
-from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import PlainAnswer, Program, Value, fewest_arguments
-from llassembly.machine.values import (
-    Converter,
-    converter,
-    first_line,
-    label,
-    loaded,
-    short_repr,
-    to_value,
+from llassembly.language.limits import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_TOOL_CALLS,
+    is_int64,
 )
+from llassembly.language.program import NONE, PlainAnswer, Program, Value, fewest_arguments
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+Converter = Callable[[Any], Any]
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 _EMPTY = inspect.Parameter.empty
 _LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
@@ -166,30 +172,42 @@ class Extern:
 
         Raises:
             ToolArgumentError: A value does not fit its parameter, the schema refuses the
-                arguments, or the count is wrong.
+                arguments (the first problem, with its argument), or the count is wrong.
         """
-        params = self.params
+        params, tool = self.params, self.name
+
+        def refused(message: str, argument: str = "") -> ToolArgumentError:
+            return ToolArgumentError(
+                message, tool=tool, argument=argument, line=line, source=source
+            )
+
         if not fewest_arguments(self) <= len(values) <= len(params):
-            msg = f"tool {self.name!r} takes {len(params)} arguments, got {len(values)}"
-            raise ToolArgumentError(msg, tool=self.name, argument="", line=line, source=source)
+            msg = f"tool {tool!r} takes {len(params)} arguments, got {len(values)}"
+            raise refused(msg, argument="")
         args: dict[str, Any] = {}
         for position, value in enumerate(values):
+            name = params[position].name
             try:
                 converted = self._converted(position, value)
             except _Refused as exc:
-                name = params[position].name
-                raise ToolArgumentError(
-                    f"tool {self.name!r}, {exc}",
-                    tool=self.name,
-                    argument=name,
-                    line=line,
-                    source=source,
-                ) from exc.__cause__
+                raise refused(f"tool {tool!r}, {exc}", argument=name) from exc.__cause__
             if converted is not _LEFT_OUT:
-                args[params[position].name] = converted
+                args[name] = converted
         if self._validator is None:
             return args
-        validated = self._validated(args, values, line, source)
+        try:
+            validated = self._validator.validate_python(args)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            loc = errors[0].get("loc", ()) if errors else ()
+            name = str(loc[0]) if loc else ""
+            positions = [i for i, p in enumerate(params) if p.name == name]
+            detail = _first_error(exc)
+            if positions:
+                reason = self._refusal(positions[0], values[positions[0]], detail)
+            else:
+                reason = f"the arguments do not fit its schema ({detail})"
+            raise refused(f"tool {tool!r}, {reason}", argument=name) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
 
@@ -237,38 +255,6 @@ class Extern:
         expected = f"expected {label(shape_of(param.annotation))}, got {shown} ({detail})"
         return f"argument {param.name!r}: {expected}"
 
-    def _validated(
-        self, args: dict[str, Any], values: Sequence[Value], line: int, source: str
-    ) -> Any:
-        """The arguments as the declared schema validates them (a pydantic model's fields, a
-        date from its text...).
-
-        Raises:
-            ToolArgumentError: The schema refuses them (the first problem, with the argument).
-        """
-        validator = self._validator
-        if validator is None:  # pragma: no cover - called only with a validator
-            return args
-        try:
-            return validator.validate_python(args)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            where = errors[0].get("loc", ()) if errors else ()
-            name = str(where[0]) if where else ""
-            positions = [i for i, p in enumerate(self.params) if p.name == name]
-            detail = _first_error(exc)
-            if positions:
-                reason = self._refusal(positions[0], values[positions[0]], detail)
-            else:
-                reason = f"the arguments do not fit its schema ({detail})"
-            raise ToolArgumentError(
-                f"tool {self.name!r}, {reason}",
-                tool=self.name,
-                argument=name,
-                line=line,
-                source=source,
-            ) from None
-
     # -- running --------------------------------------------------------------------------------
 
     def call(self, args: dict[str, Any]) -> Any:
@@ -295,9 +281,7 @@ class Extern:
         func = self.func
         if func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
-        if self._is_async:
-            return await func(**args)
-        return func(**args)
+        return await func(**args) if self._is_async else func(**args)
 
     @property
     def async_only(self) -> bool:
@@ -396,42 +380,345 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     return TypeAdapter(TypedDict("Arguments", fields))  # type: ignore[operator]
 
 
+# --- values: what a parameter takes, a result as stack values ---------------------------------
+
+
+def loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is already imported, else ``None``.
+
+    A value can only be an instance of (or annotated with) a class whose module is loaded, so
+    the engine checks for LangChain and LangGraph types this way without importing them.
+    """
+    found = sys.modules.get(module)
+    return getattr(found, name, None) if found is not None else None
+
+
+def label(shape: Shape) -> str:
+    """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
+    ``JSON array of int``, ``one of "a", "b"``..."""
+    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    if len(options) != 1:
+        return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
+    (shape,) = options
+    kind = shape.kind
+    if shape.choices:
+        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
+    if shape.name == "bool":
+        return "bool (1 or 0)"
+    if kind in ("int", "float"):
+        return kind
+    if kind in ("text", "decimal"):
+        return "str"
+    if kind == "object":
+        fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
+        return f"JSON {shape.name} {{{fields}}}" if shape.name else "JSON object"
+    if kind == "map":
+        return "JSON object"
+    if kind in ("list", "tuple"):
+        item = shape.item if kind == "list" else None
+        return (
+            f"JSON array of {label(item)}"
+            if item is not None and item.kind != "any"
+            else "JSON array"
+        )
+    return "number" if kind == "number" else "any"
+
+
+# --- converters: popped value -> what the parameter takes ----------------------------------------
+
+
+def _to_int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    if type(v) is float and v.is_integer():
+        return _in_range(int(v))
+    if type(v) is str:
+        s = v.strip()
+        try:
+            return _in_range(int(s))
+        except ValueError:
+            f = float(s)
+            if f.is_integer():
+                return _in_range(int(f))
+    raise ValueError("not a whole number")
+
+
+def _in_range(number: int) -> int:
+    if not is_int64(number):
+        raise ValueError("outside the 64-bit range")
+    return number
+
+
+def _finite(number: float) -> float:
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
+def _to_float(v: Any) -> float:
+    try:
+        if type(v) is float or type(v) is int:
+            return _finite(float(v))
+        if type(v) is str:
+            return _finite(float(v.strip()))
+    except OverflowError:
+        raise ValueError("too large for a float") from None
+    raise ValueError("not a number")
+
+
+_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _to_bool(v: Any) -> bool:
+    if type(v) is int or type(v) is float:
+        if v == 1 or v == 0:
+            return bool(v)
+    elif type(v) is str and v.strip().lower() in _BOOL_TEXT:
+        return _BOOL_TEXT[v.strip().lower()]
+    raise ValueError("use 1 or 0")
+
+
+def _to_str(v: Any) -> str:
+    return v if type(v) is str else str(v)
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _json_of(kind: type) -> Converter:
+    """A converter for a structured parameter: the value must be JSON text of that kind."""
+    what = "an object" if kind is dict else "an array"
+
+    def convert(v: Any) -> Any:
+        if type(v) is not str:
+            raise ValueError("push it as JSON text")
+        try:
+            data = json.loads(v)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+        if not isinstance(data, kind):
+            raise ValueError(f"the JSON is not {what}")
+        return data
+
+    return convert
+
+
+_BY_KIND: dict[str, Converter] = {
+    "int": _to_int,
+    "float": _to_float,
+    "number": _to_float,
+    "text": _to_str,
+    "decimal": _to_str,
+    "object": _json_of(dict),
+    "map": _json_of(dict),
+    "list": _json_of(list),
+    "tuple": _json_of(list),
+}
+
+
+def converter(shape: Shape) -> Converter:
+    """The one converter used for every value passed to a parameter of this shape: a popped
+    value becomes the JSON-ready value the parameter takes (a number, a text, the object or
+    array its JSON text holds); the parameter's own validation (its declared schema) comes
+    after it."""
+    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    if len(options) != 1:
+        return _identity  # a union of kinds: the schema's validation decides
+    if options[0].name == "bool":
+        return _to_bool
+    return _BY_KIND.get(options[0].kind, _identity)
+
+
+# --- result -> stack values ----------------------------------------------------------------------
+
+
+def _json_default(obj: Any) -> Any:
+    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
+    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
+    dataclasses); anything else is not JSON data (``TypeError``)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    try:
+        return to_jsonable_python(obj)
+    except PydanticSerializationError:
+        raise TypeError(type(obj).__name__) from None
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+def short_repr(value: Any, limit: int | None = None) -> str:
+    """``repr`` that never fails (an integer too long to print reads ``an integer of N bits``,
+    data nested too deeply or an object whose ``repr`` raises reads as what it is), cut to
+    ``limit`` characters when given. The one safe ``repr`` of the package."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"a {type(value).__name__} nested too deeply to show"
+    except Exception:  # any object's repr may raise; this one must not
+        text = f"a {type(value).__name__} that cannot be shown"
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
+def first_line(exc: BaseException) -> str:
+    """A short, safe description of a conversion error (never the whole huge value)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    try:
+        text = str(exc)
+    except Exception:  # a message quoting an integer too long to print, or worse
+        text = ""
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def to_value(x: Any) -> Value:
+    """A tool's result as one stack value (see ``docs/language.md``, *Values*).
+
+    Raises:
+        ValueError: The result cannot be held: a number out of range, data nested too deeply,
+            or an object whose conversion raises (never that object's own error).
+    """
+    try:
+        return _to_value(x)
+    except ValueError:
+        raise
+    except RecursionError:
+        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except Exception as exc:
+        bubble = loaded("langgraph.errors", "GraphBubbleUp")
+        if bubble is not None and isinstance(exc, bubble):
+            raise  # an interrupt from inside the object's own code: not a conversion error
+        raise ValueError(
+            f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
+        ) from exc
+
+
+def _to_value(x: Any) -> Value:
+    t = type(x)
+    if x is None:
+        return NONE  # "no value", as a JSON null reads (see docs/language.md, *Values*)
+    if t is float and not math.isfinite(x):
+        raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
+    if t is int:
+        if not is_int64(x):
+            raise ValueError(
+                f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
+                "integers"
+            )
+        return typing.cast(Value, x)
+    if t is str or t is float:
+        return typing.cast(Value, x)
+    if t is bool:
+        return 1 if x else 0
+    if isinstance(x, enum.Enum):
+        return _to_value(x.value)
+    tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
+    if tool_message is not None and isinstance(x, tool_message):
+        return _to_value(x.content)  # a tool that builds its own message: keep the content
+    command = loaded("langgraph.types", "Command")
+    if command is not None and isinstance(x, command):
+        # a state update: the value is its ToolMessage's text
+        update = x.update if isinstance(x.update, dict) else {}
+        answers = [m for m in update.get("messages", []) if isinstance(m, tool_message or ())]
+        return _to_value(answers[0].content) if answers else ""
+    if isinstance(x, BaseModel):
+        return x.model_dump_json()
+    if isinstance(x, int):  # subclasses of the primitives become the primitive
+        return _to_value(int(x))
+    if isinstance(x, float):
+        return float(x)
+    if isinstance(x, str):
+        return str.__str__(x)
+    if x is not None and not isinstance(x, _CONTAINERS):
+        try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
+            plain = to_jsonable_python(x)
+        except PydanticSerializationError:
+            plain = None
+        if type(plain) in (str, int, float, bool):
+            return _to_value(plain)
+    try:
+        return _dumps(x, _json_default)
+    except TypeError:  # not JSON data as it is
+        pass
+    if isinstance(x, _CONTAINERS):
+        # A dict or list is JSON text whatever it holds (the plan reads it by path): a key
+        # JSON cannot have is written as its text, and so is a part with no JSON form.
+        return _dumps(_text_keys(x), _json_or_text)
+    return _text(x)
+
+
+def _dumps(x: Any, default: Callable[[Any], Any]) -> str:
+    """``x`` as compact JSON text; ``TypeError`` when ``default`` gives up on a part,
+    ``ValueError`` for NaN or an integer too long to write (data nested too deeply: see
+    :func:`to_value`)."""
+    try:
+        return json.dumps(
+            x, separators=(",", ":"), ensure_ascii=False, default=default, allow_nan=False
+        )
+    except ValueError as exc:  # NaN, an integer too long to write, a model that cannot dump
+        raise ValueError(
+            f"the tool returned data that cannot be held as JSON ({first_line(exc)})"
+        ) from None
+
+
+def _text(x: Any) -> str:
+    """The text of a result (or part of one) that has no JSON form."""
+    try:
+        return str(x)
+    except RecursionError:
+        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except Exception:  # the object's own __str__ may raise anything
+        raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
+
+
+def _json_or_text(obj: Any) -> Any:
+    """:func:`_json_default`, or the part's text when it has no JSON form."""
+    try:
+        return _text_keys(_json_default(obj))
+    except TypeError:
+        return _text(obj)
+
+
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def _text_keys(x: Any) -> Any:
+    """``x`` with every dict key JSON cannot have (a tuple, a frozenset...) as its text
+    (``RecursionError`` for data nested too deeply)."""
+    if isinstance(x, dict):
+        return {k if isinstance(k, _JSON_KEYS) else _text(k): _text_keys(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [_text_keys(v) for v in x]
+    return x
+
+
 # --- reading a tool's declared schema -----------------------------------------------------------
 
 
 def _from_tool(tool: BaseTool) -> Extern:
     """An extern from a LangChain tool's declared contract."""
-    schema = tool.tool_call_schema
-    about = tool.description or ""
-    if isinstance(schema, dict):
-        params = _params_of_json(schema, about)
-        model: Any = None
-    else:
-        params = _params_of_model(typing.cast(type[BaseModel], schema), about)
-        model = schema
     func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
     hints = _hints(func if callable(func) else tool._run, tool.name)
-    injected, runtime = _injected(hints)
     output = mcp_output_schema(tool)
     if output is not None:
         result: Any = _annotation(output, output.get("$defs", {}), _title(tool.name, "Result"))
-        n_results, result_types = 1, (result,)
+        results: tuple[int, tuple[Any, ...]] = (1, (result,))
     else:
         returns = hints.get("return", _EMPTY)
         if tool.response_format == "content_and_artifact" and get_origin(returns) is tuple:
             returns = get_args(returns)[0]  # the plan reads the content
-        n_results, result_types = _result_count(returns, tool.name)
-    return Extern(
-        name=tool.name,
-        params=params,
-        n_results=n_results,
-        description=about,
-        tool=tool,
-        injected=injected,
-        runtime_param=runtime,
-        result_types=result_types,
-        schema=model,
-        structured=output is not None,
+        results = _result_count(returns, tool.name)
+    about, structured = tool.description or "", output is not None
+    return _extern(
+        tool.name, tool.tool_call_schema, about, hints, results, tool=tool, structured=structured
     )
 
 
@@ -449,76 +736,67 @@ def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
             "a LangChain tool whose args_schema declares them"
         )
     hints = _hints(fn, name)
-    injected, runtime = _injected(hints)
     try:
         model = create_schema_from_function(
             name,
             fn,
-            filter_args=[*injected, "self", "run_manager", "callbacks"],
+            filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
             parse_docstring=True,
             error_on_invalid_docstring=False,
             include_injected=False,
         )
     except Exception as exc:
         raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-    about = inspect.getdoc(fn) or ""
-    n_results, result_types = _result_count(hints.get("return", _EMPTY), name)
+    results = _result_count(hints.get("return", _EMPTY), name)
+    return _extern(name, model, inspect.getdoc(fn) or "", hints, results, func=fn)
+
+
+def _extern(
+    name: str,
+    schema: Any,
+    about: str,
+    hints: Mapping[str, Any],
+    results: tuple[int, tuple[Any, ...]],
+    **own: Any,
+) -> Extern:
+    """An extern from what a tool declares: the parameters of its schema, in order, each with
+    its declared type and constraints (a pydantic model's fields, or the properties of the
+    JSON schema of an MCP tool as types the plan's checks and pydantic read), its description,
+    the annotations of its function (what the runtime injects) and its results."""
+    described = _docstring_args(about)
+    params = []
+    if isinstance(schema, dict):
+        defs = schema.get("$defs") or schema.get("definitions") or {}
+        required = set(schema.get("required") or ())
+        for key, spec in (schema.get("properties") or {}).items():
+            spec = spec if isinstance(spec, Mapping) else {}
+            shown = _default_text(spec.get("default")) if "default" in spec else ""
+            annotation: Any = _annotation(spec, defs, _title(key))
+            doc = str(spec.get("description") or described.get(key, ""))
+            params.append(Param(key, annotation, doc, key not in required, shown))
+    else:
+        for key, declared in typing.cast(type[BaseModel], schema).model_fields.items():
+            annotation = declared.annotation if declared.annotation is not None else Any
+            if declared.metadata:
+                annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
+            optional = not declared.is_required()
+            default = declared.get_default(call_default_factory=False) if optional else None
+            doc = declared.description or described.get(key, "")
+            params.append(
+                Param(key, annotation, doc, optional, _default_text(default) if optional else "")
+            )
+    injected, runtime = _injected(hints)
     return Extern(
         name=name,
-        params=_params_of_model(typing.cast(type[BaseModel], model), about),
-        n_results=n_results,
+        params=tuple(params),
+        n_results=results[0],
         description=about,
-        func=fn,
         injected=injected,
         runtime_param=runtime,
-        result_types=result_types,
-        schema=model,
+        result_types=results[1],
+        schema=None if isinstance(schema, dict) else schema,
+        **own,
     )
-
-
-def _params_of_model(model: type[BaseModel], about: str) -> tuple[Param, ...]:
-    """The parameters a pydantic schema declares, in order, each with its constraints."""
-    described = _docstring_args(about)
-    params = []
-    for name, spec in model.model_fields.items():
-        annotation: Any = spec.annotation if spec.annotation is not None else Any
-        if spec.metadata:
-            annotation = typing.cast(Any, Annotated)[(annotation, *spec.metadata)]
-        has_default = not spec.is_required()
-        default = spec.get_default(call_default_factory=False) if has_default else None
-        params.append(
-            Param(
-                name,
-                annotation,
-                spec.description or described.get(name, ""),
-                has_default,
-                _default_text(default) if has_default else "",
-            )
-        )
-    return tuple(params)
-
-
-def _params_of_json(schema: Mapping[str, Any], about: str) -> tuple[Param, ...]:
-    """The parameters a JSON schema declares (an MCP tool), in order, each as a type the
-    plan's checks and pydantic read (constraints kept)."""
-    described = _docstring_args(about)
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    required = set(schema.get("required") or ())
-    params = []
-    for name, spec in (schema.get("properties") or {}).items():
-        spec = spec if isinstance(spec, Mapping) else {}
-        has_default = name not in required
-        default = spec.get("default")
-        params.append(
-            Param(
-                name,
-                _annotation(spec, defs, _title(name)),
-                str(spec.get("description") or described.get(name, "")),
-                has_default,
-                _default_text(default) if "default" in spec else "",
-            )
-        )
-    return tuple(params)
 
 
 def _title(*words: str) -> str:
@@ -793,11 +1071,9 @@ def externs_from(tools: ToolSpec) -> dict[str, Extern]:
         tools: A list of tools, or a mapping of tool name to tool (see :data:`ToolSpec`).
 
     Raises:
-        UsageTypeError: ``tools`` is neither a list nor a mapping of tools, or an item is no
-            tool (a ``TypeError``; wrap a single tool in a list: ``[add]``).
-        UsageError: Two tools share a name, a key is not the name of the tool it holds, a
-            callable has no usable name, annotations cannot be resolved, or a tool returns a
-            ``tuple[X, ...]`` of unknown length.
+        UsageTypeError: As for :func:`externs_of` (a ``TypeError``; wrap a single tool in a
+            list: ``[add]``).
+        UsageError: As for :func:`externs_of`.
     """
     return dict(externs_of(tools))
 

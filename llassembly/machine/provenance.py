@@ -6,14 +6,13 @@ holding some) the program is compiled with :func:`instrument`: every step that w
 something is wrapped by one that reads the sources of what the instruction reads (its
 :class:`~llassembly.analysis.dataflow.Transfer`, the same facts the analysis before the run
 follows), runs the step, and writes those sources beside what the step wrote in the state's
-:class:`~llassembly.machine.shadow.Shadow`. Sources are read before the step runs (it may
+:class:`~llassembly.machine.state.Shadow`. Sources are read before the step runs (it may
 overwrite what it reads) and written only once it has run (a step that fails changes nothing).
 Without policies nothing is wrapped: the machine runs the very steps it runs otherwise.
 
 A tool ``CALL`` is the machine's own (``Emulator._begin_call``): its arguments' sources are
-checked by :meth:`Guards.check` where the call is built
-(the emulator builds the call), then taken off the shadow stack with the
-values; its results get the tool (:meth:`Shadow.results`).
+checked by :meth:`Guards.check` where the emulator builds the call, then taken off the shadow
+stack with the values; its results get the tool (:meth:`Shadow.results`).
 """
 
 from __future__ import annotations
@@ -27,20 +26,18 @@ from llassembly.analysis.dataflow import NO_SOURCES, Sources, transfer_of
 from llassembly.analysis.policies import DataFlowPolicy, unknown_name
 from llassembly.errors import DataFlowRefused, ExecutionError, UsageError
 from llassembly.language.program import (
-    Imm,
     Instruction,
     Mem,
     Name,
     Operand,
     Path,
     Reg,
-    Template,
     ToolShape,
     Value,
 )
-from llassembly.machine.access import Context, cell_locator
+from llassembly.machine.access import Context, cell_locator, parts
+from llassembly.machine.externs import short_repr
 from llassembly.machine.state import Shadow
-from llassembly.machine.values import short_repr
 
 if TYPE_CHECKING:
     from llassembly.machine.state import MachineState
@@ -54,49 +51,27 @@ _Place: TypeAlias = "Callable[[MachineState], int | tuple[str, int] | None]"
 # -- reading and writing sources ----------------------------------------------------------------
 
 
-def _reader(operand: Operand, ctx: Context, ins: Instruction) -> _Reader | None:
-    """How to read the sources of ``operand``'s value (``None``: it has none, a literal)."""
-    if isinstance(operand, Reg):
-        index = operand.index
-        if index == 0:
-            return None
-        return lambda st, shadow: shadow.regs.get(index, NO_SOURCES)
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        if key not in ctx.layout.live:
-            return None  # read-only data or a constant: the plan's own
-        cells = range(len(ctx.layout.labels[key].cells))  # a row read whole is all its cells
-        return lambda st, shadow: frozenset().union(
-            *(shadow.mem.get((key, i), NO_SOURCES) for i in cells)
-        )
-    if isinstance(operand, Mem):
-        place = _place(operand, ctx, ins)
-        parts = _readers(operand.registers, ctx, ins)
-
-        def read_cell(st: MachineState, shadow: Shadow) -> Sources:
-            where = place(st)
-            found = shadow.mem.get(where, NO_SOURCES) if isinstance(where, tuple) else NO_SOURCES
-            return found.union(*(read(st, shadow) for read in parts)) if parts else found
-
-        return read_cell
-    if isinstance(operand, Path):
-        return _joined(_readers((operand.base, *operand.steps), ctx, ins))
-    if isinstance(operand, Template):
-        return _joined(_readers(operand.fills, ctx, ins))
-    return None  # Imm
-
-
-def _readers(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> list[_Reader]:
-    found = (_reader(o, ctx, ins) for o in operands if not isinstance(o, Imm))
-    return [read for read in found if read is not None]
-
-
-def _joined(readers: list[_Reader]) -> _Reader | None:
-    if not readers:
+def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Reader | None:
+    """How to read the sources of what reading ``operands`` reads (see
+    :func:`~llassembly.machine.access.parts`; ``None``: nothing that carries any)."""
+    found = parts(operands, ctx)
+    registers, places = found.registers, [_place(cell, ctx, ins) for cell in found.cells]
+    labels = ctx.layout.labels
+    rows = [(key, i) for key in found.rows for i in range(len(labels[key].cells))]
+    if not (registers or places or rows):
         return None
-    if len(readers) == 1:
-        return readers[0]
-    return lambda st, shadow: frozenset().union(*(read(st, shadow) for read in readers))
+
+    def read(st: MachineState, shadow: Shadow) -> Sources:
+        regs, mem = shadow.regs, shadow.mem
+        held = [regs.get(i, NO_SOURCES) for i in registers]
+        held += [mem.get(cell, NO_SOURCES) for cell in rows]
+        for place in places:
+            where = place(st)
+            if isinstance(where, tuple):
+                held.append(mem.get(where, NO_SOURCES))
+        return NO_SOURCES.union(*held)
+
+    return read
 
 
 def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
@@ -125,13 +100,6 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
     return lambda st: None
 
 
-def _put(shadow: Shadow, where: int | tuple[str, int] | None, sources: Sources) -> None:
-    if isinstance(where, int):
-        shadow.register(where, sources)
-    elif where is not None:
-        shadow.cell(where[0], where[1], sources)
-
-
 def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     """``step`` wrapped to keep the sources of what it writes (see the module doc); the step
     itself when the instruction writes nothing that carries sources."""
@@ -139,12 +107,12 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     if move.moves_nothing:
         return step
     # One reader for everything read, one per copy (None: only literals), built once.
-    read_all = _joined(_readers(move.reads, ctx, ins))
+    read_all = _reader(move.reads, ctx, ins)
     writes = [
         (
             _place(w.place, ctx, ins),
             w.copies is not None,
-            _joined(_readers(w.copies or (), ctx, ins)),
+            _reader(w.copies or (), ctx, ins),
         )
         for w in move.writes
     ]
@@ -170,9 +138,10 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         ]
         after = step(st, pc)
         for where, sources in targets:
-            _put(shadow, where, sources)
+            if where is not None:
+                shadow.put(where, sources)
         for reg in registers:
-            shadow.register(reg, everything)
+            shadow.put(reg, everything)
         if pops:
             del shadow.stack[-pops:]
         if pushes:
@@ -185,34 +154,6 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
 
 
 # -- the policies, per call site --------------------------------------------------------------
-
-
-def check_names(policies: Sequence[DataFlowPolicy], tools: Mapping[str, ToolShape]) -> None:
-    """Refuse a policy that names a tool or an argument the tools do not have (a misspelt
-    name would switch the policy off without a word).
-
-    Raises:
-        UsageError: The message names the policy, the unknown name and the closest ones.
-    """
-    for policy in policies:
-        subject = f"the data-flow policy {policy}"
-        for name in policy.tool_names:
-            if name not in tools:
-                raise unknown_name(
-                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
-                )
-        names = [str(getattr(p, "name", "")) for p in tools[policy.tool].params]
-        if policy.argument not in names:
-            missing = f"{policy.tool} does not take"
-            raise unknown_name(
-                subject,
-                "argument",
-                policy.argument,
-                names,
-                missing,
-                "its arguments",
-                of=policy.tool,
-            )
 
 
 @dataclass(frozen=True)
@@ -258,15 +199,36 @@ class Guards:
 def guards_for(
     flow: ControlFlow, tools: Mapping[str, ToolShape], policies: Sequence[DataFlowPolicy]
 ) -> Guards:
-    """The :class:`Guards` of a program's calls (see :func:`check_names` for what it raises)."""
-    check_names(policies, tools)
+    """The :class:`Guards` of a program's calls.
+
+    Raises:
+        UsageError: A policy names a tool or an argument the tools do not have (a misspelt
+            name would switch the policy off without a word); the message names the policy,
+            the unknown name and the closest ones.
+    """
+    for policy in policies:
+        subject = f"the data-flow policy {policy}"
+        for name in policy.tool_names:
+            if name not in tools:
+                missing = "is not among the tools"
+                raise unknown_name(subject, "tool", name, list(tools), missing, "the tools")
+        tool, argument, names = policy.tool, policy.argument, _names(tools[policy.tool])
+        if argument not in names:
+            missing = f"{tool} does not take"
+            raise unknown_name(
+                subject, "argument", argument, names, missing, "its arguments", of=tool
+            )
     calls: dict[int, tuple[tuple[int, DataFlowPolicy], ...]] = {}
-    for pc, tool in flow.tools.items():
-        names = [str(getattr(p, "name", "")) for p in tool.params]
-        found = tuple((names.index(p.argument), p) for p in policies if p.tool == tool.name)
+    for pc, shape in flow.tools.items():
+        names = _names(shape)
+        found = tuple((names.index(p.argument), p) for p in policies if p.tool == shape.name)
         if found:
             calls[pc] = found
     return Guards(tuple(policies), calls)
+
+
+def _names(tool: ToolShape) -> list[str]:
+    return [str(getattr(p, "name", "")) for p in tool.params]
 
 
 def attach(st: MachineState) -> Shadow:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
-from typing import Any, Final
+from typing import Any
 
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
 from llassembly.analysis.queries import query_sources
@@ -33,6 +33,7 @@ from llassembly.language.instructions import (
 )
 from llassembly.language.limits import INT_MAX, is_int64
 from llassembly.language.program import Value
+from llassembly.language.templates import render
 
 
 def _names(value: Any, what: str) -> Sources:
@@ -84,17 +85,14 @@ class Shadow:
         if not to_eax:
             self.stack.extend([sources] * count)
 
-    def register(self, index: int, sources: Sources) -> None:
+    def put(self, where: int | tuple[str, int], sources: Sources) -> None:
+        """Keep ``sources`` as those of a register (its index) or a memory cell (``(label,
+        cell index)``); an empty set is kept by keeping nothing."""
+        held: dict[Any, Sources] = self.regs if isinstance(where, int) else self.mem
         if sources:
-            self.regs[index] = sources
+            held[where] = sources
         else:
-            self.regs.pop(index, None)
-
-    def cell(self, key: str, index: int, sources: Sources) -> None:
-        if sources:
-            self.mem[key, index] = sources
-        else:
-            self.mem.pop((key, index), None)
+            held.pop(where, None)
 
     def snapshot(self) -> dict[str, Any]:
         """The sources as plain data; ``{}`` when no value derives from a result.
@@ -152,12 +150,10 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 """The flag modes: no comparison yet, numbers compared, strings compared."""
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
-_SNAPSHOT_NAMES = tuple(register_name(i) for i in range(1, REGISTER_COUNT))  # R0 is never saved
+_NAMES = tuple(register_name(i) for i in range(REGISTER_COUNT))
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
 _NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
-_ZERO: Final = 0
-_NAMES = ("R0", *_SNAPSHOT_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,13 +337,10 @@ class MachineState:
         # Every register but those holding the integer 0 (what a restored register starts
         # as): an untouched register holds the very object 0. Other zeros (0.0, -0.0, False,
         # "") are values of their own and are kept, so a restored machine runs exactly as
-        # the saved one would have.
-        if registers is None:
-            regs = self.regs[1:]
-            saved = dict(compress(zip(_SNAPSHOT_NAMES, regs, strict=True), map(_NOT_ZERO, regs)))
-        else:
-            regs = self.regs
-            saved = {_NAMES[i]: regs[i] for i in registers if regs[i] is not _ZERO}
+        # the saved one would have. R0 is never saved.
+        regs = self.regs
+        indexes = self.holding() if registers is None else registers
+        saved = {_NAMES[i]: regs[i] for i in indexes if i and _NOT_ZERO(regs[i])}
         snap: dict[str, Any] = {
             "pc": self.pc,
             "registers": saved,
@@ -397,16 +390,9 @@ class MachineState:
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
             returned = data.get("returned")
-            held = [
-                *([] if returned is None else [returned]),
-                *regs,
-                *stack,
-                *(pending["values"] if pending else ()),
-                *(v for o in outstanding for v in o[1]),
-                *(cell for cells in memory.values() for cell in cells),
-            ]
-            held = [v for v in held if type(v) is not Pending]
-            if not all(map(is_value, held)):
+            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding)
+            held.pending, held.returned = (0, pending["values"]) if pending else None, returned
+            if not all(map(is_value, held.values())):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
                 )
@@ -507,3 +493,14 @@ def _restore_outstanding(
         for cells in memory.values():
             cells[:] = map(_read, cells)
     return outstanding
+
+
+def final_answer_of(machine: Mapping[str, Any] | None) -> str | None:
+    """The answer a finished plan gives, from its snapshot: what it said (its ``SAY`` lines
+    joined), else the value its top-level ``RET`` returned in ``EAX`` or ``XMM0`` (its
+    ``"returned"`` entry, written as ``SAY`` writes a value), else ``None``."""
+    machine = machine or {}
+    if machine.get("answer"):
+        return "\n".join(str(line) for line in machine["answer"])
+    returned = machine.get("returned")
+    return None if returned is None else render(returned)

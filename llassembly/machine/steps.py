@@ -6,11 +6,13 @@ instruction is compiled once, so the emulator's loop is a list index and a call.
 missing handler fails at import, not at run time. Which instruction is a tool call, and where a
 result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
 
-The families: moves and the stack, arithmetic and compares (the flag modes, the flag test of
-conditional instructions, the arithmetic step that sets the flags from its result), jumps and
-subroutines, and x86's division, bit logic, shifts, addresses, ``LOOP``, ``SETcc``/``CMOVcc``,
-``XCHG`` and floating point by the SSE names (see ``docs/language.md``); text and structures are
-:mod:`llassembly.machine.text`'s.
+Most instructions compute a value from the values they read (a :data:`Compute`, compiled by
+:func:`_computes`): arithmetic and compares (the flag modes, the arithmetic that sets the flags
+from its result), x86's division, bit logic, shifts and floating point by the SSE names, and the
+text and structure instructions (``LEN``, ``HAS``, ``KEYS``, ``FIND``, ``SUBSTR``, ``CMPI``,
+``LOWER``, ``UPPER``, ``NUM``, ``ROUNDSD``; see *Structured values* and *Text* in
+``docs/language.md``). Moves, the stack, jumps, subroutines, the instructions that test the
+flags and ``SAY`` have steps of their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
@@ -20,10 +22,13 @@ is the value the run computes.
 from __future__ import annotations
 
 import math
+import operator
+import re
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, cast
+from functools import partial
+from typing import Any, Literal, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
@@ -35,107 +40,131 @@ from llassembly.language.instructions import (
     ECX_INDEX,
     EDX_INDEX,
     OPCODE_INFO,
+    XMM0_INDEX,
     Opcode,
-    OpcodeInfo,
 )
 from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH, INT_MAX, INT_MIN
-from llassembly.language.program import Instruction, Mem, Name, Operand, Program, Reg, Value
+from llassembly.language.program import (
+    Imm,
+    Instruction,
+    Mem,
+    Name,
+    Operand,
+    Program,
+    Reg,
+    Value,
+    effects,
+)
+from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import (
+    NOT_JSON,
     Context,
-    Getter,
     address_of,
     fail,
+    filled,
     getter,
     setter,
     show,
+    structure_of,
+    value_of,
 )
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
-from llassembly.machine.text import TEXT_COMPILERS, compile_say, returned_value, text_flags
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
+Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
+Compute: TypeAlias = "Callable[[Instruction, MachineState, list[Value]], Value | None]"
+"""What an instruction computes from the values it reads (``None``: it writes nothing); it
+sets the flags itself."""
+Form: TypeAlias = Literal["in place", "sources", "flags"]
 _MASK64 = (1 << 64) - 1
 EAX = Reg(EAX_INDEX, "EAX")
-ECX = Reg(ECX_INDEX, "ECX")
-EDX = Reg(EDX_INDEX, "EDX")
+_ONE = Imm(1)
 
 
-def flags_check(ins: Instruction) -> Callable[[MachineState], None]:
-    """What an instruction that tests the flags checks first: that they are set, and set by
-    a compare with an order (not of a number with text) when it tests an order."""
-    ordered = OPCODE_INFO[ins.op].ordered
-    name = ins.mnemonic
-
-    def check(st: MachineState) -> None:
-        mode = st.flag_mode
-        if mode != ORDERED and (ordered or mode == UNSET):
-            if mode == UNSET:
-                raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
-            raise fail(
-                ins,
-                f"{name} needs an ordered compare, but the last CMP compared a number with text "
-                "(or TEST tested a text), which have no order: only JE/JNE may follow",
-            )
-
-    return check
-
-
-CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
-    "e": lambda zf, lt: zf,
-    "ne": lambda zf, lt: not zf,
-    "l": lambda zf, lt: lt,
-    "le": lambda zf, lt: lt or zf,
-    "g": lambda zf, lt: not lt and not zf,
-    "ge": lambda zf, lt: not lt,
-}
-"""Each condition on the flags (see ``OpcodeInfo.condition``)."""
+def _operands(ins: Instruction, form: Form) -> tuple[Operand | None, tuple[Operand, ...]]:
+    """The operand an instruction writes (``None``: only the flags) and those it reads (see
+    :func:`_computes`). An instruction computing in place reads by its form in the instruction
+    table (operands that fit none are read by its usual form, as ``effects`` reads them):
+    ``EAX`` and the source when it uses ``EAX`` without naming it (x86's ``MUL src``), the
+    target and 1 when it names one operand (``INC dst``), ``a`` and ``b`` of ``IMUL dst, a, b``,
+    else the target and the source."""
+    ops = ins.operands
+    if form == "sources":
+        return ops[0], ops[1:]
+    if form == "flags":
+        return None, (ops[0], ops[1])
+    info = OPCODE_INFO[ins.op]
+    shape = info.shape(len(ops)) or info.shapes[0]
+    if EAX_INDEX in shape.implicit_writes:
+        return EAX, (EAX, ops[0])
+    if len(shape.kinds) == 1:
+        return ops[0], (ops[0], _ONE)
+    return ops[0], (ops[1], ops[2]) if len(shape.kinds) == 3 else (ops[0], ops[1])
 
 
-def arith(
-    ins: Instruction,
-    ctx: Context,
-    op: Callable[[Any, Any], Any],
-    src: Getter,
-    target: Operand | None = None,
-    first: Getter | None = None,
-) -> Step:
-    """``target = first op src`` with the flags set from the result (numbers only)."""
-    target = ins.operands[0] if target is None else target
-    put = setter(target, ctx, ins)
-    reg = target.index if isinstance(target, Reg) else -1  # registers: written in place
-    name = ins.mnemonic
-    read_dst: Getter = getter(target, ctx, ins) if first is None else first
+def _computes(compute: Compute, form: Form = "in place") -> Compiler:
+    """The compiler of ``dst = compute(values read)``. By ``form``, the values read are:
+    ``"in place"``, ``dst``'s and the source's (``ADD dst, src``; ``INC dst``: 1; see
+    :func:`_operands`); ``"sources"``, those after ``dst`` (``LEN dst, src``); ``"flags"``,
+    the two operands', and only the flags are written (``TEST a, b``)."""
 
-    def step(st: MachineState, pc: int) -> int:
-        a, b = read_dst(st), src(st)
-        if type(a) is str or type(b) is str or a is None or b is None:
-            raise fail(ins, f"{name} needs numbers, got {show(a)} and {show(b)}")
-        try:
-            result = op(a, b)
-        except OverflowError:  # an int too large to mix with a float
-            raise fail(ins, f"{name} overflowed the number range") from None
-        if type(result) is int:
-            if not INT_MIN <= result <= INT_MAX:
-                raise fail(ins, f"{name} overflowed the 64-bit integer range")
-        elif not math.isfinite(result):
-            raise fail(ins, f"{name} gave a non-finite number ({result})")
-        if reg >= 0:
-            st.regs[reg] = result
-        else:
+    def compile_computed(ins: Instruction, ctx: Context) -> Step:
+        target, sources = _operands(ins, form)
+        put = setter(target, ctx, ins) if target is not None else None
+        reads = [getter(operand, ctx, ins) for operand in sources]
+
+        def step(st: MachineState, pc: int) -> int:
+            result = compute(ins, st, [read(st) for read in reads])
+            if put is not None and result is not None:
+                put(st, result)
+            return pc + 1
+
+        return step
+
+    return compile_computed
+
+
+def _arithmetic(op: Callable[[Any, Any], Any]) -> Compiler:
+    """The compiler of ``dst = a op b`` (numbers only) with the flags set from it: ``ADD``,
+    ``SUB``, ``INC``, ``DEC`` and ``MUL``, the steps of every loop, so each is one closure
+    with the checks of :func:`_numbers`, :func:`_checked` and :func:`_flagged` inline."""
+
+    def compile_arithmetic(ins: Instruction, ctx: Context) -> Step:
+        target, (first, second) = _operands(ins, "in place")
+        put = setter(cast(Operand, target), ctx, ins)
+        read_a, read_b, name = getter(first, ctx, ins), getter(second, ctx, ins), ins.mnemonic
+
+        def step(st: MachineState, pc: int) -> int:
+            a, b = read_a(st), read_b(st)
+            if type(a) is str or type(b) is str or a is None or b is None:
+                raise fail(ins, f"{name} needs numbers, got {show(a)} and {show(b)}")
+            try:
+                result = op(a, b)
+            except OverflowError:  # an int too large to mix with a float
+                raise fail(ins, f"{name} overflowed the number range") from None
+            if type(result) is int:
+                if not INT_MIN <= result <= INT_MAX:
+                    raise fail(ins, f"{name} overflowed the 64-bit integer range")
+            elif not math.isfinite(result):
+                raise fail(ins, f"{name} gave a non-finite number ({result})")
             put(st, result)
-        st.zf = result == 0
-        st.lt = result < 0
-        st.flag_mode = ORDERED
-        return pc + 1
+            st.zf = result == 0
+            st.lt = result < 0
+            st.flag_mode = ORDERED
+            return pc + 1
 
-    return step
+        return step
+
+    return compile_arithmetic
 
 
 def _numbers(ins: Instruction, *values: Value) -> None:
-    if any(type(v) is str or v is None for v in values):
-        shown = " and ".join(show(v) for v in values)
-        raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}")
+    for value in values:
+        if type(value) is str or value is None:
+            shown = " and ".join(show(v) for v in values)
+            raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}")
 
 
 def _ints(ins: Instruction, *values: Value) -> None:
@@ -148,10 +177,12 @@ def _ints(ins: Instruction, *values: Value) -> None:
         )
 
 
-def _set_flags(st: MachineState, result: Value) -> None:
+def _flagged(st: MachineState, result: Value) -> Value:
+    """``result``, the flags set from it (zero? negative?)."""
     st.zf = result == 0
     st.lt = result < 0  # type: ignore[operator]  # a number here
     st.flag_mode = ORDERED
+    return result
 
 
 def _checked(ins: Instruction, result: int | float) -> int | float:
@@ -164,24 +195,7 @@ def _checked(ins: Instruction, result: int | float) -> int | float:
     return result
 
 
-def _update(
-    ins: Instruction, ctx: Context, compute: Callable[[MachineState, Value, Value], Value | None]
-) -> Step:
-    """``dst = compute(state, dst, src)`` (``None``: leave ``dst``), one or two operands."""
-    dst = ins.operands[0]
-    read, put = getter(dst, ctx, ins), setter(dst, ctx, ins)
-    src = getter(ins.operands[1], ctx, ins) if len(ins.operands) > 1 else (lambda st: 1)
-
-    def step(st: MachineState, pc: int) -> int:
-        result = compute(st, read(st), src(st))
-        if result is not None:
-            put(st, result)
-        return pc + 1
-
-    return step
-
-
-# -- division ---------------------------------------------------------------------------------
+# -- arithmetic, division, compares -----------------------------------------------------------
 
 
 def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | float]:
@@ -201,115 +215,98 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
         raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
 
 
-def _compile_div(ins: Instruction, ctx: Context) -> Step:
+def _quotient(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    quotient, remainder = _divide(ins, *values)
     if len(ins.operands) == 1:  # DIV src: EAX = EAX / src, EDX = the remainder
-        src, eax = getter(ins.operands[0], ctx, ins), getter(EAX, ctx, ins)
-
-        def step(st: MachineState, pc: int) -> int:
-            quotient, remainder = _divide(ins, eax(st), src(st))
-            st.regs[EAX_INDEX], st.regs[EDX_INDEX] = quotient, remainder
-            _set_flags(st, quotient)
-            return pc + 1
-
-        return step
-
-    def quotient(st: MachineState, a: Value, b: Value) -> Value:
-        result = _divide(ins, a, b)[0]
-        _set_flags(st, result)
-        return result
-
-    return _update(ins, ctx, quotient)
+        st.regs[EDX_INDEX] = remainder
+    return _flagged(st, quotient)
 
 
-def _compile_mod(ins: Instruction, ctx: Context) -> Step:
-    def remainder(st: MachineState, a: Value, b: Value) -> Value:
-        result = _divide(ins, a, b)[1]
-        _set_flags(st, result)
-        return result
-
-    return _update(ins, ctx, remainder)
+def _remainder(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    return _flagged(st, _divide(ins, *values)[1])
 
 
-# -- bit logic and shifts ---------------------------------------------------------------------
-
-
-def _same_register(ins: Instruction) -> bool:
-    first, second = ins.operands[0], ins.operands[-1]
-    return len(ins.operands) == 2 and isinstance(first, Reg) and first == second
-
-
-def _logic(op: Callable[[int, int], int]) -> Callable[[Instruction, Context], Step]:
-    def compile_logic(ins: Instruction, ctx: Context) -> Step:
-        clears = OPCODE_INFO[ins.op].same_register == "clears" and _same_register(ins)
-
-        def compute(st: MachineState, a: Value, b: Value) -> Value:
-            if clears:  # XOR r, r: 0, whatever r held
-                result = 0
-            else:
-                _ints(ins, a, b)
-                result = op(a, b)  # type: ignore[arg-type]
-            _set_flags(st, result)
-            return result
-
-        return _update(ins, ctx, compute)
-
-    return compile_logic
-
-
-def _compile_not(ins: Instruction, ctx: Context) -> Step:
-    def compute(st: MachineState, a: Value, b: Value) -> Value:
-        _ints(ins, a)
-        return ~a  # type: ignore[operator]  # NOT leaves the flags as they are, as on x86
-
-    return _update(ins, ctx, compute)
-
-
-def _compile_neg(ins: Instruction, ctx: Context) -> Step:
-    def compute(st: MachineState, a: Value, b: Value) -> Value:
-        _numbers(ins, a)
-        result = _checked(ins, -a)  # type: ignore[operator]
-        _set_flags(st, result)
-        return result
-
-    return _update(ins, ctx, compute)
-
-
-def _compile_test(ins: Instruction, ctx: Context) -> Step:
+def _compile_cmp(ins: Instruction, ctx: Context) -> Step:
+    """``CMP``: two numbers are ordered as numbers; with text or ``NONE``, see
+    :func:`_text_flags`."""
     get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
-    same = ins.operands[0] == ins.operands[1]
 
     def step(st: MachineState, pc: int) -> int:
         a, b = get_a(st), get_b(st)
-        if same and (type(a) is str or a is None):  # TEST r, r on text: is it empty (NONE is)?
-            st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
-            return pc + 1
-        if same:  # TEST r, r on a number: zero? negative?
-            _set_flags(st, a)
-            return pc + 1
-        _ints(ins, a, b)
-        _set_flags(st, a & b)  # type: ignore[operator]
+        if type(a) is str or type(b) is str or a is None or b is None:
+            _text_flags(st, a, b)
+        else:
+            st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
         return pc + 1
 
     return step
 
 
-def _shift_count(ins: Instruction, count: Value) -> int:
+def _compare_folded(ins: Instruction, st: MachineState, values: list[Value]) -> None:
+    """``CMPI``: ``CMP`` ignoring case (texts are equal when they are once case-folded)."""
+    a, b = (v.casefold() if type(v) is str else v for v in values)
+    if type(a) is str or type(b) is str or a is None or b is None:
+        _text_flags(st, a, b)
+    else:
+        st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
+
+
+def _text_flags(st: MachineState, a: Value, b: Value) -> None:
+    """The flags of a compare where a value is text or ``NONE``: two texts (``NONE`` reads as
+    ``""``) are equal exactly and ordered by code point, as ISO dates and times sort; a number
+    and a text are never equal and have no order."""
+    if (type(a) is str or a is None) and (type(b) is str or b is None):
+        x, y = a or "", b or ""
+        st.zf, st.lt, st.flag_mode = x == y, x < y, ORDERED
+    else:
+        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
+
+
+# -- bit logic and shifts ---------------------------------------------------------------------
+
+
+def _bitwise(
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, values: list[Value]
+) -> Value:
+    a, b = values
+    first, second = ins.operands[0], ins.operands[-1]
+    same = len(ins.operands) == 2 and isinstance(first, Reg) and first == second
+    if same and OPCODE_INFO[ins.op].same_register == "clears":
+        return _flagged(st, 0)  # XOR r, r: 0, whatever r held
+    _ints(ins, a, b)
+    return _flagged(st, op(a, b))  # type: ignore[arg-type]
+
+
+def _not(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    _ints(ins, values[0])
+    return ~values[0]  # type: ignore[operator]  # NOT leaves the flags as they are, as on x86
+
+
+def _neg(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    _numbers(ins, values[0])
+    return _flagged(st, _checked(ins, -values[0]))  # type: ignore[operator]
+
+
+def _test(ins: Instruction, st: MachineState, values: list[Value]) -> None:
+    a, b = values
+    if ins.operands[0] == ins.operands[1]:
+        if type(a) is str or a is None:  # TEST r, r on text: is it empty (NONE is)?
+            st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
+        else:  # TEST r, r on a number: zero? negative?
+            _flagged(st, a)
+        return
+    _ints(ins, a, b)
+    _flagged(st, a & b)  # type: ignore[operator]
+
+
+def _shift(
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, values: list[Value]
+) -> Value:
+    a, count = values
+    _ints(ins, a)
     if type(count) is not int or not 0 <= count <= 63:
         raise fail(ins, f"{ins.mnemonic} shifts by 0 to 63 bits, not {show(count)}")
-    return count
-
-
-def _shift(op: Callable[[int, int], int]) -> Callable[[Instruction, Context], Step]:
-    def compile_shift(ins: Instruction, ctx: Context) -> Step:
-        def compute(st: MachineState, a: Value, b: Value) -> Value:
-            _ints(ins, a)
-            result = _checked(ins, op(a, _shift_count(ins, b)))  # type: ignore[arg-type]
-            _set_flags(st, result)
-            return result
-
-        return _update(ins, ctx, compute)
-
-    return compile_shift
+    return _flagged(st, _checked(ins, op(a, count)))  # type: ignore[arg-type]
 
 
 def _shr(a: int, n: int) -> int:
@@ -318,115 +315,33 @@ def _shr(a: int, n: int) -> int:
     return a >> n if a >= 0 or n == 0 else (a & _MASK64) >> n
 
 
-# -- addresses, loops, swaps ------------------------------------------------------------------
-
-
-def _compile_lea(ins: Instruction, ctx: Context) -> Step:
-    mem = ins.operands[1]
-    if not isinstance(mem, Mem):
-        raise fail(ins, "LEA needs a memory operand (was the program verified?)")
-    address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        put(st, address(st))
-        return pc + 1
-
-    return step
-
-
-def _compile_loop(ins: Instruction, ctx: Context) -> Step:
-    label = ins.operands[0]
-    target = ctx.program.labels[str(label).lower()]
-
-    def step(st: MachineState, pc: int) -> int:
-        count = st.regs[ECX_INDEX]
-        if type(count) is not int:
-            raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
-        st.regs[ECX_INDEX] = count = count - 1
-        if count < -INT_MAX:
-            raise fail(ins, "LOOP overflowed the 64-bit integer range")
-        return target if count != 0 else pc + 1
-
-    return step
-
-
-def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
-    first, second = ins.operands
-    get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
-    get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        a, b = get_a(st), get_b(st)
-        put_a(st, b)
-        put_b(st, a)
-        return pc + 1
-
-    return step
-
-
-# -- flags into values ------------------------------------------------------------------------
-
-
-def _compile_set(ins: Instruction, ctx: Context) -> Step:
-    check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
-    put = setter(ins.operands[0], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        check(st)
-        put(st, 1 if taken(st.zf, st.lt) else 0)
-        return pc + 1
-
-    return step
-
-
-def _compile_cmov(ins: Instruction, ctx: Context) -> Step:
-    check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
-    put, get = setter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        check(st)
-        if taken(st.zf, st.lt):
-            put(st, get(st))
-        return pc + 1
-
-    return step
-
-
 # -- floating point ---------------------------------------------------------------------------
 
 
-def _float_op(op: Callable[[float, float], float]) -> Callable[[Instruction, Context], Step]:
+def _sse(
+    op: Callable[[float, float], float], ins: Instruction, st: MachineState, values: list[Value]
+) -> Value:
     """SSE arithmetic: on floats, the flags left as they are (as on x86)."""
-
-    def compile_float(ins: Instruction, ctx: Context) -> Step:
-        def compute(st: MachineState, a: Value, b: Value) -> Value:
-            _numbers(ins, a, b)
-            try:
-                return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
-            except ZeroDivisionError:
-                raise fail(ins, f"{ins.mnemonic}: division by zero") from None
-            except (OverflowError, ValueError):
-                raise fail(ins, f"{ins.mnemonic} gave no finite number") from None
-
-        return _update(ins, ctx, compute)
-
-    return compile_float
+    a, b = values
+    _numbers(ins, a, b)
+    try:
+        return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
+    except ZeroDivisionError:
+        raise fail(ins, f"{ins.mnemonic}: division by zero") from None
+    except (OverflowError, ValueError):
+        raise fail(ins, f"{ins.mnemonic} gave no finite number") from None
 
 
-def _convert(op: Callable[[Any], Value]) -> Callable[[Instruction, Context], Step]:
+def _convert(
+    op: Callable[[Any], Value], ins: Instruction, st: MachineState, values: list[Value]
+) -> Value:
     """``dst = op(src)``: conversions and square roots, the flags left as they are."""
-
-    def compile_convert(ins: Instruction, ctx: Context) -> Step:
-        def compute(st: MachineState, a: Value, b: Value) -> Value:
-            _numbers(ins, b)
-            try:
-                return _checked(ins, op(b))  # type: ignore[arg-type]
-            except (OverflowError, ValueError):
-                raise fail(ins, f"{ins.mnemonic} cannot convert {show(b)}") from None
-
-        return _update(ins, ctx, compute)
-
-    return compile_convert
+    source = values[-1]
+    _numbers(ins, source)
+    try:
+        return _checked(ins, op(source))  # type: ignore[arg-type]
+    except (OverflowError, ValueError):
+        raise fail(ins, f"{ins.mnemonic} cannot convert {show(source)}") from None
 
 
 def _sqrt(value: Value) -> float:
@@ -435,7 +350,215 @@ def _sqrt(value: Value) -> float:
     return math.sqrt(value)  # type: ignore[arg-type]
 
 
-# -- moves, the stack, arithmetic, compares, jumps and subroutines ----------------------------
+_ROUNDING: dict[int, Callable[[float], float]] = {
+    0: lambda v: float(round(v)),  # to nearest, ties to even
+    1: lambda v: float(math.floor(v)),
+    2: lambda v: float(math.ceil(v)),
+    3: lambda v: float(math.trunc(v)),
+}
+
+
+def _roundsd(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    value = values[0]
+    mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
+    if type(value) is str or value is None:
+        raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
+    if not 0 <= mode <= 15:
+        raise fail(ins, f"{ins.mnemonic}: the rounding mode is 0 to 15, not {mode}")
+    return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
+
+
+# -- text and structures ----------------------------------------------------------------------
+# None of them but CMPI sets the flags. Text operations read a number as the text a person
+# reads (FIND R1, R2, 5 looks for the digit), and NONE as empty text (templates.render).
+
+
+def _whole(ins: Instruction, value: Value, what: str) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
+
+
+def _len(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    (value,) = values
+    found = structure_of(st, value, ins)
+    if found is not NOT_JSON:
+        return len(found)
+    if type(value) is str:
+        return len(value)
+    if value is None:
+        return 0
+    raise fail(ins, f"LEN needs a list, an object or text, got the number {show(value)}")
+
+
+def _has(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    value, key = values
+    if value is None:
+        return 0
+    if type(value) is not str:
+        raise fail(ins, f"HAS needs an object or a list, got the number {show(value)}")
+    found = structure_of(st, value, ins)
+    if isinstance(found, dict):
+        return int(type(key) is str and found.get(key) is not None)
+    if isinstance(found, list):
+        index = key if type(key) is int else None
+        inside = index is not None and -len(found) <= index < len(found)
+        return int(inside and found[index] is not None)  # type: ignore[index]
+    return 0
+
+
+def _keys(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    (value,) = values
+    found = structure_of(st, value, ins)
+    if isinstance(found, dict):
+        return value_of(st, list(found), ins, f"KEYS {ins.operands[1]}")
+    if isinstance(found, list):
+        raise fail(ins, "KEYS needs an object, got a list: its elements are found by index")
+    raise fail(ins, f"KEYS needs an object, got {show(value)}")
+
+
+def _find(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    text, part = values
+    return render(text).find(render(part))
+
+
+def _substr(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    text = render(values[0])
+    start = _whole(ins, values[1], "the start")
+    if start < 0:
+        start = max(len(text) + start, 0)
+    if len(values) == 2:
+        return text[start:]
+    count = _whole(ins, values[2], "the count")
+    if count < 0:
+        raise fail(ins, f"SUBSTR takes a count of characters, 0 or more, not {count}")
+    return text[start : start + count]
+
+
+def _case(
+    convert: Callable[[str], str], ins: Instruction, st: MachineState, values: list[Value]
+) -> Value:
+    return convert(render(values[0]))
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")  # 1,234.50
+
+
+def _num(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
+    (value,) = values
+    if type(value) is int or type(value) is float:
+        return value
+    text = value.strip() if type(value) is str else ""  # NONE: no number
+    if _GROUPED.match(text):
+        text = text.replace(",", "")
+    if not _NUMBER.match(text) or len(text) > 400:
+        raise fail(ins, f"NUM cannot read {show(value)} as a number")
+    if re.fullmatch(r"[+-]?\d+", text):
+        number = int(text)
+        if not INT_MIN <= number <= INT_MAX:
+            raise fail(ins, f"NUM: {show(value)} is outside the 64-bit range")
+        return number
+    result = float(text)
+    if not math.isfinite(result):
+        raise fail(ins, f"NUM: {show(value)} is too large")
+    return result
+
+
+MAX_ANSWER_CHARS = 16_000
+"""Longest answer a plan may build (all its ``SAY`` lines together)."""
+
+
+def _compile_say(ins: Instruction, ctx: Context) -> Step:
+    """``SAY``: render its text (placeholders filled) and add it as a line of the answer."""
+    template = template_of(ins.operands[0], ctx.program.data)
+    fills = [getter(operand, ctx, ins) for operand in ins.operands[1:]]
+    if template is None or not fills:
+        whole = getter(ins.operands[0], ctx, ins)
+
+        def say_value(st: MachineState, pc: int) -> int:
+            _say(st, render(whole(st)), ins)
+            return pc + 1
+
+        return say_value
+    pieces, found = split_template(template)  # the text around the placeholders
+    specs = [spec for _, spec, _ in found]
+    shown = [str(operand) for operand in ins.operands[1:]]
+
+    def say(st: MachineState, pc: int) -> int:
+        _say(st, filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins), ins)
+        return pc + 1
+
+    return say
+
+
+def _say(st: MachineState, line: str, ins: Instruction) -> None:
+    """Add a line to the answer, within :data:`MAX_ANSWER_CHARS` (counted as lines are added,
+    so a plan that says many lines costs linear time, not a sum over all lines each time)."""
+    used = st.answer_size()
+    if used + len(line) > MAX_ANSWER_CHARS:
+        raise fail(
+            ins,
+            f"the answer would grow past {MAX_ANSWER_CHARS} characters; say less (a summary, "
+            "not every value)",
+        )
+    st.answer.append(line)
+
+
+# -- moves, the stack, the flags tested, jumps and subroutines --------------------------------
+
+
+CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
+    "e": lambda zf, lt: zf,
+    "ne": lambda zf, lt: not zf,
+    "l": lambda zf, lt: lt,
+    "le": lambda zf, lt: lt or zf,
+    "g": lambda zf, lt: not lt and not zf,
+    "ge": lambda zf, lt: not lt,
+}
+"""Each condition on the flags (see ``OpcodeInfo.condition``)."""
+
+
+def _compile_conditional(ins: Instruction, ctx: Context) -> Step:
+    """A jump, ``SETcc`` or ``CMOVcc``: the flags are checked first (set, and set by a compare
+    with an order, not of a number with text, when the condition asks for an order)."""
+    info = OPCODE_INFO[ins.op]
+    ordered, taken, name = info.ordered, CONDITIONS[info.condition], ins.mnemonic
+
+    def holds(st: MachineState) -> bool:
+        mode = st.flag_mode
+        if mode != ORDERED and (ordered or mode == UNSET):
+            if mode == UNSET:
+                raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
+            raise fail(
+                ins,
+                f"{name} needs an ordered compare, but the last CMP compared a number with text "
+                "(or TEST tested a text), which have no order: only JE/JNE may follow",
+            )
+        return taken(st.zf, st.lt)
+
+    if info.jump:
+        target = _target(ins.operands[0], ctx)
+
+        def jump(st: MachineState, pc: int) -> int:
+            if st.flag_mode != ORDERED:  # (only then may the flags be refused: see holds)
+                holds(st)
+            return target if taken(st.zf, st.lt) else pc + 1
+
+        return jump
+    put = setter(ins.operands[0], ctx, ins)
+    get = getter(ins.operands[1], ctx, ins) if info.moves else None
+
+    def write(st: MachineState, pc: int) -> int:
+        if get is None:  # SETcc: 1 or 0
+            put(st, 1 if holds(st) else 0)
+        elif holds(st):  # CMOVcc: the source, when the condition holds
+            put(st, get(st))
+        return pc + 1
+
+    return write
 
 
 def _target(operand: Operand, ctx: Context) -> int:
@@ -463,13 +586,45 @@ def _compile_mov(ins: Instruction, ctx: Context) -> Step:
     return step
 
 
+def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
+    first, second = ins.operands
+    get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
+    get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        a, b = get_a(st), get_b(st)
+        put_a(st, b)
+        put_b(st, a)
+        return pc + 1
+
+    return step
+
+
+def _compile_lea(ins: Instruction, ctx: Context) -> Step:
+    mem = ins.operands[1]
+    if not isinstance(mem, Mem):
+        raise fail(ins, "LEA needs a memory operand (was the program verified?)")
+    address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
+
+    def step(st: MachineState, pc: int) -> int:
+        put(st, address(st))
+        return pc + 1
+
+    return step
+
+
+def _room(st: MachineState, limit: int, ins: Instruction) -> None:
+    """Refuse one more value on the stacks (data and return addresses) past ``limit``."""
+    depth = len(st.stack) + len(st.calls)
+    if depth >= limit:
+        raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+
+
 def _compile_push(ins: Instruction, ctx: Context) -> Step:
     get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
 
     def step(st: MachineState, pc: int) -> int:
-        depth = len(st.stack) + len(st.calls)
-        if depth >= limit:
-            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        _room(st, limit, ins)
         st.stack.append(get(st))
         return pc + 1
 
@@ -499,75 +654,17 @@ def _compile_pop(ins: Instruction, ctx: Context) -> Step:
     return step
 
 
-def _add(a: Any, b: Any) -> Any:
-    return a + b
-
-
-def _sub(a: Any, b: Any) -> Any:
-    return a - b
-
-
-def _mul(a: Any, b: Any) -> Any:
-    return a * b
-
-
-def _compile_add(ins: Instruction, ctx: Context) -> Step:
-    return arith(ins, ctx, _add, getter(ins.operands[1], ctx, ins))
-
-
-def _compile_sub(ins: Instruction, ctx: Context) -> Step:
-    return arith(ins, ctx, _sub, getter(ins.operands[1], ctx, ins))
-
-
-def _compile_mul(ins: Instruction, ctx: Context) -> Step:
-    operands = ins.operands
-    if len(operands) == 1:  # MUL src: EAX = EAX * src
-        return arith(ins, ctx, _mul, getter(operands[0], ctx, ins), target=EAX)
-    if len(operands) == 3:  # IMUL dst, a, b: dst = a * b
-        first = getter(operands[1], ctx, ins)
-        return arith(ins, ctx, _mul, getter(operands[2], ctx, ins), first=first)
-    return arith(ins, ctx, _mul, getter(operands[1], ctx, ins))
-
-
-def _compile_inc(ins: Instruction, ctx: Context) -> Step:
-    return arith(ins, ctx, _add, lambda st: 1)
-
-
-def _compile_dec(ins: Instruction, ctx: Context) -> Step:
-    return arith(ins, ctx, _sub, lambda st: 1)
-
-
-def _compile_cmp(ins: Instruction, ctx: Context) -> Step:
-    get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
+def _compile_loop(ins: Instruction, ctx: Context) -> Step:
+    target = _target(ins.operands[0], ctx)
 
     def step(st: MachineState, pc: int) -> int:
-        a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str or a is None or b is None:
-            text_flags(st, a, b)
-        else:
-            st.zf = a == b
-            st.lt = a < b  # type: ignore[operator]  # both are numbers here
-            st.flag_mode = ORDERED
-        return pc + 1
-
-    return step
-
-
-def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
-    return lambda st, pc: target
-
-
-def _compile_jcc(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
-    check, taken = flags_check(ins), CONDITIONS[OPCODE_INFO[ins.op].condition]
-    ordered = OPCODE_INFO[ins.op].ordered
-
-    def step(st: MachineState, pc: int) -> int:
-        mode = st.flag_mode
-        if mode != ORDERED and (ordered or mode == UNSET):
-            check(st)
-        return target if taken(st.zf, st.lt) else pc + 1
+        count = st.regs[ECX_INDEX]
+        if type(count) is not int:
+            raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
+        st.regs[ECX_INDEX] = count = count - 1
+        if count < -INT_MAX:
+            raise fail(ins, "LOOP overflowed the 64-bit integer range")
+        return target if count != 0 else pc + 1
 
     return step
 
@@ -577,9 +674,7 @@ def _compile_call(ins: Instruction, ctx: Context) -> Step:
     target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
 
     def step(st: MachineState, pc: int) -> int:
-        depth = len(st.stack) + len(st.calls)
-        if depth >= limit:
-            raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
+        _room(st, limit, ins)
         st.calls.append(pc + 1)
         return target
 
@@ -592,10 +687,43 @@ def _compile_ret(ins: Instruction, ctx: Context) -> Step:
     def step(st: MachineState, pc: int) -> int:
         if st.calls:
             return st.calls.pop()
-        st.returned = returned_value(st, program, pc)  # the x86 return value, at top level
+        st.returned = _returned(st, program, pc)  # the x86 return value, at top level
         return end
 
     return step
+
+
+def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
+    """The value a top-level ``RET`` at ``pc`` returns, by the x86 convention.
+
+    The register, ``EAX`` or ``XMM0``, written last in the straight-line code that ends with
+    this ``RET`` (back to the nearest label, jump or call); when that code writes neither,
+    ``XMM0`` if it holds a float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done,
+    nothing to report): ``None``.
+    """
+    starts = set(program.labels.values())
+    chosen = None
+    index = pc
+    while index not in starts and index > 0:
+        index -= 1
+        fx = effects(program.instructions[index])
+        if fx.flow != "next":
+            break
+        if EAX_INDEX in fx.registers_written:
+            chosen = EAX_INDEX
+        elif XMM0_INDEX in fx.registers_written:
+            chosen = XMM0_INDEX
+        if chosen is not None:
+            break
+    if chosen is None:
+        chosen = XMM0_INDEX if type(st.regs[XMM0_INDEX]) is float else EAX_INDEX
+    value = st.regs[chosen]
+    return None if type(value) is int and value == 0 else value
+
+
+def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
+    target = _target(ins.operands[0], ctx)
+    return lambda st, pc: target
 
 
 def _compile_nop(ins: Instruction, ctx: Context) -> Step:
@@ -607,53 +735,57 @@ def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
     return lambda st, pc: end
 
 
-def _conditional(info: OpcodeInfo) -> Callable[[Instruction, Context], Step]:
-    """The compiler of an instruction that tests the flags: a jump, ``SETcc`` or ``CMOVcc``."""
-    return _compile_jcc if info.jump else _compile_cmov if info.moves else _compile_set
-
-
-_COMPILERS: dict[Opcode, Callable[[Instruction, Context], Step]] = {
+_COMPILERS: dict[Opcode, Compiler] = {
     Opcode.MOV: _compile_mov,
     Opcode.PUSH: _compile_push,
     Opcode.POP: _compile_pop,
-    Opcode.ADD: _compile_add,
-    Opcode.SUB: _compile_sub,
-    Opcode.MUL: _compile_mul,
-    Opcode.INC: _compile_inc,
-    Opcode.DEC: _compile_dec,
+    Opcode.ADD: _arithmetic(operator.add),
+    Opcode.SUB: _arithmetic(operator.sub),
+    Opcode.MUL: _arithmetic(operator.mul),
+    Opcode.INC: _arithmetic(operator.add),
+    Opcode.DEC: _arithmetic(operator.sub),
     Opcode.CMP: _compile_cmp,
     Opcode.JMP: _compile_jmp,
     Opcode.CALL: _compile_call,
     Opcode.RET: _compile_ret,
     Opcode.NOP: _compile_nop,
     Opcode.HLT: _compile_hlt,
-    Opcode.SAY: compile_say,
-    Opcode.DIV: _compile_div,
-    Opcode.MOD: _compile_mod,
-    Opcode.AND: _logic(lambda a, b: a & b),
-    Opcode.OR: _logic(lambda a, b: a | b),
-    Opcode.XOR: _logic(lambda a, b: a ^ b),
-    Opcode.NOT: _compile_not,
-    Opcode.NEG: _compile_neg,
-    Opcode.TEST: _compile_test,
-    Opcode.SHL: _shift(lambda a, n: a << n),
-    Opcode.SHR: _shift(_shr),
-    Opcode.SAR: _shift(lambda a, n: a >> n),
+    Opcode.SAY: _compile_say,
+    Opcode.DIV: _computes(_quotient),
+    Opcode.MOD: _computes(_remainder),
+    Opcode.AND: _computes(partial(_bitwise, operator.and_)),
+    Opcode.OR: _computes(partial(_bitwise, operator.or_)),
+    Opcode.XOR: _computes(partial(_bitwise, operator.xor)),
+    Opcode.NOT: _computes(_not),
+    Opcode.NEG: _computes(_neg),
+    Opcode.TEST: _computes(_test, "flags"),
+    Opcode.SHL: _computes(partial(_shift, operator.lshift)),
+    Opcode.SHR: _computes(partial(_shift, _shr)),
+    Opcode.SAR: _computes(partial(_shift, operator.rshift)),
     Opcode.LEA: _compile_lea,
     Opcode.LOOP: _compile_loop,
     Opcode.XCHG: _compile_xchg,
-    Opcode.CVTSI2SD: _convert(float),
-    Opcode.CVTTSD2SI: _convert(lambda v: int(v)),
-    Opcode.CVTSD2SI: _convert(lambda v: round(float(v))),
-    Opcode.ADDSD: _float_op(lambda a, b: a + b),
-    Opcode.SUBSD: _float_op(lambda a, b: a - b),
-    Opcode.MULSD: _float_op(lambda a, b: a * b),
-    Opcode.DIVSD: _float_op(lambda a, b: a / b),
-    Opcode.SQRTSD: _convert(_sqrt),
-    Opcode.MINSD: _float_op(min),
-    Opcode.MAXSD: _float_op(max),
-    **{op: _conditional(info) for op, info in OPCODE_INFO.items() if info.condition},
-    **TEXT_COMPILERS,
+    Opcode.CVTSI2SD: _computes(partial(_convert, float)),
+    Opcode.CVTTSD2SI: _computes(partial(_convert, int)),
+    Opcode.CVTSD2SI: _computes(partial(_convert, lambda v: round(float(v)))),
+    Opcode.ADDSD: _computes(partial(_sse, operator.add)),
+    Opcode.SUBSD: _computes(partial(_sse, operator.sub)),
+    Opcode.MULSD: _computes(partial(_sse, operator.mul)),
+    Opcode.DIVSD: _computes(partial(_sse, operator.truediv)),
+    Opcode.SQRTSD: _computes(partial(_convert, _sqrt)),
+    Opcode.MINSD: _computes(partial(_sse, min)),
+    Opcode.MAXSD: _computes(partial(_sse, max)),
+    Opcode.ROUNDSD: _computes(_roundsd, "sources"),
+    Opcode.LEN: _computes(_len, "sources"),
+    Opcode.HAS: _computes(_has, "sources"),
+    Opcode.KEYS: _computes(_keys, "sources"),
+    Opcode.FIND: _computes(_find, "sources"),
+    Opcode.SUBSTR: _computes(_substr, "sources"),
+    Opcode.CMPI: _computes(_compare_folded, "flags"),
+    Opcode.LOWER: _computes(partial(_case, str.lower), "sources"),
+    Opcode.UPPER: _computes(partial(_case, str.upper), "sources"),
+    Opcode.NUM: _computes(_num, "sources"),
+    **{op: _compile_conditional for op, info in OPCODE_INFO.items() if info.condition},
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
     raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
@@ -676,7 +808,10 @@ class CompiledProgram:
     EAX convention, the calls the plan tests, loops): see :mod:`llassembly.analysis.cfg`."""
     layout: Layout
     registers: tuple[int, ...]
-    """The registers a run may write, in order (see :func:`written_registers`)."""
+    """The registers a run may write, in order: those the instruction table says an
+    instruction writes (named, or used without naming them: ``EAX``/``EDX`` of one-operand
+    ``MUL``/``DIV``, ``ECX`` of ``LOOP``) and ``EAX`` of a call whose result goes there
+    (never R0)."""
     max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
     dataflow: Guards | None = None
     """The data-flow policies checked before each call (``None``: none; the steps then keep
@@ -716,7 +851,10 @@ def _compile_steps(
             None if step is None else instrument(step, ins, ctx)
             for ins, step in zip(program.instructions, steps, strict=True)
         ]
-    found = (program, tuple(steps), tuple(tools), externs, flow, layout, written_registers(flow))
+    # A register is written only where the instruction table says an instruction writes it
+    # (or as EAX by a call whose result goes there): a snapshot reads these and no others.
+    written = tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
+    found = (program, tuple(steps), tuple(tools), externs, flow, layout, written)
     return CompiledProgram(*found, max_stack_depth, guards)
 
 
@@ -729,18 +867,6 @@ def recompiled(
     if compiled.max_stack_depth == max_stack_depth and dataflow in ((), kept):
         return compiled
     return _compile_steps(compiled.program, compiled.externs, max_stack_depth, dataflow or kept)
-
-
-def written_registers(flow: ControlFlow) -> tuple[int, ...]:
-    """The indexes of the registers a run of the program may write, in order.
-
-    A register is written only where the instruction table says an instruction writes it
-    (its register operands, or the ones it uses without naming them: ``EAX``/``EDX`` of
-    one-operand ``MUL``/``DIV``, ``ECX`` of ``LOOP``), or as ``EAX`` by a call whose result
-    goes there. Every other register keeps the value a run starts with, so a snapshot reads
-    these and no others (R0 is never written).
-    """
-    return tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
 
 
 def compile_program(

@@ -15,7 +15,7 @@ from llassembly import parse_program
 from llassembly.errors import AsmRuntimeError, InstructionBudgetExceeded
 from llassembly.language.limits import MAX_DATA_TEXT_CHARS, MAX_ROW_TEXT_PER_RUN
 from llassembly.machine.emulator import Emulator
-from llassembly.machine.values import short_repr, to_value
+from llassembly.machine.externs import short_repr, to_value
 
 # -- rows read whole ---------------------------------------------------------------------------
 

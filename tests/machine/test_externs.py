@@ -508,6 +508,6 @@ def test_sync_call_of_an_async_callable_is_a_usage_error() -> None:
 )
 def test_type_label_is_short_and_readable(annotation: Any, label: str) -> None:
     from llassembly.analysis.shapes import shape_of
-    from llassembly.machine.values import label as type_label
+    from llassembly.machine.externs import label as type_label
 
     assert type_label(shape_of(annotation)) == label

@@ -23,8 +23,7 @@ from llassembly.language.parser import parse
 from llassembly.language.program import NONE, Program
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import externs_from
-from llassembly.machine.state import MachineState
-from llassembly.machine.text import final_answer_of
+from llassembly.machine.state import MachineState, final_answer_of
 
 PAGE = '{"items": [{"id": 7, "title": "Lamp", "price": 19.5, "tags": ["a", "b"]}, {"id": 8, "title": "Desk", "price": 120, "tags": []}], "next_cursor": null, "total": 2, "on": true, "my-key": "k"}'  # noqa: E501
 
