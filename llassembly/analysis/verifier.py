@@ -1,22 +1,11 @@
 """Verifier: reject a bad plan before any tool runs, listing every problem at once.
 
-Three stages (see "Checks before the run" in ``docs/language.md``):
-
-* size: a plan of more than :data:`~llassembly.language.limits.MAX_PLAN_INSTRUCTIONS`
-  instructions is refused at once, with that one problem;
-* structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
-  labels defined twice or clashing with data labels, a ``global`` naming no code label, memory
-  operands and placeholders naming nothing;
-* paths, only when the structure leaves the control flow well defined: every path from the
-  entry point is followed over the states of :mod:`llassembly.analysis.paths`, keeping the least
-  data-stack depth, whether no flag-setting instruction has run yet, and which variables may not
-  be written yet (:class:`_PathFacts`): a ``POP`` or a tool ``CALL`` on a short stack, a
-  conditional jump with no flags set, a variable read before it is written, a subroutine
-  running past the end, each on some path; the types of values (:mod:`.typecheck`: arithmetic
-  on text, paths the tools' result shapes do not have, arguments a tool refuses); loops that
-  can never end. A plan the paths cannot be followed for within their limits (nesting,
-  states, steps) is refused, saying which limit: a path the analysis did not follow is never
-  taken for a fine one.
+Three stages, as "Checks before the run" in ``docs/language.md`` lists them: the plan's size,
+its structure, then (when the structure leaves the control flow well defined) its paths, over
+the states of :mod:`llassembly.analysis.paths`: the stack, flags and variables of each path
+(:class:`_PathFacts`), the types of values (:mod:`.typecheck`) and loops that never end. A plan
+the paths cannot be followed for within their limits is refused, saying which limit: a path
+the analysis did not follow is never taken for a fine one.
 
 Example:
     >>> from llassembly import parse
