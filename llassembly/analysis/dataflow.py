@@ -1,37 +1,15 @@
-"""Provenance: which tool results a value derives from, as facts per instruction and before the run.
+"""Provenance: which tool results a value derives from, per instruction and before the run.
 
-Every value a plan holds carries its *sources*: the set of tools whose results it was computed
-from. A tool's result has the tool as its one source; a literal, a data label and anything
-computed from literals alone have none. The rule, one for every instruction and derived from
-the instruction table (:func:`~llassembly.language.program.effects`): **what an
-instruction writes derives from what it reads.** Written out as :class:`Transfer`:
+A value's *sources* are the tools whose results it was computed from (``docs/dataflow.md``,
+"What a value's sources are"). The rule is one for every instruction, read from the instruction
+table's :func:`~llassembly.language.program.effects`: **what an instruction writes derives from
+what it reads** (:class:`Transfer`, :func:`transfer_of`); a tool ``CALL``'s results derive from
+the tool alone (:func:`result_sources`), a query's from what its model read. Control dependence
+is not followed: a result can choose between paths the plan wrote, never add one.
 
-* a computed value (``ADD``, ``SUBSTR``, ``LEN``, ``SETcc``, a ``PUSH``, a ``POP``, a register
-  written without being named) gets the union of the sources of everything the instruction
-  reads: its value operands, the registers of an address, a path's base and keys, a
-  template's fills, the values it pops, and the flags when it tests them;
-* a copy (the table's ``moves``: ``MOV``, ``XCHG``, ``CMOVcc``) gets the sources of what it
-  copies, plus, for ``CMOVcc``, the destination it may keep and the flags that chose;
-* the flags get the sources of what set them (``CMP R1, R2``: those of ``R1`` and ``R2``).
-
-The few special forms are here too: a **path written** (``MOV R1.email, R2``) changes its
-base, which keeps the sources it had (the rest of the structure is still there) and adds
-those of the value and the keys; a **memory cell** found through registers derives from
-them as well (which cell is read, or written, is their choice); a **template** derives
-from its fills; a **tool** ``CALL`` is the machine's own (its arguments are checked, its
-results get the tool), see :func:`result_sources`.
-
-What is *not* followed: control dependence. A value written on one side of a branch does not
-derive from the compare that chose the side. The control flow of a plan is fixed before any
-result is seen (a result can choose between paths the plan wrote, never add one), and
-following it would give every value after a loop over a result that result's source, so a
-policy could never tell an address the plan wrote from one a result gave. ``CMOVcc`` and
-``SETcc`` write what the flags chose, so they derive from the flags: that choice is data.
-
-The same facts serve the run (:mod:`llassembly.machine.provenance` keeps sources beside
-values and checks each call) and the analysis before it (:func:`argument_flows`: for each
-argument of each tool call, which tools' results may reach it on some run and which reach it
-on every run), so what a person approves is what runs.
+The same facts serve the run (:mod:`llassembly.machine.provenance` keeps sources beside values
+and checks each call) and the analysis before it (:func:`argument_flows`), so what a person
+approves is what runs.
 """
 
 from __future__ import annotations

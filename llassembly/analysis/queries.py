@@ -1,23 +1,10 @@
 """Queries as the analysis sees them: a plan reading prose with a model (``CALL query_text``).
 
-A plan is written before any result is seen, so it cannot read a bill, a letter or an email
-itself. A *query* asks a model with no tools to answer one question about a text with a value
-of a declared *answer shape*::
-
-    PUSH R1                                       ; text: what to read
-    PUSH "Which IBAN and amount does it ask for?"  ; question
-    PUSH '{"iban": "text", "amount": "number"}'   ; shape of the answer
-    CALL query_text
-    POP R2                                        ; R2.iban, R2.amount
-
-The shape is ``number``, ``integer``, ``text``, ``boolean``, an object of named fields (JSON,
-each field a shape) or a list of one shape (``["text"]``). It must be written in the plan
-(known before the run), so the verifier knows what the answer holds: :func:`query_sites`
-finds each query's shape, or why it has none, and the type check follows ``R2.iban`` as it
-follows a tool's typed result.
-
-Provenance: a query's answer is derived from everything it read, and a model produced it:
-:func:`query_sources` is the one place that says so.
+A query asks a model with no tools to answer one question about a text with a value of an
+*answer shape* the plan writes (``docs/queries.md``): :func:`parse_answer_shape` reads it,
+:func:`query_sites` finds each query's shape before the run (so the type check follows its
+answer as it follows a tool's typed result), and :func:`query_sources` is the one place that
+says where an answer derives from.
 """
 
 from __future__ import annotations

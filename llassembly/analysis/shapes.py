@@ -1,16 +1,8 @@
 """The shape of a value, from a tool's type annotations: what the verifier knows of a result
-before the run, and what the prompt tells the model of each tool's structures.
-
-A tool annotated ``-> Page`` (a ``TypedDict``, a pydantic model, a dataclass) returns JSON text
-of a known shape: its fields and their types, lists of records, optional values. The verifier
-follows these shapes through a plan (:mod:`llassembly.analysis.typecheck`) and refuses a path
-that no value of the shape has (``R1.titel`` of a ``Contact``), with the fields that exist. A
-shape that is not known (``-> dict``, ``-> Any``) is :data:`ANY`: such values are checked as
-the plan runs.
-
-Shapes follow what the machine holds (see ``docs/language.md``, *Values*): a ``bool`` is a
-number (1 or 0), a date, a time, a UUID or bytes are text (their JSON form), a ``Decimal`` is
-text holding a number (pydantic writes it so), ``None`` is ``NONE``.
+before the run (:mod:`llassembly.analysis.typecheck`), and what the prompt tells the model of
+each tool's structures. A shape not known (``-> dict``, ``-> Any``) is :data:`ANY`, checked as
+the plan runs; shapes follow what the machine holds (``docs/language.md``, *Values*: a ``bool``
+is a number, a date, UUID or ``Decimal`` is text, ``None`` is ``NONE``).
 """
 
 from __future__ import annotations

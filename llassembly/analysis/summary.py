@@ -1,27 +1,12 @@
 """Plan summary: what a plan may do, worked out from its control flow before any tool runs.
 
-A plan is written before anything runs, so its effects can be bounded in advance. For every
-tool a plan can call, :func:`summarize` gives:
-
-* the fewest calls any path that reaches the end of the plan makes, and the most any path can
-  make (``None``: unbounded, the call sits in a loop whose trip count is not known; the run's
-  ``max_tool_calls`` budget still stops it);
-* each argument that is the same constant on every run reaching the call, with its value
-  (the rest are *computed*: they depend on tool results, on the path taken, or on anything
-  the analysis cannot know before the run);
-* whether a call sits inside a loop, and whether some path ends the plan without making it;
-* for each argument, the tools whose results can reach it (its data flows, see
-  :mod:`llassembly.analysis.dataflow`): on some run, and on every run; for each query
-  (``CALL query_text``), what its model reads and which arguments its answer can reach;
-* the worst-case number of instructions and tool calls, against the budgets.
-
-The counts come from the plan's paths (:mod:`llassembly.analysis.paths`): states
-``(instruction, return stack)`` from the entry point, both ways at each conditional jump, into
-each subroutine and back. The constants come from an abstract interpretation of the machine
-over those states (:mod:`llassembly.analysis.constants`): an instruction whose inputs are all
-known is run by the machine's own step, anything else makes what it writes unknown, so a
-constant shown is the value on every run. Control flow the paths cannot follow within their
-limits makes every maximum unbounded (:attr:`PlanSummary.complete` is then false).
+Per tool, the fewest and most calls, the arguments that are the same constant on every run,
+whether a call sits in a loop or behind a condition, the tools whose results each argument can
+come from, and the worst-case counts against the budgets ("What a plan can do" in
+``docs/approval.md``). The counts come from the paths (:mod:`llassembly.analysis.paths`), the
+constants from running the machine's own steps on what is known
+(:mod:`llassembly.analysis.constants`), the flows from :mod:`llassembly.analysis.dataflow`;
+control flow the paths cannot follow within their limits makes every maximum unbounded.
 
 Example:
     >>> from llassembly import externs_from

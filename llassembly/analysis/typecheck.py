@@ -1,37 +1,14 @@
 """Types before the run: what kind of value each place holds on each path, and the operations no
-such value allows.
+such value allows ("Types before the run" and "Checks before the run" in ``docs/language.md``).
 
-Two facts are followed for every register, variable, memory cell and stack slot over every path
-of the plan (:mod:`llassembly.analysis.paths`), through ``POP``, ``MOV``, the EAX convention,
-variables and paths read (``MOV R2, R1.items[0]``):
-
-* its **shape** on every run, where the tools' return annotations give one
-  (:mod:`llassembly.analysis.shapes`: a ``TypedDict``, a pydantic model, a dataclass,
-  ``list[...]``, ``str``) or the plan writes the value;
-* whether it holds, **on some path, text for certain**: a string literal or string data, or the
-  result of a tool declared ``-> str``, moved or pushed and popped. Values of unknown type
-  (other tool results, a cell written through a computed address) are never taken for text.
-
-The verifier then refuses, before any tool runs:
-
-* arithmetic, bit operations and conversions on a value that is text for certain on some path
-  (``LOOP`` with text in ``ECX``, ``MUL src``/``DIV src`` with text in ``EAX``, text in a
-  register of an address too), or that is text on every run (a ``str`` field, a ``Decimal``
-  field, which pydantic writes as text: ``NUM`` reads the number first);
-* a path no value of its shape has: an unknown field (the message lists the fields that
-  exist), a field of a list or an element of an object, a part of a number or a text;
-* a compare of a value that is text on every run with a number, or the reverse (they are
-  never equal and have no order);
-* an argument written in the plan (a literal, ``NONE`` or a read-only data label, carried as
-  :attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` through registers, variables
-  and the stack) that the tool refuses: the tool is asked (its ``refuses(position, value)``,
-  :meth:`llassembly.machine.externs.Extern.refuses`), so the check refuses what the run would.
-
-A value whose shape is not known (``-> dict``, ``-> Any``, a cell of memory, different things
-on different paths) is checked only as the plan runs. A union (``Contact | None``, or what
-paths that meet bring) is refused only when no shape in it fits. The walk is bounded by
-:data:`~llassembly.language.limits.MAX_STEPS`; a plan that needs more is refused (see
-:func:`type_problems`), never taken as fine.
+Two facts are followed for every register, variable, memory cell and stack slot over the paths
+(:mod:`llassembly.analysis.paths`): its **shape** on every run, where the tools' annotations
+(:mod:`llassembly.analysis.shapes`) or the plan give one, carrying a value written in the plan as
+:attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` so the tool can be asked
+whether it takes it; and whether it holds, **on some path, text for certain** (a string the
+plan writes, or the result of a tool declared ``-> str``; other results are never taken for
+text). A value whose shape is not known is checked as the plan runs; a union is refused only
+when no shape in it fits. The walk is bounded by :data:`~llassembly.language.limits.MAX_STEPS`.
 """
 
 from __future__ import annotations
