@@ -10,7 +10,7 @@ says where an answer derives from.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -228,8 +228,3 @@ def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, AnswerShape | st
         except ValueError as exc:
             found[pc] = f"CALL {sites[pc].name}: {exc}"
     return found
-
-
-def query_result_shapes(sites: Mapping[int, AnswerShape | str]) -> dict[int, Shape]:
-    """The shape of each query's answer, for the type check (sites with a shape only)."""
-    return {pc: site.shape() for pc, site in sites.items() if isinstance(site, AnswerShape)}

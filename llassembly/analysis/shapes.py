@@ -132,26 +132,20 @@ def is_number(shape: Shape | None) -> bool:
 # -- from annotations ---------------------------------------------------------------------------
 
 
-def shape_of(annotation: Any) -> Shape:
-    """The shape of a value of type ``annotation`` as the machine holds it."""
+def shape_of(annotation: Any, depth: int = 0) -> Shape:
+    """The shape of a value of type ``annotation`` as the machine holds it (``depth``: how
+    deep inside another shape it is; past ``_MAX_DEPTH`` nothing is known)."""
+    if depth >= _MAX_DEPTH:
+        return ANY
     try:
-        return _cached(annotation, 0)
+        return _cached(annotation, depth)
     except TypeError:  # an annotation that cannot be hashed
-        return _shape(annotation, 0)
+        return _shape(annotation, depth)
 
 
 @functools.lru_cache(maxsize=1024)
 def _cached(annotation: Any, depth: int) -> Shape:
     return _shape(annotation, depth)
-
-
-def _of(annotation: Any, depth: int) -> Shape:
-    if depth >= _MAX_DEPTH:
-        return ANY
-    try:
-        return _cached(annotation, depth)
-    except TypeError:
-        return _shape(annotation, depth)
 
 
 def _hints(cls: Any) -> dict[str, Any]:
@@ -171,7 +165,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         return NONE_SHAPE
     origin, args = get_origin(ann), get_args(ann)
     if origin is typing.Union or type(ann).__name__ == "UnionType":
-        return _union(_of(a, depth) for a in args) or ANY
+        return _union(shape_of(a, depth) for a in args) or ANY
     if origin is Literal:
         return _choices(args)
     if isinstance(ann, type):
@@ -199,23 +193,23 @@ def _shape(annotation: Any, depth: int) -> Shape:
             return _object(ann.__name__, items, depth)
         if issubclass(ann, tuple) and hasattr(ann, "_fields"):  # a NamedTuple: a JSON array
             hints = _hints(ann)
-            parts = tuple(_of(hints.get(f, Any), depth + 1) for f in ann._fields)
+            parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
             return Shape("tuple", ann.__name__, options=parts)
     container = origin if origin is not None else ann
     if container is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return Shape("list", item=_of(args[0], depth + 1))
+            return Shape("list", item=shape_of(args[0], depth + 1))
         if args:
-            return Shape("tuple", options=tuple(_of(a, depth + 1) for a in args))
+            return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
         return Shape("list", item=ANY)
     if isinstance(container, type) and issubclass(container, Mapping):
-        return Shape("map", item=_of(args[1], depth + 1) if len(args) == 2 else ANY)
+        return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
     if isinstance(container, type) and issubclass(container, Sequence | set | frozenset):
         if issubclass(container, str | bytes):
             return TEXT
-        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     if container is Iterable:
-        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     return ANY
 
 
@@ -240,7 +234,7 @@ def _scalar(kind: type) -> Shape:
 
 
 def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
-    return Shape("object", name, tuple((n, _of(a, depth + 1)) for n, a in items))
+    return Shape("object", name, tuple((n, shape_of(a, depth + 1)) for n, a in items))
 
 
 # -- paths ---------------------------------------------------------------------------------------

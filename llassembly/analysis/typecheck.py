@@ -14,7 +14,6 @@ when no shape in it fits. The walk is bounded by :data:`~llassembly.language.lim
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout
@@ -52,16 +51,6 @@ from llassembly.language.program import (
 
 _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
-
-
-@dataclass(frozen=True, slots=True)
-class TypeProblem:
-    """An operation no value of its type allows, at an operand of a line (``position`` -1: the
-    instruction itself, for a register it uses without naming it)."""
-
-    pc: int
-    position: int
-    message: str
 
 
 class _Facts(NamedTuple):
@@ -469,10 +458,11 @@ def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, numb
 
 def type_problems(
     flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
-) -> tuple[list[TypeProblem], int | None]:
-    """Every operation the types of the plan's values refuse (see the module doc), by
-    instruction; ``answers``: the shape of each query's answer, by its ``CALL`` (see
-    :func:`~llassembly.analysis.queries.query_sites`).
+) -> tuple[list[tuple[int, int, str]], int | None]:
+    """Every operation the types of the plan's values refuse (see the module doc), as
+    ``(instruction, operand position, message)`` (position -1: the instruction itself, for a
+    register it uses without naming it); ``answers``: the shape of each query's answer, by its
+    ``CALL`` (see :func:`~llassembly.analysis.queries.query_sites`).
 
     Returns:
         The problems and ``None``; or, when the walk takes more than ``MAX_STEPS`` visits, no
@@ -488,6 +478,4 @@ def type_problems(
     types.reporting = True
     for number, known in facts.items():
         types.transfer(paths.states[number][0], known)
-    return [
-        TypeProblem(pc, at, message) for (pc, at, _), message in sorted(types.found.items())
-    ], None
+    return [(pc, at, message) for (pc, at, _), message in sorted(types.found.items())], None

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import Paths, fixpoint, paths_of
-from llassembly.analysis.queries import query_result_shapes, query_sites
+from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.analysis.typecheck import type_problems
 from llassembly.errors import Diagnostic, PlanRejected
@@ -454,14 +454,14 @@ class _Checker:
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
                 self.report(instructions[pc].line, _column(instructions[pc], 0), site)
-        problems, stopped = type_problems(flow, self.layout, query_result_shapes(queries))
+        answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
+        problems, stopped = type_problems(flow, self.layout, answers)
         if stopped is not None:
             self.too_many(paths, stopped)
-        for problem in problems:
-            if problem.pc in walk.short_calls:  # its arguments are not where the check looks
-                continue
-            ins = instructions[problem.pc]
-            self.report(ins.line, _column(ins, problem.position), problem.message)
+        for pc, position, message in problems:
+            if pc not in walk.short_calls:  # else its arguments are not where the check looks
+                ins = instructions[pc]
+                self.report(ins.line, _column(ins, position), message)
 
     def check_limits(self, paths: Paths) -> None:
         """A subroutine running past the end, and the paths the analysis could not follow."""
