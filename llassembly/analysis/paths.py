@@ -81,13 +81,9 @@ class Paths:
         return components(0, graph)
 
     @functools.cached_property
-    def component_of(self) -> list[int]:
+    def component_of(self) -> dict[int, int]:
         """The component (an index into :attr:`order`) of each state."""
-        found = [0] * len(self.states)
-        for number, members in enumerate(self.order):
-            for member in members:
-                found[member] = number
-        return found
+        return {member: number for number, members in enumerate(self.order) for member in members}
 
     def _cyclic(self, members: list[int]) -> bool:
         return len(members) > 1 or members[0] in self.succ[members[0]]

@@ -8,7 +8,9 @@ Two facts are followed for every register, variable, memory cell and stack slot 
 whether it takes it; and whether it holds, **on some path, text for certain** (a string the
 plan writes, or the result of a tool declared ``-> str``; other results are never taken for
 text). A value whose shape is not known is checked as the plan runs; a union is refused only
-when no shape in it fits. The walk is bounded by :data:`~llassembly.language.limits.MAX_STEPS`.
+when no shape in it fits. The same walk follows, for the verifier, the least stack depth, the
+flags set and the variables written on each path; it is bounded by
+:data:`~llassembly.language.limits.MAX_STEPS`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class _Facts(NamedTuple):
     text_regs: int  # bit i: register i holds text for certain on some path
     text_stack: int  # bit i: the value i slots below the top, likewise
     text_cells: int  # bit i: memory cell i (Layout.first_cell), likewise
+    depth: int  # least data-stack depth any path brings
+    unset: bool  # on some path no flag-setting instruction has run yet
+    unwritten: int  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -69,6 +74,9 @@ class _Facts(NamedTuple):
             self.text_regs | other.text_regs,
             self.text_stack | other.text_stack,
             self.text_cells | other.text_cells,
+            min(self.depth, other.depth),
+            self.unset or other.unset,
+            self.unwritten | other.unwritten,
         )
 
 
@@ -121,7 +129,21 @@ def _text_address(mem: Mem) -> bool:
     return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
 
 
-class _Types:
+class PathWalk:
+    """One walk over the paths of a plan (see :func:`walk_paths`) and what it finds.
+
+    Attributes:
+        problems: ``(instruction, operand position, message)`` for each operation the types
+            refuse (position -1: a register the instruction uses without naming it).
+        stopped: The state the walk stopped at after ``MAX_STEPS`` visits, else ``None``.
+        empty_pops: ``POP`` reached with an empty stack on some path.
+        short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
+        unset_jumps: Instructions testing the flags reached with no flags set on some path.
+        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
+            path, has not been written yet (these four are recorded at every visit: the facts
+            only grow, so a state's last visit finds everything).
+    """
+
     def __init__(
         self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
     ) -> None:
@@ -140,6 +162,12 @@ class _Types:
         self.shaped = asked or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
         self.reporting = False  # problems are told from the facts at the fixed point only
+        self.problems: list[tuple[int, int, str]] = []
+        self.stopped: int | None = None
+        self.empty_pops: set[int] = set()
+        self.short_calls: dict[int, int] = {}
+        self.unset_jumps: set[int] = set()
+        self.unwritten_reads: set[tuple[int, int]] = set()
 
     def start(self) -> _Facts:
         text_cells = 0  # the cells that start as text
@@ -147,7 +175,8 @@ class _Types:
             for offset, cell in enumerate(self.layout.labels[key].cells):
                 if isinstance(cell, str):
                     text_cells |= 1 << (first + offset)
-        return _Facts((INT,) * len(self.slot), (INT,) * len(self.var), (), 0, 0, text_cells)
+        shapes = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
+        return _Facts(*shapes, 0, 0, text_cells, 0, True, (1 << len(self.var)) - 1)
 
     # -- what an operand holds ----------------------------------------------------------------
 
@@ -206,9 +235,44 @@ class _Types:
             current = _known(part)
         return current
 
+    def variable(self, operand: Operand) -> int:
+        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
+        key = operand.name if isinstance(operand, Name) else getattr(operand, "label", None)
+        index = self.var.get(key.lower()) if isinstance(key, str) else None
+        return 0 if index is None else 1 << index
+
     # -- one instruction -------------------------------------------------------------------------
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:
+        """The facts after the instruction at ``pc``: the stack depth, the flags and the
+        variables written on each path (recording what they find), then the values."""
+        flow = self.flow
+        ins, fx = self.program.instructions[pc], flow.effects[pc]
+        unset, unwritten = facts.unset, facts.unwritten
+        for position in fx.reads:
+            if self.variable(ins.operands[position]) & unwritten:
+                self.unwritten_reads.add((pc, position))
+        for position, operand in enumerate(ins.operands):
+            for part in nested(operand):  # a path's base and keys, a template's fills
+                if self.variable(part) & unwritten:
+                    self.unwritten_reads.add((pc, position))
+        for position in fx.writes:
+            if position not in fx.reads:
+                unwritten &= ~self.variable(ins.operands[position])
+        if fx.flags_read and unset:
+            self.unset_jumps.add(pc)
+        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
+        taken, put = flow.stack_effect(pc)
+        if facts.depth < taken:
+            if pc in flow.tools:
+                self.short_calls[pc] = min(facts.depth, self.short_calls.get(pc, facts.depth))
+            else:
+                self.empty_pops.add(pc)
+        depth = max(facts.depth - taken, 0) + put
+        return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
+
+    def values(self, pc: int, facts: _Facts) -> _Facts:
+        """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow = self.flow
         ins = self.program.instructions[pc]
         fx = flow.effects[pc]
@@ -456,26 +520,21 @@ def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, numb
     )
 
 
-def type_problems(
+def walk_paths(
     flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
-) -> tuple[list[tuple[int, int, str]], int | None]:
-    """Every operation the types of the plan's values refuse (see the module doc), as
-    ``(instruction, operand position, message)`` (position -1: the instruction itself, for a
-    register it uses without naming it); ``answers``: the shape of each query's answer, by its
-    ``CALL`` (see :func:`~llassembly.analysis.queries.query_sites`).
-
-    Returns:
-        The problems and ``None``; or, when the walk takes more than ``MAX_STEPS`` visits, no
-        problem and the state it stopped at (the plan is refused then).
-    """
+) -> PathWalk:
+    """Walk the paths of ``flow``'s program once (see :class:`PathWalk`); ``answers``: the
+    shape of each query's answer, by its ``CALL`` (see
+    :func:`~llassembly.analysis.queries.query_sites`). Past ``MAX_STEPS`` visits the walk
+    stops (the plan is refused then) and tells no type problem."""
+    walk = PathWalk(flow, layout, answers)
     paths = paths_of(flow)
     if not paths.states:
-        return [], None
-    types = _Types(flow, layout, answers)
-    facts, stopped = fixpoint(paths, types.start(), types.transfer, _Facts.merge, MAX_STEPS)
-    if stopped is not None:  # the facts are not final, so nothing is told
-        return [], stopped
-    types.reporting = True
-    for number, known in facts.items():
-        types.transfer(paths.states[number][0], known)
-    return [(pc, at, message) for (pc, at, _), message in sorted(types.found.items())], None
+        return walk
+    facts, walk.stopped = fixpoint(paths, walk.start(), walk.transfer, _Facts.merge, MAX_STEPS)
+    if walk.stopped is None:  # else the facts are not final, so nothing is told
+        walk.reporting = True
+        for number, known in facts.items():
+            walk.values(paths.states[number][0], known)
+        walk.problems = [(pc, at, told) for (pc, at, _), told in sorted(walk.found.items())]
+    return walk

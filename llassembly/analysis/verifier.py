@@ -3,7 +3,7 @@
 Three stages, as "Checks before the run" in ``docs/language.md`` lists them: the plan's size,
 its structure, then (when the structure leaves the control flow well defined) its paths, over
 the states of :mod:`llassembly.analysis.paths`: the stack, flags and variables of each path
-(:class:`_PathFacts`), the types of values (:mod:`.typecheck`) and loops that never end. A plan
+and the types of values, in one walk (:mod:`.typecheck`), and loops that never end. A plan
 the paths cannot be followed for within their limits is refused, saying which limit: a path
 the analysis did not follow is never taken for a fine one.
 
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.paths import Paths, fixpoint, paths_of
+from llassembly.analysis.cfg import ControlFlow, control_flow, layout_of
+from llassembly.analysis.paths import Paths, paths_of
 from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import type_problems
+from llassembly.analysis.typecheck import PathWalk, walk_paths
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
 from llassembly.language.limits import (
@@ -442,23 +440,18 @@ class _Checker:
         """Walk the paths (see the module doc) and report what they may do wrong."""
         flow, instructions = self.flow, self.program.instructions
         paths = paths_of(flow)
-        walk = _Walk(flow, self.layout)
-        if paths.states:
-            _, stopped = fixpoint(paths, walk.start, walk.transfer, _PathFacts.merge, MAX_STEPS)
-            if stopped is not None:
-                self.too_many(paths, stopped)
+        queries = query_sites(flow, self.layout)
+        answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
+        walk = walk_paths(flow, self.layout, answers)
+        if walk.stopped is not None:
+            self.too_many(paths, walk.stopped)
         for line, column, message in _path_problems(flow, walk):
             self.report(line, column, message)
         self.check_limits(paths)
-        queries = query_sites(flow, self.layout)
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
                 self.report(instructions[pc].line, _column(instructions[pc], 0), site)
-        answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
-        problems, stopped = type_problems(flow, self.layout, answers)
-        if stopped is not None:
-            self.too_many(paths, stopped)
-        for pc, position, message in problems:
+        for pc, position, message in walk.problems:
             if pc not in walk.short_calls:  # else its arguments are not where the check looks
                 ins = instructions[pc]
                 self.report(ins.line, _column(ins, position), message)
@@ -538,83 +531,7 @@ class _Checker:
             self.report(first.line, first.column, message)
 
 
-class _PathFacts(NamedTuple):
-    """What the verifier follows on each path (the types of values are :mod:`.typecheck`'s);
-    each only moves one way, so the walk ends."""
-
-    depth: int  # least data-stack depth any path brings
-    unset: bool  # on some path no flag-setting instruction has run yet
-    unwritten: int  # bit i: variable i may not have been written yet on some path
-
-    def merge(self, other: _PathFacts) -> _PathFacts:
-        return _PathFacts(
-            min(self.depth, other.depth),
-            self.unset or other.unset,
-            self.unwritten | other.unwritten,
-        )
-
-
-@dataclass
-class _Walk:
-    """The transfer of :class:`_PathFacts` over the states, and what it finds on some path, by
-    instruction (recorded at every visit: the facts only grow, so the last visit of a state
-    finds everything).
-
-    Attributes:
-        empty_pops: ``POP`` reached with an empty stack on some path.
-        short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
-        unset_jumps: Conditional jumps reached with no flags set on some path.
-        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
-            path, has not been written yet.
-    """
-
-    flow: ControlFlow
-    layout: Layout
-    empty_pops: set[int] = field(default_factory=set)
-    short_calls: dict[int, int] = field(default_factory=dict)
-    unset_jumps: set[int] = field(default_factory=set)
-    unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        variables = sorted(self.layout.variables)
-        self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
-        self.start = _PathFacts(0, True, (1 << len(variables)) - 1)
-
-    def variable(self, operand: Operand) -> int:
-        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
-        if isinstance(operand, Name):
-            return self.variable_bit.get(operand.name.lower(), 0)
-        if isinstance(operand, Mem) and operand.label is not None:
-            return self.variable_bit.get(operand.label.lower(), 0)
-        return 0
-
-    def transfer(self, pc: int, facts: _PathFacts) -> _PathFacts:
-        flow = self.flow
-        ins, fx = flow.program.instructions[pc], flow.effects[pc]
-        depth, unset, unwritten = facts
-        for position in fx.reads:
-            if self.variable(ins.operands[position]) & unwritten:
-                self.unwritten_reads.add((pc, position))
-        for position, operand in enumerate(ins.operands):
-            for part in nested(operand):  # a path's base and keys, a template's fills
-                if self.variable(part) & unwritten:
-                    self.unwritten_reads.add((pc, position))
-        for position in fx.writes:
-            if position not in fx.reads:
-                unwritten &= ~self.variable(ins.operands[position])
-        if fx.flags_read and unset:
-            self.unset_jumps.add(pc)
-        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
-        taken, put = flow.stack_effect(pc)
-        if depth < taken:
-            if pc in flow.tools:
-                self.short_calls[pc] = min(depth, self.short_calls.get(pc, depth))
-            else:
-                self.empty_pops.add(pc)
-        return _PathFacts(max(depth - taken, 0) + put, unset, unwritten)
-
-
-def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
+def _path_problems(flow: ControlFlow, walk: PathWalk) -> Iterable[tuple[int, int, str]]:
     """``(line, column, message)`` for what the walk found, and every mix of the EAX
     convention, written for the model that will fix the plan."""
     instructions = flow.program.instructions
@@ -632,7 +549,7 @@ def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, s
         shown = name.label if isinstance(name, Mem) else name
         if isinstance(name, Path | Template):  # the variable read inside it
             parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
-            shown = next((p for p in parts if str(p).lower() in walk.variable_bit), name)
+            shown = next((p for p in parts if str(p).lower() in walk.var), name)
         message = (
             f"{shown} is read here before it is written on some path; a variable (a name "
             f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
