@@ -22,7 +22,8 @@ from llassembly.analysis.cfg import ControlFlow, control_flow, layout_of
 from llassembly.analysis.paths import Paths, paths_of
 from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import PathWalk, walk_paths
+from llassembly.analysis.typecheck import PathWalk as _Walk
+from llassembly.analysis.typecheck import walk_paths
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
 from llassembly.language.limits import (
@@ -531,7 +532,7 @@ class _Checker:
             self.report(first.line, first.column, message)
 
 
-def _path_problems(flow: ControlFlow, walk: PathWalk) -> Iterable[tuple[int, int, str]]:
+def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
     """``(line, column, message)`` for what the walk found, and every mix of the EAX
     convention, written for the model that will fix the plan."""
     instructions = flow.program.instructions
