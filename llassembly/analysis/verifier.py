@@ -93,6 +93,11 @@ class _Checker:
             return
         self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
 
+    def report_at(self, pc: int, message: str, position: int = -1) -> None:
+        """:meth:`report` at operand ``position`` of instruction ``pc`` (-1: the instruction)."""
+        ins = self.program.instructions[pc]
+        self.report(ins.line, _column(ins, position), message)
+
     # -- structure --------------------------------------------------------------------------
 
     def check_unknown(self) -> None:
@@ -439,23 +444,79 @@ class _Checker:
 
     def check_paths(self) -> None:
         """Walk the paths (see the module doc) and report what they may do wrong."""
-        flow, instructions = self.flow, self.program.instructions
+        flow = self.flow
         paths = paths_of(flow)
         queries = query_sites(flow, self.layout)
         answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
         walk = walk_paths(flow, self.layout, answers)
         if walk.stopped is not None:
             self.too_many(paths, walk.stopped)
-        for line, column, message in _path_problems(flow, walk):
-            self.report(line, column, message)
+        self.check_walk(walk)
         self.check_limits(paths)
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
-                self.report(instructions[pc].line, _column(instructions[pc], 0), site)
+                self.report_at(pc, site, 0)
         for pc, position, message in walk.problems:
             if pc not in walk.short_calls:  # else its arguments are not where the check looks
-                ins = instructions[pc]
-                self.report(ins.line, _column(ins, position), message)
+                self.report_at(pc, message, position)
+
+    def check_walk(self, walk: _Walk) -> None:
+        """What the walk found on some path, and every mix of the EAX convention, written for
+        the model that will fix the plan."""
+        flow, instructions = self.flow, self.program.instructions
+        for call, reader, pop in flow.mixed:
+            message = (
+                f"this POP would take a value from the stack, but the result of CALL "
+                f"{flow.tools[call].name} (line {instructions[call].line}) is read in EAX on line "
+                f"{instructions[reader].line}, so it is not on the stack: use one way, either "
+                "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
+            )
+            self.report_at(pop, message)
+        for pc, position in sorted(walk.unwritten_reads):
+            ins = instructions[pc]
+            name = ins.operands[position]
+            shown = name.label if isinstance(name, Mem) else name
+            if isinstance(name, Path | Template):  # the variable read inside it
+                parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
+                shown = next((p for p in parts if str(p).lower() in walk.var), name)
+            message = (
+                f"{shown} is read here before it is written on some path; a variable (a name "
+                f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
+                f"declare it in section .data ({shown} dd 0)"
+            )
+            self.report_at(pc, message, position)
+        for pc in walk.empty_pops:
+            message = (
+                "POP on an empty stack: on some path nothing is on the stack when this line runs"
+            )
+            self.report_at(pc, message + _in_loop(flow, pc))
+        for pc, have in walk.short_calls.items():
+            tool = flow.tools[pc]
+            params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+            count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
+            message = (
+                f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
+                f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
+                "PUSH the arguments, first parameter first, before the CALL"
+            )
+            if least < count:
+                message += (
+                    f" (to leave the last ones to the tool's defaults, push the first N, at least "
+                    f"{least}, and write CALL {tool.name}, N)"
+                )
+            self.report_at(pc, message + _in_loop(flow, pc))
+        for pc in walk.unset_jumps:
+            fix = (
+                "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+                if flow.effects[pc].flow != "next"
+                else "put a CMP before it (for example CMP R1, 0)"
+            )
+            message = (
+                f"{instructions[pc].mnemonic} tests the flags, but on some path no CMP, TEST "
+                "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
+                f"nothing to test; {fix}"
+            )
+            self.report_at(pc, message)
 
     def check_limits(self, paths: Paths) -> None:
         """A subroutine running past the end, and the paths the analysis could not follow."""
@@ -467,7 +528,7 @@ class _Checker:
                 "runs past the end of the program here without RET, which would stop the whole "
                 "plan; end the subroutine with RET (or HLT to stop the plan on purpose)"
             )
-            self.report(instructions[pc].line, instructions[pc].column, message)
+            self.report_at(pc, message)
         for pc in paths.too_deep:
             label = instructions[pc].operands[0]
             message = (
@@ -476,7 +537,7 @@ class _Checker:
                 "itself nests without end); repeat work with a loop (CMP and a conditional jump "
                 f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
             )
-            self.report(instructions[pc].line, instructions[pc].column, message)
+            self.report_at(pc, message)
         if paths.overflow is not None:
             self.too_many(paths, None)
 
@@ -500,9 +561,7 @@ class _Checker:
             f"the program has too many paths to check (over {what}; the check stopped here), "
             f"so it is refused; {fix}"
         )
-        self.report(
-            self.program.instructions[pc].line, self.program.instructions[pc].column, message
-        )
+        self.report_at(pc, message)
 
     def check_loops(self) -> None:
         """Every loop that can never end: one no path leaves, whatever it calls (only a budget
@@ -527,66 +586,7 @@ class _Checker:
             elif not any(flow.effects[pc].changes_state for pc in loop):
                 found[loop] = "nothing in it changes a register or the stack and it calls no tool"
         for loop, why in found.items():
-            first = program.instructions[loop[0]]
-            message = f"this loop ({_span(program, loop)}) can never end: {why}"
-            self.report(first.line, first.column, message)
-
-
-def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
-    """``(line, column, message)`` for what the walk found, and every mix of the EAX
-    convention, written for the model that will fix the plan."""
-    instructions = flow.program.instructions
-    for call, reader, pop in flow.mixed:
-        message = (
-            f"this POP would take a value from the stack, but the result of CALL "
-            f"{flow.tools[call].name} (line {instructions[call].line}) is read in EAX on line "
-            f"{instructions[reader].line}, so it is not on the stack: use one way, either "
-            "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
-        )
-        yield instructions[pop].line, instructions[pop].column, message
-    for pc, position in sorted(walk.unwritten_reads):
-        ins = instructions[pc]
-        name = ins.operands[position]
-        shown = name.label if isinstance(name, Mem) else name
-        if isinstance(name, Path | Template):  # the variable read inside it
-            parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
-            shown = next((p for p in parts if str(p).lower() in walk.var), name)
-        message = (
-            f"{shown} is read here before it is written on some path; a variable (a name "
-            f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
-            f"declare it in section .data ({shown} dd 0)"
-        )
-        yield ins.line, _column(ins, position), message
-    for pc in walk.empty_pops:
-        message = "POP on an empty stack: on some path nothing is on the stack when this line runs"
-        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc, have in walk.short_calls.items():
-        tool = flow.tools[pc]
-        params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
-        count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
-        message = (
-            f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
-            f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
-            "PUSH the arguments, first parameter first, before the CALL"
-        )
-        if least < count:
-            message += (
-                f" (to leave the last ones to the tool's defaults, push the first N, at least "
-                f"{least}, and write CALL {tool.name}, N)"
-            )
-        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc in walk.unset_jumps:
-        fix = (
-            "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
-            if flow.effects[pc].flow != "next"
-            else "put a CMP before it (for example CMP R1, 0)"
-        )
-        message = (
-            f"{instructions[pc].mnemonic} tests the flags, but on some path no CMP, TEST "
-            "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
-            f"nothing to test; {fix}"
-        )
-        yield instructions[pc].line, instructions[pc].column, message
+            self.report_at(loop[0], f"this loop ({_span(program, loop)}) can never end: {why}")
 
 
 def _in_loop(flow: ControlFlow, pc: int) -> str:
@@ -620,22 +620,6 @@ def _span(program: Program, component: tuple[int, ...]) -> str:
     return ("line " if single else "lines ") + ", ".join(parts)
 
 
-def _size_problem(program: Program) -> Diagnostic | None:
-    """The problem of a plan longer than :data:`MAX_PLAN_INSTRUCTIONS`, at its first
-    instruction past the limit; ``None`` for one within it."""
-    count = len(program.instructions)
-    if count <= MAX_PLAN_INSTRUCTIONS:
-        return None
-    first = program.instructions[MAX_PLAN_INSTRUCTIONS]
-    return Diagnostic(
-        first.line,
-        first.column,
-        f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
-        "repeat work with a loop or a subroutine instead of writing it out",
-        program.source_of(first.line),
-    )
-
-
 def _scales(mem: Mem) -> list[int]:
     return [1 if reg is mem.base else mem.scale for reg in mem.registers]
 
@@ -658,9 +642,14 @@ def check(
         UsageError: ``tools`` is neither a mapping nor a list of tools.
     """
     by_name = tool_shapes(tools)
-    too_long = _size_problem(program)
-    if too_long is not None:  # refused before any of it is checked (a repair asks for less)
-        return (too_long,)
+    count = len(program.instructions)
+    if count > MAX_PLAN_INSTRUCTIONS:  # refused at once, at the first instruction past the limit
+        first = program.instructions[MAX_PLAN_INSTRUCTIONS]  # (a repair asks for less)
+        message = (
+            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
+            "repeat work with a loop or a subroutine instead of writing it out"
+        )
+        return (Diagnostic(first.line, first.column, message, program.source_of(first.line)),)
     checker = _Checker(program, by_name)
     checker.check_unknown()
     checker.check_labels()
