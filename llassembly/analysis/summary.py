@@ -379,8 +379,8 @@ def _arguments(
         )
         if flows is not None:
             each = [f[i] for f in flows if len(f) > i]
-            sources = {name for f in each for name in f.sources}
-            certain = set.intersection(*(set(f.certain) for f in each)) if each else set()
+            sources = {name for may, _ in each for name in may}
+            certain = set.intersection(*(set(must) for _, must in each)) if each else set()
             answers = {line for name in sources if (line := site_line(name)) is not None}
             marks = {query_site(line) for line in answers}  # which query, for the summary only
             arg = replace(arg, sources=_sorted(sources - marks), certain=_sorted(certain - marks))

@@ -249,13 +249,10 @@ class PathWalk:
         flow = self.flow
         ins, fx = self.program.instructions[pc], flow.effects[pc]
         unset, unwritten = facts.unset, facts.unwritten
-        for position in fx.reads:
-            if self.variable(ins.operands[position]) & unwritten:
+        for position, operand in enumerate(ins.operands):  # read, or a path's base and keys,
+            read = (operand, *nested(operand)) if position in fx.reads else nested(operand)
+            if any(self.variable(part) & unwritten for part in read):  # a template's fills
                 self.unwritten_reads.add((pc, position))
-        for position, operand in enumerate(ins.operands):
-            for part in nested(operand):  # a path's base and keys, a template's fills
-                if self.variable(part) & unwritten:
-                    self.unwritten_reads.add((pc, position))
         for position in fx.writes:
             if position not in fx.reads:
                 unwritten &= ~self.variable(ins.operands[position])
