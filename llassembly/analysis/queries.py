@@ -40,12 +40,6 @@ _SCALARS: Final[dict[str, AnswerKind]] = {
     "boolean": "boolean",
     "bool": "boolean",
 }
-_SCHEMAS: Final[dict[str, str]] = {
-    "number": "number",
-    "integer": "integer",
-    "text": "string",
-    "boolean": "boolean",
-}
 _HOW = (
     'write the shape as "number", "integer", "text", "boolean", an object of named fields '
     """('{"iban": "text", "amount": "number"}') or a list of one shape ('["text"]')"""
@@ -117,7 +111,7 @@ class AnswerShape:
             }
         if self.kind == "list":
             return {"type": "array", "items": self.item.schema() if self.item else {}}
-        return {"type": _SCHEMAS[self.kind]}
+        return {"type": "string" if self.kind == "text" else self.kind}
 
     def describe(self) -> str:
         """The shape in words: ``number``, ``{iban: text, amount: number}``, ``list of text``."""

@@ -438,20 +438,29 @@ class PathWalk:
     ) -> None:
         """Arithmetic on a value that is text on every run, and a compare of text with a
         number."""
+        op = ins.mnemonic
         if fx.numeric:
             for position, shape in read.items():
                 if is_text(shape):
-                    operand = ins.operands[position]
-                    self.found.setdefault((pc, position, 0), _needs_number(ins, operand, shape))
+                    operand, what = ins.operands[position], describe(shape)
+                    hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                    self.found.setdefault(
+                        (pc, position, 0),
+                        f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); "
+                        f"read the number in it first: NUM R9, {operand}, then {op} with R9",
+                    )
             return
         if not OPCODE_INFO[ins.op].compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
-        for text, number, at in ((a, b, 0), (b, a, 1)):
-            shape, other = (sa, sb) if at == 0 else (sb, sa)
+        for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
             if is_text(shape) and is_number(other):
-                message = _text_with_number(ins, text, shape, number)
-                self.found.setdefault((pc, at, 0), message)
+                self.found.setdefault(
+                    (pc, at, 0),
+                    f"{op} compares {text}, which is {describe(shape)}, with {number}, a number: "
+                    "text is never equal to a number and has no order; compare it with text "
+                    f'({op} {text}, "..."), or read the number in it first (NUM R9, {text})',
+                )
                 return
 
     def check_arguments(self, pc: int, tool: ToolShape, given: list[Shape | None]) -> None:
@@ -498,23 +507,6 @@ def _step_text(step: Imm | Reg | Name) -> str:
 
 def _needs_numbers(ins: Instruction, what: str) -> str:
     return f"{ins.mnemonic} needs numbers, but {what} (arithmetic works on numbers only)"
-
-
-def _needs_number(ins: Instruction, operand: Operand, shape: Shape | None) -> str:
-    what = describe(shape)
-    hint = "a decimal is text as the tool writes it" if "decimal" in what else "it is text"
-    return (
-        f"{ins.mnemonic} needs numbers, but {operand} is {what} ({hint}); read the number "
-        f"in it first: NUM R9, {operand}, then {ins.mnemonic} with R9"
-    )
-
-
-def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, number: Operand) -> str:
-    return (
-        f"{ins.mnemonic} compares {text}, which is {describe(shape)}, with {number}, a "
-        "number: text is never equal to a number and has no order; compare it with text "
-        f'({ins.mnemonic} {text}, "..."), or read the number in it first (NUM R9, {text})'
-    )
 
 
 def walk_paths(
