@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from llassembly.analysis.cfg import control_flow, layout_of
@@ -162,7 +162,7 @@ class PlanSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as JSON-serialisable plain data (``None`` stands for unbounded)."""
-        data: dict[str, Any] = _plain(self)
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))  # tuples become lists
         data.pop("instruction_budget")
         data.pop("tool_call_budget")
         data["budgets"] = {
@@ -197,15 +197,6 @@ class PlanSummary:
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
         return "\n".join(out + _flows(self) + _queries(self))
-
-
-def _plain(value: Any) -> Any:
-    """Dataclasses to dicts and tuples to lists, all the way down."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _calls(low: int, high: int | None) -> str:
