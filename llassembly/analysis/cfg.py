@@ -148,7 +148,12 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     items = tuple(tools.items())
     with _LOCK:
         hit = _GRAPHS.get(key)
-    if hit is not None and hit[0] is program and _same_tools(hit[1], items):
+    if (  # the same program and the same tools, not merely equal ones
+        hit is not None
+        and hit[0] is program
+        and len(hit[1]) == len(items)
+        and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1], items, strict=True))
+    ):
         return hit[2]
     built = _build(program, tools)
     with _LOCK:
@@ -160,14 +165,6 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
 
 _LOCK = threading.Lock()
 _GRAPHS: dict[tuple[int, int], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
-
-
-def _same_tools(
-    before: tuple[tuple[str, object], ...], now: tuple[tuple[str, object], ...]
-) -> bool:
-    return len(before) == len(now) and all(
-        a[0] == b[0] and a[1] is b[1] for a, b in zip(before, now, strict=True)
-    )
 
 
 def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:

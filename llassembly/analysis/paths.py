@@ -35,6 +35,13 @@ _F = TypeVar("_F")
 _V = TypeVar("_V")
 
 
+def outermost(state: State) -> int:
+    """The instruction to blame for a path too large to follow at ``state``: the outermost
+    ``CALL`` that led there, else the state's own instruction."""
+    pc, returns = state
+    return returns[0] - 1 if returns else pc
+
+
 @dataclass(eq=False)
 class Paths:
     """The reachable states of a program and their successors (see :func:`paths_of`).
@@ -65,12 +72,6 @@ class Paths:
     def complete(self) -> bool:
         """Every path was followed (no bound was hit, no target left unresolved)."""
         return not (self.too_deep or self.unresolved or self.overflow is not None)
-
-    def outermost(self, number: int) -> int:
-        """The instruction to blame for a path too large to follow at state ``number``: the
-        outermost ``CALL`` that led there, else the state's own instruction."""
-        pc, returns = self.states[number]
-        return returns[0] - 1 if returns else pc
 
     @functools.cached_property
     def order(self) -> list[list[int]]:
@@ -198,25 +199,21 @@ def paths_of(flow: ControlFlow) -> Paths:
     if not 0 <= program.entry < flow.end:
         return paths
     index: dict[State, int] = {}
-    queue: deque[int] = deque()
 
     def number(key: State) -> int | None:
         found = index.get(key)
         if found is None:
             if len(paths.states) >= MAX_STATES:
                 if paths.overflow is None:
-                    paths.overflow = key[1][0] - 1 if key[1] else key[0]
+                    paths.overflow = outermost(key)
                 return None
             found = index[key] = len(paths.states)
             paths.states.append(key)
             paths.succ.append(())
-            queue.append(found)
         return found
 
     number((program.entry, ()))
-    while queue:
-        state = queue.popleft()
-        pc, returns = paths.states[state]
+    for state, (pc, returns) in enumerate(paths.states):  # grows as states are numbered
         targets: list[int] = []
         for nxt in _next(paths, pc, returns):
             if nxt is not None and nxt[0] >= flow.end:  # past the last instruction

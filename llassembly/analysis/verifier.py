@@ -19,7 +19,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 
 from llassembly.analysis.cfg import ControlFlow, control_flow, layout_of
-from llassembly.analysis.paths import Paths, paths_of
+from llassembly.analysis.paths import Paths, outermost, paths_of
 from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.analysis.typecheck import PathWalk as _Walk
@@ -544,7 +544,7 @@ class _Checker:
     def too_many(self, paths: Paths, stopped: int | None) -> None:
         """The plan has more paths than the analysis follows: :data:`MAX_STATES` states (when
         ``stopped`` is ``None``), or :data:`MAX_STEPS` visits, stopped at state ``stopped``."""
-        pc = paths.overflow if stopped is None else paths.outermost(stopped)
+        pc = paths.overflow if stopped is None else outermost(paths.states[stopped])
         assert pc is not None  # an overflow is where the states ran out
         fix = (
             "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
