@@ -58,13 +58,6 @@ class Shape:
     literal: tuple[int | float | str | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
 
-    def field(self, key: str) -> Shape | None:
-        """An object's field, or ``None``."""
-        for name, shape in self.fields:
-            if name == key:
-                return shape
-        return None
-
 
 ANY: Final = Shape("any")
 INT: Final = Shape("int")
@@ -256,15 +249,13 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
                 found.append(part)
             elif problem is None:
                 problem = wrong
-        if not found:
-            return ANY, problem
-        return _union(found) or ANY, None
+        return (_union(found) or ANY, None) if found else (ANY, problem)
     kind = shape.kind
     if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
-            named = shape.field(key)
+            named = dict(shape.fields).get(key)
             if named is None:
                 return ANY, f"has no field {key!r}; {fields_line(shape)}"
             return named, None
@@ -289,15 +280,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
             return ANY, f"has {len(shape.options)} elements, not [{key}]"
         return shape.options[key], None
     what = "field " + repr(key) if isinstance(key, str) else f"element [{key}]"
-    return ANY, f"is {_scalar_words(shape)}, not an object or a list: it has no {what}"
-
-
-def _scalar_words(shape: Shape) -> str:
-    if shape.kind == "none":
-        return "always NONE (null)"
-    if shape.kind in _NUMBERS:
-        return "a number"
-    return "text"
+    words = "always NONE (null)" if kind == "none" else "a number" if kind in _NUMBERS else "text"
+    return ANY, f"is {words}, not an object or a list: it has no {what}"
 
 
 def describe(shape: Shape | None, depth: int = 0) -> str:
