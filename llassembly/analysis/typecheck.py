@@ -84,10 +84,6 @@ def _joined(a: tuple[Shape | None, ...], b: tuple[Shape | None, ...]) -> tuple[S
     return a if a is b else tuple(join(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _bits(cells: range) -> int:
-    return ((1 << len(cells)) - 1) << cells.start if cells else 0
-
-
 def _results(tool: ToolShape) -> tuple[tuple[Shape | None, ...], int]:
     """The shapes of a tool's results, first popped first, and which of them are text for
     certain (bit 0: the first one, on top)."""
@@ -352,7 +348,7 @@ class PathWalk:
                 variables=(*facts.variables[:slot], value, *facts.variables[slot + 1 :])
             )
         cells, one = self.layout.cells_of(operand)
-        bits = _bits(cells)
+        bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:
             text_cells = facts.text_cells | bits if text else facts.text_cells & ~bits
         else:  # some cell of these may now hold another value: text stays certain only where

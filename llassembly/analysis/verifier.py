@@ -363,7 +363,8 @@ class _Checker:
         if kind == "mem":  # LEA computes the address only: any offset is fine
             return
         size, cells = label.size, len(label.cells)
-        if all(scale % size == 0 for scale in _scales(mem)) and mem.disp % size:
+        scales = [1 if reg is mem.base else mem.scale for reg in mem.registers]
+        if all(scale % size == 0 for scale in scales) and mem.disp % size:
             message = (
                 f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
                 f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
@@ -618,10 +619,6 @@ def _span(program: Program, component: tuple[int, ...]) -> str:
         parts.append(str(first) if first == last else f"{first}-{last}")
     single = len(runs) == 1 and len(runs[0]) == 1
     return ("line " if single else "lines ") + ", ".join(parts)
-
-
-def _scales(mem: Mem) -> list[int]:
-    return [1 if reg is mem.base else mem.scale for reg in mem.registers]
 
 
 def check(
