@@ -58,6 +58,10 @@ class Shape:
     literal: tuple[int | float | str | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
 
+    def field(self, key: str) -> Shape | None:
+        """An object's field, or ``None``."""
+        return dict(self.fields).get(key)
+
 
 ANY: Final = Shape("any")
 INT: Final = Shape("int")
@@ -255,7 +259,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
-            named = dict(shape.fields).get(key)
+            named = shape.field(key)
             if named is None:
                 return ANY, f"has no field {key!r}; {fields_line(shape)}"
             return named, None
