@@ -1,34 +1,14 @@
 """The control-flow graph and the memory layout of a program with its tools: built once, asked
-by every stage.
+by every stage (see "Facts in one place" in ``docs/architecture.md``).
 
-What the verifier, the summary, the machine's compiler and the graph compiler all need to know
-of a plan's control flow, worked out in one place from the instruction table
-(:mod:`llassembly.language.instructions`, through each instruction's
-:func:`~llassembly.language.program.effects`):
-
-* each instruction's :class:`~llassembly.language.program.Effects`;
-* which ``CALL`` calls a tool, and which tool; where each jump, ``LOOP`` and ``CALL label``
-  goes;
-* **the EAX convention**: a tool ``CALL`` whose one result is read in ``EAX`` before anything
-  POPs it gets that result in ``EAX`` instead of on the stack (:attr:`ControlFlow.eax`);
-* **calls the plan tests**: a tool ``CALL`` whose failure the plan tests with ``JC``/``JNC``
-  (``SETC``, ``CMOVNC``...) before anything else uses or sets the flags
-  (:attr:`ControlFlow.tested`): its failure sets the carry and goes on instead of stopping the
-  plan; such a ``CALL`` sets the flags and writes ``EAX`` (the error text, or ``NONE``), and its
-  :class:`~llassembly.language.program.Effects` here say so;
-* the successors of each instruction, the return sites of ``RET``, and the strongly connected
-  components (the loops) of the graph where every subroutine returns.
-
-:func:`control_flow` builds it, or returns the one already built for the same program and
-tools (the verifier, the compiler and the summary of one plan share it).
-
-The other facts of a plan that depend on its tools are its memory (:func:`layout_of`):
-
-* every data label is a row of cells (see :class:`~llassembly.language.program.MemoryLabel`)
-  at an address of its own (:data:`SPAN` bytes apart), so ``LEA ESI, [table]`` then
-  ``MOV EAX, [ESI + 4]`` reads ``table``'s second dword cell;
-* a name that is no register, data label, code label or tool, written by ``MOV`` or ``POP``
-  (``MOV result_id, EAX``), is a *variable*: a one-cell writable label of its own.
+:func:`control_flow` works out, from each instruction's
+:func:`~llassembly.language.program.effects`, which ``CALL`` calls which tool, where each jump
+goes, **the EAX convention** (a tool's one result read in ``EAX`` before anything POPs it goes
+to ``EAX``: :attr:`ControlFlow.eax`) and **the calls the plan tests** with ``JC``/``JNC``
+(:attr:`ControlFlow.tested`: a failure sets the carry and the plan goes on), and writes both
+into the effects it keeps; then the loops. :func:`layout_of` places every data label's row of
+cells at an address of its own, and makes a name that ``MOV`` or ``POP`` writes and nothing
+else defines a *variable* (see "Data and memory" and "Variables" in ``docs/language.md``).
 
 Example:
     >>> from llassembly.language.parser import parse
@@ -168,7 +148,12 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     items = tuple(tools.items())
     with _LOCK:
         hit = _GRAPHS.get(key)
-    if hit is not None and hit[0] is program and _same_tools(hit[1], items):
+    if (  # the same program and the same tools, not merely equal ones
+        hit is not None
+        and hit[0] is program
+        and len(hit[1]) == len(items)
+        and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1], items, strict=True))
+    ):
         return hit[2]
     built = _build(program, tools)
     with _LOCK:
@@ -180,14 +165,6 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
 
 _LOCK = threading.Lock()
 _GRAPHS: dict[tuple[int, int], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
-
-
-def _same_tools(
-    before: tuple[tuple[str, object], ...], now: tuple[tuple[str, object], ...]
-) -> bool:
-    return len(before) == len(now) and all(
-        a[0] == b[0] and a[1] is b[1] for a, b in zip(before, now, strict=True)
-    )
 
 
 def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:

@@ -1,26 +1,13 @@
 """Constant propagation over a plan's paths: which values are the same on every run.
 
-An abstract interpretation of the machine: each state of the paths (:mod:`.paths`) gets, for
-every register, the flags and the top of the data stack, either the one value it holds on
-every run that gets there, or :data:`UNKNOWN`. Where paths meet, values that differ become
-unknown. The rules come from the instruction table and the control-flow graph, and the
-arithmetic from the machine itself:
-
-* an instruction whose every input is known (the registers, flags and stack values it reads,
-  as :func:`~llassembly.language.program.effects` lists them, and no memory the plan
-  writes) is run by the machine's own step on those values (:class:`Semantics`, installed by
-  :mod:`llassembly.machine.steps`), so a constant is what the run computes; a branch so
-  decided goes one way only, and an instruction that fails there ends the path;
-* otherwise everything it writes becomes unknown, but a value it only copies (``MOV``,
-  ``XCHG``, ``PUSH``, ``POP``) keeps what is known of it;
-* a tool ``CALL`` takes its arguments off the stack and leaves unknown results, on the stack
-  or in ``EAX`` as the control-flow graph decided (the EAX convention);
-* memory the plan may write is never a constant.
-
-The analysis runs on the one engine of :mod:`.paths`, bounded by
-:data:`~llassembly.language.limits.MAX_VALUE_STEPS` state visits and
-:data:`~llassembly.language.limits.MAX_VALUE_WORK` values handled; past either, nothing is
-known.
+An abstract interpretation of the machine over the states of :mod:`.paths`: for every register,
+the flags and the top of the data stack, the one value it holds on every run that gets there,
+or :data:`UNKNOWN`. An instruction whose inputs are all known (reading no memory the plan
+writes) is run by the machine's own step (:class:`Semantics`, installed by
+:mod:`llassembly.machine.steps`), so a constant is what the run computes and a branch so
+decided goes one way only; otherwise what it writes is unknown, but a copy keeps what is known
+of it, and a tool's results are unknown. Past :data:`~llassembly.language.limits.MAX_VALUE_STEPS`
+visits or :data:`~llassembly.language.limits.MAX_VALUE_WORK` values, nothing is known.
 """
 
 from __future__ import annotations

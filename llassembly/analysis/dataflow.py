@@ -1,37 +1,15 @@
-"""Provenance: which tool results a value derives from, as facts per instruction and before the run.
+"""Provenance: which tool results a value derives from, per instruction and before the run.
 
-Every value a plan holds carries its *sources*: the set of tools whose results it was computed
-from. A tool's result has the tool as its one source; a literal, a data label and anything
-computed from literals alone have none. The rule, one for every instruction and derived from
-the instruction table (:func:`~llassembly.language.program.effects`): **what an
-instruction writes derives from what it reads.** Written out as :class:`Transfer`:
+A value's *sources* are the tools whose results it was computed from (``docs/dataflow.md``,
+"What a value's sources are"). The rule is one for every instruction, read from the instruction
+table's :func:`~llassembly.language.program.effects`: **what an instruction writes derives from
+what it reads** (:class:`Transfer`, :func:`transfer_of`); a tool ``CALL``'s results derive from
+the tool alone (:func:`result_sources`), a query's from what its model read. Control dependence
+is not followed: a result can choose between paths the plan wrote, never add one.
 
-* a computed value (``ADD``, ``SUBSTR``, ``LEN``, ``SETcc``, a ``PUSH``, a ``POP``, a register
-  written without being named) gets the union of the sources of everything the instruction
-  reads: its value operands, the registers of an address, a path's base and keys, a
-  template's fills, the values it pops, and the flags when it tests them;
-* a copy (the table's ``moves``: ``MOV``, ``XCHG``, ``CMOVcc``) gets the sources of what it
-  copies, plus, for ``CMOVcc``, the destination it may keep and the flags that chose;
-* the flags get the sources of what set them (``CMP R1, R2``: those of ``R1`` and ``R2``).
-
-The few special forms are here too: a **path written** (``MOV R1.email, R2``) changes its
-base, which keeps the sources it had (the rest of the structure is still there) and adds
-those of the value and the keys; a **memory cell** found through registers derives from
-them as well (which cell is read, or written, is their choice); a **template** derives
-from its fills; a **tool** ``CALL`` is the machine's own (its arguments are checked, its
-results get the tool), see :func:`result_sources`.
-
-What is *not* followed: control dependence. A value written on one side of a branch does not
-derive from the compare that chose the side. The control flow of a plan is fixed before any
-result is seen (a result can choose between paths the plan wrote, never add one), and
-following it would give every value after a loop over a result that result's source, so a
-policy could never tell an address the plan wrote from one a result gave. ``CMOVcc`` and
-``SETcc`` write what the flags chose, so they derive from the flags: that choice is data.
-
-The same facts serve the run (:mod:`llassembly.machine.provenance` keeps sources beside
-values and checks each call) and the analysis before it (:func:`argument_flows`: for each
-argument of each tool call, which tools' results may reach it on some run and which reach it
-on every run), so what a person approves is what runs.
+The same facts serve the run (:mod:`llassembly.machine.provenance` keeps sources beside values
+and checks each call) and the analysis before it (:func:`argument_flows`), so what a person
+approves is what runs.
 """
 
 from __future__ import annotations
@@ -156,35 +134,24 @@ def result_sources(tool: str) -> Sources:
 
 # -- before the run: which results may, and must, reach each argument ---------------------------
 
-_Pair: TypeAlias = tuple[Sources, Sources]  # (may: on some run, must: on every run)
-_EMPTY: Final[_Pair] = (NO_SOURCES, NO_SOURCES)
+Flow: TypeAlias = tuple[Sources, Sources]
+"""Which tools' results reach a value, or one argument of a call: ``(may, must)``, those on
+some run and those on every run that gets there."""
+_EMPTY: Final[Flow] = (NO_SOURCES, NO_SOURCES)
 
 
-@dataclass(frozen=True, slots=True)
-class Flow:
-    """Which tools' results can reach one argument of one call site.
-
-    Attributes:
-        sources: Tools whose results reach it on some run (sorted).
-        certain: Tools whose results reach it on every run that makes the call (sorted).
-    """
-
-    sources: tuple[str, ...]
-    certain: tuple[str, ...]
-
-
-def _union(a: _Pair, b: _Pair) -> _Pair:
+def _union(a: Flow, b: Flow) -> Flow:
     """A value derived from both (every run has both)."""
     return a if b is _EMPTY else (a[0] | b[0], a[1] | b[1])
 
 
-def _join(a: _Pair, b: _Pair) -> _Pair:
+def _join(a: Flow, b: Flow) -> Flow:
     """A value that is the one on some runs, the other on the rest."""
     return a if a == b else (a[0] | b[0], a[1] & b[1])
 
 
 # registers (the tracked ones, in order), flags, stack (top last), memory (cell -> pair)
-_Facts = tuple[tuple[_Pair, ...], _Pair, tuple[_Pair, ...], Mapping[int, _Pair]]
+_Facts = tuple[tuple[Flow, ...], Flow, tuple[Flow, ...], Mapping[int, Flow]]
 
 
 class _Static:
@@ -199,12 +166,12 @@ class _Static:
         if sites:
             lines = flow.program.instructions
             anything |= {query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
-        self.top: _Pair = (frozenset(anything), NO_SOURCES)
+        self.top: Flow = (frozenset(anything), NO_SOURCES)
         self.slot = flow.tracked  # the other registers always hold 0
 
     # -- values ---------------------------------------------------------------------------
 
-    def value(self, operand: Operand, facts: _Facts) -> _Pair:
+    def value(self, operand: Operand, facts: _Facts) -> Flow:
         regs, _, _, memory = facts
         if isinstance(operand, Reg):
             slot = self.slot.get(operand.index)
@@ -240,8 +207,8 @@ class _Static:
         return _EMPTY  # a literal
 
     def write(
-        self, place: Operand, pair: _Pair, regs: list[_Pair], memory: Mapping[int, _Pair]
-    ) -> Mapping[int, _Pair]:
+        self, place: Operand, pair: Flow, regs: list[Flow], memory: Mapping[int, Flow]
+    ) -> Mapping[int, Flow]:
         """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
         write (the new memory is returned). A path written changes its base, which holds the
         new text of the whole."""
@@ -262,7 +229,7 @@ class _Static:
                 changed[number] = _join(memory.get(number, _EMPTY), pair)
         return changed
 
-    def query(self, pc: int, read: _Pair) -> _Pair:
+    def query(self, pc: int, read: Flow) -> Flow:
         """The answer of the query at ``pc`` that read values of ``read``: derived from them
         and marked as a model's (and, with ``sites``, as this query's: :func:`query_site`)."""
         mark = {query_site(self.flow.program.instructions[pc].line)} if self.sites else set()
@@ -344,21 +311,18 @@ def argument_flows(
 ) -> Callable[[int], tuple[Flow, ...]] | None:
     """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
 
-    A sound over-approximation over the states of the paths (every way through the code,
-    into each subroutine and back), by the same :class:`Transfer` facts the machine follows:
-    a run's sources for an argument always hold its :attr:`Flow.certain` and are always within
-    its :attr:`Flow.sources`. Cells found through registers are weakly updated; a stack slot
-    deeper than those followed (:data:`~llassembly.language.limits.MAX_FOLLOWED_STACK`) may hold
-    anything: any tool's result and, with ``query_sites``, any query's answer.
-
-    A query's answer derives from what its model read, and is marked as a model's (see
-    :func:`~llassembly.analysis.queries.query_sources`); with ``query_sites`` also as the answer
-    of the query at its line (``query_text@9``, see :func:`~llassembly.analysis.queries.
-    query_site`), so that a summary can say where each query's answer goes. The machine
-    never carries those marks.
+    A sound over-approximation over the states of the paths, by the same :class:`Transfer`
+    facts the machine follows: a run's sources for an argument always hold its *must* and are
+    always within its *may*. Cells found through registers are weakly updated; a stack slot
+    deeper than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold anything: any
+    tool's result and, with ``query_sites``, any query's answer. A query's answer derives from
+    what its model read (:func:`~llassembly.analysis.queries.query_sources`); with
+    ``query_sites`` it is also marked as the answer of the query at its line (``query_text@9``,
+    :func:`~llassembly.analysis.queries.query_site`), for the summary; the machine never
+    carries those marks.
 
     Returns:
-        ``flows(state)``: one :class:`Flow` per argument pushed, first pushed first (``()`` for a
+        ``flows(state)``: one :data:`Flow` per argument pushed, first pushed first (``()`` for a
         state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
         analysis ran out of steps (nothing is known then).
     """
@@ -374,7 +338,6 @@ def argument_flows(
         tool = paths.flow.tools.get(pc)
         if tool is None or state not in found:
             return ()
-        _, pairs = taken(found[state][2], paths.flow.stack_effect(pc)[0], analysis.top)
-        return tuple(Flow(tuple(sorted(may)), tuple(sorted(must))) for may, must in pairs)
+        return tuple(taken(found[state][2], paths.flow.stack_effect(pc)[0], analysis.top)[1])
 
     return flows

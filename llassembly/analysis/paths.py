@@ -1,29 +1,14 @@
-"""The paths of a plan, and the one engine every analysis follows them with.
+"""The paths of a plan as states, and the one engine every analysis walks them with.
 
-A path is a way through the code from the entry point: both ways at each conditional jump, into
-each subroutine and back to the instruction after the ``CALL`` that entered it. Values are not
-followed here, so "a path" is a way through the code whatever the values. The paths are a graph
-of *states* ``(instruction, return stack)``, built once per control-flow graph
-(:func:`paths_of`, from :mod:`llassembly.analysis.cfg`) and bounded: nested subroutines are
-followed :data:`MAX_CALL_DEPTH` calls deep and at most :data:`MAX_STATES` states are kept. What
-could not be followed is part of the result (:attr:`Paths.too_deep`, :attr:`Paths.overflow`,
-:attr:`Paths.unresolved`) and leaves the paths incomplete: the verifier refuses such a plan, and
-the summary's maxima are unbounded.
-
-Every analysis before the run walks these states with one engine, :func:`fixpoint`: facts on
-entry to each state, pushed through each instruction by the analysis' transfer function and
-merged where paths meet, until nothing changes. The verifier's stack, flag and variable facts
-(:mod:`.verifier`), the types (:mod:`.typecheck`), the constants (:mod:`.constants`) and the
-data flows (:mod:`.dataflow`) are such analyses; they keep the data stack alike
-(:func:`pushed`, :func:`taken`, :func:`joined_stacks`): its top :data:`MAX_FOLLOWED_STACK`
-values, and below them, or below what is known, each analysis' own "anything".
-
-The counts of the summary are linear in the number of states (one pass, or one per tool):
-
-* :meth:`Paths.longest`: the most weight on any path (``None`` when a loop has weight);
-* :meth:`Paths.fewest`: the least weight on a path that ends the plan;
-* :meth:`Paths.always`: the call sites every path that ends the plan goes through;
-* :attr:`Paths.endless`: the loops no path leaves.
+A state is ``(instruction, return stack)``: a way through the code from the entry point, both
+ways at each conditional jump, into each subroutine and back, whatever the values.
+:func:`paths_of` builds them once per control-flow graph, bounded by :data:`MAX_CALL_DEPTH`
+and :data:`MAX_STATES`; what it could not follow leaves them incomplete (the verifier refuses
+such a plan, the summary's maxima are unbounded). :func:`fixpoint` is the one worklist the
+verifier, the types, the constants and the data flows run on, each keeping the top
+:data:`MAX_FOLLOWED_STACK` values of the data stack alike (:func:`pushed`, :func:`taken`,
+:func:`joined_stacks`); :meth:`Paths.longest`, :meth:`Paths.fewest`, :meth:`Paths.always` and
+:attr:`Paths.endless` are the summary's counts, linear in the number of states.
 """
 
 from __future__ import annotations
@@ -48,6 +33,13 @@ State = tuple[int, tuple[int, ...]]
 label`` that has not returned yet, innermost last)."""
 _F = TypeVar("_F")
 _V = TypeVar("_V")
+
+
+def outermost(state: State) -> int:
+    """The instruction to blame for a path too large to follow at ``state``: the outermost
+    ``CALL`` that led there, else the state's own instruction."""
+    pc, returns = state
+    return returns[0] - 1 if returns else pc
 
 
 @dataclass(eq=False)
@@ -81,12 +73,6 @@ class Paths:
         """Every path was followed (no bound was hit, no target left unresolved)."""
         return not (self.too_deep or self.unresolved or self.overflow is not None)
 
-    def outermost(self, number: int) -> int:
-        """The instruction to blame for a path too large to follow at state ``number``: the
-        outermost ``CALL`` that led there, else the state's own instruction."""
-        pc, returns = self.states[number]
-        return returns[0] - 1 if returns else pc
-
     @functools.cached_property
     def order(self) -> list[list[int]]:
         """The strongly connected components of the state graph, sinks first."""
@@ -96,13 +82,9 @@ class Paths:
         return components(0, graph)
 
     @functools.cached_property
-    def component_of(self) -> list[int]:
+    def component_of(self) -> dict[int, int]:
         """The component (an index into :attr:`order`) of each state."""
-        found = [0] * len(self.states)
-        for number, members in enumerate(self.order):
-            for member in members:
-                found[member] = number
-        return found
+        return {member: number for number, members in enumerate(self.order) for member in members}
 
     def _cyclic(self, members: list[int]) -> bool:
         return len(members) > 1 or members[0] in self.succ[members[0]]
@@ -217,25 +199,21 @@ def paths_of(flow: ControlFlow) -> Paths:
     if not 0 <= program.entry < flow.end:
         return paths
     index: dict[State, int] = {}
-    queue: deque[int] = deque()
 
     def number(key: State) -> int | None:
         found = index.get(key)
         if found is None:
             if len(paths.states) >= MAX_STATES:
                 if paths.overflow is None:
-                    paths.overflow = key[1][0] - 1 if key[1] else key[0]
+                    paths.overflow = outermost(key)
                 return None
             found = index[key] = len(paths.states)
             paths.states.append(key)
             paths.succ.append(())
-            queue.append(found)
         return found
 
     number((program.entry, ()))
-    while queue:
-        state = queue.popleft()
-        pc, returns = paths.states[state]
+    for state, (pc, returns) in enumerate(paths.states):  # grows as states are numbered
         targets: list[int] = []
         for nxt in _next(paths, pc, returns):
             if nxt is not None and nxt[0] >= flow.end:  # past the last instruction

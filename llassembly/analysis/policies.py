@@ -1,11 +1,11 @@
 """Plan policies: rules a plan must follow before it may run, checked on its summary.
 
-A policy is any callable that takes the plan's :class:`~llassembly.summary.PlanSummary` and
-its :class:`~llassembly.program.Program` and returns the problems it finds (an empty list when
-the plan is fine). A problem is a string, or a :class:`~llassembly.errors.Diagnostic` to point
-at a line. Give policies to the planner as ``plan_policy=[...]``: a plan with problems is
-refused before anything runs and the problems go back to the model as a repair request
-(within ``max_repairs``), exactly like a plan the verifier refuses.
+A policy is any callable ``(summary, program) -> problems`` (strings, or
+:class:`~llassembly.errors.Diagnostic` to point at a line; none when the plan is fine), given
+to the planner as ``plan_policy=[...]``: a plan with problems is refused before anything runs
+and goes back to the model as a repair request, like one the verifier refuses. How to write
+one: "Policies" in ``docs/approval.md``; the data-flow policies (:func:`only_from`,
+:func:`never_from`), checked again by the machine before each call: ``docs/dataflow.md``.
 
 Example:
     >>> from llassembly import ToolsPlannerMiddleware
@@ -13,28 +13,6 @@ Example:
     >>> planner = ToolsPlannerMiddleware(
     ...     plan_policy=[max_calls({"send_email": 3}), not_in_loop("delete_file")]
     ... )
-
-Data-flow policies (:func:`only_from`, :func:`never_from`) say which tools' results an
-argument of a tool may come from. They are checked twice: on the summary before the run (an
-argument that comes from a forbidden result on every run is refused here, at its ``CALL``),
-and by the machine before each call runs, on the sources the values really carry
-(:class:`~llassembly.errors.DataFlowRefused`; see ``docs/dataflow.md``).
-
-Writing one: read the summary (``summary.tool(name)`` gives a tool's fewest and most calls,
-whether a call sits in a loop or behind a condition, and its constant arguments per call
-site) and return sentences written for the model that will fix the plan::
-
-    def only_our_domain(summary, program):
-        use = summary.tool("send_email")
-        if use is None:
-            return []
-        return [
-            f"line {site.line}: send_email may only write to @example.com addresses, as a "
-            "constant string"
-            for site in use.sites
-            if not (site.arguments[0].constant and str(site.arguments[0].value).endswith(
-                "@example.com"))
-        ]
 """
 
 from __future__ import annotations
@@ -43,7 +21,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from llassembly.analysis.summary import PlanSummary, ToolUse
+from llassembly.analysis.summary import CallSite, PlanSummary, ToolUse
 from llassembly.errors import Diagnostic, UsageError
 from llassembly.language.program import Program
 
@@ -75,9 +53,22 @@ def unknown_name(
     )
 
 
-def _site_diagnostic(program: Program, use: ToolUse, index: int, message: str) -> Diagnostic:
-    site = use.sites[index]
-    return Diagnostic(site.line, 1, message, program.source_of(site.line))
+def _site_policy(
+    names: tuple[str, ...], refusals: Callable[[str, ToolUse], Iterable[tuple[CallSite, str]]]
+) -> PlanPolicy:
+    """A policy: ``refusals(name, use)`` gives each call site of tool ``name`` it refuses,
+    with why (the planner checks ``tool_names`` against its tools)."""
+
+    def policy(summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
+        return [
+            Diagnostic(site.line, 1, message, program.source_of(site.line))
+            for name in names
+            if (use := summary.tool(name)) is not None
+            for site, message in refusals(name, use)
+        ]
+
+    policy.tool_names = names  # type: ignore[attr-defined]
+    return policy
 
 
 def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
@@ -94,25 +85,18 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
             raise UsageError(f"max_calls: the limit for {name!r} must be an integer >= 0")
     wanted = dict(limits)
 
-    def policy(summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
-        problems: list[str | Diagnostic] = []
-        for name, limit in wanted.items():
-            use = summary.tool(name)
-            if use is None or (use.max_calls is not None and use.max_calls <= limit):
-                continue
-            if use.max_calls is None:
-                how = "an unknown number of times (a CALL in a loop)"
-            else:
-                how = f"up to {use.max_calls} times"
+    def over(name: str, use: ToolUse) -> Iterable[tuple[CallSite, str]]:
+        limit, most = wanted[name], use.max_calls
+        if most is None or most > limit:
+            how = "an unknown number of times (a CALL in a loop)"
+            how = how if most is None else f"up to {most} times"
             message = (
                 f"{name} may be called at most {limit} time{'s' if limit != 1 else ''} per "
                 f"plan, but this plan can call it {how}; call it fewer times, outside loops"
             )
-            problems.append(_site_diagnostic(program, use, 0, message))
-        return problems
+            yield use.sites[0], message
 
-    policy.tool_names = tuple(wanted)  # type: ignore[attr-defined]  # checked by the planner
-    return policy
+    return _site_policy(tuple(wanted), over)
 
 
 def not_in_loop(*tools: str) -> PlanPolicy:
@@ -123,40 +107,27 @@ def not_in_loop(*tools: str) -> PlanPolicy:
     """
     if not tools:
         raise UsageError("not_in_loop needs at least one tool name")
-    names = tuple(tools)
 
-    def policy(summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
-        problems: list[str | Diagnostic] = []
-        for name in names:
-            use = summary.tool(name)
-            if use is None:
-                continue
-            for index, site in enumerate(use.sites):
-                if site.in_loop:
-                    message = (
-                        f"{name} must not be called inside a loop; call it once, after the "
-                        "loop, with what the loop found"
-                    )
-                    problems.append(_site_diagnostic(program, use, index, message))
-        return problems
+    def looped(name: str, use: ToolUse) -> list[tuple[CallSite, str]]:
+        message = (
+            f"{name} must not be called inside a loop; call it once, after the loop, with what "
+            "the loop found"
+        )
+        return [(site, message) for site in use.sites if site.in_loop]
 
-    policy.tool_names = names  # type: ignore[attr-defined]  # checked by the planner
-    return policy
+    return _site_policy(tuple(tools), looped)
 
 
 def check_policies(
     policies: Sequence[PlanPolicy], summary: PlanSummary, program: Program
 ) -> tuple[Diagnostic, ...]:
     """Every problem the policies find, as diagnostics (a string points at no line)."""
-    found: list[Diagnostic] = []
     first = program.instructions[0].line if program.instructions else 1
-    for policy in policies:
-        for problem in policy(summary, program):
-            if isinstance(problem, Diagnostic):
-                found.append(problem)
-            else:
-                found.append(Diagnostic(first, 1, f"plan policy: {problem}"))
-    return tuple(found)
+    return tuple(
+        found if isinstance(found, Diagnostic) else Diagnostic(first, 1, f"plan policy: {found}")
+        for policy in policies
+        for found in policy(summary, program)
+    )
 
 
 # -- data-flow policies --------------------------------------------------------------------------
@@ -221,11 +192,10 @@ class DataFlowPolicy:
     def __call__(self, summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
         """The calls whose argument comes from a refused result on every run (see
         :class:`~llassembly.analysis.summary.Argument`)."""
-        use = summary.tool(self.tool)
-        problems: list[str | Diagnostic] = []
-        if use is None:
-            return problems
-        for index, site in enumerate(use.sites):
+        return list(_site_policy((self.tool,), self._refusals)(summary, program))
+
+    def _refusals(self, name: str, use: ToolUse) -> Iterable[tuple[CallSite, str]]:
+        for site in use.sites:
             found = [a for a in site.arguments if a.name == self.argument]
             bad = self.refused(found[0].certain) if found else ()
             if not bad:
@@ -235,13 +205,14 @@ class DataFlowPolicy:
                 if self.allow and self.sources
                 else f"do not pass what {_names(bad)} returned as {self.argument}"
             )
-            message = (
-                f"{self.tool}'s argument {self.argument!r} comes from the result of "
-                f"{_names(bad)} on every run that reaches this call, and a data-flow policy "
-                f"{self.rule()}: {fix}"
+            yield (
+                site,
+                (
+                    f"{self.tool}'s argument {self.argument!r} comes from the result of "
+                    f"{_names(bad)} on every run that reaches this call, and a data-flow policy "
+                    f"{self.rule()}: {fix}"
+                ),
             )
-            problems.append(_site_diagnostic(program, use, index, message))
-        return problems
 
 
 def _policy(tool: str, argument: str, sources: Iterable[str], allow: bool) -> DataFlowPolicy:

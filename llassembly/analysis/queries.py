@@ -1,29 +1,16 @@
 """Queries as the analysis sees them: a plan reading prose with a model (``CALL query_text``).
 
-A plan is written before any result is seen, so it cannot read a bill, a letter or an email
-itself. A *query* asks a model with no tools to answer one question about a text with a value
-of a declared *answer shape*::
-
-    PUSH R1                                       ; text: what to read
-    PUSH "Which IBAN and amount does it ask for?"  ; question
-    PUSH '{"iban": "text", "amount": "number"}'   ; shape of the answer
-    CALL query_text
-    POP R2                                        ; R2.iban, R2.amount
-
-The shape is ``number``, ``integer``, ``text``, ``boolean``, an object of named fields (JSON,
-each field a shape) or a list of one shape (``["text"]``). It must be written in the plan
-(known before the run), so the verifier knows what the answer holds: :func:`query_sites`
-finds each query's shape, or why it has none, and the type check follows ``R2.iban`` as it
-follows a tool's typed result.
-
-Provenance: a query's answer is derived from everything it read, and a model produced it:
-:func:`query_sources` is the one place that says so.
+A query asks a model with no tools to answer one question about a text with a value of an
+*answer shape* the plan writes (``docs/queries.md``): :func:`parse_answer_shape` reads it,
+:func:`query_sites` finds each query's shape before the run (so the type check follows its
+answer as it follows a tool's typed result), and :func:`query_sources` is the one place that
+says where an answer derives from.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -52,12 +39,6 @@ _SCALARS: Final[dict[str, AnswerKind]] = {
     "str": "text",
     "boolean": "boolean",
     "bool": "boolean",
-}
-_SCHEMAS: Final[dict[str, str]] = {
-    "number": "number",
-    "integer": "integer",
-    "text": "string",
-    "boolean": "boolean",
 }
 _HOW = (
     'write the shape as "number", "integer", "text", "boolean", an object of named fields '
@@ -130,7 +111,7 @@ class AnswerShape:
             }
         if self.kind == "list":
             return {"type": "array", "items": self.item.schema() if self.item else {}}
-        return {"type": _SCHEMAS[self.kind]}
+        return {"type": "string" if self.kind == "text" else self.kind}
 
     def describe(self) -> str:
         """The shape in words: ``number``, ``{iban: text, amount: number}``, ``list of text``."""
@@ -241,8 +222,3 @@ def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, AnswerShape | st
         except ValueError as exc:
             found[pc] = f"CALL {sites[pc].name}: {exc}"
     return found
-
-
-def query_result_shapes(sites: Mapping[int, AnswerShape | str]) -> dict[int, Shape]:
-    """The shape of each query's answer, for the type check (sites with a shape only)."""
-    return {pc: site.shape() for pc, site in sites.items() if isinstance(site, AnswerShape)}

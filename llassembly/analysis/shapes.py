@@ -1,16 +1,8 @@
 """The shape of a value, from a tool's type annotations: what the verifier knows of a result
-before the run, and what the prompt tells the model of each tool's structures.
-
-A tool annotated ``-> Page`` (a ``TypedDict``, a pydantic model, a dataclass) returns JSON text
-of a known shape: its fields and their types, lists of records, optional values. The verifier
-follows these shapes through a plan (:mod:`llassembly.analysis.typecheck`) and refuses a path
-that no value of the shape has (``R1.titel`` of a ``Contact``), with the fields that exist. A
-shape that is not known (``-> dict``, ``-> Any``) is :data:`ANY`: such values are checked as
-the plan runs.
-
-Shapes follow what the machine holds (see ``docs/language.md``, *Values*): a ``bool`` is a
-number (1 or 0), a date, a time, a UUID or bytes are text (their JSON form), a ``Decimal`` is
-text holding a number (pydantic writes it so), ``None`` is ``NONE``.
+before the run (:mod:`llassembly.analysis.typecheck`), and what the prompt tells the model of
+each tool's structures. A shape not known (``-> dict``, ``-> Any``) is :data:`ANY`, checked as
+the plan runs; shapes follow what the machine holds (``docs/language.md``, *Values*: a ``bool``
+is a number, a date, UUID or ``Decimal`` is text, ``None`` is ``NONE``).
 """
 
 from __future__ import annotations
@@ -68,10 +60,7 @@ class Shape:
 
     def field(self, key: str) -> Shape | None:
         """An object's field, or ``None``."""
-        for name, shape in self.fields:
-            if name == key:
-                return shape
-        return None
+        return dict(self.fields).get(key)
 
 
 ANY: Final = Shape("any")
@@ -140,26 +129,20 @@ def is_number(shape: Shape | None) -> bool:
 # -- from annotations ---------------------------------------------------------------------------
 
 
-def shape_of(annotation: Any) -> Shape:
-    """The shape of a value of type ``annotation`` as the machine holds it."""
+def shape_of(annotation: Any, depth: int = 0) -> Shape:
+    """The shape of a value of type ``annotation`` as the machine holds it (``depth``: how
+    deep inside another shape it is; past ``_MAX_DEPTH`` nothing is known)."""
+    if depth >= _MAX_DEPTH:
+        return ANY
     try:
-        return _cached(annotation, 0)
+        return _cached(annotation, depth)
     except TypeError:  # an annotation that cannot be hashed
-        return _shape(annotation, 0)
+        return _shape(annotation, depth)
 
 
 @functools.lru_cache(maxsize=1024)
 def _cached(annotation: Any, depth: int) -> Shape:
     return _shape(annotation, depth)
-
-
-def _of(annotation: Any, depth: int) -> Shape:
-    if depth >= _MAX_DEPTH:
-        return ANY
-    try:
-        return _cached(annotation, depth)
-    except TypeError:
-        return _shape(annotation, depth)
 
 
 def _hints(cls: Any) -> dict[str, Any]:
@@ -179,7 +162,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         return NONE_SHAPE
     origin, args = get_origin(ann), get_args(ann)
     if origin is typing.Union or type(ann).__name__ == "UnionType":
-        return _union(_of(a, depth) for a in args) or ANY
+        return _union(shape_of(a, depth) for a in args) or ANY
     if origin is Literal:
         return _choices(args)
     if isinstance(ann, type):
@@ -207,23 +190,23 @@ def _shape(annotation: Any, depth: int) -> Shape:
             return _object(ann.__name__, items, depth)
         if issubclass(ann, tuple) and hasattr(ann, "_fields"):  # a NamedTuple: a JSON array
             hints = _hints(ann)
-            parts = tuple(_of(hints.get(f, Any), depth + 1) for f in ann._fields)
+            parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
             return Shape("tuple", ann.__name__, options=parts)
     container = origin if origin is not None else ann
     if container is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return Shape("list", item=_of(args[0], depth + 1))
+            return Shape("list", item=shape_of(args[0], depth + 1))
         if args:
-            return Shape("tuple", options=tuple(_of(a, depth + 1) for a in args))
+            return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
         return Shape("list", item=ANY)
     if isinstance(container, type) and issubclass(container, Mapping):
-        return Shape("map", item=_of(args[1], depth + 1) if len(args) == 2 else ANY)
+        return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
     if isinstance(container, type) and issubclass(container, Sequence | set | frozenset):
         if issubclass(container, str | bytes):
             return TEXT
-        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     if container is Iterable:
-        return Shape("list", item=_of(args[0], depth + 1) if args else ANY)
+        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     return ANY
 
 
@@ -248,7 +231,7 @@ def _scalar(kind: type) -> Shape:
 
 
 def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
-    return Shape("object", name, tuple((n, _of(a, depth + 1)) for n, a in items))
+    return Shape("object", name, tuple((n, shape_of(a, depth + 1)) for n, a in items))
 
 
 # -- paths ---------------------------------------------------------------------------------------
@@ -270,9 +253,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
                 found.append(part)
             elif problem is None:
                 problem = wrong
-        if not found:
-            return ANY, problem
-        return _union(found) or ANY, None
+        return (_union(found) or ANY, None) if found else (ANY, problem)
     kind = shape.kind
     if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
         return ANY, None
@@ -303,15 +284,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
             return ANY, f"has {len(shape.options)} elements, not [{key}]"
         return shape.options[key], None
     what = "field " + repr(key) if isinstance(key, str) else f"element [{key}]"
-    return ANY, f"is {_scalar_words(shape)}, not an object or a list: it has no {what}"
-
-
-def _scalar_words(shape: Shape) -> str:
-    if shape.kind == "none":
-        return "always NONE (null)"
-    if shape.kind in _NUMBERS:
-        return "a number"
-    return "text"
+    words = "always NONE (null)" if kind == "none" else "a number" if kind in _NUMBERS else "text"
+    return ANY, f"is {words}, not an object or a list: it has no {what}"
 
 
 def describe(shape: Shape | None, depth: int = 0) -> str:

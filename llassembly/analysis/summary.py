@@ -1,27 +1,12 @@
 """Plan summary: what a plan may do, worked out from its control flow before any tool runs.
 
-A plan is written before anything runs, so its effects can be bounded in advance. For every
-tool a plan can call, :func:`summarize` gives:
-
-* the fewest calls any path that reaches the end of the plan makes, and the most any path can
-  make (``None``: unbounded, the call sits in a loop whose trip count is not known; the run's
-  ``max_tool_calls`` budget still stops it);
-* each argument that is the same constant on every run reaching the call, with its value
-  (the rest are *computed*: they depend on tool results, on the path taken, or on anything
-  the analysis cannot know before the run);
-* whether a call sits inside a loop, and whether some path ends the plan without making it;
-* for each argument, the tools whose results can reach it (its data flows, see
-  :mod:`llassembly.analysis.dataflow`): on some run, and on every run; for each query
-  (``CALL query_text``), what its model reads and which arguments its answer can reach;
-* the worst-case number of instructions and tool calls, against the budgets.
-
-The counts come from the plan's paths (:mod:`llassembly.analysis.paths`): states
-``(instruction, return stack)`` from the entry point, both ways at each conditional jump, into
-each subroutine and back. The constants come from an abstract interpretation of the machine
-over those states (:mod:`llassembly.analysis.constants`): an instruction whose inputs are all
-known is run by the machine's own step, anything else makes what it writes unknown, so a
-constant shown is the value on every run. Control flow the paths cannot follow within their
-limits makes every maximum unbounded (:attr:`PlanSummary.complete` is then false).
+Per tool, the fewest and most calls, the arguments that are the same constant on every run,
+whether a call sits in a loop or behind a condition, the tools whose results each argument can
+come from, and the worst-case counts against the budgets ("What a plan can do" in
+``docs/approval.md``). The counts come from the paths (:mod:`llassembly.analysis.paths`), the
+constants from running the machine's own steps on what is known
+(:mod:`llassembly.analysis.constants`), the flows from :mod:`llassembly.analysis.dataflow`;
+control flow the paths cannot follow within their limits makes every maximum unbounded.
 
 Example:
     >>> from llassembly import externs_from
@@ -39,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from llassembly.analysis.cfg import control_flow, layout_of
@@ -177,7 +162,7 @@ class PlanSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as JSON-serialisable plain data (``None`` stands for unbounded)."""
-        data: dict[str, Any] = _plain(self)
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))  # tuples become lists
         data.pop("instruction_budget")
         data.pop("tool_call_budget")
         data["budgets"] = {
@@ -200,10 +185,8 @@ class PlanSummary:
                 out.append(f"      line {site.line}: {use.name}({args}){site_notes}")
         total = _calls(self.min_tool_calls, self.max_tool_calls)
         out.append(f"Tool calls in all: {total} (budget {self.tool_call_budget})")
-        if self.max_instructions is None:
-            instructions = "unbounded"
-        else:
-            instructions = f"at most {self.max_instructions}"
+        most = self.max_instructions
+        instructions = "unbounded" if most is None else f"at most {most}"
         out.append(f"Instructions: {instructions} (budget {self.instruction_budget})")
         if not self.ends:
             out.append("No path reaches the end of the plan: only a budget stops it.")
@@ -214,15 +197,6 @@ class PlanSummary:
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
         return "\n".join(out + _flows(self) + _queries(self))
-
-
-def _plain(value: Any) -> Any:
-    """Dataclasses to dicts and tuples to lists, all the way down."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _calls(low: int, high: int | None) -> str:
@@ -240,19 +214,15 @@ def _flows(summary: PlanSummary) -> list[str]:
             "Data flows: not worked out (the plan is too large to follow); any argument may "
             "come from any result, and each call is checked as the plan runs."
         ]
-    lines = []
-    for use in summary.tools:
-        for site in use.sites:
-            for arg in site.arguments:
-                if arg.sources:
-                    shown = ", ".join(
-                        name if name in arg.certain else f"{name} (on some runs)"
-                        for name in arg.sources
-                    )
-                    lines.append(f"  line {site.line}: {use.name}.{arg.name} <- {shown}")
-    if not lines:
-        return []
-    return ["Data flows (the tool results each argument can come from):", *lines]
+    lines = [
+        f"  line {site.line}: {use.name}.{arg.name} <- "
+        + ", ".join(n if n in arg.certain else f"{n} (on some runs)" for n in arg.sources)
+        for use in summary.tools
+        for site in use.sites
+        for arg in site.arguments
+        if arg.sources
+    ]
+    return ["Data flows (the tool results each argument can come from):", *lines] if lines else []
 
 
 def _queries(summary: PlanSummary) -> list[str]:
@@ -276,9 +246,7 @@ def _queries(summary: PlanSummary) -> list[str]:
                 f"  line {site.line}: reads {', '.join(shown) or 'text written in the plan'}; "
                 f"its answer reaches {', '.join(reaches) or 'no tool call'}"
             )
-    if not lines:
-        return []
-    return ["Queries (a model with no tools reads a text for the plan):", *lines]
+    return ["Queries (a model with no tools reads a text for the plan):", *lines] if lines else []
 
 
 def _notes(in_loop: bool, conditional: bool) -> str:
@@ -319,11 +287,10 @@ def summarize(
     paths = paths_of(flow)
     layout = layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
-    asked = tuple(
-        sorted({program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)})
-    )
-    flows = argument_flows(paths, layout, query_sites=bool(asked))
-    everything = tuple(sorted({tool.name for tool in flow.tools.values()}))
+    queries = {program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)}
+    flows = argument_flows(paths, layout, query_sites=bool(queries))
+    # what a computed argument may derive from when the flows are not known: anything
+    anything = (_sorted({tool.name for tool in flow.tools.values()}), _sorted(queries))
     states = paths.states
     by_site: dict[int, list[int]] = {}
     for number, (pc, _) in enumerate(states):
@@ -337,25 +304,25 @@ def summarize(
         low = paths.fewest(weight) if ends else 0
         return low or 0, paths.longest(weight)
 
-    def site_of(pc: int) -> CallSite:
-        numbers = by_site[pc]
-        ins = program.instructions[pc]
-        arguments = _arguments(flow.tools[pc], flow.stack_effect(pc)[0], numbers, stacks)
-        arguments = _with_flows(arguments, numbers, flows, everything, asked)
+    uses: dict[str, list[CallSite]] = {}
+    for pc, numbers in sorted(by_site.items()):
+        ins, tool = program.instructions[pc], flow.tools[pc]
+        found = [flows(n) for n in numbers] if flows is not None else None
+        arguments = _arguments(tool, flow.stack_effect(pc)[0], numbers, stacks, found, anything)
         in_loop = any(n in paths.looped for n in numbers)
-        return CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
-
-    uses: dict[str, list[int]] = {}
-    for pc in sorted(by_site):
-        uses.setdefault(flow.tools[pc].name, []).append(pc)
+        site = CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
+        uses.setdefault(tool.name, []).append(site)
     tool_uses: list[ToolUse] = []
-    for name, pcs in sorted(uses.items(), key=lambda item: item[1][0]):
-        sites = tuple(site_of(pc) for pc in pcs)
+    for name, sites in uses.items():  # in order of first call line
+        pcs = [pc for pc in by_site if flow.tools[pc].name == name]
         low, high = count({n for pc in pcs for n in by_site[pc]})
         in_loop = any(site.in_loop for site in sites)
         query = is_query(flow.tools[pcs[0]])
+        arguments = tuple(
+            _merged([s.arguments[i] for s in sites]) for i in range(len(sites[0].arguments))
+        )
         tool_uses.append(
-            ToolUse(name, low, high, in_loop, ends and low == 0, _common(sites), sites, query)
+            ToolUse(name, low, high, in_loop, ends and low == 0, arguments, tuple(sites), query)
         )
     low_calls, high_calls = count({n for numbers in by_site.values() for n in numbers})
     _, high_instructions = count(None) if states else (0, 0)
@@ -377,12 +344,13 @@ def _arguments(
     pushed: int,
     numbers: list[int],
     stacks: Callable[[int], tuple[Abstract, ...]] | None,
+    flows: list[tuple[Flow, ...]] | None,
+    anything: tuple[tuple[str, ...], tuple[int, ...]],
 ) -> tuple[Argument, ...]:
-    """The arguments of one call site (``pushed`` of them on the stack, the rest left out):
-    per parameter, the value every run passes there, if one does."""
-    params = list(tool.params)
-    names = [str(getattr(p, "name", f"arg{i + 1}")) for i, p in enumerate(params)]
-    optional = [bool(getattr(p, "has_default", False)) for p in params]
+    """The arguments of one call site over its states ``numbers`` (``pushed`` of them on the
+    stack, the rest left out), per parameter: the value every run passes there, if one does;
+    the sources of any state and those certain in every state, by ``flows`` per state (when
+    they are not known, a computed argument may come from ``anything``, none certain)."""
     values: list[Abstract] = [UNKNOWN] * pushed
     if stacks is not None and pushed:
         seen: list[Abstract] | None = None
@@ -391,61 +359,44 @@ def _arguments(
             here = list(stack[-pushed:]) if len(stack) >= pushed else values
             seen = here if seen is None else [join(a, b) for a, b in zip(seen, here, strict=True)]
         values = seen or values
-    values += [NONE] * (len(params) - pushed)  # CALL tool, N: the rest are left out
-    return tuple(
-        Argument(name, False, optional=optional)
-        if v is UNKNOWN
-        else Argument(name, True, v, optional=optional)  # type: ignore[arg-type]
-        for name, v, optional in zip(names, values, optional, strict=True)
+    out = []
+    for i, param in enumerate(tool.params):
+        value = values[i] if i < pushed else NONE  # CALL tool, N: the rest are left out
+        arg = Argument(
+            str(getattr(param, "name", f"arg{i + 1}")),
+            value is not UNKNOWN,
+            None if value is UNKNOWN else value,  # type: ignore[arg-type]
+            optional=bool(getattr(param, "has_default", False)),
+        )
+        if flows is not None:
+            each = [f[i] for f in flows if len(f) > i]
+            sources = {name for may, _ in each for name in may}
+            certain = set.intersection(*(set(must) for _, must in each)) if each else set()
+            answers = {line for name in sources if (line := site_line(name)) is not None}
+            marks = {query_site(line) for line in answers}  # which query, for the summary only
+            arg = replace(arg, sources=_sorted(sources - marks), certain=_sorted(certain - marks))
+            arg = replace(arg, answers=_sorted(answers))
+        elif not arg.constant:
+            arg = replace(arg, sources=anything[0], answers=anything[1])
+        out.append(arg)
+    return tuple(out)
+
+
+def _merged(arguments: list[Argument]) -> Argument:
+    """One argument over several call sites: the constant when every site passes the same,
+    the sources of any site and those certain at each."""
+    first = arguments[0]
+    same = all(a.constant and same_value(a.value, first.value) for a in arguments)
+    return Argument(
+        first.name,
+        same,
+        first.value if same else None,
+        _sorted({n for a in arguments for n in a.sources}),
+        _sorted(set.intersection(*(set(a.certain) for a in arguments))),
+        _sorted({n for a in arguments for n in a.answers}),
+        first.optional,
     )
 
 
-def _with_flows(
-    arguments: tuple[Argument, ...],
-    numbers: list[int],
-    flows: Callable[[int], tuple[Flow, ...]] | None,
-    everything: tuple[str, ...],
-    asked: tuple[int, ...],
-) -> tuple[Argument, ...]:
-    """The arguments with their data flows over the states of one call site: the sources of
-    any state, and those certain in every state (when the flows are not known: all the plan's
-    tools and the answers of all its queries, at the lines ``asked``, none certain)."""
-    if flows is None:
-        return tuple(
-            a if a.constant else replace(a, sources=everything, answers=asked) for a in arguments
-        )
-    found = [flows(number) for number in numbers]
-    out = []
-    for i, arg in enumerate(arguments):
-        here = [f[i] for f in found if len(f) > i]
-        sources = {name for f in here for name in f.sources}
-        certain = set.intersection(*(set(f.certain) for f in here)) if here else set()
-        answers = {line for name in sources if (line := site_line(name)) is not None}
-        marks = {query_site(line) for line in answers}  # which query, for the summary only
-        out.append(
-            replace(
-                arg,
-                sources=tuple(sorted(sources - marks)),
-                certain=tuple(sorted(certain - marks)),
-                answers=tuple(sorted(answers)),
-            )
-        )
-    return tuple(out)
-
-
-def _common(sites: tuple[CallSite, ...]) -> tuple[Argument, ...]:
-    """Per parameter, the argument when every site passes the same constant, with the
-    sources of every site and those certain at each."""
-    first = sites[0].arguments
-    out = []
-    for i, arg in enumerate(first):
-        same = all(
-            s.arguments[i].constant and same_value(s.arguments[i].value, arg.value) for s in sites
-        )
-        common = arg if arg.constant and same else Argument(arg.name, False, optional=arg.optional)
-        sources = sorted({n for s in sites for n in s.arguments[i].sources})
-        certain = set.intersection(*(set(s.arguments[i].certain) for s in sites))
-        answers = sorted({n for s in sites for n in s.arguments[i].answers})
-        common = replace(common, sources=tuple(sources), certain=tuple(sorted(certain)))
-        out.append(replace(common, answers=tuple(answers)))
-    return tuple(out)
+def _sorted(items: set[Any]) -> tuple[Any, ...]:
+    return tuple(sorted(items))

@@ -1,15 +1,7 @@
-"""The tools argument, as every public function takes it: a list of tools, or a mapping of
-tool name to tool.
-
-This module is the one place that reads that argument (:func:`given_tools`,
-:func:`tool_shapes`): what a list and a mapping mean, and the ``TypeError`` for anything else
-(a single tool, a name, a number), which names the parameter and says what to write.
-
-The analysis reads a tool as a :class:`~llassembly.language.program.ToolShape` (its name, its
-parameters, how many results it gives): an :class:`~llassembly.machine.externs.Extern`, or
-anything with those three attributes. Plain callables and LangChain tools become externs in
-the machine (:func:`llassembly.externs_from` passes its adapter as ``adapt``); here, without
-one, they are refused with a clear error rather than failing deep inside a check.
+"""The tools argument every public function takes: a list of tools, or a mapping of tool name
+to tool. The one place that reads it (:func:`given_tools`, :func:`tool_shapes`), as
+:class:`~llassembly.language.program.ToolShape` records (name, parameters, results), and the
+``TypeError`` for anything else, naming the parameter and what to write.
 """
 
 from __future__ import annotations

@@ -1,43 +1,21 @@
 """Types before the run: what kind of value each place holds on each path, and the operations no
-such value allows.
+such value allows ("Types before the run" and "Checks before the run" in ``docs/language.md``).
 
-Two facts are followed for every register, variable, memory cell and stack slot over every path
-of the plan (:mod:`llassembly.analysis.paths`), through ``POP``, ``MOV``, the EAX convention,
-variables and paths read (``MOV R2, R1.items[0]``):
-
-* its **shape** on every run, where the tools' return annotations give one
-  (:mod:`llassembly.analysis.shapes`: a ``TypedDict``, a pydantic model, a dataclass,
-  ``list[...]``, ``str``) or the plan writes the value;
-* whether it holds, **on some path, text for certain**: a string literal or string data, or the
-  result of a tool declared ``-> str``, moved or pushed and popped. Values of unknown type
-  (other tool results, a cell written through a computed address) are never taken for text.
-
-The verifier then refuses, before any tool runs:
-
-* arithmetic, bit operations and conversions on a value that is text for certain on some path
-  (``LOOP`` with text in ``ECX``, ``MUL src``/``DIV src`` with text in ``EAX``, text in a
-  register of an address too), or that is text on every run (a ``str`` field, a ``Decimal``
-  field, which pydantic writes as text: ``NUM`` reads the number first);
-* a path no value of its shape has: an unknown field (the message lists the fields that
-  exist), a field of a list or an element of an object, a part of a number or a text;
-* a compare of a value that is text on every run with a number, or the reverse (they are
-  never equal and have no order);
-* an argument written in the plan (a literal, ``NONE`` or a read-only data label, carried as
-  :attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` through registers, variables
-  and the stack) that the tool refuses: the tool is asked (its ``refuses(position, value)``,
-  :meth:`llassembly.machine.externs.Extern.refuses`), so the check refuses what the run would.
-
-A value whose shape is not known (``-> dict``, ``-> Any``, a cell of memory, different things
-on different paths) is checked only as the plan runs. A union (``Contact | None``, or what
-paths that meet bring) is refused only when no shape in it fits. The walk is bounded by
-:data:`~llassembly.language.limits.MAX_STEPS`; a plan that needs more is refused (see
-:func:`type_problems`), never taken as fine.
+Two facts are followed for every register, variable, memory cell and stack slot over the paths
+(:mod:`llassembly.analysis.paths`): its **shape** on every run, where the tools' annotations
+(:mod:`llassembly.analysis.shapes`) or the plan give one, carrying a value written in the plan as
+:attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` so the tool can be asked
+whether it takes it; and whether it holds, **on some path, text for certain** (a string the
+plan writes, or the result of a tool declared ``-> str``; other results are never taken for
+text). A value whose shape is not known is checked as the plan runs; a union is refused only
+when no shape in it fits. The same walk follows, for the verifier, the least stack depth, the
+flags set and the variables written on each path; it is bounded by
+:data:`~llassembly.language.limits.MAX_STEPS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout
@@ -77,16 +55,6 @@ _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
-@dataclass(frozen=True, slots=True)
-class TypeProblem:
-    """An operation no value of its type allows, at an operand of a line (``position`` -1: the
-    instruction itself, for a register it uses without naming it)."""
-
-    pc: int
-    position: int
-    message: str
-
-
 class _Facts(NamedTuple):
     regs: tuple[Shape | None, ...]  # per tracked register (ControlFlow.tracked): its shape
     variables: tuple[Shape | None, ...]  # per variable
@@ -94,6 +62,9 @@ class _Facts(NamedTuple):
     text_regs: int  # bit i: register i holds text for certain on some path
     text_stack: int  # bit i: the value i slots below the top, likewise
     text_cells: int  # bit i: memory cell i (Layout.first_cell), likewise
+    depth: int  # least data-stack depth any path brings
+    unset: bool  # on some path no flag-setting instruction has run yet
+    unwritten: int  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -103,15 +74,14 @@ class _Facts(NamedTuple):
             self.text_regs | other.text_regs,
             self.text_stack | other.text_stack,
             self.text_cells | other.text_cells,
+            min(self.depth, other.depth),
+            self.unset or other.unset,
+            self.unwritten | other.unwritten,
         )
 
 
 def _joined(a: tuple[Shape | None, ...], b: tuple[Shape | None, ...]) -> tuple[Shape | None, ...]:
     return a if a is b else tuple(join(x, y) for x, y in zip(a, b, strict=True))
-
-
-def _bits(cells: range) -> int:
-    return ((1 << len(cells)) - 1) << cells.start if cells else 0
 
 
 def _results(tool: ToolShape) -> tuple[tuple[Shape | None, ...], int]:
@@ -155,7 +125,21 @@ def _text_address(mem: Mem) -> bool:
     return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
 
 
-class _Types:
+class PathWalk:
+    """One walk over the paths of a plan (see :func:`walk_paths`) and what it finds.
+
+    Attributes:
+        problems: ``(instruction, operand position, message)`` for each operation the types
+            refuse (position -1: a register the instruction uses without naming it).
+        stopped: The state the walk stopped at after ``MAX_STEPS`` visits, else ``None``.
+        empty_pops: ``POP`` reached with an empty stack on some path.
+        short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
+        unset_jumps: Instructions testing the flags reached with no flags set on some path.
+        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
+            path, has not been written yet (these four are recorded at every visit: the facts
+            only grow, so a state's last visit finds everything).
+    """
+
     def __init__(
         self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
     ) -> None:
@@ -174,6 +158,12 @@ class _Types:
         self.shaped = asked or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
         self.reporting = False  # problems are told from the facts at the fixed point only
+        self.problems: list[tuple[int, int, str]] = []
+        self.stopped: int | None = None
+        self.empty_pops: set[int] = set()
+        self.short_calls: dict[int, int] = {}
+        self.unset_jumps: set[int] = set()
+        self.unwritten_reads: set[tuple[int, int]] = set()
 
     def start(self) -> _Facts:
         text_cells = 0  # the cells that start as text
@@ -181,7 +171,8 @@ class _Types:
             for offset, cell in enumerate(self.layout.labels[key].cells):
                 if isinstance(cell, str):
                     text_cells |= 1 << (first + offset)
-        return _Facts((INT,) * len(self.slot), (INT,) * len(self.var), (), 0, 0, text_cells)
+        shapes = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
+        return _Facts(*shapes, 0, 0, text_cells, 0, True, (1 << len(self.var)) - 1)
 
     # -- what an operand holds ----------------------------------------------------------------
 
@@ -240,9 +231,41 @@ class _Types:
             current = _known(part)
         return current
 
+    def variable(self, operand: Operand) -> int:
+        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
+        key = operand.name if isinstance(operand, Name) else getattr(operand, "label", None)
+        index = self.var.get(key.lower()) if isinstance(key, str) else None
+        return 0 if index is None else 1 << index
+
     # -- one instruction -------------------------------------------------------------------------
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:
+        """The facts after the instruction at ``pc``: the stack depth, the flags and the
+        variables written on each path (recording what they find), then the values."""
+        flow = self.flow
+        ins, fx = self.program.instructions[pc], flow.effects[pc]
+        unset, unwritten = facts.unset, facts.unwritten
+        for position, operand in enumerate(ins.operands):  # read, or a path's base and keys,
+            read = (operand, *nested(operand)) if position in fx.reads else nested(operand)
+            if any(self.variable(part) & unwritten for part in read):  # a template's fills
+                self.unwritten_reads.add((pc, position))
+        for position in fx.writes:
+            if position not in fx.reads:
+                unwritten &= ~self.variable(ins.operands[position])
+        if fx.flags_read and unset:
+            self.unset_jumps.add(pc)
+        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
+        taken, put = flow.stack_effect(pc)
+        if facts.depth < taken:
+            if pc in flow.tools:
+                self.short_calls[pc] = min(facts.depth, self.short_calls.get(pc, facts.depth))
+            else:
+                self.empty_pops.add(pc)
+        depth = max(facts.depth - taken, 0) + put
+        return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
+
+    def values(self, pc: int, facts: _Facts) -> _Facts:
+        """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow = self.flow
         ins = self.program.instructions[pc]
         fx = flow.effects[pc]
@@ -325,7 +348,7 @@ class _Types:
                 variables=(*facts.variables[:slot], value, *facts.variables[slot + 1 :])
             )
         cells, one = self.layout.cells_of(operand)
-        bits = _bits(cells)
+        bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:
             text_cells = facts.text_cells | bits if text else facts.text_cells & ~bits
         else:  # some cell of these may now hold another value: text stays certain only where
@@ -411,20 +434,29 @@ class _Types:
     ) -> None:
         """Arithmetic on a value that is text on every run, and a compare of text with a
         number."""
+        op = ins.mnemonic
         if fx.numeric:
             for position, shape in read.items():
                 if is_text(shape):
-                    operand = ins.operands[position]
-                    self.found.setdefault((pc, position, 0), _needs_number(ins, operand, shape))
+                    operand, what = ins.operands[position], describe(shape)
+                    hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                    self.found.setdefault(
+                        (pc, position, 0),
+                        f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); "
+                        f"read the number in it first: NUM R9, {operand}, then {op} with R9",
+                    )
             return
         if not OPCODE_INFO[ins.op].compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
-        for text, number, at in ((a, b, 0), (b, a, 1)):
-            shape, other = (sa, sb) if at == 0 else (sb, sa)
+        for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
             if is_text(shape) and is_number(other):
-                message = _text_with_number(ins, text, shape, number)
-                self.found.setdefault((pc, at, 0), message)
+                self.found.setdefault(
+                    (pc, at, 0),
+                    f"{op} compares {text}, which is {describe(shape)}, with {number}, a number: "
+                    "text is never equal to a number and has no order; compare it with text "
+                    f'({op} {text}, "..."), or read the number in it first (NUM R9, {text})',
+                )
                 return
 
     def check_arguments(self, pc: int, tool: ToolShape, given: list[Shape | None]) -> None:
@@ -473,44 +505,21 @@ def _needs_numbers(ins: Instruction, what: str) -> str:
     return f"{ins.mnemonic} needs numbers, but {what} (arithmetic works on numbers only)"
 
 
-def _needs_number(ins: Instruction, operand: Operand, shape: Shape | None) -> str:
-    what = describe(shape)
-    hint = "a decimal is text as the tool writes it" if "decimal" in what else "it is text"
-    return (
-        f"{ins.mnemonic} needs numbers, but {operand} is {what} ({hint}); read the number "
-        f"in it first: NUM R9, {operand}, then {ins.mnemonic} with R9"
-    )
-
-
-def _text_with_number(ins: Instruction, text: Operand, shape: Shape | None, number: Operand) -> str:
-    return (
-        f"{ins.mnemonic} compares {text}, which is {describe(shape)}, with {number}, a "
-        "number: text is never equal to a number and has no order; compare it with text "
-        f'({ins.mnemonic} {text}, "..."), or read the number in it first (NUM R9, {text})'
-    )
-
-
-def type_problems(
+def walk_paths(
     flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape] | None = None
-) -> tuple[list[TypeProblem], int | None]:
-    """Every operation the types of the plan's values refuse (see the module doc), by
-    instruction; ``answers``: the shape of each query's answer, by its ``CALL`` (see
-    :func:`~llassembly.analysis.queries.query_sites`).
-
-    Returns:
-        The problems and ``None``; or, when the walk takes more than ``MAX_STEPS`` visits, no
-        problem and the state it stopped at (the plan is refused then).
-    """
+) -> PathWalk:
+    """Walk the paths of ``flow``'s program once (see :class:`PathWalk`); ``answers``: the
+    shape of each query's answer, by its ``CALL`` (see
+    :func:`~llassembly.analysis.queries.query_sites`). Past ``MAX_STEPS`` visits the walk
+    stops (the plan is refused then) and tells no type problem."""
+    walk = PathWalk(flow, layout, answers)
     paths = paths_of(flow)
     if not paths.states:
-        return [], None
-    types = _Types(flow, layout, answers)
-    facts, stopped = fixpoint(paths, types.start(), types.transfer, _Facts.merge, MAX_STEPS)
-    if stopped is not None:  # the facts are not final, so nothing is told
-        return [], stopped
-    types.reporting = True
-    for number, known in facts.items():
-        types.transfer(paths.states[number][0], known)
-    return [
-        TypeProblem(pc, at, message) for (pc, at, _), message in sorted(types.found.items())
-    ], None
+        return walk
+    facts, walk.stopped = fixpoint(paths, walk.start(), walk.transfer, _Facts.merge, MAX_STEPS)
+    if walk.stopped is None:  # else the facts are not final, so nothing is told
+        walk.reporting = True
+        for number, known in facts.items():
+            walk.values(paths.states[number][0], known)
+        walk.problems = [(pc, at, told) for (pc, at, _), told in sorted(walk.found.items())]
+    return walk

@@ -1,22 +1,11 @@
 """Verifier: reject a bad plan before any tool runs, listing every problem at once.
 
-Three stages (see "Checks before the run" in ``docs/language.md``):
-
-* size: a plan of more than :data:`~llassembly.language.limits.MAX_PLAN_INSTRUCTIONS`
-  instructions is refused at once, with that one problem;
-* structure: unknown instructions, operand count and kind, ``CALL`` targets, jump labels,
-  labels defined twice or clashing with data labels, a ``global`` naming no code label, memory
-  operands and placeholders naming nothing;
-* paths, only when the structure leaves the control flow well defined: every path from the
-  entry point is followed over the states of :mod:`llassembly.analysis.paths`, keeping the least
-  data-stack depth, whether no flag-setting instruction has run yet, and which variables may not
-  be written yet (:class:`_PathFacts`): a ``POP`` or a tool ``CALL`` on a short stack, a
-  conditional jump with no flags set, a variable read before it is written, a subroutine
-  running past the end, each on some path; the types of values (:mod:`.typecheck`: arithmetic
-  on text, paths the tools' result shapes do not have, arguments a tool refuses); loops that
-  can never end. A plan the paths cannot be followed for within their limits (nesting,
-  states, steps) is refused, saying which limit: a path the analysis did not follow is never
-  taken for a fine one.
+Three stages, as "Checks before the run" in ``docs/language.md`` lists them: the plan's size,
+its structure, then (when the structure leaves the control flow well defined) its paths, over
+the states of :mod:`llassembly.analysis.paths`: the stack, flags and variables of each path
+and the types of values, in one walk (:mod:`.typecheck`), and loops that never end. A plan
+the paths cannot be followed for within their limits is refused, saying which limit: a path
+the analysis did not follow is never taken for a fine one.
 
 Example:
     >>> from llassembly import parse
@@ -28,14 +17,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.paths import Paths, fixpoint, paths_of
-from llassembly.analysis.queries import query_result_shapes, query_sites
+from llassembly.analysis.cfg import ControlFlow, control_flow, layout_of
+from llassembly.analysis.paths import Paths, outermost, paths_of
+from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import type_problems
+from llassembly.analysis.typecheck import PathWalk as _Walk
+from llassembly.analysis.typecheck import walk_paths
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
 from llassembly.language.limits import (
@@ -104,6 +92,11 @@ class _Checker:
             self.not_kept += 1
             return
         self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
+
+    def report_at(self, pc: int, message: str, position: int = -1) -> None:
+        """:meth:`report` at operand ``position`` of instruction ``pc`` (-1: the instruction)."""
+        ins = self.program.instructions[pc]
+        self.report(ins.line, _column(ins, position), message)
 
     # -- structure --------------------------------------------------------------------------
 
@@ -370,7 +363,8 @@ class _Checker:
         if kind == "mem":  # LEA computes the address only: any offset is fine
             return
         size, cells = label.size, len(label.cells)
-        if all(scale % size == 0 for scale in _scales(mem)) and mem.disp % size:
+        scales = [1 if reg is mem.base else mem.scale for reg in mem.registers]
+        if all(scale % size == 0 for scale in scales) and mem.disp % size:
             message = (
                 f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
                 f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
@@ -451,28 +445,79 @@ class _Checker:
 
     def check_paths(self) -> None:
         """Walk the paths (see the module doc) and report what they may do wrong."""
-        flow, instructions = self.flow, self.program.instructions
+        flow = self.flow
         paths = paths_of(flow)
-        walk = _Walk(flow, self.layout)
-        if paths.states:
-            _, stopped = fixpoint(paths, walk.start, walk.transfer, _PathFacts.merge, MAX_STEPS)
-            if stopped is not None:
-                self.too_many(paths, stopped)
-        for line, column, message in _path_problems(flow, walk):
-            self.report(line, column, message)
-        self.check_limits(paths)
         queries = query_sites(flow, self.layout)
+        answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
+        walk = walk_paths(flow, self.layout, answers)
+        if walk.stopped is not None:
+            self.too_many(paths, walk.stopped)
+        self.check_walk(walk)
+        self.check_limits(paths)
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
-                self.report(instructions[pc].line, _column(instructions[pc], 0), site)
-        problems, stopped = type_problems(flow, self.layout, query_result_shapes(queries))
-        if stopped is not None:
-            self.too_many(paths, stopped)
-        for problem in problems:
-            if problem.pc in walk.short_calls:  # its arguments are not where the check looks
-                continue
-            ins = instructions[problem.pc]
-            self.report(ins.line, _column(ins, problem.position), problem.message)
+                self.report_at(pc, site, 0)
+        for pc, position, message in walk.problems:
+            if pc not in walk.short_calls:  # else its arguments are not where the check looks
+                self.report_at(pc, message, position)
+
+    def check_walk(self, walk: _Walk) -> None:
+        """What the walk found on some path, and every mix of the EAX convention, written for
+        the model that will fix the plan."""
+        flow, instructions = self.flow, self.program.instructions
+        for call, reader, pop in flow.mixed:
+            message = (
+                f"this POP would take a value from the stack, but the result of CALL "
+                f"{flow.tools[call].name} (line {instructions[call].line}) is read in EAX on line "
+                f"{instructions[reader].line}, so it is not on the stack: use one way, either "
+                "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
+            )
+            self.report_at(pop, message)
+        for pc, position in sorted(walk.unwritten_reads):
+            ins = instructions[pc]
+            name = ins.operands[position]
+            shown = name.label if isinstance(name, Mem) else name
+            if isinstance(name, Path | Template):  # the variable read inside it
+                parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
+                shown = next((p for p in parts if str(p).lower() in walk.var), name)
+            message = (
+                f"{shown} is read here before it is written on some path; a variable (a name "
+                f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
+                f"declare it in section .data ({shown} dd 0)"
+            )
+            self.report_at(pc, message, position)
+        for pc in walk.empty_pops:
+            message = (
+                "POP on an empty stack: on some path nothing is on the stack when this line runs"
+            )
+            self.report_at(pc, message + _in_loop(flow, pc))
+        for pc, have in walk.short_calls.items():
+            tool = flow.tools[pc]
+            params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+            count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
+            message = (
+                f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
+                f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
+                "PUSH the arguments, first parameter first, before the CALL"
+            )
+            if least < count:
+                message += (
+                    f" (to leave the last ones to the tool's defaults, push the first N, at least "
+                    f"{least}, and write CALL {tool.name}, N)"
+                )
+            self.report_at(pc, message + _in_loop(flow, pc))
+        for pc in walk.unset_jumps:
+            fix = (
+                "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
+                if flow.effects[pc].flow != "next"
+                else "put a CMP before it (for example CMP R1, 0)"
+            )
+            message = (
+                f"{instructions[pc].mnemonic} tests the flags, but on some path no CMP, TEST "
+                "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
+                f"nothing to test; {fix}"
+            )
+            self.report_at(pc, message)
 
     def check_limits(self, paths: Paths) -> None:
         """A subroutine running past the end, and the paths the analysis could not follow."""
@@ -484,7 +529,7 @@ class _Checker:
                 "runs past the end of the program here without RET, which would stop the whole "
                 "plan; end the subroutine with RET (or HLT to stop the plan on purpose)"
             )
-            self.report(instructions[pc].line, instructions[pc].column, message)
+            self.report_at(pc, message)
         for pc in paths.too_deep:
             label = instructions[pc].operands[0]
             message = (
@@ -493,14 +538,14 @@ class _Checker:
                 "itself nests without end); repeat work with a loop (CMP and a conditional jump "
                 f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
             )
-            self.report(instructions[pc].line, instructions[pc].column, message)
+            self.report_at(pc, message)
         if paths.overflow is not None:
             self.too_many(paths, None)
 
     def too_many(self, paths: Paths, stopped: int | None) -> None:
         """The plan has more paths than the analysis follows: :data:`MAX_STATES` states (when
         ``stopped`` is ``None``), or :data:`MAX_STEPS` visits, stopped at state ``stopped``."""
-        pc = paths.overflow if stopped is None else paths.outermost(stopped)
+        pc = paths.overflow if stopped is None else outermost(paths.states[stopped])
         assert pc is not None  # an overflow is where the states ran out
         fix = (
             "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
@@ -517,9 +562,7 @@ class _Checker:
             f"the program has too many paths to check (over {what}; the check stopped here), "
             f"so it is refused; {fix}"
         )
-        self.report(
-            self.program.instructions[pc].line, self.program.instructions[pc].column, message
-        )
+        self.report_at(pc, message)
 
     def check_loops(self) -> None:
         """Every loop that can never end: one no path leaves, whatever it calls (only a budget
@@ -544,142 +587,7 @@ class _Checker:
             elif not any(flow.effects[pc].changes_state for pc in loop):
                 found[loop] = "nothing in it changes a register or the stack and it calls no tool"
         for loop, why in found.items():
-            first = program.instructions[loop[0]]
-            message = f"this loop ({_span(program, loop)}) can never end: {why}"
-            self.report(first.line, first.column, message)
-
-
-class _PathFacts(NamedTuple):
-    """What the verifier follows on each path (the types of values are :mod:`.typecheck`'s);
-    each only moves one way, so the walk ends."""
-
-    depth: int  # least data-stack depth any path brings
-    unset: bool  # on some path no flag-setting instruction has run yet
-    unwritten: int  # bit i: variable i may not have been written yet on some path
-
-    def merge(self, other: _PathFacts) -> _PathFacts:
-        return _PathFacts(
-            min(self.depth, other.depth),
-            self.unset or other.unset,
-            self.unwritten | other.unwritten,
-        )
-
-
-@dataclass
-class _Walk:
-    """The transfer of :class:`_PathFacts` over the states, and what it finds on some path, by
-    instruction (recorded at every visit: the facts only grow, so the last visit of a state
-    finds everything).
-
-    Attributes:
-        empty_pops: ``POP`` reached with an empty stack on some path.
-        short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
-        unset_jumps: Conditional jumps reached with no flags set on some path.
-        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
-            path, has not been written yet.
-    """
-
-    flow: ControlFlow
-    layout: Layout
-    empty_pops: set[int] = field(default_factory=set)
-    short_calls: dict[int, int] = field(default_factory=dict)
-    unset_jumps: set[int] = field(default_factory=set)
-    unwritten_reads: set[tuple[int, int]] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        variables = sorted(self.layout.variables)
-        self.variable_bit = {name: 1 << i for i, name in enumerate(variables)}
-        self.start = _PathFacts(0, True, (1 << len(variables)) - 1)
-
-    def variable(self, operand: Operand) -> int:
-        """The bit of the variable an operand names (directly or as ``[name]``), or 0."""
-        if isinstance(operand, Name):
-            return self.variable_bit.get(operand.name.lower(), 0)
-        if isinstance(operand, Mem) and operand.label is not None:
-            return self.variable_bit.get(operand.label.lower(), 0)
-        return 0
-
-    def transfer(self, pc: int, facts: _PathFacts) -> _PathFacts:
-        flow = self.flow
-        ins, fx = flow.program.instructions[pc], flow.effects[pc]
-        depth, unset, unwritten = facts
-        for position in fx.reads:
-            if self.variable(ins.operands[position]) & unwritten:
-                self.unwritten_reads.add((pc, position))
-        for position, operand in enumerate(ins.operands):
-            for part in nested(operand):  # a path's base and keys, a template's fills
-                if self.variable(part) & unwritten:
-                    self.unwritten_reads.add((pc, position))
-        for position in fx.writes:
-            if position not in fx.reads:
-                unwritten &= ~self.variable(ins.operands[position])
-        if fx.flags_read and unset:
-            self.unset_jumps.add(pc)
-        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
-        taken, put = flow.stack_effect(pc)
-        if depth < taken:
-            if pc in flow.tools:
-                self.short_calls[pc] = min(depth, self.short_calls.get(pc, depth))
-            else:
-                self.empty_pops.add(pc)
-        return _PathFacts(max(depth - taken, 0) + put, unset, unwritten)
-
-
-def _path_problems(flow: ControlFlow, walk: _Walk) -> Iterable[tuple[int, int, str]]:
-    """``(line, column, message)`` for what the walk found, and every mix of the EAX
-    convention, written for the model that will fix the plan."""
-    instructions = flow.program.instructions
-    for call, reader, pop in flow.mixed:
-        message = (
-            f"this POP would take a value from the stack, but the result of CALL "
-            f"{flow.tools[call].name} (line {instructions[call].line}) is read in EAX on line "
-            f"{instructions[reader].line}, so it is not on the stack: use one way, either "
-            "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
-        )
-        yield instructions[pop].line, instructions[pop].column, message
-    for pc, position in sorted(walk.unwritten_reads):
-        ins = instructions[pc]
-        name = ins.operands[position]
-        shown = name.label if isinstance(name, Mem) else name
-        if isinstance(name, Path | Template):  # the variable read inside it
-            parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
-            shown = next((p for p in parts if str(p).lower() in walk.variable_bit), name)
-        message = (
-            f"{shown} is read here before it is written on some path; a variable (a name "
-            f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
-            f"declare it in section .data ({shown} dd 0)"
-        )
-        yield ins.line, _column(ins, position), message
-    for pc in walk.empty_pops:
-        message = "POP on an empty stack: on some path nothing is on the stack when this line runs"
-        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc, have in walk.short_calls.items():
-        tool = flow.tools[pc]
-        params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
-        count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
-        message = (
-            f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "
-            f"({params}) but on some path only {have} {'is' if have == 1 else 'are'} there; "
-            "PUSH the arguments, first parameter first, before the CALL"
-        )
-        if least < count:
-            message += (
-                f" (to leave the last ones to the tool's defaults, push the first N, at least "
-                f"{least}, and write CALL {tool.name}, N)"
-            )
-        yield instructions[pc].line, instructions[pc].column, message + _in_loop(flow, pc)
-    for pc in walk.unset_jumps:
-        fix = (
-            "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
-            if flow.effects[pc].flow != "next"
-            else "put a CMP before it (for example CMP R1, 0)"
-        )
-        message = (
-            f"{instructions[pc].mnemonic} tests the flags, but on some path no CMP, TEST "
-            "or arithmetic (ADD, SUB, MUL, INC, DEC...) has run before it, so there is "
-            f"nothing to test; {fix}"
-        )
-        yield instructions[pc].line, instructions[pc].column, message
+            self.report_at(loop[0], f"this loop ({_span(program, loop)}) can never end: {why}")
 
 
 def _in_loop(flow: ControlFlow, pc: int) -> str:
@@ -713,26 +621,6 @@ def _span(program: Program, component: tuple[int, ...]) -> str:
     return ("line " if single else "lines ") + ", ".join(parts)
 
 
-def _size_problem(program: Program) -> Diagnostic | None:
-    """The problem of a plan longer than :data:`MAX_PLAN_INSTRUCTIONS`, at its first
-    instruction past the limit; ``None`` for one within it."""
-    count = len(program.instructions)
-    if count <= MAX_PLAN_INSTRUCTIONS:
-        return None
-    first = program.instructions[MAX_PLAN_INSTRUCTIONS]
-    return Diagnostic(
-        first.line,
-        first.column,
-        f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
-        "repeat work with a loop or a subroutine instead of writing it out",
-        program.source_of(first.line),
-    )
-
-
-def _scales(mem: Mem) -> list[int]:
-    return [1 if reg is mem.base else mem.scale for reg in mem.registers]
-
-
 def check(
     program: Program, tools: Mapping[str, ToolShape] | Iterable[ToolShape]
 ) -> tuple[Diagnostic, ...]:
@@ -751,9 +639,14 @@ def check(
         UsageError: ``tools`` is neither a mapping nor a list of tools.
     """
     by_name = tool_shapes(tools)
-    too_long = _size_problem(program)
-    if too_long is not None:  # refused before any of it is checked (a repair asks for less)
-        return (too_long,)
+    count = len(program.instructions)
+    if count > MAX_PLAN_INSTRUCTIONS:  # refused at once, at the first instruction past the limit
+        first = program.instructions[MAX_PLAN_INSTRUCTIONS]  # (a repair asks for less)
+        message = (
+            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
+            "repeat work with a loop or a subroutine instead of writing it out"
+        )
+        return (Diagnostic(first.line, first.column, message, program.source_of(first.line)),)
     checker = _Checker(program, by_name)
     checker.check_unknown()
     checker.check_labels()
