@@ -23,7 +23,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -53,10 +53,6 @@ from llassembly.integration.record import (
     TurnResult,
 )
 from llassembly.machine.text import final_answer_of
-
-if TYPE_CHECKING:
-    from langchain.agents.middleware import ModelRequest
-
 
 _M = TypeVar("_M", bound=BaseMessage)
 
@@ -350,11 +346,6 @@ def split_system(
     return context, [m for m in messages if not isinstance(m, SystemMessage)]
 
 
-def as_any(messages: list[BaseMessage]) -> list[AnyMessage]:
-    """The planner's messages as the type ``ModelRequest`` declares (they are already)."""
-    return cast("list[AnyMessage]", messages)
-
-
 # -- the end of a turn ------------------------------------------------------------------
 
 
@@ -376,14 +367,6 @@ class Answered:
     def reply(self) -> AIMessage:
         """The model's reply."""
         return next(m for m in reversed(self.messages) if isinstance(m, AIMessage))
-
-
-def answer_request(request: ModelRequest[Any], messages: AnswerRequest) -> ModelRequest[Any]:
-    """The final answer call inside ``create_agent``: the agent's own system prompt and
-    ``response_format``, the calls shown as text, no tools."""
-    return request.override(
-        messages=cast("list[AnyMessage]", list(messages)), tools=[], tool_choice=None
-    )
 
 
 def answered(response: Any) -> Answered:
