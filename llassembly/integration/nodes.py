@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections import OrderedDict
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypedDict
@@ -55,7 +55,6 @@ from llassembly.integration.turn import (
     TurnView,
     step,
 )
-from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.externs import ToolSpec
 
 RAISE_KEY: Final = f"{KEY}_raise"
@@ -122,7 +121,7 @@ class TurnGraph:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
         names = ["model", "approve", "execute"]
         for name in names:
-            builder.add_node(name, Node(self._run, self._arun))
+            builder.add_node(name, Node(self._body, self._serve, self._aserve))
             builder.add_conditional_edges(name, _route, [*names, END])
         builder.add_conditional_edges(START, _route, [*names, END])
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
@@ -133,9 +132,10 @@ class TurnGraph:
         configurable = {**base.get("configurable", {}), TURN_KEY: run}
         return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
 
-    def _body(self, state: TurnState, run: TurnRun) -> Generator[Any, Any, TurnState]:
+    def _body(self, state: TurnState, config: RunnableConfig) -> Generator[Any, Any, TurnState]:
         """A node's work, sans-IO: the step due, with a person's decision asked here and the
         model's messages or the plan to run yielded to the driver."""
+        run: TurnRun = config["configurable"][TURN_KEY]
         conversation = [*state.get("conversation", []), *state.get("new_messages", [])]
         view = TurnView(self.planner, run.calls.externs, conversation, graph=True)
         due_now = step(state["record"], Proceed(), view)
@@ -160,7 +160,7 @@ class TurnGraph:
         done = step(due_now.record, event, view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
-    def _run(self, state: TurnState, config: RunnableConfig) -> TurnState:
+    def _serve(self, config: RunnableConfig) -> Callable[[Any], Any]:
         run: TurnRun = config["configurable"][TURN_KEY]
 
         def serve(asked: Any) -> Any:
@@ -169,9 +169,9 @@ class TurnGraph:
                 return run_plan(graph, run.calls, config)
             return run.model.invoke(asked)
 
-        return drive(self._body(state, run), serve)
+        return serve
 
-    async def _arun(self, state: TurnState, config: RunnableConfig) -> TurnState:
+    def _aserve(self, config: RunnableConfig) -> Callable[[Any], Awaitable[Any]]:
         run: TurnRun = config["configurable"][TURN_KEY]
 
         async def serve(asked: Any) -> Any:
@@ -180,7 +180,7 @@ class TurnGraph:
                 return await arun_plan(graph, run.calls, config)
             return await run.model.ainvoke(asked)
 
-        return await adrive(self._body(state, run), serve)
+        return serve
 
 
 # -- the node ------------------------------------------------------------------------------------
