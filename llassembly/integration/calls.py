@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -48,9 +48,6 @@ from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern
 from llassembly.machine.state import ToolCall
 from llassembly.machine.values import label, short_repr
-
-if TYPE_CHECKING:
-    from llassembly.integration.planner import Planner
 
 ENDS_RUN: Final = "ends_run"
 """In a plan call's tag: its tool is ``return_direct`` (its result ends the run)."""
@@ -184,6 +181,15 @@ def _listed(value: Any) -> list[Any]:
 # -- running a call ------------------------------------------------------------------------------
 
 
+class _Planner(Protocol):
+    """What a call needs of its :class:`~llassembly.integration.planner.Planner`: its options
+    (``tool_middleware``) and the recording copies of its tools."""
+
+    options: Any
+
+    def recording_tool_of(self, tool: BaseTool) -> BaseTool: ...
+
+
 @dataclass
 class CallContext:
     """What a plan's calls need from their driver (live objects, never in graph state).
@@ -198,7 +204,7 @@ class CallContext:
         errors: The live exceptions of failed calls, by call id (to raise them as they are).
     """
 
-    planner: Planner
+    planner: _Planner
     externs: Mapping[str, Extern]
     prefix: str = ""
     state: Any = None
