@@ -1,19 +1,8 @@
-"""The messages of a planner turn: what the planner model is shown, how the turn ends, and
-what it says to the user.
+"""The messages of a planner turn: what the planner model is shown (the trust boundary: never
+what a tool wrote, see ``docs/security.md``), how the turn ends, and what it says to the user.
 
-* **The planner's requests**: the conversation without tool-call blocks (:func:`planner_view`:
-  the planner model is offered no tools, and Anthropic and Bedrock refuse a request that holds
-  tool-use / tool-result blocks but defines no tools), the repair and replan requests, and
-  what a reply holds (native tool calls in a planner reply never run).
-* **The end of a turn**: ``final_answer="plan"`` (the default) ends it with the text the plan
-  said (``SAY``), or a summary of its calls; ``final_answer="model"`` asks the model once more
-  after the plan, like a joiner (:func:`answer_messages`). With ``create_agent``'s
-  ``response_format``, the plan's answer fills ``structured_response`` when it is JSON that
-  validates into the schema; otherwise the final model call carries the agent's
-  ``response_format``, so the agent's own strategy produces and validates it.
-* **The final message** (:func:`final_message`), with what happened in its metadata.
-
-Every message a turn adds carries ``response_metadata["llassembly"]`` with its ``kind``.
+Every message a turn adds carries ``response_metadata["llassembly"]`` with its ``kind``; the
+message that ends the turn carries a :class:`~llassembly.integration.record.TurnResult`.
 """
 
 from __future__ import annotations
@@ -22,7 +11,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import (
@@ -133,13 +122,7 @@ def failure_words(failure: Mapping[str, Any]) -> str:
 
 def model_reply(response: Any) -> AIMessage:
     """The AIMessage inside whatever a model handler returned."""
-    if isinstance(response, AIMessage):
-        return response
-    inner = getattr(response, "model_response", response)
-    for message in reversed(getattr(inner, "result", [])):
-        if isinstance(message, AIMessage):
-            return message
-    raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")
+    return answered(response).reply
 
 
 # -- what the planner model is shown ----------------------------------------------------------
@@ -307,31 +290,21 @@ def not_words(text: str) -> None:
     if not what and mostly_code and any(_CALL_TEXT.match(line) for line in prose.splitlines()):
         what = "a tool call written as text"
     if what:
-        raise NotWords(
-            (
-                Diagnostic(
-                    1,
-                    1,
-                    f"the reply holds {what}, neither a program nor an answer in words: write "
-                    "the program in one ```asm block (tools run only through CALL), or answer "
-                    "the user in words",
-                ),
-            )
+        problem = (
+            f"the reply holds {what}, neither a program nor an answer in words: write the "
+            "program in one ```asm block (tools run only through CALL), or answer the user in "
+            "words"
         )
+        raise NotWords((Diagnostic(1, 1, problem),))
 
 
 def native_calls_error(names: Sequence[str]) -> PlanRejected:
-    listed = ", ".join(dict.fromkeys(names))
-    return PlanRejected(
-        (
-            Diagnostic(
-                1,
-                1,
-                f"the reply called tools directly ({listed}) instead of writing a program; "
-                "tools run only through CALL inside one ```asm block",
-            ),
-        )
+    """The problem of a reply that called tools directly (such calls never run)."""
+    problem = (
+        f"the reply called tools directly ({', '.join(dict.fromkeys(names))}) instead of "
+        "writing a program; tools run only through CALL inside one ```asm block"
     )
+    return PlanRejected((Diagnostic(1, 1, problem),))
 
 
 def split_system(
@@ -361,7 +334,6 @@ class Answered:
 
     messages: list[AnyMessage]
     structured: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reply(self) -> AIMessage:
