@@ -1,29 +1,14 @@
 """Graph compiler: a verified program becomes a LangGraph ``StateGraph`` (the graph path).
 
-Three granularities, same tool calls, messages and final state:
-
-* ``"instruction"``: a node per instruction (the LLAssembly way). Jumps, ``CALL label`` and
-  ``RET`` are conditional edges labelled *taken* / *not taken*. Best for drawing and stepping;
-  one LangGraph superstep per instruction.
-* ``"block"`` (default): a node per *call step*: the pure instructions from a resume point
-  (the entry, or just after a tool ``CALL``) up to and including the next tool ``CALL``,
-  jumps followed inside the step. Every completed tool call ends a superstep, so every completed
-  call is checkpointed, at one superstep per call.
-* ``"program"``: one node runs the whole plan. Fastest; no checkpoint between calls.
-
-With ``parallel_tools``, at ``"block"`` and ``"instruction"`` a batch of several calls runs as
-one LangGraph task per call (``Send`` to the ``call`` node, all in one superstep, so at once);
-the ``join`` node then gives their results to the machine in program order and runs on. When a
-call of a batch interrupts, LangGraph keeps what the calls that completed wrote, so a resume
-runs only the interrupted one again. A node makes at most one round of calls (one call, or one
-batch), so every completed call is checkpointed before the next starts.
-
-Each call runs through :mod:`llassembly.integration.calls` (the one tool path); its
-``ToolMessage`` is what the plan reads and what the run records. The graph state is plain data
-(:class:`PlanState`): the emulator snapshot, the messages made so far, and a failure record.
-Everything that belongs to one run (how to execute a tool, the call-id prefix, the live
-machine between nodes) travels in the config under :data:`RUN_KEY`, so a graph is compiled
-once per program and reused by every run.
+``granularity`` says what one node runs: one instruction (jumps drawn as *taken* / *not taken*
+edges), the pure instructions up to and with the next tool ``CALL`` (``"block"``: every
+completed call ends a superstep, so it is checkpointed), or the whole plan (see
+``docs/durability.md``). With ``parallel_tools`` a batch of calls runs as one ``call`` task each,
+in one superstep (a resume after an interrupt runs only the interrupted one again); the
+``join`` node gives their results to the machine in program order. Every call takes the one
+tool path (:mod:`llassembly.integration.calls`). The state is plain data (:class:`PlanState`);
+what belongs to one run travels in the config under :data:`RUN_KEY`, so a graph is compiled
+once per program.
 """
 
 from __future__ import annotations
