@@ -617,3 +617,9 @@ def plan_call_messages(
         if ours:
             found.append(message)  # type: ignore[arg-type]
     return found
+
+
+def without_plan_calls(messages: Sequence[_M], prefixes: Sequence[str]) -> list[_M]:
+    """``messages`` less those recording the turn's plan calls (``infer_tools_messages=False``)."""
+    dropped = {id(m) for m in plan_call_messages(messages, prefixes)}
+    return [m for m in messages if id(m) not in dropped]

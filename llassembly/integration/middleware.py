@@ -54,6 +54,7 @@ from llassembly.integration.calls import (
     outcome_of,
     plan_call_messages,
     run_call,
+    without_plan_calls,
 )
 from llassembly.integration.graph import Granularity, PlanGraph, arun_plan, run_plan
 from llassembly.integration.messages import (
@@ -479,8 +480,7 @@ def visit(
         rec["transient"] = [str(note.id)]
     if isinstance(action, Finish) and not view.planner.options.infer_tools_messages:
         removals += [m.id for m in plan_call_messages(view.messages, rec["prefixes"]) if m.id]
-        dropped = {id(m) for m in plan_call_messages(out, rec["prefixes"])}
-        out = [m for m in out if id(m) not in dropped]
+        out = without_plan_calls(out, rec["prefixes"])
     out = [_with_id(m) for m in out]
     rec["anchor"] = out[-1].id if out else rec["anchor"]
     # The next visit makes no model call: held one below (see counter_updates); a query is one.

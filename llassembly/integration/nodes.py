@@ -30,7 +30,7 @@ from langgraph.types import Command, Send, interrupt
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, Failure, UsageError, error_of
 from llassembly.integration.approval import read_decision
-from llassembly.integration.calls import CallContext, plan_call_messages
+from llassembly.integration.calls import CallContext, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
 from llassembly.integration.messages import Answered, model_reply, planner_view, split_system
 from llassembly.integration.options import (
@@ -214,24 +214,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         (every planner option)
 
-    A failed turn under ``on_tool_error="raise"``: LangGraph keeps nothing of a node that
-    raises, so the node instead returns the turn's messages (the plan, the completed calls, the
-    failure message: the checkpoint keeps them) with a ``Send`` to its own node carrying the
-    failure, and that task raises the error in the next step (the live exception, with the
-    messages as ``error.messages``; rebuilt from its record in another process). Then:
-
-    * ``invoke``/``ainvoke`` raise the error, as a raising node does;
-    * nodes that the planner node's edges lead to are scheduled in that same step, beside the
-      raising task, as siblings of any failing node are: they may start (a synchronous one may
-      finish) before the error stops the run. Route after the planner with a conditional edge
-      on the last message's ``response_metadata["llassembly"]["status"]`` (``"finished"`` or
-      not) to keep them out;
-    * ``invoke(None, config)`` retries the failed step: it raises the same error again and runs
-      no tool and no model; new input starts a new turn;
-    * a ``RetryPolicy`` on the node retries only the raising, not the plan.
-
-    Called outside a graph (no ``langgraph_node`` in the config metadata) the node raises at
-    once.
+    A failed turn under ``on_tool_error="raise"`` (LangGraph keeps nothing of a node that
+    raises) returns the turn's messages with a ``Send`` to its own node carrying the failure,
+    and that task raises the error in the next step (the live exception, with the messages as
+    ``error.messages``; rebuilt from its record in another process): see
+    ``docs/durability.md`` for what a graph sees then. Called outside a graph the node raises
+    at once.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -299,36 +287,28 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
         return turn_input, self.turn.config_for(run, ensure_config(config)), run
 
-    def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
-        messages: list[AnyMessage] = list(final.get("new_messages", []))
-        record = final["record"]
-        if not self.options.infer_tools_messages:
-            calls = {id(m) for m in plan_call_messages(messages, record["prefixes"])}
-            messages = [m for m in messages if id(m) not in calls]
-        if record["raise_failure"] and record["failure"] is not None:
-            error = run.error or error_of(record["failure"])
-            error.messages = messages  # type: ignore[attr-defined]
-            raise error
-        return {"messages": messages}
-
     def _update(
         self, final: dict[str, Any], run: TurnRun, config: RunnableConfig
     ) -> dict[str, Any] | Command[str]:
         """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
         the node's next task, so that its messages are kept (see the class docstring)."""
-        try:
-            return self._finish(final, run)
-        except ExecutionError as error:
-            node = (config.get("metadata") or {}).get("langgraph_node")
-            if not isinstance(node, str):
-                raise  # outside a graph: there is no checkpoint to keep
-            key = uuid.uuid4().hex
-            self._live[key] = error
-            while len(self._live) > _LIVE_ERRORS:
-                self._live.popitem(last=False)
-            messages: list[AnyMessage] = error.messages  # type: ignore[attr-defined]
-            marker = _Raise(id=key, failure=final["record"]["failure"], messages=messages)
-            return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
+        record = final["record"]
+        messages: list[AnyMessage] = list(final.get("new_messages", []))
+        if not self.options.infer_tools_messages:
+            messages = without_plan_calls(messages, record["prefixes"])
+        if not record["raise_failure"] or record["failure"] is None:
+            return {"messages": messages}
+        error = run.error or error_of(record["failure"])
+        error.messages = messages  # type: ignore[attr-defined]
+        node = (config.get("metadata") or {}).get("langgraph_node")
+        if not isinstance(node, str):
+            raise error  # outside a graph: there is no checkpoint to keep
+        key = uuid.uuid4().hex
+        self._live[key] = error
+        while len(self._live) > _LIVE_ERRORS:
+            self._live.popitem(last=False)
+        marker = _Raise(id=key, failure=record["failure"], messages=messages)
+        return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
 
     def _raise_handed(self, state: Any) -> None:
         """Raise the error a failed turn handed to this task (see the class docstring); return
