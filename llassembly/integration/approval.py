@@ -1,26 +1,11 @@
 """Plan approval: one human decision about the whole plan, before its first call.
 
-With ``approve_plan=True`` (or a list of tool names: only plans that can call one of them) the
-planner pauses with LangGraph's ``interrupt()`` once a plan has been written, verified and
-checked against the policies, and before anything runs. The interrupt's value is
-:func:`approval_request`: plain JSON data holding the plan text and its summary.
-``Command(resume=decision)`` answers it, in the shape of LangChain's own approval decisions:
-
-* ``{"type": "approve"}``: the plan runs;
-* ``{"type": "edit", "plan": "..."}``: the reviewer's plan text replaces it; it is parsed,
-  verified and checked against the policies again, and runs when it passes. When it does not,
-  the reviewer is asked again, with the problems in the request's ``problems``;
-* ``{"type": "reject", "message": "..."}``: nothing runs; the turn ends with the message, or,
-  under ``on_tool_error="replan"`` (while replans are left), the model is told and writes a new
-  plan, which is approved in turn.
-
-Where the pause happens: on the agent path in the planner's ``after_model`` hook (the plan and
-its request are saved first, so a resume in any process neither calls the model again nor
-needs the tools); on the graph path and in the nodes in an ``approve`` step of the turn graph.
-
-An approved plan's calls still pass the agent's tool node; :func:`unless_plan_approved` wraps
-a ``HumanInTheLoopMiddleware`` ``interrupt_on`` mapping so that its per-call questions are not
-asked again for the calls of a plan a person has approved.
+With ``approve_plan`` the planner pauses (``interrupt()``) once a plan is written, verified and
+checked against the policies, and before anything runs; the interrupt's value is
+:func:`approval_request` and ``Command(resume=decision)`` answers it with ``approve``, ``edit``
+(the new plan is checked again; the reviewer is asked again when it does not pass) or
+``reject`` (see ``docs/approval.md``). :func:`unless_plan_approved` keeps
+``HumanInTheLoopMiddleware`` from asking again about the calls of an approved plan.
 """
 
 from __future__ import annotations
@@ -29,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.messages import HumanMessage
-from langgraph.types import interrupt
 
 from llassembly.errors import PlanError, UsageError
 from llassembly.integration.messages import repair_request
@@ -38,7 +22,6 @@ from llassembly.language.program import Program
 
 if TYPE_CHECKING:
     from llassembly.analysis.summary import PlanSummary
-    from llassembly.language.program import PlainAnswer
 
 
 APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
@@ -65,9 +48,7 @@ def needs_approval(approve_plan: bool | tuple[str, ...], summary: PlanSummary) -
     return any(summary.tool(name) is not None for name in approve_plan)
 
 
-def approval_request(
-    plan: str, summary: PlanSummary, problems: tuple[str, ...] = ()
-) -> dict[str, Any]:
+def approval_request(plan: str, summary: PlanSummary) -> dict[str, Any]:
     """The interrupt value asking a person to approve a plan (JSON-serialisable).
 
     Keys: ``type`` (always ``"plan_approval"``), ``plan`` (the plan text), ``summary``
@@ -80,7 +61,7 @@ def approval_request(
         "summary": summary.to_dict(),
         "description": summary.render(),
         "allowed_decisions": list(APPROVAL_DECISIONS),
-        "problems": list(problems),
+        "problems": [],
     }
 
 
@@ -106,13 +87,6 @@ def read_decision(value: Any) -> dict[str, Any]:
     if decision["type"] == "reject" and not isinstance(decision.get("message", ""), str):
         raise UsageError("the 'message' of a 'reject' decision must be text")
     return decision
-
-
-def edit_problems(error: PlanError | None) -> tuple[str, ...]:
-    """Why an edited plan cannot run, for the next approval request."""
-    if error is None:
-        return ("the edited text holds no instruction: write a program, or reject the plan",)
-    return (repair_request(error).rsplit("\n\n", 1)[0],)
 
 
 def edit_note(plan: str) -> HumanMessage:
@@ -142,27 +116,12 @@ def decide(
         return "reject", rejection_failure(str(decision.get("message", "")))
     text = str(decision["plan"])
     try:
-        parsed: Program | PlainAnswer = check(text)
-    except PlanError as error:
-        problems = edit_problems(error)
-    else:
-        if isinstance(parsed, Program):
+        if isinstance(check(text), Program):
             return "edit", text
-        problems = edit_problems(None)
-    return "again", {**request, "problems": list(problems), "rejected_edit": text}
-
-
-def ask_approval(request: Mapping[str, Any], check: Callable[[str], Any]) -> tuple[str, Any]:
-    """Ask a person (``interrupt()``) until the decision is approve, a valid edit or reject.
-
-    Each refused edit asks again, with its problems; LangGraph replays the earlier answers
-    when the node runs again on resume, so every question is asked once.
-    """
-    while True:
-        kind, result = decide(request, read_decision(interrupt(dict(request))), check)
-        if kind != "again":
-            return kind, result
-        request = result
+        problem = "the edited text holds no instruction: write a program, or reject the plan"
+    except PlanError as error:
+        problem = repair_request(error).rsplit("\n\n", 1)[0]
+    return "again", {**request, "problems": [problem], "rejected_edit": text}
 
 
 # -- HumanInTheLoopMiddleware: no second question for an approved plan's calls ------------------

@@ -1,23 +1,9 @@
 """A plan's call, from the machine's request to the plan's values: the one tool path.
 
-Every way a plan runs (the agent path, a plan graph inside the planner nodes or the
-middleware's ``execution="graph"``) makes its calls here; the drivers only decide *where* the
-tool runs:
-
-* on the agent path the agent's own tool node runs it (with the agent's ``wrap_tool_call``
-  middleware, approvals, limits and injection), and hands it to the planner's
-  ``wrap_tool_call``, which calls :func:`run_call` with the tool node's handler;
-* in a plan graph, :func:`run_call` gets :func:`invoke_tool`, which invokes the tool as the
-  tool node would (with its ``ToolRuntime``, the call's config).
-
-:func:`run_call` wraps the handler in the planner's ``tool_middleware``, notes the tool's own
-return value (:func:`llassembly.compat.recording_tool`), turns a tool's exception into the
-call's failure (an error ``ToolMessage``, so the plan's ``on_tool_error`` decides), and tags the
-``ToolMessage`` with the call's place, whether the tool ran, and, when its text would read
-differently, the values the plan gets. :func:`outcome_of` reads any plan call's
-``ToolMessage`` back into what the machine takes: the one "did it run" rule and the one
-decoding by the tool's declared result type. :func:`call_id` is the one call-id formatter,
-:func:`call_request` the one ``AIMessage`` that carries calls.
+Every way a plan runs (the agent path, a plan graph) makes its calls here; the drivers only
+decide *where* the tool runs: the agent's tool node gives the planner's ``wrap_tool_call`` its
+handler for :func:`run_call`, a plan graph gives it :func:`invoke_tool`. :func:`outcome_of`
+reads any plan call's ``ToolMessage`` back into what the machine takes.
 """
 
 from __future__ import annotations
@@ -26,7 +12,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
@@ -41,7 +27,6 @@ from pydantic import BaseModel
 from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.compat import (
     Recorded,
-    bubbling_errors,
     direct_function,
     is_recording,
     noted_directly,
@@ -59,7 +44,7 @@ from llassembly.errors import (
     failure_of,
 )
 from llassembly.integration.record import FAILURE_ARTIFACT, KEY
-from llassembly.machine.emulator import Failed, tool_error
+from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
 
@@ -196,11 +181,10 @@ def _listed(value: Any) -> list[Any]:
 
 
 class _Planner(Protocol):
-    """What a call needs of its planner (a :class:`~llassembly.integration.planner.Planner`):
-    its options (``tool_middleware``) and the recording copies of its tools."""
+    """What a call needs of its :class:`~llassembly.integration.planner.Planner`: its options
+    (``tool_middleware``) and the recording copies of its tools."""
 
-    @property
-    def options(self) -> Any: ...
+    options: Any
 
     def recording_tool_of(self, tool: BaseTool) -> BaseTool: ...
 
@@ -256,17 +240,11 @@ def run_call(
     handler: Callable[[ToolCallRequest], _Result],
 ) -> _Result:
     """Run one plan call through the planner's ``tool_middleware`` and ``handler`` (where it
-    runs); return its tagged result (see the module docstring)."""
-    noted = Recorded()
+    runs); return its result tagged with the call's place, whether the tool ran and, when its
+    text would read differently, the values the plan gets. A tool's exception becomes the
+    call's failure (an error ``ToolMessage``), so the plan's ``on_tool_error`` decides."""
     chained = _chain(ctx.planner.options.tool_middleware, "wrap_tool_call", handler)
-    try:
-        with recording(noted):
-            result = chained(_recording(ctx, request))
-    except bubbling_errors():
-        raise
-    except Exception as exc:
-        return _failed(ctx, call, request, exc, noted)
-    return _tagged(ctx, call, request, result, noted)
+    return drive(_running(ctx, call, request), chained)
 
 
 async def arun_call(
@@ -276,13 +254,20 @@ async def arun_call(
     handler: Callable[[ToolCallRequest], Awaitable[_Result]],
 ) -> _Result:
     """Async :func:`run_call`."""
-    noted = Recorded()
     chained = _chain(ctx.planner.options.tool_middleware, "awrap_tool_call", handler)
+    return await adrive(_running(ctx, call, request), chained)
+
+
+def _running(
+    ctx: CallContext, call: ToolCall, request: ToolCallRequest
+) -> Generator[ToolCallRequest, _Result, _Result]:
+    """A call's life, sans-IO: yields the request (with the recording copy of its tool) and
+    takes the chained handler's result, noting what the tool did (interrupts pass: see
+    :func:`~llassembly.machine.emulator.drive`)."""
+    noted = Recorded()
     try:
         with recording(noted):
-            result = await chained(_recording(ctx, request))
-    except bubbling_errors():
-        raise
+            result = yield _recording(ctx, request)
     except Exception as exc:
         return _failed(ctx, call, request, exc, noted)
     return _tagged(ctx, call, request, result, noted)
@@ -313,33 +298,24 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
     )
 
 
-def invoke_tool(ctx: CallContext, config: RunnableConfig) -> Callable[[ToolCallRequest], _Result]:
-    """The handler that runs a plan graph's call: the tool invoked with the tool call, its
-    ``ToolRuntime`` injected, as the agent's tool node invokes it (its function called
-    directly when nothing could observe the difference: see
+def invoke_tool(
+    ctx: CallContext, config: RunnableConfig, *, asynchronous: bool = False
+) -> Callable[[ToolCallRequest], Any]:
+    """The handler that runs a plan graph's call (awaitable when ``asynchronous``): the tool
+    invoked with the tool call, its ``ToolRuntime`` injected, as the agent's tool node invokes
+    it (its function called directly when nothing could observe the difference: see
     :func:`llassembly.compat.direct_function`)."""
 
-    def invoke(request: ToolCallRequest) -> _Result:
+    async def awaited(call: dict[str, Any], output: Awaitable[Any]) -> ToolMessage:
+        return _directly(call, await output)
+
+    def invoke(request: ToolCallRequest) -> Any:
         tool, call = _injected(ctx, request)
-        direct = None if ctx.observed else ctx.direct(tool, False)
-        if direct is not None:
-            return _directly(call, direct(**call["args"]))
-        return tool.invoke(call, config)  # type: ignore[no-any-return]
-
-    return invoke
-
-
-def ainvoke_tool(
-    ctx: CallContext, config: RunnableConfig
-) -> Callable[[ToolCallRequest], Awaitable[_Result]]:
-    """Async :func:`invoke_tool`."""
-
-    async def invoke(request: ToolCallRequest) -> _Result:
-        tool, call = _injected(ctx, request)
-        direct = None if ctx.observed else ctx.direct(tool, True)
-        if direct is not None:
-            return _directly(call, await direct(**call["args"]))
-        return await tool.ainvoke(call, config)  # type: ignore[no-any-return]
+        direct = None if ctx.observed else ctx.direct(tool, asynchronous)
+        if direct is None:
+            return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
+        output = direct(**call["args"])
+        return awaited(call, output) if asynchronous else _directly(call, output)
 
     return invoke
 
@@ -640,3 +616,9 @@ def plan_call_messages(
         if ours:
             found.append(message)  # type: ignore[arg-type]
     return found
+
+
+def without_plan_calls(messages: Sequence[_M], prefixes: Sequence[str]) -> list[_M]:
+    """``messages`` less those recording the turn's plan calls (``infer_tools_messages=False``)."""
+    dropped = {id(m) for m in plan_call_messages(messages, prefixes)}
+    return [m for m in messages if id(m) not in dropped]

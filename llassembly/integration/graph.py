@@ -1,29 +1,14 @@
 """Graph compiler: a verified program becomes a LangGraph ``StateGraph`` (the graph path).
 
-Three granularities, same tool calls, messages and final state:
-
-* ``"instruction"``: a node per instruction (the LLAssembly way). Jumps, ``CALL label`` and
-  ``RET`` are conditional edges labelled *taken* / *not taken*. Best for drawing and stepping;
-  one LangGraph superstep per instruction.
-* ``"block"`` (default): a node per *call step*: the pure instructions from a resume point
-  (the entry, or just after a tool ``CALL``) up to and including the next tool ``CALL``,
-  jumps followed inside the step. Every completed tool call ends a superstep, so every completed
-  call is checkpointed, at one superstep per call.
-* ``"program"``: one node runs the whole plan. Fastest; no checkpoint between calls.
-
-With ``parallel_tools``, at ``"block"`` and ``"instruction"`` a batch of several calls runs as
-one LangGraph task per call (``Send`` to the ``call`` node, all in one superstep, so at once);
-the ``join`` node then gives their results to the machine in program order and runs on. When a
-call of a batch interrupts, LangGraph keeps what the calls that completed wrote, so a resume
-runs only the interrupted one again. A node makes at most one round of calls (one call, or one
-batch), so every completed call is checkpointed before the next starts.
-
-Each call runs through :mod:`llassembly.integration.calls` (the one tool path); its
-``ToolMessage`` is what the plan reads and what the run records. The graph state is plain data
-(:class:`PlanState`): the emulator snapshot, the messages made so far, and a failure record.
-Everything that belongs to one run (how to execute a tool, the call-id prefix, the live
-machine between nodes) travels in the config under :data:`RUN_KEY`, so a graph is compiled
-once per program and reused by every run.
+``granularity`` says what one node runs: one instruction (jumps drawn as *taken* / *not taken*
+edges), the pure instructions up to and with the next tool ``CALL`` (``"block"``: every
+completed call ends a superstep, so it is checkpointed), or the whole plan (see
+``docs/durability.md``). With ``parallel_tools`` a batch of calls runs as one ``call`` task each,
+in one superstep (a resume after an interrupt runs only the interrupted one again); the
+``join`` node gives their results to the machine in program order. Every call takes the one
+tool path (:mod:`llassembly.integration.calls`). The state is plain data (:class:`PlanState`);
+what belongs to one run travels in the config under :data:`RUN_KEY`, so a graph is compiled
+once per program.
 """
 
 from __future__ import annotations
@@ -45,13 +30,13 @@ from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, QueryFailed, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
-    ainvoke_tool,
     arun_call,
     as_message,
     call_id,
     call_request,
     failure_message,
     invoke_tool,
+    jsonable,
     message_text,
     outcome_of,
     query_message,
@@ -59,6 +44,7 @@ from llassembly.integration.calls import (
     tool_request,
 )
 from llassembly.integration.query import arun_query, run_query
+from llassembly.integration.record import KEY
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.machine.emulator import (
     Emulator,
@@ -131,7 +117,6 @@ class PlanRun:
             ``Command``) as the planner's tool path makes it, or the tool's raw result.
         aexecute: The same, awaited (used under ``ainvoke``).
         call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
-        record_messages: Add an ``AIMessage``/``ToolMessage`` pair per executed call.
         announce: Called with each executed call and its message, as it completes.
         error: Set to the live exception when the run fails (state keeps a plain record).
         errors: The live exception of each failed call, by call id, until the plan raises it
@@ -141,7 +126,6 @@ class PlanRun:
     execute: Callable[[ToolCall, RunnableConfig], Any]
     aexecute: Callable[[ToolCall, RunnableConfig], Awaitable[Any]]
     call_id_prefix: str = "asm_"
-    record_messages: bool = True
     announce: Callable[[ToolCall, ToolMessage], None] | None = None
     error: ExecutionError | None = field(default=None, repr=False)
     errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
@@ -255,9 +239,9 @@ class PlanGraph:
 
     def _body(
         self, state: _NodeInput, run: PlanRun
-    ) -> Generator[list[ToolCall], list[ToolMessage], tuple[PlanState, list[CallInput]]]:
+    ) -> Generator[list[ToolCall], list[Outcome], tuple[PlanState, list[CallInput]]]:
         """One node's work, written once for sync and async: yields each batch of calls
-        (one call without ``parallel_tools``), takes their messages.
+        (one call without ``parallel_tools``), takes their outcomes.
 
         Returns the update and the calls to run as a task each (none when empty). At
         ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
@@ -289,7 +273,9 @@ class PlanGraph:
                         for index, values, number in emulator.state.slots()
                     ]
                     break
-                self._take(emulator, run, batch, (yield batch), messages)
+                outcomes = yield batch
+                results = [self._message(run, c, o) for c, o in zip(batch, outcomes, strict=True)]
+                self._take(emulator, run, batch, results, messages)
                 if self._one_call:
                     break
         except ExecutionError as exc:
@@ -325,9 +311,8 @@ class PlanGraph:
                 the results before it were given.
         """
         externs = self.compiled.externs
-        if run.record_messages:
-            query = externs[batch[0].tool].query
-            messages += [call_request(batch, run.call_id_prefix, query=query), *results]
+        query = externs[batch[0].tool].query
+        messages += [call_request(batch, run.call_id_prefix, query=query), *results]
         for call, message in zip(batch, results, strict=True):
             outcome = outcome_of(externs.get(call.tool), message, call)
             if isinstance(outcome, Failed) and not emulator.tests_failure():
@@ -369,7 +354,10 @@ class PlanGraph:
         machine's pc (it ran ahead of a call), the ``join`` node runs on from there.
         """
 
-        def finish(update: PlanState, dispatch: Sequence[CallInput] = ()) -> Command[Any]:
+        def body(
+            state: _NodeInput, config: RunnableConfig
+        ) -> Generator[list[ToolCall], list[Outcome], Command[Any]]:
+            update, dispatch = yield from self._body(state, config["configurable"][RUN_KEY])
             machine = update["machine"]
             if dispatch:
                 return Command(update=update, goto=[Send(_CALL, call) for call in dispatch])
@@ -382,27 +370,7 @@ class PlanGraph:
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
 
-        def sync(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
-            run: PlanRun = config["configurable"][RUN_KEY]
-            tools = _tools_config(config)
-
-            def execute(batch: list[ToolCall]) -> list[ToolMessage]:
-                outcomes = batch_results(batch, lambda c: run.execute(c, tools))
-                return [self._message(run, c, o) for c, o in zip(batch, outcomes, strict=True)]
-
-            return finish(*drive(self._body(state, run), execute))
-
-        async def asynchronous(state: _NodeInput, config: RunnableConfig) -> Command[Any]:
-            run: PlanRun = config["configurable"][RUN_KEY]
-            tools = _tools_config(config)
-
-            async def execute(batch: list[ToolCall]) -> list[ToolMessage]:
-                outcomes = await abatch_results(batch, lambda c: run.aexecute(c, tools))
-                return [self._message(run, c, o) for c, o in zip(batch, outcomes, strict=True)]
-
-            return finish(*await adrive(self._body(state, run), execute))
-
-        return Node(sync, asynchronous)
+        return Node(body, _serve, _aserve)
 
     def _call_node(self) -> Node:
         """The task that runs one call of a batch and writes its message.
@@ -411,24 +379,15 @@ class PlanGraph:
         wrote and runs only this one again on resume.
         """
 
-        def request(payload: CallInput) -> ToolCall:
+        def body(
+            payload: CallInput, config: RunnableConfig
+        ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
             emulator = Emulator(self.compiled)  # only to build the call: no state is read
-            return emulator.call_at(payload["index"], payload["values"], payload["number"])
+            call = emulator.call_at(payload["index"], payload["values"], payload["number"])
+            [outcome] = yield [call]
+            return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
-        def sync(payload: CallInput, config: RunnableConfig) -> PlanState:
-            run: PlanRun = config["configurable"][RUN_KEY]
-            call = request(payload)
-            [outcome] = batch_results([call], lambda c: run.execute(c, _tools_config(config)))
-            return {"results": [self._message(run, call, outcome)]}
-
-        async def asynchronous(payload: CallInput, config: RunnableConfig) -> PlanState:
-            run: PlanRun = config["configurable"][RUN_KEY]
-            call = request(payload)
-            tools = _tools_config(config)
-            [outcome] = await abatch_results([call], lambda c: run.aexecute(c, tools))
-            return {"results": [self._message(run, call, outcome)]}
-
-        return Node(sync, asynchronous)
+        return Node(body, _serve, _aserve)
 
     # -- building -------------------------------------------------------------------------------
 
@@ -565,10 +524,22 @@ def _tools_config(config: RunnableConfig) -> RunnableConfig:
     return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
 
 
+def _serve(config: RunnableConfig) -> Callable[[list[ToolCall]], list[Outcome]]:
+    """Runs a plan node's batch of calls (at once, on threads) with the run's ``execute``."""
+    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
+    return lambda batch: batch_results(batch, lambda call: run.execute(call, tools))
+
+
+def _aserve(config: RunnableConfig) -> Callable[[list[ToolCall]], Awaitable[list[Outcome]]]:
+    """Async :func:`_serve` (``asyncio.gather``, the run's ``aexecute``)."""
+    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
+    return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
+
+
 class Node(Runnable[Any, Any]):
-    """A graph node with a sync and an async body, built on LangChain's public ``Runnable``:
-    calls ``func(input, config)`` on ``invoke`` and awaits ``afunc(input, config)`` on
-    ``ainvoke`` (without ``afunc``, ``ainvoke`` calls ``func``).
+    """A graph node written once for sync and async: ``body(input, config)`` is a sans-IO
+    generator (see :func:`~llassembly.machine.emulator.drive`) whose requests ``serve(config)``
+    answers on ``invoke`` and ``aserve(config)`` (awaited) on ``ainvoke``.
 
     LangGraph wraps a plain function given to ``add_node`` so that ``ainvoke`` runs it on a
     thread; the planner's nodes need their own async body (the model and the tools are
@@ -578,20 +549,20 @@ class Node(Runnable[Any, Any]):
 
     def __init__(
         self,
-        func: Callable[[Any, RunnableConfig], Any],
-        afunc: Callable[[Any, RunnableConfig], Awaitable[Any]] | None = None,
+        body: Callable[[Any, RunnableConfig], Generator[Any, Any, Any]],
+        serve: Callable[[RunnableConfig], Callable[[Any], Any]],
+        aserve: Callable[[RunnableConfig], Callable[[Any], Awaitable[Any]]],
     ) -> None:
-        self.func = func
-        self.afunc = afunc
-        self.name = getattr(func, "__name__", None) or "Node"
+        self.body, self.serve, self.aserve = body, serve, aserve
+        self.name = getattr(body, "__name__", None) or "Node"
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.func(input, ensure_config(config))
+        config = ensure_config(config)
+        return drive(self.body(input, config), self.serve(config))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.afunc is None:
-            return self.invoke(input, config)
-        return await self.afunc(input, ensure_config(config))
+        config = ensure_config(config)
+        return await adrive(self.body(input, config), self.aserve(config))
 
 
 # -- a planner's plan, run as a plan graph ---------------------------------------------------
@@ -601,7 +572,7 @@ def plan_run(ctx: CallContext) -> PlanRun:
     """The :class:`PlanRun` of a planner's plan: each call through the one tool path (its
     ``ToolRuntime``, the planner's ``tool_middleware``), each query asked of the query model,
     each completed call announced on the caller's custom stream (``stream_mode="custom"``,
-    under ``"llassembly"``)."""
+    under ``"llassembly"``: the call, and its ``"result"`` or ``"error"`` text)."""
 
     def execute(call: ToolCall, config: RunnableConfig) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
@@ -614,8 +585,8 @@ def plan_run(ctx: CallContext) -> PlanRun:
             cid = call_id(ctx.prefix, call.number)
             answer = await arun_query(_query_model(ctx), call, cid, config)
             return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
-        request = tool_request(ctx, call, config)
-        return await arun_call(ctx, call, request, ainvoke_tool(ctx, config))
+        handler = invoke_tool(ctx, config, asynchronous=True)
+        return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
 
     run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx))
     run.errors = ctx.errors  # a tool's live error, kept by the tool path
@@ -629,36 +600,27 @@ def _query_model(ctx: CallContext) -> Any:
 
 
 def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | None:
-    """Writes each executed call, as it completes, to the caller's custom stream:
-    ``{"llassembly": {"call": {...}, "result": text}}`` (``"error"`` instead of ``"result"``
-    for a call that failed); nothing when the caller streams nothing."""
-    from llassembly.integration.calls import jsonable
-    from llassembly.integration.record import KEY
-
+    """Writes each completed call to the caller's custom stream (nothing without one)."""
     writer = getattr(ctx.runtime, "stream_writer", None)
     if writer is None:
         return None
 
     def announce(call: ToolCall, message: ToolMessage) -> None:
-        event: dict[str, Any] = {
-            "call": {
-                "id": call_id(ctx.prefix, call.number),
-                "tool": call.tool,
-                "args": jsonable(call.args),
-                "line": call.line,
-                "source": call.source,
-                "number": call.number,
-            }
+        shown = {
+            "id": call_id(ctx.prefix, call.number),
+            "tool": call.tool,
+            "args": jsonable(call.args),
+            "line": call.line,
+            "source": call.source,
+            "number": call.number,
         }
-        event["error" if message.status == "error" else "result"] = message_text(message)
-        writer({KEY: event})
+        kind = "error" if message.status == "error" else "result"
+        writer({KEY: {"call": shown, kind: message_text(message)}})
 
     return announce
 
 
-def run_plan(
-    graph: PlanGraph, ctx: CallContext, config: RunnableConfig, *, synchronous: bool = True
-) -> PlanRan:
+def run_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
     """Run a planner's plan graph to its end (or failure) with ``invoke``; it shares the
     caller's checkpointer (it runs inside the caller's node, with the node's config), so on
     resume after an interrupt in a tool, the calls that completed are not run again.
@@ -666,20 +628,21 @@ def run_plan(
     Raises:
         UsageError: The plan calls async-only tools (nothing has run).
     """
-    if synchronous:
-        check_sync_tools(graph.compiled.tools)
-    ctx.observed = not unobserved(config)
-    run = plan_run(ctx)
-    result = graph.graph.invoke(graph.initial_state(), graph.config_for(run, config))
-    return _ran(result, run)
+    check_sync_tools(graph.compiled.tools)
+    run, plan_config = _start(graph, ctx, config)
+    return _ran(graph.graph.invoke(graph.initial_state(), plan_config), run)
 
 
 async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
     """Async :func:`run_plan` (with ``ainvoke``)."""
+    run, plan_config = _start(graph, ctx, config)
+    return _ran(await graph.graph.ainvoke(graph.initial_state(), plan_config), run)
+
+
+def _start(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> tuple[PlanRun, Any]:
     ctx.observed = not unobserved(config)
     run = plan_run(ctx)
-    result = await graph.graph.ainvoke(graph.initial_state(), graph.config_for(run, config))
-    return _ran(result, run)
+    return run, graph.config_for(run, config)
 
 
 def _ran(result: dict[str, Any], run: PlanRun) -> PlanRan:

@@ -1,45 +1,24 @@
 """``ToolsPlannerMiddleware``: one plan per model call inside ``create_agent`` (the agent path).
 
-Inside ``create_agent`` the planner takes the model's place between tool turns. Each visit of
-the agent's model node is one *step* of the turn (:func:`llassembly.integration.turn.step`),
-with at most one real model call (or one per query of a batch of queries):
-
-1. No turn is going on: the model is asked for a plan; a valid one starts, and the machine
-   runs its pure instructions up to the first ``CALL``.
-2. The plan waits on calls: their results are read from the messages the agent's tool node
-   (or an approval or limit middleware) wrote, handed to the machine, and it runs on to the
-   next ``CALL``.
-3. The plan waits on queries (``CALL query_text``; several at once when they overlap): the
-   query model is asked (model calls of their own visit, with no tools), the answers go into
-   the machine, and it runs on.
-
-A step answers the model turn with an ``AIMessage`` carrying the plan's next call(s), which the
-agent routes to its tool node like any call the model made; there the planner's
-``wrap_tool_call`` runs each through the one tool path (:mod:`llassembly.integration.calls`).
-A step that needs another model call (a repair, a new plan after a failure, the final answer
-call) ends with a message that shows the progress; the agent's loop stops there and the
-planner's ``after_agent`` sends it back to its model node, so every model call is a visit of its
-own: ``before_model`` middleware such as ``ModelCallLimitMiddleware`` see each one. A person's
-decision on a plan is asked in the visit after the one that wrote it (``interrupt()``), once
-the plan is saved. The machine lives in the agent's private state as plain data (the
-:class:`~llassembly.integration.record.TurnRecord`), so every step is checkpointed and can
-continue in any process.
-
-Two ways a plan's calls run (``execution=``): ``"agent"`` (default), each call through the
-agent's own tool node, with every ``wrap_tool_call`` middleware, approval and limit; ``"graph"``,
-a visit runs the whole plan as a nested plan graph that shares the agent's checkpointer
-(``granularity`` applies; about one tool invoke per call, but the calls do not pass the
-agent's tool node: only ``tool_middleware=`` wraps them). Both give the same tool calls, the
-same results to the plan and the same messages.
+Each visit of the agent's model node is one step of the turn
+(:func:`llassembly.integration.turn.step`), with at most one real model call (or one per query
+of a batch): it asks for a plan, or gives the machine the results of the calls it waits on (or
+the answers to its queries) and runs it on to its next ``CALL``, which it answers the model turn
+with: the agent's own tool node runs the call, through the planner's ``wrap_tool_call`` and the
+one tool path (:mod:`llassembly.integration.calls`). A step that needs another model call ends
+with a message that shows progress; ``after_agent`` sends the agent back to its model node, so
+``before_model`` middleware (call limits) see every model call. The turn's record lives in the
+agent's private state, so every step is checkpointed and can go on in any process. With
+``execution="graph"`` a visit runs the whole plan as a nested plan graph (see
+``docs/architecture.md``, *One turn*).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, NotRequired, TypeVar
+from typing import Annotated, Any, NotRequired, TypeVar, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -75,14 +54,12 @@ from llassembly.integration.calls import (
     outcome_of,
     plan_call_messages,
     run_call,
+    without_plan_calls,
 )
-from llassembly.integration.graph import Granularity, PlanRan, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, PlanGraph, arun_plan, run_plan
 from llassembly.integration.messages import (
-    Answered,
     AnswerRequest,
-    answer_request,
     answered,
-    as_any,
     model_reply,
     planner_view,
     query_model_calls,
@@ -187,11 +164,6 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """``ToolsPlannerMiddleware`` (node names stay the same on both paths)."""
         return "ToolsPlannerMiddleware"
 
-    @property
-    def execution(self) -> Execution:
-        """``"agent"`` or ``"graph"``."""
-        return self.options.execution
-
     def prompt_for(self, tools: ToolSpec | None = None, *, system_prompt: str = "") -> str:
         """Exactly the system prompt the planner model receives with ``tools`` (default: the
         ``tools=`` given here) in an agent whose own system prompt is ``system_prompt``: how
@@ -215,34 +187,33 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     # -- the model node -----------------------------------------------------------------------
 
     def _view(self, request: ModelRequest[Any]) -> TurnView:
-        externs = (
-            self._given if self._given is not None else self.planner.request_externs(request.tools)
-        )
-        state = request.state
-        messages = state.get("messages", []) if isinstance(state, dict) else request.messages
+        given, state = self._given, request.state
+        externs = given if given is not None else self.planner.request_externs(request.tools)
         return TurnView(
             self.planner,
             externs,
-            messages,
+            state.get("messages", []) if isinstance(state, dict) else request.messages,
             graph=self.options.execution == "graph",
             response_format=request.response_format,
             queries_one_by_one=isinstance(state, Mapping)
             and any(key in state for key in MODEL_CALL_COUNTERS),
         )
 
-    def _planner_request(
-        self,
-        request: ModelRequest[Any],
-        externs: Mapping[str, Extern],
-        messages: list[BaseMessage],
+    def _model_request(
+        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage]
     ) -> ModelRequest[Any]:
-        """The request the planner model gets: our prompt (the agent's system prompt as its
-        context), no tools, earlier calls shown as text; tagged :data:`PLAN_TAG`."""
+        """What the model is asked, offered no tools (earlier calls shown as text): the final
+        answer call keeps the agent's system prompt and ``response_format``; a planning request
+        gets our prompt (the agent's system prompt as its context), tagged :data:`PLAN_TAG`."""
+        if isinstance(asked, AnswerRequest):
+            messages = cast("list[AnyMessage]", list(asked))
+            return request.override(messages=messages, tools=[], tool_choice=None)
         context, _ = split_system(request.messages, request.system_message)
+        shown = planner_view(asked, results=self.options.planner_sees_results)
         return request.override(
             model=tagged_model(request.model, PLAN_TAG, {KEY: "plan"}),
-            system_message=SystemMessage(self.planner.system_prompt(externs, context)),
-            messages=as_any(planner_view(messages, results=self.options.planner_sees_results)),
+            system_message=SystemMessage(self.planner.system_prompt(view.externs, context)),
+            messages=cast("list[AnyMessage]", shown),
             tools=[],
             tool_choice=None,
             response_format=None,
@@ -254,7 +225,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     def _plan_graph_run(
         self, request: ModelRequest[Any], view: TurnView, asked: RunPlan
-    ) -> tuple[Any, CallContext]:
+    ) -> tuple[PlanGraph, CallContext]:
         """The plan graph of ``asked`` and what its calls need: the tools, the agent's state
         and runtime, and the query model."""
         ctx = CallContext(
@@ -263,21 +234,6 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )  # fmt: skip
         return self.planner.plan_graph(asked.plan, view.externs), ctx
 
-    def _respond(self, request: ModelRequest[Any], done: Visit) -> ExtendedModelResponse[Any]:
-        record = done.record
-        old_lag = int((record_of(request.state) or {"lag": 0})["lag"])
-        record["lag"] = _lag(record)
-        update: dict[str, Any] = {KEY: record}
-        if done.removals:
-            update["messages"] = [RemoveMessage(id=i) for i in done.removals]
-        update.update(counter_updates(request.state, done.model_calls, old_lag, record["lag"]))
-        return ExtendedModelResponse(
-            model_response=ModelResponse(
-                result=list(done.messages), structured_response=done.structured
-            ),
-            command=Command(update=update),
-        )
-
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -285,19 +241,15 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
         view = self._view(request)
-        body = visit(view, record_of(request.state), synchronous=True)
 
-        def serve(asked: Any) -> Any:
-            if isinstance(asked, AnswerRequest):
-                return answered(handler(answer_request(request, asked)))
+        def serve(asked: Asked) -> Any:
             if isinstance(asked, AskQuery):
-                return Queried(ask_all(self._query_model(request), asked.requests))
+                return ask_all(self._query_model(request), asked.requests)
             if isinstance(asked, RunPlan):
-                graph, ctx = self._plan_graph_run(request, view, asked)
-                return run_plan(graph, ctx, get_config(), synchronous=True)
-            return model_reply(handler(self._planner_request(request, view.externs, asked)))
+                return run_plan(*self._plan_graph_run(request, view, asked), get_config())
+            return handler(self._model_request(request, view, asked))
 
-        return self._respond(request, drive(body, serve))
+        return drive(visit(view, request.state, synchronous=True), serve)
 
     async def awrap_model_call(
         self,
@@ -306,22 +258,17 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         view = self._view(request)
-        body = visit(view, record_of(request.state), synchronous=False)
 
-        async def serve(asked: Any) -> Any:
-            if isinstance(asked, AnswerRequest):
-                return answered(await handler(answer_request(request, asked)))
+        async def serve(asked: Asked) -> Any:
             if isinstance(asked, AskQuery):
-                return Queried(await aask_all(self._query_model(request), asked.requests))
+                return await aask_all(self._query_model(request), asked.requests)
             if isinstance(asked, RunPlan):
-                graph, ctx = self._plan_graph_run(request, view, asked)
-                return await arun_plan(graph, ctx, get_config())
-            planner_request = self._planner_request(request, view.externs, asked)
-            return model_reply(await handler(planner_request))
+                return await arun_plan(*self._plan_graph_run(request, view, asked), get_config())
+            return await handler(self._model_request(request, view, asked))
 
-        return self._respond(request, await adrive(body, serve))
+        return await adrive(visit(view, request.state, synchronous=False), serve)
 
-    # -- a run's start and end -----------------------------------------------------------------
+    # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------
 
     def before_agent(
         self, state: PlannerAgentState, runtime: Runtime[Any]
@@ -331,12 +278,6 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         if record is None or not record["raise_failure"]:
             return None
         return {KEY: {**record, "raise_failure": False}}
-
-    async def abefore_agent(
-        self, state: PlannerAgentState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async :meth:`before_agent`."""
-        return self.before_agent(state, runtime)
 
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -354,20 +295,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         record = record_of(state)
         if record is None:
             return None
-        messages = state.get("messages", [])
         at_the_model = due(record) not in ("results", "nothing")
-        if messages and messages[-1].id == record["anchor"] and at_the_model:
+        if _latest(record, state.get("messages", [])) and at_the_model:
             return {"jump_to": "model"}
         if record["raise_failure"] and record["failure"] is not None:
             raise error_of(record["failure"])
         return None
-
-    @hook_config(can_jump_to=["model"])
-    async def aafter_agent(
-        self, state: PlannerAgentState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async :meth:`after_agent`."""
-        return self.after_agent(state, runtime)
 
     # -- the tool node --------------------------------------------------------------------------
 
@@ -380,9 +313,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         a tool's exception becomes the call's failure (an error ``ToolMessage``), so the plan's
         ``on_tool_error`` decides what follows."""
         found = self._plan_call(request)
-        if found is None:
-            return handler(request)
-        return run_call(*found, request, handler)
+        return handler(request) if found is None else run_call(*found, request, handler)
 
     async def awrap_tool_call(
         self,
@@ -391,19 +322,15 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
         found = self._plan_call(request)
-        if found is None:
-            return await handler(request)
-        return await arun_call(*found, request, handler)
+        return await (handler(request) if found is None else arun_call(*found, request, handler))
 
     def _plan_call(self, request: ToolCallRequest) -> tuple[CallContext, ToolCall] | None:
         """The plan call this tool request runs (and what it needs), or ``None`` for any other
         call."""
         record = record_of(request.state)
-        if record is None:
-            return None
         cid = request.tool_call.get("id")
-        pending = next((p for p in record["pending"] if p["id"] == cid), None)
-        if pending is None:
+        pending = next((p for p in record["pending"] if p["id"] == cid), None) if record else None
+        if record is None or pending is None:
             return None
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
@@ -417,12 +344,6 @@ def _pending_call(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
         pending["tool"], dict(args), pending["index"], pending["line"], pending["source"],
         pending["number"],
     )  # fmt: skip
-
-
-def _lag(record: TurnRecord) -> int:
-    """1 while the next visit of the model node makes no model call (see
-    :func:`counter_updates`): a query due is one."""
-    return 1 if due(record) in ("person", "results", "run") else 0
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -505,45 +426,27 @@ def next_event(
     return Begin()
 
 
-@dataclass
-class Visit:
-    """What one visit of the model node answers.
-
-    Attributes:
-        messages: The messages it adds (the last is the ``AIMessage`` the agent routes on).
-        record: The planner's record after it.
-        removals: Ids of messages to take out of the agent state.
-        model_calls: Real model calls made in it (0 or 1; one per query of a batch).
-        structured: The agent's ``structured_response``, when the turn ends with one.
-    """
-
-    messages: list[AnyMessage]
-    record: TurnRecord
-    removals: list[str] = field(default_factory=list)
-    model_calls: int = 0
-    structured: Any = None
-
-
 Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
 system prompt), the final answer call (an :class:`AnswerRequest`), queries to the query model
-(their replies as a :class:`Queried`), or a plan run."""
+(their replies), or a plan run (a :class:`PlanRan`)."""
 
 
 def visit(
-    view: TurnView, record: TurnRecord | None, *, synchronous: bool
-) -> Generator[Asked, Any, Visit]:
-    """One visit of the model node (sans-IO: yields what it asks for, see :data:`Asked`, and
-    takes back the model's ``AIMessage``, an :class:`Answered`, a :class:`Queried` or a
-    :class:`PlanRan`)."""
+    view: TurnView, state: Any, *, synchronous: bool
+) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
+    """One visit of the model node, sans-IO: yields what it asks for (see :data:`Asked`),
+    takes back the model handler's response, the query replies or the :class:`PlanRan`, and
+    returns the model turn's answer with the planner's record (and the model-call counters,
+    see :func:`counter_updates`) as a state update."""
+    record = record_of(state)
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
-        kept = [m for m in view.messages if m.id not in removals]
-        view = TurnView(view.planner, view.externs, kept, view.graph, view.response_format)
+        view = _seen(view, [m for m in view.messages if m.id not in removals])
     shown = view.messages
     lagging = bool(record and record["lag"])
-    made = 0
+    made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
     current = step(record, event, view)
     if isinstance(event, Begin):
@@ -551,44 +454,50 @@ def visit(
     while True:
         out += current.messages
         action = current.action
-        if isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
+        if isinstance(action, RunPlan) and not made:
+            event = yield action
+            made += query_model_calls(event.messages)  # the plan's queries are model calls
+        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(shown)[1], *out, *action.extra]
-                current = step(current.record, Replied(_with_id(reply)), _seen(view, out))
+                event = Replied(_with_id(model_reply(reply)))
             elif isinstance(action, AskQuery):
-                queried: Queried = yield action
-                current = step(current.record, queried, _seen(view, out))
+                event = Queried((yield action))
             else:
-                answered: Answered = yield action.messages
-                current = step(current.record, answered, _seen(view, out))
-            continue
-        if isinstance(action, RunPlan) and not made:
-            ran: PlanRan = yield action
-            made += query_model_calls(ran.messages)  # the plan's queries are model calls
-            current = step(current.record, ran, _seen(view, out))
-            continue
-        break
+                event = answered((yield action.messages))
+        else:
+            break
+        current = step(current.record, event, _seen(view, [*view.messages, *out]))
     rec = current.record
     rec["transient"] = []
-    structured = action.structured if isinstance(action, Finish) else None
-    if not isinstance(action, Finish) and not _shows_progress(out):
+    if not isinstance(action, Finish) and not (out and isinstance(out[-1], AIMessage)):
+        # The visit must end on an AIMessage the agent routes on: one showing progress (with
+        # no calls it ends the agent's loop, and after_agent sends it back); the next visit
+        # takes it out again.
         note = _progress_note(rec, action)
         out.append(note)
         rec["transient"] = [str(note.id)]
     if isinstance(action, Finish) and not view.planner.options.infer_tools_messages:
-        removals += _call_message_ids(view.messages, rec["prefixes"])
-        dropped = {id(m) for m in plan_call_messages(out, rec["prefixes"])}
-        out = [m for m in out if id(m) not in dropped]
+        removals += [m.id for m in plan_call_messages(view.messages, rec["prefixes"]) if m.id]
+        out = without_plan_calls(out, rec["prefixes"])
     out = [_with_id(m) for m in out]
     rec["anchor"] = out[-1].id if out else rec["anchor"]
-    return Visit(out, rec, removals, made, structured)
-
-
-def _seen(view: TurnView, out: Sequence[BaseMessage]) -> TurnView:
-    return TurnView(
-        view.planner, view.externs, [*view.messages, *out], view.graph, view.response_format
+    # The next visit makes no model call: held one below (see counter_updates); a query is one.
+    rec["lag"] = 1 if due(rec) in ("person", "results", "run") else 0
+    update: dict[str, Any] = {KEY: rec}
+    if removals:
+        update["messages"] = [RemoveMessage(id=i) for i in removals]
+    update.update(counter_updates(state, made, record["lag"] if record else 0, rec["lag"]))
+    structured = action.structured if isinstance(action, Finish) else None
+    return ExtendedModelResponse(
+        model_response=ModelResponse(result=list(out), structured_response=structured),
+        command=Command(update=update),
     )
+
+
+def _seen(view: TurnView, messages: Sequence[BaseMessage]) -> TurnView:
+    return TurnView(view.planner, view.externs, messages, view.graph, view.response_format)
 
 
 _M = TypeVar("_M", bound=BaseMessage)
@@ -601,41 +510,23 @@ def _with_id(message: _M) -> _M:
     return message.model_copy(update={"id": f"llassembly-{uuid.uuid4()}"})
 
 
-def _shows_progress(out: Sequence[BaseMessage]) -> bool:
-    """The visit's messages end with an ``AIMessage`` the agent can route on (one with no
-    calls ends the agent's loop, and the planner's ``after_agent`` sends it back; one with
-    calls goes to the tools)."""
-    return bool(out) and isinstance(out[-1], AIMessage)
-
-
 def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
     """The message a visit that ends without one of the turn's own shows: a rejected draft, or
-    what the planner does next. The next visit takes it out again."""
+    what the planner does next."""
     if isinstance(action, AskModel) and rec["drafts"]:
-        last = rec["drafts"][-1]
-        text, kind = last["draft"], "draft"
+        text, kind = rec["drafts"][-1]["draft"], "draft"
     elif isinstance(action, AskQuery):
         lines = ", ".join(f"line {r.line}: {r.source}" for r in action.requests)
-        text = f"Asking the query model ({lines})."
-        kind = "note"
+        text, kind = f"Asking the query model ({lines}).", "note"
     elif isinstance(action, AskModel):
         failure = rec["failure"]
         where = f"line {failure['line']} ({failure['source']})" if failure else "a line"
         detail = failure["detail"] if failure else "it failed"
-        text = f"The plan stopped at {where}: {detail}. Asking for a new plan."
-        kind = "note"
+        text, kind = f"The plan stopped at {where}: {detail}. Asking for a new plan.", "note"
     else:
         text, kind = "The plan has finished; asking for the answer.", "note"
-    return AIMessage(
-        content=text,
-        id=f"llassembly-{uuid.uuid4()}",
-        response_metadata={KEY: {"kind": kind}},
-    )
-
-
-def _call_message_ids(messages: Sequence[BaseMessage], prefixes: Sequence[str]) -> list[str]:
-    """Ids of the call ``AIMessage``/``ToolMessage`` pairs the turn's plans added."""
-    return [m.id for m in plan_call_messages(messages, prefixes) if m.id]
+    meta = {KEY: {"kind": kind}}
+    return AIMessage(content=text, id=f"llassembly-{uuid.uuid4()}", response_metadata=meta)
 
 
 def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:

@@ -1,17 +1,12 @@
 """``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
 ``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
 
-The node reads ``messages`` from the state (system messages become the planner's context),
-asks the model for one plan, runs it, and returns the messages the turn adds. Inside, the turn
-is a small graph (the *turn graph*) sharing your checkpointer: ``model`` (a model call: a plan,
-a repair, a new plan, the final answer), ``approve`` (a person decides on the plan),
-``execute`` (the plan runs as a nested plan graph). Each node does what the turn's record says
-is due (:func:`~llassembly.integration.turn.step` decides), so on resume after an
-``interrupt()`` the model is not called again and completed tool calls do not run again.
-
-Under ``on_tool_error="raise"`` a failed turn still returns its messages (so the checkpoint
-keeps them) and hands the failure to a task of its own node in the next step, which raises it:
-a node that raises loses its whole update in LangGraph.
+The node reads ``messages`` from the state (system messages become the planner's context) and
+returns the messages the turn adds. Inside, the turn is a small graph (the *turn graph*)
+sharing your checkpointer, whose nodes ``model`` (a model call), ``approve`` (a person decides
+on the plan) and ``execute`` (the plan runs as a nested plan graph) each do what the turn's
+record says is due (:func:`~llassembly.integration.turn.step` decides), so a resume after an
+``interrupt()`` calls no model again and runs no completed tool call again.
 """
 
 from __future__ import annotations
@@ -19,13 +14,13 @@ from __future__ import annotations
 import operator
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, TypeAlias, TypedDict
+from typing import Annotated, Any, Final, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -35,8 +30,8 @@ from langgraph.types import Command, Send, interrupt
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, Failure, UsageError, error_of
 from llassembly.integration.approval import read_decision
-from llassembly.integration.calls import CallContext, plan_call_messages
-from llassembly.integration.graph import Granularity, Node, arun_plan, run_plan
+from llassembly.integration.calls import CallContext, without_plan_calls
+from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
 from llassembly.integration.messages import Answered, model_reply, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
@@ -53,14 +48,13 @@ from llassembly.integration.turn import (
     AskPerson,
     Begin,
     Decided,
+    Event,
     Proceed,
     Replied,
     RunPlan,
-    Step,
     TurnView,
     step,
 )
-from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.externs import ToolSpec
 
 RAISE_KEY: Final = f"{KEY}_raise"
@@ -68,9 +62,6 @@ RAISE_KEY: Final = f"{KEY}_raise"
 :class:`ToolsPlannerNode`)."""
 TURN_KEY: Final = "llassembly_turn"
 _LIVE_ERRORS: Final = 64  # most live errors a node keeps for the task that raises them
-
-ModelCall: TypeAlias = Callable[[list[BaseMessage]], AIMessage]
-AModelCall: TypeAlias = Callable[[list[BaseMessage]], Awaitable[AIMessage]]
 
 
 # -- the turn graph -------------------------------------------------------------------------------
@@ -84,16 +75,14 @@ class TurnRun:
         calls: The tools, and the caller's state and runtime for ``ToolRuntime``.
         system_prompt: The planner's system prompt (filled in).
         context: The caller's own system prompt (the final answer call's system message).
-        call_model: Sends messages (system message first) to the model.
-        acall_model: Async ``call_model``.
+        model: The chat model (messages in, system message first).
         error: The live exception of the last failed plan (to raise it as it is).
     """
 
     calls: CallContext
     system_prompt: str
     context: str = ""
-    call_model: ModelCall | None = None
-    acall_model: AModelCall | None = None
+    model: Any = None
     error: ExecutionError | None = field(default=None, repr=False)
 
 
@@ -106,12 +95,6 @@ class TurnState(TypedDict, total=False):
 
 
 _Next = Literal["model", "approve", "execute", "__end__"]
-_ROUTES: dict[Hashable, str] = {
-    "model": "model",
-    "approve": "approve",
-    "execute": "execute",
-    END: END,
-}
 _WHERE: dict[str, _Next] = {
     "plan": "model",
     "answer": "model",
@@ -127,7 +110,7 @@ def _route(state: TurnState) -> _Next:
 
 
 class TurnGraph:
-    """The turn graph of one planner (compiled once).
+    """The turn graph of one planner (compiled once): each node does what is due.
 
     Args:
         planner: The planner's options and caches.
@@ -136,18 +119,12 @@ class TurnGraph:
     def __init__(self, planner: Planner) -> None:
         self.planner = planner
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
-        builder.add_node("model", Node(self._model, self._amodel))
-        builder.add_node("approve", Node(self._approve))
-        builder.add_node("execute", Node(self._execute, self._aexecute))
-        builder.add_conditional_edges(START, _route, _ROUTES)
-        for name in ("model", "approve", "execute"):
-            builder.add_conditional_edges(name, _route, _ROUTES)
+        names = ["model", "approve", "execute"]
+        for name in names:
+            builder.add_node(name, Node(self._body, self._serve, self._aserve))
+            builder.add_conditional_edges(name, _route, [*names, END])
+        builder.add_conditional_edges(START, _route, [*names, END])
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
-
-    def start(self, conversation: Sequence[AnyMessage], run: TurnRun) -> TurnState:
-        """The graph's input for a new turn about ``conversation``."""
-        first = step(None, Begin(), self._view(run, conversation, []))
-        return {"record": first.record, "conversation": list(conversation), "new_messages": []}
 
     def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
         """The config to invoke the graph with (the caller's, plus the run)."""
@@ -155,80 +132,55 @@ class TurnGraph:
         configurable = {**base.get("configurable", {}), TURN_KEY: run}
         return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
 
-    def _view(
-        self, run: TurnRun, conversation: Sequence[AnyMessage], new: Sequence[AnyMessage]
-    ) -> TurnView:
-        return TurnView(self.planner, run.calls.externs, [*conversation, *new], graph=True)
-
-    def _due(self, state: TurnState, run: TurnRun) -> tuple[Step, TurnView]:
-        view = self._view(run, state.get("conversation", []), state.get("new_messages", []))
-        return step(state["record"], Proceed(), view), view
-
-    def _model_body(
-        self, state: TurnState, run: TurnRun
-    ) -> Generator[list[BaseMessage], AIMessage, TurnState]:
-        due_now, view = self._due(state, run)
+    def _body(self, state: TurnState, config: RunnableConfig) -> Generator[Any, Any, TurnState]:
+        """A node's work, sans-IO: the step due, with a person's decision asked here and the
+        model's messages or the plan to run yielded to the driver."""
+        run: TurnRun = config["configurable"][TURN_KEY]
+        conversation = [*state.get("conversation", []), *state.get("new_messages", [])]
+        view = TurnView(self.planner, run.calls.externs, conversation, graph=True)
+        due_now = step(state["record"], Proceed(), view)
         action = due_now.action
+        event: Event
         if isinstance(action, AskModel):
-            seen = planner_view(view.messages, results=self.planner.options.planner_sees_results)
-            messages = [SystemMessage(run.system_prompt), *seen]
-            reply = yield [*messages, *action.extra]
-            done = step(due_now.record, Replied(reply), view)
+            seen = planner_view(conversation, results=self.planner.options.planner_sees_results)
+            reply = yield [SystemMessage(run.system_prompt), *seen, *action.extra]
+            event = Replied(model_reply(reply))
         elif isinstance(action, AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            reply = yield [*system, *action.messages]
-            done = step(due_now.record, Answered([reply]), view)
-        else:  # pragma: no cover - the router sends only model calls here
-            raise UsageError(f"the turn's model node got {type(action).__name__}")
+            event = Answered([model_reply((yield [*system, *action.messages]))])
+        elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
+            event = Decided(read_decision(interrupt(action.request)))
+        elif isinstance(action, RunPlan):
+            run.calls.prefix = action.prefix
+            ran: PlanRan = yield action
+            run.error = ran.error or run.error
+            event = ran
+        else:  # pragma: no cover - routed by phase
+            raise UsageError(f"the turn graph got {type(action).__name__}")
+        done = step(due_now.record, event, view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
-    def _model(self, state: TurnState, config: RunnableConfig) -> TurnState:
+    def _serve(self, config: RunnableConfig) -> Callable[[Any], Any]:
         run: TurnRun = config["configurable"][TURN_KEY]
-        if run.call_model is None:  # pragma: no cover - every node gives both
-            raise UsageError("this planner has no synchronous model")
-        return drive(self._model_body(state, run), run.call_model)
 
-    async def _amodel(self, state: TurnState, config: RunnableConfig) -> TurnState:
+        def serve(asked: Any) -> Any:
+            if isinstance(asked, RunPlan):
+                graph = self.planner.plan_graph(asked.plan, run.calls.externs)
+                return run_plan(graph, run.calls, config)
+            return run.model.invoke(asked)
+
+        return serve
+
+    def _aserve(self, config: RunnableConfig) -> Callable[[Any], Awaitable[Any]]:
         run: TurnRun = config["configurable"][TURN_KEY]
-        if run.acall_model is None:  # pragma: no cover - every node gives both
-            raise UsageError("this planner has no async model")
-        return await adrive(self._model_body(state, run), run.acall_model)
 
-    def _approve(self, state: TurnState, config: RunnableConfig) -> TurnState:
-        """Ask a person about the plan (``interrupt()``); an edit that does not pass the checks
-        comes back here to ask again."""
-        run: TurnRun = config["configurable"][TURN_KEY]
-        due_now, view = self._due(state, run)
-        if not isinstance(due_now.action, AskPerson):  # pragma: no cover - routed by phase
-            raise UsageError(f"the turn's approve node got {type(due_now.action).__name__}")
-        decision = read_decision(interrupt(due_now.action.request))
-        done = step(due_now.record, Decided(decision), view)
-        return {"record": done.record, "new_messages": done.messages}
+        async def serve(asked: Any) -> Any:
+            if isinstance(asked, RunPlan):
+                graph = self.planner.plan_graph(asked.plan, run.calls.externs)
+                return await arun_plan(graph, run.calls, config)
+            return await run.model.ainvoke(asked)
 
-    def _plan_action(self, state: TurnState, run: TurnRun) -> tuple[Step, TurnView, RunPlan]:
-        due_now, view = self._due(state, run)
-        if not isinstance(due_now.action, RunPlan):  # pragma: no cover - routed by phase
-            raise UsageError(f"the turn's execute node got {type(due_now.action).__name__}")
-        run.calls.prefix = due_now.action.prefix
-        return due_now, view, due_now.action
-
-    def _execute(self, state: TurnState, config: RunnableConfig) -> TurnState:
-        run: TurnRun = config["configurable"][TURN_KEY]
-        due_now, view, action = self._plan_action(state, run)
-        graph = self.planner.plan_graph(action.plan, run.calls.externs)
-        ran = run_plan(graph, run.calls, config)
-        run.error = ran.error or run.error
-        done = step(due_now.record, ran, view)
-        return {"record": done.record, "new_messages": done.messages}
-
-    async def _aexecute(self, state: TurnState, config: RunnableConfig) -> TurnState:
-        run: TurnRun = config["configurable"][TURN_KEY]
-        due_now, view, action = self._plan_action(state, run)
-        graph = self.planner.plan_graph(action.plan, run.calls.externs)
-        ran = await arun_plan(graph, run.calls, config)
-        run.error = ran.error or run.error
-        done = step(due_now.record, ran, view)
-        return {"record": done.record, "new_messages": done.messages}
+        return serve
 
 
 # -- the node ------------------------------------------------------------------------------------
@@ -262,24 +214,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         (every planner option)
 
-    A failed turn under ``on_tool_error="raise"``: LangGraph keeps nothing of a node that
-    raises, so the node instead returns the turn's messages (the plan, the completed calls, the
-    failure message: the checkpoint keeps them) with a ``Send`` to its own node carrying the
-    failure, and that task raises the error in the next step (the live exception, with the
-    messages as ``error.messages``; rebuilt from its record in another process). Then:
-
-    * ``invoke``/``ainvoke`` raise the error, as a raising node does;
-    * nodes that the planner node's edges lead to are scheduled in that same step, beside the
-      raising task, as siblings of any failing node are: they may start (a synchronous one may
-      finish) before the error stops the run. Route after the planner with a conditional edge
-      on the last message's ``response_metadata["llassembly"]["status"]`` (``"finished"`` or
-      not) to keep them out;
-    * ``invoke(None, config)`` retries the failed step: it raises the same error again and runs
-      no tool and no model; new input starts a new turn;
-    * a ``RetryPolicy`` on the node retries only the raising, not the plan.
-
-    Called outside a graph (no ``langgraph_node`` in the config metadata) the node raises at
-    once.
+    A failed turn under ``on_tool_error="raise"`` (LangGraph keeps nothing of a node that
+    raises) returns the turn's messages with a ``Send`` to its own node carrying the failure,
+    and that task raises the error in the next step (the live exception, with the messages as
+    ``error.messages``; rebuilt from its record in another process): see
+    ``docs/durability.md`` for what a graph sees then. Called outside a graph the node raises
+    at once.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -326,60 +266,49 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         per tool, the types. ``llassembly prompt`` prints the same."""
         return self.planner.system_prompt(self.externs, system_prompt)
 
-    def _start(self, state: Any) -> tuple[dict[str, Any], TurnRun]:
+    def _start(
+        self, state: Any, config: RunnableConfig | None
+    ) -> tuple[Any, RunnableConfig, TurnRun]:
+        """The turn graph's input and config for a new turn about ``state``'s messages (or
+        the raising of the error a failed turn handed to this task)."""
+        self._raise_handed(state)
         context, conversation = split_system(_messages_of(state))
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph
             runtime = None
-        model = self.model
-
-        async def acall(msgs: list[BaseMessage]) -> Any:
-            return model_reply(await model.ainvoke(msgs))
-
         calls = CallContext(
             self.planner, self.externs, state=state, runtime=runtime,
-            query_model=self.options.query_model or model,
+            query_model=self.options.query_model or self.model,
         )  # fmt: skip
-        run = TurnRun(
-            calls=calls,
-            system_prompt=self.planner.system_prompt(self.externs, context),
-            context=context,
-            call_model=lambda msgs: model_reply(model.invoke(msgs)),
-            acall_model=acall,
-        )
-        return dict(self.turn.start(conversation, run)), run
-
-    def _finish(self, final: dict[str, Any], run: TurnRun) -> dict[str, Any]:
-        messages: list[AnyMessage] = list(final.get("new_messages", []))
-        record = final["record"]
-        if not self.options.infer_tools_messages:
-            calls = {id(m) for m in plan_call_messages(messages, record["prefixes"])}
-            messages = [m for m in messages if id(m) not in calls]
-        if record["raise_failure"] and record["failure"] is not None:
-            error = run.error or error_of(record["failure"])
-            error.messages = messages  # type: ignore[attr-defined]
-            raise error
-        return {"messages": messages}
+        system_prompt = self.planner.system_prompt(self.externs, context)
+        run = TurnRun(calls, system_prompt, context, self.model)
+        first = step(None, Begin(), TurnView(self.planner, self.externs, conversation, graph=True))
+        turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
+        return turn_input, self.turn.config_for(run, ensure_config(config)), run
 
     def _update(
         self, final: dict[str, Any], run: TurnRun, config: RunnableConfig
     ) -> dict[str, Any] | Command[str]:
         """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
         the node's next task, so that its messages are kept (see the class docstring)."""
-        try:
-            return self._finish(final, run)
-        except ExecutionError as error:
-            node = (config.get("metadata") or {}).get("langgraph_node")
-            if not isinstance(node, str):
-                raise  # outside a graph: there is no checkpoint to keep
-            key = uuid.uuid4().hex
-            self._live[key] = error
-            while len(self._live) > _LIVE_ERRORS:
-                self._live.popitem(last=False)
-            messages: list[AnyMessage] = error.messages  # type: ignore[attr-defined]
-            marker = _Raise(id=key, failure=final["record"]["failure"], messages=messages)
-            return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
+        record = final["record"]
+        messages: list[AnyMessage] = list(final.get("new_messages", []))
+        if not self.options.infer_tools_messages:
+            messages = without_plan_calls(messages, record["prefixes"])
+        if not record["raise_failure"] or record["failure"] is None:
+            return {"messages": messages}
+        error = run.error or error_of(record["failure"])
+        error.messages = messages  # type: ignore[attr-defined]
+        node = (config.get("metadata") or {}).get("langgraph_node")
+        if not isinstance(node, str):
+            raise error  # outside a graph: there is no checkpoint to keep
+        key = uuid.uuid4().hex
+        self._live[key] = error
+        while len(self._live) > _LIVE_ERRORS:
+            self._live.popitem(last=False)
+        marker = _Raise(id=key, failure=record["failure"], messages=messages)
+        return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
 
     def _raise_handed(self, state: Any) -> None:
         """Raise the error a failed turn handed to this task (see the class docstring); return
@@ -397,21 +326,16 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages (a synchronous graph)."""
-        config = ensure_config(config)
-        self._raise_handed(input)
-        turn_input, run = self._start(input)
-        final = self.turn.graph.invoke(turn_input, self.turn.config_for(run, config))
-        return self._update(final, run, config)
+        turn_input, turn_config, run = self._start(input, config)
+        return self._update(self.turn.graph.invoke(turn_input, turn_config), run, turn_config)
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages (an async graph: ``ainvoke``)."""
-        config = ensure_config(config)
-        self._raise_handed(input)
-        turn_input, run = self._start(input)
-        final = await self.turn.graph.ainvoke(turn_input, self.turn.config_for(run, config))
-        return self._update(final, run, config)
+        turn_input, turn_config, run = self._start(input, config)
+        final = await self.turn.graph.ainvoke(turn_input, turn_config)
+        return self._update(final, run, turn_config)
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any] | Command[str]:
         """:meth:`invoke`, for a node called as a function."""

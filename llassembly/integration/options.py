@@ -25,7 +25,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, get_args
 
 from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, unknown_name
 from llassembly.errors import UsageError
@@ -43,11 +43,8 @@ if TYPE_CHECKING:
 
 
 OnToolError: TypeAlias = Literal["stop", "raise", "replan"]
-ON_TOOL_ERROR: tuple[OnToolError, ...] = ("stop", "raise", "replan")
 Execution: TypeAlias = Literal["agent", "graph"]
-EXECUTIONS: tuple[Execution, ...] = ("agent", "graph")
 FinalAnswer: TypeAlias = Literal["plan", "model"]
-FINAL_ANSWERS: tuple[FinalAnswer, ...] = ("plan", "model")
 
 ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awrap_tool_call
 
@@ -87,24 +84,30 @@ def _option(
     default: Any,
     doc: str,
     *,
-    check: Callable[[str, Any], None] = _anything,
+    check: Callable[[str, Any], object] = _anything,
     keep: Callable[[Any], Any] = _same,
 ) -> Any:
     """A field of :class:`PlannerOptions`: its default, and the rest of its declaration."""
     return field(default=default, metadata={"doc": doc, "check": check, "keep": keep})
 
 
-def _positive(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise UsageError(f"{name} must be a positive integer, got {value!r}")
+def _at_least(least: int) -> Callable[[str, Any], None]:
+    words = "a positive" if least else "a non-negative"
+
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise UsageError(f"{name} must be {words} integer, got {value!r}")
+
+    return check
 
 
-def _non_negative(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise UsageError(f"{name} must be a non-negative integer, got {value!r}")
+_positive, _non_negative = _at_least(1), _at_least(0)
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], None]:
+def _one_of(kind: Any) -> Callable[[str, Any], None]:
+    """Checks that a value is one of the ``Literal`` ``kind`` allows (or of a tuple)."""
+    choices = kind if isinstance(kind, tuple) else get_args(kind)
+
     def check(name: str, value: Any) -> None:
         if value not in choices:
             raise UsageError(f"{name} must be one of {choices}, got {value!r}")
@@ -127,10 +130,6 @@ def _tool_names(name: str, value: Any) -> None:
 def _callables(name: str, value: Any) -> None:
     if not all(callable(p) for p in value):
         raise UsageError(f"{name} must be a list of callables (summary, program)")
-
-
-def _parallel_tools(name: str, value: Any) -> None:
-    check_parallel_tools(value)
 
 
 def _chat_model(name: str, value: Any) -> None:
@@ -182,14 +181,7 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class PlannerOptions:
-    """Every planner option, declared once: its type, default, documentation and check.
-
-    ``ToolsPlannerMiddleware``, ``ToolsPlannerNode``, ``AToolsPlannerNode`` and
-    :func:`~llassembly.plan` take these as keyword arguments, with these defaults (written
-    out in their signatures as ``max_repairs: int = PlannerOptions.max_repairs``, for editors
-    and type checkers) and these docs (see :func:`document_options`); a planner keeps them
-    here. ``tests/integration/test_options.py`` fails when a signature, a default or a doc
-    disagrees.
+    """Every planner option, declared once (see the module docstring); a planner keeps them.
 
     Raises:
         UsageError: An option is out of range.
@@ -225,7 +217,7 @@ class PlannerOptions:
         'error; ``"raise"`` re-raises after the completed calls are saved (from a node, the '
         'error carries them as ``messages``); ``"replan"`` asks the model for a new plan with '
         "the results so far.",
-        check=_one_of(ON_TOOL_ERROR),
+        check=_one_of(OnToolError),
     )
 
     max_replans: int = _option(
@@ -262,7 +254,7 @@ class PlannerOptions:
         '``"graph"`` (the plan runs as a nested graph beside it; faster, but the agent\'s '
         "tool middleware, approvals and limits do not see its calls). The nodes always run "
         "plans as a graph.",
-        check=_one_of(EXECUTIONS),
+        check=_one_of(Execution),
     )
 
     approve_plan: bool | tuple[str, ...] = _option(
@@ -294,7 +286,7 @@ class PlannerOptions:
         "agent's tool node runs them together), when the plan runs as a graph on threads or "
         "with ``asyncio.gather``. The plan's meaning stays the sequential one; only the "
         "tools' own order of side effects may change. Budgets count every call.",
-        check=_parallel_tools,
+        check=lambda name, value: check_parallel_tools(value),
         keep=check_parallel_tools,
     )
 
@@ -306,7 +298,7 @@ class PlannerOptions:
         "model handler, so ``wrap_model_call`` middleware and call limits see it). With "
         "``create_agent(response_format=...)``, ``structured_response`` is filled from the "
         "plan's answer when it is JSON of the schema, else by that final call.",
-        check=_one_of(FINAL_ANSWERS),
+        check=_one_of(FinalAnswer),
     )
 
     queries: bool = _option(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -44,17 +44,19 @@ def short_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
 
 
-class _Lru(OrderedDict[_K, _V]):
-    """A dict that keeps its newest :data:`_CACHE_SIZE` entries."""
+class _Lru(OrderedDict[_K, tuple[Any, _V]]):
+    """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the object its
+    key names by id (kept alive, so that id is never reused for another)."""
 
-    def get_fresh(self, key: _K) -> _V | None:
+    def cached(self, key: _K, owner: Any, build: Callable[[], _V], check: bool = True) -> _V:
+        """The value kept under ``key`` for ``owner`` (any owner unless ``check``), else
+        ``build()``, kept."""
         found = self.get(key)
-        if found is not None:
+        if found is not None and (found[0] is owner or not check):
             self.move_to_end(key)
-        return found
-
-    def keep(self, key: _K, value: _V) -> _V:
-        self[key] = value
+            return found[1]
+        value = build()
+        self[key] = (owner, value)
         if len(self) > _CACHE_SIZE:
             self.popitem(last=False)
         return value
@@ -69,15 +71,14 @@ class Planner:
 
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
-        # Each entry keeps the objects its key names by id, so an id is never reused for it.
-        self._externs: _Lru[tuple[Any, ...], tuple[object, dict[str, Extern]]] = _Lru()
-        self._compiled: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], CompiledProgram]] = _Lru()
-        self._summaries: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanSummary]] = _Lru()
-        self._prompts: _Lru[tuple[int, str], tuple[Mapping[str, Extern], str]] = _Lru()
-        self._graphs: _Lru[tuple[Any, ...], tuple[Mapping[str, Extern], PlanGraph]] = _Lru()
-        self._live: _Lru[int, tuple[dict[str, Any], Emulator]] = _Lru()
-        self._single: _Lru[int, tuple[Any, Extern | None]] = _Lru()
-        self._recording: _Lru[int, tuple[BaseTool, BaseTool]] = _Lru()
+        self._externs: _Lru[tuple[Any, ...], dict[str, Extern]] = _Lru()
+        self._compiled: _Lru[tuple[Any, ...], CompiledProgram] = _Lru()
+        self._summaries: _Lru[tuple[Any, ...], PlanSummary] = _Lru()
+        self._prompts: _Lru[tuple[int, str], str] = _Lru()
+        self._graphs: _Lru[tuple[Any, ...], PlanGraph] = _Lru()
+        self._live: _Lru[int, Emulator] = _Lru()
+        self._single: _Lru[int, Extern | None] = _Lru()
+        self._recording: _Lru[int, BaseTool] = _Lru()
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -95,9 +96,9 @@ class Planner:
             if isinstance(given, Mapping)
             else tuple(map(id, given))
         )
-        found = self._externs.get_fresh(key)
-        if found is not None:
-            return found[1]
+        return self._externs.cached(key, given, lambda: self._adapted(given), check=False)
+
+    def _adapted(self, given: Any) -> dict[str, Extern]:
         externs = externs_from(given)
         if self.options.execution == "graph":  # a plan graph runs each call as a tool
             externs = {name: _as_tool(extern) for name, extern in externs.items()}
@@ -118,25 +119,23 @@ class Planner:
                 )
             externs[QUERY_TOOL] = QUERY_EXTERN
         check_tool_names(self.options, externs)
-        return self._externs.keep(key, (given, externs))[1]
+        return externs
 
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
         tools; entries of other kinds, such as provider tools given as dicts, are left out)."""
-        key = tuple(map(id, tools))
-        found = self._externs.get_fresh(key)
-        if found is not None:
-            return found[1]
-        return self.externs_for([t for t in tools if isinstance(t, BaseTool)])
+        langchain = [t for t in tools if isinstance(t, BaseTool)]
+        return self._externs.cached(
+            tuple(map(id, tools)), tools, lambda: self.externs_for(langchain), check=False
+        )
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """The planner's system prompt for these tools and the caller's context (cached)."""
-        key = (id(externs), context)
-        found = self._prompts.get_fresh(key)
-        if found is not None and found[0] is externs:
-            return found[1]
-        prompt = build_system_prompt(externs, context, self.options.prompt_path)
-        return self._prompts.keep(key, (externs, prompt))[1]
+        return self._prompts.cached(
+            (id(externs), context),
+            externs,
+            lambda: build_system_prompt(externs, context, self.options.prompt_path),
+        )
 
     # -- plans ------------------------------------------------------------------------------
 
@@ -166,22 +165,20 @@ class Planner:
             PlanRejected: It does not verify with these tools.
             UsageError: ``text`` holds no program.
         """
-        key = (text, id(externs), self.options.max_stack_depth)
-        found = self._compiled.get_fresh(key)
-        if found is not None and found[0] is externs:
-            return found[1]
-        if program is None:
-            parsed = parse(text)
+
+        def build() -> CompiledProgram:
+            parsed = parse(text) if program is None else program
             if not isinstance(parsed, Program):
                 raise UsageError("the stored plan is no longer a program")
-            program = parsed
-        compiled = compile_program(
-            program,
-            externs,
-            max_stack_depth=self.options.max_stack_depth,
-            dataflow=dataflow_policies(self.options.plan_policy),  # checked as the plan runs
-        )
-        return self._compiled.keep(key, (externs, compiled))[1]
+            return compile_program(
+                parsed,
+                externs,
+                max_stack_depth=self.options.max_stack_depth,
+                dataflow=dataflow_policies(self.options.plan_policy),  # checked as the plan runs
+            )
+
+        key = (text, id(externs), self.options.max_stack_depth)
+        return self._compiled.cached(key, externs, build)
 
     def emulator(
         self, text: str, externs: Mapping[str, Extern], state: Mapping[str, Any] | None
@@ -212,58 +209,54 @@ class Planner:
         """The snapshot of ``emulator``, the machine kept for the step that goes on from it
         (see :meth:`emulator`)."""
         snapshot = emulator.snapshot()
-        self._live.keep(id(snapshot), (snapshot, emulator))
+        self._live.cached(id(snapshot), snapshot, lambda: emulator)
         return snapshot
 
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
-        key = (text, id(externs))
-        found = self._summaries.get_fresh(key)
-        if found is not None and found[0] is externs:
-            return found[1]
-        summary = summarize(
-            self.compiled(text, externs).program,
+        opts = self.options
+        return self._summaries.cached(
+            (text, id(externs)),
             externs,
-            max_instructions_to_exec=self.options.max_instructions_to_exec,
-            max_tool_calls=self.options.max_tool_calls,
+            lambda: summarize(
+                self.compiled(text, externs).program,
+                externs,
+                max_instructions_to_exec=opts.max_instructions_to_exec,
+                max_tool_calls=opts.max_tool_calls,
+            ),
         )
-        return self._summaries.keep(key, (externs, summary))[1]
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
         """The plan graph of a verified plan, at this planner's granularity (built once)."""
-        key = (text, id(externs))
-        found = self._graphs.get_fresh(key)
-        if found is not None and found[0] is externs:
-            return found[1]
         opts = self.options
-        graph = PlanGraph(
-            self.compiled(text, externs),
-            opts.granularity,
-            max_instructions_to_exec=opts.max_instructions_to_exec,
-            max_tool_calls=opts.max_tool_calls,
-            parallel_tools=opts.parallel_tools,
+        return self._graphs.cached(
+            (text, id(externs)),
+            externs,
+            lambda: PlanGraph(
+                self.compiled(text, externs),
+                opts.granularity,
+                max_instructions_to_exec=opts.max_instructions_to_exec,
+                max_tool_calls=opts.max_tool_calls,
+                parallel_tools=opts.parallel_tools,
+            ),
         )
-        return self._graphs.keep(key, (externs, graph))[1]
 
     def recording_tool_of(self, tool: BaseTool) -> BaseTool:
         """The copy of an agent's tool that notes its return value (built once per tool; see
         :func:`llassembly.compat.recording_tool`)."""
-        found = self._recording.get_fresh(id(tool))
-        if found is None or found[0] is not tool:
-            found = self._recording.keep(id(tool), (tool, recording_tool(tool)))
-        return found[1]
+        return self._recording.cached(id(tool), tool, lambda: recording_tool(tool))
 
     def extern_of(self, tool: Any) -> Extern | None:
         """The extern of one of the agent's tools (for reading its results), or ``None`` when
         it cannot be adapted."""
-        found = self._single.get_fresh(id(tool))
-        if found is None or found[0] is not tool:
+
+        def build() -> Extern | None:
             try:
-                extern: Extern | None = next(iter(externs_from([tool]).values()))
+                return next(iter(externs_from([tool]).values()))
             except UsageError:
-                extern = None
-            found = self._single.keep(id(tool), (tool, extern))
-        return found[1]
+                return None
+
+        return self._single.cached(id(tool), tool, build)
 
     def approval(self, text: str, externs: Mapping[str, Extern]) -> dict[str, Any] | None:
         """The approval request for a verified plan, or ``None`` when it needs none."""

@@ -1,13 +1,9 @@
 """Get a verified plan from a model now; run it later, or step it from a game loop.
 
-:func:`plan` (and :func:`aplan`) asks a chat model for one plan with the same prompt and the
-same repair loop as :class:`~llassembly.ToolsPlannerMiddleware` and the planner nodes: a reply
-that does not parse, verify or pass the policies goes back to the model with every problem
-listed, up to ``max_repairs`` times. Nothing runs. The :class:`Plan` it returns holds the
-model's reply and the verified, compiled program; :meth:`Plan.emulator` makes a machine that
-runs it whenever the caller wants: all at once (:meth:`~llassembly.Emulator.run`), or one tool
-call at a time (:meth:`~llassembly.Emulator.advance` / :meth:`~llassembly.Emulator.complete`),
-which is what a game loop needs: plan an NPC's order once, then let it act one call per frame.
+:func:`plan` asks a chat model for one plan with the prompt and the repair loop of the planner
+middleware and nodes; nothing runs. :meth:`Plan.emulator` makes a machine that runs it when the
+caller wants, all at once or one tool call at a time (a game loop: plan an NPC's order once,
+then let it act one call per frame).
 
 Example:
     >>> from langchain_core.language_models import GenericFakeChatModel
@@ -32,39 +28,34 @@ import functools
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from langchain_core.language_models import LanguageModelLike
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from llassembly.analysis.policies import PlanPolicy
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
+from llassembly.integration.graph import Granularity, PlanGraph
+from llassembly.integration.messages import model_reply, planner_view, split_system
 from llassembly.integration.options import PlannerOptions
+from llassembly.integration.planner import Planner
+from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
 from llassembly.language.program import PlainAnswer, Program
-from llassembly.machine.emulator import Emulator
+from llassembly.machine.emulator import Emulator, ParallelTools, adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
 from llassembly.machine.state import MachineState
 from llassembly.machine.steps import CompiledProgram
 
-if TYPE_CHECKING:  # the planner and the plan graph load LangGraph: only when first used
-    from llassembly.analysis.policies import PlanPolicy
-    from llassembly.integration.graph import Granularity, PlanGraph
-    from llassembly.integration.planner import Planner
-    from llassembly.machine.emulator import ParallelTools
-
-
 Request: TypeAlias = str | Sequence[BaseMessage]
 """What the model is asked: a question, or messages (system messages become the prompt's
 context, as in the planner nodes; the rest is the conversation)."""
-
-Tools: TypeAlias = ToolSpec
-"""The tools argument, as every public function takes it (a list or a mapping of tools)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,8 +165,6 @@ class Plan:
         Raises:
             UsageError: The model answered in words, or ``granularity`` is unknown.
         """
-        from llassembly.integration.graph import PlanGraph
-
         return PlanGraph(
             self._compiled(),
             granularity,
@@ -186,7 +175,7 @@ class Plan:
 
 def plan(
     model: LanguageModelLike,
-    tools: Tools,
+    tools: ToolSpec,
     request: Request,
     *,
     max_repairs: int = PlannerOptions.max_repairs,
@@ -225,26 +214,12 @@ def plan(
             nothing but system messages.
         Exception: Whatever the model raises, as it is.
     """
-    from llassembly.integration.messages import model_reply
-    from llassembly.machine.emulator import drive
-
-    planner, externs, system, conversation = _prepare(
-        tools,
-        request,
-        max_repairs=max_repairs,
-        prompt_path=prompt_path,
-        plan_policy=plan_policy,
-        max_instructions_to_exec=max_instructions_to_exec,
-        max_tool_calls=max_tool_calls,
-        max_stack_depth=max_stack_depth,
-    )
-    body = _drafts(planner, externs, system, conversation)
-    return drive(body, lambda messages: model_reply(model.invoke(messages, config)))
+    return drive(_drafts(locals()), lambda messages: model.invoke(messages, config))
 
 
 async def aplan(
     model: LanguageModelLike,
-    tools: Tools,
+    tools: ToolSpec,
     request: Request,
     *,
     max_repairs: int = PlannerOptions.max_repairs,
@@ -256,43 +231,30 @@ async def aplan(
     config: RunnableConfig | None = None,
 ) -> Plan:
     """Async :func:`plan`: the model is called with ``ainvoke``. Same arguments and errors."""
-    from llassembly.integration.messages import model_reply
-    from llassembly.machine.emulator import adrive
-
-    planner, externs, system, conversation = _prepare(
-        tools,
-        request,
-        max_repairs=max_repairs,
-        prompt_path=prompt_path,
-        plan_policy=plan_policy,
-        max_instructions_to_exec=max_instructions_to_exec,
-        max_tool_calls=max_tool_calls,
-        max_stack_depth=max_stack_depth,
-    )
-
-    async def ask(messages: list[BaseMessage]) -> AIMessage:
-        return model_reply(await model.ainvoke(messages, config))
-
-    return await adrive(_drafts(planner, externs, system, conversation), ask)
+    return await adrive(_drafts(locals()), lambda messages: model.ainvoke(messages, config))
 
 
-def _drafts(
-    planner: Planner,
-    externs: Mapping[str, Extern],
-    system: SystemMessage,
-    conversation: list[BaseMessage],
-) -> Generator[list[BaseMessage], AIMessage, Plan]:
-    """The turn's planning part, as every planner runs it (sans-IO: yields model requests):
-    ask, repair, until a plan verifies or the model answers in words."""
-    from llassembly.integration.messages import planner_view
-    from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
-
+def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, Plan]:
+    """The turn's planning part for :func:`plan`'s ``arguments``, as every planner runs it
+    (sans-IO: yields model requests): ask, repair, until a plan verifies or the model answers
+    in words."""
+    request = arguments["request"]
+    messages = [HumanMessage(request)] if isinstance(request, str) else list(request)
+    context, conversation = split_system(messages)
+    if not conversation:
+        raise UsageError("nothing to plan: the request holds no question or message")
+    # "agent": tools may take injected parameters (whoever runs the calls supplies them);
+    # "raise": a model that writes no valid plan raises RepairsExhausted.
+    options = {**arguments, "execution": "agent", "on_tool_error": "raise"}
+    planner = _planner(PlannerOptions.from_arguments(options))
+    externs = planner.externs_for(arguments["tools"])
+    system = SystemMessage(planner.system_prompt(externs, context))
     view = TurnView(planner, externs, conversation, graph=True)
     current = step(None, Begin(), view)
     while isinstance(current.action, AskModel):
         seen = planner_view(conversation, results=planner.options.planner_sees_results)
         reply = yield [system, *seen, *current.action.extra]
-        current = step(current.record, Replied(reply), view)
+        current = step(current.record, Replied(model_reply(reply)), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
     opts = planner.options
@@ -307,37 +269,12 @@ def _drafts(
     )
 
 
-def _prepare(
-    tools: Tools, request: Request, **options: Any
-) -> tuple[Planner, dict[str, Extern], SystemMessage, list[BaseMessage]]:
-    """The planner for ``options``, the adapted tools, the system prompt and the
-    conversation the model is asked about."""
-    from llassembly.integration.messages import split_system
-
-    messages = [HumanMessage(request)] if isinstance(request, str) else list(request)
-    context, conversation = split_system(messages)
-    if not conversation:
-        raise UsageError("nothing to plan: the request holds no question or message")
-    options["plan_policy"] = tuple(options["plan_policy"])
-    # "agent": tools may take injected parameters (whoever runs the calls supplies them);
-    # "raise": a model that writes no valid plan raises RepairsExhausted.
-    planner = _planner(PlannerOptions(execution="agent", on_tool_error="raise", **options))
-    externs = planner.externs_for(tools)
-    return planner, externs, SystemMessage(planner.system_prompt(externs, context)), conversation
-
-
 def _planner(options: PlannerOptions) -> Planner:
     """A planner per distinct options, kept (it caches tools, prompts and compiled plans)."""
     try:
         return _cached_planner(options)
     except TypeError:  # an unhashable policy: a planner of its own
-        from llassembly.integration.planner import Planner
-
         return Planner(options)
 
 
-@functools.lru_cache(maxsize=32)
-def _cached_planner(options: PlannerOptions) -> Planner:
-    from llassembly.integration.planner import Planner
-
-    return Planner(options)
+_cached_planner = functools.lru_cache(maxsize=32)(Planner)

@@ -1,22 +1,13 @@
-"""Queries: a plan reads prose with a model (``CALL query_text``).
+"""Queries: a plan reads prose with a model (``CALL query_text``; see ``docs/queries.md``).
 
-To the machine a query is a call like any other: ``CALL query_text`` takes the text, the
-question and the answer shape off the stack and waits for one value (:data:`QUERY_EXTERN`).
-What answers it is a model with no tools, sent only :data:`QUERY_INSTRUCTIONS` and
-:func:`question_text` (the text and the question, never the plan's tools, its system prompt or
-the conversation). Its reply is read by :func:`settle`, the one place that decides what a reply
-gives: the value (a number, a text, ``1``/``0`` for a boolean, the compact JSON text of an
-object or a list), another attempt with the problem named (once: :data:`MAX_QUERY_ATTEMPTS`),
-or a :class:`~llassembly.errors.QueryFailed`, which the plan's ``on_tool_error`` handles as any
-failed call (see :mod:`llassembly.analysis.queries` for what is known before the run).
-
-The model is called with no tools bound: through its native structured output where its
-profile says it has one (:func:`llassembly.compat.structured_model`), else as plain text. Its
-runs are tagged :data:`QUERY_TAG` (``metadata["llassembly"] == "query"``, and the query's call
-id under ``"llassembly_call"``), so a ``stream_mode="messages"`` stream shows each query as a
-model call of its own. On the agent path the turn's step asks the queries of one batch in a
-visit of the model node of their own (:func:`ask_all` / :func:`aask_all`); in a plan graph a
-query runs as the plan's call (:func:`run_query` / :func:`arun_query`).
+To the machine a query is a call like any other (:data:`QUERY_EXTERN`). A model with no tools
+answers it, sent only :data:`QUERY_INSTRUCTIONS` and the text and question, never the plan's
+tools, system prompt or conversation, through its native structured output where it has one.
+:func:`settle` is the one place that decides what a reply gives: the value, one more attempt
+with the problem named, or a :class:`~llassembly.errors.QueryFailed`. Its runs are tagged
+:data:`QUERY_TAG`. On the agent path the turn asks a batch's queries in a visit of the model
+node of their own (:func:`ask_all`); in a plan graph a query runs as the plan's call
+(:func:`run_query`).
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ import contextvars
 import json
 import math
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -351,13 +342,15 @@ def query_request(
     return QueryRequest(messages, schema, call_id, line, source)
 
 
-def _asking(model: Any, request: QueryRequest) -> Generator[Any, Any, Reply]:
-    """One attempt, sans-IO: yields the runnable to invoke with the request's messages."""
+def _asking(
+    model: Any, request: QueryRequest
+) -> Generator[tuple[Any, list[BaseMessage]], Any, Reply]:
+    """One attempt, sans-IO: yields the runnable to invoke and the messages to invoke it with."""
     structured = structured_model(model, request.schema)
     metadata = {KEY: "query", QUERY_CALL_KEY: request.call_id}
     runnable = tagged_model(structured if structured is not None else model, QUERY_TAG, metadata)
     try:
-        output = yield runnable
+        output = yield runnable, request.messages
     except Exception as exc:  # the model's failure is the query's (interrupts pass: see drive)
         return Reply(error=f"{type(exc).__name__}: {exc}")
     if structured is None:
@@ -370,18 +363,22 @@ def _text(message: Any) -> str:
     return message.text if isinstance(message, BaseMessage) else str(message or "")
 
 
+def _invoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Any]:
+    return lambda asked: asked[0].invoke(asked[1], config)
+
+
+def _ainvoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Awaitable[Any]]:
+    return lambda asked: asked[0].ainvoke(asked[1], config)
+
+
 def ask(model: Any, request: QueryRequest, config: RunnableConfig | None = None) -> Reply:
     """One attempt of a query: ``model`` called with no tools (see the module doc)."""
-    return drive(_asking(model, request), lambda runs: runs.invoke(request.messages, config))
+    return drive(_asking(model, request), _invoke(config))
 
 
 async def aask(model: Any, request: QueryRequest, config: RunnableConfig | None = None) -> Reply:
     """Async :func:`ask`."""
-
-    async def invoke(runnable: Any) -> Any:
-        return await runnable.ainvoke(request.messages, config)
-
-    return await adrive(_asking(model, request), invoke)
+    return await adrive(_asking(model, request), _ainvoke(config))
 
 
 def ask_all(
@@ -433,10 +430,11 @@ class QueryAnswer:
     attempts: int
 
 
-def _query(call: ToolCall, call_id: str) -> Generator[QueryRequest, Reply, QueryAnswer]:
+def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, QueryAnswer]:
     refused: list[Refusal] = []
     while True:
-        reply = yield query_request(call.args, refused, call_id, call.line, call.source)
+        request = query_request(call.args, refused, call_id, call.line, call.source)
+        reply = yield from _asking(model, request)
         outcome = settle(call.args, reply, refused, line=call.line, source=call.source)
         if not isinstance(outcome, list):
             return QueryAnswer(outcome, len(refused) + 1)
@@ -451,18 +449,14 @@ def run_query(
     Raises:
         QueryFailed: No usable answer, or the model raised.
     """
-    return drive(_query(call, call_id), lambda request: ask(model, request, config))
+    return drive(_query(model, call, call_id), _invoke(config))
 
 
 async def arun_query(
     model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
 ) -> QueryAnswer:
     """Async :func:`run_query`."""
-
-    async def attempt(request: QueryRequest) -> Reply:
-        return await aask(model, request, config)
-
-    return await adrive(_query(call, call_id), attempt)
+    return await adrive(_query(model, call, call_id), _ainvoke(config))
 
 
 def query_runner(model: Any) -> Callable[[ToolCall], Value]:

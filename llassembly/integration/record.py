@@ -76,11 +76,6 @@ def settled(due: QueryDue) -> bool:
     return "value" in due or "failure" in due
 
 
-def queries_due(record: TurnRecord) -> bool:
-    """Whether the plan waits on the query model (a query of its batch is not settled)."""
-    return any(not settled(due) for due in record.get("queries") or ())
-
-
 class Approval(TypedDict):
     """A plan-approval request and where it stands.
 
@@ -258,7 +253,8 @@ def due(record: TurnRecord) -> Due:
     if phase == "running":
         if record["pending"]:
             return "results"
-        return "queries" if queries_due(record) else "run"
+        queries = record.get("queries") or ()
+        return "queries" if any(not settled(q) for q in queries) else "run"
     return "nothing"
 
 
