@@ -110,16 +110,6 @@ def _written(value: Value, line: int) -> Shape | None:
     return Shape("int" if type(value) is int else "float", literal=(value, line))
 
 
-def _written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
-    """Whether ``operand`` is text written in the program: a string literal (with placeholders
-    too), or a data label holding text (a row reads as the JSON text of its cells)."""
-    if isinstance(operand, Template):
-        return True
-    if isinstance(operand, Name):
-        return isinstance(data.get(operand.name.lower()), str)
-    return isinstance(operand, Imm) and isinstance(operand.value, str)
-
-
 def _text_address(mem: Mem) -> bool:
     """``[ESI]``: one register and nothing else; read, it may hold text (its first character)."""
     return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
@@ -213,7 +203,9 @@ class PathWalk:
             return bool(facts.text_cells >> cells[0] & 1)
         if isinstance(operand, Mem):  # a computed address: not known before the run
             return False
-        return _written_text(operand, self.program.data)  # a whole row reads as JSON text
+        if isinstance(operand, Name):  # data holding text (a whole row reads as JSON text)
+            return isinstance(self.program.data.get(operand.name.lower()), str)
+        return isinstance(operand, Template) or isinstance(operand.value, str)  # a literal
 
     def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
         """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""
