@@ -12,6 +12,7 @@ visits or :data:`~llassembly.language.limits.MAX_VALUE_WORK` values, nothing is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -251,13 +252,8 @@ class _Propagation:
             if not isinstance(target, Reg) or target.index == 0:
                 continue
             sources = [self.operand(operands[r], regs) for w, r in fx.moves if w == position]
-            if sources:
-                value = sources[0]
-                for other in sources[1:]:
-                    value = join(value, other)
-            else:
-                value = top if fx.pops else UNKNOWN
-            written[target.index] = value
+            fallback = top if fx.pops else UNKNOWN
+            written[target.index] = functools.reduce(join, sources) if sources else fallback
         values = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
         stack = pushed(stack[: max(len(stack) - fx.pops, 0)], values)
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack

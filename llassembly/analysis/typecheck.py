@@ -15,6 +15,7 @@ flags set and the variables written on each path; it is bounded by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -287,19 +288,16 @@ class PathWalk:
                 self.written_path(operand, facts, pc, position)
         if self.reporting:
             self.check(pc, ins, fx, read)
-        produced = OPCODE_INFO[ins.op].produces
         written = []  # everything is read before anything is written (XCHG)
         for position in fx.writes:
             sources = [r for w, r in fx.moves if w == position]
             if sources:
-                value = read.get(sources[0])
-                for other in sources[1:]:
-                    value = join(value, read.get(other))
+                value = functools.reduce(join, [read.get(r) for r in sources])
                 text = any(self.text(ins.operands[r], facts) for r in sources)
             elif fx.pops:
                 value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
             else:
-                value = _PRODUCED.get(produced)
+                value = _PRODUCED.get(OPCODE_INFO[ins.op].produces)
                 text = False  # computed: text from SUBSTR is followed by its shape alone
             written.append((ins.operands[position], value, text))
         pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]

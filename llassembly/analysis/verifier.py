@@ -183,7 +183,12 @@ class _Checker:
         key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
-        elif kind == "value" and ins.op is not Opcode.SAY and self.is_template_data(key):
+        elif (
+            kind == "value"
+            and ins.op is not Opcode.SAY
+            and isinstance(text := self.program.data.get(key), str)
+            and has_placeholders(text)
+        ):
             message = (
                 f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
                 "from a data label; write the text in the instruction instead "
@@ -204,7 +209,7 @@ class _Checker:
             self.report(line, column, message)
         elif kind == "reg" and not isinstance(operand, Reg):
             self.check_destination(ins, operand, column)
-        elif kind == "value" and isinstance(operand, Name) and self.no_value(operand):
+        elif kind == "value" and isinstance(operand, Name) and (named := self.no_value(operand)):
             message = {
                 "label": f"{operand.name!r} is a code label, not a value",
                 "tool": f"{operand.name!r} is a tool, not a value; CALL it and POP its result",
@@ -213,7 +218,7 @@ class _Checker:
                     "a string, a data label or a variable (a name written by MOV or POP "
                     "before it is read)"
                 ),
-            }[self.no_value(operand)]
+            }[named]
             self.report(line, column, message)
         elif kind == "label":
             if not isinstance(operand, Name):
@@ -237,20 +242,14 @@ class _Checker:
             return "label"
         return "tool" if find_tool(name.name, self.tools) is not None else "nothing"
 
-    def is_template_data(self, key: str) -> bool:
-        value = self.program.data.get(key) if key else None
-        return isinstance(value, str) and has_placeholders(value)
-
     def literal_zero(self, operand: Operand) -> bool:
         """Whether an operand is the number 0 written in the program (a literal or constant)."""
         if isinstance(operand, Imm):
-            return not isinstance(operand.value, str) and operand.value == 0
+            return operand.value == 0  # text is never 0
         if isinstance(operand, Name):
-            key = operand.name.lower()
-            label = self.program.memory.get(key)
-            value = self.program.data.get(key)
+            label = self.program.memory.get(operand.name.lower())
             writable = label is not None and label.writable
-            return not writable and value is not None and not isinstance(value, str) and value == 0
+            return not writable and self.program.data.get(operand.name.lower()) == 0
         return False
 
     def check_compound(
