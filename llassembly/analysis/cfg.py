@@ -148,12 +148,8 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     items = tuple(tools.items())
     with _LOCK:
         hit = _GRAPHS.get(key)
-    if (  # the same program and the same tools, not merely equal ones
-        hit is not None
-        and hit[0] is program
-        and len(hit[1]) == len(items)
-        and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1], items, strict=True))
-    ):
+    ids = [(name, id(tool)) for name, tool in items]  # the same tools, not merely equal ones
+    if hit is not None and hit[0] is program and [(n, id(t)) for n, t in hit[1]] == ids:
         return hit[2]
     built = _build(program, tools)
     with _LOCK:

@@ -606,18 +606,15 @@ def _in_loop(flow: ControlFlow, pc: int) -> str:
 
 def _span(program: Program, component: tuple[int, ...]) -> str:
     """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
-    runs: list[list[int]] = []
+    runs: list[list[int]] = []  # [first, last] of each run of instructions
     for pc in sorted(component):
-        if runs and runs[-1][-1] == pc - 1:
-            runs[-1].append(pc)
+        if runs and runs[-1][1] == pc - 1:
+            runs[-1][1] = pc
         else:
-            runs.append([pc])
-    parts = []
-    for run in runs:
-        first, last = program.instructions[run[0]].line, program.instructions[run[-1]].line
-        parts.append(str(first) if first == last else f"{first}-{last}")
-    single = len(runs) == 1 and len(runs[0]) == 1
-    return ("line " if single else "lines ") + ", ".join(parts)
+            runs.append([pc, pc])
+    lines = [(program.instructions[a].line, program.instructions[b].line) for a, b in runs]
+    parts = [str(first) if first == last else f"{first}-{last}" for first, last in lines]
+    return ("line " if len(component) == 1 else "lines ") + ", ".join(parts)
 
 
 def check(
