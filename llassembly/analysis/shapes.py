@@ -213,21 +213,12 @@ def _shape(annotation: Any, depth: int) -> Shape:
 def _choices(values: Sequence[Any]) -> Shape:
     """The shape of a ``Literal`` or an enum: its values' kind, and the values themselves when
     they are all plain values of one kind."""
-    found = _union(_scalar(type(v)) for v in values) or ANY
+    scalars = ((int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))  # bool: int
+    found = _union(next((s for t, s in scalars if isinstance(v, t)), ANY) for v in values) or ANY
     plain = all(type(v) in (int, float, str) for v in values)
     if found.kind in ("int", "float", "text") and plain:
         return dataclasses.replace(found, choices=tuple(values))
     return found
-
-
-def _scalar(kind: type) -> Shape:
-    if issubclass(kind, bool | int):
-        return INT
-    if issubclass(kind, float):
-        return FLOAT
-    if issubclass(kind, str):
-        return TEXT
-    return NONE_SHAPE if kind is type(None) else ANY
 
 
 def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
