@@ -275,14 +275,10 @@ class _Checker:
             message = f"{ins.mnemonic} needs {_KIND_WORDS[kind]}, not the path {operand}"
             self.report(ins.line, column, message, structural=kind != "mem")
             return
-        base = operand.base
-        if kind == "reg" and not isinstance(base, Reg):
-            self.check_operand(index, ins, "reg", base, column)
-        elif not isinstance(base, Reg):
-            self.check_operand(index, ins, "value", base, column)
-        for step in operand.steps:
-            if not isinstance(step, Imm):
-                self.check_operand(index, ins, "value", step, column)
+        if not isinstance(operand.base, Reg):  # read, or written (kind "reg")
+            self.check_operand(index, ins, kind, operand.base, column)
+        for step in (step for step in operand.steps if not isinstance(step, Imm)):
+            self.check_operand(index, ins, "value", step, column)
 
     def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
         """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
@@ -295,20 +291,18 @@ class _Checker:
             self.report(ins.line, _column(ins, 0), message)
         if not isinstance(operand, Name):
             self.check_operand(index, ins, "value", operand, column)
-            return
-        if not self.no_value(operand):
-            return
-        what = {
-            "label": "a code label, not a value",
-            "tool": "a tool, not a value (CALL it and POP its result first)",
-            "nothing": "no register, data label or variable",
-        }[self.no_value(operand)]
-        message = (
-            f"{{{operand.name}}} in the answer text names {what}; a placeholder names a register "
-            "({R1}, {EAX}, {xmm0}), a data label or variable ({best}) or memory "
-            "({[table + ESI*4]})"
-        )
-        self.report(ins.line, column, message)
+        elif named := self.no_value(operand):
+            what = {
+                "label": "a code label, not a value",
+                "tool": "a tool, not a value (CALL it and POP its result first)",
+                "nothing": "no register, data label or variable",
+            }[named]
+            message = (
+                f"{{{operand.name}}} in the answer text names {what}; a placeholder names a "
+                "register ({R1}, {EAX}, {xmm0}), a data label or variable ({best}) or memory "
+                "({[table + ESI*4]})"
+            )
+            self.report(ins.line, column, message)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
