@@ -272,10 +272,8 @@ def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
         fx = found[index]
         if fx.pops or fx.flow in ("call", "return", "halt"):
             return None
-        if fx.pushes:  # a PUSH of EAX there is a read
+        if fx.pushes or EAX_INDEX in fx.registers_read:  # a PUSH of EAX there is a read
             return index if EAX_INDEX in fx.registers_read else None
-        if EAX_INDEX in fx.registers_read:
-            return index
         if EAX_INDEX in fx.registers_written or fx.flow != "next":
             return None
     return None
