@@ -32,6 +32,7 @@ from llassembly.analysis.shapes import (
     is_number,
     is_text,
     join,
+    options_of,
     shape_of,
 )
 from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, register_name
@@ -475,7 +476,7 @@ def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
     if shape is None:
         return []
     found: list[tuple[Value, int]] = []
-    for option in shape.options if shape.kind == "union" else (shape,):
+    for option in options_of(shape):
         if option.literal is not None:
             found.append(option.literal)
         elif option.kind == "none":
