@@ -148,12 +148,8 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     items = tuple(tools.items())
     with _LOCK:
         hit = _GRAPHS.get(key)
-    if (  # the same program and the same tools, not merely equal ones
-        hit is not None
-        and hit[0] is program
-        and len(hit[1]) == len(items)
-        and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1], items, strict=True))
-    ):
+    ids = [(name, id(tool)) for name, tool in items]  # the same tools, not merely equal ones
+    if hit is not None and hit[0] is program and [(n, id(t)) for n, t in hit[1]] == ids:
         return hit[2]
     built = _build(program, tools)
     with _LOCK:
@@ -276,10 +272,8 @@ def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
         fx = found[index]
         if fx.pops or fx.flow in ("call", "return", "halt"):
             return None
-        if fx.pushes:  # a PUSH of EAX there is a read
+        if fx.pushes or EAX_INDEX in fx.registers_read:  # a PUSH of EAX there is a read
             return index if EAX_INDEX in fx.registers_read else None
-        if EAX_INDEX in fx.registers_read:
-            return index
         if EAX_INDEX in fx.registers_written or fx.flow != "next":
             return None
     return None

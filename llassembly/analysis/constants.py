@@ -12,12 +12,13 @@ visits or :data:`~llassembly.language.limits.MAX_VALUE_WORK` values, nothing is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from llassembly.analysis.cfg import ControlFlow, Layout
-from llassembly.analysis.paths import Paths, fixpoint, pushed
+from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
@@ -130,34 +131,15 @@ def _key(value: Value) -> Hashable:
 _Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
 
 
-def _joined(old: tuple[Abstract, ...], new: tuple[Abstract, ...]) -> tuple[Abstract, ...]:
-    """:func:`join`, position by position (written out: it is the analysis' inner loop)."""
-    if old is new:
-        return old
-    return tuple(
-        [
-            a
-            if a is b
-            or (type(a) is type(b) and a == b and (type(a) is not float or repr(a) == repr(b)))
-            else UNKNOWN
-            for a, b in zip(old, new, strict=True)
-        ]
-    )
-
-
 def _merge(old: _Facts, new: _Facts) -> _Facts:
     flags = old[1] if old[1] == new[1] else UNKNOWN
-    keep = min(len(old[2]), len(new[2]))
-    top_old, top_new = old[2][len(old[2]) - keep :], new[2][len(new[2]) - keep :]
-    return _joined(old[0], new[0]), flags, _joined(top_old, top_new)
+    regs = old[0] if old[0] is new[0] else tuple(map(join, old[0], new[0]))
+    return regs, flags, joined_stacks(old[2], new[2], join)
 
 
 class _Propagation:
-    def __init__(self, paths: Paths, layout: Layout, semantics: Semantics) -> None:
-        flow = paths.flow
-        self.paths = paths
-        self.flow = flow
-        self.layout = layout
+    def __init__(self, flow: ControlFlow, layout: Layout, semantics: Semantics) -> None:
+        self.flow, self.layout = flow, layout
         self.run = semantics.runner(flow, layout)
         self.initial_flags = semantics.initial_flags
         self.slot = flow.tracked  # the other registers always hold 0
@@ -270,13 +252,8 @@ class _Propagation:
             if not isinstance(target, Reg) or target.index == 0:
                 continue
             sources = [self.operand(operands[r], regs) for w, r in fx.moves if w == position]
-            if sources:
-                value = sources[0]
-                for other in sources[1:]:
-                    value = join(value, other)
-            else:
-                value = top if fx.pops else UNKNOWN
-            written[target.index] = value
+            fallback = top if fx.pops else UNKNOWN
+            written[target.index] = functools.reduce(join, sources) if sources else fallback
         values = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
         stack = pushed(stack[: max(len(stack) - fx.pops, 0)], values)
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
@@ -290,15 +267,6 @@ class _Propagation:
             if slot is not None:
                 changed[slot] = value
         return tuple(changed)
-
-    def propagate(self) -> dict[int, _Facts] | None:
-        """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
-        if not self.paths.states:
-            return {}
-        start: _Facts = ((0,) * len(self.slot), self.initial_flags, ())
-        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(self.slot), 1))
-        facts, stopped = fixpoint(self.paths, start, self.transfer, _merge, limit, self.goes)
-        return facts if stopped is None else None
 
 
 def constants(
@@ -316,7 +284,10 @@ def constants(
         :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` values) on entry to a state,
         ``()`` for a state no run reaches; or ``None`` when the analysis ran out of steps.
     """
-    found = _Propagation(paths, layout, semantics or default_semantics()).propagate()
-    if found is None:
+    run = _Propagation(paths.flow, layout, semantics or default_semantics())
+    start: _Facts = ((0,) * len(run.slot), run.initial_flags, ())
+    limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(run.slot), 1))
+    found, stopped = fixpoint(paths, start, run.transfer, _merge, limit, run.goes)
+    if stopped is not None:
         return None
     return lambda state: found[state][2] if state in found else ()

@@ -15,11 +15,11 @@ approves is what runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from llassembly.analysis.cfg import Layout
+from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language.instructions import EAX_INDEX, register_name
@@ -145,6 +145,11 @@ def _union(a: Flow, b: Flow) -> Flow:
     return a if b is _EMPTY else (a[0] | b[0], a[1] | b[1])
 
 
+def _all(flows: Iterable[Flow]) -> Flow:
+    """A value derived from all of these."""
+    return functools.reduce(_union, flows, _EMPTY)
+
+
 def _join(a: Flow, b: Flow) -> Flow:
     """A value that is the one on some runs, the other on the rest."""
     return a if a == b else (a[0] | b[0], a[1] & b[1])
@@ -157,9 +162,8 @@ _Facts = tuple[tuple[Flow, ...], Flow, tuple[Flow, ...], Mapping[int, Flow]]
 class _Static:
     """The transfer of :class:`Transfer` on (may, must) pairs over the states of the paths."""
 
-    def __init__(self, paths: Paths, layout: Layout, sites: bool = False) -> None:
-        flow = paths.flow
-        self.paths, self.flow, self.layout, self.sites = paths, flow, layout, sites
+    def __init__(self, flow: ControlFlow, layout: Layout, sites: bool = False) -> None:
+        self.flow, self.layout, self.sites = flow, layout, sites
         # What a value the analysis cannot follow (below the stack followed) may derive from:
         # any tool's result and, marked, any query's answer (see query_site).
         anything = {tool.name for tool in flow.tools.values()}
@@ -177,33 +181,18 @@ class _Static:
             slot = self.slot.get(operand.index)
             return _EMPTY if slot is None else regs[slot]
         if isinstance(operand, Name):  # read-only data, a constant: the plan's own (no cells
-            found = _EMPTY  # written); one cell, or a row read whole: every cell is in the text
-            for number in self.layout.cells_of(operand)[0]:
-                found = _union(found, memory.get(number, _EMPTY))
-            return found
-        if isinstance(operand, Mem):
-            cells, exact = self.layout.cells_of(operand)
-            if exact:
-                found = memory.get(cells[0], _EMPTY)
-            else:  # one of these cells; through [reg] also read-only data, or text in reg
-                found = memory.get(cells[0], _EMPTY) if cells else _EMPTY
-                for number in cells:
-                    found = _join(found, memory.get(number, _EMPTY))
-                if operand.label is None:
-                    found = _join(found, _EMPTY)
-            for reg in operand.registers:
-                found = _union(found, self.value(reg, facts))
-            return found
+            # written); one cell, or a row read whole: every cell is in the text
+            return _all(memory.get(number, _EMPTY) for number in self.layout.cells_of(operand)[0])
+        if isinstance(operand, Mem):  # one of its cells (through [reg] also read-only data,
+            cells = self.layout.cells_of(operand)[0]  # or text in reg), and its registers
+            found = functools.reduce(_join, [memory.get(n, _EMPTY) for n in cells] or [_EMPTY])
+            if operand.label is None:
+                found = _join(found, _EMPTY)
+            return _union(found, _all(self.value(reg, facts) for reg in operand.registers))
         if isinstance(operand, Path):
-            found = self.value(operand.base, facts)
-            for step in operand.steps:
-                found = _union(found, self.value(step, facts))
-            return found
+            return _all(self.value(part, facts) for part in (operand.base, *operand.steps))
         if isinstance(operand, Template):
-            found = _EMPTY
-            for fill in operand.fills:
-                found = _union(found, self.value(fill, facts))
-            return found
+            return _all(self.value(fill, facts) for fill in operand.fills)
         return _EMPTY  # a literal
 
     def write(
@@ -245,10 +234,7 @@ class _Static:
             stack, given = taken(stack, count, self.top)
             result = (result_sources(tool.name),) * 2
             if is_query(tool):  # its answer derives from what its model read
-                read = _EMPTY
-                for argument in given:
-                    read = _union(read, argument)
-                result = self.query(pc, read)
+                result = self.query(pc, _all(given))
             fx = self.flow.effects[pc]  # EAX: its result or error; the flags: did it fail
             if fx.registers_written:
                 changed = list(regs)
@@ -259,23 +245,15 @@ class _Static:
         move = transfer_of(self.flow.program.instructions[pc])
         if move.moves_nothing:
             return facts
-        everything = _EMPTY
-        for operand in move.reads:
-            everything = _union(everything, self.value(operand, facts))
         stack, popped = taken(stack, move.pops, self.top)
-        for value in popped:
-            everything = _union(everything, value)
-        if move.flags:  # SETcc: what the flags chose is data
-            everything = _union(everything, flags)
-        values = []  # everything is read before anything is written (XCHG)
-        for write in move.writes:
-            if write.copies is None:
-                values.append(everything)
-                continue
-            found = flags if move.flags else _EMPTY
-            for operand in write.copies:
-                found = _union(found, self.value(operand, facts))
-            values.append(found)
+        chose = [flags] if move.flags else []  # SETcc: what the flags chose is data
+        everything = _all([*(self.value(o, facts) for o in move.reads), *popped, *chose])
+        values = [  # everything is read before anything is written (XCHG)
+            everything
+            if write.copies is None
+            else _all([*chose, *(self.value(o, facts) for o in write.copies)])
+            for write in move.writes
+        ]
         new_regs = list(regs)
         for write, pair in zip(move.writes, values, strict=True):
             memory = self.write(write.place, pair, new_regs, memory)
@@ -284,16 +262,6 @@ class _Static:
         stack = pushed(stack, [everything] * move.pushes)
         flags = everything if move.sets_flags else flags
         return tuple(new_regs), flags, stack, memory
-
-    def propagate(self) -> dict[int, _Facts] | None:
-        """Facts on entry to each state, or ``None`` when the analysis ran out of steps."""
-        if not self.paths.states:
-            return {}
-        start: _Facts = ((_EMPTY,) * len(self.slot), _EMPTY, (), {})
-        work = len(self.slot) + self.layout.live_cells
-        limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(work, 1))
-        facts, stopped = fixpoint(self.paths, start, self.transfer, _merge, limit)
-        return facts if stopped is None else None
 
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
@@ -328,9 +296,12 @@ def argument_flows(
     """
     if not paths.complete:
         return None
-    analysis = _Static(paths, layout, query_sites)
-    found = analysis.propagate()
-    if found is None:
+    analysis = _Static(paths.flow, layout, query_sites)
+    start: _Facts = ((_EMPTY,) * len(analysis.slot), _EMPTY, (), {})
+    work = len(analysis.slot) + layout.live_cells
+    limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(work, 1))
+    found, stopped = fixpoint(paths, start, analysis.transfer, _merge, limit)
+    if stopped is not None:
         return None
 
     def flows(state: int) -> tuple[Flow, ...]:

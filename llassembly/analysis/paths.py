@@ -268,9 +268,11 @@ def fixpoint(
     the one instruction a branch goes to when the facts decide it (``None``: every successor).
 
     Returns:
-        The facts and ``None``; or, when that takes more than ``limit`` visits, the facts so
-        far (not final) and the state that was to be visited next.
+        The facts (none when there is no state) and ``None``; or, when that takes more than
+        ``limit`` visits, the facts so far (not final) and the state that was to be visited next.
     """
+    if not paths.states:
+        return {}, None
     facts: dict[int, _F] = {0: start}
     queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
     while queue:

@@ -144,8 +144,7 @@ def parse_answer_shape(spec: object) -> AnswerShape:
             raise ValueError(f"the answer shape {_shown(spec)} is not valid JSON; {_HOW}") from None
     else:
         data = stripped
-    counted = [0]
-    return _parse(data, 0, counted)
+    return _parse(data, 0, [0])  # [fields counted]
 
 
 def _shown(spec: str) -> str:

@@ -97,7 +97,7 @@ def _union(shapes: Iterable[Shape]) -> Shape | None:
     # any value of its type) are that type, so a union never grows with the values written.
     options: dict[Shape, Shape] = {}
     for shape in shapes:
-        for option in shape.options if shape.kind == "union" else (shape,):
+        for option in options_of(shape):
             if option.kind == "any":
                 return None
             plain = dataclasses.replace(option, literal=None) if option.literal else option
@@ -109,7 +109,8 @@ def _union(shapes: Iterable[Shape]) -> Shape | None:
     return found[0] if len(found) == 1 else Shape("union", options=found)
 
 
-def _options(shape: Shape) -> tuple[Shape, ...]:
+def options_of(shape: Shape) -> tuple[Shape, ...]:
+    """The shapes a value of ``shape`` may be: a union's options, else the shape itself."""
     return shape.options if shape.kind == "union" else (shape,)
 
 
@@ -117,13 +118,13 @@ def is_text(shape: Shape | None) -> bool:
     """Whether the value is text on every run (``NONE`` among texts: it reads as empty text)."""
     if shape is None:
         return False
-    found = [o.kind for o in _options(shape)]
+    found = [o.kind for o in options_of(shape)]
     return all(k in _TEXTS or k == "none" for k in found) and any(k in _TEXTS for k in found)
 
 
 def is_number(shape: Shape | None) -> bool:
     """Whether the value is a number on every run."""
-    return shape is not None and all(o.kind in _NUMBERS for o in _options(shape))
+    return shape is not None and all(o.kind in _NUMBERS for o in options_of(shape))
 
 
 # -- from annotations ---------------------------------------------------------------------------
@@ -213,21 +214,12 @@ def _shape(annotation: Any, depth: int) -> Shape:
 def _choices(values: Sequence[Any]) -> Shape:
     """The shape of a ``Literal`` or an enum: its values' kind, and the values themselves when
     they are all plain values of one kind."""
-    found = _union(_scalar(type(v)) for v in values) or ANY
+    scalars = ((int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))  # bool: int
+    found = _union(next((s for t, s in scalars if isinstance(v, t)), ANY) for v in values) or ANY
     plain = all(type(v) in (int, float, str) for v in values)
     if found.kind in ("int", "float", "text") and plain:
         return dataclasses.replace(found, choices=tuple(values))
     return found
-
-
-def _scalar(kind: type) -> Shape:
-    if issubclass(kind, bool | int):
-        return INT
-    if issubclass(kind, float):
-        return FLOAT
-    if issubclass(kind, str):
-        return TEXT
-    return NONE_SHAPE if kind is type(None) else ANY
 
 
 def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
@@ -288,7 +280,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     return ANY, f"is {words}, not an object or a list: it has no {what}"
 
 
-def describe(shape: Shape | None, depth: int = 0) -> str:
+def describe(shape: Shape | None) -> str:
     """A shape as the prompt and the messages write it: ``Contact``, ``list[Event]``,
     ``text | NONE``, ``decimal (text)``."""
     if shape is None or shape.kind == "any":
@@ -297,13 +289,13 @@ def describe(shape: Shape | None, depth: int = 0) -> str:
     if kind == "object":
         return shape.name or "object"
     if kind == "list":
-        return f"list[{describe(shape.item, depth + 1)}]"
+        return f"list[{describe(shape.item)}]"
     if kind == "map":
-        return f"dict[text, {describe(shape.item, depth + 1)}]"
+        return f"dict[text, {describe(shape.item)}]"
     if kind == "tuple":
-        return shape.name or "[" + ", ".join(describe(o, depth + 1) for o in shape.options) + "]"
+        return shape.name or "[" + ", ".join(describe(o) for o in shape.options) + "]"
     if kind == "union":
-        return " | ".join(describe(o, depth + 1) for o in shape.options)
+        return " | ".join(describe(o) for o in shape.options)
     if kind == "none":
         return "NONE"
     if kind == "decimal":

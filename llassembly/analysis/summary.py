@@ -23,12 +23,12 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from llassembly.analysis.cfg import control_flow, layout_of
-from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, join, same_value
+from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, same_value
 from llassembly.analysis.dataflow import Flow, argument_flows
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
@@ -289,7 +289,6 @@ def summarize(
     stacks = constants(paths, layout, semantics)
     queries = {program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)}
     flows = argument_flows(paths, layout, query_sites=bool(queries))
-    # what a computed argument may derive from when the flows are not known: anything
     anything = (_sorted({tool.name for tool in flow.tools.values()}), _sorted(queries))
     states = paths.states
     by_site: dict[int, list[int]] = {}
@@ -307,8 +306,17 @@ def summarize(
     uses: dict[str, list[CallSite]] = {}
     for pc, numbers in sorted(by_site.items()):
         ins, tool = program.instructions[pc], flow.tools[pc]
-        found = [flows(n) for n in numbers] if flows is not None else None
-        arguments = _arguments(tool, flow.stack_effect(pc)[0], numbers, stacks, found, anything)
+        pushed = flow.stack_effect(pc)[0]
+        each = [
+            _arguments(tool, pushed, stacks(n) if stacks else (), flows(n) if flows else ())
+            for n in numbers
+        ]
+        arguments = tuple(_merged(list(states_of)) for states_of in zip(*each, strict=True))
+        if flows is None:  # a computed argument may derive from anything
+            arguments = tuple(
+                a if a.constant else replace(a, sources=anything[0], answers=anything[1])
+                for a in arguments
+            )
         in_loop = any(n in paths.looped for n in numbers)
         site = CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
         uses.setdefault(tool.name, []).append(site)
@@ -340,51 +348,35 @@ def summarize(
 
 
 def _arguments(
-    tool: ToolShape,
-    pushed: int,
-    numbers: list[int],
-    stacks: Callable[[int], tuple[Abstract, ...]] | None,
-    flows: list[tuple[Flow, ...]] | None,
-    anything: tuple[tuple[str, ...], tuple[int, ...]],
-) -> tuple[Argument, ...]:
-    """The arguments of one call site over its states ``numbers`` (``pushed`` of them on the
-    stack, the rest left out), per parameter: the value every run passes there, if one does;
-    the sources of any state and those certain in every state, by ``flows`` per state (when
-    they are not known, a computed argument may come from ``anything``, none certain)."""
-    values: list[Abstract] = [UNKNOWN] * pushed
-    if stacks is not None and pushed:
-        seen: list[Abstract] | None = None
-        for number in numbers:
-            stack = stacks(number)
-            here = list(stack[-pushed:]) if len(stack) >= pushed else values
-            seen = here if seen is None else [join(a, b) for a, b in zip(seen, here, strict=True)]
-        values = seen or values
+    tool: ToolShape, pushed: int, stack: tuple[Abstract, ...], flows: tuple[Flow, ...]
+) -> list[Argument]:
+    """The arguments of a call in one state, per parameter: the top ``pushed`` values of
+    ``stack`` (the rest are left out), each from the tools of ``flows`` (one per value
+    pushed; empty when not known)."""
+    values = list(stack[-pushed:]) if pushed and len(stack) >= pushed else [UNKNOWN] * pushed
     out = []
     for i, param in enumerate(tool.params):
         value = values[i] if i < pushed else NONE  # CALL tool, N: the rest are left out
-        arg = Argument(
-            str(getattr(param, "name", f"arg{i + 1}")),
-            value is not UNKNOWN,
-            None if value is UNKNOWN else value,  # type: ignore[arg-type]
-            optional=bool(getattr(param, "has_default", False)),
+        may, must = flows[i] if i < len(flows) else ((), ())
+        answers = {line for name in may if (line := site_line(name)) is not None}
+        marks = {query_site(line) for line in answers}  # which query, for the summary only
+        out.append(
+            Argument(
+                str(getattr(param, "name", f"arg{i + 1}")),
+                value is not UNKNOWN,
+                None if value is UNKNOWN else value,  # type: ignore[arg-type]
+                _sorted(set(may) - marks),
+                _sorted(set(must) - marks),
+                _sorted(answers),
+                bool(getattr(param, "has_default", False)),
+            )
         )
-        if flows is not None:
-            each = [f[i] for f in flows if len(f) > i]
-            sources = {name for may, _ in each for name in may}
-            certain = set.intersection(*(set(must) for _, must in each)) if each else set()
-            answers = {line for name in sources if (line := site_line(name)) is not None}
-            marks = {query_site(line) for line in answers}  # which query, for the summary only
-            arg = replace(arg, sources=_sorted(sources - marks), certain=_sorted(certain - marks))
-            arg = replace(arg, answers=_sorted(answers))
-        elif not arg.constant:
-            arg = replace(arg, sources=anything[0], answers=anything[1])
-        out.append(arg)
-    return tuple(out)
+    return out
 
 
 def _merged(arguments: list[Argument]) -> Argument:
-    """One argument over several call sites: the constant when every site passes the same,
-    the sources of any site and those certain at each."""
+    """One argument over several states or call sites: the constant when every one passes the
+    same, the sources of any and those certain at each."""
     first = arguments[0]
     same = all(a.constant and same_value(a.value, first.value) for a in arguments)
     return Argument(

@@ -99,28 +99,26 @@ def tool_shapes(
         UsageTypeError: ``tools`` is neither a mapping nor a list, or an item is no tool.
         UsageError: Two tools share a name, or ``adapt`` refuses an item.
     """
-    given = given_tools(tools, param)
+    given, adapt = given_tools(tools, param), adapt or _as_shape
     if isinstance(given, Mapping):
-        found = {key: _shape(tool, adapt, key, f"{param}[{key!r}]") for key, tool in given.items()}
+        found = {key: adapt(tool, key, f"{param}[{key!r}]") for key, tool in given.items()}
         same = all(found[key] is given[key] for key in found)
         return given if same else found
     by_name: dict[str, Any] = {}
     for index, item in enumerate(given):
-        tool = _shape(item, adapt, None, f"{param}[{index}]")
+        tool = adapt(item, None, f"{param}[{index}]")
         if tool.name in by_name:
             raise UsageError(f"two tools are named {tool.name!r}: tool names must be unique")
         by_name[tool.name] = tool
     return by_name
 
 
-def _shape(item: object, adapt: Adapt[Any] | None, key: str | None, where: str) -> Any:
-    if adapt is not None:
-        return adapt(item, key, where)
+def _as_shape(item: object, key: str | None, where: str) -> Any:
+    """The adapter without one: an item must already be a :class:`ToolShape`."""
     if is_tool_shape(item):
         return item
-    shown = repr(item)[:80]
     raise UsageTypeError(
-        f"{where}: {shown} is not a tool the check can read: give externs "
+        f"{where}: {repr(item)[:80]} is not a tool the check can read: give externs "
         "(llassembly.externs_from), or call llassembly.check / verify / summarize, which take "
         "functions and LangChain tools"
     )

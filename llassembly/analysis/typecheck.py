@@ -15,6 +15,7 @@ flags set and the variables written on each path; it is bounded by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -31,6 +32,7 @@ from llassembly.analysis.shapes import (
     is_number,
     is_text,
     join,
+    options_of,
     shape_of,
 )
 from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, register_name
@@ -108,16 +110,6 @@ def _written(value: Value, line: int) -> Shape | None:
             return Shape("any", literal=(value, line))
         return Shape("text", literal=(value, line))
     return Shape("int" if type(value) is int else "float", literal=(value, line))
-
-
-def _written_text(operand: Operand, data: Mapping[str, Value]) -> bool:
-    """Whether ``operand`` is text written in the program: a string literal (with placeholders
-    too), or a data label holding text (a row reads as the JSON text of its cells)."""
-    if isinstance(operand, Template):
-        return True
-    if isinstance(operand, Name):
-        return isinstance(data.get(operand.name.lower()), str)
-    return isinstance(operand, Imm) and isinstance(operand.value, str)
 
 
 def _text_address(mem: Mem) -> bool:
@@ -213,7 +205,9 @@ class PathWalk:
             return bool(facts.text_cells >> cells[0] & 1)
         if isinstance(operand, Mem):  # a computed address: not known before the run
             return False
-        return _written_text(operand, self.program.data)  # a whole row reads as JSON text
+        if isinstance(operand, Name):  # data holding text (a whole row reads as JSON text)
+            return isinstance(self.program.data.get(operand.name.lower()), str)
+        return isinstance(operand, Template) or isinstance(operand.value, str)  # a literal
 
     def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
         """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""
@@ -295,19 +289,16 @@ class PathWalk:
                 self.written_path(operand, facts, pc, position)
         if self.reporting:
             self.check(pc, ins, fx, read)
-        produced = OPCODE_INFO[ins.op].produces
         written = []  # everything is read before anything is written (XCHG)
         for position in fx.writes:
             sources = [r for w, r in fx.moves if w == position]
             if sources:
-                value = read.get(sources[0])
-                for other in sources[1:]:
-                    value = join(value, read.get(other))
+                value = functools.reduce(join, [read.get(r) for r in sources])
                 text = any(self.text(ins.operands[r], facts) for r in sources)
             elif fx.pops:
                 value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
             else:
-                value = _PRODUCED.get(produced)
+                value = _PRODUCED.get(OPCODE_INFO[ins.op].produces)
                 text = False  # computed: text from SUBSTR is followed by its shape alone
             written.append((ins.operands[position], value, text))
         pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]
@@ -485,7 +476,7 @@ def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
     if shape is None:
         return []
     found: list[tuple[Value, int]] = []
-    for option in shape.options if shape.kind == "union" else (shape,):
+    for option in options_of(shape):
         if option.literal is not None:
             found.append(option.literal)
         elif option.kind == "none":

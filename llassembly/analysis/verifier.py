@@ -183,7 +183,12 @@ class _Checker:
         key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
-        elif kind == "value" and ins.op is not Opcode.SAY and self.is_template_data(key):
+        elif (
+            kind == "value"
+            and ins.op is not Opcode.SAY
+            and isinstance(text := self.program.data.get(key), str)
+            and has_placeholders(text)
+        ):
             message = (
                 f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
                 "from a data label; write the text in the instruction instead "
@@ -204,7 +209,7 @@ class _Checker:
             self.report(line, column, message)
         elif kind == "reg" and not isinstance(operand, Reg):
             self.check_destination(ins, operand, column)
-        elif kind == "value" and isinstance(operand, Name) and self.no_value(operand):
+        elif kind == "value" and isinstance(operand, Name) and (named := self.no_value(operand)):
             message = {
                 "label": f"{operand.name!r} is a code label, not a value",
                 "tool": f"{operand.name!r} is a tool, not a value; CALL it and POP its result",
@@ -213,7 +218,7 @@ class _Checker:
                     "a string, a data label or a variable (a name written by MOV or POP "
                     "before it is read)"
                 ),
-            }[self.no_value(operand)]
+            }[named]
             self.report(line, column, message)
         elif kind == "label":
             if not isinstance(operand, Name):
@@ -237,20 +242,14 @@ class _Checker:
             return "label"
         return "tool" if find_tool(name.name, self.tools) is not None else "nothing"
 
-    def is_template_data(self, key: str) -> bool:
-        value = self.program.data.get(key) if key else None
-        return isinstance(value, str) and has_placeholders(value)
-
     def literal_zero(self, operand: Operand) -> bool:
         """Whether an operand is the number 0 written in the program (a literal or constant)."""
         if isinstance(operand, Imm):
-            return not isinstance(operand.value, str) and operand.value == 0
+            return operand.value == 0  # text is never 0
         if isinstance(operand, Name):
-            key = operand.name.lower()
-            label = self.program.memory.get(key)
-            value = self.program.data.get(key)
+            label = self.program.memory.get(operand.name.lower())
             writable = label is not None and label.writable
-            return not writable and value is not None and not isinstance(value, str) and value == 0
+            return not writable and self.program.data.get(operand.name.lower()) == 0
         return False
 
     def check_compound(
@@ -276,14 +275,10 @@ class _Checker:
             message = f"{ins.mnemonic} needs {_KIND_WORDS[kind]}, not the path {operand}"
             self.report(ins.line, column, message, structural=kind != "mem")
             return
-        base = operand.base
-        if kind == "reg" and not isinstance(base, Reg):
-            self.check_operand(index, ins, "reg", base, column)
-        elif not isinstance(base, Reg):
-            self.check_operand(index, ins, "value", base, column)
-        for step in operand.steps:
-            if not isinstance(step, Imm):
-                self.check_operand(index, ins, "value", step, column)
+        if not isinstance(operand.base, Reg):  # read, or written (kind "reg")
+            self.check_operand(index, ins, kind, operand.base, column)
+        for step in (step for step in operand.steps if not isinstance(step, Imm)):
+            self.check_operand(index, ins, "value", step, column)
 
     def check_placeholder(self, index: int, ins: Instruction, position: int, column: int) -> None:
         """A ``{...}`` placeholder of a ``SAY`` text (the parser made it an operand)."""
@@ -296,20 +291,18 @@ class _Checker:
             self.report(ins.line, _column(ins, 0), message)
         if not isinstance(operand, Name):
             self.check_operand(index, ins, "value", operand, column)
-            return
-        if not self.no_value(operand):
-            return
-        what = {
-            "label": "a code label, not a value",
-            "tool": "a tool, not a value (CALL it and POP its result first)",
-            "nothing": "no register, data label or variable",
-        }[self.no_value(operand)]
-        message = (
-            f"{{{operand.name}}} in the answer text names {what}; a placeholder names a register "
-            "({R1}, {EAX}, {xmm0}), a data label or variable ({best}) or memory "
-            "({[table + ESI*4]})"
-        )
-        self.report(ins.line, column, message)
+        elif named := self.no_value(operand):
+            what = {
+                "label": "a code label, not a value",
+                "tool": "a tool, not a value (CALL it and POP its result first)",
+                "nothing": "no register, data label or variable",
+            }[named]
+            message = (
+                f"{{{operand.name}}} in the answer text names {what}; a placeholder names a "
+                "register ({R1}, {EAX}, {xmm0}), a data label or variable ({best}) or memory "
+                "({[table + ESI*4]})"
+            )
+            self.report(ins.line, column, message)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
@@ -607,18 +600,15 @@ def _in_loop(flow: ControlFlow, pc: int) -> str:
 
 def _span(program: Program, component: tuple[int, ...]) -> str:
     """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
-    runs: list[list[int]] = []
+    runs: list[list[int]] = []  # [first, last] of each run of instructions
     for pc in sorted(component):
-        if runs and runs[-1][-1] == pc - 1:
-            runs[-1].append(pc)
+        if runs and runs[-1][1] == pc - 1:
+            runs[-1][1] = pc
         else:
-            runs.append([pc])
-    parts = []
-    for run in runs:
-        first, last = program.instructions[run[0]].line, program.instructions[run[-1]].line
-        parts.append(str(first) if first == last else f"{first}-{last}")
-    single = len(runs) == 1 and len(runs[0]) == 1
-    return ("line " if single else "lines ") + ", ".join(parts)
+            runs.append([pc, pc])
+    lines = [(program.instructions[a].line, program.instructions[b].line) for a, b in runs]
+    parts = [str(first) if first == last else f"{first}-{last}" for first, last in lines]
+    return ("line " if len(component) == 1 else "lines ") + ", ".join(parts)
 
 
 def check(
