@@ -576,15 +576,17 @@ def plan_run(ctx: CallContext) -> PlanRun:
 
     def execute(call: ToolCall, config: RunnableConfig) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
-            answer = run_query(_query_model(ctx), call, call_id(ctx.prefix, call.number), config)
-            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+            value, attempts = run_query(
+                _query_model(ctx), call, call_id(ctx.prefix, call.number), config
+            )
+            return query_message(call, ctx.prefix, attempts, value=value)
         return run_call(ctx, call, tool_request(ctx, call, config), invoke_tool(ctx, config))
 
     async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
         if ctx.externs[call.tool].query:
             cid = call_id(ctx.prefix, call.number)
-            answer = await arun_query(_query_model(ctx), call, cid, config)
-            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+            value, attempts = await arun_query(_query_model(ctx), call, cid, config)
+            return query_message(call, ctx.prefix, attempts, value=value)
         handler = invoke_tool(ctx, config, asynchronous=True)
         return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
 
