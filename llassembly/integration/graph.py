@@ -370,7 +370,7 @@ class PlanGraph:
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
 
-        return Node(body, _serve, _aserve)
+        return Node(body, _serve)
 
     def _call_node(self) -> Node:
         """The task that runs one call of a batch and writes its message.
@@ -387,7 +387,7 @@ class PlanGraph:
             [outcome] = yield [call]
             return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
-        return Node(body, _serve, _aserve)
+        return Node(body, _serve)
 
     # -- building -------------------------------------------------------------------------------
 
@@ -524,22 +524,19 @@ def _tools_config(config: RunnableConfig) -> RunnableConfig:
     return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
 
 
-def _serve(config: RunnableConfig) -> Callable[[list[ToolCall]], list[Outcome]]:
-    """Runs a plan node's batch of calls (at once, on threads) with the run's ``execute``."""
+def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCall]], Any]:
+    """Runs a plan node's batch of calls at once with the run's ``execute`` (on threads), or
+    its ``aexecute`` (``asyncio.gather``)."""
     run, tools = config["configurable"][RUN_KEY], _tools_config(config)
+    if asynchronous:
+        return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
     return lambda batch: batch_results(batch, lambda call: run.execute(call, tools))
-
-
-def _aserve(config: RunnableConfig) -> Callable[[list[ToolCall]], Awaitable[list[Outcome]]]:
-    """Async :func:`_serve` (``asyncio.gather``, the run's ``aexecute``)."""
-    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
-    return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
 
 
 class Node(Runnable[Any, Any]):
     """A graph node written once for sync and async: ``body(input, config)`` is a sans-IO
-    generator (see :func:`~llassembly.machine.emulator.drive`) whose requests ``serve(config)``
-    answers on ``invoke`` and ``aserve(config)`` (awaited) on ``ainvoke``.
+    generator (see :func:`~llassembly.machine.emulator.drive`) whose requests
+    ``serve(config, asynchronous)`` answers (awaited on ``ainvoke``).
 
     LangGraph wraps a plain function given to ``add_node`` so that ``ainvoke`` runs it on a
     thread; the planner's nodes need their own async body (the model and the tools are
@@ -550,19 +547,18 @@ class Node(Runnable[Any, Any]):
     def __init__(
         self,
         body: Callable[[Any, RunnableConfig], Generator[Any, Any, Any]],
-        serve: Callable[[RunnableConfig], Callable[[Any], Any]],
-        aserve: Callable[[RunnableConfig], Callable[[Any], Awaitable[Any]]],
+        serve: Callable[[RunnableConfig, bool], Callable[[Any], Any]],
     ) -> None:
-        self.body, self.serve, self.aserve = body, serve, aserve
+        self.body, self.serve = body, serve
         self.name = getattr(body, "__name__", None) or "Node"
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         config = ensure_config(config)
-        return drive(self.body(input, config), self.serve(config))
+        return drive(self.body(input, config), self.serve(config, False))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         config = ensure_config(config)
-        return await adrive(self.body(input, config), self.aserve(config))
+        return await adrive(self.body(input, config), self.serve(config, True))
 
 
 # -- a planner's plan, run as a plan graph ---------------------------------------------------

@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -43,6 +43,9 @@ from llassembly.integration.record import (
     TurnResult,
 )
 from llassembly.machine.state import final_answer_of
+
+if TYPE_CHECKING:  # (options import this module: approval's repair request)
+    from llassembly.integration.options import PlannerOptions
 
 _M = TypeVar("_M", bound=BaseMessage)
 
@@ -410,8 +413,10 @@ def answer_messages(
         structured: The reply is a structured response (the agent's ``response_format``):
             the request asks for it rather than for words.
     """
+    # A call message of this turn is left out, given again as another object (same id) too.
+    ids = {m.id for m in turn if m.id and isinstance(m, AIMessage | ToolMessage)}
     calls = {id(m) for m in turn}
-    kept = [m for m in conversation if id(m) not in calls and not _is_call(m, turn)]
+    kept = [m for m in conversation if id(m) not in calls and not (m.id and m.id in ids)]
     seen = planner_view(list(turn), results=True)
     done: list[str] = [str(m.text) for m in seen if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
@@ -434,35 +439,26 @@ def answer_messages(
     )
 
 
-def _is_call(message: BaseMessage, turn: Sequence[BaseMessage]) -> bool:
-    """A call message of this turn given again as another object (same id)."""
-    if not message.id:
-        return False
-    return any(m.id == message.id for m in turn if isinstance(m, AIMessage | ToolMessage))
-
-
 # -- the final message -----------------------------------------------------------------
 
 
-class MessageOptions(Protocol):
-    """The planner options the final message reads (a ``PlannerOptions``)."""
-
-    @property
-    def granularity(self) -> str: ...
-    @property
-    def execution(self) -> str: ...
-
-
 def turn_result(
-    record: Mapping[str, Any], options: MessageOptions, status: Status | None = None
+    record: Mapping[str, Any], options: PlannerOptions, status: Status | None = None
 ) -> TurnResult:
     """What the turn's final message records (see :class:`TurnResult`); ``status`` is worked
     out from the record's failure unless given."""
     machine = record.get("machine") or {}
     failure = record.get("failure")
+    kind = failure.get("type") if failure else None
+    if status is None and kind is None:
+        status = "finished"
+    elif status is None:  # "refused": no plan of the turn passed the checks
+        planned = bool(record.get("plan_number"))
+        refused = kind == "RepairsExhausted" and not planned
+        status = "rejected" if kind == NOT_APPROVED else "refused" if refused else "stopped"
     result = TurnResult(
         kind="answer",
-        status=status or _status(failure, bool(record.get("plan_number"))),
+        status=status,
         model_calls=int(record.get("model_calls", 0)),
         repairs=int(record.get("repairs", 0)),
         replans=int(record.get("replans", 0)),
@@ -480,20 +476,10 @@ def turn_result(
     return result
 
 
-def _status(failure: Mapping[str, Any] | None, planned: bool) -> Status:
-    """How a turn ended, from its failure (``planned``: a plan of the turn ran)."""
-    kind = failure.get("type") if failure else None
-    if kind is None:
-        return "finished"
-    if kind == NOT_APPROVED:
-        return "rejected"
-    return "refused" if kind == "RepairsExhausted" and not planned else "stopped"
-
-
 def final_message(
     record: Mapping[str, Any],
     calls: Sequence[BaseMessage],
-    options: MessageOptions,
+    options: PlannerOptions,
     reply: AIMessage | None = None,
 ) -> AIMessage:
     """The ``AIMessage`` that ends the turn, with what happened in its metadata (a
@@ -544,17 +530,12 @@ def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0
         )
     if kind == CALL_REFUSED:
         return f"I stopped: {failure_words(failure)} (a decision, not an error). {done}"
-    return f"I could not finish: {_user_words(failure)}. {done}"
-
-
-def _user_words(failure: Mapping[str, Any]) -> str:
-    """:func:`failure_words` for the end user: no exception type, no instruction."""
-    kind, tool = failure.get("type"), failure.get("tool")
-    if kind == "ToolExecutionError":
-        return f"the tool {tool} failed"
-    if kind == "AsmRuntimeError":
-        return "the plan went wrong while it ran"
-    return failure_words(failure)
+    # For the end user: no exception type, no instruction.
+    words = {
+        "ToolExecutionError": f"the tool {failure.get('tool')} failed",
+        "AsmRuntimeError": "the plan went wrong while it ran",
+    }.get(str(kind)) or failure_words(failure)
+    return f"I could not finish: {words}. {done}"
 
 
 def finished_summary(tools: Sequence[str]) -> str:

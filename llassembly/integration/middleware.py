@@ -234,6 +234,23 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )  # fmt: skip
         return self.planner.plan_graph(asked.plan, view.externs), ctx
 
+    def _serve(
+        self, request: ModelRequest[Any], view: TurnView, handler: Any, asynchronous: bool
+    ) -> Callable[[Asked], Any]:
+        """Answers what a visit asks for (awaitable when ``asynchronous``): the model handler,
+        the query model, or a plan graph run."""
+
+        def serve(asked: Asked) -> Any:
+            if isinstance(asked, AskQuery):
+                asking = aask_all if asynchronous else ask_all
+                return asking(self._query_model(request), asked.requests)
+            if isinstance(asked, RunPlan):
+                running = arun_plan if asynchronous else run_plan
+                return running(*self._plan_graph_run(request, view, asked), get_config())
+            return handler(self._model_request(request, view, asked))
+
+        return serve
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -241,14 +258,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
         view = self._view(request)
-
-        def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
-                return ask_all(self._query_model(request), asked.requests)
-            if isinstance(asked, RunPlan):
-                return run_plan(*self._plan_graph_run(request, view, asked), get_config())
-            return handler(self._model_request(request, view, asked))
-
+        serve = self._serve(request, view, handler, asynchronous=False)
         return drive(visit(view, request.state, synchronous=True), serve)
 
     async def awrap_model_call(
@@ -258,14 +268,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         view = self._view(request)
-
-        async def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
-                return await aask_all(self._query_model(request), asked.requests)
-            if isinstance(asked, RunPlan):
-                return await arun_plan(*self._plan_graph_run(request, view, asked), get_config())
-            return await handler(self._model_request(request, view, asked))
-
+        serve = self._serve(request, view, handler, asynchronous=True)
         return await adrive(visit(view, request.state, synchronous=False), serve)
 
     # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypedDict
@@ -121,7 +121,7 @@ class TurnGraph:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
         names = ["model", "approve", "execute"]
         for name in names:
-            builder.add_node(name, Node(self._body, self._serve, self._aserve))
+            builder.add_node(name, Node(self._body, self._serve))
             builder.add_conditional_edges(name, _route, [*names, END])
         builder.add_conditional_edges(START, _route, [*names, END])
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
@@ -160,25 +160,14 @@ class TurnGraph:
         done = step(due_now.record, event, view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
-    def _serve(self, config: RunnableConfig) -> Callable[[Any], Any]:
+    def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
         run: TurnRun = config["configurable"][TURN_KEY]
 
         def serve(asked: Any) -> Any:
             if isinstance(asked, RunPlan):
                 graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return run_plan(graph, run.calls, config)
-            return run.model.invoke(asked)
-
-        return serve
-
-    def _aserve(self, config: RunnableConfig) -> Callable[[Any], Awaitable[Any]]:
-        run: TurnRun = config["configurable"][TURN_KEY]
-
-        async def serve(asked: Any) -> Any:
-            if isinstance(asked, RunPlan):
-                graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return await arun_plan(graph, run.calls, config)
-            return await run.model.ainvoke(asked)
+                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
+            return (run.model.ainvoke if asynchronous else run.model.invoke)(asked)
 
         return serve
 
