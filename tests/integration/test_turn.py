@@ -179,13 +179,13 @@ def _graph_turn(replies: list[str], options: dict[str, Any], fail_on: set[int]) 
     box = Toolbox(fail_on=set(fail_on))
     node = ToolsPlannerNode(ScriptedChatModel(replies=replies), box.sync_tools, **options)
     finals: list[dict[str, Any]] = []
-    finish = node._finish
+    update = node._update
 
-    def keep(final: dict[str, Any], run: Any) -> dict[str, Any]:
+    def keep(final: dict[str, Any], run: Any, config: Any) -> Any:
         finals.append(final)
-        return finish(final, run)
+        return update(final, run, config)
 
-    node._finish = keep  # type: ignore[method-assign]
+    node._update = keep  # type: ignore[method-assign]
     out = node({"messages": [HumanMessage("go")]}, {})
     return out["messages"], finals[-1]["record"], box.log
 
