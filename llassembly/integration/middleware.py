@@ -1,16 +1,8 @@
 """``ToolsPlannerMiddleware``: one plan per model call inside ``create_agent`` (the agent path).
 
-Each visit of the agent's model node is one step of the turn
-(:func:`llassembly.integration.turn.step`), with at most one real model call (or one per query
-of a batch): it asks for a plan, or gives the machine the results of the calls it waits on (or
-the answers to its queries) and runs it on to its next ``CALL``, which it answers the model turn
-with: the agent's own tool node runs the call, through the planner's ``wrap_tool_call`` and the
-one tool path (:mod:`llassembly.integration.calls`). A step that needs another model call ends
-with a message that shows progress; ``after_agent`` sends the agent back to its model node, so
-``before_model`` middleware (call limits) see every model call. The turn's record lives in the
-agent's private state, so every step is checkpointed and can go on in any process. With
-``execution="graph"`` a visit runs the whole plan as a nested plan graph (see
-``docs/architecture.md``, *One turn*).
+Each visit of the agent's model node is one step of the turn (:func:`visit`), with at most one
+real model call; the plan's calls go out as tool calls the agent's own tool node runs, and the
+turn's record lives in the agent's private state. See ``docs/architecture.md``, *One turn*.
 """
 
 from __future__ import annotations

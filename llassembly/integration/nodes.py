@@ -1,12 +1,9 @@
 """``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
 ``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
 
-The node reads ``messages`` from the state (system messages become the planner's context) and
-returns the messages the turn adds. Inside, the turn is a small graph (the *turn graph*)
-sharing your checkpointer, whose nodes ``model`` (a model call), ``approve`` (a person decides
-on the plan) and ``execute`` (the plan runs as a nested plan graph) each do what the turn's
-record says is due (:func:`~llassembly.integration.turn.step` decides), so a resume after an
-``interrupt()`` calls no model again and runs no completed tool call again.
+Inside, the turn is a small graph sharing your checkpointer (:class:`TurnGraph`), so a resume
+after an ``interrupt()`` calls no model again and runs no completed tool call again (see
+``docs/architecture.md``, *One turn*).
 """
 
 from __future__ import annotations

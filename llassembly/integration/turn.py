@@ -1,10 +1,7 @@
-"""One planner turn as a state machine: the record, an event, and what to do next.
+"""One planner turn as a state machine: :func:`step` (record + event -> record + action).
 
-:func:`step` is the one place where a turn decides anything: how a reply becomes a plan (or a
-repair request, or the turn's end), what a person's decision means, how results go into the
-machine, when a failed plan is planned again, how the turn ends. It does no I/O: it returns the
-new record, the messages the turn adds now, and an :data:`Action` for its driver, the agent path
-(:mod:`~llassembly.integration.middleware`) or the turn graph
+It is the one place where a turn decides anything and does no I/O; its drivers are the agent
+path (:mod:`~llassembly.integration.middleware`) and the turn graph
 (:mod:`~llassembly.integration.nodes`). See ``docs/architecture.md``, *One turn*.
 """
 
