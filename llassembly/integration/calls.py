@@ -43,7 +43,7 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.integration.record import FAILURE_ARTIFACT, KEY
+from llassembly.integration.record import FAILURE_ARTIFACT, KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
@@ -489,14 +489,17 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     return outcome
 
 
+def recorded_failure(message: ToolMessage) -> Mapping[str, Any] | None:
+    """The failure record a plan call's message carries (in its tag or its artifact), if any."""
+    found = tag_of(message).get("failure")
+    if not isinstance(found, Mapping) and isinstance(message.artifact, Mapping):
+        found = message.artifact.get(FAILURE_ARTIFACT)
+    return found if isinstance(found, Mapping) else None
+
+
 def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
-    tag = message.response_metadata.get(KEY)
-    tag = tag if isinstance(tag, Mapping) else {}
-    recorded = tag.get("failure")
-    artifact = message.artifact
-    if not isinstance(recorded, Mapping) and isinstance(artifact, Mapping):
-        recorded = artifact.get(FAILURE_ARTIFACT)
-    if isinstance(recorded, Mapping):
+    tag, recorded = tag_of(message), recorded_failure(message)
+    if recorded is not None:
         return Failed(error_of(recorded))
     if message.status == "error":
         text = message_text(message)

@@ -32,15 +32,15 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
-from llassembly.integration.calls import plan_call_messages
+from llassembly.integration.calls import plan_call_messages, recorded_failure
 from llassembly.integration.record import (
     CALL_REFUSED,
-    FAILURE_ARTIFACT,
     KEY,
     NOT_APPROVED,
     NOTHING_RAN,
     Status,
     TurnResult,
+    tag_of,
 )
 from llassembly.machine.state import final_answer_of
 
@@ -173,8 +173,7 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
 
     names: dict[str, str] = {}  # tool-call id -> how the call is named
     for message in messages:
-        tag = message.response_metadata.get(KEY)
-        kind = tag.get("kind") if isinstance(tag, Mapping) else None
+        kind = tag_of(message).get("kind")
         if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
             if message.text.strip() and kind is None:  # a model's words beside its calls
                 flush()
@@ -205,15 +204,13 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
 
 def _call_line(name: str, message: ToolMessage | None, shown: bool) -> str:
     """One call, by its structure: ``2. line 5: send_email: failed (ToolExecutionError)``."""
-    tag = message.response_metadata.get(KEY) if message is not None else None
-    where = f"line {tag['line']}: " if isinstance(tag, Mapping) and "line" in tag else ""
+    tag = tag_of(message) if message is not None else {}
+    where = f"line {tag['line']}: " if "line" in tag else ""
     if message is None:
         outcome = "no result"
     elif message.status == "error":
-        failure = tag.get("failure") if isinstance(tag, Mapping) else None
-        if not isinstance(failure, Mapping) and isinstance(message.artifact, Mapping):
-            failure = message.artifact.get(FAILURE_ARTIFACT)
-        outcome = f"failed ({failure['type']})" if isinstance(failure, Mapping) else "failed"
+        failure = recorded_failure(message)
+        outcome = f"failed ({failure['type']})" if failure is not None else "failed"
     else:
         outcome = "succeeded"
     text = f"{where}{name}: {outcome}"
@@ -559,12 +556,8 @@ def finished_summary(tools: Sequence[str]) -> str:
 def query_model_calls(messages: Sequence[BaseMessage]) -> int:
     """The model calls the queries recorded among ``messages`` made (each query's message
     records its attempts)."""
-    tags = [m.response_metadata.get(KEY) for m in messages if isinstance(m, ToolMessage)]
-    return sum(
-        int(t.get("attempts", 1))
-        for t in tags
-        if isinstance(t, Mapping) and t.get("kind") == "query"
-    )
+    tags = [tag_of(m) for m in messages if isinstance(m, ToolMessage)]
+    return sum(int(t.get("attempts", 1)) for t in tags if t.get("kind") == "query")
 
 
 def completed_calls(machine: Mapping[str, Any]) -> int:
@@ -582,9 +575,7 @@ def calls_alongside(messages: Sequence[BaseMessage], prefix: str, before: int) -
     messages (a result the plan got, or could have got), less the ``before`` it took."""
     done = 0
     for m in plan_call_messages(messages, [prefix]):
-        tag = m.response_metadata.get(KEY)
-        ok = isinstance(m, ToolMessage) and m.status != "error"
-        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
+        done += isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
     return max(done - before, 0)
 
 
@@ -593,11 +584,7 @@ def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:
     turn (``"plan"``, ``"answer"``, ``"draft"``, ``"note"``; a call's messages are ``"call"``).
     ``new_id`` gives it an id of its own (the copy is then a message of its own: a stream shows
     it, though the model's reply it copies streamed already)."""
-    tag = message.response_metadata.get(KEY)
-    meta = {
-        **message.response_metadata,
-        KEY: {**(tag if isinstance(tag, Mapping) else {}), "kind": kind},
-    }
+    meta = {**message.response_metadata, KEY: {**tag_of(message), "kind": kind}}
     update: dict[str, Any] = {"response_metadata": meta}
     if new_id:
         update["id"] = f"llassembly-{uuid.uuid4()}"

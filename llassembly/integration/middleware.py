@@ -67,7 +67,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due
+from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, tag_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -363,8 +363,7 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
         if isinstance(message, ToolMessage):
             if message.tool_call_id != call_id:
                 continue
-            tag = message.response_metadata.get(KEY)
-            return None if isinstance(tag, Mapping) and tag.get(ENDS_RUN) else message
+            return None if tag_of(message).get(ENDS_RUN) else message
         if isinstance(message, AIMessage):
             if any(c.get("id") == call_id for c in message.tool_calls):
                 return None

@@ -9,6 +9,7 @@ planner nodes in its own state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, Failure, RepairsExhausted
@@ -29,6 +30,12 @@ NOTHING_RAN: Final = (NOT_APPROVED, "RepairsExhausted")
 """Failures after which nothing of the plan ran."""
 FAILURE_ARTIFACT: Final = "llassembly_failure"
 """Key, in the artifact of the error ``ToolMessage`` of a failed plan call, of its failure."""
+
+
+def tag_of(message: Any) -> Mapping[str, Any]:
+    """A message's ``response_metadata["llassembly"]`` (empty when it has none)."""
+    tag = message.response_metadata.get(KEY)
+    return tag if isinstance(tag, Mapping) else {}
 
 
 class PendingCall(TypedDict):
