@@ -8,6 +8,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -215,7 +216,6 @@ class CallContext:
     # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
     observed: bool = True
     _direct: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict, repr=False)
-    _tools: list[BaseTool] | None = field(default=None, repr=False)
 
     def direct(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
         """The function of ``tool`` to call directly (see
@@ -226,11 +226,10 @@ class CallContext:
             found = self._direct[(id(tool), asynchronous)] = (tool, func)
         return found[1]  # type: ignore[no-any-return,unused-ignore]
 
+    @functools.cached_property
     def tools(self) -> list[BaseTool]:
         """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""
-        if self._tools is None:
-            self._tools = [e.tool for e in self.externs.values() if e.tool is not None]
-        return self._tools
+        return [e.tool for e in self.externs.values() if e.tool is not None]
 
 
 def run_call(
@@ -287,7 +286,7 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
         tool_call_id=cid,
         store=getattr(rt, "store", None),
-        tools=ctx.tools(),
+        tools=ctx.tools,
     )
     tool = extern.tool
     return ToolCallRequest(

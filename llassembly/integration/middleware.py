@@ -67,7 +67,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, tag_of
+from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of, tag_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -342,12 +342,6 @@ def _pending_call(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
-
-
-def record_of(state: Any) -> TurnRecord | None:
-    """The planner's record in the agent state, or ``None``."""
-    record = state.get(KEY) if isinstance(state, Mapping) else None
-    return record if isinstance(record, dict) and "phase" in record else None  # type: ignore[return-value]
 
 
 def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage | None:

@@ -200,12 +200,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         (every planner option)
 
-    A failed turn under ``on_tool_error="raise"`` (LangGraph keeps nothing of a node that
-    raises) returns the turn's messages with a ``Send`` to its own node carrying the failure,
-    and that task raises the error in the next step (the live exception, with the messages as
-    ``error.messages``; rebuilt from its record in another process): see
-    ``docs/durability.md`` for what a graph sees then. Called outside a graph the node raises
-    at once.
+    Under ``on_tool_error="raise"`` a failed turn's messages are kept and its error raised by
+    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -248,8 +244,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
 
     def prompt_for(self, *, system_prompt: str = "") -> str:
         """Exactly the system prompt the planner model receives from this node when the
-        conversation's system messages read ``system_prompt``: how to write a plan, a block
-        per tool, the types. ``llassembly prompt`` prints the same."""
+        conversation's system messages read ``system_prompt`` (as ``llassembly prompt``)."""
         return self.planner.system_prompt(self.externs, system_prompt)
 
     def _start(

@@ -1,13 +1,9 @@
 """Queries: a plan reads prose with a model (``CALL query_text``; see ``docs/queries.md``).
 
-To the machine a query is a call like any other (:data:`QUERY_EXTERN`). A model with no tools
-answers it, sent only :data:`QUERY_INSTRUCTIONS` and the text and question, never the plan's
-tools, system prompt or conversation, through its native structured output where it has one.
-:func:`settle` is the one place that decides what a reply gives: the value, one more attempt
-with the problem named, or a :class:`~llassembly.errors.QueryFailed`. Its runs are tagged
-:data:`QUERY_TAG`. On the agent path the turn asks a batch's queries in a visit of the model
-node of their own (:func:`ask_all`); in a plan graph a query runs as the plan's call
-(:func:`run_query`).
+To the machine a query is a call like any other (:data:`QUERY_EXTERN`), answered by a model
+with no tools that is sent only :data:`QUERY_INSTRUCTIONS`, the text and the question.
+:func:`settle` is the one place that decides what a reply gives. The agent path asks a batch
+in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`run_query`).
 """
 
 from __future__ import annotations

@@ -240,6 +240,12 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
     )
 
 
+def record_of(state: Any) -> TurnRecord | None:
+    """The planner's record in an agent state, or ``None``."""
+    record = state.get(KEY) if isinstance(state, Mapping) else None
+    return record if isinstance(record, dict) and "phase" in record else None  # type: ignore[return-value]
+
+
 # -- what is due next ---------------------------------------------------------------------------
 
 Due: TypeAlias = Literal["plan", "answer", "person", "results", "queries", "run", "nothing"]
