@@ -39,6 +39,7 @@ from llassembly.errors import (
     CallNotRun,
     ExecutionError,
     Failure,
+    QueryFailed,
     ToolExecutionError,
     UsageError,
     error_of,
@@ -373,10 +374,19 @@ def _failed(
     extern = ctx.externs.get(call.tool)
     if noted.returned and extern is not None:
         return as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+    return raised_message(ctx.errors, call, ctx.prefix, exc)
+
+
+def raised_message(
+    errors: dict[str, BaseException], call: ToolCall, prefix: str, exc: Exception
+) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
+    error kept in ``errors`` by call id (to raise it as it is)."""
     wrapped = tool_error(call, exc)
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
-    ctx.errors[call_id(ctx.prefix, call.number)] = wrapped
-    return failure_message(call, ctx.prefix, failure_of(error))
+    errors[call_id(prefix, call.number)] = error
+    tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
+    return failure_message(call, prefix, failure_of(error), **tag)
 
 
 def _tagged(

@@ -27,19 +27,19 @@ from langgraph.types import Command, Send
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.compat import unobserved
-from llassembly.errors import ExecutionError, Failure, QueryFailed, UsageError, failure_of
+from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
     arun_call,
     as_message,
     call_id,
     call_request,
-    failure_message,
     invoke_tool,
     jsonable,
     message_text,
     outcome_of,
     query_message,
+    raised_message,
     run_call,
     tool_request,
 )
@@ -57,7 +57,6 @@ from llassembly.machine.emulator import (
     check_parallel_tools,
     drive,
     marked_calls,
-    tool_error,
 )
 from llassembly.machine.externs import check_sync_tools
 from llassembly.machine.state import ToolCall
@@ -327,17 +326,7 @@ class PlanGraph:
         if isinstance(outcome, Failed):
             if not isinstance(outcome.error, Exception):
                 raise outcome.error
-            error = tool_error(call, outcome.error)
-            if error is not outcome.error:
-                error.__cause__ = outcome.error
-            live = error if isinstance(error, ExecutionError) else ExecutionError(str(error))
-            run.errors[call_id(run.call_id_prefix, call.number)] = live
-            tag = (
-                {"kind": "query", "attempts": live.attempts}
-                if isinstance(live, QueryFailed)
-                else {}
-            )
-            message = failure_message(call, run.call_id_prefix, failure_of(live), **tag)
+            message = raised_message(run.errors, call, run.call_id_prefix, outcome.error)
         else:
             extern = self.compiled.externs[call.tool]
             message = as_message(extern, call, run.call_id_prefix, outcome)

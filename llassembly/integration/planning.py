@@ -42,11 +42,6 @@ from llassembly.integration.messages import model_reply, planner_view, split_sys
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
-from llassembly.language.limits import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-)
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ParallelTools, adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
@@ -78,9 +73,9 @@ class Plan:
     compiled: CompiledProgram | None
     externs: Mapping[str, Extern]
     model_calls: int
-    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
+    max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec
+    max_tool_calls: int = PlannerOptions.max_tool_calls
+    max_stack_depth: int = PlannerOptions.max_stack_depth
 
     @property
     def text(self) -> str:
