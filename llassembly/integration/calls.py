@@ -284,7 +284,7 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         state=ctx.state,
         context=getattr(rt, "context", None),
         config=config,
-        stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
+        stream_writer=getattr(rt, "stream_writer", None) or (lambda chunk: None),
         tool_call_id=cid,
         store=getattr(rt, "store", None),
         tools=ctx.tools,
@@ -339,10 +339,6 @@ def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dic
     if extern is not None and extern.runtime_param is not None:
         args[extern.runtime_param] = request.runtime
     return tool, {**request.tool_call, "args": args, "type": "tool_call"}
-
-
-def _no_stream(chunk: Any) -> None:
-    """Stream writer used when the caller has none."""
 
 
 def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
@@ -498,7 +494,7 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     return outcome
 
 
-def recorded_failure(message: ToolMessage) -> Mapping[str, Any] | None:
+def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
     """The failure record a plan call's message carries (in its tag or its artifact), if any."""
     found = tag_of(message).get("failure")
     if not isinstance(found, Mapping) and isinstance(message.artifact, Mapping):
@@ -507,7 +503,7 @@ def recorded_failure(message: ToolMessage) -> Mapping[str, Any] | None:
 
 
 def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
-    tag, recorded = tag_of(message), recorded_failure(message)
+    tag, recorded = tag_of(message), failure_in(message)
     if recorded is not None:
         return Failed(error_of(recorded))
     if message.status == "error":

@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -32,7 +32,7 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
-from llassembly.integration.calls import plan_call_messages, recorded_failure
+from llassembly.integration.calls import failure_in, plan_call_messages
 from llassembly.integration.record import (
     CALL_REFUSED,
     KEY,
@@ -43,9 +43,6 @@ from llassembly.integration.record import (
     tag_of,
 )
 from llassembly.machine.state import final_answer_of
-
-if TYPE_CHECKING:  # (options import this module: approval's repair request)
-    from llassembly.integration.options import PlannerOptions
 
 _M = TypeVar("_M", bound=BaseMessage)
 
@@ -122,11 +119,6 @@ def failure_words(failure: Mapping[str, Any]) -> str:
         return str(failure.get("detail", "a budget ran out"))
     # The library's own message, any text in it elided: a value it quotes may be a result's.
     return _QUOTED.sub("'…'", str(failure.get("detail") or kind))
-
-
-def model_reply(response: Any) -> AIMessage:
-    """The AIMessage inside whatever a model handler returned."""
-    return answered(response).reply
 
 
 # -- what the planner model is shown ----------------------------------------------------------
@@ -209,7 +201,7 @@ def _call_line(name: str, message: ToolMessage | None, shown: bool) -> str:
     if message is None:
         outcome = "no result"
     elif message.status == "error":
-        failure = recorded_failure(message)
+        failure = failure_in(message)
         outcome = f"failed ({failure['type']})" if failure is not None else "failed"
     else:
         outcome = "succeeded"
@@ -439,8 +431,17 @@ def answer_messages(
 # -- the final message -----------------------------------------------------------------
 
 
+class MessageOptions(Protocol):
+    """The planner options the final message reads (a ``PlannerOptions``)."""
+
+    @property
+    def granularity(self) -> str: ...
+    @property
+    def execution(self) -> str: ...
+
+
 def turn_result(
-    record: Mapping[str, Any], options: PlannerOptions, status: Status | None = None
+    record: Mapping[str, Any], options: MessageOptions, status: Status | None = None
 ) -> TurnResult:
     """What the turn's final message records (see :class:`TurnResult`); ``status`` is worked
     out from the record's failure unless given."""
@@ -476,7 +477,7 @@ def turn_result(
 def final_message(
     record: Mapping[str, Any],
     calls: Sequence[BaseMessage],
-    options: PlannerOptions,
+    options: MessageOptions,
     reply: AIMessage | None = None,
 ) -> AIMessage:
     """The ``AIMessage`` that ends the turn, with what happened in its metadata (a

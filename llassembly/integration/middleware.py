@@ -52,7 +52,6 @@ from llassembly.integration.graph import Granularity, PlanGraph, arun_plan, run_
 from llassembly.integration.messages import (
     AnswerRequest,
     answered,
-    model_reply,
     planner_view,
     query_model_calls,
     split_system,
@@ -449,7 +448,7 @@ def visit(
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(shown)[1], *out, *action.extra]
-                event = Replied(_with_id(model_reply(reply)))
+                event = Replied(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
                 event = Queried((yield action))
             else:

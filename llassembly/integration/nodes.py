@@ -29,7 +29,7 @@ from llassembly.errors import ExecutionError, Failure, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
-from llassembly.integration.messages import Answered, model_reply, planner_view, split_system
+from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -141,10 +141,10 @@ class TurnGraph:
         if isinstance(action, AskModel):
             seen = planner_view(conversation, results=self.planner.options.planner_sees_results)
             reply = yield [SystemMessage(run.system_prompt), *seen, *action.extra]
-            event = Replied(model_reply(reply))
+            event = Replied(answered(reply).reply)
         elif isinstance(action, AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            event = Answered([model_reply((yield [*system, *action.messages]))])
+            event = Answered([answered((yield [*system, *action.messages])).reply])
         elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
             event = Decided(read_decision(interrupt(action.request)))
         elif isinstance(action, RunPlan):
@@ -178,15 +178,6 @@ class _Raise(TypedDict):
     id: str
     failure: Failure
     messages: list[AnyMessage]
-
-
-def _messages_of(state: Any) -> list[AnyMessage]:
-    messages = (
-        state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
-    )
-    if messages is None:
-        raise UsageError("the planner node needs a `messages` key in the graph state")
-    return list(messages)
 
 
 @document_options
@@ -253,7 +244,11 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         """The turn graph's input and config for a new turn about ``state``'s messages (or
         the raising of the error a failed turn handed to this task)."""
         self._raise_handed(state)
-        context, conversation = split_system(_messages_of(state))
+        found = state.get("messages") if isinstance(state, Mapping) else None
+        found = getattr(state, "messages", None) if found is None else found
+        if found is None:
+            raise UsageError("the planner node needs a `messages` key in the graph state")
+        context, conversation = split_system(list(found))
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph

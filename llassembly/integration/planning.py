@@ -38,7 +38,7 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
 from llassembly.integration.graph import Granularity, PlanGraph
-from llassembly.integration.messages import model_reply, planner_view, split_system
+from llassembly.integration.messages import answered, planner_view, split_system
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
@@ -249,7 +249,7 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     while isinstance(current.action, AskModel):
         seen = planner_view(conversation, results=planner.options.planner_sees_results)
         reply = yield [system, *seen, *current.action.extra]
-        current = step(current.record, Replied(model_reply(reply)), view)
+        current = step(current.record, Replied(answered(reply).reply), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
     opts = planner.options
