@@ -37,7 +37,6 @@ from llassembly.integration.record import (
     CALL_REFUSED,
     KEY,
     NOT_APPROVED,
-    NOTHING_RAN,
     Status,
     TurnResult,
     tag_of,
@@ -339,23 +338,6 @@ def answered(response: Any) -> Answered:
     if not any(isinstance(m, AIMessage) for m in messages):
         raise UsageError(f"the model handler returned no AIMessage ({type(response).__name__})")
     return Answered(messages, getattr(inner, "structured_response", None))
-
-
-def needs_model(
-    final_answer: str,
-    failure: Mapping[str, Any] | None,
-    raising: bool,
-    response_format: Any,
-    structured: Any,
-) -> bool:
-    """Whether the turn ends with a model call: asked for (``final_answer="model"``), or the
-    agent wants a structured response the plan's answer did not give. Never when nothing of
-    the plan ran (rejected, no valid plan) or when its failure is raised."""
-    if failure and (raising or failure.get("type") in NOTHING_RAN):
-        return False
-    if final_answer == "model":
-        return True
-    return response_format is not None and structured is None and not failure
 
 
 def structured_from_text(response_format: Any, text: str | None) -> Any:

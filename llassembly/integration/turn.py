@@ -38,7 +38,6 @@ from llassembly.integration.messages import (
     final_message,
     marked,
     native_calls_error,
-    needs_model,
     not_words,
     query_model_calls,
     repair_request,
@@ -52,6 +51,7 @@ from llassembly.integration.query import QueryRequest, Reply, query_request, set
 from llassembly.integration.record import (
     KEY,
     NOT_APPROVED,
+    NOTHING_RAN,
     Draft,
     QueryDue,
     TurnRecord,
@@ -533,9 +533,12 @@ def _end(
     )
     said = final_answer_of(rec["machine"])
     structured = None if failure else structured_from_text(view.response_format, said)
-    if answer and needs_model(
-        opts.final_answer, failure, raising, view.response_format, structured
-    ):
+    # The turn ends with a model call when asked for, or for a structured response the plan's
+    # answer did not give; never when nothing of the plan ran or when its failure is raised.
+    wanted = opts.final_answer == "model" or (
+        view.response_format is not None and structured is None and not failure
+    )
+    if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
         return Step(rec, AskAnswer(_answer_request(rec, view, messages)), messages)
     rec["phase"] = "done"
