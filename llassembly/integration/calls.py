@@ -463,15 +463,9 @@ def _value_tag(extern: Extern, result: Any, message: ToolMessage, call: ToolCall
         read = extern.to_values(decode_text(extern, message_text(message), call))
     except ExecutionError:
         read = None
-    if read is not None and _same(read, values):
+    if read is not None and read == values and list(map(type, read)) == list(map(type, values)):
         return {}
     return {"values": list(values)}
-
-
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(
-        type(x) is type(y) and x == y for x, y in zip(a, b, strict=True)
-    )
 
 
 # -- reading a result back -----------------------------------------------------------------------

@@ -616,23 +616,19 @@ def run_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> Plan
         UsageError: The plan calls async-only tools (nothing has run).
     """
     check_sync_tools(graph.compiled.tools)
-    run, plan_config = _start(graph, ctx, config)
-    return _ran(graph.graph.invoke(graph.initial_state(), plan_config), run)
+    return drive(_running(graph, ctx, config), lambda asked: graph.graph.invoke(*asked))
 
 
 async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
     """Async :func:`run_plan` (with ``ainvoke``)."""
-    run, plan_config = _start(graph, ctx, config)
-    return _ran(await graph.graph.ainvoke(graph.initial_state(), plan_config), run)
+    return await adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
 
 
-def _start(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> tuple[PlanRun, Any]:
+def _running(
+    graph: PlanGraph, ctx: CallContext, config: RunnableConfig
+) -> Generator[tuple[PlanState, RunnableConfig], Any, PlanRan]:
     ctx.observed = not unobserved(config)
     run = plan_run(ctx)
-    return run, graph.config_for(run, config)
-
-
-def _ran(result: dict[str, Any], run: PlanRun) -> PlanRan:
-    return PlanRan(
-        result["machine"], result.get("failure"), list(result.get("messages", [])), run.error
-    )
+    result = yield graph.initial_state(), graph.config_for(run, config)
+    messages = list(result.get("messages", []))
+    return PlanRan(result["machine"], result.get("failure"), messages, run.error)

@@ -155,9 +155,7 @@ class TurnRecord(TypedDict):
     """The state of one planner turn.
 
     Attributes:
-        phase: Where the turn is: ``planning`` (a model call for a plan is due), ``approval``
-            (a person decides), ``running`` (the plan runs: on the agent path its calls in
-            ``pending``), ``answering`` (the final model call is due), ``done``.
+        phase: Where the turn is (what it waits for: :func:`due`).
         plan: The text of the plan that runs (``None`` before one is accepted).
         plan_number: 1 for the turn's first plan, 2 after a replan...
         prefix: Tool-call ids of the current plan start with it.
