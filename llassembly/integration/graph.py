@@ -215,7 +215,7 @@ class PlanGraph:
         if self._dispatching and base.get("max_concurrency") is None:
             # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
             # whole batch (at most the tool-call budget) run at once, as the caller set no
-            # bound. The tools themselves get the caller's config (see _tools_config).
+            # bound. The tools themselves get the caller's config (see _serve).
             out["max_concurrency"] = self.max_tool_calls
             configurable[_OWN_POOL] = True
         return out
@@ -505,18 +505,13 @@ class PlanGraph:
         return calls
 
 
-def _tools_config(config: RunnableConfig) -> RunnableConfig:
-    """The config the tools get: the node's, without the ``max_concurrency`` that
-    :meth:`PlanGraph.config_for` set for the graph's own tasks."""
-    if not config["configurable"].get(_OWN_POOL):
-        return config
-    return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
-
-
 def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCall]], Any]:
     """Runs a plan node's batch of calls at once with the run's ``execute`` (on threads), or
-    its ``aexecute`` (``asyncio.gather``)."""
-    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
+    its ``aexecute`` (``asyncio.gather``); the tools get the node's config, without the
+    ``max_concurrency`` that :meth:`PlanGraph.config_for` set for the graph's own tasks."""
+    run, tools = config["configurable"][RUN_KEY], config
+    if config["configurable"].get(_OWN_POOL):
+        tools = {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[assignment]
     if asynchronous:
         return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
     return lambda batch: batch_results(batch, lambda call: run.execute(call, tools))

@@ -365,15 +365,6 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
     return None
 
 
-def _asked_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]]:
-    """The arguments of the latest tool calls, by call id, as the tool node got them (after
-    any middleware that edited them)."""
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and message.tool_calls:
-            return {c.get("id") or "": c.get("args") or {} for c in message.tool_calls}
-    return {}
-
-
 def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
     """Whether the last message the turn added is still the latest (the same run goes on)."""
     return bool(messages) and record["anchor"] is not None and messages[-1].id == record["anchor"]
@@ -392,7 +383,11 @@ def next_event(
         answers = [answer_of_call(messages, p["id"]) for p in pending]
         if any(a is None for a in answers):
             return Begin()
-        asked = _asked_args(messages)
+        # The calls' arguments as the tool node got them (after any middleware that edited them).
+        sent = next(
+            (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
+        )
+        asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
         return Returned(
             [
                 outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
