@@ -32,7 +32,7 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
-from llassembly.integration.calls import failure_in, plan_call_messages
+from llassembly.integration.calls import failure_in
 from llassembly.integration.record import (
     CALL_REFUSED,
     KEY,
@@ -541,25 +541,6 @@ def query_model_calls(messages: Sequence[BaseMessage]) -> int:
     records its attempts)."""
     tags = [tag_of(m) for m in messages if isinstance(m, ToolMessage)]
     return sum(int(t.get("attempts", 1)) for t in tags if t.get("kind") == "query")
-
-
-def completed_calls(machine: Mapping[str, Any]) -> int:
-    """The calls a plan completed, from its machine's snapshot: the machine counts a call when
-    it starts it, so the calls it still waits on (one that failed, or was not run) are not
-    among them."""
-    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
-    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
-
-
-def calls_alongside(messages: Sequence[BaseMessage], prefix: str, before: int) -> int:
-    """The calls of a stopped plan (its call ids start with ``prefix``) that completed
-    although the machine never took their results: with ``parallel_tools``, the calls of a
-    batch after the one that failed ran at the same time. Counted from the plan's call
-    messages (a result the plan got, or could have got), less the ``before`` it took."""
-    done = 0
-    for m in plan_call_messages(messages, [prefix]):
-        done += isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
-    return max(done - before, 0)
 
 
 def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:

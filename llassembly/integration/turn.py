@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from llassembly.errors import (
     MAX_DIAGNOSTICS_SHOWN,
@@ -33,8 +40,6 @@ from llassembly.integration.messages import (
     AnswerRequest,
     NotWords,
     answer_messages,
-    calls_alongside,
-    completed_calls,
     final_message,
     marked,
     native_calls_error,
@@ -60,6 +65,7 @@ from llassembly.integration.record import (
     pending_call,
     plan_failure,
     settled,
+    tag_of,
 )
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, Failed
@@ -494,9 +500,17 @@ def _plan_ended(
     """The plan ended: replan after a failure (when the policy says so), or end the turn."""
     machine = rec["machine"] or {}
     rec["executed"] += int(machine.get("executed", 0))
-    before = completed_calls(machine)
-    calls = [*view.messages, *messages]
-    alongside = calls_alongside(calls, rec["prefix"], before) if failure else 0
+    # The machine counts a call when it starts it: those it still waits on did not complete.
+    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
+    before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
+    # With parallel_tools the calls of a batch after a failed one ran at the same time: they
+    # completed (by their messages), though the machine never took their results.
+    done = [
+        m
+        for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]])
+        if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
+    ]
+    alongside = max(len(done) - before, 0) if failure else 0
     rec["tool_calls"] += before + alongside
     rec["alongside"] = alongside
     rec.update({"plan": None, "pending": [], "failure": failure})
