@@ -66,25 +66,6 @@ QUERY_EXTERN: Final = Extern(
 are on)."""
 
 
-def question_text(text: str, question: str, shape: AnswerShape) -> str:
-    """The query model's one request: the question, the shape and the text, fenced."""
-    schema = json.dumps({"value": shape.schema()}, ensure_ascii=False)
-    return (
-        f"Question: {question}\n"
-        f"Answer shape: {shape.describe()}\n"
-        f"Reply as JSON of this schema: {schema}\n\n"
-        f"The text:\n<<<\n{text}\n>>>"
-    )
-
-
-def retry_text(problem: str, shape: AnswerShape) -> str:
-    """What the query model is told after a refused answer."""
-    return (
-        f"That answer cannot be used: {problem}. Reply again with JSON only, "
-        f'{{"value": ...}}, the value a {shape.describe()}.'
-    )
-
-
 # -- reading a reply ------------------------------------------------------------------------------
 
 
@@ -112,7 +93,7 @@ def settle(
     source: str = "",
 ) -> Value | list[Refusal]:
     """What a query's reply gives: its value; or, when the answer cannot be used and an
-    attempt is left, the refusals so far (ask again with them, see :func:`retry_text`).
+    attempt is left, the refusals so far (ask again with them, see :func:`query_request`).
 
     Args:
         args: The query's arguments (``text``, ``question``, ``shape``).
@@ -306,15 +287,21 @@ def query_request(
     line: int = 0,
     source: str = "",
 ) -> QueryRequest:
-    """The request of a query's next attempt (``refused``: the answers refused so far)."""
+    """The request of a query's next attempt: the question, the shape and the text (fenced),
+    then each answer refused so far with why."""
     shape = answer_shape(args)
     text, question = str(args.get("text", "")), str(args.get("question", ""))
-    messages: list[BaseMessage] = [
-        SystemMessage(QUERY_INSTRUCTIONS),
-        HumanMessage(question_text(text, question, shape)),
-    ]
+    described = json.dumps({"value": shape.schema()}, ensure_ascii=False)
+    asked = (
+        f"Question: {question}\nAnswer shape: {shape.describe()}\n"
+        f"Reply as JSON of this schema: {described}\n\nThe text:\n<<<\n{text}\n>>>"
+    )
+    messages: list[BaseMessage] = [SystemMessage(QUERY_INSTRUCTIONS), HumanMessage(asked)]
     for refusal in refused:
-        again = retry_text(refusal["problem"], shape)
+        again = (
+            f"That answer cannot be used: {refusal['problem']}. Reply again with JSON only, "
+            f'{{"value": ...}}, the value a {shape.describe()}.'
+        )
         messages += [AIMessage(refusal["answer"]), HumanMessage(again)]
     schema = {
         "title": "answer",
