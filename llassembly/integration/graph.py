@@ -193,9 +193,11 @@ class PlanGraph:
 
     # -- running ------------------------------------------------------------------------------
 
-    def initial_state(self) -> PlanState:
-        """The input for a fresh run."""
-        return {"machine": Emulator(self.compiled).snapshot(), "messages": [], "failure": None}
+    def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
+        """The input for a fresh run (or one continuing from an emulator snapshot)."""
+        if machine is None:
+            machine = Emulator(self.compiled).snapshot()
+        return {"machine": machine, "messages": [], "failure": None}
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
