@@ -519,7 +519,7 @@ def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any
         return Failed(error)
 
 
-def decode_text(extern: Extern, text: str, call: ToolCall | None = None) -> Any:
+def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
     """What the plan gets from a result's text, read by the tool's declared result type (the
     text as it is for text, numbers as JSON numbers, a ``tuple[...]`` as a JSON array).
 
@@ -589,13 +589,13 @@ def _json(text: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def _undecodable(extern: Extern, text: str, what: str, call: ToolCall | None) -> Exception:
+def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Exception:
     shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
     return AsmRuntimeError(
         f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
         "be read as one",
-        line=call.line if call else 0,
-        source=call.source if call else "",
+        line=call.line,
+        source=call.source,
     )
 
 
