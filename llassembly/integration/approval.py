@@ -1,11 +1,9 @@
 """Plan approval: one human decision about the whole plan, before its first call.
 
-With ``approve_plan`` the planner pauses (``interrupt()``) once a plan is written, verified and
-checked against the policies, and before anything runs; the interrupt's value is
-:func:`approval_request` and ``Command(resume=decision)`` answers it with ``approve``, ``edit``
-(the new plan is checked again; the reviewer is asked again when it does not pass) or
-``reject`` (see ``docs/approval.md``). :func:`unless_plan_approved` keeps
-``HumanInTheLoopMiddleware`` from asking again about the calls of an approved plan.
+With ``approve_plan`` the planner pauses (``interrupt()``) once a plan is checked and before
+anything runs; see ``docs/approval.md`` for the request and the decisions.
+:func:`unless_plan_approved` keeps ``HumanInTheLoopMiddleware`` from asking again about the
+calls of an approved plan.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from llassembly.errors import PlanError, UsageError
 from llassembly.integration.messages import repair_request
-from llassembly.integration.record import KEY, rejection_failure
+from llassembly.integration.record import record_of, rejection_failure
 from llassembly.language.program import Program
 
 if TYPE_CHECKING:
@@ -133,21 +131,14 @@ def plan_call_approved(request: Any) -> bool:
     ``request`` is the ``ToolCallRequest`` ``HumanInTheLoopMiddleware`` gives its ``when``
     predicates (in both its modes it carries the agent state).
     """
-    state = getattr(request, "state", None)
-    record = state.get(KEY) if isinstance(state, Mapping) else None
-    if not isinstance(record, Mapping):
+    record = record_of(getattr(request, "state", None))
+    approval = record["approval"] if record is not None else None
+    if record is None or approval is None or approval["state"] != "approved":
         return False
-    approval = record.get("approval")
-    pending = record.get("pending")
     call_id = str((getattr(request, "tool_call", None) or {}).get("id") or "")
-    return (
-        isinstance(approval, Mapping)
-        and approval.get("state") == "approved"
-        and bool(approval.get("prefix"))
-        and call_id.startswith(str(approval.get("prefix")))
-        and isinstance(pending, list)
-        and any(isinstance(p, Mapping) and p.get("id") == call_id for p in pending)
-    )
+    prefix = approval.get("prefix")
+    approved = bool(prefix) and call_id.startswith(str(prefix))
+    return approved and any(p["id"] == call_id for p in record["pending"])
 
 
 def unless_plan_approved(interrupt_on: Mapping[str, Any]) -> dict[str, Any]:

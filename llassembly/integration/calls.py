@@ -8,6 +8,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -38,12 +39,13 @@ from llassembly.errors import (
     CallNotRun,
     ExecutionError,
     Failure,
+    QueryFailed,
     ToolExecutionError,
     UsageError,
     error_of,
     failure_of,
 )
-from llassembly.integration.record import FAILURE_ARTIFACT, KEY
+from llassembly.integration.record import FAILURE_ARTIFACT, KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
@@ -215,7 +217,6 @@ class CallContext:
     # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
     observed: bool = True
     _direct: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict, repr=False)
-    _tools: list[BaseTool] | None = field(default=None, repr=False)
 
     def direct(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
         """The function of ``tool`` to call directly (see
@@ -226,11 +227,10 @@ class CallContext:
             found = self._direct[(id(tool), asynchronous)] = (tool, func)
         return found[1]  # type: ignore[no-any-return,unused-ignore]
 
+    @functools.cached_property
     def tools(self) -> list[BaseTool]:
         """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""
-        if self._tools is None:
-            self._tools = [e.tool for e in self.externs.values() if e.tool is not None]
-        return self._tools
+        return [e.tool for e in self.externs.values() if e.tool is not None]
 
 
 def run_call(
@@ -284,10 +284,10 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         state=ctx.state,
         context=getattr(rt, "context", None),
         config=config,
-        stream_writer=getattr(rt, "stream_writer", None) or _no_stream,
+        stream_writer=getattr(rt, "stream_writer", None) or (lambda chunk: None),
         tool_call_id=cid,
         store=getattr(rt, "store", None),
-        tools=ctx.tools(),
+        tools=ctx.tools,
     )
     tool = extern.tool
     return ToolCallRequest(
@@ -341,10 +341,6 @@ def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dic
     return tool, {**request.tool_call, "args": args, "type": "tool_call"}
 
 
-def _no_stream(chunk: Any) -> None:
-    """Stream writer used when the caller has none."""
-
-
 def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
     """``handler`` wrapped by each middleware's ``hook`` (``"wrap_tool_call"`` or
     ``"awrap_tool_call"``), the first one outermost, as ``create_agent`` nests them."""
@@ -374,10 +370,19 @@ def _failed(
     extern = ctx.externs.get(call.tool)
     if noted.returned and extern is not None:
         return as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+    return raised_message(ctx.errors, call, ctx.prefix, exc)
+
+
+def raised_message(
+    errors: dict[str, BaseException], call: ToolCall, prefix: str, exc: Exception
+) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
+    error kept in ``errors`` by call id (to raise it as it is)."""
     wrapped = tool_error(call, exc)
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
-    ctx.errors[call_id(ctx.prefix, call.number)] = wrapped
-    return failure_message(call, ctx.prefix, failure_of(error))
+    errors[call_id(prefix, call.number)] = error
+    tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
+    return failure_message(call, prefix, failure_of(error), **tag)
 
 
 def _tagged(
@@ -458,15 +463,9 @@ def _value_tag(extern: Extern, result: Any, message: ToolMessage, call: ToolCall
         read = extern.to_values(decode_text(extern, message_text(message), call))
     except ExecutionError:
         read = None
-    if read is not None and _same(read, values):
+    if read is not None and read == values and list(map(type, read)) == list(map(type, values)):
         return {}
     return {"values": list(values)}
-
-
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(
-        type(x) is type(y) and x == y for x, y in zip(a, b, strict=True)
-    )
 
 
 # -- reading a result back -----------------------------------------------------------------------
@@ -489,14 +488,17 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     return outcome
 
 
+def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
+    """The failure record a plan call's message carries (in its tag or its artifact), if any."""
+    found = tag_of(message).get("failure")
+    if not isinstance(found, Mapping) and isinstance(message.artifact, Mapping):
+        found = message.artifact.get(FAILURE_ARTIFACT)
+    return found if isinstance(found, Mapping) else None
+
+
 def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
-    tag = message.response_metadata.get(KEY)
-    tag = tag if isinstance(tag, Mapping) else {}
-    recorded = tag.get("failure")
-    artifact = message.artifact
-    if not isinstance(recorded, Mapping) and isinstance(artifact, Mapping):
-        recorded = artifact.get(FAILURE_ARTIFACT)
-    if isinstance(recorded, Mapping):
+    tag, recorded = tag_of(message), failure_in(message)
+    if recorded is not None:
         return Failed(error_of(recorded))
     if message.status == "error":
         text = message_text(message)
@@ -517,7 +519,7 @@ def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any
         return Failed(error)
 
 
-def decode_text(extern: Extern, text: str, call: ToolCall | None = None) -> Any:
+def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
     """What the plan gets from a result's text, read by the tool's declared result type (the
     text as it is for text, numbers as JSON numbers, a ``tuple[...]`` as a JSON array).
 
@@ -587,13 +589,13 @@ def _json(text: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def _undecodable(extern: Extern, text: str, what: str, call: ToolCall | None) -> Exception:
+def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Exception:
     shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
     return AsmRuntimeError(
         f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
         "be read as one",
-        line=call.line if call else 0,
-        source=call.source if call else "",
+        line=call.line,
+        source=call.source,
     )
 
 

@@ -27,19 +27,19 @@ from langgraph.types import Command, Send
 
 from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.compat import unobserved
-from llassembly.errors import ExecutionError, Failure, QueryFailed, UsageError, failure_of
+from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
     arun_call,
     as_message,
     call_id,
     call_request,
-    failure_message,
     invoke_tool,
     jsonable,
     message_text,
     outcome_of,
     query_message,
+    raised_message,
     run_call,
     tool_request,
 )
@@ -57,7 +57,6 @@ from llassembly.machine.emulator import (
     check_parallel_tools,
     drive,
     marked_calls,
-    tool_error,
 )
 from llassembly.machine.externs import check_sync_tools
 from llassembly.machine.state import ToolCall
@@ -216,7 +215,7 @@ class PlanGraph:
         if self._dispatching and base.get("max_concurrency") is None:
             # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
             # whole batch (at most the tool-call budget) run at once, as the caller set no
-            # bound. The tools themselves get the caller's config (see _tools_config).
+            # bound. The tools themselves get the caller's config (see _serve).
             out["max_concurrency"] = self.max_tool_calls
             configurable[_OWN_POOL] = True
         return out
@@ -327,17 +326,7 @@ class PlanGraph:
         if isinstance(outcome, Failed):
             if not isinstance(outcome.error, Exception):
                 raise outcome.error
-            error = tool_error(call, outcome.error)
-            if error is not outcome.error:
-                error.__cause__ = outcome.error
-            live = error if isinstance(error, ExecutionError) else ExecutionError(str(error))
-            run.errors[call_id(run.call_id_prefix, call.number)] = live
-            tag = (
-                {"kind": "query", "attempts": live.attempts}
-                if isinstance(live, QueryFailed)
-                else {}
-            )
-            message = failure_message(call, run.call_id_prefix, failure_of(live), **tag)
+            message = raised_message(run.errors, call, run.call_id_prefix, outcome.error)
         else:
             extern = self.compiled.externs[call.tool]
             message = as_message(extern, call, run.call_id_prefix, outcome)
@@ -370,7 +359,7 @@ class PlanGraph:
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
 
-        return Node(body, _serve, _aserve)
+        return Node(body, _serve)
 
     def _call_node(self) -> Node:
         """The task that runs one call of a batch and writes its message.
@@ -387,7 +376,7 @@ class PlanGraph:
             [outcome] = yield [call]
             return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
-        return Node(body, _serve, _aserve)
+        return Node(body, _serve)
 
     # -- building -------------------------------------------------------------------------------
 
@@ -516,30 +505,22 @@ class PlanGraph:
         return calls
 
 
-def _tools_config(config: RunnableConfig) -> RunnableConfig:
-    """The config the tools get: the node's, without the ``max_concurrency`` that
-    :meth:`PlanGraph.config_for` set for the graph's own tasks."""
-    if not config["configurable"].get(_OWN_POOL):
-        return config
-    return {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[return-value]
-
-
-def _serve(config: RunnableConfig) -> Callable[[list[ToolCall]], list[Outcome]]:
-    """Runs a plan node's batch of calls (at once, on threads) with the run's ``execute``."""
-    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
+def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCall]], Any]:
+    """Runs a plan node's batch of calls at once with the run's ``execute`` (on threads), or
+    its ``aexecute`` (``asyncio.gather``); the tools get the node's config, without the
+    ``max_concurrency`` that :meth:`PlanGraph.config_for` set for the graph's own tasks."""
+    run, tools = config["configurable"][RUN_KEY], config
+    if config["configurable"].get(_OWN_POOL):
+        tools = {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[assignment]
+    if asynchronous:
+        return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
     return lambda batch: batch_results(batch, lambda call: run.execute(call, tools))
-
-
-def _aserve(config: RunnableConfig) -> Callable[[list[ToolCall]], Awaitable[list[Outcome]]]:
-    """Async :func:`_serve` (``asyncio.gather``, the run's ``aexecute``)."""
-    run, tools = config["configurable"][RUN_KEY], _tools_config(config)
-    return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
 
 
 class Node(Runnable[Any, Any]):
     """A graph node written once for sync and async: ``body(input, config)`` is a sans-IO
-    generator (see :func:`~llassembly.machine.emulator.drive`) whose requests ``serve(config)``
-    answers on ``invoke`` and ``aserve(config)`` (awaited) on ``ainvoke``.
+    generator (see :func:`~llassembly.machine.emulator.drive`) whose requests
+    ``serve(config, asynchronous)`` answers (awaited on ``ainvoke``).
 
     LangGraph wraps a plain function given to ``add_node`` so that ``ainvoke`` runs it on a
     thread; the planner's nodes need their own async body (the model and the tools are
@@ -550,19 +531,18 @@ class Node(Runnable[Any, Any]):
     def __init__(
         self,
         body: Callable[[Any, RunnableConfig], Generator[Any, Any, Any]],
-        serve: Callable[[RunnableConfig], Callable[[Any], Any]],
-        aserve: Callable[[RunnableConfig], Callable[[Any], Awaitable[Any]]],
+        serve: Callable[[RunnableConfig, bool], Callable[[Any], Any]],
     ) -> None:
-        self.body, self.serve, self.aserve = body, serve, aserve
+        self.body, self.serve = body, serve
         self.name = getattr(body, "__name__", None) or "Node"
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         config = ensure_config(config)
-        return drive(self.body(input, config), self.serve(config))
+        return drive(self.body(input, config), self.serve(config, False))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         config = ensure_config(config)
-        return await adrive(self.body(input, config), self.aserve(config))
+        return await adrive(self.body(input, config), self.serve(config, True))
 
 
 # -- a planner's plan, run as a plan graph ---------------------------------------------------
@@ -576,15 +556,17 @@ def plan_run(ctx: CallContext) -> PlanRun:
 
     def execute(call: ToolCall, config: RunnableConfig) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
-            answer = run_query(_query_model(ctx), call, call_id(ctx.prefix, call.number), config)
-            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+            value, attempts = run_query(
+                _query_model(ctx), call, call_id(ctx.prefix, call.number), config
+            )
+            return query_message(call, ctx.prefix, attempts, value=value)
         return run_call(ctx, call, tool_request(ctx, call, config), invoke_tool(ctx, config))
 
     async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
         if ctx.externs[call.tool].query:
             cid = call_id(ctx.prefix, call.number)
-            answer = await arun_query(_query_model(ctx), call, cid, config)
-            return query_message(call, ctx.prefix, answer.attempts, value=answer.value)
+            value, attempts = await arun_query(_query_model(ctx), call, cid, config)
+            return query_message(call, ctx.prefix, attempts, value=value)
         handler = invoke_tool(ctx, config, asynchronous=True)
         return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
 
@@ -629,23 +611,19 @@ def run_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> Plan
         UsageError: The plan calls async-only tools (nothing has run).
     """
     check_sync_tools(graph.compiled.tools)
-    run, plan_config = _start(graph, ctx, config)
-    return _ran(graph.graph.invoke(graph.initial_state(), plan_config), run)
+    return drive(_running(graph, ctx, config), lambda asked: graph.graph.invoke(*asked))
 
 
 async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
     """Async :func:`run_plan` (with ``ainvoke``)."""
-    run, plan_config = _start(graph, ctx, config)
-    return _ran(await graph.graph.ainvoke(graph.initial_state(), plan_config), run)
+    return await adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
 
 
-def _start(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> tuple[PlanRun, Any]:
+def _running(
+    graph: PlanGraph, ctx: CallContext, config: RunnableConfig
+) -> Generator[tuple[PlanState, RunnableConfig], Any, PlanRan]:
     ctx.observed = not unobserved(config)
     run = plan_run(ctx)
-    return run, graph.config_for(run, config)
-
-
-def _ran(result: dict[str, Any], run: PlanRun) -> PlanRan:
-    return PlanRan(
-        result["machine"], result.get("failure"), list(result.get("messages", [])), run.error
-    )
+    result = yield graph.initial_state(), graph.config_for(run, config)
+    messages = list(result.get("messages", []))
+    return PlanRan(result["machine"], result.get("failure"), messages, run.error)

@@ -32,15 +32,14 @@ from llassembly.errors import (
     PlanRejected,
     UsageError,
 )
-from llassembly.integration.calls import plan_call_messages
+from llassembly.integration.calls import failure_in
 from llassembly.integration.record import (
     CALL_REFUSED,
-    FAILURE_ARTIFACT,
     KEY,
     NOT_APPROVED,
-    NOTHING_RAN,
     Status,
     TurnResult,
+    tag_of,
 )
 from llassembly.machine.state import final_answer_of
 
@@ -121,11 +120,6 @@ def failure_words(failure: Mapping[str, Any]) -> str:
     return _QUOTED.sub("'…'", str(failure.get("detail") or kind))
 
 
-def model_reply(response: Any) -> AIMessage:
-    """The AIMessage inside whatever a model handler returned."""
-    return answered(response).reply
-
-
 # -- what the planner model is shown ----------------------------------------------------------
 #
 # The planner writes what runs, so it never reads what a tool wrote (the safety argument of a
@@ -170,8 +164,7 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
 
     names: dict[str, str] = {}  # tool-call id -> how the call is named
     for message in messages:
-        tag = message.response_metadata.get(KEY)
-        kind = tag.get("kind") if isinstance(tag, Mapping) else None
+        kind = tag_of(message).get("kind")
         if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
             if message.text.strip() and kind is None:  # a model's words beside its calls
                 flush()
@@ -202,15 +195,13 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
 
 def _call_line(name: str, message: ToolMessage | None, shown: bool) -> str:
     """One call, by its structure: ``2. line 5: send_email: failed (ToolExecutionError)``."""
-    tag = message.response_metadata.get(KEY) if message is not None else None
-    where = f"line {tag['line']}: " if isinstance(tag, Mapping) and "line" in tag else ""
+    tag = tag_of(message) if message is not None else {}
+    where = f"line {tag['line']}: " if "line" in tag else ""
     if message is None:
         outcome = "no result"
     elif message.status == "error":
-        failure = tag.get("failure") if isinstance(tag, Mapping) else None
-        if not isinstance(failure, Mapping) and isinstance(message.artifact, Mapping):
-            failure = message.artifact.get(FAILURE_ARTIFACT)
-        outcome = f"failed ({failure['type']})" if isinstance(failure, Mapping) else "failed"
+        failure = failure_in(message)
+        outcome = f"failed ({failure['type']})" if failure is not None else "failed"
     else:
         outcome = "succeeded"
     text = f"{where}{name}: {outcome}"
@@ -349,23 +340,6 @@ def answered(response: Any) -> Answered:
     return Answered(messages, getattr(inner, "structured_response", None))
 
 
-def needs_model(
-    final_answer: str,
-    failure: Mapping[str, Any] | None,
-    raising: bool,
-    response_format: Any,
-    structured: Any,
-) -> bool:
-    """Whether the turn ends with a model call: asked for (``final_answer="model"``), or the
-    agent wants a structured response the plan's answer did not give. Never when nothing of
-    the plan ran (rejected, no valid plan) or when its failure is raised."""
-    if failure and (raising or failure.get("type") in NOTHING_RAN):
-        return False
-    if final_answer == "model":
-        return True
-    return response_format is not None and structured is None and not failure
-
-
 def structured_from_text(response_format: Any, text: str | None) -> Any:
     """The plan's answer validated into the agent's ``response_format``, or ``None``.
 
@@ -410,8 +384,10 @@ def answer_messages(
         structured: The reply is a structured response (the agent's ``response_format``):
             the request asks for it rather than for words.
     """
+    # A call message of this turn is left out, given again as another object (same id) too.
+    ids = {m.id for m in turn if m.id and isinstance(m, AIMessage | ToolMessage)}
     calls = {id(m) for m in turn}
-    kept = [m for m in conversation if id(m) not in calls and not _is_call(m, turn)]
+    kept = [m for m in conversation if id(m) not in calls and not (m.id and m.id in ids)]
     seen = planner_view(list(turn), results=True)
     done: list[str] = [str(m.text) for m in seen if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
@@ -434,13 +410,6 @@ def answer_messages(
     )
 
 
-def _is_call(message: BaseMessage, turn: Sequence[BaseMessage]) -> bool:
-    """A call message of this turn given again as another object (same id)."""
-    if not message.id:
-        return False
-    return any(m.id == message.id for m in turn if isinstance(m, AIMessage | ToolMessage))
-
-
 # -- the final message -----------------------------------------------------------------
 
 
@@ -460,9 +429,16 @@ def turn_result(
     out from the record's failure unless given."""
     machine = record.get("machine") or {}
     failure = record.get("failure")
+    kind = failure.get("type") if failure else None
+    if status is None and kind is None:
+        status = "finished"
+    elif status is None:  # "refused": no plan of the turn passed the checks
+        planned = bool(record.get("plan_number"))
+        refused = kind == "RepairsExhausted" and not planned
+        status = "rejected" if kind == NOT_APPROVED else "refused" if refused else "stopped"
     result = TurnResult(
         kind="answer",
-        status=status or _status(failure, bool(record.get("plan_number"))),
+        status=status,
         model_calls=int(record.get("model_calls", 0)),
         repairs=int(record.get("repairs", 0)),
         replans=int(record.get("replans", 0)),
@@ -478,16 +454,6 @@ def turn_result(
     if failure:
         result["error"] = Failure(**failure)  # type: ignore[typeddict-item]
     return result
-
-
-def _status(failure: Mapping[str, Any] | None, planned: bool) -> Status:
-    """How a turn ended, from its failure (``planned``: a plan of the turn ran)."""
-    kind = failure.get("type") if failure else None
-    if kind is None:
-        return "finished"
-    if kind == NOT_APPROVED:
-        return "rejected"
-    return "refused" if kind == "RepairsExhausted" and not planned else "stopped"
 
 
 def final_message(
@@ -544,17 +510,12 @@ def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0
         )
     if kind == CALL_REFUSED:
         return f"I stopped: {failure_words(failure)} (a decision, not an error). {done}"
-    return f"I could not finish: {_user_words(failure)}. {done}"
-
-
-def _user_words(failure: Mapping[str, Any]) -> str:
-    """:func:`failure_words` for the end user: no exception type, no instruction."""
-    kind, tool = failure.get("type"), failure.get("tool")
-    if kind == "ToolExecutionError":
-        return f"the tool {tool} failed"
-    if kind == "AsmRuntimeError":
-        return "the plan went wrong while it ran"
-    return failure_words(failure)
+    # For the end user: no exception type, no instruction.
+    words = {
+        "ToolExecutionError": f"the tool {failure.get('tool')} failed",
+        "AsmRuntimeError": "the plan went wrong while it ran",
+    }.get(str(kind)) or failure_words(failure)
+    return f"I could not finish: {words}. {done}"
 
 
 def finished_summary(tools: Sequence[str]) -> str:
@@ -578,33 +539,8 @@ def finished_summary(tools: Sequence[str]) -> str:
 def query_model_calls(messages: Sequence[BaseMessage]) -> int:
     """The model calls the queries recorded among ``messages`` made (each query's message
     records its attempts)."""
-    tags = [m.response_metadata.get(KEY) for m in messages if isinstance(m, ToolMessage)]
-    return sum(
-        int(t.get("attempts", 1))
-        for t in tags
-        if isinstance(t, Mapping) and t.get("kind") == "query"
-    )
-
-
-def completed_calls(machine: Mapping[str, Any]) -> int:
-    """The calls a plan completed, from its machine's snapshot: the machine counts a call when
-    it starts it, so the calls it still waits on (one that failed, or was not run) are not
-    among them."""
-    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
-    return max(int(machine.get("tool_calls", 0)) - waiting, 0)
-
-
-def calls_alongside(messages: Sequence[BaseMessage], prefix: str, before: int) -> int:
-    """The calls of a stopped plan (its call ids start with ``prefix``) that completed
-    although the machine never took their results: with ``parallel_tools``, the calls of a
-    batch after the one that failed ran at the same time. Counted from the plan's call
-    messages (a result the plan got, or could have got), less the ``before`` it took."""
-    done = 0
-    for m in plan_call_messages(messages, [prefix]):
-        tag = m.response_metadata.get(KEY)
-        ok = isinstance(m, ToolMessage) and m.status != "error"
-        done += ok and not (isinstance(tag, Mapping) and "failure" in tag)
-    return max(done - before, 0)
+    tags = [tag_of(m) for m in messages if isinstance(m, ToolMessage)]
+    return sum(int(t.get("attempts", 1)) for t in tags if t.get("kind") == "query")
 
 
 def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:
@@ -612,11 +548,7 @@ def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:
     turn (``"plan"``, ``"answer"``, ``"draft"``, ``"note"``; a call's messages are ``"call"``).
     ``new_id`` gives it an id of its own (the copy is then a message of its own: a stream shows
     it, though the model's reply it copies streamed already)."""
-    tag = message.response_metadata.get(KEY)
-    meta = {
-        **message.response_metadata,
-        KEY: {**(tag if isinstance(tag, Mapping) else {}), "kind": kind},
-    }
+    meta = {**message.response_metadata, KEY: {**tag_of(message), "kind": kind}}
     update: dict[str, Any] = {"response_metadata": meta}
     if new_id:
         update["id"] = f"llassembly-{uuid.uuid4()}"

@@ -1,16 +1,8 @@
 """``ToolsPlannerMiddleware``: one plan per model call inside ``create_agent`` (the agent path).
 
-Each visit of the agent's model node is one step of the turn
-(:func:`llassembly.integration.turn.step`), with at most one real model call (or one per query
-of a batch): it asks for a plan, or gives the machine the results of the calls it waits on (or
-the answers to its queries) and runs it on to its next ``CALL``, which it answers the model turn
-with: the agent's own tool node runs the call, through the planner's ``wrap_tool_call`` and the
-one tool path (:mod:`llassembly.integration.calls`). A step that needs another model call ends
-with a message that shows progress; ``after_agent`` sends the agent back to its model node, so
-``before_model`` middleware (call limits) see every model call. The turn's record lives in the
-agent's private state, so every step is checkpointed and can go on in any process. With
-``execution="graph"`` a visit runs the whole plan as a nested plan graph (see
-``docs/architecture.md``, *One turn*).
+Each visit of the agent's model node is one step of the turn (:func:`visit`), with at most one
+real model call; the plan's calls go out as tool calls the agent's own tool node runs, and the
+turn's record lives in the agent's private state. See ``docs/architecture.md``, *One turn*.
 """
 
 from __future__ import annotations
@@ -60,7 +52,6 @@ from llassembly.integration.graph import Granularity, PlanGraph, arun_plan, run_
 from llassembly.integration.messages import (
     AnswerRequest,
     answered,
-    model_reply,
     planner_view,
     query_model_calls,
     split_system,
@@ -75,7 +66,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due
+from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of, tag_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -234,6 +225,23 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )  # fmt: skip
         return self.planner.plan_graph(asked.plan, view.externs), ctx
 
+    def _serve(
+        self, request: ModelRequest[Any], view: TurnView, handler: Any, asynchronous: bool
+    ) -> Callable[[Asked], Any]:
+        """Answers what a visit asks for (awaitable when ``asynchronous``): the model handler,
+        the query model, or a plan graph run."""
+
+        def serve(asked: Asked) -> Any:
+            if isinstance(asked, AskQuery):
+                asking = aask_all if asynchronous else ask_all
+                return asking(self._query_model(request), asked.requests)
+            if isinstance(asked, RunPlan):
+                running = arun_plan if asynchronous else run_plan
+                return running(*self._plan_graph_run(request, view, asked), get_config())
+            return handler(self._model_request(request, view, asked))
+
+        return serve
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -241,14 +249,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
         view = self._view(request)
-
-        def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
-                return ask_all(self._query_model(request), asked.requests)
-            if isinstance(asked, RunPlan):
-                return run_plan(*self._plan_graph_run(request, view, asked), get_config())
-            return handler(self._model_request(request, view, asked))
-
+        serve = self._serve(request, view, handler, asynchronous=False)
         return drive(visit(view, request.state, synchronous=True), serve)
 
     async def awrap_model_call(
@@ -258,14 +259,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         view = self._view(request)
-
-        async def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
-                return await aask_all(self._query_model(request), asked.requests)
-            if isinstance(asked, RunPlan):
-                return await arun_plan(*self._plan_graph_run(request, view, asked), get_config())
-            return await handler(self._model_request(request, view, asked))
-
+        serve = self._serve(request, view, handler, asynchronous=True)
         return await adrive(visit(view, request.state, synchronous=False), serve)
 
     # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------
@@ -349,12 +343,6 @@ def _pending_call(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
 # -- the turn on the agent path: one visit of the model node ------------------------------
 
 
-def record_of(state: Any) -> TurnRecord | None:
-    """The planner's record in the agent state, or ``None``."""
-    record = state.get(KEY) if isinstance(state, Mapping) else None
-    return record if isinstance(record, dict) and "phase" in record else None  # type: ignore[return-value]
-
-
 def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage | None:
     """The ``ToolMessage`` answering ``call_id`` in the current run, or ``None``.
 
@@ -368,23 +356,13 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
         if isinstance(message, ToolMessage):
             if message.tool_call_id != call_id:
                 continue
-            tag = message.response_metadata.get(KEY)
-            return None if isinstance(tag, Mapping) and tag.get(ENDS_RUN) else message
+            return None if tag_of(message).get(ENDS_RUN) else message
         if isinstance(message, AIMessage):
             if any(c.get("id") == call_id for c in message.tool_calls):
                 return None
             if message.response_metadata.get(ADDED_BY_CALL) != call_id:
                 return None
     return None
-
-
-def _asked_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]]:
-    """The arguments of the latest tool calls, by call id, as the tool node got them (after
-    any middleware that edited them)."""
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and message.tool_calls:
-            return {c.get("id") or "": c.get("args") or {} for c in message.tool_calls}
-    return {}
 
 
 def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
@@ -405,7 +383,11 @@ def next_event(
         answers = [answer_of_call(messages, p["id"]) for p in pending]
         if any(a is None for a in answers):
             return Begin()
-        asked = _asked_args(messages)
+        # The calls' arguments as the tool node got them (after any middleware that edited them).
+        sent = next(
+            (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
+        )
+        asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
         return Returned(
             [
                 outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
@@ -461,7 +443,7 @@ def visit(
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(shown)[1], *out, *action.extra]
-                event = Replied(_with_id(model_reply(reply)))
+                event = Replied(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
                 event = Queried((yield action))
             else:

@@ -1,12 +1,9 @@
 """``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
 ``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
 
-The node reads ``messages`` from the state (system messages become the planner's context) and
-returns the messages the turn adds. Inside, the turn is a small graph (the *turn graph*)
-sharing your checkpointer, whose nodes ``model`` (a model call), ``approve`` (a person decides
-on the plan) and ``execute`` (the plan runs as a nested plan graph) each do what the turn's
-record says is due (:func:`~llassembly.integration.turn.step` decides), so a resume after an
-``interrupt()`` calls no model again and runs no completed tool call again.
+Inside, the turn is a small graph sharing your checkpointer (:class:`TurnGraph`), so a resume
+after an ``interrupt()`` calls no model again and runs no completed tool call again (see
+``docs/architecture.md``, *One turn*).
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypedDict
@@ -32,7 +29,7 @@ from llassembly.errors import ExecutionError, Failure, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
-from llassembly.integration.messages import Answered, model_reply, planner_view, split_system
+from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -121,7 +118,7 @@ class TurnGraph:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
         names = ["model", "approve", "execute"]
         for name in names:
-            builder.add_node(name, Node(self._body, self._serve, self._aserve))
+            builder.add_node(name, Node(self._body, self._serve))
             builder.add_conditional_edges(name, _route, [*names, END])
         builder.add_conditional_edges(START, _route, [*names, END])
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
@@ -144,10 +141,10 @@ class TurnGraph:
         if isinstance(action, AskModel):
             seen = planner_view(conversation, results=self.planner.options.planner_sees_results)
             reply = yield [SystemMessage(run.system_prompt), *seen, *action.extra]
-            event = Replied(model_reply(reply))
+            event = Replied(answered(reply).reply)
         elif isinstance(action, AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            event = Answered([model_reply((yield [*system, *action.messages]))])
+            event = Answered([answered((yield [*system, *action.messages])).reply])
         elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
             event = Decided(read_decision(interrupt(action.request)))
         elif isinstance(action, RunPlan):
@@ -160,25 +157,14 @@ class TurnGraph:
         done = step(due_now.record, event, view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
-    def _serve(self, config: RunnableConfig) -> Callable[[Any], Any]:
+    def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
         run: TurnRun = config["configurable"][TURN_KEY]
 
         def serve(asked: Any) -> Any:
             if isinstance(asked, RunPlan):
                 graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return run_plan(graph, run.calls, config)
-            return run.model.invoke(asked)
-
-        return serve
-
-    def _aserve(self, config: RunnableConfig) -> Callable[[Any], Awaitable[Any]]:
-        run: TurnRun = config["configurable"][TURN_KEY]
-
-        async def serve(asked: Any) -> Any:
-            if isinstance(asked, RunPlan):
-                graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return await arun_plan(graph, run.calls, config)
-            return await run.model.ainvoke(asked)
+                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
+            return (run.model.ainvoke if asynchronous else run.model.invoke)(asked)
 
         return serve
 
@@ -194,15 +180,6 @@ class _Raise(TypedDict):
     messages: list[AnyMessage]
 
 
-def _messages_of(state: Any) -> list[AnyMessage]:
-    messages = (
-        state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
-    )
-    if messages is None:
-        raise UsageError("the planner node needs a `messages` key in the graph state")
-    return list(messages)
-
-
 @document_options
 class ToolsPlannerNode(Runnable[Any, Any]):
     """A LangGraph node that plans once and runs the plan, under ``invoke`` and ``ainvoke``
@@ -214,12 +191,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         (every planner option)
 
-    A failed turn under ``on_tool_error="raise"`` (LangGraph keeps nothing of a node that
-    raises) returns the turn's messages with a ``Send`` to its own node carrying the failure,
-    and that task raises the error in the next step (the live exception, with the messages as
-    ``error.messages``; rebuilt from its record in another process): see
-    ``docs/durability.md`` for what a graph sees then. Called outside a graph the node raises
-    at once.
+    Under ``on_tool_error="raise"`` a failed turn's messages are kept and its error raised by
+    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -262,8 +235,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
 
     def prompt_for(self, *, system_prompt: str = "") -> str:
         """Exactly the system prompt the planner model receives from this node when the
-        conversation's system messages read ``system_prompt``: how to write a plan, a block
-        per tool, the types. ``llassembly prompt`` prints the same."""
+        conversation's system messages read ``system_prompt`` (as ``llassembly prompt``)."""
         return self.planner.system_prompt(self.externs, system_prompt)
 
     def _start(
@@ -272,7 +244,11 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         """The turn graph's input and config for a new turn about ``state``'s messages (or
         the raising of the error a failed turn handed to this task)."""
         self._raise_handed(state)
-        context, conversation = split_system(_messages_of(state))
+        found = state.get("messages") if isinstance(state, Mapping) else None
+        found = getattr(state, "messages", None) if found is None else found
+        if found is None:
+            raise UsageError("the planner node needs a `messages` key in the graph state")
+        context, conversation = split_system(list(found))
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph

@@ -80,15 +80,10 @@ class Option(Generic[T]):
     keep: Callable[[Any], Any] = _same
 
 
-def _option(
-    default: Any,
-    doc: str,
-    *,
-    check: Callable[[str, Any], object] = _anything,
-    keep: Callable[[Any], Any] = _same,
-) -> Any:
-    """A field of :class:`PlannerOptions`: its default, and the rest of its declaration."""
-    return field(default=default, metadata={"doc": doc, "check": check, "keep": keep})
+def _option(default: Any, doc: str, **how: Callable[..., Any]) -> Any:
+    """A field of :class:`PlannerOptions`: its default, and the rest of its declaration (its
+    :class:`Option`'s ``check`` and ``keep``)."""
+    return field(default=default, metadata={"doc": doc, **how})
 
 
 def _at_least(least: int) -> Callable[[str, Any], None]:
@@ -352,8 +347,7 @@ class PlannerOptions:
 
 
 OPTIONS: tuple[Option[Any], ...] = tuple(
-    Option(f.name, f.default, f.metadata["doc"], f.metadata["check"], f.metadata["keep"])
-    for f in fields(PlannerOptions)
+    Option(f.name, f.default, **f.metadata) for f in fields(PlannerOptions)
 )
 """Every option, in declaration order."""
 

@@ -38,15 +38,10 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
 from llassembly.integration.graph import Granularity, PlanGraph
-from llassembly.integration.messages import model_reply, planner_view, split_system
+from llassembly.integration.messages import answered, planner_view, split_system
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
-from llassembly.language.limits import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-)
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ParallelTools, adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
@@ -78,9 +73,9 @@ class Plan:
     compiled: CompiledProgram | None
     externs: Mapping[str, Extern]
     model_calls: int
-    max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
+    max_instructions_to_exec: int = PlannerOptions.max_instructions_to_exec
+    max_tool_calls: int = PlannerOptions.max_tool_calls
+    max_stack_depth: int = PlannerOptions.max_stack_depth
 
     @property
     def text(self) -> str:
@@ -254,7 +249,7 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     while isinstance(current.action, AskModel):
         seen = planner_view(conversation, results=planner.options.planner_sees_results)
         reply = yield [system, *seen, *current.action.extra]
-        current = step(current.record, Replied(model_reply(reply)), view)
+        current = step(current.record, Replied(answered(reply).reply), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
     opts = planner.options

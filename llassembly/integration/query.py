@@ -1,24 +1,17 @@
 """Queries: a plan reads prose with a model (``CALL query_text``; see ``docs/queries.md``).
 
-To the machine a query is a call like any other (:data:`QUERY_EXTERN`). A model with no tools
-answers it, sent only :data:`QUERY_INSTRUCTIONS` and the text and question, never the plan's
-tools, system prompt or conversation, through its native structured output where it has one.
-:func:`settle` is the one place that decides what a reply gives: the value, one more attempt
-with the problem named, or a :class:`~llassembly.errors.QueryFailed`. Its runs are tagged
-:data:`QUERY_TAG`. On the agent path the turn asks a batch's queries in a visit of the model
-node of their own (:func:`ask_all`); in a plan graph a query runs as the plan's call
-(:func:`run_query`).
+To the machine a query is a call like any other (:data:`QUERY_EXTERN`), answered by a model
+with no tools that is sent only :data:`QUERY_INSTRUCTIONS`, the text and the question.
+:func:`settle` is the one place that decides what a reply gives. The agent path asks a batch
+in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`run_query`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,7 +25,7 @@ from llassembly.integration.record import KEY, QueryDue, Refusal
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
 from llassembly.language.templates import render
-from llassembly.machine.emulator import adrive, drive
+from llassembly.machine.emulator import abatch_results, adrive, batch_results, drive
 from llassembly.machine.externs import Extern, Param
 from llassembly.machine.state import ToolCall
 
@@ -73,35 +66,7 @@ QUERY_EXTERN: Final = Extern(
 are on)."""
 
 
-def question_text(text: str, question: str, shape: AnswerShape) -> str:
-    """The query model's one request: the question, the shape and the text, fenced."""
-    schema = json.dumps({"value": shape.schema()}, ensure_ascii=False)
-    return (
-        f"Question: {question}\n"
-        f"Answer shape: {shape.describe()}\n"
-        f"Reply as JSON of this schema: {schema}\n\n"
-        f"The text:\n<<<\n{text}\n>>>"
-    )
-
-
-def retry_text(problem: str, shape: AnswerShape) -> str:
-    """What the query model is told after a refused answer."""
-    return (
-        f"That answer cannot be used: {problem}. Reply again with JSON only, "
-        f'{{"value": ...}}, the value a {shape.describe()}.'
-    )
-
-
 # -- reading a reply ------------------------------------------------------------------------------
-
-
-class _NotParsed:
-    def __repr__(self) -> str:
-        return "NOT_PARSED"
-
-
-NOT_PARSED: Final[Any] = _NotParsed()
-"""In :class:`Reply`: the model gave no structured output (its text is read instead)."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +75,12 @@ class Reply:
 
     Attributes:
         text: Its reply's text.
-        parsed: What structured output parsed (a dict), or :data:`NOT_PARSED`.
+        parsed: What structured output parsed (a dict), or ``None`` (its text is read instead).
         error: What the model raised, when it raised (then nothing else is read).
     """
 
     text: str = ""
-    parsed: Any = NOT_PARSED
+    parsed: Any = None
     error: str = ""
 
 
@@ -128,7 +93,7 @@ def settle(
     source: str = "",
 ) -> Value | list[Refusal]:
     """What a query's reply gives: its value; or, when the answer cannot be used and an
-    attempt is left, the refusals so far (ask again with them, see :func:`retry_text`).
+    attempt is left, the refusals so far (ask again with them, see :func:`query_request`).
 
     Args:
         args: The query's arguments (``text``, ``question``, ``shape``).
@@ -146,7 +111,7 @@ def settle(
         raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
     shape = answer_shape(args)
     try:
-        data = reply.parsed if reply.parsed is not NOT_PARSED else answer_data(reply.text)
+        data = reply.parsed if reply.parsed is not None else answer_data(reply.text)
         return read_answer(shape, _unwrapped(data, shape))
     except ValueError as exc:
         problem = str(exc)
@@ -322,15 +287,21 @@ def query_request(
     line: int = 0,
     source: str = "",
 ) -> QueryRequest:
-    """The request of a query's next attempt (``refused``: the answers refused so far)."""
+    """The request of a query's next attempt: the question, the shape and the text (fenced),
+    then each answer refused so far with why."""
     shape = answer_shape(args)
     text, question = str(args.get("text", "")), str(args.get("question", ""))
-    messages: list[BaseMessage] = [
-        SystemMessage(QUERY_INSTRUCTIONS),
-        HumanMessage(question_text(text, question, shape)),
-    ]
+    described = json.dumps({"value": shape.schema()}, ensure_ascii=False)
+    asked = (
+        f"Question: {question}\nAnswer shape: {shape.describe()}\n"
+        f"Reply as JSON of this schema: {described}\n\nThe text:\n<<<\n{text}\n>>>"
+    )
+    messages: list[BaseMessage] = [SystemMessage(QUERY_INSTRUCTIONS), HumanMessage(asked)]
     for refusal in refused:
-        again = retry_text(refusal["problem"], shape)
+        again = (
+            f"That answer cannot be used: {refusal['problem']}. Reply again with JSON only, "
+            f'{{"value": ...}}, the value a {shape.describe()}.'
+        )
         messages += [AIMessage(refusal["answer"]), HumanMessage(again)]
     schema = {
         "title": "answer",
@@ -355,8 +326,8 @@ def _asking(
         return Reply(error=f"{type(exc).__name__}: {exc}")
     if structured is None:
         return Reply(text=_text(output))
-    raw, parsed = output.get("raw"), output.get("parsed")
-    return Reply(text=_text(raw), parsed=NOT_PARSED if parsed is None else parsed)
+    raw = output.get("raw")
+    return Reply(text=_text(raw), parsed=output.get("parsed"))
 
 
 def _text(message: Any) -> str:
@@ -371,36 +342,22 @@ def _ainvoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Await
     return lambda asked: asked[0].ainvoke(asked[1], config)
 
 
-def ask(model: Any, request: QueryRequest, config: RunnableConfig | None = None) -> Reply:
-    """One attempt of a query: ``model`` called with no tools (see the module doc)."""
-    return drive(_asking(model, request), _invoke(config))
-
-
-async def aask(model: Any, request: QueryRequest, config: RunnableConfig | None = None) -> Reply:
-    """Async :func:`ask`."""
-    return await adrive(_asking(model, request), _ainvoke(config))
-
-
 def ask_all(
     model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
 ) -> tuple[Reply, ...]:
-    """One attempt of each query of a batch, at once (on threads; one runs on the caller's
-    thread), the replies in the order asked."""
-    if len(requests) == 1:
-        return (ask(model, requests[0], config),)
-    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-        futures = [
-            pool.submit(contextvars.copy_context().run, ask, model, request, config)
-            for request in requests
-        ]
-        return tuple(future.result() for future in futures)
+    """One attempt of each query of a batch (``model`` called with no tools), at once, as a
+    batch of calls runs (an attempt never raises: a failure is its reply's), in the order
+    asked."""
+    ask = lambda r: drive(_asking(model, r), _invoke(config))  # noqa: E731
+    return tuple(batch_results(requests, ask))  # type: ignore[arg-type]
 
 
 async def aask_all(
     model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
 ) -> tuple[Reply, ...]:
     """Async :func:`ask_all` (the attempts awaited together)."""
-    return tuple(await asyncio.gather(*(aask(model, request, config) for request in requests)))
+    ask = lambda r: adrive(_asking(model, r), _ainvoke(config))  # noqa: E731
+    return tuple(await abatch_results(requests, ask))  # type: ignore[arg-type]
 
 
 # -- a batch of queries, where the turn asks them (agent path) ------------------------------------
@@ -421,30 +378,22 @@ def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------
 
 
-@dataclass(frozen=True)
-class QueryAnswer:
-    """A query's answer as a plan graph's call gives it: the value, and the model calls it
-    took (recorded in its ``ToolMessage``, so the turn counts them, resumed or not)."""
-
-    value: Value
-    attempts: int
-
-
-def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, QueryAnswer]:
+def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tuple[Value, int]]:
     refused: list[Refusal] = []
     while True:
         request = query_request(call.args, refused, call_id, call.line, call.source)
         reply = yield from _asking(model, request)
         outcome = settle(call.args, reply, refused, line=call.line, source=call.source)
         if not isinstance(outcome, list):
-            return QueryAnswer(outcome, len(refused) + 1)
+            return outcome, len(refused) + 1
         refused = outcome
 
 
 def run_query(
     model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> QueryAnswer:
-    """A query to its end: asked, and asked once more after an answer that cannot be used.
+) -> tuple[Value, int]:
+    """A query to its end (asked once more after an answer that cannot be used): its value
+    and the model calls it took (recorded in its ``ToolMessage``, so the turn counts them).
 
     Raises:
         QueryFailed: No usable answer, or the model raised.
@@ -454,7 +403,7 @@ def run_query(
 
 async def arun_query(
     model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> QueryAnswer:
+) -> tuple[Value, int]:
     """Async :func:`run_query`."""
     return await adrive(_query(model, call, call_id), _ainvoke(config))
 
@@ -470,6 +419,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
     """
 
     def answer(call: ToolCall) -> Value:
-        return run_query(model, call, f"{QUERY_TOOL}_{call.number}").value
+        return run_query(model, call, f"{QUERY_TOOL}_{call.number}")[0]
 
     return answer

@@ -9,6 +9,7 @@ planner nodes in its own state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from llassembly.errors import CallNotRun, Failure, RepairsExhausted
@@ -29,6 +30,12 @@ NOTHING_RAN: Final = (NOT_APPROVED, "RepairsExhausted")
 """Failures after which nothing of the plan ran."""
 FAILURE_ARTIFACT: Final = "llassembly_failure"
 """Key, in the artifact of the error ``ToolMessage`` of a failed plan call, of its failure."""
+
+
+def tag_of(message: Any) -> Mapping[str, Any]:
+    """A message's ``response_metadata["llassembly"]`` (empty when it has none)."""
+    tag = message.response_metadata.get(KEY)
+    return tag if isinstance(tag, Mapping) else {}
 
 
 class PendingCall(TypedDict):
@@ -148,9 +155,7 @@ class TurnRecord(TypedDict):
     """The state of one planner turn.
 
     Attributes:
-        phase: Where the turn is: ``planning`` (a model call for a plan is due), ``approval``
-            (a person decides), ``running`` (the plan runs: on the agent path its calls in
-            ``pending``), ``answering`` (the final model call is due), ``done``.
+        phase: Where the turn is (what it waits for: :func:`due`).
         plan: The text of the plan that runs (``None`` before one is accepted).
         plan_number: 1 for the turn's first plan, 2 after a replan...
         prefix: Tool-call ids of the current plan start with it.
@@ -231,6 +236,12 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         queries=[],
         rejected=[],
     )
+
+
+def record_of(state: Any) -> TurnRecord | None:
+    """The planner's record in an agent state, or ``None``."""
+    record = state.get(KEY) if isinstance(state, Mapping) else None
+    return record if isinstance(record, dict) and "phase" in record else None  # type: ignore[return-value]
 
 
 # -- what is due next ---------------------------------------------------------------------------

@@ -1,10 +1,7 @@
-"""One planner turn as a state machine: the record, an event, and what to do next.
+"""One planner turn as a state machine: :func:`step` (record + event -> record + action).
 
-:func:`step` is the one place where a turn decides anything: how a reply becomes a plan (or a
-repair request, or the turn's end), what a person's decision means, how results go into the
-machine, when a failed plan is planned again, how the turn ends. It does no I/O: it returns the
-new record, the messages the turn adds now, and an :data:`Action` for its driver, the agent path
-(:mod:`~llassembly.integration.middleware`) or the turn graph
+It is the one place where a turn decides anything and does no I/O; its drivers are the agent
+path (:mod:`~llassembly.integration.middleware`) and the turn graph
 (:mod:`~llassembly.integration.nodes`). See ``docs/architecture.md``, *One turn*.
 """
 
@@ -15,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from llassembly.errors import (
     MAX_DIAGNOSTICS_SHOWN,
@@ -36,12 +40,9 @@ from llassembly.integration.messages import (
     AnswerRequest,
     NotWords,
     answer_messages,
-    calls_alongside,
-    completed_calls,
     final_message,
     marked,
     native_calls_error,
-    needs_model,
     not_words,
     query_model_calls,
     repair_request,
@@ -55,6 +56,7 @@ from llassembly.integration.query import QueryRequest, Reply, query_request, set
 from llassembly.integration.record import (
     KEY,
     NOT_APPROVED,
+    NOTHING_RAN,
     Draft,
     QueryDue,
     TurnRecord,
@@ -63,6 +65,7 @@ from llassembly.integration.record import (
     pending_call,
     plan_failure,
     settled,
+    tag_of,
 )
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, Failed
@@ -497,9 +500,17 @@ def _plan_ended(
     """The plan ended: replan after a failure (when the policy says so), or end the turn."""
     machine = rec["machine"] or {}
     rec["executed"] += int(machine.get("executed", 0))
-    before = completed_calls(machine)
-    calls = [*view.messages, *messages]
-    alongside = calls_alongside(calls, rec["prefix"], before) if failure else 0
+    # The machine counts a call when it starts it: those it still waits on did not complete.
+    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
+    before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
+    # With parallel_tools the calls of a batch after a failed one ran at the same time: they
+    # completed (by their messages), though the machine never took their results.
+    done = [
+        m
+        for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]])
+        if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
+    ]
+    alongside = max(len(done) - before, 0) if failure else 0
     rec["tool_calls"] += before + alongside
     rec["alongside"] = alongside
     rec.update({"plan": None, "pending": [], "failure": failure})
@@ -536,9 +547,12 @@ def _end(
     )
     said = final_answer_of(rec["machine"])
     structured = None if failure else structured_from_text(view.response_format, said)
-    if answer and needs_model(
-        opts.final_answer, failure, raising, view.response_format, structured
-    ):
+    # The turn ends with a model call when asked for, or for a structured response the plan's
+    # answer did not give; never when nothing of the plan ran or when its failure is raised.
+    wanted = opts.final_answer == "model" or (
+        view.response_format is not None and structured is None and not failure
+    )
+    if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
         return Step(rec, AskAnswer(_answer_request(rec, view, messages)), messages)
     rec["phase"] = "done"
