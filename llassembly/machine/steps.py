@@ -750,10 +750,6 @@ class CompiledProgram:
     """What is worked out from the program once, on first use, for every run (see
     the emulator's read checks)."""
 
-    def initial_memory(self) -> dict[str, list[Value]]:
-        """The writable memory as a run starts."""
-        return self.layout.initial_memory()
-
 
 def compile_step(ins: Instruction, ctx: Context) -> Step:
     """The step of one instruction (a tool ``CALL`` has none: the run loop makes the call)."""
