@@ -11,7 +11,7 @@ Most instructions compute a value from the values they read (a :data:`Compute`, 
 from its result), x86's division, bit logic, shifts and floating point by the SSE names, and the
 text and structure instructions (``LEN``, ``HAS``, ``KEYS``, ``FIND``, ``SUBSTR``, ``CMPI``,
 ``LOWER``, ``UPPER``, ``NUM``, ``ROUNDSD``; see *Structured values* and *Text* in
-``docs/language.md``), and ``MOV``. The stack, jumps, subroutines, ``XCHG``, ``LEA``, the
+``docs/language.md``), ``MOV`` and ``POP``. ``PUSH``, jumps, subroutines, ``XCHG``, ``LEA``, the
 instructions that test the flags and ``SAY`` have steps of their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
@@ -109,11 +109,13 @@ def _computes(compute: Compute) -> Compiler:
         target, sources = _operands(ins)
         put = setter(target, ctx, ins) if target is not None else _nowhere
         reads = [getter(operand, ctx, ins) for operand in sources]
-        first, second = (*reads, *reads)[:2]  # most read one or two values: kept to few calls
-        # (``put`` returns None: each step returns ``pc + 1``)
+        # Most read one or two values: kept to few calls (``put`` returns None: each step
+        # returns ``pc + 1``).
         if len(reads) == 1:
+            (first,) = reads
             return lambda st, pc: put(st, compute(ins, st, first(st))) or pc + 1
         if len(reads) == 2:
+            first, second = reads
             return lambda st, pc: put(st, compute(ins, st, first(st), second(st))) or pc + 1
         return lambda st, pc: put(st, compute(ins, st, *[read(st) for read in reads])) or pc + 1
 
@@ -572,16 +574,11 @@ def _compile_push(ins: Instruction, ctx: Context) -> Step:
     return step
 
 
-def _compile_pop(ins: Instruction, ctx: Context) -> Step:
-    put = setter(ins.operands[0], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        if not st.stack:
-            raise fail(ins, "POP on an empty stack")
-        put(st, st.stack.pop())
-        return pc + 1
-
-    return step
+def _popped(ins: Instruction, st: MachineState) -> Value:
+    """``POP dst``: the value on top of the stack, taken off it."""
+    if not st.stack:
+        raise fail(ins, "POP on an empty stack")
+    return st.stack.pop()
 
 
 def _compile_loop(ins: Instruction, ctx: Context) -> Step:
@@ -668,7 +665,7 @@ def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
 _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.MOV: _computes(_moved),
     Opcode.PUSH: _compile_push,
-    Opcode.POP: _compile_pop,
+    Opcode.POP: _computes(_popped),
     Opcode.ADD: _computes(partial(_arithmetic, operator.add)),
     Opcode.SUB: _computes(partial(_arithmetic, operator.sub)),
     Opcode.MUL: _computes(partial(_arithmetic, operator.mul)),
