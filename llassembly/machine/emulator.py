@@ -183,7 +183,7 @@ class Emulator:
         snapshot is refused); the registers a snapshot writes are settled here."""
         self._registers = self.compiled.registers
         if state is None:
-            st = MachineState(pc=self.program.entry, mem=self.compiled.initial_memory())
+            st = MachineState(pc=self.program.entry, mem=self.compiled.layout.initial_memory())
             return self._with_provenance(st)
         if isinstance(state, MachineState):
             st = state
@@ -204,7 +204,7 @@ class Emulator:
             raise UsageError(f"the state points outside this program's {end} instructions")
         if st.pending is not None and self._tool_at(st.pending[0]) is None:
             raise UsageError("the state's pending call is not a tool CALL of this program")
-        expected = self.compiled.initial_memory()
+        expected = self.compiled.layout.initial_memory()
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:

@@ -51,7 +51,6 @@ from typing import (
     Literal,
     NotRequired,  # pydantic reads these on Python 3.11
     TypeAlias,
-    TypeGuard,
     get_args,
     get_origin,
 )
@@ -478,10 +477,6 @@ def _to_bool(v: Any) -> bool:
     raise ValueError("use 1 or 0")
 
 
-def _to_str(v: Any) -> str:
-    return v if type(v) is str else str(v)
-
-
 def _identity(v: Any) -> Any:
     return v
 
@@ -508,8 +503,8 @@ _BY_KIND: dict[str, Converter] = {
     "int": _to_int,
     "float": _to_float,
     "number": _to_float,
-    "text": _to_str,
-    "decimal": _to_str,
+    "text": str,
+    "decimal": str,
     "object": _json_of(dict),
     "map": _json_of(dict),
     "list": _json_of(list),
@@ -1007,12 +1002,6 @@ def _check_name(name: str) -> None:
         raise UsageError(msg)
 
 
-def is_tool(item: Any) -> TypeGuard[BaseTool]:
-    """Whether ``item`` is a LangChain ``BaseTool``."""
-    base = loaded("langchain_core.tools.base", "BaseTool")
-    return base is not None and isinstance(item, base)
-
-
 ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
 """One tool as the API takes it: a LangChain tool, a typed function, or an :class:`Extern`."""
 
@@ -1030,7 +1019,8 @@ calls a tool by that name too). Anything else is a :class:`~llassembly.errors.Us
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`)."""
-    if isinstance(item, Extern) or is_tool(item):
+    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
+    if isinstance(item, Extern) or (base_tool is not None and isinstance(item, base_tool)):
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
             msg = (

@@ -11,8 +11,8 @@ Most instructions compute a value from the values they read (a :data:`Compute`, 
 from its result), x86's division, bit logic, shifts and floating point by the SSE names, and the
 text and structure instructions (``LEN``, ``HAS``, ``KEYS``, ``FIND``, ``SUBSTR``, ``CMPI``,
 ``LOWER``, ``UPPER``, ``NUM``, ``ROUNDSD``; see *Structured values* and *Text* in
-``docs/language.md``). Moves, the stack, jumps, subroutines, the instructions that test the
-flags and ``SAY`` have steps of their own.
+``docs/language.md``), ``MOV`` and ``POP``. ``PUSH``, jumps, subroutines, ``XCHG``, ``LEA``, the
+instructions that test the flags and ``SAY`` have steps of their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.constants import FAILS, Fails, Outcome, Run, install_semantics
@@ -42,10 +42,10 @@ from llassembly.language.instructions import (
     OPCODE_INFO,
     XMM0_INDEX,
     Opcode,
+    register_name,
 )
 from llassembly.language.limits import DEFAULT_MAX_STACK_DEPTH, INT_MAX, INT_MIN
 from llassembly.language.program import (
-    Imm,
     Instruction,
     Mem,
     Name,
@@ -74,90 +74,74 @@ from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 
 Step: TypeAlias = "Callable[[MachineState, int], int]"
 Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
-Compute: TypeAlias = "Callable[[Instruction, MachineState, list[Value]], Value | None]"
-"""What an instruction computes from the values it reads (``None``: it writes nothing); it
-sets the flags itself."""
-Form: TypeAlias = Literal["in place", "sources", "flags"]
+Compute: TypeAlias = "Callable[..., Value]"
+"""``compute(ins, state, *values read)``: what an instruction computes (what it writes, when it
+writes an operand); it sets the flags itself."""
 _MASK64 = (1 << 64) - 1
-EAX = Reg(EAX_INDEX, "EAX")
-_ONE = Imm(1)
 
 
-def _operands(ins: Instruction, form: Form) -> tuple[Operand | None, tuple[Operand, ...]]:
-    """The operand an instruction writes (``None``: only the flags) and those it reads (see
-    :func:`_computes`). An instruction computing in place reads by its form in the instruction
-    table (operands that fit none are read by its usual form, as ``effects`` reads them):
-    ``EAX`` and the source when it uses ``EAX`` without naming it (x86's ``MUL src``), the
-    target and 1 when it names one operand (``INC dst``), ``a`` and ``b`` of ``IMUL dst, a, b``,
-    else the target and the source."""
-    ops = ins.operands
-    if form == "sources":
-        return ops[0], ops[1:]
-    if form == "flags":
-        return None, (ops[0], ops[1])
+def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
+    """The operand an instruction computing a value writes (``None``: only the flags) and
+    those it reads, by its form in the instruction table (operands that fit none are read by
+    its usual form, as ``effects`` reads them): the registers it uses without naming them
+    first (``EAX`` of x86's ``MUL src``), then the operands it reads."""
     info = OPCODE_INFO[ins.op]
-    shape = info.shape(len(ops)) or info.shapes[0]
-    if EAX_INDEX in shape.implicit_writes:
-        return EAX, (EAX, ops[0])
-    if len(shape.kinds) == 1:
-        return ops[0], (ops[0], _ONE)
-    return ops[0], (ops[1], ops[2]) if len(shape.kinds) == 3 else (ops[0], ops[1])
+    form = info.shape(len(ins.operands)) or info.shapes[0]
+    implicit = tuple(Reg(i, register_name(i)) for i in form.implicit_reads)
+    reads = implicit + tuple(ins.operands[i] for i in form.reads)
+    if form.writes:
+        return ins.operands[form.writes[0]], reads
+    if form.implicit_writes:  # (DIV src: EAX, and the remainder in EDX, written by the step)
+        return Reg(form.implicit_writes[0], register_name(form.implicit_writes[0])), reads
+    return None, reads
 
 
-def _computes(compute: Compute, form: Form = "in place") -> Compiler:
-    """The compiler of ``dst = compute(values read)``. By ``form``, the values read are:
-    ``"in place"``, ``dst``'s and the source's (``ADD dst, src``; ``INC dst``: 1; see
-    :func:`_operands`); ``"sources"``, those after ``dst`` (``LEN dst, src``); ``"flags"``,
-    the two operands', and only the flags are written (``TEST a, b``)."""
+def _nowhere(st: MachineState, value: Value) -> None:
+    """Where an instruction that only sets the flags writes its value."""
+
+
+def _computes(compute: Compute) -> Compiler:
+    """The compiler of ``dst = compute(ins, state, *values read)`` (see :func:`_operands`):
+    ``ADD dst, src`` reads ``dst`` and ``src``, ``LEN dst, src`` reads ``src``, ``INC dst``
+    reads ``dst`` (the compute adds 1), ``CMP a, b`` reads both and writes only the flags."""
 
     def compile_computed(ins: Instruction, ctx: Context) -> Step:
-        target, sources = _operands(ins, form)
-        put = setter(target, ctx, ins) if target is not None else None
+        target, sources = _operands(ins)
+        put = setter(target, ctx, ins) if target is not None else _nowhere
         reads = [getter(operand, ctx, ins) for operand in sources]
-
-        def step(st: MachineState, pc: int) -> int:
-            result = compute(ins, st, [read(st) for read in reads])
-            if put is not None and result is not None:
-                put(st, result)
-            return pc + 1
-
-        return step
+        # Most read one or two values: kept to few calls (``put`` returns None: each step
+        # returns ``pc + 1``).
+        if len(reads) == 1:
+            (first,) = reads
+            return lambda st, pc: put(st, compute(ins, st, first(st))) or pc + 1
+        if len(reads) == 2:
+            first, second = reads
+            return lambda st, pc: put(st, compute(ins, st, first(st), second(st))) or pc + 1
+        return lambda st, pc: put(st, compute(ins, st, *[read(st) for read in reads])) or pc + 1
 
     return compile_computed
 
 
-def _arithmetic(op: Callable[[Any, Any], Any]) -> Compiler:
-    """The compiler of ``dst = a op b`` (numbers only) with the flags set from it: ``ADD``,
-    ``SUB``, ``INC``, ``DEC`` and ``MUL``, the steps of every loop, so each is one closure
-    with the checks of :func:`_numbers`, :func:`_checked` and :func:`_flagged` inline."""
+def _arithmetic(
+    op: Callable[[Any, Any], Any], ins: Instruction, st: MachineState, a: Value, b: Value = 1
+) -> Value:
+    """``a op b`` (numbers only; ``INC dst``: ``b`` is 1) with the flags set from it: ``ADD``,
+    ``SUB``, ``INC``, ``DEC`` and ``MUL``, the steps of every loop, so kept to few calls."""
+    if type(a) is str or type(b) is str or a is None or b is None:
+        _numbers(ins, a, b)
+    try:
+        result = op(a, b)
+    except OverflowError:  # an int too large to mix with a float
+        raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
+    if type(result) is not int or not INT_MIN <= result <= INT_MAX:
+        _checked(ins, result)
+    st.zf, st.lt, st.flag_mode = result == 0, result < 0, ORDERED
+    return result  # type: ignore[no-any-return]
 
-    def compile_arithmetic(ins: Instruction, ctx: Context) -> Step:
-        target, (first, second) = _operands(ins, "in place")
-        put = setter(cast(Operand, target), ctx, ins)
-        read_a, read_b, name = getter(first, ctx, ins), getter(second, ctx, ins), ins.mnemonic
 
-        def step(st: MachineState, pc: int) -> int:
-            a, b = read_a(st), read_b(st)
-            if type(a) is str or type(b) is str or a is None or b is None:
-                raise fail(ins, f"{name} needs numbers, got {show(a)} and {show(b)}")
-            try:
-                result = op(a, b)
-            except OverflowError:  # an int too large to mix with a float
-                raise fail(ins, f"{name} overflowed the number range") from None
-            if type(result) is int:
-                if not INT_MIN <= result <= INT_MAX:
-                    raise fail(ins, f"{name} overflowed the 64-bit integer range")
-            elif not math.isfinite(result):
-                raise fail(ins, f"{name} gave a non-finite number ({result})")
-            put(st, result)
-            st.zf = result == 0
-            st.lt = result < 0
-            st.flag_mode = ORDERED
-            return pc + 1
-
-        return step
-
-    return compile_arithmetic
+def _moved(ins: Instruction, st: MachineState, value: Value) -> Value:
+    """``MOV dst, src``: the source, as it is."""
+    return value
 
 
 def _numbers(ins: Instruction, *values: Value) -> None:
@@ -215,40 +199,29 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
         raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
 
 
-def _quotient(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    quotient, remainder = _divide(ins, *values)
+def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
+    quotient, remainder = _divide(ins, a, b)
     if len(ins.operands) == 1:  # DIV src: EAX = EAX / src, EDX = the remainder
         st.regs[EDX_INDEX] = remainder
     return _flagged(st, quotient)
 
 
-def _remainder(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    return _flagged(st, _divide(ins, *values)[1])
+def _remainder(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
+    return _flagged(st, _divide(ins, a, b)[1])
 
 
-def _compile_cmp(ins: Instruction, ctx: Context) -> Step:
+def _compare(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
     """``CMP``: two numbers are ordered as numbers; with text or ``NONE``, see
     :func:`_text_flags`."""
-    get_a, get_b = getter(ins.operands[0], ctx, ins), getter(ins.operands[1], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        a, b = get_a(st), get_b(st)
-        if type(a) is str or type(b) is str or a is None or b is None:
-            _text_flags(st, a, b)
-        else:
-            st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
-        return pc + 1
-
-    return step
-
-
-def _compare_folded(ins: Instruction, st: MachineState, values: list[Value]) -> None:
-    """``CMPI``: ``CMP`` ignoring case (texts are equal when they are once case-folded)."""
-    a, b = (v.casefold() if type(v) is str else v for v in values)
     if type(a) is str or type(b) is str or a is None or b is None:
         _text_flags(st, a, b)
     else:
         st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
+
+
+def _compare_folded(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
+    """``CMPI``: ``CMP`` ignoring case (texts are equal when they are once case-folded)."""
+    _compare(ins, st, *(v.casefold() if type(v) is str else v for v in (a, b)))
 
 
 def _text_flags(st: MachineState, a: Value, b: Value) -> None:
@@ -266,9 +239,8 @@ def _text_flags(st: MachineState, a: Value, b: Value) -> None:
 
 
 def _bitwise(
-    op: Callable[[int, int], int], ins: Instruction, st: MachineState, values: list[Value]
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, a: Value, b: Value
 ) -> Value:
-    a, b = values
     first, second = ins.operands[0], ins.operands[-1]
     same = len(ins.operands) == 2 and isinstance(first, Reg) and first == second
     if same and OPCODE_INFO[ins.op].same_register == "clears":
@@ -277,18 +249,17 @@ def _bitwise(
     return _flagged(st, op(a, b))  # type: ignore[arg-type]
 
 
-def _not(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    _ints(ins, values[0])
-    return ~values[0]  # type: ignore[operator]  # NOT leaves the flags as they are, as on x86
+def _not(ins: Instruction, st: MachineState, value: Value) -> Value:
+    _ints(ins, value)
+    return ~value  # type: ignore[operator]  # NOT leaves the flags as they are, as on x86
 
 
-def _neg(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    _numbers(ins, values[0])
-    return _flagged(st, _checked(ins, -values[0]))  # type: ignore[operator]
+def _neg(ins: Instruction, st: MachineState, value: Value) -> Value:
+    _numbers(ins, value)
+    return _flagged(st, _checked(ins, -value))  # type: ignore[operator]
 
 
-def _test(ins: Instruction, st: MachineState, values: list[Value]) -> None:
-    a, b = values
+def _test(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
     if ins.operands[0] == ins.operands[1]:
         if type(a) is str or a is None:  # TEST r, r on text: is it empty (NONE is)?
             st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
@@ -300,9 +271,8 @@ def _test(ins: Instruction, st: MachineState, values: list[Value]) -> None:
 
 
 def _shift(
-    op: Callable[[int, int], int], ins: Instruction, st: MachineState, values: list[Value]
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, a: Value, count: Value = 1
 ) -> Value:
-    a, count = values
     _ints(ins, a)
     if type(count) is not int or not 0 <= count <= 63:
         raise fail(ins, f"{ins.mnemonic} shifts by 0 to 63 bits, not {show(count)}")
@@ -319,10 +289,9 @@ def _shr(a: int, n: int) -> int:
 
 
 def _sse(
-    op: Callable[[float, float], float], ins: Instruction, st: MachineState, values: list[Value]
+    op: Callable[[float, float], float], ins: Instruction, st: MachineState, a: Value, b: Value
 ) -> Value:
     """SSE arithmetic: on floats, the flags left as they are (as on x86)."""
-    a, b = values
     _numbers(ins, a, b)
     try:
         return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
@@ -333,10 +302,9 @@ def _sse(
 
 
 def _convert(
-    op: Callable[[Any], Value], ins: Instruction, st: MachineState, values: list[Value]
+    op: Callable[[Any], Value], ins: Instruction, st: MachineState, source: Value
 ) -> Value:
     """``dst = op(src)``: conversions and square roots, the flags left as they are."""
-    source = values[-1]
     _numbers(ins, source)
     try:
         return _checked(ins, op(source))  # type: ignore[arg-type]
@@ -358,9 +326,8 @@ _ROUNDING: dict[int, Callable[[float], float]] = {
 }
 
 
-def _roundsd(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    value = values[0]
-    mode = _whole(ins, values[1], "the rounding mode") if len(values) > 1 else 0
+def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) -> Value:
+    mode = _whole(ins, mode, "the rounding mode")
     if type(value) is str or value is None:
         raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
     if not 0 <= mode <= 15:
@@ -381,8 +348,7 @@ def _whole(ins: Instruction, value: Value, what: str) -> int:
     raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
 
 
-def _len(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    (value,) = values
+def _len(ins: Instruction, st: MachineState, value: Value) -> Value:
     found = structure_of(st, value, ins)
     if found is not NOT_JSON:
         return len(found)
@@ -393,8 +359,7 @@ def _len(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
     raise fail(ins, f"LEN needs a list, an object or text, got the number {show(value)}")
 
 
-def _has(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    value, key = values
+def _has(ins: Instruction, st: MachineState, value: Value, key: Value) -> Value:
     if value is None:
         return 0
     if type(value) is not str:
@@ -409,8 +374,7 @@ def _has(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
     return 0
 
 
-def _keys(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    (value,) = values
+def _keys(ins: Instruction, st: MachineState, value: Value) -> Value:
     found = structure_of(st, value, ins)
     if isinstance(found, dict):
         return value_of(st, list(found), ins, f"KEYS {ins.operands[1]}")
@@ -419,36 +383,34 @@ def _keys(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
     raise fail(ins, f"KEYS needs an object, got {show(value)}")
 
 
-def _find(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    text, part = values
+def _find(ins: Instruction, st: MachineState, text: Value, part: Value) -> Value:
     return render(text).find(render(part))
 
 
-def _substr(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    text = render(values[0])
-    start = _whole(ins, values[1], "the start")
+def _substr(
+    ins: Instruction, st: MachineState, whole: Value, first: Value, *length: Value
+) -> Value:
+    text = render(whole)
+    start = _whole(ins, first, "the start")
     if start < 0:
         start = max(len(text) + start, 0)
-    if len(values) == 2:
+    if not length:
         return text[start:]
-    count = _whole(ins, values[2], "the count")
+    count = _whole(ins, length[0], "the count")
     if count < 0:
         raise fail(ins, f"SUBSTR takes a count of characters, 0 or more, not {count}")
     return text[start : start + count]
 
 
-def _case(
-    convert: Callable[[str], str], ins: Instruction, st: MachineState, values: list[Value]
-) -> Value:
-    return convert(render(values[0]))
+def _case(convert: Callable[[str], str], ins: Instruction, st: MachineState, value: Value) -> Value:
+    return convert(render(value))
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")  # 1,234.50
 
 
-def _num(ins: Instruction, st: MachineState, values: list[Value]) -> Value:
-    (value,) = values
+def _num(ins: Instruction, st: MachineState, value: Value) -> Value:
     if type(value) is int or type(value) is float:
         return value
     text = value.strip() if type(value) is str else ""  # NONE: no number
@@ -567,25 +529,6 @@ def _target(operand: Operand, ctx: Context) -> int:
     return ctx.program.labels[operand.name.lower()]
 
 
-def _compile_mov(ins: Instruction, ctx: Context) -> Step:
-    dst, get = ins.operands[0], getter(ins.operands[1], ctx, ins)
-    if isinstance(dst, Reg):  # the common case, kept to one call
-        index = dst.index
-
-        def to_register(st: MachineState, pc: int) -> int:
-            st.regs[index] = get(st)
-            return pc + 1
-
-        return to_register
-    put = setter(dst, ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        put(st, get(st))
-        return pc + 1
-
-    return step
-
-
 def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
     first, second = ins.operands
     get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
@@ -631,27 +574,11 @@ def _compile_push(ins: Instruction, ctx: Context) -> Step:
     return step
 
 
-def _compile_pop(ins: Instruction, ctx: Context) -> Step:
-    dst = ins.operands[0]
-    if isinstance(dst, Reg):  # the common case, kept to one call
-        index = dst.index
-
-        def to_register(st: MachineState, pc: int) -> int:
-            if not st.stack:
-                raise fail(ins, "POP on an empty stack")
-            st.regs[index] = st.stack.pop()
-            return pc + 1
-
-        return to_register
-    put = setter(dst, ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        if not st.stack:
-            raise fail(ins, "POP on an empty stack")
-        put(st, st.stack.pop())
-        return pc + 1
-
-    return step
+def _popped(ins: Instruction, st: MachineState) -> Value:
+    """``POP dst``: the value on top of the stack, taken off it."""
+    if not st.stack:
+        raise fail(ins, "POP on an empty stack")
+    return st.stack.pop()
 
 
 def _compile_loop(ins: Instruction, ctx: Context) -> Step:
@@ -736,15 +663,15 @@ def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
 
 
 _COMPILERS: dict[Opcode, Compiler] = {
-    Opcode.MOV: _compile_mov,
+    Opcode.MOV: _computes(_moved),
     Opcode.PUSH: _compile_push,
-    Opcode.POP: _compile_pop,
-    Opcode.ADD: _arithmetic(operator.add),
-    Opcode.SUB: _arithmetic(operator.sub),
-    Opcode.MUL: _arithmetic(operator.mul),
-    Opcode.INC: _arithmetic(operator.add),
-    Opcode.DEC: _arithmetic(operator.sub),
-    Opcode.CMP: _compile_cmp,
+    Opcode.POP: _computes(_popped),
+    Opcode.ADD: _computes(partial(_arithmetic, operator.add)),
+    Opcode.SUB: _computes(partial(_arithmetic, operator.sub)),
+    Opcode.MUL: _computes(partial(_arithmetic, operator.mul)),
+    Opcode.INC: _computes(partial(_arithmetic, operator.add)),
+    Opcode.DEC: _computes(partial(_arithmetic, operator.sub)),
+    Opcode.CMP: _computes(_compare),
     Opcode.JMP: _compile_jmp,
     Opcode.CALL: _compile_call,
     Opcode.RET: _compile_ret,
@@ -758,7 +685,7 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.XOR: _computes(partial(_bitwise, operator.xor)),
     Opcode.NOT: _computes(_not),
     Opcode.NEG: _computes(_neg),
-    Opcode.TEST: _computes(_test, "flags"),
+    Opcode.TEST: _computes(_test),
     Opcode.SHL: _computes(partial(_shift, operator.lshift)),
     Opcode.SHR: _computes(partial(_shift, _shr)),
     Opcode.SAR: _computes(partial(_shift, operator.rshift)),
@@ -775,16 +702,16 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.SQRTSD: _computes(partial(_convert, _sqrt)),
     Opcode.MINSD: _computes(partial(_sse, min)),
     Opcode.MAXSD: _computes(partial(_sse, max)),
-    Opcode.ROUNDSD: _computes(_roundsd, "sources"),
-    Opcode.LEN: _computes(_len, "sources"),
-    Opcode.HAS: _computes(_has, "sources"),
-    Opcode.KEYS: _computes(_keys, "sources"),
-    Opcode.FIND: _computes(_find, "sources"),
-    Opcode.SUBSTR: _computes(_substr, "sources"),
-    Opcode.CMPI: _computes(_compare_folded, "flags"),
-    Opcode.LOWER: _computes(partial(_case, str.lower), "sources"),
-    Opcode.UPPER: _computes(partial(_case, str.upper), "sources"),
-    Opcode.NUM: _computes(_num, "sources"),
+    Opcode.ROUNDSD: _computes(_roundsd),
+    Opcode.LEN: _computes(_len),
+    Opcode.HAS: _computes(_has),
+    Opcode.KEYS: _computes(_keys),
+    Opcode.FIND: _computes(_find),
+    Opcode.SUBSTR: _computes(_substr),
+    Opcode.CMPI: _computes(_compare_folded),
+    Opcode.LOWER: _computes(partial(_case, str.lower)),
+    Opcode.UPPER: _computes(partial(_case, str.upper)),
+    Opcode.NUM: _computes(_num),
     **{op: _compile_conditional for op, info in OPCODE_INFO.items() if info.condition},
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
@@ -819,10 +746,6 @@ class CompiledProgram:
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """What is worked out from the program once, on first use, for every run (see
     the emulator's read checks)."""
-
-    def initial_memory(self) -> dict[str, list[Value]]:
-        """The writable memory as a run starts."""
-        return self.layout.initial_memory()
 
 
 def compile_step(ins: Instruction, ctx: Context) -> Step:
