@@ -69,13 +69,11 @@ from llassembly.language.scan import (
     SECTION_WORDS,
     LineError,
     Scanned,
-    has_instruction,
-    looks_like_code,
-    names_instruction,
+    line_kind,
     operands_of,
     read_number,
     read_operand,
-    reserved,
+    reserved_name,
     scan,
     split_operands,
     strip_comment,
@@ -88,7 +86,6 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
 # Fence tags that make a block code even when no line in it reads as a valid instruction.
 _ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x86asm", "x86"})
 _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
-_MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
 
 
 # -- choosing the code lines -------------------------------------------------------------------
@@ -109,7 +106,9 @@ def _mask_code_comments(text: str) -> str:
         code = strip_comment(line)
         if len(code) == len(line):
             continue
-        if (code.strip() and has_instruction(code)) or line.lstrip().startswith((";", "//")):
+        if (code.strip() and line_kind(code) == "instruction") or line.lstrip().startswith(
+            (";", "//")
+        ):
             lines[i] = code + " " * (len(line) - len(code))
     return "\n".join(lines)
 
@@ -147,8 +146,8 @@ def _is_code_block(tag: str, lines: list[str]) -> bool:
     if tag in _ASM_TAGS:
         return True
     if not tag:
-        return any(names_instruction(line) for line in lines)
-    return any(has_instruction(line) for line in lines)
+        return any(line_kind(line) in ("instruction", "mnemonic") for line in lines)
+    return any(line_kind(line) == "instruction" for line in lines)
 
 
 def _code_line_numbers(lines: list[str]) -> list[int]:
@@ -175,54 +174,20 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
     if chosen:
         return chosen
     outside_set = set(outside)
-    code = [i for i in outside if lines[i] and not lines[i].isspace() and looks_like_code(lines[i])]
+    code = [i for i in outside if line_kind(lines[i]) in ("instruction", "code")]
     if not code:
         return []
     first, last = code[0], code[-1]
     # A misspelt instruction right next to the code ("PUSHH R1" as the last line) belongs to
     # it: take it in, so the verifier reports it instead of the plan silently losing a line.
-    while first - 1 in outside_set and _misspelt_instruction(lines[first - 1]):
+    while first - 1 in outside_set and line_kind(lines[first - 1]) == "misspelt":
         first -= 1
-    while last + 1 in outside_set and _misspelt_instruction(lines[last + 1]):
+    while last + 1 in outside_set and line_kind(lines[last + 1]) == "misspelt":
         last += 1
     return [i for i in outside if first <= i <= last]
 
 
-def _misspelt_instruction(line: str) -> bool:
-    """An upper-case word of 2 to 7 letters with readable operands: an unknown mnemonic."""
-    try:
-        scanned = scan(line)
-        word = scanned.mnemonic
-        if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
-            return False
-        return 1 <= len(operands_of(scanned)[0]) <= _MAX_OPERANDS and word not in MNEMONICS
-    except LineError:
-        return False
-
-
 # -- reading the chosen lines -------------------------------------------------------------------
-
-
-def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
-    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
-    reads as something else (:func:`~llassembly.language.scan.reserved`), or ``None`` for a
-    free name; a code label may have an instruction's name (see *Operands* in
-    ``docs/language.md``)."""
-    word = reserved(name)
-    if word is None or (word == "an instruction" and kind == "label"):
-        return None
-    why = {
-        "a register": f"{name} in an operand always reads the register",
-        "the value NONE": f"{name} in an operand always reads the value NONE (no value)",
-        "an instruction": f"{name} at the start of a line is read as the instruction",
-    }[word]
-    thing = "data" if kind == "data label" else "label"
-    return LineError(
-        column,
-        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
-        f"(e.g. {name}_{thing})",
-        f"a {kind} name that is no register, instruction, NONE or NULL",
-    )
 
 
 _COUNT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)\Z")
@@ -363,7 +328,7 @@ def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
         if base is not None and plain and field.lower() not in names:
             return Path(base, (Imm(field),), operand.text)
     if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
-        return Imm(NONE)  # no label is called so (see _reserved_name)
+        return Imm(NONE)  # no label is called so (see reserved_name)
     if isinstance(operand, Template):
         fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
         return dataclasses.replace(operand, fills=fills)  # type: ignore[arg-type]
@@ -407,7 +372,7 @@ class _Builder:
         self.errors.append((diagnostic, problem.expected))
 
     def label(self, name: str, line: int, column: int) -> None:
-        problem = _reserved_name(name, "label", column)
+        problem = reserved_name(name, "label", column)
         if problem is not None:
             self.error(line, problem)
             return
@@ -468,7 +433,7 @@ class _Builder:
         """
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
-        problem = _reserved_name(name, "data label", scanned.mnemonic_col + 1)
+        problem = reserved_name(name, "data label", scanned.mnemonic_col + 1)
         if problem is not None:
             raise problem
         key = name.lower()

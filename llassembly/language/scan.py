@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
@@ -107,15 +107,13 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         One column per position, or ``None`` when no string literal starts there. Linear in
         the literal's length: a known escape is two characters of source for one of value.
     """
-    if start >= len(line) or line[start] not in _STRING_END:
-        return None
-    closed = _STRING_END[line[start]].match(line, start)
-    if closed is None:
+    end = _quoted_end(line, start) if line[start : start + 1] in _STRING_END else None
+    if end is None:
         return None
     body_start = start + 1
     shorter: list[int] = []  # value indexes of the characters written as a two-character escape
     produced, last = 0, body_start
-    for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
+    for escape in _ESCAPE.finditer(line, body_start, end - 1):
         produced += escape.start() - last
         if escape.group(1) in _ESCAPES:
             shorter.append(produced)
@@ -509,17 +507,28 @@ def _scan_line(line: str) -> Scanned:
 _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
 
 
-def reserved(name: str) -> str | None:
-    """What ``name`` always reads as in an operand, in any case, so that no label or data label
-    may be called so: ``"a register"`` (``R5``, ``eax``, ``al``, ``xmm0``, the stack pointer
-    ``esp``), ``"the value NONE"`` (``none``, ``null``) or ``"an instruction"`` (a mnemonic or
-    an alias, which only a line's first word is read as); ``None`` for a free name."""
+def reserved_name(name: str, kind: str, column: int) -> LineError | None:
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always
+    reads as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``,
+    ``xmm0``, the stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction
+    (a mnemonic or an alias; only a line's first word is read as one, so a code label may have
+    its name: see *Operands* in ``docs/language.md``); ``None`` for a free name."""
     upper = name.upper()
     if register_index(upper) is not None or upper in _STACK_POINTERS:
-        return "a register"
-    if upper in NO_VALUE_WORDS:
-        return "the value NONE"
-    return "an instruction" if upper in MNEMONICS else None
+        word, why = "a register", f"{name} in an operand always reads the register"
+    elif upper in NO_VALUE_WORDS:
+        word, why = "the value NONE", f"{name} in an operand always reads the value NONE (no value)"
+    elif upper in MNEMONICS and kind != "label":
+        word, why = "an instruction", f"{name} at the start of a line is read as the instruction"
+    else:
+        return None
+    thing = "data" if kind == "data label" else "label"
+    return LineError(
+        column,
+        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
+        f"(e.g. {name}_{thing})",
+        f"a {kind} name that is no register, instruction, NONE or NULL",
+    )
 
 
 def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
@@ -532,33 +541,32 @@ def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]
     return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
 
 
-def looks_like_code(line: str) -> bool:
-    """Decide, for replies without fences, whether a line is code or prose."""
-    try:
-        scanned = scan(line)
-        if scanned.data_name or scanned.mnemonic.upper() in _DIRECTIVES:
-            return True
-        if not scanned.mnemonic:
-            return bool(scanned.labels) and not scanned.rest
-        opcode = MNEMONICS.get(scanned.mnemonic.upper())
-        if opcode is None or scanned.mnemonic.isupper():
-            return opcode is not None
-        if scanned.rest.rstrip().endswith((".", "!", "?")):
-            return False  # "Push it." is a sentence, not code
-        return len(operands_of(scanned)[0]) == len(OPCODE_INFO[opcode].operands)
-    except LineError:
-        return False
+_MOST_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
 
 
-def names_instruction(line: str) -> bool:
-    """Whether a line starts with a known mnemonic, whatever its operands."""
+def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt", ""]:
+    """How a line reads, for choosing the code of a reply: ``"instruction"`` (a known mnemonic
+    that reads as code), ``"mnemonic"`` (a known mnemonic in a sentence: ``Push it.``, or a
+    lower-case one with the wrong operands), ``"code"`` (a data definition, a directive or a
+    lone label), ``"misspelt"`` (an upper-case word of 2 to 7 letters with readable operands:
+    an unknown mnemonic) or ``""`` (prose)."""
     scanned = scan(line)
-    return not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS
-
-
-def has_instruction(line: str) -> bool:
-    """Whether a line starts with a known mnemonic and reads as code (:func:`looks_like_code`)."""
+    word = scanned.mnemonic
+    if scanned.data_name or word.upper() in _DIRECTIVES:
+        return "code"
+    if not word:
+        return "code" if scanned.labels and not scanned.rest else ""
+    opcode = MNEMONICS.get(word.upper())
+    if opcode is None and not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()):
+        return ""
+    if opcode is not None and word.isupper():
+        return "instruction"
+    if opcode is not None and scanned.rest.rstrip().endswith((".", "!", "?")):
+        return "mnemonic"  # "Push it." is a sentence, not code
     try:
-        return names_instruction(line) and looks_like_code(line)
+        count = len(operands_of(scanned)[0])
     except LineError:
-        return False
+        return "" if opcode is None else "mnemonic"
+    if opcode is None:
+        return "misspelt" if 1 <= count <= _MOST_OPERANDS else ""
+    return "instruction" if count == len(OPCODE_INFO[opcode].operands) else "mnemonic"
