@@ -71,11 +71,12 @@ def _quoted_end(text: str, start: int) -> int | None:
     return None if closed is None else closed.end()
 
 
-def _string_end(text: str, start: int) -> int:
-    """The index after the quoted string starting at ``text[start]``."""
+def _string_end(text: str, start: int, offset: int = 0) -> int:
+    """The index after the quoted string starting at ``text[start]`` (``text`` starts at column
+    ``offset`` of its line)."""
     end = _quoted_end(text, start)
     if end is None:
-        raise LineError(start + 1, "unterminated string", f"a closing {text[start]}")
+        raise LineError(offset + start + 1, "unterminated string", f"a closing {text[start]}")
     return end
 
 
@@ -152,10 +153,7 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
             continue
         start = i
         if ch in "\"'":
-            try:
-                i = _string_end(text, i)
-            except LineError as exc:
-                raise LineError(offset + exc.column, exc.message, exc.expected) from None
+            i = _string_end(text, i, offset)
         elif ch == "[":
             close = text.find("]", i)
             i = end if close < 0 else _path_end(text, close + 1)
@@ -220,21 +218,18 @@ def read_number(token: str, column: int) -> int | float:
     return value
 
 
-_OPERANDS: dict[str, Operand] = {}  # token -> operand (operands are immutable, shared)
-_OPERANDS_KEPT = 16384
-
-
 def read_operand(token: str, column: int) -> Operand:
-    """Turn one raw operand token into an operand (short tokens read once, then shared)."""
-    found = _OPERANDS.get(token)
-    if found is not None:
-        return found
-    operand = _parse_operand(token, column)
-    if len(token) <= 64:
-        if len(_OPERANDS) >= _OPERANDS_KEPT:
-            _OPERANDS.clear()
-        _OPERANDS[token] = operand
-    return operand
+    """Turn one raw operand token into an operand (short tokens read once, then shared: an
+    operand is immutable, and its problem's column is counted from the token's)."""
+    try:
+        return _read_short(token) if len(token) <= 64 else _parse_operand(token, 0)
+    except LineError as exc:
+        raise LineError(column + exc.column, exc.message, exc.expected) from None
+
+
+@functools.lru_cache(maxsize=16384)
+def _read_short(token: str) -> Operand:
+    return _parse_operand(token, 0)
 
 
 def _parse_operand(token: str, column: int) -> Operand:
