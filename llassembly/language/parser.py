@@ -3,19 +3,10 @@
 Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
 instructions on one line and write data sections. This module accepts what is unambiguous and
 reports the rest with line, column and what was expected (see ``docs/language.md``). It reads
-in three steps:
-
-* **the code lines**: fences, prose and thinking are told from code (each line is read by
-  :mod:`llassembly.language.scan`);
-* **the data labels** (*Data and memory* in ``docs/language.md``): every row is bounded before
-  it is built, its cells by :data:`MAX_MEMORY_CELLS` and the text made of several values by
-  :data:`MAX_DATA_TEXT_CHARS`, so a short reply cannot make the parser build megabytes;
-* **what the operands mean**, once every label of the plan is known (:func:`_settled`): the
-  placeholders of a text (:mod:`llassembly.language.templates`); ``loop.start``,
-  ``github.search`` read as paths are a label or a tool name where a jump or ``CALL`` takes
-  one, or where the whole dotted name is a label; ``[EBX + name]`` with no data label ``name``
-  is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL``
-  are the value "no value".
+the code lines (told from fences, prose and thinking; each read by
+:mod:`llassembly.language.scan`), then the data labels (each row bounded before it is built, so
+a short reply cannot make the parser build megabytes), then what the operands mean, once every
+label of the plan is known (:func:`_settled`).
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -317,7 +308,11 @@ def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
 
 
 def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
-    """What one operand of kind ``kind`` means (see the module doc)."""
+    """What one operand of kind ``kind`` (or a fill of its placeholders) means, given the
+    ``names`` of the plan's labels: ``loop.start``, ``github.search`` read as paths are a label
+    or a tool name where a jump or ``CALL`` takes one, or where the whole dotted name is a
+    label; ``[EBX + name]`` with no data label ``name`` is the field ``name`` of the JSON text
+    in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL`` are the value "no value"."""
     dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
     dotted = dotted and "[" not in str(operand)
     if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
@@ -584,23 +579,14 @@ def parse(text: str) -> Program | PlainAnswer:
 
 
 def parse_program(text: str) -> Program:
-    """Parse a reply that must hold a program: :func:`parse` without the plain answer.
+    """Parse a reply that must hold a program: :func:`parse`, but a reply that holds no
+    instruction (an answer in words) raises :class:`AsmSyntaxError` (line 1, asking for the
+    program) instead of being a :class:`PlainAnswer`.
 
     Example:
         >>> program = parse_program("PUSH 1\\nPOP R1")
         >>> [str(i) for i in program.instructions]
         ['PUSH 1', 'POP R1']
-
-    Args:
-        text: The reply as the model wrote it.
-
-    Returns:
-        The :class:`Program`.
-
-    Raises:
-        AsmSyntaxError: Some code line cannot be read, or the reply holds no instruction (it
-            is an answer in words: line 1, asking for the program).
-        EmptyReply: The reply is empty, blank or only thinking.
     """
     parsed = parse(text)
     if isinstance(parsed, Program):

@@ -149,11 +149,8 @@ def _near_miss(text: str, braces: _Braces, where: str) -> str:
 
 
 def render(value: Value, spec: str = "") -> str:
-    """A value as a person reads it: ints as ints, floats without binary noise, strings as
-    they are (``NONE`` as nothing); with a format (``spec``), as Python's ``format`` writes it:
-    ``.2f`` fixed decimals, ``,`` thousands separators, ``02`` zero padding to a width, ``d``
-    a whole number (a float rounded), ``%`` a percentage; text takes a width and ``.N`` (its
-    first N characters).
+    """A value as a person reads it, with a format (``spec``) as Python's ``format`` writes it
+    (see *Values* and *Formats* in ``docs/language.md``).
 
     Raises:
         ValueError: A number format for text (``{R1:.2f}`` on ``"abc"``).
