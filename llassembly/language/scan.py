@@ -222,46 +222,42 @@ def read_operand(token: str, column: int) -> Operand:
     """Turn one raw operand token into an operand (short tokens read once, then shared: an
     operand is immutable, and its problem's column is counted from the token's)."""
     try:
-        return _read_short(token) if len(token) <= 64 else _parse_operand(token, 0)
+        return (_read_short if len(token) <= 64 else _read)(token)
     except LineError as exc:
         raise LineError(column + exc.column, exc.message, exc.expected) from None
 
 
-@functools.lru_cache(maxsize=16384)
-def _read_short(token: str) -> Operand:
-    return _parse_operand(token, 0)
-
-
-def _parse_operand(token: str, column: int) -> Operand:
-    """Turn one raw operand token into an operand."""
+def _read(token: str) -> Operand:
+    """Turn one raw operand token into an operand (columns counted from the token's start)."""
     if token[0] in "\"'":
         value, _ = _read_string(token, 0)
         return Imm(value)
     if token[0] == "[":
         close = token.find("]")
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
-            return _path(token, close + 1, _read_memory(token[: close + 1], column), column)
-        return _read_memory(token, column)
+            return _path(token, close + 1, _read_memory(token[: close + 1]))
+        return _read_memory(token)
     if _sized(token.split("[", 1)[0].strip() or "-"):
-        return _read_memory(token, column)
+        return _read_memory(token)
     if _NUMBER.match(token):
-        return Imm(read_number(token, column))
+        return Imm(read_number(token, 0))
     if token.endswith("()"):
         token = token[:-2]
     head = _PATH_HEAD.match(token)
     if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
         base = _register(head.group()) or Name(head.group())
         try:
-            return _path(token, head.end(), base, column)
+            return _path(token, head.end(), base)
         except LineError:
             if isinstance(base, Reg) or not _NAME_OPERAND.fullmatch(token):
                 raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
-        _no_stack_pointer(token, column, "a general register (R1..R100, EAX..EBP)")
+        _no_stack_pointer(token, "a general register (R1..R100, EAX..EBP)")
         return _register(token) or Name(token)
-    raise LineError(
-        column + 1, f"cannot read operand {clip(token)!r}", "a register, number, string or name"
-    )
+    raise LineError(1, f"cannot read operand {clip(token)!r}", "a register, number, string or name")
+
+
+_read_short = functools.lru_cache(maxsize=16384)(_read)
 
 
 def _register(name: str) -> Reg | None:
@@ -270,11 +266,11 @@ def _register(name: str) -> Reg | None:
     return None if index is None else Reg(index, name.upper())
 
 
-def _no_stack_pointer(name: str, column: int, expected: str) -> None:
+def _no_stack_pointer(name: str, expected: str) -> None:
     """Refuse the stack pointer (``ESP``): the stack is PUSH and POP's alone."""
     if name.upper() in _STACK_POINTERS:
         message = f"{name} (the stack pointer) is not available"
-        raise LineError(column + 1, message, expected + "; use PUSH and POP for the stack")
+        raise LineError(1, message, expected + "; use PUSH and POP for the stack")
 
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
@@ -283,7 +279,7 @@ _FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
 _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
-def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
+def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
     gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
     variable."""
@@ -300,9 +296,9 @@ def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
         close = token.find("]", i) if token[i] == "[" else -1
         if close < 0:
             message = f"cannot read {clip(token)!r} as a path"
-            raise LineError(column + i + 1, message, _PATH_EXPECTED)
+            raise LineError(i + 1, message, _PATH_EXPECTED)
         inside = token[i + 1 : close].strip()
-        steps.append(_key(inside, token, column + i))
+        steps.append(_key(inside, token, i))
         i = close + 1
     return Path(base, tuple(steps), token)
 
@@ -331,7 +327,7 @@ _MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
 _SIGN = re.compile(r"([+-])")
 
 
-def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
+def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
     """``x + ESI*4 - 8`` as ``(negative, text)`` terms; the first may go without a sign.
 
     One split at the signs: linear, whatever the spaces (a pattern that searched for each
@@ -342,24 +338,24 @@ def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
     for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         body = piece.strip()
         if not body:  # "x + + 4", "x +"
-            raise _bad_memory(column, f"cannot read memory operand {clip(token)!r}")
+            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
         terms.append((sign == "-", body))
     return terms
 
 
-def _bad_memory(column: int, message: str) -> LineError:
-    return LineError(column + 1, message, _MEMORY_EXPECTED)
+def _bad_memory(message: str) -> LineError:
+    return LineError(1, message, _MEMORY_EXPECTED)
 
 
-def _whole_number(factor: str, column: int) -> int:
+def _whole_number(factor: str) -> int:
     """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
-    number = read_number(factor, column)
+    number = read_number(factor, 0)
     if not isinstance(number, int):
-        raise LineError(column + 1, f"{clip(factor)} is not a whole number", "a byte offset")
+        raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
     return number
 
 
-def _read_memory(token: str, column: int) -> Mem:
+def _read_memory(token: str) -> Mem:
     """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
     optional size word before it (``dword``, ``QWORD PTR``)."""
     size = 0
@@ -368,42 +364,42 @@ def _read_memory(token: str, column: int) -> Mem:
         size = _SIZE_WORDS[token[:opening].upper().split()[0]]
     inside = token[opening + 1 :]
     if not inside.endswith("]"):
-        raise LineError(column + 1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
+        raise LineError(1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
     inside = inside[:-1].strip()
     if not inside:
-        raise _bad_memory(column, "empty memory operand []")
+        raise _bad_memory("empty memory operand []")
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
-    for negative, body in _terms(inside, token, column):
+    for negative, body in _terms(inside, token):
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
-            raise _bad_memory(column, f"cannot read {clip(body)!r} in {clip(token)}")
+            raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
-        whole = [_whole_number(factor, column) for factor in numbers]
+        whole = [_whole_number(factor) for factor in numbers]
         if not names:
             value = whole[0] * whole[1] if len(whole) == 2 else whole[0]
             disp += -value if negative else value
             continue
         if len(names) > 1:
-            raise _bad_memory(column, f"{clip(body)!r}: only a register may be scaled")
+            raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
         register = _register(name)
         scale = whole[0] if whole else 1
         if register is None:
-            _no_stack_pointer(name, column, "a data label and general registers")
+            _no_stack_pointer(name, "a data label and general registers")
             if label is not None or negative or numbers or not IDENT.fullmatch(name):
                 message = f"{clip(token)}: a memory operand is based on one data label, added once"
-                raise _bad_memory(column, message)
+                raise _bad_memory(message)
             label = name
             continue
         if negative or scale not in (1, 2, 4, 8):
             message = f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8"
-            raise _bad_memory(column, message)
+            raise _bad_memory(message)
         registers.append((register, scale))
     if len(registers) > 2:
-        raise _bad_memory(column, f"{token[:40]}: at most two registers")
+        raise _bad_memory(f"{token[:40]}: at most two registers")
     registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
     has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
     base = registers.pop(0)[0] if has_base else None
