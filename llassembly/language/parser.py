@@ -143,22 +143,18 @@ def _is_code_block(tag: str, lines: list[str]) -> bool:
 
 def _code_line_numbers(lines: list[str]) -> list[int]:
     """Return the 0-based indexes of the lines that hold the program."""
-    blocks: list[tuple[str, list[int]]] = []
+    blocks: list[tuple[str, list[int]]] = []  # each fenced block: its tag and its lines
     outside: list[int] = []
-    current: list[int] | None = None
-    tag = ""
+    inside: list[int] | None = None  # the lines of the block open here
     for index, line in enumerate(lines):
         fence = _FENCE.match(line) if "```" in line or "~~~" in line else None
-        if fence:
-            if current is None:
-                current, tag = [], fence.group(1).lower()
-            else:
-                blocks.append((tag, current))
-                current = None
-            continue
-        (outside if current is None else current).append(index)
-    if current is not None:
-        blocks.append((tag, current))
+        if fence and inside is None:
+            inside = []
+            blocks.append((fence.group(1).lower(), inside))
+        elif fence:
+            inside = None
+        else:
+            (outside if inside is None else inside).append(index)
     chosen = [
         i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
     ]
