@@ -560,13 +560,12 @@ def parse(text: str) -> Program | PlainAnswer:
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     if not normalised.strip():
         raise EmptyReply()
-    if len(normalised) < _LARGE_REPLY:
-        return _parse(normalised)
     # A large reply builds tens of thousands of small objects that hold no reference cycles;
     # the cyclic collector, walking them again and again as they pile up, made parsing grow
     # faster than the reply (22x the time for 10x the text). Reference counting frees them.
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = gc.isenabled() and len(normalised) >= _LARGE_REPLY
+    if collecting:
+        gc.disable()
     try:
         return _parse(normalised)
     finally:
@@ -607,11 +606,8 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     visible = shown.split("\n")
     builder = _Builder(source_lines)
     for index in _code_line_numbers(visible):
-        line = visible[index]
-        if not line or line.isspace():
-            continue
         try:
-            builder.read_line(index + 1, line)
+            builder.read_line(index + 1, visible[index])
         except LineError as exc:
             builder.error(index + 1, exc)
     builder.resolve()
