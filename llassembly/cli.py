@@ -243,8 +243,9 @@ def check_command(
         found = [dataclasses.asdict(d) for d in problems]
         return report.json("rejected", EXIT_PLAN, problems=found)
     calls = len(control_flow(program, externs).tools)
-    budgets = {"max_instructions_to_exec": args.max_instructions}
-    budgets["max_tool_calls"] = args.max_tool_calls
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
+    )
     summary = summarize(program, externs, **budgets) if report.as_json or args.summary else None
     report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
     if summary is not None:
@@ -261,9 +262,10 @@ def check_command(
 def run_command(
     args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
 ) -> int:
-    budgets = {"max_instructions_to_exec": args.max_instructions}
-    budgets |= {"max_tool_calls": args.max_tool_calls, "max_stack_depth": args.max_stack_depth}
-    emulator = Emulator(program, externs, **budgets)
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
+    )
+    emulator = Emulator(program, externs, **budgets, max_stack_depth=args.max_stack_depth)
     # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
     # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
     check_sync_tools(emulator.compiled.tools)
