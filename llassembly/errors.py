@@ -12,7 +12,7 @@ Every error derives from :class:`LLAssemblyError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
 
@@ -84,17 +84,22 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
+def rendered(diagnostics: Sequence[Diagnostic]) -> str:
+    """The first :data:`MAX_DIAGNOSTICS_SHOWN` diagnostics rendered, the rest counted."""
+    shown = [d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
+    hidden = len(diagnostics) - MAX_DIAGNOSTICS_SHOWN
+    if hidden > 0:
+        shown.append(f"... and {plural(hidden, 'more problem')} like these")
+    return "\n".join(shown)
+
+
 class PlanError(LLAssemblyError):
     """The model's plan is broken. ``diagnostics`` lists every problem found."""
 
     def __init__(self, summary: str, diagnostics: tuple[Diagnostic, ...]) -> None:
         self.summary = summary
         self.diagnostics = diagnostics
-        shown = [summary, *(d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN])]
-        hidden = len(diagnostics) - MAX_DIAGNOSTICS_SHOWN
-        if hidden > 0:
-            shown.append(f"... and {plural(hidden, 'more problem')} like these")
-        super().__init__("\n".join(shown))
+        super().__init__(f"{summary}\n{rendered(diagnostics)}" if diagnostics else summary)
 
 
 class AsmSyntaxError(PlanError):
