@@ -11,6 +11,7 @@ character at a time, and short lines and operands are read once and shared.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -122,13 +123,8 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         else:
             produced += 2
         last = escape.end()
-    columns: list[int] = []
-    before = 0  # escapes before the current position
-    for position in positions:
-        while before < len(shorter) and shorter[before] < position:
-            before += 1
-        columns.append(body_start + position + before + 1)
-    return columns
+    # each character is as many columns further as there are escapes before it
+    return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
 
 
 def split_operands(text: str, offset: int, most: int | None = None) -> list[tuple[str, int]]:
