@@ -360,14 +360,6 @@ def run_demo(argv: Sequence[str], out: TextIO) -> int:
     return code
 
 
-class _BadArguments(UsageError):
-    """Arguments ``argparse`` refused; carries the usage line of the command concerned."""
-
-    def __init__(self, message: str, usage: str) -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
 class _Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes are :class:`UsageError`, so that they exit 3 and
     come out as JSON under ``--json`` like every other usage error; its help ends with the exit
@@ -381,7 +373,9 @@ class _Parser(argparse.ArgumentParser):
         )
 
     def error(self, message: str) -> NoReturn:
-        raise _BadArguments(message, self.format_usage())
+        mistake = UsageError(message)
+        mistake.add_note(self.format_usage())  # the usage line of the command concerned
+        raise mistake
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -480,10 +474,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return report.json("rejected", EXIT_PLAN, problems=problems)
     except UsageError as exc:
         if not report.as_json:
-            usage = exc.usage if isinstance(exc, _BadArguments) else ""
+            usage = "".join(getattr(exc, "__notes__", ()))
             sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
-        kind = "UsageError" if isinstance(exc, _BadArguments) else type(exc).__name__
-        return report.json("usage_error", EXIT_USAGE, error={"type": kind, "message": str(exc)})
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        return report.json("usage_error", EXIT_USAGE, error=error)
     except LLAssemblyError as exc:
         report.text(f"stopped: {exc}")
         error = {"type": type(exc).__name__, "message": str(exc)}
