@@ -244,7 +244,6 @@ def template_operand(
     return Imm(read.pieces[0]), []  # only escaped braces: {{R1}} is the text {R1}
 
 
-_Fill = Reg | Name | Mem | Path
 _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
 
 
@@ -279,7 +278,7 @@ def _read_fills(
             "fewer placeholders: SAY once per item in a loop, or say a summary",
         )
         return [problem]
-    fills: list[_Fill] = []
+    fills: list[Reg | Name | Mem | Path] = []
     problems: list[LineError] = []
     for (ref, spec, _), column in zip(found, columns, strict=True):
         shown = "{" + ref + (":" + spec if spec else "") + "}"
