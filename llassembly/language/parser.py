@@ -97,9 +97,7 @@ def _mask_code_comments(text: str) -> str:
         code = strip_comment(line)
         if len(code) == len(line):
             continue
-        if (code.strip() and line_kind(code) == "instruction") or line.lstrip().startswith(
-            (";", "//")
-        ):
+        if line_kind(code) == "instruction" or line.lstrip().startswith((";", "//")):
             lines[i] = code + " " * (len(line) - len(code))
     return "\n".join(lines)
 
