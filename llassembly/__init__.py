@@ -70,31 +70,25 @@ if _TYPE_CHECKING:  # loaded on first use (see __getattr__); named here for type
 __version__ = "0.1.0"
 
 _LAZY = {
-    "AToolsPlannerNode": "llassembly.integration.nodes",
-    "PLAN_TAG": "llassembly.integration.middleware",
-    "Plan": "llassembly.integration.planning",
-    "PlanGraph": "llassembly.integration.graph",
-    "ToolsPlannerMiddleware": "llassembly.integration.middleware",
-    "ToolsPlannerNode": "llassembly.integration.nodes",
-    "Status": "llassembly.integration.record",
-    "TurnResult": "llassembly.integration.record",
-    "aplan": "llassembly.integration.planning",
-    "load_mcp_tools": "llassembly.integration.mcp",
-    "plan": "llassembly.integration.planning",
-    "plan_call_approved": "llassembly.integration.approval",
-    "unless_plan_approved": "llassembly.integration.approval",
+    "approval": ("plan_call_approved", "unless_plan_approved"),
+    "graph": ("PlanGraph",),
+    "mcp": ("load_mcp_tools",),
+    "middleware": ("PLAN_TAG", "ToolsPlannerMiddleware"),
+    "nodes": ("AToolsPlannerNode", "ToolsPlannerNode"),
+    "planning": ("Plan", "aplan", "plan"),
+    "record": ("Status", "TurnResult"),
 }
-"""The integration's names and the module each comes from."""
+"""The integration's names, by their module in ``llassembly.integration`` (as imported above)."""
 
 _SUBPACKAGES = ("analysis", "integration", "language", "machine")
 
 
 def __getattr__(name: str) -> _Any:
     """Import an integration name on first use (PEP 562) and keep it in the package."""
-    module = _LAZY.get(name)
+    module = next((module for module, names in _LAZY.items() if name in names), None)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(f"llassembly.integration.{module}"), name)
     globals()[name] = value
     return value
 

@@ -37,6 +37,7 @@ from llassembly import (
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.toolset import looks_like_one_tool
+from llassembly.errors import plural
 from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
@@ -226,10 +227,8 @@ def _read_plan(path: str) -> str:
     except OSError as exc:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:  # a plan saved in another encoding
-        byte, offset = exc.object[exc.start], exc.start
-        msg = (
-            f"cannot read plan {path!r}: it is not UTF-8 text (byte {byte:#04x} at offset {offset})"
-        )
+        where = f"byte {exc.object[exc.start]:#04x} at offset {exc.start}"
+        msg = f"cannot read plan {path!r}: it is not UTF-8 text ({where})"
         raise UsageError(msg) from exc
 
 
@@ -240,18 +239,14 @@ def check_command(
     if problems:
         for diagnostic in problems:
             report.text(diagnostic.render())
-        report.text(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found.")
+        report.text(f"{plural(len(problems), 'problem')} found.")
         found = [dataclasses.asdict(d) for d in problems]
         return report.json("rejected", EXIT_PLAN, problems=found)
     calls = len(control_flow(program, externs).tools)
-    summary = None
-    if report.as_json or args.summary:
-        summary = summarize(
-            program,
-            externs,
-            max_instructions_to_exec=args.max_instructions,
-            max_tool_calls=args.max_tool_calls,
-        )
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
+    )
+    summary = summarize(program, externs, **budgets) if report.as_json or args.summary else None
     report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
     if summary is not None:
         report.text(summary.render())
@@ -267,13 +262,10 @@ def check_command(
 def run_command(
     args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
 ) -> int:
-    emulator = Emulator(
-        program,
-        externs,
-        max_instructions_to_exec=args.max_instructions,
-        max_tool_calls=args.max_tool_calls,
-        max_stack_depth=args.max_stack_depth,
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
     )
+    emulator = Emulator(program, externs, **budgets, max_stack_depth=args.max_stack_depth)
     # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
     # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
     check_sync_tools(emulator.compiled.tools)
@@ -291,12 +283,7 @@ def run_command(
         result = emulator.run(call)
     except ExecutionError as exc:
         report.text(f"stopped: {exc}")
-        error = {
-            "type": type(exc).__name__,
-            "message": exc.detail,
-            "line": exc.line,
-            "source": exc.source,
-        }
+        error = dict(type=type(exc).__name__, message=exc.detail, line=exc.line, source=exc.source)
         said = "\n".join(emulator.state.answer)
         return report.json("stopped", EXIT_RUN, error=error, calls=calls, answer=said)
     registers = ", ".join(f"{k}={show(v)}" for k, v in result.registers.items()) or "(all zero)"
@@ -373,34 +360,27 @@ def run_demo(argv: Sequence[str], out: TextIO) -> int:
     return code
 
 
-class _BadArguments(UsageError):
-    """Arguments ``argparse`` refused; carries the usage line of the command concerned."""
-
-    def __init__(self, message: str, usage: str) -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
 class _Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes are :class:`UsageError`, so that they exit 3 and
-    come out as JSON under ``--json`` like every other usage error."""
+    come out as JSON under ``--json`` like every other usage error; its help ends with the exit
+    codes and the JSON schema."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
+        raw = argparse.RawDescriptionHelpFormatter
+        super().__init__(
+            epilog=f"exit codes:\n{codes}\n\n{JSON_SCHEMA}", formatter_class=raw, **kwargs
+        )
 
     def error(self, message: str) -> NoReturn:
-        raise _BadArguments(message, self.format_usage())
-
-
-def _epilog() -> str:
-    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
-    return f"exit codes:\n{codes}\n\n{JSON_SCHEMA}"
+        mistake = UsageError(message)
+        mistake.add_note(self.format_usage())  # the usage line of the command concerned
+        raise mistake
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="llassembly",
-        description="Check and run LLM-written assembly plans against your tools.",
-        epilog=_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    about = "Check and run LLM-written assembly plans against your tools."
+    parser = _Parser(prog="llassembly", description=about)
     parser.add_argument("--version", action="version", version=f"llassembly {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, helptext in (
@@ -408,50 +388,44 @@ def _parser() -> argparse.ArgumentParser:
         ("run", "run a plan: each tool call and its result, the registers, the answer"),
         ("prompt", "print the system prompt the planner model is sent for these tools"),
     ):
-        sub = commands.add_parser(
-            name,
-            help=helptext,
-            description=helptext,
-            epilog=_epilog(),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        add = commands.add_parser(name, help=helptext, description=helptext).add_argument
         if name != "prompt":
-            sub.add_argument("plan", help="the plan file, or - for standard input")
-        sub.add_argument(
+            add("plan", help="the plan file, or - for standard input")
+        add(
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
             help="a list or mapping of tools (or one tool, or a function returning either)",
         )
         if name == "prompt":  # the planner's options that change its prompt
-            sub.add_argument(
+            add(
                 "--queries",
                 action="store_true",
                 help="as the planner's queries=True: plans may read prose with query_text",
             )
-            sub.add_argument(
+            add(
                 "--prompt-path",
                 metavar="FILE",
                 help="a template replacing the built-in prompt (the planner's prompt_path)",
             )
-            sub.add_argument(
+            add(
                 "--context",
                 default="",
                 metavar="TEXT",
                 help="your own system prompt, embedded as the agent's system message is",
             )
         else:
-            sub.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
-            sub.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
+            add("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
+            add("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
-            sub.add_argument("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
+            add("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
         elif name == "check":
-            sub.add_argument(
+            add(
                 "--summary",
                 action="store_true",
                 help="also print what the plan can do: each tool's call counts and arguments",
             )
-        sub.add_argument(
+        add(
             "--json",
             action="store_true",
             help="print one JSON object and nothing else, also on errors (schema below)",
@@ -500,12 +474,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return report.json("rejected", EXIT_PLAN, problems=problems)
     except UsageError as exc:
         if not report.as_json:
-            usage = exc.usage if isinstance(exc, _BadArguments) else ""
+            usage = "".join(getattr(exc, "__notes__", ()))
             sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
-        kind = "UsageError" if isinstance(exc, _BadArguments) else type(exc).__name__
-        return report.json("usage_error", EXIT_USAGE, error={"type": kind, "message": str(exc)})
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        return report.json("usage_error", EXIT_USAGE, error=error)
     except LLAssemblyError as exc:
         report.text(f"stopped: {exc}")
-        return report.json(
-            "stopped", EXIT_RUN, error={"type": type(exc).__name__, "message": str(exc)}
-        )
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        return report.json("stopped", EXIT_RUN, error=error)

@@ -12,7 +12,7 @@ Every error derives from :class:`LLAssemblyError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
 
@@ -79,11 +79,17 @@ def clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _render_all(diagnostics: tuple[Diagnostic, ...]) -> str:
+def plural(count: int, word: str) -> str:
+    """``count`` and ``word``, with an ``s`` unless ``count`` is 1 (``2 problems``)."""
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def rendered(diagnostics: Sequence[Diagnostic]) -> str:
+    """The first :data:`MAX_DIAGNOSTICS_SHOWN` diagnostics rendered, the rest counted."""
     shown = [d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
     hidden = len(diagnostics) - MAX_DIAGNOSTICS_SHOWN
     if hidden > 0:
-        shown.append(f"... and {hidden} more problem{'s' if hidden != 1 else ''} like these")
+        shown.append(f"... and {plural(hidden, 'more problem')} like these")
     return "\n".join(shown)
 
 
@@ -93,7 +99,7 @@ class PlanError(LLAssemblyError):
     def __init__(self, summary: str, diagnostics: tuple[Diagnostic, ...]) -> None:
         self.summary = summary
         self.diagnostics = diagnostics
-        super().__init__(f"{summary}\n{_render_all(diagnostics)}" if diagnostics else summary)
+        super().__init__(f"{summary}\n{rendered(diagnostics)}" if diagnostics else summary)
 
 
 class AsmSyntaxError(PlanError):
@@ -107,8 +113,7 @@ class AsmSyntaxError(PlanError):
     ) -> None:
         self.line, self.column = diagnostics[0].line, diagnostics[0].column
         self.expected = expected
-        count = len(diagnostics)
-        summary = summary or f"the plan has {count} syntax error{'s' if count != 1 else ''}"
+        summary = summary or f"the plan has {plural(len(diagnostics), 'syntax error')}"
         super().__init__(summary, diagnostics)
 
 
@@ -125,11 +130,8 @@ class PlanRejected(PlanError):
     """The verifier found problems; nothing has run. ``diagnostics`` has every problem."""
 
     def __init__(self, diagnostics: tuple[Diagnostic, ...]) -> None:
-        count = len(diagnostics)
-        summary = (
-            f"the plan was rejected before running: {count} problem{'s' if count != 1 else ''}"
-        )
-        super().__init__(summary, diagnostics)
+        problems = plural(len(diagnostics), "problem")
+        super().__init__(f"the plan was rejected before running: {problems}", diagnostics)
 
 
 class RepairsExhausted(PlanError):
@@ -141,11 +143,8 @@ class RepairsExhausted(PlanError):
     def __init__(self, attempts: int, last: PlanError) -> None:
         self.attempts = attempts
         self.last = last
-        summary = (
-            f"the model wrote no valid plan in {attempts} attempt{'s' if attempts != 1 else ''}; "
-            f"last attempt: {last.summary}"
-        )
-        super().__init__(summary, last.diagnostics)
+        summary = f"the model wrote no valid plan in {plural(attempts, 'attempt')}; last attempt"
+        super().__init__(f"{summary}: {last.summary}", last.diagnostics)
 
 
 class ExecutionError(LLAssemblyError):
@@ -219,9 +218,9 @@ class DataFlowRefused(CallNotRun):
         self.value = value
         self.sources = list(sources)
         self.policy = policy
-        plural = "s" if len(sources) != 1 else ""
+        results = "results" if len(sources) != 1 else "result"
         reason = (
-            f"its argument {argument!r} ({value}) derives from the result{plural} of "
+            f"its argument {argument!r} ({value}) derives from the {results} of "
             f"{', '.join(sources)}, and the data-flow policy {policy} {rule}"
         )
         super().__init__(tool, reason, line=line, source=source)

@@ -25,12 +25,12 @@ from langchain_core.messages import (
 )
 
 from llassembly.errors import (
-    MAX_DIAGNOSTICS_SHOWN,
     Diagnostic,
     Failure,
     PlanError,
     PlanRejected,
     UsageError,
+    rendered,
 )
 from llassembly.integration.calls import failure_in
 from llassembly.integration.record import (
@@ -55,11 +55,7 @@ MAX_REPAIR_REQUEST_CHARS = 8192
 def repair_request(error: PlanError) -> str:
     """The message that asks the model to fix its plan, listing its problems (bounded)."""
     tail = "\n\nWrite the whole corrected program again in one ```asm block."
-    problems = "\n".join(d.render() for d in error.diagnostics[:MAX_DIAGNOSTICS_SHOWN])
-    hidden = len(error.diagnostics) - MAX_DIAGNOSTICS_SHOWN
-    if hidden > 0:
-        problems += f"\n... and {hidden} more problem{'s' if hidden != 1 else ''} like these"
-    body = f"Your program cannot run: {error.summary}.\n\n{problems}".rstrip()
+    body = f"Your program cannot run: {error.summary}.\n\n{rendered(error.diagnostics)}".rstrip()
     room = MAX_REPAIR_REQUEST_CHARS - len(tail)
     if len(body) > room:
         body = body[: room - 40] + "\n... (more problems not shown)"

@@ -1,13 +1,7 @@
-"""The instruction set: every opcode, every register, and the one table of instruction facts.
-
-Every stage asks this table instead of keeping its own list of opcodes, as CPython's ``dis``
-asks ``opcode`` (see *Facts in one place* in ``docs/architecture.md``). Two ways to ask:
-
-* :data:`OPCODE_INFO` gives the facts of an opcode (:class:`OpcodeInfo`): its operand forms,
-  flags, stack effect and control flow;
-* :func:`~llassembly.language.program.effects` gives what one parsed instruction, with its
-  operands as written, reads and writes (operand positions, registers, the implicit ones too,
-  flags, the stack), from this table.
+"""The instruction set: every opcode, every register, and the one table of instruction facts
+(:data:`OPCODE_INFO`), which every stage asks instead of keeping its own list of opcodes, as
+CPython's ``dis`` asks ``opcode``; :func:`~llassembly.language.program.effects` applies it to
+one parsed instruction (see *Facts in one place* in ``docs/architecture.md``).
 
 Operand forms are written as C's inline assembly writes its constraints: ``"=reg"`` is written
 and not read, ``"+reg"`` read and written, a bare kind only read; after a ``;`` come the
@@ -290,19 +284,6 @@ def _info(*forms: str, **facts: object) -> OpcodeInfo:
 _ARITH = {"sets_flags": True, "numeric": True}
 
 
-def _jump(condition: str) -> OpcodeInfo:
-    return _info("label", flow="branch", condition=condition)
-
-
-def _set(condition: str) -> OpcodeInfo:
-    return _info("=reg", condition=condition, produces="number")
-
-
-def _cmov(condition: str) -> OpcodeInfo:
-    # The destination is read: it is kept when the condition does not hold.
-    return _info("+reg, value", condition=condition, moves=((0, 1), (0, 0)))
-
-
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MOV: _info("=reg, value", moves=((0, 1),)),
     Opcode.PUSH: _info("value", stack=(0, 1)),
@@ -314,12 +295,6 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.DEC: _info("+reg", **_ARITH),
     Opcode.CMP: _info("value, value", sets_flags=True, compares=True),
     Opcode.JMP: _info("label", flow="jump"),
-    Opcode.JE: _jump("e"),
-    Opcode.JNE: _jump("ne"),
-    Opcode.JL: _jump("l"),
-    Opcode.JLE: _jump("le"),
-    Opcode.JG: _jump("g"),
-    Opcode.JGE: _jump("ge"),
     # CALL tool, N: only the first N arguments were pushed; the others take their defaults.
     Opcode.CALL: _info("target", "target, count", flow="call"),
     # At top level RET returns the value of EAX or XMM0 (see "The x86 return value").
@@ -340,18 +315,6 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.LEA: _info("=reg, mem", produces="number"),
     Opcode.LOOP: _info("label; +ECX", flow="branch", numeric=True),
     Opcode.XCHG: _info("+reg, +reg", moves=((0, 1), (1, 0))),
-    Opcode.SETE: _set("e"),
-    Opcode.SETNE: _set("ne"),
-    Opcode.SETL: _set("l"),
-    Opcode.SETLE: _set("le"),
-    Opcode.SETG: _set("g"),
-    Opcode.SETGE: _set("ge"),
-    Opcode.CMOVE: _cmov("e"),
-    Opcode.CMOVNE: _cmov("ne"),
-    Opcode.CMOVL: _cmov("l"),
-    Opcode.CMOVLE: _cmov("le"),
-    Opcode.CMOVG: _cmov("g"),
-    Opcode.CMOVGE: _cmov("ge"),
     # Conversions and floating point leave the flags as they are, as on x86.
     Opcode.CVTSI2SD: _info("=reg, value", numeric=True),
     Opcode.CVTTSD2SI: _info("=reg, value", numeric=True),
@@ -381,17 +344,20 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
 # Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
 # docs/language.md: there is no separate sign or carry flag; S and B read LT).
 _CONDITIONS: dict[str, tuple[str, ...]] = {
-    "e": ("E", "Z"),
-    "ne": ("NE", "NZ"),
-    "l": ("L", "LT", "B", "C", "S", "NGE", "NAE"),
-    "le": ("LE", "BE", "NG", "NA"),
-    "g": ("G", "GT", "A", "NLE", "NBE"),
-    "ge": ("GE", "AE", "NC", "NS", "NL", "NB"),
+    "E": ("E", "Z"),
+    "NE": ("NE", "NZ"),
+    "L": ("L", "LT", "B", "C", "S", "NGE", "NAE"),
+    "LE": ("LE", "BE", "NG", "NA"),
+    "G": ("G", "GT", "A", "NLE", "NBE"),
+    "GE": ("GE", "AE", "NC", "NS", "NL", "NB"),
 }
-_BY_CONDITION = {
-    prefix: {info.condition: op for op, info in OPCODE_INFO.items() if op.value.startswith(prefix)}
-    for prefix in ("J", "SET", "CMOV")
-}
+_CONDITIONAL = ("J", "SET", "CMOV")
+for _cc in _CONDITIONS:  # the conditional jumps, sets and moves
+    _if = {"condition": _cc.lower()}
+    OPCODE_INFO[Opcode["J" + _cc]] = _info("label", flow="branch", **_if)
+    OPCODE_INFO[Opcode["SET" + _cc]] = _info("=reg", produces="number", **_if)
+    # CMOVcc reads its destination: it is kept when the condition does not hold.
+    OPCODE_INFO[Opcode["CMOV" + _cc]] = _info("+reg, value", moves=((0, 1), (0, 0)), **_if)
 
 # The x86 spellings of the same instructions (values have no width, lanes or sign extension).
 _ALIASES = (
@@ -409,10 +375,10 @@ MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode}
 MNEMONICS |= {alias: op for op, names in _ALIASES for alias in names.split()}
 # The single-precision names are the double-precision instructions (values have no width).
 MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
-for _prefix, _ops in _BY_CONDITION.items():
-    for _condition, _names in _CONDITIONS.items():
+for _prefix in _CONDITIONAL:
+    for _cc, _names in _CONDITIONS.items():
         for _spelling in _names:
-            MNEMONICS.setdefault(_prefix + _spelling, _ops[_condition])
+            MNEMONICS.setdefault(_prefix + _spelling, Opcode[_prefix + _cc])
 """Upper-case mnemonic (including aliases) to opcode."""
 
 
@@ -421,7 +387,7 @@ def tests_carry(mnemonic: str) -> bool:
     ``JNC``, ``SETC``, ``SETNC``, ``CMOVC``, ``CMOVNC`` (the same conditions as ``JL``/``JGE``:
     the carry is ``LT``). Right after a tool ``CALL``, it tests whether the call failed (see
     :mod:`llassembly.analysis.cfg`, *calls the plan tests*)."""
-    return any(mnemonic in (prefix + "C", prefix + "NC") for prefix in _BY_CONDITION)
+    return any(mnemonic in (prefix + "C", prefix + "NC") for prefix in _CONDITIONAL)
 
 
 def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | None, ...]:

@@ -24,13 +24,11 @@ DEFAULT_MAX_STACK_DEPTH: Final = 256
 
 MAX_PLAN_INSTRUCTIONS: Final = 4096
 """Most instructions a plan may have (loops and subroutines keep real plans far below it): the
-verifier refuses a longer one before checking it further, so the planner, ``check``/``verify``,
-``Emulator`` and ``llassembly check`` refuse it alike."""
+verifier refuses a longer one first, so every check refuses it alike."""
 
 MAX_REPLY_LINES: Final = 32_768
-"""Most lines the parser reads from one reply (code, prose and thinking together); a longer
-reply is refused at its first line past the limit before any of it is read. No plan comes near
-it: a plan has at most :data:`MAX_PLAN_INSTRUCTIONS`."""
+"""Most lines the parser reads from one reply (code, prose and thinking together), far more
+than a plan of :data:`MAX_PLAN_INSTRUCTIONS` needs."""
 
 MAX_MEMORY_CELLS: Final = 4096
 """Most memory cells (all data labels and variables together) one plan may declare."""
@@ -59,8 +57,7 @@ bounds what a short plan can make the machine build (4096 64-bit numbers read as
 
 MAX_BUILT_TEXT_CHARS: Final = 1_048_576
 """Longest text a plan may build as it runs: a template filled in (``"Hi {R1}"``), or the JSON
-text of a structure with a part written (``MOV R1.email, R2``). A tool's result may be longer;
-it can be read, not grown."""
+text of a structure with a part written (``MOV R1.email, R2``)."""
 
 MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
 """Most characters of text the reads of writable rows whole may build in one run (counted in

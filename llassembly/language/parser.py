@@ -3,19 +3,10 @@
 Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
 instructions on one line and write data sections. This module accepts what is unambiguous and
 reports the rest with line, column and what was expected (see ``docs/language.md``). It reads
-in three steps:
-
-* **the code lines**: fences, prose and thinking are told from code (each line is read by
-  :mod:`llassembly.language.scan`);
-* **the data labels** (*Data and memory* in ``docs/language.md``): every row is bounded before
-  it is built, its cells by :data:`MAX_MEMORY_CELLS` and the text made of several values by
-  :data:`MAX_DATA_TEXT_CHARS`, so a short reply cannot make the parser build megabytes;
-* **what the operands mean**, once every label of the plan is known (:func:`_settled`): the
-  placeholders of a text (:mod:`llassembly.language.templates`); ``loop.start``,
-  ``github.search`` read as paths are a label or a tool name where a jump or ``CALL`` takes
-  one, or where the whole dotted name is a label; ``[EBX + name]`` with no data label ``name``
-  is the field ``name`` of the JSON text in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL``
-  are the value "no value".
+the code lines (told from fences, prose and thinking; each read by
+:mod:`llassembly.language.scan`), then the data labels (each row bounded before it is built, so
+a short reply cannot make the parser build megabytes), then what the operands mean, once every
+label of the plan is known (:func:`_settled`).
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -69,13 +60,11 @@ from llassembly.language.scan import (
     SECTION_WORDS,
     LineError,
     Scanned,
-    has_instruction,
-    looks_like_code,
-    names_instruction,
+    line_kind,
     operands_of,
     read_number,
     read_operand,
-    reserved,
+    reserved_name,
     scan,
     split_operands,
     strip_comment,
@@ -88,7 +77,6 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)\s*([\w+#.-]*)")
 # Fence tags that make a block code even when no line in it reads as a valid instruction.
 _ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x86asm", "x86"})
 _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
-_MAX_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
 
 
 # -- choosing the code lines -------------------------------------------------------------------
@@ -109,7 +97,7 @@ def _mask_code_comments(text: str) -> str:
         code = strip_comment(line)
         if len(code) == len(line):
             continue
-        if (code.strip() and has_instruction(code)) or line.lstrip().startswith((";", "//")):
+        if line_kind(code) == "instruction" or line.lstrip().startswith((";", "//")):
             lines[i] = code + " " * (len(line) - len(code))
     return "\n".join(lines)
 
@@ -147,82 +135,44 @@ def _is_code_block(tag: str, lines: list[str]) -> bool:
     if tag in _ASM_TAGS:
         return True
     if not tag:
-        return any(names_instruction(line) for line in lines)
-    return any(has_instruction(line) for line in lines)
+        return any(line_kind(line) in ("instruction", "mnemonic") for line in lines)
+    return any(line_kind(line) == "instruction" for line in lines)
 
 
 def _code_line_numbers(lines: list[str]) -> list[int]:
     """Return the 0-based indexes of the lines that hold the program."""
-    blocks: list[tuple[str, list[int]]] = []
+    blocks: list[tuple[str, list[int]]] = []  # each fenced block: its tag and its lines
     outside: list[int] = []
-    current: list[int] | None = None
-    tag = ""
+    inside: list[int] | None = None  # the lines of the block open here
     for index, line in enumerate(lines):
         fence = _FENCE.match(line) if "```" in line or "~~~" in line else None
-        if fence:
-            if current is None:
-                current, tag = [], fence.group(1).lower()
-            else:
-                blocks.append((tag, current))
-                current = None
-            continue
-        (outside if current is None else current).append(index)
-    if current is not None:
-        blocks.append((tag, current))
+        if fence and inside is None:
+            inside = []
+            blocks.append((fence.group(1).lower(), inside))
+        elif fence:
+            inside = None
+        else:
+            (outside if inside is None else inside).append(index)
     chosen = [
         i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
     ]
     if chosen:
         return chosen
     outside_set = set(outside)
-    code = [i for i in outside if lines[i] and not lines[i].isspace() and looks_like_code(lines[i])]
+    code = [i for i in outside if line_kind(lines[i]) in ("instruction", "code")]
     if not code:
         return []
     first, last = code[0], code[-1]
     # A misspelt instruction right next to the code ("PUSHH R1" as the last line) belongs to
     # it: take it in, so the verifier reports it instead of the plan silently losing a line.
-    while first - 1 in outside_set and _misspelt_instruction(lines[first - 1]):
+    while first - 1 in outside_set and line_kind(lines[first - 1]) == "misspelt":
         first -= 1
-    while last + 1 in outside_set and _misspelt_instruction(lines[last + 1]):
+    while last + 1 in outside_set and line_kind(lines[last + 1]) == "misspelt":
         last += 1
     return [i for i in outside if first <= i <= last]
 
 
-def _misspelt_instruction(line: str) -> bool:
-    """An upper-case word of 2 to 7 letters with readable operands: an unknown mnemonic."""
-    try:
-        scanned = scan(line)
-        word = scanned.mnemonic
-        if not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()) or scanned.data_name:
-            return False
-        return 1 <= len(operands_of(scanned)[0]) <= _MAX_OPERANDS and word not in MNEMONICS
-    except LineError:
-        return False
-
-
 # -- reading the chosen lines -------------------------------------------------------------------
-
-
-def _reserved_name(name: str, kind: str, column: int) -> LineError | None:
-    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word the language
-    reads as something else (:func:`~llassembly.language.scan.reserved`), or ``None`` for a
-    free name; a code label may have an instruction's name (see *Operands* in
-    ``docs/language.md``)."""
-    word = reserved(name)
-    if word is None or (word == "an instruction" and kind == "label"):
-        return None
-    why = {
-        "a register": f"{name} in an operand always reads the register",
-        "the value NONE": f"{name} in an operand always reads the value NONE (no value)",
-        "an instruction": f"{name} at the start of a line is read as the instruction",
-    }[word]
-    thing = "data" if kind == "data label" else "label"
-    return LineError(
-        column,
-        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
-        f"(e.g. {name}_{thing})",
-        f"a {kind} name that is no register, instruction, NONE or NULL",
-    )
 
 
 _COUNT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)\Z")
@@ -352,7 +302,11 @@ def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
 
 
 def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
-    """What one operand of kind ``kind`` means (see the module doc)."""
+    """What one operand of kind ``kind`` (or a fill of its placeholders) means, given the
+    ``names`` of the plan's labels: ``loop.start``, ``github.search`` read as paths are a label
+    or a tool name where a jump or ``CALL`` takes one, or where the whole dotted name is a
+    label; ``[EBX + name]`` with no data label ``name`` is the field ``name`` of the JSON text
+    in ``EBX`` (C's ``EBX->name``); ``NONE`` and ``NULL`` are the value "no value"."""
     dotted = isinstance(operand, Path) and isinstance(operand.base, Name)
     dotted = dotted and "[" not in str(operand)
     if dotted and (kind not in ("value", "reg") or str(operand).lower() in names):
@@ -363,7 +317,7 @@ def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
         if base is not None and plain and field.lower() not in names:
             return Path(base, (Imm(field),), operand.text)
     if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
-        return Imm(NONE)  # no label is called so (see _reserved_name)
+        return Imm(NONE)  # no label is called so (see reserved_name)
     if isinstance(operand, Template):
         fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
         return dataclasses.replace(operand, fills=fills)  # type: ignore[arg-type]
@@ -407,7 +361,7 @@ class _Builder:
         self.errors.append((diagnostic, problem.expected))
 
     def label(self, name: str, line: int, column: int) -> None:
-        problem = _reserved_name(name, "label", column)
+        problem = reserved_name(name, "label", column)
         if problem is not None:
             self.error(line, problem)
             return
@@ -468,7 +422,7 @@ class _Builder:
         """
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
-        problem = _reserved_name(name, "data label", scanned.mnemonic_col + 1)
+        problem = reserved_name(name, "data label", scanned.mnemonic_col + 1)
         if problem is not None:
             raise problem
         key = name.lower()
@@ -604,13 +558,12 @@ def parse(text: str) -> Program | PlainAnswer:
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     if not normalised.strip():
         raise EmptyReply()
-    if len(normalised) < _LARGE_REPLY:
-        return _parse(normalised)
     # A large reply builds tens of thousands of small objects that hold no reference cycles;
     # the cyclic collector, walking them again and again as they pile up, made parsing grow
     # faster than the reply (22x the time for 10x the text). Reference counting frees them.
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = gc.isenabled() and len(normalised) >= _LARGE_REPLY
+    if collecting:
+        gc.disable()
     try:
         return _parse(normalised)
     finally:
@@ -619,23 +572,14 @@ def parse(text: str) -> Program | PlainAnswer:
 
 
 def parse_program(text: str) -> Program:
-    """Parse a reply that must hold a program: :func:`parse` without the plain answer.
+    """Parse a reply that must hold a program: :func:`parse`, but a reply that holds no
+    instruction (an answer in words) raises :class:`AsmSyntaxError` (line 1, asking for the
+    program) instead of being a :class:`PlainAnswer`.
 
     Example:
         >>> program = parse_program("PUSH 1\\nPOP R1")
         >>> [str(i) for i in program.instructions]
         ['PUSH 1', 'POP R1']
-
-    Args:
-        text: The reply as the model wrote it.
-
-    Returns:
-        The :class:`Program`.
-
-    Raises:
-        AsmSyntaxError: Some code line cannot be read, or the reply holds no instruction (it
-            is an answer in words: line 1, asking for the program).
-        EmptyReply: The reply is empty, blank or only thinking.
     """
     parsed = parse(text)
     if isinstance(parsed, Program):
@@ -660,11 +604,8 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     visible = shown.split("\n")
     builder = _Builder(source_lines)
     for index in _code_line_numbers(visible):
-        line = visible[index]
-        if not line or line.isspace():
-            continue
         try:
-            builder.read_line(index + 1, line)
+            builder.read_line(index + 1, visible[index])
         except LineError as exc:
             builder.error(index + 1, exc)
     builder.resolve()

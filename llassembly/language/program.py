@@ -58,17 +58,9 @@ class Name:
 
 @dataclass(frozen=True, slots=True)
 class Mem:
-    """A memory operand: ``[label + base + index*scale + disp]``, any part left out.
-
-    Attributes:
-        label: The data label it is based on, as written (``None`` for ``[ESI]``).
-        base: A register added to the address.
-        index: A register multiplied by ``scale`` and added.
-        scale: 1, 2, 4 or 8.
-        disp: A constant byte offset.
-        size: Bytes named by a size word (``dword`` is 4), or 0 when none was written.
-        text: The operand as written.
-    """
+    """A memory operand: ``[label + base + index*scale + disp]``, any part left out (``label``
+    as written, ``None`` for ``[ESI]``; ``scale`` 1, 2, 4 or 8; ``disp`` a byte offset), after
+    a size word of ``size`` bytes (``dword`` is 4; 0 for none); ``text`` as written."""
 
     label: str | None
     base: Reg | None = None
@@ -89,19 +81,11 @@ class Mem:
 
 @dataclass(frozen=True, slots=True)
 class Path:
-    """A part of a structured value: ``R1.items[0].id``, ``page["next-cursor"]``, ``[EBX].name``.
-
-    The base holds JSON text (an object or an array); each step takes a field of an object or an
-    element of an array (see *Structured values* in ``docs/language.md``).
-
-    Attributes:
-        base: What holds the JSON text: a register (``R1``, and ``[EBX]`` read as ``EBX``), a data
-            label or variable, or a memory cell.
-        steps: One key per step, in order: ``Imm`` for a key written in the plan (a field name
-            from ``.name`` or ``["name"]``, an index from ``[2]``), a register or a variable
-            whose value is the key (``[ESI]``, ``[i]``).
-        text: The operand as written.
-    """
+    """A part of a structured value: ``R1.items[0].id``, ``page["next-cursor"]``, ``[EBX].name``
+    (see *Structured values* in ``docs/language.md``): the ``base`` that holds the JSON text (a
+    register, ``[EBX]`` read as ``EBX``, a name or a memory cell), one key per step (``Imm`` for
+    a key written in the plan, else the register or variable holding it: ``[ESI]``, ``[i]``),
+    and the ``text`` as written."""
 
     base: Reg | Name | Mem
     steps: tuple[Imm | Reg | Name, ...]
@@ -114,15 +98,10 @@ class Path:
 @dataclass(frozen=True, slots=True)
 class Template:
     """A string literal with placeholders (``"Invoice {R1} for {R2.name}"``), filled as it is
-    read (see :mod:`llassembly.language.templates`).
-
-    Attributes:
-        text: The string as written (its escapes read).
-        pieces: The text around the placeholders: one more than ``fills``.
-        fills: What each placeholder reads (a register, data label, variable, memory or path).
-        specs: The format of each placeholder (``".2f"`` from ``{R1:.2f}``; ``""`` for none).
-        columns: The 1-based column of each placeholder in its line, for messages.
-    """
+    read (see :mod:`llassembly.language.templates`): its ``text`` (escapes read), the ``pieces``
+    around the placeholders (one more than ``fills``), what each placeholder reads (``fills``),
+    its format (``specs``: ``".2f"`` from ``{R1:.2f}``, ``""`` for none) and its 1-based column
+    in its line (``columns``)."""
 
     text: str
     pieces: tuple[str, ...]

@@ -11,11 +11,12 @@ character at a time, and short lines and operands are read once and shared.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
@@ -71,11 +72,12 @@ def _quoted_end(text: str, start: int) -> int | None:
     return None if closed is None else closed.end()
 
 
-def _string_end(text: str, start: int) -> int:
-    """The index after the quoted string starting at ``text[start]``."""
+def _string_end(text: str, start: int, offset: int = 0) -> int:
+    """The index after the quoted string starting at ``text[start]`` (``text`` starts at column
+    ``offset`` of its line)."""
     end = _quoted_end(text, start)
     if end is None:
-        raise LineError(start + 1, "unterminated string", f"a closing {text[start]}")
+        raise LineError(offset + start + 1, "unterminated string", f"a closing {text[start]}")
     return end
 
 
@@ -107,15 +109,13 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         One column per position, or ``None`` when no string literal starts there. Linear in
         the literal's length: a known escape is two characters of source for one of value.
     """
-    if start >= len(line) or line[start] not in _STRING_END:
-        return None
-    closed = _STRING_END[line[start]].match(line, start)
-    if closed is None:
+    end = _quoted_end(line, start) if line[start : start + 1] in _STRING_END else None
+    if end is None:
         return None
     body_start = start + 1
     shorter: list[int] = []  # value indexes of the characters written as a two-character escape
     produced, last = 0, body_start
-    for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
+    for escape in _ESCAPE.finditer(line, body_start, end - 1):
         produced += escape.start() - last
         if escape.group(1) in _ESCAPES:
             shorter.append(produced)
@@ -123,13 +123,8 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         else:
             produced += 2
         last = escape.end()
-    columns: list[int] = []
-    before = 0  # escapes before the current position
-    for position in positions:
-        while before < len(shorter) and shorter[before] < position:
-            before += 1
-        columns.append(body_start + position + before + 1)
-    return columns
+    # each character is as many columns further as there are escapes before it
+    return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
 
 
 def split_operands(text: str, offset: int, most: int | None = None) -> list[tuple[str, int]]:
@@ -154,10 +149,7 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
             continue
         start = i
         if ch in "\"'":
-            try:
-                i = _string_end(text, i)
-            except LineError as exc:
-                raise LineError(offset + exc.column, exc.message, exc.expected) from None
+            i = _string_end(text, i, offset)
         elif ch == "[":
             close = text.find("]", i)
             i = end if close < 0 else _path_end(text, close + 1)
@@ -222,53 +214,46 @@ def read_number(token: str, column: int) -> int | float:
     return value
 
 
-_OPERANDS: dict[str, Operand] = {}  # token -> operand (operands are immutable, shared)
-_OPERANDS_KEPT = 16384
-
-
 def read_operand(token: str, column: int) -> Operand:
-    """Turn one raw operand token into an operand (short tokens read once, then shared)."""
-    found = _OPERANDS.get(token)
-    if found is not None:
-        return found
-    operand = _parse_operand(token, column)
-    if len(token) <= 64:
-        if len(_OPERANDS) >= _OPERANDS_KEPT:
-            _OPERANDS.clear()
-        _OPERANDS[token] = operand
-    return operand
+    """Turn one raw operand token into an operand (short tokens read once, then shared: an
+    operand is immutable, and its problem's column is counted from the token's)."""
+    try:
+        return (_read_short if len(token) <= 64 else _read)(token)
+    except LineError as exc:
+        raise LineError(column + exc.column, exc.message, exc.expected) from None
 
 
-def _parse_operand(token: str, column: int) -> Operand:
-    """Turn one raw operand token into an operand."""
+def _read(token: str) -> Operand:
+    """Turn one raw operand token into an operand (columns counted from the token's start)."""
     if token[0] in "\"'":
         value, _ = _read_string(token, 0)
         return Imm(value)
     if token[0] == "[":
         close = token.find("]")
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
-            return _path(token, close + 1, _read_memory(token[: close + 1], column), column)
-        return _read_memory(token, column)
+            return _path(token, close + 1, _read_memory(token[: close + 1]))
+        return _read_memory(token)
     if _sized(token.split("[", 1)[0].strip() or "-"):
-        return _read_memory(token, column)
+        return _read_memory(token)
     if _NUMBER.match(token):
-        return Imm(read_number(token, column))
+        return Imm(read_number(token, 0))
     if token.endswith("()"):
         token = token[:-2]
     head = _PATH_HEAD.match(token)
     if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
         base = _register(head.group()) or Name(head.group())
         try:
-            return _path(token, head.end(), base, column)
+            return _path(token, head.end(), base)
         except LineError:
             if isinstance(base, Reg) or not _NAME_OPERAND.fullmatch(token):
                 raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
     if _NAME_OPERAND.fullmatch(token):
-        _no_stack_pointer(token, column, "a general register (R1..R100, EAX..EBP)")
+        _no_stack_pointer(token, "a general register (R1..R100, EAX..EBP)")
         return _register(token) or Name(token)
-    raise LineError(
-        column + 1, f"cannot read operand {clip(token)!r}", "a register, number, string or name"
-    )
+    raise LineError(1, f"cannot read operand {clip(token)!r}", "a register, number, string or name")
+
+
+_read_short = functools.lru_cache(maxsize=16384)(_read)
 
 
 def _register(name: str) -> Reg | None:
@@ -277,11 +262,11 @@ def _register(name: str) -> Reg | None:
     return None if index is None else Reg(index, name.upper())
 
 
-def _no_stack_pointer(name: str, column: int, expected: str) -> None:
+def _no_stack_pointer(name: str, expected: str) -> None:
     """Refuse the stack pointer (``ESP``): the stack is PUSH and POP's alone."""
     if name.upper() in _STACK_POINTERS:
         message = f"{name} (the stack pointer) is not available"
-        raise LineError(column + 1, message, expected + "; use PUSH and POP for the stack")
+        raise LineError(1, message, expected + "; use PUSH and POP for the stack")
 
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
@@ -290,7 +275,7 @@ _FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
 _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
-def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
+def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
     gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
     variable."""
@@ -307,9 +292,9 @@ def _path(token: str, start: int, base: Reg | Name | Mem, column: int) -> Path:
         close = token.find("]", i) if token[i] == "[" else -1
         if close < 0:
             message = f"cannot read {clip(token)!r} as a path"
-            raise LineError(column + i + 1, message, _PATH_EXPECTED)
+            raise LineError(i + 1, message, _PATH_EXPECTED)
         inside = token[i + 1 : close].strip()
-        steps.append(_key(inside, token, column + i))
+        steps.append(_key(inside, token, i))
         i = close + 1
     return Path(base, tuple(steps), token)
 
@@ -338,7 +323,7 @@ _MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
 _SIGN = re.compile(r"([+-])")
 
 
-def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
+def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
     """``x + ESI*4 - 8`` as ``(negative, text)`` terms; the first may go without a sign.
 
     One split at the signs: linear, whatever the spaces (a pattern that searched for each
@@ -349,24 +334,24 @@ def _terms(inside: str, token: str, column: int) -> list[tuple[bool, str]]:
     for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
         body = piece.strip()
         if not body:  # "x + + 4", "x +"
-            raise _bad_memory(column, f"cannot read memory operand {clip(token)!r}")
+            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
         terms.append((sign == "-", body))
     return terms
 
 
-def _bad_memory(column: int, message: str) -> LineError:
-    return LineError(column + 1, message, _MEMORY_EXPECTED)
+def _bad_memory(message: str) -> LineError:
+    return LineError(1, message, _MEMORY_EXPECTED)
 
 
-def _whole_number(factor: str, column: int) -> int:
+def _whole_number(factor: str) -> int:
     """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
-    number = read_number(factor, column)
+    number = read_number(factor, 0)
     if not isinstance(number, int):
-        raise LineError(column + 1, f"{clip(factor)} is not a whole number", "a byte offset")
+        raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
     return number
 
 
-def _read_memory(token: str, column: int) -> Mem:
+def _read_memory(token: str) -> Mem:
     """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
     optional size word before it (``dword``, ``QWORD PTR``)."""
     size = 0
@@ -375,42 +360,42 @@ def _read_memory(token: str, column: int) -> Mem:
         size = _SIZE_WORDS[token[:opening].upper().split()[0]]
     inside = token[opening + 1 :]
     if not inside.endswith("]"):
-        raise LineError(column + 1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
+        raise LineError(1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
     inside = inside[:-1].strip()
     if not inside:
-        raise _bad_memory(column, "empty memory operand []")
+        raise _bad_memory("empty memory operand []")
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
-    for negative, body in _terms(inside, token, column):
+    for negative, body in _terms(inside, token):
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
-            raise _bad_memory(column, f"cannot read {clip(body)!r} in {clip(token)}")
+            raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
-        whole = [_whole_number(factor, column) for factor in numbers]
+        whole = [_whole_number(factor) for factor in numbers]
         if not names:
             value = whole[0] * whole[1] if len(whole) == 2 else whole[0]
             disp += -value if negative else value
             continue
         if len(names) > 1:
-            raise _bad_memory(column, f"{clip(body)!r}: only a register may be scaled")
+            raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
         register = _register(name)
         scale = whole[0] if whole else 1
         if register is None:
-            _no_stack_pointer(name, column, "a data label and general registers")
+            _no_stack_pointer(name, "a data label and general registers")
             if label is not None or negative or numbers or not IDENT.fullmatch(name):
                 message = f"{clip(token)}: a memory operand is based on one data label, added once"
-                raise _bad_memory(column, message)
+                raise _bad_memory(message)
             label = name
             continue
         if negative or scale not in (1, 2, 4, 8):
             message = f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8"
-            raise _bad_memory(column, message)
+            raise _bad_memory(message)
         registers.append((register, scale))
     if len(registers) > 2:
-        raise _bad_memory(column, f"{token[:40]}: at most two registers")
+        raise _bad_memory(f"{token[:40]}: at most two registers")
     registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
     has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
     base = registers.pop(0)[0] if has_base else None
@@ -509,17 +494,28 @@ def _scan_line(line: str) -> Scanned:
 _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
 
 
-def reserved(name: str) -> str | None:
-    """What ``name`` always reads as in an operand, in any case, so that no label or data label
-    may be called so: ``"a register"`` (``R5``, ``eax``, ``al``, ``xmm0``, the stack pointer
-    ``esp``), ``"the value NONE"`` (``none``, ``null``) or ``"an instruction"`` (a mnemonic or
-    an alias, which only a line's first word is read as); ``None`` for a free name."""
+def reserved_name(name: str, kind: str, column: int) -> LineError | None:
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always
+    reads as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``,
+    ``xmm0``, the stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction
+    (a mnemonic or an alias; only a line's first word is read as one, so a code label may have
+    its name: see *Operands* in ``docs/language.md``); ``None`` for a free name."""
     upper = name.upper()
     if register_index(upper) is not None or upper in _STACK_POINTERS:
-        return "a register"
-    if upper in NO_VALUE_WORDS:
-        return "the value NONE"
-    return "an instruction" if upper in MNEMONICS else None
+        word, why = "a register", f"{name} in an operand always reads the register"
+    elif upper in NO_VALUE_WORDS:
+        word, why = "the value NONE", f"{name} in an operand always reads the value NONE (no value)"
+    elif upper in MNEMONICS and kind != "label":
+        word, why = "an instruction", f"{name} at the start of a line is read as the instruction"
+    else:
+        return None
+    thing = "data" if kind == "data label" else "label"
+    return LineError(
+        column,
+        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
+        f"(e.g. {name}_{thing})",
+        f"a {kind} name that is no register, instruction, NONE or NULL",
+    )
 
 
 def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
@@ -532,33 +528,32 @@ def operands_of(scanned: Scanned) -> tuple[tuple[Operand, ...], tuple[int, ...]]
     return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
 
 
-def looks_like_code(line: str) -> bool:
-    """Decide, for replies without fences, whether a line is code or prose."""
-    try:
-        scanned = scan(line)
-        if scanned.data_name or scanned.mnemonic.upper() in _DIRECTIVES:
-            return True
-        if not scanned.mnemonic:
-            return bool(scanned.labels) and not scanned.rest
-        opcode = MNEMONICS.get(scanned.mnemonic.upper())
-        if opcode is None or scanned.mnemonic.isupper():
-            return opcode is not None
-        if scanned.rest.rstrip().endswith((".", "!", "?")):
-            return False  # "Push it." is a sentence, not code
-        return len(operands_of(scanned)[0]) == len(OPCODE_INFO[opcode].operands)
-    except LineError:
-        return False
+_MOST_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
 
 
-def names_instruction(line: str) -> bool:
-    """Whether a line starts with a known mnemonic, whatever its operands."""
+def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt", ""]:
+    """How a line reads, for choosing the code of a reply: ``"instruction"`` (a known mnemonic
+    that reads as code), ``"mnemonic"`` (a known mnemonic in a sentence: ``Push it.``, or a
+    lower-case one with the wrong operands), ``"code"`` (a data definition, a directive or a
+    lone label), ``"misspelt"`` (an upper-case word of 2 to 7 letters with readable operands:
+    an unknown mnemonic) or ``""`` (prose)."""
     scanned = scan(line)
-    return not scanned.data_name and scanned.mnemonic.upper() in MNEMONICS
-
-
-def has_instruction(line: str) -> bool:
-    """Whether a line starts with a known mnemonic and reads as code (:func:`looks_like_code`)."""
+    word = scanned.mnemonic
+    if scanned.data_name or word.upper() in _DIRECTIVES:
+        return "code"
+    if not word:
+        return "code" if scanned.labels and not scanned.rest else ""
+    opcode = MNEMONICS.get(word.upper())
+    if opcode is None and not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()):
+        return ""
+    if opcode is not None and word.isupper():
+        return "instruction"
+    if opcode is not None and scanned.rest.rstrip().endswith((".", "!", "?")):
+        return "mnemonic"  # "Push it." is a sentence, not code
     try:
-        return names_instruction(line) and looks_like_code(line)
+        count = len(operands_of(scanned)[0])
     except LineError:
-        return False
+        return "" if opcode is None else "mnemonic"
+    if opcode is None:
+        return "misspelt" if 1 <= count <= _MOST_OPERANDS else ""
+    return "instruction" if count == len(OPCODE_INFO[opcode].operands) else "mnemonic"

@@ -149,11 +149,8 @@ def _near_miss(text: str, braces: _Braces, where: str) -> str:
 
 
 def render(value: Value, spec: str = "") -> str:
-    """A value as a person reads it: ints as ints, floats without binary noise, strings as
-    they are (``NONE`` as nothing); with a format (``spec``), as Python's ``format`` writes it:
-    ``.2f`` fixed decimals, ``,`` thousands separators, ``02`` zero padding to a width, ``d``
-    a whole number (a float rounded), ``%`` a percentage; text takes a width and ``.N`` (its
-    first N characters).
+    """A value as a person reads it, with a format (``spec``) as Python's ``format`` writes it
+    (see *Values* and *Formats* in ``docs/language.md``).
 
     Raises:
         ValueError: A number format for text (``{R1:.2f}`` on ``"abc"``).
@@ -247,7 +244,6 @@ def template_operand(
     return Imm(read.pieces[0]), []  # only escaped braces: {{R1}} is the text {R1}
 
 
-_Fill = Reg | Name | Mem | Path
 _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
 
 
@@ -282,7 +278,7 @@ def _read_fills(
             "fewer placeholders: SAY once per item in a loop, or say a summary",
         )
         return [problem]
-    fills: list[_Fill] = []
+    fills: list[Reg | Name | Mem | Path] = []
     problems: list[LineError] = []
     for (ref, spec, _), column in zip(found, columns, strict=True):
         shown = "{" + ref + (":" + spec if spec else "") + "}"
