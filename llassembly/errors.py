@@ -74,9 +74,13 @@ MAX_SOURCE_CHARS = 120
 """Longest piece of a source line quoted under a diagnostic."""
 
 
-def clip(text: str, limit: int = 40) -> str:
-    """``text`` cut to ``limit`` characters (``...`` marks the cut), for error messages."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+TRUNCATED: Final = "... [truncated]"
+"""The mark of a long text cut for a model to read."""
+
+
+def clip(text: str, limit: int = 40, mark: str = "...") -> str:
+    """``text`` cut to ``limit`` characters, ``mark`` marking the cut (for messages)."""
+    return text if len(text) <= limit else text[: limit - len(mark)] + mark
 
 
 def plural(count: int, word: str) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from llassembly.analysis.summary import CallSite, PlanSummary, ToolUse
-from llassembly.errors import Diagnostic, UsageError
+from llassembly.errors import Diagnostic, UsageError, plural
 from llassembly.language.program import Program
 
 PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
@@ -91,7 +91,7 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
             how = "an unknown number of times (a CALL in a loop)"
             how = how if most is None else f"up to {most} times"
             message = (
-                f"{name} may be called at most {limit} time{'s' if limit != 1 else ''} per "
+                f"{name} may be called at most {plural(limit, 'time')} per "
                 f"plan, but this plan can call it {how}; call it fewer times, outside loops"
             )
             yield use.sites[0], message

@@ -33,6 +33,7 @@ from llassembly.analysis.dataflow import Flow, argument_flows
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
+from llassembly.errors import plural
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.program import NONE, Program, ToolShape, Value
 
@@ -201,7 +202,7 @@ class PlanSummary:
 
 def _calls(low: int, high: int | None) -> str:
     if high == low:
-        return f"{low} call{'s' if low != 1 else ''}"
+        return plural(low, "call")
     top = "unbounded" if high is None else str(high)
     return f"{low} to {top} calls"
 

@@ -42,6 +42,7 @@ from llassembly.errors import (
     QueryFailed,
     ToolExecutionError,
     UsageError,
+    clip,
     error_of,
     failure_of,
 )
@@ -590,7 +591,7 @@ def _json(text: str) -> Any:
 
 
 def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Exception:
-    shown = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+    shown = clip(text, _SHOWN)
     return AsmRuntimeError(
         f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
         "be read as one",

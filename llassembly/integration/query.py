@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from llassembly.analysis.queries import QUERY_PARAMS, QUERY_TOOL, AnswerShape, parse_answer_shape
 from llassembly.compat import structured_model, tagged_model
-from llassembly.errors import QueryFailed, UsageError, failure_of
+from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, failure_of
 from llassembly.integration.record import KEY, QueryDue, Refusal
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
@@ -115,7 +115,7 @@ def settle(
         return read_answer(shape, _unwrapped(data, shape))
     except ValueError as exc:
         problem = str(exc)
-    now = [*refused, Refusal(answer=_clipped(reply.text), problem=problem)]
+    now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
     if attempts < MAX_QUERY_ATTEMPTS:
         return now
     reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
@@ -125,10 +125,6 @@ def settle(
 def answer_shape(args: Mapping[str, Any]) -> AnswerShape:
     """The answer shape of a query's arguments (the verifier has checked it)."""
     return parse_answer_shape(args.get(QUERY_PARAMS[2]))
-
-
-def _clipped(text: str, limit: int = 2000) -> str:
-    return text if len(text) <= limit else text[: limit - 15] + "... [truncated]"
 
 
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)

@@ -72,6 +72,7 @@ from llassembly.errors import (
     ToolArgumentError,
     UsageError,
     UsageTypeError,
+    clip,
 )
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import (
@@ -559,7 +560,7 @@ def short_repr(value: Any, limit: int | None = None) -> str:
         text = f"a {type(value).__name__} nested too deeply to show"
     except Exception:  # any object's repr may raise; this one must not
         text = f"a {type(value).__name__} that cannot be shown"
-    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None else clip(text, limit)
 
 
 def first_line(exc: BaseException) -> str:
