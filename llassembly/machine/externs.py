@@ -65,7 +65,13 @@ from llassembly.analysis.constants import Semantics
 from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.compat import mcp_output_schema, mcp_structured
+from llassembly.compat import (
+    Recorded,
+    mcp_output_schema,
+    mcp_structured,
+    recording,
+    recording_tool,
+)
 from llassembly.errors import (
     AsmRuntimeError,
     Diagnostic,
@@ -258,16 +264,22 @@ class Extern:
     # -- running --------------------------------------------------------------------------------
 
     def call(self, args: dict[str, Any]) -> Any:
-        """Run the tool with :meth:`convert_args`'s arguments and return its raw result.
+        """Run the tool with :meth:`convert_args`'s arguments and return what the plan reads
+        of its result (:meth:`result_of`).
 
-        A plain function is called directly; a LangChain tool through ``tool.invoke(args)``.
-        Injected parameters are not supplied here: the caller adds them to ``args``.
+        A plain function is called directly; a LangChain tool is invoked with a tool call, as
+        an agent's tool node invokes it, so that a failure the tool handles itself (an error
+        ``ToolMessage``) is a failure here too. Injected parameters are not supplied here: the
+        caller adds them to ``args``.
 
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
+            ToolException: The tool answered with an error ``ToolMessage``.
         """
         if self.tool is not None:
-            return self.tool.invoke(args)
+            record = Recorded()
+            with recording(record):
+                return self._settled(self._recorder().invoke(self._as_call(args)), record)
         func = self.func
         if func is None or self._is_async:
             msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
@@ -277,11 +289,41 @@ class Extern:
     async def acall(self, args: dict[str, Any]) -> Any:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
         if self.tool is not None:
-            return await self.tool.ainvoke(args)
+            record = Recorded()
+            with recording(record):
+                output = await self._recorder().ainvoke(self._as_call(args))
+            return self._settled(output, record)
         func = self.func
         if func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await func(**args) if self._is_async else func(**args)
+
+    def _recorder(self) -> BaseTool:
+        """The copy of the tool that notes what its code returned (built once)."""
+        copy: BaseTool | None = self.__dict__.get("_recording")
+        if copy is None:
+            assert self.tool is not None
+            copy = recording_tool(self.tool)
+            object.__setattr__(self, "_recording", copy)
+        return copy
+
+    def _as_call(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "tool_call", "name": self.name, "args": args, "id": f"{self.name}-call"}
+
+    def _settled(self, output: Any, record: Recorded) -> Any:
+        """What the plan reads of a tool invoked with a tool call: the value its code returned
+        (as :meth:`result_of` reads it), or the content of the message it answered with; an
+        error message is the tool's failure."""
+        from langchain_core.messages import ToolMessage
+        from langchain_core.tools import ToolException
+
+        value = record.value if record.returned else output
+        for message in (output, value):
+            if isinstance(message, ToolMessage) and message.status == "error":
+                raise ToolException(message.text)
+        if isinstance(value, ToolMessage):
+            return value.content
+        return self.result_of(value)
 
     @property
     def async_only(self) -> bool:

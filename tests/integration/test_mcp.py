@@ -26,6 +26,8 @@ from langchain_mcp_adapters.tools import load_mcp_tools as adapter_tools
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from llassembly import (
+    Emulator,
+    ToolExecutionError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
     build_system_prompt,
@@ -188,3 +190,15 @@ async def test_a_constrained_mcp_argument_is_refused_before_the_run_and_at_call_
         assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 8
         assert meta(final)["error"]["type"] == "ToolArgumentError"
         assert await server_calls(tools) == []
+
+
+async def test_the_emulator_reads_mcp_results_and_failures_as_the_agent_does() -> None:
+    """``Emulator`` calls a tool as the agent's tool node does: a structured result is read by
+    path, and a failure the adapter answers with an error message stops the plan."""
+    async with shop() as (tools, _):
+        found = await Emulator(parse(SHOPPING), list(tools.values())).arun()  # type: ignore[arg-type]
+        assert found.answer == SAID
+        failing = parse('PUSH 99\nCALL cancel_order\nPOP R1\nSAY "cancelled: {R1}"')
+        with pytest.raises(ToolExecutionError) as raised:
+            await Emulator(failing, list(tools.values())).arun()  # type: ignore[arg-type]
+        assert raised.value.line == 2 and "unknown order 99" in str(raised.value)

@@ -12,7 +12,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from llassembly import Emulator, parse_program
+from llassembly import Emulator, ToolExecutionError, parse, parse_program
 from llassembly.errors import (
     AsmRuntimeError,
     ToolArgumentError,
@@ -511,3 +511,19 @@ def test_type_label_is_short_and_readable(annotation: Any, label: str) -> None:
     from llassembly.machine.externs import label as type_label
 
     assert type_label(shape_of(annotation)) == label
+
+
+def test_a_failure_a_langchain_tool_handles_itself_is_a_failure_of_the_plan() -> None:
+    """A ``ToolException`` the tool answers as an error message (``handle_tool_error``) stops
+    the plan run by ``Emulator``, as it stops it on the agent path; its result is not read."""
+    from langchain_core.tools import ToolException, tool
+
+    @tool
+    def lookup(n: int) -> int:
+        """Raises a ToolException the tool handles itself."""
+        raise ToolException(f"no item {n}")
+
+    lookup.handle_tool_error = True
+    with pytest.raises(ToolExecutionError) as raised:
+        Emulator(parse('PUSH 3\nCALL lookup\nPOP R1\nSAY "got {R1}"'), [lookup]).run()
+    assert raised.value.line == 2 and "no item 3" in str(raised.value)
