@@ -239,47 +239,7 @@ def without_native_calls(reply: AIMessage) -> tuple[AIMessage, list[str]]:
     return cleaned, native
 
 
-class NotWords(PlanRejected):
-    """A reply that holds neither a program nor an answer in words (code in another language,
-    a JSON object, a tool call written as text): the model is asked to repair it, and once its
-    repairs are spent the reply stands as its answer."""
-
-
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_FENCE = re.compile(r"^\s*```+\s*([A-Za-z0-9_+#.-]*)", re.M)
-_CALL_TEXT = re.compile(r"^\s*(?:<tool_call>|<function[=>]|[A-Za-z_][\w.]*\s*\(.*\)\s*;?\s*$)")
-_PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words
-
-
-def not_words(text: str) -> None:
-    """Refuse a reply that is no answer in words: mostly code in another language, a JSON
-    object or list, or a tool call written as text (``get_weather(city="Paris")``).
-
-    Raises:
-        NotWords: Saying what the reply holds and what to write instead.
-    """
-    stripped = text.strip()
-    fences = [m.group(1).lower() for m in _FENCE.finditer(stripped)]
-    prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)
-    mostly_code = len(prose.split()) < _PROSE_WORDS
-    what = ""
-    if fences and mostly_code:
-        what = f"code in {fences[0]}" if fences[0] else "a code block that is not a program"
-    elif stripped[:1] in "{[":
-        try:
-            json.loads(stripped)
-            what = "a JSON value"
-        except ValueError:
-            pass
-    if not what and mostly_code and any(_CALL_TEXT.match(line) for line in prose.splitlines()):
-        what = "a tool call written as text"
-    if what:
-        problem = (
-            f"the reply holds {what}, neither a program nor an answer in words: write the "
-            "program in one ```asm block (tools run only through CALL), or answer the user in "
-            "words"
-        )
-        raise NotWords((Diagnostic(1, 1, problem),))
 
 
 def native_calls_error(names: Sequence[str]) -> PlanRejected:

@@ -22,9 +22,10 @@ import json
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, cast
 
-from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, clip
+from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
@@ -587,6 +588,88 @@ def parse_program(text: str) -> Program:
     first = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
     message = "the reply holds no instruction, only words: write the program in one ```asm block"
     raise AsmSyntaxError((Diagnostic(1, 1, message, first),), "a program")
+
+
+class NotWords(PlanRejected):
+    """A reply that holds neither a program nor an answer in words (code in another language,
+    a JSON object, a tool call written as text): the model is asked to repair it, and once its
+    repairs are spent the reply stands as its answer."""
+
+
+# A tool call in a model's own markup, whatever words are around it: tags, gpt-oss (harmony)
+# tokens, ReAct's "Action Input:" line.
+_CALL_MARKUP = re.compile(
+    r"^[ \t]*(?:<tool_call>|<function[=>]|Action[ \t]*Input[ \t]*:)"
+    r"|<\|(?:channel|constrain|call)\|>",
+    re.M,
+)
+_CALL_TEXT = re.compile(r"^\s*[A-Za-z_][\w.]*\(.*\)\s*;?\s*$")  # get_weather(city="Paris")
+_CODE_TEXT = re.compile(  # a line of code in another language, as no sentence starts
+    r"^\s*(?:(?:async\s+)?def\s+\w+\s*\(|class\s+\w+.*:$|import\s+[\w.]+(?:\s+as\s+\w+)?$"
+    r"|from\s+[\w.]+\s+import\s|(?:const|let|var)\s+\w+\s*=|function\s+\w+\s*\("
+    r"|[A-Za-z_][\w.]*(?:\[.*\])?\s*=\s*(?:await\s+)?[\w.]+\(.*\)\s*;?\s*$)"
+)
+_JSON_START = re.compile(r"^[ \t]*[\[{]", re.M)
+_PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words
+
+
+def not_words(text: str) -> None:
+    """Refuse a reply that is no answer in words (``text``: a :class:`PlainAnswer`'s): a tool
+    call in a model's own markup (``<tool_call>``, harmony tokens, ReAct's ``Action Input:``),
+    or, with little prose beside it, code in another language (fenced or not), a JSON object
+    or list, or a call written as code (``get_weather(city="Paris")``).
+
+    Raises:
+        NotWords: Saying what the reply holds and what to write instead.
+    """
+    stripped = text.strip()
+    fences = [m.group(1).lower() for m in map(_FENCE.match, stripped.splitlines()) if m]
+    prose, json_seen = _without_json(re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S))
+    lines = prose.splitlines()
+    code: set[int] = set()
+    inside = False  # the code lines, and the indented lines of their blocks
+    for n, line in enumerate(lines):
+        if _CODE_TEXT.match(line) or _CALL_TEXT.match(line) or (inside and line[:1] in " \t)]}"):
+            code.add(n)
+            inside = True
+        elif line.strip():
+            inside = False
+    mostly_code = sum(len(s.split()) for n, s in enumerate(lines) if n not in code) < _PROSE_WORDS
+    what = ""
+    if _CALL_MARKUP.search(prose):
+        what = "a tool call written as text"
+    elif mostly_code and fences:
+        what = f"code in {fences[0]}" if fences[0] else "a code block that is not a program"
+    elif mostly_code and json_seen:
+        what = "a JSON value"
+    elif mostly_code and any(_CODE_TEXT.match(lines[n]) for n in code):
+        what = "code in another language"
+    elif mostly_code and code:
+        what = "a tool call written as text"
+    if what:
+        problem = (
+            f"the reply holds {what}, neither a program nor an answer in words: write the "
+            "program in one ```asm block (tools run only through CALL), or answer the user in "
+            "words"
+        )
+        raise NotWords((Diagnostic(1, 1, problem),))
+
+
+def _without_json(text: str) -> tuple[str, bool]:
+    """``text`` without the JSON objects and lists that start a line and end one, and whether
+    it held any (the first few candidates are tried, so a long reply costs little)."""
+    kept, last = [], 0
+    for start in islice(_JSON_START.finditer(text), 8):
+        if start.start() < last:
+            continue
+        try:
+            end = json.JSONDecoder().raw_decode(text, start.end() - 1)[1]
+        except (ValueError, RecursionError):  # no JSON, or nested past what Python reads
+            continue
+        if not text[end:].split("\n", 1)[0].strip():
+            kept.append(text[last : start.start()])
+            last = end
+    return "".join([*kept, text[last:]]), bool(kept)
 
 
 _LARGE_REPLY = 64 * 1024
