@@ -16,13 +16,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, cast
 
 from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
@@ -596,39 +596,42 @@ class NotWords(PlanRejected):
     repairs are spent the reply stands as its answer."""
 
 
-# A tool call in a model's own markup, whatever words are around it: tags, gpt-oss (harmony)
-# tokens, ReAct's "Action Input:" line.
+# A tool call in a model's own markup, whatever the words around it: tags, gpt-oss's tokens, ReAct.
 _CALL_MARKUP = re.compile(
     r"^[ \t]*(?:<tool_call>|<function[=>]|Action[ \t]*Input[ \t]*:)"
     r"|<\|(?:channel|constrain|call)\|>",
     re.M,
 )
-_CALL_TEXT = re.compile(r"^\s*[A-Za-z_][\w.]*\(.*\)\s*;?\s*$")  # get_weather(city="Paris")
+_CALL_TEXT = re.compile(r"^\s*[A-Za-z_][\w.]*\(.*\)[\s;]*$")  # get_weather(city="Paris")
 _CODE_TEXT = re.compile(  # a line of code in another language, as no sentence starts
-    r"^\s*(?:(?:async\s+)?def\s+\w+\s*\(|class\s+\w+.*:$|import\s+[\w.]+(?:\s+as\s+\w+)?$"
+    r"^\s*(?:(?:async\s+)?def\s+\w+\s*\(|class\s+\w+[(:]|import\s+[\w.]+(?:\s+as\s+\w+)?$"
     r"|from\s+[\w.]+\s+import\s|(?:const|let|var)\s+\w+\s*=|function\s+\w+\s*\("
-    r"|[A-Za-z_][\w.]*(?:\[.*\])?\s*=\s*(?:await\s+)?[\w.]+\(.*\)\s*;?\s*$)"
+    r"|[A-Za-z_][\w.]*(?:\[[^]]*\])?\s*=\s*(?:await\s+)?[\w.]+\(.*\)[\s;]*$)"
 )
 _JSON_START = re.compile(r"^[ \t]*[\[{]", re.M)
 _PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words
 
 
 def not_words(text: str) -> None:
-    """Refuse a reply that is no answer in words (``text``: a :class:`PlainAnswer`'s): a tool
-    call in a model's own markup (``<tool_call>``, harmony tokens, ReAct's ``Action Input:``),
-    or, with little prose beside it, code in another language (fenced or not), a JSON object
-    or list, or a call written as code (``get_weather(city="Paris")``).
+    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words: a tool call in a
+    model's markup, or, with little prose beside it, code (fenced or not), a JSON object or
+    list that starts a line and ends one, a call written as code (``get_weather(city="Paris")``).
 
     Raises:
         NotWords: Saying what the reply holds and what to write instead.
     """
     stripped = text.strip()
     fences = [m.group(1).lower() for m in map(_FENCE.match, stripped.splitlines()) if m]
-    prose, json_seen = _without_json(re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S))
-    lines = prose.splitlines()
-    code: set[int] = set()
-    inside = False  # the code lines, and the indented lines of their blocks
-    for n, line in enumerate(lines):
+    prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)
+    start, end = _JSON_START.search(prose), 0
+    with contextlib.suppress(ValueError, RecursionError):  # no JSON, or nested too deeply
+        end = json.JSONDecoder().raw_decode(prose, start.end() - 1)[1] if start else 0
+    if start and end and not prose[end:].split("\n", 1)[0].strip():
+        prose = prose[: start.start()] + prose[end:]
+    else:
+        end = 0
+    lines, code, inside = prose.splitlines(), set[int](), False
+    for n, line in enumerate(lines):  # the code lines, and the indented lines of their blocks
         if _CODE_TEXT.match(line) or _CALL_TEXT.match(line) or (inside and line[:1] in " \t)]}"):
             code.add(n)
             inside = True
@@ -640,12 +643,11 @@ def not_words(text: str) -> None:
         what = "a tool call written as text"
     elif mostly_code and fences:
         what = f"code in {fences[0]}" if fences[0] else "a code block that is not a program"
-    elif mostly_code and json_seen:
+    elif mostly_code and end:
         what = "a JSON value"
-    elif mostly_code and any(_CODE_TEXT.match(lines[n]) for n in code):
-        what = "code in another language"
     elif mostly_code and code:
-        what = "a tool call written as text"
+        kind = any(_CODE_TEXT.match(lines[n]) for n in code)
+        what = "code in another language" if kind else "a tool call written as text"
     if what:
         problem = (
             f"the reply holds {what}, neither a program nor an answer in words: write the "
@@ -653,23 +655,6 @@ def not_words(text: str) -> None:
             "words"
         )
         raise NotWords((Diagnostic(1, 1, problem),))
-
-
-def _without_json(text: str) -> tuple[str, bool]:
-    """``text`` without the JSON objects and lists that start a line and end one, and whether
-    it held any (the first few candidates are tried, so a long reply costs little)."""
-    kept, last = [], 0
-    for start in islice(_JSON_START.finditer(text), 8):
-        if start.start() < last:
-            continue
-        try:
-            end = json.JSONDecoder().raw_decode(text, start.end() - 1)[1]
-        except (ValueError, RecursionError):  # no JSON, or nested past what Python reads
-            continue
-        if not text[end:].split("\n", 1)[0].strip():
-            kept.append(text[last : start.start()])
-            last = end
-    return "".join([*kept, text[last:]]), bool(kept)
 
 
 _LARGE_REPLY = 64 * 1024
