@@ -567,7 +567,11 @@ def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
     rec["model_calls"] += 1
     rec["phase"] = "done"
     calls = _turn_calls(rec, view, [])
-    final = final_message(rec, calls, view.planner.options, result.reply)
+    answered = {m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)}
+    reply, dropped = without_native_calls(result.reply, answered)  # it reads results: never run
+    if dropped:
+        logger.warning("the final answer's tool calls were dropped: %s", ", ".join(dropped))
+    final = final_message(rec, calls, view.planner.options, reply)
     _log_end(final)
     messages = [final if m is result.reply else m for m in result.messages]
     return Step(rec, Finish(result.structured), messages)
