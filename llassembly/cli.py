@@ -44,13 +44,14 @@ from llassembly.language.limits import (
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
 )
+from llassembly.language.parser import not_words
 from llassembly.machine.externs import check_sync_tools, externs_of
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success: the plan is valid (check), ran to its end (run), or the prompt was printed",
-    EXIT_PLAN: "the plan has problems (syntax, verifier) or holds no instruction",
+    EXIT_PLAN: "the plan has problems (syntax, verifier, code or JSON) or holds no instruction",
     EXIT_RUN: "the run stopped: a tool raised, a budget ran out, a run-time error",
     EXIT_USAGE: "the command was used wrongly: arguments, --tools, a file it reads, no demo",
 }
@@ -71,6 +72,8 @@ JSON output (--json): one object on standard output, whatever happens
              "calls", "registers" (non-zero ones), "stack", "instructions_executed",
              "tool_calls"
   status "rejected" (exit 1): "problems": [{"line", "column", "message", "source"}]
+             (also a reply of code, JSON or a tool call as text, with the
+             reason the planner sends the model to repair it)
   status "plain_answer" (exit 1): "text" (the reply holds no instruction)
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
@@ -441,6 +444,7 @@ def _command(args: argparse.Namespace, report: Report) -> int:
     externs = load_tools(args.tools)
     program = parse(_read_plan(args.plan))
     if isinstance(program, PlainAnswer):
+        not_words(program.text)  # code, JSON or a call as text: what the planner repairs
         report.text("The reply holds no instruction: it is a plain answer.")
         return report.json("plain_answer", EXIT_PLAN, text=program.text)
     command = check_command if args.command == "check" else run_command

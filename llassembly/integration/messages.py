@@ -11,7 +11,7 @@ import json
 import re
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -207,31 +207,39 @@ def _call_line(name: str, message: ToolMessage | None, shown: bool) -> str:
     return text
 
 
-def without_native_calls(reply: AIMessage) -> tuple[AIMessage, list[str]]:
-    """The reply with any native tool calls taken out (they never run unverified).
+def without_native_calls(
+    reply: AIMessage, keep: Set[str] = frozenset()
+) -> tuple[AIMessage, list[str]]:
+    """The reply with any native tool calls taken out (they never run unverified), but those
+    whose id is in ``keep`` (a ``ToolStrategy`` response's own call, answered already): a
+    plan's reply, and the final answer's.
 
     Returns the cleaned reply and the names of the tools it tried to call directly.
     """
-    native = [c.get("name") or "?" for c in reply.tool_calls]
-    native += [c.get("name") or "?" for c in reply.invalid_tool_calls]
-    blocks = isinstance(reply.content, list) and any(
-        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call") for b in reply.content
-    )
-    if not native and not blocks and "tool_calls" not in reply.additional_kwargs:
-        return reply, []
+    calls = [*reply.tool_calls, *reply.invalid_tool_calls]
+    native = [c.get("name") or "?" for c in calls if c.get("id") not in keep]
     content: Any = reply.content
     if isinstance(content, list):
         content = [
             b
             for b in content
-            if not (isinstance(b, dict) and b.get("type") in ("tool_use", "tool_call"))
+            if not (
+                isinstance(b, dict)
+                and b.get("type") in ("tool_use", "tool_call")
+                and b.get("id") not in keep
+            )
         ]
+    raw = reply.additional_kwargs.get("tool_calls")
+    kept = [c for c in raw or () if isinstance(c, dict) and c.get("id") in keep]
+    if not native and content == reply.content and kept == (raw or []):
+        return reply, []
     kwargs = {k: v for k, v in reply.additional_kwargs.items() if k != "tool_calls"}
     meta = {**reply.response_metadata, "llassembly_dropped_tool_calls": native}
     cleaned = AIMessage(
         content=content,
-        additional_kwargs=kwargs,
+        additional_kwargs={**kwargs, "tool_calls": kept} if kept else kwargs,
         response_metadata=meta,
+        tool_calls=[c for c in reply.tool_calls if c.get("id") in keep],
         id=reply.id,
         name=reply.name,
         usage_metadata=reply.usage_metadata,
@@ -239,47 +247,7 @@ def without_native_calls(reply: AIMessage) -> tuple[AIMessage, list[str]]:
     return cleaned, native
 
 
-class NotWords(PlanRejected):
-    """A reply that holds neither a program nor an answer in words (code in another language,
-    a JSON object, a tool call written as text): the model is asked to repair it, and once its
-    repairs are spent the reply stands as its answer."""
-
-
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_FENCE = re.compile(r"^\s*```+\s*([A-Za-z0-9_+#.-]*)", re.M)
-_CALL_TEXT = re.compile(r"^\s*(?:<tool_call>|<function[=>]|[A-Za-z_][\w.]*\s*\(.*\)\s*;?\s*$)")
-_PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words
-
-
-def not_words(text: str) -> None:
-    """Refuse a reply that is no answer in words: mostly code in another language, a JSON
-    object or list, or a tool call written as text (``get_weather(city="Paris")``).
-
-    Raises:
-        NotWords: Saying what the reply holds and what to write instead.
-    """
-    stripped = text.strip()
-    fences = [m.group(1).lower() for m in _FENCE.finditer(stripped)]
-    prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)
-    mostly_code = len(prose.split()) < _PROSE_WORDS
-    what = ""
-    if fences and mostly_code:
-        what = f"code in {fences[0]}" if fences[0] else "a code block that is not a program"
-    elif stripped[:1] in "{[":
-        try:
-            json.loads(stripped)
-            what = "a JSON value"
-        except ValueError:
-            pass
-    if not what and mostly_code and any(_CALL_TEXT.match(line) for line in prose.splitlines()):
-        what = "a tool call written as text"
-    if what:
-        problem = (
-            f"the reply holds {what}, neither a program nor an answer in words: write the "
-            "program in one ```asm block (tools run only through CALL), or answer the user in "
-            "words"
-        )
-        raise NotWords((Diagnostic(1, 1, problem),))
 
 
 def native_calls_error(names: Sequence[str]) -> PlanRejected:

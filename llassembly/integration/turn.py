@@ -38,12 +38,10 @@ from llassembly.integration.graph import PlanRan
 from llassembly.integration.messages import (
     Answered,
     AnswerRequest,
-    NotWords,
     answer_messages,
     final_message,
     marked,
     native_calls_error,
-    not_words,
     query_model_calls,
     repair_request,
     replan_request,
@@ -67,6 +65,7 @@ from llassembly.integration.record import (
     settled,
     tag_of,
 )
+from llassembly.language.parser import NotWords, not_words
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, Failed
 from llassembly.machine.externs import Extern, check_sync_tools
@@ -285,7 +284,7 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
         if native and isinstance(parsed, PlainAnswer):
             raise native_calls_error(native)
         if isinstance(parsed, PlainAnswer):
-            not_words(cleaned.text)  # code, JSON or a call written as text: no answer
+            not_words(parsed.text)  # code, JSON or a call written as text: no answer
     except PlanError as error:
         attempts = len(rec["drafts"]) + 1
         problems = [d.render() for d in error.diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
@@ -568,7 +567,11 @@ def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
     rec["model_calls"] += 1
     rec["phase"] = "done"
     calls = _turn_calls(rec, view, [])
-    final = final_message(rec, calls, view.planner.options, result.reply)
+    answered = {m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)}
+    reply, dropped = without_native_calls(result.reply, answered)  # it reads results: never run
+    if dropped:
+        logger.warning("the final answer's tool calls were dropped: %s", ", ".join(dropped))
+    final = final_message(rec, calls, view.planner.options, reply)
     _log_end(final)
     messages = [final if m is result.reply else m for m in result.messages]
     return Step(rec, Finish(result.structured), messages)

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -24,7 +25,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, clip
+from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
@@ -587,6 +588,73 @@ def parse_program(text: str) -> Program:
     first = text.replace("\r\n", "\n").replace("\r", "\n").split("\n", 1)[0]
     message = "the reply holds no instruction, only words: write the program in one ```asm block"
     raise AsmSyntaxError((Diagnostic(1, 1, message, first),), "a program")
+
+
+class NotWords(PlanRejected):
+    """A reply that holds neither a program nor an answer in words (code in another language,
+    a JSON object, a tool call written as text): the model is asked to repair it, and once its
+    repairs are spent the reply stands as its answer."""
+
+
+# A tool call in a model's own markup, whatever the words around it: tags, gpt-oss's tokens, ReAct.
+_CALL_MARKUP = re.compile(
+    r"^[ \t]*(?:<tool_call>|<function[=>]|Action[ \t]*Input[ \t]*:)"
+    r"|<\|(?:channel|constrain|call)\|>",
+    re.M,
+)
+_CALL_TEXT = re.compile(r"^\s*[A-Za-z_][\w.]*\(.*\)[\s;]*$")  # get_weather(city="Paris")
+_CODE_TEXT = re.compile(  # a line of code in another language, as no sentence starts
+    r"^\s*(?:(?:async\s+)?def\s+\w+\s*\(|class\s+\w+[(:]|import\s+[\w.]+(?:\s+as\s+\w+)?$"
+    r"|from\s+[\w.]+\s+import\s|(?:const|let|var)\s+\w+\s*=|function\s+\w+\s*\("
+    r"|[A-Za-z_][\w.]*(?:\[[^]]*\])?\s*=\s*(?:await\s+)?[\w.]+\(.*\)[\s;]*$)"
+)
+_JSON_START = re.compile(r"^[ \t]*[\[{]", re.M)
+_PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words
+
+
+def not_words(text: str) -> None:
+    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words: a tool call in a
+    model's markup, or, with little prose beside it, code (fenced or not), a JSON object or
+    list that starts a line and ends one, a call written as code (``get_weather(city="Paris")``).
+
+    Raises:
+        NotWords: Saying what the reply holds and what to write instead.
+    """
+    stripped = text.strip()
+    fences = [m.group(1).lower() for m in map(_FENCE.match, stripped.splitlines()) if m]
+    prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)
+    start, end = _JSON_START.search(prose), 0
+    with contextlib.suppress(ValueError, RecursionError):  # no JSON, or nested too deeply
+        end = json.JSONDecoder().raw_decode(prose, start.end() - 1)[1] if start else 0
+    if start and end and not prose[end:].split("\n", 1)[0].strip():
+        prose = prose[: start.start()] + prose[end:]
+    else:
+        end = 0
+    lines, code, inside = prose.splitlines(), set[int](), False
+    for n, line in enumerate(lines):  # the code lines, and the indented lines of their blocks
+        if _CODE_TEXT.match(line) or _CALL_TEXT.match(line) or (inside and line[:1] in " \t)]}"):
+            code.add(n)
+            inside = True
+        elif line.strip():
+            inside = False
+    mostly_code = sum(len(s.split()) for n, s in enumerate(lines) if n not in code) < _PROSE_WORDS
+    what = ""
+    if _CALL_MARKUP.search(prose):
+        what = "a tool call written as text"
+    elif mostly_code and fences:
+        what = f"code in {fences[0]}" if fences[0] else "a code block that is not a program"
+    elif mostly_code and end:
+        what = "a JSON value"
+    elif mostly_code and code:
+        kind = any(_CODE_TEXT.match(lines[n]) for n in code)
+        what = "code in another language" if kind else "a tool call written as text"
+    if what:
+        problem = (
+            f"the reply holds {what}, neither a program nor an answer in words: write the "
+            "program in one ```asm block (tools run only through CALL), or answer the user in "
+            "words"
+        )
+        raise NotWords((Diagnostic(1, 1, problem),))
 
 
 _LARGE_REPLY = 64 * 1024

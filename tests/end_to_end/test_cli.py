@@ -3,6 +3,7 @@ exit codes."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -30,6 +31,7 @@ from llassembly.cli import (
     main,
 )
 from llassembly.errors import UsageError
+from llassembly.language.parser import NotWords, not_words
 
 WEATHER = "examples/weather.asm"
 WEATHER_TOOLS = "examples.weather_tools:TOOLS"
@@ -96,6 +98,37 @@ def test_check_of_a_plain_answer(tmp_path: Path) -> None:
     code, out = cli("check", plan(tmp_path, "The answer is 42."), "--tools", "cli_tools:TOOLS")
     assert code == 1
     assert "plain answer" in out
+
+
+NOT_PLANS = {  # replies the planner sends back for repair, and the reason it gives
+    "JSON": ('{"name": "double", "arguments": {"x": 2}}', "a JSON value"),
+    "JSON after prose": (
+        'I will call it.\n{"name": "double", "arguments": {"x": 2}}',
+        "a JSON value",
+    ),
+    "python": ("```python\nprint(double(2))\n```", "code in python"),
+    "unfenced python": ("def main():\n    return double(2)", "code in another language"),
+    "call as text": ("double(x=2)", "a tool call written as text"),
+}
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+@pytest.mark.parametrize("kind", list(NOT_PLANS))
+def test_a_reply_the_planner_repairs_is_a_plan_with_problems(
+    command: str, kind: str, tmp_path: Path
+) -> None:
+    """Not a plain answer: rejected (exit 1) with the reason the planner sends the model."""
+    reply, what = NOT_PLANS[kind]
+    path = plan(tmp_path, reply)
+    with pytest.raises(NotWords) as refused:  # the planner's own rule (turn.py asks it)
+        not_words(reply)
+    reason = f"the reply holds {what}, neither a program nor an answer in words: write the program"
+    code, data = cli_json(command, path, "--tools", "cli_tools:TOOLS")
+    assert (code, data["status"]) == (1, "rejected") and "text" not in data
+    assert data["problems"] == [dataclasses.asdict(d) for d in refused.value.diagnostics]
+    assert data["problems"][0]["message"].startswith(reason)
+    code, out = cli(command, path, "--tools", "cli_tools:TOOLS")
+    assert code == 1 and reason in out and "plain answer" not in out
 
 
 # --- run -------------------------------------------------------------------------------------

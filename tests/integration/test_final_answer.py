@@ -169,6 +169,31 @@ def test_final_answer_model_makes_exactly_one_more_call_and_runs_no_tool_again(p
         assert model.bound_tools == []  # no request offered the model a tool
 
 
+@pytest.mark.parametrize("path", [*PATHS, "aagent", "agraph"])
+def test_a_tool_call_in_the_final_answer_never_runs_and_the_answer_carries_none(path: str) -> None:
+    """The final model call reads the results (a tool's words may ask for a call): a call in
+    its reply (native, invalid, or a content block) is no plan. It never runs, the answer keeps
+    none for the agent or a later turn, and the user is told nothing of it."""
+    call = {"name": "get_temperature", "args": {"city": "Oslo"}, "id": "x1", "type": "tool_call"}
+    block = {"type": "tool_use", "id": "x1", "name": "get_temperature", "input": {"city": "Oslo"}}
+    broken = {"name": "get_temperature", "args": "{", "id": "x2", "error": None}
+    reply = AIMessage(
+        [{"type": "text", "text": JOINED}, block],
+        tool_calls=[call],
+        invalid_tool_calls=[{**broken, "type": "invalid_tool_call"}],
+        additional_kwargs={"tool_calls": [{"id": "x1", "type": "function"}]},
+    )
+    app, model = build(path, [SAY_PLAN, reply, "unused"], final_answer="model")
+    messages = run(app, path)["messages"]
+    final = messages[-1]
+    assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 2  # it never ran
+    assert final.text == JOINED and meta(final)["status"] == "finished"
+    assert not final.tool_calls and not final.invalid_tool_calls
+    assert "tool_calls" not in final.additional_kwargs
+    assert [b["type"] for b in final.content if isinstance(b, dict)] == ["text"]
+    assert not any(isinstance(m, ToolMessage) and m.tool_call_id == "x1" for m in messages)
+
+
 @pytest.mark.parametrize("execution", ["agent", "graph"])
 def test_the_final_call_counts_in_model_call_limits(execution: str) -> None:
     limit = ModelCallLimitMiddleware(thread_limit=5)
@@ -210,6 +235,23 @@ def test_response_format_is_filled_by_the_final_call_with_the_agents_strategy(
     assert [[getattr(t, "name", t) for t in ts] for ts in model.bound_tools] == [["Weather"]]
     final_ai = [m for m in out["messages"] if isinstance(m, AIMessage)][-1]
     assert final_ai.tool_calls[0]["name"] == "Weather" and meta(final_ai)["model_calls"] == 2
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
+def test_a_structured_final_answer_keeps_its_own_call_and_no_other(execution: str) -> None:
+    reply = _structured_call(city="Cairo", celsius=31)
+    reply.tool_calls.append({"name": "get_temperature", "args": {"city": "Oslo"}, "id": "x1"})
+    replies = [SAY_PLAN, reply, "unused"]
+    app, model = build(
+        execution, replies, final_answer="model", response_format=ToolStrategy(Weather)
+    )
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 2
+    final_ai = [m for m in out["messages"] if isinstance(m, AIMessage)][-1]
+    assert [call["name"] for call in final_ai.tool_calls] == ["Weather"]
+    answered = [m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert "w1" in answered and "x1" not in answered
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])

@@ -36,6 +36,25 @@ NOT_ANSWERS = {
     "json": (JSON, "the reply holds a JSON value"),
     "call as text": (CALL_TEXT, "the reply holds a tool call written as text"),
     "tagged call": ("<tool_call>\nget_temperature Oslo\n</tool_call>", "a tool call written"),
+    "JSON after prose": (f"I will call the tool now.\n{JSON}", "the reply holds a JSON value"),
+    "ReAct": (
+        "Thought: the user wants to know how warm Oslo is, so I look the temperature up first.\n"
+        'Action: get_temperature\nAction Input: {"city": "Oslo"}',
+        "the reply holds a tool call written as text",
+    ),
+    "harmony": (
+        "<|channel|>commentary to=functions.get_temperature <|constrain|>json"
+        '<|message|>{"city": "Oslo"}',
+        "the reply holds a tool call written as text",
+    ),
+    "unfenced python": (
+        'def main():\n    t = get_temperature("Oslo")\n    return t',
+        "the reply holds code in another language",
+    ),
+    "unlabeled fence": (
+        "```\nt = get_temperature('Oslo')\nprint(t)\n```",
+        "the reply holds a code block that is not a program,",  # not "code in t"
+    ),
 }
 
 
@@ -72,6 +91,23 @@ def test_an_answer_in_words_with_a_little_code_stays_an_answer(path: str) -> Non
         "You can ask me for any city's temperature; for example, in Python you would write:\n"
         "```python\nget_temperature('Oslo')\n```\nbut I can simply look it up for you."
     )
+    out, model = run(path, [words])
+    assert out["messages"][-1].text == words and len(model.calls) == 1
+    assert meta(out["messages"][-1])["status"] == "answered"
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Oslo (Norway) is at 7 °C.",
+        "Oslo (7 °C)",
+        "Here is what I found, as JSON, since you asked for it in that form:\n"
+        '{"city": "Oslo", "celsius": 7}',
+        "Action items for today: none.",
+    ],
+)
+def test_a_short_answer_in_words_stays_an_answer(path: str, words: str) -> None:
     out, model = run(path, [words])
     assert out["messages"][-1].text == words and len(model.calls) == 1
     assert meta(out["messages"][-1])["status"] == "answered"
