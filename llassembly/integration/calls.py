@@ -510,7 +510,7 @@ def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any
         )
     if extern is None:
         gone = f"tool {call.tool!r} is no longer offered by the agent"
-        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source))
+        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
     if "values" in tag:
         values = list(tag["values"])
         return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
@@ -597,6 +597,7 @@ def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Except
         "be read as one",
         line=call.line,
         source=call.source,
+        words=f"the result of tool {extern.name!r} cannot be read as {what}",
     )
 
 

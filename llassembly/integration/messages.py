@@ -89,9 +89,9 @@ def replan_request(failure: Mapping[str, Any], completed: int) -> str:
 
 def failure_words(failure: Mapping[str, Any]) -> str:
     """Why a plan stopped, in the library's own words, from what the failure record says of
-    itself (its kind, the tool, the argument, the policy, the budget): never the text of a tool
-    result or of an exception a tool raised, nor a value, which may derive from one (the
-    planner model reads these words; see ``docs/security.md``)."""
+    itself (its kind, tool, argument, policy, budget, the ``words`` of a run-time error): never
+    an error's message, which may quote a tool's text or a value derived from one (the planner
+    model reads these words; see ``docs/security.md``)."""
     kind = str(failure.get("type", ""))
     tool = failure.get("tool")
     if kind == NOT_APPROVED:
@@ -115,8 +115,9 @@ def failure_words(failure: Mapping[str, Any]) -> str:
         return f"the tool {tool} failed" + (f" ({raised})" if raised else "")
     if "budget" in failure:  # the limits are the caller's own numbers
         return str(failure.get("detail", "a budget ran out"))
-    # The library's own message, any text in it elided: a value it quotes may be a result's.
-    return _QUOTED.sub("'…'", str(failure.get("detail") or kind))
+    if failure.get("words"):  # built from the plan's own text when the error was raised
+        return str(failure["words"])
+    return f"the instruction could not go on ({kind or 'an error'})"
 
 
 # -- what the planner model is shown ----------------------------------------------------------
@@ -245,7 +246,6 @@ class NotWords(PlanRejected):
     repairs are spent the reply stands as its answer."""
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _FENCE = re.compile(r"^\s*```+\s*([A-Za-z0-9_+#.-]*)", re.M)
 _CALL_TEXT = re.compile(r"^\s*(?:<tool_call>|<function[=>]|[A-Za-z_][\w.]*\s*\(.*\)\s*;?\s*$)")
 _PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in words

@@ -413,7 +413,7 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
     except PlanError as error:  # the agent offers other tools now (a tool selector before it)
         line, source = (pending[0]["line"], pending[0]["source"]) if pending else (0, "")
         detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
-        changed = failure_of(AsmRuntimeError(detail, line=line, source=source))
+        changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
         return _plan_ended(rec, changed, view, [], replan=False)
     return _give(rec, emulator, event.outcomes, view, [])
 
