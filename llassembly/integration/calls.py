@@ -46,7 +46,7 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.integration.record import FAILURE_ARTIFACT, KEY, tag_of
+from llassembly.integration.record import KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
@@ -129,14 +129,13 @@ def message_text(message: ToolMessage) -> str:
 
 
 def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call that failed (its record in the artifact)."""
+    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
     return ToolMessage(
         content=failure["message"],
         tool_call_id=call_id(prefix, call.number),
         name=call.tool,
         status="error",
-        artifact={FAILURE_ARTIFACT: dict(failure)},
-        response_metadata=place(call, **tag),
+        response_metadata=place(call, failure=dict(failure), **tag),
     )
 
 
@@ -490,10 +489,9 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
 
 
 def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
-    """The failure record a plan call's message carries (in its tag or its artifact), if any."""
+    """The failure record a plan call's message carries in its tag (which only the tool path
+    writes), if any; never one in what a tool returned (its content, its artifact)."""
     found = tag_of(message).get("failure")
-    if not isinstance(found, Mapping) and isinstance(message.artifact, Mapping):
-        found = message.artifact.get(FAILURE_ARTIFACT)
     return found if isinstance(found, Mapping) else None
 
 
