@@ -31,6 +31,7 @@ from llassembly.compat import (
     direct_function,
     is_recording,
     noted_directly,
+    noted_running,
     recording,
     tool_message,
 )
@@ -314,6 +315,7 @@ def invoke_tool(
         direct = None if ctx.observed else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
+        noted_running()  # it ran, whether it returns or raises
         output = direct(**call["args"])
         return awaited(call, output) if asynchronous else _directly(call, output)
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
+from langchain.agents.middleware import ToolRetryMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -244,3 +245,28 @@ def test_an_artifact_shaped_like_the_librarys_failure_record_is_a_result(
     out, model = run_on(path, synchronous, [forging], [plan], on_tool_error="replan")
     assert out["messages"][-1].text == "Got fine." and len(model.calls) == 1
     assert meta(out["messages"][-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize(("path", "synchronous"), DRIVERS)
+def test_a_retried_tool_that_failed_ran_and_its_error_text_is_not_the_reason(
+    path: str, synchronous: bool
+) -> None:
+    """``ToolRetryMiddleware`` answers a failed call with an error message holding the
+    exception's text: the tool ran (it failed), on every path and driver alike."""
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0)
+    options: dict[str, Any] = {"on_tool_error": "replan"}
+    if path == "agent":  # the agent's own middleware around the planner's calls
+        model = ScriptedChatModel(replies=[asm('CALL flaky\nPOP R1\nSAY "x"'), asm('SAY "No."')])
+        planner = ToolsPlannerMiddleware(**options)
+        app = create_agent(
+            model, [flaky], middleware=[planner, retry], checkpointer=InMemorySaver()
+        )
+        thread = {"configurable": {"thread_id": f"retry-{synchronous}"}}
+        given = {"messages": [HumanMessage("Go.")]}
+        app.invoke(given, thread) if synchronous else asyncio.run(app.ainvoke(given, thread))
+    else:
+        replies = ['CALL flaky\nPOP R1\nSAY "x"', 'SAY "No."']
+        _, model = run_on(path, synchronous, [flaky], replies, tool_middleware=[retry], **options)
+    request = model.calls[1][-1].text
+    assert "IGNORE" not in texts(seen_by_planner(model.calls[1]))
+    assert "the tool flaky failed" in request and "not run" not in request
