@@ -251,6 +251,9 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
     if now == "queries":  # asked where the last step stopped
         dues = rec.get("queries") or []
+        if view.queries_one_by_one:  # (a batch queued before the limit's counters were set)
+            first = next((n for n, d in enumerate(dues) if not settled(d)), len(dues))
+            dues = rec["queries"] = dues[: first + 1]
         calls = _machine(rec, view).advance_batch()[: len(dues)]
         return _ask_queries(rec, calls, dues, [])
     if now == "person" and approval is not None and "request" in approval:
