@@ -181,6 +181,11 @@ def tool_message(output: Any, call_id: str, name: str) -> Any:
     return _format_output(output, None, call_id, name, "success")
 
 
+def noted_running() -> None:
+    """Note that a tool's function called directly runs (one that raises ran too)."""
+    _current().ran = True
+
+
 def noted_directly(output: Any, content: Any) -> None:
     """Note, in the :func:`recording` around a call, a tool's function called directly."""
     record = _current()

@@ -169,7 +169,12 @@ class ExecutionError(LLAssemblyError):
 
 
 class AsmRuntimeError(ExecutionError):
-    """An instruction met a value it cannot work with (arithmetic on a string, empty stack...)."""
+    """An instruction met a value it cannot work with (arithmetic on a string, empty stack...).
+    ``words``: why, from the plan's text alone (never a value met), for the planner model."""
+
+    def __init__(self, message: str, *, line: int = 0, source: str = "", words: str = "") -> None:
+        self.words = words or "the instruction met a value it cannot work with"
+        super().__init__(message, line=line, source=source)
 
 
 class ToolArgumentError(ExecutionError):
@@ -331,6 +336,7 @@ class Failure(TypedDict):
     sources: NotRequired[list[str]]
     policy: NotRequired[str]
     exception: NotRequired[str]
+    words: NotRequired[str]
 
 
 _RECORD_KEYS: Final = ("type", "message", "detail", "line", "source", "problems")

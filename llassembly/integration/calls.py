@@ -31,6 +31,7 @@ from llassembly.compat import (
     direct_function,
     is_recording,
     noted_directly,
+    noted_running,
     recording,
     tool_message,
 )
@@ -46,7 +47,7 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.integration.record import FAILURE_ARTIFACT, KEY, tag_of
+from llassembly.integration.record import KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
 from llassembly.machine.externs import Extern, label, short_repr
 from llassembly.machine.state import ToolCall
@@ -129,14 +130,13 @@ def message_text(message: ToolMessage) -> str:
 
 
 def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call that failed (its record in the artifact)."""
+    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
     return ToolMessage(
         content=failure["message"],
         tool_call_id=call_id(prefix, call.number),
         name=call.tool,
         status="error",
-        artifact={FAILURE_ARTIFACT: dict(failure)},
-        response_metadata=place(call, **tag),
+        response_metadata=place(call, failure=dict(failure), **tag),
     )
 
 
@@ -315,6 +315,7 @@ def invoke_tool(
         direct = None if ctx.observed else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
+        noted_running()  # it ran, whether it returns or raises
         output = direct(**call["args"])
         return awaited(call, output) if asynchronous else _directly(call, output)
 
@@ -490,10 +491,9 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
 
 
 def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
-    """The failure record a plan call's message carries (in its tag or its artifact), if any."""
+    """The failure record a plan call's message carries in its tag (which only the tool path
+    writes), if any; never one in what a tool returned (its content, its artifact)."""
     found = tag_of(message).get("failure")
-    if not isinstance(found, Mapping) and isinstance(message.artifact, Mapping):
-        found = message.artifact.get(FAILURE_ARTIFACT)
     return found if isinstance(found, Mapping) else None
 
 
@@ -510,7 +510,7 @@ def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any
         )
     if extern is None:
         gone = f"tool {call.tool!r} is no longer offered by the agent"
-        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source))
+        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
     if "values" in tag:
         values = list(tag["values"])
         return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
@@ -597,6 +597,7 @@ def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Except
         "be read as one",
         line=call.line,
         source=call.source,
+        words=f"the result of tool {extern.name!r} cannot be read as {what}",
     )
 
 

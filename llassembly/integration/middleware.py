@@ -7,6 +7,7 @@ turn's record lives in the agent's private state. See ``docs/architecture.md``, 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from pathlib import Path
@@ -479,7 +480,8 @@ def visit(
 
 
 def _seen(view: TurnView, messages: Sequence[BaseMessage]) -> TurnView:
-    return TurnView(view.planner, view.externs, messages, view.graph, view.response_format)
+    """``view`` with the conversation as it is now (everything else it says kept)."""
+    return dataclasses.replace(view, messages=messages)
 
 
 _M = TypeVar("_M", bound=BaseMessage)

@@ -28,8 +28,6 @@ CALL_REFUSED: Final = CallNotRun.__name__
 decided so (a reviewer rejected it, a limit refused it): a decision, not an error."""
 NOTHING_RAN: Final = (NOT_APPROVED, "RepairsExhausted")
 """Failures after which nothing of the plan ran."""
-FAILURE_ARTIFACT: Final = "llassembly_failure"
-"""Key, in the artifact of the error ``ToolMessage`` of a failed plan call, of its failure."""
 
 
 def tag_of(message: Any) -> Mapping[str, Any]:

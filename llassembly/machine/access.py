@@ -64,9 +64,11 @@ NOT_JSON: Final[Any] = _NotJson()
 """What :func:`structure_of` gives for a value that is no JSON object or array."""
 
 
-def fail(ins: Instruction, message: str) -> AsmRuntimeError:
-    """The error of an instruction that cannot go on, at its line."""
-    return AsmRuntimeError(message, line=ins.line, source=ins.text)
+def fail(ins: Instruction, message: str, words: str = "", plain: bool = False) -> AsmRuntimeError:
+    """The error of an instruction that cannot go on, at its line, with the ``words`` the
+    planner is shown (:class:`AsmRuntimeError`; ``plain``: the message holds no value)."""
+    said = message if plain else words or f"{ins.mnemonic} met a value it cannot work with"
+    return AsmRuntimeError(message, line=ins.line, source=ins.text, words=said)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -161,6 +163,9 @@ def _fields(node: dict[str, Any]) -> str:
     return f"its fields: {shown}" if names else "it has no fields"
 
 
+_NOT_A_STRUCTURE: Final = "a step meets a value that is not an object or a list"
+
+
 def _index(key: Value) -> int | None:
     if type(key) is int:
         return key
@@ -169,14 +174,17 @@ def _index(key: Value) -> int | None:
     return None
 
 
-def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
-    """``node[key]``, or the error naming ``where`` (the path up to ``node``)."""
+def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> Any:
+    """``node[key]``, or the error naming ``where`` (the path up to ``node``, its computed keys'
+    values shown) and, in its words, ``path`` as the plan wrote it."""
+    on = f"on the path {path},"
     if isinstance(node, dict):
         if type(key) is not str:
-            wrong = f"[{short_repr(key)}] needs a field name"
-            raise fail(ins, f"{where} is an object: {wrong}; {_fields(node)}")
+            wrong = f"{where} is an object: [{short_repr(key)}] needs a field name"
+            raise fail(ins, f"{wrong}; {_fields(node)}", f"{on} an object meets a non-text key")
         if key not in node:
-            raise fail(ins, f"{where} has no field {key!r}; {_fields(node)}")
+            words = f"{on} an object has no field the path names"
+            raise fail(ins, f"{where} has no field {key!r}; {_fields(node)}", words)
         return node[key]
     if isinstance(node, list):
         index = _index(key)
@@ -185,6 +193,7 @@ def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
                 ins,
                 f"{where} is a list: its elements are found by a whole number ([0], [-1]), "
                 f"not {short_repr(key)}",
+                f"{on} a list meets a key that is no whole number",
             )
         if not -len(node) <= index < len(node):
             have = (
@@ -192,10 +201,11 @@ def _child(node: Any, key: Value, where: str, ins: Instruction) -> Any:
                 if not node
                 else f"it has {len(node)} element{'s' * (len(node) != 1)} (0..{len(node) - 1})"
             )
-            raise fail(ins, f"{where}[{index}] is past the end of {where}: {have}")
+            words = f"{on} an index is past the end of its list"
+            raise fail(ins, f"{where}[{index}] is past the end of {where}: {have}", words)
         return node[index]
     wrong = f"not an object or a list: it has no {key_text(key)}"
-    raise fail(ins, f"{where} is {_kind(node)}, {wrong}")
+    raise fail(ins, f"{where} is {_kind(node)}, {wrong}", f"{on} {_NOT_A_STRUCTURE}")
 
 
 def _root(st: MachineState, base: Value, path: Path, ins: Instruction) -> Any:
@@ -205,6 +215,7 @@ def _root(st: MachineState, base: Value, path: Path, ins: Instruction) -> Any:
         raise fail(
             ins,
             f"{path}: {path.base} holds {shown}, not the JSON text of an object or a list",
+            f"on the path {path}, {path.base} holds no JSON text of an object or a list",
         )
     return root
 
@@ -232,7 +243,7 @@ def read_path(
         elif type(node) is list and type(key) is int and -len(node) <= key < len(node):
             node = node[key]
             continue
-        node = _child(node, key, _steps(path, keys)[number], ins)  # an error, or a float key
+        node = _child(node, key, _steps(path, keys)[number], ins, path)  # an error, or a float
     return value_of(st, node, ins, str(path))
 
 
@@ -251,10 +262,11 @@ def write_path(
     copy: Any = dict(root) if isinstance(root, dict) else list(root)
     node = copy
     for number, key in enumerate(keys[:-1]):
-        child = _child(node, key, shown[number], ins)
+        child = _child(node, key, shown[number], ins, path)
         if not isinstance(child, dict | list):
             wrong = f"{shown[number + 1]} is {_kind(child)}"
-            raise fail(ins, f"{path}: {wrong}, not an object or a list")
+            words = f"on the path {path}, {_NOT_A_STRUCTURE}"
+            raise fail(ins, f"{path}: {wrong}, not an object or a list", words)
         child = dict(child) if isinstance(child, dict) else list(child)
         node[key if isinstance(node, dict) else _index(key)] = child
         node = child
@@ -263,12 +275,13 @@ def write_path(
     part = value if found is NOT_JSON else found
     if isinstance(node, dict):
         if type(last) is not str:
-            raise fail(ins, f"{where} is an object: [{short_repr(last)}] needs a field name")
+            wrong = f"{where} is an object: [{short_repr(last)}] needs a field name"
+            raise fail(ins, wrong, f"on the path {path}, an object meets a non-text key")
         node[last] = part
     elif _index(last) == len(node):
         node.append(part)
     else:
-        _child(node, last, where, ins)  # the error, when there is no such element
+        _child(node, last, where, ins, path)  # the error, when there is no such element
         node[_index(last)] = part
     text = _dumps(copy)
     _count(st, len(text), ins)
@@ -296,7 +309,8 @@ def filled(
         try:
             text = render(value, spec)
         except ValueError as exc:
-            raise fail(ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})") from None
+            words = f"{{{name}:{spec}}}: the value does not fit the format {spec}"
+            raise fail(ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})", words) from None
         size += len(text) + len(piece)
         if size > MAX_BUILT_TEXT_CHARS:
             limit = MAX_BUILT_TEXT_CHARS

@@ -628,7 +628,9 @@ class Emulator:
         split = len(stack) - count
         if split < 0:
             raise fail(
-                ins, f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}"
+                ins,
+                f"CALL {extern.name} needs {count} values on the stack, found {len(stack)}",
+                plain=True,
             )
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing

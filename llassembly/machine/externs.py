@@ -375,10 +375,12 @@ class Extern:
             if not isinstance(result, (tuple, list)) or len(result) != n:
                 got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
                 msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
-                raise AsmRuntimeError(msg, line=line, source=source)
+                raise AsmRuntimeError(msg, line=line, source=source, words=msg)
             return tuple(to_value(r) for r in result)
         except ValueError as exc:
-            raise AsmRuntimeError(f"tool {self.name!r}: {exc}", line=line, source=source) from exc
+            held = f"tool {self.name!r} returned a value a plan cannot hold"
+            message = f"tool {self.name!r}: {exc}"
+            raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -132,7 +132,7 @@ def _arithmetic(
     try:
         result = op(a, b)
     except OverflowError:  # an int too large to mix with a float
-        raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
+        raise fail(ins, f"{ins.mnemonic} overflowed the number range", plain=True) from None
     if type(result) is not int or not INT_MIN <= result <= INT_MAX:
         _checked(ins, result)
     st.zf, st.lt, st.flag_mode = result == 0, result < 0, ORDERED
@@ -148,7 +148,8 @@ def _numbers(ins: Instruction, *values: Value) -> None:
     for value in values:
         if type(value) is str or value is None:
             shown = " and ".join(show(v) for v in values)
-            raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}")
+            words = f"{ins.mnemonic} needs numbers, and an operand holds text or NONE"
+            raise fail(ins, f"{ins.mnemonic} needs numbers, got {shown}", words)
 
 
 def _ints(ins: Instruction, *values: Value) -> None:
@@ -173,7 +174,7 @@ def _checked(ins: Instruction, result: int | float) -> int | float:
     """A result within the machine's numbers: a 64-bit integer or a finite float."""
     if type(result) is int:
         if not INT_MIN <= result <= INT_MAX:
-            raise fail(ins, f"{ins.mnemonic} overflowed the 64-bit integer range")
+            raise fail(ins, f"{ins.mnemonic} overflowed the 64-bit integer range", plain=True)
     elif not math.isfinite(result):
         raise fail(ins, f"{ins.mnemonic} gave a non-finite number ({result})")
     return result
@@ -187,7 +188,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     remainder with the sign of the dividend; with a float, the exact quotient and ``fmod``."""
     _numbers(ins, a, b)
     if b == 0:
-        raise fail(ins, f"{ins.mnemonic}: division by zero")
+        raise fail(ins, f"{ins.mnemonic}: division by zero", plain=True)
     if type(a) is int and type(b) is int:
         quotient = abs(a) // abs(b)
         if (a < 0) != (b < 0):
@@ -196,7 +197,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     try:
         return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
     except OverflowError:
-        raise fail(ins, f"{ins.mnemonic} overflowed the number range") from None
+        raise fail(ins, f"{ins.mnemonic} overflowed the number range", plain=True) from None
 
 
 def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
@@ -296,9 +297,9 @@ def _sse(
     try:
         return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
     except ZeroDivisionError:
-        raise fail(ins, f"{ins.mnemonic}: division by zero") from None
+        raise fail(ins, f"{ins.mnemonic}: division by zero", plain=True) from None
     except (OverflowError, ValueError):
-        raise fail(ins, f"{ins.mnemonic} gave no finite number") from None
+        raise fail(ins, f"{ins.mnemonic} gave no finite number", plain=True) from None
 
 
 def _convert(
@@ -493,7 +494,7 @@ def _compile_conditional(ins: Instruction, ctx: Context) -> Step:
         mode = st.flag_mode
         if mode != ORDERED and (ordered or mode == UNSET):
             if mode == UNSET:
-                raise fail(ins, f"{name} before any CMP or arithmetic set the flags")
+                raise fail(ins, f"{name} before any CMP or arithmetic set the flags", plain=True)
             raise fail(
                 ins,
                 f"{name} needs an ordered compare, but the last CMP compared a number with text "
@@ -546,7 +547,7 @@ def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
 def _compile_lea(ins: Instruction, ctx: Context) -> Step:
     mem = ins.operands[1]
     if not isinstance(mem, Mem):
-        raise fail(ins, "LEA needs a memory operand (was the program verified?)")
+        raise fail(ins, "LEA needs a memory operand (was the program verified?)", plain=True)
     address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
 
     def step(st: MachineState, pc: int) -> int:
@@ -577,7 +578,7 @@ def _compile_push(ins: Instruction, ctx: Context) -> Step:
 def _popped(ins: Instruction, st: MachineState) -> Value:
     """``POP dst``: the value on top of the stack, taken off it."""
     if not st.stack:
-        raise fail(ins, "POP on an empty stack")
+        raise fail(ins, "POP on an empty stack", plain=True)
     return st.stack.pop()
 
 
@@ -590,7 +591,7 @@ def _compile_loop(ins: Instruction, ctx: Context) -> Step:
             raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
         st.regs[ECX_INDEX] = count = count - 1
         if count < -INT_MAX:
-            raise fail(ins, "LOOP overflowed the 64-bit integer range")
+            raise fail(ins, "LOOP overflowed the 64-bit integer range", plain=True)
         return target if count != 0 else pc + 1
 
     return step

@@ -485,6 +485,37 @@ def test_a_batch_of_queries_stops_at_the_model_call_limit_exactly(parallel: bool
     assert "Model call limits exceeded: run limit (2/2)" in out["messages"][-1].text
 
 
+FOUR_QUERIES_FIRST = asm(  # the batch is reached in the visit of the plan's own model call
+    "".join(
+        f"PUSH 'text {n}'\nPUSH 'How much, {n}?'\nPUSH 'number'\nCALL query_text\nPOP R{n}\n"
+        for n in range(1, 5)
+    )
+    + 'ADD R1, R2\nADD R1, R3\nADD R1, R4\nSAY "{R1}"'
+)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("counter", ["run_limit", "thread_limit"])
+async def test_a_batch_of_queries_right_after_the_plan_stops_at_the_limit_exactly(
+    parallel: bool, counter: str
+) -> None:
+    """Four queries the plan asks first, under a limit of 3: the plan model call and two
+    queries, then the limit stops the turn. The batch was queued in the visit that asked for
+    the plan, before the limit middleware's counters were in state; the visit that asks it
+    asks one query at a time all the same (sync and async alike)."""
+    for synchronous in (True, False):
+        reader = AnsweringChatModel(answers={"How much": ['{"value": 1}'] * 4})
+        model = ScriptedChatModel(replies=[FOUR_QUERIES_FIRST])
+        limit = ModelCallLimitMiddleware(**{counter: 3})  # type: ignore[arg-type]
+        planner = ToolsPlannerMiddleware(query_model=reader, parallel_tools=parallel)
+        app = create_agent(model, [], middleware=[planner, limit], checkpointer=InMemorySaver())
+        given = {"messages": [HumanMessage("Add them up.")]}
+        out = app.invoke(given, THREAD) if synchronous else await app.ainvoke(given, THREAD)
+        assert len(model.calls) + len(reader.calls) == 3
+        assert app.get_state(THREAD).values["thread_model_call_count"] == 3
+        assert "Model call limits exceeded" in out["messages"][-1].text
+
+
 HUGE = "9" * 401
 
 
