@@ -513,6 +513,10 @@ class _Builder:
                         problems += wrong
                     if isinstance(operand, Template):
                         placeholders += len(operand.fills)
+                    written = operand.base if isinstance(operand, Path) else operand
+                    if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
+                        column = ins.operand_columns[at]
+                        problems += filter(None, [reserved_name(written.name, "variable", column)])
                     found.append(_settled(operand, kind, names))
                 operands, columns = tuple(found), ins.operand_columns
             if operands != ins.operands or columns != ins.operand_columns:
