@@ -476,9 +476,8 @@ def _scan_line(line: str) -> Scanned:
     if word is None:
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)
     rest_col = head.end(2)
-    # "name db ..." / "name: db ..." define data. So does "loop dd 5", a data label named like
-    # an instruction (the parser refuses the name, asking to rename it); "MOV string, R1" and
-    # "PUSH db" stay instructions: no value follows the data word there.
+    # "name db ..." / "name: db ..." define data, "loop dd 5" too (the parser refuses its name);
+    # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
     if second is not None and second.upper() in _DATA_WORDS:
         value_col = head.end(4)
@@ -515,12 +514,11 @@ def reserved_name(name: str, kind: str, column: int) -> LineError | None:
     else:
         return None
     thing = "data" if kind == "data label" else kind
-    instruction = " instruction," if kind == "data label" else ""
     return LineError(
         column,
         f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
         f"(e.g. {name}_{thing})",
-        f"a {kind} name that is no register,{instruction} NONE or NULL",
+        f"a {kind} name that is no register,{' instruction,' * (thing == 'data')} NONE or NULL",
     )
 
 
