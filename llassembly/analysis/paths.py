@@ -102,7 +102,7 @@ class Paths:
         components with no successor outside (nor the end of the plan), whatever they call.
         Only a budget or a failing call stops a run that enters one. Empty when the paths are
         incomplete (a state cut off by a bound has no successors, yet is not a loop)."""
-        if not self.complete:
+        if not (self.complete and self.states):
             return ()
         found, succ = [], self.taken()
         order = components(0, [tuple(t for t in out if t != END) for out in succ])

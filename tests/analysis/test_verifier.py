@@ -459,6 +459,11 @@ def test_loop_with_a_way_out_some_run_takes_is_accepted(tail: str) -> None:
     accepted(_TOP + tail)
 
 
+def test_an_entry_past_the_last_instruction_has_no_loop_to_report() -> None:
+    """No state is reached: there is no flag to follow (this crashed the loop check)."""
+    accepted("global done\nPUSH 1\nPOP R1\ndone:")
+
+
 def test_a_jump_reached_with_different_flags_may_go_either_way() -> None:
     """``mid`` is reached from ``JE mid`` (equal) and after ``JE top`` (not equal): its JNE may
     fall through to the end, so the plan can end."""
