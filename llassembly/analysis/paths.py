@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from llassembly.analysis.cfg import ControlFlow, components
+from llassembly.language.instructions import CONDITIONS, OPCODE_INFO
 from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_STATES, MAX_STEPS
+from llassembly.language.program import Imm, Reg
 
 END: Final = -1
 """In a state's successors: the plan ends there (``HLT``, a top-level ``RET``, the last
@@ -96,21 +98,49 @@ class Paths:
 
     @functools.cached_property
     def endless(self) -> tuple[tuple[int, ...], ...]:
-        """The loops no path leaves, each as its instructions in order: components with a cycle
-        and no successor outside (nor the end of the plan), whatever they call. Only a budget
-        or a failing call stops a run that enters one. Empty when the paths are incomplete
-        (a state cut off by a bound has no successors, yet is not a loop)."""
-        if not self.complete:
+        """The loops no run leaves (by :meth:`taken`), each as its instructions in order: cyclic
+        components with no successor outside (nor the end of the plan), whatever they call.
+        Only a budget or a failing call stops a run that enters one. Empty when the paths are
+        incomplete (a state cut off by a bound has no successors, yet is not a loop)."""
+        if not (self.complete and self.states):
             return ()
-        found = []
-        comp_of = self.component_of
-        for number, members in enumerate(self.order):
-            leaves = any(
-                nxt == END or comp_of[nxt] != number for m in members for nxt in self.succ[m]
-            )
-            if self._cyclic(members) and not leaves:
+        found, succ = [], self.taken()
+        order = components(0, [tuple(t for t in out if t != END) for out in succ])
+        comp_of = {member: number for number, members in enumerate(order) for member in members}
+        for number, members in enumerate(order):
+            leaves = any(nxt == END or comp_of[nxt] != number for m in members for nxt in succ[m])
+            if (len(members) > 1 or members[0] in succ[members[0]]) and not leaves:
                 found.append(tuple(sorted({self.states[m][0] for m in members})))
         return tuple(dict.fromkeys(found))
+
+    def taken(self) -> list[tuple[int, ...]]:
+        """:attr:`succ` but the ways no run takes, the flags followed as the ``(ZF, LT)`` pairs
+        they may be: after ``CMP R1, R1`` (or ``CMP 1, 1``) ``JE`` always jumps, and after
+        ``JE top`` not taken, ``JNE top`` does."""
+        flow, every = self.flow, frozenset((z, lt) for z in (False, True) for lt in (False, True))
+        facts, queue = {0: every}, [0]
+        succ: list[tuple[int, ...]] = [()] * len(self.states)
+        while queue:
+            state = queue.pop()
+            pc, flags = self.states[state][0], facts[state]
+            ins, info = flow.program.instructions[pc], OPCODE_INFO[flow.effects[pc].op]
+            if flow.effects[pc].flags_written or pc in flow.tools:
+                first, second = (*ins.operands, None, None)[:2]
+                same = info.same_register == "equal" and isinstance(first, Reg | Imm)
+                flags = frozenset({(True, False)}) if same and first == second else every
+            target = flow.targets.get(pc, pc + 1)  # a jump on a condition: its two ways
+            test = CONDITIONS.get(info.condition) if pc + 1 != target < flow.end else None
+            out = []
+            for nxt in self.succ[state]:
+                jumps = nxt != END and self.states[nxt][0] == target
+                kept = flags if test is None else frozenset(f for f in flags if test(*f) == jumps)
+                if kept:
+                    out.append(nxt)
+                if kept and nxt != END and not kept <= facts.get(nxt, frozenset()):
+                    facts[nxt] = facts.get(nxt, frozenset()) | kept
+                    queue.append(nxt)
+            succ[state] = tuple(out)
+        return succ
 
     @functools.cached_property
     def ends(self) -> bool:

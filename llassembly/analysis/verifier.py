@@ -565,7 +565,9 @@ class _Checker:
         found: dict[tuple[int, ...], str] = {}
         for loop in paths_of(flow).endless:
             tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
-            found[loop] = "there is no way out of it" + (
+            exits = any(t not in loop for pc in loop for t in flow.flat[pc])
+            known = " (no run takes its jumps out: the flags they test are known)" * exits
+            found[loop] = f"there is no way out of it{known}" + (
                 f": it would CALL {', '.join(tools)} again and again until a budget stops the "
                 "plan; give the loop an exit (CMP and a conditional jump out of it)"
                 if tools

@@ -12,6 +12,7 @@ and ``EAX``, writes ``EAX`` and ``EDX``).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -200,8 +201,8 @@ class OpcodeInfo:
             value read at the second (``MOV``, ``XCHG``; ``CMOVcc`` writes one of two). What
             an instruction writes elsewhere is a number it computed.
         same_register: What it does when both operands are one register: ``"clears"``
-            (``XOR r, r`` reads nothing and writes 0) or ``"tests"`` (``TEST r, r`` tests any
-            value, text too: is it empty?).
+            (``XOR r, r`` reads nothing and writes 0), ``"tests"`` (``TEST r, r`` tests any
+            value, text too: is it empty?) or ``"equal"`` (``CMP r, r``, as ``CMP 1, 1``: equal).
         divides: Its last operand is a divisor (0 there is a division by zero).
         variadic: Its last operand kind repeats: ``SAY`` reads one more value per placeholder
             of its text (the parser adds them).
@@ -219,7 +220,7 @@ class OpcodeInfo:
     compares: bool = False
     numeric: bool = False
     moves: tuple[tuple[int, int], ...] = ()
-    same_register: Literal["", "clears", "tests"] = ""
+    same_register: Literal["", "clears", "tests", "equal"] = ""
     divides: bool = False
     variadic: bool = False
     stack: tuple[int, int] = (0, 0)
@@ -293,7 +294,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MUL: _info("+reg, value", "value; +EAX", "=reg, value, value", **_ARITH),
     Opcode.INC: _info("+reg", **_ARITH),
     Opcode.DEC: _info("+reg", **_ARITH),
-    Opcode.CMP: _info("value, value", sets_flags=True, compares=True),
+    Opcode.CMP: _info("value, value", sets_flags=True, compares=True, same_register="equal"),
     Opcode.JMP: _info("label", flow="jump"),
     # CALL tool, N: only the first N arguments were pushed; the others take their defaults.
     Opcode.CALL: _info("target", "target, count", flow="call"),
@@ -335,7 +336,7 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.KEYS: _info("=reg, value", produces="texts"),
     Opcode.FIND: _info("=reg, value, value", produces="number"),
     Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
-    Opcode.CMPI: _info("value, value", sets_flags=True, compares=True),
+    Opcode.CMPI: _info("value, value", sets_flags=True, compares=True, same_register="equal"),
     Opcode.LOWER: _info("=reg, value", produces="text"),
     Opcode.UPPER: _info("=reg, value", produces="text"),
     Opcode.NUM: _info("=reg, value", produces="number"),
@@ -351,6 +352,15 @@ _CONDITIONS: dict[str, tuple[str, ...]] = {
     "G": ("G", "GT", "A", "NLE", "NBE"),
     "GE": ("GE", "AE", "NC", "NS", "NL", "NB"),
 }
+CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
+    "e": lambda zf, lt: zf,
+    "ne": lambda zf, lt: not zf,
+    "l": lambda zf, lt: lt,
+    "le": lambda zf, lt: lt or zf,
+    "g": lambda zf, lt: not lt and not zf,
+    "ge": lambda zf, lt: not lt,
+}
+"""Each condition on the flags ``ZF`` and ``LT`` (see ``OpcodeInfo.condition``)."""
 _CONDITIONAL = ("J", "SET", "CMOV")
 for _cc in _CONDITIONS:  # the conditional jumps, sets and moves
     _if = {"condition": _cc.lower()}

@@ -508,12 +508,15 @@ class _Builder:
                 problems = []
                 for at, operand in enumerate(ins.operands):
                     kind = kinds[at] if at < len(kinds) else "value"
+                    column = ins.operand_columns[at]
                     if kind == "value":
-                        column = ins.operand_columns[at]
                         operand, wrong = template_operand(operand, column, line)
                         problems += wrong
                     if isinstance(operand, Template):
                         placeholders += len(operand.fills)
+                    written = operand.base if isinstance(operand, Path) else operand
+                    if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
+                        problems += filter(None, [reserved_name(written.name, "variable", column)])
                     found.append(_settled(operand, kind, names))
                 operands, columns = tuple(found), ins.operand_columns
             if operands != ins.operands or columns != ins.operand_columns:

@@ -476,11 +476,14 @@ def _scan_line(line: str) -> Scanned:
     if word is None:
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)
     rest_col = head.end(2)
-    # "name db ..." / "name: db ..." define data.
+    # "name db ..." / "name: db ..." define data, "loop dd 5" too (the parser refuses its name);
+    # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
-    if second is not None and second.upper() in _DATA_WORDS and word.upper() not in MNEMONICS:
+    if second is not None and second.upper() in _DATA_WORDS:
         value_col = head.end(4)
-        return Scanned(labels, second, pos, code[value_col:], value_col, word, code)
+        value = code[value_col:]
+        if word.upper() not in MNEMONICS or (value[:1].isspace() and value.strip()[:1] not in ",;"):
+            return Scanned(labels, second, pos, value, value_col, word, code)
     rest = code[rest_col:]
     if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
@@ -498,23 +501,24 @@ def reserved_name(name: str, kind: str, column: int) -> LineError | None:
     """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always
     reads as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``,
     ``xmm0``, the stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction
-    (a mnemonic or an alias; only a line's first word is read as one, so a code label may have
-    its name: see *Operands* in ``docs/language.md``); ``None`` for a free name."""
+    (a mnemonic or an alias; only a line's first word is read as one, so a code label or a
+    ``"variable"`` may have its name: see *Operands* in ``docs/language.md``); ``None`` for a
+    free name."""
     upper = name.upper()
     if register_index(upper) is not None or upper in _STACK_POINTERS:
         word, why = "a register", f"{name} in an operand always reads the register"
     elif upper in NO_VALUE_WORDS:
         word, why = "the value NONE", f"{name} in an operand always reads the value NONE (no value)"
-    elif upper in MNEMONICS and kind != "label":
+    elif upper in MNEMONICS and kind == "data label":
         word, why = "an instruction", f"{name} at the start of a line is read as the instruction"
     else:
         return None
-    thing = "data" if kind == "data label" else "label"
+    thing = "data" if kind == "data label" else kind
     return LineError(
         column,
         f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
         f"(e.g. {name}_{thing})",
-        f"a {kind} name that is no register, instruction, NONE or NULL",
+        f"a {kind} name that is no register,{' instruction,' * (thing == 'data')} NONE or NULL",
     )
 
 
@@ -539,6 +543,9 @@ def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt
     an unknown mnemonic) or ``""`` (prose)."""
     scanned = scan(line)
     word = scanned.mnemonic
+    if scanned.data_name and scanned.data_name.upper() in MNEMONICS:
+        # "Push string values." is a sentence; "push db 'x', 0" is data (refused by name)
+        return "mnemonic" if scanned.rest.rstrip().endswith((".", "!", "?")) else "code"
     if scanned.data_name or word.upper() in _DIRECTIVES:
         return "code"
     if not word:

@@ -36,6 +36,7 @@ from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.analysis.verifier import verify
 from llassembly.errors import AsmRuntimeError, StackDepthExceeded, UsageError
 from llassembly.language.instructions import (
+    CONDITIONS,
     EAX_INDEX,
     ECX_INDEX,
     EDX_INDEX,
@@ -471,17 +472,6 @@ def _say(st: MachineState, line: str, ins: Instruction) -> None:
 
 
 # -- moves, the stack, the flags tested, jumps and subroutines --------------------------------
-
-
-CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
-    "e": lambda zf, lt: zf,
-    "ne": lambda zf, lt: not zf,
-    "l": lambda zf, lt: lt,
-    "le": lambda zf, lt: lt or zf,
-    "g": lambda zf, lt: not lt and not zf,
-    "ge": lambda zf, lt: not lt,
-}
-"""Each condition on the flags (see ``OpcodeInfo.condition``)."""
 
 
 def _compile_conditional(ins: Instruction, ctx: Context) -> Step:

@@ -414,6 +414,66 @@ def test_unreachable_loop_is_not_reported() -> None:
     accepted("HLT\nspin: JMP spin")
 
 
+_TOP = "top:\nCALL has_sword\nPOP R1\n"
+
+
+@pytest.mark.parametrize(
+    ("tail", "lines"),
+    [
+        ('CMP R1, R1\nJE top\nJNE top\nSAY "x"', "2-5"),  # JE always jumps: JNE unreached
+        ('CMP R1, 0\nJE top\nJNE top\nSAY "x"', "2-6"),  # one of the two always jumps
+        ("CMP 1, 1\nJE top\nHLT", "2-5"),
+        ("CMP 'a', 'a'\nJE top", "2-5"),  # the way out is the end of the plan
+        ("CMPI R1, R1\nJGE top\nHLT", "2-5"),
+        ("CMP R1, R1\nJLE top\nHLT", "2-5"),
+        ("CMP R1, 5\nJL top\nJGE top\nHLT", "2-6"),
+        ("CMP R1, 5\nJNE top\nJE top\nHLT", "2-6"),
+    ],
+)
+def test_loop_whose_jumps_out_go_one_way_only_is_rejected(tail: str, lines: str) -> None:
+    """A conditional jump whose flags are known on every run (after CMP of a value with
+    itself, or right after a jump on the opposite condition) goes one way: a loop left only by
+    its other way never ends, and a plan ran its tools until max_tool_calls."""
+    error = rejected(_TOP + tail)
+    assert (
+        f"line 2, column 1: this loop (lines {lines}) can never end: there is no way out" in error
+    )
+    assert "no run takes its jumps out" in error
+    assert "CALL has_sword again and again" in error
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "CMP R1, R1\nJNE top\nHLT",  # never jumps back: runs once
+        "CMP R1, R2\nJE top\nHLT",  # two registers: either way
+        "CMP R1, 0\nJL top\nJG top\nHLT",  # equal falls through both
+        "CMP R1, R1\nJL top\nJG top\nHLT",
+        "CMP 1, 2\nJE top\nHLT",  # not known equal: either way, as far as the check knows
+        "CMP R1, 0\nJE top\nINC R1\nJNE top\nHLT",  # INC sets the flags afresh
+        "CMP R1, 0\nJE top\nCALL has_sword\nJNE top\nHLT",  # so does a tool's CALL
+    ],
+)
+def test_loop_with_a_way_out_some_run_takes_is_accepted(tail: str) -> None:
+    """Only a way no run can take is dropped: a plan some run can end is accepted."""
+    accepted(_TOP + tail)
+
+
+def test_an_entry_past_the_last_instruction_has_no_loop_to_report() -> None:
+    """No state is reached: there is no flag to follow (this crashed the loop check)."""
+    accepted("global done\nPUSH 1\nPOP R1\ndone:")
+
+
+def test_a_jump_reached_with_different_flags_may_go_either_way() -> None:
+    """``mid`` is reached from ``JE mid`` (equal) and after ``JE top`` (not equal): its JNE may
+    fall through to the end, so the plan can end."""
+    accepted(
+        "CALL has_sword\nPOP R2\nCMP R2, 1\nJE mid\n"
+        + _TOP
+        + "CMP R1, 0\nJE top\nmid:\nJNE top\nHLT"
+    )
+
+
 # -- 7. ordered jumps after string compares -------------------------------------------------
 
 

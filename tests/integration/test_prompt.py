@@ -70,7 +70,7 @@ def test_built_in_template_teaches_the_language() -> None:
         "```asm",
         "in character order",
         "first argument first",
-        "Reserved words, never a label: `NONE`, `NULL`, register names.",
+        "Not a name: `NONE`, `NULL`, registers; not a data name: instructions.",
         "`CALL tool, N`: only the first N arguments were pushed",
         "unless `JC` follows the `CALL`: it jumps if the call failed",
         "changes no other register.",

@@ -610,6 +610,14 @@ def test_a_label_named_like_a_reserved_word_is_refused_asking_to_rename_it(
         ("NULL: db 'x'", "NULL", "the value NONE"),
         ("loop: dd 3", "loop", "an instruction"),
         ("Imul: equ 3", "Imul", "an instruction"),
+        ("loop dd 5", "loop", "an instruction"),
+        ("len dd 0", "len", "an instruction"),
+        ("mov dd 5", "mov", "an instruction"),
+        ("push db 'x', 0", "push", "an instruction"),
+        ("say db 'hi',0", "say", "an instruction"),
+        ("MOV equ 3", "MOV", "an instruction"),
+        ("Loop times 3 dd 0", "Loop", "an instruction"),
+        ("jmp resb 4", "jmp", "an instruction"),
     ],
 )
 def test_a_data_label_named_like_a_reserved_word_is_refused_asking_to_rename_it(
@@ -622,6 +630,59 @@ def test_a_data_label_named_like_a_reserved_word_is_refused_asking_to_rename_it(
     assert (problem.line, problem.column) == (2, 1)
     assert problem.message.startswith(f"data label {name!r} has the name of {meaning}: ")
     assert f"rename the data label (e.g. {name}_data)" in problem.message
+
+
+@pytest.mark.parametrize("line", ["MOV equ 3", "loop dd 5", "len dd 0"])
+def test_data_named_like_an_instruction_is_refused_outside_a_data_section(line: str) -> None:
+    """Without its colon, ``loop dd 5`` read as ``LOOP dd, 5``: its problems ("LOOP takes 1
+    operand", "unknown name 'loop'") hid the name, the one thing to change."""
+    name = line.split()[0]
+    exc = syntax_error(f'{line}\nMOV R1, {name}\nSAY "{{R1}}"')
+    (problem,) = exc.diagnostics
+    assert (problem.line, problem.column) == (1, 1)
+    assert f"rename the data label (e.g. {name}_data)" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("line", "operands"),
+    [
+        ("MOV string, 5", (Name("string"), Imm(5))),
+        ("MOV db, 5", (Name("db"), Imm(5))),
+        ("PUSH times", (Name("times"),)),
+        ("MOV dd[0], 5", None),
+    ],
+)
+def test_an_instruction_whose_operand_is_a_data_word_stays_an_instruction(
+    line: str, operands: tuple[object, ...] | None
+) -> None:
+    """Only a value after the data word, with no comma, makes a mnemonic's line data."""
+    (ins,) = [i for i in program_of(f"{line}\nHLT").instructions if i.line == 1]
+    assert ins.op.value == line.split()[0]
+    if operands is not None:
+        assert ins.operands == operands
+
+
+@pytest.mark.parametrize(
+    ("line", "column"),
+    [
+        ("MOV none, 3", 5),
+        ("POP NULL", 5),
+        ("pop Null", 5),
+        ("XCHG R1, none", 10),
+        ("ADD NONE, 1", 5),
+        ("SETE null", 6),
+        ("MOV none.x, 1", 5),
+    ],
+)
+def test_none_as_a_destination_is_refused_asking_to_rename_it(line: str, column: int) -> None:
+    """``MOV none, 3`` made a variable no operand can read (``none`` reads the value NONE):
+    the value was lost without a word."""
+    exc = syntax_error(f'PUSH 4\nMOV R1, 2\n{line}\nSAY "{{R1}}"')
+    (problem,) = exc.diagnostics
+    assert (problem.line, problem.column) == (3, column)
+    name = line.split()[-1 if line.startswith("XCHG") else 1].rstrip(",").split(".")[0]
+    assert problem.message.startswith(f"variable {name!r} has the name of the value NONE: ")
+    assert f"rename the variable (e.g. {name}_variable)" in problem.message
 
 
 def test_none_reads_as_no_value_and_code_labels_may_have_an_instructions_name() -> None:
