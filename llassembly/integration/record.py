@@ -124,7 +124,8 @@ class TurnResult(TypedDict):
         tool_calls: Tool calls the plans completed.
         instructions: Instructions the plans ran.
         registers: The registers the last plan left (those not zero).
-        answer: What the plan said (its ``SAY`` lines), or ``None``.
+        answer: What the plan said (its ``SAY`` lines), else the value its ``RET`` returned
+            as text, or ``None``.
         returned: The value its top-level ``RET`` returned, or ``None``.
         granularity: The planner's ``granularity``.
         execution: The planner's ``execution``.
