@@ -462,19 +462,19 @@ def final_message(
     """The ``AIMessage`` that ends the turn, with what happened in its metadata (a
     :class:`TurnResult`).
 
-    Its text speaks to the user in plain words: the plan's answer (``SAY``, else a number or a
-    text its ``RET`` returned); or, when it said nothing (or returned an object or a list, data
-    rather than words), what it did (the calls it made, by tool); or what it could not do and
-    why. The details (line, tool, exception, problems, values) are in the metadata, for the
-    application. With ``reply`` (the final model call's reply) the reply ends the turn
-    instead, and the text the plan would have ended with is kept as ``summary``.
+    Its text speaks to the user in plain words: the plan's answer (``SAY``, else what it
+    returned, unless that is an object or a list: data); or, when it said nothing, what it did
+    (the calls it made, by tool); or what it could not do and why. The details (line, tool,
+    exception, problems, values) are in the metadata, for the application. With ``reply``
+    (the final model call's reply) the reply ends the turn instead, and the text the plan
+    would have ended with is kept as ``summary``.
     """
     meta = turn_result(record, options)
-    failure = record.get("failure")
+    failure, said = record.get("failure"), (record.get("machine") or {}).get("answer")
     if failure:
         completed = meta["tool_calls"]
         text = _failure_text(failure, completed, int(record.get("alongside", 0)))
-    elif meta["answer"] is not None and not _json_record(meta, record):
+    elif meta["answer"] is not None and (said or meta["answer"].lstrip()[:1] not in "{["):
         text = meta["answer"]
     else:
         ours = [m for m in calls if isinstance(m, AIMessage) and KEY in m.response_metadata]
@@ -485,18 +485,6 @@ def final_message(
             update={"response_metadata": {**reply.response_metadata, KEY: meta}}
         )
     return AIMessage(content=text, response_metadata={KEY: meta})
-
-
-def _json_record(meta: TurnResult, record: Mapping[str, Any]) -> bool:
-    """Whether the answer is an object or a list the plan returned without saying anything
-    (its JSON text: data for the application, not words for the user)."""
-    answer = meta["answer"] or ""
-    if (record.get("machine") or {}).get("answer") or answer.lstrip()[:1] not in "{[":
-        return False
-    try:
-        return isinstance(json.loads(answer), dict | list)
-    except ValueError:
-        return False
 
 
 def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0) -> str:

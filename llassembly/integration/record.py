@@ -124,8 +124,7 @@ class TurnResult(TypedDict):
         tool_calls: Tool calls the plans completed.
         instructions: Instructions the plans ran.
         registers: The registers the last plan left (those not zero).
-        answer: What the plan said (its ``SAY`` lines), else the value its ``RET`` returned
-            as text, or ``None``.
+        answer: What the plan said (its ``SAY`` lines), else what its ``RET`` returned, or ``None``.
         returned: The value its top-level ``RET`` returned, or ``None``.
         granularity: The planner's ``granularity``.
         execution: The planner's ``execution``.
