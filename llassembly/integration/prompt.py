@@ -21,6 +21,7 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -49,6 +50,7 @@ _LEAST_DESCRIPTION: Final = 120  # and at least, when the arguments fill the blo
 _ARGUMENT: Final = 160  # characters of an argument's description kept
 _LITERAL: Final = 60  # longest JSON literal an example pushes
 _DEPTH: Final = 3
+Names: TypeAlias = Mapping[tuple[str, int], str]  # a type's name and type_id: its prompt name
 
 
 def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
@@ -152,19 +154,13 @@ def build_system_prompt(
 # -- a tool's block -------------------------------------------------------------------------------
 
 
-Names: TypeAlias = Mapping[tuple[str, int], str]  # a type's name and type_id: its prompt name
-
-
 def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -> str:
     """A shape as the prompt writes a type: ``int``, ``str | None``, ``list[Event]``,
     ``Contact``, ``one of "a", "b"``, ``bool (1 or 0)``; a record by its name in ``names``."""
     if shape is None or shape.kind == "any" or depth > _DEPTH:
         return "any"
     kind, name = shape.kind, (names or {}).get((shape.name, shape.type_id), shape.name)
-
-    def inner(part: Shape | None) -> str:
-        return type_text(part, depth + 1, names)
-
+    inner = functools.partial(type_text, depth=depth + 1, names=names)
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if kind == "union":
@@ -266,8 +262,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _records(externs: list[Extern]) -> dict[tuple[str, int], Shape]:
-    """Every record type with a name the tools take or return (nested ones too), once: by its
-    name and ``type_id``, its outermost shape."""
+    """Every named record type the tools take or return (nested too), once: its outermost shape."""
     found: dict[tuple[str, int], Shape] = {}
     for extern in externs:
         annotations = [p.annotation for p in extern.params] + list(extern.result_types)
