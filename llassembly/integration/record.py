@@ -7,10 +7,11 @@ path keeps it in the agent's private state under :data:`KEY`, the turn graph of 
 planner nodes in its own state.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the TypedDicts read ``NotRequired`` at run time.
 from collections.abc import Mapping
-from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypeAlias
+
+from typing_extensions import TypedDict
 
 from llassembly.errors import CallNotRun, Failure, RepairsExhausted
 from llassembly.language.program import Value

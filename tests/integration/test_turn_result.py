@@ -20,9 +20,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
+from pydantic import TypeAdapter
 
 import llassembly
 from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode, TurnResult, max_calls
+from llassembly.errors import Failure
+from llassembly.integration.record import Approval, QueryDue, TurnRecord
 
 PATHS = ["agent", "graph", "node"]
 OPENED: list[str] = []
@@ -67,6 +70,8 @@ def typed(out: Any) -> dict[str, Any]:
     hints = get_type_hints(TurnResult, include_extras=True)
     required = {k for k, v in hints.items() if get_origin(v) is not NotRequired}
     assert required <= result.keys() <= hints.keys()
+    assert TurnResult.__required_keys__ <= result.keys()  # what the class says at run time
+    assert TypeAdapter(TurnResult).validate_python(result) == result
     assert result["status"] in get_args(hints["status"])
     for key in ("model_calls", "repairs", "replans", "tool_calls", "instructions"):
         assert isinstance(result[key], int) and result[key] >= 0, key
@@ -77,6 +82,18 @@ def typed(out: Any) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
     OPENED.clear()
+
+
+@pytest.mark.parametrize(
+    "kind", [TurnResult, Failure, TurnRecord, Approval, QueryDue], ids=lambda k: k.__name__
+)
+def test_the_records_know_their_optional_keys_at_run_time(kind: Any) -> None:
+    """``__required_keys__`` and ``__optional_keys__`` (read by pydantic and by applications)
+    say what the annotations say: a ``NotRequired`` key is optional."""
+    hints = get_type_hints(kind, include_extras=True)
+    optional = {k for k, v in hints.items() if get_origin(v) is NotRequired}
+    assert optional and kind.__optional_keys__ == optional
+    assert kind.__required_keys__ == hints.keys() - optional
 
 
 def test_the_types_are_exported() -> None:
