@@ -210,6 +210,27 @@ def test_approvals_are_logged_at_info(path: str, caplog: pytest.LogCaptureFixtur
     assert "a person answered the plan approval: approve" in info
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_a_refused_edit_and_a_reject_are_logged_plainly(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An edit that fails the checks is logged as such (not by the step's own word); a turn
+    that ends with no line to point at says why, not ``at line 0``."""
+    app, _ = build(path, [GOOD], approve_plan=True)
+    config = {"configurable": {"thread_id": "a"}}
+    with caplog.at_level(logging.INFO, logger="llassembly"):
+        app.invoke({"messages": [HumanMessage("Open the hall.")]}, config)
+        app.invoke(Command(resume={"type": "edit", "plan": "CALL nope"}), config)
+        app.invoke(Command(resume={"type": "reject", "message": "not today"}), config)
+    info = records(caplog, logging.INFO)
+    assert "a person answered the plan approval: edit, refused by the checks (asked again)" in info
+    assert "a person answered the plan approval: reject" in info
+    ended = (
+        "turn ended: rejected (1 model call, 0 tool calls; a reviewer rejected the plan: not today)"
+    )
+    assert info[-1] == ended
+
+
 def test_the_library_adds_no_handler() -> None:
     assert logging.getLogger("llassembly").handlers == []
     assert logging.getLogger("llassembly").propagate
