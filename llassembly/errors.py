@@ -10,11 +10,12 @@
 Every error derives from :class:`LLAssemblyError`.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: ``Failure`` reads ``NotRequired`` at run time.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NotRequired, TypedDict
+from typing import Any, Final, NotRequired
+
+from typing_extensions import TypedDict
 
 
 class LLAssemblyError(Exception):

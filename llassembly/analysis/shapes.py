@@ -48,6 +48,7 @@ class Shape:
             written on, so the check can ask a tool whether it takes it. Where values from
             different places meet, the literal is dropped and the shape kept.
         choices: The values a ``Literal`` or an enum allows (empty: any of its kind).
+        type_id: A record's class (its ``id``): two types of one name stay two; not compared.
     """
 
     kind: Kind
@@ -57,6 +58,7 @@ class Shape:
     options: tuple[Shape, ...] = ()
     literal: tuple[int | float | str | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
+    type_id: int = dataclasses.field(default=0, compare=False, repr=False)
 
     def field(self, key: str) -> Shape | None:
         """An object's field, or ``None``."""
@@ -182,13 +184,13 @@ def _shape(annotation: Any, depth: int) -> Shape:
             return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
             items = [(n, f.annotation) for n, f in ann.model_fields.items()]
-            return _object(ann.__name__, items, depth)
+            return _object(ann, items, depth)
         if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)
-            return _object(ann.__name__, list(_hints(ann).items()), depth)
+            return _object(ann, list(_hints(ann).items()), depth)
         if dataclasses.is_dataclass(ann):
             hints = _hints(ann)
             items = [(f.name, hints.get(f.name, Any)) for f in dataclasses.fields(ann)]
-            return _object(ann.__name__, items, depth)
+            return _object(ann, items, depth)
         if issubclass(ann, tuple) and hasattr(ann, "_fields"):  # a NamedTuple: a JSON array
             hints = _hints(ann)
             parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
@@ -222,8 +224,9 @@ def _choices(values: Sequence[Any]) -> Shape:
     return found
 
 
-def _object(name: str, items: list[tuple[str, Any]], depth: int) -> Shape:
-    return Shape("object", name, tuple((n, shape_of(a, depth + 1)) for n, a in items))
+def _object(cls: type, items: list[tuple[str, Any]], depth: int) -> Shape:
+    fields = tuple((n, shape_of(a, depth + 1)) for n, a in items)
+    return Shape("object", cls.__name__, fields, type_id=id(cls))
 
 
 # -- paths ---------------------------------------------------------------------------------------
@@ -315,15 +318,15 @@ def fields_line(shape: Shape) -> str:
 def named_shapes(shape: Shape | None) -> list[Shape]:
     """The objects inside ``shape`` (itself first, then the ones its fields hold), each once:
     all of them (a shape nests at most ``_MAX_DEPTH`` levels)."""
-    found: list[Shape] = []
+    found: dict[tuple[Shape, int], Shape] = {}
     todo = [shape] if shape is not None else []
     while todo:
         current = todo.pop(0)
-        if current.kind == "object" and current not in found:
-            found.append(current)
+        if current.kind == "object" and (current, current.type_id) not in found:
+            found[current, current.type_id] = current
             todo += [s for _, s in current.fields]
         elif current.item is not None:
             todo.append(current.item)
         else:
             todo += list(current.options)
-    return found
+    return list(found.values())

@@ -8,6 +8,7 @@ calls of an approved plan.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -16,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from llassembly.errors import PlanError, UsageError
 from llassembly.integration.messages import repair_request
 from llassembly.integration.record import record_of, rejection_failure
+from llassembly.language.parser import parse_program
 from llassembly.language.program import Program
 
 if TYPE_CHECKING:
@@ -89,11 +91,14 @@ def read_decision(value: Any) -> dict[str, Any]:
 
 def edit_note(plan: str) -> HumanMessage:
     """The message recording that a reviewer replaced the plan (shown to later models): the
-    plan in one fenced block (the reviewer's own fence, when the edit has one)."""
-    body = plan.strip()
-    shown = body if "```" in body else f"```asm\n{body}\n```"
+    plan's code (the lines the parser reads, without the reviewer's prose and fences) in one
+    fenced block, its fence longer than any run of backticks inside."""
+    program = parse_program(plan)
+    body = "\n".join(program.source_of(line) for line in program.code_lines)
+    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", body)), default=0))
     return HumanMessage(
-        f"A reviewer replaced the plan before it ran; this plan runs instead:\n{shown}",
+        "A reviewer replaced the plan before it ran; this plan runs instead:\n"
+        f"{fence}asm\n{body}\n{fence}",
         name="plan_reviewer",
     )
 

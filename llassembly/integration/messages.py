@@ -434,18 +434,19 @@ def final_message(
     """The ``AIMessage`` that ends the turn, with what happened in its metadata (a
     :class:`TurnResult`).
 
-    Its text speaks to the user in plain words: the plan's answer (``SAY``); or, when it said
-    nothing, what it did (the calls it made, by tool); or what it could not do and why. The
-    details (line, tool, exception, problems, values) are in the metadata, for the
-    application. With ``reply`` (the final model call's reply) the reply ends the turn
-    instead, and the text the plan would have ended with is kept as ``summary``.
+    Its text speaks to the user in plain words: the plan's answer (``SAY``, else what it
+    returned, unless that is an object or a list: data); or, when it said nothing, what it did
+    (the calls it made, by tool); or what it could not do and why. The details (line, tool,
+    exception, problems, values) are in the metadata, for the application. With ``reply``
+    (the final model call's reply) the reply ends the turn instead, and the text the plan
+    would have ended with is kept as ``summary``.
     """
     meta = turn_result(record, options)
-    failure = record.get("failure")
+    failure, said = record.get("failure"), (record.get("machine") or {}).get("answer")
     if failure:
         completed = meta["tool_calls"]
         text = _failure_text(failure, completed, int(record.get("alongside", 0)))
-    elif meta["answer"] is not None:
+    elif meta["answer"] is not None and (said or meta["answer"].lstrip()[:1] not in "{["):
         text = meta["answer"]
     else:
         ours = [m for m in calls if isinstance(m, AIMessage) and KEY in m.response_metadata]

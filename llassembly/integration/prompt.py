@@ -21,13 +21,14 @@ other braces in a template (JSON, ``{unknown}``) are left alone:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
 import re
 from collections.abc import Mapping
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.queries import is_query
 from llassembly.analysis.shapes import ANY, Shape, named_shapes, shape_of
@@ -49,6 +50,7 @@ _LEAST_DESCRIPTION: Final = 120  # and at least, when the arguments fill the blo
 _ARGUMENT: Final = 160  # characters of an argument's description kept
 _LITERAL: Final = 60  # longest JSON literal an example pushes
 _DEPTH: Final = 3
+Names: TypeAlias = Mapping[tuple[str, int], str]  # a type's name and type_id: its prompt name
 
 
 def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
@@ -128,7 +130,8 @@ def build_system_prompt(
     by_name = externs_of(externs, param="externs")
     text = load_template(prompt_path)
     tools = [e for e in by_name.values() if not is_query(e)]
-    blocks = "\n\n".join(map(describe_extern, tools)) or "(no tools)"
+    names = type_names(tools)
+    blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
     types = types_section(tools)
     if types:
         blocks = f"{blocks}\n\n{types}"
@@ -151,16 +154,17 @@ def build_system_prompt(
 # -- a tool's block -------------------------------------------------------------------------------
 
 
-def type_text(shape: Shape | None, depth: int = 0) -> str:
+def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -> str:
     """A shape as the prompt writes a type: ``int``, ``str | None``, ``list[Event]``,
-    ``Contact``, ``one of "a", "b"``, ``bool (1 or 0)``."""
+    ``Contact``, ``one of "a", "b"``, ``bool (1 or 0)``; a record by its name in ``names``."""
     if shape is None or shape.kind == "any" or depth > _DEPTH:
         return "any"
-    kind = shape.kind
+    kind, name = shape.kind, (names or {}).get((shape.name, shape.type_id), shape.name)
+    inner = functools.partial(type_text, depth=depth + 1, names=names)
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if kind == "union":
-        return " | ".join(type_text(o, depth + 1) for o in shape.options)
+        return " | ".join(map(inner, shape.options))
     if kind == "none":
         return "None"
     if shape.name == "bool":
@@ -173,24 +177,24 @@ def type_text(shape: Shape | None, depth: int = 0) -> str:
         return f"str ({shape.name})" if shape.name in ("date", "datetime", "time") else "str"
     if kind == "object":
         if shape.name or not shape.fields or depth >= _DEPTH:
-            return shape.name or "JSON object"
-        return "{" + ", ".join(f"{n}: {type_text(s, depth + 1)}" for n, s in shape.fields) + "}"
+            return name or "JSON object"
+        return "{" + ", ".join(f"{n}: {inner(s)}" for n, s in shape.fields) + "}"
     if kind == "map":
         item = shape.item
-        return f"dict[str, {type_text(item, depth + 1)}]" if item and item != ANY else "JSON object"
+        return f"dict[str, {inner(item)}]" if item and item != ANY else "JSON object"
     if kind == "tuple":
-        return shape.name or "[" + ", ".join(type_text(o, depth + 1) for o in shape.options) + "]"
-    return f"list[{type_text(shape.item, depth + 1)}]"
+        return shape.name or "[" + ", ".join(map(inner, shape.options)) + "]"
+    return f"list[{inner(shape.item)}]"
 
 
-def extern_signature(extern: Extern) -> str:
+def extern_signature(extern: Extern, names: Names | None = None) -> str:
     """Return ``name(a: int, b: str = "x") -> Page`` (``-> (int, int)`` for two results)."""
     args = ", ".join(
-        f"{p.name}: {type_text(shape_of(p.annotation))}"
+        f"{p.name}: {type_text(shape_of(p.annotation), 0, names)}"
         + (f" = {p.default_text or 'default'}" if p.has_default else "")
         for p in extern.params
     )
-    results = [type_text(shape_of(t)) for t in extern.result_types]
+    results = [type_text(shape_of(t), 0, names) for t in extern.result_types]
     if extern.n_results == 0:
         returns = "nothing"
     elif extern.n_results == 1:
@@ -206,9 +210,9 @@ def first_paragraph(text: str | None) -> str:
     return " ".join(text.split("\n\n", 1)[0].split())
 
 
-def describe_extern(extern: Extern) -> str:
+def describe_extern(extern: Extern, names: Names | None = None) -> str:
     """Return the prompt block for one tool: signature, description, arguments and an example
-    (the fields of its records are in :func:`types_section`).
+    (the fields of its records are in :func:`types_section`; ``names``: :func:`type_names`).
 
     A description too long for :data:`TOOL_BLOCK_BUDGET` is cut (``...``); the signature and
     the arguments, with their types and the values a choice allows, never are.
@@ -229,20 +233,19 @@ def describe_extern(extern: Extern) -> str:
             POP R1             ; result
     """
     params = extern.params
-    head = [f"## {extern.name}", extern_signature(extern)]
+    head = [f"## {extern.name}", extern_signature(extern, names)]
     rest = []
     if any(p.description for p in params):
         rest.append("Arguments:")
-        rest += [
-            f"  {p.name}: " + _cut(p.description or type_text(shape_of(p.annotation)), _ARGUMENT)
-            for p in params
-        ]
+        for p in params:
+            about = p.description or type_text(shape_of(p.annotation), 0, names)
+            rest.append(f"  {p.name}: " + _cut(about, _ARGUMENT))
     n = extern.n_results
     if n == 0:
         rest.append("Returns nothing: do not POP after it.")
     elif n > 1:
         rest.append(f"Returns {n} values: the first POP gets the first one.")
-    example = ["Example:", *_example(extern)]
+    example = ["Example:", *_example(extern, names)]
     fixed = len("\n".join(head + rest + example))
     if fixed > TOOL_BLOCK_BUDGET:  # arguments are never cut: the example goes instead
         example, fixed = [], len("\n".join(head + rest))
@@ -258,28 +261,49 @@ def _cut(text: str, limit: int) -> str:
     return text[: limit - 3].rsplit(" ", 1)[0].rstrip(" ,;:") + "..."
 
 
+def _records(externs: list[Extern]) -> dict[tuple[str, int], Shape]:
+    """Every named record type the tools take or return (nested too), once: its outermost shape."""
+    found: dict[tuple[str, int], Shape] = {}
+    for extern in externs:
+        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
+        for named in (s for a in annotations for s in named_shapes(shape_of(a)) if s.name):
+            found.setdefault((named.name, named.type_id), named)
+    return found
+
+
+def type_names(externs: list[Extern]) -> dict[tuple[str, int], str]:
+    """Each record type's name in the prompt: its own, the first of a name; a second type of
+    one name (two classes ``Tag`` from two modules) gets a number no type has (``Tag2``)."""
+    names: dict[tuple[str, int], str] = {}
+    for name, type_id in (found := _records(externs)):
+        given, number = name, 1
+        while given in names.values() or (number > 1 and given in {n for n, _ in found}):
+            number += 1
+            given = f"{name}{number}"
+        names[name, type_id] = given
+    return names
+
+
 def types_section(externs: list[Extern]) -> str:
     """``# Types``: every record type the tools take or return (nested ones too), with the
     types of its fields, once: the blocks of the tools name them (``-> list[Hotel]``)."""
-    found: dict[str, str] = {}
-    for extern in externs:
-        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
-        for named in (s for a in annotations for s in named_shapes(shape_of(a))):
-            if named.name and named.name not in found:
-                fields = ", ".join(f"{f}: {type_text(s, 1)}" for f, s in named.fields)
-                found[named.name] = f"{named.name} {{{fields}}}"
+    names = type_names(externs)
+    found = [
+        f"{names[key]} {{{', '.join(f'{f}: {type_text(s, 1, names)}' for f, s in shape.fields)}}}"
+        for key, shape in _records(externs).items()
+    ]
     if not found:
         return ""
     head = "# Types\nThe records the tools take and return: JSON objects with these fields."
-    return "\n".join([head, *found.values()])
+    return "\n".join([head, *found])
 
 
-def _example(extern: Extern) -> list[str]:
+def _example(extern: Extern, names: Names | None = None) -> list[str]:
     """The lines of a call: the arguments without a default pushed, ``CALL tool, N`` leaving
     the others to their defaults, its results popped (and a field read)."""
     pushed = fewest_arguments(extern)
     params = extern.params
-    rows = [_push(p.name, p.annotation, i) for i, p in enumerate(params[:pushed])]
+    rows = [_push(p.name, p.annotation, i, names) for i, p in enumerate(params[:pushed])]
     if pushed < len(params):
         left = [p.name for p in params[pushed:]]
         their = "its default" if len(left) == 1 else "their defaults"
@@ -301,11 +325,11 @@ def _example(extern: Extern) -> list[str]:
     return [f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in rows]
 
 
-def _push(name: str, annotation: Any, index: int) -> tuple[str, str]:
+def _push(name: str, annotation: Any, index: int, names: Names | None) -> tuple[str, str]:
     shape = shape_of(annotation)
     operand = _operand(shape, index)
     if operand == "R3":  # a structure too long to write out: one the plan holds
-        return "PUSH R3", f"{name}: a {type_text(shape)} (JSON text)"
+        return "PUSH R3", f"{name}: a {type_text(shape, 0, names)} (JSON text)"
     return f"PUSH {operand}", name
 
 

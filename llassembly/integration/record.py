@@ -7,10 +7,11 @@ path keeps it in the agent's private state under :data:`KEY`, the turn graph of 
 planner nodes in its own state.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the TypedDicts read ``NotRequired`` at run time.
 from collections.abc import Mapping
-from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypeAlias
+
+from typing_extensions import TypedDict
 
 from llassembly.errors import CallNotRun, Failure, RepairsExhausted
 from llassembly.language.program import Value
@@ -122,7 +123,7 @@ class TurnResult(TypedDict):
         tool_calls: Tool calls the plans completed.
         instructions: Instructions the plans ran.
         registers: The registers the last plan left (those not zero).
-        answer: What the plan said (its ``SAY`` lines), or ``None``.
+        answer: What the plan said (its ``SAY`` lines), else what its ``RET`` returned, or ``None``.
         returned: The value its top-level ``RET`` returned, or ``None``.
         granularity: The planner's ``granularity``.
         execution: The planner's ``execution``.

@@ -31,6 +31,7 @@ from llassembly.errors import (
     UsageError,
     error_of,
     failure_of,
+    plural,
 )
 from llassembly.integration.approval import decide, edit_note
 from llassembly.integration.calls import call_id, call_request, plan_call_messages, query_message
@@ -39,6 +40,7 @@ from llassembly.integration.messages import (
     Answered,
     AnswerRequest,
     answer_messages,
+    failure_words,
     fenced,
     final_message,
     marked,
@@ -322,7 +324,7 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     if rec["plan_number"]:
         return _end(rec, rec["failure"], view, [answer], answer=False)
     rec["phase"] = "done"
-    logger.info("turn ended: answered in words (%d model calls)", rec["model_calls"])
+    logger.info("turn ended: answered in words (%s)", plural(rec["model_calls"], "model call"))
     answer.response_metadata[KEY] = turn_result(rec, view.planner.options, "answered")
     return Step(rec, Finish(), [answer])
 
@@ -354,7 +356,8 @@ def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnVie
 def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> Step:
     request = (rec["approval"] or {"state": "awaiting"}).get("request") or {}
     kind, result = decide(request, decision, lambda text: view.planner.check(text, view.externs))
-    logger.info("a person answered the plan approval: %s", kind)
+    said = "edit, refused by the checks (asked again)" if kind == "again" else kind
+    logger.info("a person answered the plan approval: %s", said)
     if kind == "again":  # an edit that does not pass the checks: the person is asked again
         rec["approval"] = {"state": "awaiting", "request": result}
         return Step(rec, AskPerson(result))
@@ -584,12 +587,13 @@ def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
 def _log_end(final: AIMessage) -> None:
     result = final.response_metadata[KEY]
     error = result.get("error") or {}
+    why = f"{error.get('type')} at line {error['line']}" if error.get("line") else ""
     logger.info(
-        "turn ended: %s (%d model calls, %d tool calls%s)",
+        "turn ended: %s (%s, %s%s)",
         result["status"],
-        result["model_calls"],
-        result["tool_calls"],
-        f"; {error.get('type')} at line {error.get('line')}" if error else "",
+        plural(result["model_calls"], "model call"),
+        plural(result["tool_calls"], "tool call"),
+        f"; {why or failure_words(error)}" if error else "",
     )
 
 

@@ -674,7 +674,8 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     shown = _remove_thinking(normalised)
     visible = shown.split("\n")
     builder = _Builder(source_lines)
-    for index in _code_line_numbers(visible):
+    code = _code_line_numbers(visible)
+    for index in code:
         try:
             builder.read_line(index + 1, visible[index])
         except LineError as exc:
@@ -702,4 +703,5 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         entry_name=builder.entry_name,
         entry_site=builder.entry_site,
         memory=builder.memory,
+        code_lines=tuple(index + 1 for index in code),
     )

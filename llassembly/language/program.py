@@ -224,6 +224,7 @@ class Program:
             without one); the verifier refuses a name that is no code label.
         entry_site: ``(line, column)`` of that name in the reply (``(0, 0)`` without one).
         memory: Lower-cased data label to its cells (see :class:`MemoryLabel`).
+        code_lines: The lines of the reply read as the program (1-based; no fence nor prose).
     """
 
     instructions: tuple[Instruction, ...]
@@ -237,6 +238,7 @@ class Program:
     entry_name: str | None = None
     entry_site: tuple[int, int] = (0, 0)
     memory: dict[str, MemoryLabel] = field(default_factory=dict)
+    code_lines: tuple[int, ...] = ()
 
     def source_of(self, line: int) -> str:
         """Return the text of 1-based ``line`` of the reply, or ``""``."""

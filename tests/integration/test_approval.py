@@ -240,7 +240,7 @@ def test_an_edited_plan_is_verified_and_runs_instead(surface: str, saver: Any) -
     out = app.invoke(Command(resume={"type": "edit", "plan": EDITED}), THREAD)
     assert ops.log == [("restart", "db")]
     [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
-    assert 'PUSH "db"' in note and note.count("```") == 2  # one fence, the reviewer's own
+    assert 'PUSH "db"' in note and note.count("```") == 2  # one fence
     assert meta(out["messages"][-1])["registers"] == {"R2": "db restarted"}
     assert len(app.scripted.calls) == 1
 
@@ -254,6 +254,39 @@ def test_an_edit_without_a_fence_is_recorded_in_one(surface: str, saver: Any) ->
     assert ops.log == [("restart", "db")]
     [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
     assert note.endswith('```asm\nPUSH "db"\nCALL restart\n```') and note.count("```") == 2
+
+
+NOTE_EDITS = {  # an edit as a reviewer may write it -> the code of the note's one block
+    "two fences": (
+        '```asm\nPUSH "db"\n```\nthen\n```asm\nCALL restart\n```',
+        'PUSH "db"\nCALL restart',
+    ),
+    "prose around a fence": (
+        'Use this:\n~~~asm\nPUSH "db"  ; the database\n\nCALL restart\n~~~\nThanks.',
+        'PUSH "db"  ; the database\n\nCALL restart',
+    ),
+    "backticks in a string": (
+        'PUSH "db ```` x"\nCALL restart',
+        'PUSH "db ```` x"\nCALL restart',
+    ),
+}
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("case", list(NOTE_EDITS))
+def test_the_edit_note_holds_the_plan_in_one_fenced_block(case: str, surface: str) -> None:
+    """Whatever the reviewer wrote around the plan (prose, fences, several blocks), the note
+    shows the lines that run in one block, fenced by more backticks than any run inside."""
+    edit, code = NOTE_EDITS[case]
+    ops = Ops()
+    app = build(surface, [PLAN], ops.tools(), InMemorySaver(), approve_plan=True)
+    start(app)
+    out = app.invoke(Command(resume={"type": "edit", "plan": edit}), THREAD)
+    assert [name for name, _ in ops.log] == ["restart"]
+    [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    fence = "`````" if "````" in code else "```"
+    head = "A reviewer replaced the plan before it ran; this plan runs instead:"
+    assert note == f"{head}\n{fence}asm\n{code}\n{fence}"
 
 
 @pytest.mark.parametrize("surface", SURFACES)

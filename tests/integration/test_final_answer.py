@@ -40,6 +40,18 @@ def get_temperature(city: str) -> float:
     return {"Paris": 19.5, "Oslo": 7.0, "Cairo": 31.0}[city]
 
 
+@tool
+def get_owner(product: int) -> dict[str, Any]:
+    """The owner of a product."""
+    return {"name": "Ann", "address": {"city": "Oslo"}}
+
+
+@tool
+def list_owners(city: str) -> list[dict[str, str]]:
+    """The owners living in a city."""
+    return [{"name": "Ann"}, {"name": "Bo"}]
+
+
 TOOLS = [get_temperature]
 
 SAY_PLAN = asm(
@@ -84,6 +96,7 @@ class Weather(BaseModel):
 def build(path: str, replies: list[Any], **options: Any) -> tuple[Any, ScriptedChatModel]:
     """One planner turn on ``path``: the middleware on each execution, or a node."""
     model = ScriptedChatModel(replies=replies)
+    tools = options.pop("tools", TOOLS)
     response_format = options.pop("response_format", None)
     middleware = options.pop("middleware", [])
     if path in ("agent", "graph", "aagent", "agraph"):
@@ -91,13 +104,13 @@ def build(path: str, replies: list[Any], **options: Any) -> tuple[Any, ScriptedC
         planner = ToolsPlannerMiddleware(execution=execution, **options)
         app = create_agent(
             model,
-            tools=TOOLS,
+            tools=tools,
             middleware=[planner, *middleware],
             response_format=response_format,
             checkpointer=InMemorySaver(),
         )
         return app, model
-    node = (AToolsPlannerNode if path == "anode" else ToolsPlannerNode)(model, TOOLS, **options)
+    node = (AToolsPlannerNode if path == "anode" else ToolsPlannerNode)(model, tools, **options)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     builder.add_node("planner", node)
     builder.add_edge(START, "planner")
@@ -137,6 +150,52 @@ def test_a_plan_that_says_nothing_ends_with_a_readable_summary(path: str) -> Non
     final = run(app, path)["messages"][-1]
     assert final.text == SILENT_TEXT
     assert meta(final)["answer"] is None and meta(final)["registers"] == {"R1": 19.5}
+
+
+RETURNED = {  # a plan without SAY that RETs: source, the final text, the value in the metadata
+    "an object": (
+        "PUSH 1\nCALL get_owner\nPOP EAX\nRET",
+        "Done: I made 1 tool call (get_owner once).",
+        '{"name":"Ann","address":{"city":"Oslo"}}',
+    ),
+    "a part that is an object": (
+        "PUSH 1\nCALL get_owner\nPOP R1\nMOV EAX, R1.address\nRET",
+        "Done: I made 1 tool call (get_owner once).",
+        '{"city":"Oslo"}',
+    ),
+    "a list": (
+        'PUSH "Oslo"\nCALL list_owners\nPOP EAX\nRET',
+        "Done: I made 1 tool call (list_owners once).",
+        '[{"name":"Ann"},{"name":"Bo"}]',
+    ),
+    "a text": ('MOV EAX, "Ann owns it."\nRET', "Ann owns it.", "Ann owns it."),
+    "a number": ("PUSH 1\nCALL get_owner\nPOP R1\nLEN EAX, R1.name\nRET", "3", 3),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", list(RETURNED))
+def test_a_returned_record_never_reaches_the_user_as_json(case: str, path: str) -> None:
+    """A plan that said nothing and returned an object or a list ends with the sentence of a
+    silent plan; a number or a text it returned is its answer. The value stays in the
+    metadata either way."""
+    source, text, returned = RETURNED[case]
+    app, _ = build(path, [asm(source)], tools=[get_owner, list_owners])
+    final = run(app, path)["messages"][-1]
+    assert final.text == text
+    assert meta(final)["returned"] == returned and meta(final)["status"] == "finished"
+    assert meta(final)["answer"] == (returned if isinstance(returned, str) else str(returned))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_returned_record_is_given_to_the_final_call_which_writes_the_answer(path: str) -> None:
+    source, text, returned = RETURNED["an object"]
+    tools = [get_owner, list_owners]
+    app, model = build(path, [asm(source), "Ann owns it."], tools=tools, final_answer="model")
+    final = run(app, path)["messages"][-1]
+    assert final.text == "Ann owns it." and len(model.calls) == 2
+    assert meta(final)["summary"] == text and meta(final)["returned"] == returned
+    assert f"<<<\n{returned}\n>>>" in model.calls[-1][-2].text
 
 
 @pytest.mark.parametrize("path", [*PATHS, "aagent", "agraph"])

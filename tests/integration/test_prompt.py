@@ -205,6 +205,50 @@ def test_one_types_section_holds_every_record_type_once() -> None:
     ]
 
 
+class Tag(BaseModel):
+    label: str
+
+
+class Node(BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+def test_two_record_types_of_one_name_get_two_names_in_the_prompt() -> None:
+    """Two classes ``Tag`` (from two modules) are two types: the second is ``Tag2`` in its
+    tool's block and in the types, never merged into the first; a ``Tag2`` of the tools keeps
+    its own name; one type reached at many depths (a recursive one) stays one name."""
+    other = create_model("Tag", totally=(int, ...), different=(str, ...))
+    own = create_model("Tag2", mine=(int, ...))
+
+    def tags(tag: Tag) -> list[Tag]:
+        """Tags like this one."""
+        return []
+
+    def odd() -> Any:
+        """Other tags."""
+        return {}
+
+    def mine(tree: Node) -> Any:
+        """My own Tag2."""
+        return None
+
+    odd.__annotations__["return"] = dict[str, other]  # type: ignore[valid-type]
+    mine.__annotations__["return"] = own
+
+    prompt = build_system_prompt(externs_from([tags, odd, mine]))
+    tools, types = prompt.split("\n# Tools\n", 1)[1].split("\n# Types\n", 1)
+    assert "tags(tag: Tag) -> list[Tag]" in tools
+    assert "odd() -> dict[str, Tag3]" in tools
+    assert "mine(tree: Node) -> Tag2" in tools
+    assert types.splitlines()[1:] == [
+        "Tag {label: str}",
+        "Tag3 {totally: int, different: str}",
+        "Node {name: str, children: list[Node]}",
+        "Tag2 {mine: int}",
+    ]
+
+
 def test_a_record_with_no_name_is_written_out_where_it_is_used() -> None:
     def move(to: dict[str, int]) -> Any:
         return None

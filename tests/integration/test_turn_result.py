@@ -20,9 +20,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
+from pydantic import TypeAdapter
 
 import llassembly
 from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode, TurnResult, max_calls
+from llassembly.errors import Failure
+from llassembly.integration.record import Approval, QueryDue, TurnRecord
 
 PATHS = ["agent", "graph", "node"]
 OPENED: list[str] = []
@@ -67,6 +70,8 @@ def typed(out: Any) -> dict[str, Any]:
     hints = get_type_hints(TurnResult, include_extras=True)
     required = {k for k, v in hints.items() if get_origin(v) is not NotRequired}
     assert required <= result.keys() <= hints.keys()
+    assert TurnResult.__required_keys__ <= result.keys()  # what the class says at run time
+    assert TypeAdapter(TurnResult).validate_python(result) == result
     assert result["status"] in get_args(hints["status"])
     for key in ("model_calls", "repairs", "replans", "tool_calls", "instructions"):
         assert isinstance(result[key], int) and result[key] >= 0, key
@@ -77,6 +82,18 @@ def typed(out: Any) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
     OPENED.clear()
+
+
+@pytest.mark.parametrize(
+    "kind", [TurnResult, Failure, TurnRecord, Approval, QueryDue], ids=lambda k: k.__name__
+)
+def test_the_records_know_their_optional_keys_at_run_time(kind: Any) -> None:
+    """``__required_keys__`` and ``__optional_keys__`` (read by pydantic and by applications)
+    say what the annotations say: a ``NotRequired`` key is optional."""
+    hints = get_type_hints(kind, include_extras=True)
+    optional = {k for k, v in hints.items() if get_origin(v) is NotRequired}
+    assert optional and kind.__optional_keys__ == optional
+    assert kind.__required_keys__ == hints.keys() - optional
 
 
 def test_the_types_are_exported() -> None:
@@ -191,6 +208,27 @@ def test_approvals_are_logged_at_info(path: str, caplog: pytest.LogCaptureFixtur
     info = records(caplog, logging.INFO)
     assert "plan 1 awaits a person's approval" in info
     assert "a person answered the plan approval: approve" in info
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_refused_edit_and_a_reject_are_logged_plainly(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An edit that fails the checks is logged as such (not by the step's own word); a turn
+    that ends with no line to point at says why, not ``at line 0``."""
+    app, _ = build(path, [GOOD], approve_plan=True)
+    config = {"configurable": {"thread_id": "a"}}
+    with caplog.at_level(logging.INFO, logger="llassembly"):
+        app.invoke({"messages": [HumanMessage("Open the hall.")]}, config)
+        app.invoke(Command(resume={"type": "edit", "plan": "CALL nope"}), config)
+        app.invoke(Command(resume={"type": "reject", "message": "not today"}), config)
+    info = records(caplog, logging.INFO)
+    assert "a person answered the plan approval: edit, refused by the checks (asked again)" in info
+    assert "a person answered the plan approval: reject" in info
+    ended = (
+        "turn ended: rejected (1 model call, 0 tool calls; a reviewer rejected the plan: not today)"
+    )
+    assert info[-1] == ended
 
 
 def test_the_library_adds_no_handler() -> None:
