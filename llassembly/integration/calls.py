@@ -32,6 +32,7 @@ from llassembly.compat import (
     is_recording,
     noted_directly,
     recording,
+    tool_injector,
     tool_message,
 )
 from llassembly.errors import (
@@ -233,6 +234,11 @@ class CallContext:
         """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""
         return [e.tool for e in self.externs.values() if e.tool is not None]
 
+    @functools.cached_property
+    def inject(self) -> Callable[[Any, Any, BaseTool], Any]:
+        """:func:`llassembly.compat.tool_injector` for :attr:`tools`."""
+        return tool_injector(self.tools)
+
 
 def run_call(
     ctx: CallContext,
@@ -278,9 +284,7 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
     """The request of a plan call that runs in a plan graph, as the agent's tool node would
     build it: the tool, its ``ToolRuntime`` (the caller's state, context, store and stream
     writer, the call's id and config)."""
-    extern = ctx.externs[call.tool]
-    cid = call_id(ctx.prefix, call.number)
-    rt = ctx.runtime
+    tool, cid, rt = ctx.externs[call.tool].tool, call_id(ctx.prefix, call.number), ctx.runtime
     runtime = ToolRuntime(
         state=ctx.state,
         context=getattr(rt, "context", None),
@@ -290,7 +294,6 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         store=getattr(rt, "store", None),
         tools=ctx.tools,
     )
-    tool = extern.tool
     return ToolCallRequest(
         tool_call={"name": call.tool, "args": dict(call.args), "id": cid, "type": "tool_call"},
         tool=ctx.planner.recording_tool_of(tool) if tool is not None else None,
@@ -303,7 +306,7 @@ def invoke_tool(
     ctx: CallContext, config: RunnableConfig, *, asynchronous: bool = False
 ) -> Callable[[ToolCallRequest], Any]:
     """The handler that runs a plan graph's call (awaitable when ``asynchronous``): the tool
-    invoked with the tool call, its ``ToolRuntime`` injected, as the agent's tool node invokes
+    invoked with the tool call, what the agent's tool node injects added, as that node invokes
     it (its function called directly when nothing could observe the difference: see
     :func:`llassembly.compat.direct_function`)."""
 
@@ -311,8 +314,14 @@ def invoke_tool(
         return _directly(call, await output)
 
     def invoke(request: ToolCallRequest) -> Any:
-        tool, call = _injected(ctx, request)
-        direct = None if ctx.observed else ctx.direct(tool, asynchronous)
+        tool = request.tool
+        if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
+            raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
+        call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
+        extern = ctx.externs.get(call["name"])
+        # (directly only with every injected argument: invoke adds the call id and the config)
+        given = extern is None or all(name in call["args"] for name in extern.injected)
+        direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         output = direct(**call["args"])
@@ -328,18 +337,6 @@ def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
     message: ToolMessage = tool_message(output, call["id"], call["name"])
     noted_directly(output, message.content)
     return message
-
-
-def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dict[str, Any]]:
-    """The tool and the tool call it is invoked with, its ``ToolRuntime`` injected."""
-    tool = request.tool
-    if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
-        raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
-    args = dict(request.tool_call.get("args") or {})
-    extern = ctx.externs.get(request.tool_call["name"])
-    if extern is not None and extern.runtime_param is not None:
-        args[extern.runtime_param] = request.runtime
-    return tool, {**request.tool_call, "args": args, "type": "tool_call"}
 
 
 def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:

@@ -283,6 +283,17 @@ class Extern:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await func(**args) if self._is_async else func(**args)
 
+    @functools.cached_property
+    def uninjected(self) -> tuple[str, ...]:
+        """The injected parameters :meth:`call` cannot give (it passes the plan's arguments, and
+        a tool's ``invoke`` its config): those the tool's input schema requires (a function's
+        signature gives no default)."""
+        if self.tool is not None and self.injected:
+            fields = getattr(self.tool.get_input_schema(), "model_fields", {})
+            return tuple(n for n in self.injected if n in fields and fields[n].is_required())
+        params = inspect.signature(self.func).parameters if self.func and self.injected else {}
+        return tuple(n for n in self.injected if params[n].default is inspect.Parameter.empty)
+
     @property
     def async_only(self) -> bool:
         """Whether the tool can only be awaited (a coroutine function, or a LangChain tool
