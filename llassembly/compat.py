@@ -165,9 +165,8 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
 
 
 def tool_injector(tools: Sequence[BaseTool]) -> Callable[[Any, Any, BaseTool], Any]:
-    """``(tool_call, runtime, tool) -> tool_call`` with what ``ToolNode`` injects into a call of
-    one of ``tools`` (its ``_inject_tool_args``: state, store, ``ToolRuntime``); the tool-call id
-    and the config are the tool's own ``invoke`` to add."""
+    """``(tool_call, runtime, tool) -> tool_call`` with what ``ToolNode._inject_tool_args`` adds
+    for ``tools`` (state, store, ``ToolRuntime``; ``invoke`` adds the tool-call id and config)."""
     from langgraph.prebuilt import ToolNode
 
     return ToolNode(list(tools))._inject_tool_args

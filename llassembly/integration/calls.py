@@ -9,6 +9,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import math
@@ -205,6 +206,7 @@ class CallContext:
         runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
         query_model: The chat model that answers the plan's queries.
         errors: The live exceptions of failed calls, by call id (to raise them as they are).
+        hand_off: A plan graph stops before calls that end the run, for the agent's tool node.
     """
 
     planner: _Planner
@@ -214,6 +216,7 @@ class CallContext:
     runtime: Any = None
     query_model: Any = None
     errors: dict[str, BaseException] = field(default_factory=dict)
+    hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
     # run's nodes inherit the handlers of the config it started with), each tool's direct
     # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
@@ -319,8 +322,7 @@ def invoke_tool(
             raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
         call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
         extern = ctx.externs.get(call["name"])
-        # (directly only with every injected argument: invoke adds the call id and the config)
-        given = extern is None or all(name in call["args"] for name in extern.injected)
+        given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
         direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
@@ -367,8 +369,19 @@ def _failed(
     print) gave the plan that value: it is read as any result is."""
     extern = ctx.externs.get(call.tool)
     if noted.returned and extern is not None:
-        return as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
-    return raised_message(ctx.errors, call, ctx.prefix, exc)
+        message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+    else:
+        message = raised_message(ctx.errors, call, ctx.prefix, exc)
+    if request.tool is not None and request.tool.return_direct:
+        message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+    return message
+
+
+def ends_run(messages: Sequence[BaseMessage]) -> bool:
+    """Whether ``messages`` end with plan-call results that end the run, as ``create_agent``
+    ends it after its tool node: each marked :data:`ENDS_RUN` (its tool is ``return_direct``)."""
+    results = list(itertools.takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    return bool(results) and all(tag_of(m).get(ENDS_RUN) for m in results)
 
 
 def raised_message(

@@ -490,14 +490,12 @@ class Emulator:
 
     def _check_injected(self) -> None:
         """Refuse, before anything runs, tools whose injected parameters only ``call`` can give."""
-        found = {
-            f"tool {t.name!r}: {t.uninjected}" for t in self.compiled.tools if t and t.uninjected
-        }
+        found = {f"{t.name!r} {t.uninjected}" for t in self.compiled.tools if t and t.uninjected}
         if found and not self.state.tool_calls:  # (a caller that made calls gives them)
             raise UsageError(
-                f"Emulator.run() cannot give the injected parameters of tools the plan calls "
-                f"({'; '.join(sorted(found))}): nothing has run; add them to call.args in "
-                "run(call), or run the plan with ToolsPlannerMiddleware or ToolsPlannerNode"
+                f"Emulator.run() cannot give the injected parameters of the tools "
+                f"{'; '.join(sorted(found))}: nothing has run; add them to call.args in run(call), "
+                "or run the plan with ToolsPlannerMiddleware or ToolsPlannerNode"
             )
 
     def _batches(self) -> Generator[list[ToolCall], list[Outcome], RunResult]:

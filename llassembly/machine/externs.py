@@ -285,9 +285,8 @@ class Extern:
 
     @functools.cached_property
     def uninjected(self) -> tuple[str, ...]:
-        """The injected parameters :meth:`call` cannot give (it passes the plan's arguments, and
-        a tool's ``invoke`` its config): those the tool's input schema requires (a function's
-        signature gives no default)."""
+        """The injected parameters :meth:`call` cannot give (it passes the plan's arguments, and a
+        tool's ``invoke`` its config): those its input schema (a function: signature) requires."""
         if self.tool is not None and self.injected:
             fields = getattr(self.tool.get_input_schema(), "model_fields", {})
             return tuple(n for n in self.injected if n in fields and fields[n].is_required())

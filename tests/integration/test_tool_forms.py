@@ -395,7 +395,7 @@ def test_the_emulator_refuses_before_the_run_a_tool_whose_injected_parameter_it_
         assert result.answer == "5" and SEEN == [None]
         return
     param = NOT_IN_EMULATOR[form]
-    with pytest.raises(UsageError, match=rf"tool 'note'.*'{param}'.*nothing has run") as caught:
+    with pytest.raises(UsageError, match=rf"tools 'note' .*'{param}'.*nothing has run") as caught:
         asyncio.run(emulator.arun()) if asynchronous else emulator.run()
     assert SEEN == [] and emulator.state.pc == 0
     assert "Emulator" in str(caught.value)
