@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -162,6 +162,14 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
     except (TypeError, ValueError):
         return None
     return None if _NOT_DIRECT & set(params) else func
+
+
+def tool_injector(tools: Sequence[BaseTool]) -> Callable[[Any, Any, BaseTool], Any]:
+    """``(tool_call, runtime, tool) -> tool_call`` with what ``ToolNode._inject_tool_args`` adds
+    for ``tools`` (state, store, ``ToolRuntime``; ``invoke`` adds the tool-call id and config)."""
+    from langgraph.prebuilt import ToolNode
+
+    return ToolNode(list(tools))._inject_tool_args
 
 
 def unobserved(config: Any) -> bool:

@@ -9,6 +9,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import math
@@ -33,6 +34,7 @@ from llassembly.compat import (
     noted_directly,
     noted_running,
     recording,
+    tool_injector,
     tool_message,
 )
 from llassembly.errors import (
@@ -204,6 +206,7 @@ class CallContext:
         runtime: The caller's LangGraph ``Runtime`` (context, store, stream writer) or ``None``.
         query_model: The chat model that answers the plan's queries.
         errors: The live exceptions of failed calls, by call id (to raise them as they are).
+        hand_off: A plan graph stops before calls that end the run, for the agent's tool node.
     """
 
     planner: _Planner
@@ -213,6 +216,7 @@ class CallContext:
     runtime: Any = None
     query_model: Any = None
     errors: dict[str, BaseException] = field(default_factory=dict)
+    hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
     # run's nodes inherit the handlers of the config it started with), each tool's direct
     # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
@@ -232,6 +236,11 @@ class CallContext:
     def tools(self) -> list[BaseTool]:
         """The LangChain tools among :attr:`externs` (as a ``ToolRuntime`` lists them)."""
         return [e.tool for e in self.externs.values() if e.tool is not None]
+
+    @functools.cached_property
+    def inject(self) -> Callable[[Any, Any, BaseTool], Any]:
+        """:func:`llassembly.compat.tool_injector` for :attr:`tools`."""
+        return tool_injector(self.tools)
 
 
 def run_call(
@@ -278,9 +287,7 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
     """The request of a plan call that runs in a plan graph, as the agent's tool node would
     build it: the tool, its ``ToolRuntime`` (the caller's state, context, store and stream
     writer, the call's id and config)."""
-    extern = ctx.externs[call.tool]
-    cid = call_id(ctx.prefix, call.number)
-    rt = ctx.runtime
+    tool, cid, rt = ctx.externs[call.tool].tool, call_id(ctx.prefix, call.number), ctx.runtime
     runtime = ToolRuntime(
         state=ctx.state,
         context=getattr(rt, "context", None),
@@ -290,7 +297,6 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         store=getattr(rt, "store", None),
         tools=ctx.tools,
     )
-    tool = extern.tool
     return ToolCallRequest(
         tool_call={"name": call.tool, "args": dict(call.args), "id": cid, "type": "tool_call"},
         tool=ctx.planner.recording_tool_of(tool) if tool is not None else None,
@@ -303,7 +309,7 @@ def invoke_tool(
     ctx: CallContext, config: RunnableConfig, *, asynchronous: bool = False
 ) -> Callable[[ToolCallRequest], Any]:
     """The handler that runs a plan graph's call (awaitable when ``asynchronous``): the tool
-    invoked with the tool call, its ``ToolRuntime`` injected, as the agent's tool node invokes
+    invoked with the tool call, what the agent's tool node injects added, as that node invokes
     it (its function called directly when nothing could observe the difference: see
     :func:`llassembly.compat.direct_function`)."""
 
@@ -311,8 +317,13 @@ def invoke_tool(
         return _directly(call, await output)
 
     def invoke(request: ToolCallRequest) -> Any:
-        tool, call = _injected(ctx, request)
-        direct = None if ctx.observed else ctx.direct(tool, asynchronous)
+        tool = request.tool
+        if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
+            raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
+        call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
+        extern = ctx.externs.get(call["name"])
+        given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
+        direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         noted_running()  # it ran, whether it returns or raises
@@ -329,18 +340,6 @@ def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
     message: ToolMessage = tool_message(output, call["id"], call["name"])
     noted_directly(output, message.content)
     return message
-
-
-def _injected(ctx: CallContext, request: ToolCallRequest) -> tuple[BaseTool, dict[str, Any]]:
-    """The tool and the tool call it is invoked with, its ``ToolRuntime`` injected."""
-    tool = request.tool
-    if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
-        raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
-    args = dict(request.tool_call.get("args") or {})
-    extern = ctx.externs.get(request.tool_call["name"])
-    if extern is not None and extern.runtime_param is not None:
-        args[extern.runtime_param] = request.runtime
-    return tool, {**request.tool_call, "args": args, "type": "tool_call"}
 
 
 def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
@@ -371,8 +370,19 @@ def _failed(
     print) gave the plan that value: it is read as any result is."""
     extern = ctx.externs.get(call.tool)
     if noted.returned and extern is not None:
-        return as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
-    return raised_message(ctx.errors, call, ctx.prefix, exc)
+        message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+    else:
+        message = raised_message(ctx.errors, call, ctx.prefix, exc)
+    if request.tool is not None and request.tool.return_direct:
+        message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+    return message
+
+
+def ends_run(messages: Sequence[BaseMessage]) -> bool:
+    """Whether ``messages`` end with plan-call results that end the run, as ``create_agent``
+    ends it after its tool node: each marked :data:`ENDS_RUN` (its tool is ``return_direct``)."""
+    results = list(itertools.takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages)))
+    return bool(results) and all(tag_of(m).get(ENDS_RUN) for m in results)
 
 
 def raised_message(

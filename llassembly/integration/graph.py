@@ -34,6 +34,7 @@ from llassembly.integration.calls import (
     as_message,
     call_id,
     call_request,
+    ends_run,
     invoke_tool,
     jsonable,
     message_text,
@@ -120,6 +121,7 @@ class PlanRun:
         error: Set to the live exception when the run fails (state keeps a plain record).
         errors: The live exception of each failed call, by call id, until the plan raises it
             (rebuilt from its record when it is gone).
+        hand_off: Stop before a batch of ``return_direct`` calls (for the agent's tool node).
     """
 
     execute: Callable[[ToolCall, RunnableConfig], Any]
@@ -128,6 +130,7 @@ class PlanRun:
     announce: Callable[[ToolCall, ToolMessage], None] | None = None
     error: ExecutionError | None = field(default=None, repr=False)
     errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
+    hand_off: bool = False
     # The machine a node left, with the snapshot it wrote: the next node of the same run
     # reads that very snapshot and goes on with the live machine instead of restoring it.
     machine: tuple[dict[str, Any], Emulator] | None = field(default=None, repr=False)
@@ -135,13 +138,14 @@ class PlanRun:
 
 @dataclass(frozen=True)
 class PlanRan:
-    """A plan graph ran the plan to its end, or to its failure (``error`` is the live
-    exception, for a driver that raises it)."""
+    """A plan graph ran the plan to its end, to its failure (``error`` is the live exception,
+    for a driver that raises it), or to results that end the run (``ended``: see ``ends_run``)."""
 
     machine: dict[str, Any]
     failure: Failure | None
     messages: Sequence[AnyMessage] = ()
     error: ExecutionError | None = None
+    ended: bool = False
 
 
 class PlanGraph:
@@ -262,9 +266,10 @@ class PlanGraph:
                 # handed out again below.)
                 if all(i in found for i in ids):
                     self._take(emulator, run, batch, [found[i] for i in ids], messages)
-            while True:
+            while not ends_run(messages):
                 batch = emulator.advance_batch(self._max_steps)
-                if not batch:
+                tools = [self.compiled.externs[c.tool].tool for c in batch]  # (see hand_off)
+                if not batch or (run.hand_off and all(t and t.return_direct for t in tools)):
                     break
                 if self._dispatching and len(batch) > 1:
                     dispatch = [
@@ -303,7 +308,7 @@ class PlanGraph:
         messages: list[AnyMessage],
     ) -> None:
         """Give a batch's results to the machine in program order, recording the batch's
-        ``AIMessage`` and each call's ``ToolMessage``.
+        ``AIMessage`` and each call's ``ToolMessage`` (the plan stops at results that end the run).
 
         Raises:
             ExecutionError: A call failed (its live error, else rebuilt from its message);
@@ -312,6 +317,8 @@ class PlanGraph:
         externs = self.compiled.externs
         query = externs[batch[0].tool].query
         messages += [call_request(batch, run.call_id_prefix, query=query), *results]
+        if ends_run(results):
+            return
         for call, message in zip(batch, results, strict=True):
             outcome = outcome_of(externs.get(call.tool), message, call)
             if isinstance(outcome, Failed) and not emulator.tests_failure():
@@ -350,7 +357,8 @@ class PlanGraph:
             machine = update["machine"]
             if dispatch:
                 return Command(update=update, goto=[Send(_CALL, call) for call in dispatch])
-            if update.get("failure") or machine["halted"]:
+            waits = machine["pending"] is not None or machine.get("outstanding")  # (see _body)
+            if update.get("failure") or machine["halted"] or waits:
                 return Command(update=update, goto=END)
             target = names.get(machine["pc"])
             if target is None and self._dispatching:
@@ -570,7 +578,7 @@ def plan_run(ctx: CallContext) -> PlanRun:
         handler = invoke_tool(ctx, config, asynchronous=True)
         return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
 
-    run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx))
+    run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx), hand_off=ctx.hand_off)
     run.errors = ctx.errors  # a tool's live error, kept by the tool path
     return run
 
@@ -625,5 +633,5 @@ def _running(
     ctx.observed = not unobserved(config)
     run = plan_run(ctx)
     result = yield graph.initial_state(), graph.config_for(run, config)
-    messages = list(result.get("messages", []))
-    return PlanRan(result["machine"], result.get("failure"), messages, run.error)
+    said = list(result.get("messages", []))
+    return PlanRan(result["machine"], result.get("failure"), said, run.error, ends_run(said))

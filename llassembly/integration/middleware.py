@@ -41,9 +41,9 @@ from llassembly.errors import UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import (
     ADDED_BY_CALL,
-    ENDS_RUN,
     CallContext,
     arun_call,
+    ends_run,
     outcome_of,
     plan_call_messages,
     run_call,
@@ -67,7 +67,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of, tag_of
+from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -222,7 +222,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         and runtime, and the query model."""
         ctx = CallContext(
             self.planner, view.externs, asked.prefix, request.state, request.runtime,
-            self._query_model(request),
+            self._query_model(request), hand_off=True,
         )  # fmt: skip
         return self.planner.plan_graph(asked.plan, view.externs), ctx
 
@@ -351,13 +351,13 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
     result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the planner's
     ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the
     run that made it has ended (a limit answered it and ended the run, and a new run is
-    starting), as does a result marked :data:`ENDS_RUN` (a ``return_direct`` tool).
+    starting).
     """
     for message in reversed(messages):
         if isinstance(message, ToolMessage):
             if message.tool_call_id != call_id:
                 continue
-            return None if tag_of(message).get(ENDS_RUN) else message
+            return message
         if isinstance(message, AIMessage):
             if any(c.get("id") == call_id for c in message.tool_calls):
                 return None
@@ -381,8 +381,8 @@ def next_event(
     now = due(record)
     if now == "results":
         pending = record["pending"]
-        answers = [answer_of_call(messages, p["id"]) for p in pending]
-        if any(a is None for a in answers):
+        answers = [a for p in pending if (a := answer_of_call(messages, p["id"])) is not None]
+        if len(answers) < len(pending) or ends_run(answers):  # (that run has ended)
             return Begin()
         # The calls' arguments as the tool node got them (after any middleware that edited them).
         sent = next(
@@ -393,7 +393,6 @@ def next_event(
             [
                 outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
                 for a, p in zip(answers, pending, strict=True)
-                if a is not None
             ]
         )
     approval = record["approval"]

@@ -27,7 +27,7 @@ from langgraph.types import Command, Send, interrupt
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, Failure, UsageError, error_of
 from llassembly.integration.approval import read_decision
-from llassembly.integration.calls import CallContext, without_plan_calls
+from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
@@ -270,7 +270,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         the node's next task, so that its messages are kept (see the class docstring)."""
         record = final["record"]
         messages: list[AnyMessage] = list(final.get("new_messages", []))
-        if not self.options.infer_tools_messages:
+        if not self.options.infer_tools_messages and not ends_run(messages):
             messages = without_plan_calls(messages, record["prefixes"])
         if not record["raise_failure"] or record["failure"] is None:
             return {"messages": messages}

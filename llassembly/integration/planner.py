@@ -102,15 +102,6 @@ class Planner:
         externs = externs_from(given)
         if self.options.execution == "graph":  # a plan graph runs each call as a tool
             externs = {name: _as_tool(extern) for name, extern in externs.items()}
-        for extern in externs.values():
-            other = [n for n in extern.injected if n != extern.runtime_param]
-            # On the agent path the agent's tool node injects every parameter itself.
-            if other and self.options.execution != "agent":
-                raise UsageError(
-                    f"tool {extern.name!r} has injected parameters {other}: plans give "
-                    "tools their context through a `runtime: ToolRuntime` parameter "
-                    "(state, store, context, tool_call_id)"
-                )
         if self.options.queries:
             if QUERY_TOOL in externs:
                 raise UsageError(

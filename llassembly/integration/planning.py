@@ -238,9 +238,8 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     context, conversation = split_system(messages)
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
-    # "agent": tools may take injected parameters (whoever runs the calls supplies them);
     # "raise": a model that writes no valid plan raises RepairsExhausted.
-    options = {**arguments, "execution": "agent", "on_tool_error": "raise"}
+    options = {**arguments, "on_tool_error": "raise"}
     planner = _planner(PlannerOptions.from_arguments(options))
     externs = planner.externs_for(arguments["tools"])
     system = SystemMessage(planner.system_prompt(externs, context))

@@ -238,6 +238,11 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
     if isinstance(event, PlanRan):
         rec["machine"] = dict(event.machine)
         rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
+        if event.ended:  # a return_direct tool's result: the run ends on it
+            rec.update({"plan": None, "phase": "done"})
+            return Step(rec, Finish(), list(event.messages))
+        if event.failure is None and not event.machine["halted"]:  # calls for the agent's tools
+            return _advance(rec, _machine(rec, view), view, list(event.messages))
         return _plan_ended(rec, event.failure, view, list(event.messages))
     return _answered(rec, event, view)
 

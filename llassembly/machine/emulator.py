@@ -467,22 +467,36 @@ class Emulator:
         a batch's calls run at once on threads.
 
         Raises:
-            UsageError: Without ``call``, the plan calls an async-only tool (nothing has run).
+            UsageError: Without ``call``, the plan calls an async-only tool or one whose
+                injected parameters only ``call`` can give (nothing has run).
             ToolExecutionError: A tool raised (the original is its ``__cause__``).
             ExecutionError: A budget ran out or an instruction failed.
         """
         if call is None:
             check_sync_tools(self.compiled.tools)
+            self._check_injected()
         execute = call or (lambda request: self.compiled.externs[request.tool].call(request.args))
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
         """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
         a batch's calls are awaited together."""
+        if call is None:
+            self._check_injected()
         execute = call or (lambda request: self.compiled.externs[request.tool].acall(request.args))
         return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------
+
+    def _check_injected(self) -> None:
+        """Refuse, before anything runs, tools whose injected parameters only ``call`` can give."""
+        found = {f"{t.name!r} {t.uninjected}" for t in self.compiled.tools if t and t.uninjected}
+        if found and not self.state.tool_calls:  # (a caller that made calls gives them)
+            raise UsageError(
+                f"Emulator.run() cannot give the injected parameters of the tools "
+                f"{'; '.join(sorted(found))}: nothing has run; add them to call.args in run(call), "
+                "or run the plan with ToolsPlannerMiddleware or ToolsPlannerNode"
+            )
 
     def _batches(self) -> Generator[list[ToolCall], list[Outcome], RunResult]:
         """Yields each batch, takes its outcomes by ``send`` and keeps each completed call in

@@ -279,7 +279,7 @@ class Extern:
         if self.tool is not None:
             record = Recorded()
             with recording(record):
-                return self._settled(self._recorder().invoke(self._as_call(args)), record)
+                return self._settled(self._recorder.invoke(self._as_call(args)), record)
         func = self.func
         if func is None or self._is_async:
             msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
@@ -291,21 +291,28 @@ class Extern:
         if self.tool is not None:
             record = Recorded()
             with recording(record):
-                output = await self._recorder().ainvoke(self._as_call(args))
+                output = await self._recorder.ainvoke(self._as_call(args))
             return self._settled(output, record)
         func = self.func
         if func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await func(**args) if self._is_async else func(**args)
 
+    @functools.cached_property
+    def uninjected(self) -> tuple[str, ...]:
+        """The injected parameters :meth:`call` cannot give (it passes the plan's arguments, and a
+        tool's ``invoke`` its config): those its input schema (a function: signature) requires."""
+        if self.tool is not None and self.injected:
+            fields = getattr(self.tool.get_input_schema(), "model_fields", {})
+            return tuple(n for n in self.injected if n in fields and fields[n].is_required())
+        params = inspect.signature(self.func).parameters if self.func and self.injected else {}
+        return tuple(n for n in self.injected if params[n].default is inspect.Parameter.empty)
+
+    @functools.cached_property
     def _recorder(self) -> BaseTool:
-        """The copy of the tool that notes what its code returned (built once)."""
-        copy: BaseTool | None = self.__dict__.get("_recording")
-        if copy is None:
-            assert self.tool is not None
-            copy = recording_tool(self.tool)
-            object.__setattr__(self, "_recording", copy)
-        return copy
+        """The copy of the tool that notes what its code returned."""
+        assert self.tool is not None
+        return recording_tool(self.tool)
 
     def _as_call(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "tool_call", "name": self.name, "args": args, "id": f"{self.name}-call"}

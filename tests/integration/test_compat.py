@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import typing
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
 from langchain.agents.middleware.model_call_limit import ModelCallLimitState
+from langchain.tools import InjectedState, InjectedStore, ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
 from llassembly.compat import (
@@ -211,3 +212,34 @@ def test_a_tool_is_called_directly_only_when_invoking_it_adds_nothing_observable
     assert direct_function(artifact) is None
     assert unobserved({}) and unobserved({"callbacks": []})
     assert not unobserved({"callbacks": [BaseCallbackHandler()]})
+
+
+def test_the_tool_node_injects_state_a_state_key_the_store_and_the_runtime() -> None:
+    """``tool_injector`` is ``ToolNode._inject_tool_args``: what it adds to a tool call, and
+    that a value the call names for an injected parameter is dropped."""
+    from llassembly.compat import tool_injector
+
+    def use(
+        x: int,
+        state: Annotated[dict[str, Any], InjectedState],
+        messages: Annotated[list[Any], InjectedState("messages")],
+        store: Annotated[Any, InjectedStore()],
+        call_id: Annotated[str, InjectedToolCallId],
+        runtime: ToolRuntime,
+    ) -> int:
+        """Use them."""
+        return x
+
+    used = StructuredTool.from_function(use)
+    state = {"messages": ["hi"]}
+    runtime = ToolRuntime(
+        state=state, context=None, config={}, stream_writer=lambda _: None,
+        tool_call_id="c1", store="the store",
+    )  # fmt: skip
+    call = {"name": "use", "args": {"x": 1, "call_id": "forged"}, "id": "c1", "type": "tool_call"}
+    injected = tool_injector([used])(call, runtime, used)
+    assert injected["args"] == {
+        "x": 1, "state": state, "messages": ["hi"], "store": "the store", "runtime": runtime,
+    }  # fmt: skip
+    assert call["args"] == {"x": 1, "call_id": "forged"}  # the caller's call is left as it was
+    assert used.invoke({**injected, "type": "tool_call"}).content == "1"  # the id: invoke's

@@ -25,10 +25,12 @@ from conftest import (
     asm,
     meta,
     planned_calls,
+    shape,
 )
 from fakes import ScriptedChatModel
-from langchain.agents.middleware import ToolRetryMiddleware
+from langchain.agents.middleware import ModelCallLimitMiddleware, ToolRetryMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
@@ -170,6 +172,61 @@ async def test_each_executed_call_adds_one_tool_call_message_and_its_result(
     assert (record["status"], record["model_calls"], record["repairs"]) == ("finished", 1, 0)
     assert (record["tool_calls"], record["instructions"]) == (2, 8)
     assert len(harness.model.calls) == 1
+
+
+@pytest.mark.parametrize("infer", [True, False], ids=["messages", "no messages"])
+@pytest.mark.parametrize("fails", [False, True], ids=["returns", "raises"])
+async def test_a_return_direct_tools_result_ends_the_run(
+    harness: Harness, fails: bool, infer: bool
+) -> None:
+    """As ``create_agent`` ends its run after a ``return_direct`` tool: the rest of the plan
+    does not run, the tool's result is the run's last message (the same messages on every
+    path), and the next turn gets a new plan."""
+    ran: list[int] = []
+
+    def lookup(x: int) -> str:
+        """Look x up and answer the user with it."""
+        ran.append(x)
+        if fails:
+            raise ValueError(f"no {x}")
+        return f"found {x}"
+
+    plan = asm('PUSH 1\nCALL lookup\nPOP R1\nPUSH 2\nCALL lookup\nPOP R2\nSAY "{R1} {R2}"')
+    replies = [plan, asm("PUSH 5\nCALL lookup\nPOP R1")]
+    tools = [StructuredTool.from_function(lookup, return_direct=True)]
+    limit = ModelCallLimitMiddleware(run_limit=9)  # (an after_model hook between the planner
+    # and the agent's routing)
+    harness.build(
+        replies, tools, checkpointer=InMemorySaver(), infer_tools_messages=infer, middleware=[limit]
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    out = await harness.invoke({"messages": [HumanMessage("look 1 up")]}, config=config)
+    [first, call, result] = added(out)
+    assert first.text == plan and ran == [1]
+    assert shape([call]) == [("ai", "", [("lookup", {"x": 1})])]
+    assert isinstance(result, ToolMessage) and result.status == ("error" if fails else "success")
+    assert ("no 1" if fails else "found 1") in result.text
+    out = await harness.invoke({"messages": [HumanMessage("look 5 up")]}, config=config)
+    assert ran == [1, 5] and len(harness.model.calls) == 2
+    assert ("no 5" if fails else "found 5") in out["messages"][-1].text
+
+
+async def test_a_batch_of_a_return_direct_call_and_another_runs_on(
+    harness: Harness, box: Toolbox
+) -> None:
+    """``create_agent`` ends its run after a batch only when each of its calls is
+    ``return_direct``: a plan's batch that mixes them runs on, on every path."""
+
+    def lookup(x: int) -> str:
+        """Look x up."""
+        return f"found {x}"
+
+    tools = [StructuredTool.from_function(lookup, return_direct=True), *box.sync_tools]
+    plan = asm('PUSH 1\nCALL lookup\nPUSH 2\nCALL increment\nPOP R2\nPOP R1\nSAY "{R1} {R2}"')
+    out = await harness.run([plan], tools, parallel_tools=True)
+    assert [type(m) for m in added(out)] == [AIMessage, AIMessage, ToolMessage, ToolMessage,
+                                             AIMessage]  # fmt: skip
+    assert out["messages"][-1].text == "found 1 3" and len(harness.model.calls) == 1
 
 
 async def test_turn_ends_with_a_plain_message_after_one_model_call(

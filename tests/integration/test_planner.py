@@ -15,7 +15,6 @@ from llassembly.analysis.summary import PlanSummary
 from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
-    UsageError,
 )
 from llassembly.integration.calls import CallContext
 from llassembly.integration.nodes import TURN_KEY, TurnGraph, TurnRun
@@ -95,16 +94,17 @@ def test_externs_and_prompts_are_built_once_per_tool_list_and_context() -> None:
     assert turn.system_prompt(externs, "Be kind.").startswith("Be kind.")
 
 
-def test_tools_with_injected_parameters_other_than_runtime_need_the_agent_path() -> None:
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_tools_with_injected_parameters_are_taken_on_every_path(execution: Any) -> None:
+    """Each path gives them what the agent's tool node does (test_tool_forms.py runs them)."""
 
     @tool
     def peek(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
         """Look at the state."""
         return x
 
-    with pytest.raises(UsageError, match="injected parameters"):
-        Planner(PlannerOptions(execution="graph")).externs_for([peek])
-    assert "peek" in Planner(PlannerOptions(execution="agent")).externs_for([peek])
+    externs = Planner(PlannerOptions(execution=execution)).externs_for([peek])
+    assert [p.name for p in externs["peek"].params] == ["x"]
 
 
 def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:

@@ -7,19 +7,26 @@ Each form declares the same ``pay(to: str, amount: 0 < float <= 100)``: a plan t
 runs; a literal ``5000`` is refused before the run with its line (the model is asked to repair
 it); a computed ``5000`` is refused when the call is built, before the tool runs. (MCP tools,
 from a real server: ``tests/integration/test_mcp.py``.) The model's replies are hand-written.
+
+A tool taking an injected parameter (a tool-call id, a state, a config, a ``ToolRuntime``) gets
+on every path what LangGraph's ``ToolNode`` gives it; ``Emulator.run()`` refuses, before the
+run, one whose parameter it cannot give.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
-from conftest import asm, meta
+from conftest import Harness, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain.tools import InjectedState, ToolRuntime
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel, Field
 
@@ -28,6 +35,7 @@ from llassembly import (
     ToolArgumentError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
+    UsageError,
     check,
     parse,
 )
@@ -253,3 +261,141 @@ async def test_a_plan_graphs_tool_runs_are_traced_when_someone_listens(path: str
         assert PAID == [("bob", 40.0)]
     assert listening.started == ["pay"]
     assert finals[0] == finals[1] == said("@tool")
+
+
+# -- injected parameters: every path gives what LangGraph's ToolNode gives --------------------
+
+SEEN: list[Any] = []
+"""What each injected-parameter tool was given (its one parameter the plan does not pass)."""
+ASKED = "note 5"
+USER: dict[str, Any] = {"configurable": {"user_id": "u1"}}
+
+
+def _call_id() -> Any:
+    @tool
+    def note(x: int, call_id: Annotated[str, InjectedToolCallId]) -> int:
+        """Note x."""
+        SEEN.append(call_id)
+        return x
+
+    return note
+
+
+def _state() -> Any:
+    @tool
+    def note(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
+        """Note x."""
+        SEEN.append(state)
+        return x
+
+    return note
+
+
+def _state_key() -> Any:
+    @tool
+    def note(x: int, messages: Annotated[list[Any], InjectedState("messages")]) -> int:
+        """Note x."""
+        SEEN.append({"messages": messages})
+        return x
+
+    return note
+
+
+def _config() -> Any:
+    @tool
+    def note(x: int, config: RunnableConfig) -> int:
+        """Note x."""
+        SEEN.append(config.get("configurable", {}).get("user_id"))
+        return x
+
+    return note
+
+
+def _runtime() -> Any:
+    @tool
+    def note(x: int, runtime: ToolRuntime) -> int:
+        """Note x."""
+        SEEN.append(runtime.tool_call_id)
+        return x
+
+    return note
+
+
+def _function_state() -> Any:
+    def note(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
+        """Note x."""
+        SEEN.append(state)
+        return x
+
+    return note
+
+
+INJECTED: dict[str, Callable[[], Any]] = {
+    "InjectedToolCallId": _call_id,
+    "InjectedState": _state,
+    "InjectedState(key)": _state_key,
+    "RunnableConfig": _config,
+    "ToolRuntime": _runtime,
+    "plain function, InjectedState": _function_state,
+}
+# What a plain Emulator.run() cannot give (it passes the plan's arguments; a LangChain tool's
+# own invoke adds its config).
+NOT_IN_EMULATOR = {
+    "InjectedToolCallId": "call_id",
+    "InjectedState": "state",
+    "InjectedState(key)": "messages",
+    "ToolRuntime": "runtime",
+    "plain function, InjectedState": "state",
+}
+NOTE = 'PUSH 5\nCALL note\nPOP R1\nSAY "{R1}"'
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+@pytest.mark.parametrize("listening", [False, True], ids=["direct", "traced"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize("form", sorted(INJECTED))
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+async def test_a_tool_with_an_injected_parameter_gets_what_the_tool_node_gives_on_each_path(
+    path: str, form: str, asynchronous: bool, listening: bool
+) -> None:
+    """The plan's call id, the caller's state (the agent's; the node's input state) and the
+    run's config reach the tool on every path, called directly or traced."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    SEEN.clear()
+    harness = Harness("node" if path == "node" else "agent", asynchronous=asynchronous)
+    harness.defaults = {} if path == "node" else {"execution": path}
+    config: dict[str, Any] = dict(USER)
+    if listening:
+        config["callbacks"] = [BaseCallbackHandler()]
+    out = await harness.run([asm(NOTE)], [INJECTED[form]()], [HumanMessage(ASKED)], config=config)
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "finished" and final.text == "5"
+    [call] = [c for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    [seen] = SEEN
+    if form in ("InjectedToolCallId", "ToolRuntime"):
+        assert seen == call["id"]
+    elif form == "RunnableConfig":
+        assert seen == "u1"
+    else:
+        assert seen["messages"][0].text == ASKED
+        if path == "node":  # the node's input state, as the node was given it
+            assert [m.text for m in seen["messages"]] == [ASKED]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["run", "arun"])
+@pytest.mark.parametrize("form", sorted(INJECTED))
+def test_the_emulator_refuses_before_the_run_a_tool_whose_injected_parameter_it_cannot_give(
+    form: str, asynchronous: bool
+) -> None:
+    SEEN.clear()
+    emulator = Emulator(parse(NOTE), [INJECTED[form]()])
+    if form not in NOT_IN_EMULATOR:  # a tool's invoke gives it its config
+        result = asyncio.run(emulator.arun()) if asynchronous else emulator.run()
+        assert result.answer == "5" and SEEN == [None]
+        return
+    param = NOT_IN_EMULATOR[form]
+    with pytest.raises(UsageError, match=rf"tools 'note' .*'{param}'.*nothing has run") as caught:
+        asyncio.run(emulator.arun()) if asynchronous else emulator.run()
+    assert SEEN == [] and emulator.state.pc == 0
+    assert "Emulator" in str(caught.value)

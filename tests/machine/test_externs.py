@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from langchain.tools import InjectedState, InjectedStore, ToolRuntime, tool
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
@@ -100,6 +101,29 @@ def test_every_kind_of_injected_parameter_is_skipped() -> None:
     assert [p.name for p in ext.params] == ["key"]
     assert ext.injected == ("state", "store", "call_id", "secret", "rt")
     assert ext.runtime_param == "rt"
+
+
+def test_the_injected_parameters_a_plain_call_cannot_give_are_those_without_a_default() -> None:
+    """``Extern.call`` passes the plan's arguments (a tool's invoke adds its config)."""
+
+    def plain(x: int, config: RunnableConfig, secret: Annotated[str, InjectedToolArg] = "") -> int:
+        """Use x."""
+        return x
+
+    @tool
+    def tooled(
+        x: int,
+        config: RunnableConfig,
+        state: Annotated[dict[str, Any], InjectedState],
+        secret: Annotated[str, InjectedToolArg] = "",
+    ) -> int:
+        """Use x."""
+        return x
+
+    assert one(plain).uninjected == ("config",)
+    assert one(tooled).injected == ("config", "state", "secret")
+    assert one(tooled).uninjected == ("state",)
+    assert one(make_one_step).uninjected == ()
 
 
 def test_tool_schema_descriptions_are_used_for_arguments() -> None:
