@@ -856,10 +856,26 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
         base = _object(schema, defs, str(schema.get("title") or name), depth)
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
-    found_constraints = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    found_constraints = _constraints(schema)
     if found_constraints and base is not Any:
         return typing.cast(Any, Annotated)[(base, Field(**found_constraints))]
     return base
+
+
+def _constraints(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON schema's constraints as pydantic ``Field`` keywords. ``exclusiveMinimum: true``
+    (draft 4, OpenAPI 3.0) is a flag that makes ``minimum`` exclusive, not a bound of its own;
+    ``false`` leaves it inclusive."""
+    found = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    for word, inclusive, exclusive, bound in (
+        ("exclusiveMinimum", "ge", "gt", "minimum"),
+        ("exclusiveMaximum", "le", "lt", "maximum"),
+    ):
+        if isinstance(schema.get(word), bool):
+            del found[exclusive]
+            if schema[word] and bound in schema:
+                found[exclusive] = found.pop(inclusive)
+    return found
 
 
 def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str, depth: int) -> Any:
