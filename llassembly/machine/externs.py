@@ -714,8 +714,27 @@ def _from_tool(tool: BaseTool) -> Extern:
         results = _result_count(returns, tool.name)
     about, structured = tool.description or "", output is not None
     return _extern(
-        tool.name, tool.tool_call_schema, about, hints, results, tool=tool, structured=structured
+        tool.name, _call_schema(tool), about, hints, results, tool=tool, structured=structured
     )
+
+
+def _call_schema(tool: BaseTool) -> Any:
+    """A LangChain tool's ``tool_call_schema``: a pydantic model, or a JSON schema (a
+    ``pydantic.v1`` model's is read as its JSON schema, as LangChain describes it to a model).
+
+    Raises:
+        UsageError: LangChain cannot make the schema (a ``pydantic.v1`` field constraint), or
+            it has no JSON schema.
+    """
+    v1 = loaded("pydantic.v1", "BaseModel")
+    legacy = v1 is not None and _subclass(tool.args_schema, v1)
+    try:
+        schema = tool.tool_call_schema
+        return schema.schema() if legacy else schema  # type: ignore[union-attr]
+    except Exception as exc:
+        hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
+        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {first_line(exc)}"
+        raise UsageError(msg) from exc
 
 
 def _from_function(name: str, fn: Callable[..., Any]) -> Extern:

@@ -22,12 +22,16 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel, Field
+from pydantic.v1 import BaseModel as BaseModelV1
+from pydantic.v1 import Field as FieldV1
+from pydantic.v1 import confloat
 
 from llassembly import (
     Emulator,
     ToolArgumentError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
+    UsageError,
     check,
     parse,
 )
@@ -44,6 +48,8 @@ class PayArgs(BaseModel):
     to: str = Field(description="who is paid")
     amount: float = Field(gt=0, le=100, description="how much")
 
+
+AmountV1 = confloat(gt=0, le=100)  # (LangChain refuses a v1 Field's own constraints)
 
 PAY_SCHEMA = {
     "type": "object",
@@ -70,6 +76,20 @@ def _pydantic_schema() -> Any:
         name="pay",
         description="Pay someone.",
         args_schema=PayArgs,
+    )
+
+
+class PayArgsV1(BaseModelV1):
+    to: str = FieldV1(description="who is paid")
+    amount: AmountV1 = FieldV1(description="how much")
+
+
+def _pydantic_v1_schema() -> Any:
+    return StructuredTool.from_function(
+        func=lambda to, amount: _paid(to, amount),
+        name="pay",
+        description="Pay someone.",
+        args_schema=PayArgsV1,
     )
 
 
@@ -124,6 +144,7 @@ FORMS: dict[str, Callable[[], Any]] = {
     "@tool": _decorated,
     "pydantic args_schema": _pydantic_schema,
     "JSON-schema args_schema": _json_schema,
+    "pydantic.v1 args_schema": _pydantic_v1_schema,
     "**kwargs with args_schema": _kwargs,
     "content_and_artifact": _content_and_artifact,
     "BaseTool subclass": _subclass,
@@ -253,3 +274,26 @@ async def test_a_plan_graphs_tool_runs_are_traced_when_someone_listens(path: str
         assert PAID == [("bob", 40.0)]
     assert listening.started == ["pay"]
     assert finals[0] == finals[1] == said("@tool")
+
+
+class LimitedV1(BaseModelV1):
+    q: str
+    limit: int = FieldV1(5, ge=1)  # LangChain cannot make its tool-call schema
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_pydantic_v1_schema_langchain_cannot_describe_is_a_usage_error(path: str) -> None:
+    old = StructuredTool.from_function(
+        lambda q, limit=5: q, name="old", description="Old.", args_schema=LimitedV1
+    )
+    with pytest.raises(UsageError, match=r"tool 'old' \(a pydantic.v1 args_schema.*: On field"):
+        if path == "Emulator":
+            Emulator(parse('PUSH "x"\nCALL old, 1\nPOP R1'), [old])
+        elif path == "node":
+            ToolsPlannerNode(ScriptedChatModel(replies=[]), [old])
+        else:
+            planner = ToolsPlannerMiddleware(execution=path)  # type: ignore[arg-type]
+            agent = create_agent(
+                ScriptedChatModel(replies=[asm(GOOD)]), [old], middleware=[planner]
+            )
+            await agent.ainvoke({"messages": [HumanMessage("go")]})
