@@ -315,7 +315,7 @@ def invoke_tool(
         direct = None if ctx.observed else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
-        output = direct(**call["args"])
+        output = direct(call)
         return awaited(call, output) if asynchronous else _directly(call, output)
 
     return invoke

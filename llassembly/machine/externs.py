@@ -719,22 +719,32 @@ def _from_tool(tool: BaseTool) -> Extern:
 
 
 def _call_schema(tool: BaseTool) -> Any:
-    """A LangChain tool's ``tool_call_schema``: a pydantic model, or a JSON schema (a
-    ``pydantic.v1`` model's is read as its JSON schema, as LangChain describes it to a model).
-
-    Raises:
-        UsageError: LangChain cannot make the schema (a ``pydantic.v1`` field constraint), or
-            it has no JSON schema.
-    """
-    v1 = loaded("pydantic.v1", "BaseModel")
-    legacy = v1 is not None and _subclass(tool.args_schema, v1)
+    """A LangChain tool's ``tool_call_schema`` (a ``pydantic.v1`` model's as its JSON schema);
+    ``UsageError`` when LangChain cannot make it (a ``pydantic.v1`` field constraint) or it names
+    an argument its ``args_schema`` reads only by an alias (which ``tool.invoke`` refuses)."""
+    model, v1 = tool.args_schema, loaded("pydantic.v1", "BaseModel")
+    legacy = v1 is not None and _subclass(model, v1)
     try:
         schema = tool.tool_call_schema
-        return schema.schema() if legacy else schema  # type: ignore[union-attr]
+        schema = schema.schema() if legacy else schema  # type: ignore[union-attr]
     except Exception as exc:
         hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
         msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {first_line(exc)}"
         raise UsageError(msg) from exc
+    if isinstance(schema, dict) or not _subclass(model, BaseModel):
+        return schema
+    declared, named = typing.cast(type[BaseModel], model), typing.cast(type[BaseModel], schema)
+    fields, config = declared.model_fields, declared.model_config
+    by_name = config.get("validate_by_name") or config.get("populate_by_name")
+    for name in () if by_name or config.get("validate_by_alias") is False else named.model_fields:
+        alias = fields[name].validation_alias or fields[name].alias if name in fields else None
+        if alias is not None and alias != name:
+            raise UsageError(
+                f"tool {tool.name!r}: argument {name!r} is read only by its alias {alias!r}, but "
+                f"LangChain's tool-call schema names it {name!r}, which tool.invoke refuses: set "
+                "populate_by_name=True in the args_schema's model_config, or drop the alias"
+            )
+    return schema
 
 
 def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
@@ -875,26 +885,13 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
         base = _object(schema, defs, str(schema.get("title") or name), depth)
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
-    found_constraints = _constraints(schema)
-    if found_constraints and base is not Any:
-        return typing.cast(Any, Annotated)[(base, Field(**found_constraints))]
+    kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
+        if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
+            kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
+    if kw and base is not Any:
+        return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
-
-
-def _constraints(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON schema's constraints as pydantic ``Field`` keywords. ``exclusiveMinimum: true``
-    (draft 4, OpenAPI 3.0) is a flag that makes ``minimum`` exclusive, not a bound of its own;
-    ``false`` leaves it inclusive."""
-    found = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
-    for word, inclusive, exclusive, bound in (
-        ("exclusiveMinimum", "ge", "gt", "minimum"),
-        ("exclusiveMaximum", "le", "lt", "maximum"),
-    ):
-        if isinstance(schema.get(word), bool):
-            del found[exclusive]
-            if schema[word] and bound in schema:
-                found[exclusive] = found.pop(inclusive)
-    return found
 
 
 def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str, depth: int) -> Any:
