@@ -140,12 +140,11 @@ _NOT_DIRECT: Final = frozenset({"callbacks", "run_manager", "config"})
 
 
 def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[..., Any] | None:
-    """What ``tool.invoke(tool_call)`` (``tool.ainvoke``: a coroutine) does up to its output, as a
-    function of the tool call, when invoking it does nothing else a caller could observe and no
-    callback handler listens: a plain ``StructuredTool``, no error handlers, no callbacks of its
-    own, ``response_format="content"``, a function that takes no callbacks or config; else
-    ``None``. The arguments are read as ``invoke`` reads them (``_to_args_and_kwargs``: the
-    ``args_schema``'s validators, aliases and defaults, the tool-call id)."""
+    """What ``tool.invoke(tool_call)`` (``ainvoke``: a coroutine) does up to its output, as a
+    function of the tool call, when invoking does nothing else a caller could observe and no
+    handler listens: a plain ``StructuredTool``, no error handlers or callbacks of its own,
+    ``response_format="content"``, a function taking no callbacks or config (else ``None``);
+    the arguments read as ``invoke`` reads them (``_to_args_and_kwargs``: validators, aliases)."""
     from langchain_core.tools import StructuredTool
 
     func = getattr(tool, "coroutine" if asynchronous else "func", None)

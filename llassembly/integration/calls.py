@@ -45,6 +45,7 @@ from llassembly.errors import (
     clip,
     error_of,
     failure_of,
+    safe_text,
 )
 from llassembly.integration.record import FAILURE_ARTIFACT, KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
@@ -106,10 +107,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {safe_text(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
-    return str(value)
+    return safe_text(value)
 
 
 def result_text(result: Any) -> str:
@@ -380,7 +381,7 @@ def raised_message(
     """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
     error kept in ``errors`` by call id (to raise it as it is)."""
     wrapped = tool_error(call, exc)
-    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
+    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
     errors[call_id(prefix, call.number)] = error
     tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
     return failure_message(call, prefix, failure_of(error), **tag)

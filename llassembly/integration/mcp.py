@@ -44,9 +44,8 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
             'load_mcp_tools needs langchain-mcp-adapters: pip install "llassembly[mcp]"'
         ) from exc
     tools: list[BaseTool] = await load(session, **options)
-    # The adapter names a tool "<server_name>_<name>" when asked to prefix (its documented rule).
-    prefixed = options.get("tool_name_prefix") and options.get("server_name")
-    prefix = f"{options['server_name']}_" if prefixed else ""
+    server = options.get("server_name") if options.get("tool_name_prefix") else None
+    prefix = f"{server}_" if server else ""  # the adapter's documented rule
     schemas: dict[str, Any] = {}
     cursor = None
     while True:
