@@ -37,7 +37,7 @@ from llassembly import (
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.toolset import looks_like_one_tool
-from llassembly.errors import plural
+from llassembly.errors import plural, safe_text, well_formed
 from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
@@ -96,19 +96,6 @@ def show(value: Any) -> str:
         if isinstance(value, int):
             return f"<int of {value.bit_length()} bits>"
         return f"<unprintable {type(value).__name__}>"
-
-
-def well_formed(text: str) -> str:
-    """``text`` with each lone surrogate (half a character: an emoji a web service cut in
-    two) replaced by U+FFFD; a pair of surrogates becomes the character it spells. A lone
-    surrogate is no character: UTF-8 cannot encode it, and JSON readers differ on it."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def printable(text: str, stream: TextIO) -> str:
@@ -201,7 +188,7 @@ def load_tools(spec: str) -> dict[str, Extern]:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a missing module, or one that fails while importing
-        msg = f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        msg = f"cannot import module {module_name!r}: {type(exc).__name__}: {safe_text(exc)}"
         raise UsageError(msg) from exc
     try:
         value: Any = getattr(module, attr)
@@ -211,7 +198,9 @@ def load_tools(spec: str) -> dict[str, Extern]:
         try:
             value = value()
         except Exception as exc:  # the factory's own failure: --tools names no tools
-            raise UsageError(f"calling {spec} raised {type(exc).__name__}: {exc}") from exc
+            raise UsageError(
+                f"calling {spec} raised {type(exc).__name__}: {safe_text(exc)}"
+            ) from exc
     # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value

@@ -140,11 +140,11 @@ _NOT_DIRECT: Final = frozenset({"callbacks", "run_manager", "config"})
 
 
 def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[..., Any] | None:
-    """The function ``tool.invoke`` (``tool.ainvoke``: its coroutine) would call, when invoking
-    it does nothing else a caller could observe once its arguments are validated and no
-    callback handler listens: a plain ``StructuredTool``, no error handlers, no callbacks of
-    its own, ``response_format="content"``, a function that takes no callbacks or config;
-    else ``None``."""
+    """What ``tool.invoke(tool_call)`` (``ainvoke``: a coroutine) does up to its output, as a
+    function of the tool call, when invoking does nothing else a caller could observe and no
+    handler listens: a plain ``StructuredTool``, no error handlers or callbacks of its own,
+    ``response_format="content"``, a function taking no callbacks or config (else ``None``);
+    the arguments read as ``invoke`` reads them (``_to_args_and_kwargs``: validators, aliases)."""
     from langchain_core.tools import StructuredTool
 
     func = getattr(tool, "coroutine" if asynchronous else "func", None)
@@ -161,7 +161,13 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
         return None
-    return None if _NOT_DIRECT & set(params) else func
+
+    def call(tool_call: dict[str, Any]) -> Any:
+        args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
+        noted_running()  # read as invoke reads them: it runs, whether it returns or raises
+        return func(*args, **kwargs)
+
+    return None if _NOT_DIRECT & set(params) else call
 
 
 def tool_injector(tools: Sequence[BaseTool]) -> Callable[[Any, Any, BaseTool], Any]:

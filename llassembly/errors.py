@@ -89,6 +89,26 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (half a character, which UTF-8 cannot encode: an emoji
+    a web service cut in two) as U+FFFD; a pair of surrogates as the character it spells."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def safe_text(value: object) -> str:
+    """``str(value)`` that never fails: the one way a foreign object (an error) becomes text."""
+    try:
+        return str(value)
+    except Exception:  # any object's __str__ may raise (RecursionError too); this one must not
+        return f"a {type(value).__name__} that cannot be shown"
+
+
 def rendered(diagnostics: Sequence[Diagnostic]) -> str:
     """The first :data:`MAX_DIAGNOSTICS_SHOWN` diagnostics rendered, the rest counted."""
     shown = [d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
@@ -246,7 +266,7 @@ class ToolExecutionError(ExecutionError):
         self.tool = tool
         self.original = original
         self.exception = type(original).__name__
-        message = f"tool {tool!r} raised {type(original).__name__}: {original}"
+        message = f"tool {tool!r} raised {type(original).__name__}: {safe_text(original)}"
         super().__init__(message, line=line, source=source)
 
 

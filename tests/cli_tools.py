@@ -198,3 +198,23 @@ def query_text(text: str) -> str:
 
 
 QUERY_CLASH = [double, query_text]
+
+
+class Unprintable(Exception):
+    """An error whose text cannot be made (its ``__str__`` raises)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def unprintable() -> int:
+    """Raise an error whose text cannot be made."""
+    raise Unprintable
+
+
+def unprintable_factory() -> list[Any]:
+    """A tools factory that raises an error whose text cannot be made."""
+    raise Unprintable
+
+
+UNPRINTABLE = [unprintable]

@@ -32,7 +32,6 @@ from llassembly.compat import (
     direct_function,
     is_recording,
     noted_directly,
-    noted_running,
     recording,
     tool_injector,
     tool_message,
@@ -48,6 +47,7 @@ from llassembly.errors import (
     clip,
     error_of,
     failure_of,
+    safe_text,
 )
 from llassembly.integration.record import KEY, tag_of
 from llassembly.machine.emulator import Failed, adrive, drive, tool_error
@@ -109,10 +109,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {safe_text(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
-    return str(value)
+    return safe_text(value)
 
 
 def result_text(result: Any) -> str:
@@ -326,8 +326,7 @@ def invoke_tool(
         direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
-        noted_running()  # it ran, whether it returns or raises
-        output = direct(**call["args"])
+        output = direct(call)
         return awaited(call, output) if asynchronous else _directly(call, output)
 
     return invoke
@@ -391,7 +390,7 @@ def raised_message(
     """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
     error kept in ``errors`` by call id (to raise it as it is)."""
     wrapped = tool_error(call, exc)
-    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(str(exc))
+    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
     errors[call_id(prefix, call.number)] = error
     tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
     return failure_message(call, prefix, failure_of(error), **tag)

@@ -44,11 +44,13 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
             'load_mcp_tools needs langchain-mcp-adapters: pip install "llassembly[mcp]"'
         ) from exc
     tools: list[BaseTool] = await load(session, **options)
+    server = options.get("server_name") if options.get("tool_name_prefix") else None
+    prefix = f"{server}_" if server else ""  # the adapter's documented rule
     schemas: dict[str, Any] = {}
     cursor = None
     while True:
         listed = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
-        schemas.update({t.name: t.outputSchema for t in listed.tools if t.outputSchema})
+        schemas.update({prefix + t.name: t.outputSchema for t in listed.tools if t.outputSchema})
         cursor = getattr(listed, "nextCursor", None)
         if not cursor:
             break

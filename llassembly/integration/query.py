@@ -18,6 +18,7 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from llassembly import errors
 from llassembly.analysis.queries import QUERY_PARAMS, QUERY_TOOL, AnswerShape, parse_answer_shape
 from llassembly.compat import structured_model, tagged_model
 from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, failure_of
@@ -319,15 +320,15 @@ def _asking(
     try:
         output = yield runnable, request.messages
     except Exception as exc:  # the model's failure is the query's (interrupts pass: see drive)
-        return Reply(error=f"{type(exc).__name__}: {exc}")
+        return Reply(error=f"{type(exc).__name__}: {errors.safe_text(exc)}")
     if structured is None:
         return Reply(text=_text(output))
     raw = output.get("raw")
     return Reply(text=_text(raw), parsed=output.get("parsed"))
 
 
-def _text(message: Any) -> str:
-    return message.text if isinstance(message, BaseMessage) else str(message or "")
+def _text(reply: Any) -> str:  # (a lone surrogate is no text a message can hold)
+    return errors.well_formed(reply.text if isinstance(reply, BaseMessage) else str(reply or ""))
 
 
 def _invoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Any]:

@@ -79,6 +79,7 @@ from llassembly.errors import (
     UsageError,
     UsageTypeError,
     clip,
+    safe_text,
 )
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import (
@@ -618,12 +619,7 @@ def first_line(exc: BaseException) -> str:
     """A short, safe description of a conversion error (never the whole huge value)."""
     if isinstance(exc, RecursionError):
         return "nested too deeply"
-    try:
-        text = str(exc)
-    except Exception:  # a message quoting an integer too long to print, or worse
-        text = ""
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return line if len(line) <= 200 else line[:197] + "..."
+    return clip((safe_text(exc).splitlines() or [type(exc).__name__])[0], 200)
 
 
 def to_value(x: Any) -> Value:
@@ -765,8 +761,35 @@ def _from_tool(tool: BaseTool) -> Extern:
         results = _result_count(returns, tool.name)
     about, structured = tool.description or "", output is not None
     return _extern(
-        tool.name, tool.tool_call_schema, about, hints, results, tool=tool, structured=structured
+        tool.name, _call_schema(tool), about, hints, results, tool=tool, structured=structured
     )
+
+
+def _call_schema(tool: BaseTool) -> Any:
+    """A LangChain tool's ``tool_call_schema`` (a ``pydantic.v1`` model's as its JSON schema);
+    ``UsageError`` when LangChain cannot make it (a ``pydantic.v1`` field constraint) or it names
+    an argument its ``args_schema`` reads only by an alias (which ``tool.invoke`` refuses)."""
+    model, v1 = typing.cast(Any, tool.args_schema), loaded("pydantic.v1", "BaseModel")
+    legacy = v1 is not None and _subclass(model, v1)
+    try:
+        schema: Any = tool.tool_call_schema
+        schema = schema.schema() if legacy else schema
+    except Exception as exc:
+        hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
+        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {first_line(exc)}"
+        raise UsageError(msg) from exc
+    if isinstance(schema, dict) or not _subclass(model, BaseModel):
+        return schema
+    fields, config = model.model_fields, model.model_config
+    by_name = config.get("validate_by_name") or config.get("populate_by_name")
+    for name in () if by_name or config.get("validate_by_alias") is False else schema.model_fields:
+        alias = fields[name].validation_alias or fields[name].alias if name in fields else None
+        if alias is not None and alias != name:
+            raise UsageError(
+                f"tool {tool.name!r}: argument {name!r} is read only by its alias {alias!r}, which "
+                "LangChain's tool-call schema drops: set populate_by_name=True in its model_config"
+            )
+    return schema
 
 
 def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
@@ -907,9 +930,12 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
         base = _object(schema, defs, str(schema.get("title") or name), depth)
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
-    found_constraints = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
-    if found_constraints and base is not Any:
-        return typing.cast(Any, Annotated)[(base, Field(**found_constraints))]
+    kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
+        if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
+            kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
+    if kw and base is not Any:
+        return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
 
 

@@ -922,3 +922,18 @@ def test_a_plan_that_is_not_utf8_is_a_usage_error(
     assert data["error"]["message"] == (
         f"cannot read plan {name!r}: it is not UTF-8 text (byte 0xe9 at offset 9)"
     )
+
+
+def test_run_json_when_a_tool_raises_an_error_whose_text_raises(tmp_path: Path) -> None:
+    """Only the library's error leaves the run, and ``--json`` still prints one object."""
+    code, data = cli_json(
+        "run", plan(tmp_path, "CALL unprintable\n"), "--tools", "cli_tools:UNPRINTABLE"
+    )
+    assert code == 2 and data["status"] == "stopped"
+    assert data["error"]["message"] == (
+        "tool 'unprintable' raised Unprintable: a Unprintable that cannot be shown"
+    )
+    code, data = cli_json(
+        "run", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:unprintable_factory"
+    )
+    assert code == 3 and "a Unprintable that cannot be shown" in data["error"]["message"]

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from pydantic import BaseModel, ValidationError, field_validator
 
 from llassembly.compat import (
     MODEL_CALL_COUNTERS,
@@ -205,7 +206,24 @@ def test_a_tool_is_called_directly_only_when_invoking_it_adds_nothing_observable
         """Reads its config."""
         return x
 
-    assert direct_function(StructuredTool.from_function(plain)) is plain
+    class Tidy(BaseModel):
+        x: int
+
+        @field_validator("x")
+        @classmethod
+        def positive(cls, x: int) -> int:
+            if x < 0:
+                raise ValueError("negative")
+            return x * 10
+
+    call = {"name": "plain", "args": {"x": "4"}, "id": "c1", "type": "tool_call"}
+    direct = direct_function(StructuredTool.from_function(plain))
+    assert direct is not None and direct(call) == 4  # the args read as invoke reads them
+    tidied = StructuredTool.from_function(plain, args_schema=Tidy)
+    direct = direct_function(tidied)
+    assert direct is not None and direct(call) == 40 == int(tidied.invoke(call).content)
+    with pytest.raises(ValidationError, match="negative"):
+        direct({**call, "args": {"x": -1}})
     assert direct_function(StructuredTool.from_function(with_config)) is None
     assert direct_function(StructuredTool.from_function(plain, handle_tool_error=True)) is None
     artifact = StructuredTool.from_function(plain, response_format="content_and_artifact")

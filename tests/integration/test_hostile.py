@@ -12,10 +12,11 @@ import sys
 from typing import Any, Literal
 
 import pytest
-from conftest import asm, meta
+from conftest import Harness, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain.tools import tool
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from llassembly import ToolsPlannerMiddleware, check, parse_program
@@ -385,3 +386,83 @@ def test_a_deeply_nested_result_on_the_graph_path_stops_the_plan_with_a_library_
 
     out, _ = run([asm("CALL fetch\nPOP R1")], [fetch], execution="graph")
     assert meta(out["messages"][-1])["status"] in ("finished", "stopped")
+
+
+HARNESSES = pytest.mark.parametrize(
+    ("kind", "execution", "asynchronous"),
+    [(k, e, a) for k, e in (("agent", "agent"), ("agent", "graph"), ("node", "")) for a in (0, 1)],
+)
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class Unshown:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __str__
+
+
+async def _turn(kind: str, execution: str, asynchronous: int, *args: Any, **opts: Any) -> Any:
+    """The last message of one turn on the path (only the library's errors may leave it)."""
+    harness = Harness(kind, asynchronous=bool(asynchronous))
+    options = {**opts, **({"execution": execution} if execution else {})}
+    return (await harness.run(*args, **options))["messages"][-1]
+
+
+@HARNESSES
+@pytest.mark.parametrize("on_tool_error", ["stop", "replan"])
+async def test_a_tool_error_whose_text_raises_is_that_tools_failure(
+    kind: str, execution: str, asynchronous: int, on_tool_error: str
+) -> None:
+    @tool
+    def bad() -> str:
+        """Raise."""
+        raise Unprintable
+
+    replies = [asm('CALL bad\nPOP R1\nSAY "ok"'), asm('SAY "instead"')]
+    final = await _turn(kind, execution, asynchronous, replies, [bad], on_tool_error=on_tool_error)
+    if on_tool_error == "replan":
+        assert final.text == "instead"
+    else:
+        assert meta(final)["status"] == "stopped" and "bad" in final.text
+
+
+def test_a_tool_error_whose_text_raises_is_a_library_error_in_the_emulator() -> None:
+    from llassembly import Emulator, ToolExecutionError, parse
+
+    def bad() -> str:
+        """Raise."""
+        raise Unprintable
+
+    with pytest.raises(ToolExecutionError, match="raised Unprintable: a Unprintable that cannot"):
+        Emulator(parse("CALL bad\nPOP R1"), [bad]).run()
+
+
+@HARNESSES
+async def test_a_result_whose_text_raises_stops_the_plan(
+    kind: str, execution: str, asynchronous: int
+) -> None:
+    @tool
+    def get() -> object:
+        """Get."""
+        return Unshown()
+
+    final = await _turn(kind, execution, asynchronous, [asm('CALL get\nPOP R1\nSAY "ok"')], [get])
+    assert meta(final)["status"] == "stopped"
+
+
+@HARNESSES
+async def test_a_query_reply_that_is_a_lone_surrogate_is_refused(
+    kind: str, execution: str, asynchronous: int
+) -> None:
+    reader = GenericFakeChatModel(messages=iter([AIMessage("\ud800"), AIMessage("\ud800")]))
+    plan = (
+        'PUSH "t"\nPUSH "How many?"\nPUSH \'{"n": "integer"}\'\nCALL query_text\nPOP R1\n'
+        'SAY "{R1.n}"'
+    )
+    final = await _turn(kind, execution, asynchronous, [asm(plan)], [], query_model=reader)
+    assert meta(final)["status"] == "stopped" and "query" in final.text

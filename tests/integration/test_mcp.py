@@ -117,6 +117,20 @@ async def test_the_adapter_alone_gives_working_tools_whose_results_are_any() -> 
     assert externs["get_order"].result_types == (str,)  # its content: text
 
 
+async def test_prefixed_mcp_tools_keep_their_output_schemas() -> None:
+    """With ``server_name`` and ``tool_name_prefix=True`` the adapter names the tools
+    ``shop_get_order``...: each still gets its server's output schema."""
+    client = MultiServerMCPClient(
+        {"shop": {"command": sys.executable, "args": [str(SERVER)], "transport": "stdio"}}
+    )
+    async with client.session("shop") as session:
+        tools = await load_mcp_tools(session, server_name="shop", tool_name_prefix=True)
+    externs = externs_from(tools)
+    order = externs["shop_get_order"]
+    assert order.structured and order.result_types[0].__name__ == "Order"
+    assert externs["shop_greet"].result_types == (str,) and not externs["shop_greet"].structured
+
+
 async def test_a_plan_calls_mcp_tools_through_create_agent() -> None:
     async with shop() as (tools, _):
         model = ScriptedChatModel(replies=[asm(SHOPPING)])

@@ -16,6 +16,7 @@ run, one whose parameter it cannot give.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -28,11 +29,15 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.v1 import BaseModel as BaseModelV1
+from pydantic.v1 import Field as FieldV1
+from pydantic.v1 import confloat
 
 from llassembly import (
     Emulator,
     ToolArgumentError,
+    ToolExecutionError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
     UsageError,
@@ -52,6 +57,8 @@ class PayArgs(BaseModel):
     to: str = Field(description="who is paid")
     amount: float = Field(gt=0, le=100, description="how much")
 
+
+AmountV1 = confloat(gt=0, le=100)  # (LangChain refuses a v1 Field's own constraints)
 
 PAY_SCHEMA = {
     "type": "object",
@@ -78,6 +85,20 @@ def _pydantic_schema() -> Any:
         name="pay",
         description="Pay someone.",
         args_schema=PayArgs,
+    )
+
+
+class PayArgsV1(BaseModelV1):
+    to: str = FieldV1(description="who is paid")
+    amount: AmountV1 = FieldV1(description="how much")
+
+
+def _pydantic_v1_schema() -> Any:
+    return StructuredTool.from_function(
+        func=lambda to, amount: _paid(to, amount),
+        name="pay",
+        description="Pay someone.",
+        args_schema=PayArgsV1,
     )
 
 
@@ -132,6 +153,7 @@ FORMS: dict[str, Callable[[], Any]] = {
     "@tool": _decorated,
     "pydantic args_schema": _pydantic_schema,
     "JSON-schema args_schema": _json_schema,
+    "pydantic.v1 args_schema": _pydantic_v1_schema,
     "**kwargs with args_schema": _kwargs,
     "content_and_artifact": _content_and_artifact,
     "BaseTool subclass": _subclass,
@@ -399,3 +421,133 @@ def test_the_emulator_refuses_before_the_run_a_tool_whose_injected_parameter_it_
         asyncio.run(emulator.arun()) if asynchronous else emulator.run()
     assert SEEN == [] and emulator.state.pc == 0
     assert "Emulator" in str(caught.value)
+
+
+class LimitedV1(BaseModelV1):
+    q: str
+    limit: int = FieldV1(5, ge=1)  # LangChain cannot make its tool-call schema
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_pydantic_v1_schema_langchain_cannot_describe_is_a_usage_error(path: str) -> None:
+    old = StructuredTool.from_function(
+        lambda q, limit=5: q, name="old", description="Old.", args_schema=LimitedV1
+    )
+    with pytest.raises(UsageError, match=r"tool 'old' \(a pydantic.v1 args_schema.*: On field"):
+        if path == "Emulator":
+            Emulator(parse('PUSH "x"\nCALL old, 1\nPOP R1'), [old])
+        elif path == "node":
+            ToolsPlannerNode(ScriptedChatModel(replies=[]), [old])
+        else:
+            planner = ToolsPlannerMiddleware(execution=path)  # type: ignore[arg-type]
+            agent = create_agent(
+                ScriptedChatModel(replies=[asm(GOOD)]), [old], middleware=[planner]
+            )
+            await agent.ainvoke({"messages": [HumanMessage("go")]})
+
+
+BOOKED: list[tuple[str, int, int]] = []
+
+
+class BookArgs(BaseModel):
+    city: str
+    start: int
+    end: int
+
+    @field_validator("city")
+    @classmethod
+    def tidy(cls, city: str) -> str:
+        return city.strip().title()
+
+    @model_validator(mode="after")
+    def ordered(self) -> BookArgs:
+        if self.start >= self.end:
+            raise ValueError("start must be before end")
+        return self
+
+
+def _book(city: str, start: int, end: int) -> str:
+    BOOKED.append((city, start, end))
+    return f"booked {city} {start}-{end}"
+
+
+def _run_on(path: str, tools: list[Any], plan: str, config: dict[str, Any]) -> Any:
+    """The final message of a turn on ``path`` (the Emulator's answer, or its error), run
+    synchronously (a sync tool's function may be called directly)."""
+    if path == "Emulator":
+        emulator = Emulator(parse(plan), tools)
+        try:
+            return emulator.run()
+        except Exception as exc:
+            return exc
+    model = ScriptedChatModel(replies=[asm(plan)])
+    if path == "node":
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", ToolsPlannerNode(model, tools))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        runnable: Any = graph.compile()
+    else:
+        planner = ToolsPlannerMiddleware(execution=path)  # type: ignore[arg-type]
+        runnable = create_agent(model, tools=tools, middleware=[planner])
+    out = runnable.invoke({"messages": [HumanMessage("book")]}, config)
+    return out["messages"][-1]
+
+
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+def test_the_args_schemas_own_validators_run_on_every_path(path: str, traced: bool) -> None:
+    """A call gets what ``tool.invoke`` gives the function (a field validator's tidied value)
+    and is refused where it refuses (a model validator), with or without a callback handler
+    (tracing): the tool's function is never called with arguments its schema refuses."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    book = StructuredTool.from_function(
+        _book, name="book", description="Book.", args_schema=BookArgs
+    )
+    config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
+    plan = 'PUSH "  paris "\nPUSH {}\nPUSH {}\nCALL book\nPOP R1\nSAY "{{R1}}"'
+    BOOKED.clear()
+    good = _run_on(path, [book], plan.format(1, 2), config)
+    assert BOOKED == [("Paris", 1, 2)]
+    assert (good.answer if path == "Emulator" else good.text) == "booked Paris 1-2"
+    BOOKED.clear()
+    refused = _run_on(path, [book], plan.format(5, 1), config)
+    assert BOOKED == []
+    if path == "Emulator":
+        assert isinstance(refused, ToolExecutionError) and "start must be before end" in str(
+            refused
+        )
+    else:
+        assert meta(refused)["status"] == "stopped"
+
+
+class TransferArgs(BaseModel):
+    from_: str = Field(alias="from")
+    amount: float
+
+
+class NamedTransferArgs(TransferArgs):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_argument_read_only_by_its_alias_is_a_usage_error(path: str) -> None:
+    """LangChain's tool-call schema names the argument ``from_``, which ``tool.invoke``
+    refuses: the tool is refused when it is read, on every path; a schema that also takes the
+    field's name works."""
+    sent: list[dict[str, Any]] = []
+
+    def transfer(**kwargs: Any) -> str:
+        sent.append(kwargs)
+        return "ok"
+
+    plan = 'PUSH "acct1"\nPUSH 12.5\nCALL transfer\nPOP R1\nSAY "{R1}"'
+    tool_of = functools.partial(
+        StructuredTool.from_function, transfer, name="transfer", description="Move money."
+    )
+    with pytest.raises(UsageError, match="argument 'from_' is read only by its alias 'from'"):
+        _run_on(path, [tool_of(args_schema=TransferArgs)], plan, {})
+    final = _run_on(path, [tool_of(args_schema=NamedTransferArgs)], plan, {})
+    assert (final.answer if path == "Emulator" else final.text) == "ok"
+    assert sent == [{"from_": "acct1", "amount": 12.5}]

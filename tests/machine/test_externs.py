@@ -204,6 +204,28 @@ def test_base_tool_subclass_takes_params_from_its_schema() -> None:
     assert ext.call(ext.convert_args(["2", 3])) == 5
 
 
+@pytest.mark.parametrize(
+    ("spec", "takes", "refuses"),
+    [
+        ({"minimum": 0, "exclusiveMinimum": True, "maximum": 10}, [0.5, 10], [0, -1, 10.5]),
+        ({"minimum": 0, "exclusiveMinimum": False}, [0, 0.5], [-0.5]),
+        ({"maximum": 10, "exclusiveMaximum": True}, [9.5, -3], [10, 11]),
+        ({"maximum": 10, "exclusiveMaximum": False}, [10], [10.5]),
+        ({"exclusiveMinimum": 0, "exclusiveMaximum": 10}, [0.5, 9.5], [0, 10]),  # draft 6 on
+    ],
+)
+def test_json_schema_bounds_are_read_in_both_forms_of_exclusive(
+    spec: dict[str, Any], takes: list[float], refuses: list[float]
+) -> None:
+    """``exclusiveMinimum: true`` (draft 4, OpenAPI 3.0) makes ``minimum`` exclusive; a number
+    (draft 6 on) is the exclusive bound itself."""
+    schema = {"type": "object", "properties": {"n": {"type": "number", **spec}}, "required": ["n"]}
+    ext = one(StructuredTool(name="t", description="T.", args_schema=schema, func=lambda n: n))
+    assert [ext.refuses(0, v) for v in takes] == [None] * len(takes)
+    assert all(ext.refuses(0, v) for v in refuses)
+    assert [ext.convert_args([v]) for v in takes] == [{"n": v} for v in takes]
+
+
 def test_duplicate_names_are_a_usage_error() -> None:
     def ping(host: str) -> bool:
         return True
