@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from llassembly.errors import UsageError, clip, safe_text
+
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
@@ -168,6 +170,69 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         return func(*args, **kwargs)
 
     return None if _NOT_DIRECT & set(params) else call
+
+
+def call_schema(tool: BaseTool) -> Any:
+    """A LangChain tool's ``tool_call_schema`` (a ``pydantic.v1`` model's as its JSON schema);
+    ``UsageError`` when LangChain cannot make it (a ``pydantic.v1`` field constraint) or it names
+    an argument its ``args_schema`` reads only by an alias (which ``tool.invoke`` refuses)."""
+    from pydantic import BaseModel
+    from pydantic.v1 import BaseModel as V1Model
+
+    model: Any = tool.args_schema
+    legacy = isinstance(model, type) and issubclass(model, V1Model)
+    try:
+        schema: Any = tool.tool_call_schema
+        schema = schema.schema() if legacy else schema
+    except Exception as exc:
+        hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
+        first = (safe_text(exc).splitlines() or [type(exc).__name__])[0]
+        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {clip(first, 200)}"
+        raise UsageError(msg) from exc
+    if isinstance(schema, dict) or not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return schema
+    fields, config = model.model_fields, model.model_config
+    by_name = config.get("validate_by_name") or config.get("populate_by_name")
+    for name in () if by_name or config.get("validate_by_alias") is False else schema.model_fields:
+        alias = fields[name].validation_alias or fields[name].alias if name in fields else None
+        if alias is not None and alias != name:
+            raise UsageError(
+                f"tool {tool.name!r}: argument {name!r} is read only by its alias {alias!r}, which "
+                "LangChain's tool-call schema drops: set populate_by_name=True in its model_config"
+            )
+    return schema
+
+
+def invoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
+    """What the code of a :func:`recording_tool` returned when invoked with a tool call, as an
+    agent's tool node invokes it (or the content of the message it answered with); an error
+    message (a failure the tool handles itself) raises ``ToolException``."""
+    record = Recorded()
+    with recording(record):
+        return _settled(recorder.invoke(_as_call(recorder, args)), record)
+
+
+async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
+    """Async :func:`invoke_as_call`."""
+    record = Recorded()
+    with recording(record):
+        output = await recorder.ainvoke(_as_call(recorder, args))
+    return _settled(output, record)
+
+
+def _as_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_call", "name": tool.name, "args": args, "id": f"{tool.name}-call"}
+
+
+def _settled(output: Any, record: Recorded) -> Any:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import ToolException
+
+    value = record.value if record.returned else output
+    for message in (output, value):
+        if isinstance(message, ToolMessage) and message.status == "error":
+            raise ToolException(message.text)
+    return value.content if isinstance(value, ToolMessage) else value
 
 
 def tool_injector(tools: Sequence[BaseTool]) -> Callable[[Any, Any, BaseTool], Any]:

@@ -66,10 +66,11 @@ from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import (
-    Recorded,
+    ainvoke_as_call,
+    call_schema,
+    invoke_as_call,
     mcp_output_schema,
     mcp_structured,
-    recording,
     recording_tool,
 )
 from llassembly.errors import (
@@ -278,9 +279,7 @@ class Extern:
             ToolException: The tool answered with an error ``ToolMessage``.
         """
         if self.tool is not None:
-            record = Recorded()
-            with recording(record):
-                return self._settled(self._recorder.invoke(self._as_call(args)), record)
+            return self.result_of(invoke_as_call(self._recorder, args))
         func = self.func
         if func is None or self._is_async:
             msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
@@ -290,10 +289,7 @@ class Extern:
     async def acall(self, args: dict[str, Any]) -> Any:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
         if self.tool is not None:
-            record = Recorded()
-            with recording(record):
-                output = await self._recorder.ainvoke(self._as_call(args))
-            return self._settled(output, record)
+            return self.result_of(await ainvoke_as_call(self._recorder, args))
         func = self.func
         if func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
@@ -314,24 +310,6 @@ class Extern:
         """The copy of the tool that notes what its code returned."""
         assert self.tool is not None
         return recording_tool(self.tool)
-
-    def _as_call(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "tool_call", "name": self.name, "args": args, "id": f"{self.name}-call"}
-
-    def _settled(self, output: Any, record: Recorded) -> Any:
-        """What the plan reads of a tool invoked with a tool call: the value its code returned
-        (as :meth:`result_of` reads it), or the content of the message it answered with; an
-        error message is the tool's failure."""
-        from langchain_core.messages import ToolMessage
-        from langchain_core.tools import ToolException
-
-        value = record.value if record.returned else output
-        for message in (output, value):
-            if isinstance(message, ToolMessage) and message.status == "error":
-                raise ToolException(message.text)
-        if isinstance(value, ToolMessage):
-            return value.content
-        return self.result_of(value)
 
     @property
     def async_only(self) -> bool:
@@ -761,35 +739,8 @@ def _from_tool(tool: BaseTool) -> Extern:
         results = _result_count(returns, tool.name)
     about, structured = tool.description or "", output is not None
     return _extern(
-        tool.name, _call_schema(tool), about, hints, results, tool=tool, structured=structured
+        tool.name, call_schema(tool), about, hints, results, tool=tool, structured=structured
     )
-
-
-def _call_schema(tool: BaseTool) -> Any:
-    """A LangChain tool's ``tool_call_schema`` (a ``pydantic.v1`` model's as its JSON schema);
-    ``UsageError`` when LangChain cannot make it (a ``pydantic.v1`` field constraint) or it names
-    an argument its ``args_schema`` reads only by an alias (which ``tool.invoke`` refuses)."""
-    model, v1 = typing.cast(Any, tool.args_schema), loaded("pydantic.v1", "BaseModel")
-    legacy = v1 is not None and _subclass(model, v1)
-    try:
-        schema: Any = tool.tool_call_schema
-        schema = schema.schema() if legacy else schema
-    except Exception as exc:
-        hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
-        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {first_line(exc)}"
-        raise UsageError(msg) from exc
-    if isinstance(schema, dict) or not _subclass(model, BaseModel):
-        return schema
-    fields, config = model.model_fields, model.model_config
-    by_name = config.get("validate_by_name") or config.get("populate_by_name")
-    for name in () if by_name or config.get("validate_by_alias") is False else schema.model_fields:
-        alias = fields[name].validation_alias or fields[name].alias if name in fields else None
-        if alias is not None and alias != name:
-            raise UsageError(
-                f"tool {tool.name!r}: argument {name!r} is read only by its alias {alias!r}, which "
-                "LangChain's tool-call schema drops: set populate_by_name=True in its model_config"
-            )
-    return schema
 
 
 def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
