@@ -169,7 +169,29 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         noted_running()  # read as invoke reads them: it runs, whether it returns or raises
         return func(*args, **kwargs)
 
-    return None if _NOT_DIRECT & set(params) else call
+    def checked(tool_call: dict[str, Any]) -> Any:  # the arguments passed the same checks
+        noted_running()
+        return func(**tool_call["args"])
+
+    if _NOT_DIRECT & set(params):
+        return None
+    return checked if _checks_nothing_more(tool.args_schema) else call
+
+
+def _checks_nothing_more(schema: Any) -> bool:
+    """Whether validating arguments against ``schema`` checks nothing that validating them
+    against the tool-call schema made of it (which the library does before every call) does
+    not: a pydantic model with no validators, aliases or validation settings of its own."""
+    from pydantic import BaseModel
+
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        return False
+    found = schema.__pydantic_decorators__
+    if found.validators or found.field_validators or found.root_validators:
+        return False
+    if found.model_validators or set(schema.model_config) - {"arbitrary_types_allowed", "title"}:
+        return False
+    return all(f.alias is f.validation_alias is None for f in schema.model_fields.values())
 
 
 def call_schema(tool: BaseTool) -> Any:
