@@ -177,23 +177,23 @@ def _index(key: Value) -> int | None:
 def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> Any:
     """``node[key]``, or the error naming ``where`` (the path up to ``node``, its computed keys'
     values shown) and, in its words, ``path`` as the plan wrote it."""
-    on = f"on the path {path},"
     if isinstance(node, dict):
         if type(key) is not str:
             wrong = f"{where} is an object: [{short_repr(key)}] needs a field name"
-            raise fail(ins, f"{wrong}; {_fields(node)}", f"{on} an object meets a non-text key")
+            raise _off(ins, f"{wrong}; {_fields(node)}", path, "an object meets a non-text key")
         if key not in node:
-            words = f"{on} an object has no field the path names"
-            raise fail(ins, f"{where} has no field {key!r}; {_fields(node)}", words)
+            words = "an object has no field the path names"
+            raise _off(ins, f"{where} has no field {key!r}; {_fields(node)}", path, words)
         return node[key]
     if isinstance(node, list):
         index = _index(key)
         if index is None:
-            raise fail(
+            raise _off(
                 ins,
                 f"{where} is a list: its elements are found by a whole number ([0], [-1]), "
                 f"not {short_repr(key)}",
-                f"{on} a list meets a key that is no whole number",
+                path,
+                "a list meets a key that is no whole number",
             )
         if not -len(node) <= index < len(node):
             have = (
@@ -201,11 +201,16 @@ def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> A
                 if not node
                 else f"it has {len(node)} element{'s' * (len(node) != 1)} (0..{len(node) - 1})"
             )
-            words = f"{on} an index is past the end of its list"
-            raise fail(ins, f"{where}[{index}] is past the end of {where}: {have}", words)
+            words = "an index is past the end of its list"
+            raise _off(ins, f"{where}[{index}] is past the end of {where}: {have}", path, words)
         return node[index]
     wrong = f"not an object or a list: it has no {key_text(key)}"
-    raise fail(ins, f"{where} is {_kind(node)}, {wrong}", f"{on} {_NOT_A_STRUCTURE}")
+    raise _off(ins, f"{where} is {_kind(node)}, {wrong}", path, _NOT_A_STRUCTURE)
+
+
+def _off(ins: Instruction, message: str, path: Path, what: str) -> AsmRuntimeError:
+    """The error of a path that cannot be followed; its words name the path as written."""
+    return fail(ins, message, f"on the path {path}, {what}")
 
 
 def _root(st: MachineState, base: Value, path: Path, ins: Instruction) -> Any:
@@ -265,8 +270,7 @@ def write_path(
         child = _child(node, key, shown[number], ins, path)
         if not isinstance(child, dict | list):
             wrong = f"{shown[number + 1]} is {_kind(child)}"
-            words = f"on the path {path}, {_NOT_A_STRUCTURE}"
-            raise fail(ins, f"{path}: {wrong}, not an object or a list", words)
+            raise _off(ins, f"{path}: {wrong}, not an object or a list", path, _NOT_A_STRUCTURE)
         child = dict(child) if isinstance(child, dict) else list(child)
         node[key if isinstance(node, dict) else _index(key)] = child
         node = child
@@ -276,7 +280,7 @@ def write_path(
     if isinstance(node, dict):
         if type(last) is not str:
             wrong = f"{where} is an object: [{short_repr(last)}] needs a field name"
-            raise fail(ins, wrong, f"on the path {path}, an object meets a non-text key")
+            raise _off(ins, wrong, path, "an object meets a non-text key")
         node[last] = part
     elif _index(last) == len(node):
         node.append(part)
