@@ -268,8 +268,7 @@ class PlanGraph:
                     self._take(emulator, run, batch, [found[i] for i in ids], messages)
             while not ends_run(messages):
                 batch = emulator.advance_batch(self._max_steps)
-                tools = [self.compiled.externs[c.tool].tool for c in batch]  # (see hand_off)
-                if not batch or (run.hand_off and all(t and t.return_direct for t in tools)):
+                if not batch or (run.hand_off and self._ends_run(batch)):  # (see hand_off)
                     break
                 if self._dispatching and len(batch) > 1:
                     dispatch = [
@@ -298,6 +297,11 @@ class PlanGraph:
         if self._dispatching:
             update["results"] = None  # taken: empty the channel for the next batch
         return update, dispatch
+
+    def _ends_run(self, batch: list[ToolCall]) -> bool:
+        """Whether every call of ``batch`` is of a ``return_direct`` tool."""
+        tools = [self.compiled.externs[c.tool].tool for c in batch]
+        return all(t is not None and t.return_direct for t in tools)
 
     def _take(
         self,
