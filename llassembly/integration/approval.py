@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from langchain_core.messages import HumanMessage
 
-from llassembly.errors import PlanError, UsageError
-from llassembly.integration.messages import repair_request
-from llassembly.integration.record import record_of, rejection_failure
+from llassembly.errors import UsageError
+from llassembly.integration.record import record_of
 from llassembly.language.parser import parse_program
-from llassembly.language.program import Program
 
 if TYPE_CHECKING:
     from llassembly.analysis.summary import PlanSummary
@@ -101,30 +99,6 @@ def edit_note(plan: str) -> HumanMessage:
         f"{fence}asm\n{body}\n{fence}",
         name="plan_reviewer",
     )
-
-
-def decide(
-    request: Mapping[str, Any], decision: Mapping[str, Any], check: Callable[[str], Any]
-) -> tuple[str, Any]:
-    """What a decision means for the plan of ``request``.
-
-    Returns one of ``("approve", plan text)``, ``("edit", new plan text)``,
-    ``("reject", failure record)`` or ``("again", the next request)`` for an edit that does
-    not pass ``check`` (parse, verify, policies).
-    """
-    kind = decision["type"]
-    if kind == "approve":
-        return "approve", str(request["plan"])
-    if kind == "reject":
-        return "reject", rejection_failure(str(decision.get("message", "")))
-    text = str(decision["plan"])
-    try:
-        if isinstance(check(text), Program):
-            return "edit", text
-        problem = "the edited text holds no instruction: write a program, or reject the plan"
-    except PlanError as error:
-        problem = repair_request(error).rsplit("\n\n", 1)[0]
-    return "again", {**request, "problems": [problem], "rejected_edit": text}
 
 
 # -- HumanInTheLoopMiddleware: no second question for an approved plan's calls ------------------

@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -46,6 +46,9 @@ from llassembly.integration.record import (
 )
 from llassembly.machine.state import final_answer_of
 
+if TYPE_CHECKING:
+    from llassembly.integration.options import PlannerOptions
+
 _M = TypeVar("_M", bound=BaseMessage)
 
 
@@ -74,15 +77,11 @@ def replan_request(failure: Mapping[str, Any], completed: int) -> str:
             "Nothing of it ran. Write a new program that takes this into account, in one "
             "```asm block."
         )
-    calls = (
-        "1 tool call of it completed and its effects are final"
-        if completed == 1
-        else f"{completed} tool calls of it completed and their effects are final"
-    )
+    its = "its" if completed == 1 else "their"
     return (
         f"Your program stopped at line {failure.get('line', 0)} ({failure.get('source', '')}): "
-        f"{failure_words(failure)}.\n"
-        f"{calls}; do not repeat what succeeded. "
+        f"{failure_words(failure)}.\n{plural(completed, 'tool call')} of it completed and "
+        f"{its} effects are final; do not repeat what succeeded. "
         "Write a new program that finishes the task from here, in one ```asm block."
     )
 
@@ -382,17 +381,8 @@ def answer_messages(
 # -- the final message -----------------------------------------------------------------
 
 
-class MessageOptions(Protocol):
-    """The planner options the final message reads (a ``PlannerOptions``)."""
-
-    @property
-    def granularity(self) -> str: ...
-    @property
-    def execution(self) -> str: ...
-
-
 def turn_result(
-    record: Mapping[str, Any], options: MessageOptions, status: Status | None = None
+    record: Mapping[str, Any], options: PlannerOptions, status: Status | None = None
 ) -> TurnResult:
     """What the turn's final message records (see :class:`TurnResult`); ``status`` is worked
     out from the record's failure unless given."""
@@ -428,7 +418,7 @@ def turn_result(
 def final_message(
     record: Mapping[str, Any],
     calls: Sequence[BaseMessage],
-    options: MessageOptions,
+    options: PlannerOptions,
     reply: AIMessage | None = None,
 ) -> AIMessage:
     """The ``AIMessage`` that ends the turn, with what happened in its metadata (a

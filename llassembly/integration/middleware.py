@@ -7,9 +7,9 @@ turn's record lives in the agent's private state. See ``docs/architecture.md``, 
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypeVar, cast
 
@@ -49,7 +49,7 @@ from llassembly.integration.calls import (
     run_call,
     without_plan_calls,
 )
-from llassembly.integration.graph import Granularity, PlanGraph, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, arun_plan, run_plan
 from llassembly.integration.messages import (
     AnswerRequest,
     answered,
@@ -178,10 +178,15 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     # -- the model node -----------------------------------------------------------------------
 
-    def _view(self, request: ModelRequest[Any]) -> TurnView:
+    def _visit(
+        self, request: ModelRequest[Any], handler: Any, asynchronous: bool
+    ) -> tuple[Generator[Asked, Any, ExtendedModelResponse[Any]], Callable[[Asked], Any]]:
+        """This visit (see :func:`visit`) and what answers its requests (awaitable when
+        ``asynchronous``): the model handler, the query model (``query_model``, else the agent's
+        own, with no tools), or a plan graph run (with the agent's state and runtime)."""
         given, state = self._given, request.state
         externs = given if given is not None else self.planner.request_externs(request.tools)
-        return TurnView(
+        view = TurnView(
             self.planner,
             externs,
             state.get("messages", []) if isinstance(state, dict) else request.messages,
@@ -190,6 +195,21 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             queries_one_by_one=isinstance(state, Mapping)
             and any(key in state for key in MODEL_CALL_COUNTERS),
         )
+        query_model = self.options.query_model or request.model
+
+        def serve(asked: Asked) -> Any:
+            if isinstance(asked, AskQuery):
+                return (aask_all if asynchronous else ask_all)(query_model, asked.requests)
+            if isinstance(asked, RunPlan):
+                ctx = CallContext(
+                    self.planner, externs, asked.prefix, state, request.runtime, query_model,
+                    hand_off=True,
+                )  # fmt: skip
+                graph = self.planner.plan_graph(asked.plan, externs)
+                return (arun_plan if asynchronous else run_plan)(graph, ctx, get_config())
+            return handler(self._model_request(request, view, asked))
+
+        return visit(view, state, synchronous=not asynchronous), serve
 
     def _model_request(
         self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage]
@@ -211,47 +231,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             response_format=None,
         )
 
-    def _query_model(self, request: ModelRequest[Any]) -> Any:
-        """The model queries ask: ``query_model``, else the agent's own (with no tools)."""
-        return self.options.query_model or request.model
-
-    def _plan_graph_run(
-        self, request: ModelRequest[Any], view: TurnView, asked: RunPlan
-    ) -> tuple[PlanGraph, CallContext]:
-        """The plan graph of ``asked`` and what its calls need: the tools, the agent's state
-        and runtime, and the query model."""
-        ctx = CallContext(
-            self.planner, view.externs, asked.prefix, request.state, request.runtime,
-            self._query_model(request), hand_off=True,
-        )  # fmt: skip
-        return self.planner.plan_graph(asked.plan, view.externs), ctx
-
-    def _serve(
-        self, request: ModelRequest[Any], view: TurnView, handler: Any, asynchronous: bool
-    ) -> Callable[[Asked], Any]:
-        """Answers what a visit asks for (awaitable when ``asynchronous``): the model handler,
-        the query model, or a plan graph run."""
-
-        def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
-                asking = aask_all if asynchronous else ask_all
-                return asking(self._query_model(request), asked.requests)
-            if isinstance(asked, RunPlan):
-                running = arun_plan if asynchronous else run_plan
-                return running(*self._plan_graph_run(request, view, asked), get_config())
-            return handler(self._model_request(request, view, asked))
-
-        return serve
-
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Any],
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
-        view = self._view(request)
-        serve = self._serve(request, view, handler, asynchronous=False)
-        return drive(visit(view, request.state, synchronous=True), serve)
+        return drive(*self._visit(request, handler, asynchronous=False))
 
     async def awrap_model_call(
         self,
@@ -259,9 +245,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        view = self._view(request)
-        serve = self._serve(request, view, handler, asynchronous=True)
-        return await adrive(visit(view, request.state, synchronous=False), serve)
+        return await adrive(*self._visit(request, handler, asynchronous=True))
 
     # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------
 
@@ -354,15 +338,13 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
     starting).
     """
     for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id != call_id:
-                continue
+        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
             return message
-        if isinstance(message, AIMessage):
-            if any(c.get("id") == call_id for c in message.tool_calls):
-                return None
-            if message.response_metadata.get(ADDED_BY_CALL) != call_id:
-                return None
+        if isinstance(message, AIMessage) and (
+            any(c.get("id") == call_id for c in message.tool_calls)
+            or message.response_metadata.get(ADDED_BY_CALL) != call_id
+        ):
+            return None
     return None
 
 
@@ -425,7 +407,7 @@ def visit(
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
-        view = _seen(view, [m for m in view.messages if m.id not in removals])
+        view = replace(view, messages=[m for m in view.messages if m.id not in removals])
     shown = view.messages
     lagging = bool(record and record["lag"])
     made = 0  # real model calls in this visit (one per query of a batch)
@@ -450,7 +432,7 @@ def visit(
                 event = answered((yield action.messages))
         else:
             break
-        current = step(current.record, event, _seen(view, [*view.messages, *out]))
+        current = step(current.record, event, replace(view, messages=[*view.messages, *out]))
     rec = current.record
     rec["transient"] = []
     if not isinstance(action, Finish) and not (out and isinstance(out[-1], AIMessage)):
@@ -476,11 +458,6 @@ def visit(
         model_response=ModelResponse(result=list(out), structured_response=structured),
         command=Command(update=update),
     )
-
-
-def _seen(view: TurnView, messages: Sequence[BaseMessage]) -> TurnView:
-    """``view`` with the conversation as it is now (everything else it says kept)."""
-    return dataclasses.replace(view, messages=messages)
 
 
 _M = TypeVar("_M", bound=BaseMessage)
@@ -524,14 +501,8 @@ def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dic
     the counters equal the real model calls. (Writing a key no middleware declared is ignored
     by LangGraph, so this does nothing without that middleware.)
     """
-    if not isinstance(state, Mapping):
-        return {}
     delta = old_lag + model_calls - lag - 1
-    if delta == 0:
+    if not isinstance(state, Mapping) or delta == 0:
         return {}
-    updates: dict[str, int] = {}
-    for key in MODEL_CALL_COUNTERS:
-        value = state.get(key, 0)
-        if isinstance(value, int):
-            updates[key] = value + delta
-    return updates
+    counts = {key: state.get(key, 0) for key in MODEL_CALL_COUNTERS}
+    return {key: value + delta for key, value in counts.items() if isinstance(value, int)}

@@ -25,7 +25,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
-from llassembly.errors import ExecutionError, Failure, UsageError, error_of
+from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
@@ -172,14 +172,6 @@ class TurnGraph:
 # -- the node ------------------------------------------------------------------------------------
 
 
-class _Raise(TypedDict):
-    """The failure a planner node hands to its own next task, as plain data (checkpointed)."""
-
-    id: str
-    failure: Failure
-    messages: list[AnyMessage]
-
-
 @document_options
 class ToolsPlannerNode(Runnable[Any, Any]):
     """A LangGraph node that plans once and runs the plan, under ``invoke`` and ``ainvoke``
@@ -241,9 +233,15 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     def _start(
         self, state: Any, config: RunnableConfig | None
     ) -> tuple[Any, RunnableConfig, TurnRun]:
-        """The turn graph's input and config for a new turn about ``state``'s messages (or
-        the raising of the error a failed turn handed to this task)."""
-        self._raise_handed(state)
+        """The turn graph's input and config for a new turn about ``state``'s messages; or the
+        raising of the error a failed turn handed to this task (see the class docstring)."""
+        marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
+        if isinstance(marker, Mapping):
+            error = self._live.pop(str(marker.get("id")), None)
+            if error is None:  # another process, or a retry: the record is what is left
+                error = error_of(marker["failure"])
+                error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
+            raise error
         found = state.get("messages") if isinstance(state, Mapping) else None
         found = getattr(state, "messages", None) if found is None else found
         if found is None:
@@ -283,20 +281,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self._live[key] = error
         while len(self._live) > _LIVE_ERRORS:
             self._live.popitem(last=False)
-        marker = _Raise(id=key, failure=record["failure"], messages=messages)
+        marker = {"id": key, "failure": record["failure"], "messages": messages}  # checkpointed
         return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
-
-    def _raise_handed(self, state: Any) -> None:
-        """Raise the error a failed turn handed to this task (see the class docstring); return
-        when ``state`` is not such a hand-over."""
-        marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
-        if not isinstance(marker, Mapping):
-            return
-        error = self._live.pop(str(marker.get("id")), None)
-        if error is None:  # another process, or a retry: the record is what is left
-            error = error_of(marker["failure"])
-            error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
-        raise error
 
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

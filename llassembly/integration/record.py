@@ -254,18 +254,14 @@ def due(record: TurnRecord) -> Due:
     calls it sent out (agent path), the query model's answers to its ``queries``, the machine
     to ``run`` on (a plan graph to run the plan), or ``nothing`` (the turn is over)."""
     phase = record["phase"]
-    if phase == "planning":
-        return "plan"
-    if phase == "answering":
-        return "answer"
-    if phase == "approval":
-        return "person"
-    if phase == "running":
-        if record["pending"]:
-            return "results"
-        queries = record.get("queries") or ()
-        return "queries" if any(not settled(q) for q in queries) else "run"
-    return "nothing"
+    if phase != "running":
+        return _WAITS.get(phase, "nothing")
+    if record["pending"]:
+        return "results"
+    return "queries" if any(not settled(q) for q in record.get("queries") or ()) else "run"
+
+
+_WAITS: Final[dict[str, Due]] = {"planning": "plan", "answering": "answer", "approval": "person"}
 
 
 # -- failures of a plan that never ran ------------------------------------------------------------

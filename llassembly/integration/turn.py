@@ -8,7 +8,7 @@ path (:mod:`~llassembly.integration.middleware`) and the turn graph
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -33,7 +33,7 @@ from llassembly.errors import (
     failure_of,
     plural,
 )
-from llassembly.integration.approval import decide, edit_note
+from llassembly.integration.approval import edit_note
 from llassembly.integration.calls import call_id, call_request, plan_call_messages, query_message
 from llassembly.integration.graph import PlanRan
 from llassembly.integration.messages import (
@@ -65,6 +65,7 @@ from llassembly.integration.record import (
     new_record,
     pending_call,
     plan_failure,
+    rejection_failure,
     settled,
     tag_of,
 )
@@ -224,30 +225,19 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
     """The turn's next state and action after ``event`` (see the module docstring)."""
     if isinstance(event, Begin) or record is None:
         return _ask_for_plan(new_record(synchronous=bool(record and record["synchronous"])), view)
-    rec = TurnRecord(**record)
-    if isinstance(event, Proceed):
-        return _proceed(rec, view)
-    if isinstance(event, Replied):
-        return _replied(rec, event.reply, view)
-    if isinstance(event, Decided):
-        return _decided(rec, event.decision, view)
-    if isinstance(event, Returned):
-        return _returned(rec, event, view)
-    if isinstance(event, Queried):
-        return _queried(rec, event, view)
-    if isinstance(event, PlanRan):
-        rec["machine"] = dict(event.machine)
-        rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
-        if event.ended:  # a return_direct tool's result: the run ends on it
-            rec.update({"plan": None, "phase": "done"})
-            return Step(rec, Finish(), list(event.messages))
-        if event.failure is None and not event.machine["halted"]:  # calls for the agent's tools
-            return _advance(rec, _machine(rec, view), view, list(event.messages))
-        return _plan_ended(rec, event.failure, view, list(event.messages))
-    return _answered(rec, event, view)
+    on: dict[type, Callable[[TurnRecord, Any, TurnView], Step]] = {
+        Proceed: _proceed,
+        Replied: _replied,
+        Decided: _decided,
+        Returned: _returned,
+        Queried: _queried,
+        PlanRan: _plan_ran,
+        Answered: _answered,
+    }
+    return on[type(event)](TurnRecord(**record), event, view)
 
 
-def _proceed(rec: TurnRecord, view: TurnView) -> Step:
+def _proceed(rec: TurnRecord, _: Proceed, view: TurnView) -> Step:
     now, approval = due(rec), rec["approval"]
     if now == "plan":
         return _ask_for_plan(rec, view)
@@ -282,8 +272,8 @@ def _ask_for_plan(rec: TurnRecord, view: TurnView) -> Step:
     return Step(rec, AskModel(extra))
 
 
-def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
-    opts = view.planner.options
+def _replied(rec: TurnRecord, event: Replied, view: TurnView) -> Step:
+    opts, reply = view.planner.options, event.reply
     rec["model_calls"] += 1
     if due(rec) == "answer":
         raise UsageError("a planning reply came while the turn waits for its final answer")
@@ -358,23 +348,35 @@ def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnVie
     return Step(rec, AskPerson(request), [marked(reply, "plan")])
 
 
-def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> Step:
+def _decided(rec: TurnRecord, event: Decided, view: TurnView) -> Step:
+    """A person's decision on the plan (see ``docs/approval.md``); an edit that does not pass
+    the checks (parse, verify, policies) is asked again, with why."""
     request = (rec["approval"] or {"state": "awaiting"}).get("request") or {}
-    kind, result = decide(request, decision, lambda text: view.planner.check(text, view.externs))
-    said = "edit, refused by the checks (asked again)" if kind == "again" else kind
+    kind, text, problem = event.decision["type"], str(event.decision.get("plan")), None
+    if kind == "edit":
+        try:
+            if not isinstance(view.planner.check(text, view.externs), Program):
+                problem = (
+                    "the edited text holds no instruction: write a program, or reject the plan"
+                )
+        except PlanError as error:
+            problem = repair_request(error).rsplit("\n\n", 1)[0]
+    said = "edit, refused by the checks (asked again)" if problem else kind
     logger.info("a person answered the plan approval: %s", said)
-    if kind == "again":  # an edit that does not pass the checks: the person is asked again
-        rec["approval"] = {"state": "awaiting", "request": result}
-        return Step(rec, AskPerson(result))
+    if problem:
+        again = {**request, "problems": [problem], "rejected_edit": text}
+        rec["approval"] = {"state": "awaiting", "request": again}
+        return Step(rec, AskPerson(again))
     if kind == "reject":
         rec["approval"] = None
         rec["raise_failure"] = False
-        return _plan_ended(rec, result, view, [])
+        rejected = rejection_failure(str(event.decision.get("message", "")))
+        return _plan_ended(rec, rejected, view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
-        prefix = f"asm{short_hash(result)}_{rec['plan_number']}_"
-        rec.update({"plan": result, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
-        messages.append(edit_note(result))
+        prefix = f"asm{short_hash(text)}_{rec['plan_number']}_"
+        rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
+        messages.append(edit_note(text))
     rec["approval"] = {"state": "approved", "prefix": rec["prefix"]}
     return _start(rec, view, messages)
 
@@ -414,6 +416,17 @@ def _advance(
     rec["pending"] = pending
     message = call_request(calls, rec["prefix"])
     return Step(rec, RunCalls(calls, message), [*messages, message])
+
+
+def _plan_ran(rec: TurnRecord, event: PlanRan, view: TurnView) -> Step:
+    rec["machine"] = dict(event.machine)
+    rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
+    if event.ended:  # a return_direct tool's result: the run ends on it
+        rec.update({"plan": None, "phase": "done"})
+        return Step(rec, Finish(), list(event.messages))
+    if event.failure is None and not event.machine["halted"]:  # calls for the agent's tools
+        return _advance(rec, _machine(rec, view), view, list(event.messages))
+    return _plan_ended(rec, event.failure, view, list(event.messages))
 
 
 def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
