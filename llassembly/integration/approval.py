@@ -37,22 +37,19 @@ def approval_option(value: bool | Sequence[str]) -> bool | tuple[str, ...]:
     return value if isinstance(value, bool) else tuple(value)
 
 
-def needs_approval(approve_plan: bool | tuple[str, ...], summary: PlanSummary) -> bool:
-    """Whether a plan with this summary waits for a person before its first call."""
-    if approve_plan is True:
-        return bool(summary.tools)
-    if not approve_plan:
-        return False
-    return any(summary.tool(name) is not None for name in approve_plan)
-
-
-def approval_request(plan: str, summary: PlanSummary) -> dict[str, Any]:
-    """The interrupt value asking a person to approve a plan (JSON-serialisable).
+def approval_request(
+    approve_plan: bool | tuple[str, ...], plan: str, summary: PlanSummary
+) -> dict[str, Any] | None:
+    """The interrupt value asking a person to approve a plan (JSON-serialisable), or ``None``
+    when ``approve_plan`` does not ask for it (``True``: a plan that calls any tool).
 
     Keys: ``type`` (always ``"plan_approval"``), ``plan`` (the plan text), ``summary``
     (:meth:`PlanSummary.to_dict`), ``description`` (the summary as text for a person),
     ``allowed_decisions`` and ``problems`` (why an edited plan was refused; empty otherwise).
     """
+    named = approve_plan is True or any(summary.tool(n) is not None for n in approve_plan or ())
+    if not (named and summary.tools):
+        return None
     return {
         "type": "plan_approval",
         "plan": plan,
@@ -135,22 +132,16 @@ def unless_plan_approved(interrupt_on: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for name, config in interrupt_on.items():
-        if config is False:
-            out[name] = False
-            continue
         if config is True:
             config = {"allowed_decisions": ["approve", "edit", "reject", "respond"]}
-        if not isinstance(config, Mapping):
+        if config is not False and not isinstance(config, Mapping):
             raise UsageError(f"interrupt_on[{name!r}] must be True, False or a config dict")
-        inner: Callable[[Any], bool] | None = config.get("when")
-        out[name] = {**config, "when": _skipping(inner)}
+        out[name] = config and {**config, "when": _skipping(config.get("when"))}
     return out
 
 
 def _skipping(inner: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
     def when(request: Any) -> bool:
-        if plan_call_approved(request):
-            return False
-        return True if inner is None else bool(inner(request))
+        return not plan_call_approved(request) and (inner is None or bool(inner(request)))
 
     return when

@@ -23,7 +23,7 @@ from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
 from llassembly.compat import recording_tool
 from llassembly.errors import PlanRejected, UsageError
-from llassembly.integration.approval import approval_request, needs_approval
+from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names
 from llassembly.integration.prompt import build_system_prompt
@@ -251,12 +251,8 @@ class Planner:
 
     def approval(self, text: str, externs: Mapping[str, Extern]) -> dict[str, Any] | None:
         """The approval request for a verified plan, or ``None`` when it needs none."""
-        if not self.options.approve_plan:
-            return None
-        summary = self.summary(text, externs)
-        if not needs_approval(self.options.approve_plan, summary):
-            return None
-        return approval_request(text, summary)
+        approve = self.options.approve_plan
+        return approval_request(approve, text, self.summary(text, externs)) if approve else None
 
 
 def _as_tool(extern: Extern) -> Extern:
