@@ -397,10 +397,21 @@ def _machine(rec: TurnRecord, view: TurnView) -> Emulator:
 
 
 def _advance(
-    rec: TurnRecord, emulator: Emulator, view: TurnView, messages: list[AnyMessage]
+    rec: TurnRecord,
+    emulator: Emulator,
+    view: TurnView,
+    messages: list[AnyMessage],
+    outcomes: Sequence[Any] = (),
 ) -> Step:
-    """Run the machine to its next calls (the step asks for them) or to its end."""
+    """Give the machine each outcome of the calls it waits on, in program order (the first
+    failure the plan does not test, ``JC``, stops it, keeping the outcomes before it), then run
+    it to its next calls (the step asks for them) or to its end."""
     try:
+        for outcome in outcomes:
+            if isinstance(outcome, Failed) and not emulator.tests_failure():
+                raised = outcome.error
+                raise raised if isinstance(raised, ExecutionError) else ExecutionError(str(raised))
+            emulator.complete_batch([outcome])
         calls = emulator.advance_batch()
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
@@ -439,28 +450,7 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
         detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
         changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
         return _plan_ended(rec, changed, view, [], replan=False)
-    return _give(rec, emulator, event.outcomes, view, [])
-
-
-def _give(
-    rec: TurnRecord,
-    emulator: Emulator,
-    outcomes: Sequence[Any],
-    view: TurnView,
-    messages: list[AnyMessage],
-) -> Step:
-    """Give the machine each outcome in program order, then run it on; the first failure the
-    plan does not test (``JC``) stops it, keeping the outcomes before it."""
-    for outcome in outcomes:
-        try:
-            if isinstance(outcome, Failed) and not emulator.tests_failure():
-                raised = outcome.error
-                raise raised if isinstance(raised, ExecutionError) else ExecutionError(str(raised))
-            emulator.complete_batch([outcome])
-        except ExecutionError as error:
-            rec["machine"] = emulator.snapshot()
-            return _plan_ended(rec, failure_of(error), view, messages)
-    return _advance(rec, emulator, view, messages)
+    return _advance(rec, emulator, view, [], event.outcomes)
 
 
 # -- queries: the query model reads texts for the plan (agent path) ----------------------------
@@ -507,7 +497,7 @@ def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
             attempts = int(found.get("attempts", attempts))
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
     outcomes = [Failed(error_of(d["failure"])) if "failure" in d else d.get("value") for d in dues]
-    return _give(rec, emulator, outcomes, view, messages)
+    return _advance(rec, emulator, view, messages, outcomes)
 
 
 # -- the end of a plan, and of the turn -------------------------------------------------------
@@ -579,30 +569,29 @@ def _end(
     if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
         return Step(rec, AskAnswer(_answer_request(rec, view, messages)), messages)
-    rec["phase"] = "done"
     rec["raise_failure"] = raising
-    final = final_message(rec, _turn_calls(rec, view, messages), opts)
-    _log_end(final)
-    return Step(rec, Finish(structured), [*messages, final])
+    return Step(rec, Finish(structured), [*messages, _final(rec, view, messages)])
 
 
 def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
     """The final model call answered: its reply ends the turn (the plan's summary kept in its
     metadata)."""
     rec["model_calls"] += 1
-    rec["phase"] = "done"
-    calls = _turn_calls(rec, view, [])
     answered = {m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)}
     reply, dropped = without_native_calls(result.reply, answered)  # it reads results: never run
     if dropped:
         logger.warning("the final answer's tool calls were dropped: %s", ", ".join(dropped))
-    final = final_message(rec, calls, view.planner.options, reply)
-    _log_end(final)
+    final = _final(rec, view, [], reply)
     messages = [final if m is result.reply else m for m in result.messages]
     return Step(rec, Finish(result.structured), messages)
 
 
-def _log_end(final: AIMessage) -> None:
+def _final(
+    rec: TurnRecord, view: TurnView, messages: list[AnyMessage], reply: AIMessage | None = None
+) -> AIMessage:
+    """The turn is done: its final message (see ``final_message``), logged."""
+    rec["phase"] = "done"
+    final = final_message(rec, _turn_calls(rec, view, messages), view.planner.options, reply)
     result = final.response_metadata[KEY]
     error = result.get("error") or {}
     why = f"{error.get('type')} at line {error['line']}" if error.get("line") else ""
@@ -613,6 +602,7 @@ def _log_end(final: AIMessage) -> None:
         plural(result["tool_calls"], "tool call"),
         f"; {why or failure_words(error)}" if error else "",
     )
+    return final
 
 
 def _turn_calls(
