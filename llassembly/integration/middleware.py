@@ -377,17 +377,12 @@ def next_event(
                 for a, p in zip(answers, pending, strict=True)
             ]
         )
+    if not _latest(record, messages):  # a new run, else the plan and what it asks are saved
+        return Begin()
     approval = record["approval"]
-    if (
-        now == "person"
-        and approval is not None
-        and approval["state"] == "awaiting"
-        and _latest(record, messages)
-    ):  # the plan and its request are saved: a person decides now (asked again on resume)
+    if now == "person" and approval is not None:  # (asked again on resume)
         return Decided(read_decision(interrupt(approval.get("request") or {})))
-    if now in ("plan", "answer", "run", "queries") and _latest(record, messages):
-        return Proceed()
-    return Begin()
+    return Proceed() if now in ("plan", "answer", "run", "queries") else Begin()
 
 
 Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
