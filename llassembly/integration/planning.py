@@ -146,9 +146,8 @@ class Plan:
         Raises:
             UsageError: The model answered in words.
         """
-        compiled = self._compiled()
         return summarize(
-            compiled.program,
+            self._compiled().program,
             self.externs,
             max_instructions_to_exec=self.max_instructions_to_exec,
             max_tool_calls=self.max_tool_calls,
@@ -245,8 +244,8 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     system = SystemMessage(planner.system_prompt(externs, context))
     view = TurnView(planner, externs, conversation, graph=True)
     current = step(None, Begin(), view)
+    seen = planner_view(conversation, results=planner.options.planner_sees_results)
     while isinstance(current.action, AskModel):
-        seen = planner_view(conversation, results=planner.options.planner_sees_results)
         reply = yield [system, *seen, *current.action.extra]
         current = step(current.record, Replied(answered(reply).reply), view)
     record = current.record
