@@ -175,11 +175,8 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
         elif isinstance(message, ToolMessage):
             index = calls.get(message.tool_call_id, len(lines))
             name = names.get(message.tool_call_id) or message.name or "tool"
-            line = f"{index + 1}. {_call_line(name, message, results)}"
-            if index == len(lines):
-                lines.append(line)
-            else:
-                lines[index] = line
+            # The line of its call, or a line of its own after the last.
+            lines[index : index + 1] = [f"{index + 1}. {_call_line(name, message, results)}"]
         elif kind in ("draft", "note"):
             continue  # the turn's own progress, not the conversation
         else:

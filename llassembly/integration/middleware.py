@@ -403,7 +403,6 @@ def visit(
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
         view = replace(view, messages=[m for m in view.messages if m.id not in removals])
-    shown = view.messages
     lagging = bool(record and record["lag"])
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
@@ -419,7 +418,7 @@ def visit(
         elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
-                reply = yield [*split_system(shown)[1], *out, *action.extra]
+                reply = yield [*split_system(view.messages)[1], *out, *action.extra]
                 event = Replied(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
                 event = Queried((yield action))

@@ -255,8 +255,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             self.planner, self.externs, state=state, runtime=runtime,
             query_model=self.options.query_model or self.model,
         )  # fmt: skip
-        system_prompt = self.planner.system_prompt(self.externs, context)
-        run = TurnRun(calls, system_prompt, context, self.model)
+        run = TurnRun(calls, self.planner.system_prompt(self.externs, context), context, self.model)
         first = step(None, Begin(), TurnView(self.planner, self.externs, conversation, graph=True))
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
         return turn_input, self.turn.config_for(run, ensure_config(config)), run
