@@ -389,8 +389,7 @@ def turn_result(
     if status is None and kind is None:
         status = "finished"
     elif status is None:  # "refused": no plan of the turn passed the checks
-        planned = bool(record.get("plan_number"))
-        refused = kind == "RepairsExhausted" and not planned
+        refused = kind == "RepairsExhausted" and not record.get("plan_number")
         status = "rejected" if kind == NOT_APPROVED else "refused" if refused else "stopped"
     result = TurnResult(
         kind="answer",
