@@ -160,12 +160,8 @@ class Report:
             self.out.write(printable(line + end, self.out))
 
     def json(self, status: str, code: int, **fields: Any) -> int:
-        """The one JSON object under ``--json``; return the exit code either way.
-
-        The object is ASCII (any other character as a ``\\uXXXX`` escape), so no stream's
-        encoding can fail on it, and its strings are well formed (:func:`well_formed`, the
-        messages and plan lines too), so every JSON reader reads the same text.
-        """
+        """The one JSON object under ``--json``, ASCII and its strings well formed (why: *JSON
+        output* in ``docs/cli.md``); return the exit code either way."""
         if self.as_json:
             data = {"command": self.command, "status": status, "exit_code": code, **fields}
             self.out.write(json.dumps(plain(data), indent=2, ensure_ascii=True) + "\n")
