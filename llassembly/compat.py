@@ -42,9 +42,7 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
     is loaded, else nothing (no such exception can exist before)."""
     errors = sys.modules.get("langgraph.errors")
     kind = getattr(errors, "GraphBubbleUp", None)
-    if isinstance(kind, type) and issubclass(kind, BaseException):
-        return (kind,)
-    return ()
+    return (kind,) if isinstance(kind, type) and issubclass(kind, BaseException) else ()
 
 
 @dataclass
