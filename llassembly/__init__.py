@@ -80,8 +80,6 @@ _LAZY = {
 }
 """The integration's names, by their module in ``llassembly.integration`` (as imported above)."""
 
-_SUBPACKAGES = ("analysis", "integration", "language", "machine")
-
 
 def __getattr__(name: str) -> _Any:
     """Import an integration name on first use (PEP 562) and keep it in the package."""
@@ -94,7 +92,7 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*__all__, *_SUBPACKAGES})
+    return sorted({*__all__, "analysis", "integration", "language", "machine"})
 
 
 __all__ = [

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -161,12 +160,8 @@ class Report:
             self.out.write(printable(line + end, self.out))
 
     def json(self, status: str, code: int, **fields: Any) -> int:
-        """The one JSON object under ``--json``; return the exit code either way.
-
-        The object is ASCII (any other character as a ``\\uXXXX`` escape), so no stream's
-        encoding can fail on it, and its strings are well formed (:func:`well_formed`, the
-        messages and plan lines too), so every JSON reader reads the same text.
-        """
+        """The one JSON object under ``--json``, ASCII and its strings well formed (why: *JSON
+        output* in ``docs/cli.md``); return the exit code either way."""
         if self.as_json:
             data = {"command": self.command, "status": status, "exit_code": code, **fields}
             self.out.write(json.dumps(plain(data), indent=2, ensure_ascii=True) + "\n")
@@ -194,7 +189,9 @@ def load_tools(spec: str) -> dict[str, Extern]:
         value: Any = getattr(module, attr)
     except AttributeError as exc:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
-    if callable(value) and not hasattr(value, "invoke") and not _is_typed_tool(value):
+    # A plain function with annotations is a tool; a bare factory ``def tools():`` is not.
+    factory = set(getattr(value, "__annotations__", None) or ()) <= {"return"}
+    if callable(value) and not hasattr(value, "invoke") and factory:
         try:
             value = value()
         except Exception as exc:  # the factory's own failure: --tools names no tools
@@ -205,12 +202,6 @@ def load_tools(spec: str) -> dict[str, Extern]:
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value
     return dict(externs_of(tools, param="--tools"))
-
-
-def _is_typed_tool(value: Callable[..., Any]) -> bool:
-    """A plain function with annotations is a tool; a bare factory ``def tools():`` is not."""
-    annotations = getattr(value, "__annotations__", {})
-    return bool(annotations) and set(annotations) != {"return"}
 
 
 def _read_plan(path: str) -> str:
@@ -232,8 +223,7 @@ def check_command(
         for diagnostic in problems:
             report.text(diagnostic.render())
         report.text(f"{plural(len(problems), 'problem')} found.")
-        found = [dataclasses.asdict(d) for d in problems]
-        return report.json("rejected", EXIT_PLAN, problems=found)
+        return report.json("rejected", EXIT_PLAN, problems=problems)
     calls = len(control_flow(program, externs).tools)
     budgets = dict(
         max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
@@ -463,8 +453,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return _command(args, report)
     except PlanError as exc:
         report.text(str(exc))
-        problems = [dataclasses.asdict(d) for d in exc.diagnostics]
-        return report.json("rejected", EXIT_PLAN, problems=problems)
+        return report.json("rejected", EXIT_PLAN, problems=exc.diagnostics)
     except UsageError as exc:
         if not report.as_json:
             usage = "".join(getattr(exc, "__notes__", ()))

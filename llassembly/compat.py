@@ -42,9 +42,7 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
     is loaded, else nothing (no such exception can exist before)."""
     errors = sys.modules.get("langgraph.errors")
     kind = getattr(errors, "GraphBubbleUp", None)
-    if isinstance(kind, type) and issubclass(kind, BaseException):
-        return (kind,)
-    return ()
+    return (kind,) if isinstance(kind, type) and issubclass(kind, BaseException) else ()
 
 
 @dataclass
@@ -160,22 +158,21 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
     ):
         return None
     try:
-        params = inspect.signature(func).parameters
+        if _NOT_DIRECT & set(inspect.signature(func).parameters):
+            return None
     except (TypeError, ValueError):
         return None
+    checked = _checks_nothing_more(tool.args_schema)  # then the library's check is invoke's
 
     def call(tool_call: dict[str, Any]) -> Any:
-        args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
-        noted_running()  # read as invoke reads them: it runs, whether it returns or raises
+        args: tuple[Any, ...] = ()
+        kwargs = tool_call["args"]
+        if not checked:  # read as invoke reads them
+            args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
+        _current().ran = True  # it runs, whether it returns or raises
         return func(*args, **kwargs)
 
-    def checked(tool_call: dict[str, Any]) -> Any:  # the arguments passed the same checks
-        noted_running()
-        return func(**tool_call["args"])
-
-    if _NOT_DIRECT & set(params):
-        return None
-    return checked if _checks_nothing_more(tool.args_schema) else call
+    return call
 
 
 def _checks_nothing_more(schema: Any) -> bool:
@@ -280,11 +277,6 @@ def tool_message(output: Any, call_id: str, name: str) -> Any:
     from langchain_core.tools.base import _format_output
 
     return _format_output(output, None, call_id, name, "success")
-
-
-def noted_running() -> None:
-    """Note that a tool's function called directly runs (one that raises ran too)."""
-    _current().ran = True
 
 
 def noted_directly(output: Any, content: Any) -> None:

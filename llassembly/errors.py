@@ -94,11 +94,7 @@ def well_formed(text: str) -> str:
     a web service cut in two) as U+FFFD; a pair of surrogates as the character it spells."""
     if text.isascii():
         return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def safe_text(value: object) -> str:
