@@ -30,7 +30,6 @@ from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
-    arun_call,
     as_message,
     call_id,
     call_request,
@@ -44,7 +43,7 @@ from llassembly.integration.calls import (
     run_call,
     tool_request,
 )
-from llassembly.integration.query import arun_query, run_query
+from llassembly.integration.query import invoker, query_steps
 from llassembly.integration.record import KEY
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.machine.emulator import (
@@ -566,31 +565,26 @@ def plan_run(ctx: CallContext) -> PlanRun:
     each completed call announced on the caller's custom stream (``stream_mode="custom"``,
     under ``"llassembly"``: the call, and its ``"result"`` or ``"error"`` text)."""
 
-    def execute(call: ToolCall, config: RunnableConfig) -> Any:
+    def execute(call: ToolCall, config: RunnableConfig, asynchronous: bool = False) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
-            value, attempts = run_query(
-                _query_model(ctx), call, call_id(ctx.prefix, call.number), config
-            )
-            return query_message(call, ctx.prefix, attempts, value=value)
-        return run_call(ctx, call, tool_request(ctx, call, config), invoke_tool(ctx, config))
+            asked = _query_call(ctx, call)
+            return (adrive if asynchronous else drive)(asked, invoker(config, asynchronous))
+        handler = invoke_tool(ctx, config, asynchronous=asynchronous)
+        return run_call(ctx, call, tool_request(ctx, call, config), handler, asynchronous)
 
-    async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
-        if ctx.externs[call.tool].query:
-            cid = call_id(ctx.prefix, call.number)
-            value, attempts = await arun_query(_query_model(ctx), call, cid, config)
-            return query_message(call, ctx.prefix, attempts, value=value)
-        handler = invoke_tool(ctx, config, asynchronous=True)
-        return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
-
+    aexecute = functools.partial(execute, asynchronous=True)
     run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx), hand_off=ctx.hand_off)
     run.errors = ctx.errors  # a tool's live error, kept by the tool path
     return run
 
 
-def _query_model(ctx: CallContext) -> Any:
+def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMessage]:
+    """A query run as a plan call, sans-IO: its answer as its ``ToolMessage``."""
     if ctx.query_model is None:  # pragma: no cover - every driver gives one with queries on
         raise UsageError("the plan makes a query, but no query model was given")
-    return ctx.query_model
+    cid = call_id(ctx.prefix, call.number)
+    value, attempts = yield from query_steps(ctx.query_model, call, cid)
+    return query_message(call, ctx.prefix, attempts, value=value)
 
 
 def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | None:

@@ -3,7 +3,7 @@
 To the machine a query is a call like any other (:data:`QUERY_EXTERN`), answered by a model
 with no tools that is sent only :data:`QUERY_INSTRUCTIONS`, the text and the question.
 :func:`settle` is the one place that decides what a reply gives. The agent path asks a batch
-in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`run_query`).
+in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`query_steps`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -331,12 +331,10 @@ def _text(reply: Any) -> str:  # (a lone surrogate is no text a message can hold
     return errors.well_formed(reply.text if isinstance(reply, BaseMessage) else str(reply or ""))
 
 
-def _invoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Any]:
-    return lambda asked: asked[0].invoke(asked[1], config)
-
-
-def _ainvoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Awaitable[Any]]:
-    return lambda asked: asked[0].ainvoke(asked[1], config)
+def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callable[[Any], Any]:
+    """Answers what a query's steps ask (a runnable and its messages), awaitable when
+    ``asynchronous``."""
+    return lambda asked: (asked[0].ainvoke if asynchronous else asked[0].invoke)(asked[1], config)
 
 
 def ask_all(
@@ -345,7 +343,7 @@ def ask_all(
     """One attempt of each query of a batch (``model`` called with no tools), at once, as a
     batch of calls runs (an attempt never raises: a failure is its reply's), in the order
     asked."""
-    ask = lambda r: drive(_asking(model, r), _invoke(config))  # noqa: E731
+    ask = lambda r: drive(_asking(model, r), invoker(config))  # noqa: E731
     return tuple(batch_results(requests, ask))  # type: ignore[arg-type]
 
 
@@ -353,7 +351,7 @@ async def aask_all(
     model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
 ) -> tuple[Reply, ...]:
     """Async :func:`ask_all` (the attempts awaited together)."""
-    ask = lambda r: adrive(_asking(model, r), _ainvoke(config))  # noqa: E731
+    ask = lambda r: adrive(_asking(model, r), invoker(config, True))  # noqa: E731
     return tuple(await abatch_results(requests, ask))  # type: ignore[arg-type]
 
 
@@ -375,7 +373,14 @@ def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------
 
 
-def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tuple[Value, int]]:
+def query_steps(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tuple[Value, int]]:
+    """A query to its end, sans-IO (its requests answered by :func:`invoker`): asked once more
+    after an answer that cannot be used. Returns its value and the model calls it took
+    (recorded in its ``ToolMessage``, so the turn counts them).
+
+    Raises:
+        QueryFailed: No usable answer, or the model raised.
+    """
     refused: list[Refusal] = []
     while True:
         request = query_request(call.args, refused, call_id, call.line, call.source)
@@ -384,25 +389,6 @@ def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tupl
         if not isinstance(outcome, list):
             return outcome, len(refused) + 1
         refused = outcome
-
-
-def run_query(
-    model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> tuple[Value, int]:
-    """A query to its end (asked once more after an answer that cannot be used): its value
-    and the model calls it took (recorded in its ``ToolMessage``, so the turn counts them).
-
-    Raises:
-        QueryFailed: No usable answer, or the model raised.
-    """
-    return drive(_query(model, call, call_id), _invoke(config))
-
-
-async def arun_query(
-    model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> tuple[Value, int]:
-    """Async :func:`run_query`."""
-    return await adrive(_query(model, call, call_id), _ainvoke(config))
 
 
 def query_runner(model: Any) -> Callable[[ToolCall], Value]:
@@ -416,6 +402,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
     """
 
     def answer(call: ToolCall) -> Value:
-        return run_query(model, call, f"{QUERY_TOOL}_{call.number}")[0]
+        return drive(query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None))[0]
 
     return answer
