@@ -525,14 +525,13 @@ def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
             return _decode_one(shape, text)
         except ValueError:
             raise _undecodable(extern, text, label(shape) if shape else "any", call) from None
-    what = f"{extern.n_results} values (a JSON array)"
     try:
         data = _json(text)
+        if isinstance(data, list) and len(data) == extern.n_results:
+            return data
     except ValueError:
-        raise _undecodable(extern, text, what, call) from None
-    if not isinstance(data, list) or len(data) != extern.n_results:
-        raise _undecodable(extern, text, what, call)
-    return data
+        pass
+    raise _undecodable(extern, text, f"{extern.n_results} values (a JSON array)", call)
 
 
 def _decode_one(shape: Shape | None, text: str) -> Any:

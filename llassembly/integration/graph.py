@@ -206,11 +206,7 @@ class PlanGraph:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
         base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
-        steps = (
-            self.max_instructions_to_exec
-            if self.granularity == "instruction"
-            else self.max_tool_calls
-        )
+        steps = self.max_instructions_to_exec if self._max_steps else self.max_tool_calls
         # A batch adds a superstep for its calls and one for the join; a call whose node
         # ends where no node starts adds the join.
         limit = (2 * steps if self._dispatching else steps) + 2

@@ -93,15 +93,10 @@ def settle(
     line: int = 0,
     source: str = "",
 ) -> Value | list[Refusal]:
-    """What a query's reply gives: its value; or, when the answer cannot be used and an
-    attempt is left, the refusals so far (ask again with them, see :func:`query_request`).
-
-    Args:
-        args: The query's arguments (``text``, ``question``, ``shape``).
-        reply: The model's reply to the latest attempt.
-        refused: The answers refused before it.
-        line: The ``CALL``'s line, for the failure.
-        source: The ``CALL``'s text.
+    """What a query's ``reply`` (to the latest attempt, after the answers ``refused``) gives:
+    its value; or, when the answer cannot be used and an attempt is left, the refusals so far
+    (ask again with them, see :func:`query_request`). ``line`` and ``source`` are the
+    ``CALL``'s, for the failure.
 
     Raises:
         QueryFailed: The model raised, or its last attempt's answer cannot be used either.
@@ -180,8 +175,6 @@ _TRUTH = {"true": True, "yes": True, "false": False, "no": False}
 
 
 def _what(data: Any) -> str:
-    if data is None:
-        return "null"
     text = json.dumps(data, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
