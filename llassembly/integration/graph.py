@@ -1,14 +1,10 @@
 """Graph compiler: a verified program becomes a LangGraph ``StateGraph`` (the graph path).
 
-``granularity`` says what one node runs: one instruction (jumps drawn as *taken* / *not taken*
-edges), the pure instructions up to and with the next tool ``CALL`` (``"block"``: every
-completed call ends a superstep, so it is checkpointed), or the whole plan (see
-``docs/durability.md``). With ``parallel_tools`` a batch of calls runs as one ``call`` task each,
-in one superstep (a resume after an interrupt runs only the interrupted one again); the
-``join`` node gives their results to the machine in program order. Every call takes the one
-tool path (:mod:`llassembly.integration.calls`). The state is plain data (:class:`PlanState`);
-what belongs to one run travels in the config under :data:`RUN_KEY`, so a graph is compiled
-once per program.
+``granularity`` says what one node runs, and with ``parallel_tools`` a batch of calls runs as
+one ``call`` task each, joined by the ``join`` node (see ``docs/durability.md``). Every call
+takes the one tool path (:mod:`llassembly.integration.calls`). The state is plain data
+(:class:`PlanState`); what belongs to one run travels in the config under :data:`RUN_KEY`, so a
+graph is compiled once per program.
 """
 
 from __future__ import annotations
@@ -155,9 +151,7 @@ class PlanGraph:
         granularity: ``"block"``, ``"instruction"`` or ``"program"``.
         max_instructions_to_exec: Instruction budget of each run.
         max_tool_calls: Tool-call budget of each run.
-        parallel_tools: Tools whose calls may run together: a batch of calls runs at once, as
-            a task per call (at ``"program"``: on threads, or with ``asyncio.gather`` under
-            ``ainvoke``).
+        parallel_tools: Tools whose calls may run together (see ``docs/durability.md``).
 
     Example:
         >>> from llassembly import compile_program, externs_from, parse
@@ -244,8 +238,7 @@ class PlanGraph:
         Returns the update and the calls to run as a task each (none when empty). At
         ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
         machine waits on (written by the ``call`` tasks), then makes at most one round of
-        calls: one call it runs itself, or a batch it hands out. Results are given in program
-        order; a failed call keeps the results before it.
+        calls: one call it runs itself, or a batch it hands out.
         """
         emulator = self._emulator(state, run)
         messages: list[AnyMessage] = []

@@ -53,17 +53,11 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Option(Generic[T]):
-    """One planner option, as :class:`PlannerOptions` declares it.
-
-    Attributes:
-        name: The parameter's name.
-        default: Its default (the same in every class that takes it).
-        doc: What the option does (one paragraph; the classes' docstrings quote it).
-        check: Raises :class:`~llassembly.errors.UsageError` for a value out of range
-            (called with the option's name and the value :class:`PlannerOptions` keeps).
-        keep: Turns an argument into the value :class:`PlannerOptions` keeps (a list of tool
-            names into a tuple, for example).
-    """
+    """One planner option, as :class:`PlannerOptions` declares it: its ``default`` is the
+    same in every class that takes it, its ``doc`` one paragraph the classes' docstrings
+    quote; ``check`` raises :class:`~llassembly.errors.UsageError` for a value out of range
+    (called with the name and the value kept), ``keep`` turns an argument into the value
+    :class:`PlannerOptions` keeps (a list of tool names into a tuple, for example)."""
 
     name: str
     default: T

@@ -72,13 +72,9 @@ are on)."""
 
 @dataclass(frozen=True)
 class Reply:
-    """What the query model answered.
-
-    Attributes:
-        text: Its reply's text.
-        parsed: What structured output parsed (a dict), or ``None`` (its text is read instead).
-        error: What the model raised, when it raised (then nothing else is read).
-    """
+    """What the query model answered: its reply's ``text``, what structured output ``parsed``
+    (a dict; ``None``: the text is read instead), or the ``error`` it raised (then nothing else
+    is read)."""
 
     text: str = ""
     parsed: Any = None
@@ -252,16 +248,9 @@ QUERY_CALL_KEY: Final = f"{KEY}_call"
 
 @dataclass(frozen=True)
 class QueryRequest:
-    """What one attempt of a query sends its model.
-
-    Attributes:
-        messages: The query's instructions, the question about the text, then each refused
-            answer with why it was refused.
-        schema: The JSON schema of the reply (``{"value": ...}``, the value of the shape).
-        call_id: The query's call id (``prefix + call number``).
-        line: Its line in the plan.
-        source: Its instruction.
-    """
+    """What one attempt of a query sends its model: the ``messages`` (see
+    :func:`query_request`), the JSON ``schema`` of the reply (``{"value": ...}``), the query's
+    ``call_id``, its ``line`` in the plan and its instruction (``source``)."""
 
     messages: list[BaseMessage]
     schema: dict[str, Any]
