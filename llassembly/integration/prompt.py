@@ -317,11 +317,19 @@ def _example(extern: Extern, names: Names | None = None) -> list[str]:
 
 
 def _push(name: str, annotation: Any, index: int, names: Names | None) -> tuple[str, str]:
+    """The example's line pushing a literal that fits the argument, and its note."""
     shape = shape_of(annotation)
-    operand = _operand(shape, index)
-    if operand == "R3":  # a structure too long to write out: one the plan holds
+    sample = _sample(shape)
+    if isinstance(sample, bool):
+        return f"PUSH {int(sample)}", name
+    if isinstance(sample, int):
+        return f"PUSH {5 + 2 * index}", name
+    if isinstance(sample, float | str):
+        return f"PUSH {json.dumps(sample)}", name
+    text = json.dumps(sample, ensure_ascii=False)
+    if len(text) > _LITERAL:  # a structure too long to write out: one the plan holds
         return "PUSH R3", f"{name}: a {type_text(shape, 0, names)} (JSON text)"
-    return f"PUSH {operand}", name
+    return f"PUSH '{text}'", name  # JSON text in single quotes
 
 
 def _without_none(shape: Shape) -> Shape:
@@ -346,21 +354,6 @@ def _path_to_scalar(shape: Shape, base: str) -> str:
             break
         current = _without_none(current)
     return path if path != base else ""
-
-
-def _operand(shape: Shape, index: int) -> str:
-    """A literal that fits ``shape``, for the call example."""
-    sample = _sample(shape)
-    if isinstance(sample, bool):
-        return "1" if sample else "0"
-    if isinstance(sample, int):
-        return str(5 + 2 * index)
-    if isinstance(sample, float | str):
-        return json.dumps(sample)
-    text = json.dumps(sample, ensure_ascii=False)
-    if len(text) > _LITERAL:  # too long to show whole: a register holding one
-        return "R3"
-    return "'" + text + "'"  # JSON text in single quotes
 
 
 def _sample(shape: Shape, depth: int = 0) -> Any:

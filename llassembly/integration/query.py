@@ -131,8 +131,6 @@ def answer_data(text: str) -> Any:
     if fenced:
         cleaned = fenced.group(1).strip()
     for candidate in (cleaned, cleaned[cleaned.find("{") : cleaned.rfind("}") + 1]):
-        if not candidate:
-            continue
         try:
             return json.loads(candidate)
         except (ValueError, RecursionError):
