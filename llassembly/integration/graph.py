@@ -352,9 +352,7 @@ class PlanGraph:
             waits = machine["pending"] is not None or machine.get("outstanding")  # (see _body)
             if update.get("failure") or machine["halted"] or waits:
                 return Command(update=update, goto=END)
-            target = names.get(machine["pc"])
-            if target is None and self._dispatching:
-                target = _JOIN
+            target = names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
             if target is None:  # pragma: no cover - every resume point is a node
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
