@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -185,15 +185,6 @@ def _listed(value: Any) -> list[Any]:
 # -- running a call ------------------------------------------------------------------------------
 
 
-class _Planner(Protocol):
-    """What a call needs of its :class:`~llassembly.integration.planner.Planner`: its options
-    (``tool_middleware``) and the recording copies of its tools."""
-
-    options: Any
-
-    def recording_tool_of(self, tool: BaseTool) -> BaseTool: ...
-
-
 @dataclass
 class CallContext:
     """What a plan's calls need from their driver (live objects, never in graph state).
@@ -209,7 +200,7 @@ class CallContext:
         hand_off: A plan graph stops before calls that end the run, for the agent's tool node.
     """
 
-    planner: _Planner
+    planner: Any  # a Planner (planner.py imports this module)
     externs: Mapping[str, Extern]
     prefix: str = ""
     state: Any = None
@@ -247,25 +238,21 @@ def run_call(
     ctx: CallContext,
     call: ToolCall,
     request: ToolCallRequest,
-    handler: Callable[[ToolCallRequest], _Result],
-) -> _Result:
+    handler: Callable[[ToolCallRequest], Any],
+    asynchronous: bool = False,
+) -> Any:
     """Run one plan call through the planner's ``tool_middleware`` and ``handler`` (where it
-    runs); return its result tagged with the call's place, whether the tool ran and, when its
-    text would read differently, the values the plan gets. A tool's exception becomes the
-    call's failure (an error ``ToolMessage``), so the plan's ``on_tool_error`` decides."""
-    chained = _chain(ctx.planner.options.tool_middleware, "wrap_tool_call", handler)
-    return drive(_running(ctx, call, request), chained)
+    runs; awaitable when ``asynchronous``); return its result tagged with the call's place,
+    whether the tool ran and, when its text would read differently, the values the plan gets.
+    A tool's exception becomes the call's failure (an error ``ToolMessage``), so the plan's
+    ``on_tool_error`` decides."""
+    hook = "awrap_tool_call" if asynchronous else "wrap_tool_call"
+    chained = _chain(ctx.planner.options.tool_middleware, hook, handler)
+    return (adrive if asynchronous else drive)(_running(ctx, call, request), chained)
 
 
-async def arun_call(
-    ctx: CallContext,
-    call: ToolCall,
-    request: ToolCallRequest,
-    handler: Callable[[ToolCallRequest], Awaitable[_Result]],
-) -> _Result:
-    """Async :func:`run_call`."""
-    chained = _chain(ctx.planner.options.tool_middleware, "awrap_tool_call", handler)
-    return await adrive(_running(ctx, call, request), chained)
+arun_call = functools.partial(run_call, asynchronous=True)
+"""Async :func:`run_call`."""
 
 
 def _running(
@@ -274,10 +261,12 @@ def _running(
     """A call's life, sans-IO: yields the request (with the recording copy of its tool) and
     takes the chained handler's result, noting what the tool did (interrupts pass: see
     :func:`~llassembly.machine.emulator.drive`)."""
-    noted = Recorded()
+    noted, tool = Recorded(), request.tool
+    if tool is not None and not is_recording(tool):  # (a plan graph's request has the copy)
+        request = request.override(tool=ctx.planner.recording_tool_of(tool))
     try:
         with recording(noted):
-            result = yield _recording(ctx, request)
+            result = yield request
     except Exception as exc:
         return _failed(ctx, call, request, exc, noted)
     return _tagged(ctx, call, request, result, noted)
@@ -351,14 +340,6 @@ def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
     return lambda request: wrapper(request, handler)
-
-
-def _recording(ctx: CallContext, request: ToolCallRequest) -> ToolCallRequest:
-    """``request`` with the recording copy of its tool (a plan graph's request has it)."""
-    tool = request.tool
-    if tool is None or is_recording(tool):
-        return request
-    return request.override(tool=ctx.planner.recording_tool_of(tool))
 
 
 def _failed(
@@ -544,14 +525,13 @@ def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
             return _decode_one(shape, text)
         except ValueError:
             raise _undecodable(extern, text, label(shape) if shape else "any", call) from None
-    what = f"{extern.n_results} values (a JSON array)"
     try:
         data = _json(text)
+        if isinstance(data, list) and len(data) == extern.n_results:
+            return data
     except ValueError:
-        raise _undecodable(extern, text, what, call) from None
-    if not isinstance(data, list) or len(data) != extern.n_results:
-        raise _undecodable(extern, text, what, call)
-    return data
+        pass
+    raise _undecodable(extern, text, f"{extern.n_results} values (a JSON array)", call)
 
 
 def _decode_one(shape: Shape | None, text: str) -> Any:
@@ -615,20 +595,17 @@ def plan_call_messages(
 ) -> list[AnyMessage]:
     """The messages recording a turn's plan calls (their call ids start with a plan's prefix):
     each call ``AIMessage`` and each ``ToolMessage``, in order."""
-    starts = tuple(prefixes)
-    if not starts:
-        return []
-    found: list[AnyMessage] = []
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            ours = message.tool_call_id.startswith(starts)
-        elif isinstance(message, AIMessage) and message.tool_calls:
-            ours = all((c.get("id") or "").startswith(starts) for c in message.tool_calls)
-        else:
-            ours = False
-        if ours:
-            found.append(message)  # type: ignore[arg-type]
-    return found
+    starts = tuple(prefixes)  # (no prefix starts any id)
+    return [
+        m
+        for m in messages
+        if (isinstance(m, ToolMessage) and m.tool_call_id.startswith(starts))
+        or (
+            isinstance(m, AIMessage)
+            and bool(m.tool_calls)
+            and all((c.get("id") or "").startswith(starts) for c in m.tool_calls)
+        )
+    ]
 
 
 def without_plan_calls(messages: Sequence[_M], prefixes: Sequence[str]) -> list[_M]:

@@ -1,14 +1,10 @@
 """Graph compiler: a verified program becomes a LangGraph ``StateGraph`` (the graph path).
 
-``granularity`` says what one node runs: one instruction (jumps drawn as *taken* / *not taken*
-edges), the pure instructions up to and with the next tool ``CALL`` (``"block"``: every
-completed call ends a superstep, so it is checkpointed), or the whole plan (see
-``docs/durability.md``). With ``parallel_tools`` a batch of calls runs as one ``call`` task each,
-in one superstep (a resume after an interrupt runs only the interrupted one again); the
-``join`` node gives their results to the machine in program order. Every call takes the one
-tool path (:mod:`llassembly.integration.calls`). The state is plain data (:class:`PlanState`);
-what belongs to one run travels in the config under :data:`RUN_KEY`, so a graph is compiled
-once per program.
+``granularity`` says what one node runs, and with ``parallel_tools`` a batch of calls runs as
+one ``call`` task each, joined by the ``join`` node (see ``docs/durability.md``). Every call
+takes the one tool path (:mod:`llassembly.integration.calls`). The state is plain data
+(:class:`PlanState`); what belongs to one run travels in the config under :data:`RUN_KEY`, so a
+graph is compiled once per program.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
 from llassembly.integration.calls import (
     CallContext,
-    arun_call,
     as_message,
     call_id,
     call_request,
@@ -44,7 +39,7 @@ from llassembly.integration.calls import (
     run_call,
     tool_request,
 )
-from llassembly.integration.query import arun_query, run_query
+from llassembly.integration.query import invoker, query_steps
 from llassembly.integration.record import KEY
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.machine.emulator import (
@@ -156,9 +151,7 @@ class PlanGraph:
         granularity: ``"block"``, ``"instruction"`` or ``"program"``.
         max_instructions_to_exec: Instruction budget of each run.
         max_tool_calls: Tool-call budget of each run.
-        parallel_tools: Tools whose calls may run together: a batch of calls runs at once, as
-            a task per call (at ``"program"``: on threads, or with ``asyncio.gather`` under
-            ``ainvoke``).
+        parallel_tools: Tools whose calls may run together (see ``docs/durability.md``).
 
     Example:
         >>> from llassembly import compile_program, externs_from, parse
@@ -207,11 +200,7 @@ class PlanGraph:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
         base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
-        steps = (
-            self.max_instructions_to_exec
-            if self.granularity == "instruction"
-            else self.max_tool_calls
-        )
+        steps = self.max_instructions_to_exec if self._max_steps else self.max_tool_calls
         # A batch adds a superstep for its calls and one for the join; a call whose node
         # ends where no node starts adds the join.
         limit = (2 * steps if self._dispatching else steps) + 2
@@ -249,8 +238,7 @@ class PlanGraph:
         Returns the update and the calls to run as a task each (none when empty). At
         ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
         machine waits on (written by the ``call`` tasks), then makes at most one round of
-        calls: one call it runs itself, or a batch it hands out. Results are given in program
-        order; a failed call keeps the results before it.
+        calls: one call it runs itself, or a batch it hands out.
         """
         emulator = self._emulator(state, run)
         messages: list[AnyMessage] = []
@@ -364,9 +352,7 @@ class PlanGraph:
             waits = machine["pending"] is not None or machine.get("outstanding")  # (see _body)
             if update.get("failure") or machine["halted"] or waits:
                 return Command(update=update, goto=END)
-            target = names.get(machine["pc"])
-            if target is None and self._dispatching:
-                target = _JOIN
+            target = names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
             if target is None:  # pragma: no cover - every resume point is a node
                 raise UsageError(f"plan graph has no node for pc {machine['pc']}")
             return Command(update=update, goto=target)
@@ -566,31 +552,26 @@ def plan_run(ctx: CallContext) -> PlanRun:
     each completed call announced on the caller's custom stream (``stream_mode="custom"``,
     under ``"llassembly"``: the call, and its ``"result"`` or ``"error"`` text)."""
 
-    def execute(call: ToolCall, config: RunnableConfig) -> Any:
+    def execute(call: ToolCall, config: RunnableConfig, asynchronous: bool = False) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
-            value, attempts = run_query(
-                _query_model(ctx), call, call_id(ctx.prefix, call.number), config
-            )
-            return query_message(call, ctx.prefix, attempts, value=value)
-        return run_call(ctx, call, tool_request(ctx, call, config), invoke_tool(ctx, config))
+            asked = _query_call(ctx, call)
+            return (adrive if asynchronous else drive)(asked, invoker(config, asynchronous))
+        handler = invoke_tool(ctx, config, asynchronous=asynchronous)
+        return run_call(ctx, call, tool_request(ctx, call, config), handler, asynchronous)
 
-    async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
-        if ctx.externs[call.tool].query:
-            cid = call_id(ctx.prefix, call.number)
-            value, attempts = await arun_query(_query_model(ctx), call, cid, config)
-            return query_message(call, ctx.prefix, attempts, value=value)
-        handler = invoke_tool(ctx, config, asynchronous=True)
-        return await arun_call(ctx, call, tool_request(ctx, call, config), handler)
-
+    aexecute = functools.partial(execute, asynchronous=True)
     run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx), hand_off=ctx.hand_off)
     run.errors = ctx.errors  # a tool's live error, kept by the tool path
     return run
 
 
-def _query_model(ctx: CallContext) -> Any:
+def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMessage]:
+    """A query run as a plan call, sans-IO: its answer as its ``ToolMessage``."""
     if ctx.query_model is None:  # pragma: no cover - every driver gives one with queries on
         raise UsageError("the plan makes a query, but no query model was given")
-    return ctx.query_model
+    cid = call_id(ctx.prefix, call.number)
+    value, attempts = yield from query_steps(ctx.query_model, call, cid)
+    return query_message(call, ctx.prefix, attempts, value=value)
 
 
 def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | None:

@@ -54,8 +54,6 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
         cursor = getattr(listed, "nextCursor", None)
         if not cursor:
             break
-    for tool in tools:
-        schema = schemas.get(tool.name)
-        if schema is not None:
-            tool.metadata = {**(tool.metadata or {}), MCP_OUTPUT_SCHEMA: schema}
+    for tool in (t for t in tools if t.name in schemas):
+        tool.metadata = {**(tool.metadata or {}), MCP_OUTPUT_SCHEMA: schemas[tool.name]}
     return tools

@@ -51,33 +51,19 @@ ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awra
 T = TypeVar("T")
 
 
-def _anything(name: str, value: Any) -> None:
-    """No check (any value is accepted)."""
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
 @dataclass(frozen=True)
 class Option(Generic[T]):
-    """One planner option, as :class:`PlannerOptions` declares it.
-
-    Attributes:
-        name: The parameter's name.
-        default: Its default (the same in every class that takes it).
-        doc: What the option does (one paragraph; the classes' docstrings quote it).
-        check: Raises :class:`~llassembly.errors.UsageError` for a value out of range
-            (called with the option's name and the value :class:`PlannerOptions` keeps).
-        keep: Turns an argument into the value :class:`PlannerOptions` keeps (a list of tool
-            names into a tuple, for example).
-    """
+    """One planner option, as :class:`PlannerOptions` declares it: its ``default`` is the
+    same in every class that takes it, its ``doc`` one paragraph the classes' docstrings
+    quote; ``check`` raises :class:`~llassembly.errors.UsageError` for a value out of range
+    (called with the name and the value kept), ``keep`` turns an argument into the value
+    :class:`PlannerOptions` keeps (a list of tool names into a tuple, for example)."""
 
     name: str
     default: T
     doc: str
-    check: Callable[[str, Any], None] = _anything
-    keep: Callable[[Any], Any] = _same
+    check: Callable[[str, Any], None] = lambda name, value: None  # (any value is accepted)
+    keep: Callable[[Any], Any] = lambda value: value
 
 
 def _option(default: Any, doc: str, **how: Callable[..., Any]) -> Any:
@@ -128,9 +114,9 @@ def _callables(name: str, value: Any) -> None:
 
 
 def _chat_model(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if not (callable(getattr(value, "invoke", None)) and callable(getattr(value, "ainvoke", None))):
+    if value is not None and not all(
+        callable(getattr(value, method, None)) for method in ("invoke", "ainvoke")
+    ):
         raise UsageError(f"{name} must be a chat model (a BaseChatModel) or None, got {value!r}")
 
 
@@ -159,12 +145,9 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"
         named += [(label, str(name)) for name in getattr(policy, "tool_names", ())]
         arguments += [(label, str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
-    for option, name in named:
-        if name not in tools:
-            listed = "tool names match exactly; the tools"
-            raise unknown_name(
-                option, "tool", name, list(tools), "the planner does not have", listed
-            )
+    listed = "tool names match exactly; the tools"
+    for option, name in (n for n in named if n[1] not in tools):
+        raise unknown_name(option, "tool", name, list(tools), "the planner does not have", listed)
     for option, tool, argument in arguments:
         params = [str(getattr(p, "name", "")) for p in getattr(tools[tool], "params", ())]
         if argument not in params:
@@ -342,8 +325,7 @@ class PlannerOptions:
             >>> PlannerOptions.from_arguments({"self": None, "approve_plan": ["send"]}).approve_plan
             ('send',)
         """
-        given = {name: value for name, value in arguments.items() if name in _BY_NAME}
-        return cls(**{name: _BY_NAME[name].keep(value) for name, value in given.items()})
+        return cls(**{n: _BY_NAME[n].keep(v) for n, v in arguments.items() if n in _BY_NAME})
 
 
 OPTIONS: tuple[Option[Any], ...] = tuple(
@@ -355,19 +337,6 @@ _BY_NAME: dict[str, Option[Any]] = {option.name: option for option in OPTIONS}
 
 
 _INDENT = " " * 8
-
-
-def _entry(name: str, doc: str) -> str:
-    return textwrap.fill(
-        f"{name}: {doc}",
-        width=96,
-        initial_indent=_INDENT,
-        subsequent_indent=_INDENT + "    ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-
-
 OPTIONS_LINE = "        (every planner option)"
 """The line of a class docstring's ``Args:`` that :func:`document_options` expands."""
 
@@ -385,11 +354,11 @@ def document_options(cls: type) -> type:
         raise TypeError(f"{cls.__name__}'s docstring has no line {OPTIONS_LINE.strip()!r}")
     init: Any = cls.__dict__["__init__"]
     params = [p for p in inspect.signature(init).parameters if p != "self"]
-    entries = []
     for name in params:
-        if name in _BY_NAME:
-            entries.append(_entry(name, _BY_NAME[name].doc))
-        elif f"\n{_INDENT}{name}: " not in doc:
+        if name not in _BY_NAME and f"\n{_INDENT}{name}: " not in doc:
             raise TypeError(f"{cls.__name__}({name}=...) is neither documented nor an option")
+    wrap = textwrap.TextWrapper(96, _INDENT, subsequent_indent=_INDENT + "    ")
+    wrap.break_long_words = wrap.break_on_hyphens = False
+    entries = [wrap.fill(f"{name}: {_BY_NAME[name].doc}") for name in params if name in _BY_NAME]
     cls.__doc__ = doc.replace(OPTIONS_LINE, "\n".join(entries))
     return cls

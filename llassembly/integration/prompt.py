@@ -60,9 +60,7 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
         UsageError: ``prompt_path`` cannot be read.
     """
     if prompt_path is None:
-        return (
-            resources.files("llassembly.integration").joinpath("prompts/base.md").read_text("utf-8")
-        )
+        return _section("base")
     try:
         with open(prompt_path, encoding="utf-8") as f:
             return f.read()
@@ -74,31 +72,27 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
 def uses_structures(externs: Mapping[str, Extern]) -> bool:
     """Whether some tool takes or returns a structure (a list of plain values aside) or a
     value of unknown type: the prompt then teaches structured values (``{structures}``)."""
-    for extern in externs.values():
-        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
-        if extern.n_results == 1 and not extern.result_types:
-            return True  # no return annotation: anything may come back
-        if any(_structured(shape_of(annotation)) for annotation in annotations):
-            return True
-    return False
+    return any(
+        (e.n_results == 1 and not e.result_types)  # no return annotation: anything may come back
+        or any(
+            _structured(shape_of(a)) for a in (*(p.annotation for p in e.params), *e.result_types)
+        )
+        for e in externs.values()
+    )
 
 
 def _structured(shape: Shape) -> bool:
     """A shape with fields (an object, a map, a fixed list), or not known; a list of plain
     values is not (its tool's block shows how to read one)."""
-    options = shape.options if shape.kind == "union" else (shape,)
-    for option in options:
-        if option.kind == "list" and option.item is not None:
-            if _structured(option.item):
-                return True
-        elif option.kind not in _PLAIN:
-            return True
-    return False
+    return any(
+        _structured(o.item) if o.kind == "list" and o.item is not None else o.kind not in _PLAIN
+        for o in (shape.options if shape.kind == "union" else (shape,))
+    )
 
 
 def _section(name: str) -> str:
     files = resources.files("llassembly.integration")
-    return files.joinpath(f"prompts/{name}.md").read_text("utf-8").strip() + "\n"
+    return files.joinpath(f"prompts/{name}.md").read_text("utf-8")
 
 
 def build_system_prompt(
@@ -115,9 +109,6 @@ def build_system_prompt(
         context: The caller's system message text, put where the template says ``{context}``.
         prompt_path: A template file to use instead of the built-in one. It may use either
             placeholder or none; other ``{...}`` text is kept as written.
-
-    Returns:
-        The prompt text.
 
     Example:
         >>> from llassembly import externs_from
@@ -138,10 +129,10 @@ def build_system_prompt(
     context = context.strip()
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _section("structures") if uses_structures(by_name) else ""
+    structures = _section("structures").strip() + "\n" if uses_structures(by_name) else ""
     if not structures:  # drop the placeholder's line
         text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
-    queries = _section("queries") if any(map(is_query, by_name.values())) else ""
+    queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
     if queries and _QUERIES not in text:  # a template of the user's: after the tools
         blocks = f"{blocks}\n\n{queries}"
     if not queries:
@@ -326,11 +317,19 @@ def _example(extern: Extern, names: Names | None = None) -> list[str]:
 
 
 def _push(name: str, annotation: Any, index: int, names: Names | None) -> tuple[str, str]:
+    """The example's line pushing a literal that fits the argument, and its note."""
     shape = shape_of(annotation)
-    operand = _operand(shape, index)
-    if operand == "R3":  # a structure too long to write out: one the plan holds
+    sample = _sample(shape)
+    if isinstance(sample, bool):
+        return f"PUSH {int(sample)}", name
+    if isinstance(sample, int):
+        return f"PUSH {5 + 2 * index}", name
+    if isinstance(sample, float | str):
+        return f"PUSH {json.dumps(sample)}", name
+    text = json.dumps(sample, ensure_ascii=False)
+    if len(text) > _LITERAL:  # a structure too long to write out: one the plan holds
         return "PUSH R3", f"{name}: a {type_text(shape, 0, names)} (JSON text)"
-    return f"PUSH {operand}", name
+    return f"PUSH '{text}'", name  # JSON text in single quotes
 
 
 def _without_none(shape: Shape) -> Shape:
@@ -357,21 +356,6 @@ def _path_to_scalar(shape: Shape, base: str) -> str:
     return path if path != base else ""
 
 
-def _operand(shape: Shape, index: int) -> str:
-    """A literal that fits ``shape``, for the call example."""
-    sample = _sample(shape)
-    if isinstance(sample, bool):
-        return "1" if sample else "0"
-    if isinstance(sample, int):
-        return str(5 + 2 * index)
-    if isinstance(sample, float | str):
-        return json.dumps(sample)
-    text = json.dumps(sample, ensure_ascii=False)
-    if len(text) > _LITERAL:  # too long to show whole: a register holding one
-        return "R3"
-    return "'" + text + "'"  # JSON text in single quotes
-
-
 def _sample(shape: Shape, depth: int = 0) -> Any:
     """A small JSON-compatible value of this shape."""
     shape = _without_none(shape)
@@ -382,13 +366,8 @@ def _sample(shape: Shape, depth: int = 0) -> Any:
         return {n: _sample(s, depth + 1) for n, s in shape.fields} if depth < _DEPTH else {}
     if shape.name == "bool":
         return True
-    if kind == "float":
-        return 0.5
-    if kind in ("text", "decimal"):
-        return "text"
     if kind in ("list", "tuple"):
         item = shape.item or (shape.options[0] if shape.options else None)
         return [_sample(item, depth + 1)] if item is not None and depth < _DEPTH else []
-    if kind == "map":
-        return {}
-    return 1  # int, any and anything else: a number
+    # int, any and anything else: a number
+    return {"float": 0.5, "text": "text", "decimal": "text", "map": {}}.get(kind, 1)

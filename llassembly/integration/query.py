@@ -3,7 +3,7 @@
 To the machine a query is a call like any other (:data:`QUERY_EXTERN`), answered by a model
 with no tools that is sent only :data:`QUERY_INSTRUCTIONS`, the text and the question.
 :func:`settle` is the one place that decides what a reply gives. The agent path asks a batch
-in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`run_query`).
+in a visit of its own (:func:`ask_all`); a plan graph runs a query as a call (:func:`query_steps`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -72,13 +72,9 @@ are on)."""
 
 @dataclass(frozen=True)
 class Reply:
-    """What the query model answered.
-
-    Attributes:
-        text: Its reply's text.
-        parsed: What structured output parsed (a dict), or ``None`` (its text is read instead).
-        error: What the model raised, when it raised (then nothing else is read).
-    """
+    """What the query model answered: its reply's ``text``, what structured output ``parsed``
+    (a dict; ``None``: the text is read instead), or the ``error`` it raised (then nothing else
+    is read)."""
 
     text: str = ""
     parsed: Any = None
@@ -93,15 +89,10 @@ def settle(
     line: int = 0,
     source: str = "",
 ) -> Value | list[Refusal]:
-    """What a query's reply gives: its value; or, when the answer cannot be used and an
-    attempt is left, the refusals so far (ask again with them, see :func:`query_request`).
-
-    Args:
-        args: The query's arguments (``text``, ``question``, ``shape``).
-        reply: The model's reply to the latest attempt.
-        refused: The answers refused before it.
-        line: The ``CALL``'s line, for the failure.
-        source: The ``CALL``'s text.
+    """What a query's ``reply`` (to the latest attempt, after the answers ``refused``) gives:
+    its value; or, when the answer cannot be used and an attempt is left, the refusals so far
+    (ask again with them, see :func:`query_request`). ``line`` and ``source`` are the
+    ``CALL``'s, for the failure.
 
     Raises:
         QueryFailed: The model raised, or its last attempt's answer cannot be used either.
@@ -140,8 +131,6 @@ def answer_data(text: str) -> Any:
     if fenced:
         cleaned = fenced.group(1).strip()
     for candidate in (cleaned, cleaned[cleaned.find("{") : cleaned.rfind("}") + 1]):
-        if not candidate:
-            continue
         try:
             return json.loads(candidate)
         except (ValueError, RecursionError):
@@ -180,8 +169,6 @@ _TRUTH = {"true": True, "yes": True, "false": False, "no": False}
 
 
 def _what(data: Any) -> str:
-    if data is None:
-        return "null"
     text = json.dumps(data, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -259,16 +246,9 @@ QUERY_CALL_KEY: Final = f"{KEY}_call"
 
 @dataclass(frozen=True)
 class QueryRequest:
-    """What one attempt of a query sends its model.
-
-    Attributes:
-        messages: The query's instructions, the question about the text, then each refused
-            answer with why it was refused.
-        schema: The JSON schema of the reply (``{"value": ...}``, the value of the shape).
-        call_id: The query's call id (``prefix + call number``).
-        line: Its line in the plan.
-        source: Its instruction.
-    """
+    """What one attempt of a query sends its model: the ``messages`` (see
+    :func:`query_request`), the JSON ``schema`` of the reply (``{"value": ...}``), the query's
+    ``call_id``, its ``line`` in the plan and its instruction (``source``)."""
 
     messages: list[BaseMessage]
     schema: dict[str, Any]
@@ -331,12 +311,10 @@ def _text(reply: Any) -> str:  # (a lone surrogate is no text a message can hold
     return errors.well_formed(reply.text if isinstance(reply, BaseMessage) else str(reply or ""))
 
 
-def _invoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Any]:
-    return lambda asked: asked[0].invoke(asked[1], config)
-
-
-def _ainvoke(config: RunnableConfig | None) -> Callable[[tuple[Any, Any]], Awaitable[Any]]:
-    return lambda asked: asked[0].ainvoke(asked[1], config)
+def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callable[[Any], Any]:
+    """Answers what a query's steps ask (a runnable and its messages), awaitable when
+    ``asynchronous``."""
+    return lambda asked: (asked[0].ainvoke if asynchronous else asked[0].invoke)(asked[1], config)
 
 
 def ask_all(
@@ -345,7 +323,7 @@ def ask_all(
     """One attempt of each query of a batch (``model`` called with no tools), at once, as a
     batch of calls runs (an attempt never raises: a failure is its reply's), in the order
     asked."""
-    ask = lambda r: drive(_asking(model, r), _invoke(config))  # noqa: E731
+    ask = lambda r: drive(_asking(model, r), invoker(config))  # noqa: E731
     return tuple(batch_results(requests, ask))  # type: ignore[arg-type]
 
 
@@ -353,7 +331,7 @@ async def aask_all(
     model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
 ) -> tuple[Reply, ...]:
     """Async :func:`ask_all` (the attempts awaited together)."""
-    ask = lambda r: adrive(_asking(model, r), _ainvoke(config))  # noqa: E731
+    ask = lambda r: adrive(_asking(model, r), invoker(config, True))  # noqa: E731
     return tuple(await abatch_results(requests, ask))  # type: ignore[arg-type]
 
 
@@ -375,7 +353,14 @@ def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------
 
 
-def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tuple[Value, int]]:
+def query_steps(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tuple[Value, int]]:
+    """A query to its end, sans-IO (its requests answered by :func:`invoker`): asked once more
+    after an answer that cannot be used. Returns its value and the model calls it took
+    (recorded in its ``ToolMessage``, so the turn counts them).
+
+    Raises:
+        QueryFailed: No usable answer, or the model raised.
+    """
     refused: list[Refusal] = []
     while True:
         request = query_request(call.args, refused, call_id, call.line, call.source)
@@ -384,25 +369,6 @@ def _query(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any, tupl
         if not isinstance(outcome, list):
             return outcome, len(refused) + 1
         refused = outcome
-
-
-def run_query(
-    model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> tuple[Value, int]:
-    """A query to its end (asked once more after an answer that cannot be used): its value
-    and the model calls it took (recorded in its ``ToolMessage``, so the turn counts them).
-
-    Raises:
-        QueryFailed: No usable answer, or the model raised.
-    """
-    return drive(_query(model, call, call_id), _invoke(config))
-
-
-async def arun_query(
-    model: Any, call: ToolCall, call_id: str, config: RunnableConfig | None = None
-) -> tuple[Value, int]:
-    """Async :func:`run_query`."""
-    return await adrive(_query(model, call, call_id), _ainvoke(config))
 
 
 def query_runner(model: Any) -> Callable[[ToolCall], Value]:
@@ -416,6 +382,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
     """
 
     def answer(call: ToolCall) -> Value:
-        return run_query(model, call, f"{QUERY_TOOL}_{call.number}")[0]
+        return drive(query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None))[0]
 
     return answer
