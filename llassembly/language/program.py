@@ -184,10 +184,8 @@ class Instruction:
     operand_columns: tuple[int, ...] = ()
 
     def __str__(self) -> str:
-        if not self.operands:
-            return self.op.value
         shown = self.operands[:1] if OPCODE_INFO[self.op].variadic else self.operands
-        return f"{self.op.value} " + ", ".join(str(o) for o in shown)
+        return " ".join([self.op.name, ", ".join(str(o) for o in shown)]).rstrip()
 
     @property
     def mnemonic(self) -> str:
