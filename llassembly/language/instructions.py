@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-
 # The conditions this machine tests, each with its x86 condition-code spellings (see "Flags" in
 # docs/language.md: there is no separate sign or carry flag; S and B read LT).
 _CONDITIONS: dict[str, tuple[str, ...]] = {
@@ -34,7 +33,7 @@ class Opcode(enum.Enum):
     """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`); the
     conditional jumps, sets and moves are one per condition (``JE`` ... ``CMOVGE``)."""
 
-    _ignore_ = ["_j", "_cc"]
+    _ignore_ = "_j _cc"
 
     MOV = "MOV"
     PUSH = "PUSH"
