@@ -227,10 +227,6 @@ class OpcodeInfo:
     stack: tuple[int, int] = (0, 0)
     produces: Literal["", "number", "text", "texts"] = ""
 
-    def __post_init__(self) -> None:
-        if self.numeric and not self.produces:  # arithmetic gives numbers
-            object.__setattr__(self, "produces", "number")
-
     @property
     def operands(self) -> tuple[OperandKind, ...]:
         """The operand kinds of its usual form."""
@@ -280,6 +276,7 @@ class OpcodeInfo:
 
 
 def _info(*forms: str, **facts: object) -> OpcodeInfo:
+    facts.setdefault("produces", "number" if facts.get("numeric") else "")  # arithmetic: numbers
     return OpcodeInfo(tuple(_form(spec) for spec in forms), **facts)  # type: ignore[arg-type]
 
 

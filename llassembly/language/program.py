@@ -352,17 +352,14 @@ class Effects:
         return bool(self.registers_written or self.writes_memory or stack)
 
 
+@functools.lru_cache(maxsize=16_384)
 def effects(instruction: Instruction) -> Effects:
     """What ``instruction`` reads and writes (see :class:`Effects`).
 
     An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
     by its usual form, as far as its operands go.
     """
-    return _effects(instruction.op, instruction.operands)
-
-
-@functools.lru_cache(maxsize=16_384)
-def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
+    op, operands = instruction.op, instruction.operands
     info = OPCODE_INFO[op]
     form = info.shape(len(operands)) or info.shapes[0]
     count = len(operands)

@@ -16,7 +16,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
@@ -354,10 +354,8 @@ def _whole_number(factor: str) -> int:
 def _read_memory(token: str) -> Mem:
     """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
     optional size word before it (``dword``, ``QWORD PTR``)."""
-    size = 0
     opening = token.find("[")
-    if opening > 0:
-        size = _SIZE_WORDS[token[:opening].upper().split()[0]]
+    size = _SIZE_WORDS[token[:opening].upper().split()[0]] if opening > 0 else 0
     inside = token[opening + 1 :]
     if not inside.endswith("]"):
         raise LineError(1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
@@ -375,8 +373,7 @@ def _read_memory(token: str) -> Mem:
         names = [f for f in factors if not _NUMBER.match(f)]
         whole = [_whole_number(factor) for factor in numbers]
         if not names:
-            value = whole[0] * whole[1] if len(whole) == 2 else whole[0]
-            disp += -value if negative else value
+            disp += -math.prod(whole) if negative else math.prod(whole)
             continue
         if len(names) > 1:
             raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
@@ -465,9 +462,7 @@ _CACHED_LINE = 256
 
 def _scan_line(line: str) -> Scanned:
     code = strip_comment(line)
-    head = _HEAD.match(code)
-    if head is None:  # pragma: no cover - every part of the pattern is optional
-        return Scanned((), "", 0, "", 0, "", code)
+    head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
     pos = head.end(1)
     labels: tuple[tuple[str, int], ...] = ()
     if pos > head.start(1):

@@ -234,9 +234,7 @@ _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:
 def _columns(source_line: str | None, base: int, positions: list[int]) -> list[int]:
     """The columns of characters of a text at ``positions``: each itself when the text is
     written on this line (a string literal at ``base``), else the operand's column."""
-    columns = None
-    if source_line is not None:
-        columns = string_columns(source_line, base - 1, positions)
+    columns = None if source_line is None else string_columns(source_line, base - 1, positions)
     return columns if columns is not None else [base] * len(positions)
 
 
