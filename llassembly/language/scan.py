@@ -56,13 +56,12 @@ _STRING_END = {
 }
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _NOT_SPACE = re.compile(r"\S")
-_TOKEN_STOP = re.compile(r"[\s,\"'\[]")  # what ends an operand that is no string or [...]
-
-
-def _skip_to(pattern: re.Pattern[str], text: str, position: int) -> int:
-    """The index of the first character from ``position`` that ``pattern`` finds, or the end."""
-    found = pattern.search(text, position)
-    return len(text) if found is None else found.start()
+# An operand that is no string: a bracket (to its "]", or the end of an unclosed one) or a run of
+# characters up to a space, a comma, a quote or a "[", then the steps of a path written right
+# after it ("[...]", and ".name" after a "]": R1.items[0].id, [EBX].name). Linear: possessive.
+_TOKEN = re.compile(
+    r"""(?:\[[^\]]*+(?:\]|\Z)|[^\s,"'\[]++)(?:\[[^\]]*+(?:\]|\Z)|\.[^\s,"'\[]*+)*+"""
+)
 
 
 def _quoted_end(text: str, start: int) -> int | None:
@@ -133,13 +132,10 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
     With ``most``, stop once there are more tokens than that (the caller refuses so many).
     """
     tokens: list[tuple[str, int]] = []
-    end = len(text)
     i = 0
     expect_operand = True
-    while True:
-        i = _skip_to(_NOT_SPACE, text, i)
-        if i >= end:
-            break
+    while found := _NOT_SPACE.search(text, i):
+        i = found.start()
         ch = text[i]
         if ch == ",":
             if expect_operand:
@@ -148,13 +144,8 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
             i += 1
             continue
         start = i
-        if ch in "\"'":
-            i = _string_end(text, i, offset)
-        elif ch == "[":
-            close = text.find("]", i)
-            i = end if close < 0 else _path_end(text, close + 1)
-        else:
-            i = _path_end(text, _skip_to(_TOKEN_STOP, text, i))
+        token = _TOKEN.match(text, i)  # None only at a quote: a string
+        i = token.end() if token else _string_end(text, i, offset)
         if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
@@ -167,21 +158,6 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tokens
-
-
-def _path_end(text: str, i: int) -> int:
-    """The end of an operand that goes on as a path at ``i``: ``[...]`` and ``.name`` steps
-    written right after it (``R1.items[0].id``, ``[EBX].name``); ``i`` when none follows."""
-    end = len(text)
-    while i < end and (text[i] == "[" or (text[i] == "." and text[i - 1] == "]")):
-        if text[i] == "[":
-            close = text.find("]", i)
-            if close < 0:
-                return end
-            i = close + 1
-        else:
-            i = _skip_to(_TOKEN_STOP, text, i)
-    return i
 
 
 def _sized(token: str) -> bool:
