@@ -247,7 +247,7 @@ def _no_stack_pointer(name: str, expected: str) -> None:
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
 _PATH_HEAD = re.compile(r"[A-Za-z_$@?][\w$@?]*(?=[.\[])")
-_FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
+_STEP = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)|\[([^\]]*)\]")  # .name or [key]
 _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
@@ -260,18 +260,12 @@ def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     steps: list[Imm | Reg | Name] = []
     i, end = start, len(token)
     while i < end:
-        field = _FIELD.match(token, i)
-        if field is not None:
-            steps.append(Imm(field.group(1)))
-            i = field.end()
-            continue
-        close = token.find("]", i) if token[i] == "[" else -1
-        if close < 0:
+        step = _STEP.match(token, i)
+        if step is None:
             message = f"cannot read {clip(token)!r} as a path"
             raise LineError(i + 1, message, _PATH_EXPECTED)
-        inside = token[i + 1 : close].strip()
-        steps.append(_key(inside, token, i))
-        i = close + 1
+        steps.append(Imm(step[1]) if step[1] else _key(step[2].strip(), token, i))
+        i = step.end()
     return Path(base, tuple(steps), token)
 
 
