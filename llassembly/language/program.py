@@ -122,15 +122,10 @@ def nested(operand: Operand) -> tuple[Operand, ...]:
     template. A path written is read too: its base is changed in place."""
     if isinstance(operand, Mem):
         return operand.registers
-    if isinstance(operand, Path):
-        found: list[Operand] = [operand.base, *nested(operand.base)]
-        for step in operand.steps:
-            if not isinstance(step, Imm):
-                found += (step, *nested(step))
-        return tuple(found)
-    if isinstance(operand, Template):
-        return tuple(part for fill in operand.fills for part in (fill, *nested(fill)))
-    return ()
+    parts: tuple[Operand, ...] = ()
+    if isinstance(operand, Path | Template):
+        parts = (operand.base, *operand.steps) if isinstance(operand, Path) else operand.fills
+    return tuple(p for part in parts if not isinstance(part, Imm) for p in (part, *nested(part)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,9 +235,7 @@ class Program:
 
     def source_of(self, line: int) -> str:
         """Return the text of 1-based ``line`` of the reply, or ``""``."""
-        if 1 <= line <= len(self.source_lines):
-            return self.source_lines[line - 1]
-        return ""
+        return self.source_lines[line - 1] if 1 <= line <= len(self.source_lines) else ""
 
     def listing(self) -> str:
         """Return the program as text, one instruction per line, labels included."""
@@ -288,11 +281,9 @@ _T = TypeVar("_T")
 
 def find_tool(name: str, tools: Mapping[str, _T]) -> _T | None:
     """Return the tool called ``name``: an exact match, else the unique case-insensitive one."""
-    exact = tools.get(name)
-    if exact is not None:
-        return exact
-    lowered = name.lower()
-    matches = [tool for key, tool in tools.items() if key.lower() == lowered]
+    if name in tools:
+        return tools[name]
+    matches = [tool for key, tool in tools.items() if key.lower() == name.lower()]
     return matches[0] if len(matches) == 1 else None
 
 
