@@ -131,11 +131,8 @@ def _is_code_block(tag: str, lines: list[str]) -> bool:
     broken line is reported rather than the reply taken as prose); any other language needs a
     line that reads as an instruction.
     """
-    if tag in _ASM_TAGS:
-        return True
-    if not tag:
-        return any(line_kind(line) in ("instruction", "mnemonic") for line in lines)
-    return any(line_kind(line) == "instruction" for line in lines)
+    kinds = ("instruction",) if tag else ("instruction", "mnemonic")
+    return tag in _ASM_TAGS or any(line_kind(line) in kinds for line in lines)
 
 
 def _code_line_numbers(lines: list[str]) -> list[int]:
@@ -470,8 +467,7 @@ class _Builder:
             text = row_json(cells, MAX_DATA_TEXT_CHARS)
             if text is None:
                 self.error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
-            label = self.memory[key]
-            self.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
+            self.memory[key] = dataclasses.replace(self.memory[key], cells=tuple(cells))
             self.data[key] = text or ""
 
     def settle(self) -> None:
@@ -676,14 +672,11 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         if not shown.strip():  # only thinking: nothing was said to the user
             raise EmptyReply()
         return PlainAnswer(shown.strip())
-    entry = 0
-    if builder.entry_name is not None:
-        entry = builder.labels.get(builder.entry_name.lower(), 0)
     return Program(
         instructions=tuple(builder.instructions),
         labels=builder.labels,
         data=builder.data,
-        entry=entry,
+        entry=builder.labels.get((builder.entry_name or "").lower(), 0),
         source_lines=source_lines,
         unknown=tuple(builder.unknown),
         label_lines={k: tuple(v) for k, v in builder.label_lines.items()},
