@@ -13,7 +13,6 @@ before the plan runs.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Iterator, Mapping
 
@@ -151,12 +150,10 @@ def render(value: Value, spec: str = "") -> str:
         return value
     if value is None:
         return ""
-    if type(value) is float:
-        if not math.isfinite(value):  # pragma: no cover - the machine holds finite floats
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return format(value, ".15g")
+    if type(value) is float:  # whole up to 1e15, else 15 significant digits ("inf" as it is)
+        return (
+            str(int(value)) if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
+        )
     return str(value)
 
 
@@ -223,9 +220,7 @@ def template_operand(
     read = _read_fills(operand.value, column, source_line, "the text")
     if isinstance(read, list):
         return operand, read
-    if read.fills or read.pieces[0] == operand.value:
-        return (read if read.fills else operand), []
-    return Imm(read.pieces[0]), []  # only escaped braces: {{R1}} is the text {R1}
+    return (read if read.fills else Imm(read.pieces[0])), []  # no fills: {{R1}} is the text {R1}
 
 
 _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
