@@ -120,10 +120,8 @@ def _near_miss(braces: re.Match[str], where: str) -> str:
         why = f"there are no conversions ({clip(sep + rest, 12)})"
     elif sep:
         why = f"{clip(rest, 12)!r} is no format; formats: {_FORMATS}"
-    elif inner != inner.strip():
+    else:  # spaces around a plain name (alone, it would be a placeholder)
         why = "no spaces inside the braces"
-    else:  # pragma: no cover - a plain name alone is a placeholder
-        why = "it does not read as one"
     return (
         f"{clip(braces[0])} in {where} is no placeholder ({why}), so it "
         f"would be passed on as written; write {meant} for a value, or "
