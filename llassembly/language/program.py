@@ -354,28 +354,24 @@ def effects(instruction: Instruction) -> Effects:
     info = OPCODE_INFO[op]
     form = info.shape(len(operands)) or info.shapes[0]
     count = len(operands)
-    reads = tuple(p for p in form.reads if p < count)
-    writes = tuple(p for p in form.writes if p < count)
-    numeric = info.numeric
+    # XOR r, r reads nothing and writes 0, TEST r, r tests text too: neither asks for numbers
     same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
-    if info.same_register and same:
-        if info.same_register == "clears":
-            reads = ()
-        numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
+    same = same and bool(info.same_register)
+    read = () if same and info.same_register == "clears" else form.reads
+    reads = tuple(p for p in read if p < count)
+    writes = tuple(p for p in form.writes if p < count)
     registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
     for operand in operands:  # an address, a path's base and keys, a template's fills
         registers_read.update(r.index for r in nested(operand) if isinstance(r, Reg))
     registers_read.update(form.implicit_reads)
     registers_written = {r.index for p in writes if isinstance(r := place_of(operands[p]), Reg)}
     registers_written.update(form.implicit_writes)
-    registers_read.discard(0)  # R0 reads 0 whatever was written to it
-    registers_written.discard(0)
     return Effects(
         op=op,
         reads=reads,
         writes=writes,
-        registers_read=frozenset(registers_read),
-        registers_written=frozenset(registers_written),
+        registers_read=frozenset(registers_read - {0}),  # R0 reads 0 whatever was written to it
+        registers_written=frozenset(registers_written - {0}),
         implicit_reads=form.implicit_reads,
         implicit_writes=form.implicit_writes,
         flags_read=bool(info.condition),
@@ -383,7 +379,7 @@ def effects(instruction: Instruction) -> Effects:
         pops=info.stack[0],
         pushes=info.stack[1],
         flow=info.flow,
-        numeric=numeric,
+        numeric=info.numeric and not same,
         moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
         writes_memory=any(isinstance(place_of(operands[p]), Mem | Name) for p in writes),
     )
