@@ -434,9 +434,7 @@ def _scan_line(line: str) -> Scanned:
     code = strip_comment(line)
     head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
     pos = head.end(1)
-    labels: tuple[tuple[str, int], ...] = ()
-    if pos > head.start(1):
-        labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
+    labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
     word = head.group(2)
     if word is None:
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)
