@@ -149,10 +149,7 @@ def row_json(cells: Sequence[Value], limit: int) -> str | None:
     The size is bounded from below before anything is built (each string is at least its
     length plus its quotes), so a row of huge strings is refused without building its text.
     """
-    least = len(cells) + 1
-    for cell in cells:
-        least += len(cell) + 2 if type(cell) is str else 1
-    if least > limit:
+    if len(cells) + 1 + sum(len(c) + 2 if type(c) is str else 1 for c in cells) > limit:
         return None
     text = json.dumps(list(cells), separators=(",", ":"), ensure_ascii=False)
     return text if len(text) <= limit else None
