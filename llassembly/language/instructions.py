@@ -16,9 +16,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+# The conditions this machine tests, each with its x86 condition-code spellings (see "Flags" in
+# docs/language.md: there is no separate sign or carry flag; S and B read LT).
+_CONDITIONS: dict[str, tuple[str, ...]] = {
+    "E": ("E", "Z"),
+    "NE": ("NE", "NZ"),
+    "L": ("L", "LT", "B", "C", "S", "NGE", "NAE"),
+    "LE": ("LE", "BE", "NG", "NA"),
+    "G": ("G", "GT", "A", "NLE", "NBE"),
+    "GE": ("GE", "AE", "NC", "NS", "NL", "NB"),
+}
+_CONDITIONAL = ("J", "SET", "CMOV")
+
 
 class Opcode(enum.Enum):
-    """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`)."""
+    """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`); the
+    conditional jumps, sets and moves are one per condition (``JE`` ... ``CMOVGE``)."""
+
+    _ignore_ = "_j _cc"
 
     MOV = "MOV"
     PUSH = "PUSH"
@@ -30,12 +45,8 @@ class Opcode(enum.Enum):
     DEC = "DEC"
     CMP = "CMP"
     JMP = "JMP"
-    JE = "JE"
-    JNE = "JNE"
-    JL = "JL"
-    JLE = "JLE"
-    JG = "JG"
-    JGE = "JGE"
+    for _j in ["J" + cc for cc in _CONDITIONS]:
+        vars()[_j] = _j
     CALL = "CALL"
     RET = "RET"
     NOP = "NOP"
@@ -56,18 +67,8 @@ class Opcode(enum.Enum):
     LEA = "LEA"
     LOOP = "LOOP"
     XCHG = "XCHG"
-    SETE = "SETE"
-    SETNE = "SETNE"
-    SETL = "SETL"
-    SETLE = "SETLE"
-    SETG = "SETG"
-    SETGE = "SETGE"
-    CMOVE = "CMOVE"
-    CMOVNE = "CMOVNE"
-    CMOVL = "CMOVL"
-    CMOVLE = "CMOVLE"
-    CMOVG = "CMOVG"
-    CMOVGE = "CMOVGE"
+    for _cc in [prefix + cc for prefix in ("SET", "CMOV") for cc in _CONDITIONS]:
+        vars()[_cc] = _cc
     CVTSI2SD = "CVTSI2SD"
     CVTTSD2SI = "CVTTSD2SI"
     CVTSD2SI = "CVTSD2SI"
@@ -226,10 +227,6 @@ class OpcodeInfo:
     stack: tuple[int, int] = (0, 0)
     produces: Literal["", "number", "text", "texts"] = ""
 
-    def __post_init__(self) -> None:
-        if self.numeric and not self.produces:  # arithmetic gives numbers
-            object.__setattr__(self, "produces", "number")
-
     @property
     def operands(self) -> tuple[OperandKind, ...]:
         """The operand kinds of its usual form."""
@@ -279,6 +276,7 @@ class OpcodeInfo:
 
 
 def _info(*forms: str, **facts: object) -> OpcodeInfo:
+    facts.setdefault("produces", "number" if facts.get("numeric") else "")  # arithmetic: numbers
     return OpcodeInfo(tuple(_form(spec) for spec in forms), **facts)  # type: ignore[arg-type]
 
 
@@ -342,16 +340,6 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.NUM: _info("=reg, value", produces="number"),
 }
 
-# Condition-code spellings x86 has for each condition this machine tests (see "Flags" in
-# docs/language.md: there is no separate sign or carry flag; S and B read LT).
-_CONDITIONS: dict[str, tuple[str, ...]] = {
-    "E": ("E", "Z"),
-    "NE": ("NE", "NZ"),
-    "L": ("L", "LT", "B", "C", "S", "NGE", "NAE"),
-    "LE": ("LE", "BE", "NG", "NA"),
-    "G": ("G", "GT", "A", "NLE", "NBE"),
-    "GE": ("GE", "AE", "NC", "NS", "NL", "NB"),
-}
 CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
     "e": lambda zf, lt: zf,
     "ne": lambda zf, lt: not zf,
@@ -361,7 +349,6 @@ CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
     "ge": lambda zf, lt: not lt,
 }
 """Each condition on the flags ``ZF`` and ``LT`` (see ``OpcodeInfo.condition``)."""
-_CONDITIONAL = ("J", "SET", "CMOV")
 for _cc in _CONDITIONS:  # the conditional jumps, sets and moves
     _if = {"condition": _cc.lower()}
     OPCODE_INFO[Opcode["J" + _cc]] = _info("label", flow="branch", **_if)

@@ -93,13 +93,11 @@ def _mask_code_comments(text: str) -> str:
         return text
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if "<" not in line:
-            continue
-        code = strip_comment(line)
-        if len(code) == len(line):
-            continue
-        if line_kind(code) == "instruction" or line.lstrip().startswith((";", "//")):
-            lines[i] = code + " " * (len(line) - len(code))
+        code = strip_comment(line) if "<" in line else line
+        if len(code) < len(line) and (
+            line_kind(code) == "instruction" or line.lstrip().startswith((";", "//"))
+        ):
+            lines[i] = code.ljust(len(line))
     return "\n".join(lines)
 
 
@@ -133,11 +131,8 @@ def _is_code_block(tag: str, lines: list[str]) -> bool:
     broken line is reported rather than the reply taken as prose); any other language needs a
     line that reads as an instruction.
     """
-    if tag in _ASM_TAGS:
-        return True
-    if not tag:
-        return any(line_kind(line) in ("instruction", "mnemonic") for line in lines)
-    return any(line_kind(line) == "instruction" for line in lines)
+    kinds = ("instruction",) if tag else ("instruction", "mnemonic")
+    return tag in _ASM_TAGS or any(line_kind(line) in kinds for line in lines)
 
 
 def _code_line_numbers(lines: list[str]) -> list[int]:
@@ -177,7 +172,7 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
 
 
 _COUNT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)\Z")
-_TIMES_HEAD = re.compile(r"\s*\S+\s+\S+\s+")  # "5 dd " before the values of a times line
+_TIMES = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S.*)", re.DOTALL)  # "5 dd 0": a times line's rest
 _ROW_TEXT = "this row read whole (the JSON list of its cells)"
 
 
@@ -244,12 +239,10 @@ def _data_cells(parts: Sequence[Imm | Name], column: int, limit: int) -> tuple[V
     if len(values) == 1:
         return values[0], values
     if isinstance(values[0], str):
-        out = [values[0]]
-        size = len(values[0])
+        out, size = [values[0]], len(values[0])
         for position, value in enumerate(values[1:], start=1):
             if isinstance(value, str):
                 out.append(value)
-                size += len(value)
             elif isinstance(value, int) and value == 0:
                 if position != len(values) - 1:
                     raise LineError(
@@ -260,11 +253,11 @@ def _data_cells(parts: Sequence[Imm | Name], column: int, limit: int) -> tuple[V
                 break
             elif isinstance(value, int) and 0 < value < 0x110000:
                 out.append(chr(value))
-                size += 1
             else:
                 raise LineError(
                     column + 1, f"cannot append {clip(repr(value))} to a string", "a character code"
                 )
+            size += len(out[-1])
             if size > limit:
                 raise _too_long(column, "this string", limit)
         text = "".join(out)
@@ -287,19 +280,16 @@ def _count(token: str, word: str, column: int) -> int:
 
 def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
     """``5 dd 0`` after ``times``: the count, the data word and the values."""
-    words = rest.split(None, 2)
-    if len(words) < 3 or words[1].upper() not in DATA_SIZES:
+    words = _TIMES.match(rest)
+    if words is None or words[2].upper() not in DATA_SIZES:
         raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
-    if words[1].upper() == "EQU":
+    if words[2].upper() == "EQU":
         raise LineError(
             column + 1,
             "times cannot repeat an equ constant",
             "times COUNT dd VALUE (a row), or NAME equ VALUE (one constant)",
         )
-    count = _count(words[0], "times", column)
-    head = _TIMES_HEAD.match(rest)
-    value_col = column + (head.end() if head is not None else 0)
-    return count, words[1].upper(), words[2], value_col
+    return _count(words[1], "times", column), words[2].upper(), words[3], column + words.start(3)
 
 
 def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
@@ -361,17 +351,6 @@ class _Builder:
         diagnostic = Diagnostic(line, problem.column, problem.message, self.lines[line - 1])
         self.errors.append((diagnostic, problem.expected))
 
-    def label(self, name: str, line: int, column: int) -> None:
-        problem = reserved_name(name, "label", column)
-        if problem is not None:
-            self.error(line, problem)
-            return
-        key = name.lower()
-        self.label_lines.setdefault(key, []).append((line, column))
-        if key not in self.labels:
-            self.labels[key] = len(self.instructions)
-            self.label_names[key] = name
-
     def read_line(self, number: int, line: str) -> None:
         """Read one code line: its labels, then a data definition, a directive or an
         instruction.
@@ -381,7 +360,13 @@ class _Builder:
         """
         scanned = scan(line)
         for name, column in scanned.labels:
-            self.label(name, number, column + 1)
+            problem = reserved_name(name, "label", column + 1)
+            if problem is not None:
+                self.error(number, problem)
+                continue
+            self.label_lines.setdefault(name.lower(), []).append((number, column + 1))
+            self.labels.setdefault(name.lower(), len(self.instructions))
+            self.label_names.setdefault(name.lower(), name)
         if scanned.data_name:
             self.define(number, scanned)
             return
@@ -482,8 +467,7 @@ class _Builder:
             text = row_json(cells, MAX_DATA_TEXT_CHARS)
             if text is None:
                 self.error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
-            label = self.memory[key]
-            self.memory[key] = MemoryLabel(tuple(cells), label.size, label.writable, label.line)
+            self.memory[key] = dataclasses.replace(self.memory[key], cells=tuple(cells))
             self.data[key] = text or ""
 
     def settle(self) -> None:
@@ -688,14 +672,11 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         if not shown.strip():  # only thinking: nothing was said to the user
             raise EmptyReply()
         return PlainAnswer(shown.strip())
-    entry = 0
-    if builder.entry_name is not None:
-        entry = builder.labels.get(builder.entry_name.lower(), 0)
     return Program(
         instructions=tuple(builder.instructions),
         labels=builder.labels,
         data=builder.data,
-        entry=entry,
+        entry=builder.labels.get((builder.entry_name or "").lower(), 0),
         source_lines=source_lines,
         unknown=tuple(builder.unknown),
         label_lines={k: tuple(v) for k, v in builder.label_lines.items()},

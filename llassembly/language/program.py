@@ -122,15 +122,10 @@ def nested(operand: Operand) -> tuple[Operand, ...]:
     template. A path written is read too: its base is changed in place."""
     if isinstance(operand, Mem):
         return operand.registers
-    if isinstance(operand, Path):
-        found: list[Operand] = [operand.base, *nested(operand.base)]
-        for step in operand.steps:
-            if not isinstance(step, Imm):
-                found += (step, *nested(step))
-        return tuple(found)
-    if isinstance(operand, Template):
-        return tuple(part for fill in operand.fills for part in (fill, *nested(fill)))
-    return ()
+    parts: tuple[Operand, ...] = ()
+    if isinstance(operand, Path | Template):
+        parts = (operand.base, *operand.steps) if isinstance(operand, Path) else operand.fills
+    return tuple(p for part in parts if not isinstance(part, Imm) for p in (part, *nested(part)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +149,7 @@ def row_json(cells: Sequence[Value], limit: int) -> str | None:
     The size is bounded from below before anything is built (each string is at least its
     length plus its quotes), so a row of huge strings is refused without building its text.
     """
-    least = len(cells) + 1
-    for cell in cells:
-        least += len(cell) + 2 if type(cell) is str else 1
-    if least > limit:
+    if len(cells) + 1 + sum(len(c) + 2 if type(c) is str else 1 for c in cells) > limit:
         return None
     text = json.dumps(list(cells), separators=(",", ":"), ensure_ascii=False)
     return text if len(text) <= limit else None
@@ -184,10 +176,8 @@ class Instruction:
     operand_columns: tuple[int, ...] = ()
 
     def __str__(self) -> str:
-        if not self.operands:
-            return self.op.value
         shown = self.operands[:1] if OPCODE_INFO[self.op].variadic else self.operands
-        return f"{self.op.value} " + ", ".join(str(o) for o in shown)
+        return " ".join([self.op.name, ", ".join(str(o) for o in shown)]).rstrip()
 
     @property
     def mnemonic(self) -> str:
@@ -242,9 +232,7 @@ class Program:
 
     def source_of(self, line: int) -> str:
         """Return the text of 1-based ``line`` of the reply, or ``""``."""
-        if 1 <= line <= len(self.source_lines):
-            return self.source_lines[line - 1]
-        return ""
+        return self.source_lines[line - 1] if 1 <= line <= len(self.source_lines) else ""
 
     def listing(self) -> str:
         """Return the program as text, one instruction per line, labels included."""
@@ -290,11 +278,9 @@ _T = TypeVar("_T")
 
 def find_tool(name: str, tools: Mapping[str, _T]) -> _T | None:
     """Return the tool called ``name``: an exact match, else the unique case-insensitive one."""
-    exact = tools.get(name)
-    if exact is not None:
-        return exact
-    lowered = name.lower()
-    matches = [tool for key, tool in tools.items() if key.lower() == lowered]
+    if name in tools:
+        return tools[name]
+    matches = [tool for key, tool in tools.items() if key.lower() == name.lower()]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -354,42 +340,35 @@ class Effects:
         return bool(self.registers_written or self.writes_memory or stack)
 
 
+@functools.lru_cache(maxsize=16_384)
 def effects(instruction: Instruction) -> Effects:
     """What ``instruction`` reads and writes (see :class:`Effects`).
 
     An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
     by its usual form, as far as its operands go.
     """
-    return _effects(instruction.op, instruction.operands)
-
-
-@functools.lru_cache(maxsize=16_384)
-def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
+    op, operands = instruction.op, instruction.operands
     info = OPCODE_INFO[op]
     form = info.shape(len(operands)) or info.shapes[0]
     count = len(operands)
-    reads = tuple(p for p in form.reads if p < count)
-    writes = tuple(p for p in form.writes if p < count)
-    numeric = info.numeric
+    # XOR r, r reads nothing and writes 0, TEST r, r tests text too: neither asks for numbers
     same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
-    if info.same_register and same:
-        if info.same_register == "clears":
-            reads = ()
-        numeric = False  # XOR r, r writes 0 and TEST r, r tests text too
+    same = same and bool(info.same_register)
+    read = () if same and info.same_register == "clears" else form.reads
+    reads = tuple(p for p in read if p < count)
+    writes = tuple(p for p in form.writes if p < count)
     registers_read = {r.index for p in reads if isinstance(r := operands[p], Reg)}
     for operand in operands:  # an address, a path's base and keys, a template's fills
         registers_read.update(r.index for r in nested(operand) if isinstance(r, Reg))
     registers_read.update(form.implicit_reads)
     registers_written = {r.index for p in writes if isinstance(r := place_of(operands[p]), Reg)}
     registers_written.update(form.implicit_writes)
-    registers_read.discard(0)  # R0 reads 0 whatever was written to it
-    registers_written.discard(0)
     return Effects(
         op=op,
         reads=reads,
         writes=writes,
-        registers_read=frozenset(registers_read),
-        registers_written=frozenset(registers_written),
+        registers_read=frozenset(registers_read - {0}),  # R0 reads 0 whatever was written to it
+        registers_written=frozenset(registers_written - {0}),
         implicit_reads=form.implicit_reads,
         implicit_writes=form.implicit_writes,
         flags_read=bool(info.condition),
@@ -397,7 +376,7 @@ def _effects(op: Opcode, operands: tuple[Operand, ...]) -> Effects:
         pops=info.stack[0],
         pushes=info.stack[1],
         flow=info.flow,
-        numeric=numeric,
+        numeric=info.numeric and not same,
         moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
         writes_memory=any(isinstance(place_of(operands[p]), Mem | Name) for p in writes),
     )

@@ -16,7 +16,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from llassembly.errors import clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, register_index
@@ -56,13 +56,12 @@ _STRING_END = {
 }
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _NOT_SPACE = re.compile(r"\S")
-_TOKEN_STOP = re.compile(r"[\s,\"'\[]")  # what ends an operand that is no string or [...]
-
-
-def _skip_to(pattern: re.Pattern[str], text: str, position: int) -> int:
-    """The index of the first character from ``position`` that ``pattern`` finds, or the end."""
-    found = pattern.search(text, position)
-    return len(text) if found is None else found.start()
+# An operand that is no string: a bracket (to its "]", or the end of an unclosed one) or a run of
+# characters up to a space, a comma, a quote or a "[", then the steps of a path written right
+# after it ("[...]", and ".name" after a "]": R1.items[0].id, [EBX].name). Linear: possessive.
+_TOKEN = re.compile(
+    r"""(?:\[[^\]]*+(?:\]|\Z)|[^\s,"'\[]++)(?:\[[^\]]*+(?:\]|\Z)|\.[^\s,"'\[]*+)*+"""
+)
 
 
 def _quoted_end(text: str, start: int) -> int | None:
@@ -133,13 +132,10 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
     With ``most``, stop once there are more tokens than that (the caller refuses so many).
     """
     tokens: list[tuple[str, int]] = []
-    end = len(text)
     i = 0
     expect_operand = True
-    while True:
-        i = _skip_to(_NOT_SPACE, text, i)
-        if i >= end:
-            break
+    while found := _NOT_SPACE.search(text, i):
+        i = found.start()
         ch = text[i]
         if ch == ",":
             if expect_operand:
@@ -148,13 +144,8 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
             i += 1
             continue
         start = i
-        if ch in "\"'":
-            i = _string_end(text, i, offset)
-        elif ch == "[":
-            close = text.find("]", i)
-            i = end if close < 0 else _path_end(text, close + 1)
-        else:
-            i = _path_end(text, _skip_to(_TOKEN_STOP, text, i))
+        token = _TOKEN.match(text, i)  # None only at a quote: a string
+        i = token.end() if token else _string_end(text, i, offset)
         if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
@@ -167,21 +158,6 @@ def split_operands(text: str, offset: int, most: int | None = None) -> list[tupl
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tokens
-
-
-def _path_end(text: str, i: int) -> int:
-    """The end of an operand that goes on as a path at ``i``: ``[...]`` and ``.name`` steps
-    written right after it (``R1.items[0].id``, ``[EBX].name``); ``i`` when none follows."""
-    end = len(text)
-    while i < end and (text[i] == "[" or (text[i] == "." and text[i - 1] == "]")):
-        if text[i] == "[":
-            close = text.find("]", i)
-            if close < 0:
-                return end
-            i = close + 1
-        else:
-            i = _skip_to(_TOKEN_STOP, text, i)
-    return i
 
 
 def _sized(token: str) -> bool:
@@ -271,7 +247,7 @@ def _no_stack_pointer(name: str, expected: str) -> None:
 
 # A path's base: a name before its first "." or "[" (a leading "." is a local label's).
 _PATH_HEAD = re.compile(r"[A-Za-z_$@?][\w$@?]*(?=[.\[])")
-_FIELD = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)")
+_STEP = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)|\[([^\]]*)\]")  # .name or [key]
 _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
@@ -284,18 +260,12 @@ def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     steps: list[Imm | Reg | Name] = []
     i, end = start, len(token)
     while i < end:
-        field = _FIELD.match(token, i)
-        if field is not None:
-            steps.append(Imm(field.group(1)))
-            i = field.end()
-            continue
-        close = token.find("]", i) if token[i] == "[" else -1
-        if close < 0:
+        step = _STEP.match(token, i)
+        if step is None:
             message = f"cannot read {clip(token)!r} as a path"
             raise LineError(i + 1, message, _PATH_EXPECTED)
-        inside = token[i + 1 : close].strip()
-        steps.append(_key(inside, token, i))
-        i = close + 1
+        steps.append(Imm(step[1]) if step[1] else _key(step[2].strip(), token, i))
+        i = step.end()
     return Path(base, tuple(steps), token)
 
 
@@ -354,10 +324,8 @@ def _whole_number(factor: str) -> int:
 def _read_memory(token: str) -> Mem:
     """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
     optional size word before it (``dword``, ``QWORD PTR``)."""
-    size = 0
     opening = token.find("[")
-    if opening > 0:
-        size = _SIZE_WORDS[token[:opening].upper().split()[0]]
+    size = _SIZE_WORDS[token[:opening].upper().split()[0]] if opening > 0 else 0
     inside = token[opening + 1 :]
     if not inside.endswith("]"):
         raise LineError(1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
@@ -375,8 +343,7 @@ def _read_memory(token: str) -> Mem:
         names = [f for f in factors if not _NUMBER.match(f)]
         whole = [_whole_number(factor) for factor in numbers]
         if not names:
-            value = whole[0] * whole[1] if len(whole) == 2 else whole[0]
-            disp += -value if negative else value
+            disp += -math.prod(whole) if negative else math.prod(whole)
             continue
         if len(names) > 1:
             raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
@@ -465,13 +432,9 @@ _CACHED_LINE = 256
 
 def _scan_line(line: str) -> Scanned:
     code = strip_comment(line)
-    head = _HEAD.match(code)
-    if head is None:  # pragma: no cover - every part of the pattern is optional
-        return Scanned((), "", 0, "", 0, "", code)
+    head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
     pos = head.end(1)
-    labels: tuple[tuple[str, int], ...] = ()
-    if pos > head.start(1):
-        labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
+    labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
     word = head.group(2)
     if word is None:
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "", code)

@@ -13,10 +13,8 @@ before the plan runs.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Iterator, Mapping
-from typing import Literal, NamedTuple
 
 from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
@@ -41,44 +39,29 @@ _SPEC = r"[<>^]?0?\d{0,2}[,_]?(?:\.\d{1,2})?[dfeg%s]?"
 PLACEHOLDER = re.compile(rf"(?P<ref>{_REF})(?::(?P<spec>{_SPEC}))?")
 """What a placeholder holds between its braces: ``NAME``, ``[memory]`` or ``R1.path[0]``, with
 an optional ``:format`` (matched whole)."""
-_BRACED = re.compile(r"\{\{(?P<escaped>[^{}\n]*)\}\}|\{(?P<inner>[^{}\n]*)\}")
+# One ``{...}`` (no brace or line break inside): escaped as ``{{...}}``, a placeholder, or braces
+# that read as none (a placeholder's text never holds a brace, so the second alternative matches
+# exactly where the placeholder pattern matches the whole text inside the braces).
+_BRACED = re.compile(
+    r"\{\{(?P<escaped>[^{}\n]*)\}\}"
+    rf"|\{{(?P<ref>{_REF})(?::(?P<spec>{_SPEC}))?\}}"
+    r"|\{(?P<miss>[^{}\n]*)\}"
+)
 # Braces whose text starts as a placeholder does (a name, "[", or ":"/"!" of a format) are meant
 # as one; any other braces ({"a": 1}, {}, {3}, {2,5}) are plain text.
 _MEANT = re.compile(r"\s*[A-Za-z_.$@?\[:!]")
 _FORMATS = "{R1:.2f} (2 decimals), {R1:,} (thousands), {R1:02} (zero padded), {R1:>8} (width)"
 
 
-class _Braces(NamedTuple):
-    """One ``{...}`` of a text that is not plain text (see :func:`_braces`)."""
-
-    start: int
-    end: int
-    kind: Literal["ref", "escaped", "miss"]
-    inner: str  # the text between the braces (of ``{{...}}``: between the inner ones)
-    ref: str = ""
-    spec: str = ""
-
-
-def _braces(text: str) -> Iterator[_Braces]:
-    """Each ``{...}`` of ``text`` (no brace or line break inside) meant as a placeholder: one
-    (``ref``), one escaped as ``{{...}}`` (``escaped``), or braces meant as one that do not
-    read as one (``miss``: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``). Other braces (``{"a": 1}``,
-    ``{}``, ``{3}``) are plain text and not listed. Linear in the length of ``text``: each
-    match stops at the next brace."""
+def _braces(text: str) -> Iterator[re.Match[str]]:
+    """Each ``{...}`` of ``text`` meant as a placeholder: one (group ``ref``, and ``spec``),
+    one escaped as ``{{...}}`` (``escaped``), or braces meant as one that do not read as one
+    (``miss``: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``). Other braces (``{"a": 1}``, ``{}``,
+    ``{3}``) are plain text and not listed. Linear in the length of ``text``: each match stops
+    at the next brace."""
     for match in _BRACED.finditer(text):
-        escaped = match.group("escaped")
-        inner = escaped if escaped is not None else match.group("inner")
-        if not _MEANT.match(inner):
-            continue
-        if escaped is not None:
-            yield _Braces(match.start(), match.end(), "escaped", inner)
-            continue
-        read = PLACEHOLDER.fullmatch(inner)
-        if read is None:
-            yield _Braces(match.start(), match.end(), "miss", inner)
-        else:
-            ref, spec = read.group("ref"), read.group("spec") or ""
-            yield _Braces(match.start(), match.end(), "ref", inner, ref, spec)
+        if match["ref"] is not None or _MEANT.match(match["escaped"] or match["miss"] or ""):
+            yield match
 
 
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
@@ -92,16 +75,16 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     current: list[str] = []
     last = 0
     for braces in _braces(text):
-        if braces.kind == "miss":
+        if braces["miss"] is not None:
             continue
-        current.append(text[last : braces.start])
-        last = braces.end
-        if braces.kind == "escaped":
-            current.append("{" + braces.inner + "}")
+        current.append(text[last : braces.start()])
+        last = braces.end()
+        if braces["escaped"] is not None:
+            current.append("{" + braces["escaped"] + "}")
             continue
         pieces.append("".join(current))
         current = []
-        found.append((braces.ref, braces.spec, braces.start))
+        found.append((braces["ref"], braces["spec"] or "", braces.start()))
         if len(found) > MAX_SAY_PLACEHOLDERS:
             break
     current.append(text[last:])
@@ -111,14 +94,14 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
 
 def has_placeholders(text: str) -> bool:
     """Whether ``text`` holds a placeholder, or braces meant as one that do not read as one."""
-    return any(b.kind != "escaped" for b in _braces(text))
+    return any(b["escaped"] is None for b in _braces(text))
 
 
-def _near_miss(text: str, braces: _Braces, where: str) -> str:
+def _near_miss(braces: re.Match[str], where: str) -> str:
     """Why braces meant as a placeholder (``{ R1 }``, ``{R1!r}``, ``{R1:x}``) are none, and the
     placeholder they were probably meant to be: the text would reach a tool or the answer as
     written, so the parser refuses it."""
-    inner = braces.inner
+    inner = braces["miss"]
     name, sep, rest = inner.strip().partition(":")
     bang = name.find("!")
     if bang >= 0:
@@ -137,12 +120,10 @@ def _near_miss(text: str, braces: _Braces, where: str) -> str:
         why = f"there are no conversions ({clip(sep + rest, 12)})"
     elif sep:
         why = f"{clip(rest, 12)!r} is no format; formats: {_FORMATS}"
-    elif inner != inner.strip():
+    else:  # spaces around a plain name (alone, it would be a placeholder)
         why = "no spaces inside the braces"
-    else:  # pragma: no cover - a plain name alone is a placeholder
-        why = "it does not read as one"
     return (
-        f"{clip(text[braces.start : braces.end])} in {where} is no placeholder ({why}), so it "
+        f"{clip(braces[0])} in {where} is no placeholder ({why}), so it "
         f"would be passed on as written; write {meant} for a value, or "
         f"{clip('{{' + inner + '}}')} for the braces as text"
     )
@@ -167,12 +148,10 @@ def render(value: Value, spec: str = "") -> str:
         return value
     if value is None:
         return ""
-    if type(value) is float:
-        if not math.isfinite(value):  # pragma: no cover - the machine holds finite floats
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return format(value, ".15g")
+    if type(value) is float:  # whole up to 1e15, else 15 significant digits ("inf" as it is)
+        return (
+            str(int(value)) if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
+        )
     return str(value)
 
 
@@ -239,9 +218,7 @@ def template_operand(
     read = _read_fills(operand.value, column, source_line, "the text")
     if isinstance(read, list):
         return operand, read
-    if read.fills or read.pieces[0] == operand.value:
-        return (read if read.fills else operand), []
-    return Imm(read.pieces[0]), []  # only escaped braces: {{R1}} is the text {R1}
+    return (read if read.fills else Imm(read.pieces[0])), []  # no fills: {{R1}} is the text {R1}
 
 
 _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
@@ -250,9 +227,7 @@ _VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:
 def _columns(source_line: str | None, base: int, positions: list[int]) -> list[int]:
     """The columns of characters of a text at ``positions``: each itself when the text is
     written on this line (a string literal at ``base``), else the operand's column."""
-    columns = None
-    if source_line is not None:
-        columns = string_columns(source_line, base - 1, positions)
+    columns = None if source_line is None else string_columns(source_line, base - 1, positions)
     return columns if columns is not None else [base] * len(positions)
 
 
@@ -261,11 +236,11 @@ def _read_fills(
 ) -> Template | list[LineError]:
     """The text as a :class:`Template` (the operands its placeholders read, the pieces around
     them, their formats and columns), or the problems found (linear in the text and line)."""
-    misses = [b for b in _braces(template) if b.kind == "miss"][:MAX_SAY_PLACEHOLDERS]
+    misses = [b for b in _braces(template) if b["miss"] is not None][:MAX_SAY_PLACEHOLDERS]
     if misses:
-        columns = _columns(source_line, base, [b.start for b in misses])
+        columns = _columns(source_line, base, [b.start() for b in misses])
         return [
-            LineError(column, _near_miss(template, braces, where), _VALID_FORMS)
+            LineError(column, _near_miss(braces, where), _VALID_FORMS)
             for braces, column in zip(misses, columns, strict=True)
         ]
     pieces, found = split_template(template)
