@@ -246,16 +246,16 @@ class _Propagation:
         regs, flags, stack = facts
         operands = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
+        moved = [
+            (w, top if r == fx.STACK else self.operand(operands[r], regs)) for w, r in fx.copies
+        ]
         written: dict[int, Abstract] = {reg: UNKNOWN for reg in fx.registers_written}
         for position in fx.writes:
-            target = operands[position]
-            if not isinstance(target, Reg) or target.index == 0:
-                continue
-            sources = [self.operand(operands[r], regs) for w, r in fx.moves if w == position]
-            fallback = top if fx.pops else UNKNOWN
-            written[target.index] = functools.reduce(join, sources) if sources else fallback
-        values = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
-        stack = pushed(stack[: max(len(stack) - fx.pops, 0)], values)
+            if isinstance(target := operands[position], Reg) and target.index:
+                sources = [value for w, value in moved if w == position] or [UNKNOWN]
+                written[target.index] = functools.reduce(join, sources)
+        stack = stack[: max(len(stack) - fx.pops, 0)]
+        stack = pushed(stack, [value for w, value in moved if w == fx.STACK])
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
     def write(

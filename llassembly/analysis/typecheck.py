@@ -289,31 +289,25 @@ class PathWalk:
                 self.written_path(operand, facts, pc, position)
         if self.reporting:
             self.check(pc, ins, fx, read)
-        written = []  # everything is read before anything is written (XCHG)
-        for position in fx.writes:
-            sources = [r for w, r in fx.moves if w == position]
-            if sources:
-                value = functools.reduce(join, [read.get(r) for r in sources])
-                text = any(self.text(ins.operands[r], facts) for r in sources)
-            elif fx.pops:
-                value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
-            else:
-                value = _PRODUCED.get(OPCODE_INFO[ins.op].produces)
-                text = False  # computed: text from SUBSTR is followed by its shape alone
-            written.append((ins.operands[position], value, text))
-        pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]
+
+        def copied(r: int) -> tuple[Shape | None, bool]:  # a value copied, and whether text
+            if r == Effects.STACK:
+                return (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
+            return read.get(r), self.text(ins.operands[r], facts)
+
+        moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
         stack, _ = taken(facts.stack, fx.pops, None)
         out = facts._replace(stack=stack, text_stack=facts.text_stack >> fx.pops)
-        for operand, value, text in written:
-            out = self.put(out, operand, value, text)
+        produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
+        for position in fx.writes:  # followed by its shape alone
+            sources = [v for w, v in moved if w == position] or [produced]
+            value = functools.reduce(join, [shape for shape, _ in sources])
+            out = self.put(out, ins.operands[position], value, any(t for _, t in sources))
         for reg in fx.implicit_writes:  # MUL src, DIV src, LOOP: numbers
             out = self.put(out, Reg(reg, register_name(reg)), NUMBER, False)
-        if fx.pushes:
-            text_stack = out.text_stack
-            for _, text in pushes:
-                text_stack = (text_stack << 1 | text) & _STACK_BITS
-            stack = pushed(out.stack, [value for value, _ in pushes])
-            out = out._replace(stack=stack, text_stack=text_stack)
+        for value, text in (v for w, v in moved if w == Effects.STACK):
+            text_stack = (out.text_stack << 1 | text) & _STACK_BITS
+            out = out._replace(stack=pushed(out.stack, [value]), text_stack=text_stack)
         return out
 
     def put(self, facts: _Facts, operand: Operand, value: Shape | None, text: bool) -> _Facts:
