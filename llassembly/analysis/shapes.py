@@ -288,24 +288,17 @@ def describe(shape: Shape | None) -> str:
     ``text | NONE``, ``decimal (text)``."""
     if shape is None or shape.kind == "any":
         return "any"
-    kind = shape.kind
-    if kind == "object":
-        return shape.name or "object"
-    if kind == "list":
-        return f"list[{describe(shape.item)}]"
-    if kind == "map":
-        return f"dict[text, {describe(shape.item)}]"
-    if kind == "tuple":
-        return shape.name or "[" + ", ".join(describe(o) for o in shape.options) + "]"
-    if kind == "union":
-        return " | ".join(describe(o) for o in shape.options)
-    if kind == "none":
-        return "NONE"
-    if kind == "decimal":
-        return "decimal text"
-    if kind == "text":
-        return f"text ({shape.name})" if shape.name else "text"
-    return kind
+    item, options = describe(shape.item), [describe(o) for o in shape.options]
+    return {
+        "object": shape.name or "object",
+        "list": f"list[{item}]",
+        "map": f"dict[text, {item}]",
+        "tuple": shape.name or f"[{', '.join(options)}]",
+        "union": " | ".join(options),
+        "none": "NONE",
+        "decimal": "decimal text",
+        "text": f"text ({shape.name})" if shape.name else "text",
+    }.get(shape.kind, shape.kind)
 
 
 def fields_line(shape: Shape) -> str:
