@@ -158,11 +158,12 @@ class PathWalk:
         self.unwritten_reads: set[tuple[int, int]] = set()
 
     def start(self) -> _Facts:
-        text_cells = 0  # the cells that start as text
-        for key, first in self.layout.first_cell.items():
-            for offset, cell in enumerate(self.layout.labels[key].cells):
-                if isinstance(cell, str):
-                    text_cells |= 1 << (first + offset)
+        text_cells = sum(  # the cells that start as text
+            1 << (first + offset)
+            for key, first in self.layout.first_cell.items()
+            for offset, cell in enumerate(self.layout.labels[key].cells)
+            if isinstance(cell, str)
+        )
         shapes = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
         return _Facts(*shapes, 0, 0, text_cells, 0, True, (1 << len(self.var)) - 1)
 
