@@ -135,7 +135,7 @@ class Paths:
     @functools.cached_property
     def ends(self) -> bool:
         """Some path reaches the end of the plan."""
-        return bool(self.states) and self.fewest([0] * len(self.states)) is not None
+        return self.fewest([0] * len(self.states)) is not None
 
     def longest(self, weight: Sequence[int]) -> int | None:
         """Most weight on any path from the entry; ``None`` when a weighted state is in a
@@ -159,25 +159,19 @@ class Paths:
         when no path ends the plan."""
         if not self.states:
             return None
-        succ = self.succ
-        dist = {0: weight[0]}
-        queue = deque([0])
-        done: set[int] = set()
-        best: int | None = None
+        dist, queue, done, ends = {0: weight[0]}, deque([0]), set(), []
         while queue:
             node = queue.popleft()
             if node in done:
                 continue
             done.add(node)
-            for nxt in succ[node]:
+            for nxt in self.succ[node]:
                 if nxt == END:
-                    best = dist[node] if best is None else min(best, dist[node])
-                    continue
-                cost = dist[node] + weight[nxt]
-                if cost < dist.get(nxt, cost + 1):
+                    ends.append(dist[node])
+                elif (cost := dist[node] + weight[nxt]) < dist.get(nxt, cost + 1):
                     dist[nxt] = cost
                     (queue.appendleft if weight[nxt] == 0 else queue.append)(nxt)
-        return best
+        return min(ends, default=None)
 
     def always(self, sites: Iterable[int]) -> frozenset[int]:
         """The instructions of ``sites`` that every path ending the plan runs.
