@@ -216,20 +216,14 @@ class _Propagation:
     def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
         regs, flags, stack = facts
-        if self.reads_memory[pc] or len(stack) < fx.pops:
+        if self.reads_memory[pc] or len(stack) < fx.pops or (fx.flags_read and flags is UNKNOWN):
             return None
-        if fx.flags_read and flags is UNKNOWN:
-            return None
-        values: dict[int, Value] = {}
-        for reg in fx.registers_read:
-            value = self.register(regs, reg)
-            if isinstance(value, _Unknown):
-                return None
-            values[reg] = value
+        read = {reg: self.register(regs, reg) for reg in fx.registers_read}
         taken = stack[len(stack) - fx.pops :] if fx.pops else ()
-        if any(isinstance(v, _Unknown) for v in taken):
+        if any(isinstance(v, _Unknown) for v in (*read.values(), *taken)):
             return None
-        known: tuple[Value, ...] = taken  # type: ignore[assignment]  # none is unknown
+        values: dict[int, Value] = read  # type: ignore[assignment]  # none is unknown
+        known: tuple[Value, ...] = taken  # type: ignore[assignment]
         key = (
             pc,
             tuple((r, _key(v)) for r, v in sorted(values.items())),
