@@ -26,6 +26,7 @@ from llassembly.analysis.shapes import (
     NONE_SHAPE,
     NUMBER,
     TEXT,
+    Kind,
     Shape,
     child,
     describe,
@@ -54,6 +55,7 @@ from llassembly.language.program import (
 )
 
 _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
+_WRITTEN: dict[type, Kind] = {type(None): "none", str: "text", int: "int"}  # else a float
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
@@ -103,13 +105,9 @@ def _known(shape: Shape) -> Shape | None:
 def _written(value: Value, line: int) -> Shape | None:
     """The shape of a value written in the plan on ``line``, carrying the value itself (JSON
     text written in the plan is not followed: its paths are checked as the plan runs)."""
-    if value is None:
-        return Shape("none", literal=(value, line))
-    if type(value) is str:
-        if value.lstrip()[:1] in ("[", "{"):
-            return Shape("any", literal=(value, line))
-        return Shape("text", literal=(value, line))
-    return Shape("int" if type(value) is int else "float", literal=(value, line))
+    kind = _WRITTEN.get(type(value), "float")
+    json_text = type(value) is str and value.lstrip()[:1] in ("[", "{")
+    return Shape("any" if json_text else kind, literal=(value, line))
 
 
 def _text_address(mem: Mem) -> bool:
@@ -244,9 +242,8 @@ class PathWalk:
             read = (operand, *nested(operand)) if position in fx.reads else nested(operand)
             if any(self.variable(part) & unwritten for part in read):  # a template's fills
                 self.unwritten_reads.add((pc, position))
-        for position in fx.writes:
-            if position not in fx.reads:
-                unwritten &= ~self.variable(ins.operands[position])
+        for position in set(fx.writes) - set(fx.reads):
+            unwritten &= ~self.variable(ins.operands[position])
         if fx.flags_read and unset:
             self.unset_jumps.add(pc)
         unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
