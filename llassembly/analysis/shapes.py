@@ -82,6 +82,7 @@ _TEXT_TYPES: dict[type, str] = {
     uuid.UUID: "uuid",
     bytes: "text",
     str: "",
+    PurePath: "path",
 }
 
 
@@ -178,8 +179,6 @@ def _shape(annotation: Any, depth: int) -> Shape:
         for kind, name in _TEXT_TYPES.items():
             if issubclass(ann, kind):
                 return Shape("text", name)
-        if issubclass(ann, PurePath):
-            return Shape("text", "path")
         if issubclass(ann, enum.Enum):
             return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
@@ -204,11 +203,9 @@ def _shape(annotation: Any, depth: int) -> Shape:
         return Shape("list", item=ANY)
     if isinstance(container, type) and issubclass(container, Mapping):
         return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
-    if isinstance(container, type) and issubclass(container, Sequence | set | frozenset):
-        if issubclass(container, str | bytes):
-            return TEXT
-        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
-    if container is Iterable:
+    if container is Iterable or (  # str and bytes are text (above)
+        isinstance(container, type) and issubclass(container, Sequence | set | frozenset)
+    ):
         return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     return ANY
 
