@@ -154,15 +154,12 @@ class _Propagation:
         live = self.layout.live
         read = [operands[p] for p in fx.reads]
         read += [operands[p] for p in fx.writes if isinstance(operands[p], Path)]
-        for whole in read:
-            for operand in (whole, *nested(whole)):
-                if isinstance(operand, Name) and operand.name.lower() in live:
-                    return True
-                if isinstance(operand, Mem) and (
-                    (operand.label is None and live) or (operand.label or "").lower() in live
-                ):
-                    return True
-        return False
+        return any(  # a live label, or through [reg] any live cell
+            (isinstance(part, Name) and part.name.lower() in live)
+            or (isinstance(part, Mem) and bool(live) and (part.label or "").lower() in {"", *live})
+            for whole in read
+            for part in (whole, *nested(whole))
+        )
 
     def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:
         slot = self.slot.get(index)
