@@ -91,9 +91,8 @@ class ControlFlow:
         return len(self.effects)
 
     def stack_effect(self, pc: int) -> tuple[int, int]:
-        """``(values taken, values put)`` on the data stack by the instruction at ``pc``: a tool
-        ``CALL`` takes its parameters (``CALL tool, N``: the first ``N``) and puts its results,
-        or none when its result goes to ``EAX``."""
+        """``(values taken, values put)`` on the data stack by the instruction at ``pc`` (see
+        :func:`~llassembly.language.program.stack_effect`): none put when they go to ``EAX``."""
         tool = self.tools.get(pc)
         operands = self.program.instructions[pc].operands
         taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)
@@ -128,14 +127,11 @@ class ControlFlow:
     def loops(self) -> tuple[tuple[int, ...], ...]:
         """The loops of :attr:`flat` reachable from the entry: its strongly connected components
         with a cycle (more than one instruction, or one that goes to itself)."""
-        entry = self.program.entry
+        entry, flat = self.program.entry, self.flat
         if not 0 <= entry < self.end:
             return ()
-        found = []
-        for component in components(entry, self.flat):
-            if len(component) > 1 or component[0] in self.flat[component[0]]:
-                found.append(tuple(sorted(component)))
-        return tuple(found)
+        found = components(entry, flat)
+        return tuple(tuple(sorted(c)) for c in found if len(c) > 1 or c[0] in flat[c[0]])
 
 
 def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
@@ -170,11 +166,9 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     targets: dict[int, int] = {}
     ambiguous: set[int] = set()
     for pc, (ins, fx) in enumerate(zip(instructions, found, strict=True)):
-        if fx.flow == "next" or fx.flow == "return" or fx.flow == "halt":
-            continue
         operand = ins.operands[0] if ins.operands else None
-        if not isinstance(operand, Name):
-            continue  # no label: the verifier refuses it, and it goes nowhere here
+        if fx.flow in ("next", "return", "halt") or not isinstance(operand, Name):
+            continue  # a jump to no label: the verifier refuses it, and it goes nowhere here
         label = program.labels.get(operand.name.lower())
         tool = find_tool(operand.name, tools) if fx.flow == "call" else None
         if tool is not None:
@@ -231,20 +225,15 @@ def _eax_convention(
     """
     eax: set[int] = set()
     mixed: list[tuple[int, int, int]] = []
-    for pc, tool in tool_at.items():
-        if tool.n_results != 1:
-            continue
-        reader = _first_eax_read(found, pc)
-        if reader is None:
-            continue
-        eax.add(pc)
-        saved = _saved_below(
-            program, found, pc, arguments_of(tool, program.instructions[pc].operands)
-        )
-        pop = _pop_after(program.instructions, found, reader, saved)
-        if pop is not None:
-            mixed.append((pc, reader, pop))
-    return frozenset(eax), tuple(sorted(mixed))
+    for pc, tool in tool_at.items():  # in program order
+        reader = _first_eax_read(found, pc) if tool.n_results == 1 else None
+        if reader is not None:
+            eax.add(pc)
+            arguments = arguments_of(tool, program.instructions[pc].operands)
+            pop = _pop_after(program, found, reader, _saved_below(program, found, pc)[arguments:])
+            if pop is not None:
+                mixed.append((pc, reader, pop))
+    return frozenset(eax), tuple(mixed)
 
 
 def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc: int) -> bool:
@@ -279,11 +268,9 @@ def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
     return None
 
 
-def _saved_below(
-    program: Program, found: tuple[Effects, ...], pc: int, n_args: int
-) -> list[Operand]:
-    """The values ``PUSH``ed just below a ``CALL``'s arguments in the straight-line code
-    before it, top first: registers saved around the call (``PUSH ECX`` ... ``POP ECX``)."""
+def _saved_below(program: Program, found: tuple[Effects, ...], pc: int) -> list[Operand]:
+    """The values ``PUSH``ed in the straight-line code before the ``CALL`` at ``pc``, top
+    first: its arguments, then registers saved around the call (``PUSH ECX`` ... ``POP ECX``)."""
     instructions = program.instructions
     targets = set(program.labels.values())
     pushed: list[Operand] = []
@@ -295,37 +282,31 @@ def _saved_below(
             break
         if index in targets:
             break
-    return pushed[n_args:]
-
-
-def _same_place(a: Operand, b: Operand) -> bool:
-    if isinstance(a, Reg) and isinstance(b, Reg):
-        return a.index == b.index
-    return str(a).lower() == str(b).lower()
+    return pushed
 
 
 def _pop_after(
-    instructions: tuple[Instruction, ...],
-    found: tuple[Effects, ...],
-    reader: int,
-    saved: list[Operand],
+    program: Program, found: tuple[Effects, ...], reader: int, saved: list[Operand]
 ) -> int | None:
     """The first ``POP`` after ``reader`` that would take the result (not one restoring a
     value saved below the call's arguments, as x86 code does around a call), or ``None``."""
     if found[reader].pushes:
         return None
-    restores = list(saved)
     for index in _straight_after(found, reader):
         fx = found[index]
         if fx.pops:
-            operands = instructions[index].operands
-            if restores and operands and _same_place(operands[0], restores[0]):
-                restores.pop(0)
+            operands = program.instructions[index].operands
+            if saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
+                saved.pop(0)
                 continue
             return index
         if fx.pushes or fx.flow in ("call", "return", "halt"):
             return None
     return None
+
+
+def _place_key(operand: Operand) -> int | str:
+    return operand.index if isinstance(operand, Reg) else str(operand).lower()
 
 
 # -- loops -------------------------------------------------------------------------------------
@@ -461,32 +442,24 @@ class Layout:
         return cells[index : index + 1], True
 
 
-def _variables_of(program: Program, tools: Mapping[str, ToolShape]) -> dict[str, Instruction]:
-    """Undeclared names written by ``MOV``/``POP``, to the first instruction writing each: an
-    instruction that copies a value into its first operand without reading it first."""
-    found: dict[str, Instruction] = {}
-    for ins in program.instructions:
-        fx = effects(ins)
-        if not (0 in fx.writes and 0 not in fx.reads and (fx.moves or fx.pops)):
-            continue
-        dst = ins.operands[0]
-        if not isinstance(dst, Name):
-            continue
-        key = dst.name.lower()
-        if key in program.data or key in program.labels or key in found:
-            continue
-        if find_tool(dst.name, tools) is not None:
-            continue
-        found[key] = ins
-    return found
-
-
 def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
     """The memory layout of ``program`` with ``tools`` (variables depend on tool names)."""
     labels: dict[str, MemoryLabel] = dict(program.memory)
-    found = _variables_of(program, tools)
-    for key, ins in found.items():
-        labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
+    variables: list[str] = []
+    for ins in program.instructions:  # a variable: a name copied into (MOV, POP), undeclared
+        fx = effects(ins)
+        if (
+            0 in fx.writes
+            and 0 not in fx.reads
+            and (fx.moves or fx.pops)
+            and isinstance(dst := ins.operands[0], Name)
+            and (key := dst.name.lower()) not in program.data
+            and key not in program.labels
+            and key not in variables
+            and find_tool(dst.name, tools) is None
+        ):
+            variables.append(key)
+            labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
     written: set[str] = set()
     for ins in program.instructions:
         for position in effects(ins).writes:
@@ -496,4 +469,4 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
             elif isinstance(operand, Mem | Name):
                 written.add(str(operand.label if isinstance(operand, Mem) else operand).lower())
     live = frozenset(k for k in written if k in labels and labels[k].writable)
-    return Layout(labels, tuple(labels), frozenset(found), live)
+    return Layout(labels, tuple(labels), frozenset(variables), live)

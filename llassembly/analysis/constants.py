@@ -154,15 +154,12 @@ class _Propagation:
         live = self.layout.live
         read = [operands[p] for p in fx.reads]
         read += [operands[p] for p in fx.writes if isinstance(operands[p], Path)]
-        for whole in read:
-            for operand in (whole, *nested(whole)):
-                if isinstance(operand, Name) and operand.name.lower() in live:
-                    return True
-                if isinstance(operand, Mem) and (
-                    (operand.label is None and live) or (operand.label or "").lower() in live
-                ):
-                    return True
-        return False
+        return any(  # a live label, or through [reg] any live cell
+            (isinstance(part, Name) and part.name.lower() in live)
+            or (isinstance(part, Mem) and bool(live) and (part.label or "").lower() in {"", *live})
+            for whole in read
+            for part in (whole, *nested(whole))
+        )
 
     def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:
         slot = self.slot.get(index)
@@ -216,20 +213,14 @@ class _Propagation:
     def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
         regs, flags, stack = facts
-        if self.reads_memory[pc] or len(stack) < fx.pops:
+        if self.reads_memory[pc] or len(stack) < fx.pops or (fx.flags_read and flags is UNKNOWN):
             return None
-        if fx.flags_read and flags is UNKNOWN:
-            return None
-        values: dict[int, Value] = {}
-        for reg in fx.registers_read:
-            value = self.register(regs, reg)
-            if isinstance(value, _Unknown):
-                return None
-            values[reg] = value
+        read = {reg: self.register(regs, reg) for reg in fx.registers_read}
         taken = stack[len(stack) - fx.pops :] if fx.pops else ()
-        if any(isinstance(v, _Unknown) for v in taken):
+        if any(isinstance(v, _Unknown) for v in (*read.values(), *taken)):
             return None
-        known: tuple[Value, ...] = taken  # type: ignore[assignment]  # none is unknown
+        values: dict[int, Value] = read  # type: ignore[assignment]  # none is unknown
+        known: tuple[Value, ...] = taken  # type: ignore[assignment]
         key = (
             pc,
             tuple((r, _key(v)) for r, v in sorted(values.items())),
@@ -246,16 +237,16 @@ class _Propagation:
         regs, flags, stack = facts
         operands = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
+        moved = [
+            (w, top if r == fx.STACK else self.operand(operands[r], regs)) for w, r in fx.copies
+        ]
         written: dict[int, Abstract] = {reg: UNKNOWN for reg in fx.registers_written}
         for position in fx.writes:
-            target = operands[position]
-            if not isinstance(target, Reg) or target.index == 0:
-                continue
-            sources = [self.operand(operands[r], regs) for w, r in fx.moves if w == position]
-            fallback = top if fx.pops else UNKNOWN
-            written[target.index] = functools.reduce(join, sources) if sources else fallback
-        values = [self.operand(operands[p], regs) for p in fx.reads] if fx.pushes else []
-        stack = pushed(stack[: max(len(stack) - fx.pops, 0)], values)
+            if isinstance(target := operands[position], Reg) and target.index:
+                sources = [value for w, value in moved if w == position] or [UNKNOWN]
+                written[target.index] = functools.reduce(join, sources)
+        stack = stack[: max(len(stack) - fx.pops, 0)]
+        stack = pushed(stack, [value for w, value in moved if w == fx.STACK])
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
     def write(

@@ -218,12 +218,6 @@ class _Static:
                 changed[number] = _join(memory.get(number, _EMPTY), pair)
         return changed
 
-    def query(self, pc: int, read: Flow) -> Flow:
-        """The answer of the query at ``pc`` that read values of ``read``: derived from them
-        and marked as a model's (and, with ``sites``, as this query's: :func:`query_site`)."""
-        mark = {query_site(self.flow.program.instructions[pc].line)} if self.sites else set()
-        return query_sources(read[0] | mark), query_sources(read[1] | mark)
-
     # -- instructions ---------------------------------------------------------------------
 
     def transfer(self, pc: int, facts: _Facts) -> _Facts:
@@ -233,15 +227,15 @@ class _Static:
             count, put = self.flow.stack_effect(pc)
             stack, given = taken(stack, count, self.top)
             result = (result_sources(tool.name),) * 2
-            if is_query(tool):  # its answer derives from what its model read
-                result = self.query(pc, _all(given))
-            fx = self.flow.effects[pc]  # EAX: its result or error; the flags: did it fail
-            if fx.registers_written:
-                changed = list(regs)
+            if is_query(tool):  # its answer derives from what its model read, and is a model's
+                (may, must), line = _all(given), self.flow.program.instructions[pc].line
+                mark = {query_site(line)} if self.sites else set()  # with sites: this query's
+                result = query_sources(may | mark), query_sources(must | mark)
+            fx, changed = self.flow.effects[pc], list(regs)
+            if fx.registers_written:  # EAX: its result or error; the flags: did it fail
                 changed[self.slot[EAX_INDEX]] = result
-                regs = tuple(changed)
             flags = result if fx.flags_written else flags
-            return regs, flags, pushed(stack, [result] * put), memory
+            return tuple(changed), flags, pushed(stack, [result] * put), memory
         move = transfer_of(self.flow.program.instructions[pc])
         if move.moves_nothing:
             return facts

@@ -76,25 +76,14 @@ class Paths:
         return not (self.too_deep or self.unresolved or self.overflow is not None)
 
     @functools.cached_property
-    def order(self) -> list[list[int]]:
-        """The strongly connected components of the state graph, sinks first."""
-        if not self.states:
-            return []
-        graph = [tuple(t for t in out if t != END) for out in self.succ]
-        return components(0, graph)
-
-    @functools.cached_property
-    def component_of(self) -> dict[int, int]:
-        """The component (an index into :attr:`order`) of each state."""
-        return {member: number for number, members in enumerate(self.order) for member in members}
-
-    def _cyclic(self, members: list[int]) -> bool:
-        return len(members) > 1 or members[0] in self.succ[members[0]]
+    def _components(self) -> tuple[list[list[int]], dict[int, int]]:
+        return _components(self.succ)
 
     @functools.cached_property
     def looped(self) -> frozenset[int]:
         """The states inside a loop (a component with a cycle)."""
-        return frozenset(m for members in self.order if self._cyclic(members) for m in members)
+        order, succ = self._components[0], self.succ
+        return frozenset(m for members in order if _cyclic(members, succ) for m in members)
 
     @functools.cached_property
     def endless(self) -> tuple[tuple[int, ...], ...]:
@@ -104,13 +93,14 @@ class Paths:
         incomplete (a state cut off by a bound has no successors, yet is not a loop)."""
         if not (self.complete and self.states):
             return ()
-        found, succ = [], self.taken()
-        order = components(0, [tuple(t for t in out if t != END) for out in succ])
-        comp_of = {member: number for number, members in enumerate(order) for member in members}
-        for number, members in enumerate(order):
-            leaves = any(nxt == END or comp_of[nxt] != number for m in members for nxt in succ[m])
-            if (len(members) > 1 or members[0] in succ[members[0]]) and not leaves:
-                found.append(tuple(sorted({self.states[m][0] for m in members})))
+        succ = self.taken()
+        order, comp_of = _components(succ)
+        found = (
+            tuple(sorted({self.states[m][0] for m in members}))
+            for number, members in enumerate(order)
+            if _cyclic(members, succ)
+            and all(nxt != END and comp_of[nxt] == number for m in members for nxt in succ[m])
+        )
         return tuple(dict.fromkeys(found))
 
     def taken(self) -> list[tuple[int, ...]]:
@@ -145,7 +135,7 @@ class Paths:
     @functools.cached_property
     def ends(self) -> bool:
         """Some path reaches the end of the plan."""
-        return bool(self.states) and self.fewest([0] * len(self.states)) is not None
+        return self.fewest([0] * len(self.states)) is not None
 
     def longest(self, weight: Sequence[int]) -> int | None:
         """Most weight on any path from the entry; ``None`` when a weighted state is in a
@@ -154,21 +144,14 @@ class Paths:
             return 0
         if not self.complete:
             return None
-        order, comp_of, succ = self.order, self.component_of, self.succ
-        best: list[int | None] = [0] * len(order)
-        for number, members in enumerate(order):  # sinks first
+        (order, comp_of), succ = self._components, self.succ
+        best: list[int | None] = []
+        for number, members in enumerate(order):  # sinks first: those it goes on to are known
             own = sum(weight[m] for m in members)
-            if own and self._cyclic(members):
-                best[number] = None
-                continue
-            after: int | None = 0
-            for member in members:
-                for nxt in succ[member]:
-                    if nxt == END or comp_of[nxt] == number:
-                        continue
-                    value = best[comp_of[nxt]]
-                    after = None if value is None or after is None else max(after, value)
-            best[number] = None if after is None else own + after
+            later = {comp_of[n] for m in members for n in succ[m] if n != END} - {number}
+            after = [best[c] for c in later]
+            unbounded = (own and _cyclic(members, succ)) or None in after
+            best.append(None if unbounded else own + max([a or 0 for a in after], default=0))
         return best[comp_of[0]]
 
     def fewest(self, weight: Sequence[int]) -> int | None:
@@ -176,25 +159,19 @@ class Paths:
         when no path ends the plan."""
         if not self.states:
             return None
-        succ = self.succ
-        dist = {0: weight[0]}
-        queue = deque([0])
-        done: set[int] = set()
-        best: int | None = None
+        dist, queue, done, ends = {0: weight[0]}, deque([0]), set(), []
         while queue:
             node = queue.popleft()
             if node in done:
                 continue
             done.add(node)
-            for nxt in succ[node]:
+            for nxt in self.succ[node]:
                 if nxt == END:
-                    best = dist[node] if best is None else min(best, dist[node])
-                    continue
-                cost = dist[node] + weight[nxt]
-                if cost < dist.get(nxt, cost + 1):
+                    ends.append(dist[node])
+                elif (cost := dist[node] + weight[nxt]) < dist.get(nxt, cost + 1):
                     dist[nxt] = cost
                     (queue.appendleft if weight[nxt] == 0 else queue.append)(nxt)
-        return best
+        return min(ends, default=None)
 
     def always(self, sites: Iterable[int]) -> frozenset[int]:
         """The instructions of ``sites`` that every path ending the plan runs.
@@ -353,3 +330,14 @@ def joined_stacks(
         return a
     keep = min(len(a), len(b))
     return tuple(map(join, a[len(a) - keep :], b[len(b) - keep :]))
+
+
+def _components(succ: Sequence[tuple[int, ...]]) -> tuple[list[list[int]], dict[int, int]]:
+    """The strongly connected components of a state graph from state 0, sinks first, and the
+    component (an index into them) of each state."""
+    order = components(0, [tuple(t for t in out if t != END) for out in succ]) if succ else []
+    return order, {member: number for number, members in enumerate(order) for member in members}
+
+
+def _cyclic(members: list[int], succ: Sequence[tuple[int, ...]]) -> bool:
+    return len(members) > 1 or members[0] in succ[members[0]]

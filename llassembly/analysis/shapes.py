@@ -82,6 +82,7 @@ _TEXT_TYPES: dict[type, str] = {
     uuid.UUID: "uuid",
     bytes: "text",
     str: "",
+    PurePath: "path",
 }
 
 
@@ -178,8 +179,6 @@ def _shape(annotation: Any, depth: int) -> Shape:
         for kind, name in _TEXT_TYPES.items():
             if issubclass(ann, kind):
                 return Shape("text", name)
-        if issubclass(ann, PurePath):
-            return Shape("text", "path")
         if issubclass(ann, enum.Enum):
             return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
@@ -204,11 +203,9 @@ def _shape(annotation: Any, depth: int) -> Shape:
         return Shape("list", item=ANY)
     if isinstance(container, type) and issubclass(container, Mapping):
         return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
-    if isinstance(container, type) and issubclass(container, Sequence | set | frozenset):
-        if issubclass(container, str | bytes):
-            return TEXT
-        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
-    if container is Iterable:
+    if container is Iterable or (  # str and bytes are text (above)
+        isinstance(container, type) and issubclass(container, Sequence | set | frozenset)
+    ):
         return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     return ANY
 
@@ -288,24 +285,17 @@ def describe(shape: Shape | None) -> str:
     ``text | NONE``, ``decimal (text)``."""
     if shape is None or shape.kind == "any":
         return "any"
-    kind = shape.kind
-    if kind == "object":
-        return shape.name or "object"
-    if kind == "list":
-        return f"list[{describe(shape.item)}]"
-    if kind == "map":
-        return f"dict[text, {describe(shape.item)}]"
-    if kind == "tuple":
-        return shape.name or "[" + ", ".join(describe(o) for o in shape.options) + "]"
-    if kind == "union":
-        return " | ".join(describe(o) for o in shape.options)
-    if kind == "none":
-        return "NONE"
-    if kind == "decimal":
-        return "decimal text"
-    if kind == "text":
-        return f"text ({shape.name})" if shape.name else "text"
-    return kind
+    item, options = describe(shape.item), [describe(o) for o in shape.options]
+    return {
+        "object": shape.name or "object",
+        "list": f"list[{item}]",
+        "map": f"dict[text, {item}]",
+        "tuple": shape.name or f"[{', '.join(options)}]",
+        "union": " | ".join(options),
+        "none": "NONE",
+        "decimal": "decimal text",
+        "text": f"text ({shape.name})" if shape.name else "text",
+    }.get(shape.kind, shape.kind)
 
 
 def fields_line(shape: Shape) -> str:

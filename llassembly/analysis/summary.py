@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -164,11 +164,9 @@ class PlanSummary:
     def to_dict(self) -> dict[str, Any]:
         """The summary as JSON-serialisable plain data (``None`` stands for unbounded)."""
         data: dict[str, Any] = json.loads(json.dumps(asdict(self)))  # tuples become lists
-        data.pop("instruction_budget")
-        data.pop("tool_call_budget")
         data["budgets"] = {
-            "max_instructions_to_exec": self.instruction_budget,
-            "max_tool_calls": self.tool_call_budget,
+            "max_instructions_to_exec": data.pop("instruction_budget"),
+            "max_tool_calls": data.pop("tool_call_budget"),
         }
         data["within_budgets"] = self.within_budgets
         return data
@@ -312,7 +310,7 @@ def summarize(
             _arguments(tool, pushed, stacks(n) if stacks else (), flows(n) if flows else ())
             for n in numbers
         ]
-        arguments = tuple(_merged(list(states_of)) for states_of in zip(*each, strict=True))
+        arguments = tuple(map(_merged, zip(*each, strict=True)))
         if flows is None:  # a computed argument may derive from anything
             arguments = tuple(
                 a if a.constant else replace(a, sources=anything[0], answers=anything[1])
@@ -327,9 +325,7 @@ def summarize(
         low, high = count({n for pc in pcs for n in by_site[pc]})
         in_loop = any(site.in_loop for site in sites)
         query = is_query(flow.tools[pcs[0]])
-        arguments = tuple(
-            _merged([s.arguments[i] for s in sites]) for i in range(len(sites[0].arguments))
-        )
+        arguments = tuple(map(_merged, zip(*(s.arguments for s in sites), strict=True)))
         tool_uses.append(
             ToolUse(name, low, high, in_loop, ends and low == 0, arguments, tuple(sites), query)
         )
@@ -375,7 +371,7 @@ def _arguments(
     return out
 
 
-def _merged(arguments: list[Argument]) -> Argument:
+def _merged(arguments: Sequence[Argument]) -> Argument:
     """One argument over several states or call sites: the constant when every one passes the
     same, the sources of any and those certain at each."""
     first = arguments[0]

@@ -35,11 +35,6 @@ def looks_like_one_tool(value: object) -> bool:
     )
 
 
-def _tool_name(value: object) -> str:
-    name = getattr(value, "name", None) or getattr(value, "__name__", None)
-    return name if isinstance(name, str) and name.isidentifier() else "tool"
-
-
 def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tuple[Any, ...]:
     """``tools`` as a mapping (checked to be keyed by text) or a tuple (a list or any other
     iterable, read once), before any item is read.
@@ -67,7 +62,9 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
         if isinstance(tools, str | bytes):
             msg += ": a name is not a tool; give the tool itself, in a list"
         elif looks_like_one_tool(tools):
-            msg += f": wrap it in a list: [{_tool_name(tools)}]"
+            name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
+            name = name if isinstance(name, str) and name.isidentifier() else "tool"
+            msg += f": wrap it in a list: [{name}]"
         raise UsageTypeError(msg)
     return tuple(tools)
 

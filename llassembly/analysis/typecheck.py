@@ -26,6 +26,7 @@ from llassembly.analysis.shapes import (
     NONE_SHAPE,
     NUMBER,
     TEXT,
+    Kind,
     Shape,
     child,
     describe,
@@ -54,6 +55,7 @@ from llassembly.language.program import (
 )
 
 _STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
+_WRITTEN: dict[type, Kind] = {type(None): "none", str: "text", int: "int"}  # else a float
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
@@ -103,13 +105,9 @@ def _known(shape: Shape) -> Shape | None:
 def _written(value: Value, line: int) -> Shape | None:
     """The shape of a value written in the plan on ``line``, carrying the value itself (JSON
     text written in the plan is not followed: its paths are checked as the plan runs)."""
-    if value is None:
-        return Shape("none", literal=(value, line))
-    if type(value) is str:
-        if value.lstrip()[:1] in ("[", "{"):
-            return Shape("any", literal=(value, line))
-        return Shape("text", literal=(value, line))
-    return Shape("int" if type(value) is int else "float", literal=(value, line))
+    kind = _WRITTEN.get(type(value), "float")
+    json_text = type(value) is str and value.lstrip()[:1] in ("[", "{")
+    return Shape("any" if json_text else kind, literal=(value, line))
 
 
 def _text_address(mem: Mem) -> bool:
@@ -158,11 +156,12 @@ class PathWalk:
         self.unwritten_reads: set[tuple[int, int]] = set()
 
     def start(self) -> _Facts:
-        text_cells = 0  # the cells that start as text
-        for key, first in self.layout.first_cell.items():
-            for offset, cell in enumerate(self.layout.labels[key].cells):
-                if isinstance(cell, str):
-                    text_cells |= 1 << (first + offset)
+        text_cells = sum(  # the cells that start as text
+            1 << (first + offset)
+            for key, first in self.layout.first_cell.items()
+            for offset, cell in enumerate(self.layout.labels[key].cells)
+            if isinstance(cell, str)
+        )
         shapes = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
         return _Facts(*shapes, 0, 0, text_cells, 0, True, (1 << len(self.var)) - 1)
 
@@ -243,9 +242,8 @@ class PathWalk:
             read = (operand, *nested(operand)) if position in fx.reads else nested(operand)
             if any(self.variable(part) & unwritten for part in read):  # a template's fills
                 self.unwritten_reads.add((pc, position))
-        for position in fx.writes:
-            if position not in fx.reads:
-                unwritten &= ~self.variable(ins.operands[position])
+        for position in set(fx.writes) - set(fx.reads):
+            unwritten &= ~self.variable(ins.operands[position])
         if fx.flags_read and unset:
             self.unset_jumps.add(pc)
         unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
@@ -289,31 +287,25 @@ class PathWalk:
                 self.written_path(operand, facts, pc, position)
         if self.reporting:
             self.check(pc, ins, fx, read)
-        written = []  # everything is read before anything is written (XCHG)
-        for position in fx.writes:
-            sources = [r for w, r in fx.moves if w == position]
-            if sources:
-                value = functools.reduce(join, [read.get(r) for r in sources])
-                text = any(self.text(ins.operands[r], facts) for r in sources)
-            elif fx.pops:
-                value, text = (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
-            else:
-                value = _PRODUCED.get(OPCODE_INFO[ins.op].produces)
-                text = False  # computed: text from SUBSTR is followed by its shape alone
-            written.append((ins.operands[position], value, text))
-        pushes = [(read.get(p), self.text(ins.operands[p], facts)) for p in fx.reads if fx.pushes]
+
+        def copied(r: int) -> tuple[Shape | None, bool]:  # a value copied, and whether text
+            if r == Effects.STACK:
+                return (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
+            return read.get(r), self.text(ins.operands[r], facts)
+
+        moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
         stack, _ = taken(facts.stack, fx.pops, None)
         out = facts._replace(stack=stack, text_stack=facts.text_stack >> fx.pops)
-        for operand, value, text in written:
-            out = self.put(out, operand, value, text)
+        produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
+        for position in fx.writes:  # followed by its shape alone
+            sources = [v for w, v in moved if w == position] or [produced]
+            value = functools.reduce(join, [shape for shape, _ in sources])
+            out = self.put(out, ins.operands[position], value, any(t for _, t in sources))
         for reg in fx.implicit_writes:  # MUL src, DIV src, LOOP: numbers
             out = self.put(out, Reg(reg, register_name(reg)), NUMBER, False)
-        if fx.pushes:
-            text_stack = out.text_stack
-            for _, text in pushes:
-                text_stack = (text_stack << 1 | text) & _STACK_BITS
-            stack = pushed(out.stack, [value for value, _ in pushes])
-            out = out._replace(stack=stack, text_stack=text_stack)
+        for value, text in (v for w, v in moved if w == Effects.STACK):
+            text_stack = (out.text_stack << 1 | text) & _STACK_BITS
+            out = out._replace(stack=pushed(out.stack, [value]), text_stack=text_stack)
         return out
 
     def put(self, facts: _Facts, operand: Operand, value: Shape | None, text: bool) -> _Facts:
