@@ -140,11 +140,6 @@ def _arithmetic(
     return result  # type: ignore[no-any-return]
 
 
-def _moved(ins: Instruction, st: MachineState, value: Value) -> Value:
-    """``MOV dst, src``: the source, as it is."""
-    return value
-
-
 def _numbers(ins: Instruction, *values: Value) -> None:
     for value in values:
         if type(value) is str or value is None:
@@ -206,10 +201,6 @@ def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
     if len(ins.operands) == 1:  # DIV src: EAX = EAX / src, EDX = the remainder
         st.regs[EDX_INDEX] = remainder
     return _flagged(st, quotient)
-
-
-def _remainder(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
-    return _flagged(st, _divide(ins, a, b)[1])
 
 
 def _compare(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
@@ -385,10 +376,6 @@ def _keys(ins: Instruction, st: MachineState, value: Value) -> Value:
     raise fail(ins, f"KEYS needs an object, got {show(value)}")
 
 
-def _find(ins: Instruction, st: MachineState, text: Value, part: Value) -> Value:
-    return render(text).find(render(part))
-
-
 def _substr(
     ins: Instruction, st: MachineState, whole: Value, first: Value, *length: Value
 ) -> Value:
@@ -402,10 +389,6 @@ def _substr(
     if count < 0:
         raise fail(ins, f"SUBSTR takes a count of characters, 0 or more, not {count}")
     return text[start : start + count]
-
-
-def _case(convert: Callable[[str], str], ins: Instruction, st: MachineState, value: Value) -> Value:
-    return convert(render(value))
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
@@ -520,49 +503,11 @@ def _target(operand: Operand, ctx: Context) -> int:
     return ctx.program.labels[operand.name.lower()]
 
 
-def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
-    first, second = ins.operands
-    get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
-    get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        a, b = get_a(st), get_b(st)
-        put_a(st, b)
-        put_b(st, a)
-        return pc + 1
-
-    return step
-
-
-def _compile_lea(ins: Instruction, ctx: Context) -> Step:
-    mem = ins.operands[1]
-    if not isinstance(mem, Mem):
-        raise fail(ins, "LEA needs a memory operand (was the program verified?)", plain=True)
-    address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        put(st, address(st))
-        return pc + 1
-
-    return step
-
-
 def _room(st: MachineState, limit: int, ins: Instruction) -> None:
     """Refuse one more value on the stacks (data and return addresses) past ``limit``."""
     depth = len(st.stack) + len(st.calls)
     if depth >= limit:
         raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
-
-
-def _compile_push(ins: Instruction, ctx: Context) -> Step:
-    get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
-
-    def step(st: MachineState, pc: int) -> int:
-        _room(st, limit, ins)
-        st.stack.append(get(st))
-        return pc + 1
-
-    return step
 
 
 def _popped(ins: Instruction, st: MachineState) -> Value:
@@ -572,10 +517,61 @@ def _popped(ins: Instruction, st: MachineState) -> Value:
     return st.stack.pop()
 
 
-def _compile_loop(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
+def _compile_own(ins: Instruction, ctx: Context) -> Step:
+    """The steps that compute no value: ``JMP``, ``LOOP``, ``CALL`` of a subroutine (a tool
+    ``CALL`` is the run loop's own), ``RET``, ``HLT``, ``NOP``, ``PUSH``, ``XCHG`` and ``LEA``."""
+    end, limit, program, op = ctx.end, ctx.max_stack_depth, ctx.program, ins.op
+    if op is Opcode.NOP:
+        return lambda st, pc: pc + 1
+    if op is Opcode.XCHG:
+        first, second = ins.operands
+        get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
+        get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
 
-    def step(st: MachineState, pc: int) -> int:
+        def xchg(st: MachineState, pc: int) -> int:
+            a, b = get_a(st), get_b(st)
+            put_a(st, b)
+            put_b(st, a)
+            return pc + 1
+
+        return xchg
+    if op is Opcode.LEA:
+        mem = ins.operands[1]
+        if not isinstance(mem, Mem):
+            raise fail(ins, "LEA needs a memory operand (was the program verified?)", plain=True)
+        address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
+        return lambda st, pc: put(st, address(st)) or pc + 1
+    if op is Opcode.PUSH:
+        get = getter(ins.operands[0], ctx, ins)
+
+        def push(st: MachineState, pc: int) -> int:
+            _room(st, limit, ins)
+            st.stack.append(get(st))
+            return pc + 1
+
+        return push
+    target = _target(ins.operands[0], ctx) if ins.operands else end
+    if op is Opcode.JMP or op is Opcode.HLT:
+        return lambda st, pc: target
+    if op is Opcode.CALL:
+
+        def call(st: MachineState, pc: int) -> int:
+            _room(st, limit, ins)
+            st.calls.append(pc + 1)
+            return target
+
+        return call
+    if op is Opcode.RET:
+
+        def ret(st: MachineState, pc: int) -> int:
+            if st.calls:
+                return st.calls.pop()
+            st.returned = _returned(st, program, pc)  # the x86 return value, at top level
+            return end
+
+        return ret
+
+    def loop(st: MachineState, pc: int) -> int:
         count = st.regs[ECX_INDEX]
         if type(count) is not int:
             raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
@@ -584,31 +580,7 @@ def _compile_loop(ins: Instruction, ctx: Context) -> Step:
             raise fail(ins, "LOOP overflowed the 64-bit integer range", plain=True)
         return target if count != 0 else pc + 1
 
-    return step
-
-
-def _compile_call(ins: Instruction, ctx: Context) -> Step:
-    # Only subroutine calls get here; tool calls are handled by the run loop itself.
-    target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
-
-    def step(st: MachineState, pc: int) -> int:
-        _room(st, limit, ins)
-        st.calls.append(pc + 1)
-        return target
-
-    return step
-
-
-def _compile_ret(ins: Instruction, ctx: Context) -> Step:
-    end, program = ctx.end, ctx.program
-
-    def step(st: MachineState, pc: int) -> int:
-        if st.calls:
-            return st.calls.pop()
-        st.returned = _returned(st, program, pc)  # the x86 return value, at top level
-        return end
-
-    return step
+    return loop
 
 
 def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
@@ -619,43 +591,22 @@ def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
     ``XMM0`` if it holds a float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done,
     nothing to report): ``None``.
     """
-    starts = set(program.labels.values())
-    chosen = None
-    index = pc
-    while index not in starts and index > 0:
+    starts, index, chosen = set(program.labels.values()), pc, None
+    while chosen is None and index not in starts and index > 0:
         index -= 1
         fx = effects(program.instructions[index])
         if fx.flow != "next":
             break
-        if EAX_INDEX in fx.registers_written:
-            chosen = EAX_INDEX
-        elif XMM0_INDEX in fx.registers_written:
-            chosen = XMM0_INDEX
-        if chosen is not None:
-            break
+        written = fx.registers_written
+        chosen = next((r for r in (EAX_INDEX, XMM0_INDEX) if r in written), None)
     if chosen is None:
         chosen = XMM0_INDEX if type(st.regs[XMM0_INDEX]) is float else EAX_INDEX
     value = st.regs[chosen]
     return None if type(value) is int and value == 0 else value
 
 
-def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
-    return lambda st, pc: target
-
-
-def _compile_nop(ins: Instruction, ctx: Context) -> Step:
-    return lambda st, pc: pc + 1
-
-
-def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
-    end = ctx.end
-    return lambda st, pc: end
-
-
 _COMPILERS: dict[Opcode, Compiler] = {
-    Opcode.MOV: _computes(_moved),
-    Opcode.PUSH: _compile_push,
+    Opcode.MOV: _computes(lambda ins, st, value: value),
     Opcode.POP: _computes(_popped),
     Opcode.ADD: _computes(partial(_arithmetic, operator.add)),
     Opcode.SUB: _computes(partial(_arithmetic, operator.sub)),
@@ -663,14 +614,9 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.INC: _computes(partial(_arithmetic, operator.add)),
     Opcode.DEC: _computes(partial(_arithmetic, operator.sub)),
     Opcode.CMP: _computes(_compare),
-    Opcode.JMP: _compile_jmp,
-    Opcode.CALL: _compile_call,
-    Opcode.RET: _compile_ret,
-    Opcode.NOP: _compile_nop,
-    Opcode.HLT: _compile_hlt,
     Opcode.SAY: _compile_say,
     Opcode.DIV: _computes(_quotient),
-    Opcode.MOD: _computes(_remainder),
+    Opcode.MOD: _computes(lambda ins, st, a, b: _flagged(st, _divide(ins, a, b)[1])),
     Opcode.AND: _computes(partial(_bitwise, operator.and_)),
     Opcode.OR: _computes(partial(_bitwise, operator.or_)),
     Opcode.XOR: _computes(partial(_bitwise, operator.xor)),
@@ -680,9 +626,6 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.SHL: _computes(partial(_shift, operator.lshift)),
     Opcode.SHR: _computes(partial(_shift, _shr)),
     Opcode.SAR: _computes(partial(_shift, operator.rshift)),
-    Opcode.LEA: _compile_lea,
-    Opcode.LOOP: _compile_loop,
-    Opcode.XCHG: _compile_xchg,
     Opcode.CVTSI2SD: _computes(partial(_convert, float)),
     Opcode.CVTTSD2SI: _computes(partial(_convert, int)),
     Opcode.CVTSD2SI: _computes(partial(_convert, lambda v: round(float(v)))),
@@ -697,13 +640,18 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.LEN: _computes(_len),
     Opcode.HAS: _computes(_has),
     Opcode.KEYS: _computes(_keys),
-    Opcode.FIND: _computes(_find),
+    Opcode.FIND: _computes(lambda ins, st, text, part: render(text).find(render(part))),
     Opcode.SUBSTR: _computes(_substr),
     Opcode.CMPI: _computes(_compare_folded),
-    Opcode.LOWER: _computes(partial(_case, str.lower)),
-    Opcode.UPPER: _computes(partial(_case, str.upper)),
+    Opcode.LOWER: _computes(lambda ins, st, value: render(value).lower()),
+    Opcode.UPPER: _computes(lambda ins, st, value: render(value).upper()),
     Opcode.NUM: _computes(_num),
     **{op: _compile_conditional for op, info in OPCODE_INFO.items() if info.condition},
+    **dict.fromkeys(
+        (Opcode.PUSH, Opcode.XCHG, Opcode.LEA, Opcode.JMP, Opcode.LOOP, Opcode.CALL, Opcode.RET)
+        + (Opcode.HLT, Opcode.NOP),
+        _compile_own,
+    ),
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
     raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
