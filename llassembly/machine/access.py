@@ -389,7 +389,8 @@ def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
-    """How to read ``operand`` (a register, constant, data label, variable or memory cell)."""
+    """How to read ``operand`` (a register, constant, data label, variable or memory cell, a
+    path into the JSON text its base holds, a template's text filled as it is read)."""
     if isinstance(operand, Reg):
         index = operand.index
         if index == 0:
@@ -398,24 +399,27 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     if isinstance(operand, Imm):
         constant = operand.value
         return lambda st: constant
-    if isinstance(operand, Path):
-        return _path_reader(operand, ctx, ins)
+    if isinstance(operand, Path):  # R1.items[0].id
+        path, base = operand, getter(operand.base, ctx, ins)
+        keys = [getter(step, ctx, ins) for step in path.steps]
+        if all(isinstance(step, Imm) for step in path.steps):
+            fixed = [step.value for step in path.steps if isinstance(step, Imm)]
+            return lambda st: read_path(st, base(st), fixed, path, ins)
+        return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
     if isinstance(operand, Template):
-        return _template_reader(operand, ctx, ins)
+        fills = [getter(fill, ctx, ins) for fill in operand.fills]
+        shown = [str(fill) for fill in operand.fills]
+        pieces, specs = operand.pieces, operand.specs
+        return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
     live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
         if operand.label is None:  # [reg]: the label is known only from the address
-
-            def read(st: MachineState) -> Value:
-                key, index = locate(st)
-                return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
-
-            return _text_or_cell(operand, read) if _text_address(operand) else read
-        fixed = operand.label.lower()
-        if fixed in live:
-            return lambda st: st.mem[fixed][locate(st)[1]]
-        cells = ctx.layout.labels[fixed].cells  # never written: read from the program
+            return _text_or_cell(operand, locate, ctx)
+        fixed_key = operand.label.lower()
+        if fixed_key in live:
+            return lambda st: st.mem[fixed_key][locate(st)[1]]
+        cells = ctx.layout.labels[fixed_key].cells  # never written: read from the program
         return lambda st: cells[locate(st)[1]]
     key = operand.name.lower()
     label = ctx.layout.labels.get(key)
@@ -427,16 +431,18 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     return _row_reader(key, ctx, ins)
 
 
-def _text_address(mem: Mem) -> bool:
-    """``[ESI]``: one register and nothing else, which may hold text (see :func:`getter`)."""
-    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
+def _text_or_cell(mem: Mem, locate: _Locator, ctx: Context) -> Getter:
+    """A memory operand found by its address alone. ``[ESI]`` (one register and nothing else)
+    read with text in ``ESI`` gives the code of its first character, ``0`` when it is empty
+    (C's ``*s``: ``CMP BYTE [ESI], 0`` tests for an empty string); with an address, its cell."""
+    live, labels = ctx.layout.live, ctx.layout.labels
 
+    def cell(st: MachineState) -> Value:
+        key, index = locate(st)
+        return (st.mem[key] if key in live else labels[key].cells)[index]
 
-def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
-    """``[ESI]`` read: with an address in ``ESI``, its cell; with text in it, the code of its
-    first character, ``0`` when it is empty (C's ``*s``: ``CMP BYTE [ESI], 0`` tests for an
-    empty string)."""
-    assert mem.base is not None
+    if mem.index is not None or mem.disp or mem.base is None:
+        return cell
     index = mem.base.index
 
     def read(st: MachineState) -> Value:
@@ -448,25 +454,6 @@ def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
         return cell(st)
 
     return read
-
-
-def _path_reader(path: Path, ctx: Context, ins: Instruction) -> Getter:
-    """``R1.items[0].id``: the part of the JSON text the base holds (see
-    :mod:`llassembly.machine.structured`)."""
-    base = getter(path.base, ctx, ins)
-    keys = [getter(step, ctx, ins) for step in path.steps]
-    if all(isinstance(step, Imm) for step in path.steps):
-        fixed = [step.value for step in path.steps if isinstance(step, Imm)]
-        return lambda st: read_path(st, base(st), fixed, path, ins)
-    return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
-
-
-def _template_reader(template: Template, ctx: Context, ins: Instruction) -> Getter:
-    """A string with placeholders: the text, each placeholder filled in as it is read."""
-    fills = [getter(fill, ctx, ins) for fill in template.fills]
-    shown = [str(fill) for fill in template.fills]
-    pieces, specs = template.pieces, template.specs
-    return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
 
 
 def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:

@@ -647,11 +647,15 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.UPPER: _computes(lambda ins, st, value: render(value).upper()),
     Opcode.NUM: _computes(_num),
     **{op: _compile_conditional for op, info in OPCODE_INFO.items() if info.condition},
-    **dict.fromkeys(
-        (Opcode.PUSH, Opcode.XCHG, Opcode.LEA, Opcode.JMP, Opcode.LOOP, Opcode.CALL, Opcode.RET)
-        + (Opcode.HLT, Opcode.NOP),
-        _compile_own,
-    ),
+    Opcode.PUSH: _compile_own,
+    Opcode.XCHG: _compile_own,
+    Opcode.LEA: _compile_own,
+    Opcode.JMP: _compile_own,
+    Opcode.LOOP: _compile_own,
+    Opcode.CALL: _compile_own,
+    Opcode.RET: _compile_own,
+    Opcode.HLT: _compile_own,
+    Opcode.NOP: _compile_own,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
     raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
