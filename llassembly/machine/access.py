@@ -498,7 +498,8 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
 
 
 def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
-    """How to write ``operand`` (a register, a variable, a one-cell label or a memory cell)."""
+    """How to write ``operand`` (a register, a variable, a one-cell label, a memory cell, a
+    path: its base gets the new text of the whole structure)."""
     if isinstance(operand, Reg):
         index = operand.index
 
@@ -506,43 +507,33 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
             st.regs[index] = value
 
         return write_register
-    if isinstance(operand, Path):  # the base gets the new text of the whole structure
-        base, put = getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
+    if isinstance(operand, Path):
+        path, base, put = operand, getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
         keys = [getter(step, ctx, ins) for step in operand.steps]
-        path = operand
-
-        def write_part(st: MachineState, value: Value) -> None:
-            put(st, write_path(st, base(st), [key(st) for key in keys], value, path, ins))
-
-        return write_part
+        return lambda st, value: put(
+            st, write_path(st, base(st), [key(st) for key in keys], value, path, ins)
+        )
+    live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
 
         def write_memory(st: MachineState, value: Value) -> None:
             key, index = locate(st)
-            if key not in ctx.layout.live:
+            if key not in live:
                 raise fail(ins, f"{operand} is in read-only data ({key!r}); write to .data")
             st.mem[key][index] = value
 
         return write_memory
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        if key in ctx.layout.live:
-
-            def write_cell(st: MachineState, value: Value) -> None:
-                st.mem[key][0] = value
-
-            return write_cell
+    if isinstance(operand, Name) and (key := operand.name.lower()) in live:
+        return lambda st, value: st.mem[key].__setitem__(0, value)
     raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
 
 
 def _offset(operand: Mem, ins: Instruction) -> Callable[[MachineState], int]:
     """``disp + base + index*scale`` of a memory operand, from the registers it names (each
     must hold a whole number)."""
-    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
-    if operand.index is not None:
-        registers.append((operand.index, operand.scale))
-    disp = operand.disp
+    pairs = ((operand.base, 1), (operand.index, operand.scale))
+    registers, disp = [(r, scale) for r, scale in pairs if r is not None], operand.disp
 
     def offset(st: MachineState) -> int:
         total = disp
