@@ -382,44 +382,32 @@ class MachineState:
                 if index is None:
                     raise UsageError(f"snapshot names an unknown register {name!r}")
                 regs[index] = value
-            stack = list(data["stack"])
-            pending = data["pending"]
+            stack, pending, flags = list(data["stack"]), data["pending"], data["flags"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
             outstanding = _restore_outstanding(data, regs, stack, memory)
             answer = list(data.get("answer") or ())
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
-            returned = data.get("returned")
-            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding)
-            held.pending, held.returned = (0, pending["values"]) if pending else None, returned
+            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding, answer=answer)
+            held.pending = (0, pending["values"]) if pending else None
+            held.returned = data.get("returned")
             if not all(map(is_value, held.values())):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
                 )
-            flags = data["flags"]
-            return cls(
-                pc=_count(data["pc"], "pc"),
-                regs=regs,
-                stack=stack,
-                calls=[_count(x, "return address") for x in data["return_stack"]],
-                zf=bool(flags["zf"]),
-                lt=bool(flags["lt"]),
-                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
-                executed=_count(data["executed"], "executed"),
-                tool_calls=_count(data["tool_calls"], "tool_calls"),
-                halted=bool(data["halted"]),
-                pending=None
-                if pending is None
-                else (_count(pending["index"], "pending index"), list(pending["values"])),
-                mem=memory,
-                outstanding=outstanding,
-                fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
-                answer=answer,
-                returned=returned,
-                provenance=None
-                if data.get("provenance") is None
-                else Shadow.restore(data["provenance"], len(stack)),
-            )
+            held.pc = _count(data["pc"], "pc")
+            held.calls = [_count(x, "return address") for x in data["return_stack"]]
+            held.zf, held.lt = bool(flags["zf"]), bool(flags["lt"])
+            held.flag_mode = _FLAG_MODE_NAMES.index(flags["mode"])
+            held.executed = _count(data["executed"], "executed")
+            held.tool_calls = _count(data["tool_calls"], "tool_calls")
+            held.halted = bool(data["halted"])
+            if pending is not None:
+                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
+            fault, sources = data.get("fault"), data.get("provenance")
+            held.fault = dict(fault) if isinstance(fault, Mapping) else None
+            held.provenance = None if sources is None else Shadow.restore(sources, len(stack))
+            return held
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
 
