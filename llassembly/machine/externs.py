@@ -190,8 +190,7 @@ class Extern:
             )
 
         if not fewest_arguments(self) <= len(values) <= len(params):
-            msg = f"tool {tool!r} takes {len(params)} arguments, got {len(values)}"
-            raise refused(msg, argument="")
+            raise refused(f"tool {tool!r} takes {len(params)} arguments, got {len(values)}")
         args: dict[str, Any] = {}
         for position, value in enumerate(values):
             name = params[position].name
@@ -209,12 +208,13 @@ class Extern:
             errors = exc.errors(include_url=False)
             loc = errors[0].get("loc", ()) if errors else ()
             name = str(loc[0]) if loc else ""
-            positions = [i for i, p in enumerate(params) if p.name == name]
+            at = next((i for i, p in enumerate(params) if p.name == name), -1)
             detail = _first_error(exc)
-            if positions:
-                reason = self._refusal(positions[0], values[positions[0]], detail)
-            else:
-                reason = f"the arguments do not fit its schema ({detail})"
+            reason = (
+                self._refusal(at, values[at], detail)
+                if at >= 0
+                else f"the arguments do not fit its schema ({detail})"
+            )
             raise refused(f"tool {tool!r}, {reason}", argument=name) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
@@ -282,8 +282,9 @@ class Extern:
             return self.result_of(invoke_as_call(self._recorder, args))
         func = self.func
         if func is None or self._is_async:
-            msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
-            raise UsageError(msg)
+            raise UsageError(
+                f"tool {self.name!r} is async: run the plan with the async node or middleware"
+            )
         return func(**args)
 
     async def acall(self, args: dict[str, Any]) -> Any:
@@ -430,28 +431,21 @@ def label(shape: Shape) -> str:
     if len(options) != 1:
         return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
     (shape,) = options
-    kind = shape.kind
+    kind, item = shape.kind, shape.item
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if shape.name == "bool":
         return "bool (1 or 0)"
-    if kind in ("int", "float"):
-        return kind
-    if kind in ("text", "decimal"):
-        return "str"
-    if kind == "object":
+    if kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
-        return f"JSON {shape.name} {{{fields}}}" if shape.name else "JSON object"
-    if kind == "map":
-        return "JSON object"
-    if kind in ("list", "tuple"):
-        item = shape.item if kind == "list" else None
-        return (
-            f"JSON array of {label(item)}"
-            if item is not None and item.kind != "any"
-            else "JSON array"
-        )
-    return "number" if kind == "number" else "any"
+        return f"JSON {shape.name} {{{fields}}}"
+    if kind == "list" and item is not None and item.kind != "any":
+        return f"JSON array of {label(item)}"
+    return _LABELS.get(kind, "any")
+
+
+_LABELS = {"int": "int", "float": "float", "number": "number", "text": "str", "decimal": "str"}
+_LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple="JSON array")
 
 
 # --- converters: popped value -> what the parameter takes ----------------------------------------
@@ -479,21 +473,16 @@ def _in_range(number: int) -> int:
     return number
 
 
-def _finite(number: float) -> float:
+def _to_float(v: Any) -> float:
+    if type(v) is not float and type(v) is not int and type(v) is not str:
+        raise ValueError("not a number")
+    try:
+        number = float(v.strip() if type(v) is str else v)
+    except OverflowError:
+        raise ValueError("too large for a float") from None
     if not math.isfinite(number):
         raise ValueError("not a finite number")
     return number
-
-
-def _to_float(v: Any) -> float:
-    try:
-        if type(v) is float or type(v) is int:
-            return _finite(float(v))
-        if type(v) is str:
-            return _finite(float(v.strip()))
-    except OverflowError:
-        raise ValueError("too large for a float") from None
-    raise ValueError("not a number")
 
 
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -802,10 +791,9 @@ def _extern(
                 annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None
+            shown = _default_text(default) if optional else ""
             doc = declared.description or described.get(key, "")
-            params.append(
-                Param(key, annotation, doc, optional, _default_text(default) if optional else "")
-            )
+            params.append(Param(key, annotation, doc, optional, shown))
     injected, runtime = _injected(hints)
     return Extern(
         name=name,
@@ -915,8 +903,7 @@ def _hints(obj: Any, name: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(obj, include_extras=True)
     except Exception as exc:
-        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
-        raise UsageError(msg) from exc
+        raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
 
 
 def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
@@ -971,12 +958,11 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
-            msg = (
+            raise UsageError(
                 f"tool {name!r} returns {label(shape_of(ann))} of unknown length: annotate a "
                 "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
                 "return a list"
             )
-            raise UsageError(msg)
         return len(args), args
     return 1, (ann,)
 
@@ -1021,14 +1007,14 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
 
 def _check_name(name: str) -> None:
     if not _NAME_RE.match(name):
-        msg = (
+        raise UsageError(
             f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
             "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
         )
-        raise UsageError(msg)
     if register_index(name) is not None:
-        msg = f"tool name {name!r} is a register name in the plan language: rename the tool"
-        raise UsageError(msg)
+        raise UsageError(
+            f"tool name {name!r} is a register name in the plan language: rename the tool"
+        )
 
 
 ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
@@ -1052,11 +1038,10 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     if isinstance(item, Extern) or (base_tool is not None and isinstance(item, base_tool)):
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
-            msg = (
+            raise UsageError(
                 f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
                 f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
             )
-            raise UsageError(msg)
         if isinstance(item, Extern):
             return item
         _check_name(item.name)
@@ -1065,8 +1050,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         name = key if key is not None else getattr(item, "__name__", "")
         _check_name(name)
         return _from_function(name, item)
-    msg = f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
-    raise UsageTypeError(msg)
+    raise UsageTypeError(
+        f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
+    )
 
 
 def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]:
@@ -1123,11 +1109,10 @@ def program_of(program: object, where: str) -> Program:
     if isinstance(program, Program):
         return program
     if isinstance(program, PlainAnswer):
-        msg = (
+        raise UsageError(
             f"{where}() takes a Program, but the reply held no instruction (parse() gave a "
             "PlainAnswer): check isinstance(parsed, Program) first, or use parse_program()"
         )
-        raise UsageError(msg)
     raise UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
 
 
