@@ -53,7 +53,7 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.language.instructions import EAX_INDEX, register_index, register_name
+from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
@@ -185,18 +185,14 @@ class Emulator:
         if state is None:
             st = MachineState(pc=self.program.entry, mem=self.compiled.layout.initial_memory())
             return self._with_provenance(st)
-        if isinstance(state, MachineState):
-            st = state
-            if not all(map(_is_value, st.values())):
-                raise UsageError(
-                    "the state holds a value that is not a 64-bit int, finite float or string"
-                )
-            given = set(st.holding())
-        else:
-            st = MachineState.restore(state)  # checks the values it reads
-            given = {i for i in map(register_index, map(str, state["registers"])) if i}
+        st = state if isinstance(state, MachineState) else MachineState.restore(state)
+        if not all(map(_is_value, st.values())):
+            raise UsageError(
+                "the state holds a value that is not a 64-bit int, finite float or string"
+            )
         # The registers a snapshot reads: those the program may write, and any the state
         # given starts with (no instruction changes those others).
+        given = set(st.holding())
         if not given <= set(self._registers):
             self._registers = tuple(sorted({*self._registers, *given}))
         end = len(self.program.instructions)
@@ -572,8 +568,7 @@ class Emulator:
         and clears it when it did not (``EAX``: its result by the EAX convention, else
         ``NONE``)."""
         st = self.state
-        if st.pending is None:  # pragma: no cover - complete_batch counts the waiting calls
-            raise UsageError("no tool call is waiting for a result")
+        assert st.pending is not None  # complete_batch counts the waiting calls
         index = st.pending[0]
         tested = index in self._tested
         error = result.error if isinstance(result, Failed) else None
@@ -629,10 +624,8 @@ class Emulator:
 
     def _begin_call(self, pc: int) -> ToolCall:
         st = self.state
-        extern = self.compiled.tools[pc]
-        ins = self.program.instructions[pc]
-        if extern is None:  # pragma: no cover - steps and tools are built together
-            raise UsageError("internal error: tool call without a tool")
+        extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
+        assert extern is not None  # steps and tools are built together
         if st.tool_calls >= self.max_tool_calls:
             raise ToolCallBudgetExceeded(
                 self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
@@ -732,8 +725,7 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
             for ins, step in zip(program.instructions, compiled.steps, strict=True)
         )
         compiled.cache[_READS_KEY] = found
-    checks: tuple[_Check | None, ...] = found
-    return checks
+    return found
 
 
 def _plain(operand: Operand, ctx: Context) -> bool:
