@@ -419,39 +419,31 @@ MAX_ANSWER_CHARS = 16_000
 
 
 def _compile_say(ins: Instruction, ctx: Context) -> Step:
-    """``SAY``: render its text (placeholders filled) and add it as a line of the answer."""
+    """``SAY``: render its text (placeholders filled) and add it as a line of the answer,
+    within :data:`MAX_ANSWER_CHARS` (counted as lines are added, so a plan that says many
+    lines costs linear time, not a sum over all lines each time)."""
     template = template_of(ins.operands[0], ctx.program.data)
     fills = [getter(operand, ctx, ins) for operand in ins.operands[1:]]
-    if template is None or not fills:
-        whole = getter(ins.operands[0], ctx, ins)
-
-        def say_value(st: MachineState, pc: int) -> int:
-            _say(st, render(whole(st)), ins)
-            return pc + 1
-
-        return say_value
-    pieces, found = split_template(template)  # the text around the placeholders
+    whole = getter(ins.operands[0], ctx, ins)
+    pieces, found = split_template(template or "")  # the text around the placeholders
     specs = [spec for _, spec, _ in found]
     shown = [str(operand) for operand in ins.operands[1:]]
 
     def say(st: MachineState, pc: int) -> int:
-        _say(st, filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins), ins)
+        if template is None or not fills:
+            line = render(whole(st))
+        else:
+            line = filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
+        if st.answer_size() + len(line) > MAX_ANSWER_CHARS:
+            raise fail(
+                ins,
+                f"the answer would grow past {MAX_ANSWER_CHARS} characters; say less (a summary, "
+                "not every value)",
+            )
+        st.answer.append(line)
         return pc + 1
 
     return say
-
-
-def _say(st: MachineState, line: str, ins: Instruction) -> None:
-    """Add a line to the answer, within :data:`MAX_ANSWER_CHARS` (counted as lines are added,
-    so a plan that says many lines costs linear time, not a sum over all lines each time)."""
-    used = st.answer_size()
-    if used + len(line) > MAX_ANSWER_CHARS:
-        raise fail(
-            ins,
-            f"the answer would grow past {MAX_ANSWER_CHARS} characters; say less (a summary, "
-            "not every value)",
-        )
-    st.answer.append(line)
 
 
 # -- moves, the stack, the flags tested, jumps and subroutines --------------------------------
