@@ -210,21 +210,20 @@ def guards_for(
         subject = f"the data-flow policy {policy}"
         for name in policy.tool_names:
             if name not in tools:
-                missing = "is not among the tools"
-                raise unknown_name(subject, "tool", name, list(tools), missing, "the tools")
+                raise unknown_name(
+                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
+                )
         tool, argument, names = policy.tool, policy.argument, _names(tools[policy.tool])
         if argument not in names:
             missing = f"{tool} does not take"
             raise unknown_name(
                 subject, "argument", argument, names, missing, "its arguments", of=tool
             )
-    calls: dict[int, tuple[tuple[int, DataFlowPolicy], ...]] = {}
-    for pc, shape in flow.tools.items():
-        names = _names(shape)
-        found = tuple((names.index(p.argument), p) for p in policies if p.tool == shape.name)
-        if found:
-            calls[pc] = found
-    return Guards(tuple(policies), calls)
+    calls = {
+        pc: tuple((_names(shape).index(p.argument), p) for p in policies if p.tool == shape.name)
+        for pc, shape in flow.tools.items()
+    }
+    return Guards(tuple(policies), {pc: found for pc, found in calls.items() if found})
 
 
 def _names(tool: ToolShape) -> list[str]:

@@ -204,28 +204,21 @@ def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
 
 
 def _compare(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
-    """``CMP``: two numbers are ordered as numbers; with text or ``NONE``, see
-    :func:`_text_flags`."""
-    if type(a) is str or type(b) is str or a is None or b is None:
-        _text_flags(st, a, b)
-    else:
-        st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
+    """``CMP``: two numbers are ordered as numbers; two texts (``NONE`` reads as ``""``) are
+    equal exactly and ordered by code point, as ISO dates and times sort; a number and a text
+    are never equal and have no order."""
+    a_text, b_text = type(a) is str or a is None, type(b) is str or b is None
+    if a_text and b_text:
+        a, b = a or "", b or ""
+    elif a_text or b_text:
+        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
+        return
+    st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
 
 
 def _compare_folded(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
     """``CMPI``: ``CMP`` ignoring case (texts are equal when they are once case-folded)."""
     _compare(ins, st, *(v.casefold() if type(v) is str else v for v in (a, b)))
-
-
-def _text_flags(st: MachineState, a: Value, b: Value) -> None:
-    """The flags of a compare where a value is text or ``NONE``: two texts (``NONE`` reads as
-    ``""``) are equal exactly and ordered by code point, as ISO dates and times sort; a number
-    and a text are never equal and have no order."""
-    if (type(a) is str or a is None) and (type(b) is str or b is None):
-        x, y = a or "", b or ""
-        st.zf, st.lt, st.flag_mode = x == y, x < y, ORDERED
-    else:
-        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
 
 
 # -- bit logic and shifts ---------------------------------------------------------------------
@@ -361,9 +354,7 @@ def _has(ins: Instruction, st: MachineState, value: Value, key: Value) -> Value:
     if isinstance(found, dict):
         return int(type(key) is str and found.get(key) is not None)
     if isinstance(found, list):
-        index = key if type(key) is int else None
-        inside = index is not None and -len(found) <= index < len(found)
-        return int(inside and found[index] is not None)  # type: ignore[index]
+        return int(type(key) is int and -len(found) <= key < len(found) and found[key] is not None)
     return 0
 
 
