@@ -244,13 +244,14 @@ class Extern:
         raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
         if value is None:
+            shape = shape_of(param.annotation)
             if param.has_default:
                 return _LEFT_OUT
-            if _accepts_none(param.annotation):
-                return None
+            if shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options):
+                return None  # X | None, Optional[X], Any
             reason = (
                 f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
-                f"default for it and takes {label(shape_of(param.annotation))}; push a value"
+                f"default for it and takes {label(shape)}; push a value"
             )
             raise _Refused(reason)
         try:
@@ -373,12 +374,6 @@ class Extern:
 def _first_error(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
     return str(errors[0].get("msg", "")) if errors else first_line(exc)
-
-
-def _accepts_none(annotation: Any) -> bool:
-    """Whether a parameter of this type takes ``None`` (``X | None``, ``Optional[X]``, ``Any``)."""
-    shape = shape_of(annotation)
-    return shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options)
 
 
 @functools.lru_cache(maxsize=512)
@@ -865,8 +860,19 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
             base: Any = typing.cast(Any, tuple)[parts]
         else:
             base = list[_annotation(schema.get("items"), defs, f"{name}Item", depth + 1)]  # type: ignore[misc]
-    elif kinds == "object":
-        base = _object(schema, defs, str(schema.get("title") or name), depth)
+    elif kinds == "object":  # with properties: a TypedDict named after it
+        title, properties = str(schema.get("title") or name), schema.get("properties")
+        required, extra = set(schema.get("required") or ()), schema.get("additionalProperties")
+        if isinstance(properties, Mapping) and properties:
+            fields = {
+                key: (ann if key in required else NotRequired[ann])
+                for key, spec in properties.items()
+                for ann in [_annotation(spec, defs, _title(title, key), depth + 1)]
+            }
+            base = typing.cast(Any, TypedDict)(_title(title), fields)
+        else:
+            value = _annotation(extra, defs, f"{title}Value", depth + 1) if extra else Any
+            base = dict[str, value]  # type: ignore[valid-type]
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
     kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
@@ -876,21 +882,6 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     if kw and base is not Any:
         return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
-
-
-def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str, depth: int) -> Any:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or not properties:
-        extra = schema.get("additionalProperties")
-        value = _annotation(extra, defs, f"{name}Value", depth + 1) if extra else Any
-        return dict[str, value]  # type: ignore[valid-type]
-    required = set(schema.get("required") or ())
-    fields = {
-        key: (ann if key in required else NotRequired[ann])
-        for key, spec in properties.items()
-        for ann in [_annotation(spec, defs, _title(name, key), depth + 1)]
-    }
-    return TypedDict(_title(name), fields)  # type: ignore[operator]
 
 
 def _literal(values: list[Any]) -> Any:
