@@ -128,22 +128,20 @@ class Shadow:
             index = register_index(str(name))
             if index is None or index == 0:
                 raise UsageError(f"not an emulator snapshot: provenance of register {name!r}")
-            regs[index] = _names(tools, str(name))
+            if sources := _names(tools, str(name)):
+                regs[index] = sources
         stack = [_names(tools, "the stack") for tools in data.get("stack") or [[]] * depth]
         if len(stack) != depth:
             raise UsageError("not an emulator snapshot: its provenance does not fit its stack")
         mem: dict[tuple[str, int], Sources] = {}
         for entry in data.get("memory") or ():
-            if not (isinstance(entry, list | tuple) and len(entry) == 3):
-                raise UsageError("not an emulator snapshot: provenance of memory")
-            key, index, tools = entry
+            fits = isinstance(entry, list | tuple) and len(entry) == 3
+            key, index, tools = entry if fits else (None, None, None)
             if not isinstance(key, str) or type(index) is not int or index < 0:
                 raise UsageError("not an emulator snapshot: provenance of memory")
             mem[key, index] = _names(tools, f"{key}[{index}]")
         flags = _names(data.get("flags") or [], "the flags")
-        query = _names(data.get("query") or [], "a query's answer")
-        regs = {i: s for i, s in regs.items() if s}
-        return cls(regs=regs, stack=stack, mem=mem, flags=flags, query=query)
+        return cls(regs, stack, mem, flags, _names(data.get("query") or [], "a query's answer"))
 
 
 UNSET, ORDERED, UNORDERED = 0, 1, 2
