@@ -555,8 +555,7 @@ class Emulator:
         """A call's result as the values it pushes (the common case, one text or 64-bit
         integer, without a conversion)."""
         extern = self._tool_at(index)
-        if extern is None:
-            raise UsageError("a waiting call does not point at a tool CALL (bad snapshot?)")
+        assert extern is not None  # a state's waiting calls are checked when it is given
         if extern.n_results == 1 and (type(result) is str or is_int64(result)):
             return (result,)
         ins = self.program.instructions[index]
@@ -583,8 +582,7 @@ class Emulator:
             error = self._error(index, error)  # worded alike on every path
             if not tested:
                 raise error
-            extern = self._tool_at(index)
-            values = (NONE,) * (extern.n_results if extern is not None else 0)
+            values = (NONE,) * self.compiled.tools[index].n_results  # type: ignore[union-attr]
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
