@@ -708,87 +708,102 @@ def _text_keys(x: Any) -> Any:
 # --- reading a tool's declared schema -----------------------------------------------------------
 
 
-def _from_tool(tool: BaseTool) -> Extern:
-    """An extern from a LangChain tool's declared contract."""
-    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
-    hints = _hints(func if callable(func) else tool._run, tool.name)
-    output = mcp_output_schema(tool)
-    if output is not None:
-        result: Any = _annotation(output, output.get("$defs", {}), _title(tool.name, "Result"))
-        results: tuple[int, tuple[Any, ...]] = (1, (result,))
-    else:
-        returns = hints.get("return", _EMPTY)
-        if tool.response_format == "content_and_artifact" and get_origin(returns) is tuple:
-            returns = get_args(returns)[0]  # the plan reads the content
-        results = _result_count(returns, tool.name)
-    about, structured = tool.description or "", output is not None
-    return _extern(
-        tool.name, call_schema(tool), about, hints, results, tool=tool, structured=structured
-    )
-
-
-def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
-    """An extern from a plain typed function, read as LangChain reads one."""
-    from langchain_core.tools.base import create_schema_from_function
-
-    signature = inspect.signature(fn).parameters.values()
-    variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if variadic:
-        shown = ", ".join(("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic)
+def _extern_of(item: Any, key: str | None, where: str) -> Extern:
+    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`): a
+    LangChain tool read from its declared contract, a plain typed function as LangChain reads
+    one. The parameters are those of its schema, in order, each with its declared type and
+    constraints (a pydantic model's fields, or the properties of the JSON schema of an MCP tool
+    as types the plan's checks and pydantic read), its description, the annotations of its
+    function (what the runtime injects) and its results."""
+    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
+    is_tool = base_tool is not None and isinstance(item, base_tool)
+    if isinstance(item, Extern) or is_tool:
+        if key is not None and key != item.name:
+            own = "extern" if isinstance(item, Extern) else "LangChain tool"
+            raise UsageError(
+                f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
+                f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
+            )
+        if isinstance(item, Extern):
+            return item
+    elif not callable(item):
+        raise UsageTypeError(
+            f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
+        )
+    name = item.name if is_tool else key if key is not None else getattr(item, "__name__", "")
+    if not _NAME_RE.match(name):
         raise UsageError(
-            f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
-            "stack, so every argument needs a name and a type (e.g. def f(city: str)), or give "
-            "a LangChain tool whose args_schema declares them"
+            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
+            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
         )
-    hints = _hints(fn, name)
-    try:
-        model = create_schema_from_function(
-            name,
-            fn,
-            filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
-            parse_docstring=True,
-            error_on_invalid_docstring=False,
-            include_injected=False,
+    if register_index(name) is not None:
+        raise UsageError(
+            f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
-    except Exception as exc:
-        raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-    results = _result_count(hints.get("return", _EMPTY), name)
-    return _extern(name, model, inspect.getdoc(fn) or "", hints, results, func=fn)
+    own_fields: dict[str, Any]
+    if is_tool:
+        func = getattr(item, "func", None) or getattr(item, "coroutine", None)
+        hints = _hints(func if callable(func) else item._run, name)
+        output = mcp_output_schema(item)
+        if output is not None:
+            result: Any = _annotation(output, output.get("$defs", {}), _title(name, "Result"))
+            results: tuple[int, tuple[Any, ...]] = (1, (result,))
+        else:
+            returns = hints.get("return", _EMPTY)
+            if item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
+                returns = get_args(returns)[0]  # the plan reads the content
+            results = _result_count(returns, name)
+        schema, about = call_schema(item), item.description or ""
+        own_fields = {"tool": item, "structured": output is not None}
+    else:
+        from langchain_core.tools.base import create_schema_from_function
 
-
-def _extern(
-    name: str,
-    schema: Any,
-    about: str,
-    hints: Mapping[str, Any],
-    results: tuple[int, tuple[Any, ...]],
-    **own: Any,
-) -> Extern:
-    """An extern from what a tool declares: the parameters of its schema, in order, each with
-    its declared type and constraints (a pydantic model's fields, or the properties of the
-    JSON schema of an MCP tool as types the plan's checks and pydantic read), its description,
-    the annotations of its function (what the runtime injects) and its results."""
+        signature = inspect.signature(item).parameters.values()
+        variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            shown = ", ".join(
+                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
+            )
+            raise UsageError(
+                f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
+                "stack, so every argument needs a name and a type (e.g. def f(city: str)), or "
+                "give a LangChain tool whose args_schema declares them"
+            )
+        hints = _hints(item, name)
+        try:
+            schema = create_schema_from_function(
+                name,
+                item,
+                filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
+                parse_docstring=True,
+                error_on_invalid_docstring=False,
+                include_injected=False,
+            )
+        except Exception as exc:
+            raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
+        results = _result_count(hints.get("return", _EMPTY), name)
+        about, own_fields = inspect.getdoc(item) or "", {"func": item}
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
         defs = schema.get("$defs") or schema.get("definitions") or {}
         required = set(schema.get("required") or ())
-        for key, spec in (schema.get("properties") or {}).items():
+        for field, spec in (schema.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
-            annotation: Any = _annotation(spec, defs, _title(key))
-            doc = str(spec.get("description") or described.get(key, ""))
-            params.append(Param(key, annotation, doc, key not in required, shown))
+            annotation: Any = _annotation(spec, defs, _title(field))
+            doc = str(spec.get("description") or described.get(field, ""))
+            params.append(Param(field, annotation, doc, field not in required, shown))
     else:
-        for key, declared in typing.cast(type[BaseModel], schema).model_fields.items():
+        for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
             annotation = declared.annotation if declared.annotation is not None else Any
             if declared.metadata:
                 annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None
             shown = _default_text(default) if optional else ""
-            doc = declared.description or described.get(key, "")
-            params.append(Param(key, annotation, doc, optional, shown))
+            doc = declared.description or described.get(field, "")
+            params.append(Param(field, annotation, doc, optional, shown))
     injected, runtime = _injected(hints)
     return Extern(
         name=name,
@@ -799,7 +814,7 @@ def _extern(
         runtime_param=runtime,
         result_types=results[1],
         schema=None if isinstance(schema, dict) else schema,
-        **own,
+        **own_fields,
     )
 
 
@@ -996,18 +1011,6 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
 # --- the tools argument ---------------------------------------------------------------------------
 
 
-def _check_name(name: str) -> None:
-    if not _NAME_RE.match(name):
-        raise UsageError(
-            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
-            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
-        )
-    if register_index(name) is not None:
-        raise UsageError(
-            f"tool name {name!r} is a register name in the plan language: rename the tool"
-        )
-
-
 ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
 """One tool as the API takes it: a LangChain tool, a typed function, or an :class:`Extern`."""
 
@@ -1021,29 +1024,6 @@ mapping of tool name to tool. A key is the name a plan calls the tool by: it nam
 LangChain tool or an extern has a name of its own, which the key must be (the agent's tool node
 calls a tool by that name too). Anything else is a :class:`~llassembly.errors.UsageTypeError`
 (a ``TypeError``) that says what to write."""
-
-
-def _extern_of(item: Any, key: str | None, where: str) -> Extern:
-    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`)."""
-    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
-    if isinstance(item, Extern) or (base_tool is not None and isinstance(item, base_tool)):
-        if key is not None and key != item.name:
-            own = "extern" if isinstance(item, Extern) else "LangChain tool"
-            raise UsageError(
-                f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
-                f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
-            )
-        if isinstance(item, Extern):
-            return item
-        _check_name(item.name)
-        return _from_tool(item)
-    if callable(item):
-        name = key if key is not None else getattr(item, "__name__", "")
-        _check_name(name)
-        return _from_function(name, item)
-    raise UsageTypeError(
-        f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
-    )
 
 
 def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]:
