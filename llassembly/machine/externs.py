@@ -449,16 +449,13 @@ _LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple
 def _to_int(v: Any) -> int:
     if type(v) is int:
         return v
+    if type(v) is str:
+        try:
+            return _in_range(int(v.strip()))
+        except ValueError:
+            v = float(v.strip())
     if type(v) is float and v.is_integer():
         return _in_range(int(v))
-    if type(v) is str:
-        s = v.strip()
-        try:
-            return _in_range(int(s))
-        except ValueError:
-            f = float(s)
-            if f.is_integer():
-                return _in_range(int(f))
     raise ValueError("not a whole number")
 
 
@@ -642,7 +639,7 @@ def _to_value(x: Any) -> Value:
         return float(x)
     if isinstance(x, str):
         return str.__str__(x)
-    if x is not None and not isinstance(x, _CONTAINERS):
+    if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
         except PydanticSerializationError:
@@ -991,8 +988,7 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
     if start is None:
         return out
-    current = ""
-    indent = -1
+    current, indent = "", -1
     for ln in lines[start + 1 :]:
         if not ln.strip():
             continue

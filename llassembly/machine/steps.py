@@ -97,10 +97,6 @@ def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
     return None, reads
 
 
-def _nowhere(st: MachineState, value: Value) -> None:
-    """Where an instruction that only sets the flags writes its value."""
-
-
 def _computes(compute: Compute) -> Compiler:
     """The compiler of ``dst = compute(ins, state, *values read)`` (see :func:`_operands`):
     ``ADD dst, src`` reads ``dst`` and ``src``, ``LEN dst, src`` reads ``src``, ``INC dst``
@@ -108,7 +104,7 @@ def _computes(compute: Compute) -> Compiler:
 
     def compile_computed(ins: Instruction, ctx: Context) -> Step:
         target, sources = _operands(ins)
-        put = setter(target, ctx, ins) if target is not None else _nowhere
+        put = setter(target, ctx, ins) if target is not None else lambda st, value: None
         reads = [getter(operand, ctx, ins) for operand in sources]
         # Most read one or two values: kept to few calls (``put`` returns None: each step
         # returns ``pc + 1``).
@@ -296,12 +292,6 @@ def _convert(
         return _checked(ins, op(source))  # type: ignore[arg-type]
     except (OverflowError, ValueError):
         raise fail(ins, f"{ins.mnemonic} cannot convert {show(source)}") from None
-
-
-def _sqrt(value: Value) -> float:
-    if value < 0:  # type: ignore[operator]
-        raise ValueError(value)
-    return math.sqrt(value)  # type: ignore[arg-type]
 
 
 _ROUNDING: dict[int, Callable[[float], float]] = {
@@ -616,7 +606,7 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.SUBSD: _computes(partial(_sse, operator.sub)),
     Opcode.MULSD: _computes(partial(_sse, operator.mul)),
     Opcode.DIVSD: _computes(partial(_sse, operator.truediv)),
-    Opcode.SQRTSD: _computes(partial(_convert, _sqrt)),
+    Opcode.SQRTSD: _computes(partial(_convert, math.sqrt)),
     Opcode.MINSD: _computes(partial(_sse, min)),
     Opcode.MAXSD: _computes(partial(_sse, max)),
     Opcode.ROUNDSD: _computes(_roundsd),
