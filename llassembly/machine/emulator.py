@@ -15,9 +15,8 @@ read one (:func:`_read_check`; the rule is *Independent calls at once* in
 where the sequential run raises them: the plan's meaning is the sequential meaning.
 
 State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. Every instruction
-is compiled once into a small closure (:mod:`llassembly.machine.steps`), so the step loop is a
-list index and a call.
+and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. The steps are
+compiled once (:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse

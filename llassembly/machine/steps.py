@@ -7,12 +7,9 @@ missing handler fails at import, not at run time. Which instruction is a tool ca
 result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
 
 Most instructions compute a value from the values they read (a :data:`Compute`, compiled by
-:func:`_computes`): arithmetic and compares (the flag modes, the arithmetic that sets the flags
-from its result), x86's division, bit logic, shifts and floating point by the SSE names, and the
-text and structure instructions (``LEN``, ``HAS``, ``KEYS``, ``FIND``, ``SUBSTR``, ``CMPI``,
-``LOWER``, ``UPPER``, ``NUM``, ``ROUNDSD``; see *Structured values* and *Text* in
-``docs/language.md``), ``MOV`` and ``POP``. ``PUSH``, jumps, subroutines, ``XCHG``, ``LEA``, the
-instructions that test the flags and ``SAY`` have steps of their own.
+:func:`_computes`; the text and structure ones: *Structured values* and *Text* in
+``docs/language.md``); jumps, the stack, ``XCHG``, ``LEA``, the instructions that test the
+flags and ``SAY`` have steps of their own (``_COMPILERS`` says which).
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
