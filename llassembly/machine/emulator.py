@@ -180,11 +180,11 @@ class Emulator:
     def _initial_state(self, state: MachineState | Mapping[str, Any] | None) -> MachineState:
         """The state to start from, checked to belong to this program (a stale or edited
         snapshot is refused); the registers a snapshot writes are settled here."""
-        self._registers = self.compiled.registers
+        self._registers, expected = self.compiled.registers, self.compiled.layout.initial_memory()
         if state is None:
-            st = MachineState(pc=self.program.entry, mem=self.compiled.layout.initial_memory())
-            return self._with_provenance(st)
-        st = state if isinstance(state, MachineState) else MachineState.restore(state)
+            st = MachineState(pc=self.program.entry, mem=expected)
+        else:
+            st = state if isinstance(state, MachineState) else MachineState.restore(state)
         if not all(map(_is_value, st.values())):
             raise UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
@@ -199,7 +199,6 @@ class Emulator:
             raise UsageError(f"the state points outside this program's {end} instructions")
         if st.pending is not None and self._tool_at(st.pending[0]) is None:
             raise UsageError("the state's pending call is not a tool CALL of this program")
-        expected = self.compiled.layout.initial_memory()
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
@@ -216,9 +215,6 @@ class Emulator:
                     raise UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
             raise UsageError("the state's fault is not an error record")
-        return self._with_provenance(st)
-
-    def _with_provenance(self, st: MachineState) -> MachineState:
         if self.compiled.dataflow is not None:  # provenance: kept beside every value
             _provenance.attach(st)
         else:  # no step keeps it: what a snapshot brought would no longer fit the values
