@@ -344,26 +344,14 @@ def show(value: Value) -> str:
     return "NONE" if value is None else short_repr(value, 60)
 
 
-@dataclass(frozen=True, slots=True)
-class Parts:
-    """What reading some operands reads (see :func:`parts`).
-
-    Attributes:
-        registers: The registers, in order (never ``R0``: it always reads 0).
-        cells: The memory operands whose cell is found as the plan runs (of a writable label,
-            or by an address alone).
-        rows: The writable labels read whole (a one-cell label is its cell).
-    """
-
-    registers: tuple[int, ...]
-    cells: tuple[Mem, ...]
-    rows: tuple[str, ...]
-
-
-def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
-    """What reading the values of ``operands`` reads that a run may change: registers, the
-    registers and cell of a memory operand, writable labels, a path's base and keys, a
-    template's placeholders (constants and read-only data change in no run)."""
+def parts(
+    operands: Iterable[Operand], ctx: Context
+) -> tuple[tuple[int, ...], tuple[Mem, ...], tuple[str, ...]]:
+    """What reading the values of ``operands`` reads that a run may change (constants and
+    read-only data change in no run): the registers, in order (never ``R0``: it always reads
+    0); the memory operands whose cell is found as the plan runs (of a writable label, or by
+    an address alone); the writable labels read whole (a one-cell label is its cell). A path's
+    base and keys and a template's placeholders are read as those operands."""
     registers: dict[int, None] = {}
     cells: list[Mem] = []
     rows: list[str] = []
@@ -385,7 +373,7 @@ def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
     for operand in operands:
         read(operand)
     registers.pop(0, None)
-    return Parts(tuple(registers), tuple(cells), tuple(rows))
+    return tuple(registers), tuple(cells), tuple(rows)
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:

@@ -746,10 +746,10 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
         # path's base and keys (a part written: the whole text is read and built again).
         read_whole = position in fx.reads and position not in moved
         read += (operand,) if read_whole else place_parts(operand)
-    found = parts(read, ctx)
-    named = tuple(sorted({*found.registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
-    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found.cells]
-    rows, reads_top = found.rows, fx.pops > 0 and not pops_into_place
+    registers, found_cells, rows = parts(read, ctx)
+    named = tuple(sorted({*registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
+    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found_cells]
+    reads_top = fx.pops > 0 and not pops_into_place
     if not (named or cells or rows or reads_top):
         return None
 

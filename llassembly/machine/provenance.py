@@ -54,10 +54,9 @@ _Place: TypeAlias = "Callable[[MachineState], int | tuple[str, int] | None]"
 def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Reader | None:
     """How to read the sources of what reading ``operands`` reads (see
     :func:`~llassembly.machine.access.parts`; ``None``: nothing that carries any)."""
-    found = parts(operands, ctx)
-    registers, places = found.registers, [_place(cell, ctx, ins) for cell in found.cells]
-    labels = ctx.layout.labels
-    rows = [(key, i) for key in found.rows for i in range(len(labels[key].cells))]
+    registers, cells, rows_read = parts(operands, ctx)
+    places, labels = [_place(cell, ctx, ins) for cell in cells], ctx.layout.labels
+    rows = [(key, i) for key in rows_read for i in range(len(labels[key].cells))]
     if not (registers or places or rows):
         return None
 
