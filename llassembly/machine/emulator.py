@@ -37,8 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from llassembly.analysis.dataflow import place_parts
+from llassembly.analysis.dataflow import NO_SOURCES, place_parts
 from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
     AsmRuntimeError,
@@ -639,7 +640,7 @@ class Emulator:
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
-                shadow.asked(shadow.stack[split:])
+                shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
         st.tool_calls += 1
         st.pending = (pc, values)

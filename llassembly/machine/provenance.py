@@ -237,7 +237,7 @@ def attach(st: MachineState) -> Shadow:
     """
     shadow = st.provenance
     if shadow is None:
-        shadow = st.provenance = Shadow.fresh(len(st.stack))
+        shadow = st.provenance = Shadow(stack=[NO_SOURCES] * len(st.stack))
     if len(shadow.stack) != len(st.stack):
         raise UsageError("the state's provenance does not fit its stack")
     for key, index in shadow.mem:

@@ -23,7 +23,6 @@ from itertools import compress
 from typing import Any
 
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
-from llassembly.analysis.queries import query_sources
 from llassembly.errors import UsageError
 from llassembly.language.instructions import (
     EAX_INDEX,
@@ -63,19 +62,9 @@ class Shadow:
     flags: Sources = NO_SOURCES
     query: Sources = NO_SOURCES
 
-    @classmethod
-    def fresh(cls, depth: int) -> Shadow:
-        """The shadow of a state whose values derive from no result (``depth`` on its stack)."""
-        return cls(stack=[NO_SOURCES] * depth)
-
-    def asked(self, read: Sequence[Sources]) -> None:
-        """A query was made with arguments of these sources: its answer derives from them,
-        and a model produced it (kept in :attr:`query` until :meth:`results`)."""
-        self.query = query_sources(NO_SOURCES.union(*read))
-
     def results(self, tool: str, count: int, to_eax: bool, *, tested: bool = False) -> None:
         """A call of ``tool`` gave ``count`` results: on the stack, or the one in ``EAX``; a
-        query's derive from what it read (see :meth:`asked`). A call the plan tests also
+        query's derive from what it read (see :attr:`query`). A call the plan tests also
         sets the flags and ``EAX`` (whether it failed, its error)."""
         sources, self.query = self.query or result_sources(tool), NO_SOURCES
         if to_eax or tested:
@@ -358,8 +347,16 @@ class MachineState:
             snap["answer"] = list(self.answer)
         if self.returned is not None:  # and only plans that returned a value carry it
             snap["returned"] = self.returned
-        if self.outstanding or self.fault is not None:  # only mid-batch (see machine.emulator)
-            _batch_snapshot(self, snap)
+        if self.outstanding:  # only mid-batch (see machine.emulator): Pending values written
+            snap["outstanding"] = [  # as {"call": n, "result": k}
+                {"index": i, "values": list(v), "number": n} for i, v, n in self.outstanding
+            ]
+            snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
+            snap["stack"] = [_written(v) for v in snap["stack"]]
+            if "memory" in snap:
+                snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
+        if self.fault is not None:
+            snap["fault"] = dict(self.fault)
         if self.provenance is not None:  # only values that derive from a result carry it
             sources = self.provenance.snapshot()
             if sources:
@@ -425,22 +422,7 @@ def is_value(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
-# -- mid-batch snapshots (see machine.emulator): outstanding calls, their Pending values, a fault --
-
-
-def _batch_snapshot(st: MachineState, snap: dict[str, Any]) -> None:
-    """Add a state's outstanding calls and fault to ``snap``, its Pending values written as
-    ``{"call": n, "result": k}``."""
-    if st.outstanding:
-        snap["outstanding"] = [
-            {"index": i, "values": list(v), "number": n} for i, v, n in st.outstanding
-        ]
-        snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
-        snap["stack"] = [_written(v) for v in snap["stack"]]
-        if "memory" in snap:
-            snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
-    if st.fault is not None:
-        snap["fault"] = dict(st.fault)
+# -- mid-batch snapshots (see machine.emulator): outstanding calls and their Pending values ------
 
 
 def _written(value: Any) -> Any:
