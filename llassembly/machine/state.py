@@ -271,14 +271,11 @@ class MachineState:
         Linear in the lines added since the last call (a replaced or shortened list is
         counted again), so ``SAY`` stays linear in the length of the answer.
         """
-        lines, size = self._answer_counted
         answer = self.answer
-        if lines > len(answer):
-            lines, size = 0, 0
+        lines, size = self._answer_counted if self._answer_counted[0] <= len(answer) else (0, 0)
         if lines < len(answer):
             size += sum(len(line) + 1 for line in answer[lines:])
-            lines = len(answer)
-            self._answer_counted = (lines, size)
+            self._answer_counted = (len(answer), size)
         return size
 
     def places(self) -> list[list[Any]]:
