@@ -677,16 +677,13 @@ def _compile_steps(
     tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
     ctx = Context(program, len(program.instructions), max_stack_depth, layout)
+    guards = guards_for(flow, externs, dataflow) if dataflow else None
+    # With data-flow policies, each step keeps the sources of what it writes.
+    make = compile_step if guards is None else lambda i, c: instrument(compile_step(i, c), i, c)
     steps = [
-        None if tool is not None else compile_step(ins, ctx)
+        None if tool is not None else make(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
-    guards = guards_for(flow, externs, dataflow) if dataflow else None
-    if guards is not None:  # keep the sources of what each step writes
-        steps = [
-            None if step is None else instrument(step, ins, ctx)
-            for ins, step in zip(program.instructions, steps, strict=True)
-        ]
     # A register is written only where the instruction table says an instruction writes it
     # (or as EAX by a call whose result goes there): a snapshot reads these and no others.
     written = tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
