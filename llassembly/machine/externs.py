@@ -6,17 +6,10 @@ schema of an MCP tool or any ``StructuredTool`` built from one). A plain typed f
 the way LangChain reads one (``create_schema_from_function``: its signature and docstring). The
 results come from the return annotation where there is one, the output schema an MCP server
 declares where there is one, else "any". The prompt, the verifier's checks and the run-time
-conversion all read this one description:
-
-* :attr:`Extern.params`: the parameters taken from the stack, in push order (the value pushed
-  first is the first parameter), each with its declared type (constraints included). What the
-  runtime injects (``ToolRuntime``, ``InjectedState``, a ``RunnableConfig``...) is not among
-  them; its names are in ``injected``, the ``ToolRuntime`` one is ``runtime_param``.
-* :meth:`Extern.convert_args`: popped values become the arguments, then are validated against
-  the declared schema (``Field(le=100)``, ``Literal``, enums, pydantic models) before any call,
-  on every path; :meth:`Extern.refuses` asks the same of one literal before the run.
-* :meth:`Extern.result_of` and :meth:`Extern.to_values`: what the tool returned becomes stack
-  values (``n_results`` of them: ``tuple[A, B]`` gives 2, ``None`` gives 0).
+conversion all read this one description: :attr:`Extern.params` (what the runtime injects,
+``ToolRuntime``, ``InjectedState``, a ``RunnableConfig``..., is not among them), checked by
+:meth:`Extern.convert_args` on every path, before any call (:meth:`Extern.refuses` for one
+literal before the run), and :meth:`Extern.to_values` for the results.
 
 The stack holds 64-bit integers, finite floats and strings only (see ``docs/language.md``,
 *Values*): the conversions of popped values to what a parameter takes (:func:`converter`, by
