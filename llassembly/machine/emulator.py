@@ -238,8 +238,6 @@ class Emulator:
         st = self.state
         regs = st.regs
         return RunResult(
-            # Every register but those holding the integer 0, as in a snapshot: 0.0, -0.0
-            # and "" are values.
             registers={register_name(i): regs[i] for i in st.holding() if i},
             stack=list(st.stack),
             calls=list(self.history),

@@ -684,8 +684,6 @@ def _compile_steps(
         None if tool is not None else make(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
-    # A register is written only where the instruction table says an instruction writes it
-    # (or as EAX by a call whose result goes there): a snapshot reads these and no others.
     written = tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
     found = (program, tuple(steps), tuple(tools), externs, flow, layout, written)
     return CompiledProgram(*found, max_stack_depth, guards)
