@@ -602,8 +602,7 @@ class Emulator:
         else:
             st.stack.extend(reversed(values))
         if st.provenance is not None:  # shadow state: each result derives from its tool
-            extern = self.compiled.tools[index]
-            name = extern.name if extern else ""
+            name = self.compiled.tools[index].name  # type: ignore[union-attr]  # a tool CALL
             st.provenance.results(name, len(values), to_eax, tested=tested)
         return to_eax
 

@@ -78,15 +78,9 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
     or ``None`` (``R0``, read-only data, an address the step itself refuses)."""
     while isinstance(operand, Path):  # a path written changes its base
         operand = operand.base
-    if isinstance(operand, Reg):
-        index: int | None = operand.index or None
-        return lambda st: index
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        fixed = (key, 0) if key in ctx.layout.live else None
-        return lambda st: fixed
+    live = ctx.layout.live
     if isinstance(operand, Mem):
-        locate, live = cell_locator(operand, ctx, ins), ctx.layout.live
+        locate = cell_locator(operand, ctx, ins)
 
         def cell(st: MachineState) -> tuple[str, int] | None:
             try:
@@ -96,7 +90,12 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
             return (key, index) if key in live else None
 
         return cell
-    return lambda st: None
+    fixed: int | tuple[str, int] | None = None
+    if isinstance(operand, Reg):
+        fixed = operand.index or None
+    elif isinstance(operand, Name) and operand.name.lower() in live:
+        fixed = (operand.name.lower(), 0)
+    return lambda st: fixed
 
 
 def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
