@@ -725,11 +725,8 @@ def compile_program(
 # -- the same steps for the plan summary ------------------------------------------------------
 
 
-class _NotWritten:
-    """Put in a register an instruction says it writes: still there after it, it did not."""
-
-
-_NOT_WRITTEN: Any = _NotWritten()
+# Put in a register an instruction says it writes: still there after it, it did not.
+_NOT_WRITTEN: Any = object()
 
 
 class StepSemantics:
