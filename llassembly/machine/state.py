@@ -90,18 +90,14 @@ class Shadow:
         ``stack`` (one list of tool names per stack value, bottom first), ``memory`` (a list of
         ``[label, cell, tool names]``), ``flags`` and ``query``.
         """
-        snap: dict[str, Any] = {}
-        if self.regs:
-            snap["registers"] = {register_name(i): sorted(s) for i, s in self.regs.items()}
-        if any(self.stack):
-            snap["stack"] = [sorted(s) for s in self.stack]
-        if self.mem:
-            snap["memory"] = [[key, i, sorted(s)] for (key, i), s in sorted(self.mem.items())]
-        if self.flags:
-            snap["flags"] = sorted(self.flags)
-        if self.query:
-            snap["query"] = sorted(self.query)
-        return snap
+        snap = {
+            "registers": {register_name(i): sorted(s) for i, s in self.regs.items()},
+            "stack": [sorted(s) for s in self.stack] if any(self.stack) else [],
+            "memory": [[key, i, sorted(s)] for (key, i), s in sorted(self.mem.items())],
+            "flags": sorted(self.flags),
+            "query": sorted(self.query),
+        }
+        return {key: value for key, value in snap.items() if value}
 
     @classmethod
     def restore(cls, data: Mapping[str, Any], depth: int) -> Shadow:
