@@ -448,11 +448,8 @@ def _restore_outstanding(
             if at + n > len(stack) or not all(v is None for v in stack[at : at + n]):
                 raise UsageError("not an emulator snapshot: a hole is not where it should be")
             stack[at : at + n] = [Pending(number, k) for k in reversed(range(n))]
-    if outstanding:
-        regs[:] = map(_read, regs)
-        stack[:] = map(_read, stack)
-        for cells in memory.values():
-            cells[:] = map(_read, cells)
+    for place in (regs, stack, *memory.values()) if outstanding else ():
+        place[:] = map(_read, place)
     return outstanding
 
 
