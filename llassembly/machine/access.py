@@ -95,8 +95,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
     if type(value) is not str or not value or value[0] not in "[{ \t\n\r":
         return NOT_JSON
     cache = st.parsed
-    found = cache.get(value, None)
-    if found is not None:
+    if (found := cache.get(value)) is not None:
         return found
     if value.lstrip()[:1] not in ("[", "{"):
         return NOT_JSON
@@ -129,12 +128,10 @@ def value_of(st: MachineState, node: Any, ins: Instruction, where: str) -> Value
     kind = type(node)
     if kind is int:
         return node if INT_MIN <= node <= INT_MAX else str(node)  # a long id: its digits
-    if kind is float:
-        if not math.isfinite(node):
-            raise fail(ins, f"{where} is a number too large to hold")
-        return float(node)
-    if kind is str:
-        return str(node)
+    if kind is float and not math.isfinite(node):
+        raise fail(ins, f"{where} is a number too large to hold")
+    if kind is float or kind is str:
+        return node  # type: ignore[no-any-return]
     text = _dumps(node)
     _count(st, len(text), ins)
     return text
