@@ -179,9 +179,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     if b == 0:
         raise fail(ins, f"{ins.mnemonic}: division by zero", plain=True)
     if type(a) is int and type(b) is int:
-        quotient = abs(a) // abs(b)
-        if (a < 0) != (b < 0):
-            quotient = -quotient
+        quotient = abs(a) // abs(b) * (-1 if (a < 0) != (b < 0) else 1)
         return _checked(ins, quotient), a - quotient * b
     try:
         return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
