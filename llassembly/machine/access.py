@@ -95,8 +95,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
     if type(value) is not str or not value or value[0] not in "[{ \t\n\r":
         return NOT_JSON
     cache = st.parsed
-    found = cache.get(value, None)
-    if found is not None:
+    if (found := cache.get(value)) is not None:
         return found
     if value.lstrip()[:1] not in ("[", "{"):
         return NOT_JSON
@@ -129,12 +128,10 @@ def value_of(st: MachineState, node: Any, ins: Instruction, where: str) -> Value
     kind = type(node)
     if kind is int:
         return node if INT_MIN <= node <= INT_MAX else str(node)  # a long id: its digits
-    if kind is float:
-        if not math.isfinite(node):
-            raise fail(ins, f"{where} is a number too large to hold")
-        return float(node)
-    if kind is str:
-        return str(node)
+    if kind is float and not math.isfinite(node):
+        raise fail(ins, f"{where} is a number too large to hold")
+    if kind is float or kind is str:
+        return node  # type: ignore[no-any-return]
     text = _dumps(node)
     _count(st, len(text), ins)
     return text
@@ -344,26 +341,14 @@ def show(value: Value) -> str:
     return "NONE" if value is None else short_repr(value, 60)
 
 
-@dataclass(frozen=True, slots=True)
-class Parts:
-    """What reading some operands reads (see :func:`parts`).
-
-    Attributes:
-        registers: The registers, in order (never ``R0``: it always reads 0).
-        cells: The memory operands whose cell is found as the plan runs (of a writable label,
-            or by an address alone).
-        rows: The writable labels read whole (a one-cell label is its cell).
-    """
-
-    registers: tuple[int, ...]
-    cells: tuple[Mem, ...]
-    rows: tuple[str, ...]
-
-
-def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
-    """What reading the values of ``operands`` reads that a run may change: registers, the
-    registers and cell of a memory operand, writable labels, a path's base and keys, a
-    template's placeholders (constants and read-only data change in no run)."""
+def parts(
+    operands: Iterable[Operand], ctx: Context
+) -> tuple[tuple[int, ...], tuple[Mem, ...], tuple[str, ...]]:
+    """What reading the values of ``operands`` reads that a run may change (constants and
+    read-only data change in no run): the registers, in order (never ``R0``: it always reads
+    0); the memory operands whose cell is found as the plan runs (of a writable label, or by
+    an address alone); the writable labels read whole (a one-cell label is its cell). A path's
+    base and keys and a template's placeholders are read as those operands."""
     registers: dict[int, None] = {}
     cells: list[Mem] = []
     rows: list[str] = []
@@ -385,11 +370,12 @@ def parts(operands: Iterable[Operand], ctx: Context) -> Parts:
     for operand in operands:
         read(operand)
     registers.pop(0, None)
-    return Parts(tuple(registers), tuple(cells), tuple(rows))
+    return tuple(registers), tuple(cells), tuple(rows)
 
 
 def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
-    """How to read ``operand`` (a register, constant, data label, variable or memory cell)."""
+    """How to read ``operand`` (a register, constant, data label, variable or memory cell, a
+    path into the JSON text its base holds, a template's text filled as it is read)."""
     if isinstance(operand, Reg):
         index = operand.index
         if index == 0:
@@ -398,24 +384,27 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     if isinstance(operand, Imm):
         constant = operand.value
         return lambda st: constant
-    if isinstance(operand, Path):
-        return _path_reader(operand, ctx, ins)
+    if isinstance(operand, Path):  # R1.items[0].id
+        path, base = operand, getter(operand.base, ctx, ins)
+        keys = [getter(step, ctx, ins) for step in path.steps]
+        if all(isinstance(step, Imm) for step in path.steps):
+            fixed = [step.value for step in path.steps if isinstance(step, Imm)]
+            return lambda st: read_path(st, base(st), fixed, path, ins)
+        return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
     if isinstance(operand, Template):
-        return _template_reader(operand, ctx, ins)
+        fills = [getter(fill, ctx, ins) for fill in operand.fills]
+        shown = [str(fill) for fill in operand.fills]
+        pieces, specs = operand.pieces, operand.specs
+        return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
     live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
         if operand.label is None:  # [reg]: the label is known only from the address
-
-            def read(st: MachineState) -> Value:
-                key, index = locate(st)
-                return (st.mem[key] if key in live else ctx.layout.labels[key].cells)[index]
-
-            return _text_or_cell(operand, read) if _text_address(operand) else read
-        fixed = operand.label.lower()
-        if fixed in live:
-            return lambda st: st.mem[fixed][locate(st)[1]]
-        cells = ctx.layout.labels[fixed].cells  # never written: read from the program
+            return _text_or_cell(operand, locate, ctx)
+        fixed_key = operand.label.lower()
+        if fixed_key in live:
+            return lambda st: st.mem[fixed_key][locate(st)[1]]
+        cells = ctx.layout.labels[fixed_key].cells  # never written: read from the program
         return lambda st: cells[locate(st)[1]]
     key = operand.name.lower()
     label = ctx.layout.labels.get(key)
@@ -427,16 +416,18 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
     return _row_reader(key, ctx, ins)
 
 
-def _text_address(mem: Mem) -> bool:
-    """``[ESI]``: one register and nothing else, which may hold text (see :func:`getter`)."""
-    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
+def _text_or_cell(mem: Mem, locate: _Locator, ctx: Context) -> Getter:
+    """A memory operand found by its address alone. ``[ESI]`` (one register and nothing else)
+    read with text in ``ESI`` gives the code of its first character, ``0`` when it is empty
+    (C's ``*s``: ``CMP BYTE [ESI], 0`` tests for an empty string); with an address, its cell."""
+    live, labels = ctx.layout.live, ctx.layout.labels
 
+    def cell(st: MachineState) -> Value:
+        key, index = locate(st)
+        return (st.mem[key] if key in live else labels[key].cells)[index]
 
-def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
-    """``[ESI]`` read: with an address in ``ESI``, its cell; with text in it, the code of its
-    first character, ``0`` when it is empty (C's ``*s``: ``CMP BYTE [ESI], 0`` tests for an
-    empty string)."""
-    assert mem.base is not None
+    if mem.index is not None or mem.disp or mem.base is None:
+        return cell
     index = mem.base.index
 
     def read(st: MachineState) -> Value:
@@ -448,25 +439,6 @@ def _text_or_cell(mem: Mem, cell: Getter) -> Getter:
         return cell(st)
 
     return read
-
-
-def _path_reader(path: Path, ctx: Context, ins: Instruction) -> Getter:
-    """``R1.items[0].id``: the part of the JSON text the base holds (see
-    :mod:`llassembly.machine.structured`)."""
-    base = getter(path.base, ctx, ins)
-    keys = [getter(step, ctx, ins) for step in path.steps]
-    if all(isinstance(step, Imm) for step in path.steps):
-        fixed = [step.value for step in path.steps if isinstance(step, Imm)]
-        return lambda st: read_path(st, base(st), fixed, path, ins)
-    return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
-
-
-def _template_reader(template: Template, ctx: Context, ins: Instruction) -> Getter:
-    """A string with placeholders: the text, each placeholder filled in as it is read."""
-    fills = [getter(fill, ctx, ins) for fill in template.fills]
-    shown = [str(fill) for fill in template.fills]
-    pieces, specs = template.pieces, template.specs
-    return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
 
 
 def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
@@ -511,7 +483,8 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
 
 
 def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
-    """How to write ``operand`` (a register, a variable, a one-cell label or a memory cell)."""
+    """How to write ``operand`` (a register, a variable, a one-cell label, a memory cell, a
+    path: its base gets the new text of the whole structure)."""
     if isinstance(operand, Reg):
         index = operand.index
 
@@ -519,43 +492,33 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
             st.regs[index] = value
 
         return write_register
-    if isinstance(operand, Path):  # the base gets the new text of the whole structure
-        base, put = getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
+    if isinstance(operand, Path):
+        path, base, put = operand, getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
         keys = [getter(step, ctx, ins) for step in operand.steps]
-        path = operand
-
-        def write_part(st: MachineState, value: Value) -> None:
-            put(st, write_path(st, base(st), [key(st) for key in keys], value, path, ins))
-
-        return write_part
+        return lambda st, value: put(
+            st, write_path(st, base(st), [key(st) for key in keys], value, path, ins)
+        )
+    live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
 
         def write_memory(st: MachineState, value: Value) -> None:
             key, index = locate(st)
-            if key not in ctx.layout.live:
+            if key not in live:
                 raise fail(ins, f"{operand} is in read-only data ({key!r}); write to .data")
             st.mem[key][index] = value
 
         return write_memory
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        if key in ctx.layout.live:
-
-            def write_cell(st: MachineState, value: Value) -> None:
-                st.mem[key][0] = value
-
-            return write_cell
+    if isinstance(operand, Name) and (key := operand.name.lower()) in live:
+        return lambda st, value: st.mem[key].__setitem__(0, value)
     raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
 
 
 def _offset(operand: Mem, ins: Instruction) -> Callable[[MachineState], int]:
     """``disp + base + index*scale`` of a memory operand, from the registers it names (each
     must hold a whole number)."""
-    registers = [(r, 1) for r in ([operand.base] if operand.base else [])]
-    if operand.index is not None:
-        registers.append((operand.index, operand.scale))
-    disp = operand.disp
+    pairs = ((operand.base, 1), (operand.index, operand.scale))
+    registers, disp = [(r, scale) for r, scale in pairs if r is not None], operand.disp
 
     def offset(st: MachineState) -> int:
         total = disp

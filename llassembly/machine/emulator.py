@@ -15,9 +15,8 @@ read one (:func:`_read_check`; the rule is *Independent calls at once* in
 where the sequential run raises them: the plan's meaning is the sequential meaning.
 
 State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. Every instruction
-is compiled once into a small closure (:mod:`llassembly.machine.steps`), so the step loop is a
-list index and a call.
+and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. The steps are
+compiled once (:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse
@@ -38,8 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from llassembly.analysis.dataflow import place_parts
+from llassembly.analysis.dataflow import NO_SOURCES, place_parts
 from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
     AsmRuntimeError,
@@ -53,7 +53,7 @@ from llassembly.errors import (
     error_of,
     failure_of,
 )
-from llassembly.language.instructions import EAX_INDEX, register_index, register_name
+from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
@@ -181,22 +181,18 @@ class Emulator:
     def _initial_state(self, state: MachineState | Mapping[str, Any] | None) -> MachineState:
         """The state to start from, checked to belong to this program (a stale or edited
         snapshot is refused); the registers a snapshot writes are settled here."""
-        self._registers = self.compiled.registers
+        self._registers, expected = self.compiled.registers, self.compiled.layout.initial_memory()
         if state is None:
-            st = MachineState(pc=self.program.entry, mem=self.compiled.layout.initial_memory())
-            return self._with_provenance(st)
-        if isinstance(state, MachineState):
-            st = state
-            if not all(map(_is_value, st.values())):
-                raise UsageError(
-                    "the state holds a value that is not a 64-bit int, finite float or string"
-                )
-            given = set(st.holding())
+            st = MachineState(pc=self.program.entry, mem=expected)
         else:
-            st = MachineState.restore(state)  # checks the values it reads
-            given = {i for i in map(register_index, map(str, state["registers"])) if i}
+            st = state if isinstance(state, MachineState) else MachineState.restore(state)
+        if not all(map(_is_value, st.values())):
+            raise UsageError(
+                "the state holds a value that is not a 64-bit int, finite float or string"
+            )
         # The registers a snapshot reads: those the program may write, and any the state
         # given starts with (no instruction changes those others).
+        given = set(st.holding())
         if not given <= set(self._registers):
             self._registers = tuple(sorted({*self._registers, *given}))
         end = len(self.program.instructions)
@@ -204,7 +200,6 @@ class Emulator:
             raise UsageError(f"the state points outside this program's {end} instructions")
         if st.pending is not None and self._tool_at(st.pending[0]) is None:
             raise UsageError("the state's pending call is not a tool CALL of this program")
-        expected = self.compiled.layout.initial_memory()
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
@@ -221,9 +216,6 @@ class Emulator:
                     raise UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
             raise UsageError("the state's fault is not an error record")
-        return self._with_provenance(st)
-
-    def _with_provenance(self, st: MachineState) -> MachineState:
         if self.compiled.dataflow is not None:  # provenance: kept beside every value
             _provenance.attach(st)
         else:  # no step keeps it: what a snapshot brought would no longer fit the values
@@ -246,8 +238,6 @@ class Emulator:
         st = self.state
         regs = st.regs
         return RunResult(
-            # Every register but those holding the integer 0, as in a snapshot: 0.0, -0.0
-            # and "" are values.
             registers={register_name(i): regs[i] for i in st.holding() if i},
             stack=list(st.stack),
             calls=list(self.history),
@@ -559,8 +549,7 @@ class Emulator:
         """A call's result as the values it pushes (the common case, one text or 64-bit
         integer, without a conversion)."""
         extern = self._tool_at(index)
-        if extern is None:
-            raise UsageError("a waiting call does not point at a tool CALL (bad snapshot?)")
+        assert extern is not None  # a state's waiting calls are checked when it is given
         if extern.n_results == 1 and (type(result) is str or is_int64(result)):
             return (result,)
         ins = self.program.instructions[index]
@@ -572,8 +561,7 @@ class Emulator:
         and clears it when it did not (``EAX``: its result by the EAX convention, else
         ``NONE``)."""
         st = self.state
-        if st.pending is None:  # pragma: no cover - complete_batch counts the waiting calls
-            raise UsageError("no tool call is waiting for a result")
+        assert st.pending is not None  # complete_batch counts the waiting calls
         index = st.pending[0]
         tested = index in self._tested
         error = result.error if isinstance(result, Failed) else None
@@ -588,8 +576,7 @@ class Emulator:
             error = self._error(index, error)  # worded alike on every path
             if not tested:
                 raise error
-            extern = self._tool_at(index)
-            values = (NONE,) * (extern.n_results if extern is not None else 0)
+            values = (NONE,) * self.compiled.tools[index].n_results  # type: ignore[union-attr]
         depth = len(st.stack) + len(st.calls) + len(values)
         if depth > self.max_stack_depth:
             ins = self.program.instructions[index]
@@ -615,8 +602,7 @@ class Emulator:
         else:
             st.stack.extend(reversed(values))
         if st.provenance is not None:  # shadow state: each result derives from its tool
-            extern = self.compiled.tools[index]
-            name = extern.name if extern else ""
+            name = self.compiled.tools[index].name  # type: ignore[union-attr]  # a tool CALL
             st.provenance.results(name, len(values), to_eax, tested=tested)
         return to_eax
 
@@ -629,10 +615,8 @@ class Emulator:
 
     def _begin_call(self, pc: int) -> ToolCall:
         st = self.state
-        extern = self.compiled.tools[pc]
-        ins = self.program.instructions[pc]
-        if extern is None:  # pragma: no cover - steps and tools are built together
-            raise UsageError("internal error: tool call without a tool")
+        extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
+        assert extern is not None  # steps and tools are built together
         if st.tool_calls >= self.max_tool_calls:
             raise ToolCallBudgetExceeded(
                 self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
@@ -653,7 +637,7 @@ class Emulator:
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
-                shadow.asked(shadow.stack[split:])
+                shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
         st.tool_calls += 1
         st.pending = (pc, values)
@@ -732,8 +716,7 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
             for ins, step in zip(program.instructions, compiled.steps, strict=True)
         )
         compiled.cache[_READS_KEY] = found
-    checks: tuple[_Check | None, ...] = found
-    return checks
+    return found
 
 
 def _plain(operand: Operand, ctx: Context) -> bool:
@@ -761,10 +744,10 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
         # path's base and keys (a part written: the whole text is read and built again).
         read_whole = position in fx.reads and position not in moved
         read += (operand,) if read_whole else place_parts(operand)
-    found = parts(read, ctx)
-    named = tuple(sorted({*found.registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
-    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found.cells]
-    rows, reads_top = found.rows, fx.pops > 0 and not pops_into_place
+    registers, found_cells, rows = parts(read, ctx)
+    named = tuple(sorted({*registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
+    cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found_cells]
+    reads_top = fx.pops > 0 and not pops_into_place
     if not (named or cells or rows or reads_top):
         return None
 

@@ -6,17 +6,10 @@ schema of an MCP tool or any ``StructuredTool`` built from one). A plain typed f
 the way LangChain reads one (``create_schema_from_function``: its signature and docstring). The
 results come from the return annotation where there is one, the output schema an MCP server
 declares where there is one, else "any". The prompt, the verifier's checks and the run-time
-conversion all read this one description:
-
-* :attr:`Extern.params`: the parameters taken from the stack, in push order (the value pushed
-  first is the first parameter), each with its declared type (constraints included). What the
-  runtime injects (``ToolRuntime``, ``InjectedState``, a ``RunnableConfig``...) is not among
-  them; its names are in ``injected``, the ``ToolRuntime`` one is ``runtime_param``.
-* :meth:`Extern.convert_args`: popped values become the arguments, then are validated against
-  the declared schema (``Field(le=100)``, ``Literal``, enums, pydantic models) before any call,
-  on every path; :meth:`Extern.refuses` asks the same of one literal before the run.
-* :meth:`Extern.result_of` and :meth:`Extern.to_values`: what the tool returned becomes stack
-  values (``n_results`` of them: ``tuple[A, B]`` gives 2, ``None`` gives 0).
+conversion all read this one description: :attr:`Extern.params` (what the runtime injects,
+``ToolRuntime``, ``InjectedState``, a ``RunnableConfig``..., is not among them), checked by
+:meth:`Extern.convert_args` on every path, before any call (:meth:`Extern.refuses` for one
+literal before the run), and :meth:`Extern.to_values` for the results.
 
 The stack holds 64-bit integers, finite floats and strings only (see ``docs/language.md``,
 *Values*): the conversions of popped values to what a parameter takes (:func:`converter`, by
@@ -190,8 +183,7 @@ class Extern:
             )
 
         if not fewest_arguments(self) <= len(values) <= len(params):
-            msg = f"tool {tool!r} takes {len(params)} arguments, got {len(values)}"
-            raise refused(msg, argument="")
+            raise refused(f"tool {tool!r} takes {len(params)} arguments, got {len(values)}")
         args: dict[str, Any] = {}
         for position, value in enumerate(values):
             name = params[position].name
@@ -209,12 +201,13 @@ class Extern:
             errors = exc.errors(include_url=False)
             loc = errors[0].get("loc", ()) if errors else ()
             name = str(loc[0]) if loc else ""
-            positions = [i for i, p in enumerate(params) if p.name == name]
+            at = next((i for i, p in enumerate(params) if p.name == name), -1)
             detail = _first_error(exc)
-            if positions:
-                reason = self._refusal(positions[0], values[positions[0]], detail)
-            else:
-                reason = f"the arguments do not fit its schema ({detail})"
+            reason = (
+                self._refusal(at, values[at], detail)
+                if at >= 0
+                else f"the arguments do not fit its schema ({detail})"
+            )
             raise refused(f"tool {tool!r}, {reason}", argument=name) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
@@ -244,13 +237,14 @@ class Extern:
         raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
         if value is None:
+            shape = shape_of(param.annotation)
             if param.has_default:
                 return _LEFT_OUT
-            if _accepts_none(param.annotation):
-                return None
+            if shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options):
+                return None  # X | None, Optional[X], Any
             reason = (
                 f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
-                f"default for it and takes {label(shape_of(param.annotation))}; push a value"
+                f"default for it and takes {label(shape)}; push a value"
             )
             raise _Refused(reason)
         try:
@@ -282,8 +276,9 @@ class Extern:
             return self.result_of(invoke_as_call(self._recorder, args))
         func = self.func
         if func is None or self._is_async:
-            msg = f"tool {self.name!r} is async: run the plan with the async node or middleware"
-            raise UsageError(msg)
+            raise UsageError(
+                f"tool {self.name!r} is async: run the plan with the async node or middleware"
+            )
         return func(**args)
 
     async def acall(self, args: dict[str, Any]) -> Any:
@@ -374,12 +369,6 @@ def _first_error(exc: ValidationError) -> str:
     return str(errors[0].get("msg", "")) if errors else first_line(exc)
 
 
-def _accepts_none(annotation: Any) -> bool:
-    """Whether a parameter of this type takes ``None`` (``X | None``, ``Optional[X]``, ``Any``)."""
-    shape = shape_of(annotation)
-    return shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options)
-
-
 @functools.lru_cache(maxsize=512)
 def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
@@ -430,28 +419,21 @@ def label(shape: Shape) -> str:
     if len(options) != 1:
         return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
     (shape,) = options
-    kind = shape.kind
+    kind, item = shape.kind, shape.item
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if shape.name == "bool":
         return "bool (1 or 0)"
-    if kind in ("int", "float"):
-        return kind
-    if kind in ("text", "decimal"):
-        return "str"
-    if kind == "object":
+    if kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
-        return f"JSON {shape.name} {{{fields}}}" if shape.name else "JSON object"
-    if kind == "map":
-        return "JSON object"
-    if kind in ("list", "tuple"):
-        item = shape.item if kind == "list" else None
-        return (
-            f"JSON array of {label(item)}"
-            if item is not None and item.kind != "any"
-            else "JSON array"
-        )
-    return "number" if kind == "number" else "any"
+        return f"JSON {shape.name} {{{fields}}}"
+    if kind == "list" and item is not None and item.kind != "any":
+        return f"JSON array of {label(item)}"
+    return _LABELS.get(kind, "any")
+
+
+_LABELS = {"int": "int", "float": "float", "number": "number", "text": "str", "decimal": "str"}
+_LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple="JSON array")
 
 
 # --- converters: popped value -> what the parameter takes ----------------------------------------
@@ -460,16 +442,13 @@ def label(shape: Shape) -> str:
 def _to_int(v: Any) -> int:
     if type(v) is int:
         return v
+    if type(v) is str:
+        try:
+            return _in_range(int(v.strip()))
+        except ValueError:
+            v = float(v.strip())
     if type(v) is float and v.is_integer():
         return _in_range(int(v))
-    if type(v) is str:
-        s = v.strip()
-        try:
-            return _in_range(int(s))
-        except ValueError:
-            f = float(s)
-            if f.is_integer():
-                return _in_range(int(f))
     raise ValueError("not a whole number")
 
 
@@ -479,21 +458,16 @@ def _in_range(number: int) -> int:
     return number
 
 
-def _finite(number: float) -> float:
+def _to_float(v: Any) -> float:
+    if type(v) is not float and type(v) is not int and type(v) is not str:
+        raise ValueError("not a number")
+    try:
+        number = float(v.strip() if type(v) is str else v)
+    except OverflowError:
+        raise ValueError("too large for a float") from None
     if not math.isfinite(number):
         raise ValueError("not a finite number")
     return number
-
-
-def _to_float(v: Any) -> float:
-    try:
-        if type(v) is float or type(v) is int:
-            return _finite(float(v))
-        if type(v) is str:
-            return _finite(float(v.strip()))
-    except OverflowError:
-        raise ValueError("too large for a float") from None
-    raise ValueError("not a number")
 
 
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -658,7 +632,7 @@ def _to_value(x: Any) -> Value:
         return float(x)
     if isinstance(x, str):
         return str.__str__(x)
-    if x is not None and not isinstance(x, _CONTAINERS):
+    if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
         except PydanticSerializationError:
@@ -724,88 +698,102 @@ def _text_keys(x: Any) -> Any:
 # --- reading a tool's declared schema -----------------------------------------------------------
 
 
-def _from_tool(tool: BaseTool) -> Extern:
-    """An extern from a LangChain tool's declared contract."""
-    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
-    hints = _hints(func if callable(func) else tool._run, tool.name)
-    output = mcp_output_schema(tool)
-    if output is not None:
-        result: Any = _annotation(output, output.get("$defs", {}), _title(tool.name, "Result"))
-        results: tuple[int, tuple[Any, ...]] = (1, (result,))
-    else:
-        returns = hints.get("return", _EMPTY)
-        if tool.response_format == "content_and_artifact" and get_origin(returns) is tuple:
-            returns = get_args(returns)[0]  # the plan reads the content
-        results = _result_count(returns, tool.name)
-    about, structured = tool.description or "", output is not None
-    return _extern(
-        tool.name, call_schema(tool), about, hints, results, tool=tool, structured=structured
-    )
-
-
-def _from_function(name: str, fn: Callable[..., Any]) -> Extern:
-    """An extern from a plain typed function, read as LangChain reads one."""
-    from langchain_core.tools.base import create_schema_from_function
-
-    signature = inspect.signature(fn).parameters.values()
-    variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if variadic:
-        shown = ", ".join(("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic)
+def _extern_of(item: Any, key: str | None, where: str) -> Extern:
+    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`): a
+    LangChain tool read from its declared contract, a plain typed function as LangChain reads
+    one. The parameters are those of its schema, in order, each with its declared type and
+    constraints (a pydantic model's fields, or the properties of the JSON schema of an MCP tool
+    as types the plan's checks and pydantic read), its description, the annotations of its
+    function (what the runtime injects) and its results."""
+    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
+    is_tool = base_tool is not None and isinstance(item, base_tool)
+    if isinstance(item, Extern) or is_tool:
+        if key is not None and key != item.name:
+            own = "extern" if isinstance(item, Extern) else "LangChain tool"
+            raise UsageError(
+                f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
+                f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
+            )
+        if isinstance(item, Extern):
+            return item
+    elif not callable(item):
+        raise UsageTypeError(
+            f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
+        )
+    name = item.name if is_tool else key if key is not None else getattr(item, "__name__", "")
+    if not _NAME_RE.match(name):
         raise UsageError(
-            f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
-            "stack, so every argument needs a name and a type (e.g. def f(city: str)), or give "
-            "a LangChain tool whose args_schema declares them"
+            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
+            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
         )
-    hints = _hints(fn, name)
-    try:
-        model = create_schema_from_function(
-            name,
-            fn,
-            filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
-            parse_docstring=True,
-            error_on_invalid_docstring=False,
-            include_injected=False,
+    if register_index(name) is not None:
+        raise UsageError(
+            f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
-    except Exception as exc:
-        raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-    results = _result_count(hints.get("return", _EMPTY), name)
-    return _extern(name, model, inspect.getdoc(fn) or "", hints, results, func=fn)
+    own_fields: dict[str, Any]
+    if is_tool:
+        func = getattr(item, "func", None) or getattr(item, "coroutine", None)
+        hints = _hints(func if callable(func) else item._run, name)
+        output = mcp_output_schema(item)
+        if output is not None:
+            result: Any = _annotation(output, output.get("$defs", {}), _title(name, "Result"))
+            results: tuple[int, tuple[Any, ...]] = (1, (result,))
+        else:
+            returns = hints.get("return", _EMPTY)
+            if item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
+                returns = get_args(returns)[0]  # the plan reads the content
+            results = _result_count(returns, name)
+        schema, about = call_schema(item), item.description or ""
+        own_fields = {"tool": item, "structured": output is not None}
+    else:
+        from langchain_core.tools.base import create_schema_from_function
 
-
-def _extern(
-    name: str,
-    schema: Any,
-    about: str,
-    hints: Mapping[str, Any],
-    results: tuple[int, tuple[Any, ...]],
-    **own: Any,
-) -> Extern:
-    """An extern from what a tool declares: the parameters of its schema, in order, each with
-    its declared type and constraints (a pydantic model's fields, or the properties of the
-    JSON schema of an MCP tool as types the plan's checks and pydantic read), its description,
-    the annotations of its function (what the runtime injects) and its results."""
+        signature = inspect.signature(item).parameters.values()
+        variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            shown = ", ".join(
+                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
+            )
+            raise UsageError(
+                f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
+                "stack, so every argument needs a name and a type (e.g. def f(city: str)), or "
+                "give a LangChain tool whose args_schema declares them"
+            )
+        hints = _hints(item, name)
+        try:
+            schema = create_schema_from_function(
+                name,
+                item,
+                filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
+                parse_docstring=True,
+                error_on_invalid_docstring=False,
+                include_injected=False,
+            )
+        except Exception as exc:
+            raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
+        results = _result_count(hints.get("return", _EMPTY), name)
+        about, own_fields = inspect.getdoc(item) or "", {"func": item}
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
         defs = schema.get("$defs") or schema.get("definitions") or {}
         required = set(schema.get("required") or ())
-        for key, spec in (schema.get("properties") or {}).items():
+        for field, spec in (schema.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
-            annotation: Any = _annotation(spec, defs, _title(key))
-            doc = str(spec.get("description") or described.get(key, ""))
-            params.append(Param(key, annotation, doc, key not in required, shown))
+            annotation: Any = _annotation(spec, defs, _title(field))
+            doc = str(spec.get("description") or described.get(field, ""))
+            params.append(Param(field, annotation, doc, field not in required, shown))
     else:
-        for key, declared in typing.cast(type[BaseModel], schema).model_fields.items():
+        for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
             annotation = declared.annotation if declared.annotation is not None else Any
             if declared.metadata:
                 annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None
-            doc = declared.description or described.get(key, "")
-            params.append(
-                Param(key, annotation, doc, optional, _default_text(default) if optional else "")
-            )
+            shown = _default_text(default) if optional else ""
+            doc = declared.description or described.get(field, "")
+            params.append(Param(field, annotation, doc, optional, shown))
     injected, runtime = _injected(hints)
     return Extern(
         name=name,
@@ -816,7 +804,7 @@ def _extern(
         runtime_param=runtime,
         result_types=results[1],
         schema=None if isinstance(schema, dict) else schema,
-        **own,
+        **own_fields,
     )
 
 
@@ -877,8 +865,19 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
             base: Any = typing.cast(Any, tuple)[parts]
         else:
             base = list[_annotation(schema.get("items"), defs, f"{name}Item", depth + 1)]  # type: ignore[misc]
-    elif kinds == "object":
-        base = _object(schema, defs, str(schema.get("title") or name), depth)
+    elif kinds == "object":  # with properties: a TypedDict named after it
+        title, properties = str(schema.get("title") or name), schema.get("properties")
+        required, extra = set(schema.get("required") or ()), schema.get("additionalProperties")
+        if isinstance(properties, Mapping) and properties:
+            fields = {
+                key: (ann if key in required else NotRequired[ann])
+                for key, spec in properties.items()
+                for ann in [_annotation(spec, defs, _title(title, key), depth + 1)]
+            }
+            base = typing.cast(Any, TypedDict)(_title(title), fields)
+        else:
+            value = _annotation(extra, defs, f"{title}Value", depth + 1) if extra else Any
+            base = dict[str, value]  # type: ignore[valid-type]
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
     kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
@@ -888,21 +887,6 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     if kw and base is not Any:
         return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
-
-
-def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], name: str, depth: int) -> Any:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or not properties:
-        extra = schema.get("additionalProperties")
-        value = _annotation(extra, defs, f"{name}Value", depth + 1) if extra else Any
-        return dict[str, value]  # type: ignore[valid-type]
-    required = set(schema.get("required") or ())
-    fields = {
-        key: (ann if key in required else NotRequired[ann])
-        for key, spec in properties.items()
-        for ann in [_annotation(spec, defs, _title(name, key), depth + 1)]
-    }
-    return TypedDict(_title(name), fields)  # type: ignore[operator]
 
 
 def _literal(values: list[Any]) -> Any:
@@ -915,8 +899,7 @@ def _hints(obj: Any, name: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(obj, include_extras=True)
     except Exception as exc:
-        msg = f"cannot resolve the type annotations of tool {name!r}: {exc}"
-        raise UsageError(msg) from exc
+        raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
 
 
 def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
@@ -971,12 +954,11 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
-            msg = (
+            raise UsageError(
                 f"tool {name!r} returns {label(shape_of(ann))} of unknown length: annotate a "
                 "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
                 "return a list"
             )
-            raise UsageError(msg)
         return len(args), args
     return 1, (ann,)
 
@@ -999,8 +981,7 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
     if start is None:
         return out
-    current = ""
-    indent = -1
+    current, indent = "", -1
     for ln in lines[start + 1 :]:
         if not ln.strip():
             continue
@@ -1019,18 +1000,6 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
 # --- the tools argument ---------------------------------------------------------------------------
 
 
-def _check_name(name: str) -> None:
-    if not _NAME_RE.match(name):
-        msg = (
-            f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
-            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
-        )
-        raise UsageError(msg)
-    if register_index(name) is not None:
-        msg = f"tool name {name!r} is a register name in the plan language: rename the tool"
-        raise UsageError(msg)
-
-
 ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
 """One tool as the API takes it: a LangChain tool, a typed function, or an :class:`Extern`."""
 
@@ -1044,29 +1013,6 @@ mapping of tool name to tool. A key is the name a plan calls the tool by: it nam
 LangChain tool or an extern has a name of its own, which the key must be (the agent's tool node
 calls a tool by that name too). Anything else is a :class:`~llassembly.errors.UsageTypeError`
 (a ``TypeError``) that says what to write."""
-
-
-def _extern_of(item: Any, key: str | None, where: str) -> Extern:
-    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`)."""
-    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
-    if isinstance(item, Extern) or (base_tool is not None and isinstance(item, base_tool)):
-        if key is not None and key != item.name:
-            own = "extern" if isinstance(item, Extern) else "LangChain tool"
-            msg = (
-                f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
-                f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
-            )
-            raise UsageError(msg)
-        if isinstance(item, Extern):
-            return item
-        _check_name(item.name)
-        return _from_tool(item)
-    if callable(item):
-        name = key if key is not None else getattr(item, "__name__", "")
-        _check_name(name)
-        return _from_function(name, item)
-    msg = f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
-    raise UsageTypeError(msg)
 
 
 def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]:
@@ -1123,11 +1069,10 @@ def program_of(program: object, where: str) -> Program:
     if isinstance(program, Program):
         return program
     if isinstance(program, PlainAnswer):
-        msg = (
+        raise UsageError(
             f"{where}() takes a Program, but the reply held no instruction (parse() gave a "
             "PlainAnswer): check isinstance(parsed, Program) first, or use parse_program()"
         )
-        raise UsageError(msg)
     raise UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
 
 

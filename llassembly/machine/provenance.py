@@ -54,10 +54,9 @@ _Place: TypeAlias = "Callable[[MachineState], int | tuple[str, int] | None]"
 def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Reader | None:
     """How to read the sources of what reading ``operands`` reads (see
     :func:`~llassembly.machine.access.parts`; ``None``: nothing that carries any)."""
-    found = parts(operands, ctx)
-    registers, places = found.registers, [_place(cell, ctx, ins) for cell in found.cells]
-    labels = ctx.layout.labels
-    rows = [(key, i) for key in found.rows for i in range(len(labels[key].cells))]
+    registers, cells, rows_read = parts(operands, ctx)
+    places, labels = [_place(cell, ctx, ins) for cell in cells], ctx.layout.labels
+    rows = [(key, i) for key in rows_read for i in range(len(labels[key].cells))]
     if not (registers or places or rows):
         return None
 
@@ -79,15 +78,9 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
     or ``None`` (``R0``, read-only data, an address the step itself refuses)."""
     while isinstance(operand, Path):  # a path written changes its base
         operand = operand.base
-    if isinstance(operand, Reg):
-        index: int | None = operand.index or None
-        return lambda st: index
-    if isinstance(operand, Name):
-        key = operand.name.lower()
-        fixed = (key, 0) if key in ctx.layout.live else None
-        return lambda st: fixed
+    live = ctx.layout.live
     if isinstance(operand, Mem):
-        locate, live = cell_locator(operand, ctx, ins), ctx.layout.live
+        locate = cell_locator(operand, ctx, ins)
 
         def cell(st: MachineState) -> tuple[str, int] | None:
             try:
@@ -97,7 +90,12 @@ def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
             return (key, index) if key in live else None
 
         return cell
-    return lambda st: None
+    fixed: int | tuple[str, int] | None = None
+    if isinstance(operand, Reg):
+        fixed = operand.index or None
+    elif isinstance(operand, Name) and operand.name.lower() in live:
+        fixed = (operand.name.lower(), 0)
+    return lambda st: fixed
 
 
 def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
@@ -210,21 +208,20 @@ def guards_for(
         subject = f"the data-flow policy {policy}"
         for name in policy.tool_names:
             if name not in tools:
-                missing = "is not among the tools"
-                raise unknown_name(subject, "tool", name, list(tools), missing, "the tools")
+                raise unknown_name(
+                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
+                )
         tool, argument, names = policy.tool, policy.argument, _names(tools[policy.tool])
         if argument not in names:
             missing = f"{tool} does not take"
             raise unknown_name(
                 subject, "argument", argument, names, missing, "its arguments", of=tool
             )
-    calls: dict[int, tuple[tuple[int, DataFlowPolicy], ...]] = {}
-    for pc, shape in flow.tools.items():
-        names = _names(shape)
-        found = tuple((names.index(p.argument), p) for p in policies if p.tool == shape.name)
-        if found:
-            calls[pc] = found
-    return Guards(tuple(policies), calls)
+    calls = {
+        pc: tuple((_names(shape).index(p.argument), p) for p in policies if p.tool == shape.name)
+        for pc, shape in flow.tools.items()
+    }
+    return Guards(tuple(policies), {pc: found for pc, found in calls.items() if found})
 
 
 def _names(tool: ToolShape) -> list[str]:
@@ -239,7 +236,7 @@ def attach(st: MachineState) -> Shadow:
     """
     shadow = st.provenance
     if shadow is None:
-        shadow = st.provenance = Shadow.fresh(len(st.stack))
+        shadow = st.provenance = Shadow(stack=[NO_SOURCES] * len(st.stack))
     if len(shadow.stack) != len(st.stack):
         raise UsageError("the state's provenance does not fit its stack")
     for key, index in shadow.mem:

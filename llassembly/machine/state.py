@@ -23,7 +23,6 @@ from itertools import compress
 from typing import Any
 
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, result_sources
-from llassembly.analysis.queries import query_sources
 from llassembly.errors import UsageError
 from llassembly.language.instructions import (
     EAX_INDEX,
@@ -63,19 +62,9 @@ class Shadow:
     flags: Sources = NO_SOURCES
     query: Sources = NO_SOURCES
 
-    @classmethod
-    def fresh(cls, depth: int) -> Shadow:
-        """The shadow of a state whose values derive from no result (``depth`` on its stack)."""
-        return cls(stack=[NO_SOURCES] * depth)
-
-    def asked(self, read: Sequence[Sources]) -> None:
-        """A query was made with arguments of these sources: its answer derives from them,
-        and a model produced it (kept in :attr:`query` until :meth:`results`)."""
-        self.query = query_sources(NO_SOURCES.union(*read))
-
     def results(self, tool: str, count: int, to_eax: bool, *, tested: bool = False) -> None:
         """A call of ``tool`` gave ``count`` results: on the stack, or the one in ``EAX``; a
-        query's derive from what it read (see :meth:`asked`). A call the plan tests also
+        query's derive from what it read (see :attr:`query`). A call the plan tests also
         sets the flags and ``EAX`` (whether it failed, its error)."""
         sources, self.query = self.query or result_sources(tool), NO_SOURCES
         if to_eax or tested:
@@ -101,18 +90,14 @@ class Shadow:
         ``stack`` (one list of tool names per stack value, bottom first), ``memory`` (a list of
         ``[label, cell, tool names]``), ``flags`` and ``query``.
         """
-        snap: dict[str, Any] = {}
-        if self.regs:
-            snap["registers"] = {register_name(i): sorted(s) for i, s in self.regs.items()}
-        if any(self.stack):
-            snap["stack"] = [sorted(s) for s in self.stack]
-        if self.mem:
-            snap["memory"] = [[key, i, sorted(s)] for (key, i), s in sorted(self.mem.items())]
-        if self.flags:
-            snap["flags"] = sorted(self.flags)
-        if self.query:
-            snap["query"] = sorted(self.query)
-        return snap
+        snap = {
+            "registers": {register_name(i): sorted(s) for i, s in self.regs.items()},
+            "stack": [sorted(s) for s in self.stack] if any(self.stack) else [],
+            "memory": [[key, i, sorted(s)] for (key, i), s in sorted(self.mem.items())],
+            "flags": sorted(self.flags),
+            "query": sorted(self.query),
+        }
+        return {key: value for key, value in snap.items() if value}
 
     @classmethod
     def restore(cls, data: Mapping[str, Any], depth: int) -> Shadow:
@@ -128,22 +113,20 @@ class Shadow:
             index = register_index(str(name))
             if index is None or index == 0:
                 raise UsageError(f"not an emulator snapshot: provenance of register {name!r}")
-            regs[index] = _names(tools, str(name))
+            if sources := _names(tools, str(name)):
+                regs[index] = sources
         stack = [_names(tools, "the stack") for tools in data.get("stack") or [[]] * depth]
         if len(stack) != depth:
             raise UsageError("not an emulator snapshot: its provenance does not fit its stack")
         mem: dict[tuple[str, int], Sources] = {}
         for entry in data.get("memory") or ():
-            if not (isinstance(entry, list | tuple) and len(entry) == 3):
-                raise UsageError("not an emulator snapshot: provenance of memory")
-            key, index, tools = entry
+            fits = isinstance(entry, list | tuple) and len(entry) == 3
+            key, index, tools = entry if fits else (None, None, None)
             if not isinstance(key, str) or type(index) is not int or index < 0:
                 raise UsageError("not an emulator snapshot: provenance of memory")
             mem[key, index] = _names(tools, f"{key}[{index}]")
         flags = _names(data.get("flags") or [], "the flags")
-        query = _names(data.get("query") or [], "a query's answer")
-        regs = {i: s for i, s in regs.items() if s}
-        return cls(regs=regs, stack=stack, mem=mem, flags=flags, query=query)
+        return cls(regs, stack, mem, flags, _names(data.get("query") or [], "a query's answer"))
 
 
 UNSET, ORDERED, UNORDERED = 0, 1, 2
@@ -284,14 +267,11 @@ class MachineState:
         Linear in the lines added since the last call (a replaced or shortened list is
         counted again), so ``SAY`` stays linear in the length of the answer.
         """
-        lines, size = self._answer_counted
         answer = self.answer
-        if lines > len(answer):
-            lines, size = 0, 0
+        lines, size = self._answer_counted if self._answer_counted[0] <= len(answer) else (0, 0)
         if lines < len(answer):
             size += sum(len(line) + 1 for line in answer[lines:])
-            lines = len(answer)
-            self._answer_counted = (lines, size)
+            self._answer_counted = (len(answer), size)
         return size
 
     def places(self) -> list[list[Any]]:
@@ -360,8 +340,16 @@ class MachineState:
             snap["answer"] = list(self.answer)
         if self.returned is not None:  # and only plans that returned a value carry it
             snap["returned"] = self.returned
-        if self.outstanding or self.fault is not None:  # only mid-batch (see machine.emulator)
-            _batch_snapshot(self, snap)
+        if self.outstanding:  # only mid-batch (see machine.emulator): Pending values written
+            snap["outstanding"] = [  # as {"call": n, "result": k}
+                {"index": i, "values": list(v), "number": n} for i, v, n in self.outstanding
+            ]
+            snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
+            snap["stack"] = [_written(v) for v in snap["stack"]]
+            if "memory" in snap:
+                snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
+        if self.fault is not None:
+            snap["fault"] = dict(self.fault)
         if self.provenance is not None:  # only values that derive from a result carry it
             sources = self.provenance.snapshot()
             if sources:
@@ -382,44 +370,32 @@ class MachineState:
                 if index is None:
                     raise UsageError(f"snapshot names an unknown register {name!r}")
                 regs[index] = value
-            stack = list(data["stack"])
-            pending = data["pending"]
+            stack, pending, flags = list(data["stack"]), data["pending"], data["flags"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
             outstanding = _restore_outstanding(data, regs, stack, memory)
             answer = list(data.get("answer") or ())
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
-            returned = data.get("returned")
-            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding)
-            held.pending, held.returned = (0, pending["values"]) if pending else None, returned
+            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding, answer=answer)
+            held.pending = (0, pending["values"]) if pending else None
+            held.returned = data.get("returned")
             if not all(map(is_value, held.values())):
                 raise UsageError(
                     "the snapshot holds a value that is not a 64-bit int, finite float or string"
                 )
-            flags = data["flags"]
-            return cls(
-                pc=_count(data["pc"], "pc"),
-                regs=regs,
-                stack=stack,
-                calls=[_count(x, "return address") for x in data["return_stack"]],
-                zf=bool(flags["zf"]),
-                lt=bool(flags["lt"]),
-                flag_mode=_FLAG_MODE_NAMES.index(flags["mode"]),
-                executed=_count(data["executed"], "executed"),
-                tool_calls=_count(data["tool_calls"], "tool_calls"),
-                halted=bool(data["halted"]),
-                pending=None
-                if pending is None
-                else (_count(pending["index"], "pending index"), list(pending["values"])),
-                mem=memory,
-                outstanding=outstanding,
-                fault=dict(data["fault"]) if isinstance(data.get("fault"), Mapping) else None,
-                answer=answer,
-                returned=returned,
-                provenance=None
-                if data.get("provenance") is None
-                else Shadow.restore(data["provenance"], len(stack)),
-            )
+            held.pc = _count(data["pc"], "pc")
+            held.calls = [_count(x, "return address") for x in data["return_stack"]]
+            held.zf, held.lt = bool(flags["zf"]), bool(flags["lt"])
+            held.flag_mode = _FLAG_MODE_NAMES.index(flags["mode"])
+            held.executed = _count(data["executed"], "executed")
+            held.tool_calls = _count(data["tool_calls"], "tool_calls")
+            held.halted = bool(data["halted"])
+            if pending is not None:
+                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
+            fault, sources = data.get("fault"), data.get("provenance")
+            held.fault = dict(fault) if isinstance(fault, Mapping) else None
+            held.provenance = None if sources is None else Shadow.restore(sources, len(stack))
+            return held
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"not an emulator snapshot: {exc!r}"[:300]) from exc
 
@@ -439,22 +415,7 @@ def is_value(value: Any) -> bool:
     return kind is float and math.isfinite(value)
 
 
-# -- mid-batch snapshots (see machine.emulator): outstanding calls, their Pending values, a fault --
-
-
-def _batch_snapshot(st: MachineState, snap: dict[str, Any]) -> None:
-    """Add a state's outstanding calls and fault to ``snap``, its Pending values written as
-    ``{"call": n, "result": k}``."""
-    if st.outstanding:
-        snap["outstanding"] = [
-            {"index": i, "values": list(v), "number": n} for i, v, n in st.outstanding
-        ]
-        snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
-        snap["stack"] = [_written(v) for v in snap["stack"]]
-        if "memory" in snap:
-            snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
-    if st.fault is not None:
-        snap["fault"] = dict(st.fault)
+# -- mid-batch snapshots (see machine.emulator): outstanding calls and their Pending values ------
 
 
 def _written(value: Any) -> Any:
@@ -487,11 +448,8 @@ def _restore_outstanding(
             if at + n > len(stack) or not all(v is None for v in stack[at : at + n]):
                 raise UsageError("not an emulator snapshot: a hole is not where it should be")
             stack[at : at + n] = [Pending(number, k) for k in reversed(range(n))]
-    if outstanding:
-        regs[:] = map(_read, regs)
-        stack[:] = map(_read, stack)
-        for cells in memory.values():
-            cells[:] = map(_read, cells)
+    for place in (regs, stack, *memory.values()) if outstanding else ():
+        place[:] = map(_read, place)
     return outstanding
 
 

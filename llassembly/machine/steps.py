@@ -7,12 +7,9 @@ missing handler fails at import, not at run time. Which instruction is a tool ca
 result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
 
 Most instructions compute a value from the values they read (a :data:`Compute`, compiled by
-:func:`_computes`): arithmetic and compares (the flag modes, the arithmetic that sets the flags
-from its result), x86's division, bit logic, shifts and floating point by the SSE names, and the
-text and structure instructions (``LEN``, ``HAS``, ``KEYS``, ``FIND``, ``SUBSTR``, ``CMPI``,
-``LOWER``, ``UPPER``, ``NUM``, ``ROUNDSD``; see *Structured values* and *Text* in
-``docs/language.md``), ``MOV`` and ``POP``. ``PUSH``, jumps, subroutines, ``XCHG``, ``LEA``, the
-instructions that test the flags and ``SAY`` have steps of their own.
+:func:`_computes`; the text and structure ones: *Structured values* and *Text* in
+``docs/language.md``); jumps, the stack, ``XCHG``, ``LEA``, the instructions that test the
+flags and ``SAY`` have steps of their own (``_COMPILERS`` says which).
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
@@ -97,10 +94,6 @@ def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
     return None, reads
 
 
-def _nowhere(st: MachineState, value: Value) -> None:
-    """Where an instruction that only sets the flags writes its value."""
-
-
 def _computes(compute: Compute) -> Compiler:
     """The compiler of ``dst = compute(ins, state, *values read)`` (see :func:`_operands`):
     ``ADD dst, src`` reads ``dst`` and ``src``, ``LEN dst, src`` reads ``src``, ``INC dst``
@@ -108,7 +101,7 @@ def _computes(compute: Compute) -> Compiler:
 
     def compile_computed(ins: Instruction, ctx: Context) -> Step:
         target, sources = _operands(ins)
-        put = setter(target, ctx, ins) if target is not None else _nowhere
+        put = setter(target, ctx, ins) if target is not None else lambda st, value: None
         reads = [getter(operand, ctx, ins) for operand in sources]
         # Most read one or two values: kept to few calls (``put`` returns None: each step
         # returns ``pc + 1``).
@@ -138,11 +131,6 @@ def _arithmetic(
         _checked(ins, result)
     st.zf, st.lt, st.flag_mode = result == 0, result < 0, ORDERED
     return result  # type: ignore[no-any-return]
-
-
-def _moved(ins: Instruction, st: MachineState, value: Value) -> Value:
-    """``MOV dst, src``: the source, as it is."""
-    return value
 
 
 def _numbers(ins: Instruction, *values: Value) -> None:
@@ -191,9 +179,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     if b == 0:
         raise fail(ins, f"{ins.mnemonic}: division by zero", plain=True)
     if type(a) is int and type(b) is int:
-        quotient = abs(a) // abs(b)
-        if (a < 0) != (b < 0):
-            quotient = -quotient
+        quotient = abs(a) // abs(b) * (-1 if (a < 0) != (b < 0) else 1)
         return _checked(ins, quotient), a - quotient * b
     try:
         return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
@@ -208,33 +194,22 @@ def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
     return _flagged(st, quotient)
 
 
-def _remainder(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
-    return _flagged(st, _divide(ins, a, b)[1])
-
-
 def _compare(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
-    """``CMP``: two numbers are ordered as numbers; with text or ``NONE``, see
-    :func:`_text_flags`."""
-    if type(a) is str or type(b) is str or a is None or b is None:
-        _text_flags(st, a, b)
-    else:
-        st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
+    """``CMP``: two numbers are ordered as numbers; two texts (``NONE`` reads as ``""``) are
+    equal exactly and ordered by code point, as ISO dates and times sort; a number and a text
+    are never equal and have no order."""
+    a_text, b_text = type(a) is str or a is None, type(b) is str or b is None
+    if a_text and b_text:
+        a, b = a or "", b or ""
+    elif a_text or b_text:
+        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
+        return
+    st.zf, st.lt, st.flag_mode = a == b, a < b, ORDERED  # type: ignore[operator]
 
 
 def _compare_folded(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
     """``CMPI``: ``CMP`` ignoring case (texts are equal when they are once case-folded)."""
     _compare(ins, st, *(v.casefold() if type(v) is str else v for v in (a, b)))
-
-
-def _text_flags(st: MachineState, a: Value, b: Value) -> None:
-    """The flags of a compare where a value is text or ``NONE``: two texts (``NONE`` reads as
-    ``""``) are equal exactly and ordered by code point, as ISO dates and times sort; a number
-    and a text are never equal and have no order."""
-    if (type(a) is str or a is None) and (type(b) is str or b is None):
-        x, y = a or "", b or ""
-        st.zf, st.lt, st.flag_mode = x == y, x < y, ORDERED
-    else:
-        st.zf, st.lt, st.flag_mode = False, False, UNORDERED
 
 
 # -- bit logic and shifts ---------------------------------------------------------------------
@@ -314,12 +289,6 @@ def _convert(
         raise fail(ins, f"{ins.mnemonic} cannot convert {show(source)}") from None
 
 
-def _sqrt(value: Value) -> float:
-    if value < 0:  # type: ignore[operator]
-        raise ValueError(value)
-    return math.sqrt(value)  # type: ignore[arg-type]
-
-
 _ROUNDING: dict[int, Callable[[float], float]] = {
     0: lambda v: float(round(v)),  # to nearest, ties to even
     1: lambda v: float(math.floor(v)),
@@ -370,9 +339,7 @@ def _has(ins: Instruction, st: MachineState, value: Value, key: Value) -> Value:
     if isinstance(found, dict):
         return int(type(key) is str and found.get(key) is not None)
     if isinstance(found, list):
-        index = key if type(key) is int else None
-        inside = index is not None and -len(found) <= index < len(found)
-        return int(inside and found[index] is not None)  # type: ignore[index]
+        return int(type(key) is int and -len(found) <= key < len(found) and found[key] is not None)
     return 0
 
 
@@ -383,10 +350,6 @@ def _keys(ins: Instruction, st: MachineState, value: Value) -> Value:
     if isinstance(found, list):
         raise fail(ins, "KEYS needs an object, got a list: its elements are found by index")
     raise fail(ins, f"KEYS needs an object, got {show(value)}")
-
-
-def _find(ins: Instruction, st: MachineState, text: Value, part: Value) -> Value:
-    return render(text).find(render(part))
 
 
 def _substr(
@@ -402,10 +365,6 @@ def _substr(
     if count < 0:
         raise fail(ins, f"SUBSTR takes a count of characters, 0 or more, not {count}")
     return text[start : start + count]
-
-
-def _case(convert: Callable[[str], str], ins: Instruction, st: MachineState, value: Value) -> Value:
-    return convert(render(value))
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
@@ -436,39 +395,31 @@ MAX_ANSWER_CHARS = 16_000
 
 
 def _compile_say(ins: Instruction, ctx: Context) -> Step:
-    """``SAY``: render its text (placeholders filled) and add it as a line of the answer."""
+    """``SAY``: render its text (placeholders filled) and add it as a line of the answer,
+    within :data:`MAX_ANSWER_CHARS` (counted as lines are added, so a plan that says many
+    lines costs linear time, not a sum over all lines each time)."""
     template = template_of(ins.operands[0], ctx.program.data)
     fills = [getter(operand, ctx, ins) for operand in ins.operands[1:]]
-    if template is None or not fills:
-        whole = getter(ins.operands[0], ctx, ins)
-
-        def say_value(st: MachineState, pc: int) -> int:
-            _say(st, render(whole(st)), ins)
-            return pc + 1
-
-        return say_value
-    pieces, found = split_template(template)  # the text around the placeholders
+    whole = getter(ins.operands[0], ctx, ins)
+    pieces, found = split_template(template or "")  # the text around the placeholders
     specs = [spec for _, spec, _ in found]
     shown = [str(operand) for operand in ins.operands[1:]]
 
     def say(st: MachineState, pc: int) -> int:
-        _say(st, filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins), ins)
+        if template is None or not fills:
+            line = render(whole(st))
+        else:
+            line = filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
+        if st.answer_size() + len(line) > MAX_ANSWER_CHARS:
+            raise fail(
+                ins,
+                f"the answer would grow past {MAX_ANSWER_CHARS} characters; say less (a summary, "
+                "not every value)",
+            )
+        st.answer.append(line)
         return pc + 1
 
     return say
-
-
-def _say(st: MachineState, line: str, ins: Instruction) -> None:
-    """Add a line to the answer, within :data:`MAX_ANSWER_CHARS` (counted as lines are added,
-    so a plan that says many lines costs linear time, not a sum over all lines each time)."""
-    used = st.answer_size()
-    if used + len(line) > MAX_ANSWER_CHARS:
-        raise fail(
-            ins,
-            f"the answer would grow past {MAX_ANSWER_CHARS} characters; say less (a summary, "
-            "not every value)",
-        )
-    st.answer.append(line)
 
 
 # -- moves, the stack, the flags tested, jumps and subroutines --------------------------------
@@ -520,49 +471,11 @@ def _target(operand: Operand, ctx: Context) -> int:
     return ctx.program.labels[operand.name.lower()]
 
 
-def _compile_xchg(ins: Instruction, ctx: Context) -> Step:
-    first, second = ins.operands
-    get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
-    get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        a, b = get_a(st), get_b(st)
-        put_a(st, b)
-        put_b(st, a)
-        return pc + 1
-
-    return step
-
-
-def _compile_lea(ins: Instruction, ctx: Context) -> Step:
-    mem = ins.operands[1]
-    if not isinstance(mem, Mem):
-        raise fail(ins, "LEA needs a memory operand (was the program verified?)", plain=True)
-    address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
-
-    def step(st: MachineState, pc: int) -> int:
-        put(st, address(st))
-        return pc + 1
-
-    return step
-
-
 def _room(st: MachineState, limit: int, ins: Instruction) -> None:
     """Refuse one more value on the stacks (data and return addresses) past ``limit``."""
     depth = len(st.stack) + len(st.calls)
     if depth >= limit:
         raise StackDepthExceeded(limit, depth + 1, line=ins.line, source=ins.text)
-
-
-def _compile_push(ins: Instruction, ctx: Context) -> Step:
-    get, limit = getter(ins.operands[0], ctx, ins), ctx.max_stack_depth
-
-    def step(st: MachineState, pc: int) -> int:
-        _room(st, limit, ins)
-        st.stack.append(get(st))
-        return pc + 1
-
-    return step
 
 
 def _popped(ins: Instruction, st: MachineState) -> Value:
@@ -572,10 +485,61 @@ def _popped(ins: Instruction, st: MachineState) -> Value:
     return st.stack.pop()
 
 
-def _compile_loop(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
+def _compile_own(ins: Instruction, ctx: Context) -> Step:
+    """The steps that compute no value: ``JMP``, ``LOOP``, ``CALL`` of a subroutine (a tool
+    ``CALL`` is the run loop's own), ``RET``, ``HLT``, ``NOP``, ``PUSH``, ``XCHG`` and ``LEA``."""
+    end, limit, program, op = ctx.end, ctx.max_stack_depth, ctx.program, ins.op
+    if op is Opcode.NOP:
+        return lambda st, pc: pc + 1
+    if op is Opcode.XCHG:
+        first, second = ins.operands
+        get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
+        get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
 
-    def step(st: MachineState, pc: int) -> int:
+        def xchg(st: MachineState, pc: int) -> int:
+            a, b = get_a(st), get_b(st)
+            put_a(st, b)
+            put_b(st, a)
+            return pc + 1
+
+        return xchg
+    if op is Opcode.LEA:
+        mem = ins.operands[1]
+        if not isinstance(mem, Mem):
+            raise fail(ins, "LEA needs a memory operand (was the program verified?)", plain=True)
+        address, put = address_of(mem, ctx, ins), setter(ins.operands[0], ctx, ins)
+        return lambda st, pc: put(st, address(st)) or pc + 1
+    if op is Opcode.PUSH:
+        get = getter(ins.operands[0], ctx, ins)
+
+        def push(st: MachineState, pc: int) -> int:
+            _room(st, limit, ins)
+            st.stack.append(get(st))
+            return pc + 1
+
+        return push
+    target = _target(ins.operands[0], ctx) if ins.operands else end
+    if op is Opcode.JMP or op is Opcode.HLT:
+        return lambda st, pc: target
+    if op is Opcode.CALL:
+
+        def call(st: MachineState, pc: int) -> int:
+            _room(st, limit, ins)
+            st.calls.append(pc + 1)
+            return target
+
+        return call
+    if op is Opcode.RET:
+
+        def ret(st: MachineState, pc: int) -> int:
+            if st.calls:
+                return st.calls.pop()
+            st.returned = _returned(st, program, pc)  # the x86 return value, at top level
+            return end
+
+        return ret
+
+    def loop(st: MachineState, pc: int) -> int:
         count = st.regs[ECX_INDEX]
         if type(count) is not int:
             raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
@@ -584,31 +548,7 @@ def _compile_loop(ins: Instruction, ctx: Context) -> Step:
             raise fail(ins, "LOOP overflowed the 64-bit integer range", plain=True)
         return target if count != 0 else pc + 1
 
-    return step
-
-
-def _compile_call(ins: Instruction, ctx: Context) -> Step:
-    # Only subroutine calls get here; tool calls are handled by the run loop itself.
-    target, limit = _target(ins.operands[0], ctx), ctx.max_stack_depth
-
-    def step(st: MachineState, pc: int) -> int:
-        _room(st, limit, ins)
-        st.calls.append(pc + 1)
-        return target
-
-    return step
-
-
-def _compile_ret(ins: Instruction, ctx: Context) -> Step:
-    end, program = ctx.end, ctx.program
-
-    def step(st: MachineState, pc: int) -> int:
-        if st.calls:
-            return st.calls.pop()
-        st.returned = _returned(st, program, pc)  # the x86 return value, at top level
-        return end
-
-    return step
+    return loop
 
 
 def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
@@ -619,43 +559,22 @@ def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
     ``XMM0`` if it holds a float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done,
     nothing to report): ``None``.
     """
-    starts = set(program.labels.values())
-    chosen = None
-    index = pc
-    while index not in starts and index > 0:
+    starts, index, chosen = set(program.labels.values()), pc, None
+    while chosen is None and index not in starts and index > 0:
         index -= 1
         fx = effects(program.instructions[index])
         if fx.flow != "next":
             break
-        if EAX_INDEX in fx.registers_written:
-            chosen = EAX_INDEX
-        elif XMM0_INDEX in fx.registers_written:
-            chosen = XMM0_INDEX
-        if chosen is not None:
-            break
+        written = fx.registers_written
+        chosen = next((r for r in (EAX_INDEX, XMM0_INDEX) if r in written), None)
     if chosen is None:
         chosen = XMM0_INDEX if type(st.regs[XMM0_INDEX]) is float else EAX_INDEX
     value = st.regs[chosen]
     return None if type(value) is int and value == 0 else value
 
 
-def _compile_jmp(ins: Instruction, ctx: Context) -> Step:
-    target = _target(ins.operands[0], ctx)
-    return lambda st, pc: target
-
-
-def _compile_nop(ins: Instruction, ctx: Context) -> Step:
-    return lambda st, pc: pc + 1
-
-
-def _compile_hlt(ins: Instruction, ctx: Context) -> Step:
-    end = ctx.end
-    return lambda st, pc: end
-
-
 _COMPILERS: dict[Opcode, Compiler] = {
-    Opcode.MOV: _computes(_moved),
-    Opcode.PUSH: _compile_push,
+    Opcode.MOV: _computes(lambda ins, st, value: value),
     Opcode.POP: _computes(_popped),
     Opcode.ADD: _computes(partial(_arithmetic, operator.add)),
     Opcode.SUB: _computes(partial(_arithmetic, operator.sub)),
@@ -663,14 +582,9 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.INC: _computes(partial(_arithmetic, operator.add)),
     Opcode.DEC: _computes(partial(_arithmetic, operator.sub)),
     Opcode.CMP: _computes(_compare),
-    Opcode.JMP: _compile_jmp,
-    Opcode.CALL: _compile_call,
-    Opcode.RET: _compile_ret,
-    Opcode.NOP: _compile_nop,
-    Opcode.HLT: _compile_hlt,
     Opcode.SAY: _compile_say,
     Opcode.DIV: _computes(_quotient),
-    Opcode.MOD: _computes(_remainder),
+    Opcode.MOD: _computes(lambda ins, st, a, b: _flagged(st, _divide(ins, a, b)[1])),
     Opcode.AND: _computes(partial(_bitwise, operator.and_)),
     Opcode.OR: _computes(partial(_bitwise, operator.or_)),
     Opcode.XOR: _computes(partial(_bitwise, operator.xor)),
@@ -680,9 +594,6 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.SHL: _computes(partial(_shift, operator.lshift)),
     Opcode.SHR: _computes(partial(_shift, _shr)),
     Opcode.SAR: _computes(partial(_shift, operator.rshift)),
-    Opcode.LEA: _compile_lea,
-    Opcode.LOOP: _compile_loop,
-    Opcode.XCHG: _compile_xchg,
     Opcode.CVTSI2SD: _computes(partial(_convert, float)),
     Opcode.CVTTSD2SI: _computes(partial(_convert, int)),
     Opcode.CVTSD2SI: _computes(partial(_convert, lambda v: round(float(v)))),
@@ -690,20 +601,29 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.SUBSD: _computes(partial(_sse, operator.sub)),
     Opcode.MULSD: _computes(partial(_sse, operator.mul)),
     Opcode.DIVSD: _computes(partial(_sse, operator.truediv)),
-    Opcode.SQRTSD: _computes(partial(_convert, _sqrt)),
+    Opcode.SQRTSD: _computes(partial(_convert, math.sqrt)),
     Opcode.MINSD: _computes(partial(_sse, min)),
     Opcode.MAXSD: _computes(partial(_sse, max)),
     Opcode.ROUNDSD: _computes(_roundsd),
     Opcode.LEN: _computes(_len),
     Opcode.HAS: _computes(_has),
     Opcode.KEYS: _computes(_keys),
-    Opcode.FIND: _computes(_find),
+    Opcode.FIND: _computes(lambda ins, st, text, part: render(text).find(render(part))),
     Opcode.SUBSTR: _computes(_substr),
     Opcode.CMPI: _computes(_compare_folded),
-    Opcode.LOWER: _computes(partial(_case, str.lower)),
-    Opcode.UPPER: _computes(partial(_case, str.upper)),
+    Opcode.LOWER: _computes(lambda ins, st, value: render(value).lower()),
+    Opcode.UPPER: _computes(lambda ins, st, value: render(value).upper()),
     Opcode.NUM: _computes(_num),
     **{op: _compile_conditional for op, info in OPCODE_INFO.items() if info.condition},
+    Opcode.PUSH: _compile_own,
+    Opcode.XCHG: _compile_own,
+    Opcode.LEA: _compile_own,
+    Opcode.JMP: _compile_own,
+    Opcode.LOOP: _compile_own,
+    Opcode.CALL: _compile_own,
+    Opcode.RET: _compile_own,
+    Opcode.HLT: _compile_own,
+    Opcode.NOP: _compile_own,
 }
 if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
     raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
@@ -755,18 +675,13 @@ def _compile_steps(
     tools = [cast("Extern | None", flow.tools.get(pc)) for pc in range(len(program.instructions))]
     layout = layout_of(program, externs)
     ctx = Context(program, len(program.instructions), max_stack_depth, layout)
+    guards = guards_for(flow, externs, dataflow) if dataflow else None
+    # With data-flow policies, each step keeps the sources of what it writes.
+    make = compile_step if guards is None else lambda i, c: instrument(compile_step(i, c), i, c)
     steps = [
-        None if tool is not None else compile_step(ins, ctx)
+        None if tool is not None else make(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
-    guards = guards_for(flow, externs, dataflow) if dataflow else None
-    if guards is not None:  # keep the sources of what each step writes
-        steps = [
-            None if step is None else instrument(step, ins, ctx)
-            for ins, step in zip(program.instructions, steps, strict=True)
-        ]
-    # A register is written only where the instruction table says an instruction writes it
-    # (or as EAX by a call whose result goes there): a snapshot reads these and no others.
     written = tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
     found = (program, tuple(steps), tuple(tools), externs, flow, layout, written)
     return CompiledProgram(*found, max_stack_depth, guards)
@@ -808,11 +723,8 @@ def compile_program(
 # -- the same steps for the plan summary ------------------------------------------------------
 
 
-class _NotWritten:
-    """Put in a register an instruction says it writes: still there after it, it did not."""
-
-
-_NOT_WRITTEN: Any = _NotWritten()
+# Put in a register an instruction says it writes: still there after it, it did not.
+_NOT_WRITTEN: Any = object()
 
 
 class StepSemantics:
