@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -96,44 +96,41 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     """
     from langchain_core.messages import ToolMessage
 
-    copy = tool.model_copy()
-    run, arun = tool._run, tool._arun
-    public_run, public_arun = copy.run, copy.arun
-
-    def noted(value: Any) -> Any:
+    def returned(value: Any) -> Any:
         record = _current()
         record.returned, record.value = True, value
         return value
-
-    @functools.wraps(run)
-    def _run(*args: Any, **kwargs: Any) -> Any:
-        _current().ran = True
-        return noted(run(*args, **kwargs))
-
-    @functools.wraps(arun)
-    async def _arun(*args: Any, **kwargs: Any) -> Any:
-        _current().ran = True
-        return noted(await arun(*args, **kwargs))
 
     def made(output: Any) -> Any:
         if isinstance(output, ToolMessage):
             _current().content = output.content
         return output
 
-    @functools.wraps(public_run)
-    def run_(*args: Any, **kwargs: Any) -> Any:
-        return made(public_run(*args, **kwargs))
-
-    @functools.wraps(public_arun)
-    async def arun_(*args: Any, **kwargs: Any) -> Any:
-        return made(await public_arun(*args, **kwargs))
-
+    copy = tool.model_copy()
+    for name, noted in (("_run", returned), ("_arun", returned), ("run", made), ("arun", made)):
+        code = name.startswith("_")  # the tool's code: it runs, whether it returns or raises
+        func = _noting(getattr(tool if code else copy, name), noted, code, "arun" in name)
+        object.__setattr__(copy, name, func)
     object.__setattr__(copy, _RECORDING_MARK, True)
-    object.__setattr__(copy, "_run", _run)
-    object.__setattr__(copy, "_arun", _arun)
-    object.__setattr__(copy, "run", run_)
-    object.__setattr__(copy, "arun", arun_)
     return copy
+
+
+def _noting(
+    func: Callable[..., Any], noted: Callable[[Any], Any], ran: bool, asynchronous: bool
+) -> Callable[..., Any]:
+    """``func`` noting, in the :func:`recording` around it, that the tool ran (when ``ran``),
+    then its output (``noted``; a coroutine's once awaited)."""
+
+    async def awaited(output: Awaitable[Any]) -> Any:
+        return noted(await output)
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _current().ran |= ran
+        output = func(*args, **kwargs)
+        return awaited(output) if asynchronous else noted(output)
+
+    return call
 
 
 _NOT_DIRECT: Final = frozenset({"callbacks", "run_manager", "config"})
@@ -226,17 +223,14 @@ def invoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
     """What the code of a :func:`recording_tool` returned when invoked with a tool call, as an
     agent's tool node invokes it (or the content of the message it answered with); an error
     message (a failure the tool handles itself) raises ``ToolException``."""
-    record = Recorded()
-    with recording(record):
+    with recording(Recorded()) as record:
         return _settled(recorder.invoke(_as_call(recorder, args)), record)
 
 
 async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
     """Async :func:`invoke_as_call`."""
-    record = Recorded()
-    with recording(record):
-        output = await recorder.ainvoke(_as_call(recorder, args))
-    return _settled(output, record)
+    with recording(Recorded()) as record:
+        return _settled(await recorder.ainvoke(_as_call(recorder, args)), record)
 
 
 def _as_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
