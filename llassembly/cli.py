@@ -12,7 +12,6 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -147,13 +146,13 @@ def _json_value(value: Any) -> Any:
     return _json_value(data)
 
 
-@dataclass
 class Report:
     """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
 
-    out: TextIO
-    as_json: bool
-    command: str | None
+    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
+        self.out = out
+        self.as_json = as_json
+        self.command = command
 
     def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
@@ -439,7 +438,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     # parsing got that far).
     command = words[0] if words and words[0] in ("check", "run", "prompt") else None
     as_json = "--json" in words and words[:1] != ["demo"]
-    report = Report(stream, as_json, command)
+    report = Report(stream, as_json=as_json, command=command)
     try:
         if words[:1] == ["demo"]:  # the demo parses its own arguments, --help included
             return run_demo(words[1:], stream)
