@@ -52,6 +52,9 @@ Request: TypeAlias = str | Sequence[BaseMessage]
 """What the model is asked: a question, or messages (system messages become the prompt's
 context, as in the planner nodes; the rest is the conversation)."""
 
+_BUDGETS = ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth")
+"""The budgets a :class:`Plan` keeps, as named by its fields and the planner's options."""
+
 
 @dataclass(frozen=True, eq=False)
 class Plan:
@@ -102,6 +105,11 @@ class Plan:
         """How many times the model fixed its plan."""
         return self.model_calls - 1
 
+    @property
+    def _run_budgets(self) -> dict[str, Any]:
+        """The budgets of a run (the stack's is the compiled program's)."""
+        return {b: getattr(self, b) for b in _BUDGETS[:2]}
+
     def _compiled(self) -> CompiledProgram:
         if self.compiled is None:
             raise UsageError(f"the model answered in words, not with a plan: {self.text[:200]!r}")
@@ -126,15 +134,11 @@ class Plan:
             UsageError: The model answered in words, a budget is not a positive integer, or
                 ``state`` does not belong to this plan.
         """
-
-        def given(value: int | None, default: int) -> int:
-            return default if value is None else value
-
+        given = locals()
+        budgets = {b: getattr(self, b) if given[b] is None else given[b] for b in _BUDGETS}
         return Emulator(
             self._compiled(),
-            max_instructions_to_exec=given(max_instructions_to_exec, self.max_instructions_to_exec),
-            max_tool_calls=given(max_tool_calls, self.max_tool_calls),
-            max_stack_depth=given(max_stack_depth, self.max_stack_depth),
+            **budgets,
             max_seconds=max_seconds,
             state=state,
             parallel_tools=parallel_tools,
@@ -146,12 +150,7 @@ class Plan:
         Raises:
             UsageError: The model answered in words.
         """
-        return summarize(
-            self._compiled().program,
-            self.externs,
-            max_instructions_to_exec=self.max_instructions_to_exec,
-            max_tool_calls=self.max_tool_calls,
-        )
+        return summarize(self._compiled().program, self.externs, **self._run_budgets)
 
     def graph(self, granularity: Granularity = "block") -> PlanGraph:
         """The plan as a LangGraph graph (``draw_mermaid()`` draws it); loads LangGraph.
@@ -159,12 +158,7 @@ class Plan:
         Raises:
             UsageError: The model answered in words, or ``granularity`` is unknown.
         """
-        return PlanGraph(
-            self._compiled(),
-            granularity,
-            max_instructions_to_exec=self.max_instructions_to_exec,
-            max_tool_calls=self.max_tool_calls,
-        )
+        return PlanGraph(self._compiled(), granularity, **self._run_budgets)
 
 
 def plan(
@@ -250,16 +244,9 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
         current = step(current.record, Replied(answered(reply).reply), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
-    opts = planner.options
-    return Plan(
-        reply=reply,
-        compiled=planner.compiled(reply.text, externs) if record["plan"] else None,
-        externs=externs,
-        model_calls=record["model_calls"],
-        max_instructions_to_exec=opts.max_instructions_to_exec,
-        max_tool_calls=opts.max_tool_calls,
-        max_stack_depth=opts.max_stack_depth,
-    )
+    compiled = planner.compiled(reply.text, externs) if record["plan"] else None
+    budgets = {b: getattr(planner.options, b) for b in _BUDGETS}
+    return Plan(reply, compiled, externs, record["model_calls"], **budgets)
 
 
 def _planner(options: PlannerOptions) -> Planner:
