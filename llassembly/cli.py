@@ -416,20 +416,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command(args: argparse.Namespace, report: Report) -> int:
-    """Run the command ``args`` name: ``prompt``, or ``check``/``run`` of a plan."""
-    if args.command == "prompt":
-        return prompt_command(args, report)
-    externs = load_tools(args.tools)
-    program = parse(_read_plan(args.plan))
-    if isinstance(program, PlainAnswer):
-        not_words(program.text)  # code, JSON or a call as text: what the planner repairs
-        report.text("The reply holds no instruction: it is a plain answer.")
-        return report.json("plain_answer", EXIT_PLAN, text=program.text)
-    command = check_command if args.command == "check" else run_command
-    return command(args, report, externs, program)
-
-
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
     stream = out if out is not None else sys.stdout
@@ -450,7 +436,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         # they are imported or called, goes to standard error (the report writes to the
         # stream taken above).
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            return _command(args, report)
+            if args.command == "prompt":
+                return prompt_command(args, report)
+            externs = load_tools(args.tools)
+            program = parse(_read_plan(args.plan))
+            if isinstance(program, PlainAnswer):
+                not_words(program.text)  # code, JSON or a call as text: what the planner repairs
+                report.text("The reply holds no instruction: it is a plain answer.")
+                return report.json("plain_answer", EXIT_PLAN, text=program.text)
+            command = check_command if args.command == "check" else run_command
+            return command(args, report, externs, program)
     except PlanError as exc:
         report.text(str(exc))
         return report.json("rejected", EXIT_PLAN, problems=exc.diagnostics)
