@@ -444,8 +444,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
                 not_words(program.text)  # code, JSON or a call as text: what the planner repairs
                 report.text("The reply holds no instruction: it is a plain answer.")
                 return report.json("plain_answer", EXIT_PLAN, text=program.text)
-            command = check_command if args.command == "check" else run_command
-            return command(args, report, externs, program)
+            handle = check_command if args.command == "check" else run_command
+            return handle(args, report, externs, program)
     except PlanError as exc:
         report.text(str(exc))
         return report.json("rejected", EXIT_PLAN, problems=exc.diagnostics)

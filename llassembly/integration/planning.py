@@ -134,15 +134,9 @@ class Plan:
             UsageError: The model answered in words, a budget is not a positive integer, or
                 ``state`` does not belong to this plan.
         """
-        given = locals()
-        budgets = {b: getattr(self, b) if given[b] is None else given[b] for b in _BUDGETS}
-        return Emulator(
-            self._compiled(),
-            **budgets,
-            max_seconds=max_seconds,
-            state=state,
-            parallel_tools=parallel_tools,
-        )
+        given = {name: value for name, value in locals().items() if name != "self"}
+        left_out = {b: getattr(self, b) for b in _BUDGETS if given[b] is None}
+        return Emulator(self._compiled(), **(given | left_out))
 
     def summary(self) -> PlanSummary:
         """What the plan can do, per tool, against its budgets (see :func:`~llassembly.summarize`).
