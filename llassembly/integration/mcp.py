@@ -51,8 +51,7 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
     while True:
         listed = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
         schemas.update({prefix + t.name: t.outputSchema for t in listed.tools if t.outputSchema})
-        cursor = getattr(listed, "nextCursor", None)
-        if not cursor:
+        if not (cursor := getattr(listed, "nextCursor", None)):
             break
     for tool in (t for t in tools if t.name in schemas):
         tool.metadata = {**(tool.metadata or {}), MCP_OUTPUT_SCHEMA: schemas[tool.name]}

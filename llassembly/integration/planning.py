@@ -66,9 +66,8 @@ class Plan:
         externs: The tools as the plan calls them, by name (``externs[call.tool]`` is the tool
             of a :class:`~llassembly.ToolCall`).
         model_calls: Model calls made: 1, plus one per repair.
-        max_instructions_to_exec: Instruction budget of :meth:`emulator` (and of
-            :meth:`summary`).
-        max_tool_calls: Tool-call budget of :meth:`emulator` (and of :meth:`summary`).
+        max_instructions_to_exec: Instruction budget of :meth:`emulator` and :meth:`summary`.
+        max_tool_calls: Tool-call budget of :meth:`emulator` and :meth:`summary`.
         max_stack_depth: Stack budget the program was compiled for.
     """
 
@@ -172,8 +171,7 @@ def plan(
 
     Args:
         model: Any chat model (or runnable taking messages and returning an ``AIMessage``).
-        tools: The tools the plan may call: a list of LangChain tools or typed functions,
-            or a mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
+        tools: The tools the plan may call (see :data:`~llassembly.machine.externs.ToolSpec`).
         request: A question, or messages; system messages become the prompt's context.
         max_repairs: Times the model may fix a plan that does not parse, verify or pass
             ``plan_policy``.
