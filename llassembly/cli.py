@@ -195,9 +195,8 @@ def load_tools(spec: str) -> dict[str, Extern]:
         try:
             value = value()
         except Exception as exc:  # the factory's own failure: --tools names no tools
-            raise UsageError(
-                f"calling {spec} raised {type(exc).__name__}: {safe_text(exc)}"
-            ) from exc
+            msg = f"calling {spec} raised {type(exc).__name__}: {safe_text(exc)}"
+            raise UsageError(msg) from exc
     # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value

@@ -40,13 +40,9 @@ def approval_option(value: bool | Sequence[str]) -> bool | tuple[str, ...]:
 def approval_request(
     approve_plan: bool | tuple[str, ...], plan: str, summary: PlanSummary
 ) -> dict[str, Any] | None:
-    """The interrupt value asking a person to approve a plan (JSON-serialisable), or ``None``
-    when ``approve_plan`` does not ask for it (``True``: a plan that calls any tool).
-
-    Keys: ``type`` (always ``"plan_approval"``), ``plan`` (the plan text), ``summary``
-    (:meth:`PlanSummary.to_dict`), ``description`` (the summary as text for a person),
-    ``allowed_decisions`` and ``problems`` (why an edited plan was refused; empty otherwise).
-    """
+    """The interrupt value asking a person to approve a plan (JSON-serialisable; its keys are
+    in ``docs/approval.md``), or ``None`` when ``approve_plan`` does not ask for it (``True``:
+    a plan that calls any tool)."""
     named = approve_plan is True or any(summary.tool(n) is not None for n in approve_plan or ())
     if not (named and summary.tools):
         return None
