@@ -29,69 +29,21 @@ _CONDITIONS: dict[str, tuple[str, ...]] = {
 _CONDITIONAL = ("J", "SET", "CMOV")
 
 
-class Opcode(enum.Enum):
-    """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`); the
-    conditional jumps, sets and moves are one per condition (``JE`` ... ``CMOVGE``)."""
-
-    _ignore_ = "_j _cc"
-
-    MOV = "MOV"
-    PUSH = "PUSH"
-    POP = "POP"
-    ADD = "ADD"
-    SUB = "SUB"
-    MUL = "MUL"
-    INC = "INC"
-    DEC = "DEC"
-    CMP = "CMP"
-    JMP = "JMP"
-    for _j in ["J" + cc for cc in _CONDITIONS]:
-        vars()[_j] = _j
-    CALL = "CALL"
-    RET = "RET"
-    NOP = "NOP"
-    HLT = "HLT"
+Opcode = enum.Enum(
+    "Opcode",
+    "MOV PUSH POP ADD SUB MUL INC DEC CMP JMP JE JNE JL JLE JG JGE CALL RET NOP HLT "
     # x86 habits (see docs/language.md): division, bit logic, shifts, addresses, loops,
     # flags into values, swaps and floating point by the SSE names.
-    DIV = "DIV"
-    MOD = "MOD"
-    AND = "AND"
-    OR = "OR"
-    XOR = "XOR"
-    NOT = "NOT"
-    NEG = "NEG"
-    TEST = "TEST"
-    SHL = "SHL"
-    SHR = "SHR"
-    SAR = "SAR"
-    LEA = "LEA"
-    LOOP = "LOOP"
-    XCHG = "XCHG"
-    for _cc in [prefix + cc for prefix in ("SET", "CMOV") for cc in _CONDITIONS]:
-        vars()[_cc] = _cc
-    CVTSI2SD = "CVTSI2SD"
-    CVTTSD2SI = "CVTTSD2SI"
-    CVTSD2SI = "CVTSD2SI"
-    ADDSD = "ADDSD"
-    SUBSD = "SUBSD"
-    MULSD = "MULSD"
-    DIVSD = "DIVSD"
-    SQRTSD = "SQRTSD"
-    MINSD = "MINSD"
-    MAXSD = "MAXSD"
-    ROUNDSD = "ROUNDSD"
-    # The plan's answer to the user (see "Answers" in docs/language.md).
-    SAY = "SAY"
-    # Structured values and text (see "Structured values" and "Text" in docs/language.md).
-    LEN = "LEN"
-    HAS = "HAS"
-    KEYS = "KEYS"
-    FIND = "FIND"
-    SUBSTR = "SUBSTR"
-    CMPI = "CMPI"
-    LOWER = "LOWER"
-    UPPER = "UPPER"
-    NUM = "NUM"
+    "DIV MOD AND OR XOR NOT NEG TEST SHL SHR SAR LEA LOOP XCHG "
+    "SETE SETNE SETL SETLE SETG SETGE CMOVE CMOVNE CMOVL CMOVLE CMOVG CMOVGE "
+    "CVTSI2SD CVTTSD2SI CVTSD2SI ADDSD SUBSD MULSD DIVSD SQRTSD MINSD MAXSD ROUNDSD "
+    # The plan's answer to the user, then structured values and text (see "Answers",
+    # "Structured values" and "Text" in docs/language.md).
+    "SAY LEN HAS KEYS FIND SUBSTR CMPI LOWER UPPER NUM",
+)
+Opcode.__doc__ = """Every instruction of the language, by its name (aliases map onto these, see
+:data:`MNEMONICS`); the conditional jumps, sets and moves are one per condition (``JE`` ...
+``CMOVGE``)."""
 
 
 # Registers: R0..R100 are slots 0..100; the x86-style names follow, then xmm0..xmm15.
@@ -368,10 +320,10 @@ _ALIASES = (
     (Opcode.CMP, "COMISS COMISD UCOMISS UCOMISD"),
     (Opcode.XOR, "PXOR XORPS XORPD"),
 )
-MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode}
+MNEMONICS: dict[str, Opcode] = {op.name: op for op in Opcode}
 MNEMONICS |= {alias: op for op, names in _ALIASES for alias in names.split()}
 # The single-precision names are the double-precision instructions (values have no width).
-MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
+MNEMONICS |= {op.name.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.name}
 for _prefix in _CONDITIONAL:
     for _cc, _names in _CONDITIONS.items():
         for _spelling in _names:
