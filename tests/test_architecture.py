@@ -338,9 +338,11 @@ def opcode_lists(source: str) -> list[tuple[int, str]]:
             and isinstance(node.func.value, ast.Attribute)
             and (
                 node.func.value.attr == "value"
-                or node.func.value.attr == "name"
-                and isinstance(node.func.value.value, ast.Name)
-                and node.func.value.value.id in bound
+                or (
+                    node.func.value.attr == "name"
+                    and isinstance(node.func.value.value, ast.Name)
+                    and node.func.value.value.id in bound
+                )
             )
         ):
             found.append((node.lineno, "an opcode picked by its name"))
