@@ -69,7 +69,7 @@ from llassembly.language.scan import (
     split_operands,
     strip_comment,
 )
-from llassembly.language.templates import template_operand, with_placeholders
+from llassembly.language.templates import template_operand
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -469,37 +469,39 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     names = set(data) | set(labels)
     placeholders = 0
     for position, ins in enumerate(instructions):
-        line = source_lines[ins.line - 1]
-        if ins.op is Opcode.SAY:
-            filled, problems = with_placeholders(ins, data, line)
-            fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
-            settled: tuple[Operand, ...] = (*filled.operands[:1], *fills)
-            columns = filled.operand_columns
-            placeholders += len(fills)
-        else:
-            info = OPCODE_INFO[ins.op]
-            kinds = info.accepts(len(ins.operands)) or info.operands
-            each: list[Operand] = []
-            problems = []
-            for at, operand in enumerate(ins.operands):
-                kind = kinds[at] if at < len(kinds) else "value"
-                column = ins.operand_columns[at]
-                if kind == "value":
-                    operand, wrong = template_operand(operand, column, line)
-                    problems += wrong
-                if isinstance(operand, Template):
-                    placeholders += len(operand.fills)
-                written = operand.base if isinstance(operand, Path) else operand
-                if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
-                    problems += filter(None, [reserved_name(written.name, "variable", column)])
-                each.append(_settled(operand, kind, names))
-            settled, columns = tuple(each), ins.operand_columns
-        if settled != ins.operands or columns != ins.operand_columns:
-            instructions[position] = Instruction(
-                ins.op, settled, ins.line, ins.column, ins.text, columns
+        line, say, columns = source_lines[ins.line - 1], ins.op is Opcode.SAY, ins.operand_columns
+        info = OPCODE_INFO[ins.op]
+        kinds = info.accepts(len(ins.operands)) or info.operands
+        settled: list[Operand] = []
+        problems: list[LineError] = []
+        if say and len(ins.operands) != 1:
+            message = f"SAY takes one operand, {len(ins.operands)} were given"
+            expected = (
+                'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label'
             )
+            column = columns[1] if len(columns) > 1 else ins.column
+            problems.append(LineError(column, message, expected + " holding such text"))
+        for at, operand in enumerate(() if problems else ins.operands):
+            kind = kinds[at] if at < len(kinds) else "value"
+            if kind == "value":  # SAY's text may be a data label's
+                operand, wrong = template_operand(operand, columns[at], line, data if say else None)
+                problems += wrong
+            if isinstance(operand, Template):
+                placeholders += len(operand.fills)
+            written = operand.base if isinstance(operand, Path) else operand
+            if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
+                problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
+            settled.append(_settled(operand, kind, names))
         for problem in problems:
             error(ins.line, problem)
+        said = settled[0] if say and settled else None
+        if isinstance(said, Template):  # its placeholders are operands of their own
+            operands, columns = (ins.operands[0], *said.fills), (columns[0], *said.columns)
+            instructions[position] = dataclasses.replace(
+                ins, operands=operands, operand_columns=columns
+            )
+        elif not say and tuple(settled) != ins.operands:
+            instructions[position] = dataclasses.replace(ins, operands=tuple(settled))
         if placeholders > MAX_PLAN_PLACEHOLDERS:
             message = (
                 f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "

@@ -12,7 +12,6 @@ before the plan runs.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 
@@ -20,7 +19,6 @@ from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
     Imm,
-    Instruction,
     Mem,
     Name,
     Operand,
@@ -181,41 +179,20 @@ def template_of(operand: Operand, data: Mapping[str, Value]) -> str | None:
     return None
 
 
-def with_placeholders(
-    ins: Instruction, data: Mapping[str, Value], source_line: str
-) -> tuple[Instruction, list[LineError]]:
-    """``SAY`` with one operand added per placeholder of its text, and the problems found.
-
-    Raises nothing: a placeholder that cannot be read is returned as a :class:`LineError`
-    (its column in the line), so the parser reports every one. A text with more than
-    :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the limit.
-    Linear in the length of the text and of the line.
-    """
-    if len(ins.operands) != 1:
-        column = ins.operand_columns[1] if len(ins.operand_columns) > 1 else ins.column
-        message = f"SAY takes one operand, {len(ins.operands)} were given"
-        expected = 'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label'
-        return ins, [LineError(column, message, expected + " holding such text")]
-    template = template_of(ins.operands[0], data)
-    if not template:
-        return ins, []
-    base = ins.operand_columns[0] if ins.operand_columns else ins.column
-    written = source_line if isinstance(ins.operands[0], Imm) else None
-    read = _read_fills(template, base, written, "the answer text")
-    if isinstance(read, list):
-        return ins, read
-    operands, columns = (ins.operands[0], *read.fills), (base, *read.columns)
-    return dataclasses.replace(ins, operands=operands, operand_columns=columns), []
-
-
 def template_operand(
-    operand: Operand, column: int, source_line: str
+    operand: Operand, column: int, source_line: str, data: Mapping[str, Value] | None = None
 ) -> tuple[Operand, list[LineError]]:
-    """A string operand with placeholders as a :class:`Template` (any other operand as it is),
-    and the problems found; ``column`` is the operand's 1-based column in ``source_line``."""
-    if not isinstance(operand, Imm) or type(operand.value) is not str or "{" not in operand.value:
+    """A text operand with placeholders as a :class:`Template` (any other operand as it is),
+    and the problems found, each with its column in ``source_line`` (``column`` is the
+    operand's, 1-based); with ``data``, it is ``SAY``'s text, which a data label may hold (see
+    :func:`template_of`). Raises nothing: the parser reports every problem. A text with more
+    than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the limit.
+    Linear in the length of the text and of the line."""
+    text = template_of(operand, data or {})
+    if text is None or "{" not in text:
         return operand, []
-    read = _read_fills(operand.value, column, source_line, "the text")
+    written = source_line if isinstance(operand, Imm) else None
+    read = _read_fills(text, column, written, "the text" if data is None else "the answer text")
     if isinstance(read, list):
         return operand, read
     return (read if read.fills else Imm(read.pieces[0])), []  # no fills: {{R1}} is the text {R1}
