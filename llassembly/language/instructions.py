@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 # The conditions this machine tests, each with its x86 condition-code spellings (see "Flags" in
 # docs/language.md: there is no separate sign or carry flag; S and B read LT).
@@ -108,31 +108,21 @@ class Form:
 def _form(spec: str) -> Form:
     """A :class:`Form` from its spelling: ``"+reg, value; +EAX =EDX"`` (see the module doc)."""
     named, _, implicit = spec.partition(";")
-    kinds: list[OperandKind] = []
-    reads: list[int] = []
-    writes: list[int] = []
-    for position, word in enumerate(w.strip() for w in named.split(",") if w.strip()):
-        access, kind = (word[0], word[1:]) if word[0] in "=+" else ("", word)
+    words = [word.strip() for word in named.split(",") if word.strip()]
+    kinds = [word.lstrip("=+") for word in words]
+    for kind in kinds:
         if kind not in _KINDS:
             raise ValueError(f"unknown operand kind {kind!r} in {spec!r}")
-        kinds.append(kind)  # type: ignore[arg-type]  # checked against _KINDS just above
-        if access == "+" or (access == "" and kind == "value"):
-            reads.append(position)
-        if access:
-            writes.append(position)
-    implicit_reads: list[int] = []
-    implicit_writes: list[int] = []
-    for word in implicit.split():
-        access, name = (word[0], word[1:]) if word[0] in "=+" else ("", word)
-        index = register_index(name)
+    registers = [(word[0], register_index(word.lstrip("=+")), word) for word in implicit.split()]
+    for _, index, word in registers:
         if index is None:
             raise ValueError(f"an implicit register is written =REG, +REG or REG, not {word!r}")
-        if access:
-            implicit_writes.append(index)
-        if access != "=":
-            implicit_reads.append(index)
     return Form(
-        tuple(kinds), tuple(reads), tuple(writes), tuple(implicit_reads), tuple(implicit_writes)
+        cast("tuple[OperandKind, ...]", tuple(kinds)),
+        tuple(p for p, word in enumerate(words) if word[0] == "+" or word == "value"),
+        tuple(p for p, word in enumerate(words) if word[0] in "=+"),
+        tuple(cast("int", index) for access, index, _ in registers if access != "="),
+        tuple(cast("int", index) for access, index, _ in registers if access in "=+"),
     )
 
 
