@@ -82,33 +82,24 @@ _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 # -- choosing the code lines -------------------------------------------------------------------
 
 
-def _mask_code_comments(text: str) -> str:
-    """``text`` with the comments of code lines blanked (same length, same lines).
+def _remove_thinking(text: str) -> str:
+    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
 
     A ``<think>`` written inside a code comment (``CALL withdraw ; see <think> notes``) is part
-    of the comment, not the start of a thinking block: think tags are searched for in this copy.
+    of the comment, not the start of a thinking block: tags are searched for in a copy of
+    ``text`` whose code lines have their comments blanked (same length, same lines).
     """
-    if "<" not in text:
-        return text
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
+    masked = text.split("\n") if "<" in text else []
+    for i, line in enumerate(masked):
         code = strip_comment(line) if "<" in line else line
         if len(code) < len(line) and (
             line_kind(code) == "instruction" or line.lstrip().startswith((";", "//"))
         ):
-            lines[i] = code.ljust(len(line))
-    return "\n".join(lines)
-
-
-def _remove_thinking(text: str) -> str:
-    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
-
-    Tags inside the comments of code lines do not count (see :func:`_mask_code_comments`).
-    """
-    masked = _mask_code_comments(text)
-    spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
+            masked[i] = code.ljust(len(line))
+    searched = "\n".join(masked) if masked else text
+    spans = [m.span() for m in _THINK_BLOCK.finditer(searched)]
     # everything before the last lone </think> is thinking too
-    cut = max((m.end() for m in _THINK_CLOSE.finditer(_blanked(masked, spans))), default=0)
+    cut = max((m.end() for m in _THINK_CLOSE.finditer(_blanked(searched, spans))), default=0)
     return _blanked(text, [(0, cut), *((s, e) for s, e in spans if e > cut)])
 
 
@@ -318,13 +309,7 @@ _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
 def _parse(normalised: str) -> Program | PlainAnswer:
-    """Read the code lines of a reply one by one (labels, data, directives, instructions), then
-    fill in the data rows that name other labels and settle every operand, once every label of
-    the plan is known.
-
-    Raises:
-        AsmSyntaxError: Every problem found, with what was expected at the first.
-    """
+    """:func:`parse` of a reply whose line breaks are ``\\n`` (its stages: see the module doc)."""
     source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
     if len(source_lines) > MAX_REPLY_LINES:
         # Every line costs work in each stage; no plan needs this many (the checker refuses
