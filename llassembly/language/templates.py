@@ -183,11 +183,10 @@ def template_operand(
     operand: Operand, column: int, source_line: str, data: Mapping[str, Value] | None = None
 ) -> tuple[Operand, list[LineError]]:
     """A text operand with placeholders as a :class:`Template` (any other operand as it is),
-    and the problems found, each with its column in ``source_line`` (``column`` is the
-    operand's, 1-based); with ``data``, it is ``SAY``'s text, which a data label may hold (see
-    :func:`template_of`). Raises nothing: the parser reports every problem. A text with more
-    than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the limit.
-    Linear in the length of the text and of the line."""
+    and the problems found, at their columns in ``source_line`` (``column`` is the operand's);
+    with ``data`` it is ``SAY``'s text, which a data label may hold (:func:`template_of`). A
+    text with more than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one
+    past the limit. Linear in the length of the text and of the line."""
     text = template_of(operand, data or {})
     if text is None or "{" not in text:
         return operand, []
