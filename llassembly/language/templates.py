@@ -3,11 +3,10 @@
 A placeholder (``{R2}``, ``{best_city}``, ``{[table + ESI*4]}``, ``{R1.items[0].title}``, with an
 optional format: ``{R1:.2f}``, see :func:`render`) names what to put in the text; which braces
 are a placeholder, which are text and which are refused is *Text* in ``docs/language.md``. The
-parser turns each placeholder of a ``SAY`` into one more operand of the instruction
-(:func:`with_placeholders`), and a string operand of any other instruction into a
-:class:`~llassembly.language.program.Template` (:func:`template_operand`), so the verifier and
-the path analysis check them like any operand: a placeholder that names nothing is refused
-before the plan runs.
+parser reads a text operand as a :class:`~llassembly.language.program.Template`
+(:func:`template_operand`), and each placeholder of a ``SAY``'s text becomes one more operand of
+the instruction, so the verifier and the path analysis check them like any operand: a
+placeholder that names nothing is refused before the plan runs.
 """
 
 from __future__ import annotations
