@@ -105,7 +105,7 @@ MEMORY_LABELS = ["limit", "counts", "scores", "buf", "cities", "table", "var1"]
 VARIABLES = ["var1", "var2"]
 LABELS = ["L0", "L1", "L2", "L3"]
 _MNEMONICS = sorted(MNEMONICS)
-_OLD_OPCODES = {op.value for op in list(Opcode)[: list(Opcode).index(Opcode.DIV)]}
+_OLD_OPCODES = {op.name for op in list(Opcode)[: list(Opcode).index(Opcode.DIV)]}
 
 
 def _string_literal(text: str) -> str:
@@ -177,7 +177,7 @@ def any_instruction(draw: st.DrawFn) -> str:
     return f"{mnemonic} {', '.join(operands)}".strip()
 
 
-_X86 = sorted(m for m, op in MNEMONICS.items() if m != op.value or op.value not in _OLD_OPCODES)
+_X86 = sorted(m for m, op in MNEMONICS.items() if m != op.name or op.name not in _OLD_OPCODES)
 _small = st.one_of(st.sampled_from(["ECX", "ESI", "R1", "EAX"]), st.integers(-3, 9).map(str))
 
 # x86-style lines models write: the new opcodes over registers, memory and variables.

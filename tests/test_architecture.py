@@ -305,9 +305,18 @@ def _dispatch_names(tree: ast.AST) -> set[int]:
 def opcode_lists(source: str) -> list[tuple[int, str]]:
     """``(line, what)`` for every list of opcodes in ``source``: a list, set, tuple or dict
     display of two or more ``Opcode.X``, an ``in`` test against opcodes, a ``.value.startswith``
-    (an opcode picked by its name)."""
+    or, on a loop over ``Opcode``, a ``.name.startswith`` (an opcode picked by its name)."""
     tree = ast.parse(source)
     allowed = _dispatch_names(tree)
+    # the names an opcode is bound to by ``for op in Opcode`` (its name is ``op.name``)
+    bound = {
+        n.target.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.For | ast.comprehension)
+        and isinstance(n.iter, ast.Name)
+        and n.iter.id == "Opcode"
+        and isinstance(n.target, ast.Name)
+    }
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
@@ -327,7 +336,14 @@ def opcode_lists(source: str) -> list[tuple[int, str]]:
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("startswith", "endswith")
             and isinstance(node.func.value, ast.Attribute)
-            and node.func.value.attr == "value"
+            and (
+                node.func.value.attr == "value"
+                or (
+                    node.func.value.attr == "name"
+                    and isinstance(node.func.value.value, ast.Name)
+                    and node.func.value.value.id in bound
+                )
+            )
         ):
             found.append((node.lineno, "an opcode picked by its name"))
     return found
@@ -354,6 +370,7 @@ def test_the_opcode_list_scan_finds_each_kind_of_list() -> None:
         if op not in [Opcode.PUSH]:
             pass
         B = {op for op in Opcode if op.value.startswith("SET")}
+        D = [op for op in Opcode if op.name.endswith("SD")]
         C = {Opcode.JE: 1, Opcode.JNE: 2}
         _COMPILERS = {Opcode.MOV: f, Opcode.PUSH: g}
         if ins.op is Opcode.CALL:
@@ -366,7 +383,8 @@ def test_the_opcode_list_scan_finds_each_kind_of_list() -> None:
         (3, "an in-test against opcodes"),
         (5, "an in-test against opcodes"),
         (7, "an opcode picked by its name"),
-        (8, "a dict keyed by opcodes"),
+        (8, "an opcode picked by its name"),
+        (9, "a dict keyed by opcodes"),
     ]
 
 

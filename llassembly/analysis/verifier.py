@@ -60,7 +60,7 @@ _KIND_WORDS: dict[OperandKind, str] = {
     "mem": "a memory operand [...]",
     "count": "a number of arguments",
 }
-_OPCODE_LIST = ", ".join(op.value for op in Opcode)
+_OPCODE_LIST = ", ".join(op.name for op in Opcode)
 
 
 def _names(names: list[str], none: str) -> str:

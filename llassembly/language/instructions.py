@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 # The conditions this machine tests, each with its x86 condition-code spellings (see "Flags" in
 # docs/language.md: there is no separate sign or carry flag; S and B read LT).
@@ -29,69 +29,21 @@ _CONDITIONS: dict[str, tuple[str, ...]] = {
 _CONDITIONAL = ("J", "SET", "CMOV")
 
 
-class Opcode(enum.Enum):
-    """Every instruction of the language (aliases map onto these, see :data:`MNEMONICS`); the
-    conditional jumps, sets and moves are one per condition (``JE`` ... ``CMOVGE``)."""
-
-    _ignore_ = "_j _cc"
-
-    MOV = "MOV"
-    PUSH = "PUSH"
-    POP = "POP"
-    ADD = "ADD"
-    SUB = "SUB"
-    MUL = "MUL"
-    INC = "INC"
-    DEC = "DEC"
-    CMP = "CMP"
-    JMP = "JMP"
-    for _j in ["J" + cc for cc in _CONDITIONS]:
-        vars()[_j] = _j
-    CALL = "CALL"
-    RET = "RET"
-    NOP = "NOP"
-    HLT = "HLT"
+Opcode = enum.Enum(
+    "Opcode",
+    "MOV PUSH POP ADD SUB MUL INC DEC CMP JMP JE JNE JL JLE JG JGE CALL RET NOP HLT "
     # x86 habits (see docs/language.md): division, bit logic, shifts, addresses, loops,
     # flags into values, swaps and floating point by the SSE names.
-    DIV = "DIV"
-    MOD = "MOD"
-    AND = "AND"
-    OR = "OR"
-    XOR = "XOR"
-    NOT = "NOT"
-    NEG = "NEG"
-    TEST = "TEST"
-    SHL = "SHL"
-    SHR = "SHR"
-    SAR = "SAR"
-    LEA = "LEA"
-    LOOP = "LOOP"
-    XCHG = "XCHG"
-    for _cc in [prefix + cc for prefix in ("SET", "CMOV") for cc in _CONDITIONS]:
-        vars()[_cc] = _cc
-    CVTSI2SD = "CVTSI2SD"
-    CVTTSD2SI = "CVTTSD2SI"
-    CVTSD2SI = "CVTSD2SI"
-    ADDSD = "ADDSD"
-    SUBSD = "SUBSD"
-    MULSD = "MULSD"
-    DIVSD = "DIVSD"
-    SQRTSD = "SQRTSD"
-    MINSD = "MINSD"
-    MAXSD = "MAXSD"
-    ROUNDSD = "ROUNDSD"
-    # The plan's answer to the user (see "Answers" in docs/language.md).
-    SAY = "SAY"
-    # Structured values and text (see "Structured values" and "Text" in docs/language.md).
-    LEN = "LEN"
-    HAS = "HAS"
-    KEYS = "KEYS"
-    FIND = "FIND"
-    SUBSTR = "SUBSTR"
-    CMPI = "CMPI"
-    LOWER = "LOWER"
-    UPPER = "UPPER"
-    NUM = "NUM"
+    "DIV MOD AND OR XOR NOT NEG TEST SHL SHR SAR LEA LOOP XCHG "
+    "SETE SETNE SETL SETLE SETG SETGE CMOVE CMOVNE CMOVL CMOVLE CMOVG CMOVGE "
+    "CVTSI2SD CVTTSD2SI CVTSD2SI ADDSD SUBSD MULSD DIVSD SQRTSD MINSD MAXSD ROUNDSD "
+    # The plan's answer to the user, then structured values and text (see "Answers",
+    # "Structured values" and "Text" in docs/language.md).
+    "SAY LEN HAS KEYS FIND SUBSTR CMPI LOWER UPPER NUM",
+)
+Opcode.__doc__ = """Every instruction of the language, by its name (aliases map onto these, see
+:data:`MNEMONICS`); the conditional jumps, sets and moves are one per condition (``JE`` ...
+``CMOVGE``)."""
 
 
 # Registers: R0..R100 are slots 0..100; the x86-style names follow, then xmm0..xmm15.
@@ -156,31 +108,21 @@ class Form:
 def _form(spec: str) -> Form:
     """A :class:`Form` from its spelling: ``"+reg, value; +EAX =EDX"`` (see the module doc)."""
     named, _, implicit = spec.partition(";")
-    kinds: list[OperandKind] = []
-    reads: list[int] = []
-    writes: list[int] = []
-    for position, word in enumerate(w.strip() for w in named.split(",") if w.strip()):
-        access, kind = (word[0], word[1:]) if word[0] in "=+" else ("", word)
+    words = [word.strip() for word in named.split(",") if word.strip()]
+    kinds = [word.lstrip("=+") for word in words]
+    for kind in kinds:
         if kind not in _KINDS:
             raise ValueError(f"unknown operand kind {kind!r} in {spec!r}")
-        kinds.append(kind)  # type: ignore[arg-type]  # checked against _KINDS just above
-        if access == "+" or (access == "" and kind == "value"):
-            reads.append(position)
-        if access:
-            writes.append(position)
-    implicit_reads: list[int] = []
-    implicit_writes: list[int] = []
-    for word in implicit.split():
-        access, name = (word[0], word[1:]) if word[0] in "=+" else ("", word)
-        index = register_index(name)
+    registers = [(word[0], register_index(word.lstrip("=+")), word) for word in implicit.split()]
+    for _, index, word in registers:
         if index is None:
             raise ValueError(f"an implicit register is written =REG, +REG or REG, not {word!r}")
-        if access:
-            implicit_writes.append(index)
-        if access != "=":
-            implicit_reads.append(index)
     return Form(
-        tuple(kinds), tuple(reads), tuple(writes), tuple(implicit_reads), tuple(implicit_writes)
+        cast("tuple[OperandKind, ...]", tuple(kinds)),
+        tuple(p for p, word in enumerate(words) if word[0] == "+" or word == "value"),
+        tuple(p for p, word in enumerate(words) if word[0] in "=+"),
+        tuple(cast("int", index) for access, index, _ in registers if access != "="),
+        tuple(cast("int", index) for access, index, _ in registers if access in "=+"),
     )
 
 
@@ -368,10 +310,10 @@ _ALIASES = (
     (Opcode.CMP, "COMISS COMISD UCOMISS UCOMISD"),
     (Opcode.XOR, "PXOR XORPS XORPD"),
 )
-MNEMONICS: dict[str, Opcode] = {op.value: op for op in Opcode}
+MNEMONICS: dict[str, Opcode] = {op.name: op for op in Opcode}
 MNEMONICS |= {alias: op for op, names in _ALIASES for alias in names.split()}
 # The single-precision names are the double-precision instructions (values have no width).
-MNEMONICS |= {op.value.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.value}
+MNEMONICS |= {op.name.replace("SD", "SS", 1): op for op in Opcode if "SD" in op.name}
 for _prefix in _CONDITIONAL:
     for _cc, _names in _CONDITIONS.items():
         for _spelling in _names:

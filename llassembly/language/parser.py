@@ -22,7 +22,6 @@ import gc
 import json
 import re
 from collections.abc import Sequence, Set
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
@@ -70,7 +69,7 @@ from llassembly.language.scan import (
     split_operands,
     strip_comment,
 )
-from llassembly.language.templates import template_operand, with_placeholders
+from llassembly.language.templates import template_operand
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -83,33 +82,24 @@ _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 # -- choosing the code lines -------------------------------------------------------------------
 
 
-def _mask_code_comments(text: str) -> str:
-    """``text`` with the comments of code lines blanked (same length, same lines).
+def _remove_thinking(text: str) -> str:
+    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
 
     A ``<think>`` written inside a code comment (``CALL withdraw ; see <think> notes``) is part
-    of the comment, not the start of a thinking block: think tags are searched for in this copy.
+    of the comment, not the start of a thinking block: tags are searched for in a copy of
+    ``text`` whose code lines have their comments blanked (same length, same lines).
     """
-    if "<" not in text:
-        return text
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
+    masked = text.split("\n") if "<" in text else []
+    for i, line in enumerate(masked):
         code = strip_comment(line) if "<" in line else line
         if len(code) < len(line) and (
             line_kind(code) == "instruction" or line.lstrip().startswith((";", "//"))
         ):
-            lines[i] = code.ljust(len(line))
-    return "\n".join(lines)
-
-
-def _remove_thinking(text: str) -> str:
-    """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
-
-    Tags inside the comments of code lines do not count (see :func:`_mask_code_comments`).
-    """
-    masked = _mask_code_comments(text)
-    spans = [m.span() for m in _THINK_BLOCK.finditer(masked)]
+            masked[i] = code.ljust(len(line))
+    searched = "\n".join(masked) if masked else text
+    spans = [m.span() for m in _THINK_BLOCK.finditer(searched)]
     # everything before the last lone </think> is thinking too
-    cut = max((m.end() for m in _THINK_CLOSE.finditer(_blanked(masked, spans))), default=0)
+    cut = max((m.end() for m in _THINK_CLOSE.finditer(_blanked(searched, spans))), default=0)
     return _blanked(text, [(0, cut), *((s, e) for s, e in spans if e > cut)])
 
 
@@ -318,204 +308,214 @@ def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
 _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
 
 
-@dataclass
-class _Builder:
-    """The program of one reply as it is read, line by line, then settled.
-
-    Attributes:
-        data: Each data label (lower-cased) to the value it reads as bare.
-        memory: Each data label but an ``equ`` constant to its cells.
-        read_only: Whether the current section is read-only (``.rodata``).
-        cells: Cells of the rows read so far (see :data:`MAX_MEMORY_CELLS`).
-        pending_rows: Rows naming other labels (``cities dd paris, oslo``), resolved once all
-            are read.
-        errors: Each problem found, with what was expected there.
-    """
-
-    lines: tuple[str, ...]
-    instructions: list[Instruction] = field(default_factory=list)
-    labels: dict[str, int] = field(default_factory=dict)
-    label_lines: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    label_names: dict[str, str] = field(default_factory=dict)
-    unknown: list[UnknownInstruction] = field(default_factory=list)
+def _parse(normalised: str) -> Program | PlainAnswer:
+    """:func:`parse` of a reply whose line breaks are ``\\n`` (its stages: see the module doc)."""
+    source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
+    if len(source_lines) > MAX_REPLY_LINES:
+        # Every line costs work in each stage; no plan needs this many (the checker refuses
+        # more than MAX_PLAN_INSTRUCTIONS), and a reply is refused before any of it is done.
+        message = f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer"
+        too_many = Diagnostic(MAX_REPLY_LINES + 1, 1, message, source_lines[-1].split("\n", 1)[0])
+        raise AsmSyntaxError((too_many,), "a shorter plan: loops and subroutines, not every step")
+    shown = _remove_thinking(normalised)
+    visible = shown.split("\n")
+    code = _code_line_numbers(visible)
+    instructions: list[Instruction] = []
+    unknown: list[UnknownInstruction] = []
+    labels: dict[str, int] = {}
+    label_lines: dict[str, list[tuple[int, int]]] = {}
+    label_names: dict[str, str] = {}
     entry_name: str | None = None
-    entry_site: tuple[int, int] = (0, 0)
-    data: dict[str, Value] = field(default_factory=dict)
-    memory: dict[str, MemoryLabel] = field(default_factory=dict)
-    read_only: bool = False
-    cells: int = 0
-    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = field(default_factory=list)
-    errors: list[tuple[Diagnostic, str]] = field(default_factory=list)
+    entry_site = (0, 0)
+    data: dict[str, Value] = {}  # each data label to the value it reads as bare
+    memory: dict[str, MemoryLabel] = {}  # each data label but an equ constant to its cells
+    read_only = False  # the current section is read-only (.rodata)
+    cells = 0  # cells of the rows read so far (see MAX_MEMORY_CELLS)
+    # rows naming other labels (cities dd paris, oslo), filled in once all are read
+    pending_rows: list[tuple[str, list[Imm | Name], int, int]] = []
+    errors: list[tuple[Diagnostic, str]] = []  # each problem, with what was expected there
 
-    def error(self, line: int, problem: LineError) -> None:
-        diagnostic = Diagnostic(line, problem.column, problem.message, self.lines[line - 1])
-        self.errors.append((diagnostic, problem.expected))
+    def error(line: int, problem: LineError) -> None:
+        diagnostic = Diagnostic(line, problem.column, problem.message, source_lines[line - 1])
+        errors.append((diagnostic, problem.expected))
 
-    def read_line(self, number: int, line: str) -> None:
-        """Read one code line: its labels, then a data definition, a directive or an
-        instruction.
+    def claim(count: int, column: int) -> None:
+        """Count a row against the memory budget before building it, so a short reply cannot
+        make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
+        nonlocal cells
+        cells += count
+        if cells > MAX_MEMORY_CELLS:
+            raise _too_many(column)
 
-        Raises:
-            LineError: The line cannot be read.
-        """
-        scanned = scan(line)
-        for name, column in scanned.labels:
-            problem = reserved_name(name, "label", column + 1)
-            if problem is not None:
-                self.error(number, problem)
-                continue
-            self.label_lines.setdefault(name.lower(), []).append((number, column + 1))
-            self.labels.setdefault(name.lower(), len(self.instructions))
-            self.label_names.setdefault(name.lower(), name)
-        if scanned.data_name:
-            self.define(number, scanned)
-            return
-        if not scanned.mnemonic:
-            if scanned.rest:
-                raise LineError(
-                    scanned.rest_col + 1,
-                    f"cannot read {clip(scanned.rest, 60)!r}",
-                    "an instruction, a label or a directive",
-                )
-            return
-        upper = scanned.mnemonic.upper()
-        if upper in SECTION_WORDS or upper in SECTION_SHORT:
-            section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
-            self.read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
-            return
-        if upper in EXTERN_WORDS:
-            return
-        if upper in GLOBAL_WORDS:
-            entry = IDENT.search(scanned.rest)
-            if entry and self.entry_name is None:
-                self.entry_name = entry.group()
-                self.entry_site = (number, scanned.rest_col + entry.start() + 1)
-            return
-        operands, columns = operands_of(scanned)
-        text = scanned.code[scanned.mnemonic_col :].strip()
-        opcode = MNEMONICS.get(upper)
-        column = scanned.mnemonic_col + 1
-        if opcode is None:
-            self.unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
-        else:
-            self.instructions.append(Instruction(opcode, operands, number, column, text, columns))
-
-    def define(self, number: int, scanned: Scanned) -> None:
-        """A data definition: its bare value in :attr:`data`, its cells in :attr:`memory`.
-
-        Raises:
-            LineError: The line cannot be read, or it holds more than its budget.
-        """
+    def define(number: int, scanned: Scanned) -> None:
+        """A data definition: its bare value in ``data``, its cells in ``memory``."""
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
         problem = reserved_name(name, "data label", scanned.mnemonic_col + 1)
         if problem is not None:
             raise problem
         key = name.lower()
-        if key in self.data:
+        if key in data:
             message = f"data label {name!r} is defined twice"
-            self.error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
+            error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
         repeat = 1
         if word == "TIMES":
             repeat, word, rest, column = _repeat(rest, column)
         if word in RESERVE_SIZES:
             count = _count(rest.strip() or "0", word, column)
-            self._claim(count, column)
+            claim(count, column)
             size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
         else:
             # Values past the budget are refused before they are read (an equ constant is no
             # memory, but holds no more values than a row may).
-            room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - self.cells) // repeat
+            room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - cells) // repeat
             values = _data_parts(rest, column, room)
             if word != "EQU":
-                self._claim(len(values) * repeat, column)
+                claim(len(values) * repeat, column)
             size, parts = DATA_SIZES[word], values * repeat
-        writable = not self.read_only and word != "EQU"
+        writable = not read_only and word != "EQU"
         if any(isinstance(p, Name) for p in parts):
-            self.data[key] = ""
-            self.pending_rows.append((key, parts, number, column))
-            self.memory[key] = MemoryLabel((), size, writable, number)
+            data[key] = ""
+            pending_rows.append((key, parts, number, column))
+            memory[key] = MemoryLabel((), size, writable, number)
             return
         # Text written out in the plan is kept whatever its length; text built from it
         # (repeated by times) may not grow past the limit.
         limit = max(MAX_DATA_TEXT_CHARS, len(rest))
-        value, cells = _data_cells(parts, column, limit)
-        self.data[key] = value
+        value, row = _data_cells(parts, column, limit)
+        data[key] = value
         if word != "EQU":
-            self.memory[key] = MemoryLabel(tuple(cells), size, writable, number)
+            memory[key] = MemoryLabel(tuple(row), size, writable, number)
 
-    def _claim(self, cells: int, column: int) -> None:
-        """Count a row against the memory budget before building it, so a short reply cannot
-        make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
-        self.cells += cells
-        if self.cells > MAX_MEMORY_CELLS:
-            raise _too_many(column)
+    for number in (index + 1 for index in code):
+        scanned = scan(visible[number - 1])
+        for name, column in scanned.labels:
+            problem = reserved_name(name, "label", column + 1)
+            if problem is not None:
+                error(number, problem)
+                continue
+            label_lines.setdefault(name.lower(), []).append((number, column + 1))
+            labels.setdefault(name.lower(), len(instructions))
+            label_names.setdefault(name.lower(), name)
+        upper = scanned.mnemonic.upper()
+        try:
+            if scanned.data_name:
+                define(number, scanned)
+            elif not scanned.mnemonic:
+                if scanned.rest:
+                    raise LineError(
+                        scanned.rest_col + 1,
+                        f"cannot read {clip(scanned.rest, 60)!r}",
+                        "an instruction, a label or a directive",
+                    )
+            elif upper in SECTION_WORDS or upper in SECTION_SHORT:
+                section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
+                read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+            elif upper in GLOBAL_WORDS:
+                entry = IDENT.search(scanned.rest)
+                if entry and entry_name is None:
+                    entry_name = entry.group()
+                    entry_site = (number, scanned.rest_col + entry.start() + 1)
+            elif upper not in EXTERN_WORDS:
+                operands, columns = operands_of(scanned)
+                text = scanned.code[scanned.mnemonic_col :].strip()
+                opcode = MNEMONICS.get(upper)
+                column = scanned.mnemonic_col + 1
+                if opcode is None:
+                    unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
+                else:
+                    instructions.append(
+                        Instruction(opcode, operands, number, column, text, columns)
+                    )
+        except LineError as exc:
+            error(number, exc)
 
-    def resolve(self) -> None:
-        """Fill in rows that name other labels: each named label stands for its value."""
-        rows = {key for key, *_ in self.pending_rows}
-        for key, parts, number, column in self.pending_rows:
-            cells: list[Value] = []
-            for part in parts:
-                found = part.value if isinstance(part, Imm) else self.data.get(part.name.lower())
-                if isinstance(part, Name) and (found is None or part.name.lower() in rows):
-                    message = f"{clip(part.name)!r} in this data row is no data label with a value"
-                    expected = "numbers, strings or names of data labels defined with values"
-                    self.error(number, LineError(column + 1, message, expected))
-                    found = 0
-                cells.append(found)
-            text = row_json(cells, MAX_DATA_TEXT_CHARS)
-            if text is None:
-                self.error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
-            self.memory[key] = dataclasses.replace(self.memory[key], cells=tuple(cells))
-            self.data[key] = text or ""
+    # Fill in the rows that name other labels: each named label stands for its value.
+    rows = {key for key, *_ in pending_rows}
+    for key, parts, number, column in pending_rows:
+        found: list[Value] = []
+        for part in parts:
+            value = part.value if isinstance(part, Imm) else data.get(part.name.lower())
+            if isinstance(part, Name) and (value is None or part.name.lower() in rows):
+                message = f"{clip(part.name)!r} in this data row is no data label with a value"
+                expected = "numbers, strings or names of data labels defined with values"
+                error(number, LineError(column + 1, message, expected))
+                value = 0
+            found.append(value)
+        listed = row_json(found, MAX_DATA_TEXT_CHARS)
+        if listed is None:
+            error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
+        memory[key] = dataclasses.replace(memory[key], cells=tuple(found))
+        data[key] = listed or ""
 
-    def settle(self) -> None:
-        """Settle each instruction's operands (:func:`_settled`): the placeholders of each
-        ``SAY`` and of every other text, and what each name means; done once every data label
-        is read, since its text may be defined after the code. All the texts together hold at
-        most :data:`MAX_PLAN_PLACEHOLDERS` placeholders."""
-        names = set(self.data) | set(self.labels)
-        placeholders = 0
-        for position, ins in enumerate(self.instructions):
-            line = self.lines[ins.line - 1]
-            if ins.op is Opcode.SAY:
-                filled, problems = with_placeholders(ins, self.data, line)
-                fills = tuple(_settled(o, "value", names) for o in filled.operands[1:])
-                operands: tuple[Operand, ...] = (*filled.operands[:1], *fills)
-                columns = filled.operand_columns
-                placeholders += len(fills)
-            else:
-                info = OPCODE_INFO[ins.op]
-                kinds = info.accepts(len(ins.operands)) or info.operands
-                found: list[Operand] = []
-                problems = []
-                for at, operand in enumerate(ins.operands):
-                    kind = kinds[at] if at < len(kinds) else "value"
-                    column = ins.operand_columns[at]
-                    if kind == "value":
-                        operand, wrong = template_operand(operand, column, line)
-                        problems += wrong
-                    if isinstance(operand, Template):
-                        placeholders += len(operand.fills)
-                    written = operand.base if isinstance(operand, Path) else operand
-                    if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
-                        problems += filter(None, [reserved_name(written.name, "variable", column)])
-                    found.append(_settled(operand, kind, names))
-                operands, columns = tuple(found), ins.operand_columns
-            if operands != ins.operands or columns != ins.operand_columns:
-                settled = Instruction(ins.op, operands, ins.line, ins.column, ins.text, columns)
-                self.instructions[position] = settled
-            for problem in problems:
-                self.error(ins.line, problem)
-            if placeholders > MAX_PLAN_PLACEHOLDERS:
-                message = (
-                    f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
-                    "placeholders a plan may have"
-                )
-                expected = "fewer placeholders: SAY in a loop, or say a summary"
-                self.error(ins.line, LineError(ins.column, message, expected))
-                return
+    # Settle each instruction's operands (_settled): the placeholders of each SAY and of every
+    # other text, and what each name means; done once every data label is read, since its text
+    # may be defined after the code. All the texts together hold at most MAX_PLAN_PLACEHOLDERS.
+    names = set(data) | set(labels)
+    placeholders = 0
+    for position, ins in enumerate(instructions):
+        line, say, columns = source_lines[ins.line - 1], ins.op is Opcode.SAY, ins.operand_columns
+        info = OPCODE_INFO[ins.op]
+        kinds = info.accepts(len(ins.operands)) or info.operands
+        settled: list[Operand] = []
+        problems: list[LineError] = []
+        if say and len(ins.operands) != 1:
+            message = f"SAY takes one operand, {len(ins.operands)} were given"
+            expected = (
+                'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label'
+            )
+            column = columns[1] if len(columns) > 1 else ins.column
+            problems.append(LineError(column, message, expected + " holding such text"))
+        for at, operand in enumerate(() if problems else ins.operands):
+            kind = kinds[at] if at < len(kinds) else "value"
+            if kind == "value":  # SAY's text may be a data label's
+                operand, wrong = template_operand(operand, columns[at], line, data if say else None)
+                problems += wrong
+            if isinstance(operand, Template):
+                placeholders += len(operand.fills)
+            written = operand.base if isinstance(operand, Path) else operand
+            if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
+                problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
+            settled.append(_settled(operand, kind, names))
+        for problem in problems:
+            error(ins.line, problem)
+        said = settled[0] if say and settled else None
+        if isinstance(said, Template):  # its placeholders are operands of their own
+            operands, columns = (ins.operands[0], *said.fills), (columns[0], *said.columns)
+            instructions[position] = dataclasses.replace(
+                ins, operands=operands, operand_columns=columns
+            )
+        elif not say and tuple(settled) != ins.operands:
+            instructions[position] = dataclasses.replace(ins, operands=tuple(settled))
+        if placeholders > MAX_PLAN_PLACEHOLDERS:
+            message = (
+                f"the texts of this plan hold more than the {MAX_PLAN_PLACEHOLDERS} "
+                "placeholders a plan may have"
+            )
+            expected = "fewer placeholders: SAY in a loop, or say a summary"
+            error(ins.line, LineError(ins.column, message, expected))
+            break
+
+    if errors:
+        raise AsmSyntaxError(tuple(d for d, _ in errors), errors[0][1])
+    if not instructions and not unknown:
+        if not shown.strip():  # only thinking: nothing was said to the user
+            raise EmptyReply()
+        return PlainAnswer(shown.strip())
+    return Program(
+        instructions=tuple(instructions),
+        labels=labels,
+        data=data,
+        entry=labels.get((entry_name or "").lower(), 0),
+        source_lines=source_lines,
+        unknown=tuple(unknown),
+        label_lines={k: tuple(v) for k, v in label_lines.items()},
+        label_names=label_names,
+        entry_name=entry_name,
+        entry_site=entry_site,
+        memory=memory,
+        code_lines=tuple(index + 1 for index in code),
+    )
 
 
 def parse(text: str) -> Program | PlainAnswer:
@@ -645,44 +645,3 @@ def not_words(text: str) -> None:
 
 
 _LARGE_REPLY = 64 * 1024
-
-
-def _parse(normalised: str) -> Program | PlainAnswer:
-    source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
-    if len(source_lines) > MAX_REPLY_LINES:
-        # Every line costs work in each stage; no plan needs this many (the checker refuses
-        # more than MAX_PLAN_INSTRUCTIONS), and a reply is refused before any of it is done.
-        message = f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer"
-        problem = Diagnostic(MAX_REPLY_LINES + 1, 1, message, source_lines[-1].split("\n", 1)[0])
-        raise AsmSyntaxError((problem,), "a shorter plan: loops and subroutines, not every step")
-    shown = _remove_thinking(normalised)
-    visible = shown.split("\n")
-    builder = _Builder(source_lines)
-    code = _code_line_numbers(visible)
-    for index in code:
-        try:
-            builder.read_line(index + 1, visible[index])
-        except LineError as exc:
-            builder.error(index + 1, exc)
-    builder.resolve()
-    builder.settle()
-    if builder.errors:
-        raise AsmSyntaxError(tuple(d for d, _ in builder.errors), builder.errors[0][1])
-    if not builder.instructions and not builder.unknown:
-        if not shown.strip():  # only thinking: nothing was said to the user
-            raise EmptyReply()
-        return PlainAnswer(shown.strip())
-    return Program(
-        instructions=tuple(builder.instructions),
-        labels=builder.labels,
-        data=builder.data,
-        entry=builder.labels.get((builder.entry_name or "").lower(), 0),
-        source_lines=source_lines,
-        unknown=tuple(builder.unknown),
-        label_lines={k: tuple(v) for k, v in builder.label_lines.items()},
-        label_names=builder.label_names,
-        entry_name=builder.entry_name,
-        entry_site=builder.entry_site,
-        memory=builder.memory,
-        code_lines=tuple(index + 1 for index in code),
-    )

@@ -183,7 +183,7 @@ class Instruction:
     def mnemonic(self) -> str:
         """The mnemonic as the model wrote it (``JB`` rather than ``JL``), upper-cased."""
         words = self.text.split(maxsplit=1)
-        return words[0].upper() if words else self.op.value
+        return words[0].upper() if words else self.op.name
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,17 +97,10 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
 
 
 def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int] | None:
-    """The 1-based columns in ``line`` of characters of the string literal at ``line[start]``.
-
-    Args:
-        line: The source line.
-        start: The index of the literal's opening quote.
-        positions: Indexes into the string's value (escapes read), in increasing order.
-
-    Returns:
-        One column per position, or ``None`` when no string literal starts there. Linear in
-        the literal's length: a known escape is two characters of source for one of value.
-    """
+    """The 1-based columns in ``line`` of the characters at ``positions`` (indexes into the
+    value, escapes read, increasing) of the string literal whose quote is ``line[start]``, or
+    ``None`` when no literal starts there. Linear in the literal's length: a known escape is two
+    characters of source for one of value."""
     end = _quoted_end(line, start) if line[start : start + 1] in _STRING_END else None
     if end is None:
         return None
@@ -116,12 +109,10 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
     produced, last = 0, body_start
     for escape in _ESCAPE.finditer(line, body_start, end - 1):
         produced += escape.start() - last
-        if escape.group(1) in _ESCAPES:
+        known = escape.group(1) in _ESCAPES
+        if known:
             shorter.append(produced)
-            produced += 1
-        else:
-            produced += 2
-        last = escape.end()
+        produced, last = produced + (1 if known else 2), escape.end()
     # each character is as many columns further as there are escapes before it
     return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
 

@@ -3,16 +3,14 @@
 A placeholder (``{R2}``, ``{best_city}``, ``{[table + ESI*4]}``, ``{R1.items[0].title}``, with an
 optional format: ``{R1:.2f}``, see :func:`render`) names what to put in the text; which braces
 are a placeholder, which are text and which are refused is *Text* in ``docs/language.md``. The
-parser turns each placeholder of a ``SAY`` into one more operand of the instruction
-(:func:`with_placeholders`), and a string operand of any other instruction into a
-:class:`~llassembly.language.program.Template` (:func:`template_operand`), so the verifier and
-the path analysis check them like any operand: a placeholder that names nothing is refused
-before the plan runs.
+parser reads a text operand as a :class:`~llassembly.language.program.Template`
+(:func:`template_operand`), and each placeholder of a ``SAY``'s text becomes one more operand of
+the instruction, so the verifier and the path analysis check them like any operand: a
+placeholder that names nothing is refused before the plan runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 
@@ -20,7 +18,6 @@ from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import (
     Imm,
-    Instruction,
     Mem,
     Name,
     Operand,
@@ -181,41 +178,19 @@ def template_of(operand: Operand, data: Mapping[str, Value]) -> str | None:
     return None
 
 
-def with_placeholders(
-    ins: Instruction, data: Mapping[str, Value], source_line: str
-) -> tuple[Instruction, list[LineError]]:
-    """``SAY`` with one operand added per placeholder of its text, and the problems found.
-
-    Raises nothing: a placeholder that cannot be read is returned as a :class:`LineError`
-    (its column in the line), so the parser reports every one. A text with more than
-    :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the limit.
-    Linear in the length of the text and of the line.
-    """
-    if len(ins.operands) != 1:
-        column = ins.operand_columns[1] if len(ins.operand_columns) > 1 else ins.column
-        message = f"SAY takes one operand, {len(ins.operands)} were given"
-        expected = 'text in quotes with placeholders (SAY "It is {R1} degrees"), or a data label'
-        return ins, [LineError(column, message, expected + " holding such text")]
-    template = template_of(ins.operands[0], data)
-    if not template:
-        return ins, []
-    base = ins.operand_columns[0] if ins.operand_columns else ins.column
-    written = source_line if isinstance(ins.operands[0], Imm) else None
-    read = _read_fills(template, base, written, "the answer text")
-    if isinstance(read, list):
-        return ins, read
-    operands, columns = (ins.operands[0], *read.fills), (base, *read.columns)
-    return dataclasses.replace(ins, operands=operands, operand_columns=columns), []
-
-
 def template_operand(
-    operand: Operand, column: int, source_line: str
+    operand: Operand, column: int, source_line: str, data: Mapping[str, Value] | None = None
 ) -> tuple[Operand, list[LineError]]:
-    """A string operand with placeholders as a :class:`Template` (any other operand as it is),
-    and the problems found; ``column`` is the operand's 1-based column in ``source_line``."""
-    if not isinstance(operand, Imm) or type(operand.value) is not str or "{" not in operand.value:
+    """A text operand with placeholders as a :class:`Template` (any other operand as it is),
+    and the problems found, at their columns in ``source_line`` (``column`` is the operand's);
+    with ``data`` it is ``SAY``'s text, which a data label may hold (:func:`template_of`). A
+    text with more than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one
+    past the limit. Linear in the length of the text and of the line."""
+    text = template_of(operand, data or {})
+    if text is None or "{" not in text:
         return operand, []
-    read = _read_fills(operand.value, column, source_line, "the text")
+    written = source_line if isinstance(operand, Imm) else None
+    read = _read_fills(text, column, written, "the text" if data is None else "the answer text")
     if isinstance(read, list):
         return operand, read
     return (read if read.fills else Imm(read.pieces[0])), []  # no fills: {{R1}} is the text {R1}

@@ -50,7 +50,7 @@ _VALUES: list[Any] = [*range(-4, 10), 0, 1, 2, 1.5, -0.0, "", "s", "\ufdd0", NON
 _VALUES += ['{"x": 3, "l": [1, 2, "s"]}', "[5, 6]", "[]"] * 3  # JSON to read paths of
 _FORMS = [
     (op, number)
-    for op in sorted(OPCODE_INFO, key=lambda o: o.value)
+    for op in sorted(OPCODE_INFO, key=lambda o: o.name)
     for number in range(len(OPCODE_INFO[op].shapes))
 ]
 
@@ -59,7 +59,7 @@ def _instruction(rng: random.Random, op: Opcode, number: int) -> str:
     if op is Opcode.SAY:
         return 'SAY "n={R1} m={EAX}"'
     kinds = OPCODE_INFO[op].shapes[number].kinds
-    return f"{op.value} " + ", ".join(rng.choice(_OPERANDS[kind]) for kind in kinds)
+    return f"{op.name} " + ", ".join(rng.choice(_OPERANDS[kind]) for kind in kinds)
 
 
 def _state(rng: random.Random, program: Program) -> MachineState:
@@ -95,9 +95,9 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and repr(a) == repr(b)
 
 
-@pytest.mark.parametrize(("op", "number"), _FORMS, ids=[f"{op.value}-{n}" for op, n in _FORMS])
+@pytest.mark.parametrize(("op", "number"), _FORMS, ids=[f"{op.name}-{n}" for op, n in _FORMS])
 def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, number: int) -> None:
-    rng = random.Random(f"{op.value}-{number}")
+    rng = random.Random(f"{op.name}-{number}")
     ran = 0
     for _ in range(TRIALS):
         text = _instruction(rng, op, number)
@@ -131,7 +131,7 @@ def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, numbe
         assert first.stack[:kept] == before.stack[:kept], text
         if not fx.writes_memory:
             assert first.mem == before.mem, f"{text} wrote memory"
-    assert ran, f"no {op.value} ran without failing: the test tries nothing"
+    assert ran, f"no {op.name} ran without failing: the test tries nothing"
 
 
 @pytest.mark.parametrize("outcome", ["result", "failure"])

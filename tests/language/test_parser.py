@@ -657,7 +657,7 @@ def test_an_instruction_whose_operand_is_a_data_word_stays_an_instruction(
 ) -> None:
     """Only a value after the data word, with no comma, makes a mnemonic's line data."""
     (ins,) = [i for i in program_of(f"{line}\nHLT").instructions if i.line == 1]
-    assert ins.op.value == line.split()[0]
+    assert ins.op.name == line.split()[0]
     if operands is not None:
         assert ins.operands == operands
 

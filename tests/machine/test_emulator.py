@@ -1122,7 +1122,7 @@ def test_every_opcode_is_covered_by_this_file_or_test_x86() -> None:
         here.with_name(name).read_text("utf-8")
         for name in ("test_x86.py", "test_answers.py", "test_structured.py")
     )
-    assert [op for op in Opcode if op.value not in text] == []
+    assert [op for op in Opcode if op.name not in text] == []
 
 
 def test_snapshot_keeps_empty_string_and_negative_registers() -> None:

@@ -97,7 +97,7 @@ def test_a_loop_storing_each_result_in_memory_overlaps_every_call() -> None:
 def test_the_say_that_reads_the_results_is_where_the_machine_waits() -> None:
     emu = engine(LOOP)
     emu.advance_batch()
-    assert emu.program.instructions[emu.state.pc].op.value == "SAY"
+    assert emu.program.instructions[emu.state.pc].op.name == "SAY"
     assert emu.state.mem["buf"] == [Pending(1, 0), Pending(2, 0), Pending(3, 0), Pending(4, 0)]
     assert emu.state.answer == []
 
@@ -315,7 +315,7 @@ STACK = Effects.STACK
 _COPY_DATA = "\nHLT\nMOV [x], 0\nMOV [row], 0\nsection .data\nx dq 1\nrow dd 1, 2, 3\n"
 _FORMS = [
     (op, number)
-    for op in sorted(OPCODE_INFO, key=lambda o: o.value)
+    for op in sorted(OPCODE_INFO, key=lambda o: o.name)
     for number in range(len(OPCODE_INFO[op].shapes))
 ]
 
@@ -345,7 +345,7 @@ def test_every_copy_the_table_names_moves_a_pending_value_without_reading_it() -
         if not kinds or any(kind not in ("reg", "value") for kind in kinds):
             continue
         for _ in range(8):
-            text = f"{op.value} " + ", ".join(rng.choice(_PLACES) for _ in kinds)
+            text = f"{op.name} " + ", ".join(rng.choice(_PLACES) for _ in kinds)
             program = parse(text + _COPY_DATA)
             assert isinstance(program, Program)
             ins = program.instructions[0]
