@@ -37,7 +37,7 @@ from llassembly.analysis.shapes import (
     shape_of,
 )
 from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, register_name
-from llassembly.language.limits import MAX_FOLLOWED_STACK, MAX_STEPS
+from llassembly.language.limits import MAX_STEPS
 from llassembly.language.program import (
     NONE,
     Effects,
@@ -54,29 +54,32 @@ from llassembly.language.program import (
     nested,
 )
 
-_STACK_BITS = (1 << MAX_FOLLOWED_STACK) - 1
 _WRITTEN: dict[type, Kind] = {type(None): "none", str: "text", int: "int"}  # else a float
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
+_Place = tuple[Shape | None, bool]  # its shape, and whether it holds text for certain on some path
+_UNKNOWN: _Place = (None, False)
+
+
+def _join(a: _Place, b: _Place) -> _Place:
+    return a if a == b else (join(a[0], b[0]), a[1] or b[1])
+
+
 class _Facts(NamedTuple):
-    regs: tuple[Shape | None, ...]  # per tracked register (ControlFlow.tracked): its shape
-    variables: tuple[Shape | None, ...]  # per variable
-    stack: tuple[Shape | None, ...]  # top last
-    text_regs: int  # bit i: register i holds text for certain on some path
-    text_stack: int  # bit i: the value i slots below the top, likewise
-    text_cells: int  # bit i: memory cell i (Layout.first_cell), likewise
+    regs: tuple[_Place, ...]  # per tracked register (ControlFlow.tracked)
+    variables: tuple[Shape | None, ...]  # per variable (its text is its cell's)
+    stack: tuple[_Place, ...]  # top last
+    text_cells: int  # bit i: memory cell i (Layout.first_cell) holds text for certain, likewise
     depth: int  # least data-stack depth any path brings
     unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
-            _joined(self.regs, other.regs),
-            _joined(self.variables, other.variables),
-            joined_stacks(self.stack, other.stack, join),
-            self.text_regs | other.text_regs,
-            self.text_stack | other.text_stack,
+            joined_stacks(self.regs, other.regs, _join),
+            joined_stacks(self.variables, other.variables, join),
+            joined_stacks(self.stack, other.stack, _join),
             self.text_cells | other.text_cells,
             min(self.depth, other.depth),
             self.unset or other.unset,
@@ -84,18 +87,11 @@ class _Facts(NamedTuple):
         )
 
 
-def _joined(a: tuple[Shape | None, ...], b: tuple[Shape | None, ...]) -> tuple[Shape | None, ...]:
-    return a if a is b else tuple(join(x, y) for x, y in zip(a, b, strict=True))
-
-
-def _results(tool: ToolShape) -> tuple[tuple[Shape | None, ...], int]:
-    """The shapes of a tool's results, first popped first, and which of them are text for
-    certain (bit 0: the first one, on top)."""
-    types = tuple(getattr(tool, "result_types", ()) or ())
-    count = max(tool.n_results, 0)
-    shapes = [_known(shape_of(t)) for t in types[:count]]
-    text = sum(1 << i for i, kind in enumerate(types[:count]) if kind is str)
-    return tuple(shapes + [None] * (count - len(shapes))), text
+def _results(tool: ToolShape) -> tuple[_Place, ...]:
+    """A tool's results, first popped first (text for certain: declared ``str``)."""
+    types = tuple(getattr(tool, "result_types", ()) or ())[: max(tool.n_results, 0)]
+    found = [(_known(shape_of(t)), t is str) for t in types]
+    return (*found, *[_UNKNOWN] * (tool.n_results - len(found)))
 
 
 def _known(shape: Shape) -> Shape | None:
@@ -139,11 +135,11 @@ class PathWalk:
         self.slot = flow.tracked
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
-        for pc, shape in (answers or {}).items():
-            self.results[pc] = ((shape,), self.results[pc][1])
+        for pc, shape in (answers or {}).items():  # a query: one result
+            self.results[pc] = ((shape, self.results[pc][0][1]),)
         # Shapes are followed when some result has one that is not a number, or some tool is
         # asked about the arguments written in the plan; else text for certain is all there is.
-        given = [s for shapes, _ in self.results.values() for s in shapes if s is not None]
+        given = [s for places in self.results.values() for s, _ in places if s is not None]
         asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
         self.shaped = asked or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}  # (pc, operand, argument)
@@ -162,18 +158,21 @@ class PathWalk:
             for offset, cell in enumerate(self.layout.labels[key].cells)
             if isinstance(cell, str)
         )
-        shapes = ((INT,) * len(self.slot), (INT,) * len(self.var), ())
-        return _Facts(*shapes, 0, 0, text_cells, 0, True, (1 << len(self.var)) - 1)
+        regs, variables = ((INT, False),) * len(self.slot), (INT,) * len(self.var)
+        return _Facts(regs, variables, (), text_cells, 0, True, (1 << len(self.var)) - 1)
 
     # -- what an operand holds ----------------------------------------------------------------
+
+    def register(self, facts: _Facts, index: int) -> _Place:
+        slot = self.slot.get(index)  # the others hold 0
+        return (INT, False) if slot is None else facts.regs[slot]
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
         if not self.shaped:
             return None
         if isinstance(operand, Reg):
-            slot = self.slot.get(operand.index)
-            return INT if slot is None else facts.regs[slot]
+            return self.register(facts, operand.index)[0]
         if isinstance(operand, Imm):
             return _written(operand.value, self.program.instructions[pc].line if pc >= 0 else 0)
         if isinstance(operand, Template):
@@ -196,7 +195,7 @@ class PathWalk:
     def text(self, operand: Operand, facts: _Facts) -> bool:
         """Whether ``operand`` holds text for certain on some path."""
         if isinstance(operand, Reg):
-            return bool(facts.text_regs >> operand.index & 1)
+            return self.register(facts, operand.index)[1]
         if isinstance(operand, Path):  # a part of a structure: not known before the run
             return False
         cells, one = self.layout.cells_of(operand)
@@ -264,22 +263,20 @@ class PathWalk:
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
-            stack, given = taken(facts.stack, flow.stack_effect(pc)[0], None)
+            stack, given = taken(facts.stack, flow.stack_effect(pc)[0], _UNKNOWN)
             if self.reporting:
-                self.check_arguments(pc, flow.tools[pc], given)
-            (shapes, text), text_stack = self.results[pc], facts.text_stack >> len(given)
-            facts = facts._replace(stack=stack, text_stack=text_stack)
+                self.check_arguments(pc, flow.tools[pc], [shape for shape, _ in given])
+            results, facts = self.results[pc], facts._replace(stack=stack)
             eax = Reg(EAX_INDEX, "EAX")
             if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
-                shapes = tuple(join(shape, NONE_SHAPE) for shape in shapes)
-                error = join(shapes[0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
-                facts = self.put(facts, eax, error, True)
+                results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
+                error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
+                facts = self.put(facts, eax, (error, True))
             elif pc in flow.eax:
-                facts = self.put(facts, eax, shapes[0], bool(text & 1))
+                facts = self.put(facts, eax, results[0])
             if pc in flow.eax:
                 return facts
-            text_stack = (text_stack << len(shapes) | text) & _STACK_BITS
-            return facts._replace(stack=pushed(stack, reversed(shapes)), text_stack=text_stack)
+            return facts._replace(stack=pushed(stack, reversed(results)))
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
             operand = ins.operands[position]
@@ -288,43 +285,34 @@ class PathWalk:
         if self.reporting:
             self.check(pc, ins, fx, read)
 
-        def copied(r: int) -> tuple[Shape | None, bool]:  # a value copied, and whether text
+        def copied(r: int) -> _Place:  # a value copied
             if r == Effects.STACK:
-                return (facts.stack[-1] if facts.stack else None), bool(facts.text_stack & 1)
+                return facts.stack[-1] if facts.stack else _UNKNOWN
             return read.get(r), self.text(ins.operands[r], facts)
 
         moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
-        stack, _ = taken(facts.stack, fx.pops, None)
-        out = facts._replace(stack=stack, text_stack=facts.text_stack >> fx.pops)
+        out = facts._replace(stack=taken(facts.stack, fx.pops, _UNKNOWN)[0])
         produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
         for position in fx.writes:  # followed by its shape alone
             sources = [v for w, v in moved if w == position] or [produced]
-            value = functools.reduce(join, [shape for shape, _ in sources])
-            out = self.put(out, ins.operands[position], value, any(t for _, t in sources))
+            out = self.put(out, ins.operands[position], functools.reduce(_join, sources))
         for reg in fx.implicit_writes:  # MUL src, DIV src, LOOP: numbers
-            out = self.put(out, Reg(reg, register_name(reg)), NUMBER, False)
-        for value, text in (v for w, v in moved if w == Effects.STACK):
-            text_stack = (out.text_stack << 1 | text) & _STACK_BITS
-            out = out._replace(stack=pushed(out.stack, [value]), text_stack=text_stack)
-        return out
+            out = self.put(out, Reg(reg, register_name(reg)), (NUMBER, False))
+        return out._replace(stack=pushed(out.stack, [v for w, v in moved if w == Effects.STACK]))
 
-    def put(self, facts: _Facts, operand: Operand, value: Shape | None, text: bool) -> _Facts:
-        """``facts`` after ``operand`` is written a value of shape ``value`` (text for certain
-        on some path, or not)."""
+    def put(self, facts: _Facts, operand: Operand, place: _Place) -> _Facts:
+        """``facts`` after ``operand`` is written a value of ``place``'s shape and text."""
+        value, text = place
         if isinstance(operand, Path):  # the base holds the JSON text of a changed structure
             base = operand.base
             before = self.shape(base, facts, -1, -1) if not isinstance(base, Mem) else None
             kept = before if before is not None and before.kind in ("object", "list") else None
-            return self.put(facts, base, kept, True)
+            return self.put(facts, base, (kept, True))
         if isinstance(operand, Reg):
-            if operand.index == 0:  # R0 stays 0
+            slot = self.slot.get(operand.index)  # none for R0, which stays 0
+            if slot is None:
                 return facts
-            slot, bit = self.slot.get(operand.index), 1 << operand.index
-            regs = facts.regs
-            if slot is not None:
-                regs = (*regs[:slot], value, *regs[slot + 1 :])
-            text_regs = facts.text_regs | bit if text else facts.text_regs & ~bit
-            return facts._replace(regs=regs, text_regs=text_regs)
+            return facts._replace(regs=(*facts.regs[:slot], place, *facts.regs[slot + 1 :]))
         if isinstance(operand, Name) and operand.name.lower() in self.var:
             slot = self.var[operand.name.lower()]
             facts = facts._replace(
@@ -387,7 +375,7 @@ class PathWalk:
             for mem in (operand, *nested(operand)):
                 if not isinstance(mem, Mem) or (position in fx.reads and _text_address(mem)):
                     continue  # [ESI] read may be text: C's *s (see machine/access.py)
-                if any(facts.text_regs >> reg.index & 1 for reg in mem.registers):
+                if any(self.register(facts, reg.index)[1] for reg in mem.registers):
                     what = (
                         f"on some path a register in the address {mem} holds a string; an "
                         "address is a number"
@@ -396,7 +384,7 @@ class PathWalk:
                         what += f" (to point {mem.base} at data, LEA {mem.base}, [label])"
                     self.found.setdefault((pc, position, -1), _needs_numbers(ins, what))
         for reg in fx.implicit_reads if fx.numeric else ():
-            if facts.text_regs >> reg & 1:
+            if self.register(facts, reg)[1]:
                 name, op = register_name(reg), ins.mnemonic
                 if fx.flow == "branch":  # LOOP
                     message = (
