@@ -121,9 +121,10 @@ class PathWalk:
         empty_pops: ``POP`` reached with an empty stack on some path.
         short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
         unset_jumps: Instructions testing the flags reached with no flags set on some path.
-        unwritten_reads: ``(instruction, operand position)`` reading a variable that, on some
-            path, has not been written yet (these four are recorded at every visit: the facts
-            only grow, so a state's last visit finds everything).
+        unwritten_reads: The variable (the first one named) read by each ``(instruction,
+            operand position)`` where, on some path, one it names has not been written yet
+            (these four are recorded at every visit: the facts only grow, so a state's last
+            visit finds everything).
     """
 
     def __init__(
@@ -149,7 +150,7 @@ class PathWalk:
         self.empty_pops: set[int] = set()
         self.short_calls: dict[int, int] = {}
         self.unset_jumps: set[int] = set()
-        self.unwritten_reads: set[tuple[int, int]] = set()
+        self.unwritten_reads: dict[tuple[int, int], str] = {}
 
     def start(self) -> _Facts:
         text_cells = sum(  # the cells that start as text
@@ -239,8 +240,9 @@ class PathWalk:
         unset, unwritten = facts.unset, facts.unwritten
         for position, operand in enumerate(ins.operands):  # read, or a path's base and keys,
             read = (operand, *nested(operand)) if position in fx.reads else nested(operand)
-            if any(self.variable(part) & unwritten for part in read):  # a template's fills
-                self.unwritten_reads.add((pc, position))
+            named = [part for part in read if self.variable(part)]  # a template's fills
+            if any(self.variable(part) & unwritten for part in named):
+                self.unwritten_reads[pc, position] = str(getattr(named[0], "label", named[0]))
         for position in set(fx.writes) - set(fx.reads):
             unwritten &= ~self.variable(ins.operands[position])
         if fx.flags_read and unset:

@@ -22,7 +22,6 @@ from llassembly.analysis.cfg import ControlFlow, control_flow, layout_of
 from llassembly.analysis.paths import Paths, outermost, paths_of
 from llassembly.analysis.queries import AnswerShape, query_sites
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.analysis.typecheck import PathWalk as _Walk
 from llassembly.analysis.typecheck import walk_paths
 from llassembly.errors import Diagnostic, PlanRejected
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, OperandKind
@@ -48,7 +47,6 @@ from llassembly.language.program import (
     arguments_of,
     fewest_arguments,
     find_tool,
-    nested,
 )
 from llassembly.language.templates import has_placeholders
 
@@ -437,27 +435,15 @@ class _Checker:
     # -- paths ------------------------------------------------------------------------------
 
     def check_paths(self) -> None:
-        """Walk the paths (see the module doc) and report what they may do wrong."""
-        flow = self.flow
+        """Walk the paths (see the module doc) and report what they may do wrong, written for
+        the model that will fix the plan, and every mix of the EAX convention."""
+        flow, instructions = self.flow, self.program.instructions
         paths = paths_of(flow)
         queries = query_sites(flow, self.layout)
         answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
         walk = walk_paths(flow, self.layout, answers)
         if walk.stopped is not None:
             self.too_many(paths, walk.stopped)
-        self.check_walk(walk)
-        self.check_limits(paths)
-        for pc, site in queries.items():  # a query's answer shape, known before the run
-            if isinstance(site, str):
-                self.report_at(pc, site, 0)
-        for pc, position, message in walk.problems:
-            if pc not in walk.short_calls:  # else its arguments are not where the check looks
-                self.report_at(pc, message, position)
-
-    def check_walk(self, walk: _Walk) -> None:
-        """What the walk found on some path, and every mix of the EAX convention, written for
-        the model that will fix the plan."""
-        flow, instructions = self.flow, self.program.instructions
         for call, reader, pop in flow.mixed:
             message = (
                 f"this POP would take a value from the stack, but the result of CALL "
@@ -466,13 +452,7 @@ class _Checker:
                 "POP the result right after the CALL (POP EAX), or read it in EAX and do not POP"
             )
             self.report_at(pop, message)
-        for pc, position in sorted(walk.unwritten_reads):
-            ins = instructions[pc]
-            name = ins.operands[position]
-            shown = name.label if isinstance(name, Mem) else name
-            if isinstance(name, Path | Template):  # the variable read inside it
-                parts = [p.label if isinstance(p, Mem) else p for p in nested(name)]
-                shown = next((p for p in parts if str(p).lower() in walk.var), name)
+        for (pc, position), shown in sorted(walk.unwritten_reads.items()):
             message = (
                 f"{shown} is read here before it is written on some path; a variable (a name "
                 f"that is no register or data label) must be set first, e.g. MOV {shown}, 0, or "
@@ -511,11 +491,7 @@ class _Checker:
                 f"nothing to test; {fix}"
             )
             self.report_at(pc, message)
-
-    def check_limits(self, paths: Paths) -> None:
-        """A subroutine running past the end, and the paths the analysis could not follow."""
-        instructions = self.program.instructions
-        for pc, call in paths.off_end.items():
+        for pc, call in paths.off_end.items():  # a subroutine running past the end
             label = instructions[call].operands[0]
             message = (
                 f"on some path the subroutine '{label}' (CALLed on line {instructions[call].line}) "
@@ -534,6 +510,12 @@ class _Checker:
             self.report_at(pc, message)
         if paths.overflow is not None:
             self.too_many(paths, None)
+        for pc, site in queries.items():  # a query's answer shape, known before the run
+            if isinstance(site, str):
+                self.report_at(pc, site, 0)
+        for pc, position, message in walk.problems:
+            if pc not in walk.short_calls:  # else its arguments are not where the check looks
+                self.report_at(pc, message, position)
 
     def too_many(self, paths: Paths, stopped: int | None) -> None:
         """The plan has more paths than the analysis follows: :data:`MAX_STATES` states (when
