@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 import llassembly
 from llassembly.analysis.summary import summarize
-from llassembly.analysis.typecheck import PathWalk
-from llassembly.analysis.verifier import check, verify
+from llassembly.analysis.verifier import PathWalk, check, verify
 from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
