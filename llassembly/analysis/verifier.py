@@ -228,7 +228,7 @@ class PathWalk:
             cells = self.program.memory.get(key)
             return _written(data, cells.line if cells is not None else 0)
         if isinstance(operand, Path):
-            return self.walk(operand, facts, pc, position, len(operand.steps))
+            return self.walk(operand, facts, pc, position)
         return None  # a memory cell
 
     def text(self, operand: Operand, facts: _Facts) -> bool:
@@ -246,18 +246,32 @@ class PathWalk:
             return isinstance(self.program.data.get(operand.name.lower()), str)
         return isinstance(operand, Template) or isinstance(operand.value, str)  # a literal
 
-    def walk(self, path: Path, facts: _Facts, pc: int, position: int, steps: int) -> Shape | None:
-        """The shape after the first ``steps`` steps of ``path`` (``None``: not known)."""
+    def walk(
+        self, path: Path, facts: _Facts, pc: int, position: int, written: bool = False
+    ) -> Shape | None:
+        """The shape ``path`` reads as (``None``: not known), telling the first step no value of
+        its shape has; ``written``: the last step may also add a field to an object or an
+        element at a list's end."""
         current = self.shape(path.base, facts, pc, position)
-        for number, step in enumerate(path.steps[:steps]):
+        for number, step in enumerate(path.steps):
+            last = written and number == len(path.steps) - 1
             key: str | int | float | None = step.value if isinstance(step, Imm) else None
             if isinstance(key, float):
-                key = int(key) if key.is_integer() else None
-            if current is None:
+                key = int(key) if key.is_integer() and not last else None
+            if current is None or (
+                last
+                and (
+                    current.kind in ("object", "map", "union")
+                    or (current.kind == "list" and isinstance(key, int))
+                )
+            ):
                 return None
             part, problem = child(current, key)
             if problem is not None:
-                self.report(pc, position, path, number, current, problem)
+                if self.reporting:
+                    where = str(path.base) + "".join(_step_text(s) for s in path.steps[:number])
+                    message = f"{path}: {where} ({describe(current)}) {problem}"
+                    self.found.setdefault((pc, position, 0), message)
                 return None
             current = _known(part)
         return current
@@ -321,7 +335,7 @@ class PathWalk:
         for position in fx.writes:  # a path written: what it goes through must be there
             operand = ins.operands[position]
             if isinstance(operand, Path) and position not in fx.reads:
-                self.written_path(operand, facts, pc, position)
+                self.walk(operand, facts, pc, position, written=True)
         if self.reporting:
             self.check(pc, ins, fx, read)
 
@@ -367,28 +381,6 @@ class PathWalk:
         return facts._replace(text_cells=text_cells)
 
     # -- what is refused ---------------------------------------------------------------------------
-
-    def written_path(self, path: Path, facts: _Facts, pc: int, position: int) -> None:
-        """A path written: the steps before the last must be there; the last may add a field
-        to an object or an element at a list's end."""
-        container = self.walk(path, facts, pc, position, len(path.steps) - 1)
-        last = path.steps[-1]
-        if container is not None and container.kind not in ("object", "map", "union"):
-            key: str | int | float | None = last.value if isinstance(last, Imm) else None
-            if isinstance(key, float):
-                key = None
-            _, problem = child(container, key)
-            if problem is not None and not (container.kind == "list" and isinstance(key, int)):
-                self.report(pc, position, path, len(path.steps) - 1, container, problem)
-
-    def report(
-        self, pc: int, position: int, path: Path, steps: int, shape: Shape, problem: str
-    ) -> None:
-        if not self.reporting:
-            return
-        where = str(path.base) + "".join(_step_text(s) for s in path.steps[:steps])
-        message = f"{path}: {where} ({describe(shape)}) {problem}"
-        self.found.setdefault((pc, position, 0), message)
 
     def check_text(self, pc: int, ins: Instruction, fx: Effects, facts: _Facts) -> None:
         """Arithmetic on a value that holds text for certain on some path: an operand, a
