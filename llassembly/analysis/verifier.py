@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
+import operator
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
@@ -521,6 +523,13 @@ _KIND_WORDS: dict[OperandKind, str] = {
 _OPCODE_LIST = ", ".join(op.value for op in Opcode)
 
 
+@functools.lru_cache(maxsize=256)  # one suggestion per distinct word (a hostile plan repeats)
+def _did_you_mean(word: str) -> str:
+    close = difflib.get_close_matches(word, MNEMONICS, n=3)
+    close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
+    return f"did you mean {close[0]}? " if close else ""
+
+
 def _names(names: list[str], none: str) -> str:
     shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
     return shown or none
@@ -559,21 +568,13 @@ class _Checker:
     # -- structure --------------------------------------------------------------------------
 
     def check_unknown(self) -> None:
-        hints: dict[str, str] = {}  # one suggestion per distinct word (a hostile plan repeats)
         for unknown in self.program.unknown:
-            if len(self.found) >= MAX_DIAGNOSTICS:  # counted, not listed: no suggestion needed
-                self.report(unknown.line, unknown.column, "", structural=True)
-                continue
-            word = unknown.mnemonic.upper()
-            if word not in hints:
-                close = difflib.get_close_matches(word, MNEMONICS, n=3)
-                close.sort(key=lambda m: m[0] != word[0])  # MOVE: MOV rather than CMOVE
-                hints[word] = f"did you mean {close[0]}? " if close else ""
-            hint = hints[word]
-            message = (
-                f"unknown instruction {unknown.mnemonic!r}; {hint}"
-                f"the instructions are {_OPCODE_LIST}"
-            )
+            message = ""  # past MAX_DIAGNOSTICS counted, not listed: no suggestion needed
+            if len(self.found) < MAX_DIAGNOSTICS:
+                message = (
+                    f"unknown instruction {unknown.mnemonic!r}; "
+                    f"{_did_you_mean(unknown.mnemonic.upper())}the instructions are {_OPCODE_LIST}"
+                )
             self.report(unknown.line, unknown.column, message, structural=True)
 
     def check_labels(self) -> None:
@@ -583,10 +584,8 @@ class _Checker:
                 continue
             name = program.label_names.get(key, key)
             (first_line, _), *again = sites
-            per_line: dict[int, list[int]] = {}
-            for line, column in again:
-                per_line.setdefault(line, []).append(column)
-            for line, columns in per_line.items():  # one report per line, however many
+            for line, group in itertools.groupby(again, operator.itemgetter(0)):  # one per line
+                columns = [column for _, column in group]
                 again_here = (
                     f"again ({len(columns)} times on this line)" if len(columns) > 1 else "twice"
                 )
