@@ -133,8 +133,8 @@ class Paths:
 
     @functools.cached_property
     def ends(self) -> bool:
-        """Some path reaches the end of the plan."""
-        return self.fewest([0] * len(self.states)) is not None
+        """Some path reaches the end of the plan (every state is reached from the entry)."""
+        return any(END in out for out in self.succ)
 
     def longest(self, weight: Sequence[int]) -> int | None:
         """Most weight on any path from the entry; ``None`` when a weighted state is in a

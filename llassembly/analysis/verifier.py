@@ -7,14 +7,12 @@ and the types of values, in one walk (:class:`PathWalk`), and loops that never e
 the paths cannot be followed for within their limits is refused, saying which limit: a path
 the analysis did not follow is never taken for a fine one.
 
-The types ("Types before the run" in ``docs/language.md``): two facts are followed for every
-register, variable, memory cell and stack slot: its **shape** on every run, where the tools'
-annotations (:mod:`llassembly.analysis.shapes`) or the plan give one, carrying a value written
-in the plan as :attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` so the tool can
-be asked whether it takes it; and whether it holds, **on some path, text for certain** (a
-string the plan writes, or the result of a tool declared ``-> str``; other results are never
-taken for text). A value whose shape is not known is checked as the plan runs; a union is
-refused only when no shape in it fits. The walk is bounded by
+The types ("Types before the run" in ``docs/language.md``, which says what is refused): for
+every register, variable, memory cell and stack slot, its **shape** on every run (from the
+tools' annotations, :mod:`llassembly.analysis.shapes`, or the plan, carrying a value written in
+the plan as :attr:`Shape.literal <llassembly.analysis.shapes.Shape.literal>` so the tool can be
+asked whether it takes it) and whether it holds **text for certain on some path** (a string the
+plan writes, or the result of a tool declared ``-> str``, no other). The walk is bounded by
 :data:`~llassembly.language.limits.MAX_STEPS`.
 
 Example:
@@ -34,7 +32,6 @@ from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import (
-    Paths,
     fixpoint,
     joined_stacks,
     outermost,
@@ -903,7 +900,8 @@ class _Checker:
         walk = PathWalk(flow, self.layout, answers)
         facts, stopped = fixpoint(paths, walk.start(), walk.transfer, _Facts.merge, MAX_STEPS)
         if stopped is not None:  # the facts are not final, so no type problem is told
-            self.too_many(paths, stopped)
+            what = f"{MAX_STEPS} steps through code and subroutine calls"
+            self.too_many(outermost(paths.states[stopped]), what)
         else:  # the types told from the facts at the fixed point
             walk.reporting = True
             for number, known in facts.items():
@@ -973,7 +971,7 @@ class _Checker:
             )
             self.report_at(pc, message)
         if paths.overflow is not None:
-            self.too_many(paths, None)
+            self.too_many(paths.overflow, f"{MAX_STATES} states of code and subroutine calls")
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
                 self.report_at(pc, site, 0)
@@ -981,21 +979,13 @@ class _Checker:
             if pc not in walk.short_calls:  # else its arguments are not where the check looks
                 self.report_at(pc, message, position)
 
-    def too_many(self, paths: Paths, stopped: int | None) -> None:
-        """The plan has more paths than the analysis follows: :data:`MAX_STATES` states (when
-        ``stopped`` is ``None``), or :data:`MAX_STEPS` visits, stopped at state ``stopped``."""
-        pc = paths.overflow if stopped is None else outermost(paths.states[stopped])
-        assert pc is not None  # an overflow is where the states ran out
+    def too_many(self, pc: int, what: str) -> None:
+        """The plan has more paths than the analysis follows: ``what`` ran out at ``pc``."""
         fix = (
             "CALL subroutines from fewer places (one CALL in a loop, not many CALL lines) or "
             "nest them less"
             if self.flow.subroutine_call(pc)
             else "write a shorter plan with fewer branches (repeat work with a loop)"
-        )
-        what = (
-            f"{MAX_STATES} states of code and subroutine calls"
-            if stopped is None
-            else f"{MAX_STEPS} steps through code and subroutine calls"
         )
         message = (
             f"the program has too many paths to check (over {what}; the check stopped here), "
