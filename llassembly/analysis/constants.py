@@ -23,26 +23,22 @@ from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
 
-class _Unknown:
-    """A value not known before the run (a tool result, or different on different paths)."""
+class _Mark:
+    """A fact that is no machine value: :data:`UNKNOWN` or :data:`FAILS`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "UNKNOWN"
+        return self.name
 
 
-UNKNOWN: Final = _Unknown()
-Abstract = Value | _Unknown
-
-
-class Fails:
-    """The type of :data:`FAILS`."""
-
-    def __repr__(self) -> str:
-        return "FAILS"
-
-
-FAILS: Final = Fails()
+UNKNOWN: Final = _Mark("UNKNOWN")
+"""A value not known before the run (a tool result, or different on different paths)."""
+FAILS: Final = _Mark("FAILS")
 """What :data:`Run` returns for an instruction that fails on the values it was given."""
+Fails = _Mark  # the type a Run's FAILS has
+Abstract = Value | _Mark
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +129,7 @@ _Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
     flags = old[1] if old[1] == new[1] else UNKNOWN
-    regs = old[0] if old[0] is new[0] else tuple(map(join, old[0], new[0]))
-    return regs, flags, joined_stacks(old[2], new[2], join)
+    return joined_stacks(old[0], new[0], join), flags, joined_stacks(old[2], new[2], join)
 
 
 class _Propagation:
@@ -144,13 +139,12 @@ class _Propagation:
         self.initial_flags = semantics.initial_flags
         self.slot = flow.tracked  # the other registers always hold 0
         self.memo: dict[Hashable, Outcome | Fails | None] = {}
-        self.reads_memory = [
-            self.reads_live(flow.program.instructions[pc].operands, fx)
+        self.opaque = [  # a tool CALL, or reading memory the plan may write: not run alone
+            pc in flow.tools or self.reads_live(flow.program.instructions[pc].operands, fx)
             for pc, fx in enumerate(flow.effects)
         ]
 
     def reads_live(self, operands: tuple[Operand, ...], fx: Effects) -> bool:
-        """Whether the instruction reads memory that the plan may write."""
         live = self.layout.live
         read = [operands[p] for p in fx.reads]
         read += [operands[p] for p in fx.writes if isinstance(operands[p], Path)]
@@ -183,15 +177,8 @@ class _Propagation:
         """Facts after the instruction at ``pc``; ``None`` when it fails on every run that gets
         here so."""
         regs, flags, stack = facts
-        flow = self.flow
-        fx = flow.effects[pc]
-        if pc in flow.tools:
-            taken, put = flow.stack_effect(pc)  # its results (and EAX, the flags) unknown
-            stack = stack[: max(len(stack) - taken, 0)]
-            regs = self.write(regs, dict.fromkeys(fx.registers_written, UNKNOWN))
-            return regs, UNKNOWN if fx.flags_written else flags, pushed(stack, [UNKNOWN] * put)
-        decides = fx.flow == "branch"
-        if not (fx.registers_written or fx.flags_written or fx.pops or fx.pushes or decides):
+        fx, changes = self.flow.effects[pc], self.flow.stack_effect(pc) != (0, 0)
+        if not (fx.registers_written or fx.flags_written or changes or fx.flow == "branch"):
             return facts  # nothing the summary follows changes (NOP, SAY, jumps...)
         outcome = self.evaluate(pc, fx, facts)
         if outcome is FAILS:
@@ -213,11 +200,11 @@ class _Propagation:
     def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
         regs, flags, stack = facts
-        if self.reads_memory[pc] or len(stack) < fx.pops or (fx.flags_read and flags is UNKNOWN):
+        if self.opaque[pc] or len(stack) < fx.pops or (fx.flags_read and flags is UNKNOWN):
             return None
         read = {reg: self.register(regs, reg) for reg in fx.registers_read}
         taken = stack[len(stack) - fx.pops :] if fx.pops else ()
-        if any(isinstance(v, _Unknown) for v in (*read.values(), *taken)):
+        if any(v is UNKNOWN for v in (*read.values(), *taken)):
             return None
         values: dict[int, Value] = read  # type: ignore[assignment]  # none is unknown
         known: tuple[Value, ...] = taken  # type: ignore[assignment]
@@ -232,9 +219,10 @@ class _Propagation:
         return self.memo[key]
 
     def copies(self, pc: int, fx: Effects, facts: _Facts) -> _Facts:
-        """Facts after an instruction that could not be run: what it writes is unknown, but
-        a value it copies keeps what is known of it."""
+        """Facts after an instruction that could not be run: what it writes (a tool's results
+        too) is unknown, but a value it copies keeps what is known of it."""
         regs, flags, stack = facts
+        taken, put = self.flow.stack_effect(pc)
         operands = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
         moved = [
@@ -245,8 +233,10 @@ class _Propagation:
             if isinstance(target := operands[position], Reg) and target.index:
                 sources = [value for w, value in moved if w == position] or [UNKNOWN]
                 written[target.index] = functools.reduce(join, sources)
-        stack = stack[: max(len(stack) - fx.pops, 0)]
-        stack = pushed(stack, [value for w, value in moved if w == fx.STACK])
+        copied = [value for w, value in moved if w == fx.STACK]
+        stack = pushed(
+            stack[: max(len(stack) - taken, 0)], copied + [UNKNOWN] * (put - len(copied))
+        )
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
     def write(

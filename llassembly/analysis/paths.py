@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
@@ -134,8 +133,8 @@ class Paths:
 
     @functools.cached_property
     def ends(self) -> bool:
-        """Some path reaches the end of the plan."""
-        return self.fewest([0] * len(self.states)) is not None
+        """Some path reaches the end of the plan (every state is reached from the entry)."""
+        return any(END in out for out in self.succ)
 
     def longest(self, weight: Sequence[int]) -> int | None:
         """Most weight on any path from the entry; ``None`` when a weighted state is in a
@@ -155,23 +154,22 @@ class Paths:
         return best[comp_of[0]]
 
     def fewest(self, weight: Sequence[int]) -> int | None:
-        """Least weight on a path from the entry to the end (0-1 breadth first), or ``None``
-        when no path ends the plan."""
+        """Least weight on a path from the entry to the end (Dijkstra's), or ``None`` when no
+        path ends the plan."""
         if not self.states:
             return None
-        dist, queue, done, ends = {0: weight[0]}, deque([0]), set(), []
+        best, queue = {0: weight[0]}, [(weight[0], 0)]
         while queue:
-            node = queue.popleft()
-            if node in done:
+            dist, node = heapq.heappop(queue)
+            if dist > best[node]:
                 continue
-            done.add(node)
             for nxt in self.succ[node]:
-                if nxt == END:
-                    ends.append(dist[node])
-                elif (cost := dist[node] + weight[nxt]) < dist.get(nxt, cost + 1):
-                    dist[nxt] = cost
-                    (queue.appendleft if weight[nxt] == 0 else queue.append)(nxt)
-        return min(ends, default=None)
+                if nxt == END:  # nodes are taken nearest first: no end is nearer
+                    return dist
+                if (cost := dist + weight[nxt]) < best.get(nxt, cost + 1):
+                    best[nxt] = cost
+                    heapq.heappush(queue, (cost, nxt))
+        return None
 
     def always(self, sites: Iterable[int]) -> frozenset[int]:
         """The instructions of ``sites`` that every path ending the plan runs.

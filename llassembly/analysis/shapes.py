@@ -1,5 +1,5 @@
 """The shape of a value, from a tool's type annotations: what the verifier knows of a result
-before the run (:mod:`llassembly.analysis.typecheck`), and what the prompt tells the model of
+before the run (:mod:`llassembly.analysis.verifier`), and what the prompt tells the model of
 each tool's structures. A shape not known (``-> dict``, ``-> Any``) is :data:`ANY`, checked as
 the plan runs; shapes follow what the machine holds (``docs/language.md``, *Values*: a ``bool``
 is a number, a date, UUID or ``Decimal`` is text, ``None`` is ``NONE``).

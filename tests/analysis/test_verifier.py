@@ -13,9 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llassembly
-from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.summary import summarize
-from llassembly.analysis.verifier import check, verify
+from llassembly.analysis.verifier import PathWalk, check, verify
 from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
@@ -68,13 +67,13 @@ def counted_steps() -> Iterator[list[int]]:
     verifier's work, measured without a clock. Each visit is one instruction in one calling
     context; the analysis stops at ``MAX_STEPS`` visits and ``MAX_STATES`` states."""
     count = [0]
-    visit = _verifier._Walk.transfer
+    visit = PathWalk.transfer
 
-    def counting(self: _verifier._Walk, *args: object) -> object:
+    def counting(self: PathWalk, *args: object) -> object:
         count[0] += 1
         return visit(self, *args)  # type: ignore[arg-type]
 
-    with mock.patch.object(_verifier._Walk, "transfer", counting):
+    with mock.patch.object(PathWalk, "transfer", counting):
         yield count
 
 
