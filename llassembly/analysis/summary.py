@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -283,26 +283,23 @@ def summarize(
     """
     by_name = tool_shapes(tools)
     flow = control_flow(program, by_name)
-    paths = paths_of(flow)
-    layout = layout_of(program, by_name)
+    paths, layout = paths_of(flow), layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
     queries = {program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)}
     flows = argument_flows(paths, layout, query_sites=bool(queries))
     anything = (_sorted({tool.name for tool in flow.tools.values()}), _sorted(queries))
-    states = paths.states
-    by_site: dict[int, list[int]] = {}
-    for number, (pc, _) in enumerate(states):
+    by_site: dict[int, list[int]] = {}  # a reached tool CALL's states
+    for number, (pc, _) in enumerate(paths.states):
         if pc in flow.tools:
             by_site.setdefault(pc, []).append(number)
     ends = paths.ends
     always = paths.always(by_site) if ends else frozenset()
 
-    def count(chosen: set[int] | None) -> tuple[int, int | None]:
-        weight = [1 if chosen is None or n in chosen else 0 for n in range(len(states))]
-        low = paths.fewest(weight) if ends else 0
-        return low or 0, paths.longest(weight)
+    def count(pcs: Container[int]) -> tuple[int, int | None]:
+        weight = [int(pc in pcs) for pc, _ in paths.states]
+        return (paths.fewest(weight) if ends else 0) or 0, paths.longest(weight)
 
-    uses: dict[str, list[CallSite]] = {}
+    sites: dict[str, list[CallSite]] = {}  # by tool, in order of first call line
     for pc, numbers in sorted(by_site.items()):
         ins, tool = program.instructions[pc], flow.tools[pc]
         pushed = flow.stack_effect(pc)[0]
@@ -316,26 +313,24 @@ def summarize(
                 a if a.constant else replace(a, sources=anything[0], answers=anything[1])
                 for a in arguments
             )
-        in_loop = any(n in paths.looped for n in numbers)
+        in_loop = not paths.looped.isdisjoint(numbers)
         site = CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
-        uses.setdefault(tool.name, []).append(site)
-    tool_uses: list[ToolUse] = []
-    for name, sites in uses.items():  # in order of first call line
+        sites.setdefault(tool.name, []).append(site)
+    uses = []
+    for name, found in sites.items():
         pcs = [pc for pc in by_site if flow.tools[pc].name == name]
-        low, high = count({n for pc in pcs for n in by_site[pc]})
-        in_loop = any(site.in_loop for site in sites)
-        query = is_query(flow.tools[pcs[0]])
-        arguments = tuple(map(_merged, zip(*(s.arguments for s in sites), strict=True)))
-        tool_uses.append(
-            ToolUse(name, low, high, in_loop, ends and low == 0, arguments, tuple(sites), query)
+        low, high = count(pcs)
+        arguments = tuple(map(_merged, zip(*(s.arguments for s in found), strict=True)))
+        in_loop, query = any(s.in_loop for s in found), is_query(flow.tools[pcs[0]])
+        uses.append(
+            ToolUse(name, low, high, in_loop, ends and not low, arguments, (*found,), query)
         )
-    low_calls, high_calls = count({n for numbers in by_site.values() for n in numbers})
-    _, high_instructions = count(None) if states else (0, 0)
+    low_calls, high_calls = count(by_site)
     return PlanSummary(
-        tools=tuple(tool_uses),
+        tools=tuple(uses),
         min_tool_calls=low_calls,
-        max_tool_calls=high_calls if states else 0,
-        max_instructions=high_instructions,
+        max_tool_calls=high_calls,
+        max_instructions=paths.longest([1] * len(paths.states)),
         instruction_budget=max_instructions_to_exec,
         tool_call_budget=max_tool_calls,
         ends=ends,
