@@ -140,12 +140,13 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     The same program object with the same tools mapping (holding the same tools) gives the
     same graph: the verifier, the compiler and the summary of one plan build it once.
     """
-    key = (id(program), id(tools))
+    # The same tools, not merely equal ones; the entry keeps them (and the program) alive, so
+    # their ids stay theirs while it is kept.
     items = tuple(tools.items())
+    key = (id(program), tuple((name, id(tool)) for name, tool in items))
     with _LOCK:
         hit = _GRAPHS.get(key)
-    ids = [(name, id(tool)) for name, tool in items]  # the same tools, not merely equal ones
-    if hit is not None and hit[0] is program and [(n, id(t)) for n, t in hit[1]] == ids:
+    if hit is not None:
         return hit[2]
     built = _build(program, tools)
     with _LOCK:
@@ -156,7 +157,7 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
 
 
 _LOCK = threading.Lock()
-_GRAPHS: dict[tuple[int, int], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
+_GRAPHS: dict[tuple[object, ...], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
 
 
 def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
@@ -241,10 +242,8 @@ def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc:
     the straight-line code before any other that sets them, tests the carry (``JC``...)."""
     for index in _straight_after(found, pc):
         fx = found[index]
-        if fx.flags_read:
-            return tests_carry(instructions[index].mnemonic)
-        if fx.flags_written or fx.flow != "next":
-            return False
+        if fx.flags_read or fx.flags_written or fx.flow != "next":
+            return fx.flags_read and tests_carry(instructions[index].mnemonic)
     return False
 
 
@@ -259,12 +258,11 @@ def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:
 def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
     for index in _straight_after(found, pc):
         fx = found[index]
+        reads = EAX_INDEX in fx.registers_read  # a PUSH of EAX there is a read
         if fx.pops or fx.flow in ("call", "return", "halt"):
             return None
-        if fx.pushes or EAX_INDEX in fx.registers_read:  # a PUSH of EAX there is a read
-            return index if EAX_INDEX in fx.registers_read else None
-        if EAX_INDEX in fx.registers_written or fx.flow != "next":
-            return None
+        if reads or fx.pushes or EAX_INDEX in fx.registers_written or fx.flow != "next":
+            return index if reads else None
     return None
 
 
