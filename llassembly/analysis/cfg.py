@@ -26,6 +26,7 @@ import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors, tests_carry
 from llassembly.language.program import (
@@ -291,14 +292,12 @@ def _pop_after(
     if found[reader].pushes:
         return None
     for index in _straight_after(found, reader):
-        fx = found[index]
-        if fx.pops:
-            operands = program.instructions[index].operands
-            if saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
-                saved.pop(0)
-                continue
+        fx, operands = found[index], program.instructions[index].operands
+        if fx.pops and saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
+            saved.pop(0)
+        elif fx.pops:
             return index
-        if fx.pushes or fx.flow in ("call", "return", "halt"):
+        elif fx.pushes or fx.flow in ("call", "return", "halt"):
             return None
     return None
 
@@ -316,38 +315,36 @@ def components(
     """The strongly connected components reachable from ``entry``, sinks first (iterative
     Tarjan); ``succ[node]`` lists a node's successors."""
     index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
+    low: dict[int, int] = {}  # of the nodes on the stack (in the order of their index)
     stack: list[int] = []
     result: list[list[int]] = []
-    work: list[tuple[int, int]] = [(entry, 0)]
+    work: list[tuple[int, Iterator[int]]] = []
+
+    def enter(node: int) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        work.append((node, iter(succ[node])))
+
+    enter(entry)
     while work:
-        node, child = work.pop()
-        if child == 0:
-            index[node] = low[node] = len(index)
-            stack.append(node)
-            on_stack.add(node)
-        children = succ[node]
-        if child < len(children):
-            work.append((node, child + 1))
-            nxt = children[child]
+        node, children = work[-1]
+        for nxt in children:
             if nxt not in index:
-                work.append((nxt, 0))
-            elif nxt in on_stack:
+                enter(nxt)
+                break
+            if nxt in low:
                 low[node] = min(low[node], index[nxt])
-            continue
-        if low[node] == index[node]:
-            component: list[int] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            result.append(component)
-        if work:
-            parent = work[-1][0]
-            low[parent] = min(low[parent], low[node])
+        else:
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[int] = []
+                while not component or component[-1] != node:
+                    component.append(stack.pop())
+                    del low[component[-1]]
+                result.append(component)
     return result
 
 
@@ -377,11 +374,7 @@ class Layout:
 
     def base(self, key: str) -> int:
         """The address of a label's first cell."""
-        return self._bases[key]
-
-    @functools.cached_property
-    def _bases(self) -> dict[str, int]:
-        return {key: SPAN * (i + 1) for i, key in enumerate(self.order)}
+        return SPAN * (self.order.index(key) + 1)
 
     def locate(self, address: int) -> tuple[str, int] | None:
         """The label an address falls in and the byte offset in it, or ``None``."""
@@ -406,11 +399,9 @@ class Layout:
         """Each label's first cell, numbered over every label for the analyses before the run:
         the live labels first, so that the cells a write through ``[reg]`` may change are
         ``range(live_cells)``."""
-        first, count = {}, 0
-        for key in sorted(self.order, key=lambda k: k not in self.live):
-            first[key] = count
-            count += len(self.labels[key].cells)
-        return first
+        order = sorted(self.order, key=lambda k: k not in self.live)
+        sizes = [len(self.labels[key].cells) for key in order]
+        return dict(zip(order, accumulate(sizes, initial=0), strict=False))  # one more: the end
 
     @functools.cached_property
     def live_cells(self) -> int:
