@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, NamedTuple, TypeAlias
 
 from llassembly.analysis.cfg import Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
@@ -42,19 +42,15 @@ Sources: TypeAlias = frozenset[str]
 NO_SOURCES: Final[Sources] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One place an instruction writes and what the value written there derives from.
-
-    Attributes:
-        place: A register, a variable or data label, a memory cell, or a path (its base).
-        copies: For a copy, the operands whose sources it gets (what it copies, and the
-            address or the rest of the structure of its own place); ``None`` for a computed
-            value, which gets everything the instruction reads.
-    """
-
+class Write(NamedTuple):
     place: Operand
     copies: tuple[Operand, ...] | None
+
+
+"""One place an instruction writes (a register, a variable or data label, a memory cell, or a
+path: its base) and, for a copy, the operands whose sources it gets (what it copies, and the
+address or the rest of the structure of its own place); ``None`` for a computed value, which
+gets everything the instruction reads."""
 
 
 @dataclass(frozen=True, slots=True)
