@@ -7,14 +7,11 @@ to tool. The one place that reads it (:func:`given_tools`, :func:`tool_shapes`),
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias
 
 from llassembly.errors import UsageError, UsageTypeError
-from llassembly.language.program import ToolShape
 
-_T = TypeVar("_T")
-
-Adapt: TypeAlias = Callable[[Any, str | None, str], _T]
+Adapt: TypeAlias = Callable[[Any, str | None, str], Any]
 """``adapt(item, key, where)``: the tool ``item`` is, as its caller needs it (an extern), or a
 ``UsageError`` that starts with ``where`` (``tools[0]``, ``tools['add']``); ``key`` is the
 item's key when the tools came as a mapping, else ``None``."""
@@ -69,17 +66,8 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
     return tuple(tools)
 
 
-@overload
 def tool_shapes(
-    tools: object, adapt: None = None, *, param: str = "tools"
-) -> Mapping[str, ToolShape]: ...
-@overload
-def tool_shapes(tools: object, adapt: Adapt[_T], *, param: str = "tools") -> Mapping[str, _T]: ...
-def tool_shapes(
-    tools: object,
-    adapt: Adapt[Any] | None = None,
-    *,
-    param: str = "tools",
+    tools: object, adapt: Adapt | None = None, *, param: str = "tools"
 ) -> Mapping[str, Any]:
     """The tools by name, from a mapping ``name -> tool`` or a list of tools.
 
