@@ -435,6 +435,7 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
     """The memory layout of ``program`` with ``tools`` (variables depend on tool names)."""
     labels: dict[str, MemoryLabel] = dict(program.memory)
     variables: list[str] = []
+    written: set[str] = set()  # "": through [reg], any writable label
     for ins in program.instructions:  # a variable: a name copied into (MOV, POP), undeclared
         fx = effects(ins)
         if (
@@ -449,13 +450,12 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
         ):
             variables.append(key)
             labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
-    written: set[str] = set()
-    for ins in program.instructions:
-        for position in effects(ins).writes:
+        for position in fx.writes:
             operand = place_of(ins.operands[position])
-            if isinstance(operand, Mem) and operand.label is None:
-                written.update(k for k, label in labels.items() if label.writable)
-            elif isinstance(operand, Mem | Name):
-                written.add(str(operand.label if isinstance(operand, Mem) else operand).lower())
+            if isinstance(operand, Mem | Name):
+                written.add(
+                    str(operand.label or "" if isinstance(operand, Mem) else operand).lower()
+                )
+    written |= set(labels) if "" in written else set()
     live = frozenset(k for k in written if k in labels and labels[k].writable)
     return Layout(labels, tuple(labels), frozenset(variables), live)

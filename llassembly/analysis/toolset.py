@@ -41,16 +41,11 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
             ``None``...; or a mapping has a key that is not text.
     """
     if isinstance(tools, Mapping):
-        for key in tools:
-            if not isinstance(key, str):
-                msg = f"{param}: a mapping of tools is keyed by tool name, not {key!r}"
-                raise UsageTypeError(msg)
+        for key in [key for key in tools if not isinstance(key, str)][:1]:
+            raise UsageTypeError(f"{param}: a mapping of tools is keyed by tool name, not {key!r}")
         return tools
-    if (
-        isinstance(tools, str | bytes)
-        or not isinstance(tools, Iterable)
-        or looks_like_one_tool(tools)
-    ):
+    one = looks_like_one_tool(tools)
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable) or one:
         kind = type(tools).__name__
         msg = (
             f"{param} must be a list of tools (LangChain tools, functions or externs) or a "
@@ -58,7 +53,7 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
         )
         if isinstance(tools, str | bytes):
             msg += ": a name is not a tool; give the tool itself, in a list"
-        elif looks_like_one_tool(tools):
+        elif one:
             name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
             name = name if isinstance(name, str) and name.isidentifier() else "tool"
             msg += f": wrap it in a list: [{name}]"
