@@ -233,16 +233,9 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     'x'; its fields: ...``). A union is wrong only when no
     option has it (``null`` options are the run's to find)."""
     if shape.kind == "union":
-        found: list[Shape] = []
-        problem = None
-        for option in shape.options:
-            if option.kind == "none":
-                continue
-            part, wrong = child(option, key)
-            if wrong is None:
-                found.append(part)
-            elif problem is None:
-                problem = wrong
+        parts = [child(option, key) for option in shape.options if option.kind != "none"]
+        found = [part for part, wrong in parts if wrong is None]
+        problem = next((wrong for _, wrong in parts if wrong is not None), None)
         return (_union(found) or ANY, None) if found else (ANY, problem)
     kind = shape.kind
     if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
@@ -250,9 +243,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     if kind == "object":
         if isinstance(key, str):
             named = shape.field(key)
-            if named is None:
-                return ANY, f"has no field {key!r}; {fields_line(shape)}"
-            return named, None
+            return (named, None) if named else (ANY, f"has no field {key!r}; {fields_line(shape)}")
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None
         return ANY, f"is an object: [{key}] needs a field name; {fields_line(shape)}"

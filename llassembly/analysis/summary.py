@@ -199,10 +199,8 @@ class PlanSummary:
 
 
 def _calls(low: int, high: int | None) -> str:
-    if high == low:
-        return plural(low, "call")
-    top = "unbounded" if high is None else str(high)
-    return f"{low} to {top} calls"
+    top = "unbounded" if high is None else high
+    return plural(low, "call") if high == low else f"{low} to {top} calls"
 
 
 def _flows(summary: PlanSummary) -> list[str]:
