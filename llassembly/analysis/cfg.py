@@ -185,21 +185,18 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     )
     eax, mixed = _eax_convention(program, found, tool_at)
     tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
-    writes_eax = frozenset((EAX_INDEX,))
-    found = tuple(
-        replace(
-            fx,
-            registers_written=fx.registers_written | writes_eax,
+    changed = list(found)  # EAX: the result or the error; the flags: did it fail
+    for pc in eax | tested:
+        written = found[pc].registers_written | {EAX_INDEX}
+        changed[pc] = replace(
+            found[pc],
+            registers_written=written,
             implicit_writes=(EAX_INDEX,),
             flags_written=pc in tested,
         )
-        if pc in eax or pc in tested
-        else fx
-        for pc, fx in enumerate(found)
-    )
     return ControlFlow(
         program=program,
-        effects=found,
+        effects=tuple(changed),
         tools=tool_at,
         targets=targets,
         ambiguous=frozenset(ambiguous),
@@ -207,7 +204,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         tested=tested,
         mixed=mixed,
         successors=succ,
-        return_sites=tuple(pc + 1 for pc in targets if found[pc].flow == "call"),
+        return_sites=tuple(pc + 1 for pc in targets if changed[pc].flow == "call"),
     )
 
 
