@@ -70,8 +70,7 @@ class ControlFlow:
         mixed: ``(CALL, reader, POP)``: the result of an ``eax`` call is read in ``EAX`` at
             ``reader`` and then ``POP`` would take it off the stack too (the verifier refuses).
         successors: Per instruction, where control goes next (:func:`~llassembly.language.
-            instructions.successors`; a ``CALL label`` goes to the label, ``RET`` and ``HLT``
-            nowhere, an unresolved jump nowhere).
+            instructions.successors`; an unresolved jump nowhere).
         return_sites: Where a ``RET`` may go: the instruction after each ``CALL label``.
     """
 

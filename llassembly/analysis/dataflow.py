@@ -153,12 +153,12 @@ _Facts = tuple[tuple[Flow, ...], Flow, tuple[Flow, ...], Mapping[int, Flow]]
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
     memory = {
-        cell: _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))
+        cell: pair
         for cell in {*old[3], *new[3]}
+        if (pair := _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))) != _EMPTY
     }
-    regs = tuple(_join(a, b) for a, b in zip(old[0], new[0], strict=True))
-    stack = joined_stacks(old[2], new[2], _join)
-    return regs, _join(old[1], new[1]), stack, {c: p for c, p in memory.items() if p != _EMPTY}
+    regs = tuple(map(_join, old[0], new[0]))
+    return regs, _join(old[1], new[1]), joined_stacks(old[2], new[2], _join), memory
 
 
 def argument_flows(

@@ -277,9 +277,6 @@ def summarize(
         max_tool_calls: The tool-call budget the run will have.
         semantics: How instructions run on known values (default: the machine's own steps,
             see :func:`llassembly.analysis.constants.install_semantics`).
-
-    Returns:
-        The :class:`PlanSummary`.
     """
     by_name = tool_shapes(tools)
     flow = control_flow(program, by_name)

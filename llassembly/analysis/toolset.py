@@ -70,7 +70,6 @@ def tool_shapes(
     (the control-flow graph of one program and one mapping is built once).
 
     Args:
-        tools: A mapping of name to tool, or an iterable of tools.
         adapt: Makes each item the tool its caller needs (without it, an item must already be
             a :class:`ToolShape`, and is refused otherwise).
         param: The parameter's name, for errors (``tools``, ``externs``, ``--tools``).
