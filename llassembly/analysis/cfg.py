@@ -93,10 +93,9 @@ class ControlFlow:
     def stack_effect(self, pc: int) -> tuple[int, int]:
         """``(values taken, values put)`` on the data stack by the instruction at ``pc`` (see
         :func:`~llassembly.language.program.stack_effect`): none put when they go to ``EAX``."""
-        tool = self.tools.get(pc)
         operands = self.program.instructions[pc].operands
-        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)
-        return (taken, 0) if pc in self.eax else (taken, put)
+        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], self.tools.get(pc), operands)
+        return taken, 0 if pc in self.eax else put
 
     def subroutine_call(self, pc: int) -> bool:
         """Whether the instruction at ``pc`` is a ``CALL`` of a code label."""

@@ -88,8 +88,8 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
     def over(name: str, use: ToolUse) -> Iterable[tuple[CallSite, str]]:
         limit, most = wanted[name], use.max_calls
         if most is None or most > limit:
-            how = "an unknown number of times (a CALL in a loop)"
-            how = how if most is None else f"up to {most} times"
+            loop = "an unknown number of times (a CALL in a loop)"
+            how = loop if most is None else f"up to {most} times"
             message = (
                 f"{name} may be called at most {plural(limit, 'time')} per "
                 f"plan, but this plan can call it {how}; call it fewer times, outside loops"
