@@ -26,6 +26,7 @@ import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors, tests_carry
 from llassembly.language.program import (
@@ -69,8 +70,7 @@ class ControlFlow:
         mixed: ``(CALL, reader, POP)``: the result of an ``eax`` call is read in ``EAX`` at
             ``reader`` and then ``POP`` would take it off the stack too (the verifier refuses).
         successors: Per instruction, where control goes next (:func:`~llassembly.language.
-            instructions.successors`; a ``CALL label`` goes to the label, ``RET`` and ``HLT``
-            nowhere, an unresolved jump nowhere).
+            instructions.successors`; an unresolved jump nowhere).
         return_sites: Where a ``RET`` may go: the instruction after each ``CALL label``.
     """
 
@@ -93,10 +93,9 @@ class ControlFlow:
     def stack_effect(self, pc: int) -> tuple[int, int]:
         """``(values taken, values put)`` on the data stack by the instruction at ``pc`` (see
         :func:`~llassembly.language.program.stack_effect`): none put when they go to ``EAX``."""
-        tool = self.tools.get(pc)
         operands = self.program.instructions[pc].operands
-        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], tool, operands)
-        return (taken, 0) if pc in self.eax else (taken, put)
+        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], self.tools.get(pc), operands)
+        return taken, 0 if pc in self.eax else put
 
     def subroutine_call(self, pc: int) -> bool:
         """Whether the instruction at ``pc`` is a ``CALL`` of a code label."""
@@ -140,12 +139,13 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
     The same program object with the same tools mapping (holding the same tools) gives the
     same graph: the verifier, the compiler and the summary of one plan build it once.
     """
-    key = (id(program), id(tools))
+    # The same tools, not merely equal ones; the entry keeps them (and the program) alive, so
+    # their ids stay theirs while it is kept.
     items = tuple(tools.items())
+    key = (id(program), tuple((name, id(tool)) for name, tool in items))
     with _LOCK:
         hit = _GRAPHS.get(key)
-    ids = [(name, id(tool)) for name, tool in items]  # the same tools, not merely equal ones
-    if hit is not None and hit[0] is program and [(n, id(t)) for n, t in hit[1]] == ids:
+    if hit is not None:
         return hit[2]
     built = _build(program, tools)
     with _LOCK:
@@ -156,7 +156,7 @@ def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlo
 
 
 _LOCK = threading.Lock()
-_GRAPHS: dict[tuple[int, int], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
+_GRAPHS: dict[tuple[object, ...], tuple[Program, tuple[tuple[str, object], ...], ControlFlow]] = {}
 
 
 def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
@@ -183,21 +183,18 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     )
     eax, mixed = _eax_convention(program, found, tool_at)
     tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
-    writes_eax = frozenset((EAX_INDEX,))
-    found = tuple(
-        replace(
-            fx,
-            registers_written=fx.registers_written | writes_eax,
+    changed = list(found)  # EAX: the result or the error; the flags: did it fail
+    for pc in eax | tested:
+        written = found[pc].registers_written | {EAX_INDEX}
+        changed[pc] = replace(
+            found[pc],
+            registers_written=written,
             implicit_writes=(EAX_INDEX,),
             flags_written=pc in tested,
         )
-        if pc in eax or pc in tested
-        else fx
-        for pc, fx in enumerate(found)
-    )
     return ControlFlow(
         program=program,
-        effects=found,
+        effects=tuple(changed),
         tools=tool_at,
         targets=targets,
         ambiguous=frozenset(ambiguous),
@@ -205,7 +202,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         tested=tested,
         mixed=mixed,
         successors=succ,
-        return_sites=tuple(pc + 1 for pc in targets if found[pc].flow == "call"),
+        return_sites=tuple(pc + 1 for pc in targets if changed[pc].flow == "call"),
     )
 
 
@@ -241,10 +238,8 @@ def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc:
     the straight-line code before any other that sets them, tests the carry (``JC``...)."""
     for index in _straight_after(found, pc):
         fx = found[index]
-        if fx.flags_read:
-            return tests_carry(instructions[index].mnemonic)
-        if fx.flags_written or fx.flow != "next":
-            return False
+        if fx.flags_read or fx.flags_written or fx.flow != "next":
+            return fx.flags_read and tests_carry(instructions[index].mnemonic)
     return False
 
 
@@ -259,12 +254,11 @@ def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:
 def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
     for index in _straight_after(found, pc):
         fx = found[index]
+        reads = EAX_INDEX in fx.registers_read  # a PUSH of EAX there is a read
         if fx.pops or fx.flow in ("call", "return", "halt"):
             return None
-        if fx.pushes or EAX_INDEX in fx.registers_read:  # a PUSH of EAX there is a read
-            return index if EAX_INDEX in fx.registers_read else None
-        if EAX_INDEX in fx.registers_written or fx.flow != "next":
-            return None
+        if reads or fx.pushes or EAX_INDEX in fx.registers_written or fx.flow != "next":
+            return index if reads else None
     return None
 
 
@@ -293,14 +287,12 @@ def _pop_after(
     if found[reader].pushes:
         return None
     for index in _straight_after(found, reader):
-        fx = found[index]
-        if fx.pops:
-            operands = program.instructions[index].operands
-            if saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
-                saved.pop(0)
-                continue
+        fx, operands = found[index], program.instructions[index].operands
+        if fx.pops and saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
+            saved.pop(0)
+        elif fx.pops:
             return index
-        if fx.pushes or fx.flow in ("call", "return", "halt"):
+        elif fx.pushes or fx.flow in ("call", "return", "halt"):
             return None
     return None
 
@@ -318,38 +310,36 @@ def components(
     """The strongly connected components reachable from ``entry``, sinks first (iterative
     Tarjan); ``succ[node]`` lists a node's successors."""
     index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
+    low: dict[int, int] = {}  # of the nodes on the stack (in the order of their index)
     stack: list[int] = []
     result: list[list[int]] = []
-    work: list[tuple[int, int]] = [(entry, 0)]
+    work: list[tuple[int, Iterator[int]]] = []
+
+    def enter(node: int) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        work.append((node, iter(succ[node])))
+
+    enter(entry)
     while work:
-        node, child = work.pop()
-        if child == 0:
-            index[node] = low[node] = len(index)
-            stack.append(node)
-            on_stack.add(node)
-        children = succ[node]
-        if child < len(children):
-            work.append((node, child + 1))
-            nxt = children[child]
+        node, children = work[-1]
+        for nxt in children:
             if nxt not in index:
-                work.append((nxt, 0))
-            elif nxt in on_stack:
+                enter(nxt)
+                break
+            if nxt in low:
                 low[node] = min(low[node], index[nxt])
-            continue
-        if low[node] == index[node]:
-            component: list[int] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            result.append(component)
-        if work:
-            parent = work[-1][0]
-            low[parent] = min(low[parent], low[node])
+        else:
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[int] = []
+                while not component or component[-1] != node:
+                    component.append(stack.pop())
+                    del low[component[-1]]
+                result.append(component)
     return result
 
 
@@ -379,11 +369,7 @@ class Layout:
 
     def base(self, key: str) -> int:
         """The address of a label's first cell."""
-        return self._bases[key]
-
-    @functools.cached_property
-    def _bases(self) -> dict[str, int]:
-        return {key: SPAN * (i + 1) for i, key in enumerate(self.order)}
+        return SPAN * (self.order.index(key) + 1)
 
     def locate(self, address: int) -> tuple[str, int] | None:
         """The label an address falls in and the byte offset in it, or ``None``."""
@@ -408,11 +394,9 @@ class Layout:
         """Each label's first cell, numbered over every label for the analyses before the run:
         the live labels first, so that the cells a write through ``[reg]`` may change are
         ``range(live_cells)``."""
-        first, count = {}, 0
-        for key in sorted(self.order, key=lambda k: k not in self.live):
-            first[key] = count
-            count += len(self.labels[key].cells)
-        return first
+        order = sorted(self.order, key=lambda k: k not in self.live)
+        sizes = [len(self.labels[key].cells) for key in order]
+        return dict(zip(order, accumulate(sizes, initial=0), strict=False))  # one more: the end
 
     @functools.cached_property
     def live_cells(self) -> int:
@@ -446,6 +430,7 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
     """The memory layout of ``program`` with ``tools`` (variables depend on tool names)."""
     labels: dict[str, MemoryLabel] = dict(program.memory)
     variables: list[str] = []
+    written: set[str] = set()  # "": through [reg], any writable label
     for ins in program.instructions:  # a variable: a name copied into (MOV, POP), undeclared
         fx = effects(ins)
         if (
@@ -460,13 +445,12 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
         ):
             variables.append(key)
             labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
-    written: set[str] = set()
-    for ins in program.instructions:
-        for position in effects(ins).writes:
+        for position in fx.writes:
             operand = place_of(ins.operands[position])
-            if isinstance(operand, Mem) and operand.label is None:
-                written.update(k for k, label in labels.items() if label.writable)
-            elif isinstance(operand, Mem | Name):
-                written.add(str(operand.label if isinstance(operand, Mem) else operand).lower())
+            if isinstance(operand, Mem | Name):
+                written.add(
+                    str(operand.label or "" if isinstance(operand, Mem) else operand).lower()
+                )
+    written |= set(labels) if "" in written else set()
     live = frozenset(k for k in written if k in labels and labels[k].writable)
     return Layout(labels, tuple(labels), frozenset(variables), live)

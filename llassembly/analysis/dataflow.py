@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, NamedTuple, TypeAlias
 
-from llassembly.analysis.cfg import ControlFlow, Layout
+from llassembly.analysis.cfg import Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language.instructions import EAX_INDEX, register_name
@@ -42,19 +42,15 @@ Sources: TypeAlias = frozenset[str]
 NO_SOURCES: Final[Sources] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One place an instruction writes and what the value written there derives from.
-
-    Attributes:
-        place: A register, a variable or data label, a memory cell, or a path (its base).
-        copies: For a copy, the operands whose sources it gets (what it copies, and the
-            address or the rest of the structure of its own place); ``None`` for a computed
-            value, which gets everything the instruction reads.
-    """
-
+class Write(NamedTuple):
     place: Operand
     copies: tuple[Operand, ...] | None
+
+
+"""One place an instruction writes (a register, a variable or data label, a memory cell, or a
+path: its base) and, for a copy, the operands whose sources it gets (what it copies, and the
+address or the rest of the structure of its own place); ``None`` for a computed value, which
+gets everything the instruction reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +136,10 @@ some run and those on every run that gets there."""
 _EMPTY: Final[Flow] = (NO_SOURCES, NO_SOURCES)
 
 
-def _union(a: Flow, b: Flow) -> Flow:
-    """A value derived from both (every run has both)."""
-    return a if b is _EMPTY else (a[0] | b[0], a[1] | b[1])
-
-
 def _all(flows: Iterable[Flow]) -> Flow:
-    """A value derived from all of these."""
-    return functools.reduce(_union, flows, _EMPTY)
+    """A value derived from all of these (every run has each)."""
+    pairs = list(flows)
+    return NO_SOURCES.union(*(p[0] for p in pairs)), NO_SOURCES.union(*(p[1] for p in pairs))
 
 
 def _join(a: Flow, b: Flow) -> Flow:
@@ -159,113 +151,14 @@ def _join(a: Flow, b: Flow) -> Flow:
 _Facts = tuple[tuple[Flow, ...], Flow, tuple[Flow, ...], Mapping[int, Flow]]
 
 
-class _Static:
-    """The transfer of :class:`Transfer` on (may, must) pairs over the states of the paths."""
-
-    def __init__(self, flow: ControlFlow, layout: Layout, sites: bool = False) -> None:
-        self.flow, self.layout, self.sites = flow, layout, sites
-        # What a value the analysis cannot follow (below the stack followed) may derive from:
-        # any tool's result and, marked, any query's answer (see query_site).
-        anything = {tool.name for tool in flow.tools.values()}
-        if sites:
-            lines = flow.program.instructions
-            anything |= {query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
-        self.top: Flow = (frozenset(anything), NO_SOURCES)
-        self.slot = flow.tracked  # the other registers always hold 0
-
-    # -- values ---------------------------------------------------------------------------
-
-    def value(self, operand: Operand, facts: _Facts) -> Flow:
-        regs, _, _, memory = facts
-        if isinstance(operand, Reg):
-            slot = self.slot.get(operand.index)
-            return _EMPTY if slot is None else regs[slot]
-        if isinstance(operand, Name):  # read-only data, a constant: the plan's own (no cells
-            # written); one cell, or a row read whole: every cell is in the text
-            return _all(memory.get(number, _EMPTY) for number in self.layout.cells_of(operand)[0])
-        if isinstance(operand, Mem):  # one of its cells (through [reg] also read-only data,
-            cells = self.layout.cells_of(operand)[0]  # or text in reg), and its registers
-            found = functools.reduce(_join, [memory.get(n, _EMPTY) for n in cells] or [_EMPTY])
-            if operand.label is None:
-                found = _join(found, _EMPTY)
-            return _union(found, _all(self.value(reg, facts) for reg in operand.registers))
-        if isinstance(operand, Path):
-            return _all(self.value(part, facts) for part in (operand.base, *operand.steps))
-        if isinstance(operand, Template):
-            return _all(self.value(fill, facts) for fill in operand.fills)
-        return _EMPTY  # a literal
-
-    def write(
-        self, place: Operand, pair: Flow, regs: list[Flow], memory: Mapping[int, Flow]
-    ) -> Mapping[int, Flow]:
-        """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
-        write (the new memory is returned). A path written changes its base, which holds the
-        new text of the whole."""
-        place = place_of(place)
-        if isinstance(place, Reg):
-            slot = self.slot.get(place.index)
-            if slot is not None:
-                regs[slot] = pair
-            return memory
-        cells, exact = self.layout.cells_of(place)
-        if not cells:
-            return memory
-        changed = dict(memory)
-        if exact:
-            changed[cells[0]] = pair
-        else:  # some one of them: each may keep what it held
-            for number in cells:
-                changed[number] = _join(memory.get(number, _EMPTY), pair)
-        return changed
-
-    # -- instructions ---------------------------------------------------------------------
-
-    def transfer(self, pc: int, facts: _Facts) -> _Facts:
-        regs, flags, stack, memory = facts
-        tool = self.flow.tools.get(pc)
-        if tool is not None:
-            count, put = self.flow.stack_effect(pc)
-            stack, given = taken(stack, count, self.top)
-            result = (result_sources(tool.name),) * 2
-            if is_query(tool):  # its answer derives from what its model read, and is a model's
-                (may, must), line = _all(given), self.flow.program.instructions[pc].line
-                mark = {query_site(line)} if self.sites else set()  # with sites: this query's
-                result = query_sources(may | mark), query_sources(must | mark)
-            fx, changed = self.flow.effects[pc], list(regs)
-            if fx.registers_written:  # EAX: its result or error; the flags: did it fail
-                changed[self.slot[EAX_INDEX]] = result
-            flags = result if fx.flags_written else flags
-            return tuple(changed), flags, pushed(stack, [result] * put), memory
-        move = transfer_of(self.flow.program.instructions[pc])
-        if move.moves_nothing:
-            return facts
-        stack, popped = taken(stack, move.pops, self.top)
-        chose = [flags] if move.flags else []  # SETcc: what the flags chose is data
-        everything = _all([*(self.value(o, facts) for o in move.reads), *popped, *chose])
-        values = [  # everything is read before anything is written (XCHG)
-            everything
-            if write.copies is None
-            else _all([*chose, *(self.value(o, facts) for o in write.copies)])
-            for write in move.writes
-        ]
-        new_regs = list(regs)
-        for write, pair in zip(move.writes, values, strict=True):
-            memory = self.write(write.place, pair, new_regs, memory)
-        for reg in move.registers:
-            memory = self.write(Reg(reg, register_name(reg)), everything, new_regs, memory)
-        stack = pushed(stack, [everything] * move.pushes)
-        flags = everything if move.sets_flags else flags
-        return tuple(new_regs), flags, stack, memory
-
-
 def _merge(old: _Facts, new: _Facts) -> _Facts:
     memory = {
-        cell: _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))
+        cell: pair
         for cell in {*old[3], *new[3]}
+        if (pair := _join(old[3].get(cell, _EMPTY), new[3].get(cell, _EMPTY))) != _EMPTY
     }
-    regs = tuple(_join(a, b) for a, b in zip(old[0], new[0], strict=True))
-    stack = joined_stacks(old[2], new[2], _join)
-    return regs, _join(old[1], new[1]), stack, {c: p for c, p in memory.items() if p != _EMPTY}
+    regs = tuple(map(_join, old[0], new[0]))
+    return regs, _join(old[1], new[1]), joined_stacks(old[2], new[2], _join), memory
 
 
 def argument_flows(
@@ -290,19 +183,92 @@ def argument_flows(
     """
     if not paths.complete:
         return None
-    analysis = _Static(paths.flow, layout, query_sites)
-    start: _Facts = ((_EMPTY,) * len(analysis.slot), _EMPTY, (), {})
-    work = len(analysis.slot) + layout.live_cells
-    limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(work, 1))
-    found, stopped = fixpoint(paths, start, analysis.transfer, _merge, limit)
+    flow, lines = paths.flow, paths.flow.program.instructions
+    slot = flow.tracked  # the other registers always hold 0
+    marks = {pc: query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
+    marks = marks if query_sites else {}
+    # What a value the analysis cannot follow (below the stack followed) may derive from:
+    # any tool's result and, marked, any query's answer.
+    top: Flow = (frozenset({t.name for t in flow.tools.values()} | {*marks.values()}), NO_SOURCES)
+
+    def value(operand: Operand, facts: _Facts) -> Flow:
+        regs, _, _, memory = facts
+        if isinstance(operand, Reg):
+            return _EMPTY if operand.index not in slot else regs[slot[operand.index]]
+        if isinstance(operand, Name):  # read-only data, a constant: the plan's own (no cells
+            # written); one cell, or a row read whole: every cell is in the text
+            return _all(memory.get(number, _EMPTY) for number in layout.cells_of(operand)[0])
+        if isinstance(operand, Mem):  # one of its cells (through [reg] also read-only data,
+            cells = layout.cells_of(operand)[0]  # or text in reg), and its registers
+            held = [memory.get(n, _EMPTY) for n in cells]
+            held += [_EMPTY] if operand.label is None or not cells else []
+            found = functools.reduce(_join, held)
+            return _all([found, *(value(reg, facts) for reg in operand.registers)])
+        if isinstance(operand, Path):
+            return _all(value(part, facts) for part in (operand.base, *operand.steps))
+        if isinstance(operand, Template):
+            return _all(value(fill, facts) for fill in operand.fills)
+        return _EMPTY  # a literal
+
+    def write(
+        place: Operand, pair: Flow, regs: list[Flow], memory: Mapping[int, Flow]
+    ) -> Mapping[int, Flow]:
+        """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
+        write (the new memory is returned). A path written changes its base, which holds the
+        new text of the whole; a cell found through a register may keep what it held."""
+        place = place_of(place)
+        if isinstance(place, Reg) and place.index in slot:
+            regs[slot[place.index]] = pair
+        cells, exact = layout.cells_of(place)  # none for a register
+        joined = {n: pair if exact else _join(memory.get(n, _EMPTY), pair) for n in cells}
+        return {**memory, **joined} if joined else memory
+
+    def transfer(pc: int, facts: _Facts) -> _Facts:
+        regs, flags, stack, memory = facts
+        tool = flow.tools.get(pc)
+        if tool is not None:
+            count, put = flow.stack_effect(pc)
+            stack, given = taken(stack, count, top)
+            result = (result_sources(tool.name),) * 2
+            if is_query(tool):  # its answer derives from what its model read, and is a model's
+                (may, must), mark = _all(given), {marks[pc]} if pc in marks else set()
+                result = query_sources(may | mark), query_sources(must | mark)
+            fx, changed = flow.effects[pc], list(regs)
+            if fx.registers_written:  # EAX: its result or error; the flags: did it fail
+                changed[slot[EAX_INDEX]] = result
+            flags = result if fx.flags_written else flags
+            return tuple(changed), flags, pushed(stack, [result] * put), memory
+        move = transfer_of(lines[pc])
+        if move.moves_nothing:
+            return facts
+        stack, popped = taken(stack, move.pops, top)
+        chose = [flags] if move.flags else []  # SETcc: what the flags chose is data
+        everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
+        values = [  # everything is read before anything is written (XCHG)
+            everything
+            if write.copies is None
+            else _all([*chose, *(value(o, facts) for o in write.copies)])
+            for write in move.writes
+        ]
+        new_regs = list(regs)
+        for each, pair in zip(move.writes, values, strict=True):
+            memory = write(each.place, pair, new_regs, memory)
+        for reg in move.registers:
+            memory = write(Reg(reg, register_name(reg)), everything, new_regs, memory)
+        stack = pushed(stack, [everything] * move.pushes)
+        flags = everything if move.sets_flags else flags
+        return tuple(new_regs), flags, stack, memory
+
+    start: _Facts = ((_EMPTY,) * len(slot), _EMPTY, (), {})
+    limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(slot) + layout.live_cells, 1))
+    found, stopped = fixpoint(paths, start, transfer, _merge, limit)
     if stopped is not None:
         return None
 
     def flows(state: int) -> tuple[Flow, ...]:
         pc = paths.states[state][0]
-        tool = paths.flow.tools.get(pc)
-        if tool is None or state not in found:
+        if pc not in flow.tools or state not in found:
             return ()
-        return tuple(taken(found[state][2], paths.flow.stack_effect(pc)[0], analysis.top)[1])
+        return tuple(taken(found[state][2], flow.stack_effect(pc)[0], top)[1])
 
     return flows

@@ -88,8 +88,8 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
     def over(name: str, use: ToolUse) -> Iterable[tuple[CallSite, str]]:
         limit, most = wanted[name], use.max_calls
         if most is None or most > limit:
-            how = "an unknown number of times (a CALL in a loop)"
-            how = how if most is None else f"up to {most} times"
+            loop = "an unknown number of times (a CALL in a loop)"
+            how = loop if most is None else f"up to {most} times"
             message = (
                 f"{name} may be called at most {plural(limit, 'time')} per "
                 f"plan, but this plan can call it {how}; call it fewer times, outside loops"
@@ -192,27 +192,24 @@ class DataFlowPolicy:
     def __call__(self, summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
         """The calls whose argument comes from a refused result on every run (see
         :class:`~llassembly.analysis.summary.Argument`)."""
-        return list(_site_policy((self.tool,), self._refusals)(summary, program))
+        use = summary.tool(self.tool)
+        return [
+            Diagnostic(site.line, 1, self._refusal(bad), program.source_of(site.line))
+            for site in (use.sites if use else ())
+            for argument in site.arguments
+            if argument.name == self.argument and (bad := self.refused(argument.certain))
+        ]
 
-    def _refusals(self, name: str, use: ToolUse) -> Iterable[tuple[CallSite, str]]:
-        for site in use.sites:
-            found = [a for a in site.arguments if a.name == self.argument]
-            bad = self.refused(found[0].certain) if found else ()
-            if not bad:
-                continue
-            fix = (
-                f"take {self.argument} from {_names(self.sources)} or write it in the plan"
-                if self.allow and self.sources
-                else f"do not pass what {_names(bad)} returned as {self.argument}"
-            )
-            yield (
-                site,
-                (
-                    f"{self.tool}'s argument {self.argument!r} comes from the result of "
-                    f"{_names(bad)} on every run that reaches this call, and a data-flow policy "
-                    f"{self.rule()}: {fix}"
-                ),
-            )
+    def _refusal(self, bad: Sequence[str]) -> str:
+        fix = (
+            f"take {self.argument} from {_names(self.sources)} or write it in the plan"
+            if self.allow and self.sources
+            else f"do not pass what {_names(bad)} returned as {self.argument}"
+        )
+        return (
+            f"{self.tool}'s argument {self.argument!r} comes from the result of {_names(bad)} "
+            f"on every run that reaches this call, and a data-flow policy {self.rule()}: {fix}"
+        )
 
 
 def _policy(tool: str, argument: str, sources: Iterable[str], allow: bool) -> DataFlowPolicy:

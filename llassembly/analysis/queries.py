@@ -208,16 +208,17 @@ def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, AnswerShape | st
         seen[pc] = top if pc not in seen else join(seen[pc], top)
     found: dict[int, AnswerShape | str] = {}
     for pc in sorted(seen):
-        value = seen[pc]
-        if value is UNKNOWN:
-            found[pc] = (
-                f"CALL {sites[pc].name}: the answer shape (the last value pushed before it) "
-                'must be written in the plan, the same on every path, e.g. PUSH "number" or '
-                """PUSH '{"iban": "text", "amount": "number"}' right before the CALL"""
-            )
-            continue
         try:
-            found[pc] = parse_answer_shape(value)
+            if seen[pc] is UNKNOWN:
+                raise ValueError(_NOT_WRITTEN)
+            found[pc] = parse_answer_shape(seen[pc])
         except ValueError as exc:
             found[pc] = f"CALL {sites[pc].name}: {exc}"
     return found
+
+
+_NOT_WRITTEN = (
+    "the answer shape (the last value pushed before it) must be written in the plan, the same "
+    """on every path, e.g. PUSH "number" or PUSH '{"iban": "text", "amount": "number"}' right """
+    "before the CALL"
+)

@@ -74,15 +74,19 @@ TEXT: Final = Shape("text")
 NONE_SHAPE: Final = Shape("none")
 _NUMBERS: Final = frozenset({"int", "float", "number"})
 _TEXTS: Final = frozenset({"text", "decimal"})
-_TEXT_TYPES: dict[type, str] = {
-    datetime.datetime: "datetime",
-    datetime.date: "date",
-    datetime.time: "time",
-    datetime.timedelta: "duration",
-    uuid.UUID: "uuid",
-    bytes: "text",
-    str: "",
-    PurePath: "path",
+_SCALAR_TYPES: dict[type, Shape] = {  # asked in order (bool is an int, datetime a date)
+    bool: BOOL,
+    int: INT,
+    float: FLOAT,
+    decimal.Decimal: Shape("decimal", "decimal"),
+    datetime.datetime: Shape("text", "datetime"),
+    datetime.date: Shape("text", "date"),
+    datetime.time: Shape("text", "time"),
+    datetime.timedelta: Shape("text", "duration"),
+    uuid.UUID: Shape("text", "uuid"),
+    bytes: Shape("text", "text"),
+    str: TEXT,
+    PurePath: Shape("text", "path"),
 }
 
 
@@ -170,15 +174,9 @@ def _shape(annotation: Any, depth: int) -> Shape:
     if origin is Literal:
         return _choices(args)
     if isinstance(ann, type):
-        if issubclass(ann, bool) and not issubclass(ann, enum.Enum):
-            return BOOL
-        if issubclass(ann, int | float) and not issubclass(ann, enum.Enum):
-            return INT if issubclass(ann, int) else FLOAT
-        if issubclass(ann, decimal.Decimal):
-            return Shape("decimal", "decimal")
-        for kind, name in _TEXT_TYPES.items():
-            if issubclass(ann, kind):
-                return Shape("text", name)
+        for kind, found in _SCALAR_TYPES.items():  # an int or float enum: its choices
+            if issubclass(ann, kind) and not (kind in (int, float) and issubclass(ann, enum.Enum)):
+                return found
         if issubclass(ann, enum.Enum):
             return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
@@ -221,7 +219,7 @@ def _choices(values: Sequence[Any]) -> Shape:
     return found
 
 
-def _object(cls: type, items: list[tuple[str, Any]], depth: int) -> Shape:
+def _object(cls: Any, items: list[tuple[str, Any]], depth: int) -> Shape:
     fields = tuple((n, shape_of(a, depth + 1)) for n, a in items)
     return Shape("object", cls.__name__, fields, type_id=id(cls))
 
@@ -235,16 +233,9 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     'x'; its fields: ...``). A union is wrong only when no
     option has it (``null`` options are the run's to find)."""
     if shape.kind == "union":
-        found: list[Shape] = []
-        problem = None
-        for option in shape.options:
-            if option.kind == "none":
-                continue
-            part, wrong = child(option, key)
-            if wrong is None:
-                found.append(part)
-            elif problem is None:
-                problem = wrong
+        parts = [child(option, key) for option in shape.options if option.kind != "none"]
+        found = [part for part, wrong in parts if wrong is None]
+        problem = next((wrong for _, wrong in parts if wrong is not None), None)
         return (_union(found) or ANY, None) if found else (ANY, problem)
     kind = shape.kind
     if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
@@ -252,9 +243,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
     if kind == "object":
         if isinstance(key, str):
             named = shape.field(key)
-            if named is None:
-                return ANY, f"has no field {key!r}; {fields_line(shape)}"
-            return named, None
+            return (named, None) if named else (ANY, f"has no field {key!r}; {fields_line(shape)}")
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None
         return ANY, f"is an object: [{key}] needs a field name; {fields_line(shape)}"

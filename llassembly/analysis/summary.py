@@ -23,13 +23,13 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from llassembly.analysis.cfg import control_flow, layout_of
-from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, same_value
-from llassembly.analysis.dataflow import Flow, argument_flows
+from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, join
+from llassembly.analysis.dataflow import NO_SOURCES, Flow, argument_flows
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
@@ -199,10 +199,8 @@ class PlanSummary:
 
 
 def _calls(low: int, high: int | None) -> str:
-    if high == low:
-        return plural(low, "call")
-    top = "unbounded" if high is None else str(high)
-    return f"{low} to {top} calls"
+    top = "unbounded" if high is None else high
+    return plural(low, "call") if high == low else f"{low} to {top} calls"
 
 
 def _flows(summary: PlanSummary) -> list[str]:
@@ -255,6 +253,8 @@ def _notes(in_loop: bool, conditional: bool) -> str:
 
 # -- summarising ----------------------------------------------------------------------------------
 
+_State = tuple[tuple[Abstract, ...], tuple[Flow, ...] | None]  # a CALL's arguments, their flows
+
 
 def summarize(
     program: Program,
@@ -277,65 +277,50 @@ def summarize(
         max_tool_calls: The tool-call budget the run will have.
         semantics: How instructions run on known values (default: the machine's own steps,
             see :func:`llassembly.analysis.constants.install_semantics`).
-
-    Returns:
-        The :class:`PlanSummary`.
     """
     by_name = tool_shapes(tools)
     flow = control_flow(program, by_name)
-    paths = paths_of(flow)
-    layout = layout_of(program, by_name)
+    paths, layout = paths_of(flow), layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
     queries = {program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)}
     flows = argument_flows(paths, layout, query_sites=bool(queries))
-    anything = (_sorted({tool.name for tool in flow.tools.values()}), _sorted(queries))
-    states = paths.states
-    by_site: dict[int, list[int]] = {}
-    for number, (pc, _) in enumerate(states):
+    anything = {tool.name for tool in flow.tools.values()} | {query_site(n) for n in queries}
+    by_site: dict[int, list[_State]] = {}  # what a reached tool CALL is given, per state
+    for number, (pc, _) in enumerate(paths.states):
         if pc in flow.tools:
-            by_site.setdefault(pc, []).append(number)
+            pushed, stack = flow.stack_effect(pc)[0], stacks(number) if stacks else ()
+            top = stack[len(stack) - pushed :] if len(stack) >= pushed else (UNKNOWN,) * pushed
+            by_site.setdefault(pc, []).append((top, flows(number) if flows else None))
     ends = paths.ends
     always = paths.always(by_site) if ends else frozenset()
+    looped = {paths.states[number][0] for number in paths.looped}
 
-    def count(chosen: set[int] | None) -> tuple[int, int | None]:
-        weight = [1 if chosen is None or n in chosen else 0 for n in range(len(states))]
-        low = paths.fewest(weight) if ends else 0
-        return low or 0, paths.longest(weight)
+    def count(pcs: Container[int]) -> tuple[int, int | None]:
+        weight = [int(pc in pcs) for pc, _ in paths.states]
+        return (paths.fewest(weight) if ends else 0) or 0, paths.longest(weight)
 
-    uses: dict[str, list[CallSite]] = {}
-    for pc, numbers in sorted(by_site.items()):
+    sites: dict[str, list[CallSite]] = {}  # by tool, in order of first call line
+    for pc, states in sorted(by_site.items()):
         ins, tool = program.instructions[pc], flow.tools[pc]
-        pushed = flow.stack_effect(pc)[0]
-        each = [
-            _arguments(tool, pushed, stacks(n) if stacks else (), flows(n) if flows else ())
-            for n in numbers
-        ]
-        arguments = tuple(map(_merged, zip(*each, strict=True)))
-        if flows is None:  # a computed argument may derive from anything
-            arguments = tuple(
-                a if a.constant else replace(a, sources=anything[0], answers=anything[1])
-                for a in arguments
-            )
-        in_loop = any(n in paths.looped for n in numbers)
-        site = CallSite(ins.line, ins.text, arguments, in_loop, ends and pc not in always)
-        uses.setdefault(tool.name, []).append(site)
-    tool_uses: list[ToolUse] = []
-    for name, sites in uses.items():  # in order of first call line
+        arguments = _arguments(tool, states, anything)
+        site = CallSite(ins.line, ins.text, arguments, pc in looped, ends and pc not in always)
+        sites.setdefault(tool.name, []).append(site)
+    uses = []
+    for name, found in sites.items():
         pcs = [pc for pc in by_site if flow.tools[pc].name == name]
-        low, high = count({n for pc in pcs for n in by_site[pc]})
-        in_loop = any(site.in_loop for site in sites)
-        query = is_query(flow.tools[pcs[0]])
-        arguments = tuple(map(_merged, zip(*(s.arguments for s in sites), strict=True)))
-        tool_uses.append(
-            ToolUse(name, low, high, in_loop, ends and low == 0, arguments, tuple(sites), query)
+        low, high = count(pcs)
+        tool = flow.tools[pcs[0]]
+        arguments = _arguments(tool, [state for pc in pcs for state in by_site[pc]], anything)
+        in_loop, query = any(s.in_loop for s in found), is_query(tool)
+        uses.append(
+            ToolUse(name, low, high, in_loop, ends and not low, arguments, (*found,), query)
         )
-    low_calls, high_calls = count({n for numbers in by_site.values() for n in numbers})
-    _, high_instructions = count(None) if states else (0, 0)
+    low_calls, high_calls = count(by_site)
     return PlanSummary(
-        tools=tuple(tool_uses),
+        tools=tuple(uses),
         min_tool_calls=low_calls,
-        max_tool_calls=high_calls if states else 0,
-        max_instructions=high_instructions,
+        max_tool_calls=high_calls,
+        max_instructions=paths.longest([1] * len(paths.states)),
         instruction_budget=max_instructions_to_exec,
         tool_call_budget=max_tool_calls,
         ends=ends,
@@ -344,47 +329,36 @@ def summarize(
     )
 
 
-def _arguments(
-    tool: ToolShape, pushed: int, stack: tuple[Abstract, ...], flows: tuple[Flow, ...]
-) -> list[Argument]:
-    """The arguments of a call in one state, per parameter: the top ``pushed`` values of
-    ``stack`` (the rest are left out), each from the tools of ``flows`` (one per value
-    pushed; empty when not known)."""
-    values = list(stack[-pushed:]) if pushed and len(stack) >= pushed else [UNKNOWN] * pushed
+def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tuple[Argument, ...]:
+    """The arguments of calls of ``tool`` over ``states``, per parameter: the constant when
+    every state passes the same, the sources of any and those certain in each. A state gives
+    the values pushed (the rest are left out) and their flows, ``None`` when those are not
+    known: a computed argument may then derive from ``anything``."""
     out = []
     for i, param in enumerate(tool.params):
-        value = values[i] if i < pushed else NONE  # CALL tool, N: the rest are left out
-        may, must = flows[i] if i < len(flows) else ((), ())
+        value: Abstract = UNKNOWN
+        may: set[str] = set()
+        must: set[str] | None = None
+        for number, (values, flows) in enumerate(states):
+            here = values[i] if i < len(values) else NONE  # CALL tool, N: the rest left out
+            value = here if number == 0 else join(value, here)
+            pair = flows[i] if flows is not None and i < len(flows) else (NO_SOURCES, NO_SOURCES)
+            may, must = may | pair[0], set(pair[1]) if must is None else must & pair[1]
+        if value is UNKNOWN and states[0][1] is None:
+            may = set(anything)
         answers = {line for name in may if (line := site_line(name)) is not None}
-        marks = {query_site(line) for line in answers}  # which query, for the summary only
         out.append(
             Argument(
                 str(getattr(param, "name", f"arg{i + 1}")),
                 value is not UNKNOWN,
                 None if value is UNKNOWN else value,  # type: ignore[arg-type]
-                _sorted(set(may) - marks),
-                _sorted(set(must) - marks),
+                _sorted({n for n in may if site_line(n) is None}),
+                _sorted({n for n in must or () if site_line(n) is None}),
                 _sorted(answers),
                 bool(getattr(param, "has_default", False)),
             )
         )
-    return out
-
-
-def _merged(arguments: Sequence[Argument]) -> Argument:
-    """One argument over several states or call sites: the constant when every one passes the
-    same, the sources of any and those certain at each."""
-    first = arguments[0]
-    same = all(a.constant and same_value(a.value, first.value) for a in arguments)
-    return Argument(
-        first.name,
-        same,
-        first.value if same else None,
-        _sorted({n for a in arguments for n in a.sources}),
-        _sorted(set.intersection(*(set(a.certain) for a in arguments))),
-        _sorted({n for a in arguments for n in a.answers}),
-        first.optional,
-    )
+    return tuple(out)
 
 
 def _sorted(items: set[Any]) -> tuple[Any, ...]:

@@ -7,14 +7,11 @@ to tool. The one place that reads it (:func:`given_tools`, :func:`tool_shapes`),
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias, TypeVar, overload
+from typing import Any, TypeAlias
 
 from llassembly.errors import UsageError, UsageTypeError
-from llassembly.language.program import ToolShape
 
-_T = TypeVar("_T")
-
-Adapt: TypeAlias = Callable[[Any, str | None, str], _T]
+Adapt: TypeAlias = Callable[[Any, str | None, str], Any]
 """``adapt(item, key, where)``: the tool ``item`` is, as its caller needs it (an extern), or a
 ``UsageError`` that starts with ``where`` (``tools[0]``, ``tools['add']``); ``key`` is the
 item's key when the tools came as a mapping, else ``None``."""
@@ -44,16 +41,11 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
             ``None``...; or a mapping has a key that is not text.
     """
     if isinstance(tools, Mapping):
-        for key in tools:
-            if not isinstance(key, str):
-                msg = f"{param}: a mapping of tools is keyed by tool name, not {key!r}"
-                raise UsageTypeError(msg)
+        for key in [key for key in tools if not isinstance(key, str)][:1]:
+            raise UsageTypeError(f"{param}: a mapping of tools is keyed by tool name, not {key!r}")
         return tools
-    if (
-        isinstance(tools, str | bytes)
-        or not isinstance(tools, Iterable)
-        or looks_like_one_tool(tools)
-    ):
+    one = looks_like_one_tool(tools)
+    if isinstance(tools, str | bytes) or not isinstance(tools, Iterable) or one:
         kind = type(tools).__name__
         msg = (
             f"{param} must be a list of tools (LangChain tools, functions or externs) or a "
@@ -61,7 +53,7 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
         )
         if isinstance(tools, str | bytes):
             msg += ": a name is not a tool; give the tool itself, in a list"
-        elif looks_like_one_tool(tools):
+        elif one:
             name = getattr(tools, "name", None) or getattr(tools, "__name__", None)
             name = name if isinstance(name, str) and name.isidentifier() else "tool"
             msg += f": wrap it in a list: [{name}]"
@@ -69,17 +61,8 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
     return tuple(tools)
 
 
-@overload
 def tool_shapes(
-    tools: object, adapt: None = None, *, param: str = "tools"
-) -> Mapping[str, ToolShape]: ...
-@overload
-def tool_shapes(tools: object, adapt: Adapt[_T], *, param: str = "tools") -> Mapping[str, _T]: ...
-def tool_shapes(
-    tools: object,
-    adapt: Adapt[Any] | None = None,
-    *,
-    param: str = "tools",
+    tools: object, adapt: Adapt | None = None, *, param: str = "tools"
 ) -> Mapping[str, Any]:
     """The tools by name, from a mapping ``name -> tool`` or a list of tools.
 
@@ -87,7 +70,6 @@ def tool_shapes(
     (the control-flow graph of one program and one mapping is built once).
 
     Args:
-        tools: A mapping of name to tool, or an iterable of tools.
         adapt: Makes each item the tool its caller needs (without it, an item must already be
             a :class:`ToolShape`, and is refused otherwise).
         param: The parameter's name, for errors (``tools``, ``externs``, ``--tools``).
