@@ -75,15 +75,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
-def _count(st: MachineState, chars: int, ins: Instruction) -> None:
+_READ_ONCE: Final = (
+    "read the parts you need once (MOV R2, R1.items) rather than again in every round"
+)
+
+
+def _count(st: MachineState, chars: int, ins: Instruction, advice: str = _READ_ONCE) -> None:
     st.text_built += chars
     if st.text_built > MAX_ROW_TEXT_PER_RUN:
-        raise fail(
-            ins,
-            f"reading and building structured text has passed {MAX_ROW_TEXT_PER_RUN} characters "
-            "in this run; read the parts you need once (MOV R2, R1.items) rather than again "
-            "in every round",
-        )
+        passed = f"has passed {MAX_ROW_TEXT_PER_RUN} characters in this run"
+        raise fail(ins, f"reading and building structured text {passed}; {advice}")
 
 
 def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
@@ -274,12 +275,9 @@ def write_path(
     last, where = keys[-1], shown[-2]
     found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
     part = value if found is NOT_JSON else found
-    if isinstance(node, dict):
-        if type(last) is not str:
-            wrong = f"{where} is an object: [{short_repr(last)}] needs a field name"
-            raise _off(ins, wrong, path, "an object meets a non-text key")
+    if isinstance(node, dict) and type(last) is str:
         node[last] = part
-    elif _index(last) == len(node):
+    elif isinstance(node, list) and _index(last) == len(node):
         node.append(part)
     else:
         _child(node, last, where, ins, path)  # the error, when there is no such element
@@ -468,14 +466,10 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
                 f"reading {key!r} whole would build more than {limit} characters of JSON text "
                 "(the row holds too much text); read one cell ([row + i*size]) instead",
             )
-        st.text_built += len(text_or_none)
-        if st.text_built > MAX_ROW_TEXT_PER_RUN:
-            raise fail(
-                ins,
-                f"reading rows whole has built more than {MAX_ROW_TEXT_PER_RUN} characters of "
-                "text in this run (each changed row is written out again); read the cells you "
-                "need ([row + i*size]), or read the row whole once, after the loop",
-            )
+        advice = "read the cells you need ([row + i*size]), or the row whole once, after the loop"
+        _count(
+            st, len(text_or_none), ins, f"each changed row read whole is written again: {advice}"
+        )
         st.row_texts[key] = (list(cells), text_or_none)
         return text_or_none
 

@@ -55,7 +55,7 @@ from typing_extensions import TypedDict
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import ANY, Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import (
@@ -415,25 +415,24 @@ def loaded(module: str, name: str) -> Any:
 def label(shape: Shape) -> str:
     """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
     ``JSON array of int``, ``one of "a", "b"``..."""
-    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    options = _taken(shape)
     if len(options) != 1:
         return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
     (shape,) = options
     kind, item = shape.kind, shape.item
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
-    if shape.name == "bool":
-        return "bool (1 or 0)"
     if kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
         return f"JSON {shape.name} {{{fields}}}"
     if kind == "list" and item is not None and item.kind != "any":
         return f"JSON array of {label(item)}"
-    return _LABELS.get(kind, "any")
+    return _KINDS.get("bool" if shape.name == "bool" else kind, _NO_KIND)[1]
 
 
-_LABELS = {"int": "int", "float": "float", "number": "number", "text": "str", "decimal": "str"}
-_LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple="JSON array")
+def _taken(shape: Shape) -> list[Shape]:
+    """The shapes a parameter of ``shape`` takes besides ``NONE``."""
+    return [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
 
 
 # --- converters: popped value -> what the parameter takes ----------------------------------------
@@ -504,30 +503,29 @@ def _json_of(kind: type) -> Converter:
     return convert
 
 
-_BY_KIND: dict[str, Converter] = {
-    "int": _to_int,
-    "float": _to_float,
-    "number": _to_float,
-    "text": str,
-    "decimal": str,
-    "object": _json_of(dict),
-    "map": _json_of(dict),
-    "list": _json_of(list),
-    "tuple": _json_of(list),
+_KINDS: dict[str, tuple[Converter, str]] = {
+    "bool": (_to_bool, "bool (1 or 0)"),
+    "int": (_to_int, "int"),
+    "float": (_to_float, "float"),
+    "number": (_to_float, "number"),
+    "text": (str, "str"),
+    "decimal": (str, "str"),
+    "object": (_json_of(dict), "JSON object"),
+    "map": (_json_of(dict), "JSON object"),
+    "list": (_json_of(list), "JSON array"),
+    "tuple": (_json_of(list), "JSON array"),
 }
+_NO_KIND: tuple[Converter, str] = (_identity, "any")  # none, any, a union: its validation alone
 
 
 def converter(shape: Shape) -> Converter:
     """The one converter used for every value passed to a parameter of this shape: a popped
     value becomes the JSON-ready value the parameter takes (a number, a text, the object or
     array its JSON text holds); the parameter's own validation (its declared schema) comes
-    after it."""
-    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
-    if len(options) != 1:
-        return _identity  # a union of kinds: the schema's validation decides
-    if options[0].name == "bool":
-        return _to_bool
-    return _BY_KIND.get(options[0].kind, _identity)
+    after it (a union of kinds: that validation alone)."""
+    options = _taken(shape)
+    one = options[0] if len(options) == 1 else ANY
+    return _KINDS.get("bool" if one.name == "bool" else one.kind, _NO_KIND)[0]
 
 
 # --- result -> stack values ----------------------------------------------------------------------
