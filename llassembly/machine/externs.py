@@ -198,16 +198,10 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            loc = errors[0].get("loc", ()) if errors else ()
-            name = str(loc[0]) if loc else ""
+            name, detail = _first_error(exc)
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
-            detail = _first_error(exc)
-            reason = (
-                self._refusal(at, values[at], detail)
-                if at >= 0
-                else f"the arguments do not fit its schema ({detail})"
-            )
+            reason = f"the arguments do not fit its schema ({detail})"
+            reason = self._refusal(at, values[at], detail) if at >= 0 else reason
             raise refused(f"tool {tool!r}, {reason}", argument=name) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
@@ -227,7 +221,7 @@ class Extern:
         try:
             _adapter(self.params[position].annotation).validate_python(converted)
         except ValidationError as exc:
-            return self._refusal(position, value, _first_error(exc))
+            return self._refusal(position, value, _first_error(exc)[1])
         except Exception:  # a type or validator that cannot judge one value alone
             return None
         return None
@@ -364,9 +358,12 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    """The argument of pydantic's first error (``""``: none) and what it says."""
     errors = exc.errors(include_url=False)
-    return str(errors[0].get("msg", "")) if errors else first_line(exc)
+    if not errors:
+        return "", first_line(exc)
+    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
 
 
 @functools.lru_cache(maxsize=512)
@@ -387,11 +384,9 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     take (plain ``int``/``float``/``str``/``bool`` without constraints, and no validator of
     the schema's own)."""
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
-    if model is not None:
-        checks = model.__pydantic_decorators__
-        if checks.model_validators or checks.field_validators or checks.root_validators:
-            return _adapter(model)
-    if all(p.annotation in _PLAIN_TYPES for p in params):
+    checks = model.__pydantic_decorators__ if model is not None else None
+    own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
+    if not own and all(p.annotation in _PLAIN_TYPES for p in params):
         return None
     if model is not None:
         return _adapter(model)
@@ -666,8 +661,8 @@ def _text(x: Any) -> str:
     """The text of a result (or part of one) that has no JSON form."""
     try:
         return str(x)
-    except RecursionError:
-        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except RecursionError:  # (to_value says so)
+        raise
     except Exception:  # the object's own __str__ may raise anything
         raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
 
@@ -728,21 +723,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         raise UsageError(
             f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
-    own_fields: dict[str, Any]
+    output = mcp_output_schema(item) if is_tool else None
     if is_tool:
         func = getattr(item, "func", None) or getattr(item, "coroutine", None)
         hints = _hints(func if callable(func) else item._run, name)
-        output = mcp_output_schema(item)
-        if output is not None:
-            result: Any = _annotation(output, output.get("$defs", {}), _title(name, "Result"))
-            results: tuple[int, tuple[Any, ...]] = (1, (result,))
-        else:
-            returns = hints.get("return", _EMPTY)
-            if item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
-                returns = get_args(returns)[0]  # the plan reads the content
-            results = _result_count(returns, name)
         schema, about = call_schema(item), item.description or ""
-        own_fields = {"tool": item, "structured": output is not None}
     else:
         from langchain_core.tools.base import create_schema_from_function
 
@@ -769,8 +754,13 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             )
         except Exception as exc:
             raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-        results = _result_count(hints.get("return", _EMPTY), name)
-        about, own_fields = inspect.getdoc(item) or "", {"func": item}
+        about = inspect.getdoc(item) or ""
+    returns = hints.get("return", _EMPTY)
+    if is_tool and item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
+        returns = get_args(returns)[0]  # the plan reads the content
+    results = _result_count(returns, name)
+    if output is not None:
+        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),)
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
@@ -802,7 +792,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         runtime_param=runtime,
         result_types=results[1],
         schema=None if isinstance(schema, dict) else schema,
-        **own_fields,
+        tool=item if is_tool else None,
+        func=None if is_tool else item,
+        structured=output is not None,
     )
 
 
