@@ -526,22 +526,6 @@ def converter(shape: Shape) -> Converter:
 # --- result -> stack values ----------------------------------------------------------------------
 
 
-def _json_default(obj: Any) -> Any:
-    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
-    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
-    dataclasses); anything else is not JSON data (``TypeError``)."""
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, (set, frozenset)):
-        return list(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    try:
-        return to_jsonable_python(obj)
-    except PydanticSerializationError:
-        raise TypeError(type(obj).__name__) from None
-
-
 _CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
@@ -629,27 +613,22 @@ def _to_value(x: Any) -> Value:
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
         except PydanticSerializationError:
-            plain = None
-        if type(plain) in (str, int, float, bool):
-            return _to_value(plain)
+            return _text(x)
+        return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
+    # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
+    # no JSON form is written as its text, and so is a key JSON cannot have.
     try:
-        return _dumps(x, _json_default)
-    except TypeError:  # not JSON data as it is
-        pass
-    if isinstance(x, _CONTAINERS):
-        # A dict or list is JSON text whatever it holds (the plan reads it by path): a key
-        # JSON cannot have is written as its text, and so is a part with no JSON form.
-        return _dumps(_text_keys(x), _json_or_text)
-    return _text(x)
+        return _dumps(x)
+    except TypeError:  # a key JSON cannot have
+        return _dumps(_text_keys(x))
 
 
-def _dumps(x: Any, default: Callable[[Any], Any]) -> str:
-    """``x`` as compact JSON text; ``TypeError`` when ``default`` gives up on a part,
-    ``ValueError`` for NaN or an integer too long to write (data nested too deeply: see
-    :func:`to_value`)."""
+def _dumps(x: Any) -> str:
+    """``x`` as compact JSON text; ``TypeError`` for a key JSON cannot have, ``ValueError`` for
+    NaN or an integer too long to write (data nested too deeply: see :func:`to_value`)."""
     try:
         return json.dumps(
-            x, separators=(",", ":"), ensure_ascii=False, default=default, allow_nan=False
+            x, separators=(",", ":"), ensure_ascii=False, default=_json_or_text, allow_nan=False
         )
     except ValueError as exc:  # NaN, an integer too long to write, a model that cannot dump
         raise ValueError(
@@ -668,11 +647,21 @@ def _text(x: Any) -> str:
 
 
 def _json_or_text(obj: Any) -> Any:
-    """:func:`_json_default`, or the part's text when it has no JSON form."""
-    try:
-        return _text_keys(_json_default(obj))
-    except TypeError:
-        return _text(obj)
+    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
+    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
+    dataclasses), with keys as :func:`_text_keys` writes them; anything else as its text."""
+    if isinstance(obj, BaseModel):
+        data = obj.model_dump(mode="json")
+    elif isinstance(obj, (set, frozenset)):
+        data = list(obj)
+    elif isinstance(obj, enum.Enum):
+        data = obj.value
+    else:
+        try:
+            data = to_jsonable_python(obj)
+        except PydanticSerializationError:
+            return _text(obj)
+    return _text_keys(data)
 
 
 _JSON_KEYS = (str, int, float, bool, type(None))
