@@ -579,19 +579,19 @@ def _to_value(x: Any) -> Value:
         return NONE  # "no value", as a JSON null reads (see docs/language.md, *Values*)
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
-    if t is int:
-        if not is_int64(x):
-            raise ValueError(
-                f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
-                "integers"
-            )
-        return typing.cast(Value, x)
     if t is str or t is float:
         return typing.cast(Value, x)
     if t is bool:
         return 1 if x else 0
     if isinstance(x, enum.Enum):
         return _to_value(x.value)
+    if isinstance(x, int):  # subclasses of the primitives become the primitive
+        if not is_int64(x):
+            raise ValueError(
+                f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
+                "integers"
+            )
+        return int(x)
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
         return _to_value(x.content)  # a tool that builds its own message: keep the content
@@ -603,8 +603,6 @@ def _to_value(x: Any) -> Value:
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
-    if isinstance(x, int):  # subclasses of the primitives become the primitive
-        return _to_value(int(x))
     if isinstance(x, float):
         return float(x)
     if isinstance(x, str):
