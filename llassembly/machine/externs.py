@@ -586,12 +586,12 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, enum.Enum):
         return _to_value(x.value)
     if isinstance(x, int):  # subclasses of the primitives become the primitive
-        if not is_int64(x):
+        if not is_int64(number := int(x)):
             raise ValueError(
-                f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
+                f"the tool returned {short_repr(number)} outside the 64-bit range; plans hold 64-bit "
                 "integers"
             )
-        return int(x)
+        return number
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
         return _to_value(x.content)  # a tool that builds its own message: keep the content
@@ -649,7 +649,7 @@ def _json_or_text(obj: Any) -> Any:
     pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
     dataclasses), with keys as :func:`_text_keys` writes them; anything else as its text."""
     if isinstance(obj, BaseModel):
-        data = obj.model_dump(mode="json")
+        data: Any = obj.model_dump(mode="json")
     elif isinstance(obj, (set, frozenset)):
         data = list(obj)
     elif isinstance(obj, enum.Enum):
