@@ -588,8 +588,8 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, int):  # subclasses of the primitives become the primitive
         if not is_int64(number := int(x)):
             raise ValueError(
-                f"the tool returned {short_repr(number)} outside the 64-bit range; plans hold 64-bit "
-                "integers"
+                f"the tool returned {short_repr(number)} outside the 64-bit range; plans hold "
+                "64-bit integers"
             )
         return number
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")

@@ -87,7 +87,8 @@ def test_the_text_rows_read_whole_build_in_a_run_is_bounded(dumped_lists: list[i
     dumped_lists.clear()
     with pytest.raises(
         AsmRuntimeError,
-        match="line 7: reading and building structured text has passed .* each changed row read whole",
+        match=r"line 7: reading and building structured text has passed .* each changed row read "
+        "whole is written again",
     ):
         emulator.run()
     text = len(emulator.state.regs[1])  # type: ignore[arg-type]
