@@ -212,18 +212,14 @@ class Extern:
         checked against the parameter's declared type and constraints."""
         try:
             converted = self._converted(position, value)
+            if converted is not _LEFT_OUT:
+                _adapter(self.params[position].annotation).validate_python(converted)
         except _Refused as exc:
             return str(exc)
-        except Exception:  # a converter that fails otherwise: the run decides
-            return None
-        if converted is _LEFT_OUT:
-            return None
-        try:
-            _adapter(self.params[position].annotation).validate_python(converted)
         except ValidationError as exc:
             return self._refusal(position, value, _first_error(exc)[1])
-        except Exception:  # a type or validator that cannot judge one value alone
-            return None
+        except Exception:  # a converter, type or validator that cannot judge one value alone
+            return None  # the run decides
         return None
 
     def _converted(self, position: int, value: Value) -> Any:
@@ -435,21 +431,19 @@ def _taken(shape: Shape) -> list[Shape]:
 
 def _to_int(v: Any) -> int:
     if type(v) is int:
-        return v
+        return v  # (the stack holds 64-bit integers only)
     if type(v) is str:
         try:
-            return _in_range(int(v.strip()))
+            v = int(v.strip())
         except ValueError:
             v = float(v.strip())
     if type(v) is float and v.is_integer():
-        return _in_range(int(v))
-    raise ValueError("not a whole number")
-
-
-def _in_range(number: int) -> int:
-    if not is_int64(number):
+        v = int(v)
+    if type(v) is not int:
+        raise ValueError("not a whole number")
+    if not is_int64(v):
         raise ValueError("outside the 64-bit range")
-    return number
+    return v
 
 
 def _to_float(v: Any) -> float:
