@@ -313,9 +313,8 @@ class Extern:
         """What the plan reads of what the tool's code returned: a ``content_and_artifact``
         tool's content, or its structured output when the plan reads that (an MCP tool with
         an output schema); anything else as it is."""
-        if self.tool is None or self.tool.response_format != "content_and_artifact":
-            return output
-        if not (isinstance(output, tuple) and len(output) == 2):
+        pair = isinstance(output, tuple) and len(output) == 2
+        if self.tool is None or self.tool.response_format != "content_and_artifact" or not pair:
             return output
         content, artifact = output
         found = mcp_structured(artifact) if self.structured else None
