@@ -266,11 +266,9 @@ def write_path(
     node = copy
     for number, key in enumerate(keys[:-1]):
         child = _child(node, key, shown[number], ins, path)
-        if not isinstance(child, dict | list):
-            wrong = f"{shown[number + 1]} is {_kind(child)}"
-            raise _off(ins, f"{path}: {wrong}, not an object or a list", path, _NOT_A_STRUCTURE)
-        child = dict(child) if isinstance(child, dict) else list(child)
-        node[key if isinstance(node, dict) else _index(key)] = child
+        if isinstance(child, dict | list):  # else the next step says it has no parts
+            child = dict(child) if isinstance(child, dict) else list(child)
+            node[key if isinstance(node, dict) else _index(key)] = child
         node = child
     last, where = keys[-1], shown[-2]
     found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
