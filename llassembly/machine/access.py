@@ -53,15 +53,9 @@ from llassembly.machine.state import MachineState
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()
 _SHOWN_FIELDS: Final = 20
-
-
-class _NotJson:
-    def __repr__(self) -> str:
-        return "NOT_JSON"
-
-
-NOT_JSON: Final[Any] = _NotJson()
-"""What :func:`structure_of` gives for a value that is no JSON object or array."""
+NOT_JSON: Final[Any] = None
+"""What :func:`structure_of` gives for a value that is no JSON object or array (no structure
+is ``None``)."""
 
 
 def fail(ins: Instruction, message: str, words: str = "", plain: bool = False) -> AsmRuntimeError:
@@ -96,7 +90,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
     if type(value) is not str or not value or value[0] not in "[{ \t\n\r":
         return NOT_JSON
     cache = st.parsed
-    if (found := cache.get(value)) is not None:
+    if (found := cache.get(value, _MISSING)) is not _MISSING:
         return found
     if value.lstrip()[:1] not in ("[", "{"):
         return NOT_JSON
