@@ -827,7 +827,7 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
         options = [{**schema, "type": k} for k in kinds]
     if isinstance(options, list) and options:
         found = tuple(_annotation(o, defs, name, depth + 1) for o in options)
-        return found[0] if len(found) == 1 else typing.cast(Any, typing.Union)[found]
+        return typing.cast(Any, typing.Union)[found]  # (of one type: that type)
     if kinds == "array":
         items = schema.get("prefixItems")
         if isinstance(items, list) and items:
@@ -948,9 +948,9 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     description holds its function's whole docstring unless LangChain parsed it)."""
     out: dict[str, str] = {}
     lines = inspect.cleandoc(doc or "").splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
-    if start is None:
-        return out
+    start = next(
+        (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), len(lines)
+    )
     current, indent = "", -1
     for ln in lines[start + 1 :]:
         if not ln.strip():
