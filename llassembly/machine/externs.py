@@ -876,28 +876,23 @@ def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
     """The parameters the runtime injects (LangChain's rule: ``InjectedToolArg`` and its kinds,
     ``ToolRuntime``; plus a ``RunnableConfig``), and the one that gets the ``ToolRuntime`` (as
     the tool node decides: the one annotated so, or an injected one named ``runtime``)."""
-    config = loaded("langchain_core.runnables.config", "RunnableConfig")
-    injected_arg = loaded("langchain_core.tools.base", "InjectedToolArg")
-    runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    config = loaded("langchain_core.runnables.config", "RunnableConfig") or ()
+    marker = loaded("langchain_core.tools.base", "InjectedToolArg") or ()  # (): none loaded
+    runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime") or ()
     names: list[str] = []
     runtime: str | None = None
     for name, annotation in hints.items():
-        if name == "return":
-            continue
-        base = get_origin(annotation) or annotation
-        is_runtime = runtime_type is not None and _subclass(base, runtime_type)
+        is_runtime = _subclass(get_origin(annotation) or annotation, runtime_type)
         metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-        marked = injected_arg is not None and any(
-            isinstance(m, injected_arg) or _subclass(m, injected_arg) for m in metadata
-        )
-        if is_runtime or marked or (config is not None and annotation is config):
+        marked = any(isinstance(m, marker) or _subclass(m, marker) for m in metadata)
+        if name != "return" and (is_runtime or marked or annotation is config):
             names.append(name)
             # (the tool node gives the runtime to an injected parameter named "runtime" too)
             runtime = name if is_runtime or name == "runtime" else runtime
     return tuple(names), runtime
 
 
-def _subclass(value: Any, base: type) -> bool:
+def _subclass(value: Any, base: Any) -> bool:
     return isinstance(value, type) and issubclass(value, base)
 
 
