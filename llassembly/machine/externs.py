@@ -558,8 +558,7 @@ def to_value(x: Any) -> Value:
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
     except Exception as exc:
-        bubble = loaded("langgraph.errors", "GraphBubbleUp")
-        if bubble is not None and isinstance(exc, bubble):
+        if isinstance(exc, loaded("langgraph.errors", "GraphBubbleUp") or ()):
             raise  # an interrupt from inside the object's own code: not a conversion error
         raise ValueError(
             f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
@@ -678,8 +677,8 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     constraints (a pydantic model's fields, or the properties of the JSON schema of an MCP tool
     as types the plan's checks and pydantic read), its description, the annotations of its
     function (what the runtime injects) and its results."""
-    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
-    is_tool = base_tool is not None and isinstance(item, base_tool)
+    # (BaseTool is loaded if the item is one)
+    is_tool = isinstance(item, loaded("langchain_core.tools.base", "BaseTool") or ())
     if isinstance(item, Extern) or is_tool:
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
@@ -905,16 +904,10 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
         return 0, ()
-    message_like = [
-        loaded("langgraph.types", "Command"),
-        loaded("langchain_core.messages.tool", "ToolMessage"),
-    ]
+    command = loaded("langgraph.types", "Command") or ()
+    message_like = (command, loaded("langchain_core.messages.tool", "ToolMessage") or ())
     options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
-    if any(
-        kind is not None and _subclass(get_origin(o) or o, kind)
-        for o in options
-        for kind in message_like
-    ):
+    if any(_subclass(get_origin(o) or o, message_like) for o in options):
         return 1, (str,)  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)
