@@ -753,9 +753,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
         for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
-            annotation = declared.annotation if declared.annotation is not None else Any
-            if declared.metadata:
-                annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
+            annotation = declared.rebuild_annotation() if declared.annotation is not None else Any
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None
             shown = _default_text(default) if optional else ""
