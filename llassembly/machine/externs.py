@@ -250,13 +250,10 @@ class Extern:
     # -- running --------------------------------------------------------------------------------
 
     def call(self, args: dict[str, Any]) -> Any:
-        """Run the tool with :meth:`convert_args`'s arguments and return what the plan reads
-        of its result (:meth:`result_of`).
-
-        A plain function is called directly; a LangChain tool is invoked with a tool call, as
-        an agent's tool node invokes it, so that a failure the tool handles itself (an error
-        ``ToolMessage``) is a failure here too. Injected parameters are not supplied here: the
-        caller adds them to ``args``.
+        """Run the tool with :meth:`convert_args`'s arguments (the caller adds the injected
+        ones) and return what the plan reads of its result (:meth:`result_of`). A plain function
+        is called directly; a LangChain tool is invoked with a tool call, as an agent's tool node
+        invokes it, so a failure the tool handles itself (an error ``ToolMessage``) is one here.
 
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
@@ -671,12 +668,10 @@ def _text_keys(x: Any) -> Any:
 
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
-    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`): a
-    LangChain tool read from its declared contract, a plain typed function as LangChain reads
-    one. The parameters are those of its schema, in order, each with its declared type and
-    constraints (a pydantic model's fields, or the properties of the JSON schema of an MCP tool
-    as types the plan's checks and pydantic read), its description, the annotations of its
-    function (what the runtime injects) and its results."""
+    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`), read as
+    the module doc says: its schema's parameters in order, each with its declared type and
+    constraints (a JSON schema's properties as types the checks and pydantic read) and its
+    description; its function's annotations (what the runtime injects) and its results."""
     # (BaseTool is loaded if the item is one)
     is_tool = isinstance(item, loaded("langchain_core.tools.base", "BaseTool") or ())
     if isinstance(item, Extern) or is_tool:
@@ -986,10 +981,8 @@ def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]
 
 
 def externs_from(tools: ToolSpec) -> dict[str, Extern]:
-    """Build externs for LangChain tools and plain typed callables, keeping their order.
-
-    Args:
-        tools: A list of tools, or a mapping of tool name to tool (see :data:`ToolSpec`).
+    """Build externs for LangChain tools and plain typed callables (a list, or a mapping of tool
+    name to tool: see :data:`ToolSpec`), keeping their order.
 
     Raises:
         UsageTypeError: As for :func:`externs_of` (a ``TypeError``; wrap a single tool in a
