@@ -64,10 +64,7 @@ def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Rea
         regs, mem = shadow.regs, shadow.mem
         held = [regs.get(i, NO_SOURCES) for i in registers]
         held += [mem.get(cell, NO_SOURCES) for cell in rows]
-        for place in places:
-            where = place(st)
-            if isinstance(where, tuple):
-                held.append(mem.get(where, NO_SOURCES))
+        held += [mem.get(w, NO_SOURCES) for place in places if isinstance(w := place(st), tuple)]
         return NO_SOURCES.union(*held)
 
     return read
