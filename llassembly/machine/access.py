@@ -53,15 +53,9 @@ from llassembly.machine.state import MachineState
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()
 _SHOWN_FIELDS: Final = 20
-
-
-class _NotJson:
-    def __repr__(self) -> str:
-        return "NOT_JSON"
-
-
-NOT_JSON: Final[Any] = _NotJson()
-"""What :func:`structure_of` gives for a value that is no JSON object or array."""
+NOT_JSON: Final[Any] = None
+"""What :func:`structure_of` gives for a value that is no JSON object or array (no structure
+is ``None``)."""
 
 
 def fail(ins: Instruction, message: str, words: str = "", plain: bool = False) -> AsmRuntimeError:
@@ -75,15 +69,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
-def _count(st: MachineState, chars: int, ins: Instruction) -> None:
+_READ_ONCE: Final = (
+    "read the parts you need once (MOV R2, R1.items) rather than again in every round"
+)
+
+
+def _count(st: MachineState, chars: int, ins: Instruction, advice: str = _READ_ONCE) -> None:
     st.text_built += chars
     if st.text_built > MAX_ROW_TEXT_PER_RUN:
-        raise fail(
-            ins,
-            f"reading and building structured text has passed {MAX_ROW_TEXT_PER_RUN} characters "
-            "in this run; read the parts you need once (MOV R2, R1.items) rather than again "
-            "in every round",
-        )
+        passed = f"has passed {MAX_ROW_TEXT_PER_RUN} characters in this run"
+        raise fail(ins, f"reading and building structured text {passed}; {advice}")
 
 
 def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
@@ -95,7 +90,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
     if type(value) is not str or not value or value[0] not in "[{ \t\n\r":
         return NOT_JSON
     cache = st.parsed
-    if (found := cache.get(value)) is not None:
+    if (found := cache.get(value, _MISSING)) is not _MISSING:
         return found
     if value.lstrip()[:1] not in ("[", "{"):
         return NOT_JSON
@@ -265,21 +260,16 @@ def write_path(
     node = copy
     for number, key in enumerate(keys[:-1]):
         child = _child(node, key, shown[number], ins, path)
-        if not isinstance(child, dict | list):
-            wrong = f"{shown[number + 1]} is {_kind(child)}"
-            raise _off(ins, f"{path}: {wrong}, not an object or a list", path, _NOT_A_STRUCTURE)
-        child = dict(child) if isinstance(child, dict) else list(child)
-        node[key if isinstance(node, dict) else _index(key)] = child
+        if isinstance(child, dict | list):  # else the next step says it has no parts
+            child = dict(child) if isinstance(child, dict) else list(child)
+            node[key if isinstance(node, dict) else _index(key)] = child
         node = child
     last, where = keys[-1], shown[-2]
     found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
     part = value if found is NOT_JSON else found
-    if isinstance(node, dict):
-        if type(last) is not str:
-            wrong = f"{where} is an object: [{short_repr(last)}] needs a field name"
-            raise _off(ins, wrong, path, "an object meets a non-text key")
+    if isinstance(node, dict) and type(last) is str:
         node[last] = part
-    elif _index(last) == len(node):
+    elif isinstance(node, list) and _index(last) == len(node):
         node.append(part)
     else:
         _child(node, last, where, ins, path)  # the error, when there is no such element
@@ -468,14 +458,10 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
                 f"reading {key!r} whole would build more than {limit} characters of JSON text "
                 "(the row holds too much text); read one cell ([row + i*size]) instead",
             )
-        st.text_built += len(text_or_none)
-        if st.text_built > MAX_ROW_TEXT_PER_RUN:
-            raise fail(
-                ins,
-                f"reading rows whole has built more than {MAX_ROW_TEXT_PER_RUN} characters of "
-                "text in this run (each changed row is written out again); read the cells you "
-                "need ([row + i*size]), or read the row whole once, after the loop",
-            )
+        advice = "read the cells you need ([row + i*size]), or the row whole once, after the loop"
+        _count(
+            st, len(text_or_none), ins, f"each changed row read whole is written again: {advice}"
+        )
         st.row_texts[key] = (list(cells), text_or_none)
         return text_or_none
 

@@ -55,7 +55,7 @@ from typing_extensions import TypedDict
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import ANY, Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import (
@@ -198,16 +198,10 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            loc = errors[0].get("loc", ()) if errors else ()
-            name = str(loc[0]) if loc else ""
+            name, detail = _first_error(exc)
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
-            detail = _first_error(exc)
-            reason = (
-                self._refusal(at, values[at], detail)
-                if at >= 0
-                else f"the arguments do not fit its schema ({detail})"
-            )
+            reason = f"the arguments do not fit its schema ({detail})"
+            reason = self._refusal(at, values[at], detail) if at >= 0 else reason
             raise refused(f"tool {tool!r}, {reason}", argument=name) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
@@ -218,18 +212,14 @@ class Extern:
         checked against the parameter's declared type and constraints."""
         try:
             converted = self._converted(position, value)
+            if converted is not _LEFT_OUT:
+                _adapter(self.params[position].annotation).validate_python(converted)
         except _Refused as exc:
             return str(exc)
-        except Exception:  # a converter that fails otherwise: the run decides
-            return None
-        if converted is _LEFT_OUT:
-            return None
-        try:
-            _adapter(self.params[position].annotation).validate_python(converted)
         except ValidationError as exc:
-            return self._refusal(position, value, _first_error(exc))
-        except Exception:  # a type or validator that cannot judge one value alone
-            return None
+            return self._refusal(position, value, _first_error(exc)[1])
+        except Exception:  # a converter, type or validator that cannot judge one value alone
+            return None  # the run decides
         return None
 
     def _converted(self, position: int, value: Value) -> Any:
@@ -260,13 +250,10 @@ class Extern:
     # -- running --------------------------------------------------------------------------------
 
     def call(self, args: dict[str, Any]) -> Any:
-        """Run the tool with :meth:`convert_args`'s arguments and return what the plan reads
-        of its result (:meth:`result_of`).
-
-        A plain function is called directly; a LangChain tool is invoked with a tool call, as
-        an agent's tool node invokes it, so that a failure the tool handles itself (an error
-        ``ToolMessage``) is a failure here too. Injected parameters are not supplied here: the
-        caller adds them to ``args``.
+        """Run the tool with :meth:`convert_args`'s arguments (the caller adds the injected
+        ones) and return what the plan reads of its result (:meth:`result_of`). A plain function
+        is called directly; a LangChain tool is invoked with a tool call, as an agent's tool node
+        invokes it, so a failure the tool handles itself (an error ``ToolMessage``) is one here.
 
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
@@ -323,9 +310,8 @@ class Extern:
         """What the plan reads of what the tool's code returned: a ``content_and_artifact``
         tool's content, or its structured output when the plan reads that (an MCP tool with
         an output schema); anything else as it is."""
-        if self.tool is None or self.tool.response_format != "content_and_artifact":
-            return output
-        if not (isinstance(output, tuple) and len(output) == 2):
+        pair = isinstance(output, tuple) and len(output) == 2
+        if self.tool is None or self.tool.response_format != "content_and_artifact" or not pair:
             return output
         content, artifact = output
         found = mcp_structured(artifact) if self.structured else None
@@ -364,9 +350,12 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    """The argument of pydantic's first error (``""``: none) and what it says."""
     errors = exc.errors(include_url=False)
-    return str(errors[0].get("msg", "")) if errors else first_line(exc)
+    if not errors:
+        return "", first_line(exc)
+    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
 
 
 @functools.lru_cache(maxsize=512)
@@ -387,11 +376,9 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     take (plain ``int``/``float``/``str``/``bool`` without constraints, and no validator of
     the schema's own)."""
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
-    if model is not None:
-        checks = model.__pydantic_decorators__
-        if checks.model_validators or checks.field_validators or checks.root_validators:
-            return _adapter(model)
-    if all(p.annotation in _PLAIN_TYPES for p in params):
+    checks = model.__pydantic_decorators__ if model is not None else None
+    own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
+    if not own and all(p.annotation in _PLAIN_TYPES for p in params):
         return None
     if model is not None:
         return _adapter(model)
@@ -415,25 +402,24 @@ def loaded(module: str, name: str) -> Any:
 def label(shape: Shape) -> str:
     """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
     ``JSON array of int``, ``one of "a", "b"``..."""
-    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+    options = _taken(shape)
     if len(options) != 1:
         return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
     (shape,) = options
     kind, item = shape.kind, shape.item
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
-    if shape.name == "bool":
-        return "bool (1 or 0)"
     if kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
         return f"JSON {shape.name} {{{fields}}}"
     if kind == "list" and item is not None and item.kind != "any":
         return f"JSON array of {label(item)}"
-    return _LABELS.get(kind, "any")
+    return _KINDS.get("bool" if shape.name == "bool" else kind, _NO_KIND)[1]
 
 
-_LABELS = {"int": "int", "float": "float", "number": "number", "text": "str", "decimal": "str"}
-_LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple="JSON array")
+def _taken(shape: Shape) -> list[Shape]:
+    """The shapes a parameter of ``shape`` takes besides ``NONE``."""
+    return [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
 
 
 # --- converters: popped value -> what the parameter takes ----------------------------------------
@@ -441,21 +427,19 @@ _LABELS.update(object="JSON object", map="JSON object", list="JSON array", tuple
 
 def _to_int(v: Any) -> int:
     if type(v) is int:
-        return v
+        return v  # (the stack holds 64-bit integers only)
     if type(v) is str:
         try:
-            return _in_range(int(v.strip()))
+            v = int(v.strip())
         except ValueError:
             v = float(v.strip())
     if type(v) is float and v.is_integer():
-        return _in_range(int(v))
-    raise ValueError("not a whole number")
-
-
-def _in_range(number: int) -> int:
-    if not is_int64(number):
+        v = int(v)
+    if type(v) is not int:
+        raise ValueError("not a whole number")
+    if not is_int64(v):
         raise ValueError("outside the 64-bit range")
-    return number
+    return v
 
 
 def _to_float(v: Any) -> float:
@@ -493,10 +477,7 @@ def _json_of(kind: type) -> Converter:
     def convert(v: Any) -> Any:
         if type(v) is not str:
             raise ValueError("push it as JSON text")
-        try:
-            data = json.loads(v)
-        except RecursionError:
-            raise ValueError("nested too deeply") from None
+        data = json.loads(v)  # (too deeply nested: a RecursionError, said as such)
         if not isinstance(data, kind):
             raise ValueError(f"the JSON is not {what}")
         return data
@@ -504,49 +485,32 @@ def _json_of(kind: type) -> Converter:
     return convert
 
 
-_BY_KIND: dict[str, Converter] = {
-    "int": _to_int,
-    "float": _to_float,
-    "number": _to_float,
-    "text": str,
-    "decimal": str,
-    "object": _json_of(dict),
-    "map": _json_of(dict),
-    "list": _json_of(list),
-    "tuple": _json_of(list),
+_KINDS: dict[str, tuple[Converter, str]] = {
+    "bool": (_to_bool, "bool (1 or 0)"),
+    "int": (_to_int, "int"),
+    "float": (_to_float, "float"),
+    "number": (_to_float, "number"),
+    "text": (str, "str"),
+    "decimal": (str, "str"),
+    "object": (_json_of(dict), "JSON object"),
+    "map": (_json_of(dict), "JSON object"),
+    "list": (_json_of(list), "JSON array"),
+    "tuple": (_json_of(list), "JSON array"),
 }
+_NO_KIND: tuple[Converter, str] = (_identity, "any")  # none, any, a union: its validation alone
 
 
 def converter(shape: Shape) -> Converter:
     """The one converter used for every value passed to a parameter of this shape: a popped
     value becomes the JSON-ready value the parameter takes (a number, a text, the object or
     array its JSON text holds); the parameter's own validation (its declared schema) comes
-    after it."""
-    options = [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
-    if len(options) != 1:
-        return _identity  # a union of kinds: the schema's validation decides
-    if options[0].name == "bool":
-        return _to_bool
-    return _BY_KIND.get(options[0].kind, _identity)
+    after it (a union of kinds: that validation alone)."""
+    options = _taken(shape)
+    one = options[0] if len(options) == 1 else ANY
+    return _KINDS.get("bool" if one.name == "bool" else one.kind, _NO_KIND)[0]
 
 
 # --- result -> stack values ----------------------------------------------------------------------
-
-
-def _json_default(obj: Any) -> Any:
-    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
-    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
-    dataclasses); anything else is not JSON data (``TypeError``)."""
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, (set, frozenset)):
-        return list(obj)
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    try:
-        return to_jsonable_python(obj)
-    except PydanticSerializationError:
-        raise TypeError(type(obj).__name__) from None
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
@@ -588,8 +552,7 @@ def to_value(x: Any) -> Value:
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
     except Exception as exc:
-        bubble = loaded("langgraph.errors", "GraphBubbleUp")
-        if bubble is not None and isinstance(exc, bubble):
+        if isinstance(exc, loaded("langgraph.errors", "GraphBubbleUp") or ()):
             raise  # an interrupt from inside the object's own code: not a conversion error
         raise ValueError(
             f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
@@ -602,19 +565,19 @@ def _to_value(x: Any) -> Value:
         return NONE  # "no value", as a JSON null reads (see docs/language.md, *Values*)
     if t is float and not math.isfinite(x):
         raise ValueError(f"the tool returned a non-finite number ({x}); plans hold finite numbers")
-    if t is int:
-        if not is_int64(x):
-            raise ValueError(
-                f"the tool returned {short_repr(x)} outside the 64-bit range; plans hold 64-bit "
-                "integers"
-            )
-        return typing.cast(Value, x)
     if t is str or t is float:
         return typing.cast(Value, x)
     if t is bool:
         return 1 if x else 0
     if isinstance(x, enum.Enum):
         return _to_value(x.value)
+    if isinstance(x, int):  # subclasses of the primitives become the primitive
+        if not is_int64(number := int(x)):
+            raise ValueError(
+                f"the tool returned {short_repr(number)} outside the 64-bit range; plans hold "
+                "64-bit integers"
+            )
+        return number
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
         return _to_value(x.content)  # a tool that builds its own message: keep the content
@@ -626,8 +589,6 @@ def _to_value(x: Any) -> Value:
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
-    if isinstance(x, int):  # subclasses of the primitives become the primitive
-        return _to_value(int(x))
     if isinstance(x, float):
         return float(x)
     if isinstance(x, str):
@@ -636,27 +597,22 @@ def _to_value(x: Any) -> Value:
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
         except PydanticSerializationError:
-            plain = None
-        if type(plain) in (str, int, float, bool):
-            return _to_value(plain)
+            return _text(x)
+        return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
+    # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
+    # no JSON form is written as its text, and so is a key JSON cannot have.
     try:
-        return _dumps(x, _json_default)
-    except TypeError:  # not JSON data as it is
-        pass
-    if isinstance(x, _CONTAINERS):
-        # A dict or list is JSON text whatever it holds (the plan reads it by path): a key
-        # JSON cannot have is written as its text, and so is a part with no JSON form.
-        return _dumps(_text_keys(x), _json_or_text)
-    return _text(x)
+        return _dumps(x)
+    except TypeError:  # a key JSON cannot have
+        return _dumps(_text_keys(x))
 
 
-def _dumps(x: Any, default: Callable[[Any], Any]) -> str:
-    """``x`` as compact JSON text; ``TypeError`` when ``default`` gives up on a part,
-    ``ValueError`` for NaN or an integer too long to write (data nested too deeply: see
-    :func:`to_value`)."""
+def _dumps(x: Any) -> str:
+    """``x`` as compact JSON text; ``TypeError`` for a key JSON cannot have, ``ValueError`` for
+    NaN or an integer too long to write (data nested too deeply: see :func:`to_value`)."""
     try:
         return json.dumps(
-            x, separators=(",", ":"), ensure_ascii=False, default=default, allow_nan=False
+            x, separators=(",", ":"), ensure_ascii=False, default=_json_or_text, allow_nan=False
         )
     except ValueError as exc:  # NaN, an integer too long to write, a model that cannot dump
         raise ValueError(
@@ -668,18 +624,28 @@ def _text(x: Any) -> str:
     """The text of a result (or part of one) that has no JSON form."""
     try:
         return str(x)
-    except RecursionError:
-        raise ValueError("the tool returned data nested too deeply to hold") from None
+    except RecursionError:  # (to_value says so)
+        raise
     except Exception:  # the object's own __str__ may raise anything
         raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
 
 
 def _json_or_text(obj: Any) -> Any:
-    """:func:`_json_default`, or the part's text when it has no JSON form."""
-    try:
-        return _text_keys(_json_default(obj))
-    except TypeError:
-        return _text(obj)
+    """Data inside a result as JSON: models dumped, sets as arrays, enums by value, and what
+    pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
+    dataclasses), with keys as :func:`_text_keys` writes them; anything else as its text."""
+    if isinstance(obj, BaseModel):
+        data: Any = obj.model_dump(mode="json")
+    elif isinstance(obj, (set, frozenset)):
+        data = list(obj)
+    elif isinstance(obj, enum.Enum):
+        data = obj.value
+    else:
+        try:
+            data = to_jsonable_python(obj)
+        except PydanticSerializationError:
+            return _text(obj)
+    return _text_keys(data)
 
 
 _JSON_KEYS = (str, int, float, bool, type(None))
@@ -699,14 +665,12 @@ def _text_keys(x: Any) -> Any:
 
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
-    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`): a
-    LangChain tool read from its declared contract, a plain typed function as LangChain reads
-    one. The parameters are those of its schema, in order, each with its declared type and
-    constraints (a pydantic model's fields, or the properties of the JSON schema of an MCP tool
-    as types the plan's checks and pydantic read), its description, the annotations of its
-    function (what the runtime injects) and its results."""
-    base_tool = loaded("langchain_core.tools.base", "BaseTool")  # (loaded if item is one)
-    is_tool = base_tool is not None and isinstance(item, base_tool)
+    """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`), read as
+    the module doc says: its schema's parameters in order, each with its declared type and
+    constraints (a JSON schema's properties as types the checks and pydantic read) and its
+    description; its function's annotations (what the runtime injects) and its results."""
+    # (BaseTool is loaded if the item is one)
+    is_tool = isinstance(item, loaded("langchain_core.tools.base", "BaseTool") or ())
     if isinstance(item, Extern) or is_tool:
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
@@ -730,21 +694,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         raise UsageError(
             f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
-    own_fields: dict[str, Any]
+    output = mcp_output_schema(item) if is_tool else None
     if is_tool:
         func = getattr(item, "func", None) or getattr(item, "coroutine", None)
         hints = _hints(func if callable(func) else item._run, name)
-        output = mcp_output_schema(item)
-        if output is not None:
-            result: Any = _annotation(output, output.get("$defs", {}), _title(name, "Result"))
-            results: tuple[int, tuple[Any, ...]] = (1, (result,))
-        else:
-            returns = hints.get("return", _EMPTY)
-            if item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
-                returns = get_args(returns)[0]  # the plan reads the content
-            results = _result_count(returns, name)
         schema, about = call_schema(item), item.description or ""
-        own_fields = {"tool": item, "structured": output is not None}
     else:
         from langchain_core.tools.base import create_schema_from_function
 
@@ -771,8 +725,13 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             )
         except Exception as exc:
             raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
-        results = _result_count(hints.get("return", _EMPTY), name)
-        about, own_fields = inspect.getdoc(item) or "", {"func": item}
+        about = inspect.getdoc(item) or ""
+    returns = hints.get("return", _EMPTY)
+    if is_tool and item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
+        returns = get_args(returns)[0]  # the plan reads the content
+    results = _result_count(returns, name)
+    if output is not None:
+        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),)
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
@@ -786,9 +745,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
         for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
-            annotation = declared.annotation if declared.annotation is not None else Any
-            if declared.metadata:
-                annotation = typing.cast(Any, Annotated)[(annotation, *declared.metadata)]
+            annotation = declared.rebuild_annotation() if declared.annotation is not None else Any
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None
             shown = _default_text(default) if optional else ""
@@ -804,7 +761,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         runtime_param=runtime,
         result_types=results[1],
         schema=None if isinstance(schema, dict) else schema,
-        **own_fields,
+        tool=item if is_tool else None,
+        func=None if is_tool else item,
+        structured=output is not None,
     )
 
 
@@ -857,7 +816,7 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
         options = [{**schema, "type": k} for k in kinds]
     if isinstance(options, list) and options:
         found = tuple(_annotation(o, defs, name, depth + 1) for o in options)
-        return found[0] if len(found) == 1 else typing.cast(Any, typing.Union)[found]
+        return typing.cast(Any, typing.Union)[found]  # (of one type: that type)
     if kinds == "array":
         items = schema.get("prefixItems")
         if isinstance(items, list) and items:
@@ -906,28 +865,23 @@ def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
     """The parameters the runtime injects (LangChain's rule: ``InjectedToolArg`` and its kinds,
     ``ToolRuntime``; plus a ``RunnableConfig``), and the one that gets the ``ToolRuntime`` (as
     the tool node decides: the one annotated so, or an injected one named ``runtime``)."""
-    config = loaded("langchain_core.runnables.config", "RunnableConfig")
-    injected_arg = loaded("langchain_core.tools.base", "InjectedToolArg")
-    runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime")
+    config = loaded("langchain_core.runnables.config", "RunnableConfig") or ()
+    marker = loaded("langchain_core.tools.base", "InjectedToolArg") or ()  # (): none loaded
+    runtime_type = loaded("langgraph.prebuilt.tool_node", "ToolRuntime") or ()
     names: list[str] = []
     runtime: str | None = None
     for name, annotation in hints.items():
-        if name == "return":
-            continue
-        base = get_origin(annotation) or annotation
-        is_runtime = runtime_type is not None and _subclass(base, runtime_type)
+        is_runtime = _subclass(get_origin(annotation) or annotation, runtime_type)
         metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
-        marked = injected_arg is not None and any(
-            isinstance(m, injected_arg) or _subclass(m, injected_arg) for m in metadata
-        )
-        if is_runtime or marked or (config is not None and annotation is config):
+        marked = any(isinstance(m, marker) or _subclass(m, marker) for m in metadata)
+        if name != "return" and (is_runtime or marked or annotation is config):
             names.append(name)
             # (the tool node gives the runtime to an injected parameter named "runtime" too)
             runtime = name if is_runtime or name == "runtime" else runtime
     return tuple(names), runtime
 
 
-def _subclass(value: Any, base: type) -> bool:
+def _subclass(value: Any, base: Any) -> bool:
     return isinstance(value, type) and issubclass(value, base)
 
 
@@ -940,16 +894,10 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
         return 0, ()
-    message_like = [
-        loaded("langgraph.types", "Command"),
-        loaded("langchain_core.messages.tool", "ToolMessage"),
-    ]
+    command = loaded("langgraph.types", "Command") or ()
+    message_like = (command, loaded("langchain_core.messages.tool", "ToolMessage") or ())
     options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
-    if any(
-        kind is not None and _subclass(get_origin(o) or o, kind)
-        for o in options
-        for kind in message_like
-    ):
+    if any(_subclass(get_origin(o) or o, message_like) for o in options):
         return 1, (str,)  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)
@@ -978,9 +926,9 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     description holds its function's whole docstring unless LangChain parsed it)."""
     out: dict[str, str] = {}
     lines = inspect.cleandoc(doc or "").splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), None)
-    if start is None:
-        return out
+    start = next(
+        (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), len(lines)
+    )
     current, indent = "", -1
     for ln in lines[start + 1 :]:
         if not ln.strip():
@@ -1030,10 +978,8 @@ def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]
 
 
 def externs_from(tools: ToolSpec) -> dict[str, Extern]:
-    """Build externs for LangChain tools and plain typed callables, keeping their order.
-
-    Args:
-        tools: A list of tools, or a mapping of tool name to tool (see :data:`ToolSpec`).
+    """Build externs for LangChain tools and plain typed callables (a list, or a mapping of tool
+    name to tool: see :data:`ToolSpec`), keeping their order.
 
     Raises:
         UsageTypeError: As for :func:`externs_of` (a ``TypeError``; wrap a single tool in a

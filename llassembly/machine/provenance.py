@@ -30,10 +30,10 @@ from llassembly.language.program import (
     Mem,
     Name,
     Operand,
-    Path,
     Reg,
     ToolShape,
     Value,
+    place_of,
 )
 from llassembly.machine.access import Context, cell_locator, parts
 from llassembly.machine.externs import short_repr
@@ -64,10 +64,7 @@ def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Rea
         regs, mem = shadow.regs, shadow.mem
         held = [regs.get(i, NO_SOURCES) for i in registers]
         held += [mem.get(cell, NO_SOURCES) for cell in rows]
-        for place in places:
-            where = place(st)
-            if isinstance(where, tuple):
-                held.append(mem.get(where, NO_SOURCES))
+        held += [mem.get(w, NO_SOURCES) for place in places if isinstance(w := place(st), tuple)]
         return NO_SOURCES.union(*held)
 
     return read
@@ -76,9 +73,7 @@ def _reader(operands: Sequence[Operand], ctx: Context, ins: Instruction) -> _Rea
 def _place(operand: Operand, ctx: Context, ins: Instruction) -> _Place:
     """Where a value written to ``operand`` lives: a register index, a live ``(label, cell)``,
     or ``None`` (``R0``, read-only data, an address the step itself refuses)."""
-    while isinstance(operand, Path):  # a path written changes its base
-        operand = operand.base
-    live = ctx.layout.live
+    operand, live = place_of(operand), ctx.layout.live  # a path written changes its base
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
 
@@ -107,11 +102,7 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     # One reader for everything read, one per copy (None: only literals), built once.
     read_all = _reader(move.reads, ctx, ins)
     writes = [
-        (
-            _place(w.place, ctx, ins),
-            w.copies is not None,
-            _reader(w.copies or (), ctx, ins),
-        )
+        (_place(w.place, ctx, ins), w.copies is not None, _reader(w.copies or (), ctx, ins))
         for w in move.writes
     ]
     pops, pushes, flags, sets_flags = move.pops, move.pushes, move.flags, move.sets_flags
@@ -128,10 +119,7 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
             everything = everything | shadow.flags
         chosen = shadow.flags if flags else NO_SOURCES
         targets = [
-            (
-                place(st),
-                (chosen if copy is None else chosen | copy(st, shadow)) if copies else everything,
-            )
+            (place(st), (chosen | copy(st, shadow) if copy else chosen) if copies else everything)
             for place, copies, copy in writes
         ]
         after = step(st, pc)
