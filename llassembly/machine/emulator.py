@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -278,60 +279,46 @@ class Emulator:
         if st.halted:
             return []
         compiled, reads = self.compiled, self._reads
-        steps, tools = compiled.steps, compiled.tools
-        end, limit = len(steps), self.max_instructions_to_exec
+        steps, end, limit = compiled.steps, len(compiled.steps), self.max_instructions_to_exec
         timed = self.max_seconds is not None
         if timed and self._started is None:
             self._started = time.monotonic()
         pc, executed = st.pc, st.executed
-        pause = limit if max_steps is None else executed + max_steps
+        pause = sys.maxsize if max_steps is None else executed + max_steps
         batch: list[ToolCall] = []
         try:
             while pc < end:
-                if executed >= limit or (executed >= pause and not batch):
-                    if batch:
-                        break  # the budget error comes after the batch's results
-                    if max_steps is not None and executed >= pause:
-                        return []  # paused after max_steps (the budget is checked next time)
-                    ins = compiled.program.instructions[pc]
-                    raise InstructionBudgetExceeded(
-                        limit, executed + 1, line=ins.line, source=ins.text
-                    )
-                if timed and executed % _CLOCK_EVERY == 0:
-                    try:
-                        self._check_clock(pc)
-                    except ExecutionError:
-                        if not batch:
-                            raise
-                        break  # raised again once the batch's results are in
                 step = steps[pc]
-                if step is None:
-                    extern = tools[pc]
-                    if batch and not self._joins(pc, extern, tools[batch[0].index]):
+                if batch:
+                    if step is None and not self._joins(pc, batch[0].index):
                         break  # it waits for the outstanding calls
-                    executed += 1
-                    try:
-                        call = self._begin_call(pc)  # its checks come before it changes anything
-                    except ExecutionError:
-                        if not batch:
-                            raise
-                        executed -= 1  # raised again once the batch's results are in
-                        break
-                    batch.append(call)
-                    if not self._issue_ahead(pc, call):
-                        break  # issued last in its batch: it completes as a sequential call
-                    pc += 1
-                    continue
-                if batch and (check := reads[pc]) is not None and check(st):
-                    break  # it would read a result not in yet
-                executed += 1
+                    if step is not None and (check := reads[pc]) is not None and check(st):
+                        break  # it would read a result not in yet
+                elif executed >= pause:
+                    return []  # paused after max_steps (the budget is checked next time)
+                # With calls outstanding, an error is the state's fault, raised once their
+                # results are in: where the sequential run raises it.
                 try:
-                    pc = step(st, pc)
+                    if executed >= limit:
+                        ins = compiled.program.instructions[pc]
+                        raise InstructionBudgetExceeded(
+                            limit, executed + 1, line=ins.line, source=ins.text
+                        )
+                    if timed and executed % _CLOCK_EVERY == 0:
+                        self._check_clock(pc)
+                    executed += 1
+                    if step is not None:
+                        pc = step(st, pc)
+                        continue
+                    batch.append(self._begin_call(pc))  # its checks come before any change
                 except ExecutionError as exc:
                     if not batch:
                         raise
                     st.fault, self._fault_error = dict(failure_of(exc)), exc
                     break
+                if st.pending is not None:
+                    break  # issued last in its batch: it completes as a sequential call
+                pc += 1
         finally:
             st.pc, st.executed = pc, executed
         if not batch:
@@ -513,37 +500,18 @@ class Emulator:
         tools = self.compiled.tools
         return tools[index] if 0 <= index < len(tools) else None
 
-    def _joins(self, pc: int, extern: Extern | None, first: Extern | None) -> bool:
-        """Whether the tool ``CALL`` at ``pc`` joins the batch issued so far: it is marked,
-        takes no pending value, and is a query if the batch's calls are (the agent path asks
-        the query model itself and sends tools to the agent's tool node, so a batch holds one
-        kind, and both paths give the same batches and messages)."""
-        if pc not in self.marked or extern is None:
-            return False
-        n_params, stack = self.compiled.flow.stack_effect(pc)[0], self.state.stack
-        waiting: list[Any] = stack[-n_params:] if n_params else []
-        if any(type(v) is Pending for v in waiting):
-            return False
-        return extern.query is bool(first and first.query)
-
-    def _issue_ahead(self, pc: int, call: ToolCall) -> bool:
-        """Issue the pending call at ``pc`` ahead (its results :class:`Pending` values), or
-        ``False`` when it completes as a sequential call: it is not marked, or its results
-        would not fit on the stack."""
-        st = self.state
-        extern = self.compiled.tools[pc]
-        n_results = extern.n_results if extern is not None else 0
-        if (
-            pc not in self.marked
-            or pc in self._tested  # the plan tests it next: it completes first
-            or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
-        ):
-            return False
-        values: list[Value] = st.pending[1] if st.pending is not None else []
-        st.pending = None
-        st.outstanding.append((pc, values, call.number))
-        self._put_results(pc, [Pending(call.number, k) for k in range(n_results)])
-        return True
+    def _joins(self, pc: int, first: int) -> bool:
+        """Whether the tool ``CALL`` at ``pc`` joins the batch whose first call is at
+        ``first``: it is marked, takes no pending value, and is a query if the batch's calls
+        are (the agent path asks the query model itself and sends tools to the agent's tool
+        node, so a batch holds one kind, and both paths give the same batches and messages)."""
+        tools, n_params = self.compiled.tools, self.compiled.flow.stack_effect(pc)[0]
+        waiting: list[Any] = self.state.stack[-n_params:] if n_params else []
+        return (
+            pc in self.marked
+            and not any(type(v) is Pending for v in waiting)
+            and tools[pc].query is tools[first].query  # type: ignore[union-attr]  # tool CALLs
+        )
 
     def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
         """A call's result as the values it pushes (the common case, one text or 64-bit
@@ -614,6 +582,9 @@ class Emulator:
         return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
 
     def _begin_call(self, pc: int) -> ToolCall:
+        """Make the tool ``CALL`` at ``pc``: its arguments popped, it is pending, or issued
+        ahead when it is marked, the plan does not test it next (it completes first) and its
+        results fit on the stack (they are :class:`Pending` values until it completes)."""
         st = self.state
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
@@ -640,7 +611,16 @@ class Emulator:
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
         st.tool_calls += 1
-        st.pending = (pc, values)
+        n_results, number = extern.n_results, call.number
+        if (
+            pc not in self.marked
+            or pc in self._tested
+            or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
+        ):
+            st.pending = (pc, values)
+        else:
+            st.outstanding.append((pc, values, number))
+            self._put_results(pc, [Pending(number, k) for k in range(n_results)])
         return call
 
     def _check_clock(self, pc: int) -> None:

@@ -134,7 +134,7 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _NAMES = tuple(register_name(i) for i in range(REGISTER_COUNT))
-_EMPTY = (None, [], {})  # what a snapshot leaves out
+_EMPTY: tuple[Any, ...] = (None, [], {})  # what a snapshot leaves out
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
 _NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
