@@ -344,13 +344,32 @@ class Emulator:
                 raise UsageError("no pending tool call waits for a result; advance the plan first")
             raise UsageError(f"got {len(results)} results for {waiting} outstanding calls")
         for result in results:
-            if st.outstanding:
+            if st.outstanding:  # a call run ahead is never one the plan tests
                 index, _values, number = st.outstanding.pop(0)
-                if isinstance(result, Failed):  # a call run ahead is never tested
-                    raise self._error(index, result.error)
-                st.fill(number, self._values_of(index, result))
-            else:
-                self._take(result)
+                st.fill(number, self._values(index, result, False)[0])
+                continue
+            # The pending call: its results pushed, then past its CALL. One the plan tests
+            # sets the carry (LT) when it failed (its results NONE, its error's text in EAX)
+            # and clears it when it did not (EAX: its result by the EAX convention, else NONE).
+            assert st.pending is not None  # counted above
+            index = st.pending[0]
+            tested = index in self._tested
+            values, error = self._values(index, result, tested)
+            depth = len(st.stack) + len(st.calls) + len(values)
+            if depth > self.max_stack_depth:
+                ins = self.program.instructions[index]
+                raise StackDepthExceeded(
+                    self.max_stack_depth, depth, line=ins.line, source=ins.text
+                )
+            to_eax = self._put_results(index, values, tested=tested)
+            if tested:
+                if error is not None:  # EAX: the error's text
+                    st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
+                elif not to_eax:
+                    st.regs[EAX_INDEX] = NONE
+                st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
+            st.pending = None
+            st.pc = index + 1
 
     def tests_failure(self) -> bool:
         """Whether the plan tests the failure of the call that waits for its outcome next (a
@@ -513,51 +532,29 @@ class Emulator:
             and tools[pc].query is tools[first].query  # type: ignore[union-attr]  # tool CALLs
         )
 
-    def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
-        """A call's result as the values it pushes (the common case, one text or 64-bit
-        integer, without a conversion)."""
-        extern = self._tool_at(index)
+    def _values(
+        self, index: int, result: Any, tested: bool
+    ) -> tuple[tuple[Value, ...], BaseException | None]:
+        """The values the call at ``index`` gives for ``result`` (the common case, one text or
+        64-bit integer, without a conversion), and its error if it failed (a result it cannot
+        read too): raised, unless the plan ``tested`` it; then its values are ``NONE``."""
+        extern, ins = self.compiled.tools[index], self.program.instructions[index]
         assert extern is not None  # a state's waiting calls are checked when it is given
-        if extern.n_results == 1 and (type(result) is str or is_int64(result)):
-            return (result,)
-        ins = self.program.instructions[index]
-        return extern.to_values(result, line=ins.line, source=ins.text)
-
-    def _take(self, result: Any) -> None:
-        """Push the pending call's results and move past its CALL. A call the plan tests sets
-        the carry (``LT``) when it failed (its results ``NONE``, its error's text in ``EAX``)
-        and clears it when it did not (``EAX``: its result by the EAX convention, else
-        ``NONE``)."""
-        st = self.state
-        assert st.pending is not None  # complete_batch counts the waiting calls
-        index = st.pending[0]
-        tested = index in self._tested
         error = result.error if isinstance(result, Failed) else None
         if error is None:
+            if extern.n_results == 1 and (type(result) is str or is_int64(result)):
+                return (result,), None
             try:
-                values = self._values_of(index, result)
-            except AsmRuntimeError as exc:  # a result it cannot read: the call failed
+                return extern.to_values(result, line=ins.line, source=ins.text), None
+            except AsmRuntimeError as exc:
                 if not tested:
                     raise
                 error = exc
-        if error is not None:
-            error = self._error(index, error)  # worded alike on every path
-            if not tested:
-                raise error
-            values = (NONE,) * self.compiled.tools[index].n_results  # type: ignore[union-attr]
-        depth = len(st.stack) + len(st.calls) + len(values)
-        if depth > self.max_stack_depth:
-            ins = self.program.instructions[index]
-            raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = self._put_results(index, values, tested=tested)
-        if tested:
-            if error is not None:  # EAX: the error's text
-                st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
-            elif not to_eax:
-                st.regs[EAX_INDEX] = NONE
-            st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
-        st.pending = None
-        st.pc = index + 1
+        if isinstance(error, Exception):  # worded alike on every path
+            error = tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
+        if not tested:
+            raise error
+        return (NONE,) * extern.n_results, error
 
     def _put_results(self, index: int, values: Sequence[Any], *, tested: bool = False) -> bool:
         """Put the results of the call at ``index`` where the plan reads them: in ``EAX`` by
@@ -573,13 +570,6 @@ class Emulator:
             name = self.compiled.tools[index].name  # type: ignore[union-attr]  # a tool CALL
             st.provenance.results(name, len(values), to_eax, tested=tested)
         return to_eax
-
-    def _error(self, index: int, error: BaseException) -> BaseException:
-        """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
-        ins, extern = self.program.instructions[index], self._tool_at(index)
-        if not isinstance(error, Exception) or extern is None:
-            return error
-        return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
 
     def _begin_call(self, pc: int) -> ToolCall:
         """Make the tool ``CALL`` at ``pc``: its arguments popped, it is pending, or issued
