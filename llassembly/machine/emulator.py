@@ -182,7 +182,7 @@ class Emulator:
     def _initial_state(self, state: MachineState | Mapping[str, Any] | None) -> MachineState:
         """The state to start from, checked to belong to this program (a stale or edited
         snapshot is refused); the registers a snapshot writes are settled here."""
-        self._registers, expected = self.compiled.registers, self.compiled.layout.initial_memory()
+        expected = self.compiled.layout.initial_memory()
         if state is None:
             st = MachineState(pc=self.program.entry, mem=expected)
         else:
@@ -193,9 +193,7 @@ class Emulator:
             )
         # The registers a snapshot reads: those the program may write, and any the state
         # given starts with (no instruction changes those others).
-        given = set(st.holding())
-        if not given <= set(self._registers):
-            self._registers = tuple(sorted({*self._registers, *given}))
+        self._registers = tuple(sorted({*self.compiled.registers, *st.holding()}))
         end = len(self.program.instructions)
         if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
             raise UsageError(f"the state points outside this program's {end} instructions")
@@ -205,16 +203,12 @@ class Emulator:
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
             raise UsageError("the state's memory does not match this program's data labels")
-        results: dict[int, int] = {}
-        for index, _values, number in st.outstanding:
-            tool = self._tool_at(index)
-            if tool is None or number in results:
-                raise UsageError("the state's outstanding call is not a tool CALL of this program")
-            results[number] = tool.n_results
-        for place in st.places():
-            for v in place:
-                if type(v) is Pending and not 0 <= v.result < results.get(v.call, 0):
-                    raise UsageError("the state holds a pending value of no outstanding call")
+        results = {n: getattr(self._tool_at(i), "n_results", -1) for i, _v, n in st.outstanding}
+        if len(results) < len(st.outstanding) or -1 in results.values():
+            raise UsageError("the state's outstanding call is not a tool CALL of this program")
+        held = [v for place in st.places() for v in place if type(v) is Pending]
+        if any(not 0 <= v.result < results.get(v.call, 0) for v in held):
+            raise UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
             raise UsageError("the state's fault is not an error record")
         if self.compiled.dataflow is not None:  # provenance: kept beside every value
