@@ -289,12 +289,8 @@ def _convert(
         raise fail(ins, f"{ins.mnemonic} cannot convert {show(source)}") from None
 
 
-_ROUNDING: dict[int, Callable[[float], float]] = {
-    0: lambda v: float(round(v)),  # to nearest, ties to even
-    1: lambda v: float(math.floor(v)),
-    2: lambda v: float(math.ceil(v)),
-    3: lambda v: float(math.trunc(v)),
-}
+_ROUNDING: tuple[Callable[[float], int], ...] = (round, math.floor, math.ceil, math.trunc)
+"""By the rounding mode: to nearest (ties to even), down, up, toward zero."""
 
 
 def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) -> Value:
@@ -303,7 +299,7 @@ def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) 
         raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
     if not 0 <= mode <= 15:
         raise fail(ins, f"{ins.mnemonic}: the rounding mode is 0 to 15, not {mode}")
-    return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
+    return float(_ROUNDING[0 if mode & 4 else mode & 3](float(value)))
 
 
 # -- text and structures ----------------------------------------------------------------------
@@ -497,8 +493,8 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
 
         def xchg(st: MachineState, pc: int) -> int:
-            a, b = get_a(st), get_b(st)
-            put_a(st, b)
+            a = get_a(st)
+            put_a(st, get_b(st))
             put_b(st, a)
             return pc + 1
 
