@@ -3,20 +3,18 @@
 The core is synchronous and pure: it never calls a tool itself. :meth:`Emulator.advance_batch`
 runs instructions until the machine needs a result and returns the calls it issued; the caller
 executes them (now, later, over several game frames, from async code) and hands the results to
-:meth:`Emulator.complete_batch`. A call is a batch of one: without ``parallel_tools`` every
-batch holds one call, and :meth:`Emulator.advance` / :meth:`Emulator.complete` step the plan
-one call at a time. :meth:`Emulator.run` and :meth:`Emulator.arun` do the loop for you.
+:meth:`Emulator.complete_batch`. Without ``parallel_tools`` every batch holds one call
+(:meth:`Emulator.advance` / :meth:`Emulator.complete`); :meth:`Emulator.run` and
+:meth:`Emulator.arun` do the loop for you.
 
 With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
 :class:`Pending` values until they come, and stops before the first instruction that would
-read one (:func:`_read_check`; the rule is *Independent calls at once* in
-``docs/language.md``). An instruction failing while calls are outstanding is remembered
-(:attr:`MachineState.fault`) and raised after their results are in, so errors surface exactly
-where the sequential run raises them: the plan's meaning is the sequential meaning.
-
-State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. The steps are
-compiled once (:mod:`llassembly.machine.steps`).
+read one (:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error
+while calls are outstanding is the state's :attr:`~MachineState.fault`, raised after their
+results are in: where the sequential run raises it, so the plan means what it means run
+sequentially. The state is plain data (:class:`MachineState`): an :meth:`Emulator.snapshot`
+given back as ``state=`` continues, mid-batch included. The steps are compiled once
+(:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse
@@ -247,11 +245,10 @@ class Emulator:
     def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]:
         """Run until the machine needs a result; return the calls issued (``[]`` at the end).
 
-        Marked calls (``parallel_tools``) are issued and the machine runs ahead of them while
-        no instruction needs their results; the batch is every call issued, in program order,
-        and may be run at once. Without marks, each batch is one call. The arguments are
-        already taken off the stack. An outstanding batch is returned again (so a restored
-        snapshot picks up where it stopped).
+        The machine runs ahead of marked calls (``parallel_tools``) while no instruction needs
+        their results: the batch is every call issued (their arguments already off the stack),
+        in program order, and may be run at once; without marks, one call. An outstanding
+        batch is returned again (so a restored snapshot picks up where it stopped).
 
         Args:
             max_steps: Execute at most this many instructions (a tool CALL counts as one) until
@@ -407,11 +404,10 @@ class Emulator:
         number: int,
         sources: Sequence[Any] | None = None,
     ) -> ToolCall:
-        """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data,
-        as a snapshot holds them), numbered ``number``: the one place a call is built. A call
-        rebuilt from a snapshot, or from the plain data a batch's task gets, was checked when it
-        was first made; then ``sources`` are the values' provenance, and the data-flow policies
-        are checked on them before anything else.
+        """The one place a call is built: the tool ``CALL`` at ``index`` with the popped
+        ``values`` (plain data, as a snapshot holds them), numbered ``number``. ``sources``
+        (the values' provenance) are given for a new call, not one rebuilt from a snapshot or a
+        batch task's data: the data-flow policies are then checked on them first.
 
         Raises:
             UsageError: There is no tool ``CALL`` at ``index``.
