@@ -1,15 +1,7 @@
 """The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
 the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
 :class:`RunResult`), its flag modes and the :class:`Pending` value an outstanding call's result
-is until it comes.
-
-Beside the values, when data-flow policies are checked, the state keeps a :class:`Shadow`: for
-each register, stack slot, memory cell and the flags, the tools whose results the value there
-derives from (see :mod:`llassembly.analysis.dataflow`). Only values that derive from some
-result are kept (an empty set is the default everywhere), so a plan that reads no result keeps
-nothing; its snapshot is part of the machine's, so a plan resumed in another process is checked
-as the first process would have checked it (:mod:`llassembly.machine.provenance` keeps it up to
-date as the plan runs).
+is until it comes; beside the values, with data-flow policies, their :class:`Shadow`.
 """
 
 from __future__ import annotations
@@ -43,7 +35,12 @@ def _names(value: Any, what: str) -> Sources:
 
 @dataclass(slots=True)
 class Shadow:
-    """The sources of each value of a machine state (an empty set where none is written).
+    """The sources of each value of a machine state: the tools whose results it derives from
+    (see :mod:`llassembly.analysis.dataflow`), kept when data-flow policies are checked
+    (:mod:`llassembly.machine.provenance` keeps them up to date). Only values that derive from
+    some result are kept (an empty set is the default everywhere), so a plan that reads no
+    result keeps nothing; they are part of the machine's snapshot, so a plan resumed in another
+    process is checked as the first process would have checked it.
 
     Attributes:
         regs: Register index to the sources of its value.
