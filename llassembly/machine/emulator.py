@@ -69,7 +69,6 @@ from llassembly.language.program import (
     Program,
     Reg,
     Value,
-    effects,
 )
 from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter, parts
@@ -229,9 +228,8 @@ class Emulator:
     def result(self) -> RunResult:
         """Return registers, stack, calls and counters as they are now."""
         st = self.state
-        regs = st.regs
         return RunResult(
-            registers={register_name(i): regs[i] for i in st.holding() if i},
+            registers={register_name(i): st.regs[i] for i in st.holding() if i},
             stack=list(st.stack),
             calls=list(self.history),
             instructions_executed=st.executed,
@@ -586,16 +584,12 @@ class Emulator:
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
         st.tool_calls += 1
-        n_results, number = extern.n_results, call.number
-        if (
-            pc not in self.marked
-            or pc in self._tested
-            or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
-        ):
+        depth = len(st.stack) + len(st.calls) + extern.n_results
+        if pc not in self.marked or pc in self._tested or depth > self.max_stack_depth:
             st.pending = (pc, values)
         else:
-            st.outstanding.append((pc, values, number))
-            self._put_results(pc, [Pending(number, k) for k in range(n_results)])
+            st.outstanding.append((pc, values, call.number))
+            self._put_results(pc, [Pending(call.number, k) for k in range(extern.n_results)])
         return call
 
     def _check_clock(self, pc: int) -> None:
@@ -621,13 +615,12 @@ def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str,
     """
     if isinstance(value, bool) or value == READ_ONLY:
         return value  # type: ignore[no-any-return]  # a bool or "read_only"
-    wrong = f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
-    if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
-        raise UsageError(wrong)
-    names = tuple(value)
-    if not all(isinstance(n, str) for n in names):
-        raise UsageError(wrong)
-    return names
+    listed = isinstance(value, Sequence | frozenset | set) and not isinstance(value, str)
+    if not listed or not all(isinstance(n, str) for n in value):
+        raise UsageError(
+            f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
+        )
+    return tuple(value)
 
 
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
@@ -637,13 +630,13 @@ def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> fr
     ``langchain-mcp-adapters`` copies into its metadata) and a query (``query_text``)."""
 
     def marked(extern: Extern) -> bool:
-        if parallel_tools == READ_ONLY:
-            metadata = getattr(extern.tool, "metadata", None)
-            said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
-            return extern.query or said
-        return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+        if parallel_tools != READ_ONLY:
+            return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+        metadata = getattr(extern.tool, "metadata", None)
+        said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+        return extern.query or said
 
-    if parallel_tools is False or not parallel_tools:
+    if not parallel_tools:
         return frozenset()
     return frozenset(pc for pc, t in enumerate(compiled.tools) if t is not None and marked(t))
 
@@ -662,26 +655,24 @@ _READS_KEY = "pending reads"
 def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     """Per instruction, the test "would it read a pending value now?" (``None``: it reads
     none, or it is a tool ``CALL``, which the machine checks itself); built once per program."""
-    found = compiled.cache.get(_READS_KEY)
-    if found is None:
-        program, layout = compiled.program, compiled.layout
-        ctx = Context(program, len(program.instructions), compiled.max_stack_depth, layout)
-        found = tuple(
-            None if step is None else _read_check(ins, effects(ins), ctx)
-            for ins, step in zip(program.instructions, compiled.steps, strict=True)
+    if (found := compiled.cache.get(_READS_KEY)) is None:
+        program, flow = compiled.program, compiled.flow
+        ctx = Context(program, flow.end, compiled.max_stack_depth, compiled.layout)
+        found = compiled.cache[_READS_KEY] = tuple(
+            None if step is None else _read_check(ins, fx, ctx)
+            for ins, fx, step in zip(
+                program.instructions, flow.effects, compiled.steps, strict=True
+            )
         )
-        compiled.cache[_READS_KEY] = found
     return found
 
 
 def _plain(operand: Operand, ctx: Context) -> bool:
     """A place holding one value as it is: a register, a memory cell, a one-cell label."""
-    if isinstance(operand, Reg | Mem):
-        return True
     if isinstance(operand, Name):
         label = ctx.layout.labels.get(operand.name.lower())
         return label is not None and len(label.cells) == 1
-    return False
+    return isinstance(operand, Reg | Mem)
 
 
 def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:

@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
@@ -734,21 +734,18 @@ class StepSemantics:
         """Run instructions of ``flow``'s program alone (see :data:`~llassembly.analysis.
         constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
         no step run here reads (the summary runs none that reads memory the plan writes)."""
-        program = flow.program
-        ctx = Context(program, flow.end, sys.maxsize, layout)
-        steps: dict[int, Step] = {}
+        ctx = Context(flow.program, flow.end, sys.maxsize, layout)
+        step_at = cache(lambda pc: compile_step(flow.program.instructions[pc], ctx))
         scratch = layout.initial_memory()
 
         def run(
             pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
         ) -> Outcome | Fails | None:
             fx = flow.effects[pc]
-            step = steps.get(pc)
             # The compilers expect a verified plan; the summary of one that does not verify
             # still returns, so any error here but the step's own means "cannot tell".
             try:
-                if step is None:
-                    step = steps[pc] = compile_step(program.instructions[pc], ctx)
+                step = step_at(pc)
                 st = MachineState(pc=pc, stack=list(taken), mem=scratch)
                 for reg in fx.registers_written:
                     st.regs[reg] = _NOT_WRITTEN
