@@ -1,15 +1,11 @@
 """Compiling a verified program into step closures, one compiler per opcode.
 
 A step function takes the machine state and its own pc and returns the next pc. Every
-instruction is compiled once, so the emulator's loop is a list index and a call. The table
-``_COMPILERS`` is checked against :class:`~llassembly.language.instructions.Opcode` at import: a
-missing handler fails at import, not at run time. Which instruction is a tool call, and where a
-result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
-
-Most instructions compute a value from the values they read (a :data:`Compute`, compiled by
-:func:`_computes`; the text and structure ones: *Structured values* and *Text* in
-``docs/language.md``); jumps, the stack, ``XCHG``, ``LEA``, the instructions that test the
-flags and ``SAY`` have steps of their own (``_COMPILERS`` says which).
+instruction is compiled once, so the emulator's loop is a list index and a call. Which
+instruction is a tool call, and where a result goes, comes from the control-flow graph
+(:mod:`llassembly.analysis.cfg`). Most instructions compute a value from the values they read
+(a :data:`Compute`; the text and structure ones: *Structured values* and *Text* in
+``docs/language.md``); ``_COMPILERS`` says which have steps of their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
