@@ -75,19 +75,15 @@ _MASK64 = (1 << 64) - 1
 
 
 def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
-    """The operand an instruction computing a value writes (``None``: only the flags) and
-    those it reads, by its form in the instruction table (operands that fit none are read by
-    its usual form, as ``effects`` reads them): the registers it uses without naming them
-    first (``EAX`` of x86's ``MUL src``), then the operands it reads."""
-    info = OPCODE_INFO[ins.op]
-    form = info.shape(len(ins.operands)) or info.shapes[0]
-    implicit = tuple(Reg(i, register_name(i)) for i in form.implicit_reads)
-    reads = implicit + tuple(ins.operands[i] for i in form.reads)
-    if form.writes:
-        return ins.operands[form.writes[0]], reads
-    if form.implicit_writes:  # (DIV src: EAX, and the remainder in EDX, written by the step)
-        return Reg(form.implicit_writes[0], register_name(form.implicit_writes[0])), reads
-    return None, reads
+    """The operand an instruction computing a value writes (``None``: only the flags; ``DIV
+    src`` writes ``EAX``, its step the remainder in ``EDX``) and those it reads, as ``effects``
+    says: the registers it uses without naming them first (``EAX`` of x86's ``MUL src``)."""
+    fx, operands = effects(ins), ins.operands
+    reads = tuple(Reg(i, register_name(i)) for i in fx.implicit_reads)
+    writes = [operands[i] for i in fx.writes] or [
+        Reg(i, register_name(i)) for i in fx.implicit_writes
+    ]
+    return (writes[0] if writes else None), reads + tuple(operands[i] for i in fx.reads)
 
 
 def _computes(compute: Compute) -> Compiler:
@@ -212,14 +208,12 @@ def _compare_folded(ins: Instruction, st: MachineState, a: Value, b: Value) -> N
 
 
 def _bitwise(
-    op: Callable[[int, int], int], ins: Instruction, st: MachineState, a: Value, b: Value
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, *values: Value
 ) -> Value:
-    first, second = ins.operands[0], ins.operands[-1]
-    same = len(ins.operands) == 2 and isinstance(first, Reg) and first == second
-    if same and OPCODE_INFO[ins.op].same_register == "clears":
-        return _flagged(st, 0)  # XOR r, r: 0, whatever r held
-    _ints(ins, a, b)
-    return _flagged(st, op(a, b))  # type: ignore[arg-type]
+    if not values:  # XOR r, r reads nothing (see effects): 0, whatever r held
+        return _flagged(st, 0)
+    _ints(ins, *values)
+    return _flagged(st, op(*values))  # type: ignore[arg-type]
 
 
 def _not(ins: Instruction, st: MachineState, value: Value) -> Value:
