@@ -371,7 +371,8 @@ class MachineState:
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
             held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding, answer=answer)
-            held.pending = (0, pending["values"]) if pending else None
+            if pending is not None:
+                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
             held.returned = data.get("returned")
             if not all(map(is_value, held.values())):
                 raise UsageError(
@@ -384,8 +385,6 @@ class MachineState:
             held.executed = _count(data["executed"], "executed")
             held.tool_calls = _count(data["tool_calls"], "tool_calls")
             held.halted = bool(data["halted"])
-            if pending is not None:
-                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
             fault, sources = data.get("fault"), data.get("provenance")
             held.fault = dict(fault) if isinstance(fault, Mapping) else None
             held.provenance = None if sources is None else Shadow.restore(sources, len(stack))
