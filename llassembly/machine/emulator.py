@@ -365,10 +365,8 @@ class Emulator:
         ``JC``/``JNC`` right after its ``CALL``, see *Calls that may fail* in
         ``docs/language.md``): then :meth:`complete_batch` takes a :class:`Failed` outcome
         for it and the plan goes on, where any other failure stops the plan."""
-        st = self.state
-        if st.outstanding:
-            return False  # a call run ahead is never one the plan tests
-        return st.pending is not None and st.pending[0] in self._tested
+        st = self.state  # (a call run ahead is never one the plan tests)
+        return not st.outstanding and st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
         """Run until the next tool call and return it, or ``None`` when the plan ends: the
@@ -381,8 +379,7 @@ class Emulator:
         """
         if self.marked:
             raise UsageError("parallel_tools issues calls as batches: use advance_batch()")
-        batch = self.advance_batch(max_steps)
-        return batch[0] if batch else None
+        return next(iter(self.advance_batch(max_steps)), None)
 
     def complete(self, result: Any) -> None:
         """Give the result of the call :meth:`advance` returned (see :meth:`complete_batch`).
