@@ -3,20 +3,18 @@
 The core is synchronous and pure: it never calls a tool itself. :meth:`Emulator.advance_batch`
 runs instructions until the machine needs a result and returns the calls it issued; the caller
 executes them (now, later, over several game frames, from async code) and hands the results to
-:meth:`Emulator.complete_batch`. A call is a batch of one: without ``parallel_tools`` every
-batch holds one call, and :meth:`Emulator.advance` / :meth:`Emulator.complete` step the plan
-one call at a time. :meth:`Emulator.run` and :meth:`Emulator.arun` do the loop for you.
+:meth:`Emulator.complete_batch`. Without ``parallel_tools`` every batch holds one call
+(:meth:`Emulator.advance` / :meth:`Emulator.complete`); :meth:`Emulator.run` and
+:meth:`Emulator.arun` do the loop for you.
 
 With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
 :class:`Pending` values until they come, and stops before the first instruction that would
-read one (:func:`_read_check`; the rule is *Independent calls at once* in
-``docs/language.md``). An instruction failing while calls are outstanding is remembered
-(:attr:`MachineState.fault`) and raised after their results are in, so errors surface exactly
-where the sequential run raises them: the plan's meaning is the sequential meaning.
-
-State is plain data (:class:`MachineState`); :meth:`Emulator.snapshot` gives a JSON-ready dict
-and ``Emulator(..., state=snapshot)`` continues from it, mid-batch included. The steps are
-compiled once (:mod:`llassembly.machine.steps`).
+read one (:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error
+while calls are outstanding is the state's :attr:`~MachineState.fault`, raised after their
+results are in: where the sequential run raises it, so the plan means what it means run
+sequentially. The state is plain data (:class:`MachineState`): an :meth:`Emulator.snapshot`
+given back as ``state=`` continues, mid-batch included. The steps are compiled once
+(:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse
@@ -31,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,7 +69,6 @@ from llassembly.language.program import (
     Program,
     Reg,
     Value,
-    effects,
 )
 from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter, parts
@@ -181,7 +179,7 @@ class Emulator:
     def _initial_state(self, state: MachineState | Mapping[str, Any] | None) -> MachineState:
         """The state to start from, checked to belong to this program (a stale or edited
         snapshot is refused); the registers a snapshot writes are settled here."""
-        self._registers, expected = self.compiled.registers, self.compiled.layout.initial_memory()
+        expected = self.compiled.layout.initial_memory()
         if state is None:
             st = MachineState(pc=self.program.entry, mem=expected)
         else:
@@ -192,9 +190,7 @@ class Emulator:
             )
         # The registers a snapshot reads: those the program may write, and any the state
         # given starts with (no instruction changes those others).
-        given = set(st.holding())
-        if not given <= set(self._registers):
-            self._registers = tuple(sorted({*self._registers, *given}))
+        self._registers = tuple(sorted({*self.compiled.registers, *st.holding()}))
         end = len(self.program.instructions)
         if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
             raise UsageError(f"the state points outside this program's {end} instructions")
@@ -204,16 +200,12 @@ class Emulator:
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
             raise UsageError("the state's memory does not match this program's data labels")
-        results: dict[int, int] = {}
-        for index, _values, number in st.outstanding:
-            tool = self._tool_at(index)
-            if tool is None or number in results:
-                raise UsageError("the state's outstanding call is not a tool CALL of this program")
-            results[number] = tool.n_results
-        for place in st.places():
-            for v in place:
-                if type(v) is Pending and not 0 <= v.result < results.get(v.call, 0):
-                    raise UsageError("the state holds a pending value of no outstanding call")
+        results = {n: getattr(self._tool_at(i), "n_results", -1) for i, _v, n in st.outstanding}
+        if len(results) < len(st.outstanding) or -1 in results.values():
+            raise UsageError("the state's outstanding call is not a tool CALL of this program")
+        held = [v for place in st.places() for v in place if type(v) is Pending]
+        if any(not 0 <= v.result < results.get(v.call, 0) for v in held):
+            raise UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
             raise UsageError("the state's fault is not an error record")
         if self.compiled.dataflow is not None:  # provenance: kept beside every value
@@ -236,9 +228,8 @@ class Emulator:
     def result(self) -> RunResult:
         """Return registers, stack, calls and counters as they are now."""
         st = self.state
-        regs = st.regs
         return RunResult(
-            registers={register_name(i): regs[i] for i in st.holding() if i},
+            registers={register_name(i): st.regs[i] for i in st.holding() if i},
             stack=list(st.stack),
             calls=list(self.history),
             instructions_executed=st.executed,
@@ -252,11 +243,10 @@ class Emulator:
     def advance_batch(self, max_steps: int | None = None) -> list[ToolCall]:
         """Run until the machine needs a result; return the calls issued (``[]`` at the end).
 
-        Marked calls (``parallel_tools``) are issued and the machine runs ahead of them while
-        no instruction needs their results; the batch is every call issued, in program order,
-        and may be run at once. Without marks, each batch is one call. The arguments are
-        already taken off the stack. An outstanding batch is returned again (so a restored
-        snapshot picks up where it stopped).
+        The machine runs ahead of marked calls (``parallel_tools``) while no instruction needs
+        their results: the batch is every call issued (their arguments already off the stack),
+        in program order, and may be run at once; without marks, one call. An outstanding
+        batch is returned again (so a restored snapshot picks up where it stopped).
 
         Args:
             max_steps: Execute at most this many instructions (a tool CALL counts as one) until
@@ -278,60 +268,46 @@ class Emulator:
         if st.halted:
             return []
         compiled, reads = self.compiled, self._reads
-        steps, tools = compiled.steps, compiled.tools
-        end, limit = len(steps), self.max_instructions_to_exec
+        steps, end, limit = compiled.steps, len(compiled.steps), self.max_instructions_to_exec
         timed = self.max_seconds is not None
         if timed and self._started is None:
             self._started = time.monotonic()
         pc, executed = st.pc, st.executed
-        pause = limit if max_steps is None else executed + max_steps
+        pause = sys.maxsize if max_steps is None else executed + max_steps
         batch: list[ToolCall] = []
         try:
             while pc < end:
-                if executed >= limit or (executed >= pause and not batch):
-                    if batch:
-                        break  # the budget error comes after the batch's results
-                    if max_steps is not None and executed >= pause:
-                        return []  # paused after max_steps (the budget is checked next time)
-                    ins = compiled.program.instructions[pc]
-                    raise InstructionBudgetExceeded(
-                        limit, executed + 1, line=ins.line, source=ins.text
-                    )
-                if timed and executed % _CLOCK_EVERY == 0:
-                    try:
-                        self._check_clock(pc)
-                    except ExecutionError:
-                        if not batch:
-                            raise
-                        break  # raised again once the batch's results are in
                 step = steps[pc]
-                if step is None:
-                    extern = tools[pc]
-                    if batch and not self._joins(pc, extern, tools[batch[0].index]):
+                if batch:
+                    if step is None and not self._joins(pc, batch[0].index):
                         break  # it waits for the outstanding calls
-                    executed += 1
-                    try:
-                        call = self._begin_call(pc)  # its checks come before it changes anything
-                    except ExecutionError:
-                        if not batch:
-                            raise
-                        executed -= 1  # raised again once the batch's results are in
-                        break
-                    batch.append(call)
-                    if not self._issue_ahead(pc, call):
-                        break  # issued last in its batch: it completes as a sequential call
-                    pc += 1
-                    continue
-                if batch and (check := reads[pc]) is not None and check(st):
-                    break  # it would read a result not in yet
-                executed += 1
+                    if step is not None and (check := reads[pc]) is not None and check(st):
+                        break  # it would read a result not in yet
+                elif executed >= pause:
+                    return []  # paused after max_steps (the budget is checked next time)
+                # With calls outstanding, an error is the state's fault, raised once their
+                # results are in: where the sequential run raises it.
                 try:
-                    pc = step(st, pc)
+                    if executed >= limit:
+                        ins = compiled.program.instructions[pc]
+                        raise InstructionBudgetExceeded(
+                            limit, executed + 1, line=ins.line, source=ins.text
+                        )
+                    if timed and executed % _CLOCK_EVERY == 0:
+                        self._check_clock(pc)
+                    executed += 1
+                    if step is not None:
+                        pc = step(st, pc)
+                        continue
+                    batch.append(self._begin_call(pc))  # its checks come before any change
                 except ExecutionError as exc:
                     if not batch:
                         raise
                     st.fault, self._fault_error = dict(failure_of(exc)), exc
                     break
+                if st.pending is not None:
+                    break  # issued last in its batch: it completes as a sequential call
+                pc += 1
         finally:
             st.pc, st.executed = pc, executed
         if not batch:
@@ -357,23 +333,40 @@ class Emulator:
                 raise UsageError("no pending tool call waits for a result; advance the plan first")
             raise UsageError(f"got {len(results)} results for {waiting} outstanding calls")
         for result in results:
-            if st.outstanding:
+            if st.outstanding:  # a call run ahead is never one the plan tests
                 index, _values, number = st.outstanding.pop(0)
-                if isinstance(result, Failed):  # a call run ahead is never tested
-                    raise self._error(index, result.error)
-                st.fill(number, self._values_of(index, result))
-            else:
-                self._take(result)
+                st.fill(number, self._values(index, result, False)[0])
+                continue
+            # The pending call: its results pushed, then past its CALL. One the plan tests
+            # sets the carry (LT) when it failed (its results NONE, its error's text in EAX)
+            # and clears it when it did not (EAX: its result by the EAX convention, else NONE).
+            assert st.pending is not None  # counted above
+            index = st.pending[0]
+            tested = index in self._tested
+            values, error = self._values(index, result, tested)
+            depth = len(st.stack) + len(st.calls) + len(values)
+            if depth > self.max_stack_depth:
+                ins = self.program.instructions[index]
+                raise StackDepthExceeded(
+                    self.max_stack_depth, depth, line=ins.line, source=ins.text
+                )
+            to_eax = self._put_results(index, values, tested=tested)
+            if tested:
+                if error is not None:  # EAX: the error's text
+                    st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
+                elif not to_eax:
+                    st.regs[EAX_INDEX] = NONE
+                st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
+            st.pending = None
+            st.pc = index + 1
 
     def tests_failure(self) -> bool:
         """Whether the plan tests the failure of the call that waits for its outcome next (a
         ``JC``/``JNC`` right after its ``CALL``, see *Calls that may fail* in
         ``docs/language.md``): then :meth:`complete_batch` takes a :class:`Failed` outcome
         for it and the plan goes on, where any other failure stops the plan."""
-        st = self.state
-        if st.outstanding:
-            return False  # a call run ahead is never one the plan tests
-        return st.pending is not None and st.pending[0] in self._tested
+        st = self.state  # (a call run ahead is never one the plan tests)
+        return not st.outstanding and st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
         """Run until the next tool call and return it, or ``None`` when the plan ends: the
@@ -386,8 +379,7 @@ class Emulator:
         """
         if self.marked:
             raise UsageError("parallel_tools issues calls as batches: use advance_batch()")
-        batch = self.advance_batch(max_steps)
-        return batch[0] if batch else None
+        return next(iter(self.advance_batch(max_steps)), None)
 
     def complete(self, result: Any) -> None:
         """Give the result of the call :meth:`advance` returned (see :meth:`complete_batch`).
@@ -407,11 +399,10 @@ class Emulator:
         number: int,
         sources: Sequence[Any] | None = None,
     ) -> ToolCall:
-        """The call the tool ``CALL`` at ``index`` makes with the popped ``values`` (plain data,
-        as a snapshot holds them), numbered ``number``: the one place a call is built. A call
-        rebuilt from a snapshot, or from the plain data a batch's task gets, was checked when it
-        was first made; then ``sources`` are the values' provenance, and the data-flow policies
-        are checked on them before anything else.
+        """The one place a call is built: the tool ``CALL`` at ``index`` with the popped
+        ``values`` (plain data, as a snapshot holds them), numbered ``number``. ``sources``
+        (the values' provenance) are given for a new call, not one rebuilt from a snapshot or a
+        batch task's data: the data-flow policies are then checked on them first.
 
         Raises:
             UsageError: There is no tool ``CALL`` at ``index``.
@@ -496,11 +487,6 @@ class Emulator:
         while batch:
             outcomes = yield batch
             for call, outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, Failed) and not self.tests_failure():
-                    error = outcome.error
-                    if isinstance(error, Exception):
-                        raise tool_error(call, error) from error
-                    raise error
                 self._record(call, outcome)
             batch = self.advance_batch()
         return self.result()
@@ -513,83 +499,42 @@ class Emulator:
         tools = self.compiled.tools
         return tools[index] if 0 <= index < len(tools) else None
 
-    def _joins(self, pc: int, extern: Extern | None, first: Extern | None) -> bool:
-        """Whether the tool ``CALL`` at ``pc`` joins the batch issued so far: it is marked,
-        takes no pending value, and is a query if the batch's calls are (the agent path asks
-        the query model itself and sends tools to the agent's tool node, so a batch holds one
-        kind, and both paths give the same batches and messages)."""
-        if pc not in self.marked or extern is None:
-            return False
-        n_params, stack = self.compiled.flow.stack_effect(pc)[0], self.state.stack
-        waiting: list[Any] = stack[-n_params:] if n_params else []
-        if any(type(v) is Pending for v in waiting):
-            return False
-        return extern.query is bool(first and first.query)
+    def _joins(self, pc: int, first: int) -> bool:
+        """Whether the tool ``CALL`` at ``pc`` joins the batch whose first call is at
+        ``first``: it is marked, takes no pending value, and is a query if the batch's calls
+        are (the agent path asks the query model itself and sends tools to the agent's tool
+        node, so a batch holds one kind, and both paths give the same batches and messages)."""
+        tools, n_params = self.compiled.tools, self.compiled.flow.stack_effect(pc)[0]
+        waiting: list[Any] = self.state.stack[-n_params:] if n_params else []
+        return (
+            pc in self.marked
+            and not any(type(v) is Pending for v in waiting)
+            and tools[pc].query is tools[first].query  # type: ignore[union-attr]  # tool CALLs
+        )
 
-    def _issue_ahead(self, pc: int, call: ToolCall) -> bool:
-        """Issue the pending call at ``pc`` ahead (its results :class:`Pending` values), or
-        ``False`` when it completes as a sequential call: it is not marked, or its results
-        would not fit on the stack."""
-        st = self.state
-        extern = self.compiled.tools[pc]
-        n_results = extern.n_results if extern is not None else 0
-        if (
-            pc not in self.marked
-            or pc in self._tested  # the plan tests it next: it completes first
-            or len(st.stack) + len(st.calls) + n_results > self.max_stack_depth
-        ):
-            return False
-        values: list[Value] = st.pending[1] if st.pending is not None else []
-        st.pending = None
-        st.outstanding.append((pc, values, call.number))
-        self._put_results(pc, [Pending(call.number, k) for k in range(n_results)])
-        return True
-
-    def _values_of(self, index: int, result: Any) -> tuple[Value, ...]:
-        """A call's result as the values it pushes (the common case, one text or 64-bit
-        integer, without a conversion)."""
-        extern = self._tool_at(index)
+    def _values(
+        self, index: int, result: Any, tested: bool
+    ) -> tuple[tuple[Value, ...], BaseException | None]:
+        """The values the call at ``index`` gives for ``result`` (the common case, one text or
+        64-bit integer, without a conversion), and its error if it failed (a result it cannot
+        read too): raised, unless the plan ``tested`` it; then its values are ``NONE``."""
+        extern, ins = self.compiled.tools[index], self.program.instructions[index]
         assert extern is not None  # a state's waiting calls are checked when it is given
-        if extern.n_results == 1 and (type(result) is str or is_int64(result)):
-            return (result,)
-        ins = self.program.instructions[index]
-        return extern.to_values(result, line=ins.line, source=ins.text)
-
-    def _take(self, result: Any) -> None:
-        """Push the pending call's results and move past its CALL. A call the plan tests sets
-        the carry (``LT``) when it failed (its results ``NONE``, its error's text in ``EAX``)
-        and clears it when it did not (``EAX``: its result by the EAX convention, else
-        ``NONE``)."""
-        st = self.state
-        assert st.pending is not None  # complete_batch counts the waiting calls
-        index = st.pending[0]
-        tested = index in self._tested
         error = result.error if isinstance(result, Failed) else None
         if error is None:
+            if extern.n_results == 1 and (type(result) is str or is_int64(result)):
+                return (result,), None
             try:
-                values = self._values_of(index, result)
-            except AsmRuntimeError as exc:  # a result it cannot read: the call failed
+                return extern.to_values(result, line=ins.line, source=ins.text), None
+            except AsmRuntimeError as exc:
                 if not tested:
                     raise
                 error = exc
-        if error is not None:
-            error = self._error(index, error)  # worded alike on every path
-            if not tested:
-                raise error
-            values = (NONE,) * self.compiled.tools[index].n_results  # type: ignore[union-attr]
-        depth = len(st.stack) + len(st.calls) + len(values)
-        if depth > self.max_stack_depth:
-            ins = self.program.instructions[index]
-            raise StackDepthExceeded(self.max_stack_depth, depth, line=ins.line, source=ins.text)
-        to_eax = self._put_results(index, values, tested=tested)
-        if tested:
-            if error is not None:  # EAX: the error's text
-                st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
-            elif not to_eax:
-                st.regs[EAX_INDEX] = NONE
-            st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
-        st.pending = None
-        st.pc = index + 1
+        if isinstance(error, Exception):  # worded alike on every path
+            error = tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
+        if not tested:
+            raise error
+        return (NONE,) * extern.n_results, error
 
     def _put_results(self, index: int, values: Sequence[Any], *, tested: bool = False) -> bool:
         """Put the results of the call at ``index`` where the plan reads them: in ``EAX`` by
@@ -606,14 +551,10 @@ class Emulator:
             st.provenance.results(name, len(values), to_eax, tested=tested)
         return to_eax
 
-    def _error(self, index: int, error: BaseException) -> BaseException:
-        """A failed call's error as the plan's (a tool's own exception: :func:`tool_error`)."""
-        ins, extern = self.program.instructions[index], self._tool_at(index)
-        if not isinstance(error, Exception) or extern is None:
-            return error
-        return tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
-
     def _begin_call(self, pc: int) -> ToolCall:
+        """Make the tool ``CALL`` at ``pc``: its arguments popped, it is pending, or issued
+        ahead when it is marked, the plan does not test it next (it completes first) and its
+        results fit on the stack (they are :class:`Pending` values until it completes)."""
         st = self.state
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
@@ -640,7 +581,12 @@ class Emulator:
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
         st.tool_calls += 1
-        st.pending = (pc, values)
+        depth = len(st.stack) + len(st.calls) + extern.n_results
+        if pc not in self.marked or pc in self._tested or depth > self.max_stack_depth:
+            st.pending = (pc, values)
+        else:
+            st.outstanding.append((pc, values, call.number))
+            self._put_results(pc, [Pending(call.number, k) for k in range(extern.n_results)])
         return call
 
     def _check_clock(self, pc: int) -> None:
@@ -666,13 +612,12 @@ def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str,
     """
     if isinstance(value, bool) or value == READ_ONLY:
         return value  # type: ignore[no-any-return]  # a bool or "read_only"
-    wrong = f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
-    if isinstance(value, str) or not isinstance(value, Sequence | frozenset | set):
-        raise UsageError(wrong)
-    names = tuple(value)
-    if not all(isinstance(n, str) for n in names):
-        raise UsageError(wrong)
-    return names
+    listed = isinstance(value, Sequence | frozenset | set) and not isinstance(value, str)
+    if not listed or not all(isinstance(n, str) for n in value):
+        raise UsageError(
+            f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
+        )
+    return tuple(value)
 
 
 def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> frozenset[int]:
@@ -682,13 +627,13 @@ def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> fr
     ``langchain-mcp-adapters`` copies into its metadata) and a query (``query_text``)."""
 
     def marked(extern: Extern) -> bool:
-        if parallel_tools == READ_ONLY:
-            metadata = getattr(extern.tool, "metadata", None)
-            said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
-            return extern.query or said
-        return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+        if parallel_tools != READ_ONLY:
+            return parallel_tools is True or extern.name in parallel_tools  # type: ignore[operator]
+        metadata = getattr(extern.tool, "metadata", None)
+        said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
+        return extern.query or said
 
-    if parallel_tools is False or not parallel_tools:
+    if not parallel_tools:
         return frozenset()
     return frozenset(pc for pc, t in enumerate(compiled.tools) if t is not None and marked(t))
 
@@ -707,26 +652,24 @@ _READS_KEY = "pending reads"
 def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     """Per instruction, the test "would it read a pending value now?" (``None``: it reads
     none, or it is a tool ``CALL``, which the machine checks itself); built once per program."""
-    found = compiled.cache.get(_READS_KEY)
-    if found is None:
-        program, layout = compiled.program, compiled.layout
-        ctx = Context(program, len(program.instructions), compiled.max_stack_depth, layout)
-        found = tuple(
-            None if step is None else _read_check(ins, effects(ins), ctx)
-            for ins, step in zip(program.instructions, compiled.steps, strict=True)
+    if (found := compiled.cache.get(_READS_KEY)) is None:
+        program, flow = compiled.program, compiled.flow
+        ctx = Context(program, flow.end, compiled.max_stack_depth, compiled.layout)
+        found = compiled.cache[_READS_KEY] = tuple(
+            None if step is None else _read_check(ins, fx, ctx)
+            for ins, fx, step in zip(
+                program.instructions, flow.effects, compiled.steps, strict=True
+            )
         )
-        compiled.cache[_READS_KEY] = found
     return found
 
 
 def _plain(operand: Operand, ctx: Context) -> bool:
     """A place holding one value as it is: a register, a memory cell, a one-cell label."""
-    if isinstance(operand, Reg | Mem):
-        return True
     if isinstance(operand, Name):
         label = ctx.layout.labels.get(operand.name.lower())
         return label is not None and len(label.cells) == 1
-    return False
+    return isinstance(operand, Reg | Mem)
 
 
 def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:

@@ -1,15 +1,7 @@
 """The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
 the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
 :class:`RunResult`), its flag modes and the :class:`Pending` value an outstanding call's result
-is until it comes.
-
-Beside the values, when data-flow policies are checked, the state keeps a :class:`Shadow`: for
-each register, stack slot, memory cell and the flags, the tools whose results the value there
-derives from (see :mod:`llassembly.analysis.dataflow`). Only values that derive from some
-result are kept (an empty set is the default everywhere), so a plan that reads no result keeps
-nothing; its snapshot is part of the machine's, so a plan resumed in another process is checked
-as the first process would have checked it (:mod:`llassembly.machine.provenance` keeps it up to
-date as the plan runs).
+is until it comes; beside the values, with data-flow policies, their :class:`Shadow`.
 """
 
 from __future__ import annotations
@@ -43,7 +35,12 @@ def _names(value: Any, what: str) -> Sources:
 
 @dataclass(slots=True)
 class Shadow:
-    """The sources of each value of a machine state (an empty set where none is written).
+    """The sources of each value of a machine state: the tools whose results it derives from
+    (see :mod:`llassembly.analysis.dataflow`), kept when data-flow policies are checked
+    (:mod:`llassembly.machine.provenance` keeps them up to date). Only values that derive from
+    some result are kept (an empty set is the default everywhere), so a plan that reads no
+    result keeps nothing; they are part of the machine's snapshot, so a plan resumed in another
+    process is checked as the first process would have checked it.
 
     Attributes:
         regs: Register index to the sources of its value.
@@ -134,6 +131,7 @@ UNSET, ORDERED, UNORDERED = 0, 1, 2
 
 _FLAG_MODE_NAMES = ("unset", "ordered", "unordered")
 _NAMES = tuple(register_name(i) for i in range(REGISTER_COUNT))
+_EMPTY: tuple[Any, ...] = (None, [], {})  # what a snapshot leaves out
 # Whether a register value is anything but the integer 0 (CPython keeps one 0 object; an
 # equal int that is another object is merely saved when it need not be).
 _NOT_ZERO: Callable[[Value], bool] = partial(operator.is_not, 0)
@@ -318,42 +316,38 @@ class MachineState:
         # as): an untouched register holds the very object 0. Other zeros (0.0, -0.0, False,
         # "") are values of their own and are kept, so a restored machine runs exactly as
         # the saved one would have. R0 is never saved.
-        regs = self.regs
+        regs, pending = self.regs, self.pending
         indexes = self.holding() if registers is None else registers
-        saved = {_NAMES[i]: regs[i] for i in indexes if i and _NOT_ZERO(regs[i])}
         snap: dict[str, Any] = {
             "pc": self.pc,
-            "registers": saved,
+            "registers": {_NAMES[i]: regs[i] for i in indexes if i and _NOT_ZERO(regs[i])},
             "stack": list(self.stack),
             "return_stack": list(self.calls),
             "flags": {"zf": self.zf, "lt": self.lt, "mode": _FLAG_MODE_NAMES[self.flag_mode]},
             "executed": self.executed,
             "tool_calls": self.tool_calls,
             "halted": self.halted,
-            "pending": None
-            if self.pending is None
-            else {"index": self.pending[0], "values": list(self.pending[1])},
+            "pending": pending and {"index": pending[0], "values": list(pending[1])},
         }
-        if self.mem:  # only plans with memory carry it (older snapshots stay as they were)
-            snap["memory"] = {key: list(cells) for key, cells in self.mem.items()}
-        if self.answer:  # likewise, only plans that have said something carry an answer
-            snap["answer"] = list(self.answer)
-        if self.returned is not None:  # and only plans that returned a value carry it
-            snap["returned"] = self.returned
-        if self.outstanding:  # only mid-batch (see machine.emulator): Pending values written
-            snap["outstanding"] = [  # as {"call": n, "result": k}
+        # The rest only when it holds something (older snapshots stay as they were): memory,
+        # an answer said, a value returned, calls outstanding mid-batch (see machine.emulator),
+        # a fault, the sources of values that derive from a result.
+        optional = {
+            "memory": {key: list(cells) for key, cells in self.mem.items()},
+            "answer": list(self.answer),
+            "returned": self.returned,
+            "outstanding": [
                 {"index": i, "values": list(v), "number": n} for i, v, n in self.outstanding
-            ]
+            ],
+            "fault": self.fault and dict(self.fault),
+            "provenance": self.provenance and self.provenance.snapshot(),
+        }
+        snap.update((key, value) for key, value in optional.items() if value not in _EMPTY)
+        if self.outstanding:  # Pending values written as {"call": n, "result": k}
             snap["registers"] = {k: _written(v) for k, v in snap["registers"].items()}
             snap["stack"] = [_written(v) for v in snap["stack"]]
             if "memory" in snap:
                 snap["memory"] = {k: [_written(v) for v in c] for k, c in snap["memory"].items()}
-        if self.fault is not None:
-            snap["fault"] = dict(self.fault)
-        if self.provenance is not None:  # only values that derive from a result carry it
-            sources = self.provenance.snapshot()
-            if sources:
-                snap["provenance"] = sources
         return snap
 
     @classmethod
@@ -377,7 +371,8 @@ class MachineState:
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
             held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding, answer=answer)
-            held.pending = (0, pending["values"]) if pending else None
+            if pending is not None:
+                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
             held.returned = data.get("returned")
             if not all(map(is_value, held.values())):
                 raise UsageError(
@@ -390,8 +385,6 @@ class MachineState:
             held.executed = _count(data["executed"], "executed")
             held.tool_calls = _count(data["tool_calls"], "tool_calls")
             held.halted = bool(data["halted"])
-            if pending is not None:
-                held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
             fault, sources = data.get("fault"), data.get("provenance")
             held.fault = dict(fault) if isinstance(fault, Mapping) else None
             held.provenance = None if sources is None else Shadow.restore(sources, len(stack))

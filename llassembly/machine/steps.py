@@ -1,15 +1,11 @@
 """Compiling a verified program into step closures, one compiler per opcode.
 
 A step function takes the machine state and its own pc and returns the next pc. Every
-instruction is compiled once, so the emulator's loop is a list index and a call. The table
-``_COMPILERS`` is checked against :class:`~llassembly.language.instructions.Opcode` at import: a
-missing handler fails at import, not at run time. Which instruction is a tool call, and where a
-result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`).
-
-Most instructions compute a value from the values they read (a :data:`Compute`, compiled by
-:func:`_computes`; the text and structure ones: *Structured values* and *Text* in
-``docs/language.md``); jumps, the stack, ``XCHG``, ``LEA``, the instructions that test the
-flags and ``SAY`` have steps of their own (``_COMPILERS`` says which).
+instruction is compiled once, so the emulator's loop is a list index and a call. Which
+instruction is a tool call, and where a result goes, comes from the control-flow graph
+(:mod:`llassembly.analysis.cfg`). Most instructions compute a value from the values they read
+(a :data:`Compute`; the text and structure ones: *Structured values* and *Text* in
+``docs/language.md``); ``_COMPILERS`` says which have steps of their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
@@ -24,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any, TypeAlias, cast
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
@@ -79,19 +75,15 @@ _MASK64 = (1 << 64) - 1
 
 
 def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
-    """The operand an instruction computing a value writes (``None``: only the flags) and
-    those it reads, by its form in the instruction table (operands that fit none are read by
-    its usual form, as ``effects`` reads them): the registers it uses without naming them
-    first (``EAX`` of x86's ``MUL src``), then the operands it reads."""
-    info = OPCODE_INFO[ins.op]
-    form = info.shape(len(ins.operands)) or info.shapes[0]
-    implicit = tuple(Reg(i, register_name(i)) for i in form.implicit_reads)
-    reads = implicit + tuple(ins.operands[i] for i in form.reads)
-    if form.writes:
-        return ins.operands[form.writes[0]], reads
-    if form.implicit_writes:  # (DIV src: EAX, and the remainder in EDX, written by the step)
-        return Reg(form.implicit_writes[0], register_name(form.implicit_writes[0])), reads
-    return None, reads
+    """The operand an instruction computing a value writes (``None``: only the flags; ``DIV
+    src`` writes ``EAX``, its step the remainder in ``EDX``) and those it reads, as ``effects``
+    says: the registers it uses without naming them first (``EAX`` of x86's ``MUL src``)."""
+    fx, operands = effects(ins), ins.operands
+    reads = tuple(Reg(i, register_name(i)) for i in fx.implicit_reads)
+    writes = [operands[i] for i in fx.writes] or [
+        Reg(i, register_name(i)) for i in fx.implicit_writes
+    ]
+    return (writes[0] if writes else None), reads + tuple(operands[i] for i in fx.reads)
 
 
 def _computes(compute: Compute) -> Compiler:
@@ -216,14 +208,12 @@ def _compare_folded(ins: Instruction, st: MachineState, a: Value, b: Value) -> N
 
 
 def _bitwise(
-    op: Callable[[int, int], int], ins: Instruction, st: MachineState, a: Value, b: Value
+    op: Callable[[int, int], int], ins: Instruction, st: MachineState, *values: Value
 ) -> Value:
-    first, second = ins.operands[0], ins.operands[-1]
-    same = len(ins.operands) == 2 and isinstance(first, Reg) and first == second
-    if same and OPCODE_INFO[ins.op].same_register == "clears":
-        return _flagged(st, 0)  # XOR r, r: 0, whatever r held
-    _ints(ins, a, b)
-    return _flagged(st, op(a, b))  # type: ignore[arg-type]
+    if not values:  # XOR r, r reads nothing (see effects): 0, whatever r held
+        return _flagged(st, 0)
+    _ints(ins, *values)
+    return _flagged(st, op(*values))  # type: ignore[arg-type]
 
 
 def _not(ins: Instruction, st: MachineState, value: Value) -> Value:
@@ -289,12 +279,8 @@ def _convert(
         raise fail(ins, f"{ins.mnemonic} cannot convert {show(source)}") from None
 
 
-_ROUNDING: dict[int, Callable[[float], float]] = {
-    0: lambda v: float(round(v)),  # to nearest, ties to even
-    1: lambda v: float(math.floor(v)),
-    2: lambda v: float(math.ceil(v)),
-    3: lambda v: float(math.trunc(v)),
-}
+_ROUNDING: tuple[Callable[[float], int], ...] = (round, math.floor, math.ceil, math.trunc)
+"""By the rounding mode: to nearest (ties to even), down, up, toward zero."""
 
 
 def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) -> Value:
@@ -303,7 +289,7 @@ def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) 
         raise fail(ins, f"{ins.mnemonic} needs a number, got {show(value)}")
     if not 0 <= mode <= 15:
         raise fail(ins, f"{ins.mnemonic}: the rounding mode is 0 to 15, not {mode}")
-    return _ROUNDING[0 if mode & 4 else mode & 3](float(value))
+    return float(_ROUNDING[0 if mode & 4 else mode & 3](float(value)))
 
 
 # -- text and structures ----------------------------------------------------------------------
@@ -497,8 +483,8 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
 
         def xchg(st: MachineState, pc: int) -> int:
-            a, b = get_a(st), get_b(st)
-            put_a(st, b)
+            a = get_a(st)
+            put_a(st, get_b(st))
             put_b(st, a)
             return pc + 1
 
@@ -738,21 +724,18 @@ class StepSemantics:
         """Run instructions of ``flow``'s program alone (see :data:`~llassembly.analysis.
         constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
         no step run here reads (the summary runs none that reads memory the plan writes)."""
-        program = flow.program
-        ctx = Context(program, flow.end, sys.maxsize, layout)
-        steps: dict[int, Step] = {}
+        ctx = Context(flow.program, flow.end, sys.maxsize, layout)
+        step_at = cache(lambda pc: compile_step(flow.program.instructions[pc], ctx))
         scratch = layout.initial_memory()
 
         def run(
             pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
         ) -> Outcome | Fails | None:
             fx = flow.effects[pc]
-            step = steps.get(pc)
             # The compilers expect a verified plan; the summary of one that does not verify
             # still returns, so any error here but the step's own means "cannot tell".
             try:
-                if step is None:
-                    step = steps[pc] = compile_step(program.instructions[pc], ctx)
+                step = step_at(pc)
                 st = MachineState(pc=pc, stack=list(taken), mem=scratch)
                 for reg in fx.registers_written:
                     st.regs[reg] = _NOT_WRITTEN
