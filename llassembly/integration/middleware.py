@@ -73,13 +73,10 @@ from llassembly.integration.turn import (
     AskModel,
     AskQuery,
     Begin,
-    Decided,
     Event,
     Finish,
     Proceed,
-    Queried,
-    Replied,
-    Returned,
+    Received,
     RunPlan,
     TurnView,
     step,
@@ -371,7 +368,7 @@ def next_event(
             (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
-        return Returned(
+        return Received(
             [
                 outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
                 for a, p in zip(answers, pending, strict=True)
@@ -381,7 +378,7 @@ def next_event(
         return Begin()
     approval = record["approval"]
     if now == "person" and approval is not None:  # (asked again on resume)
-        return Decided(read_decision(interrupt(approval.get("request") or {})))
+        return Received(read_decision(interrupt(approval.get("request") or {})))
     return Proceed() if now in ("plan", "answer", "run", "queries") else Begin()
 
 
@@ -413,17 +410,18 @@ def visit(
         out += current.messages
         action = current.action
         if isinstance(action, RunPlan) and not made:
-            event = yield action
-            made += query_model_calls(event.messages)  # the plan's queries are model calls
+            ran = yield action
+            made += query_model_calls(ran.messages)  # the plan's queries are model calls
+            event = Received(ran)
         elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
-                event = Replied(_with_id(answered(reply).reply))
+                event = Received(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
-                event = Queried((yield action))
+                event = Received((yield action))
             else:
-                event = answered((yield action.messages))
+                event = Received(answered((yield action.messages)))
         else:
             break
         current = step(current.record, event, replace(view, messages=[*view.messages, *out]))

@@ -28,7 +28,7 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
-from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, Node, arun_plan, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
@@ -44,10 +44,8 @@ from llassembly.integration.turn import (
     AskModel,
     AskPerson,
     Begin,
-    Decided,
-    Event,
     Proceed,
-    Replied,
+    Received,
     RunPlan,
     TurnView,
     step,
@@ -137,24 +135,22 @@ class TurnGraph:
         view = TurnView(self.planner, run.calls.externs, conversation, graph=True)
         due_now = step(state["record"], Proceed(), view)
         action = due_now.action
-        event: Event
+        got: Any
         if isinstance(action, AskModel):
             seen = planner_view(conversation, results=self.planner.options.planner_sees_results)
-            reply = yield [SystemMessage(run.system_prompt), *seen, *action.extra]
-            event = Replied(answered(reply).reply)
+            got = answered((yield [SystemMessage(run.system_prompt), *seen, *action.extra])).reply
         elif isinstance(action, AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            event = Answered([answered((yield [*system, *action.messages])).reply])
+            got = Answered([answered((yield [*system, *action.messages])).reply])
         elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
-            event = Decided(read_decision(interrupt(action.request)))
+            got = read_decision(interrupt(action.request))
         elif isinstance(action, RunPlan):
             run.calls.prefix = action.prefix
-            ran: PlanRan = yield action
-            run.error = ran.error or run.error
-            event = ran
+            got = yield action
+            run.error = got.error or run.error
         else:  # pragma: no cover - routed by phase
             raise UsageError(f"the turn graph got {type(action).__name__}")
-        done = step(due_now.record, event, view)
+        done = step(due_now.record, Received(got), view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
     def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
