@@ -67,7 +67,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of
+from llassembly.integration.record import KEY, TurnRecord, call_of, due, record_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -312,14 +312,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
         ctx = CallContext(self.planner, externs, record["prefix"])
-        return ctx, _pending_call(pending, request.tool_call.get("args") or {})
-
-
-def _pending_call(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(
-        pending["tool"], dict(args), pending["index"], pending["line"], pending["source"],
-        pending["number"],
-    )  # fmt: skip
+        return ctx, call_of(pending, request.tool_call.get("args") or {})
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -370,7 +363,7 @@ def next_event(
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
         return Received(
             [
-                outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
+                outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
                 for a, p in zip(answers, pending, strict=True)
             ]
         )

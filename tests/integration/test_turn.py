@@ -179,9 +179,9 @@ def _graph_turn(replies: list[str], options: dict[str, Any], fail_on: set[int]) 
     finals: list[dict[str, Any]] = []
     update = node._update
 
-    def keep(final: dict[str, Any], run: Any, config: Any) -> Any:
+    def keep(final: dict[str, Any], config: Any) -> Any:
         finals.append(final)
-        return update(final, run, config)
+        return update(final, config)
 
     node._update = keep  # type: ignore[method-assign]
     out = node({"messages": [HumanMessage("go")]}, {})
