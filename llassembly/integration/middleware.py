@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, NotRequired, TypeVar, cast
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -51,8 +51,9 @@ from llassembly.integration.calls import (
 )
 from llassembly.integration.graph import Granularity, arun_plan, run_plan
 from llassembly.integration.messages import (
-    AnswerRequest,
+    _M,
     answered,
+    marked,
     planner_view,
     query_model_calls,
     split_system,
@@ -209,13 +210,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return visit(view, state, synchronous=not asynchronous), serve
 
     def _model_request(
-        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage]
+        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage] | AskAnswer
     ) -> ModelRequest[Any]:
         """What the model is asked, offered no tools (earlier calls shown as text): the final
         answer call keeps the agent's system prompt and ``response_format``; a planning request
         gets our prompt (the agent's system prompt as its context), tagged :data:`PLAN_TAG`."""
-        if isinstance(asked, AnswerRequest):
-            messages = cast("list[AnyMessage]", list(asked))
+        if isinstance(asked, AskAnswer):
+            messages = cast("list[AnyMessage]", asked.messages)
             return request.override(messages=messages, tools=[], tool_choice=None)
         context, _ = split_system(request.messages, request.system_message)
         shown = planner_view(asked, results=self.options.planner_sees_results)
@@ -375,9 +376,9 @@ def next_event(
     return Proceed() if now in ("plan", "answer", "run", "queries") else Begin()
 
 
-Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
+Asked = list[BaseMessage] | AskAnswer | AskQuery | RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
-system prompt), the final answer call (an :class:`AnswerRequest`), queries to the query model
+system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
@@ -414,7 +415,7 @@ def visit(
             elif isinstance(action, AskQuery):
                 event = Received((yield action))
             else:
-                event = Received(answered((yield action.messages)))
+                event = Received(answered((yield action)))
         else:
             break
         current = step(current.record, event, replace(view, messages=[*view.messages, *out]))
@@ -445,14 +446,11 @@ def visit(
     )
 
 
-_M = TypeVar("_M", bound=BaseMessage)
-
-
 def _with_id(message: _M) -> _M:
     """``message`` with an id of its own (the next visit finds the turn's last message by it)."""
-    if message.id:
-        return message
-    return message.model_copy(update={"id": f"llassembly-{uuid.uuid4()}"})
+    return (
+        message if message.id else message.model_copy(update={"id": f"llassembly-{uuid.uuid4()}"})
+    )
 
 
 def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
@@ -470,8 +468,7 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
         text, kind = f"The plan stopped at {where}: {detail}. Asking for a new plan.", "note"
     else:
         text, kind = "The plan has finished; asking for the answer.", "note"
-    meta = {KEY: {"kind": kind}}
-    return AIMessage(content=text, id=f"llassembly-{uuid.uuid4()}", response_metadata=meta)
+    return marked(AIMessage(text), kind, new_id=True)
 
 
 def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:

@@ -209,7 +209,7 @@ class TurnRecord(TypedDict):
     rejected: NotRequired[list[Draft]]
 
 
-def new_record(*, synchronous: bool = False) -> TurnRecord:
+def new_record() -> TurnRecord:
     """The record of a turn that has not asked anything yet."""
     return TurnRecord(
         phase="idle",
@@ -229,7 +229,7 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         approval=None,
         transient=[],
         anchor=None,
-        synchronous=synchronous,
+        synchronous=False,
         raise_failure=False,
         lag=0,
         queries=[],

@@ -38,7 +38,6 @@ from llassembly.integration.calls import call_id, call_request, plan_call_messag
 from llassembly.integration.graph import PlanRan
 from llassembly.integration.messages import (
     Answered,
-    AnswerRequest,
     answer_messages,
     failure_words,
     fenced,
@@ -122,7 +121,7 @@ class AskAnswer:
     """The final model call (``final_answer="model"``, or a structured response the plan's
     answer did not give)."""
 
-    messages: AnswerRequest
+    messages: list[BaseMessage]
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ class TurnView:
 def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
     """The turn's next state and action after ``event`` (see the module docstring)."""
     if isinstance(event, Begin) or record is None:
-        return _ask_for_plan(new_record(synchronous=bool(record and record["synchronous"])), view)
+        return _ask_for_plan(new_record(), view)
     rec = TurnRecord(**record)
     if isinstance(event, Proceed):
         return _proceed(rec, view)
@@ -467,9 +466,8 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
     prefix = rec["prefix"]
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     for call, d in zip(calls, dues, strict=True):
-        attempts, found = len(d["refused"]) + 1, d.get("failure")
-        if found is not None:
-            attempts = int(found.get("attempts", attempts))
+        found, asked_times = d.get("failure"), len(d["refused"]) + 1
+        attempts = int(found.get("attempts", asked_times)) if found else asked_times
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
     outcomes = [Failed(error_of(d["failure"])) if "failure" in d else d.get("value") for d in dues]
     return _advance(rec, emulator, view, messages, outcomes)
@@ -589,7 +587,7 @@ def _turn_calls(
 
 def _answer_request(
     rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage] = ()
-) -> AnswerRequest:
+) -> list[BaseMessage]:
     conversation = [m for m in [*view.messages, *messages] if not isinstance(m, SystemMessage)]
     return answer_messages(
         conversation, _turn_calls(rec, view, messages), rec, view.response_format is not None
