@@ -35,7 +35,7 @@ from llassembly.errors import (
     plural,
     rendered,
 )
-from llassembly.integration.calls import failure_in
+from llassembly.integration.calls import failure_in, plan_call_messages
 from llassembly.integration.record import (
     CALL_REFUSED,
     KEY,
@@ -329,25 +329,21 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
 
 
 def answer_messages(
-    conversation: Sequence[BaseMessage],
-    turn: Sequence[BaseMessage],
-    summary: Mapping[str, Any],
-    structured: bool = False,
+    messages: Sequence[BaseMessage], summary: Mapping[str, Any], structured: bool = False
 ) -> list[BaseMessage]:
-    """The final answer request: the conversation (with this turn's plans), then one message
-    listing this turn's calls and results and asking for the reply.
-
-    Args:
-        conversation: The messages before and during the turn (no system message).
-        turn: This turn's call messages (they are shown as text, in the last message).
-        summary: The turn's record (``machine``, ``failure``).
-        structured: The reply is a structured response (the agent's ``response_format``):
-            the request asks for it rather than for words.
-    """
+    """The final answer request: the conversation before and during the turn (its system
+    messages left out; this turn's plans kept), then one message listing this turn's calls
+    and results (``summary``: the turn's record) and asking for the reply (``structured``:
+    the agent's ``response_format``, asked for rather than words)."""
+    turn = plan_call_messages(messages, summary["prefixes"])
     # A call message of this turn is left out, given again as another object (same id) too.
     ids = {m.id for m in turn if m.id and isinstance(m, AIMessage | ToolMessage)}
     calls = {id(m) for m in turn}
-    kept = [m for m in conversation if id(m) not in calls and not (m.id and m.id in ids)]
+    kept = [
+        m
+        for m in messages
+        if not isinstance(m, SystemMessage) and id(m) not in calls and not (m.id and m.id in ids)
+    ]
     seen = planner_view(list(turn), results=True)
     done: list[str] = [str(m.text) for m in seen if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
@@ -404,12 +400,12 @@ def turn_result(
 
 def final_message(
     record: Mapping[str, Any],
-    calls: Sequence[BaseMessage],
+    messages: Sequence[BaseMessage],
     options: PlannerOptions,
     reply: AIMessage | None = None,
 ) -> AIMessage:
-    """The ``AIMessage`` that ends the turn, with what happened in its metadata (a
-    :class:`TurnResult`).
+    """The ``AIMessage`` that ends the turn (after ``messages``), with what happened in its
+    metadata (a :class:`TurnResult`).
 
     Its text speaks to the user in plain words: the plan's answer (``SAY``, else what it
     returned, unless that is an object or a list: data); or, when it said nothing, what it did
@@ -426,6 +422,7 @@ def final_message(
     elif meta["answer"] is not None and (said or meta["answer"].lstrip()[:1] not in "{["):
         text = meta["answer"]
     else:
+        calls = plan_call_messages(messages, record["prefixes"])
         ours = [m for m in calls if isinstance(m, AIMessage) and KEY in m.response_metadata]
         text = finished_summary([call["name"] for m in ours for call in m.tool_calls])
     if reply is not None:  # the final model call's reply ends the turn

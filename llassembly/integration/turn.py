@@ -17,7 +17,6 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 
@@ -218,7 +217,7 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":
-        return Step(rec, AskAnswer(_answer_request(rec, view)))
+        return Step(rec, AskAnswer(_answer_request(rec, view, [])))
     if now == "run" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
     if now == "queries":  # asked where the last step stopped
@@ -564,7 +563,7 @@ def _final(
 ) -> AIMessage:
     """The turn is done: its final message (see ``final_message``), logged."""
     rec["phase"] = "done"
-    final = final_message(rec, _turn_calls(rec, view, messages), view.planner.options, reply)
+    final = final_message(rec, [*view.messages, *messages], view.planner.options, reply)
     result = final.response_metadata[KEY]
     error = result.get("error") or {}
     why = f"{error.get('type')} at line {error['line']}" if error.get("line") else ""
@@ -578,20 +577,10 @@ def _final(
     return final
 
 
-def _turn_calls(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage]
-) -> list[AnyMessage]:
-    """The messages recording this turn's plan calls."""
-    return plan_call_messages([*view.messages, *messages], rec["prefixes"])
-
-
 def _answer_request(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage] = ()
+    rec: TurnRecord, view: TurnView, messages: list[AnyMessage]
 ) -> list[BaseMessage]:
-    conversation = [m for m in [*view.messages, *messages] if not isinstance(m, SystemMessage)]
-    return answer_messages(
-        conversation, _turn_calls(rec, view, messages), rec, view.response_format is not None
-    )
+    return answer_messages([*view.messages, *messages], rec, view.response_format is not None)
 
 
 _ON_RECEIVED: dict[str, tuple[Any, Callable[[TurnRecord, Any, TurnView], Step]]] = {
