@@ -237,17 +237,14 @@ def without_native_calls(
     if not native and content == reply.content and kept == (raw or []):
         return reply, []
     kwargs = {k: v for k, v in reply.additional_kwargs.items() if k != "tool_calls"}
-    meta = {**reply.response_metadata, "llassembly_dropped_tool_calls": native}
-    cleaned = AIMessage(
-        content=content,
-        additional_kwargs={**kwargs, "tool_calls": kept} if kept else kwargs,
-        response_metadata=meta,
-        tool_calls=[c for c in reply.tool_calls if c.get("id") in keep],
-        id=reply.id,
-        name=reply.name,
-        usage_metadata=reply.usage_metadata,
-    )
-    return cleaned, native
+    update = {
+        "content": content,
+        "additional_kwargs": {**kwargs, "tool_calls": kept} if kept else kwargs,
+        "response_metadata": {**reply.response_metadata, "llassembly_dropped_tool_calls": native},
+        "tool_calls": [c for c in reply.tool_calls if c.get("id") in keep],
+        "invalid_tool_calls": [],
+    }
+    return reply.model_copy(update=update), native
 
 
 def native_calls_error(names: Sequence[str]) -> PlanRejected:
