@@ -252,10 +252,9 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     rec["model_calls"] += 1
     cleaned, native = without_native_calls(reply)
     try:
-        if native and not cleaned.text.strip():
-            raise native_calls_error(native)
-        parsed = view.planner.check(cleaned.text, view.externs)
-        if native and isinstance(parsed, PlainAnswer):
+        checked = not native or cleaned.text.strip()  # (bare native calls: nothing to check)
+        parsed = view.planner.check(cleaned.text, view.externs) if checked else None
+        if native and not isinstance(parsed, Program):  # a program may stand beside them
             raise native_calls_error(native)
         if isinstance(parsed, PlainAnswer):
             not_words(parsed.text)  # code, JSON or a call written as text: no answer
@@ -281,7 +280,7 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     rec["drafts"] = []
     if isinstance(parsed, PlainAnswer):
         return _plain_answer(rec, cleaned, view)
-    return _new_plan(rec, cleaned, parsed, view)
+    return _new_plan(rec, cleaned, view)
 
 
 def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
@@ -297,20 +296,10 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     return Step(rec, Finish(), [answer])
 
 
-def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnView) -> Step:
+def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     number = rec["plan_number"] + 1
-    prefix = f"asm{short_hash(reply.text + str(reply.id))}_{number}_"
-    rec.update(
-        {
-            "plan": reply.text,
-            "plan_number": number,
-            "prefix": prefix,
-            "prefixes": [*rec["prefixes"], prefix],
-            "failure": None,
-            "machine": None,
-            "pending": [],
-        }
-    )
+    rec.update({"plan_number": number, "failure": None, "machine": None, "pending": []})
+    _use_plan(rec, reply.text, str(reply.id))
     logger.debug("plan %d accepted:\n%s", number, reply.text)
     request = view.planner.approval(reply.text, view.externs)
     if request is None:
@@ -347,11 +336,16 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         return _plan_ended(rec, rejected, view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
-        prefix = f"asm{short_hash(text)}_{rec['plan_number']}_"
-        rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
+        _use_plan(rec, text)
         messages.append(edit_note(text))
     rec["approval"] = {"state": "approved", "prefix": rec["prefix"]}
     return _start(rec, view, messages)
+
+
+def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
+    """``text`` is the turn's plan now; its calls' ids start with a prefix of its own."""
+    prefix = f"asm{short_hash(text + salt)}_{rec['plan_number']}_"
+    rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
 
 
 def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
