@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, NotRequired, TypeVar, cast
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -51,8 +51,9 @@ from llassembly.integration.calls import (
 )
 from llassembly.integration.graph import Granularity, arun_plan, run_plan
 from llassembly.integration.messages import (
-    AnswerRequest,
+    _M,
     answered,
+    marked,
     planner_view,
     query_model_calls,
     split_system,
@@ -67,19 +68,16 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import aask_all, ask_all
-from llassembly.integration.record import KEY, PendingCall, TurnRecord, due, record_of
+from llassembly.integration.record import KEY, TurnRecord, call_of, due, record_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
     AskQuery,
     Begin,
-    Decided,
     Event,
     Finish,
     Proceed,
-    Queried,
-    Replied,
-    Returned,
+    Received,
     RunPlan,
     TurnView,
     step,
@@ -212,13 +210,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return visit(view, state, synchronous=not asynchronous), serve
 
     def _model_request(
-        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage]
+        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage] | AskAnswer
     ) -> ModelRequest[Any]:
         """What the model is asked, offered no tools (earlier calls shown as text): the final
         answer call keeps the agent's system prompt and ``response_format``; a planning request
         gets our prompt (the agent's system prompt as its context), tagged :data:`PLAN_TAG`."""
-        if isinstance(asked, AnswerRequest):
-            messages = cast("list[AnyMessage]", list(asked))
+        if isinstance(asked, AskAnswer):
+            messages = cast("list[AnyMessage]", asked.messages)
             return request.override(messages=messages, tools=[], tool_choice=None)
         context, _ = split_system(request.messages, request.system_message)
         shown = planner_view(asked, results=self.options.planner_sees_results)
@@ -315,14 +313,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
         ctx = CallContext(self.planner, externs, record["prefix"])
-        return ctx, _pending_call(pending, request.tool_call.get("args") or {})
-
-
-def _pending_call(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(
-        pending["tool"], dict(args), pending["index"], pending["line"], pending["source"],
-        pending["number"],
-    )  # fmt: skip
+        return ctx, call_of(pending, request.tool_call.get("args") or {})
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -371,9 +362,9 @@ def next_event(
             (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
-        return Returned(
+        return Received(
             [
-                outcome_of(externs.get(p["tool"]), a, _pending_call(p, asked.get(p["id"], {})))
+                outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
                 for a, p in zip(answers, pending, strict=True)
             ]
         )
@@ -381,13 +372,13 @@ def next_event(
         return Begin()
     approval = record["approval"]
     if now == "person" and approval is not None:  # (asked again on resume)
-        return Decided(read_decision(interrupt(approval.get("request") or {})))
+        return Received(read_decision(interrupt(approval.get("request") or {})))
     return Proceed() if now in ("plan", "answer", "run", "queries") else Begin()
 
 
-Asked = list[BaseMessage] | AnswerRequest | AskQuery | RunPlan
+Asked = list[BaseMessage] | AskAnswer | AskQuery | RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
-system prompt), the final answer call (an :class:`AnswerRequest`), queries to the query model
+system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
@@ -413,17 +404,18 @@ def visit(
         out += current.messages
         action = current.action
         if isinstance(action, RunPlan) and not made:
-            event = yield action
-            made += query_model_calls(event.messages)  # the plan's queries are model calls
+            ran = yield action
+            made += query_model_calls(ran.messages)  # the plan's queries are model calls
+            event = Received(ran)
         elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
-                event = Replied(_with_id(answered(reply).reply))
+                event = Received(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
-                event = Queried((yield action))
+                event = Received((yield action))
             else:
-                event = answered((yield action.messages))
+                event = Received(answered((yield action)))
         else:
             break
         current = step(current.record, event, replace(view, messages=[*view.messages, *out]))
@@ -454,14 +446,11 @@ def visit(
     )
 
 
-_M = TypeVar("_M", bound=BaseMessage)
-
-
 def _with_id(message: _M) -> _M:
     """``message`` with an id of its own (the next visit finds the turn's last message by it)."""
-    if message.id:
-        return message
-    return message.model_copy(update={"id": f"llassembly-{uuid.uuid4()}"})
+    return (
+        message if message.id else message.model_copy(update={"id": f"llassembly-{uuid.uuid4()}"})
+    )
 
 
 def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
@@ -479,8 +468,7 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
         text, kind = f"The plan stopped at {where}: {detail}. Asking for a new plan.", "note"
     else:
         text, kind = "The plan has finished; asking for the answer.", "note"
-    meta = {KEY: {"kind": kind}}
-    return AIMessage(content=text, id=f"llassembly-{uuid.uuid4()}", response_metadata=meta)
+    return marked(AIMessage(text), kind, new_id=True)
 
 
 def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:

@@ -1,8 +1,9 @@
 """``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
 ``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
 
-Inside, the turn is a small graph sharing your checkpointer (:class:`TurnGraph`), so a resume
-after an ``interrupt()`` calls no model again and runs no completed tool call again (see
+Inside, the turn is a small graph sharing your checkpointer (nodes ``model``, ``approve`` and
+``execute``, routed by what the turn's record says is due), so a resume after an
+``interrupt()`` calls no model again and runs no completed tool call again (see
 ``docs/architecture.md``, *One turn*).
 """
 
@@ -28,7 +29,7 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
-from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, Node, arun_plan, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
@@ -44,10 +45,8 @@ from llassembly.integration.turn import (
     AskModel,
     AskPerson,
     Begin,
-    Decided,
-    Event,
     Proceed,
-    Replied,
+    Received,
     RunPlan,
     TurnView,
     step,
@@ -70,16 +69,13 @@ class TurnRun:
 
     Attributes:
         calls: The tools, and the caller's state and runtime for ``ToolRuntime``.
-        system_prompt: The planner's system prompt (filled in).
-        context: The caller's own system prompt (the final answer call's system message).
-        model: The chat model (messages in, system message first).
+        context: The caller's own system prompt (the planner prompt's ``{context}``, and the
+            final answer call's system message).
         error: The live exception of the last failed plan (to raise it as it is).
     """
 
     calls: CallContext
-    system_prompt: str
     context: str = ""
-    model: Any = None
     error: ExecutionError | None = field(default=None, repr=False)
 
 
@@ -106,67 +102,11 @@ def _route(state: TurnState) -> _Next:
     return _WHERE.get(due(state["record"]), "__end__")
 
 
-class TurnGraph:
-    """The turn graph of one planner (compiled once): each node does what is due.
-
-    Args:
-        planner: The planner's options and caches.
-    """
-
-    def __init__(self, planner: Planner) -> None:
-        self.planner = planner
-        builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
-        names = ["model", "approve", "execute"]
-        for name in names:
-            builder.add_node(name, Node(self._body, self._serve))
-            builder.add_conditional_edges(name, _route, [*names, END])
-        builder.add_conditional_edges(START, _route, [*names, END])
-        self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
-
-    def config_for(self, run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
-        """The config to invoke the graph with (the caller's, plus the run)."""
-        base: dict[str, Any] = dict(config or {})
-        configurable = {**base.get("configurable", {}), TURN_KEY: run}
-        return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
-
-    def _body(self, state: TurnState, config: RunnableConfig) -> Generator[Any, Any, TurnState]:
-        """A node's work, sans-IO: the step due, with a person's decision asked here and the
-        model's messages or the plan to run yielded to the driver."""
-        run: TurnRun = config["configurable"][TURN_KEY]
-        conversation = [*state.get("conversation", []), *state.get("new_messages", [])]
-        view = TurnView(self.planner, run.calls.externs, conversation, graph=True)
-        due_now = step(state["record"], Proceed(), view)
-        action = due_now.action
-        event: Event
-        if isinstance(action, AskModel):
-            seen = planner_view(conversation, results=self.planner.options.planner_sees_results)
-            reply = yield [SystemMessage(run.system_prompt), *seen, *action.extra]
-            event = Replied(answered(reply).reply)
-        elif isinstance(action, AskAnswer):
-            system = [SystemMessage(run.context)] if run.context else []
-            event = Answered([answered((yield [*system, *action.messages])).reply])
-        elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
-            event = Decided(read_decision(interrupt(action.request)))
-        elif isinstance(action, RunPlan):
-            run.calls.prefix = action.prefix
-            ran: PlanRan = yield action
-            run.error = ran.error or run.error
-            event = ran
-        else:  # pragma: no cover - routed by phase
-            raise UsageError(f"the turn graph got {type(action).__name__}")
-        done = step(due_now.record, event, view)
-        return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
-
-    def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
-        run: TurnRun = config["configurable"][TURN_KEY]
-
-        def serve(asked: Any) -> Any:
-            if isinstance(asked, RunPlan):
-                graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
-            return (run.model.ainvoke if asynchronous else run.model.invoke)(asked)
-
-        return serve
+def config_for(run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
+    """The config to invoke the turn graph with (the caller's, plus the run)."""
+    base: dict[str, Any] = dict(config or {})
+    configurable = {**base.get("configurable", {}), TURN_KEY: run}
+    return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
 
 
 # -- the node ------------------------------------------------------------------------------------
@@ -220,7 +160,14 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self.model = model
         self.planner = Planner(self.options)
         self.externs = self.planner.externs_for(tools)
-        self.turn = TurnGraph(self.planner)
+        # The turn graph (compiled once): each node does what the record says is due.
+        builder: StateGraph[Any, Any, Any, Any] = StateGraph(TurnState)
+        names = ["model", "approve", "execute"]
+        for name in names:
+            builder.add_node(name, Node(self._body, self._serve))
+            builder.add_conditional_edges(name, _route, [*names, END])
+        builder.add_conditional_edges(START, _route, [*names, END])
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
         # The live errors of failed turns until the node's next task raises them (bounded: a
         # run that stops before that step leaves its entry behind).
         self._live: OrderedDict[str, ExecutionError] = OrderedDict()
@@ -230,9 +177,44 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         conversation's system messages read ``system_prompt`` (as ``llassembly prompt``)."""
         return self.planner.system_prompt(self.externs, system_prompt)
 
-    def _start(
-        self, state: Any, config: RunnableConfig | None
-    ) -> tuple[Any, RunnableConfig, TurnRun]:
+    def _body(self, state: TurnState, config: RunnableConfig) -> Generator[Any, Any, TurnState]:
+        """A turn graph node's work, sans-IO: the step due, with a person's decision asked
+        here and the model's messages or the plan to run yielded to the driver."""
+        run: TurnRun = config["configurable"][TURN_KEY]
+        conversation = [*state.get("conversation", []), *state.get("new_messages", [])]
+        view = TurnView(self.planner, self.externs, conversation, graph=True)
+        due_now = step(state["record"], Proceed(), view)
+        action = due_now.action
+        got: Any
+        if isinstance(action, AskModel):
+            prompt = SystemMessage(self.planner.system_prompt(self.externs, run.context))
+            seen = planner_view(conversation, results=self.options.planner_sees_results)
+            got = answered((yield [prompt, *seen, *action.extra])).reply
+        elif isinstance(action, AskAnswer):
+            system = [SystemMessage(run.context)] if run.context else []
+            got = Answered([answered((yield [*system, *action.messages])).reply])
+        elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
+            got = read_decision(interrupt(action.request))
+        elif isinstance(action, RunPlan):
+            run.calls.prefix = action.prefix
+            got = yield action
+            run.error = got.error or run.error
+        else:  # pragma: no cover - routed by phase
+            raise UsageError(f"the turn graph got {type(action).__name__}")
+        done = step(due_now.record, Received(got), view)
+        return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
+
+    def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
+        def serve(asked: Any) -> Any:
+            if isinstance(asked, RunPlan):
+                graph = self.planner.plan_graph(asked.plan, self.externs)
+                run: TurnRun = config["configurable"][TURN_KEY]
+                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
+            return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
+
+        return serve
+
+    def _start(self, state: Any, config: RunnableConfig | None) -> tuple[Any, RunnableConfig]:
         """The turn graph's input and config for a new turn about ``state``'s messages; or the
         raising of the error a failed turn handed to this task (see the class docstring)."""
         marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
@@ -255,13 +237,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             self.planner, self.externs, state=state, runtime=runtime,
             query_model=self.options.query_model or self.model,
         )  # fmt: skip
-        run = TurnRun(calls, self.planner.system_prompt(self.externs, context), context, self.model)
         first = step(None, Begin(), TurnView(self.planner, self.externs, conversation, graph=True))
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
-        return turn_input, self.turn.config_for(run, ensure_config(config)), run
+        return turn_input, config_for(TurnRun(calls, context), ensure_config(config))
 
     def _update(
-        self, final: dict[str, Any], run: TurnRun, config: RunnableConfig
+        self, final: dict[str, Any], config: RunnableConfig
     ) -> dict[str, Any] | Command[str]:
         """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
         the node's next task, so that its messages are kept (see the class docstring)."""
@@ -271,6 +252,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             messages = without_plan_calls(messages, record["prefixes"])
         if not record["raise_failure"] or record["failure"] is None:
             return {"messages": messages}
+        run: TurnRun = config["configurable"][TURN_KEY]
         error = run.error or error_of(record["failure"])
         error.messages = messages  # type: ignore[attr-defined]
         node = (config.get("metadata") or {}).get("langgraph_node")
@@ -287,16 +269,15 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages (a synchronous graph)."""
-        turn_input, turn_config, run = self._start(input, config)
-        return self._update(self.turn.graph.invoke(turn_input, turn_config), run, turn_config)
+        turn_input, turn_config = self._start(input, config)
+        return self._update(self.graph.invoke(turn_input, turn_config), turn_config)
 
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any] | Command[str]:
         """Plan, run the plan, and return the new messages (an async graph: ``ainvoke``)."""
-        turn_input, turn_config, run = self._start(input, config)
-        final = await self.turn.graph.ainvoke(turn_input, turn_config)
-        return self._update(final, run, turn_config)
+        turn_input, turn_config = self._start(input, config)
+        return self._update(await self.graph.ainvoke(turn_input, turn_config), turn_config)
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any] | Command[str]:
         """:meth:`invoke`, for a node called as a function."""

@@ -41,7 +41,7 @@ from llassembly.integration.graph import Granularity, PlanGraph
 from llassembly.integration.messages import answered, planner_view, split_system
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
-from llassembly.integration.turn import AskModel, Begin, Replied, TurnView, step
+from llassembly.integration.turn import AskModel, Begin, Received, TurnView, step
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator, ParallelTools, adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
@@ -233,7 +233,7 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     seen = planner_view(conversation, results=planner.options.planner_sees_results)
     while isinstance(current.action, AskModel):
         reply = yield [system, *seen, *current.action.extra]
-        current = step(current.record, Replied(answered(reply).reply), view)
+        current = step(current.record, Received(answered(reply).reply), view)
     record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
     compiled = planner.compiled(reply.text, externs) if record["plan"] else None

@@ -9,7 +9,7 @@ planner nodes in its own state.
 
 # No ``from __future__ import annotations``: the TypedDicts read ``NotRequired`` at run time.
 from collections.abc import Mapping
-from typing import Any, Final, Literal, NotRequired, TypeAlias
+from typing import Any, Final, Literal, NotRequired, TypeAlias, cast
 
 from typing_extensions import TypedDict
 
@@ -50,14 +50,14 @@ class PendingCall(TypedDict):
 
 def pending_call(call: ToolCall, call_id: str) -> PendingCall:
     """The record of a call the plan makes now, under its tool-call id."""
-    return PendingCall(
-        id=call_id,
-        tool=call.tool,
-        index=call.index,
-        line=call.line,
-        source=call.source,
-        number=call.number,
-    )
+    where = {key: getattr(call, key) for key in PendingCall.__annotations__ if key != "id"}
+    return cast(PendingCall, {"id": call_id, **where})
+
+
+def call_of(pending: PendingCall, args: Mapping[str, Any]) -> ToolCall:
+    """The call a :class:`PendingCall` records, with ``args`` (as the tool node got them)."""
+    where: Any = {key: value for key, value in pending.items() if key != "id"}
+    return ToolCall(args=dict(args), **where)
 
 
 class Refusal(TypedDict):
@@ -209,7 +209,7 @@ class TurnRecord(TypedDict):
     rejected: NotRequired[list[Draft]]
 
 
-def new_record(*, synchronous: bool = False) -> TurnRecord:
+def new_record() -> TurnRecord:
     """The record of a turn that has not asked anything yet."""
     return TurnRecord(
         phase="idle",
@@ -229,7 +229,7 @@ def new_record(*, synchronous: bool = False) -> TurnRecord:
         approval=None,
         transient=[],
         anchor=None,
-        synchronous=synchronous,
+        synchronous=False,
         raise_failure=False,
         lag=0,
         queries=[],

@@ -17,7 +17,6 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 
@@ -38,7 +37,6 @@ from llassembly.integration.calls import call_id, call_request, plan_call_messag
 from llassembly.integration.graph import PlanRan
 from llassembly.integration.messages import (
     Answered,
-    AnswerRequest,
     answer_messages,
     failure_words,
     fenced,
@@ -93,35 +91,18 @@ class Proceed:
 
 
 @dataclass(frozen=True)
-class Replied:
-    """The model answered a planning request (a plan, a repair or a new plan)."""
+class Received:
+    """What the driver got for what the record waits on (:func:`~.record.due` says which):
+    the planner model's reply (an ``AIMessage``) to a ``plan`` request; a person's decision
+    (checked by ``approval.read_decision``); the ``results`` of the calls the plan waits on,
+    in program order (what each tool returned or :class:`Failed`); the query model's replies
+    to the ``queries`` asked, in the order asked; the :class:`PlanRan` of a plan ``run``; the
+    :class:`Answered` of the final ``answer`` call."""
 
-    reply: AIMessage
-
-
-@dataclass(frozen=True)
-class Decided:
-    """A person answered the plan approval (checked by ``approval.read_decision``)."""
-
-    decision: Mapping[str, Any]
+    value: Any
 
 
-@dataclass(frozen=True)
-class Returned:
-    """The outcomes of the calls the plan waits on, in program order: what each tool returned
-    or :class:`Failed`."""
-
-    outcomes: Sequence[Any]
-
-
-@dataclass(frozen=True)
-class Queried:
-    """The query model's replies to the queries asked, in the order asked."""
-
-    replies: tuple[Reply, ...]
-
-
-Event: TypeAlias = Begin | Proceed | Replied | Decided | Returned | Queried | PlanRan | Answered
+Event: TypeAlias = Begin | Proceed | Received
 
 # -- actions: what the driver does next ------------------------------------------------------
 
@@ -129,7 +110,7 @@ Event: TypeAlias = Begin | Proceed | Replied | Decided | Returned | Queried | Pl
 @dataclass(frozen=True)
 class AskModel:
     """Ask the planner model the conversation (as ``planner_view`` shows it), then ``extra``;
-    the reply comes back as :class:`Replied`."""
+    its reply comes back :class:`Received`, as every action's answer below."""
 
     extra: list[BaseMessage]
 
@@ -137,39 +118,35 @@ class AskModel:
 @dataclass(frozen=True)
 class AskAnswer:
     """The final model call (``final_answer="model"``, or a structured response the plan's
-    answer did not give); it comes back as :class:`Answered`."""
+    answer did not give)."""
 
-    messages: AnswerRequest
+    messages: list[BaseMessage]
 
 
 @dataclass(frozen=True)
 class AskPerson:
-    """Pause for a person's decision on the plan; it comes back as :class:`Decided`."""
+    """Pause for a person's decision on the plan."""
 
     request: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class AskQuery:
-    """Ask the query model the plan's queries at once (agent path); the replies come back as
-    :class:`Queried`."""
+    """Ask the query model the plan's queries at once (agent path)."""
 
     requests: tuple[QueryRequest, ...]
 
 
 @dataclass(frozen=True)
 class RunCalls:
-    """Run these calls (agent path), carried as tool calls by ``message``; their outcomes
-    come back as :class:`Returned`."""
+    """Run these calls (agent path; the step's last message carries them as tool calls)."""
 
     calls: list[ToolCall]
-    message: AIMessage
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Run ``plan`` as a plan graph, its call ids starting with ``prefix``; it comes back as
-    :class:`PlanRan`."""
+    """Run ``plan`` as a plan graph, its call ids starting with ``prefix``."""
 
     plan: str
     prefix: str
@@ -224,25 +201,23 @@ class TurnView:
 def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
     """The turn's next state and action after ``event`` (see the module docstring)."""
     if isinstance(event, Begin) or record is None:
-        return _ask_for_plan(new_record(synchronous=bool(record and record["synchronous"])), view)
-    on: dict[type, Callable[[TurnRecord, Any, TurnView], Step]] = {
-        Proceed: _proceed,
-        Replied: _replied,
-        Decided: _decided,
-        Returned: _returned,
-        Queried: _queried,
-        PlanRan: _plan_ran,
-        Answered: _answered,
-    }
-    return on[type(event)](TurnRecord(**record), event, view)
+        return _ask_for_plan(new_record(), view)
+    rec = TurnRecord(**record)
+    if isinstance(event, Proceed):
+        return _proceed(rec, view)
+    now = due(rec)
+    kind, on = _ON_RECEIVED.get(now, (type(None), None))
+    if on is None or not isinstance(event.value, kind):
+        raise UsageError(f"{type(event.value).__name__} came while the turn waits for {now!r}")
+    return on(rec, event.value, view)
 
 
-def _proceed(rec: TurnRecord, _: Proceed, view: TurnView) -> Step:
+def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     now, approval = due(rec), rec["approval"]
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":
-        return Step(rec, AskAnswer(_answer_request(rec, view)))
+        return Step(rec, AskAnswer(_answer_request(rec, view, [])))
     if now == "run" and view.graph:
         return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
     if now == "queries":  # asked where the last step stopped
@@ -272,17 +247,14 @@ def _ask_for_plan(rec: TurnRecord, view: TurnView) -> Step:
     return Step(rec, AskModel(extra))
 
 
-def _replied(rec: TurnRecord, event: Replied, view: TurnView) -> Step:
-    opts, reply = view.planner.options, event.reply
+def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
+    opts = view.planner.options
     rec["model_calls"] += 1
-    if due(rec) == "answer":
-        raise UsageError("a planning reply came while the turn waits for its final answer")
     cleaned, native = without_native_calls(reply)
     try:
-        if native and not cleaned.text.strip():
-            raise native_calls_error(native)
-        parsed = view.planner.check(cleaned.text, view.externs)
-        if native and isinstance(parsed, PlainAnswer):
+        checked = not native or cleaned.text.strip()  # (bare native calls: nothing to check)
+        parsed = view.planner.check(cleaned.text, view.externs) if checked else None
+        if native and not isinstance(parsed, Program):  # a program may stand beside them
             raise native_calls_error(native)
         if isinstance(parsed, PlainAnswer):
             not_words(parsed.text)  # code, JSON or a call written as text: no answer
@@ -308,7 +280,7 @@ def _replied(rec: TurnRecord, event: Replied, view: TurnView) -> Step:
     rec["drafts"] = []
     if isinstance(parsed, PlainAnswer):
         return _plain_answer(rec, cleaned, view)
-    return _new_plan(rec, cleaned, parsed, view)
+    return _new_plan(rec, cleaned, view)
 
 
 def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
@@ -324,20 +296,10 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     return Step(rec, Finish(), [answer])
 
 
-def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnView) -> Step:
+def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     number = rec["plan_number"] + 1
-    prefix = f"asm{short_hash(reply.text + str(reply.id))}_{number}_"
-    rec.update(
-        {
-            "plan": reply.text,
-            "plan_number": number,
-            "prefix": prefix,
-            "prefixes": [*rec["prefixes"], prefix],
-            "failure": None,
-            "machine": None,
-            "pending": [],
-        }
-    )
+    rec.update({"plan_number": number, "failure": None, "machine": None, "pending": []})
+    _use_plan(rec, reply.text, str(reply.id))
     logger.debug("plan %d accepted:\n%s", number, reply.text)
     request = view.planner.approval(reply.text, view.externs)
     if request is None:
@@ -348,11 +310,11 @@ def _new_plan(rec: TurnRecord, reply: AIMessage, program: Program, view: TurnVie
     return Step(rec, AskPerson(request), [marked(reply, "plan")])
 
 
-def _decided(rec: TurnRecord, event: Decided, view: TurnView) -> Step:
+def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> Step:
     """A person's decision on the plan (see ``docs/approval.md``); an edit that does not pass
     the checks (parse, verify, policies) is asked again, with why."""
     request = (rec["approval"] or {"state": "awaiting"}).get("request") or {}
-    kind, text, problem = event.decision["type"], str(event.decision.get("plan")), None
+    kind, text, problem = decision["type"], str(decision.get("plan")), None
     if kind == "edit":
         try:
             if not isinstance(view.planner.check(text, view.externs), Program):
@@ -370,15 +332,20 @@ def _decided(rec: TurnRecord, event: Decided, view: TurnView) -> Step:
     if kind == "reject":
         rec["approval"] = None
         rec["raise_failure"] = False
-        rejected = rejection_failure(str(event.decision.get("message", "")))
+        rejected = rejection_failure(str(decision.get("message", "")))
         return _plan_ended(rec, rejected, view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
-        prefix = f"asm{short_hash(text)}_{rec['plan_number']}_"
-        rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
+        _use_plan(rec, text)
         messages.append(edit_note(text))
     rec["approval"] = {"state": "approved", "prefix": rec["prefix"]}
     return _start(rec, view, messages)
+
+
+def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
+    """``text`` is the turn's plan now; its calls' ids start with a prefix of its own."""
+    prefix = f"asm{short_hash(text + salt)}_{rec['plan_number']}_"
+    rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
 
 
 def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
@@ -426,21 +393,21 @@ def _advance(
         return _ask_queries(rec, calls, [QueryDue(call=p, refused=[]) for p in pending], messages)
     rec["pending"] = pending
     message = call_request(calls, rec["prefix"])
-    return Step(rec, RunCalls(calls, message), [*messages, message])
+    return Step(rec, RunCalls(calls), [*messages, message])
 
 
-def _plan_ran(rec: TurnRecord, event: PlanRan, view: TurnView) -> Step:
-    rec["machine"] = dict(event.machine)
-    rec["model_calls"] += query_model_calls(event.messages)  # the plan's queries
-    if event.ended:  # a return_direct tool's result: the run ends on it
+def _plan_ran(rec: TurnRecord, ran: PlanRan, view: TurnView) -> Step:
+    rec["machine"] = dict(ran.machine)
+    rec["model_calls"] += query_model_calls(ran.messages)  # the plan's queries
+    if ran.ended:  # a return_direct tool's result: the run ends on it
         rec.update({"plan": None, "phase": "done"})
-        return Step(rec, Finish(), list(event.messages))
-    if event.failure is None and not event.machine["halted"]:  # calls for the agent's tools
-        return _advance(rec, _machine(rec, view), view, list(event.messages))
-    return _plan_ended(rec, event.failure, view, list(event.messages))
+        return Step(rec, Finish(), list(ran.messages))
+    if ran.failure is None and not ran.machine["halted"]:  # calls for the agent's tools
+        return _advance(rec, _machine(rec, view), view, list(ran.messages))
+    return _plan_ended(rec, ran.failure, view, list(ran.messages))
 
 
-def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
+def _returned(rec: TurnRecord, outcomes: Sequence[Any], view: TurnView) -> Step:
     pending = rec["pending"]
     rec["pending"] = []
     try:
@@ -450,7 +417,7 @@ def _returned(rec: TurnRecord, event: Returned, view: TurnView) -> Step:
         detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
         changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
         return _plan_ended(rec, changed, view, [], replan=False)
-    return _advance(rec, emulator, view, [], event.outcomes)
+    return _advance(rec, emulator, view, [], outcomes)
 
 
 # -- queries: the query model reads texts for the plan (agent path) ----------------------------
@@ -470,20 +437,20 @@ def _ask_queries(
     return Step(rec, AskQuery(requests), messages)
 
 
-def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
+def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Step:
     """The query model replied: an answer that cannot be used is asked for once more, then
     its query fails like a call; once every query of the batch is settled, the plan runs on
     with their answers, recorded as a plan graph records a batch."""
     dues = rec.get("queries") or []
     asked = [d for d in dues if not settled(d)]
-    if due(rec) != "queries" or len(event.replies) != len(asked):
+    if len(replies) != len(asked):
         raise UsageError("query replies came while the turn waits on no such queries")
-    rec["model_calls"] += len(event.replies)
+    rec["model_calls"] += len(replies)
     emulator = _machine(rec, view)
     calls = emulator.advance_batch()[: len(dues)]  # the batch's first, asked one by one
-    replies = iter(event.replies)
+    answers = iter(replies)
     dues = [
-        d if settled(d) else settled_due(c, d, next(replies))
+        d if settled(d) else settled_due(c, d, next(answers))
         for c, d in zip(calls, dues, strict=True)
     ]
     if any(not settled(d) for d in dues):
@@ -492,9 +459,8 @@ def _queried(rec: TurnRecord, event: Queried, view: TurnView) -> Step:
     prefix = rec["prefix"]
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     for call, d in zip(calls, dues, strict=True):
-        attempts, found = len(d["refused"]) + 1, d.get("failure")
-        if found is not None:
-            attempts = int(found.get("attempts", attempts))
+        found, asked_times = d.get("failure"), len(d["refused"]) + 1
+        attempts = int(found.get("attempts", asked_times)) if found else asked_times
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
     outcomes = [Failed(error_of(d["failure"])) if "failure" in d else d.get("value") for d in dues]
     return _advance(rec, emulator, view, messages, outcomes)
@@ -591,7 +557,7 @@ def _final(
 ) -> AIMessage:
     """The turn is done: its final message (see ``final_message``), logged."""
     rec["phase"] = "done"
-    final = final_message(rec, _turn_calls(rec, view, messages), view.planner.options, reply)
+    final = final_message(rec, [*view.messages, *messages], view.planner.options, reply)
     result = final.response_metadata[KEY]
     error = result.get("error") or {}
     why = f"{error.get('type')} at line {error['line']}" if error.get("line") else ""
@@ -605,17 +571,17 @@ def _final(
     return final
 
 
-def _turn_calls(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage]
-) -> list[AnyMessage]:
-    """The messages recording this turn's plan calls."""
-    return plan_call_messages([*view.messages, *messages], rec["prefixes"])
-
-
 def _answer_request(
-    rec: TurnRecord, view: TurnView, messages: Sequence[BaseMessage] = ()
-) -> AnswerRequest:
-    conversation = [m for m in [*view.messages, *messages] if not isinstance(m, SystemMessage)]
-    return answer_messages(
-        conversation, _turn_calls(rec, view, messages), rec, view.response_format is not None
-    )
+    rec: TurnRecord, view: TurnView, messages: list[AnyMessage]
+) -> list[BaseMessage]:
+    return answer_messages([*view.messages, *messages], rec, view.response_format is not None)
+
+
+_ON_RECEIVED: dict[str, tuple[Any, Callable[[TurnRecord, Any, TurnView], Step]]] = {
+    "plan": (AIMessage, _replied),
+    "person": (Mapping, _decided),
+    "results": (Sequence, _returned),
+    "queries": (tuple, _queried),
+    "run": (PlanRan, _plan_ran),
+    "answer": (Answered, _answered),
+}

@@ -17,7 +17,7 @@ from llassembly.errors import (
     PlanRejected,
 )
 from llassembly.integration.calls import CallContext
-from llassembly.integration.nodes import TURN_KEY, TurnGraph, TurnRun
+from llassembly.integration.nodes import TURN_KEY, TurnRun, config_for
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.language.limits import MAX_PLAN_INSTRUCTIONS
@@ -121,9 +121,8 @@ def test_approval_is_asked_only_for_plans_that_call_a_listed_tool() -> None:
 
 
 def test_config_for_adds_the_run_and_keeps_the_callers_config() -> None:
-    turn = TurnGraph(Planner(PlannerOptions()))
-    run = TurnRun(CallContext(Planner(PlannerOptions()), {}), system_prompt="")
-    config = turn.config_for(run, {"configurable": {"thread_id": "t"}, "tags": ["x"]})
+    run = TurnRun(CallContext(Planner(PlannerOptions()), {}))
+    config = config_for(run, {"configurable": {"thread_id": "t"}, "tags": ["x"]})
     assert config["configurable"] == {"thread_id": "t", TURN_KEY: run}
     assert config["tags"] == ["x"]
-    assert turn.config_for(run, None)["configurable"] == {TURN_KEY: run}
+    assert config_for(run, None)["configurable"] == {TURN_KEY: run}

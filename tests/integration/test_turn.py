@@ -26,11 +26,9 @@ from llassembly.integration.turn import (
     AskModel,
     AskPerson,
     Begin,
-    Decided,
     Finish,
     Proceed,
-    Replied,
-    Returned,
+    Received,
     RunCalls,
     RunPlan,
     TurnView,
@@ -58,22 +56,22 @@ def test_a_turn_begins_by_asking_for_a_plan(box: Toolbox) -> None:
 def test_a_valid_plan_asks_for_its_first_call_or_for_a_plan_graph(box: Toolbox) -> None:
     view = _view(box)
     asked = step(None, Begin(), view)
-    started = step(asked.record, Replied(AIMessage(PLAN)), view)
+    started = step(asked.record, Received(AIMessage(PLAN)), view)
     assert isinstance(started.action, RunCalls)
     assert [c.tool for c in started.action.calls] == ["increment"]
     assert started.record["pending"][0]["line"] == 4  # the reply's line (after its prose)
     assert [type(m) for m in started.messages] == [AIMessage, AIMessage]  # plan, call
     graph = _view(box, graph=True)
-    as_graph = step(step(None, Begin(), graph).record, Replied(AIMessage(PLAN)), graph)
+    as_graph = step(step(None, Begin(), graph).record, Received(AIMessage(PLAN)), graph)
     assert isinstance(as_graph.action, RunPlan) and as_graph.action.plan == PLAN
 
 
 def test_results_go_into_the_machine_until_the_plan_ends_with_its_answer(box: Toolbox) -> None:
     view = _view(box)
-    current = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
-    current = step(current.record, Returned([2]), view)
+    current = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
+    current = step(current.record, Received([2]), view)
     assert isinstance(current.action, RunCalls) and current.action.calls[0].args == {"x": 2}
-    done = step(current.record, Returned([3]), view)
+    done = step(current.record, Received([3]), view)
     assert isinstance(done.action, Finish) and done.record["phase"] == "done"
     assert done.messages[-1].text == "3"
     assert done.record["tool_calls"] == 2 and done.record["model_calls"] == 1
@@ -81,11 +79,11 @@ def test_results_go_into_the_machine_until_the_plan_ends_with_its_answer(box: To
 
 def test_a_rejected_reply_asks_for_a_repair_with_the_draft_and_its_problems(box: Toolbox) -> None:
     view = _view(box, max_repairs=1, on_tool_error="stop")
-    asked = step(step(None, Begin(), view).record, Replied(AIMessage(BAD_PLAN)), view)
+    asked = step(step(None, Begin(), view).record, Received(AIMessage(BAD_PLAN)), view)
     assert isinstance(asked.action, AskModel) and asked.record["repairs"] == 1
     draft, request = asked.action.extra
     assert draft.text == BAD_PLAN and "teleport" in request.text
-    given_up = step(asked.record, Replied(AIMessage(BAD_PLAN)), view)
+    given_up = step(asked.record, Received(AIMessage(BAD_PLAN)), view)
     assert isinstance(given_up.action, Finish)
     assert given_up.record["failure"] is not None
     assert given_up.record["failure"]["type"] == "RepairsExhausted"
@@ -95,14 +93,14 @@ def test_a_rejected_reply_asks_for_a_repair_with_the_draft_and_its_problems(box:
     assert "teleport" in final.response_metadata["llassembly"]["error"]["problems"][0]
     raising = _view(box, max_repairs=0, on_tool_error="raise")
     with pytest.raises(RepairsExhausted):
-        step(step(None, Begin(), raising).record, Replied(AIMessage(BAD_PLAN)), raising)
+        step(step(None, Begin(), raising).record, Received(AIMessage(BAD_PLAN)), raising)
 
 
 def test_a_failed_call_under_replan_asks_for_a_new_plan_with_what_happened(box: Toolbox) -> None:
     view = _view(box, on_tool_error="replan")
-    started = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
+    started = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
     refused = CallNotRun("increment", "a reviewer said no", line=3, source="CALL increment")
-    replanning = step(started.record, Returned([Failed(refused)]), view)
+    replanning = step(started.record, Received([Failed(refused)]), view)
     assert isinstance(replanning.action, AskModel) and replanning.record["replans"] == 1
     (request,) = replanning.action.extra
     assert "line 3" in request.text and "a reviewer said no" in request.text
@@ -113,9 +111,9 @@ def test_a_failed_call_under_replan_asks_for_a_new_plan_with_what_happened(box: 
 
 def test_a_refused_call_ends_the_turn_as_a_decision(box: Toolbox) -> None:
     view = _view(box)
-    started = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
+    started = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
     refused = CallNotRun("increment", "a reviewer said no", line=3, source="CALL increment")
-    done = step(started.record, Returned([Failed(refused)]), view)
+    done = step(started.record, Received([Failed(refused)]), view)
     assert isinstance(done.action, Finish)
     text = done.messages[-1].text
     assert "was not run: a reviewer said no (a decision, not an error)" in text
@@ -124,12 +122,12 @@ def test_a_refused_call_ends_the_turn_as_a_decision(box: Toolbox) -> None:
 
 def test_approval_pauses_then_runs_an_approved_plan_or_ends_on_a_rejection(box: Toolbox) -> None:
     view = _view(box, approve_plan=True)
-    paused = step(step(None, Begin(), view).record, Replied(AIMessage(PLAN)), view)
+    paused = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
     assert isinstance(paused.action, AskPerson) and paused.record["phase"] == "approval"
     assert step(paused.record, Proceed(), view).action == paused.action
-    approved = step(paused.record, Decided({"type": "approve"}), view)
+    approved = step(paused.record, Received({"type": "approve"}), view)
     assert isinstance(approved.action, RunCalls)
-    rejected = step(paused.record, Decided({"type": "reject", "message": "no"}), view)
+    rejected = step(paused.record, Received({"type": "reject", "message": "no"}), view)
     assert isinstance(rejected.action, Finish)
     assert rejected.record["failure"] is not None
     assert rejected.record["failure"]["type"] == "PlanNotApproved"
@@ -181,9 +179,9 @@ def _graph_turn(replies: list[str], options: dict[str, Any], fail_on: set[int]) 
     finals: list[dict[str, Any]] = []
     update = node._update
 
-    def keep(final: dict[str, Any], run: Any, config: Any) -> Any:
+    def keep(final: dict[str, Any], config: Any) -> Any:
         finals.append(final)
-        return update(final, run, config)
+        return update(final, config)
 
     node._update = keep  # type: ignore[method-assign]
     out = node({"messages": [HumanMessage("go")]}, {})
