@@ -417,7 +417,10 @@ class PlanGraph:
         end); one whose successors are more than the drawing bounds allow is drawn with its
         end edge only."""
         instructions = self.compiled.program.instructions
-        text = lambda i: f"L{instructions[i].line} {instructions[i]}"  # noqa: E731
+
+        def text(i: int) -> str:
+            return f"L{instructions[i].line} {instructions[i]}"
+
         end: list[tuple[str, int | None]] = [("", None)]
         if self._names[pc] == "run":
             return f"run the whole plan ({len(instructions)} instructions)", end
