@@ -560,21 +560,21 @@ def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | No
     return announce
 
 
-def run_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
-    """Run a planner's plan graph to its end (or failure) with ``invoke``; it shares the
-    caller's checkpointer (it runs inside the caller's node, with the node's config), so on
-    resume after an interrupt in a tool, the calls that completed are not run again.
+def run_plan(
+    graph: PlanGraph, ctx: CallContext, config: RunnableConfig, asynchronous: bool = False
+) -> Any:
+    """Run a planner's plan graph to its :class:`PlanRan` end (or failure) with ``invoke``
+    (``ainvoke``, awaitable, when ``asynchronous``); it shares the caller's checkpointer (it
+    runs inside the caller's node, with the node's config), so on resume after an interrupt
+    in a tool, the calls that completed are not run again.
 
     Raises:
-        UsageError: The plan calls async-only tools (nothing has run).
+        UsageError: The plan calls async-only tools, run with ``invoke`` (nothing has run).
     """
+    if asynchronous:
+        return adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
     check_sync_tools(graph.compiled.tools)
     return drive(_running(graph, ctx, config), lambda asked: graph.graph.invoke(*asked))
-
-
-async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
-    """Async :func:`run_plan` (with ``ainvoke``)."""
-    return await adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
 
 
 def _running(

@@ -28,7 +28,7 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
-from llassembly.integration.graph import Granularity, Node, PlanRan, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, Node, PlanRan, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
@@ -163,7 +163,7 @@ class TurnGraph:
         def serve(asked: Any) -> Any:
             if isinstance(asked, RunPlan):
                 graph = self.planner.plan_graph(asked.plan, run.calls.externs)
-                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
+                return run_plan(graph, run.calls, config, asynchronous)
             return (run.model.ainvoke if asynchronous else run.model.invoke)(asked)
 
         return serve

@@ -318,21 +318,19 @@ def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callab
 
 
 def ask_all(
-    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
-) -> tuple[Reply, ...]:
+    model: Any,
+    requests: Sequence[QueryRequest],
+    config: RunnableConfig | None = None,
+    asynchronous: bool = False,
+) -> Any:
     """One attempt of each query of a batch (``model`` called with no tools), at once, as a
-    batch of calls runs (an attempt never raises: a failure is its reply's), in the order
-    asked."""
-    ask = lambda r: drive(_asking(model, r), invoker(config))  # noqa: E731
-    return tuple(batch_results(requests, ask))  # type: ignore[arg-type]
-
-
-async def aask_all(
-    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
-) -> tuple[Reply, ...]:
-    """Async :func:`ask_all` (the attempts awaited together)."""
-    ask = lambda r: adrive(_asking(model, r), invoker(config, True))  # noqa: E731
-    return tuple(await abatch_results(requests, ask))  # type: ignore[arg-type]
+    batch of calls runs (an attempt never raises: a failure is its reply's): the list of
+    their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
+    ``asynchronous``)."""
+    answer = invoker(config, asynchronous)
+    if asynchronous:
+        return abatch_results(requests, lambda r: adrive(_asking(model, r), answer))  # type: ignore[arg-type]
+    return batch_results(requests, lambda r: drive(_asking(model, r), answer))  # type: ignore[arg-type]
 
 
 # -- a batch of queries, where the turn asks them (agent path) ------------------------------------
