@@ -177,20 +177,15 @@ class Planner:
         """The machine of a verified plan under this planner's budgets, from ``state`` (a
         snapshot) or from its start: the live machine :meth:`keep` kept when ``state`` is the
         very snapshot it wrote (the next step of the same run), else restored from it."""
-        if state is not None:
-            found = self._live.pop(id(state), None)  # taken: a step that fails leaves none
-            if found is not None and found[0] is state:
-                live = found[1]
-                if (
-                    live.compiled.externs is externs
-                    and live.program is self.compiled(text, externs).program
-                ):
-                    return live
+        compiled = self.compiled(text, externs)
+        # taken: a step that fails leaves none
+        found = None if state is None else self._live.pop(id(state), None)
+        if found is not None and found[0] is state and found[1].compiled is compiled:
+            return found[1]
         opts = self.options
         return Emulator(
-            self.compiled(text, externs),
-            max_instructions_to_exec=opts.max_instructions_to_exec,
-            max_tool_calls=opts.max_tool_calls,
+            compiled,
+            **self._budgets,
             max_stack_depth=opts.max_stack_depth,
             state=state,
             parallel_tools=opts.parallel_tools,
@@ -203,18 +198,20 @@ class Planner:
         self._live.cached(id(snapshot), snapshot, lambda: emulator)
         return snapshot
 
+    @property
+    def _budgets(self) -> dict[str, Any]:
+        opts = self.options
+        return {
+            "max_instructions_to_exec": opts.max_instructions_to_exec,
+            "max_tool_calls": opts.max_tool_calls,
+        }
+
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
-        opts = self.options
         return self._summaries.cached(
             (text, id(externs)),
             externs,
-            lambda: summarize(
-                self.compiled(text, externs).program,
-                externs,
-                max_instructions_to_exec=opts.max_instructions_to_exec,
-                max_tool_calls=opts.max_tool_calls,
-            ),
+            lambda: summarize(self.compiled(text, externs).program, externs, **self._budgets),
         )
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
@@ -226,8 +223,7 @@ class Planner:
             lambda: PlanGraph(
                 self.compiled(text, externs),
                 opts.granularity,
-                max_instructions_to_exec=opts.max_instructions_to_exec,
-                max_tool_calls=opts.max_tool_calls,
+                **self._budgets,
                 parallel_tools=opts.parallel_tools,
             ),
         )
