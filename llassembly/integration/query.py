@@ -233,8 +233,8 @@ def _number(data: Any) -> int | float | None:
 
 def _article(shape: AnswerShape) -> str:
     words = shape.describe()
-    if shape.kind in ("object", "list"):
-        return f"a {words}" if shape.kind == "list" else f"an object {words}"
+    if shape.kind == "object":
+        return f"an object {words}"
     return words if shape.kind == "boolean" else f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
 
 
@@ -280,13 +280,7 @@ def query_request(
             f'{{"value": ...}}, the value a {shape.describe()}.'
         )
         messages += [AIMessage(refusal["answer"]), HumanMessage(again)]
-    schema = {
-        "title": "answer",
-        "type": "object",
-        "properties": {"value": shape.schema()},
-        "required": ["value"],
-        "additionalProperties": False,
-    }
+    schema = {"title": "answer", **AnswerShape("object", (("value", shape),)).schema()}
     return QueryRequest(messages, schema, call_id, line, source)
 
 
