@@ -29,7 +29,6 @@ from pydantic import BaseModel
 from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.compat import (
     Recorded,
-    direct_function,
     is_recording,
     noted_directly,
     recording,
@@ -208,19 +207,9 @@ class CallContext:
     errors: dict[str, BaseException] = field(default_factory=dict)
     hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
-    # run's nodes inherit the handlers of the config it started with), each tool's direct
-    # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
+    # run's nodes inherit the handlers of the config it started with), the tools a
+    # ToolRuntime lists.
     observed: bool = True
-    _direct: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict, repr=False)
-
-    def direct(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
-        """The function of ``tool`` to call directly (see
-        :func:`llassembly.compat.direct_function`), or ``None``."""
-        found = self._direct.get((id(tool), asynchronous))
-        if found is None or found[0] is not tool:
-            func = direct_function(tool, asynchronous=asynchronous)
-            found = self._direct[(id(tool), asynchronous)] = (tool, func)
-        return found[1]  # type: ignore[no-any-return,unused-ignore]
 
     @functools.cached_property
     def tools(self) -> list[BaseTool]:
@@ -311,7 +300,7 @@ def invoke_tool(
         call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
         extern = ctx.externs.get(call["name"])
         given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
-        direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
+        direct = None if ctx.observed or not given else ctx.planner.direct_of(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         output = direct(call)

@@ -10,6 +10,7 @@ very objects it was built for, so agents built per request with new tools do not
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ from llassembly.analysis.policies import check_policies, dataflow_policies
 from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
-from llassembly.compat import recording_tool
+from llassembly.compat import direct_function, recording_tool
 from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
@@ -79,6 +80,7 @@ class Planner:
         self._live: _Lru[int, Emulator] = _Lru()
         self._single: _Lru[int, Extern | None] = _Lru()
         self._recording: _Lru[int, BaseTool] = _Lru()
+        self._direct: _Lru[tuple[int, bool], Callable[..., Any] | None] = _Lru()
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -232,6 +234,12 @@ class Planner:
         """The copy of an agent's tool that notes its return value (built once per tool; see
         :func:`llassembly.compat.recording_tool`)."""
         return self._recording.cached(id(tool), tool, lambda: recording_tool(tool))
+
+    def direct_of(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
+        """The function of ``tool`` to call directly (built once per tool; see
+        :func:`llassembly.compat.direct_function`), or ``None``."""
+        build = functools.partial(direct_function, tool, asynchronous=asynchronous)
+        return self._direct.cached((id(tool), asynchronous), tool, build)
 
     def extern_of(self, tool: Any) -> Extern | None:
         """The extern of one of the agent's tools (for reading its results), or ``None`` when

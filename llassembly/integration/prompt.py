@@ -42,6 +42,7 @@ _STRUCTURES = "{structures}"
 _QUERIES = "{queries}"
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES, _QUERIES)))
 _PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
+_SCALARS = dict(none="None", int="int", float="float", number="number", decimal="str (decimal)")
 TOOL_BLOCK_BUDGET: Final = 1200
 """Most characters one tool's block takes in the prompt, unless its signature and arguments
 alone take more: they are never cut; the descriptions are, and the example is left out."""
@@ -156,14 +157,10 @@ def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if kind == "union":
         return " | ".join(map(inner, shape.options))
-    if kind == "none":
-        return "None"
     if shape.name == "bool":
         return "bool (1 or 0)"
-    if kind in ("int", "float", "number"):
-        return kind
-    if kind == "decimal":
-        return "str (decimal)"
+    if kind in _SCALARS:
+        return _SCALARS[kind]
     if kind == "text":
         return f"str ({shape.name})" if shape.name in ("date", "datetime", "time") else "str"
     if kind == "object":
