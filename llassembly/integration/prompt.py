@@ -123,21 +123,18 @@ def build_system_prompt(
     text = load_template(prompt_path)
     tools = [e for e in by_name.values() if not is_query(e)]
     names = type_names(tools)
-    blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
-    types = types_section(tools)
-    if types:
-        blocks = f"{blocks}\n\n{types}"
     context = context.strip()
+    structures = _section("structures").strip() + "\n" if uses_structures(by_name) else ""
+    queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
+    blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
+    # A template of the user's without {queries} gets them after the tools.
+    after = [types_section(tools), "" if _QUERIES in text else queries]
+    blocks = "\n\n".join(filter(None, [blocks, *after]))
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _section("structures").strip() + "\n" if uses_structures(by_name) else ""
-    if not structures:  # drop the placeholder's line
-        text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
-    queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
-    if queries and _QUERIES not in text:  # a template of the user's: after the tools
-        blocks = f"{blocks}\n\n{queries}"
-    if not queries:
-        text = re.sub(r"\n\{queries\}[ \t]*(?=\n)", "", text)
+    for placeholder, filled in ((_STRUCTURES, structures), (_QUERIES, queries)):
+        if not filled:  # drop the placeholder's line
+            text = re.sub(rf"\n{re.escape(placeholder)}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
     fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures, _QUERIES: queries}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"
