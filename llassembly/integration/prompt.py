@@ -1,15 +1,12 @@
 """The system prompt: a template that teaches the language, plus one block per tool.
 
 The built-in template is ``llassembly/prompts/base.md``. A custom template (``prompt_path``)
-replaces it. Three placeholders are filled in by plain text replacement, in one pass, so any
+replaces it. Four placeholders are filled in by plain text replacement, in one pass, so any
 other braces in a template (JSON, ``{unknown}``) are left alone:
 
 * ``{context}``: the caller's own system message (may be empty);
-* ``{extern_functions}``: one block per tool (:func:`describe_extern`: its signature,
-  description, arguments and an example that calls it; a long description is cut to keep the
-  block within :data:`TOOL_BLOCK_BUDGET` characters, never its signature or arguments), then
-  one section of the records they take and return (:func:`types_section`: every record type
-  any tool reaches, nested ones too, with its fields, once);
+* ``{extern_functions}``: one block per tool (:func:`describe_extern`), then one section of
+  the records they take and return (:func:`types_section`);
 * ``{structures}``: how a plan reads and builds structured values and text
   (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
   map, or a value of unknown type; a list of plain values is shown in its tool's block);
@@ -104,9 +101,7 @@ def build_system_prompt(
     """Return the system prompt for these tools.
 
     Args:
-        externs: The tools the plan may call: a list of LangChain tools, functions or
-            externs, or a mapping of tool name to tool (see
-            :data:`~llassembly.machine.externs.ToolSpec`).
+        externs: The tools the plan may call (:data:`~llassembly.machine.externs.ToolSpec`).
         context: The caller's system message text, put where the template says ``{context}``.
         prompt_path: A template file to use instead of the built-in one. It may use either
             placeholder or none; other ``{...}`` text is kept as written.

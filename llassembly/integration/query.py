@@ -97,20 +97,19 @@ def settle(
     Raises:
         QueryFailed: The model raised, or its last attempt's answer cannot be used either.
     """
-    attempts = len(refused) + 1
+    attempts, shape = len(refused) + 1, answer_shape(args)
     if reply.error:
         reason = f"the query model raised {reply.error}"
-        raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
-    shape = answer_shape(args)
-    try:
-        data = reply.parsed if reply.parsed is not None else answer_data(reply.text)
-        return read_answer(shape, _unwrapped(data, shape))
-    except ValueError as exc:
-        problem = str(exc)
-    now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
-    if attempts < MAX_QUERY_ATTEMPTS:
-        return now
-    reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
+    else:
+        try:
+            data = reply.parsed if reply.parsed is not None else answer_data(reply.text)
+            return read_answer(shape, _unwrapped(data, shape))
+        except ValueError as exc:
+            problem = str(exc)
+        now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
+        if attempts < MAX_QUERY_ATTEMPTS:
+            return now
+        reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
     raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
 
 
@@ -297,8 +296,7 @@ def _asking(
         return Reply(error=f"{type(exc).__name__}: {errors.safe_text(exc)}")
     if structured is None:
         return Reply(text=_text(output))
-    raw = output.get("raw")
-    return Reply(text=_text(raw), parsed=output.get("parsed"))
+    return Reply(text=_text(output.get("raw")), parsed=output.get("parsed"))
 
 
 def _text(reply: Any) -> str:  # (a lone surrogate is no text a message can hold)
