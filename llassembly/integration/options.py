@@ -124,12 +124,9 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         UsageError: An option names an unknown tool or argument; the message names it, the
             option, and the closest names.
     """
-    named: list[tuple[str, str]] = []
+    gates = {option: getattr(options, option) for option in ("approve_plan", "parallel_tools")}
+    named = [(o, str(n)) for o, names in gates.items() if isinstance(names, tuple) for n in names]
     arguments: list[tuple[str, str, str]] = []
-    for option in ("approve_plan", "parallel_tools"):
-        value = getattr(options, option)
-        if isinstance(value, tuple):
-            named += [(option, name) for name in value]
     for policy in options.plan_policy:
         shown = policy if isinstance(policy, DataFlowPolicy) else None
         label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"
