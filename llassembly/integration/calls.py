@@ -29,7 +29,6 @@ from pydantic import BaseModel
 from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.compat import (
     Recorded,
-    direct_function,
     is_recording,
     noted_directly,
     recording,
@@ -131,15 +130,20 @@ def message_text(message: ToolMessage) -> str:
     return content if type(content) is str else str(message.text)
 
 
-def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
+def _result(call: ToolCall, prefix: str, text: str, error: bool = False, **tag: Any) -> ToolMessage:
+    """A plan call's ``ToolMessage`` of ``text``, tagged with the call's place and ``tag``."""
     return ToolMessage(
-        content=failure["message"],
+        content=text,
         tool_call_id=call_id(prefix, call.number),
         name=call.tool,
-        status="error",
-        response_metadata=place(call, failure=dict(failure), **tag),
+        status="error" if error else "success",
+        response_metadata=place(call, **tag),
     )
+
+
+def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
+    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
+    return _result(call, prefix, failure["message"], True, failure=dict(failure), **tag)
 
 
 def query_message(
@@ -147,15 +151,10 @@ def query_message(
 ) -> ToolMessage:
     """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
     model calls it made."""
-    tag = {"kind": "query", "attempts": attempts}
+    tag: dict[str, Any] = {"kind": "query", "attempts": attempts}
     if failure is not None:
         return failure_message(call, prefix, failure, **tag)
-    return ToolMessage(
-        content=result_text(value),
-        tool_call_id=call_id(prefix, call.number),
-        name=call.tool,
-        response_metadata=place(call, **tag),
-    )
+    return _result(call, prefix, result_text(value), **tag)
 
 
 def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
@@ -173,9 +172,8 @@ def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> Tool
         result = found[0] if found else ""
     if isinstance(result, ToolMessage):
         return result
-    message = ToolMessage(content=result_text(result), tool_call_id=cid, name=call.tool)
-    message.response_metadata = place(call, **_value_tag(extern, result, message, call))
-    return message
+    text = result_text(result)
+    return _result(call, prefix, text, **_value_tag(extern, result, text, call))
 
 
 def _listed(value: Any) -> list[Any]:
@@ -190,7 +188,8 @@ class CallContext:
     """What a plan's calls need from their driver (live objects, never in graph state).
 
     Attributes:
-        planner: The planner (its options' ``tool_middleware``, its tools' recording copies).
+        planner: The planner (its options' ``tool_middleware``, its tools' recording copies
+            and direct functions).
         externs: The tools the plan may call.
         prefix: The plan's call-id prefix.
         state: The caller's graph state, given to tools as ``ToolRuntime.state``.
@@ -209,19 +208,9 @@ class CallContext:
     errors: dict[str, BaseException] = field(default_factory=dict)
     hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
-    # run's nodes inherit the handlers of the config it started with), each tool's direct
-    # function, the tools a ToolRuntime lists (each entry keeps the object it names alive).
+    # run's nodes inherit the handlers of the config it started with), the tools a
+    # ToolRuntime lists.
     observed: bool = True
-    _direct: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict, repr=False)
-
-    def direct(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
-        """The function of ``tool`` to call directly (see
-        :func:`llassembly.compat.direct_function`), or ``None``."""
-        found = self._direct.get((id(tool), asynchronous))
-        if found is None or found[0] is not tool:
-            func = direct_function(tool, asynchronous=asynchronous)
-            found = self._direct[(id(tool), asynchronous)] = (tool, func)
-        return found[1]  # type: ignore[no-any-return,unused-ignore]
 
     @functools.cached_property
     def tools(self) -> list[BaseTool]:
@@ -312,7 +301,7 @@ def invoke_tool(
         call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
         extern = ctx.externs.get(call["name"])
         given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
-        direct = None if ctx.observed or not given else ctx.direct(tool, asynchronous)
+        direct = None if ctx.observed or not given else ctx.planner.direct_of(tool, asynchronous)
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         output = direct(call)
@@ -400,7 +389,8 @@ def _tagged(
     def tagged(message: ToolMessage) -> ToolMessage:
         more = dict(extra)
         if _as_made(message, noted) and extern is not None and message.status != "error":
-            more.update(_value_tag(extern, extern.result_of(noted.value), message, call))
+            value = extern.result_of(noted.value)
+            more.update(_value_tag(extern, value, message_text(message), call))
         # The tool node built this message for this call: its metadata is set, not copied.
         message.response_metadata = {**message.response_metadata, **place(call, **more)}
         return message
@@ -443,7 +433,7 @@ def _as_made(message: ToolMessage, noted: Recorded) -> bool:
     return made in message_text(message)
 
 
-def _value_tag(extern: Extern, result: Any, message: ToolMessage, call: ToolCall) -> dict[str, Any]:
+def _value_tag(extern: Extern, result: Any, text: str, call: ToolCall) -> dict[str, Any]:
     """What a result's message records beside its text: nothing when the text reads back as
     the values the plan gets from ``result`` (the tool's own return value); those values
     when it would not; the failure when the value cannot be held."""
@@ -452,7 +442,7 @@ def _value_tag(extern: Extern, result: Any, message: ToolMessage, call: ToolCall
     except ExecutionError as error:
         return {"failure": dict(failure_of(error))}
     try:
-        read = extern.to_values(decode_text(extern, message_text(message), call))
+        read = extern.to_values(decode_text(extern, text, call))
     except ExecutionError:
         read = None
     if read is not None and read == values and list(map(type, read)) == list(map(type, values)):
@@ -517,21 +507,27 @@ def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
     Raises:
         AsmRuntimeError: The text cannot be read as the declared type (names the tool and line).
     """
-    if extern.n_results == 0:
+    n = extern.n_results
+    if n == 0:
         return None
-    if extern.n_results == 1:
-        shape = shape_of(extern.result_types[0]) if extern.result_types else None
-        try:
-            return _decode_one(shape, text)
-        except ValueError:
-            raise _undecodable(extern, text, label(shape) if shape else "any", call) from None
+    shape = shape_of(extern.result_types[0]) if n == 1 and extern.result_types else None
     try:
+        if n == 1:
+            return _decode_one(shape, text)
         data = _json(text)
-        if isinstance(data, list) and len(data) == extern.n_results:
+        if isinstance(data, list) and len(data) == n:
             return data
     except ValueError:
         pass
-    raise _undecodable(extern, text, f"{extern.n_results} values (a JSON array)", call)
+    what = f"{n} values (a JSON array)" if n > 1 else label(shape) if shape else "any"
+    shown = clip(text, _SHOWN)
+    raise AsmRuntimeError(
+        f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
+        "be read as one",
+        line=call.line,
+        source=call.source,
+        words=f"the result of tool {extern.name!r} cannot be read as {what}",
+    )
 
 
 def _decode_one(shape: Shape | None, text: str) -> Any:
@@ -577,17 +573,6 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
-
-
-def _undecodable(extern: Extern, text: str, what: str, call: ToolCall) -> Exception:
-    shown = clip(text, _SHOWN)
-    return AsmRuntimeError(
-        f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "
-        "be read as one",
-        line=call.line,
-        source=call.source,
-        words=f"the result of tool {extern.name!r} cannot be read as {what}",
-    )
 
 
 def plan_call_messages(

@@ -63,7 +63,7 @@ GRANULARITIES: tuple[Granularity, ...] = ("block", "instruction", "program")
 RUN_KEY = "llassembly_run"
 
 _OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do not get it)
-_CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _node)
+_CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _call)
 _MAX_DESTINATIONS = 64  # most drawn edges out of one node
 _MAX_WALK = 512  # most instructions walked to find where one block node can go
 _TAKEN, _NOT_TAKEN = "taken", "not taken"
@@ -182,7 +182,7 @@ class PlanGraph:
         self._max_steps = 1 if granularity == "instruction" else None
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
-        self._calls_from: dict[int, set[int] | None] = {}
+        self._names: dict[int, str] = {}  # the node starting at each pc
         batched = bool(marked_calls(compiled, self.parallel_tools))
         # Batches run as a task per call (checkpointed one by one) except at "program".
         self._dispatching = batched and self._one_call
@@ -229,21 +229,26 @@ class PlanGraph:
             parallel_tools=self.parallel_tools,
         )
 
-    def _body(
-        self, state: _NodeInput, run: PlanRun
-    ) -> Generator[list[ToolCall], list[Outcome], tuple[PlanState, list[CallInput]]]:
+    def _node(
+        self, state: _NodeInput, config: RunnableConfig
+    ) -> Generator[list[ToolCall], list[Outcome], Command[Any]]:
         """One node's work, written once for sync and async: yields each batch of calls
-        (one call without ``parallel_tools``), takes their outcomes.
+        (one call without ``parallel_tools``), takes their outcomes, then goes to the node at
+        the new pc (or the end).
 
-        Returns the update and the calls to run as a task each (none when empty). At
-        ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
+        At ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
         machine waits on (written by the ``call`` tasks), then makes at most one round of
-        calls: one call it runs itself, or a batch it hands out.
+        calls: one call it runs itself, or a batch it hands out to a ``call`` task per call
+        (``Send``); where no node starts at the machine's pc (it ran ahead of a call), the
+        ``join`` node runs on from there. Nodes route with ``Command(goto=...)`` rather than
+        conditional edges: the next node follows from the machine's pc, and a router would
+        read the whole state each step.
         """
+        run: PlanRun = config["configurable"][RUN_KEY]
         emulator = self._emulator(state, run)
         messages: list[AnyMessage] = []
         failure: Failure | None = None
-        dispatch: list[CallInput] = []
+        dispatch: list[Send] = []
         try:
             st = emulator.state
             if self._dispatching and (st.outstanding or st.pending is not None):
@@ -256,11 +261,15 @@ class PlanGraph:
                     self._take(emulator, run, batch, [found[i] for i in ids], messages)
             while not ends_run(messages):
                 batch = emulator.advance_batch(self._max_steps)
-                if not batch or (run.hand_off and self._ends_run(batch)):  # (see hand_off)
+                externs = self.compiled.externs
+                if not batch or (  # (see hand_off)
+                    run.hand_off
+                    and all(getattr(externs[c.tool].tool, "return_direct", 0) for c in batch)
+                ):
                     break
                 if self._dispatching and len(batch) > 1:
                     dispatch = [
-                        CallInput(index=index, values=values, number=number)
+                        Send(_CALL, CallInput(index=index, values=values, number=number))
                         for index, values, number in emulator.state.slots()
                     ]
                     break
@@ -284,12 +293,15 @@ class PlanGraph:
             run.machine = (machine, emulator)
         if self._dispatching:
             update["results"] = None  # taken: empty the channel for the next batch
-        return update, dispatch
-
-    def _ends_run(self, batch: list[ToolCall]) -> bool:
-        """Whether every call of ``batch`` is of a ``return_direct`` tool."""
-        tools = [self.compiled.externs[c.tool].tool for c in batch]
-        return all(t is not None and t.return_direct for t in tools)
+        if dispatch:
+            return Command(update=update, goto=dispatch)
+        waits = machine["pending"] is not None or machine.get("outstanding")
+        if failure is not None or machine["halted"] or waits:
+            return Command(update=update, goto=END)
+        target = self._names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
+        if target is None:  # pragma: no cover - every resume point is a node
+            raise UsageError(f"plan graph has no node for pc {machine['pc']}")
+        return Command(update=update, goto=target)
 
     def _take(
         self,
@@ -333,84 +345,51 @@ class PlanGraph:
             run.announce(call, message)
         return message
 
-    def _node(self, names: dict[int, str]) -> Node:
-        """A node: run its part of the plan, then go to the node at the new pc (or the end).
-
-        Nodes route with ``Command(goto=...)`` rather than conditional edges: the next node
-        follows from the machine's pc, and a router would read the whole state each step.
-        A batch goes to a ``call`` task per call (``Send``); where no node starts at the
-        machine's pc (it ran ahead of a call), the ``join`` node runs on from there.
-        """
-
-        def body(
-            state: _NodeInput, config: RunnableConfig
-        ) -> Generator[list[ToolCall], list[Outcome], Command[Any]]:
-            update, dispatch = yield from self._body(state, config["configurable"][RUN_KEY])
-            machine = update["machine"]
-            if dispatch:
-                return Command(update=update, goto=[Send(_CALL, call) for call in dispatch])
-            waits = machine["pending"] is not None or machine.get("outstanding")  # (see _body)
-            if update.get("failure") or machine["halted"] or waits:
-                return Command(update=update, goto=END)
-            target = names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
-            if target is None:  # pragma: no cover - every resume point is a node
-                raise UsageError(f"plan graph has no node for pc {machine['pc']}")
-            return Command(update=update, goto=target)
-
-        return Node(body, _serve)
-
-    def _call_node(self) -> Node:
+    def _call(
+        self, payload: CallInput, config: RunnableConfig
+    ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
         """The task that runs one call of a batch and writes its message.
 
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
-
-        def body(
-            payload: CallInput, config: RunnableConfig
-        ) -> Generator[list[ToolCall], list[Outcome], PlanState]:
-            emulator = Emulator(self.compiled)  # only to build the call: no state is read
-            call = emulator.call_at(payload["index"], payload["values"], payload["number"])
-            [outcome] = yield [call]
-            return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
-
-        return Node(body, _serve)
+        emulator = Emulator(self.compiled)  # only to build the call: no state is read
+        call = emulator.call_at(payload["index"], payload["values"], payload["number"])
+        [outcome] = yield [call]
+        return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
     # -- building -------------------------------------------------------------------------------
 
     def _build(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         builder: StateGraph[Any, Any, Any, Any] = StateGraph(PlanState)
         program = self.compiled.program
-        if self.granularity == "program" or program.entry >= len(program.instructions):
-            builder.add_node("run", self._node({}), input_schema=_NodeInput, destinations=(END,))
-            builder.add_edge(START, "run")
-            self._labels["run"] = f"run the whole plan ({len(program.instructions)} instructions)"
-            return builder.compile()
-        starts = self._node_starts()
-        names = {pc: f"i{pc}" if self.granularity == "instruction" else f"s{pc}" for pc in starts}
-        for pc in starts:
+        count = len(program.instructions)
+        if self.granularity == "program" or program.entry >= count:
+            self._names = {program.entry: "run"}
+        elif self.granularity == "instruction":
+            self._names = {pc: f"i{pc}" for pc in range(count)}
+        else:
+            starts = {program.entry, *(i + 1 for i in self._flow.tools)}
+            self._names = {pc: f"s{pc}" for pc in sorted(starts) if pc < count}
+        node = Node(self._node, _serve)
+        for pc, name in self._names.items():
+            self._labels[name], successors = self._drawn(pc)
+            # Destinations only draw the graph (nodes route with Command(goto=...)).
             destinations: dict[str, str] = {}
-            # Destinations only draw the graph (nodes route with Command(goto=...)); a node
-            # whose successors cannot be listed within the bounds is drawn with its end edge
-            # only, so building stays linear in the plan's size whatever its shape.
-            for label, target in self._successors(pc) or [("", None)]:
-                destinations.setdefault(END if target is None else names[target], label)
+            for label, target in successors:
+                destinations.setdefault(END if target is None else self._names[target], label)
             if self._dispatching:
-                destinations.setdefault(_CALL, "")
-                destinations.setdefault(_JOIN, "")
-            builder.add_node(
-                names[pc], self._node(names), input_schema=_NodeInput, destinations=destinations
-            )
-            self._labels[names[pc]] = self._describe(pc)
+                destinations |= {_CALL: "", _JOIN: ""}
+            builder.add_node(name, node, input_schema=_NodeInput, destinations=destinations)
         if self._dispatching:
             # A task per call of a batch; the join takes their results, then runs on.
-            builder.add_node(_CALL, self._call_node(), input_schema=CallInput)
-            joins: dict[str, str] = {n: "" for n in [*names.values(), _CALL, _JOIN, END]}
-            builder.add_node(_JOIN, self._node(names), input_schema=_NodeInput, destinations=joins)
+            builder.add_node(_CALL, Node(self._call, _serve), input_schema=CallInput)
+            joins = dict.fromkeys([*self._names.values(), _CALL, _JOIN, END], "")
+            builder.add_node(_JOIN, node, input_schema=_NodeInput, destinations=joins)
             builder.add_edge(_CALL, _JOIN)
             self._labels[_CALL] = "one call of a batch"
             self._labels[_JOIN] = "take the batch's results and run on"
-        builder.add_edge(START, names[program.entry])
+        builder.add_edge(START, self._names[program.entry])
         return builder.compile()
 
     def draw_mermaid(self) -> str:
@@ -425,20 +404,36 @@ class PlanGraph:
                 )
         return drawable.draw_mermaid()
 
-    # -- the graph's shape: where nodes start and where each can go (for building and drawing;
-    # -- every walk is bounded, so building stays linear in the plan's size) ------------------
+    # -- the graph's shape: where each node can go (for drawing; every walk is bounded, so
+    # -- building stays linear in the plan's size whatever its shape) -----------------------
 
     @functools.cached_property
     def _flow(self) -> ControlFlow:
         """The control-flow graph the program was compiled from (built when it was not kept)."""
         return self.compiled.flow or control_flow(self.compiled.program, self.compiled.externs)
 
-    def _node_starts(self) -> list[int]:
-        count = len(self.compiled.program.instructions)
+    def _drawn(self, pc: int) -> tuple[str, list[tuple[str, int | None]]]:
+        """The label of the node starting at ``pc`` and its labelled successors (``None``: the
+        end); one whose successors are more than the drawing bounds allow is drawn with its
+        end edge only."""
+        instructions = self.compiled.program.instructions
+
+        def text(i: int) -> str:
+            return f"L{instructions[i].line} {instructions[i]}"
+
+        end: list[tuple[str, int | None]] = [("", None)]
+        if self._names[pc] == "run":
+            return f"run the whole plan ({len(instructions)} instructions)", end
         if self.granularity == "instruction":
-            return list(range(count))
-        starts = {self.compiled.program.entry, *(i + 1 for i in self._flow.tools)}
-        return sorted(s for s in starts if s < count)
+            edges = self._edges(pc)
+            return text(pc), edges if len(edges) <= _MAX_DESTINATIONS else end
+        calls = self._reachable_calls(pc)
+        if calls is None:
+            return f"from L{instructions[pc].line} to one of many tool calls", end
+        ends = " | ".join(map(text, sorted(calls)))
+        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < len(instructions))
+        label = f"from L{instructions[pc].line}" + (f" to {ends}" if ends else " to the end")
+        return label, [("", target) for target in found] + end
 
     def _edges(self, pc: int) -> list[tuple[str, int | None]]:
         """Control-flow successors of one instruction, labelled; ``None`` means the end (a
@@ -453,53 +448,23 @@ class PlanGraph:
             return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
         return [("", out[0] if out else None)]
 
-    def _successors(self, pc: int) -> list[tuple[str, int | None]] | None:
-        """Labelled successor nodes of the node starting at ``pc`` (always includes the end),
-        or ``None`` when there are more than the drawing bounds allow."""
-        if self.granularity == "instruction":
-            edges = self._edges(pc)
-            return edges if len(edges) <= _MAX_DESTINATIONS else None
-        calls = self._reachable_calls(pc)
-        if calls is None:
-            return None
-        count = len(self.compiled.program.instructions)
-        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < count)
-        return [("", target) for target in found] + [("", None)]
-
-    def _describe(self, pc: int) -> str:
-        program = self.compiled.program
-        ins = program.instructions[pc]
-        if self.granularity == "instruction":
-            return f"L{ins.line} {ins}"
-        calls = self._reachable_calls(pc)
-        if calls is None:
-            return f"from L{ins.line} to one of many tool calls"
-        ends = " | ".join(
-            f"L{program.instructions[i].line} {program.instructions[i]}" for i in sorted(calls)
-        )
-        return f"from L{ins.line}" + (f" to {ends}" if ends else " to the end")
-
     def _reachable_calls(self, pc: int) -> set[int] | None:
-        """Tool CALLs reachable from ``pc`` through pure instructions (memoised per node), or
-        ``None`` when the walk exceeds its bounds (the drawing then shows fewer edges)."""
-        if pc in self._calls_from:
-            return self._calls_from[pc]
+        """Tool CALLs reachable from ``pc`` through pure instructions, or ``None`` when the
+        walk exceeds its bounds (the drawing then shows fewer edges)."""
         seen: set[int] = set()
-        calls: set[int] | None = set()
+        calls: set[int] = set()
         todo = [pc]
-        while todo and calls is not None:
+        while todo:
             index = todo.pop()
             if index in seen:
                 continue
             seen.add(index)
             if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
-                calls = None
-                break
+                return None
             if index in self._flow.tools:
                 calls.add(index)
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
-        self._calls_from[pc] = calls
         return calls
 
 
@@ -595,21 +560,21 @@ def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | No
     return announce
 
 
-def run_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
-    """Run a planner's plan graph to its end (or failure) with ``invoke``; it shares the
-    caller's checkpointer (it runs inside the caller's node, with the node's config), so on
-    resume after an interrupt in a tool, the calls that completed are not run again.
+def run_plan(
+    graph: PlanGraph, ctx: CallContext, config: RunnableConfig, asynchronous: bool = False
+) -> Any:
+    """Run a planner's plan graph to its :class:`PlanRan` end (or failure) with ``invoke``
+    (``ainvoke``, awaitable, when ``asynchronous``); it shares the caller's checkpointer (it
+    runs inside the caller's node, with the node's config), so on resume after an interrupt
+    in a tool, the calls that completed are not run again.
 
     Raises:
-        UsageError: The plan calls async-only tools (nothing has run).
+        UsageError: The plan calls async-only tools, run with ``invoke`` (nothing has run).
     """
+    if asynchronous:
+        return adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
     check_sync_tools(graph.compiled.tools)
     return drive(_running(graph, ctx, config), lambda asked: graph.graph.invoke(*asked))
-
-
-async def arun_plan(graph: PlanGraph, ctx: CallContext, config: RunnableConfig) -> PlanRan:
-    """Async :func:`run_plan` (with ``ainvoke``)."""
-    return await adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
 
 
 def _running(

@@ -49,7 +49,7 @@ from llassembly.integration.calls import (
     run_call,
     without_plan_calls,
 )
-from llassembly.integration.graph import Granularity, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, run_plan
 from llassembly.integration.messages import (
     _M,
     answered,
@@ -67,7 +67,7 @@ from llassembly.integration.options import (
     document_options,
 )
 from llassembly.integration.planner import Planner
-from llassembly.integration.query import aask_all, ask_all
+from llassembly.integration.query import ask_all
 from llassembly.integration.record import KEY, TurnRecord, call_of, due, record_of
 from llassembly.integration.turn import (
     AskAnswer,
@@ -197,14 +197,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
         def serve(asked: Asked) -> Any:
             if isinstance(asked, AskQuery):
-                return (aask_all if asynchronous else ask_all)(query_model, asked.requests)
+                return ask_all(query_model, asked.requests, None, asynchronous)
             if isinstance(asked, RunPlan):
                 ctx = CallContext(
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
                     hand_off=True,
                 )  # fmt: skip
                 graph = self.planner.plan_graph(asked.plan, externs)
-                return (arun_plan if asynchronous else run_plan)(graph, ctx, get_config())
+                return run_plan(graph, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 
         return visit(view, state, synchronous=not asynchronous), serve
@@ -413,7 +413,7 @@ def visit(
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
                 event = Received(_with_id(answered(reply).reply))
             elif isinstance(action, AskQuery):
-                event = Received((yield action))
+                event = Received(tuple((yield action)))
             else:
                 event = Received(answered((yield action)))
         else:

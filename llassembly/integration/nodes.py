@@ -29,7 +29,7 @@ from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
-from llassembly.integration.graph import Granularity, Node, arun_plan, run_plan
+from llassembly.integration.graph import Granularity, Node, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
 from llassembly.integration.options import (
     FinalAnswer,
@@ -209,7 +209,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             if isinstance(asked, RunPlan):
                 graph = self.planner.plan_graph(asked.plan, self.externs)
                 run: TurnRun = config["configurable"][TURN_KEY]
-                return (arun_plan if asynchronous else run_plan)(graph, run.calls, config)
+                return run_plan(graph, run.calls, config, asynchronous)
             return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
 
         return serve

@@ -72,52 +72,42 @@ def _option(default: Any, doc: str, **how: Callable[..., Any]) -> Any:
     return field(default=default, metadata={"doc": doc, **how})
 
 
-def _at_least(least: int) -> Callable[[str, Any], None]:
-    words = "a positive" if least else "a non-negative"
+def _must(ok: Callable[[Any], bool], what: str) -> Callable[[str, Any], None]:
+    """The check that refuses a value unless ``ok(value)``, saying it must be ``what``."""
 
     def check(name: str, value: Any) -> None:
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise UsageError(f"{name} must be {words} integer, got {value!r}")
+        if not ok(value):
+            raise UsageError(f"{name} must be {what}, got {value!r}")
 
     return check
 
 
-_positive, _non_negative = _at_least(1), _at_least(0)
+def _at_least(least: int, what: str) -> Callable[[str, Any], None]:
+    return _must(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least, what)
 
 
 def _one_of(kind: Any) -> Callable[[str, Any], None]:
     """Checks that a value is one of the ``Literal`` ``kind`` allows (or of a tuple)."""
     choices = kind if isinstance(kind, tuple) else get_args(kind)
+    return _must(lambda value: value in choices, f"one of {choices}")
 
-    def check(name: str, value: Any) -> None:
-        if value not in choices:
-            raise UsageError(f"{name} must be one of {choices}, got {value!r}")
 
-    return check
+_positive = _at_least(1, "a positive integer")
+_non_negative = _at_least(0, "a non-negative integer")
+_callables = _must(lambda v: all(map(callable, v)), "a list of callables (summary, program)")
+_tool_names = _must(
+    lambda v: isinstance(v, bool) or (isinstance(v, tuple) and all(isinstance(n, str) for n in v)),
+    "True, False or tool names",
+)
+_chat_model = _must(
+    lambda v: v is None or all(callable(getattr(v, m, None)) for m in ("invoke", "ainvoke")),
+    "a chat model (a BaseChatModel) or None",
+)
 
 
 def _readable_file(name: str, value: Any) -> None:
     if value is not None and not Path(value).is_file():
         raise UsageError(f"{name} {str(value)!r} is not a readable file")
-
-
-def _tool_names(name: str, value: Any) -> None:
-    if not isinstance(value, bool) and not (
-        isinstance(value, tuple) and all(isinstance(n, str) for n in value)
-    ):
-        raise UsageError(f"{name} must be True, False or tool names, got {value!r}")
-
-
-def _callables(name: str, value: Any) -> None:
-    if not all(callable(p) for p in value):
-        raise UsageError(f"{name} must be a list of callables (summary, program)")
-
-
-def _chat_model(name: str, value: Any) -> None:
-    if value is not None and not all(
-        callable(getattr(value, method, None)) for method in ("invoke", "ainvoke")
-    ):
-        raise UsageError(f"{name} must be a chat model (a BaseChatModel) or None, got {value!r}")
 
 
 def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
@@ -134,12 +124,9 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         UsageError: An option names an unknown tool or argument; the message names it, the
             option, and the closest names.
     """
-    named: list[tuple[str, str]] = []
+    gates = {option: getattr(options, option) for option in ("approve_plan", "parallel_tools")}
+    named = [(o, str(n)) for o, names in gates.items() if isinstance(names, tuple) for n in names]
     arguments: list[tuple[str, str, str]] = []
-    for option in ("approve_plan", "parallel_tools"):
-        value = getattr(options, option)
-        if isinstance(value, tuple):
-            named += [(option, name) for name in value]
     for policy in options.plan_policy:
         shown = policy if isinstance(policy, DataFlowPolicy) else None
         label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"

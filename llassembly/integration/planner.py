@@ -10,6 +10,7 @@ very objects it was built for, so agents built per request with new tools do not
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ from llassembly.analysis.policies import check_policies, dataflow_policies
 from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
-from llassembly.compat import recording_tool
+from llassembly.compat import direct_function, recording_tool
 from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
@@ -79,6 +80,7 @@ class Planner:
         self._live: _Lru[int, Emulator] = _Lru()
         self._single: _Lru[int, Extern | None] = _Lru()
         self._recording: _Lru[int, BaseTool] = _Lru()
+        self._direct: _Lru[tuple[int, bool], Callable[..., Any] | None] = _Lru()
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -177,20 +179,15 @@ class Planner:
         """The machine of a verified plan under this planner's budgets, from ``state`` (a
         snapshot) or from its start: the live machine :meth:`keep` kept when ``state`` is the
         very snapshot it wrote (the next step of the same run), else restored from it."""
-        if state is not None:
-            found = self._live.pop(id(state), None)  # taken: a step that fails leaves none
-            if found is not None and found[0] is state:
-                live = found[1]
-                if (
-                    live.compiled.externs is externs
-                    and live.program is self.compiled(text, externs).program
-                ):
-                    return live
+        compiled = self.compiled(text, externs)
+        # taken: a step that fails leaves none
+        found = None if state is None else self._live.pop(id(state), None)
+        if found is not None and found[0] is state and found[1].compiled is compiled:
+            return found[1]
         opts = self.options
         return Emulator(
-            self.compiled(text, externs),
-            max_instructions_to_exec=opts.max_instructions_to_exec,
-            max_tool_calls=opts.max_tool_calls,
+            compiled,
+            **self._budgets,
             max_stack_depth=opts.max_stack_depth,
             state=state,
             parallel_tools=opts.parallel_tools,
@@ -203,18 +200,20 @@ class Planner:
         self._live.cached(id(snapshot), snapshot, lambda: emulator)
         return snapshot
 
+    @property
+    def _budgets(self) -> dict[str, Any]:
+        opts = self.options
+        return {
+            "max_instructions_to_exec": opts.max_instructions_to_exec,
+            "max_tool_calls": opts.max_tool_calls,
+        }
+
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
-        opts = self.options
         return self._summaries.cached(
             (text, id(externs)),
             externs,
-            lambda: summarize(
-                self.compiled(text, externs).program,
-                externs,
-                max_instructions_to_exec=opts.max_instructions_to_exec,
-                max_tool_calls=opts.max_tool_calls,
-            ),
+            lambda: summarize(self.compiled(text, externs).program, externs, **self._budgets),
         )
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
@@ -226,8 +225,7 @@ class Planner:
             lambda: PlanGraph(
                 self.compiled(text, externs),
                 opts.granularity,
-                max_instructions_to_exec=opts.max_instructions_to_exec,
-                max_tool_calls=opts.max_tool_calls,
+                **self._budgets,
                 parallel_tools=opts.parallel_tools,
             ),
         )
@@ -236,6 +234,12 @@ class Planner:
         """The copy of an agent's tool that notes its return value (built once per tool; see
         :func:`llassembly.compat.recording_tool`)."""
         return self._recording.cached(id(tool), tool, lambda: recording_tool(tool))
+
+    def direct_of(self, tool: BaseTool, asynchronous: bool) -> Callable[..., Any] | None:
+        """The function of ``tool`` to call directly (built once per tool; see
+        :func:`llassembly.compat.direct_function`), or ``None``."""
+        build = functools.partial(direct_function, tool, asynchronous=asynchronous)
+        return self._direct.cached((id(tool), asynchronous), tool, build)
 
     def extern_of(self, tool: Any) -> Extern | None:
         """The extern of one of the agent's tools (for reading its results), or ``None`` when

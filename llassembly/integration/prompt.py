@@ -1,15 +1,12 @@
 """The system prompt: a template that teaches the language, plus one block per tool.
 
 The built-in template is ``llassembly/prompts/base.md``. A custom template (``prompt_path``)
-replaces it. Three placeholders are filled in by plain text replacement, in one pass, so any
+replaces it. Four placeholders are filled in by plain text replacement, in one pass, so any
 other braces in a template (JSON, ``{unknown}``) are left alone:
 
 * ``{context}``: the caller's own system message (may be empty);
-* ``{extern_functions}``: one block per tool (:func:`describe_extern`: its signature,
-  description, arguments and an example that calls it; a long description is cut to keep the
-  block within :data:`TOOL_BLOCK_BUDGET` characters, never its signature or arguments), then
-  one section of the records they take and return (:func:`types_section`: every record type
-  any tool reaches, nested ones too, with its fields, once);
+* ``{extern_functions}``: one block per tool (:func:`describe_extern`), then one section of
+  the records they take and return (:func:`types_section`);
 * ``{structures}``: how a plan reads and builds structured values and text
   (``prompts/structures.md``), only when some tool takes or returns a structure (a record, a
   map, or a value of unknown type; a list of plain values is shown in its tool's block);
@@ -42,6 +39,7 @@ _STRUCTURES = "{structures}"
 _QUERIES = "{queries}"
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in (_CONTEXT, _TOOLS, _STRUCTURES, _QUERIES)))
 _PLAIN = frozenset({"int", "float", "number", "text", "decimal", "none"})
+_SCALARS = dict(none="None", int="int", float="float", number="number", decimal="str (decimal)")
 TOOL_BLOCK_BUDGET: Final = 1200
 """Most characters one tool's block takes in the prompt, unless its signature and arguments
 alone take more: they are never cut; the descriptions are, and the example is left out."""
@@ -103,9 +101,7 @@ def build_system_prompt(
     """Return the system prompt for these tools.
 
     Args:
-        externs: The tools the plan may call: a list of LangChain tools, functions or
-            externs, or a mapping of tool name to tool (see
-            :data:`~llassembly.machine.externs.ToolSpec`).
+        externs: The tools the plan may call (:data:`~llassembly.machine.externs.ToolSpec`).
         context: The caller's system message text, put where the template says ``{context}``.
         prompt_path: A template file to use instead of the built-in one. It may use either
             placeholder or none; other ``{...}`` text is kept as written.
@@ -122,21 +118,18 @@ def build_system_prompt(
     text = load_template(prompt_path)
     tools = [e for e in by_name.values() if not is_query(e)]
     names = type_names(tools)
-    blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
-    types = types_section(tools)
-    if types:
-        blocks = f"{blocks}\n\n{types}"
     context = context.strip()
+    structures = _section("structures").strip() + "\n" if uses_structures(by_name) else ""
+    queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
+    blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
+    # A template of the user's without {queries} gets them after the tools.
+    after = [types_section(tools), "" if _QUERIES in text else queries]
+    blocks = "\n\n".join(filter(None, [blocks, *after]))
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
-    structures = _section("structures").strip() + "\n" if uses_structures(by_name) else ""
-    if not structures:  # drop the placeholder's line
-        text = re.sub(r"\n\{structures\}[ \t]*(?=\n)", "", text)
-    queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
-    if queries and _QUERIES not in text:  # a template of the user's: after the tools
-        blocks = f"{blocks}\n\n{queries}"
-    if not queries:
-        text = re.sub(r"\n\{queries\}[ \t]*(?=\n)", "", text)
+    for placeholder, filled in ((_STRUCTURES, structures), (_QUERIES, queries)):
+        if not filled:  # drop the placeholder's line
+            text = re.sub(rf"\n{re.escape(placeholder)}[ \t]*(?=\n)", "", text)
     # One pass, so a placeholder spelled inside the context or a tool description stays as is.
     fill = {_CONTEXT: context, _TOOLS: blocks, _STRUCTURES: structures, _QUERIES: queries}
     return _PLACEHOLDER.sub(lambda m: fill[m.group(0)], text).strip() + "\n"
@@ -156,14 +149,10 @@ def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if kind == "union":
         return " | ".join(map(inner, shape.options))
-    if kind == "none":
-        return "None"
     if shape.name == "bool":
         return "bool (1 or 0)"
-    if kind in ("int", "float", "number"):
-        return kind
-    if kind == "decimal":
-        return "str (decimal)"
+    if kind in _SCALARS:
+        return _SCALARS[kind]
     if kind == "text":
         return f"str ({shape.name})" if shape.name in ("date", "datetime", "time") else "str"
     if kind == "object":

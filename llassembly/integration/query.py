@@ -97,20 +97,19 @@ def settle(
     Raises:
         QueryFailed: The model raised, or its last attempt's answer cannot be used either.
     """
-    attempts = len(refused) + 1
+    attempts, shape = len(refused) + 1, answer_shape(args)
     if reply.error:
         reason = f"the query model raised {reply.error}"
-        raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
-    shape = answer_shape(args)
-    try:
-        data = reply.parsed if reply.parsed is not None else answer_data(reply.text)
-        return read_answer(shape, _unwrapped(data, shape))
-    except ValueError as exc:
-        problem = str(exc)
-    now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
-    if attempts < MAX_QUERY_ATTEMPTS:
-        return now
-    reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
+    else:
+        try:
+            data = reply.parsed if reply.parsed is not None else answer_data(reply.text)
+            return read_answer(shape, _unwrapped(data, shape))
+        except ValueError as exc:
+            problem = str(exc)
+        now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
+        if attempts < MAX_QUERY_ATTEMPTS:
+            return now
+        reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
     raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
 
 
@@ -233,8 +232,8 @@ def _number(data: Any) -> int | float | None:
 
 def _article(shape: AnswerShape) -> str:
     words = shape.describe()
-    if shape.kind in ("object", "list"):
-        return f"a {words}" if shape.kind == "list" else f"an object {words}"
+    if shape.kind == "object":
+        return f"an object {words}"
     return words if shape.kind == "boolean" else f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
 
 
@@ -280,13 +279,7 @@ def query_request(
             f'{{"value": ...}}, the value a {shape.describe()}.'
         )
         messages += [AIMessage(refusal["answer"]), HumanMessage(again)]
-    schema = {
-        "title": "answer",
-        "type": "object",
-        "properties": {"value": shape.schema()},
-        "required": ["value"],
-        "additionalProperties": False,
-    }
+    schema = {"title": "answer", **AnswerShape("object", (("value", shape),)).schema()}
     return QueryRequest(messages, schema, call_id, line, source)
 
 
@@ -303,8 +296,7 @@ def _asking(
         return Reply(error=f"{type(exc).__name__}: {errors.safe_text(exc)}")
     if structured is None:
         return Reply(text=_text(output))
-    raw = output.get("raw")
-    return Reply(text=_text(raw), parsed=output.get("parsed"))
+    return Reply(text=_text(output.get("raw")), parsed=output.get("parsed"))
 
 
 def _text(reply: Any) -> str:  # (a lone surrogate is no text a message can hold)
@@ -318,21 +310,19 @@ def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callab
 
 
 def ask_all(
-    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
-) -> tuple[Reply, ...]:
+    model: Any,
+    requests: Sequence[QueryRequest],
+    config: RunnableConfig | None = None,
+    asynchronous: bool = False,
+) -> Any:
     """One attempt of each query of a batch (``model`` called with no tools), at once, as a
-    batch of calls runs (an attempt never raises: a failure is its reply's), in the order
-    asked."""
-    ask = lambda r: drive(_asking(model, r), invoker(config))  # noqa: E731
-    return tuple(batch_results(requests, ask))  # type: ignore[arg-type]
-
-
-async def aask_all(
-    model: Any, requests: Sequence[QueryRequest], config: RunnableConfig | None = None
-) -> tuple[Reply, ...]:
-    """Async :func:`ask_all` (the attempts awaited together)."""
-    ask = lambda r: adrive(_asking(model, r), invoker(config, True))  # noqa: E731
-    return tuple(await abatch_results(requests, ask))  # type: ignore[arg-type]
+    batch of calls runs (an attempt never raises: a failure is its reply's): the list of
+    their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
+    ``asynchronous``)."""
+    answer = invoker(config, asynchronous)
+    if asynchronous:
+        return abatch_results(requests, lambda r: adrive(_asking(model, r), answer))  # type: ignore[arg-type]
+    return batch_results(requests, lambda r: drive(_asking(model, r), answer))  # type: ignore[arg-type]
 
 
 # -- a batch of queries, where the turn asks them (agent path) ------------------------------------
