@@ -427,7 +427,7 @@ def _ask_queries(
     rec: TurnRecord, calls: list[ToolCall], dues: list[QueryDue], messages: list[AnyMessage]
 ) -> Step:
     """Ask the query model, all at once, the batch's queries not settled yet (each after the
-    answers refused so far, with why); the replies come back as :class:`Queried`."""
+    answers refused so far, with why); the replies come back as a :class:`Received`."""
     rec["queries"] = dues
     requests = tuple(
         query_request(call.args, d["refused"], d["call"]["id"], call.line, call.source)
