@@ -172,7 +172,7 @@ _OPERAND = {
 def any_instruction(draw: st.DrawFn) -> str:
     mnemonic = draw(st.sampled_from(_MNEMONICS))
     info = OPCODE_INFO[MNEMONICS[mnemonic]]
-    kinds = draw(st.sampled_from([info.operands, *info.forms]))
+    kinds = draw(st.sampled_from([form.kinds for form in info.shapes]))
     operands = [draw(_OPERAND[kind]) for kind in kinds]
     return f"{mnemonic} {', '.join(operands)}".strip()
 

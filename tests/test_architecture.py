@@ -209,12 +209,12 @@ def test_every_opcode_has_its_facts_and_a_handler() -> None:
     assert set(OPCODE_INFO) == set(Opcode)
     assert set(_steps._COMPILERS) == set(Opcode)
     for op, info in OPCODE_INFO.items():
-        # a jump's flow says where it goes; nothing else is a jump
-        assert info.jump == (info.flow in ("jump", "branch")), op
-        assert (info.flow == "branch") == (info.jump and info.conditional), op
+        # a jump's flow says where it goes: an instruction with a label operand jumps, and a
+        # conditional one (on the flags, or on ECX for LOOP) is a branch; nothing else is a jump
+        jumps = "label" in info.operands
+        assert jumps == (info.flow in ("jump", "branch")), op
+        assert (info.flow == "branch") == (jumps and (bool(info.condition) or op is Opcode.LOOP))
         assert info.flow != "call" or op is Opcode.CALL, op
-        # an instruction that ends a basic block changes the flow (but LOOP, a branch)
-        assert info.ends_block == (info.flow != "next"), op
 
 
 def test_successors_is_the_one_control_flow_rule() -> None:
@@ -246,12 +246,12 @@ def test_successors_is_the_one_control_flow_rule() -> None:
 
 
 def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None:
-    """``OPCODE_INFO[...].stack`` (read by the verifier through ``stack_effect``) matches what
-    the emulator does: PUSH puts one, POP takes one, a tool CALL takes its parameters and puts
-    its results, and every other instruction leaves the data stack alone."""
+    """``OPCODE_INFO[...].pops`` and ``pushes`` (read by the verifier through ``stack_effect``)
+    match what the emulator does: PUSH puts one, POP takes one, a tool CALL takes its parameters
+    and puts its results, and every other instruction leaves the data stack alone."""
     from llassembly import Emulator, externs_from, parse
+    from llassembly.analysis.cfg import control_flow
     from llassembly.language.instructions import OPCODE_INFO, Opcode
-    from llassembly.language.program import stack_effect
 
     def pair(a: int, b: int) -> tuple[int, int]:
         """Two values back."""
@@ -264,12 +264,12 @@ def test_the_stack_effect_in_the_opcode_table_is_what_the_machine_does() -> None
         emu.run()
         return len(emu.result().stack) - 3
 
-    assert depth_change("PUSH 7") == stack_effect(OPCODE_INFO[Opcode.PUSH])[1] == 1
-    assert depth_change("POP R1") == -stack_effect(OPCODE_INFO[Opcode.POP])[0] == -1
-    taken, put = stack_effect(OPCODE_INFO[Opcode.CALL], externs["pair"])
+    assert depth_change("PUSH 7") == OPCODE_INFO[Opcode.PUSH].pushes == 1
+    assert depth_change("POP R1") == -OPCODE_INFO[Opcode.POP].pops == -1
+    taken, put = control_flow(parse("CALL pair"), externs).stack_effect(0)
     assert (taken, put) == (2, 2) and depth_change("CALL pair") == put - taken
     others = {op for op in Opcode if op not in (Opcode.PUSH, Opcode.POP)}
-    assert all(OPCODE_INFO[op].stack == (0, 0) for op in others)
+    assert all(OPCODE_INFO[op].pops == OPCODE_INFO[op].pushes == 0 for op in others)
     assert depth_change("MOV R1, 5\nADD R1, 2\nCMP R1, 7\nSETE R2\nXCHG R1, R2\nNEG R1") == 0
 
 

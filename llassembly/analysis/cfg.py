@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
-from llassembly.language.instructions import EAX_INDEX, OPCODE_INFO, successors, tests_carry
+from llassembly.language.instructions import EAX_INDEX, successors, tests_carry
 from llassembly.language.program import (
     Effects,
     Instruction,
@@ -44,7 +44,6 @@ from llassembly.language.program import (
     effects,
     find_tool,
     place_of,
-    stack_effect,
 )
 
 _CACHED = 16  # programs whose graph is kept (a planner checks, compiles and summarises one)
@@ -91,15 +90,19 @@ class ControlFlow:
         return len(self.effects)
 
     def stack_effect(self, pc: int) -> tuple[int, int]:
-        """``(values taken, values put)`` on the data stack by the instruction at ``pc`` (see
-        :func:`~llassembly.language.program.stack_effect`): none put when they go to ``EAX``."""
-        operands = self.program.instructions[pc].operands
-        taken, put = stack_effect(OPCODE_INFO[self.effects[pc].op], self.tools.get(pc), operands)
-        return taken, 0 if pc in self.eax else put
+        """``(values taken, values put)`` on the data stack by the instruction at ``pc``: a tool
+        ``CALL`` takes the tool's parameters (``CALL tool, N``: the first ``N``, see
+        :func:`~llassembly.language.program.arguments_of`) and puts its results, none when they
+        go to ``EAX``; every other instruction as its :class:`Effects` say."""
+        fx, tool = self.effects[pc], self.tools.get(pc)
+        if tool is None:
+            return fx.info.pops, fx.info.pushes
+        taken = arguments_of(tool, self.program.instructions[pc].operands)
+        return taken, 0 if pc in self.eax else max(tool.n_results, 0)
 
     def subroutine_call(self, pc: int) -> bool:
         """Whether the instruction at ``pc`` is a ``CALL`` of a code label."""
-        return self.effects[pc].flow == "call" and pc in self.targets
+        return self.effects[pc].info.flow == "call" and pc in self.targets
 
     @functools.cached_property
     def tracked(self) -> dict[int, int]:
@@ -167,10 +170,10 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     ambiguous: set[int] = set()
     for pc, (ins, fx) in enumerate(zip(instructions, found, strict=True)):
         operand = ins.operands[0] if ins.operands else None
-        if fx.flow in ("next", "return", "halt") or not isinstance(operand, Name):
+        if fx.info.flow in ("next", "return", "halt") or not isinstance(operand, Name):
             continue  # a jump to no label: the verifier refuses it, and it goes nowhere here
         label = program.labels.get(operand.name.lower())
-        tool = find_tool(operand.name, tools) if fx.flow == "call" else None
+        tool = find_tool(operand.name, tools) if fx.info.flow == "call" else None
         if tool is not None:
             tool_at[pc] = tool
             if label is not None:
@@ -178,7 +181,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         elif label is not None:
             targets[pc] = label
     succ = tuple(
-        tuple(t for t in successors(OPCODE_INFO[fx.op], pc, targets.get(pc)) if t is not None)
+        tuple(t for t in successors(fx.info, pc, targets.get(pc)) if t is not None)
         for pc, fx in enumerate(found)
     )
     eax, mixed = _eax_convention(program, found, tool_at)
@@ -202,7 +205,7 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         tested=tested,
         mixed=mixed,
         successors=succ,
-        return_sites=tuple(pc + 1 for pc in targets if changed[pc].flow == "call"),
+        return_sites=tuple(pc + 1 for pc in targets if changed[pc].info.flow == "call"),
     )
 
 
@@ -238,8 +241,8 @@ def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc:
     the straight-line code before any other that sets them, tests the carry (``JC``...)."""
     for index in _straight_after(found, pc):
         fx = found[index]
-        if fx.flags_read or fx.flags_written or fx.flow != "next":
-            return fx.flags_read and tests_carry(instructions[index].mnemonic)
+        if fx.info.condition or fx.flags_written or fx.info.flow != "next":
+            return bool(fx.info.condition) and tests_carry(instructions[index].mnemonic)
     return False
 
 
@@ -247,7 +250,7 @@ def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:
     """Indexes of the straight-line code after ``pc``, up to (and with) a jump or the end."""
     for index in range(pc + 1, len(found)):
         yield index
-        if found[index].flow != "next":
+        if found[index].info.flow != "next":
             return
 
 
@@ -255,9 +258,9 @@ def _first_eax_read(found: tuple[Effects, ...], pc: int) -> int | None:
     for index in _straight_after(found, pc):
         fx = found[index]
         reads = EAX_INDEX in fx.registers_read  # a PUSH of EAX there is a read
-        if fx.pops or fx.flow in ("call", "return", "halt"):
+        if fx.info.pops or fx.info.flow in ("call", "return", "halt"):
             return None
-        if reads or fx.pushes or EAX_INDEX in fx.registers_written or fx.flow != "next":
+        if reads or fx.info.pushes or EAX_INDEX in fx.registers_written or fx.info.flow != "next":
             return index if reads else None
     return None
 
@@ -270,9 +273,9 @@ def _saved_below(program: Program, found: tuple[Effects, ...], pc: int) -> list[
     pushed: list[Operand] = []
     for index in range(pc - 1, -1, -1):
         fx = found[index]
-        if fx.pushes and instructions[index].operands:
+        if fx.info.pushes and instructions[index].operands:
             pushed.append(instructions[index].operands[0])
-        elif fx.pops or fx.flow != "next":
+        elif fx.info.pops or fx.info.flow != "next":
             break
         if index in targets:
             break
@@ -284,15 +287,15 @@ def _pop_after(
 ) -> int | None:
     """The first ``POP`` after ``reader`` that would take the result (not one restoring a
     value saved below the call's arguments, as x86 code does around a call), or ``None``."""
-    if found[reader].pushes:
+    if found[reader].info.pushes:
         return None
     for index in _straight_after(found, reader):
         fx, operands = found[index], program.instructions[index].operands
-        if fx.pops and saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
+        if fx.info.pops and saved and operands and _place_key(operands[0]) == _place_key(saved[0]):
             saved.pop(0)
-        elif fx.pops:
+        elif fx.info.pops:
             return index
-        elif fx.pushes or fx.flow in ("call", "return", "halt"):
+        elif fx.info.pushes or fx.info.flow in ("call", "return", "halt"):
             return None
     return None
 
@@ -436,7 +439,7 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
         if (
             0 in fx.writes
             and 0 not in fx.reads
-            and (fx.moves or fx.pops)
+            and (fx.moves or fx.info.pops)
             and isinstance(dst := ins.operands[0], Name)
             and (key := dst.name.lower()) not in program.data
             and key not in program.labels

@@ -178,13 +178,13 @@ class _Propagation:
         here so."""
         regs, flags, stack = facts
         fx, changes = self.flow.effects[pc], self.flow.stack_effect(pc) != (0, 0)
-        if not (fx.registers_written or fx.flags_written or changes or fx.flow == "branch"):
+        if not (fx.registers_written or fx.flags_written or changes or fx.info.flow == "branch"):
             return facts  # nothing the summary follows changes (NOP, SAY, jumps...)
         outcome = self.evaluate(pc, fx, facts)
         if outcome is FAILS:
             return None
         if isinstance(outcome, Outcome):
-            stack = pushed(stack[: len(stack) - fx.pops], outcome.pushed)
+            stack = pushed(stack[: len(stack) - fx.info.pops], outcome.pushed)
             regs = self.write(regs, outcome.registers)
             if outcome.flags is not None:
                 flags = outcome.flags
@@ -194,16 +194,16 @@ class _Propagation:
     def goes(self, pc: int, facts: _Facts) -> int | None:
         """Where a branch goes when its inputs are known (the machine's step decides)."""
         fx = self.flow.effects[pc]
-        outcome = self.evaluate(pc, fx, facts) if fx.flow == "branch" else None
+        outcome = self.evaluate(pc, fx, facts) if fx.info.flow == "branch" else None
         return outcome.next_pc if isinstance(outcome, Outcome) else None
 
     def evaluate(self, pc: int, fx: Effects, facts: _Facts) -> Outcome | Fails | None:
         """The machine's step on the known inputs, or ``None`` when one is not known."""
         regs, flags, stack = facts
-        if self.opaque[pc] or len(stack) < fx.pops or (fx.flags_read and flags is UNKNOWN):
+        if self.opaque[pc] or len(stack) < fx.info.pops or (fx.info.condition and flags is UNKNOWN):
             return None
         read = {reg: self.register(regs, reg) for reg in fx.registers_read}
-        taken = stack[len(stack) - fx.pops :] if fx.pops else ()
+        taken = stack[len(stack) - fx.info.pops :] if fx.info.pops else ()
         if any(v is UNKNOWN for v in (*read.values(), *taken)):
             return None
         values: dict[int, Value] = read  # type: ignore[assignment]  # none is unknown
@@ -211,7 +211,7 @@ class _Propagation:
         key = (
             pc,
             tuple((r, _key(v)) for r, v in sorted(values.items())),
-            flags if fx.flags_read else None,
+            flags if fx.info.condition else None,
             tuple(_key(v) for v in known),
         )
         if key not in self.memo:

@@ -25,6 +25,7 @@ from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import (
+    Effects,
     Imm,
     Instruction,
     Mem,
@@ -61,26 +62,23 @@ class Transfer:
         reads: Every operand it reads: value operands, the registers of addresses (its own
             places' too), the bases and keys of paths written, the registers it uses without
             naming them.
-        flags: It tests the flags: they join what it writes.
-        pops: Values it takes off the data stack: they join what it writes.
         writes: The places it writes.
-        registers: Registers it writes without naming them, each from everything read.
-        pushes: Values it puts on the data stack, each from everything read.
-        sets_flags: It sets the flags, from everything read.
+        fx: Its effects: the flags it tests and the values it pops join what it writes; the
+            registers it writes without naming them, the values it pushes and the flags it
+            sets each get everything read.
     """
 
     reads: tuple[Operand, ...]
-    flags: bool
-    pops: int
     writes: tuple[Write, ...]
-    registers: tuple[int, ...]
-    pushes: int
-    sets_flags: bool
+    fx: Effects
 
     @property
     def moves_nothing(self) -> bool:
         """Nothing it writes carries sources (a jump, ``NOP``, ``SAY``, ``CALL label``)."""
-        return not (self.writes or self.registers or self.pushes or self.pops or self.sets_flags)
+        fx = self.fx
+        return not (
+            self.writes or fx.implicit_writes or fx.info.pushes or fx.info.pops or fx.flags_written
+        )
 
 
 def place_parts(operand: Operand) -> tuple[Operand, ...]:
@@ -110,15 +108,7 @@ def transfer_of(instruction: Instruction) -> Transfer:
         copied = tuple(operands[r] for w, r in fx.moves if w == position)
         own = place_parts(operands[position])
         writes.append(Write(operands[position], copied + own if copied else None))
-    return Transfer(
-        reads=tuple(reads),
-        flags=fx.flags_read,
-        pops=fx.pops,
-        writes=tuple(writes),
-        registers=fx.implicit_writes,
-        pushes=fx.pushes,
-        sets_flags=fx.flags_written,
-    )
+    return Transfer(tuple(reads), tuple(writes), fx)
 
 
 def result_sources(tool: str) -> Sources:
@@ -241,8 +231,9 @@ def argument_flows(
         move = transfer_of(lines[pc])
         if move.moves_nothing:
             return facts
-        stack, popped = taken(stack, move.pops, top)
-        chose = [flags] if move.flags else []  # SETcc: what the flags chose is data
+        fx = move.fx
+        stack, popped = taken(stack, fx.info.pops, top)
+        chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
         everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
         values = [  # everything is read before anything is written (XCHG)
             everything
@@ -253,10 +244,10 @@ def argument_flows(
         new_regs = list(regs)
         for each, pair in zip(move.writes, values, strict=True):
             memory = write(each.place, pair, new_regs, memory)
-        for reg in move.registers:
+        for reg in fx.implicit_writes:
             memory = write(Reg(reg, register_name(reg)), everything, new_regs, memory)
-        stack = pushed(stack, [everything] * move.pushes)
-        flags = everything if move.sets_flags else flags
+        stack = pushed(stack, [everything] * fx.info.pushes)
+        flags = everything if fx.flags_written else flags
         return tuple(new_regs), flags, stack, memory
 
     start: _Facts = ((_EMPTY,) * len(slot), _EMPTY, (), {})

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from llassembly.analysis.cfg import ControlFlow, components
-from llassembly.language.instructions import CONDITIONS, OPCODE_INFO
+from llassembly.language.instructions import CONDITIONS
 from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_STATES, MAX_STEPS
 from llassembly.language.program import Imm, Reg
 
@@ -112,7 +112,7 @@ class Paths:
         while queue:
             state = queue.pop()
             pc, flags = self.states[state][0], facts[state]
-            ins, info = flow.program.instructions[pc], OPCODE_INFO[flow.effects[pc].op]
+            ins, info = flow.program.instructions[pc], flow.effects[pc].info
             if flow.effects[pc].flags_written or pc in flow.tools:
                 first, second = (*ins.operands, None, None)[:2]
                 same = info.same_register == "equal" and isinstance(first, Reg | Imm)
@@ -223,7 +223,7 @@ def paths_of(flow: ControlFlow) -> Paths:
         for nxt in _next(paths, pc, returns):
             if nxt is not None and nxt[0] >= flow.end:  # past the last instruction
                 if nxt[1]:  # inside a subroutine, without its RET (a RET: its CALL's fault)
-                    origin = nxt[0] - 1 if flow.effects[pc].flow == "return" else pc
+                    origin = nxt[0] - 1 if flow.effects[pc].info.flow == "return" else pc
                     paths.off_end.setdefault(origin, nxt[1][-1] - 1)
                     continue
                 nxt = None
@@ -237,7 +237,7 @@ def paths_of(flow: ControlFlow) -> Paths:
 def _next(paths: Paths, pc: int, returns: tuple[int, ...]) -> list[State | None]:
     """The states after ``(pc, returns)``; ``None`` for the end of the plan."""
     flow = paths.flow
-    kind = flow.effects[pc].flow
+    kind = flow.effects[pc].info.flow
     if kind == "halt":
         return [None]
     if kind == "return":

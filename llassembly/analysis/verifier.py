@@ -296,9 +296,9 @@ class PathWalk:
                 self.unwritten_reads[pc, position] = str(getattr(named[0], "label", named[0]))
         for position in set(fx.writes) - set(fx.reads):
             unwritten &= ~self.variable(ins.operands[position])
-        if fx.flags_read and unset:
+        if fx.info.condition and unset:
             self.unset_jumps.add(pc)
-        unset = unset and not (fx.flags_read or fx.flags_written)  # a path that goes on had some
+        unset = unset and not (fx.info.condition or fx.flags_written)  # a path going on had some
         taken, put = flow.stack_effect(pc)
         if facts.depth < taken:
             if pc in flow.tools:
@@ -344,7 +344,7 @@ class PathWalk:
             return read.get(r), self.text(ins.operands[r], facts)
 
         moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
-        out = facts._replace(stack=taken(facts.stack, fx.pops, _UNKNOWN)[0])
+        out = facts._replace(stack=taken(facts.stack, fx.info.pops, _UNKNOWN)[0])
         produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
         for position in fx.writes:  # followed by its shape alone
             sources = [v for w, v in moved if w == position] or [produced]
@@ -417,7 +417,7 @@ class PathWalk:
         for reg in fx.implicit_reads if fx.numeric else ():
             if self.register(facts, reg)[1]:
                 name, op = register_name(reg), ins.mnemonic
-                if fx.flow == "branch":  # LOOP
+                if fx.info.flow == "branch":  # LOOP
                     message = (
                         f"{op} counts {name} down, but on some path {name} holds a string here; "
                         f"MOV the number of rounds into {name} first"
@@ -604,12 +604,12 @@ class _Checker:
             if wanted is None:
                 wanted = info.operands
                 kinds = " or ".join(
-                    "(" + (" and ".join(_KIND_WORDS[k] for k in shape) or "nothing") + ")"
-                    for shape in (info.operands, *info.forms)
+                    "(" + (" and ".join(_KIND_WORDS[k] for k in form.kinds) or "nothing") + ")"
+                    for form in info.shapes
                 )
                 count = len(info.operands)
                 column = _column(ins, count) if len(given) > count else ins.column
-                numbers = sorted({count, *(len(form) for form in info.forms)})
+                numbers = sorted({len(form.kinds) for form in info.shapes})
                 takes = " or ".join(str(n) for n in numbers)
                 message = (
                     f"{ins.mnemonic} takes {takes} operand{'' if numbers == [1] else 's'} "
@@ -944,7 +944,7 @@ class _Checker:
         for pc in walk.unset_jumps:
             fix = (
                 "put a CMP before the jump (for example CMP R1, 0), or use JMP to always jump"
-                if flow.effects[pc].flow != "next"
+                if flow.effects[pc].info.flow != "next"
                 else "put a CMP before it (for example CMP R1, 0)"
             )
             message = (

@@ -439,7 +439,7 @@ class PlanGraph:
         """Control-flow successors of one instruction, labelled; ``None`` means the end (a
         failure also ends the graph, so every node can reach the end)."""
         flow = self._flow
-        kind = flow.effects[pc].flow
+        kind = flow.effects[pc].info.flow
         if kind == "return":
             sites = [site if site < flow.end else None for site in flow.return_sites]
             return [("", s) for s in dict.fromkeys([*sites, None])]

@@ -149,8 +149,9 @@ class OpcodeInfo:
         divides: Its last operand is a divisor (0 there is a division by zero).
         variadic: Its last operand kind repeats: ``SAY`` reads one more value per placeholder
             of its text (the parser adds them).
-        stack: Values it takes off the data stack and puts on it; a tool ``CALL`` takes the
-            tool's parameters and puts its results (see :func:`stack_effect`).
+        pops: Values it takes off the data stack (and ``pushes``, puts on it); a tool ``CALL``
+            takes the tool's parameters and puts its results (see
+            :meth:`llassembly.analysis.cfg.ControlFlow.stack_effect`).
         produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
             ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...), ``"texts"`` (the JSON list of
             texts ``KEYS`` gives) or ``""`` (a copy, or nothing).
@@ -166,7 +167,8 @@ class OpcodeInfo:
     same_register: Literal["", "clears", "tests", "equal"] = ""
     divides: bool = False
     variadic: bool = False
-    stack: tuple[int, int] = (0, 0)
+    pops: int = 0
+    pushes: int = 0
     produces: Literal["", "number", "text", "texts"] = ""
 
     @property
@@ -175,30 +177,10 @@ class OpcodeInfo:
         return self.shapes[0].kinds
 
     @property
-    def forms(self) -> tuple[tuple[OperandKind, ...], ...]:
-        """The operand kinds of its other forms."""
-        return tuple(form.kinds for form in self.shapes[1:])
-
-    @property
-    def jump(self) -> bool:
-        """It may go somewhere other than the next instruction by a label (``LOOP`` too)."""
-        return self.flow == "jump" or self.flow == "branch"
-
-    @property
-    def conditional(self) -> bool:
-        """What it does depends on a condition: the flags, or ``ECX`` for ``LOOP``."""
-        return bool(self.condition) or self.flow == "branch"
-
-    @property
     def ordered(self) -> bool:
         """Its condition asks for an order (less, greater): two numbers or two texts have one,
         a number and a text have none."""
         return self.condition in _ORDERED_CONDITIONS
-
-    @property
-    def ends_block(self) -> bool:
-        """Control may not go on to the next instruction alone."""
-        return self.flow != "next"
 
     def shape(self, count: int) -> Form | None:
         """The form with ``count`` operands, or ``None`` when none has that many."""
@@ -227,8 +209,8 @@ _ARITH = {"sets_flags": True, "numeric": True}
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MOV: _info("=reg, value", moves=((0, 1),)),
-    Opcode.PUSH: _info("value", stack=(0, 1)),
-    Opcode.POP: _info("=reg", stack=(1, 0)),
+    Opcode.PUSH: _info("value", pushes=1),
+    Opcode.POP: _info("=reg", pops=1),
     Opcode.ADD: _info("+reg, value", **_ARITH),
     Opcode.SUB: _info("+reg, value", **_ARITH),
     Opcode.MUL: _info("+reg, value", "value; +EAX", "=reg, value, value", **_ARITH),

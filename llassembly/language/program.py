@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, Protocol, TypeAlias, TypeVar
 
-from llassembly.language.instructions import OPCODE_INFO, Flow, Opcode, OpcodeInfo
+from llassembly.language.instructions import OPCODE_INFO, Opcode, OpcodeInfo
 
 Value: TypeAlias = int | float | str | None
 """What registers and the stack hold (``None`` is :data:`NONE`)."""
@@ -289,38 +289,33 @@ def find_tool(name: str, tools: Mapping[str, _T]) -> _T | None:
 
 @dataclass(frozen=True, slots=True)
 class Effects:
-    """What one instruction, with its operands as written, reads and writes.
+    """What one instruction, with its operands as written, reads and writes: its opcode's facts
+    (``info``: flow, stack, condition...) applied to its operands.
 
     Registers include those named inside memory operands (an address is read to find the
     cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
     written (it always reads 0). Memory is found through the operand positions: a memory
     operand or a data label or variable at a position read or written. ``reads``, ``writes``,
-    ``implicit_reads`` and ``implicit_writes`` are those of its operand form, ``flow``,
-    ``numeric`` and ``moves`` its :class:`OpcodeInfo`'s, for the operands as written (``XOR
-    r, r`` reads nothing: see :attr:`OpcodeInfo.same_register`).
+    ``implicit_reads`` and ``implicit_writes`` are those of its operand form, ``numeric`` and
+    ``moves`` its :class:`OpcodeInfo`'s, for the operands as written (``XOR r, r`` reads
+    nothing: see :attr:`OpcodeInfo.same_register`). A tool ``CALL``'s stack is the tool's (see
+    :meth:`llassembly.analysis.cfg.ControlFlow.stack_effect`).
 
     Attributes:
         registers_read: Every register it reads.
         registers_written: Every register it writes.
-        flags_read: It tests the flags (``Jcc``, ``SETcc``, ``CMOVcc``).
         flags_written: It sets the flags.
-        pops: Values it takes off the data stack (a tool ``CALL``'s: see :func:`stack_effect`).
-        pushes: Values it puts on the data stack.
         writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
     """
 
-    op: Opcode
+    info: OpcodeInfo
     reads: tuple[int, ...]
     writes: tuple[int, ...]
     registers_read: frozenset[int]
     registers_written: frozenset[int]
     implicit_reads: tuple[int, ...]
     implicit_writes: tuple[int, ...]
-    flags_read: bool
     flags_written: bool
-    pops: int
-    pushes: int
-    flow: Flow
     numeric: bool
     moves: tuple[tuple[int, int], ...]
     writes_memory: bool
@@ -330,13 +325,14 @@ class Effects:
     def copies(self) -> tuple[tuple[int, int], ...]:
         """``(to, from)``, operand positions or :attr:`STACK`: each value it writes unchanged
         (:attr:`moves`, ``POP``'s off the stack, ``PUSH``'s read); any other it computed."""
-        popped = [(w, self.STACK) for w in self.writes] if self.pops and not self.moves else []
-        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if self.pushes))
+        info = self.info
+        popped = [(w, self.STACK) for w in self.writes] if info.pops and not self.moves else []
+        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if info.pushes))
 
     @property
     def changes_state(self) -> bool:
         """It changes a register, memory, the data stack or the return stack (flags aside)."""
-        stack = self.pops or self.pushes or self.flow == "call"
+        stack = self.info.pops or self.info.pushes or self.info.flow == "call"
         return bool(self.registers_written or self.writes_memory or stack)
 
 
@@ -347,10 +343,9 @@ def effects(instruction: Instruction) -> Effects:
     An instruction whose operands fit no form of its opcode (the verifier refuses it) is read
     by its usual form, as far as its operands go.
     """
-    op, operands = instruction.op, instruction.operands
-    info = OPCODE_INFO[op]
-    form = info.shape(len(operands)) or info.shapes[0]
-    count = len(operands)
+    operands, count = instruction.operands, len(instruction.operands)
+    info = OPCODE_INFO[instruction.op]
+    form = info.shape(count) or info.shapes[0]
     # XOR r, r reads nothing and writes 0, TEST r, r tests text too: neither asks for numbers
     same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
     same = same and bool(info.same_register)
@@ -364,18 +359,14 @@ def effects(instruction: Instruction) -> Effects:
     registers_written = {r.index for p in writes if isinstance(r := place_of(operands[p]), Reg)}
     registers_written.update(form.implicit_writes)
     return Effects(
-        op=op,
+        info=info,
         reads=reads,
         writes=writes,
         registers_read=frozenset(registers_read - {0}),  # R0 reads 0 whatever was written to it
         registers_written=frozenset(registers_written - {0}),
         implicit_reads=form.implicit_reads,
         implicit_writes=form.implicit_writes,
-        flags_read=bool(info.condition),
         flags_written=info.sets_flags,
-        pops=info.stack[0],
-        pushes=info.stack[1],
-        flow=info.flow,
         numeric=info.numeric and not same,
         moves=tuple((w, r) for w, r in info.moves if w < count and r < count),
         writes_memory=any(isinstance(place_of(operands[p]), Mem | Name) for p in writes),
@@ -387,18 +378,6 @@ def place_of(operand: Operand) -> Operand:
     while isinstance(operand, Path):
         operand = operand.base
     return operand
-
-
-def stack_effect(
-    info: OpcodeInfo, tool: ToolShape | None = None, operands: Sequence[Operand] = ()
-) -> tuple[int, int]:
-    """``(values taken, values put)`` on the data stack: a tool ``CALL`` takes the tool's
-    parameters (``CALL tool, N``: the first ``N``) and puts its results (its result in ``EAX``
-    instead is the control-flow graph's decision, see :mod:`llassembly.analysis.cfg`); every
-    other instruction as :attr:`OpcodeInfo.stack` says."""
-    if tool is not None:
-        return arguments_of(tool, operands), max(tool.n_results, 0)
-    return info.stack
 
 
 def arguments_of(tool: ToolShape, operands: Sequence[Operand]) -> int:

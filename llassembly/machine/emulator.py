@@ -188,9 +188,9 @@ class Emulator:
             raise UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
             )
-        # The registers a snapshot reads: those the program may write, and any the state
-        # given starts with (no instruction changes those others).
-        self._registers = tuple(sorted({*self.compiled.registers, *st.holding()}))
+        # The registers a snapshot reads: those the program may write (its graph's tracked
+        # ones), and any the state given starts with (no instruction changes those others).
+        self._registers = tuple(sorted({*self.compiled.flow.tracked, *st.holding()}))
         end = len(self.program.instructions)
         if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
             raise UsageError(f"the state points outside this program's {end} instructions")
@@ -673,7 +673,7 @@ def _plain(operand: Operand, ctx: Context) -> bool:
 
 
 def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
-    if fx.flow == "return":  # a RET that ends the plan reads what the plan leaves
+    if fx.info.flow == "return":  # a RET that ends the plan reads what the plan leaves
         return lambda st: not st.calls
     operands = ins.operands
     copies = fx.copies
@@ -690,7 +690,7 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
     registers, found_cells, rows = parts(read, ctx)
     named = tuple(sorted({*registers, *fx.implicit_reads} - {0}))  # R0 always reads 0
     cells: list[Callable[[MachineState], Any]] = [getter(c, ctx, ins) for c in found_cells]
-    reads_top = fx.pops > 0 and not pops_into_place
+    reads_top = fx.info.pops > 0 and not pops_into_place
     if not (named or cells or rows or reads_top):
         return None
 

@@ -105,8 +105,9 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         (_place(w.place, ctx, ins), w.copies is not None, _reader(w.copies or (), ctx, ins))
         for w in move.writes
     ]
-    pops, pushes, flags, sets_flags = move.pops, move.pushes, move.flags, move.sets_flags
-    registers = move.registers
+    fx = move.fx
+    pops, pushes, flags = fx.info.pops, fx.info.pushes, bool(fx.info.condition)
+    registers, sets_flags = fx.implicit_writes, fx.flags_written
 
     def step_with_sources(st: MachineState, pc: int) -> int:
         shadow = st.provenance

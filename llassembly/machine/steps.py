@@ -429,7 +429,7 @@ def _compile_conditional(ins: Instruction, ctx: Context) -> Step:
             )
         return taken(st.zf, st.lt)
 
-    if info.jump:
+    if info.flow == "branch":  # Jcc
         target = _target(ins.operands[0], ctx)
 
         def jump(st: MachineState, pc: int) -> int:
@@ -549,7 +549,7 @@ def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
     while chosen is None and index not in starts and index > 0:
         index -= 1
         fx = effects(program.instructions[index])
-        if fx.flow != "next":
+        if fx.info.flow != "next":
             break
         written = fx.registers_written
         chosen = next((r for r in (EAX_INDEX, XMM0_INDEX) if r in written), None)
@@ -631,11 +631,6 @@ class CompiledProgram:
     """The control-flow graph the program was compiled from (tool calls, jump targets, the
     EAX convention, the calls the plan tests, loops): see :mod:`llassembly.analysis.cfg`."""
     layout: Layout
-    registers: tuple[int, ...]
-    """The registers a run may write, in order: those the instruction table says an
-    instruction writes (named, or used without naming them: ``EAX``/``EDX`` of one-operand
-    ``MUL``/``DIV``, ``ECX`` of ``LOOP``) and ``EAX`` of a call whose result goes there
-    (never R0)."""
     max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH
     dataflow: Guards | None = None
     """The data-flow policies checked before each call (``None``: none; the steps then keep
@@ -668,8 +663,7 @@ def _compile_steps(
         None if tool is not None else make(ins, ctx)
         for ins, tool in zip(program.instructions, tools, strict=True)
     ]
-    written = tuple(sorted({reg for fx in flow.effects for reg in fx.registers_written}))
-    found = (program, tuple(steps), tuple(tools), externs, flow, layout, written)
+    found = (program, tuple(steps), tuple(tools), externs, flow, layout)
     return CompiledProgram(*found, max_stack_depth, guards)
 
 

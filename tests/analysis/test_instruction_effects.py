@@ -78,7 +78,7 @@ def _redraw_unread(rng: random.Random, state: MachineState, fx: Effects) -> Mach
     for reg in (*_USED, _ESI):
         if reg not in fx.registers_read:
             other.regs[reg] = rng.randrange(3) if reg == _ESI else rng.choice(_VALUES)
-    if not fx.flags_read:
+    if not fx.info.condition:
         other.zf, other.lt = rng.random() < 0.5, rng.random() < 0.5
         other.flag_mode = rng.choice([UNSET, ORDERED, UNORDERED])
     return other
@@ -126,8 +126,8 @@ def test_each_instruction_reads_and_writes_what_the_table_says(op: Opcode, numbe
             assert flags == (other.zf, other.lt, other.flag_mode), text
         else:
             assert flags == (before.zf, before.lt, before.flag_mode), f"{text} set the flags"
-        kept = len(before.stack) - fx.pops
-        assert len(first.stack) == kept + fx.pushes, text
+        kept = len(before.stack) - fx.info.pops
+        assert len(first.stack) == kept + fx.info.pushes, text
         assert first.stack[:kept] == before.stack[:kept], text
         if not fx.writes_memory:
             assert first.mem == before.mem, f"{text} wrote memory"
