@@ -437,9 +437,8 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
     for ins in program.instructions:  # a variable: a name copied into (MOV, POP), undeclared
         fx = effects(ins)
         if (
-            0 in fx.writes
-            and 0 not in fx.reads
-            and (fx.moves or fx.info.pops)
+            0 not in fx.reads
+            and any(w == 0 for w, _ in fx.copies)
             and isinstance(dst := ins.operands[0], Name)
             and (key := dst.name.lower()) not in program.data
             and key not in program.labels

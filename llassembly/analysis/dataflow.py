@@ -72,14 +72,6 @@ class Transfer:
     writes: tuple[Write, ...]
     fx: Effects
 
-    @property
-    def moves_nothing(self) -> bool:
-        """Nothing it writes carries sources (a jump, ``NOP``, ``SAY``, ``CALL label``)."""
-        fx = self.fx
-        return not (
-            self.writes or fx.implicit_writes or fx.info.pushes or fx.info.pops or fx.flags_written
-        )
-
 
 def place_parts(operand: Operand) -> tuple[Operand, ...]:
     """What a written place reads to be found, or keeps: a memory cell's address registers; a
@@ -92,11 +84,13 @@ def place_parts(operand: Operand) -> tuple[Operand, ...]:
 
 
 @functools.lru_cache(maxsize=16_384)
-def transfer_of(instruction: Instruction) -> Transfer:
+def transfer_of(instruction: Instruction) -> Transfer | None:
     """The :class:`Transfer` of an instruction other than a tool ``CALL`` (see
-    :func:`result_sources` for those), from its
-    :func:`~llassembly.language.program.effects`."""
+    :func:`result_sources` for those), from its :func:`~llassembly.language.program.effects`;
+    ``None`` when nothing it writes carries sources (a jump, ``NOP``, ``SAY``, ``CALL label``)."""
     fx = effects(instruction)
+    if not (fx.writes or fx.implicit_writes or fx.info.pops + fx.info.pushes or fx.flags_written):
+        return None
     operands = instruction.operands
     reads = [operands[p] for p in fx.reads]
     for position, operand in enumerate(operands):
@@ -229,7 +223,7 @@ def argument_flows(
             flags = result if fx.flags_written else flags
             return tuple(changed), flags, pushed(stack, [result] * put), memory
         move = transfer_of(lines[pc])
-        if move.moves_nothing:
+        if move is None:
             return facts
         fx = move.fx
         stack, popped = taken(stack, fx.info.pops, top)

@@ -97,7 +97,7 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
     """``step`` wrapped to keep the sources of what it writes (see the module doc); the step
     itself when the instruction writes nothing that carries sources."""
     move = transfer_of(ins)
-    if move.moves_nothing:
+    if move is None:
         return step
     # One reader for everything read, one per copy (None: only literals), built once.
     read_all = _reader(move.reads, ctx, ins)
