@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Final, NamedTuple, TypeAlias
 
 from llassembly.analysis.cfg import Layout
@@ -54,8 +53,7 @@ address or the rest of the structure of its own place); ``None`` for a computed 
 gets everything the instruction reads."""
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
+class Transfer(NamedTuple):
     """How sources move through one instruction (see the module doc).
 
     Attributes:

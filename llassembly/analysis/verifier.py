@@ -602,7 +602,6 @@ class _Checker:
             given = ins.operands
             wanted = info.accepts(len(given))
             if wanted is None:
-                wanted = info.operands
                 kinds = " or ".join(
                     "(" + (" and ".join(_KIND_WORDS[k] for k in form.kinds) or "nothing") + ")"
                     for form in info.shapes
