@@ -88,15 +88,9 @@ _ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
 
 @dataclass(frozen=True, slots=True)
 class Form:
-    """One operand shape of an opcode and what it does with each operand.
-
-    Attributes:
-        kinds: The operand kinds, in order.
-        reads: Positions of the operands whose value it reads.
-        writes: Positions of the operands it writes.
-        implicit_reads: Registers it reads without naming them (``MUL src`` reads ``EAX``).
-        implicit_writes: Registers it writes without naming them (``DIV src``: ``EAX``, ``EDX``).
-    """
+    """One operand shape of an opcode (its operand ``kinds``, in order) and what it does with
+    each: the positions whose value it reads and those it writes, and the registers it reads and
+    writes without naming them (``MUL src`` reads ``EAX``; ``DIV src`` writes ``EAX``, ``EDX``)."""
 
     kinds: tuple[OperandKind, ...]
     reads: tuple[int, ...] = ()

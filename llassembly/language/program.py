@@ -292,20 +292,16 @@ class Effects:
     """What one instruction, with its operands as written, reads and writes: its opcode's facts
     (``info``: flow, stack, condition...) applied to its operands.
 
-    Registers include those named inside memory operands (an address is read to find the
-    cell, whatever the instruction does with the cell) and the implicit ones. ``R0`` is never
-    written (it always reads 0). Memory is found through the operand positions: a memory
-    operand or a data label or variable at a position read or written. ``reads``, ``writes``,
-    ``implicit_reads`` and ``implicit_writes`` are those of its operand form, ``numeric`` and
-    ``moves`` its :class:`OpcodeInfo`'s, for the operands as written (``XOR r, r`` reads
-    nothing: see :attr:`OpcodeInfo.same_register`). A tool ``CALL``'s stack is the tool's (see
+    ``registers_read`` and ``registers_written`` are every register it reads and writes: the
+    implicit ones, and those named inside memory operands (an address is read to find the cell,
+    whatever the instruction does with the cell); ``R0`` is never written (it always reads 0).
+    Memory is found through the operand positions (a memory operand, or a data label or
+    variable, at a position read or written): ``writes_memory``, it writes a cell. ``reads``,
+    ``writes``, ``implicit_reads`` and ``implicit_writes`` are those of its operand form,
+    ``numeric``, ``moves`` and ``flags_written`` (it sets the flags) its :class:`OpcodeInfo`'s,
+    for the operands as written (``XOR r, r`` reads nothing: see
+    :attr:`OpcodeInfo.same_register`). A tool ``CALL``'s stack is the tool's (see
     :meth:`llassembly.analysis.cfg.ControlFlow.stack_effect`).
-
-    Attributes:
-        registers_read: Every register it reads.
-        registers_written: Every register it writes.
-        flags_written: It sets the flags.
-        writes_memory: It writes a memory cell (a memory operand, a data label or a variable).
     """
 
     info: OpcodeInfo
@@ -325,9 +321,8 @@ class Effects:
     def copies(self) -> tuple[tuple[int, int], ...]:
         """``(to, from)``, operand positions or :attr:`STACK`: each value it writes unchanged
         (:attr:`moves`, ``POP``'s off the stack, ``PUSH``'s read); any other it computed."""
-        info = self.info
-        popped = [(w, self.STACK) for w in self.writes] if info.pops and not self.moves else []
-        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if info.pushes))
+        popped = [(w, self.STACK) for w in self.writes] if self.info.pops and not self.moves else []
+        return (*self.moves, *popped, *((self.STACK, r) for r in self.reads if self.info.pushes))
 
     @property
     def changes_state(self) -> bool:

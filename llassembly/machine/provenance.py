@@ -105,9 +105,8 @@ def instrument(step: Step, ins: Instruction, ctx: Context) -> Step:
         (_place(w.place, ctx, ins), w.copies is not None, _reader(w.copies or (), ctx, ins))
         for w in move.writes
     ]
-    fx = move.fx
-    pops, pushes, flags = fx.info.pops, fx.info.pushes, bool(fx.info.condition)
-    registers, sets_flags = fx.implicit_writes, fx.flags_written
+    info, registers, sets_flags = move.fx.info, move.fx.implicit_writes, move.fx.flags_written
+    pops, pushes, flags = info.pops, info.pushes, bool(info.condition)
 
     def step_with_sources(st: MachineState, pc: int) -> int:
         shadow = st.provenance
