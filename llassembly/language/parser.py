@@ -2,11 +2,14 @@
 
 Real models wrap the code in fences, add prose and ``<think>`` text, mix case, put labels and
 instructions on one line and write data sections. This module accepts what is unambiguous and
-reports the rest with line, column and what was expected (see ``docs/language.md``). It reads
-the code lines (told from fences, prose and thinking; each read by
-:mod:`llassembly.language.scan`), then the data labels (each row bounded before it is built, so
-a short reply cannot make the parser build megabytes), then what the operands mean, once every
-label of the plan is known (:func:`_settled`).
+reports the rest with line, column and what was expected (see ``docs/language.md``). It chooses
+the code lines (told from fences, prose and thinking), splits each into labels, a mnemonic (or
+data name) and operands (:func:`scan`, :func:`read_operand`), reads the data labels (each row
+bounded before it is built, so a short reply cannot make the parser build megabytes), then what
+the operands mean, once every label of the plan is known (:func:`_settled`). Reading is linear in
+the text's length: no pattern backtracks (each repeated part can match one way only, or is
+possessive), no loop rescans what it has read, runs of characters are skipped by patterns rather
+than one character at a time, and short lines and operands are read once and shared.
 
 Example:
     >>> program = parse("```asm\\nloop: INC R1\\nCMP R1, 3\\nJL loop\\n```")
@@ -16,22 +19,28 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
+import functools
 import gc
+import itertools
 import json
+import math
 import re
-from collections.abc import Sequence, Set
-from typing import Any, cast
+from collections.abc import Mapping, Sequence, Set
+from typing import Any, Literal, NamedTuple, cast
 
 from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
-from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode
+from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, register_index
 from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
     MAX_MEMORY_CELLS,
     MAX_PLAN_PLACEHOLDERS,
     MAX_REPEAT,
     MAX_REPLY_LINES,
+    MAX_SAY_PLACEHOLDERS,
+    is_int64,
 )
 from llassembly.language.program import (
     NONE,
@@ -44,32 +53,482 @@ from llassembly.language.program import (
     Path,
     PlainAnswer,
     Program,
+    Reg,
     Template,
     UnknownInstruction,
     Value,
     row_json,
 )
-from llassembly.language.scan import (
-    DATA_SIZES,
-    EXTERN_WORDS,
-    GLOBAL_WORDS,
-    IDENT,
-    NO_VALUE_WORDS,
-    RESERVE_SIZES,
-    SECTION_SHORT,
-    SECTION_WORDS,
-    LineError,
-    Scanned,
-    line_kind,
-    operands_of,
-    read_number,
-    read_operand,
-    reserved_name,
-    scan,
-    split_operands,
-    strip_comment,
+from llassembly.language.templates import near_misses, split_template, template_of
+
+# -- operands ----------------------------------------------------------------------------------
+
+_NAME = r"[A-Za-z_.$@?][\w.$@?]*+"  # a name; possessive: it ends where it ends
+_IDENT = re.compile(_NAME)
+# A name operand may also hold inner dashes: tools named like MCP tools (``get-weather``).
+_NAME_OPERAND = re.compile(rf"{_NAME}(?:-[\w.$@?]+)*")
+# Each digit run can match one way only (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): a long
+# run of digits that turns out not to be a number must fail in linear time, not quadratic.
+_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\Z")
+
+_SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
+_SIZE_WORDS |= {"XMMWORD": 16}
+_STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
+_NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
+"""The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+
+
+class LineError(Exception):
+    """A syntax problem on one line (internal; collected into an AsmSyntaxError)."""
+
+    def __init__(self, column: int, message: str, expected: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.message = message
+        self.expected = expected
+
+
+# A quoted string from its opening quote: runs of plain characters and escape pairs, each
+# matched one way and possessively, so an unterminated string fails in linear time.
+_STRING = re.compile(r""""[^"\\]*+(?:\\.[^"\\]*+)*+"|'[^'\\]*+(?:\\.[^'\\]*+)*+'""", re.DOTALL)
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_NOT_SPACE = re.compile(r"\S")
+# An operand that is no string: a bracket (to its "]", or the end of an unclosed one) or a run of
+# characters up to a space, a comma, a quote or a "[", then the steps of a path written right
+# after it ("[...]", and ".name" after a "]": R1.items[0].id, [EBX].name). Linear: possessive.
+_TOKEN = re.compile(
+    r"""(?:\[[^\]]*+(?:\]|\Z)|[^\s,"'\[]++)(?:\[[^\]]*+(?:\]|\Z)|\.[^\s,"'\[]*+)*+"""
 )
-from llassembly.language.templates import template_operand
+
+
+def _string_end(text: str, start: int, offset: int = 0) -> int:
+    """The index after the quoted string starting at ``text[start]`` (``text`` starts at column
+    ``offset`` of its line)."""
+    closed = _STRING.match(text, start)
+    if closed is None:
+        raise LineError(offset + start + 1, "unterminated string", f"a closing {text[start]}")
+    return closed.end()
+
+
+def _read_string(text: str, start: int) -> tuple[str, int]:
+    """The quoted string starting at ``text[start]`` and the index after it: known escapes
+    (``\\n \\t \\r \\0 \\\\ \\" \\'``) become their character, other backslash pairs stay."""
+    end = _string_end(text, start)
+    body = text[start + 1 : end - 1]
+    if "\\" not in body:
+        return body, end
+    # [text, escaped character, text, ...]: one split, one lookup per escape
+    parts = _ESCAPE.split(body)
+    parts[1::2] = [_ESCAPES.get(c, "\\" + c) for c in parts[1::2]]
+    return "".join(parts), end
+
+
+def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int] | None:
+    """The 1-based columns in ``line`` of the characters at ``positions`` (indexes into the
+    value, escapes read, increasing) of the string literal whose quote is ``line[start]``, or
+    ``None`` when no literal starts there. Linear in the literal's length: a known escape is two
+    characters of source for one of value."""
+    closed = _STRING.match(line, start)
+    if closed is None:
+        return None
+    body_start = start + 1
+    shorter: list[int] = []  # value indexes of the characters written as a two-character escape
+    produced, last = 0, body_start
+    for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
+        produced += escape.start() - last
+        known = escape.group(1) in _ESCAPES
+        if known:
+            shorter.append(produced)
+        produced, last = produced + (1 if known else 2), escape.end()
+    # each character is as many columns further as there are escapes before it
+    return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
+
+
+def _operands(
+    text: str, offset: int, most: int | None = None
+) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
+    """The operands written in ``text`` (at 0-based column ``offset`` of its line) and the
+    1-based column of each; with ``most``, more data values than that are refused unread."""
+    tokens: list[tuple[str, int]] = []
+    i = 0
+    expect_operand = True
+    while found := _NOT_SPACE.search(text, i):
+        i = found.start()
+        if text[i] == ",":
+            if expect_operand:
+                raise LineError(offset + i + 1, "unexpected comma", "an operand")
+            expect_operand = True
+            i += 1
+            continue
+        start = i
+        token = _TOKEN.match(text, i)  # None only at a quote: a string
+        i = token.end() if token else _string_end(text, i, offset)
+        if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
+            # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
+            column = tokens.pop()[1]
+            tokens.append((text[column - offset : i], column))
+            continue
+        tokens.append((text[start:i], offset + start))
+        expect_operand = False
+        if most is not None and len(tokens) > most:
+            raise _too_many(offset)
+    if tokens and expect_operand:
+        raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
+    return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
+
+
+def _sized(token: str) -> bool:
+    """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
+    words = token.upper().split()
+    if not words or token.endswith("]"):
+        return False
+    return words[0] in _SIZE_WORDS and words[1:] in ([], ["PTR"])
+
+
+def read_number(token: str, column: int) -> int | float:
+    """Read a numeric literal; the language's numbers are 64-bit integers and finite floats."""
+    lowered = token.lower()
+    too_big = LineError(
+        column + 1,
+        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
+        "an integer within 64 bits or a finite float",
+    )
+    try:
+        if "x" in lowered:
+            value: int | float = int(lowered, 16)
+        elif any(c in lowered for c in ".e"):
+            value = float(token)
+        else:
+            value = int(token)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        raise too_big from None
+    if not (is_int64(value) or (isinstance(value, float) and math.isfinite(value))):
+        raise too_big
+    return value
+
+
+def read_operand(token: str, column: int) -> Operand:
+    """Turn one raw operand token into an operand (short tokens read once, then shared: an
+    operand is immutable, and its problem's column is counted from the token's)."""
+    try:
+        return (_read_short if len(token) <= 64 else _read)(token)
+    except LineError as exc:
+        raise LineError(column + exc.column, exc.message, exc.expected) from None
+
+
+def _read(token: str) -> Operand:
+    """Turn one raw operand token into an operand (columns counted from the token's start)."""
+    if token[0] in "\"'":
+        value, _ = _read_string(token, 0)
+        return Imm(value)
+    if token[0] == "[":
+        close = token.find("]")
+        if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
+            return _path(token, close + 1, _read_memory(token[: close + 1]))
+        return _read_memory(token)
+    if _sized(token.split("[", 1)[0].strip() or "-"):
+        return _read_memory(token)
+    if _NUMBER.match(token):
+        return Imm(read_number(token, 0))
+    if token.endswith("()"):
+        token = token[:-2]
+    head = _PATH_HEAD.match(token)
+    if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
+        base = _register(head.group()) or Name(head.group())
+        try:
+            return _path(token, head.end(), base)
+        except LineError:
+            if isinstance(base, Reg) or not _NAME_OPERAND.fullmatch(token):
+                raise  # a name with dots that reads as no path ("a.", "x..y") stays a name
+    if _NAME_OPERAND.fullmatch(token):
+        _no_stack_pointer(token, "a general register (R1..R100, EAX..EBP)")
+        return _register(token) or Name(token)
+    raise LineError(1, f"cannot read operand {clip(token)!r}", "a register, number, string or name")
+
+
+_read_short = functools.lru_cache(maxsize=16384)(_read)
+
+
+def _register(name: str) -> Reg | None:
+    """The register called ``name`` (any case), or ``None``."""
+    index = register_index(name)
+    return None if index is None else Reg(index, name.upper())
+
+
+def _no_stack_pointer(name: str, expected: str) -> None:
+    """Refuse the stack pointer (``ESP``): the stack is PUSH and POP's alone."""
+    if name.upper() in _STACK_POINTERS:
+        message = f"{name} (the stack pointer) is not available"
+        raise LineError(1, message, expected + "; use PUSH and POP for the stack")
+
+
+# A path's base: a name before its first "." or "[" (a leading "." is a local label's).
+_PATH_HEAD = re.compile(r"[A-Za-z_$@?][\w$@?]*(?=[.\[])")
+_STEP = re.compile(r"\.([\w$@?]+(?:-[\w$@?]+)*)|\[([^\]]*)\]")  # .name or [key]
+_PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
+
+
+def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
+    gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
+    variable."""
+    if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
+        base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
+    steps: list[Imm | Reg | Name] = []
+    i, end = start, len(token)
+    while i < end:
+        step = _STEP.match(token, i)
+        if step is None:
+            message = f"cannot read {clip(token)!r} as a path"
+            raise LineError(i + 1, message, _PATH_EXPECTED)
+        steps.append(Imm(step[1]) if step[1] else _key(step[2].strip(), token, i))
+        i = step.end()
+    return Path(base, tuple(steps), token)
+
+
+def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
+    """One ``[...]`` key of a path."""
+    if inside[:1] in ("'", '"'):
+        value, after = _read_string(inside, 0)
+        if after == len(inside):
+            return Imm(value)
+    elif _NUMBER.match(inside) and not any(c in inside.lower() for c in ".ex"):
+        return Imm(read_number(inside, column))
+    elif _IDENT.fullmatch(inside):
+        return _register(inside) or Name(inside)
+    message = f"{clip(token)}: [{clip(inside, 20)}] is no key"
+    if any(c in inside for c in "*+"):  # MASM's table[ESI*4]
+        message += f"; for a cell of a data label write [{token.split('[', 1)[0]} + {inside}]"
+    expected = (
+        "a key in brackets: a whole number ([0], [-1] for the last), a register ([ESI]), a "
+        'variable ([i]) or a quoted field name (["next-cursor"])'
+    )
+    raise LineError(column + 1, message, expected)
+
+
+_MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
+_SIGN = re.compile(r"([+-])")
+
+
+def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
+    """``x + ESI*4 - 8`` as ``(negative, text)`` terms, the first maybe without a sign, in one
+    split at the signs: linear, whatever the spaces (a pattern that searched for each term's end
+    afresh took quadratic time on ``[x      ...      y]``)."""
+    pieces = _SIGN.split(inside)
+    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
+    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        body = piece.strip()
+        if not body:  # "x + + 4", "x +"
+            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
+        terms.append((sign == "-", body))
+    return terms
+
+
+def _bad_memory(message: str) -> LineError:
+    return LineError(1, message, _MEMORY_EXPECTED)
+
+
+def _whole_number(factor: str) -> int:
+    """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
+    number = read_number(factor, 0)
+    if not isinstance(number, int):
+        raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
+    return number
+
+
+def _read_memory(token: str) -> Mem:
+    """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
+    optional size word before it (``dword``, ``QWORD PTR``)."""
+    opening = token.find("[")
+    size = _SIZE_WORDS[token[:opening].upper().split()[0]] if opening > 0 else 0
+    inside = token[opening + 1 :]
+    if not inside.endswith("]"):
+        raise LineError(1, f"unclosed memory operand {clip(token)!r}", "a closing ]")
+    inside = inside[:-1].strip()
+    if not inside:
+        raise _bad_memory("empty memory operand []")
+    label: str | None = None
+    registers: list[tuple[Reg, int]] = []
+    disp = 0
+    for negative, body in _terms(inside, token):
+        factors = [f.strip() for f in body.split("*")]
+        if len(factors) > 2 or not all(factors):
+            raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
+        numbers = [f for f in factors if _NUMBER.match(f)]
+        names = [f for f in factors if not _NUMBER.match(f)]
+        whole = [_whole_number(factor) for factor in numbers]
+        if not names:
+            disp += -math.prod(whole) if negative else math.prod(whole)
+            continue
+        if len(names) > 1:
+            raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
+        name = names[0]
+        register = _register(name)
+        scale = whole[0] if whole else 1
+        if register is None:
+            _no_stack_pointer(name, "a data label and general registers")
+            if label is not None or negative or numbers or not _IDENT.fullmatch(name):
+                message = f"{clip(token)}: a memory operand is based on one data label, added once"
+                raise _bad_memory(message)
+            label = name
+            continue
+        if negative or scale not in (1, 2, 4, 8):
+            message = f"{clip(body)!r}: a register in an address is added, times 1, 2, 4 or 8"
+            raise _bad_memory(message)
+        registers.append((register, scale))
+    if len(registers) > 2:
+        raise _bad_memory(f"{token[:40]}: at most two registers")
+    registers.sort(key=lambda pair: pair[1])  # the scaled one is the index
+    has_base = bool(registers) and (len(registers) == 2 or registers[0][1] == 1)
+    base = registers.pop(0)[0] if has_base else None
+    index_reg, scale = registers[0] if registers else (None, 1)
+    return Mem(label, base, index_reg, scale, disp, size, token)
+
+
+# -- one line ----------------------------------------------------------------------------------
+
+_DATA_SIZES = {"DB": 1, "DW": 2, "DD": 4, "DQ": 8, "DT": 10, "DS": 1, "STRING": 1, "ASCIZ": 1}
+_DATA_SIZES |= {"ASCII": 1, "EQU": 8}
+_RESERVE_SIZES = {"RESB": 1, "RESW": 2, "RESD": 4, "RESQ": 8}
+_DATA_WORDS = frozenset({*_DATA_SIZES, *_RESERVE_SIZES, "TIMES"})
+_SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
+_SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
+_GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
+_EXTERN_WORDS = frozenset({"EXTERN", ".EXTERN", "EXTRN"})
+_DIRECTIVES = _SECTION_WORDS | _SECTION_SHORT | _GLOBAL_WORDS | _EXTERN_WORDS
+
+
+_COMMENT_OR_QUOTE = re.compile(r"[;#\"']|//")
+# The head of a line in one match: its labels ("a: b:"), its first word, the space after it and
+# a second word ("name db"). Each part can match one way only, so it is linear.
+_HEAD = re.compile(rf"\s*+((?:{_NAME}[ \t]*+:\s*+)*+)(?:({_NAME})(\s*+)({_NAME})?)?")
+_LABEL = re.compile(rf"({_NAME})[ \t]*+:")
+
+
+def strip_comment(text: str) -> str:
+    """Cut a ``;``, ``#`` or ``//`` comment, ignoring those characters inside quotes."""
+    position = 0
+    while True:
+        found = _COMMENT_OR_QUOTE.search(text, position)
+        if found is None:  # the common case: nothing to cut, found in C
+            return text
+        if found.group() not in ("'", '"'):
+            return text[: found.start()]
+        closed = _STRING.match(text, found.start())
+        if closed is None:  # an unterminated string runs to the end of the line
+            return text
+        position = closed.end()
+
+
+class Scanned(NamedTuple):
+    """What one code line holds (a named tuple: one is built per line, so it must be cheap)."""
+
+    labels: tuple[tuple[str, int], ...] = ()
+    mnemonic: str = ""
+    mnemonic_col: int = 0
+    rest: str = ""
+    rest_col: int = 0
+    data_name: str = ""
+
+
+def scan(line: str) -> Scanned:
+    """Split a line into labels, a mnemonic (or data name) and the rest, without judging them;
+    a short line is scanned once (a bounded cache: choosing the code lines and reading them both
+    scan each line, and a scan depends on the line's text only)."""
+    return _scan_line(line) if len(line) > 256 else _scan_cached(line)
+
+
+def _scan_line(line: str) -> Scanned:
+    code = strip_comment(line)
+    head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
+    pos = head.end(1)
+    labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
+    word = head.group(2)
+    if word is None:
+        return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
+    rest_col = head.end(2)
+    # "name db ..." / "name: db ..." define data, "loop dd 5" too (the parser refuses its name);
+    # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
+    second = head.group(4)
+    if second is not None and second.upper() in _DATA_WORDS:
+        value_col = head.end(4)
+        value = code[value_col:]
+        if word.upper() not in MNEMONICS or (value[:1].isspace() and value.strip()[:1] not in ",;"):
+            return Scanned(labels, second, pos, value, value_col, word)
+    rest = code[rest_col:]
+    if labels and word.upper() in _DATA_WORDS:
+        name, column = labels[-1]
+        return Scanned(labels[:-1], word, column, rest, rest_col, name)
+    if rest and not head.group(3):
+        # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+        return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
+    return Scanned(labels, word, pos, rest, rest_col, "")
+
+
+_scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
+
+
+def reserved_name(name: str, kind: str, column: int) -> LineError | None:
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always
+    reads as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``,
+    ``xmm0``, the stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction
+    (a mnemonic or an alias; only a line's first word is read as one, so a code label or a
+    ``"variable"`` may have its name: see *Operands* in ``docs/language.md``); ``None`` for a
+    free name."""
+    upper = name.upper()
+    if register_index(upper) is not None or upper in _STACK_POINTERS:
+        word, why = "a register", f"{name} in an operand always reads the register"
+    elif upper in _NO_VALUE_WORDS:
+        word, why = "the value NONE", f"{name} in an operand always reads the value NONE (no value)"
+    elif upper in MNEMONICS and kind == "data label":
+        word, why = "an instruction", f"{name} at the start of a line is read as the instruction"
+    else:
+        return None
+    thing = "data" if kind == "data label" else kind
+    return LineError(
+        column,
+        f"{kind} {name!r} has the name of {word}: {why}, never this {thing}; rename the {kind} "
+        f"(e.g. {name}_{thing})",
+        f"a {kind} name that is no register,{' instruction,' * (thing == 'data')} NONE or NULL",
+    )
+
+
+_MOST_OPERANDS = max(len(info.operands) for info in OPCODE_INFO.values())
+
+
+def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt", ""]:
+    """How a line reads, for choosing the code of a reply: ``"instruction"`` (a known mnemonic
+    that reads as code), ``"mnemonic"`` (a known mnemonic in a sentence: ``Push it.``, or a
+    lower-case one with the wrong operands), ``"code"`` (a data definition, a directive or a
+    lone label), ``"misspelt"`` (an upper-case word of 2 to 7 letters with readable operands:
+    an unknown mnemonic) or ``""`` (prose)."""
+    scanned = scan(line)
+    word = scanned.mnemonic
+    if scanned.data_name and scanned.data_name.upper() in MNEMONICS:
+        # "Push string values." is a sentence; "push db 'x', 0" is data (refused by name)
+        return "mnemonic" if scanned.rest.rstrip().endswith((".", "!", "?")) else "code"
+    if scanned.data_name or word.upper() in _DIRECTIVES:
+        return "code"
+    if not word:
+        return "code" if scanned.labels and not scanned.rest else ""
+    opcode = MNEMONICS.get(word.upper())
+    if opcode is None and not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()):
+        return ""
+    if opcode is not None and word.isupper():
+        return "instruction"
+    if opcode is not None and scanned.rest.rstrip().endswith((".", "!", "?")):
+        return "mnemonic"  # "Push it." is a sentence, not code
+    try:
+        count = len(_operands(scanned.rest, scanned.rest_col)[0])
+    except LineError:
+        return "" if opcode is None else "mnemonic"
+    if opcode is None:
+        return "misspelt" if 1 <= count <= _MOST_OPERANDS else ""
+    return "instruction" if count == len(OPCODE_INFO[opcode].operands) else "mnemonic"
+
+
+# -- choosing the code lines -------------------------------------------------------------------
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -79,16 +538,11 @@ _ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x8
 _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 
 
-# -- choosing the code lines -------------------------------------------------------------------
-
-
 def _remove_thinking(text: str) -> str:
     """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
-
-    A ``<think>`` written inside a code comment (``CALL withdraw ; see <think> notes``) is part
-    of the comment, not the start of a thinking block: tags are searched for in a copy of
-    ``text`` whose code lines have their comments blanked (same length, same lines).
-    """
+    A ``<think>`` in a code comment (``CALL withdraw ; see <think> notes``) starts no thinking
+    block: tags are searched for in a copy of ``text`` whose code lines have their comments
+    blanked (same length, same lines)."""
     masked = text.split("\n") if "<" in text else []
     for i, line in enumerate(masked):
         code = strip_comment(line) if "<" in line else line
@@ -115,12 +569,9 @@ def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 
 def _is_code_block(tag: str, lines: list[str]) -> bool:
-    """Whether a fenced block holds the program.
-
-    An assembly tag is enough; an untagged block needs one line that starts with a mnemonic (so a
-    broken line is reported rather than the reply taken as prose); any other language needs a
-    line that reads as an instruction.
-    """
+    """Whether a fenced block holds the program: an assembly tag is enough; an untagged block
+    needs one line that starts with a mnemonic (so a broken line is reported rather than the
+    reply taken as prose); any other language needs a line that reads as an instruction."""
     kinds = ("instruction",) if tag else ("instruction", "mnemonic")
     return tag in _ASM_TAGS or any(line_kind(line) in kinds for line in lines)
 
@@ -188,10 +639,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
-    """The values of a data definition: literals, one JSON text, or names of other labels.
-
-    More than ``most`` values are refused before they are read.
-    """
+    """The values of a data definition: literals, one JSON text, or names of other labels;
+    more than ``most`` values are refused before they are read."""
     text = rest.strip()
     if not text:
         raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
@@ -205,10 +654,7 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
             detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
             message = f"invalid JSON in data: {detail[:80]}"
             raise LineError(start + 1, message, "valid JSON") from None
-    tokens = split_operands(rest, column, most)
-    if len(tokens) > most:
-        raise _too_many(column)
-    parts = [read_operand(tok, col) for tok, col in tokens]
+    parts = _operands(rest, column, most)[0]
     if any(not isinstance(p, Imm | Name) for p in parts):
         raise LineError(
             column + 1,
@@ -219,12 +665,10 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
 
 
 def _data_cells(parts: Sequence[Imm | Name], column: int, limit: int) -> tuple[Value, list[Value]]:
-    """The value a bare label reads and the label's cells, from literal parts.
-
-    One value is one cell. Strings with character codes after them are one string (a final
-    ``0`` ends it). Several numbers are one cell each, and the label reads as their JSON list.
-    Text longer than ``limit`` is refused before it is built.
-    """
+    """The value a bare label reads and the label's cells, from literal parts: one value is one
+    cell; strings with character codes after them are one string (a final ``0`` ends it);
+    several numbers are one cell each, and the label reads as their JSON list. Text longer than
+    ``limit`` is refused before it is built."""
     values = [p.value for p in parts if isinstance(p, Imm)]
     if len(values) == 1:
         return values[0], values
@@ -271,7 +715,7 @@ def _count(token: str, word: str, column: int) -> int:
 def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
     """``5 dd 0`` after ``times``: the count, the data word and the values."""
     words = _TIMES.match(rest)
-    if words is None or words[2].upper() not in DATA_SIZES:
+    if words is None or words[2].upper() not in _DATA_SIZES:
         raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
     if words[2].upper() == "EQU":
         raise LineError(
@@ -297,12 +741,65 @@ def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
         plain = operand.index is None and operand.disp == 0 and "." not in field
         if base is not None and plain and field.lower() not in names:
             return Path(base, (Imm(field),), operand.text)
-    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in NO_VALUE_WORDS:
+    if kind == "value" and isinstance(operand, Name) and operand.name.upper() in _NO_VALUE_WORDS:
         return Imm(NONE)  # no label is called so (see reserved_name)
     if isinstance(operand, Template):
         fills = tuple(_settled(fill, "value", names) for fill in operand.fills)
         return dataclasses.replace(operand, fills=fills)  # type: ignore[arg-type]
     return operand
+
+
+_VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
+
+
+def _as_template(
+    operand: Operand, column: int, source_line: str, data: Mapping[str, Value] | None = None
+) -> tuple[Operand, list[LineError]]:
+    """A text operand with placeholders as a :class:`Template` (the operands its placeholders
+    read, the pieces around them, their formats and columns; any other operand as it is), and
+    the problems found, at their columns in ``source_line`` (``column`` is the operand's); with
+    ``data`` it is ``SAY``'s text, which a data label may hold (``template_of``). A text with
+    more than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one past the
+    limit. Linear in the length of the text and of the line."""
+    text = template_of(operand, data or {})
+    if text is None or "{" not in text:
+        return operand, []
+    where = "the text" if data is None else "the answer text"
+    misses = list(itertools.islice(near_misses(text, where), MAX_SAY_PLACEHOLDERS))
+    pieces, found = split_template(text) if not misses else ([], [])
+    at = [i for i, _ in misses] or [i for _, _, i in found]
+    # each character's own column when the text is written on this line, else the operand's
+    written = string_columns(source_line, column - 1, at) if isinstance(operand, Imm) else None
+    columns = written if written is not None else [column] * len(at)
+    if misses:
+        return operand, [
+            LineError(c, why, _VALID_FORMS) for c, (_, why) in zip(columns, misses, strict=True)
+        ]
+    if len(found) > MAX_SAY_PLACEHOLDERS:
+        message = (
+            f"{where} holds more than the {MAX_SAY_PLACEHOLDERS} placeholders one SAY may "
+            "have (and one text)"
+        )
+        expected = "fewer placeholders: SAY once per item in a loop, or say a summary"
+        return operand, [LineError(columns[-1], message, expected)]
+    fills: list[Reg | Name | Mem | Path] = []
+    problems: list[LineError] = []
+    for (ref, spec, _), column in zip(found, columns, strict=True):
+        shown = "{" + ref + (":" + spec if spec else "") + "}"
+        try:
+            fill = read_operand(ref, column - 1)
+        except LineError as exc:
+            message = f"cannot read {clip(shown)} in {where.removesuffix(' text')}: {exc.message}"
+            problems.append(LineError(column, message, exc.expected))
+            continue
+        if not isinstance(fill, Reg | Name | Mem | Path):  # pragma: no cover - by the pattern
+            problems.append(LineError(column, f"{clip(shown)} names no value", "a register"))
+            continue
+        fills.append(fill)
+    if problems or not fills:  # no fills: {{R1}} is the text {R1}
+        return (operand if problems else Imm(pieces[0])), problems
+    specs = tuple(spec for _, spec, _ in found)
+    return Template(text, tuple(pieces), tuple(fills), specs, tuple(columns)), []
 
 
 _READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
@@ -351,8 +848,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
-        problem = reserved_name(name, "data label", scanned.mnemonic_col + 1)
-        if problem is not None:
+        if problem := reserved_name(name, "data label", scanned.mnemonic_col + 1):
             raise problem
         key = name.lower()
         if key in data:
@@ -361,10 +857,10 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         repeat = 1
         if word == "TIMES":
             repeat, word, rest, column = _repeat(rest, column)
-        if word in RESERVE_SIZES:
+        if word in _RESERVE_SIZES:
             count = _count(rest.strip() or "0", word, column)
             claim(count, column)
-            size, parts = RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+            size, parts = _RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
         else:
             # Values past the budget are refused before they are read (an equ constant is no
             # memory, but holds no more values than a row may).
@@ -372,7 +868,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             values = _data_parts(rest, column, room)
             if word != "EQU":
                 claim(len(values) * repeat, column)
-            size, parts = DATA_SIZES[word], values * repeat
+            size, parts = _DATA_SIZES[word], values * repeat
         writable = not read_only and word != "EQU"
         if any(isinstance(p, Name) for p in parts):
             data[key] = ""
@@ -390,8 +886,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     for number in (index + 1 for index in code):
         scanned = scan(visible[number - 1])
         for name, column in scanned.labels:
-            problem = reserved_name(name, "label", column + 1)
-            if problem is not None:
+            if problem := reserved_name(name, "label", column + 1):
                 error(number, problem)
                 continue
             label_lines.setdefault(name.lower(), []).append((number, column + 1))
@@ -408,17 +903,17 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                         f"cannot read {clip(scanned.rest, 60)!r}",
                         "an instruction, a label or a directive",
                     )
-            elif upper in SECTION_WORDS or upper in SECTION_SHORT:
-                section = (scanned.rest.split() or [""])[0] if upper in SECTION_WORDS else upper
+            elif upper in _SECTION_WORDS or upper in _SECTION_SHORT:
+                section = (scanned.rest.split() or [""])[0] if upper in _SECTION_WORDS else upper
                 read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
-            elif upper in GLOBAL_WORDS:
-                entry = IDENT.search(scanned.rest)
+            elif upper in _GLOBAL_WORDS:
+                entry = _IDENT.search(scanned.rest)
                 if entry and entry_name is None:
                     entry_name = entry.group()
                     entry_site = (number, scanned.rest_col + entry.start() + 1)
-            elif upper not in EXTERN_WORDS:
-                operands, columns = operands_of(scanned)
-                text = scanned.code[scanned.mnemonic_col :].strip()
+            elif upper not in _EXTERN_WORDS:
+                operands, columns = _operands(scanned.rest, scanned.rest_col)
+                text = (scanned.mnemonic + scanned.rest).strip()
                 opcode = MNEMONICS.get(upper)
                 column = scanned.mnemonic_col + 1
                 if opcode is None:
@@ -469,7 +964,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         for at, operand in enumerate(() if problems else ins.operands):
             kind = kinds[at] if at < len(kinds) else "value"
             if kind == "value":  # SAY's text may be a data label's
-                operand, wrong = template_operand(operand, columns[at], line, data if say else None)
+                operand, wrong = _as_template(operand, columns[at], line, data if say else None)
                 problems += wrong
             if isinstance(operand, Template):
                 placeholders += len(operand.fills)

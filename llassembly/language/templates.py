@@ -3,10 +3,10 @@
 A placeholder (``{R2}``, ``{best_city}``, ``{[table + ESI*4]}``, ``{R1.items[0].title}``, with an
 optional format: ``{R1:.2f}``, see :func:`render`) names what to put in the text; which braces
 are a placeholder, which are text and which are refused is *Text* in ``docs/language.md``. The
-parser reads a text operand as a :class:`~llassembly.language.program.Template`
-(:func:`template_operand`), and each placeholder of a ``SAY``'s text becomes one more operand of
-the instruction, so the verifier and the path analysis check them like any operand: a
-placeholder that names nothing is refused before the plan runs.
+parser (:mod:`llassembly.language.parser`) reads a text operand as a
+:class:`~llassembly.language.program.Template`, and each placeholder of a ``SAY``'s text becomes
+one more operand of the instruction, so the verifier and the path analysis check them like any
+operand: a placeholder that names nothing is refused before the plan runs.
 """
 
 from __future__ import annotations
@@ -16,17 +16,7 @@ from collections.abc import Iterator, Mapping
 
 from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
-from llassembly.language.program import (
-    Imm,
-    Mem,
-    Name,
-    Operand,
-    Path,
-    Reg,
-    Template,
-    Value,
-)
-from llassembly.language.scan import LineError, read_operand, string_columns
+from llassembly.language.program import Imm, Name, Operand, Value
 
 _REF = (
     r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?][\w.$@?]*)"  # [memory] or a name (R1, best, ...)
@@ -64,8 +54,8 @@ def _braces(text: str) -> Iterator[re.Match[str]]:
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it
     names, its format, its index in text)``; escaped ``{{...}}`` are folded into the pieces,
-    and braces meant as a placeholder that do not read as one (:func:`_near_miss`, which the
-    parser refuses) are kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1
+    and braces meant as a placeholder that do not read as one (:func:`near_misses`, which
+    the parser refuses) are kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1
     placeholders."""
     pieces: list[str] = []
     found: list[tuple[str, str, int]] = []
@@ -94,36 +84,41 @@ def has_placeholders(text: str) -> bool:
     return any(b["escaped"] is None for b in _braces(text))
 
 
-def _near_miss(braces: re.Match[str], where: str) -> str:
-    """Why braces meant as a placeholder (``{ R1 }``, ``{R1!r}``, ``{R1:x}``) are none, and the
-    placeholder they were probably meant to be: the text would reach a tool or the answer as
+def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
+    """Each ``{...}`` of ``text`` meant as a placeholder that does not read as one (``{ R1 }``,
+    ``{R1!r}``, ``{R1:x}``): its index, and why it is none and the placeholder it was probably
+    meant to be (``where`` is the text's name): the text would reach a tool or the answer as
     written, so the parser refuses it."""
-    inner = braces["miss"]
-    name, sep, rest = inner.strip().partition(":")
-    bang = name.find("!")
-    if bang >= 0:
-        name, sep, rest = name[:bang].strip(), "!", name[bang + 1 :]
-    name = name.strip()
-    plain = PLACEHOLDER.fullmatch(name) is not None
-    meant = "{" + (name if plain else "R1") + "}"
-    if not name:
-        why = "it names no value"
-        meant = "{R1" + (":" + rest.strip() if sep == ":" else "") + "}"
-        if PLACEHOLDER.fullmatch(meant[1:-1]) is None:
-            meant = "{R1:.2f}"
-    elif not plain:
-        why = f"{clip(name, 30)} is no register, name, memory or path"
-    elif sep == "!":
-        why = f"there are no conversions ({clip(sep + rest, 12)})"
-    elif sep:
-        why = f"{clip(rest, 12)!r} is no format; formats: {_FORMATS}"
-    else:  # spaces around a plain name (alone, it would be a placeholder)
-        why = "no spaces inside the braces"
-    return (
-        f"{clip(braces[0])} in {where} is no placeholder ({why}), so it "
-        f"would be passed on as written; write {meant} for a value, or "
-        f"{clip('{{' + inner + '}}')} for the braces as text"
-    )
+    for braces in _braces(text):
+        inner = braces["miss"]
+        if inner is None:
+            continue
+        name, sep, rest = inner.strip().partition(":")
+        bang = name.find("!")
+        if bang >= 0:
+            name, sep, rest = name[:bang].strip(), "!", name[bang + 1 :]
+        name = name.strip()
+        plain = PLACEHOLDER.fullmatch(name) is not None
+        meant = "{" + (name if plain else "R1") + "}"
+        if not name:
+            why = "it names no value"
+            meant = "{R1" + (":" + rest.strip() if sep == ":" else "") + "}"
+            if PLACEHOLDER.fullmatch(meant[1:-1]) is None:
+                meant = "{R1:.2f}"
+        elif not plain:
+            why = f"{clip(name, 30)} is no register, name, memory or path"
+        elif sep == "!":
+            why = f"there are no conversions ({clip(sep + rest, 12)})"
+        elif sep:
+            why = f"{clip(rest, 12)!r} is no format; formats: {_FORMATS}"
+        else:  # spaces around a plain name (alone, it would be a placeholder)
+            why = "no spaces inside the braces"
+        message = (
+            f"{clip(braces[0])} in {where} is no placeholder ({why}), so it "
+            f"would be passed on as written; write {meant} for a value, or "
+            f"{clip('{{' + inner + '}}')} for the braces as text"
+        )
+        yield braces.start(), message
 
 
 def render(value: Value, spec: str = "") -> str:
@@ -170,79 +165,6 @@ def _formatted(value: Value, spec: str) -> str:
 def template_of(operand: Operand, data: Mapping[str, Value]) -> str | None:
     """The text template ``SAY operand`` says: a string literal, or a data label holding a
     string; ``None`` for anything else (a register, a number: said as its value)."""
-    if isinstance(operand, Imm):
-        return operand.value if isinstance(operand.value, str) else None
-    if isinstance(operand, Name):
-        value = data.get(operand.name.lower())
-        return value if isinstance(value, str) else None
-    return None
-
-
-def template_operand(
-    operand: Operand, column: int, source_line: str, data: Mapping[str, Value] | None = None
-) -> tuple[Operand, list[LineError]]:
-    """A text operand with placeholders as a :class:`Template` (any other operand as it is),
-    and the problems found, at their columns in ``source_line`` (``column`` is the operand's);
-    with ``data`` it is ``SAY``'s text, which a data label may hold (:func:`template_of`). A
-    text with more than :data:`MAX_SAY_PLACEHOLDERS` placeholders is refused at the first one
-    past the limit. Linear in the length of the text and of the line."""
-    text = template_of(operand, data or {})
-    if text is None or "{" not in text:
-        return operand, []
-    written = source_line if isinstance(operand, Imm) else None
-    read = _read_fills(text, column, written, "the text" if data is None else "the answer text")
-    if isinstance(read, list):
-        return operand, read
-    return (read if read.fills else Imm(read.pieces[0])), []  # no fills: {{R1}} is the text {R1}
-
-
-_VALID_FORMS = "a placeholder: {R1}, {best}, {R1.items[0].title}, {R1:.2f}, {R1:,}, {R1:02}"
-
-
-def _columns(source_line: str | None, base: int, positions: list[int]) -> list[int]:
-    """The columns of characters of a text at ``positions``: each itself when the text is
-    written on this line (a string literal at ``base``), else the operand's column."""
-    columns = None if source_line is None else string_columns(source_line, base - 1, positions)
-    return columns if columns is not None else [base] * len(positions)
-
-
-def _read_fills(
-    template: str, base: int, source_line: str | None, where: str
-) -> Template | list[LineError]:
-    """The text as a :class:`Template` (the operands its placeholders read, the pieces around
-    them, their formats and columns), or the problems found (linear in the text and line)."""
-    misses = [b for b in _braces(template) if b["miss"] is not None][:MAX_SAY_PLACEHOLDERS]
-    if misses:
-        columns = _columns(source_line, base, [b.start() for b in misses])
-        return [
-            LineError(column, _near_miss(braces, where), _VALID_FORMS)
-            for braces, column in zip(misses, columns, strict=True)
-        ]
-    pieces, found = split_template(template)
-    columns = _columns(source_line, base, [at for _, _, at in found])
-    if len(found) > MAX_SAY_PLACEHOLDERS:
-        problem = LineError(
-            columns[-1],
-            f"{where} holds more than the {MAX_SAY_PLACEHOLDERS} placeholders one SAY may "
-            "have (and one text)",
-            "fewer placeholders: SAY once per item in a loop, or say a summary",
-        )
-        return [problem]
-    fills: list[Reg | Name | Mem | Path] = []
-    problems: list[LineError] = []
-    for (ref, spec, _), column in zip(found, columns, strict=True):
-        shown = "{" + ref + (":" + spec if spec else "") + "}"
-        try:
-            operand = read_operand(ref, column - 1)
-        except LineError as exc:
-            message = f"cannot read {clip(shown)} in {where.removesuffix(' text')}: {exc.message}"
-            problems.append(LineError(column, message, exc.expected))
-            continue
-        if not isinstance(operand, Reg | Name | Mem | Path):  # pragma: no cover - by the pattern
-            problems.append(LineError(column, f"{clip(shown)} names no value", "a register"))
-            continue
-        fills.append(operand)
-    if problems:
-        return problems
-    specs = tuple(spec for _, spec, _ in found)
-    return Template(template, tuple(pieces), tuple(fills), specs, tuple(columns))
+    value = data.get(operand.name.lower()) if isinstance(operand, Name) else None
+    value = operand.value if isinstance(operand, Imm) else value
+    return value if isinstance(value, str) else None

@@ -26,9 +26,8 @@ from llassembly.language.limits import (
     MAX_REPLY_LINES,
     MAX_SAY_PLACEHOLDERS,
 )
-from llassembly.language.parser import parse
+from llassembly.language.parser import parse, string_columns
 from llassembly.language.program import PlainAnswer, Program
-from llassembly.language.scan import string_columns
 from llassembly.machine.emulator import Emulator
 
 # -- linear time -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from llassembly.language.instructions import (
     register_index,
     register_name,
 )
-from llassembly.language.parser import parse
+from llassembly.language.parser import LineError, parse, read_operand
 from llassembly.language.program import (
     Imm,
     Instruction,
@@ -29,7 +29,6 @@ from llassembly.language.program import (
     Program,
     Reg,
 )
-from llassembly.language.scan import LineError, read_operand
 
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROUND_TRIP = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
