@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Final
 
 from llassembly.analysis.cfg import ControlFlow, Layout
@@ -96,9 +97,9 @@ def answer_words(shape: Shape) -> str:
 
 
 def parse_answer_shape(spec: object) -> Shape:
-    """The answer shape a plan wrote (the third argument of ``query_text``), as the shape the
-    verifier follows (a boolean is a ``bool``: a number, ``1`` or ``0``; an object is named
-    ``answer``); :func:`answer_schema` and :func:`answer_words` say it to the query model.
+    """The answer shape a plan wrote (the third argument of ``query_text``), as a value's shape
+    (a boolean is a ``bool``: a number, ``1`` or ``0``; an object is named ``answer``);
+    :func:`answer_schema` and :func:`answer_words` say it to the query model.
 
     Raises:
         ValueError: ``spec`` is no shape; the message says what is wrong and how to write one.
@@ -158,8 +159,9 @@ def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
 
 
 def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
-    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape, or why it
-    has none (the shape is not written in the plan, or is no shape).
+    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the
+    verifier follows it, or why it has none (the shape is not written in the plan, or is no
+    shape).
 
     The shape is the value the plan pushes last before the call, known when every path that
     reaches the call pushes the same text written in the plan (a literal, a data label, or a
@@ -183,10 +185,19 @@ def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
         try:
             if seen[pc] is UNKNOWN:
                 raise ValueError(_NOT_WRITTEN)
-            found[pc] = parse_answer_shape(seen[pc])
+            found[pc] = _followed(parse_answer_shape(seen[pc]))
         except ValueError as exc:
             found[pc] = f"CALL {sites[pc].name}: {exc}"
     return found
+
+
+def _followed(shape: Shape) -> Shape:
+    # A boolean answer is any number to the verifier (INT, not BOOL): one value that is an
+    # answer on some paths and a number on others stays one shape (``int``, not ``int | int``).
+    if shape == BOOL:
+        return INT
+    fields = tuple((name, _followed(part)) for name, part in shape.fields)
+    return replace(shape, fields=fields, item=_followed(shape.item) if shape.item else None)
 
 
 _NOT_WRITTEN = (

@@ -153,7 +153,7 @@ def read_answer(shape: Shape, data: Any) -> Value:
     checked = _checked(shape, data, "value")
     if shape.kind in ("object", "list"):
         return json.dumps(checked, separators=(",", ":"), ensure_ascii=False)
-    return int(checked) if shape == BOOL else checked  # type: ignore[no-any-return]
+    return int(checked) if shape == BOOL else checked
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -351,7 +351,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
         >>> emulator.run(run)  # doctest: +SKIP
     """
 
-    def answer(call: ToolCall) -> Value:
-        return drive(query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None))[0]
-
-    return answer
+    return lambda call: drive(
+        query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None)
+    )[0]
