@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from dataclasses import replace
+from typing import Any, Final
 
 from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.constants import COPIES_ONLY, UNKNOWN, Abstract, constants, join
 from llassembly.analysis.paths import paths_of
-from llassembly.analysis.shapes import INT, NUMBER, TEXT, Shape
+from llassembly.analysis.shapes import BOOL, INT, NUMBER, TEXT, Shape
+from llassembly.errors import clip
 from llassembly.language.limits import MAX_ANSWER_DEPTH, MAX_ANSWER_FIELDS, MAX_ANSWER_SHAPE_CHARS
 
 QUERY_TOOL: Final = "query_text"
@@ -28,18 +29,12 @@ QUERY_SOURCE: Final = QUERY_TOOL
 """The source that marks a value a model produced: the query's name, as a tool's result has
 the tool's (see :func:`query_sources`)."""
 
-AnswerKind = Literal["number", "integer", "text", "boolean", "object", "list"]
-_SCALARS: Final[dict[str, AnswerKind]] = {
-    "number": "number",
-    "float": "number",
-    "integer": "integer",
-    "int": "integer",
-    "text": "text",
-    "string": "text",
-    "str": "text",
-    "boolean": "boolean",
-    "bool": "boolean",
-}
+_SCALARS: Final = (  # a scalar answer: its shape, JSON schema type, words, and names to write
+    (NUMBER, "number", "number", ("number", "float")),
+    (INT, "integer", "integer", ("integer", "int")),
+    (TEXT, "string", "text", ("text", "string", "str")),
+    (BOOL, "boolean", "true or false", ("boolean", "bool")),
+)
 _HOW = (
     'write the shape as "number", "integer", "text", "boolean", an object of named fields '
     """('{"iban": "text", "amount": "number"}') or a list of one shape ('["text"]')"""
@@ -78,58 +73,39 @@ def is_query(tool: object) -> bool:
     return getattr(tool, "query", False) is True
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerShape:
-    """The shape of a query's answer (see :func:`parse_answer_shape`).
-
-    Attributes:
-        kind: ``number``, ``integer``, ``text``, ``boolean``, ``object`` or ``list``.
-        fields: An object's fields, in order.
-        item: A list's elements.
-    """
-
-    kind: AnswerKind
-    fields: tuple[tuple[str, AnswerShape], ...] = ()
-    item: AnswerShape | None = None
-
-    def shape(self) -> Shape:
-        """The shape the verifier follows (a boolean is a number, ``1`` or ``0``)."""
-        if self.kind == "object":
-            return Shape("object", "answer", tuple((n, s.shape()) for n, s in self.fields))
-        if self.kind == "list":
-            return Shape("list", item=self.item.shape() if self.item else None)
-        return {"number": NUMBER, "integer": INT, "text": TEXT, "boolean": INT}[self.kind]
-
-    def schema(self) -> dict[str, Any]:
-        """The JSON schema of a value of this shape."""
-        if self.kind == "object":
-            return {
-                "type": "object",
-                "properties": {name: shape.schema() for name, shape in self.fields},
-                "required": [name for name, _ in self.fields],
-                "additionalProperties": False,
-            }
-        if self.kind == "list":
-            return {"type": "array", "items": self.item.schema() if self.item else {}}
-        return {"type": "string" if self.kind == "text" else self.kind}
-
-    def describe(self) -> str:
-        """The shape in words: ``number``, ``{iban: text, amount: number}``, ``list of text``."""
-        if self.kind == "object":
-            return "{" + ", ".join(f"{n}: {s.describe()}" for n, s in self.fields) + "}"
-        if self.kind == "list":
-            return f"list of {self.item.describe() if self.item else 'anything'}"
-        return "true or false" if self.kind == "boolean" else self.kind
+def answer_schema(shape: Shape) -> dict[str, Any]:
+    """The JSON schema of an answer of ``shape`` (a :func:`parse_answer_shape`)."""
+    if shape.kind == "object":
+        return {
+            "type": "object",
+            "properties": {name: answer_schema(part) for name, part in shape.fields},
+            "required": [name for name, _ in shape.fields],
+            "additionalProperties": False,
+        }
+    if shape.kind == "list":
+        return {"type": "array", "items": answer_schema(shape.item) if shape.item else {}}
+    return {"type": next(kind for s, kind, _, _ in _SCALARS if s == shape)}
 
 
-def parse_answer_shape(spec: object) -> AnswerShape:
-    """The answer shape a plan wrote (the third argument of ``query_text``).
+def answer_words(shape: Shape) -> str:
+    """An answer shape in words: ``number``, ``{iban: text, amount: number}``, ``list of text``."""
+    if shape.kind == "object":
+        return "{" + ", ".join(f"{n}: {answer_words(s)}" for n, s in shape.fields) + "}"
+    if shape.kind == "list":
+        return f"list of {answer_words(shape.item) if shape.item else 'anything'}"
+    return next(words for s, _, words, _ in _SCALARS if s == shape)
+
+
+def parse_answer_shape(spec: object) -> Shape:
+    """The answer shape a plan wrote (the third argument of ``query_text``), as a value's shape
+    (a boolean is a ``bool``: a number, ``1`` or ``0``; an object is named ``answer``);
+    :func:`answer_schema` and :func:`answer_words` say it to the query model.
 
     Raises:
         ValueError: ``spec`` is no shape; the message says what is wrong and how to write one.
 
     Example:
-        >>> parse_answer_shape('{"iban": "text", "amount": "number"}').describe()
+        >>> answer_words(parse_answer_shape('{"iban": "text", "amount": "number"}'))
         '{iban: text, amount: number}'
     """
     if not isinstance(spec, str):
@@ -141,25 +117,22 @@ def parse_answer_shape(spec: object) -> AnswerShape:
         try:
             data = json.loads(stripped)
         except (ValueError, RecursionError):
-            raise ValueError(f"the answer shape {_shown(spec)} is not valid JSON; {_HOW}") from None
+            shown = json.dumps(clip(spec, 60), ensure_ascii=False)
+            raise ValueError(f"the answer shape {shown} is not valid JSON; {_HOW}") from None
     else:
         data = stripped
     return _parse(data, 0, [0])  # [fields counted]
 
 
-def _shown(spec: str) -> str:
-    return json.dumps(spec if len(spec) <= 60 else spec[:57] + "...", ensure_ascii=False)
-
-
-def _parse(data: Any, depth: int, counted: list[int]) -> AnswerShape:
+def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
     if depth > MAX_ANSWER_DEPTH:
         raise ValueError(f"the answer shape nests deeper than {MAX_ANSWER_DEPTH} levels")
     if isinstance(data, str):
-        kind = _SCALARS.get(data.strip().lower())
-        if kind is None:
-            raise ValueError(f"{json.dumps(data)} is no answer shape; {_HOW}")
-        return AnswerShape(kind)
-    if isinstance(data, dict):
+        word = data.strip().lower()
+        for shape, _, _, names in _SCALARS:
+            if word in names:
+                return shape
+    elif isinstance(data, dict):
         if not data:
             raise ValueError("an object answer shape needs at least one field")
         fields = []
@@ -170,24 +143,25 @@ def _parse(data: Any, depth: int, counted: list[int]) -> AnswerShape:
             if not name.strip():
                 raise ValueError("a field of the answer shape needs a name")
             fields.append((name, _parse(part, depth + 1, counted)))
-        return AnswerShape("object", tuple(fields))
-    if isinstance(data, list):
+        return Shape("object", "answer", tuple(fields))
+    elif isinstance(data, list):
         if len(data) != 1:
             raise ValueError(
                 "a list answer shape names the shape of its elements once: "
                 """'["text"]' or '[{"name": "text"}]'"""
             )
         counted[0] += 1
-        return AnswerShape("list", item=_parse(data[0], depth + 1, counted))
+        return Shape("list", item=_parse(data[0], depth + 1, counted))
     raise ValueError(f"{json.dumps(data)} is no answer shape; {_HOW}")
 
 
 # -- the query sites of a plan ------------------------------------------------------------------
 
 
-def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, AnswerShape | str]:
-    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape, or why it
-    has none (the shape is not written in the plan, or is no shape).
+def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
+    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the
+    verifier follows it, or why it has none (the shape is not written in the plan, or is no
+    shape).
 
     The shape is the value the plan pushes last before the call, known when every path that
     reaches the call pushes the same text written in the plan (a literal, a data label, or a
@@ -206,15 +180,24 @@ def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, AnswerShape | st
         stack = stacks(number) if stacks is not None else ()
         top = stack[-1] if len(stack) >= len(QUERY_PARAMS) else UNKNOWN
         seen[pc] = top if pc not in seen else join(seen[pc], top)
-    found: dict[int, AnswerShape | str] = {}
+    found: dict[int, Shape | str] = {}
     for pc in sorted(seen):
         try:
             if seen[pc] is UNKNOWN:
                 raise ValueError(_NOT_WRITTEN)
-            found[pc] = parse_answer_shape(seen[pc])
+            found[pc] = _followed(parse_answer_shape(seen[pc]))
         except ValueError as exc:
             found[pc] = f"CALL {sites[pc].name}: {exc}"
     return found
+
+
+def _followed(shape: Shape) -> Shape:
+    # A boolean answer is any number to the verifier (INT, not BOOL): one value that is an
+    # answer on some paths and a number on others stays one shape (``int``, not ``int | int``).
+    if shape == BOOL:
+        return INT
+    fields = tuple((name, _followed(part)) for name, part in shape.fields)
+    return replace(shape, fields=fields, item=_followed(shape.item) if shape.item else None)
 
 
 _NOT_WRITTEN = (

@@ -39,7 +39,7 @@ from llassembly.analysis.paths import (
     pushed,
     taken,
 )
-from llassembly.analysis.queries import AnswerShape, query_sites
+from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
     INT,
     NONE_SHAPE,
@@ -895,7 +895,7 @@ class _Checker:
         flow, instructions = self.flow, self.program.instructions
         paths = paths_of(flow)
         queries = query_sites(flow, self.layout)
-        answers = {pc: s.shape() for pc, s in queries.items() if isinstance(s, AnswerShape)}
+        answers = {pc: s for pc, s in queries.items() if isinstance(s, Shape)}
         walk = PathWalk(flow, self.layout, answers)
         facts, stopped = fixpoint(paths, walk.start(), walk.transfer, _Facts.merge, MAX_STEPS)
         if stopped is not None:  # the facts are not final, so no type problem is told

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,7 +19,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from llassembly import errors
-from llassembly.analysis.queries import QUERY_PARAMS, QUERY_TOOL, AnswerShape, parse_answer_shape
+from llassembly.analysis.queries import (
+    QUERY_PARAMS,
+    QUERY_TOOL,
+    answer_schema,
+    answer_words,
+    parse_answer_shape,
+)
+from llassembly.analysis.shapes import BOOL, TEXT, Shape
 from llassembly.compat import structured_model, tagged_model
 from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, failure_of
 from llassembly.integration.record import KEY, QueryDue, Refusal
@@ -81,23 +88,15 @@ class Reply:
     error: str = ""
 
 
-def settle(
-    args: Mapping[str, Any],
-    reply: Reply,
-    refused: Sequence[Refusal],
-    *,
-    line: int = 0,
-    source: str = "",
-) -> Value | list[Refusal]:
-    """What a query's ``reply`` (to the latest attempt, after the answers ``refused``) gives:
-    its value; or, when the answer cannot be used and an attempt is left, the refusals so far
-    (ask again with them, see :func:`query_request`). ``line`` and ``source`` are the
-    ``CALL``'s, for the failure.
+def settle(call: ToolCall, reply: Reply, refused: Sequence[Refusal]) -> Value | list[Refusal]:
+    """What the reply to a query ``call`` (to the latest attempt, after the answers ``refused``)
+    gives: its value; or, when the answer cannot be used and an attempt is left, the refusals
+    so far (ask again with them, see :func:`query_request`).
 
     Raises:
         QueryFailed: The model raised, or its last attempt's answer cannot be used either.
     """
-    attempts, shape = len(refused) + 1, answer_shape(args)
+    attempts, shape = len(refused) + 1, parse_answer_shape(call.args.get(QUERY_PARAMS[2]))
     if reply.error:
         reason = f"the query model raised {reply.error}"
     else:
@@ -109,13 +108,10 @@ def settle(
         now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
         if attempts < MAX_QUERY_ATTEMPTS:
             return now
-        reason = f"{attempts} answers could not be read as {shape.describe()}; the last: {problem}"
-    raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=line, source=source)
-
-
-def answer_shape(args: Mapping[str, Any]) -> AnswerShape:
-    """The answer shape of a query's arguments (the verifier has checked it)."""
-    return parse_answer_shape(args.get(QUERY_PARAMS[2]))
+        reason = (
+            f"{attempts} answers could not be read as {answer_words(shape)}; the last: {problem}"
+        )
+    raise QueryFailed(QUERY_TOOL, reason, attempts=attempts, line=call.line, source=call.source)
 
 
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -137,7 +133,7 @@ def answer_data(text: str) -> Any:
     return cleaned
 
 
-def _unwrapped(data: Any, shape: AnswerShape) -> Any:
+def _unwrapped(data: Any, shape: Shape) -> Any:
     """``{"value": X}`` is ``X``; anything else (a bare object of the fields asked for, a bare
     number) is taken as it is."""
     if not (isinstance(data, dict) and len(data) == 1 and "value" in data):
@@ -147,7 +143,7 @@ def _unwrapped(data: Any, shape: AnswerShape) -> Any:
     return data if only_value and not isinstance(inner, dict) else inner
 
 
-def read_answer(shape: AnswerShape, data: Any) -> Value:
+def read_answer(shape: Shape, data: Any) -> Value:
     """The machine value of ``data`` read as ``shape``: a number, a text, ``1``/``0`` for a
     boolean, the compact JSON text of an object or a list.
 
@@ -157,9 +153,7 @@ def read_answer(shape: AnswerShape, data: Any) -> Value:
     checked = _checked(shape, data, "value")
     if shape.kind in ("object", "list"):
         return json.dumps(checked, separators=(",", ":"), ensure_ascii=False)
-    if shape.kind == "boolean":
-        return 1 if checked else 0
-    return checked  # type: ignore[no-any-return]
+    return int(checked) if shape == BOOL else checked
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -168,21 +162,25 @@ _TRUTH = {"true": True, "yes": True, "false": False, "no": False}
 
 
 def _what(data: Any) -> str:
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return clip(json.dumps(data, ensure_ascii=False, default=str), 60)
 
 
-def _checked(shape: AnswerShape, data: Any, where: str) -> Any:
+def _checked(shape: Shape, data: Any, where: str) -> Any:
     """``data`` checked against ``shape`` (numbers written as text read as numbers, extra
     fields of an object dropped), or ``ValueError`` naming ``where``."""
     kind = shape.kind
     if data is None:
         raise ValueError(f"{where} is null; it must be {_article(shape)}")
-    if kind in ("number", "integer"):
+    if shape == BOOL:
+        truth = data if isinstance(data, bool) else _TRUTH.get(str(data).strip().lower())
+        if truth is None:
+            raise ValueError(f"{where} is {_what(data)}, not true or false")
+        return truth
+    if kind in ("number", "int"):
         number = _number(data)
-        if kind == "integer" and isinstance(number, float) and number.is_integer():
+        if kind == "int" and isinstance(number, float) and number.is_integer():
             number = int(number)
-        if number is None or (kind == "integer" and not isinstance(number, int)):
+        if number is None or (kind == "int" and not isinstance(number, int)):
             raise ValueError(f"{where} is {_what(data)}, not {_article(shape)}")
         if isinstance(number, int) and not is_int64(number):
             raise ValueError(f"{where} is {_what(data)}, outside the 64-bit integer range")
@@ -191,50 +189,38 @@ def _checked(shape: AnswerShape, data: Any, where: str) -> Any:
         if isinstance(data, bool) or not isinstance(data, str | int | float):
             raise ValueError(f"{where} is {_what(data)}, not text")
         return data if isinstance(data, str) else render(data)
-    if kind == "boolean":
-        truth = data if isinstance(data, bool) else _TRUTH.get(str(data).strip().lower())
-        if truth is None:
-            raise ValueError(f"{where} is {_what(data)}, not true or false")
-        return truth
     if kind == "list":
         if not isinstance(data, list):
             raise ValueError(f"{where} is {_what(data)}, not a list")
-        item = shape.item or AnswerShape("text")
-        return [_checked(item, part, f"{where}[{i}]") for i, part in enumerate(data)]
+        return [_checked(shape.item or TEXT, part, f"{where}[{i}]") for i, part in enumerate(data)]
     if not isinstance(data, dict):
-        raise ValueError(f"{where} is {_what(data)}, not an object with {shape.describe()}")
+        raise ValueError(f"{where} is {_what(data)}, not an object with {answer_words(shape)}")
     out = {}
     for name, part in shape.fields:
         if name not in data:
-            raise ValueError(f"{where} has no field {name!r} ({part.describe()})")
+            raise ValueError(f"{where} has no field {name!r} ({answer_words(part)})")
         out[name] = _checked(part, data[name], f"{where}.{name}")
     return out
 
 
 def _number(data: Any) -> int | float | None:
-    if isinstance(data, bool):
-        return None
-    if isinstance(data, int):
-        return data
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
     if isinstance(data, str):
         text = data.strip()
         if _THOUSANDS.fullmatch(text):  # 1,234.50; a decimal comma (12,50) is not read
             text = text.replace(",", "")
-        if _NUMBER.fullmatch(text) and len(text) <= 400:
-            value = float(text)
-            if not math.isfinite(value):
-                return None
-            return int(text) if re.fullmatch(r"[+-]?\d+", text) else value
-    return None
+        if not _NUMBER.fullmatch(text) or len(text) > 400 or not math.isfinite(float(text)):
+            return None
+        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    if isinstance(data, bool) or not isinstance(data, int | float):
+        return None
+    return data if isinstance(data, int) or math.isfinite(data) else None
 
 
-def _article(shape: AnswerShape) -> str:
-    words = shape.describe()
+def _article(shape: Shape) -> str:
+    words = answer_words(shape)
     if shape.kind == "object":
         return f"an object {words}"
-    return words if shape.kind == "boolean" else f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
+    return words if shape == BOOL else f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
 
 
 QUERY_TAG: Final = "llassembly:query"
@@ -256,31 +242,25 @@ class QueryRequest:
     source: str = ""
 
 
-def query_request(
-    args: Mapping[str, Any],
-    refused: Sequence[Refusal],
-    call_id: str,
-    line: int = 0,
-    source: str = "",
-) -> QueryRequest:
-    """The request of a query's next attempt: the question, the shape and the text (fenced),
-    then each answer refused so far with why."""
-    shape = answer_shape(args)
+def query_request(call: ToolCall, refused: Sequence[Refusal], call_id: str) -> QueryRequest:
+    """The request of a query ``call``'s next attempt: the question, the shape (the verifier
+    has checked it) and the text (fenced), then each answer refused so far with why."""
+    args, shape = call.args, parse_answer_shape(call.args.get(QUERY_PARAMS[2]))
     text, question = str(args.get("text", "")), str(args.get("question", ""))
-    described = json.dumps({"value": shape.schema()}, ensure_ascii=False)
+    schema = answer_schema(Shape("object", fields=(("value", shape),)))
+    described = json.dumps(schema["properties"], ensure_ascii=False)
     asked = (
-        f"Question: {question}\nAnswer shape: {shape.describe()}\n"
+        f"Question: {question}\nAnswer shape: {answer_words(shape)}\n"
         f"Reply as JSON of this schema: {described}\n\nThe text:\n<<<\n{text}\n>>>"
     )
     messages: list[BaseMessage] = [SystemMessage(QUERY_INSTRUCTIONS), HumanMessage(asked)]
     for refusal in refused:
         again = (
             f"That answer cannot be used: {refusal['problem']}. Reply again with JSON only, "
-            f'{{"value": ...}}, the value a {shape.describe()}.'
+            f'{{"value": ...}}, the value a {answer_words(shape)}.'
         )
         messages += [AIMessage(refusal["answer"]), HumanMessage(again)]
-    schema = {"title": "answer", **AnswerShape("object", (("value", shape),)).schema()}
-    return QueryRequest(messages, schema, call_id, line, source)
+    return QueryRequest(messages, {"title": "answer", **schema}, call_id, call.line, call.source)
 
 
 def _asking(
@@ -332,7 +312,7 @@ def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
     """A query of the turn's batch after its model's ``reply``: its value, the answers refused
     so far (to ask again), or its failure."""
     try:
-        outcome = settle(call.args, reply, due["refused"], line=call.line, source=call.source)
+        outcome = settle(call, reply, due["refused"])
     except QueryFailed as error:
         return QueryDue(call=due["call"], refused=due["refused"], failure=failure_of(error))
     if isinstance(outcome, list):  # refused: asked once more, with why
@@ -353,9 +333,9 @@ def query_steps(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any,
     """
     refused: list[Refusal] = []
     while True:
-        request = query_request(call.args, refused, call_id, call.line, call.source)
+        request = query_request(call, refused, call_id)
         reply = yield from _asking(model, request)
-        outcome = settle(call.args, reply, refused, line=call.line, source=call.source)
+        outcome = settle(call, reply, refused)
         if not isinstance(outcome, list):
             return outcome, len(refused) + 1
         refused = outcome
@@ -371,7 +351,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
         >>> emulator.run(run)  # doctest: +SKIP
     """
 
-    def answer(call: ToolCall) -> Value:
-        return drive(query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None))[0]
-
-    return answer
+    return lambda call: drive(
+        query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None)
+    )[0]

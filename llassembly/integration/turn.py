@@ -430,7 +430,7 @@ def _ask_queries(
     answers refused so far, with why); the replies come back as a :class:`Received`."""
     rec["queries"] = dues
     requests = tuple(
-        query_request(call.args, d["refused"], d["call"]["id"], call.line, call.source)
+        query_request(call, d["refused"], d["call"]["id"])
         for call, d in zip(calls, dues, strict=True)
         if not settled(d)
     )

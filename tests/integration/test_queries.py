@@ -16,7 +16,14 @@ from fakes import ScriptedChatModel
 from langchain_core.messages import AIMessage
 
 from llassembly import Emulator, check, parse
-from llassembly.analysis.queries import QUERY_SOURCE, AnswerShape, parse_answer_shape, query_sources
+from llassembly.analysis.queries import (
+    QUERY_SOURCE,
+    answer_schema,
+    answer_words,
+    parse_answer_shape,
+    query_sources,
+)
+from llassembly.analysis.shapes import BOOL
 from llassembly.errors import QueryFailed, ToolExecutionError, UsageError, WallClockExceeded
 from llassembly.integration.middleware import ToolsPlannerMiddleware
 from llassembly.integration.options import PlannerOptions
@@ -32,6 +39,7 @@ from llassembly.integration.query import (
 )
 from llassembly.machine.emulator import marked_calls
 from llassembly.machine.externs import externs_from
+from llassembly.machine.state import ToolCall
 from llassembly.machine.steps import compile_program
 
 BILL_SHAPE = '{"iban": "text", "amount": "number"}'
@@ -78,18 +86,18 @@ def test_an_answer_shape_is_a_scalar_name_or_a_list_of_one_shape(
     spec: str, described: str, schema: dict[str, Any]
 ) -> None:
     shape = parse_answer_shape(spec)
-    assert shape.describe() == described
-    assert shape.schema() == schema
+    assert answer_words(shape) == described
+    assert answer_schema(shape) == schema
 
 
 def test_an_object_shape_names_typed_fields_and_may_nest() -> None:
     shape = parse_answer_shape('{"payee": {"name": "text", "iban": "text"}, "amount": "number"}')
-    assert shape.describe() == "{payee: {name: text, iban: text}, amount: number}"
-    schema = shape.schema()
+    assert answer_words(shape) == "{payee: {name: text, iban: text}, amount: number}"
+    schema = answer_schema(shape)
     assert schema["required"] == ["payee", "amount"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["payee"]["properties"]["iban"] == {"type": "string"}
-    assert shape.shape().field("payee") is not None
+    assert shape.field("payee") is not None
 
 
 @pytest.mark.parametrize(
@@ -173,8 +181,11 @@ def test_a_query_with_too_few_arguments_is_refused_like_any_call() -> None:
 # -- a reply becomes a value ----------------------------------------------------------------------
 
 
-def args(shape: str) -> dict[str, str]:
-    return {"text": "t", "question": "q", "shape": shape}
+def args(shape: str, line: int = 0, source: str = "") -> ToolCall:
+    """A query call with the answer ``shape``."""
+    return ToolCall(
+        "query_text", {"text": "t", "question": "q", "shape": shape}, 0, line, source, 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -215,7 +226,7 @@ def test_an_unusable_answer_is_refused_once_with_why_then_the_query_fails() -> N
     ]
     assert isinstance(first, list)
     with pytest.raises(QueryFailed) as failed:
-        settle(args(BILL_SHAPE), Reply(text='{"value": null}'), first, line=7, source="CALL q")
+        settle(args(BILL_SHAPE, 7, "CALL q"), Reply(text='{"value": null}'), first)
     error = failed.value
     assert error.attempts == 2 and error.line == 7 and error.tool == "query_text"
     assert str(error) == (
@@ -256,7 +267,7 @@ def test_the_answer_is_found_in_what_models_write_around_it() -> None:
     assert answer_data('Sure! {"value": 3} Hope that helps.') == {"value": 3}
     assert answer_data("```\n[1, 2]\n```") == [1, 2]
     assert answer_data("  plain words ") == "plain words"
-    assert read_answer(AnswerShape("boolean"), "Yes") == 1
+    assert read_answer(BOOL, "Yes") == 1
 
 
 def test_a_querys_sources_are_what_it_read_and_the_mark_of_a_model() -> None:

@@ -355,7 +355,7 @@ def test_a_querys_text_answer_is_text_never_none() -> None:
 
     def call(request: Any) -> Any:
         if request.tool == "query_text":
-            return settle(request.args, answer, [])
+            return settle(request, answer, [])
         return files.delete_files(**request.args)
 
     Emulator(program(plan + "\nPOP R0"), tools).run(call)
