@@ -466,10 +466,6 @@ def _to_bool(v: Any) -> bool:
     raise ValueError("use 1 or 0")
 
 
-def _identity(v: Any) -> Any:
-    return v
-
-
 def _json_of(kind: type) -> Converter:
     """A converter for a structured parameter: the value must be JSON text of that kind."""
     what = "an object" if kind is dict else "an array"
@@ -497,7 +493,7 @@ _KINDS: dict[str, tuple[Converter, str]] = {
     "list": (_json_of(list), "JSON array"),
     "tuple": (_json_of(list), "JSON array"),
 }
-_NO_KIND: tuple[Converter, str] = (_identity, "any")  # none, any, a union: its validation alone
+_NO_KIND: tuple[Converter, str] = (lambda v: v, "any")  # none, any, a union: its validation alone
 
 
 def converter(shape: Shape) -> Converter:
@@ -578,6 +574,8 @@ def _to_value(x: Any) -> Value:
                 "64-bit integers"
             )
         return number
+    if isinstance(x, float | str):
+        return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
         return _to_value(x.content)  # a tool that builds its own message: keep the content
@@ -589,15 +587,8 @@ def _to_value(x: Any) -> Value:
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
-    if isinstance(x, float):
-        return float(x)
-    if isinstance(x, str):
-        return str.__str__(x)
-    if not isinstance(x, _CONTAINERS):
-        try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
-            plain = to_jsonable_python(x)
-        except PydanticSerializationError:
-            return _text(x)
+    if not isinstance(x, _CONTAINERS):  # a date, bytes, a UUID...: the JSON scalar pydantic
+        plain = _json_or_text(x)  # writes, held as itself (no JSON form: its text)
         return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
     # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
     # no JSON form is written as its text, and so is a key JSON cannot have.
