@@ -939,19 +939,16 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
 # --- the tools argument ---------------------------------------------------------------------------
 
 
-ToolLike: TypeAlias = "BaseTool | Callable[..., Any] | Extern"
-"""One tool as the API takes it: a LangChain tool, a typed function, or an :class:`Extern`."""
-
 # A mapping's values are ``object`` to type checkers: mypy joins a literal that mixes functions
 # and LangChain tools to ``dict[str, object]``, and the user would need a cast. They are
 # checked when read, as every item of a list is.
-ToolSpec: TypeAlias = "Iterable[ToolLike] | Mapping[str, object]"
-"""The tools argument of every public function: a list (or any iterable) of tools, or a
-mapping of tool name to tool. A key is the name a plan calls the tool by: it names a function
-(whose ``__name__`` is then not used, so a lambda or a ``functools.partial`` can be a tool); a
-LangChain tool or an extern has a name of its own, which the key must be (the agent's tool node
-calls a tool by that name too). Anything else is a :class:`~llassembly.errors.UsageTypeError`
-(a ``TypeError``) that says what to write."""
+ToolSpec: TypeAlias = "Iterable[BaseTool | Callable[..., Any] | Extern] | Mapping[str, object]"
+"""The tools argument of every public function: a list (or any iterable) of tools (LangChain
+tools, typed functions, externs), or a mapping of tool name to tool. A key is the name
+a plan calls the tool by: it names a function (whose ``__name__`` is then not used, so a lambda
+or a ``functools.partial`` can be a tool); a LangChain tool or an extern has a name of its own,
+which the key must be (the agent's tool node calls a tool by that name too). Anything else is a
+:class:`~llassembly.errors.UsageTypeError` (a ``TypeError``) that says what to write."""
 
 
 def externs_of(tools: ToolSpec, *, param: str = "tools") -> Mapping[str, Extern]:
