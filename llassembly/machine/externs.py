@@ -904,12 +904,10 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
 
 def _default_text(default: Any) -> str:
     """A parameter's default as the prompt shows it, when it is a short plain value."""
-    if default is None:
-        return "None"
-    if type(default) in (int, float, bool, str):
-        text = json.dumps(default) if type(default) is str else repr(default)
-        return text if len(text) <= 20 else ""
-    return ""
+    if default is not None and type(default) not in (int, float, bool, str):
+        return ""
+    text = json.dumps(default) if type(default) is str else repr(default)  # None: "None"
+    return text if len(text) <= 20 else ""
 
 
 def _docstring_args(doc: str | None) -> dict[str, str]:
