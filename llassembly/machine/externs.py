@@ -510,6 +510,7 @@ def converter(shape: Shape) -> Converter:
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
+_TEXT_OR_FLOAT = (float, str)
 
 
 def short_repr(value: Any, limit: int | None = None) -> str:
@@ -574,7 +575,7 @@ def _to_value(x: Any) -> Value:
                 "64-bit integers"
             )
         return number
-    if isinstance(x, float | str):
+    if isinstance(x, _TEXT_OR_FLOAT):
         return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
     if tool_message is not None and isinstance(x, tool_message):
@@ -587,8 +588,11 @@ def _to_value(x: Any) -> Value:
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
-    if not isinstance(x, _CONTAINERS):  # a date, bytes, a UUID...: the JSON scalar pydantic
-        plain = _json_or_text(x)  # writes, held as itself (no JSON form: its text)
+    if not isinstance(x, _CONTAINERS):
+        try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
+            plain = to_jsonable_python(x)
+        except PydanticSerializationError:
+            return _text(x)
         return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
     # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
     # no JSON form is written as its text, and so is a key JSON cannot have.
