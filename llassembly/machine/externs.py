@@ -699,10 +699,8 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
 
         signature = inspect.signature(item).parameters.values()
         variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-        if variadic:
-            shown = ", ".join(
-                ("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name for p in variadic
-            )
+        if variadic:  # (each as the signature writes it, without its type: *args, **kwargs)
+            shown = ", ".join(str(p.replace(annotation=p.empty)) for p in variadic)
             raise UsageError(
                 f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
                 "stack, so every argument needs a name and a type (e.g. def f(city: str)), or "
