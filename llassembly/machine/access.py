@@ -326,7 +326,7 @@ class Context:
 
 
 def show(value: Value) -> str:
-    """A value in an error message: :func:`~llassembly._values.short_repr`, 60 characters;
+    """A value in an error message: :func:`~llassembly.machine.externs.short_repr`, 60 characters;
     ``NONE`` as written."""
     return "NONE" if value is None else short_repr(value, 60)
 
