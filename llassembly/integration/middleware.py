@@ -195,7 +195,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
         def serve(asked: Asked) -> Any:
             if isinstance(asked, AskQuery):
-                return ask_all(query_model, asked.requests, None, asynchronous)
+                return ask_all(query_model, asked.requests, asynchronous)
             if isinstance(asked, RunPlan):
                 ctx = CallContext(
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
