@@ -147,13 +147,13 @@ def _json_value(value: Any) -> Any:
     return _json_value(data)
 
 
+@dataclasses.dataclass
 class Report:
     """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
 
-    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
-        self.out = out
-        self.as_json = as_json
-        self.command = command
+    out: TextIO
+    as_json: bool
+    command: str | None
 
     def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
