@@ -381,10 +381,9 @@ system prompt), the final answer call (its action), queries to the query model
 def visit(
     view: TurnView, state: Any, *, synchronous: bool
 ) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
-    """One visit of the model node, sans-IO: yields what it asks for (see :data:`Asked`),
-    takes back the model handler's response, the query replies or the :class:`PlanRan`, and
-    returns the model turn's answer with the planner's record (and the model-call counters,
-    see :func:`counter_updates`) as a state update."""
+    """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
+    (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
+    model-call counters, see :func:`counter_updates`) as a state update."""
     record = record_of(state)
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)
