@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import json
 import math
@@ -146,13 +147,13 @@ def _json_value(value: Any) -> Any:
     return _json_value(data)
 
 
+@dataclasses.dataclass
 class Report:
     """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
 
-    def __init__(self, out: TextIO, *, as_json: bool, command: str | None) -> None:
-        self.out = out
-        self.as_json = as_json
-        self.command = command
+    out: TextIO
+    as_json: bool
+    command: str | None
 
     def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
@@ -279,17 +280,9 @@ def run_command(
     if result.answer:
         # The answer last, its lines indented under the first: what a person reads first.
         report.text("answer: " + result.answer.replace("\n", "\n        "))
-    return report.json(
-        "finished",
-        EXIT_OK,
-        answer=result.answer,
-        returned=plain(result.returned),
-        calls=calls,
-        registers=plain(result.registers),
-        stack=plain(result.stack),
-        instructions_executed=result.instructions_executed,
-        tool_calls=result.tool_calls,
-    )
+    # The run's result as it is (the report makes it JSON), its calls as this command saw them.
+    finished = {field.name: getattr(result, field.name) for field in dataclasses.fields(result)}
+    return report.json("finished", EXIT_OK, **{**finished, "calls": calls})
 
 
 def prompt_command(args: argparse.Namespace, report: Report) -> int:

@@ -283,9 +283,14 @@ class QueryFailed(ToolExecutionError):
 
 
 class BudgetExceeded(ExecutionError):
-    """A run-time budget ran out. ``budget`` names it; ``limit`` and ``reached`` are the numbers."""
+    """A run-time budget ran out. ``budget`` names it (each subclass's, given as a class
+    keyword); ``limit`` and ``reached`` are the numbers."""
 
     budget: str = "budget"
+
+    def __init_subclass__(cls, budget: str = "budget", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.budget = budget
 
     def __init__(self, limit: float, reached: float, *, line: int = 0, source: str = "") -> None:
         self.limit = limit
@@ -294,28 +299,20 @@ class BudgetExceeded(ExecutionError):
         super().__init__(message, line=line, source=source)
 
 
-class InstructionBudgetExceeded(BudgetExceeded):
+class InstructionBudgetExceeded(BudgetExceeded, budget="max_instructions_to_exec"):
     """More instructions would run than ``max_instructions_to_exec`` allows."""
 
-    budget = "max_instructions_to_exec"
 
-
-class ToolCallBudgetExceeded(BudgetExceeded):
+class ToolCallBudgetExceeded(BudgetExceeded, budget="max_tool_calls"):
     """More tool calls would be made than ``max_tool_calls`` allows."""
 
-    budget = "max_tool_calls"
 
-
-class StackDepthExceeded(BudgetExceeded):
+class StackDepthExceeded(BudgetExceeded, budget="max_stack_depth"):
     """The data stack plus the return stack would grow past ``max_stack_depth``."""
 
-    budget = "max_stack_depth"
 
-
-class WallClockExceeded(BudgetExceeded):
+class WallClockExceeded(BudgetExceeded, budget="max_seconds"):
     """The plan ran longer than ``max_seconds``."""
-
-    budget = "max_seconds"
 
 
 # -- an error as plain data, and back -------------------------------------------------------------

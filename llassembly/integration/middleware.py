@@ -42,7 +42,6 @@ from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import (
     ADDED_BY_CALL,
     CallContext,
-    arun_call,
     ends_run,
     outcome_of,
     plan_call_messages,
@@ -84,7 +83,6 @@ from llassembly.integration.turn import (
 )
 from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
-from llassembly.machine.state import ToolCall
 
 PLAN_TAG = "llassembly:plan"
 """The tag (and ``metadata["llassembly"] == "plan"``) of the planner's own model calls: an app
@@ -197,7 +195,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
         def serve(asked: Asked) -> Any:
             if isinstance(asked, AskQuery):
-                return ask_all(query_model, asked.requests, None, asynchronous)
+                return ask_all(query_model, asked.requests, asynchronous)
             if isinstance(asked, RunPlan):
                 ctx = CallContext(
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
@@ -288,9 +286,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     ) -> ToolMessage | Command[Any]:
         """Run a plan's call through ``tool_middleware``, noting the tool's own return value;
         a tool's exception becomes the call's failure (an error ``ToolMessage``), so the plan's
-        ``on_tool_error`` decides what follows."""
-        found = self._plan_call(request)
-        return handler(request) if found is None else run_call(*found, request, handler)
+        ``on_tool_error`` decides what follows. Any other call goes to ``handler`` as it is."""
+        return self._tool_call(request, handler, False)  # type: ignore[no-any-return]
 
     async def awrap_tool_call(
         self,
@@ -298,22 +295,21 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
-        found = self._plan_call(request)
-        return await (handler(request) if found is None else arun_call(*found, request, handler))
+        return await self._tool_call(request, handler, True)  # type: ignore[no-any-return]
 
-    def _plan_call(self, request: ToolCallRequest) -> tuple[CallContext, ToolCall] | None:
-        """The plan call this tool request runs (and what it needs), or ``None`` for any other
-        call."""
+    def _tool_call(self, request: ToolCallRequest, handler: Any, asynchronous: bool) -> Any:
+        """:meth:`wrap_tool_call` (awaitable when ``asynchronous``)."""
         record = record_of(request.state)
         cid = request.tool_call.get("id")
         pending = next((p for p in record["pending"] if p["id"] == cid), None) if record else None
         if record is None or pending is None:
-            return None
+            return handler(request)
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
         ctx = CallContext(self.planner, externs, record["prefix"])
-        return ctx, call_of(pending, request.tool_call.get("args") or {})
+        call = call_of(pending, request.tool_call.get("args") or {})
+        return run_call(ctx, call, request, handler, asynchronous)
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -385,10 +381,9 @@ system prompt), the final answer call (its action), queries to the query model
 def visit(
     view: TurnView, state: Any, *, synchronous: bool
 ) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
-    """One visit of the model node, sans-IO: yields what it asks for (see :data:`Asked`),
-    takes back the model handler's response, the query replies or the :class:`PlanRan`, and
-    returns the model turn's answer with the planner's record (and the model-call counters,
-    see :func:`counter_updates`) as a state update."""
+    """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
+    (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
+    model-call counters, see :func:`counter_updates`) as a state update."""
     record = record_of(state)
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs)

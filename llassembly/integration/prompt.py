@@ -123,7 +123,7 @@ def build_system_prompt(
     queries = _section("queries").strip() + "\n" if any(map(is_query, by_name.values())) else ""
     blocks = "\n\n".join(describe_extern(e, names) for e in tools) or "(no tools)"
     # A template of the user's without {queries} gets them after the tools.
-    after = [types_section(tools), "" if _QUERIES in text else queries]
+    after = [types_section(tools, names), "" if _QUERIES in text else queries]
     blocks = "\n\n".join(filter(None, [blocks, *after]))
     if not context:  # drop the placeholder and the blank line after it
         text = re.sub(r"\{context\}[ \t]*\n?(?:[ \t]*\n)?", "", text)
@@ -264,10 +264,9 @@ def type_names(externs: list[Extern]) -> dict[tuple[str, int], str]:
     return names
 
 
-def types_section(externs: list[Extern]) -> str:
-    """``# Types``: every record type the tools take or return (nested ones too), with the
-    types of its fields, once: the blocks of the tools name them (``-> list[Hotel]``)."""
-    names = type_names(externs)
+def types_section(externs: list[Extern], names: Names) -> str:
+    """``# Types``: every record type the tools take or return (nested ones too), by its name
+    in ``names``, with the types of its fields, once: the tools' blocks name them (``Hotel``)."""
     found = [
         f"{names[key]} {{{', '.join(f'{f}: {type_text(s, 1, names)}' for f, s in shape.fields)}}}"
         for key, shape in _records(externs).items()

@@ -289,17 +289,12 @@ def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callab
     return lambda asked: (asked[0].ainvoke if asynchronous else asked[0].invoke)(asked[1], config)
 
 
-def ask_all(
-    model: Any,
-    requests: Sequence[QueryRequest],
-    config: RunnableConfig | None = None,
-    asynchronous: bool = False,
-) -> Any:
+def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = False) -> Any:
     """One attempt of each query of a batch (``model`` called with no tools), at once, as a
     batch of calls runs (an attempt never raises: a failure is its reply's): the list of
     their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
     ``asynchronous``)."""
-    answer = invoker(config, asynchronous)
+    answer = invoker(None, asynchronous)
     if asynchronous:
         return abatch_results(requests, lambda r: adrive(_asking(model, r), answer))  # type: ignore[arg-type]
     return batch_results(requests, lambda r: drive(_asking(model, r), answer))  # type: ignore[arg-type]
