@@ -70,7 +70,6 @@ from llassembly.language.program import (
     Reg,
     Value,
 )
-from llassembly.machine import provenance as _provenance
 from llassembly.machine.access import Context, fail, getter, parts
 from llassembly.machine.externs import Extern, ToolSpec, check_sync_tools, externs_of, program_of
 from llassembly.machine.state import (
@@ -79,6 +78,7 @@ from llassembly.machine.state import (
     MachineState,
     Pending,
     RunResult,
+    Shadow,
     ToolCall,
 )
 from llassembly.machine.state import is_value as _is_value
@@ -208,10 +208,18 @@ class Emulator:
             raise UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
             raise UsageError("the state's fault is not an error record")
-        if self.compiled.dataflow is not None:  # provenance: kept beside every value
-            _provenance.attach(st)
-        else:  # no step keeps it: what a snapshot brought would no longer fit the values
+        if self.compiled.dataflow is None:  # no step keeps it: a snapshot's would not fit
             st.provenance = None
+            return st
+        # Provenance, kept beside every value (a new shadow: no value derives from a result).
+        shadow = st.provenance = st.provenance or Shadow(stack=[NO_SOURCES] * len(st.stack))
+        if len(shadow.stack) != len(st.stack):
+            raise UsageError("the state's provenance does not fit its stack")
+        for key, index in shadow.mem:
+            if key not in st.mem or not 0 <= index < len(st.mem[key]):
+                raise UsageError(
+                    f"the state's provenance names a cell {key}[{index}] it does not have"
+                )
         return st
 
     # -- state ------------------------------------------------------------------------------

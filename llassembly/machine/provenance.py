@@ -214,20 +214,3 @@ def guards_for(
 
 def _names(tool: ToolShape) -> list[str]:
     return [str(getattr(p, "name", "")) for p in tool.params]
-
-
-def attach(st: MachineState) -> Shadow:
-    """The shadow of ``st``, made (no value derives from a result) when it has none.
-
-    Raises:
-        UsageError: Its shadow does not fit its stack or its memory (a stale snapshot).
-    """
-    shadow = st.provenance
-    if shadow is None:
-        shadow = st.provenance = Shadow(stack=[NO_SOURCES] * len(st.stack))
-    if len(shadow.stack) != len(st.stack):
-        raise UsageError("the state's provenance does not fit its stack")
-    for key, index in shadow.mem:
-        if key not in st.mem or not 0 <= index < len(st.mem[key]):
-            raise UsageError(f"the state's provenance names a cell {key}[{index}] it does not have")
-    return shadow

@@ -366,11 +366,11 @@ class MachineState:
                 regs[index] = value
             stack, pending, flags = list(data["stack"]), data["pending"], data["flags"]
             memory = {str(k): list(v) for k, v in (data.get("memory") or {}).items()}
-            outstanding = _restore_outstanding(data, regs, stack, memory)
             answer = list(data.get("answer") or ())
             if not all(type(line) is str for line in answer):
                 raise UsageError("the snapshot's answer is not a list of strings")
-            held = cls(regs=regs, stack=stack, mem=memory, outstanding=outstanding, answer=answer)
+            held = cls(regs=regs, stack=stack, mem=memory, answer=answer)
+            _restore_outstanding(data, held)
             if pending is not None:
                 held.pending = (_count(pending["index"], "pending index"), list(pending["values"]))
             held.returned = data.get("returned")
@@ -423,27 +423,20 @@ def _read(value: Any) -> Any:
     return value
 
 
-def _restore_outstanding(
-    data: Mapping[str, Any],
-    regs: list[Value],
-    stack: list[Any],
-    memory: dict[str, list[Value]],
-) -> list[tuple[int, list[Value], int]]:
-    """The outstanding calls of a snapshot; their results, in place, become :class:`Pending`.
-    (A snapshot of an earlier release holds them as ``null`` on the stack, a call's results
-    from its ``at`` position.)"""
-    outstanding = []
+def _restore_outstanding(data: Mapping[str, Any], st: MachineState) -> None:
+    """The outstanding calls of a snapshot, into ``st``; their results, in place, become
+    :class:`Pending` (an earlier release wrote them as ``null`` on the stack from ``at``)."""
+    stack: list[Any] = st.stack
     for o in data.get("outstanding") or ():
         number = _count(o["number"], "call number")
-        outstanding.append((_count(o["index"], "outstanding index"), list(o["values"]), number))
+        st.outstanding.append((_count(o["index"], "outstanding index"), list(o["values"]), number))
         if "at" in o:  # the earlier form: holes on the stack only, the first result on top
             at, n = _count(o["at"], "hole position"), _count(o["results"], "results")
             if at + n > len(stack) or not all(v is None for v in stack[at : at + n]):
                 raise UsageError("not an emulator snapshot: a hole is not where it should be")
             stack[at : at + n] = [Pending(number, k) for k in reversed(range(n))]
-    for place in (regs, stack, *memory.values()) if outstanding else ():
+    for place in st.places() if st.outstanding else ():
         place[:] = map(_read, place)
-    return outstanding
 
 
 def final_answer_of(machine: Mapping[str, Any] | None) -> str | None:
