@@ -391,7 +391,8 @@ def _read_memory(token: str) -> Mem:
 _DATA_SIZES = {"DB": 1, "DW": 2, "DD": 4, "DQ": 8, "DT": 10, "DS": 1, "STRING": 1, "ASCIZ": 1}
 _DATA_SIZES |= {"ASCII": 1, "EQU": 8}
 _RESERVE_SIZES = {"RESB": 1, "RESW": 2, "RESD": 4, "RESQ": 8}
-_DATA_WORDS = frozenset({*_DATA_SIZES, *_RESERVE_SIZES, "TIMES"})
+_SIZES = _DATA_SIZES | _RESERVE_SIZES
+_DATA_WORDS = frozenset({*_SIZES, "TIMES"})
 _SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 _SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 _GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
@@ -836,16 +837,9 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         diagnostic = Diagnostic(line, problem.column, problem.message, source_lines[line - 1])
         errors.append((diagnostic, problem.expected))
 
-    def claim(count: int, column: int) -> None:
-        """Count a row against the memory budget before building it, so a short reply cannot
-        make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
-        nonlocal cells
-        cells += count
-        if cells > MAX_MEMORY_CELLS:
-            raise _too_many(column)
-
     def define(number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
+        nonlocal cells
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
         if problem := reserved_name(name, "data label", scanned.mnemonic_col + 1):
@@ -854,21 +848,23 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         if key in data:
             message = f"data label {name!r} is defined twice"
             error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
-        repeat = 1
+        repeat, values = 1, [cast("Imm | Name", Imm(0))]
         if word == "TIMES":
             repeat, word, rest, column = _repeat(rest, column)
-        if word in _RESERVE_SIZES:
-            count = _count(rest.strip() or "0", word, column)
-            claim(count, column)
-            size, parts = _RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+        if word in _RESERVE_SIZES:  # resd N: N cells of 0
+            repeat = _count(rest.strip() or "0", word, column)
         else:
             # Values past the budget are refused before they are read (an equ constant is no
             # memory, but holds no more values than a row may).
             room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - cells) // repeat
             values = _data_parts(rest, column, room)
-            if word != "EQU":
-                claim(len(values) * repeat, column)
-            size, parts = _DATA_SIZES[word], values * repeat
+        # A row counts against the memory budget before it is built, so a short reply cannot
+        # make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``).
+        if word != "EQU":
+            cells += len(values) * repeat
+            if cells > MAX_MEMORY_CELLS:
+                raise _too_many(column)
+        size, parts = _SIZES[word], values * repeat
         writable = not read_only and word != "EQU"
         if any(isinstance(p, Name) for p in parts):
             data[key] = ""
