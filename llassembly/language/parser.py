@@ -57,6 +57,7 @@ from llassembly.language.program import (
     Template,
     UnknownInstruction,
     Value,
+    place_of,
     row_json,
 )
 from llassembly.language.templates import near_misses, split_template, template_of
@@ -307,7 +308,6 @@ def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
     raise LineError(column + 1, message, expected)
 
 
-_MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
 _SIGN = re.compile(r"([+-])")
 
 
@@ -326,7 +326,7 @@ def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
 
 
 def _bad_memory(message: str) -> LineError:
-    return LineError(1, message, _MEMORY_EXPECTED)
+    return LineError(1, message, "a memory operand like [name], [name + 8] or [name + ESI*4]")
 
 
 def _whole_number(factor: str) -> int:
@@ -445,10 +445,7 @@ def _scan_line(line: str) -> Scanned:
     head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
     pos = head.end(1)
     labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
-    word = head.group(2)
-    if word is None:
-        return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
-    rest_col = head.end(2)
+    word, rest_col = head.group(2) or "", head.end(2)
     # "name db ..." / "name: db ..." define data, "loop dd 5" too (the parser refuses its name);
     # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
@@ -461,8 +458,8 @@ def _scan_line(line: str) -> Scanned:
     if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
         return Scanned(labels[:-1], word, column, rest, rest_col, name)
-    if rest and not head.group(3):
-        # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+    # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+    if not word or (rest and not head.group(3)):
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
     return Scanned(labels, word, pos, rest, rest_col, "")
 
@@ -964,7 +961,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 problems += wrong
             if isinstance(operand, Template):
                 placeholders += len(operand.fills)
-            written = operand.base if isinstance(operand, Path) else operand
+            written = place_of(operand)
             if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
                 problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
             settled.append(_settled(operand, kind, names))
