@@ -311,20 +311,6 @@ def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
 _SIGN = re.compile(r"([+-])")
 
 
-def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
-    """``x + ESI*4 - 8`` as ``(negative, text)`` terms, the first maybe without a sign, in one
-    split at the signs: linear, whatever the spaces (a pattern that searched for each term's end
-    afresh took quadratic time on ``[x      ...      y]``)."""
-    pieces = _SIGN.split(inside)
-    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
-    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
-        body = piece.strip()
-        if not body:  # "x + + 4", "x +"
-            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
-        terms.append((sign == "-", body))
-    return terms
-
-
 def _bad_memory(message: str) -> LineError:
     return LineError(1, message, "a memory operand like [name], [name + 8] or [name + ESI*4]")
 
@@ -348,10 +334,19 @@ def _read_memory(token: str) -> Mem:
     inside = inside[:-1].strip()
     if not inside:
         raise _bad_memory("empty memory operand []")
+    # x + ESI*4 - 8 as (negative, text) terms, the first maybe without a sign, in one split at
+    # the signs: linear, whatever the spaces (a pattern that searched for each term's end afresh
+    # took quadratic time on [x      ...      y]).
+    pieces = _SIGN.split(inside)
+    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
+    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        if not piece.strip():  # "x + + 4", "x +"
+            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
+        terms.append((sign == "-", piece.strip()))
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
-    for negative, body in _terms(inside, token):
+    for negative, body in terms:
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
             raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
@@ -566,14 +561,6 @@ def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
     return "".join([*out, text[last:]])
 
 
-def _is_code_block(tag: str, lines: list[str]) -> bool:
-    """Whether a fenced block holds the program: an assembly tag is enough; an untagged block
-    needs one line that starts with a mnemonic (so a broken line is reported rather than the
-    reply taken as prose); any other language needs a line that reads as an instruction."""
-    kinds = ("instruction",) if tag else ("instruction", "mnemonic")
-    return tag in _ASM_TAGS or any(line_kind(line) in kinds for line in lines)
-
-
 def _code_line_numbers(lines: list[str]) -> list[int]:
     """Return the 0-based indexes of the lines that hold the program."""
     blocks: list[tuple[str, list[int]]] = []  # each fenced block: its tag and its lines
@@ -588,9 +575,14 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
             inside = None
         else:
             (outside if inside is None else inside).append(index)
-    chosen = [
-        i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
-    ]
+    # A fenced block holds the program when its tag is an assembly one; an untagged block needs
+    # one line that starts with a mnemonic (so a broken line is reported rather than the reply
+    # taken as prose); any other language needs a line that reads as an instruction.
+    chosen: list[int] = []
+    for tag, block in blocks:
+        kinds = ("instruction",) if tag else ("instruction", "mnemonic")
+        if tag in _ASM_TAGS or any(line_kind(lines[j]) in kinds for j in block):
+            chosen += block
     if chosen:
         return chosen
     outside_set = set(outside)
