@@ -792,9 +792,6 @@ def _as_template(
     return Template(text, tuple(pieces), tuple(fills), specs, tuple(columns)), []
 
 
-_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
-
-
 def _parse(normalised: str) -> Program | PlainAnswer:
     """:func:`parse` of a reply whose line breaks are ``\\n`` (its stages: see the module doc)."""
     source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
@@ -890,7 +887,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                     )
             elif upper in _SECTION_WORDS or upper in _SECTION_SHORT:
                 section = (scanned.rest.split() or [""])[0] if upper in _SECTION_WORDS else upper
-                read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+                read_only = section.lower().lstrip(".") in ("rodata", "rdata", "const")
             elif upper in _GLOBAL_WORDS:
                 entry = _IDENT.search(scanned.rest)
                 if entry and entry_name is None:
@@ -1029,7 +1026,7 @@ def parse(text: str) -> Program | PlainAnswer:
     # A large reply builds tens of thousands of small objects that hold no reference cycles;
     # the cyclic collector, walking them again and again as they pile up, made parsing grow
     # faster than the reply (22x the time for 10x the text). Reference counting frees them.
-    collecting = gc.isenabled() and len(normalised) >= _LARGE_REPLY
+    collecting = gc.isenabled() and len(normalised) >= 64 * 1024
     if collecting:
         gc.disable()
     try:
@@ -1122,6 +1119,3 @@ def not_words(text: str) -> None:
             "words"
         )
         raise NotWords((Diagnostic(1, 1, problem),))
-
-
-_LARGE_REPLY = 64 * 1024
