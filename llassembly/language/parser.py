@@ -315,14 +315,6 @@ def _bad_memory(message: str) -> LineError:
     return LineError(1, message, "a memory operand like [name], [name + 8] or [name + ESI*4]")
 
 
-def _whole_number(factor: str) -> int:
-    """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
-    number = read_number(factor, 0)
-    if not isinstance(number, int):
-        raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
-    return number
-
-
 def _read_memory(token: str) -> Mem:
     """Read ``[label + base + index*scale + disp]`` (any part may be missing), with an
     optional size word before it (``dword``, ``QWORD PTR``)."""
@@ -352,15 +344,19 @@ def _read_memory(token: str) -> Mem:
             raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
-        whole = [_whole_number(factor) for factor in numbers]
+        scale = 1
+        for factor in numbers:  # an offset or a scale: a whole number (ESI*1.5 is no address)
+            number = read_number(factor, 0)
+            if not isinstance(number, int):
+                raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
+            scale *= number
         if not names:
-            disp += -math.prod(whole) if negative else math.prod(whole)
+            disp += -scale if negative else scale
             continue
         if len(names) > 1:
             raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
         register = _register(name)
-        scale = whole[0] if whole else 1
         if register is None:
             _no_stack_pointer(name, "a data label and general registers")
             if label is not None or negative or numbers or not _IDENT.fullmatch(name):
