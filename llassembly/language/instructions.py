@@ -83,7 +83,6 @@ Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
 _KINDS: frozenset[str] = frozenset(get_args(OperandKind))
-_ORDERED_CONDITIONS = frozenset({"l", "le", "g", "ge"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +173,7 @@ class OpcodeInfo:
     def ordered(self) -> bool:
         """Its condition asks for an order (less, greater): two numbers or two texts have one,
         a number and a text have none."""
-        return self.condition in _ORDERED_CONDITIONS
+        return self.condition in ("l", "le", "g", "ge")
 
     def shape(self, count: int) -> Form | None:
         """The form with ``count`` operands, or ``None`` when none has that many."""

@@ -57,6 +57,7 @@ from llassembly.language.program import (
     Template,
     UnknownInstruction,
     Value,
+    place_of,
     row_json,
 )
 from llassembly.language.templates import near_misses, split_template, template_of
@@ -307,34 +308,11 @@ def _key(inside: str, token: str, column: int) -> Imm | Reg | Name:
     raise LineError(column + 1, message, expected)
 
 
-_MEMORY_EXPECTED = "a memory operand like [name], [name + 8] or [name + ESI*4]"
 _SIGN = re.compile(r"([+-])")
 
 
-def _terms(inside: str, token: str) -> list[tuple[bool, str]]:
-    """``x + ESI*4 - 8`` as ``(negative, text)`` terms, the first maybe without a sign, in one
-    split at the signs: linear, whatever the spaces (a pattern that searched for each term's end
-    afresh took quadratic time on ``[x      ...      y]``)."""
-    pieces = _SIGN.split(inside)
-    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
-    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
-        body = piece.strip()
-        if not body:  # "x + + 4", "x +"
-            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
-        terms.append((sign == "-", body))
-    return terms
-
-
 def _bad_memory(message: str) -> LineError:
-    return LineError(1, message, _MEMORY_EXPECTED)
-
-
-def _whole_number(factor: str) -> int:
-    """An offset or a scale in an address: a whole number (``ESI*1.5`` is no address)."""
-    number = read_number(factor, 0)
-    if not isinstance(number, int):
-        raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
-    return number
+    return LineError(1, message, "a memory operand like [name], [name + 8] or [name + ESI*4]")
 
 
 def _read_memory(token: str) -> Mem:
@@ -348,24 +326,37 @@ def _read_memory(token: str) -> Mem:
     inside = inside[:-1].strip()
     if not inside:
         raise _bad_memory("empty memory operand []")
+    # x + ESI*4 - 8 as (negative, text) terms, the first maybe without a sign, in one split at
+    # the signs: linear, whatever the spaces (a pattern that searched for each term's end afresh
+    # took quadratic time on [x      ...      y]).
+    pieces = _SIGN.split(inside)
+    terms = [(False, pieces[0].rstrip())] if pieces[0] else []
+    for sign, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        if not piece.strip():  # "x + + 4", "x +"
+            raise _bad_memory(f"cannot read memory operand {clip(token)!r}")
+        terms.append((sign == "-", piece.strip()))
     label: str | None = None
     registers: list[tuple[Reg, int]] = []
     disp = 0
-    for negative, body in _terms(inside, token):
+    for negative, body in terms:
         factors = [f.strip() for f in body.split("*")]
         if len(factors) > 2 or not all(factors):
             raise _bad_memory(f"cannot read {clip(body)!r} in {clip(token)}")
         numbers = [f for f in factors if _NUMBER.match(f)]
         names = [f for f in factors if not _NUMBER.match(f)]
-        whole = [_whole_number(factor) for factor in numbers]
+        scale = 1
+        for factor in numbers:  # an offset or a scale: a whole number (ESI*1.5 is no address)
+            number = read_number(factor, 0)
+            if not isinstance(number, int):
+                raise LineError(1, f"{clip(factor)} is not a whole number", "a byte offset")
+            scale *= number
         if not names:
-            disp += -math.prod(whole) if negative else math.prod(whole)
+            disp += -scale if negative else scale
             continue
         if len(names) > 1:
             raise _bad_memory(f"{clip(body)!r}: only a register may be scaled")
         name = names[0]
         register = _register(name)
-        scale = whole[0] if whole else 1
         if register is None:
             _no_stack_pointer(name, "a data label and general registers")
             if label is not None or negative or numbers or not _IDENT.fullmatch(name):
@@ -391,7 +382,8 @@ def _read_memory(token: str) -> Mem:
 _DATA_SIZES = {"DB": 1, "DW": 2, "DD": 4, "DQ": 8, "DT": 10, "DS": 1, "STRING": 1, "ASCIZ": 1}
 _DATA_SIZES |= {"ASCII": 1, "EQU": 8}
 _RESERVE_SIZES = {"RESB": 1, "RESW": 2, "RESD": 4, "RESQ": 8}
-_DATA_WORDS = frozenset({*_DATA_SIZES, *_RESERVE_SIZES, "TIMES"})
+_SIZES = _DATA_SIZES | _RESERVE_SIZES
+_DATA_WORDS = frozenset({*_SIZES, "TIMES"})
 _SECTION_WORDS = frozenset({"SECTION", "SEGMENT", ".SECTION"})
 _SECTION_SHORT = frozenset({".DATA", ".TEXT", ".RODATA", ".BSS", ".CODE"})
 _GLOBAL_WORDS = frozenset({"GLOBAL", ".GLOBAL", ".GLOBL", "GLOBL"})
@@ -444,10 +436,7 @@ def _scan_line(line: str) -> Scanned:
     head = cast("re.Match[str]", _HEAD.match(code))  # every part of the pattern is optional
     pos = head.end(1)
     labels = tuple((m.group(1), m.start()) for m in _LABEL.finditer(code, head.start(1), pos))
-    word = head.group(2)
-    if word is None:
-        return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
-    rest_col = head.end(2)
+    word, rest_col = head.group(2) or "", head.end(2)
     # "name db ..." / "name: db ..." define data, "loop dd 5" too (the parser refuses its name);
     # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
@@ -460,8 +449,8 @@ def _scan_line(line: str) -> Scanned:
     if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
         return Scanned(labels[:-1], word, column, rest, rest_col, name)
-    if rest and not head.group(3):
-        # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+    # "MOV-1", "CALL-center": a mnemonic is a whole word, so this is not an instruction.
+    if not word or (rest and not head.group(3)):
         return Scanned(labels, "", 0, code[pos:].strip(), pos, "")
     return Scanned(labels, word, pos, rest, rest_col, "")
 
@@ -568,14 +557,6 @@ def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
     return "".join([*out, text[last:]])
 
 
-def _is_code_block(tag: str, lines: list[str]) -> bool:
-    """Whether a fenced block holds the program: an assembly tag is enough; an untagged block
-    needs one line that starts with a mnemonic (so a broken line is reported rather than the
-    reply taken as prose); any other language needs a line that reads as an instruction."""
-    kinds = ("instruction",) if tag else ("instruction", "mnemonic")
-    return tag in _ASM_TAGS or any(line_kind(line) in kinds for line in lines)
-
-
 def _code_line_numbers(lines: list[str]) -> list[int]:
     """Return the 0-based indexes of the lines that hold the program."""
     blocks: list[tuple[str, list[int]]] = []  # each fenced block: its tag and its lines
@@ -590,9 +571,14 @@ def _code_line_numbers(lines: list[str]) -> list[int]:
             inside = None
         else:
             (outside if inside is None else inside).append(index)
-    chosen = [
-        i for tag, block in blocks if _is_code_block(tag, [lines[j] for j in block]) for i in block
-    ]
+    # A fenced block holds the program when its tag is an assembly one; an untagged block needs
+    # one line that starts with a mnemonic (so a broken line is reported rather than the reply
+    # taken as prose); any other language needs a line that reads as an instruction.
+    chosen: list[int] = []
+    for tag, block in blocks:
+        kinds = ("instruction",) if tag else ("instruction", "mnemonic")
+        if tag in _ASM_TAGS or any(line_kind(lines[j]) in kinds for j in block):
+            chosen += block
     if chosen:
         return chosen
     outside_set = set(outside)
@@ -802,9 +788,6 @@ def _as_template(
     return Template(text, tuple(pieces), tuple(fills), specs, tuple(columns)), []
 
 
-_READ_ONLY_SECTIONS = frozenset({"rodata", "rdata", "const"})
-
-
 def _parse(normalised: str) -> Program | PlainAnswer:
     """:func:`parse` of a reply whose line breaks are ``\\n`` (its stages: see the module doc)."""
     source_lines = tuple(normalised.split("\n", MAX_REPLY_LINES))
@@ -836,16 +819,9 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         diagnostic = Diagnostic(line, problem.column, problem.message, source_lines[line - 1])
         errors.append((diagnostic, problem.expected))
 
-    def claim(count: int, column: int) -> None:
-        """Count a row against the memory budget before building it, so a short reply cannot
-        make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``)."""
-        nonlocal cells
-        cells += count
-        if cells > MAX_MEMORY_CELLS:
-            raise _too_many(column)
-
     def define(number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
+        nonlocal cells
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
         if problem := reserved_name(name, "data label", scanned.mnemonic_col + 1):
@@ -854,21 +830,23 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         if key in data:
             message = f"data label {name!r} is defined twice"
             error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
-        repeat = 1
+        repeat, values = 1, [cast("Imm | Name", Imm(0))]
         if word == "TIMES":
             repeat, word, rest, column = _repeat(rest, column)
-        if word in _RESERVE_SIZES:
-            count = _count(rest.strip() or "0", word, column)
-            claim(count, column)
-            size, parts = _RESERVE_SIZES[word], [cast("Imm | Name", Imm(0))] * count
+        if word in _RESERVE_SIZES:  # resd N: N cells of 0
+            repeat = _count(rest.strip() or "0", word, column)
         else:
             # Values past the budget are refused before they are read (an equ constant is no
             # memory, but holds no more values than a row may).
             room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - cells) // repeat
             values = _data_parts(rest, column, room)
-            if word != "EQU":
-                claim(len(values) * repeat, column)
-            size, parts = _DATA_SIZES[word], values * repeat
+        # A row counts against the memory budget before it is built, so a short reply cannot
+        # make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``).
+        if word != "EQU":
+            cells += len(values) * repeat
+            if cells > MAX_MEMORY_CELLS:
+                raise _too_many(column)
+        size, parts = _SIZES[word], values * repeat
         writable = not read_only and word != "EQU"
         if any(isinstance(p, Name) for p in parts):
             data[key] = ""
@@ -905,7 +883,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                     )
             elif upper in _SECTION_WORDS or upper in _SECTION_SHORT:
                 section = (scanned.rest.split() or [""])[0] if upper in _SECTION_WORDS else upper
-                read_only = section.lower().lstrip(".") in _READ_ONLY_SECTIONS
+                read_only = section.lower().lstrip(".") in ("rodata", "rdata", "const")
             elif upper in _GLOBAL_WORDS:
                 entry = _IDENT.search(scanned.rest)
                 if entry and entry_name is None:
@@ -968,7 +946,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 problems += wrong
             if isinstance(operand, Template):
                 placeholders += len(operand.fills)
-            written = operand.base if isinstance(operand, Path) else operand
+            written = place_of(operand)
             if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
                 problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
             settled.append(_settled(operand, kind, names))
@@ -1044,7 +1022,7 @@ def parse(text: str) -> Program | PlainAnswer:
     # A large reply builds tens of thousands of small objects that hold no reference cycles;
     # the cyclic collector, walking them again and again as they pile up, made parsing grow
     # faster than the reply (22x the time for 10x the text). Reference counting frees them.
-    collecting = gc.isenabled() and len(normalised) >= _LARGE_REPLY
+    collecting = gc.isenabled() and len(normalised) >= 64 * 1024
     if collecting:
         gc.disable()
     try:
@@ -1137,6 +1115,3 @@ def not_words(text: str) -> None:
             "words"
         )
         raise NotWords((Diagnostic(1, 1, problem),))
-
-
-_LARGE_REPLY = 64 * 1024
