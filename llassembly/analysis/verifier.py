@@ -527,9 +527,8 @@ def _did_you_mean(word: str) -> str:
     return f"did you mean {close[0]}? " if close else ""
 
 
-def _names(names: list[str], none: str) -> str:
-    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-    return shown or none
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") or "none"
 
 
 def _column(ins: Instruction, position: int) -> int:
@@ -673,15 +672,25 @@ class _Checker:
                 ),
             }[named]
             self.report(line, column, message)
-        elif kind == "label":
+        elif kind in ("label", "target"):  # a name: of a label, or (CALL) of a tool or a label
             if not isinstance(operand, Name):
-                self.report(line, column, f"{op} needs a label, not {operand}", structural=True)
-            elif key not in self.program.labels:
-                labels = _names(list(self.program.label_names.values()), "none")
+                message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
+            elif kind == "label":
+                if key in self.program.labels:
+                    return
+                labels = _names(list(self.program.label_names.values()))
                 message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-                self.report(line, column, message, structural=True)
-        elif kind == "target":
-            self.check_call(index, ins, operand, column)
+            elif index in self.flow.ambiguous:
+                message = (
+                    f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
+                    "code label; rename the label"
+                )
+            elif index not in self.flow.tools and index not in self.flow.targets:
+                tools = _names(sorted(self.tools))
+                message = f"unknown tool {operand.name!r}; available tools: {tools}"
+            else:
+                return
+            self.report(line, column, message, structural=True)
         elif kind == "count":
             self.check_count(index, ins, operand, column)
 
@@ -794,9 +803,7 @@ class _Checker:
                     "brackets"
                 )
             else:
-                known = _names(
-                    [k for k in self.layout.labels if k not in self.layout.variables], "none"
-                )
+                known = _names([k for k in self.layout.labels if k not in self.layout.variables])
                 message = f"{mem} names no data label {mem.label!r}; data labels: {known}"
             self.report(ins.line, column, message)
             return
@@ -815,13 +822,14 @@ class _Checker:
                 f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
                 f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
             )
-            self.report(ins.line, column, message)
         elif not mem.registers and not 0 <= mem.disp // size < cells:
             message = (
                 f"{mem} reads cell {mem.disp // size} of {mem.label}, which has {cells} "
                 f"(cells 0..{cells - 1}, at bytes 0..{(cells - 1) * size})"
             )
-            self.report(ins.line, column, message)
+        else:
+            return
+        self.report(ins.line, column, message)
 
     def check_memory_size(self) -> None:
         cells = self.layout.cells
@@ -832,22 +840,6 @@ class _Checker:
                 "have; keep large data in tools and fetch what the plan needs"
             )
             self.report(line, 1, message)
-
-    def check_call(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
-        if not isinstance(operand, Name):
-            message = f"CALL needs a tool name or a label, not {operand}"
-            self.report(ins.line, column, message, structural=True)
-            return
-        if index in self.flow.ambiguous:
-            message = (
-                f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a code "
-                "label; rename the label"
-            )
-            self.report(ins.line, column, message, structural=True)
-        elif index not in self.flow.tools and index not in self.flow.targets:
-            tools = _names(sorted(self.tools), "none")
-            message = f"unknown tool {operand.name!r}; available tools: {tools}"
-            self.report(ins.line, column, message, structural=True)
 
     def check_count(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
         """``CALL tool, N``: ``N`` arguments pushed, the tool's required ones at least."""
@@ -879,7 +871,7 @@ class _Checker:
         if name is None or name.lower() in program.labels:
             return
         what = "a data label, not a code label" if name.lower() in program.data else "no code label"
-        labels = _names(list(program.label_names.values()), "none")
+        labels = _names(list(program.label_names.values()))
         message = (
             f"global {name} names {what}, so the plan has no entry point; put the label "
             f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
