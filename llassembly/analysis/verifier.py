@@ -172,7 +172,6 @@ class PathWalk:
         self.flow = flow
         self.layout = layout
         self.program = flow.program
-        self.slot = flow.tracked
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
@@ -196,13 +195,13 @@ class PathWalk:
             for offset, cell in enumerate(self.layout.labels[key].cells)
             if isinstance(cell, str)
         )
-        regs, variables = ((INT, False),) * len(self.slot), (INT,) * len(self.var)
+        regs, variables = ((INT, False),) * len(self.flow.tracked), (INT,) * len(self.var)
         return _Facts(regs, variables, (), text_cells, 0, True, (1 << len(self.var)) - 1)
 
     # -- what an operand holds ----------------------------------------------------------------
 
     def register(self, facts: _Facts, index: int) -> _Place:
-        slot = self.slot.get(index)  # the others hold 0
+        slot = self.flow.tracked.get(index)  # the others hold 0
         return (INT, False) if slot is None else facts.regs[slot]
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
@@ -310,8 +309,7 @@ class PathWalk:
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
-        flow = self.flow
-        ins = self.program.instructions[pc]
+        flow, ins = self.flow, self.program.instructions[pc]
         fx = flow.effects[pc]
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
@@ -362,7 +360,7 @@ class PathWalk:
             kept = before if before is not None and before.kind in ("object", "list") else None
             return self.put(facts, base, (kept, True))
         if isinstance(operand, Reg):
-            slot = self.slot.get(operand.index)  # none for R0, which stays 0
+            slot = self.flow.tracked.get(operand.index)  # none for R0, which stays 0
             if slot is None:
                 return facts
             return facts._replace(regs=(*facts.regs[:slot], place, *facts.regs[slot + 1 :]))
@@ -605,8 +603,7 @@ class _Checker:
                     "(" + (" and ".join(_KIND_WORDS[k] for k in form.kinds) or "nothing") + ")"
                     for form in info.shapes
                 )
-                count = len(info.operands)
-                column = _column(ins, count) if len(given) > count else ins.column
+                column = _column(ins, len(info.operands))  # the first operand too many
                 numbers = sorted({len(form.kinds) for form in info.shapes})
                 takes = " or ".join(str(n) for n in numbers)
                 message = (
