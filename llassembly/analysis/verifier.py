@@ -644,12 +644,30 @@ class _Checker:
                 f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
             )
             self.report(line, column, message)
-        elif kind in ("label", "target") and isinstance(operand, Mem):
-            where = "a label of the plan" if kind == "label" else "a tool name or a label"
-            message = (
-                f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump or "
-                "CALL through an address; compare the value and jump to labels instead"
-            )
+        elif kind in ("label", "target"):  # a label, or (CALL) a tool or a label
+            if isinstance(operand, Mem):
+                where = "a label of the plan" if kind == "label" else _KIND_WORDS[kind]
+                message = (
+                    f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump "
+                    "or CALL through an address; compare the value and jump to labels instead"
+                )
+            elif not isinstance(operand, Name):
+                message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
+            elif kind == "label":
+                if key in self.program.labels:
+                    return
+                labels = _names(list(self.program.label_names.values()))
+                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
+            elif index in self.flow.ambiguous:
+                message = (
+                    f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
+                    "code label; rename the label"
+                )
+            elif index not in self.flow.tools and index not in self.flow.targets:
+                tools = _names(sorted(self.tools))
+                message = f"unknown tool {operand.name!r}; available tools: {tools}"
+            else:
+                return
             self.report(line, column, message, structural=True)
         elif isinstance(operand, Mem):
             self.check_memory(ins, kind, operand, column)
@@ -669,25 +687,6 @@ class _Checker:
                 ),
             }[named]
             self.report(line, column, message)
-        elif kind in ("label", "target"):  # a name: of a label, or (CALL) of a tool or a label
-            if not isinstance(operand, Name):
-                message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
-            elif kind == "label":
-                if key in self.program.labels:
-                    return
-                labels = _names(list(self.program.label_names.values()))
-                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-            elif index in self.flow.ambiguous:
-                message = (
-                    f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
-                    "code label; rename the label"
-                )
-            elif index not in self.flow.tools and index not in self.flow.targets:
-                tools = _names(sorted(self.tools))
-                message = f"unknown tool {operand.name!r}; available tools: {tools}"
-            else:
-                return
-            self.report(line, column, message, structural=True)
         elif kind == "count":
             self.check_count(index, ins, operand, column)
 
