@@ -323,10 +323,8 @@ class PathWalk:
                 results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
                 error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
                 facts = self.put(facts, eax, (error, True))
-            elif pc in flow.eax:
-                facts = self.put(facts, eax, results[0])
             if pc in flow.eax:
-                return facts
+                return facts if pc in flow.tested else self.put(facts, eax, results[0])
             return facts._replace(stack=pushed(stack, reversed(results)))
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
