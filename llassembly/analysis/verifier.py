@@ -256,13 +256,8 @@ class PathWalk:
             key: str | int | float | None = step.value if isinstance(step, Imm) else None
             if isinstance(key, float):
                 key = int(key) if key.is_integer() and not last else None
-            if current is None or (
-                last
-                and (
-                    current.kind in ("object", "map", "union")
-                    or (current.kind == "list" and isinstance(key, int))
-                )
-            ):
+            grows = ("object", "map", "union", "list" if isinstance(key, int) else "object")
+            if current is None or (last and current.kind in grows):  # a write may add the step
                 return None
             part, problem = child(current, key)
             if problem is not None:
