@@ -460,8 +460,10 @@ class PathWalk:
         if refuses is None:
             return
         for number, shape in enumerate(given):
-            written = _literals(shape)
-            if not written:
+            # checked when every value it may be is written in the plan (NONE included)
+            options = options_of(shape) if shape is not None else ()
+            written = [o.literal or (NONE, 0) for o in options if o.literal or o.kind == "none"]
+            if not written or len(written) < len(options):
                 continue
             reasons = [refuses(number, value) for value, _ in written]
             if any(reason is None for reason in reasons):
@@ -470,22 +472,6 @@ class PathWalk:
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
             message = f"CALL {tool.name}: {reasons[0]}{where}"
             self.found.setdefault((pc, 0, number), message)
-
-
-def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
-    """The values ``shape`` may be, each with the line it is written on, when every one of
-    them is written in the plan (``NONE`` included); else ``[]``."""
-    if shape is None:
-        return []
-    found: list[tuple[Value, int]] = []
-    for option in options_of(shape):
-        if option.literal is not None:
-            found.append(option.literal)
-        elif option.kind == "none":
-            found.append((NONE, 0))
-        else:
-            return []
-    return found
 
 
 def _step_text(step: Imm | Reg | Name) -> str:
