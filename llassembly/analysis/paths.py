@@ -214,11 +214,10 @@ def paths_of(flow: ControlFlow) -> Paths:
                 return None
             found = index[key] = len(paths.states)
             paths.states.append(key)
-            paths.succ.append(())
         return found
 
     number((program.entry, ()))
-    for state, (pc, returns) in enumerate(paths.states):  # grows as states are numbered
+    for pc, returns in paths.states:  # grows as states are numbered (their successors too)
         targets: list[int] = []
         for nxt in _next(paths, pc, returns):
             if nxt is not None and nxt[0] >= flow.end:  # past the last instruction
@@ -230,7 +229,7 @@ def paths_of(flow: ControlFlow) -> Paths:
             found = END if nxt is None else number(nxt)
             if found is not None:
                 targets.append(found)
-        paths.succ[state] = tuple(dict.fromkeys(targets))
+        paths.succ.append(tuple(dict.fromkeys(targets)))
     return paths
 
 

@@ -172,7 +172,6 @@ class PathWalk:
         self.flow = flow
         self.layout = layout
         self.program = flow.program
-        self.slot = flow.tracked
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
@@ -196,13 +195,13 @@ class PathWalk:
             for offset, cell in enumerate(self.layout.labels[key].cells)
             if isinstance(cell, str)
         )
-        regs, variables = ((INT, False),) * len(self.slot), (INT,) * len(self.var)
+        regs, variables = ((INT, False),) * len(self.flow.tracked), (INT,) * len(self.var)
         return _Facts(regs, variables, (), text_cells, 0, True, (1 << len(self.var)) - 1)
 
     # -- what an operand holds ----------------------------------------------------------------
 
     def register(self, facts: _Facts, index: int) -> _Place:
-        slot = self.slot.get(index)  # the others hold 0
+        slot = self.flow.tracked.get(index)  # the others hold 0
         return (INT, False) if slot is None else facts.regs[slot]
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
@@ -257,13 +256,8 @@ class PathWalk:
             key: str | int | float | None = step.value if isinstance(step, Imm) else None
             if isinstance(key, float):
                 key = int(key) if key.is_integer() and not last else None
-            if current is None or (
-                last
-                and (
-                    current.kind in ("object", "map", "union")
-                    or (current.kind == "list" and isinstance(key, int))
-                )
-            ):
+            grows = ("object", "map", "union", "list" if isinstance(key, int) else "object")
+            if current is None or (last and current.kind in grows):  # a write may add the step
                 return None
             part, problem = child(current, key)
             if problem is not None:
@@ -310,8 +304,7 @@ class PathWalk:
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
-        flow = self.flow
-        ins = self.program.instructions[pc]
+        flow, ins = self.flow, self.program.instructions[pc]
         fx = flow.effects[pc]
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
@@ -325,10 +318,8 @@ class PathWalk:
                 results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
                 error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
                 facts = self.put(facts, eax, (error, True))
-            elif pc in flow.eax:
-                facts = self.put(facts, eax, results[0])
             if pc in flow.eax:
-                return facts
+                return facts if pc in flow.tested else self.put(facts, eax, results[0])
             return facts._replace(stack=pushed(stack, reversed(results)))
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
@@ -362,7 +353,7 @@ class PathWalk:
             kept = before if before is not None and before.kind in ("object", "list") else None
             return self.put(facts, base, (kept, True))
         if isinstance(operand, Reg):
-            slot = self.slot.get(operand.index)  # none for R0, which stays 0
+            slot = self.flow.tracked.get(operand.index)  # none for R0, which stays 0
             if slot is None:
                 return facts
             return facts._replace(regs=(*facts.regs[:slot], place, *facts.regs[slot + 1 :]))
@@ -469,8 +460,10 @@ class PathWalk:
         if refuses is None:
             return
         for number, shape in enumerate(given):
-            written = _literals(shape)
-            if not written:
+            # checked when every value it may be is written in the plan (NONE included)
+            options = options_of(shape) if shape is not None else ()
+            written = [o.literal or (NONE, 0) for o in options if o.literal or o.kind == "none"]
+            if not written or len(written) < len(options):
                 continue
             reasons = [refuses(number, value) for value, _ in written]
             if any(reason is None for reason in reasons):
@@ -479,22 +472,6 @@ class PathWalk:
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
             message = f"CALL {tool.name}: {reasons[0]}{where}"
             self.found.setdefault((pc, 0, number), message)
-
-
-def _literals(shape: Shape | None) -> list[tuple[Value, int]]:
-    """The values ``shape`` may be, each with the line it is written on, when every one of
-    them is written in the plan (``NONE`` included); else ``[]``."""
-    if shape is None:
-        return []
-    found: list[tuple[Value, int]] = []
-    for option in options_of(shape):
-        if option.literal is not None:
-            found.append(option.literal)
-        elif option.kind == "none":
-            found.append((NONE, 0))
-        else:
-            return []
-    return found
 
 
 def _step_text(step: Imm | Reg | Name) -> str:
@@ -527,9 +504,8 @@ def _did_you_mean(word: str) -> str:
     return f"did you mean {close[0]}? " if close else ""
 
 
-def _names(names: list[str], none: str) -> str:
-    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-    return shown or none
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") or "none"
 
 
 def _column(ins: Instruction, position: int) -> int:
@@ -606,8 +582,7 @@ class _Checker:
                     "(" + (" and ".join(_KIND_WORDS[k] for k in form.kinds) or "nothing") + ")"
                     for form in info.shapes
                 )
-                count = len(info.operands)
-                column = _column(ins, count) if len(given) > count else ins.column
+                column = _column(ins, len(info.operands))  # the first operand too many
                 numbers = sorted({len(form.kinds) for form in info.shapes})
                 takes = " or ".join(str(n) for n in numbers)
                 message = (
@@ -648,12 +623,30 @@ class _Checker:
                 f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
             )
             self.report(line, column, message)
-        elif kind in ("label", "target") and isinstance(operand, Mem):
-            where = "a label of the plan" if kind == "label" else "a tool name or a label"
-            message = (
-                f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump or "
-                "CALL through an address; compare the value and jump to labels instead"
-            )
+        elif kind in ("label", "target"):  # a label, or (CALL) a tool or a label
+            if isinstance(operand, Mem):
+                where = "a label of the plan" if kind == "label" else _KIND_WORDS[kind]
+                message = (
+                    f"{op} needs {where}, not the memory operand {operand}: a plan cannot jump "
+                    "or CALL through an address; compare the value and jump to labels instead"
+                )
+            elif not isinstance(operand, Name):
+                message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
+            elif kind == "label":
+                if key in self.program.labels:
+                    return
+                labels = _names(list(self.program.label_names.values()))
+                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
+            elif index in self.flow.ambiguous:
+                message = (
+                    f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
+                    "code label; rename the label"
+                )
+            elif index not in self.flow.tools and index not in self.flow.targets:
+                tools = _names(sorted(self.tools))
+                message = f"unknown tool {operand.name!r}; available tools: {tools}"
+            else:
+                return
             self.report(line, column, message, structural=True)
         elif isinstance(operand, Mem):
             self.check_memory(ins, kind, operand, column)
@@ -673,15 +666,6 @@ class _Checker:
                 ),
             }[named]
             self.report(line, column, message)
-        elif kind == "label":
-            if not isinstance(operand, Name):
-                self.report(line, column, f"{op} needs a label, not {operand}", structural=True)
-            elif key not in self.program.labels:
-                labels = _names(list(self.program.label_names.values()), "none")
-                message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-                self.report(line, column, message, structural=True)
-        elif kind == "target":
-            self.check_call(index, ins, operand, column)
         elif kind == "count":
             self.check_count(index, ins, operand, column)
 
@@ -794,9 +778,7 @@ class _Checker:
                     "brackets"
                 )
             else:
-                known = _names(
-                    [k for k in self.layout.labels if k not in self.layout.variables], "none"
-                )
+                known = _names([k for k in self.layout.labels if k not in self.layout.variables])
                 message = f"{mem} names no data label {mem.label!r}; data labels: {known}"
             self.report(ins.line, column, message)
             return
@@ -815,13 +797,14 @@ class _Checker:
                 f"{mem} is at byte {mem.disp} (plus whole cells) of {mem.label}, not at a cell: "
                 f"its cells are {size} bytes apart, so the offset must be a multiple of {size}"
             )
-            self.report(ins.line, column, message)
         elif not mem.registers and not 0 <= mem.disp // size < cells:
             message = (
                 f"{mem} reads cell {mem.disp // size} of {mem.label}, which has {cells} "
                 f"(cells 0..{cells - 1}, at bytes 0..{(cells - 1) * size})"
             )
-            self.report(ins.line, column, message)
+        else:
+            return
+        self.report(ins.line, column, message)
 
     def check_memory_size(self) -> None:
         cells = self.layout.cells
@@ -832,22 +815,6 @@ class _Checker:
                 "have; keep large data in tools and fetch what the plan needs"
             )
             self.report(line, 1, message)
-
-    def check_call(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
-        if not isinstance(operand, Name):
-            message = f"CALL needs a tool name or a label, not {operand}"
-            self.report(ins.line, column, message, structural=True)
-            return
-        if index in self.flow.ambiguous:
-            message = (
-                f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a code "
-                "label; rename the label"
-            )
-            self.report(ins.line, column, message, structural=True)
-        elif index not in self.flow.tools and index not in self.flow.targets:
-            tools = _names(sorted(self.tools), "none")
-            message = f"unknown tool {operand.name!r}; available tools: {tools}"
-            self.report(ins.line, column, message, structural=True)
 
     def check_count(self, index: int, ins: Instruction, operand: Operand, column: int) -> None:
         """``CALL tool, N``: ``N`` arguments pushed, the tool's required ones at least."""
@@ -879,7 +846,7 @@ class _Checker:
         if name is None or name.lower() in program.labels:
             return
         what = "a data label, not a code label" if name.lower() in program.data else "no code label"
-        labels = _names(list(program.label_names.values()), "none")
+        labels = _names(list(program.label_names.values()))
         message = (
             f"global {name} names {what}, so the plan has no entry point; put the label "
             f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
