@@ -39,7 +39,7 @@ from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
 from llassembly.integration.graph import Granularity, PlanGraph
 from llassembly.integration.messages import answered, planner_view, split_system
-from llassembly.integration.options import PlannerOptions
+from llassembly.integration.options import PlannerOptions, document_options
 from llassembly.integration.planner import Planner
 from llassembly.integration.turn import AskModel, Begin, Received, TurnView, step
 from llassembly.language.program import PlainAnswer, Program
@@ -154,6 +154,7 @@ class Plan:
         return PlanGraph(self._compiled(), granularity, **self._run_budgets)
 
 
+@document_options
 def plan(
     model: LanguageModelLike,
     tools: ToolSpec,
@@ -173,15 +174,7 @@ def plan(
         model: Any chat model (or runnable taking messages and returning an ``AIMessage``).
         tools: The tools the plan may call (see :data:`~llassembly.machine.externs.ToolSpec`).
         request: A question, or messages; system messages become the prompt's context.
-        max_repairs: Times the model may fix a plan that does not parse, verify or pass
-            ``plan_policy``.
-        prompt_path: A template replacing the built-in prompt (``{context}``,
-            ``{extern_functions}``).
-        plan_policy: Rules ``(summary, program) -> problems`` the plan must pass (see
-            :mod:`llassembly.policies`).
-        max_instructions_to_exec: Instruction budget of the plan's machine.
-        max_tool_calls: Tool-call budget of the plan's machine.
-        max_stack_depth: Stack budget of the plan's machine.
+        (every planner option)
         config: Passed to ``model.invoke`` (callbacks, tags, tracing).
 
     Returns:
