@@ -292,11 +292,9 @@ class PlanGraph:
             run.machine = (machine, emulator)
         if self._dispatching:
             update["results"] = None  # taken: empty the channel for the next batch
-        if dispatch:
-            return Command(update=update, goto=dispatch)
         waits = machine["pending"] is not None or machine.get("outstanding")
-        if failure is not None or machine["halted"] or waits:
-            return Command(update=update, goto=END)
+        if dispatch or failure is not None or machine["halted"] or waits:
+            return Command(update=update, goto=dispatch or END)  # (a batch handed out waits)
         target = self._names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
         if target is None:  # pragma: no cover - every resume point is a node
             raise UsageError(f"plan graph has no node for pc {machine['pc']}")
@@ -422,9 +420,8 @@ class PlanGraph:
         if calls is None:
             return f"from L{instructions[pc].line} to one of many tool calls", end
         ends = " | ".join(map(text, sorted(calls)))
-        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < len(instructions))
         label = f"from L{instructions[pc].line}" + (f" to {ends}" if ends else " to the end")
-        return label, [("", target) for target in found] + end
+        return label, [("", i + 1) for i in sorted(calls) if i + 1 < len(instructions)] + end
 
     def _edges(self, pc: int) -> list[tuple[str, int | None]]:
         """Control-flow successors of one instruction, labelled; ``None`` means the end (a
