@@ -217,8 +217,7 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
     # "raise": a model that writes no valid plan raises RepairsExhausted.
-    options = {**arguments, "on_tool_error": "raise"}
-    planner = _planner(PlannerOptions.from_arguments(options))
+    planner = _planner(PlannerOptions.from_arguments({**arguments, "on_tool_error": "raise"}))
     externs = planner.externs_for(arguments["tools"])
     system = SystemMessage(planner.system_prompt(externs, context))
     view = TurnView(planner, externs, conversation, graph=True)
@@ -227,11 +226,10 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     while isinstance(current.action, AskModel):
         reply = yield [system, *seen, *current.action.extra]
         current = step(current.record, Received(answered(reply).reply), view)
-    record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
-    compiled = planner.compiled(reply.text, externs) if record["plan"] else None
+    compiled = planner.compiled(reply.text, externs) if current.record["plan"] else None
     budgets = {b: getattr(planner.options, b) for b in _BUDGETS}
-    return Plan(reply, compiled, externs, record["model_calls"], **budgets)
+    return Plan(reply, compiled, externs, current.record["model_calls"], **budgets)
 
 
 def _planner(options: PlannerOptions) -> Planner:
