@@ -65,7 +65,6 @@ _OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do no
 _CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _call)
 _MAX_DESTINATIONS = 64  # most drawn edges out of one node
 _MAX_WALK = 512  # most instructions walked to find where one block node can go
-_TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
 def _gathered(
@@ -433,7 +432,7 @@ class PlanGraph:
             return [("", s) for s in dict.fromkeys([*sites, None])]
         out = [index if index < flow.end else None for index in flow.successors[pc]]
         if kind == "branch":
-            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
+            return [("taken", out[0]), ("not taken", out[1])]
         return [("", out[0] if out else None)]
 
     def _reachable_calls(self, pc: int) -> set[int] | None:

@@ -50,6 +50,15 @@ ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awra
 
 T = TypeVar("T")
 
+BUDGETS = ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth")
+"""The budget options, as a :class:`~llassembly.Plan` names its fields too."""
+
+
+def run_budgets(holder: Any) -> dict[str, Any]:
+    """The budgets of a run that ``holder`` (the options, a plan) keeps: the instructions' and
+    the tool calls' (the stack's is the compiled program's)."""
+    return {budget: getattr(holder, budget) for budget in BUDGETS[:2]}
+
 
 @dataclass(frozen=True)
 class Option(Generic[T]):

@@ -26,7 +26,7 @@ from llassembly.compat import direct_function, recording_tool
 from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
-from llassembly.integration.options import PlannerOptions, check_tool_names
+from llassembly.integration.options import PlannerOptions, check_tool_names, run_budgets
 from llassembly.integration.prompt import build_system_prompt
 from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.parser import parse
@@ -187,7 +187,7 @@ class Planner:
         opts = self.options
         return Emulator(
             compiled,
-            **self._budgets,
+            **run_budgets(self.options),
             max_stack_depth=opts.max_stack_depth,
             state=state,
             parallel_tools=opts.parallel_tools,
@@ -200,20 +200,14 @@ class Planner:
         self._live.cached(id(snapshot), snapshot, lambda: emulator)
         return snapshot
 
-    @property
-    def _budgets(self) -> dict[str, Any]:
-        opts = self.options
-        return {
-            "max_instructions_to_exec": opts.max_instructions_to_exec,
-            "max_tool_calls": opts.max_tool_calls,
-        }
-
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
         return self._summaries.cached(
             (text, id(externs)),
             externs,
-            lambda: summarize(self.compiled(text, externs).program, externs, **self._budgets),
+            lambda: summarize(
+                self.compiled(text, externs).program, externs, **run_budgets(self.options)
+            ),
         )
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
@@ -225,7 +219,7 @@ class Planner:
             lambda: PlanGraph(
                 self.compiled(text, externs),
                 opts.granularity,
-                **self._budgets,
+                **run_budgets(self.options),
                 parallel_tools=opts.parallel_tools,
             ),
         )
