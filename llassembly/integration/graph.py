@@ -427,13 +427,11 @@ class PlanGraph:
         failure also ends the graph, so every node can reach the end)."""
         flow = self.compiled.flow
         kind = flow.effects[pc].info.flow
-        if kind == "return":
-            sites = [site if site < flow.end else None for site in flow.return_sites]
-            return [("", s) for s in dict.fromkeys([*sites, None])]
-        out = [index if index < flow.end else None for index in flow.successors[pc]]
+        ends = (*flow.return_sites, flow.end) if kind == "return" else flow.successors[pc]
+        out = [index if index < flow.end else None for index in ends]
         if kind == "branch":
             return [("taken", out[0]), ("not taken", out[1])]
-        return [("", out[0] if out else None)]
+        return [("", target) for target in dict.fromkeys(out or [None])]
 
     def _reachable_calls(self, pc: int) -> set[int] | None:
         """Tool CALLs reachable from ``pc`` through pure instructions, or ``None`` when the
