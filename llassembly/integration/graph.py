@@ -212,9 +212,8 @@ class PlanGraph:
         return out
 
     def _emulator(self, state: _NodeInput, run: PlanRun) -> Emulator:
-        """The machine of ``state``: the live one the last node of this run left, when the
-        state holds the very snapshot it wrote, else restored from the snapshot (a resume, a
-        retried node)."""
+        """The machine of ``state``: the run's live one (see ``PlanRun.machine``), else restored
+        from the snapshot (a resume, a retried node)."""
         cached, run.machine = run.machine, None  # a node that fails leaves no machine behind
         if cached is not None and cached[0] is state["machine"]:
             return cached[1]
