@@ -184,13 +184,12 @@ class Planner:
         found = None if state is None else self._live.pop(id(state), None)
         if found is not None and found[0] is state and found[1].compiled is compiled:
             return found[1]
-        opts = self.options
         return Emulator(
             compiled,
             **run_budgets(self.options),
-            max_stack_depth=opts.max_stack_depth,
+            max_stack_depth=compiled.max_stack_depth,
             state=state,
-            parallel_tools=opts.parallel_tools,
+            parallel_tools=self.options.parallel_tools,
         )
 
     def keep(self, emulator: Emulator) -> dict[str, Any]:
@@ -212,15 +211,14 @@ class Planner:
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
         """The plan graph of a verified plan, at this planner's granularity (built once)."""
-        opts = self.options
         return self._graphs.cached(
             (text, id(externs)),
             externs,
             lambda: PlanGraph(
                 self.compiled(text, externs),
-                opts.granularity,
+                self.options.granularity,
                 **run_budgets(self.options),
-                parallel_tools=opts.parallel_tools,
+                parallel_tools=self.options.parallel_tools,
             ),
         )
 
