@@ -181,9 +181,8 @@ class PlanGraph:
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
         self._names: dict[int, str] = {}  # the node starting at each pc
-        batched = bool(marked_calls(compiled, self.parallel_tools))
         # Batches run as a task per call (checkpointed one by one) except at "program".
-        self._dispatching = batched and self._one_call
+        self._dispatching = self._one_call and bool(marked_calls(compiled, self.parallel_tools))
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
     # -- running ------------------------------------------------------------------------------
