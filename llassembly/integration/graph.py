@@ -21,7 +21,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 
-from llassembly.analysis.cfg import ControlFlow, control_flow
 from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
 from llassembly.integration.calls import (
@@ -66,7 +65,6 @@ _OWN_POOL = "llassembly_pool"  # config_for set max_concurrency (the tools do no
 _CALL, _JOIN = "call", "join"  # the nodes of a batch run as one task per call (see _call)
 _MAX_DESTINATIONS = 64  # most drawn edges out of one node
 _MAX_WALK = 512  # most instructions walked to find where one block node can go
-_TAKEN, _NOT_TAKEN = "taken", "not taken"
 
 
 def _gathered(
@@ -183,9 +181,8 @@ class PlanGraph:
         self._one_call = granularity != "program"
         self._labels: dict[str, str] = {}
         self._names: dict[int, str] = {}  # the node starting at each pc
-        batched = bool(marked_calls(compiled, self.parallel_tools))
         # Batches run as a task per call (checkpointed one by one) except at "program".
-        self._dispatching = batched and self._one_call
+        self._dispatching = self._one_call and bool(marked_calls(compiled, self.parallel_tools))
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = self._build()
 
     # -- running ------------------------------------------------------------------------------
@@ -214,9 +211,8 @@ class PlanGraph:
         return out
 
     def _emulator(self, state: _NodeInput, run: PlanRun) -> Emulator:
-        """The machine of ``state``: the live one the last node of this run left, when the
-        state holds the very snapshot it wrote, else restored from the snapshot (a resume, a
-        retried node)."""
+        """The machine of ``state``: the run's live one (see ``PlanRun.machine``), else restored
+        from the snapshot (a resume, a retried node)."""
         cached, run.machine = run.machine, None  # a node that fails leaves no machine behind
         if cached is not None and cached[0] is state["machine"]:
             return cached[1]
@@ -293,11 +289,9 @@ class PlanGraph:
             run.machine = (machine, emulator)
         if self._dispatching:
             update["results"] = None  # taken: empty the channel for the next batch
-        if dispatch:
-            return Command(update=update, goto=dispatch)
         waits = machine["pending"] is not None or machine.get("outstanding")
-        if failure is not None or machine["halted"] or waits:
-            return Command(update=update, goto=END)
+        if dispatch or failure is not None or machine["halted"] or waits:
+            return Command(update=update, goto=dispatch or END)  # (a batch handed out waits)
         target = self._names.get(machine["pc"]) or (_JOIN if self._dispatching else None)
         if target is None:  # pragma: no cover - every resume point is a node
             raise UsageError(f"plan graph has no node for pc {machine['pc']}")
@@ -369,7 +363,7 @@ class PlanGraph:
         elif self.granularity == "instruction":
             self._names = {pc: f"i{pc}" for pc in range(count)}
         else:
-            starts = {program.entry, *(i + 1 for i in self._flow.tools)}
+            starts = {program.entry, *(i + 1 for i in self.compiled.flow.tools)}
             self._names = {pc: f"s{pc}" for pc in sorted(starts) if pc < count}
         node = Node(self._node, _serve)
         for pc, name in self._names.items():
@@ -396,21 +390,13 @@ class PlanGraph:
         """Mermaid text of the plan: instruction text on nodes, taken / not taken on jumps."""
         drawable = self.graph.get_graph()
         for node_id, label in self._labels.items():
-            node = drawable.nodes.get(node_id)
-            if node is not None:
+            if node_id in drawable.nodes:
                 text = label.replace(":", " ").replace('"', "'")
-                drawable.nodes[node_id] = (
-                    node.copy(name=text) if hasattr(node, "copy") else node._replace(name=text)
-                )
+                drawable.nodes[node_id] = drawable.nodes[node_id].copy(name=text)
         return drawable.draw_mermaid()
 
     # -- the graph's shape: where each node can go (for drawing; every walk is bounded, so
     # -- building stays linear in the plan's size whatever its shape) -----------------------
-
-    @functools.cached_property
-    def _flow(self) -> ControlFlow:
-        """The control-flow graph the program was compiled from (built when it was not kept)."""
-        return self.compiled.flow or control_flow(self.compiled.program, self.compiled.externs)
 
     def _drawn(self, pc: int) -> tuple[str, list[tuple[str, int | None]]]:
         """The label of the node starting at ``pc`` and its labelled successors (``None``: the
@@ -431,22 +417,19 @@ class PlanGraph:
         if calls is None:
             return f"from L{instructions[pc].line} to one of many tool calls", end
         ends = " | ".join(map(text, sorted(calls)))
-        found = dict.fromkeys(i + 1 for i in sorted(calls) if i + 1 < len(instructions))
         label = f"from L{instructions[pc].line}" + (f" to {ends}" if ends else " to the end")
-        return label, [("", target) for target in found] + end
+        return label, [("", i + 1) for i in sorted(calls) if i + 1 < len(instructions)] + end
 
     def _edges(self, pc: int) -> list[tuple[str, int | None]]:
         """Control-flow successors of one instruction, labelled; ``None`` means the end (a
         failure also ends the graph, so every node can reach the end)."""
-        flow = self._flow
+        flow = self.compiled.flow
         kind = flow.effects[pc].info.flow
-        if kind == "return":
-            sites = [site if site < flow.end else None for site in flow.return_sites]
-            return [("", s) for s in dict.fromkeys([*sites, None])]
-        out = [index if index < flow.end else None for index in flow.successors[pc]]
+        ends = (*flow.return_sites, flow.end) if kind == "return" else flow.successors[pc]
+        out = [index if index < flow.end else None for index in ends]
         if kind == "branch":
-            return [(_TAKEN, out[0]), (_NOT_TAKEN, out[1])]
-        return [("", out[0] if out else None)]
+            return [("taken", out[0]), ("not taken", out[1])]
+        return [("", target) for target in dict.fromkeys(out or [None])]
 
     def _reachable_calls(self, pc: int) -> set[int] | None:
         """Tool CALLs reachable from ``pc`` through pure instructions, or ``None`` when the
@@ -461,7 +444,7 @@ class PlanGraph:
             seen.add(index)
             if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
                 return None
-            if index in self._flow.tools:
+            if index in self.compiled.flow.tools:
                 calls.add(index)
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
@@ -511,25 +494,6 @@ class Node(Runnable[Any, Any]):
 # -- a planner's plan, run as a plan graph ---------------------------------------------------
 
 
-def plan_run(ctx: CallContext) -> PlanRun:
-    """The :class:`PlanRun` of a planner's plan: each call through the one tool path (its
-    ``ToolRuntime``, the planner's ``tool_middleware``), each query asked of the query model,
-    each completed call announced on the caller's custom stream (``stream_mode="custom"``,
-    under ``"llassembly"``: the call, and its ``"result"`` or ``"error"`` text)."""
-
-    def execute(call: ToolCall, config: RunnableConfig, asynchronous: bool = False) -> Any:
-        if ctx.externs[call.tool].query:  # a model answers it, not a tool
-            asked = _query_call(ctx, call)
-            return (adrive if asynchronous else drive)(asked, invoker(config, asynchronous))
-        handler = invoke_tool(ctx, config, asynchronous=asynchronous)
-        return run_call(ctx, call, tool_request(ctx, call, config), handler, asynchronous)
-
-    aexecute = functools.partial(execute, asynchronous=True)
-    run = PlanRun(execute, aexecute, ctx.prefix, announce=_announcer(ctx), hand_off=ctx.hand_off)
-    run.errors = ctx.errors  # a tool's live error, kept by the tool path
-    return run
-
-
 def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMessage]:
     """A query run as a plan call, sans-IO: its answer as its ``ToolMessage``."""
     if ctx.query_model is None:  # pragma: no cover - every driver gives one with queries on
@@ -537,27 +501,6 @@ def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMes
     cid = call_id(ctx.prefix, call.number)
     value, attempts = yield from query_steps(ctx.query_model, call, cid)
     return query_message(call, ctx.prefix, attempts, value=value)
-
-
-def _announcer(ctx: CallContext) -> Callable[[ToolCall, ToolMessage], None] | None:
-    """Writes each completed call to the caller's custom stream (nothing without one)."""
-    writer = getattr(ctx.runtime, "stream_writer", None)
-    if writer is None:
-        return None
-
-    def announce(call: ToolCall, message: ToolMessage) -> None:
-        shown = {
-            "id": call_id(ctx.prefix, call.number),
-            "tool": call.tool,
-            "args": jsonable(call.args),
-            "line": call.line,
-            "source": call.source,
-            "number": call.number,
-        }
-        kind = "error" if message.status == "error" else "result"
-        writer({KEY: {"call": shown, kind: message_text(message)}})
-
-    return announce
 
 
 def run_plan(
@@ -580,8 +523,37 @@ def run_plan(
 def _running(
     graph: PlanGraph, ctx: CallContext, config: RunnableConfig
 ) -> Generator[tuple[PlanState, RunnableConfig], Any, PlanRan]:
+    """A planner's plan run as its plan graph, sans-IO (yields the graph's input and config):
+    each call through the one tool path (its ``ToolRuntime``, the planner's
+    ``tool_middleware``), each query asked of the query model, each completed call announced
+    on the caller's custom stream, if any (``stream_mode="custom"``, under ``"llassembly"``:
+    the call, and its ``"result"`` or ``"error"`` text)."""
     ctx.observed = not unobserved(config)
-    run = plan_run(ctx)
+    writer: Any = getattr(ctx.runtime, "stream_writer", None)
+
+    def execute(call: ToolCall, node_config: RunnableConfig, asynchronous: bool = False) -> Any:
+        if ctx.externs[call.tool].query:  # a model answers it, not a tool
+            asked = _query_call(ctx, call)
+            return (adrive if asynchronous else drive)(asked, invoker(node_config, asynchronous))
+        handler = invoke_tool(ctx, node_config, asynchronous=asynchronous)
+        return run_call(ctx, call, tool_request(ctx, call, node_config), handler, asynchronous)
+
+    def announce(call: ToolCall, message: ToolMessage) -> None:
+        shown = {
+            "id": call_id(ctx.prefix, call.number),
+            "tool": call.tool,
+            "args": jsonable(call.args),
+            "line": call.line,
+            "source": call.source,
+            "number": call.number,
+        }
+        kind = "error" if message.status == "error" else "result"
+        writer({KEY: {"call": shown, kind: message_text(message)}})
+
+    aexecute = functools.partial(execute, asynchronous=True)
+    announced = announce if writer is not None else None
+    run = PlanRun(execute, aexecute, ctx.prefix, announced, hand_off=ctx.hand_off)
+    run.errors = ctx.errors  # a tool's live error, kept by the tool path
     result = yield graph.initial_state(), graph.config_for(run, config)
     said = list(result.get("messages", []))
     return PlanRan(result["machine"], result.get("failure"), said, run.error, ends_run(said))

@@ -155,7 +155,6 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         planner_sees_results: bool = PlannerOptions.planner_sees_results,
         query_model: BaseChatModel | None = PlannerOptions.query_model,
     ) -> None:
-        # The nodes always run plans as a graph.
         self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
         self.model = model
         self.planner = Planner(self.options)

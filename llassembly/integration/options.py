@@ -50,6 +50,15 @@ ToolMiddleware: TypeAlias = Any  # an AgentMiddleware with wrap_tool_call / awra
 
 T = TypeVar("T")
 
+BUDGETS = ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth")
+"""The budget options, as a :class:`~llassembly.Plan` names its fields too."""
+
+
+def run_budgets(holder: Any) -> dict[str, Any]:
+    """The budgets of a run that ``holder`` (the options, a plan) keeps: the instructions' and
+    the tool calls' (the stack's is the compiled program's)."""
+    return {budget: getattr(holder, budget) for budget in BUDGETS[:2]}
+
 
 @dataclass(frozen=True)
 class Option(Generic[T]):
@@ -328,18 +337,19 @@ OPTIONS_LINE = "        (every planner option)"
 """The line of a class docstring's ``Args:`` that :func:`document_options` expands."""
 
 
-def document_options(cls: type) -> type:
-    """Class decorator: expand :data:`OPTIONS_LINE` in ``cls``' docstring into one ``Args:``
-    entry per planner option its ``__init__`` takes, in signature order.
+def document_options(documented: T) -> T:
+    """Class or function decorator: expand :data:`OPTIONS_LINE` in its docstring into one
+    ``Args:`` entry per planner option it (a class: its ``__init__``) takes, in signature order.
 
     Raises:
-        TypeError: The docstring has no :data:`OPTIONS_LINE`, or ``__init__`` takes a
-            parameter that is neither documented in the docstring nor a planner option.
+        TypeError: The docstring has no :data:`OPTIONS_LINE`, or it takes a parameter that is
+            neither documented in the docstring nor a planner option.
     """
+    cls: Any = documented
     doc = cls.__doc__ or ""
     if OPTIONS_LINE not in doc:
         raise TypeError(f"{cls.__name__}'s docstring has no line {OPTIONS_LINE.strip()!r}")
-    init: Any = cls.__dict__["__init__"]
+    init = cls.__dict__["__init__"] if isinstance(cls, type) else cls
     params = [p for p in inspect.signature(init).parameters if p != "self"]
     for name in params:
         if name not in _BY_NAME and f"\n{_INDENT}{name}: " not in doc:
@@ -348,4 +358,4 @@ def document_options(cls: type) -> type:
     wrap.break_long_words = wrap.break_on_hyphens = False
     entries = [wrap.fill(f"{name}: {_BY_NAME[name].doc}") for name in params if name in _BY_NAME]
     cls.__doc__ = doc.replace(OPTIONS_LINE, "\n".join(entries))
-    return cls
+    return documented

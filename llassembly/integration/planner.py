@@ -26,7 +26,7 @@ from llassembly.compat import direct_function, recording_tool
 from llassembly.errors import PlanRejected, UsageError
 from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
-from llassembly.integration.options import PlannerOptions, check_tool_names
+from llassembly.integration.options import PlannerOptions, check_tool_names, run_budgets
 from llassembly.integration.prompt import build_system_prompt
 from llassembly.integration.query import QUERY_EXTERN
 from llassembly.language.parser import parse
@@ -184,13 +184,12 @@ class Planner:
         found = None if state is None else self._live.pop(id(state), None)
         if found is not None and found[0] is state and found[1].compiled is compiled:
             return found[1]
-        opts = self.options
         return Emulator(
             compiled,
-            **self._budgets,
-            max_stack_depth=opts.max_stack_depth,
+            **run_budgets(self.options),
+            max_stack_depth=compiled.max_stack_depth,
             state=state,
-            parallel_tools=opts.parallel_tools,
+            parallel_tools=self.options.parallel_tools,
         )
 
     def keep(self, emulator: Emulator) -> dict[str, Any]:
@@ -200,33 +199,26 @@ class Planner:
         self._live.cached(id(snapshot), snapshot, lambda: emulator)
         return snapshot
 
-    @property
-    def _budgets(self) -> dict[str, Any]:
-        opts = self.options
-        return {
-            "max_instructions_to_exec": opts.max_instructions_to_exec,
-            "max_tool_calls": opts.max_tool_calls,
-        }
-
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
         return self._summaries.cached(
             (text, id(externs)),
             externs,
-            lambda: summarize(self.compiled(text, externs).program, externs, **self._budgets),
+            lambda: summarize(
+                self.compiled(text, externs).program, externs, **run_budgets(self.options)
+            ),
         )
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
         """The plan graph of a verified plan, at this planner's granularity (built once)."""
-        opts = self.options
         return self._graphs.cached(
             (text, id(externs)),
             externs,
             lambda: PlanGraph(
                 self.compiled(text, externs),
-                opts.granularity,
-                **self._budgets,
-                parallel_tools=opts.parallel_tools,
+                self.options.granularity,
+                **run_budgets(self.options),
+                parallel_tools=self.options.parallel_tools,
             ),
         )
 

@@ -39,7 +39,7 @@ from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.errors import UsageError
 from llassembly.integration.graph import Granularity, PlanGraph
 from llassembly.integration.messages import answered, planner_view, split_system
-from llassembly.integration.options import PlannerOptions
+from llassembly.integration.options import BUDGETS, PlannerOptions, document_options, run_budgets
 from llassembly.integration.planner import Planner
 from llassembly.integration.turn import AskModel, Begin, Received, TurnView, step
 from llassembly.language.program import PlainAnswer, Program
@@ -51,9 +51,6 @@ from llassembly.machine.steps import CompiledProgram
 Request: TypeAlias = str | Sequence[BaseMessage]
 """What the model is asked: a question, or messages (system messages become the prompt's
 context, as in the planner nodes; the rest is the conversation)."""
-
-_BUDGETS = ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth")
-"""The budgets a :class:`Plan` keeps, as named by its fields and the planner's options."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,11 +101,6 @@ class Plan:
         """How many times the model fixed its plan."""
         return self.model_calls - 1
 
-    @property
-    def _run_budgets(self) -> dict[str, Any]:
-        """The budgets of a run (the stack's is the compiled program's)."""
-        return {b: getattr(self, b) for b in _BUDGETS[:2]}
-
     def _compiled(self) -> CompiledProgram:
         if self.compiled is None:
             raise UsageError(f"the model answered in words, not with a plan: {self.text[:200]!r}")
@@ -134,7 +126,7 @@ class Plan:
                 ``state`` does not belong to this plan.
         """
         given = {name: value for name, value in locals().items() if name != "self"}
-        left_out = {b: getattr(self, b) for b in _BUDGETS if given[b] is None}
+        left_out = {b: getattr(self, b) for b in BUDGETS if given[b] is None}
         return Emulator(self._compiled(), **(given | left_out))
 
     def summary(self) -> PlanSummary:
@@ -143,7 +135,7 @@ class Plan:
         Raises:
             UsageError: The model answered in words.
         """
-        return summarize(self._compiled().program, self.externs, **self._run_budgets)
+        return summarize(self._compiled().program, self.externs, **run_budgets(self))
 
     def graph(self, granularity: Granularity = "block") -> PlanGraph:
         """The plan as a LangGraph graph (``draw_mermaid()`` draws it); loads LangGraph.
@@ -151,9 +143,10 @@ class Plan:
         Raises:
             UsageError: The model answered in words, or ``granularity`` is unknown.
         """
-        return PlanGraph(self._compiled(), granularity, **self._run_budgets)
+        return PlanGraph(self._compiled(), granularity, **run_budgets(self))
 
 
+@document_options
 def plan(
     model: LanguageModelLike,
     tools: ToolSpec,
@@ -173,15 +166,7 @@ def plan(
         model: Any chat model (or runnable taking messages and returning an ``AIMessage``).
         tools: The tools the plan may call (see :data:`~llassembly.machine.externs.ToolSpec`).
         request: A question, or messages; system messages become the prompt's context.
-        max_repairs: Times the model may fix a plan that does not parse, verify or pass
-            ``plan_policy``.
-        prompt_path: A template replacing the built-in prompt (``{context}``,
-            ``{extern_functions}``).
-        plan_policy: Rules ``(summary, program) -> problems`` the plan must pass (see
-            :mod:`llassembly.policies`).
-        max_instructions_to_exec: Instruction budget of the plan's machine.
-        max_tool_calls: Tool-call budget of the plan's machine.
-        max_stack_depth: Stack budget of the plan's machine.
+        (every planner option)
         config: Passed to ``model.invoke`` (callbacks, tags, tracing).
 
     Returns:
@@ -224,8 +209,7 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
     # "raise": a model that writes no valid plan raises RepairsExhausted.
-    options = {**arguments, "on_tool_error": "raise"}
-    planner = _planner(PlannerOptions.from_arguments(options))
+    planner = _planner(PlannerOptions.from_arguments({**arguments, "on_tool_error": "raise"}))
     externs = planner.externs_for(arguments["tools"])
     system = SystemMessage(planner.system_prompt(externs, context))
     view = TurnView(planner, externs, conversation, graph=True)
@@ -234,11 +218,10 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     while isinstance(current.action, AskModel):
         reply = yield [system, *seen, *current.action.extra]
         current = step(current.record, Received(answered(reply).reply), view)
-    record = current.record
     reply = next(m for m in current.messages if isinstance(m, AIMessage))
-    compiled = planner.compiled(reply.text, externs) if record["plan"] else None
-    budgets = {b: getattr(planner.options, b) for b in _BUDGETS}
-    return Plan(reply, compiled, externs, record["model_calls"], **budgets)
+    compiled = planner.compiled(reply.text, externs) if current.record["plan"] else None
+    budgets = {b: getattr(planner.options, b) for b in BUDGETS}
+    return Plan(reply, compiled, externs, current.record["model_calls"], **budgets)
 
 
 def _planner(options: PlannerOptions) -> Planner:
