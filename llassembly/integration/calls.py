@@ -130,20 +130,20 @@ def message_text(message: ToolMessage) -> str:
     return content if type(content) is str else str(message.text)
 
 
-def _result(call: ToolCall, prefix: str, text: str, error: bool = False, **tag: Any) -> ToolMessage:
-    """A plan call's ``ToolMessage`` of ``text``, tagged with the call's place and ``tag``."""
+def _result(
+    call: ToolCall, prefix: str, text: str = "", failure: Failure | None = None, **tag: Any
+) -> ToolMessage:
+    """A plan call's ``ToolMessage`` of ``text`` (or the error of ``failure``, its record in the
+    tag), tagged with the call's place and ``tag``."""
+    if failure is not None:
+        text, tag = failure["message"], {"failure": dict(failure), **tag}
     return ToolMessage(
         content=text,
         tool_call_id=call_id(prefix, call.number),
         name=call.tool,
-        status="error" if error else "success",
+        status="success" if failure is None else "error",
         response_metadata=place(call, **tag),
     )
-
-
-def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
-    return _result(call, prefix, failure["message"], True, failure=dict(failure), **tag)
 
 
 def query_message(
@@ -151,10 +151,8 @@ def query_message(
 ) -> ToolMessage:
     """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
     model calls it made."""
-    tag: dict[str, Any] = {"kind": "query", "attempts": attempts}
-    if failure is not None:
-        return failure_message(call, prefix, failure, **tag)
-    return _result(call, prefix, result_text(value), **tag)
+    text = result_text(value) if failure is None else ""
+    return _result(call, prefix, text, failure, kind="query", attempts=attempts)
 
 
 def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
@@ -363,7 +361,7 @@ def raised_message(
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
     errors[call_id(prefix, call.number)] = error
     tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
-    return failure_message(call, prefix, failure_of(error), **tag)
+    return _result(call, prefix, failure=failure_of(error), **tag)
 
 
 def _tagged(
