@@ -83,15 +83,11 @@ def settled(due: QueryDue) -> bool:
 
 
 class Approval(TypedDict):
-    """A plan-approval request and where it stands.
-
-    ``state`` is ``"awaiting"`` (a person is asked) or ``"approved"`` (the plan, whose calls
-    carry ``prefix``, runs with a person's approval).
-    """
+    """A plan-approval request and where it stands: ``state`` is ``"awaiting"`` (a person is
+    asked) or ``"approved"`` (the turn's current plan runs with a person's approval)."""
 
     state: Literal["awaiting", "approved"]
     request: NotRequired[dict[str, Any]]
-    prefix: NotRequired[str]
 
 
 Phase: TypeAlias = Literal["idle", "planning", "approval", "running", "answering", "done"]

@@ -299,6 +299,7 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
 def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     number = rec["plan_number"] + 1
     rec.update({"plan_number": number, "failure": None, "machine": None, "pending": []})
+    rec["approval"] = None  # (a person's approval is of one plan)
     _use_plan(rec, reply.text, str(reply.id))
     logger.debug("plan %d accepted:\n%s", number, reply.text)
     request = view.planner.approval(reply.text, view.externs)
@@ -338,7 +339,7 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
     if kind == "edit":
         _use_plan(rec, text)
         messages.append(edit_note(text))
-    rec["approval"] = {"state": "approved", "prefix": rec["prefix"]}
+    rec["approval"] = {"state": "approved"}
     return _start(rec, view, messages)
 
 
