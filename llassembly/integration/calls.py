@@ -360,8 +360,9 @@ def raised_message(
     wrapped = tool_error(call, exc)
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
     errors[call_id(prefix, call.number)] = error
-    tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
-    return _result(call, prefix, failure=failure_of(error), **tag)
+    if isinstance(error, QueryFailed):
+        return query_message(call, prefix, error.attempts, failure=failure_of(error))
+    return _result(call, prefix, failure=failure_of(error))
 
 
 def _tagged(
@@ -403,18 +404,16 @@ def _tagged(
     update = result.update
     if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
         return result
-    messages = [
-        (tagged(m) if isinstance(m, ToolMessage) and m.tool_call_id == cid else _marked(m, cid))
-        if isinstance(m, BaseMessage)
-        else m
-        for m in _listed(update["messages"])
-    ]
+    messages: list[Any] = []
+    for m in _listed(update["messages"]):
+        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
+            m = tagged(m)
+        elif isinstance(m, BaseMessage):
+            m = m.model_copy(
+                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
+            )
+        messages.append(m)
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
-
-
-def _marked(message: _M, cid: str) -> _M:
-    meta = {**message.response_metadata, ADDED_BY_CALL: cid}
-    return message.model_copy(update={"response_metadata": meta})
 
 
 def _as_made(message: ToolMessage, noted: Recorded) -> bool:
