@@ -254,8 +254,17 @@ def _running(
     try:
         with recording(noted):
             result = yield request
-    except Exception as exc:
-        return _failed(ctx, call, request, exc, noted)
+    except Exception as exc:  # the call's failure (its live error kept), but for a tool that
+        # returned before LangChain failed to write its result (an integer too long to print):
+        # it gave the plan that value, read as any result is.
+        extern = ctx.externs.get(call.tool)
+        if noted.returned and extern is not None:
+            message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+        else:
+            message = raised_message(ctx.errors, call, ctx.prefix, exc)
+        if request.tool is not None and request.tool.return_direct:
+            message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+        return message
     return _tagged(ctx, call, request, result, noted)
 
 
@@ -327,22 +336,6 @@ def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
     return lambda request: wrapper(request, handler)
-
-
-def _failed(
-    ctx: CallContext, call: ToolCall, request: ToolCallRequest, exc: Exception, noted: Recorded
-) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call whose tool raised (the live error kept); a
-    tool that returned before LangChain failed to write its result (an integer too long to
-    print) gave the plan that value: it is read as any result is."""
-    extern = ctx.externs.get(call.tool)
-    if noted.returned and extern is not None:
-        message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
-    else:
-        message = raised_message(ctx.errors, call, ctx.prefix, exc)
-    if request.tool is not None and request.tool.return_direct:
-        message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
-    return message
 
 
 def ends_run(messages: Sequence[BaseMessage]) -> bool:
