@@ -452,7 +452,26 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
     message is the tool's failure.
     """
-    outcome = _outcome(extern, message, call)
+    tag, recorded = tag_of(message), failure_in(message)
+    if recorded is not None:
+        outcome: Any = Failed(error_of(recorded))
+    elif message.status == "error":
+        text, where = message_text(message), dict[str, Any](line=call.line, source=call.source)
+        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
+            outcome = Failed(CallNotRun(call.tool, text, **where))
+        else:
+            outcome = Failed(ToolExecutionError(call.tool, RuntimeError(text), **where))
+    elif extern is None:
+        gone = f"tool {call.tool!r} is no longer offered by the agent"
+        outcome = Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
+    elif "values" in tag:
+        values, n = list(tag["values"]), extern.n_results
+        outcome = None if n == 0 else values[0] if n == 1 else values
+    else:
+        try:
+            outcome = decode_text(extern, message_text(message), call)
+        except ExecutionError as error:
+            outcome = Failed(error)
     if logger.isEnabledFor(logging.DEBUG):
         shown = outcome.error if isinstance(outcome, Failed) else short_repr(outcome, 120)
         args = short_repr(call.args, 200)
@@ -465,29 +484,6 @@ def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
     writes), if any; never one in what a tool returned (its content, its artifact)."""
     found = tag_of(message).get("failure")
     return found if isinstance(found, Mapping) else None
-
-
-def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
-    tag, recorded = tag_of(message), failure_in(message)
-    if recorded is not None:
-        return Failed(error_of(recorded))
-    if message.status == "error":
-        text = message_text(message)
-        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
-            return Failed(CallNotRun(call.tool, text, line=call.line, source=call.source))
-        return Failed(
-            ToolExecutionError(call.tool, RuntimeError(text), line=call.line, source=call.source)
-        )
-    if extern is None:
-        gone = f"tool {call.tool!r} is no longer offered by the agent"
-        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
-    if "values" in tag:
-        values = list(tag["values"])
-        return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
-    try:
-        return decode_text(extern, message_text(message), call)
-    except ExecutionError as error:
-        return Failed(error)
 
 
 def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
