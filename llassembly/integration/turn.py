@@ -275,7 +275,6 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
         exhausted = RepairsExhausted(attempts, error)
         if opts.on_tool_error == "raise":
             raise exhausted from error
-        rec["plan"] = None
         return _end(rec, plan_failure(exhausted), view, [], replan=False)
     rec["drafts"] = []
     if isinstance(parsed, PlainAnswer):
@@ -286,7 +285,6 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
 def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     """The model answered in words: that is the turn's end. After a failed plan (asked for a
     new one) the failure stays on record, reported after the answer."""
-    rec["plan"] = None
     answer = marked(reply, "answer", new_id=True)
     if rec["plan_number"]:
         return _end(rec, rec["failure"], view, [answer], replan=False, answer=False)
@@ -479,9 +477,9 @@ def _end(
     replan: bool = True,
     answer: bool = True,
 ) -> Step:
-    """The plan ended (or none ran: ``rec["plan"]`` is ``None``): replan after a failure when
-    ``replan`` and the policy say so, or end the turn: with the plan's answer or summary, or
-    with one more model call (unless ``answer`` is false)."""
+    """The plan ended (or none ran: ``rec["plan"]`` is ``None``, as while one is asked for):
+    replan after a failure when ``replan`` and the policy say so, or end the turn: with the
+    plan's answer or summary, or with one more model call (unless ``answer`` is false)."""
     if rec["plan"] is not None:  # the plan's instructions and calls join the turn's
         machine = rec["machine"] or {}
         rec["executed"] += int(machine.get("executed", 0))
