@@ -359,19 +359,12 @@ def raised_message(
 
 
 def _tagged(
-    ctx: CallContext,
-    call: ToolCall,
-    request: ToolCallRequest,
-    result: _Result,
-    noted: Recorded,
+    ctx: CallContext, call: ToolCall, request: ToolCallRequest, result: _Result, noted: Recorded
 ) -> _Result:
-    """A plan call's result with the call's place in its metadata, whether the tool ran, and
-    what the plan gets when the text would not say it.
-
-    A ``return_direct`` tool's result is marked: the run ends with it, and the next run must
-    not take the plan up again. Messages a ``Command`` adds beside the result are marked as
-    the call's, so the next step knows they belong to this run.
-    """
+    """A plan call's result tagged as :func:`run_call` says. A ``return_direct`` tool's result
+    is marked: the run ends with it, and the next run must not take the plan up again.
+    Messages a ``Command`` adds beside the result are marked as the call's, so the next step
+    knows they belong to this run."""
     extra: dict[str, Any] = {} if noted.ran else {"ran": False}
     if request.tool is not None and request.tool.return_direct:
         extra[ENDS_RUN] = True

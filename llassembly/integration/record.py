@@ -157,8 +157,7 @@ class TurnRecord(TypedDict):
         prefixes: The prefixes of every plan of the turn.
         machine: The machine's snapshot (``None`` before the plan starts).
         pending: The calls the plan waits on, in program order (agent path).
-        drafts: The rejected drafts of the plan being written, each with the repair request
-            sent back.
+        drafts: The refused drafts of the plan being written, each with its repair request.
         failure: Why the current plan stopped (``None`` while it runs or when it finished).
         model_calls: Model calls made in the turn.
         repairs: Plans fixed after a rejection.
