@@ -414,8 +414,7 @@ def final_message(
     meta = turn_result(record, options)
     failure, said = record.get("failure"), (record.get("machine") or {}).get("answer")
     if failure:
-        completed = meta["tool_calls"]
-        text = _failure_text(failure, completed, int(record.get("alongside", 0)))
+        text = _failure_text(failure, meta["tool_calls"], int(record.get("alongside", 0)))
     elif meta["answer"] is not None and (said or meta["answer"].lstrip()[:1] not in "{["):
         text = meta["answer"]
     else:
