@@ -107,10 +107,8 @@ def plan_call_approved(request: Any) -> bool:
     approval = record["approval"] if record is not None else None
     if record is None or approval is None or approval["state"] != "approved":
         return False
-    call_id = str((getattr(request, "tool_call", None) or {}).get("id") or "")
-    prefix = approval.get("prefix")
-    approved = bool(prefix) and call_id.startswith(str(prefix))
-    return approved and any(p["id"] == call_id for p in record["pending"])
+    call_id = (getattr(request, "tool_call", None) or {}).get("id")
+    return bool(call_id) and any(p["id"] == call_id for p in record["pending"])
 
 
 def unless_plan_approved(interrupt_on: Mapping[str, Any]) -> dict[str, Any]:

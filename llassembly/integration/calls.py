@@ -130,20 +130,20 @@ def message_text(message: ToolMessage) -> str:
     return content if type(content) is str else str(message.text)
 
 
-def _result(call: ToolCall, prefix: str, text: str, error: bool = False, **tag: Any) -> ToolMessage:
-    """A plan call's ``ToolMessage`` of ``text``, tagged with the call's place and ``tag``."""
+def _result(
+    call: ToolCall, prefix: str, text: str = "", failure: Failure | None = None, **tag: Any
+) -> ToolMessage:
+    """A plan call's ``ToolMessage`` of ``text`` (or the error of ``failure``, its record in the
+    tag), tagged with the call's place and ``tag``."""
+    if failure is not None:
+        text, tag = failure["message"], {"failure": dict(failure), **tag}
     return ToolMessage(
         content=text,
         tool_call_id=call_id(prefix, call.number),
         name=call.tool,
-        status="error" if error else "success",
+        status="success" if failure is None else "error",
         response_metadata=place(call, **tag),
     )
-
-
-def failure_message(call: ToolCall, prefix: str, failure: Failure, **tag: Any) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call that failed (its record in its tag)."""
-    return _result(call, prefix, failure["message"], True, failure=dict(failure), **tag)
 
 
 def query_message(
@@ -151,10 +151,8 @@ def query_message(
 ) -> ToolMessage:
     """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
     model calls it made."""
-    tag: dict[str, Any] = {"kind": "query", "attempts": attempts}
-    if failure is not None:
-        return failure_message(call, prefix, failure, **tag)
-    return _result(call, prefix, result_text(value), **tag)
+    text = result_text(value) if failure is None else ""
+    return _result(call, prefix, text, failure, kind="query", attempts=attempts)
 
 
 def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
@@ -256,8 +254,17 @@ def _running(
     try:
         with recording(noted):
             result = yield request
-    except Exception as exc:
-        return _failed(ctx, call, request, exc, noted)
+    except Exception as exc:  # the call's failure (its live error kept), but for a tool that
+        # returned before LangChain failed to write its result (an integer too long to print):
+        # it gave the plan that value, read as any result is.
+        extern = ctx.externs.get(call.tool)
+        if noted.returned and extern is not None:
+            message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
+        else:
+            message = raised_message(ctx.errors, call, ctx.prefix, exc)
+        if request.tool is not None and request.tool.return_direct:
+            message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+        return message
     return _tagged(ctx, call, request, result, noted)
 
 
@@ -331,22 +338,6 @@ def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
     return lambda request: wrapper(request, handler)
 
 
-def _failed(
-    ctx: CallContext, call: ToolCall, request: ToolCallRequest, exc: Exception, noted: Recorded
-) -> ToolMessage:
-    """The error ``ToolMessage`` of a plan call whose tool raised (the live error kept); a
-    tool that returned before LangChain failed to write its result (an integer too long to
-    print) gave the plan that value: it is read as any result is."""
-    extern = ctx.externs.get(call.tool)
-    if noted.returned and extern is not None:
-        message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
-    else:
-        message = raised_message(ctx.errors, call, ctx.prefix, exc)
-    if request.tool is not None and request.tool.return_direct:
-        message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
-    return message
-
-
 def ends_run(messages: Sequence[BaseMessage]) -> bool:
     """Whether ``messages`` end with plan-call results that end the run, as ``create_agent``
     ends it after its tool node: each marked :data:`ENDS_RUN` (its tool is ``return_direct``)."""
@@ -362,24 +353,18 @@ def raised_message(
     wrapped = tool_error(call, exc)
     error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
     errors[call_id(prefix, call.number)] = error
-    tag = {"kind": "query", "attempts": error.attempts} if isinstance(error, QueryFailed) else {}
-    return failure_message(call, prefix, failure_of(error), **tag)
+    if isinstance(error, QueryFailed):
+        return query_message(call, prefix, error.attempts, failure=failure_of(error))
+    return _result(call, prefix, failure=failure_of(error))
 
 
 def _tagged(
-    ctx: CallContext,
-    call: ToolCall,
-    request: ToolCallRequest,
-    result: _Result,
-    noted: Recorded,
+    ctx: CallContext, call: ToolCall, request: ToolCallRequest, result: _Result, noted: Recorded
 ) -> _Result:
-    """A plan call's result with the call's place in its metadata, whether the tool ran, and
-    what the plan gets when the text would not say it.
-
-    A ``return_direct`` tool's result is marked: the run ends with it, and the next run must
-    not take the plan up again. Messages a ``Command`` adds beside the result are marked as
-    the call's, so the next step knows they belong to this run.
-    """
+    """A plan call's result tagged as :func:`run_call` says. A ``return_direct`` tool's result
+    is marked: the run ends with it, and the next run must not take the plan up again.
+    Messages a ``Command`` adds beside the result are marked as the call's, so the next step
+    knows they belong to this run."""
     extra: dict[str, Any] = {} if noted.ran else {"ran": False}
     if request.tool is not None and request.tool.return_direct:
         extra[ENDS_RUN] = True
@@ -405,18 +390,16 @@ def _tagged(
     update = result.update
     if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
         return result
-    messages = [
-        (tagged(m) if isinstance(m, ToolMessage) and m.tool_call_id == cid else _marked(m, cid))
-        if isinstance(m, BaseMessage)
-        else m
-        for m in _listed(update["messages"])
-    ]
+    messages: list[Any] = []
+    for m in _listed(update["messages"]):
+        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
+            m = tagged(m)
+        elif isinstance(m, BaseMessage):
+            m = m.model_copy(
+                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
+            )
+        messages.append(m)
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
-
-
-def _marked(message: _M, cid: str) -> _M:
-    meta = {**message.response_metadata, ADDED_BY_CALL: cid}
-    return message.model_copy(update={"response_metadata": meta})
 
 
 def _as_made(message: ToolMessage, noted: Recorded) -> bool:
@@ -462,7 +445,26 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
     message is the tool's failure.
     """
-    outcome = _outcome(extern, message, call)
+    tag, recorded = tag_of(message), failure_in(message)
+    if recorded is not None:
+        outcome: Any = Failed(error_of(recorded))
+    elif message.status == "error":
+        text, where = message_text(message), dict[str, Any](line=call.line, source=call.source)
+        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
+            outcome = Failed(CallNotRun(call.tool, text, **where))
+        else:
+            outcome = Failed(ToolExecutionError(call.tool, RuntimeError(text), **where))
+    elif extern is None:
+        gone = f"tool {call.tool!r} is no longer offered by the agent"
+        outcome = Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
+    elif "values" in tag:
+        values, n = list(tag["values"]), extern.n_results
+        outcome = None if n == 0 else values[0] if n == 1 else values
+    else:
+        try:
+            outcome = decode_text(extern, message_text(message), call)
+        except ExecutionError as error:
+            outcome = Failed(error)
     if logger.isEnabledFor(logging.DEBUG):
         shown = outcome.error if isinstance(outcome, Failed) else short_repr(outcome, 120)
         args = short_repr(call.args, 200)
@@ -475,29 +477,6 @@ def failure_in(message: ToolMessage) -> Mapping[str, Any] | None:
     writes), if any; never one in what a tool returned (its content, its artifact)."""
     found = tag_of(message).get("failure")
     return found if isinstance(found, Mapping) else None
-
-
-def _outcome(extern: Extern | None, message: ToolMessage, call: ToolCall) -> Any:
-    tag, recorded = tag_of(message), failure_in(message)
-    if recorded is not None:
-        return Failed(error_of(recorded))
-    if message.status == "error":
-        text = message_text(message)
-        if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
-            return Failed(CallNotRun(call.tool, text, line=call.line, source=call.source))
-        return Failed(
-            ToolExecutionError(call.tool, RuntimeError(text), line=call.line, source=call.source)
-        )
-    if extern is None:
-        gone = f"tool {call.tool!r} is no longer offered by the agent"
-        return Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))
-    if "values" in tag:
-        values = list(tag["values"])
-        return None if extern.n_results == 0 else values[0] if extern.n_results == 1 else values
-    try:
-        return decode_text(extern, message_text(message), call)
-    except ExecutionError as error:
-        return Failed(error)
 
 
 def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:

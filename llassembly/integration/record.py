@@ -83,15 +83,11 @@ def settled(due: QueryDue) -> bool:
 
 
 class Approval(TypedDict):
-    """A plan-approval request and where it stands.
-
-    ``state`` is ``"awaiting"`` (a person is asked) or ``"approved"`` (the plan, whose calls
-    carry ``prefix``, runs with a person's approval).
-    """
+    """A plan-approval request and where it stands: ``state`` is ``"awaiting"`` (a person is
+    asked) or ``"approved"`` (the turn's current plan runs with a person's approval)."""
 
     state: Literal["awaiting", "approved"]
     request: NotRequired[dict[str, Any]]
-    prefix: NotRequired[str]
 
 
 Phase: TypeAlias = Literal["idle", "planning", "approval", "running", "answering", "done"]
@@ -161,8 +157,7 @@ class TurnRecord(TypedDict):
         prefixes: The prefixes of every plan of the turn.
         machine: The machine's snapshot (``None`` before the plan starts).
         pending: The calls the plan waits on, in program order (agent path).
-        drafts: The rejected drafts of the plan being written, each with the repair request
-            sent back.
+        drafts: The refused drafts of the plan being written, each with its repair request.
         failure: Why the current plan stopped (``None`` while it runs or when it finished).
         model_calls: Model calls made in the turn.
         repairs: Plans fixed after a rejection.

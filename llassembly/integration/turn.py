@@ -275,8 +275,7 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
         exhausted = RepairsExhausted(attempts, error)
         if opts.on_tool_error == "raise":
             raise exhausted from error
-        rec["plan"] = None
-        return _end(rec, plan_failure(exhausted), view, [])
+        return _end(rec, plan_failure(exhausted), view, [], replan=False)
     rec["drafts"] = []
     if isinstance(parsed, PlainAnswer):
         return _plain_answer(rec, cleaned, view)
@@ -286,10 +285,9 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
 def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     """The model answered in words: that is the turn's end. After a failed plan (asked for a
     new one) the failure stays on record, reported after the answer."""
-    rec["plan"] = None
     answer = marked(reply, "answer", new_id=True)
     if rec["plan_number"]:
-        return _end(rec, rec["failure"], view, [answer], answer=False)
+        return _end(rec, rec["failure"], view, [answer], replan=False, answer=False)
     rec["phase"] = "done"
     logger.info("turn ended: answered in words (%s)", plural(rec["model_calls"], "model call"))
     answer.response_metadata[KEY] = turn_result(rec, view.planner.options, "answered")
@@ -299,6 +297,7 @@ def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
 def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     number = rec["plan_number"] + 1
     rec.update({"plan_number": number, "failure": None, "machine": None, "pending": []})
+    rec["approval"] = None  # (a person's approval is of one plan)
     _use_plan(rec, reply.text, str(reply.id))
     logger.debug("plan %d accepted:\n%s", number, reply.text)
     request = view.planner.approval(reply.text, view.externs)
@@ -333,12 +332,12 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         rec["approval"] = None
         rec["raise_failure"] = False
         rejected = rejection_failure(str(decision.get("message", "")))
-        return _plan_ended(rec, rejected, view, [])
+        return _end(rec, rejected, view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
         _use_plan(rec, text)
         messages.append(edit_note(text))
-    rec["approval"] = {"state": "approved", "prefix": rec["prefix"]}
+    rec["approval"] = {"state": "approved"}
     return _start(rec, view, messages)
 
 
@@ -382,10 +381,10 @@ def _advance(
         calls = emulator.advance_batch()
     except ExecutionError as error:
         rec["machine"] = emulator.snapshot()
-        return _plan_ended(rec, failure_of(error), view, messages)
+        return _end(rec, failure_of(error), view, messages)
     rec["machine"] = view.planner.keep(emulator)
     if not calls:
-        return _plan_ended(rec, None, view, messages)
+        return _end(rec, None, view, messages)
     pending = [pending_call(call, call_id(rec["prefix"], call.number)) for call in calls]
     if view.externs[calls[0].tool].query:  # a batch holds queries only, or tools
         if view.queries_one_by_one:  # the rest of the batch waits for the machine's next step
@@ -404,7 +403,7 @@ def _plan_ran(rec: TurnRecord, ran: PlanRan, view: TurnView) -> Step:
         return Step(rec, Finish(), list(ran.messages))
     if ran.failure is None and not ran.machine["halted"]:  # calls for the agent's tools
         return _advance(rec, _machine(rec, view), view, list(ran.messages))
-    return _plan_ended(rec, ran.failure, view, list(ran.messages))
+    return _end(rec, ran.failure, view, list(ran.messages))
 
 
 def _returned(rec: TurnRecord, outcomes: Sequence[Any], view: TurnView) -> Step:
@@ -416,7 +415,7 @@ def _returned(rec: TurnRecord, outcomes: Sequence[Any], view: TurnView) -> Step:
         line, source = (pending[0]["line"], pending[0]["source"]) if pending else (0, "")
         detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
         changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
-        return _plan_ended(rec, changed, view, [], replan=False)
+        return _end(rec, changed, view, [], replan=False)
     return _advance(rec, emulator, view, [], outcomes)
 
 
@@ -469,34 +468,36 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
 # -- the end of a plan, and of the turn -------------------------------------------------------
 
 
-def _plan_ended(
+def _end(
     rec: TurnRecord,
     failure: Failure | None,
     view: TurnView,
     messages: list[AnyMessage],
     *,
     replan: bool = True,
+    answer: bool = True,
 ) -> Step:
-    """The plan ended: replan after a failure (when the policy says so), or end the turn."""
-    machine = rec["machine"] or {}
-    rec["executed"] += int(machine.get("executed", 0))
-    # The machine counts a call when it starts it: those it still waits on did not complete.
-    waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
-    before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
-    # With parallel_tools the calls of a batch after a failed one ran at the same time: they
-    # completed (by their messages), though the machine never took their results.
-    done = [
-        m
-        for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]])
-        if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
-    ]
-    alongside = max(len(done) - before, 0) if failure else 0
-    rec["tool_calls"] += before + alongside
-    rec["alongside"] = alongside
+    """The plan ended (or none ran: ``rec["plan"]`` is ``None``, as while one is asked for):
+    replan after a failure when ``replan`` and the policy say so, or end the turn: with the
+    plan's answer or summary, or with one more model call (unless ``answer`` is false)."""
+    if rec["plan"] is not None:  # the plan's instructions and calls join the turn's
+        machine = rec["machine"] or {}
+        rec["executed"] += int(machine.get("executed", 0))
+        # The machine counts a call when it starts it: those it still waits on did not complete.
+        waiting = len(machine.get("outstanding") or ()) + (machine.get("pending") is not None)
+        before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
+        # With parallel_tools the calls of a batch after a failed one ran at the same time:
+        # they completed (by their messages), though the machine never took their results.
+        done = [
+            m
+            for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]])
+            if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
+        ]
+        rec["alongside"] = max(len(done) - before, 0) if failure else 0
+        rec["tool_calls"] += before + rec["alongside"]
     rec.update({"plan": None, "pending": [], "failure": failure})
     opts = view.planner.options
-    replans_left = rec["replans"] < opts.max_replans
-    if failure and replan and opts.on_tool_error == "replan" and replans_left:
+    if failure and replan and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
         rec["replans"] += 1
         logger.info(
             "new plan %d/%d after %s at line %s",
@@ -508,20 +509,6 @@ def _plan_ended(
         asked = _ask_for_plan(rec, view)
         asked.messages[:0] = messages
         return asked
-    return _end(rec, failure, view, messages)
-
-
-def _end(
-    rec: TurnRecord,
-    failure: Failure | None,
-    view: TurnView,
-    messages: list[AnyMessage],
-    *,
-    answer: bool = True,
-) -> Step:
-    """End the turn: with the plan's answer or summary, or with one more model call."""
-    opts = view.planner.options
-    rec["failure"] = failure
     raising = (
         failure is not None and opts.on_tool_error == "raise" and failure["type"] != NOT_APPROVED
     )
