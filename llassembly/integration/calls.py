@@ -238,10 +238,6 @@ def run_call(
     return (adrive if asynchronous else drive)(_running(ctx, call, request), chained)
 
 
-arun_call = functools.partial(run_call, asynchronous=True)
-"""Async :func:`run_call`."""
-
-
 def _running(
     ctx: CallContext, call: ToolCall, request: ToolCallRequest
 ) -> Generator[ToolCallRequest, _Result, _Result]:
