@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from llassembly.errors import UsageError, clip, safe_text
+from llassembly.errors import UsageError, first_line
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -202,8 +202,7 @@ def call_schema(tool: BaseTool) -> Any:
         schema = schema.schema() if legacy else schema
     except Exception as exc:
         hint = " (a pydantic.v1 args_schema: give a pydantic v2 model)" if legacy else ""
-        first = (safe_text(exc).splitlines() or [type(exc).__name__])[0]
-        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {clip(first, 200)}"
+        msg = f"cannot read the arguments of tool {tool.name!r}{hint}: {first_line(exc)}"
         raise UsageError(msg) from exc
     if isinstance(schema, dict) or not (isinstance(model, type) and issubclass(model, BaseModel)):
         return schema

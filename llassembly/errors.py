@@ -105,6 +105,14 @@ def safe_text(value: object) -> str:
         return f"a {type(value).__name__} that cannot be shown"
 
 
+def first_line(exc: BaseException) -> str:
+    """A short, safe description of an error (its first line, never the whole huge value it
+    may quote)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return clip((safe_text(exc).splitlines() or [type(exc).__name__])[0], 200)
+
+
 def rendered(diagnostics: Sequence[Diagnostic]) -> str:
     """The first :data:`MAX_DIAGNOSTICS_SHOWN` diagnostics rendered, the rest counted."""
     shown = [d.render() for d in diagnostics[:MAX_DIAGNOSTICS_SHOWN]]

@@ -242,11 +242,12 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
-            named = shape.field(key)
-            return (named, None) if named else (ANY, f"has no field {key!r}; {fields_line(shape)}")
+            if named := shape.field(key):
+                return named, None
+            return ANY, f"has no field {key!r}; {fields_line(dict(shape.fields))}"
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None
-        return ANY, f"is an object: [{key}] needs a field name; {fields_line(shape)}"
+        return ANY, f"is an object: [{key}] needs a field name; {fields_line(dict(shape.fields))}"
     if kind == "map":
         if isinstance(key, int):
             return ANY, f"is an object: its keys are text, not [{key}]"
@@ -287,9 +288,10 @@ def describe(shape: Shape | None) -> str:
     }.get(shape.kind, shape.kind)
 
 
-def fields_line(shape: Shape) -> str:
-    """``its fields: id, name, email``."""
-    names = [name for name, _ in shape.fields]
+def fields_line(fields: Iterable[str]) -> str:
+    """``its fields: id, name, email`` (the first 20): what an object has, for a message about
+    a path that names a field it has not, before the run and while it runs."""
+    names = list(fields)
     shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
     return f"its fields: {shown}" if names else "it has no fields"
 

@@ -23,6 +23,7 @@ from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.cfg import Layout
 from llassembly.analysis.dataflow import place_parts
+from llassembly.analysis.shapes import fields_line
 from llassembly.errors import AsmRuntimeError, UsageError
 from llassembly.language.limits import (
     INT_MAX,
@@ -52,7 +53,6 @@ from llassembly.machine.state import MachineState
 
 _KEPT: Final = 8  # parsed texts each state keeps
 _MISSING: Final = object()
-_SHOWN_FIELDS: Final = 20
 NOT_JSON: Final[Any] = None
 """What :func:`structure_of` gives for a value that is no JSON object or array (no structure
 is ``None``)."""
@@ -149,12 +149,6 @@ def _kind(node: Any) -> str:
     return f"the text {short_repr(node, 40)}"
 
 
-def _fields(node: dict[str, Any]) -> str:
-    names = list(node)
-    shown = ", ".join(names[:_SHOWN_FIELDS]) + (", ..." if len(names) > _SHOWN_FIELDS else "")
-    return f"its fields: {shown}" if names else "it has no fields"
-
-
 _NOT_A_STRUCTURE: Final = "a step meets a value that is not an object or a list"
 
 
@@ -172,10 +166,10 @@ def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> A
     if isinstance(node, dict):
         if type(key) is not str:
             wrong = f"{where} is an object: [{short_repr(key)}] needs a field name"
-            raise _off(ins, f"{wrong}; {_fields(node)}", path, "an object meets a non-text key")
+            raise _off(ins, f"{wrong}; {fields_line(node)}", path, "an object meets a non-text key")
         if key not in node:
             words = "an object has no field the path names"
-            raise _off(ins, f"{where} has no field {key!r}; {_fields(node)}", path, words)
+            raise _off(ins, f"{where} has no field {key!r}; {fields_line(node)}", path, words)
         return node[key]
     if isinstance(node, list):
         index = _index(key)

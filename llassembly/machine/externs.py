@@ -73,7 +73,7 @@ from llassembly.errors import (
     UsageError,
     UsageTypeError,
     clip,
-    safe_text,
+    first_line,
 )
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import (
@@ -526,13 +526,6 @@ def short_repr(value: Any, limit: int | None = None) -> str:
     except Exception:  # any object's repr may raise; this one must not
         text = f"a {type(value).__name__} that cannot be shown"
     return text if limit is None else clip(text, limit)
-
-
-def first_line(exc: BaseException) -> str:
-    """A short, safe description of a conversion error (never the whole huge value)."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return clip((safe_text(exc).splitlines() or [type(exc).__name__])[0], 200)
 
 
 def to_value(x: Any) -> Value:
