@@ -256,8 +256,10 @@ class PathWalk:
             key: str | int | float | None = step.value if isinstance(step, Imm) else None
             if isinstance(key, float):
                 key = int(key) if key.is_integer() and not last else None
-            grows = ("object", "map", "union", "list" if isinstance(key, int) else "object")
-            if current is None or (last and current.kind in grows):  # a write may add the step
+            # A write's last step may add itself: a field to an object or a map, an element
+            # (by its index) to a list.
+            grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
+            if current is None or (last and current.kind in grows):
                 return None
             part, problem = child(current, key)
             if problem is not None:

@@ -250,9 +250,10 @@ def _running(
     try:
         with recording(noted):
             result = yield request
-    except Exception as exc:  # the call's failure (its live error kept), but for a tool that
-        # returned before LangChain failed to write its result (an integer too long to print):
-        # it gave the plan that value, read as any result is.
+    except Exception as exc:
+        # The call's failure (its live error kept), but for a tool that returned before
+        # LangChain failed to write its result (an integer too long to print): it gave the
+        # plan that value, read as any result is.
         extern = ctx.externs.get(call.tool)
         if noted.returned and extern is not None:
             message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))

@@ -57,7 +57,7 @@ BUDGETS = ("max_instructions_to_exec", "max_tool_calls", "max_stack_depth")
 def run_budgets(holder: Any) -> dict[str, Any]:
     """The budgets of a run that ``holder`` (the options, a plan) keeps: the instructions' and
     the tool calls' (the stack's is the compiled program's)."""
-    return {budget: getattr(holder, budget) for budget in BUDGETS[:2]}
+    return {budget: getattr(holder, budget) for budget in BUDGETS if budget != "max_stack_depth"}
 
 
 @dataclass(frozen=True)
