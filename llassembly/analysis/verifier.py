@@ -146,11 +146,6 @@ def _written(value: Value, line: int) -> Shape | None:
     return Shape("any" if json_text else kind, literal=(value, line))
 
 
-def _text_address(mem: Mem) -> bool:
-    """``[ESI]``: one register and nothing else; read, it may hold text (its first character)."""
-    return mem.label is None and mem.index is None and not mem.disp and mem.base is not None
-
-
 class PathWalk:
     """One walk over the paths of a plan and what it finds (``answers``: the shape of each
     query's answer, by its ``CALL``; see :func:`~llassembly.analysis.queries.query_sites`).
@@ -396,9 +391,9 @@ class PathWalk:
                 what = f"{operand} is a string; use a number"
             self.found.setdefault((pc, position, 0), _needs_numbers(ins, what))
         for position, operand in enumerate(operands):
-            for mem in (operand, *nested(operand)):
-                if not isinstance(mem, Mem) or (position in fx.reads and _text_address(mem)):
-                    continue  # [ESI] read may be text: C's *s (see machine/access.py)
+            for mem in (m for m in (operand, *nested(operand)) if isinstance(m, Mem)):
+                if position in fx.reads and (mem.label, mem.index, mem.disp) == (None, None, 0):
+                    continue  # [ESI] read may be text: C's *s, its first character (access.py)
                 if any(self.register(facts, reg.index)[1] for reg in mem.registers):
                     what = (
                         f"on some path a register in the address {mem} holds a string; an "
@@ -1005,15 +1000,12 @@ def _in_loop(flow: ControlFlow, pc: int) -> str:
 
 
 def _span(program: Program, component: tuple[int, ...]) -> str:
-    """Render the lines of a loop: ``lines 3-5`` or ``lines 3-5, 9``."""
-    runs: list[list[int]] = []  # [first, last] of each run of instructions
-    for pc in sorted(component):
-        if runs and runs[-1][1] == pc - 1:
-            runs[-1][1] = pc
-        else:
-            runs.append([pc, pc])
-    lines = [(program.instructions[a].line, program.instructions[b].line) for a, b in runs]
-    parts = [str(first) if first == last else f"{first}-{last}" for first, last in lines]
+    """Render the lines of a loop (its instructions in order): ``lines 3-5`` or ``lines 3-5, 9``."""
+    parts = []
+    for _, run in itertools.groupby(enumerate(component), lambda at: at[1] - at[0]):  # a run of
+        pcs = [pc for _, pc in run]  # instructions one after another
+        first, last = program.instructions[pcs[0]].line, program.instructions[pcs[-1]].line
+        parts.append(str(first) if first == last else f"{first}-{last}")
     return ("line " if len(component) == 1 else "lines ") + ", ".join(parts)
 
 
