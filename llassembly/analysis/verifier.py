@@ -549,9 +549,7 @@ class _Checker:
 
     def check_labels(self) -> None:
         program = self.program
-        for key, sites in program.label_lines.items():
-            if not sites:
-                continue
+        for key, sites in program.label_lines.items():  # each label defined at least once
             name = program.label_names.get(key, key)
             (first_line, _), *again = sites
             for line, group in itertools.groupby(again, operator.itemgetter(0)):  # one per line
@@ -884,11 +882,9 @@ class _Checker:
                 f"declare it in section .data ({shown} dd 0)"
             )
             self.report_at(pc, message, position)
+        empty = "POP on an empty stack: on some path nothing is on the stack when this line runs"
         for pc in walk.empty_pops:
-            message = (
-                "POP on an empty stack: on some path nothing is on the stack when this line runs"
-            )
-            self.report_at(pc, message + _in_loop(flow, pc))
+            self.report_at(pc, empty + _in_loop(flow, pc))
         for pc, have in walk.short_calls.items():
             tool = flow.tools[pc]
             params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
