@@ -243,16 +243,14 @@ class PathWalk:
         self, path: Path, facts: _Facts, pc: int, position: int, written: bool = False
     ) -> Shape | None:
         """The shape ``path`` reads as (``None``: not known), telling the first step no value of
-        its shape has; ``written``: the last step may also add a field to an object or an
-        element at a list's end."""
+        its shape has; ``written``: the last step may also add itself (a field to an object or a
+        map, an element by its index to a list)."""
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
             key: str | int | float | None = step.value if isinstance(step, Imm) else None
             if isinstance(key, float):
                 key = int(key) if key.is_integer() and not last else None
-            # A write's last step may add itself: a field to an object or a map, an element
-            # (by its index) to a list.
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
                 return None
