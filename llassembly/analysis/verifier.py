@@ -343,10 +343,9 @@ class PathWalk:
         """``facts`` after ``operand`` is written a value of ``place``'s shape and text."""
         value, text = place
         if isinstance(operand, Path):  # the base holds the JSON text of a changed structure
-            base = operand.base
-            before = self.shape(base, facts, -1, -1) if not isinstance(base, Mem) else None
+            before = self.shape(operand.base, facts, -1, -1)  # a memory cell's is not known
             kept = before if before is not None and before.kind in ("object", "list") else None
-            return self.put(facts, base, (kept, True))
+            return self.put(facts, operand.base, (kept, True))
         if isinstance(operand, Reg):
             slot = self.flow.tracked.get(operand.index)  # none for R0, which stays 0
             if slot is None:
