@@ -104,23 +104,19 @@ def default_semantics() -> Semantics:
     return _INSTALLED[0] if _INSTALLED else COPIES_ONLY
 
 
+def _key(value: Abstract) -> Hashable:
+    """A key telling machine values apart (``1``, ``1.0`` and ``-0.0`` are three values)."""
+    return (float, repr(value)) if type(value) is float else (type(value), value)
+
+
 def same_value(a: Abstract, b: Abstract) -> bool:
     """Whether two values are the same machine value (same type; ``-0.0`` is not ``0.0``)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or a != b:
-        return False
-    return type(a) is not float or repr(a) == repr(b)
+    return a is b or _key(a) == _key(b)
 
 
 def join(a: Abstract, b: Abstract) -> Abstract:
     """What is known of a value that is ``a`` on some runs and ``b`` on the others."""
     return a if same_value(a, b) else UNKNOWN
-
-
-def _key(value: Value) -> Hashable:
-    """A key telling machine values apart (``1``, ``1.0`` and ``-0.0`` are three values)."""
-    return (float, repr(value)) if type(value) is float else (type(value), value)
 
 
 # registers (the tracked ones, in order), flags, stack (top last)
@@ -206,16 +202,14 @@ class _Propagation:
         taken = stack[len(stack) - fx.info.pops :] if fx.info.pops else ()
         if any(v is UNKNOWN for v in (*read.values(), *taken)):
             return None
-        values: dict[int, Value] = read  # type: ignore[assignment]  # none is unknown
-        known: tuple[Value, ...] = taken  # type: ignore[assignment]
         key = (
             pc,
-            tuple((r, _key(v)) for r, v in sorted(values.items())),
+            tuple((r, _key(v)) for r, v in sorted(read.items())),
             flags if fx.info.condition else None,
-            tuple(_key(v) for v in known),
+            tuple(_key(v) for v in taken),
         )
         if key not in self.memo:
-            self.memo[key] = self.run(pc, values, flags, known)
+            self.memo[key] = self.run(pc, read, flags, taken)  # type: ignore[arg-type]  # known
         return self.memo[key]
 
     def copies(self, pc: int, fx: Effects, facts: _Facts) -> _Facts:

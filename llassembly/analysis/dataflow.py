@@ -43,14 +43,13 @@ NO_SOURCES: Final[Sources] = frozenset()
 
 
 class Write(NamedTuple):
+    """One place an instruction writes (a register, a variable or data label, a memory cell, or
+    a path: its base) and, for a copy, the operands whose sources it gets (what it copies, and
+    the address or the rest of the structure of its own place); ``None`` for a computed value,
+    which gets everything the instruction reads."""
+
     place: Operand
     copies: tuple[Operand, ...] | None
-
-
-"""One place an instruction writes (a register, a variable or data label, a memory cell, or a
-path: its base) and, for a copy, the operands whose sources it gets (what it copies, and the
-address or the rest of the structure of its own place); ``None`` for a computed value, which
-gets everything the instruction reads."""
 
 
 class Transfer(NamedTuple):

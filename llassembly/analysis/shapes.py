@@ -148,11 +148,6 @@ def shape_of(annotation: Any, depth: int = 0) -> Shape:
         return _shape(annotation, depth)
 
 
-@functools.lru_cache(maxsize=1024)
-def _cached(annotation: Any, depth: int) -> Shape:
-    return _shape(annotation, depth)
-
-
 def _hints(cls: Any) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls)
@@ -206,6 +201,9 @@ def _shape(annotation: Any, depth: int) -> Shape:
     ):
         return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
     return ANY
+
+
+_cached = functools.lru_cache(maxsize=1024)(_shape)
 
 
 def _choices(values: Sequence[Any]) -> Shape:
