@@ -206,9 +206,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
         def serve(asked: Any) -> Any:
             if isinstance(asked, RunPlan):
-                graph = self.planner.plan_graph(asked.plan, self.externs)
                 run: TurnRun = config["configurable"][TURN_KEY]
-                return run_plan(graph, run.calls, config, asynchronous)
+                return run_plan(asked.plan, run.calls, config, asynchronous)
             return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
 
         return serve
