@@ -117,10 +117,7 @@ class Planner:
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
         tools; entries of other kinds, such as provider tools given as dicts, are left out)."""
-        langchain = [t for t in tools if isinstance(t, BaseTool)]
-        return self._externs.cached(
-            tuple(map(id, tools)), tools, lambda: self.externs_for(langchain), check=False
-        )
+        return self.externs_for([t for t in tools if isinstance(t, BaseTool)])
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """The planner's system prompt for these tools and the caller's context (cached)."""
