@@ -548,8 +548,7 @@ def _running(
         writer({KEY: {"call": shown, kind: message_text(message)}})
 
     announced = announce if writer is not None else None
-    run = PlanRun(execute, ctx.prefix, announced, hand_off=ctx.hand_off)
-    run.errors = ctx.errors  # a tool's live error, kept by the tool path
+    run = PlanRun(execute, ctx.prefix, announced, errors=ctx.errors, hand_off=ctx.hand_off)
     result = yield graph.initial_state(), graph.config_for(run, config)
     said = list(result.get("messages", []))
     return PlanRan(result["machine"], result.get("failure"), said, run.error, ends_run(said))
