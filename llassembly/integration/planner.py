@@ -64,11 +64,7 @@ class _Lru(OrderedDict[_K, tuple[Any, _V]]):
 
 
 class Planner:
-    """The options of one planner and its caches.
-
-    Args:
-        options: The planner options.
-    """
+    """The options of one planner (``options``, kept as given) and its caches."""
 
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
