@@ -9,9 +9,8 @@ graph is compiled once per program.
 
 from __future__ import annotations
 
-import functools
 import operator
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias, TypedDict
 
@@ -107,8 +106,8 @@ class PlanRun:
 
     Attributes:
         execute: Runs one tool call with the node's config: returns its ``ToolMessage`` (or
-            ``Command``) as the planner's tool path makes it, or the tool's raw result.
-        aexecute: The same, awaited (used under ``ainvoke``).
+            ``Command``) as the planner's tool path makes it, or the tool's raw result; an
+            awaitable of it when its third argument (``asynchronous``) is true (``ainvoke``).
         call_id_prefix: Tool-call ids are ``prefix + call number``; unique per plan run.
         announce: Called with each executed call and its message, as it completes.
         error: Set to the live exception when the run fails (state keeps a plain record).
@@ -117,8 +116,7 @@ class PlanRun:
         hand_off: Stop before a batch of ``return_direct`` calls (for the agent's tool node).
     """
 
-    execute: Callable[[ToolCall, RunnableConfig], Any]
-    aexecute: Callable[[ToolCall, RunnableConfig], Awaitable[Any]]
+    execute: Callable[[ToolCall, RunnableConfig, bool], Any]
     call_id_prefix: str = "asm_"
     announce: Callable[[ToolCall, ToolMessage], None] | None = None
     error: ExecutionError | None = field(default=None, repr=False)
@@ -452,15 +450,15 @@ class PlanGraph:
 
 
 def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCall]], Any]:
-    """Runs a plan node's batch of calls at once with the run's ``execute`` (on threads), or
-    its ``aexecute`` (``asyncio.gather``); the tools get the node's config, without the
+    """Runs a plan node's batch of calls at once with the run's ``execute`` (on threads, or
+    awaited with ``asyncio.gather``); the tools get the node's config, without the
     ``max_concurrency`` that :meth:`PlanGraph.config_for` set for the graph's own tasks."""
     run, tools = config["configurable"][RUN_KEY], config
     if config["configurable"].get(_OWN_POOL):
         tools = {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[assignment]
     if asynchronous:
-        return lambda batch: abatch_results(batch, lambda call: run.aexecute(call, tools))
-    return lambda batch: batch_results(batch, lambda call: run.execute(call, tools))
+        return lambda batch: abatch_results(batch, lambda call: run.execute(call, tools, True))
+    return lambda batch: batch_results(batch, lambda call: run.execute(call, tools, False))
 
 
 class Node(Runnable[Any, Any]):
@@ -503,17 +501,16 @@ def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMes
     return query_message(call, ctx.prefix, attempts, value=value)
 
 
-def run_plan(
-    graph: PlanGraph, ctx: CallContext, config: RunnableConfig, asynchronous: bool = False
-) -> Any:
-    """Run a planner's plan graph to its :class:`PlanRan` end (or failure) with ``invoke``
-    (``ainvoke``, awaitable, when ``asynchronous``); it shares the caller's checkpointer (it
-    runs inside the caller's node, with the node's config), so on resume after an interrupt
-    in a tool, the calls that completed are not run again.
+def run_plan(plan: str, ctx: CallContext, config: RunnableConfig, asynchronous: bool) -> Any:
+    """Run the plan graph of ``ctx.planner``'s verified ``plan`` to its :class:`PlanRan` end
+    (or failure) with ``invoke`` (``ainvoke``, awaitable, when ``asynchronous``); it shares the
+    caller's checkpointer (it runs inside the caller's node, with the node's config), so on
+    resume after an interrupt in a tool, the calls that completed are not run again.
 
     Raises:
         UsageError: The plan calls async-only tools, run with ``invoke`` (nothing has run).
     """
+    graph: PlanGraph = ctx.planner.plan_graph(plan, ctx.externs)
     if asynchronous:
         return adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
     check_sync_tools(graph.compiled.tools)
@@ -531,7 +528,7 @@ def _running(
     ctx.observed = not unobserved(config)
     writer: Any = getattr(ctx.runtime, "stream_writer", None)
 
-    def execute(call: ToolCall, node_config: RunnableConfig, asynchronous: bool = False) -> Any:
+    def execute(call: ToolCall, node_config: RunnableConfig, asynchronous: bool) -> Any:
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
             asked = _query_call(ctx, call)
             return (adrive if asynchronous else drive)(asked, invoker(node_config, asynchronous))
@@ -550,10 +547,8 @@ def _running(
         kind = "error" if message.status == "error" else "result"
         writer({KEY: {"call": shown, kind: message_text(message)}})
 
-    aexecute = functools.partial(execute, asynchronous=True)
     announced = announce if writer is not None else None
-    run = PlanRun(execute, aexecute, ctx.prefix, announced, hand_off=ctx.hand_off)
-    run.errors = ctx.errors  # a tool's live error, kept by the tool path
+    run = PlanRun(execute, ctx.prefix, announced, errors=ctx.errors, hand_off=ctx.hand_off)
     result = yield graph.initial_state(), graph.config_for(run, config)
     said = list(result.get("messages", []))
     return PlanRan(result["machine"], result.get("failure"), said, run.error, ends_run(said))

@@ -201,8 +201,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
                     hand_off=True,
                 )  # fmt: skip
-                graph = self.planner.plan_graph(asked.plan, externs)
-                return run_plan(graph, ctx, get_config(), asynchronous)
+                return run_plan(asked.plan, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 
         return visit(view, state, synchronous=not asynchronous), serve

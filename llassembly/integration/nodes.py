@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from llassembly.integration.options import (
     ToolMiddleware,
     document_options,
 )
-from llassembly.integration.planner import Planner
+from llassembly.integration.planner import Planner, _Lru
 from llassembly.integration.record import KEY, TurnRecord, due
 from llassembly.integration.turn import (
     AskAnswer,
@@ -57,7 +56,6 @@ RAISE_KEY: Final = f"{KEY}_raise"
 """Key of the input a planner node sends itself to raise a failed turn's error (see
 :class:`ToolsPlannerNode`)."""
 TURN_KEY: Final = "llassembly_turn"
-_LIVE_ERRORS: Final = 64  # most live errors a node keeps for the task that raises them
 
 
 # -- the turn graph -------------------------------------------------------------------------------
@@ -169,7 +167,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
         # The live errors of failed turns until the node's next task raises them (bounded: a
         # run that stops before that step leaves its entry behind).
-        self._live: OrderedDict[str, ExecutionError] = OrderedDict()
+        self._live: _Lru[str, ExecutionError] = _Lru()
 
     def prompt_for(self, *, system_prompt: str = "") -> str:
         """Exactly the system prompt the planner model receives from this node when the
@@ -206,9 +204,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
         def serve(asked: Any) -> Any:
             if isinstance(asked, RunPlan):
-                graph = self.planner.plan_graph(asked.plan, self.externs)
                 run: TurnRun = config["configurable"][TURN_KEY]
-                return run_plan(graph, run.calls, config, asynchronous)
+                return run_plan(asked.plan, run.calls, config, asynchronous)
             return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
 
         return serve
@@ -218,10 +215,11 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         raising of the error a failed turn handed to this task (see the class docstring)."""
         marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
         if isinstance(marker, Mapping):
-            error = self._live.pop(str(marker.get("id")), None)
-            if error is None:  # another process, or a retry: the record is what is left
-                error = error_of(marker["failure"])
-                error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
+            live = self._live.pop(str(marker.get("id")), None)
+            if live is not None:
+                raise live[1]
+            error = error_of(marker["failure"])  # another process, or a retry: the record is left
+            error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]
             raise error
         found = state.get("messages") if isinstance(state, Mapping) else None
         found = getattr(state, "messages", None) if found is None else found
@@ -258,9 +256,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         if not isinstance(node, str):
             raise error  # outside a graph: there is no checkpoint to keep
         key = uuid.uuid4().hex
-        self._live[key] = error
-        while len(self._live) > _LIVE_ERRORS:
-            self._live.popitem(last=False)
+        self._live.cached(key, error, lambda: error)
         marker = {"id": key, "failure": record["failure"], "messages": messages}  # checkpointed
         return Command(update={"messages": messages}, goto=Send(node, {RAISE_KEY: marker}))
 

@@ -46,14 +46,13 @@ def short_hash(text: str) -> str:
 
 
 class _Lru(OrderedDict[_K, tuple[Any, _V]]):
-    """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the object its
-    key names by id (kept alive, so that id is never reused for another)."""
+    """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the ``owner`` of
+    the objects its key names by id (kept alive: no id in a kept key is ever another's)."""
 
-    def cached(self, key: _K, owner: Any, build: Callable[[], _V], check: bool = True) -> _V:
-        """The value kept under ``key`` for ``owner`` (any owner unless ``check``), else
-        ``build()``, kept."""
+    def cached(self, key: _K, owner: Any, build: Callable[[], _V]) -> _V:
+        """The value kept under ``key``, else ``build()``, kept beside ``owner``."""
         found = self.get(key)
-        if found is not None and (found[0] is owner or not check):
+        if found is not None:
             self.move_to_end(key)
             return found[1]
         value = build()
@@ -64,11 +63,7 @@ class _Lru(OrderedDict[_K, tuple[Any, _V]]):
 
 
 class Planner:
-    """The options of one planner and its caches.
-
-    Args:
-        options: The planner options.
-    """
+    """The options of one planner (``options``, kept as given) and its caches."""
 
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
@@ -98,7 +93,7 @@ class Planner:
             if isinstance(given, Mapping)
             else tuple(map(id, given))
         )
-        return self._externs.cached(key, given, lambda: self._adapted(given), check=False)
+        return self._externs.cached(key, given, lambda: self._adapted(given))
 
     def _adapted(self, given: Any) -> dict[str, Extern]:
         externs = externs_from(given)
@@ -117,10 +112,7 @@ class Planner:
     def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
         """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
         tools; entries of other kinds, such as provider tools given as dicts, are left out)."""
-        langchain = [t for t in tools if isinstance(t, BaseTool)]
-        return self._externs.cached(
-            tuple(map(id, tools)), tools, lambda: self.externs_for(langchain), check=False
-        )
+        return self.externs_for([t for t in tools if isinstance(t, BaseTool)])
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """The planner's system prompt for these tools and the caller's context (cached)."""

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.queries import is_query
-from llassembly.analysis.shapes import ANY, Shape, named_shapes, shape_of
+from llassembly.analysis.shapes import ANY, Shape, named_shapes, options_of, shape_of
 from llassembly.errors import UsageError
 from llassembly.language.program import fewest_arguments
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
@@ -84,7 +84,7 @@ def _structured(shape: Shape) -> bool:
     values is not (its tool's block shows how to read one)."""
     return any(
         _structured(o.item) if o.kind == "list" and o.item is not None else o.kind not in _PLAIN
-        for o in (shape.options if shape.kind == "union" else (shape,))
+        for o in options_of(shape)
     )
 
 
@@ -321,9 +321,7 @@ def _push(name: str, annotation: Any, index: int, names: Names | None) -> tuple[
 
 
 def _without_none(shape: Shape) -> Shape:
-    if shape.kind != "union":
-        return shape
-    rest = [o for o in shape.options if o.kind != "none"]
+    rest = [o for o in options_of(shape) if o.kind != "none"]
     return rest[0] if len(rest) == 1 else shape
 
 

@@ -251,13 +251,11 @@ def test_block_graph_has_far_fewer_nodes_than_instruction_graph() -> None:
 def _direct_run(tools: list[BaseTool]) -> PlanRun:
     externs = externs_from(tools)
 
-    def execute(call: ToolCall, config: RunnableConfig) -> Any:
-        return externs[call.tool].call(call.args)
+    def execute(call: ToolCall, config: RunnableConfig, asynchronous: bool) -> Any:
+        extern = externs[call.tool]
+        return extern.acall(call.args) if asynchronous else extern.call(call.args)
 
-    async def aexecute(call: ToolCall, config: RunnableConfig) -> Any:
-        return await externs[call.tool].acall(call.args)
-
-    return PlanRun(execute, aexecute, "asmtest_")
+    return PlanRun(execute, "asmtest_")
 
 
 @pytest.mark.parametrize("granularity", GRANULARITIES)

@@ -692,13 +692,10 @@ def test_a_batchs_results_in_the_plan_graph_state_are_its_messages_and_emptied_o
     saver = InMemorySaver()
     app = graph.graph.copy(update={"checkpointer": saver})  # the same nodes, checkpointed
 
-    def execute(call: Any, config: Any) -> Any:
+    def execute(call: Any, config: Any, asynchronous: bool) -> Any:
         return temp(**call.args)
 
-    async def aexecute(call: Any, config: Any) -> Any:
-        return temp(**call.args)
-
-    config = graph.config_for(PlanRun(execute, aexecute), {"configurable": {"thread_id": "t"}})
+    config = graph.config_for(PlanRun(execute), {"configurable": {"thread_id": "t"}})
     out = app.invoke(graph.initial_state(), config)
     assert out["machine"]["halted"] and not out.get("results")
     history = list(app.get_state_history({"configurable": {"thread_id": "t"}}))
