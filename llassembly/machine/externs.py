@@ -60,6 +60,7 @@ from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.compat import (
     ainvoke_as_call,
+    bubbling_errors,
     call_schema,
     invoke_as_call,
     mcp_output_schema,
@@ -88,7 +89,6 @@ if TYPE_CHECKING:
 
 Converter = Callable[[Any], Any]
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-_EMPTY = inspect.Parameter.empty
 _LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 _PLAIN_TYPES = (int, float, str, bool, Any)
 _SCHEMA_DEPTH = 8  # deeper JSON schemas (a recursive one) are read as "any"
@@ -232,11 +232,10 @@ class Extern:
                 return _LEFT_OUT
             if shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options):
                 return None  # X | None, Optional[X], Any
-            reason = (
+            raise _Refused(
                 f"argument {param.name!r}: NONE (no value) was pushed, but the tool has no "
                 f"default for it and takes {label(shape)}; push a value"
             )
-            raise _Refused(reason)
         try:
             return self._converters[position](value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
@@ -261,21 +260,19 @@ class Extern:
         """
         if self.tool is not None:
             return self.result_of(invoke_as_call(self._recorder, args))
-        func = self.func
-        if func is None or self._is_async:
+        if self.func is None or self._is_async:
             raise UsageError(
                 f"tool {self.name!r} is async: run the plan with the async node or middleware"
             )
-        return func(**args)
+        return self.func(**args)
 
     async def acall(self, args: dict[str, Any]) -> Any:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
         if self.tool is not None:
             return self.result_of(await ainvoke_as_call(self._recorder, args))
-        func = self.func
-        if func is None:
+        if self.func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
-        return await func(**args) if self._is_async else func(**args)
+        return await self.func(**args) if self._is_async else self.func(**args)
 
     @functools.cached_property
     def uninjected(self) -> tuple[str, ...]:
@@ -443,8 +440,6 @@ def _to_int(v: Any) -> int:
 
 
 def _to_float(v: Any) -> float:
-    if type(v) is not float and type(v) is not int and type(v) is not str:
-        raise ValueError("not a number")
     try:
         number = float(v.strip() if type(v) is str else v)
     except OverflowError:
@@ -541,9 +536,9 @@ def to_value(x: Any) -> Value:
         raise
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
+    except bubbling_errors():
+        raise  # an interrupt from inside the object's own code: not a conversion error
     except Exception as exc:
-        if isinstance(exc, loaded("langgraph.errors", "GraphBubbleUp") or ()):
-            raise  # an interrupt from inside the object's own code: not a conversion error
         raise ValueError(
             f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
         ) from exc
@@ -683,9 +678,13 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
     output = mcp_output_schema(item) if is_tool else None
+    func = (getattr(item, "func", None) or getattr(item, "coroutine", None)) if is_tool else item
+    try:  # the function's resolved annotations, extras kept
+        hints = typing.get_type_hints(func if callable(func) else item._run, include_extras=True)
+    except Exception as exc:
+        raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
+    injected, runtime = _injected(hints)
     if is_tool:
-        func = getattr(item, "func", None) or getattr(item, "coroutine", None)
-        hints = _hints(func if callable(func) else item._run, name)
         schema, about = call_schema(item), item.description or ""
     else:
         from langchain_core.tools.base import create_schema_from_function
@@ -699,12 +698,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
                 "stack, so every argument needs a name and a type (e.g. def f(city: str)), or "
                 "give a LangChain tool whose args_schema declares them"
             )
-        hints = _hints(item, name)
         try:
             schema = create_schema_from_function(
                 name,
                 item,
-                filter_args=[*_injected(hints)[0], "self", "run_manager", "callbacks"],
+                filter_args=[*injected, "self", "run_manager", "callbacks"],
                 parse_docstring=True,
                 error_on_invalid_docstring=False,
                 include_injected=False,
@@ -712,7 +710,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         except Exception as exc:
             raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
         about = inspect.getdoc(item) or ""
-    returns = hints.get("return", _EMPTY)
+    returns = hints.get("return", Any)
     if is_tool and item.response_format == "content_and_artifact" and get_origin(returns) is tuple:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
@@ -737,7 +735,6 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             shown = _default_text(default) if optional else ""
             doc = declared.description or described.get(field, "")
             params.append(Param(field, annotation, doc, optional, shown))
-    injected, runtime = _injected(hints)
     return Extern(
         name=name,
         params=tuple(params),
@@ -839,14 +836,6 @@ def _literal(values: list[Any]) -> Any:
     return typing.cast(Any, Literal)[tuple(plain)] if plain else Any
 
 
-def _hints(obj: Any, name: str) -> dict[str, Any]:
-    """The resolved annotations of a tool's function, extras kept."""
-    try:
-        return typing.get_type_hints(obj, include_extras=True)
-    except Exception as exc:
-        raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
-
-
 def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
     """The parameters the runtime injects (LangChain's rule: ``InjectedToolArg`` and its kinds,
     ``ToolRuntime``; plus a ``RunnableConfig``), and the one that gets the ``ToolRuntime`` (as
@@ -875,7 +864,7 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
     """How many values a call pushes, and their types, from the return annotation. A tool
     declared to return a ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's
     content) gives the text of its message."""
-    if annotation is _EMPTY or annotation is Any:
+    if annotation is Any:
         return 1, ()
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
