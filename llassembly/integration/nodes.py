@@ -37,7 +37,7 @@ from llassembly.integration.options import (
     ToolMiddleware,
     document_options,
 )
-from llassembly.integration.planner import Planner, _Lru
+from llassembly.integration.planner import Lru, Planner
 from llassembly.integration.record import KEY, TurnRecord, due
 from llassembly.integration.turn import (
     AskAnswer,
@@ -167,7 +167,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         self.graph: CompiledStateGraph[Any, Any, Any, Any] = builder.compile()
         # The live errors of failed turns until the node's next task raises them (bounded: a
         # run that stops before that step leaves its entry behind).
-        self._live: _Lru[str, ExecutionError] = _Lru()
+        self._live: Lru[str, ExecutionError] = Lru()
 
     def prompt_for(self, *, system_prompt: str = "") -> str:
         """Exactly the system prompt the planner model receives from this node when the

@@ -45,7 +45,7 @@ def short_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
 
 
-class _Lru(OrderedDict[_K, tuple[Any, _V]]):
+class Lru(OrderedDict[_K, tuple[Any, _V]]):
     """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the ``owner`` of
     the objects its key names by id (kept alive: no id in a kept key is ever another's)."""
 
@@ -67,15 +67,15 @@ class Planner:
 
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
-        self._externs: _Lru[tuple[Any, ...], dict[str, Extern]] = _Lru()
-        self._compiled: _Lru[tuple[Any, ...], CompiledProgram] = _Lru()
-        self._summaries: _Lru[tuple[Any, ...], PlanSummary] = _Lru()
-        self._prompts: _Lru[tuple[int, str], str] = _Lru()
-        self._graphs: _Lru[tuple[Any, ...], PlanGraph] = _Lru()
-        self._live: _Lru[int, Emulator] = _Lru()
-        self._single: _Lru[int, Extern | None] = _Lru()
-        self._recording: _Lru[int, BaseTool] = _Lru()
-        self._direct: _Lru[tuple[int, bool], Callable[..., Any] | None] = _Lru()
+        self._externs: Lru[tuple[Any, ...], dict[str, Extern]] = Lru()
+        self._compiled: Lru[tuple[Any, ...], CompiledProgram] = Lru()
+        self._summaries: Lru[tuple[Any, ...], PlanSummary] = Lru()
+        self._prompts: Lru[tuple[int, str], str] = Lru()
+        self._graphs: Lru[tuple[Any, ...], PlanGraph] = Lru()
+        self._live: Lru[int, Emulator] = Lru()
+        self._single: Lru[int, Extern | None] = Lru()
+        self._recording: Lru[int, BaseTool] = Lru()
+        self._direct: Lru[tuple[int, bool], Callable[..., Any] | None] = Lru()
 
     # -- tools ------------------------------------------------------------------------------
 
