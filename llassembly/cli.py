@@ -35,10 +35,9 @@ from llassembly import (
     summarize,
 )
 from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.errors import plural, safe_text, well_formed
-from llassembly.integration.query import QUERY_EXTERN
+from llassembly.integration.query import add_query
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
@@ -294,12 +293,7 @@ def prompt_command(args: argparse.Namespace, report: Report) -> int:
 
     externs = load_tools(args.tools)
     if args.queries:  # as the planner's queries=True: the built-in query is one more tool
-        if QUERY_TOOL in externs:
-            raise UsageError(
-                f"a tool is named {QUERY_TOOL!r}, the name plans call a query by (--queries): "
-                "rename the tool"
-            )
-        externs[QUERY_TOOL] = QUERY_EXTERN
+        add_query(externs, "--queries")
     text = build_system_prompt(externs, args.context, args.prompt_path)
     tokens = count_tokens_approximately([SystemMessage(text)])
     report.text(text, end="")

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from langchain_core.tools import BaseTool, StructuredTool
 
 from llassembly.analysis.policies import check_policies, dataflow_policies
-from llassembly.analysis.queries import QUERY_TOOL
 from llassembly.analysis.summary import PlanSummary, summarize
 from llassembly.analysis.toolset import given_tools
 from llassembly.compat import direct_function, recording_tool
@@ -28,7 +27,7 @@ from llassembly.integration.approval import approval_request
 from llassembly.integration.graph import PlanGraph
 from llassembly.integration.options import PlannerOptions, check_tool_names, run_budgets
 from llassembly.integration.prompt import build_system_prompt
-from llassembly.integration.query import QUERY_EXTERN
+from llassembly.integration.query import add_query
 from llassembly.language.parser import parse
 from llassembly.language.program import PlainAnswer, Program
 from llassembly.machine.emulator import Emulator
@@ -100,12 +99,7 @@ class Planner:
         if self.options.execution == "graph":  # a plan graph runs each call as a tool
             externs = {name: _as_tool(extern) for name, extern in externs.items()}
         if self.options.queries:
-            if QUERY_TOOL in externs:
-                raise UsageError(
-                    f"a tool is named {QUERY_TOOL!r}, the name plans call a query by "
-                    "(queries=True): rename the tool"
-                )
-            externs[QUERY_TOOL] = QUERY_EXTERN
+            add_query(externs, "queries=True")
         check_tool_names(self.options, externs)
         return externs
 

@@ -70,8 +70,20 @@ QUERY_EXTERN: Final = Extern(
     func=_answered_by_a_model,
     query=True,
 )
-"""The built-in query, as the plan calls it (the planner adds it to the tools when queries
+"""The built-in query, as the plan calls it (:func:`add_query` adds it to the tools when queries
 are on)."""
+
+
+def add_query(externs: dict[str, Extern], option: str) -> None:
+    """Add the built-in query to ``externs`` (``option`` is how it was turned on, for the error).
+
+    Raises:
+        UsageError: A tool already has the query's name.
+    """
+    if QUERY_TOOL in externs:
+        message = f"a tool is named {QUERY_TOOL!r}, the name plans call a query by ({option})"
+        raise UsageError(f"{message}: rename the tool")
+    externs[QUERY_TOOL] = QUERY_EXTERN
 
 
 # -- reading a reply ------------------------------------------------------------------------------
