@@ -619,8 +619,8 @@ def _too_many(column: int) -> LineError:
     )
 
 
-def _no_constant(name: str) -> Any:
-    """JSON in data holds finite numbers only (no ``NaN``, ``Infinity``)."""
+def no_constant(name: str) -> Any:
+    """JSON in a plan (its data, what it reads) holds finite numbers: no ``NaN``, ``Infinity``."""
     raise ValueError(f"{name} is not a finite number")
 
 
@@ -633,7 +633,7 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
     if text[0] in "{[":
         start = column + len(rest) - len(rest.lstrip())
         try:
-            loaded = json.loads(text, parse_constant=_no_constant)
+            loaded = json.loads(text, parse_constant=no_constant)
             dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             return [Imm(dumped)]
         except (ValueError, RecursionError) as exc:

@@ -32,6 +32,7 @@ from llassembly.language.limits import (
     MAX_DATA_TEXT_CHARS,
     MAX_ROW_TEXT_PER_RUN,
 )
+from llassembly.language.parser import no_constant
 from llassembly.language.program import (
     NONE,
     Imm,
@@ -65,10 +66,6 @@ def fail(ins: Instruction, message: str, words: str = "", plain: bool = False) -
     return AsmRuntimeError(message, line=ins.line, source=ins.text, words=said)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a finite number")
-
-
 _READ_ONCE: Final = (
     "read the parts you need once (MOV R2, R1.items) rather than again in every round"
 )
@@ -96,7 +93,7 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
         return NOT_JSON
     _count(st, len(value), ins)
     try:
-        node = json.loads(value, parse_constant=_refuse_constant)
+        node = json.loads(value, parse_constant=no_constant)
     except RecursionError:
         raise fail(ins, "the JSON text is nested too deeply to read") from None
     except ValueError:
