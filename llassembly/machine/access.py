@@ -146,9 +146,6 @@ def _kind(node: Any) -> str:
     return f"the text {short_repr(node, 40)}"
 
 
-_NOT_A_STRUCTURE: Final = "a step meets a value that is not an object or a list"
-
-
 def _index(key: Value) -> int | None:
     if type(key) is int:
         return key
@@ -188,7 +185,8 @@ def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> A
             raise _off(ins, f"{where}[{index}] is past the end of {where}: {have}", path, words)
         return node[index]
     wrong = f"not an object or a list: it has no {key_text(key)}"
-    raise _off(ins, f"{where} is {_kind(node)}, {wrong}", path, _NOT_A_STRUCTURE)
+    words = "a step meets a value that is not an object or a list"
+    raise _off(ins, f"{where} is {_kind(node)}, {wrong}", path, words)
 
 
 def _off(ins: Instruction, message: str, path: Path, what: str) -> AsmRuntimeError:

@@ -401,7 +401,7 @@ def label(shape: Shape) -> str:
     ``JSON array of int``, ``one of "a", "b"``..."""
     options = _taken(shape)
     if len(options) != 1:
-        return "any" if shape.kind == "any" else " | ".join(label(o) for o in options)
+        return " | ".join(label(o) for o in options)  # (a union: see _taken)
     (shape,) = options
     kind, item = shape.kind, shape.item
     if shape.choices:
