@@ -18,8 +18,10 @@ Example:
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llassembly.analysis.summary import CallSite, PlanSummary, ToolUse
 from llassembly.errors import Diagnostic, UsageError, plural
@@ -29,28 +31,37 @@ PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
 """A rule: ``(summary, program) -> problems`` (strings or diagnostics; none when fine)."""
 
 
-def unknown_name(
+def check_names(
     subject: str,
-    kind: str,
-    name: str,
-    known: Sequence[str],
-    missing: str,
-    listed: str,
-    *,
-    of: str = "",
-) -> UsageError:
-    """The error for a rule or option naming a tool or argument that is not there (a misspelt
-    name would switch it off without a word): ``{subject} names the {kind} {name!r} [of
-    {of}], which {missing}; did you mean ...? ({listed}: ...)``. Names match exactly; one
-    differing only in case, or the closest ones, are offered."""
-    same = [k for k in known if k.lower() == name.lower()]
-    close = same or difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    shown = ", ".join(sorted(known)[:20]) or "none"
-    return UsageError(
-        f"{subject} names the {kind} {name!r}{f' of {of}' if of else ''}, which {missing}{hint}"
-        f" ({listed}: {shown})"
+    tools: Mapping[str, Any],
+    names: Iterable[str] = (),
+    arguments: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Refuse a rule or option (``subject``) that names a tool ``tools`` lack, or an argument
+    (``(tool, argument)``) its tool does not take, since a misspelt name would switch it off
+    without a word: a ``UsageError`` that offers a name differing only in case, or the closest.
+    """
+    wanted = itertools.chain(
+        (("tool", name, list(tools), "") for name in names),
+        (
+            ("argument", a, [str(getattr(p, "name", "")) for p in tools[t].params], t)
+            for t, a in arguments
+        ),
     )
+    for kind, name, known, of in wanted:
+        if name in known:
+            continue
+        same = [k for k in known if k.lower() == name.lower()]
+        close = same or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        missing, listed = (f"{of} does not take", "its arguments") if of else _NO_TOOL
+        where, shown = f" of {of}" if of else "", ", ".join(sorted(known)[:20]) or "none"
+        raise UsageError(
+            f"{subject} names the {kind} {name!r}{where}, which {missing}{hint} ({listed}: {shown})"
+        )
+
+
+_NO_TOOL = ("is not among the tools", "tool names match exactly; the tools")
 
 
 def _site_policy(

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, get_args
 
-from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, unknown_name
+from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, check_names
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import GRANULARITIES, Granularity
@@ -133,24 +133,14 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
         UsageError: An option names an unknown tool or argument; the message names it, the
             option, and the closest names.
     """
-    gates = {option: getattr(options, option) for option in ("approve_plan", "parallel_tools")}
-    named = [(o, str(n)) for o, names in gates.items() if isinstance(names, tuple) for n in names]
-    arguments: list[tuple[str, str, str]] = []
+    for option in ("approve_plan", "parallel_tools"):
+        names = getattr(options, option)
+        check_names(option, tools, map(str, names) if isinstance(names, tuple) else ())
     for policy in options.plan_policy:
         shown = policy if isinstance(policy, DataFlowPolicy) else None
         label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"
-        named += [(label, str(name)) for name in getattr(policy, "tool_names", ())]
-        arguments += [(label, str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
-    listed = "tool names match exactly; the tools"
-    for option, name in (n for n in named if n[1] not in tools):
-        raise unknown_name(option, "tool", name, list(tools), "the planner does not have", listed)
-    for option, tool, argument in arguments:
-        params = [str(getattr(p, "name", "")) for p in getattr(tools[tool], "params", ())]
-        if argument not in params:
-            missing = f"{tool} does not take"
-            raise unknown_name(
-                option, "argument", argument, params, missing, "its arguments", of=tool
-            )
+        pairs = [(str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
+        check_names(label, tools, map(str, getattr(policy, "tool_names", ())), pairs)
 
 
 @dataclass(frozen=True, kw_only=True)

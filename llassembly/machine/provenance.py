@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from llassembly.analysis.cfg import ControlFlow
 from llassembly.analysis.dataflow import NO_SOURCES, Sources, transfer_of
-from llassembly.analysis.policies import DataFlowPolicy, unknown_name
+from llassembly.analysis.policies import DataFlowPolicy, check_names
 from llassembly.errors import DataFlowRefused, ExecutionError, UsageError
 from llassembly.language.program import (
     Instruction,
@@ -194,17 +194,7 @@ def guards_for(
     """
     for policy in policies:
         subject = f"the data-flow policy {policy}"
-        for name in policy.tool_names:
-            if name not in tools:
-                raise unknown_name(
-                    subject, "tool", name, list(tools), "is not among the tools", "the tools"
-                )
-        tool, argument, names = policy.tool, policy.argument, _names(tools[policy.tool])
-        if argument not in names:
-            missing = f"{tool} does not take"
-            raise unknown_name(
-                subject, "argument", argument, names, missing, "its arguments", of=tool
-            )
+        check_names(subject, tools, policy.tool_names, policy.tool_arguments)
     calls = {
         pc: tuple((_names(shape).index(p.argument), p) for p in policies if p.tool == shape.name)
         for pc, shape in flow.tools.items()
