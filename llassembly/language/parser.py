@@ -190,23 +190,20 @@ def _sized(token: str) -> bool:
 def read_number(token: str, column: int) -> int | float:
     """Read a numeric literal; the language's numbers are 64-bit integers and finite floats."""
     lowered = token.lower()
-    too_big = LineError(
-        column + 1,
-        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
-        "an integer within 64 bits or a finite float",
-    )
-    try:
+    with contextlib.suppress(ValueError):  # more digits than sys.get_int_max_str_digits
         if "x" in lowered:
             value: int | float = int(lowered, 16)
         elif any(c in lowered for c in ".e"):
             value = float(token)
         else:
             value = int(token)
-    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-        raise too_big from None
-    if not (is_int64(value) or (isinstance(value, float) and math.isfinite(value))):
-        raise too_big
-    return value
+        if is_int64(value) or (isinstance(value, float) and math.isfinite(value)):
+            return value
+    raise LineError(
+        column + 1,
+        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
+        "an integer within 64 bits or a finite float",
+    )
 
 
 def read_operand(token: str, column: int) -> Operand:
