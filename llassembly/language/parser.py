@@ -775,7 +775,7 @@ def _as_template(
             message = f"cannot read {clip(shown)} in {where.removesuffix(' text')}: {exc.message}"
             problems.append(LineError(column, message, exc.expected))
             continue
-        if not isinstance(fill, Reg | Name | Mem | Path):  # pragma: no cover - by the pattern
+        if not isinstance(fill, Reg | Name | Mem | Path):  # {.5} reads as a number
             problems.append(LineError(column, f"{clip(shown)} names no value", "a register"))
             continue
         fills.append(fill)
