@@ -926,7 +926,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     for position, ins in enumerate(instructions):
         line, say, columns = source_lines[ins.line - 1], ins.op is Opcode.SAY, ins.operand_columns
         info = OPCODE_INFO[ins.op]
-        kinds = info.accepts(len(ins.operands)) or info.operands
+        kinds = (info.shape(len(ins.operands)) or info.shapes[0]).kinds  # as effects reads it
         settled: list[Operand] = []
         problems: list[LineError] = []
         if say and len(ins.operands) != 1:
