@@ -165,7 +165,7 @@ def _operands(
         start = i
         token = _TOKEN.match(text, i)  # None only at a quote: a string
         i = token.end() if token else _string_end(text, i, offset)
-        if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
+        if not expect_operand and text[start] in "[pP" and _sized(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
             tokens.append((text[column - offset : i], column))
@@ -225,7 +225,7 @@ def _read(token: str) -> Operand:
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
             return _path(token, close + 1, _read_memory(token[: close + 1]))
         return _read_memory(token)
-    if _sized(token.split("[", 1)[0].strip() or "-"):
+    if _sized(token.split("[", 1)[0].strip()):
         return _read_memory(token)
     if _NUMBER.match(token):
         return Imm(read_number(token, 0))
