@@ -165,7 +165,7 @@ def _operands(
         start = i
         token = _TOKEN.match(text, i)  # None only at a quote: a string
         i = token.end() if token else _string_end(text, i, offset)
-        if not expect_operand and tokens and text[start] in "[pP" and _sized(tokens[-1][0]):
+        if not expect_operand and text[start] in "[pP" and _sized(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
             tokens.append((text[column - offset : i], column))
@@ -190,23 +190,20 @@ def _sized(token: str) -> bool:
 def read_number(token: str, column: int) -> int | float:
     """Read a numeric literal; the language's numbers are 64-bit integers and finite floats."""
     lowered = token.lower()
-    too_big = LineError(
-        column + 1,
-        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
-        "an integer within 64 bits or a finite float",
-    )
-    try:
+    with contextlib.suppress(ValueError):  # more digits than sys.get_int_max_str_digits
         if "x" in lowered:
             value: int | float = int(lowered, 16)
         elif any(c in lowered for c in ".e"):
             value = float(token)
         else:
             value = int(token)
-    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-        raise too_big from None
-    if not (is_int64(value) or (isinstance(value, float) and math.isfinite(value))):
-        raise too_big
-    return value
+        if is_int64(value) or (isinstance(value, float) and math.isfinite(value)):
+            return value
+    raise LineError(
+        column + 1,
+        f"number {token[:20]}{'...' if len(token) > 20 else ''} is out of range",
+        "an integer within 64 bits or a finite float",
+    )
 
 
 def read_operand(token: str, column: int) -> Operand:
@@ -228,7 +225,7 @@ def _read(token: str) -> Operand:
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
             return _path(token, close + 1, _read_memory(token[: close + 1]))
         return _read_memory(token)
-    if _sized(token.split("[", 1)[0].strip() or "-"):
+    if _sized(token.split("[", 1)[0].strip()):
         return _read_memory(token)
     if _NUMBER.match(token):
         return Imm(read_number(token, 0))
@@ -778,7 +775,7 @@ def _as_template(
             message = f"cannot read {clip(shown)} in {where.removesuffix(' text')}: {exc.message}"
             problems.append(LineError(column, message, exc.expected))
             continue
-        if not isinstance(fill, Reg | Name | Mem | Path):  # pragma: no cover - by the pattern
+        if not isinstance(fill, Reg | Name | Mem | Path):  # {.5} reads as a number
             problems.append(LineError(column, f"{clip(shown)} names no value", "a register"))
             continue
         fills.append(fill)
@@ -929,7 +926,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     for position, ins in enumerate(instructions):
         line, say, columns = source_lines[ins.line - 1], ins.op is Opcode.SAY, ins.operand_columns
         info = OPCODE_INFO[ins.op]
-        kinds = info.accepts(len(ins.operands)) or info.operands
+        kinds = (info.shape(len(ins.operands)) or info.shapes[0]).kinds  # as effects reads it
         settled: list[Operand] = []
         problems: list[LineError] = []
         if say and len(ins.operands) != 1:

@@ -94,9 +94,8 @@ def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
         if inner is None:
             continue
         name, sep, rest = inner.strip().partition(":")
-        bang = name.find("!")
-        if bang >= 0:
-            name, sep, rest = name[:bang].strip(), "!", name[bang + 1 :]
+        if "!" in name:
+            name, sep, rest = name.partition("!")
         name = name.strip()
         plain = PLACEHOLDER.fullmatch(name) is not None
         meant = "{" + (name if plain else "R1") + "}"
