@@ -795,3 +795,11 @@ def test_misspelt_instruction_next_to_unfenced_code_is_kept_and_reported() -> No
 
 def test_short_upper_case_prose_is_still_a_plain_answer() -> None:
     assert isinstance(parse("OK"), PlainAnswer)
+
+
+def test_a_placeholder_that_reads_as_a_number_names_no_value() -> None:
+    """``{.5}`` matches the placeholder pattern but reads as a number, not a register or a
+    name: the parser points at it rather than saying the text ``{.5}``."""
+    exc = syntax_error('SAY "x {.5}"')
+    assert (exc.line, exc.column) == (1, 8)
+    assert "{.5} names no value" in str(exc)
