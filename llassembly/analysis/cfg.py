@@ -188,10 +188,9 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
     changed = list(found)  # EAX: the result or the error; the flags: did it fail
     for pc in eax | tested:
-        written = found[pc].registers_written | {EAX_INDEX}
         changed[pc] = replace(
             found[pc],
-            registers_written=written,
+            registers_written=found[pc].registers_written | {EAX_INDEX},
             implicit_writes=(EAX_INDEX,),
             flags_written=pc in tested,
         )

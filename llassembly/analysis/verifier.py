@@ -31,14 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.paths import (
-    fixpoint,
-    joined_stacks,
-    outermost,
-    paths_of,
-    pushed,
-    taken,
-)
+from llassembly.analysis.paths import fixpoint, joined_stacks, outermost, paths_of, pushed, taken
 from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
     INT,
