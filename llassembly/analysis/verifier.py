@@ -541,7 +541,7 @@ class _Checker:
         program = self.program
         for key, sites in program.label_lines.items():  # each label defined at least once
             name = program.label_names.get(key, key)
-            (first_line, _), *again = sites
+            (first_line, first_column), *again = sites
             for line, group in itertools.groupby(again, operator.itemgetter(0)):  # one per line
                 columns = [column for _, column in group]
                 again_here = (
@@ -553,9 +553,8 @@ class _Checker:
                 )
                 self.report(line, columns[0], message, structural=True)
             if key in program.data:
-                line, column = sites[0]
                 message = f"{name!r} is both a code label and a data label; rename one of them"
-                self.report(line, column, message)
+                self.report(first_line, first_column, message)
 
     def check_operands(self) -> None:
         for index, ins in enumerate(self.program.instructions):
