@@ -324,7 +324,7 @@ class PathWalk:
 
         moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
         out = facts._replace(stack=taken(facts.stack, fx.info.pops, _UNKNOWN)[0])
-        produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
+        produced = (_PRODUCED.get(fx.info.produces), False)  # text from SUBSTR:
         for position in fx.writes:  # followed by its shape alone
             sources = [v for w, v in moved if w == position] or [produced]
             out = self.put(out, ins.operands[position], functools.reduce(_join, sources))
@@ -426,7 +426,7 @@ class PathWalk:
                         f"read the number in it first: NUM R9, {operand}, then {op} with R9",
                     )
             return
-        if not OPCODE_INFO[ins.op].compares or len(ins.operands) != 2:
+        if not fx.info.compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
