@@ -127,13 +127,12 @@ class ControlFlow:
 
     @functools.cached_property
     def loops(self) -> tuple[tuple[int, ...], ...]:
-        """The loops of :attr:`flat` reachable from the entry: its strongly connected components
-        with a cycle (more than one instruction, or one that goes to itself)."""
+        """The loops of :attr:`flat` reachable from the entry: its :func:`cyclic` strongly
+        connected components."""
         entry, flat = self.program.entry, self.flat
         if not 0 <= entry < self.end:
             return ()
-        found = components(entry, flat)
-        return tuple(tuple(sorted(c)) for c in found if len(c) > 1 or c[0] in flat[c[0]])
+        return tuple(tuple(sorted(c)) for c in components(entry, flat) if cyclic(c, flat))
 
 
 def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
@@ -343,6 +342,11 @@ def components(
                     del low[component[-1]]
                 result.append(component)
     return result
+
+
+def cyclic(component: list[int], succ: Sequence[tuple[int, ...]]) -> bool:
+    """Whether a :func:`components` component has a cycle (more nodes than one, or a self-loop)."""
+    return len(component) > 1 or component[0] in succ[component[0]]
 
 
 # -- memory -------------------------------------------------------------------------------------
