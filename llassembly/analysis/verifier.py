@@ -281,13 +281,13 @@ class PathWalk:
         if fx.info.condition and unset:
             self.unset_jumps.add(pc)
         unset = unset and not (fx.info.condition or fx.flags_written)  # a path going on had some
-        taken, put = flow.stack_effect(pc)
-        if facts.depth < taken:
+        count, put = flow.stack_effect(pc)
+        if facts.depth < count:
             if pc in flow.tools:
                 self.short_calls[pc] = min(facts.depth, self.short_calls.get(pc, facts.depth))
             else:
                 self.empty_pops.add(pc)
-        depth = max(facts.depth - taken, 0) + put
+        depth = max(facts.depth - count, 0) + put
         return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
