@@ -388,11 +388,6 @@ class Layout:
         """The writable cells as a run starts (read-only labels are read from the program)."""
         return {key: list(self.labels[key].cells) for key in self.order if key in self.live}
 
-    @property
-    def cells(self) -> int:
-        """How many cells the plan declares."""
-        return sum(len(label.cells) for label in self.labels.values())
-
     # -- cells as the analyses number them -------------------------------------------------
 
     @functools.cached_property

@@ -791,7 +791,7 @@ class _Checker:
         self.report(ins.line, column, message)
 
     def check_memory_size(self) -> None:
-        cells = self.layout.cells
+        cells = sum(len(label.cells) for label in self.layout.labels.values())
         if cells > MAX_MEMORY_CELLS:
             line = max(label.line for label in self.layout.labels.values())
             message = (
