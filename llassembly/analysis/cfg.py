@@ -127,13 +127,12 @@ class ControlFlow:
 
     @functools.cached_property
     def loops(self) -> tuple[tuple[int, ...], ...]:
-        """The loops of :attr:`flat` reachable from the entry: its strongly connected components
-        with a cycle (more than one instruction, or one that goes to itself)."""
+        """The loops of :attr:`flat` reachable from the entry: its :func:`cyclic` strongly
+        connected components."""
         entry, flat = self.program.entry, self.flat
         if not 0 <= entry < self.end:
             return ()
-        found = components(entry, flat)
-        return tuple(tuple(sorted(c)) for c in found if len(c) > 1 or c[0] in flat[c[0]])
+        return tuple(tuple(sorted(c)) for c in components(entry, flat) if cyclic(c, flat))
 
 
 def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
@@ -188,10 +187,9 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
     tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
     changed = list(found)  # EAX: the result or the error; the flags: did it fail
     for pc in eax | tested:
-        written = found[pc].registers_written | {EAX_INDEX}
         changed[pc] = replace(
             found[pc],
-            registers_written=written,
+            registers_written=found[pc].registers_written | {EAX_INDEX},
             implicit_writes=(EAX_INDEX,),
             flags_written=pc in tested,
         )
@@ -346,6 +344,11 @@ def components(
     return result
 
 
+def cyclic(component: list[int], succ: Sequence[tuple[int, ...]]) -> bool:
+    """Whether a :func:`components` component has a cycle (more nodes than one, or a self-loop)."""
+    return len(component) > 1 or component[0] in succ[component[0]]
+
+
 # -- memory -------------------------------------------------------------------------------------
 
 SPAN = 1 << 20
@@ -384,11 +387,6 @@ class Layout:
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable cells as a run starts (read-only labels are read from the program)."""
         return {key: list(self.labels[key].cells) for key in self.order if key in self.live}
-
-    @property
-    def cells(self) -> int:
-        """How many cells the plan declares."""
-        return sum(len(label.cells) for label in self.labels.values())
 
     # -- cells as the analyses number them -------------------------------------------------
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from llassembly.analysis.cfg import ControlFlow, Layout
-from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed
+from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 from llassembly.language.program import Effects, Imm, Mem, Name, Operand, Path, Reg, Value, nested
 
@@ -180,7 +180,7 @@ class _Propagation:
         if outcome is FAILS:
             return None
         if isinstance(outcome, Outcome):
-            stack = pushed(stack[: len(stack) - fx.info.pops], outcome.pushed)
+            stack = pushed(taken(stack, fx.info.pops, UNKNOWN)[0], outcome.pushed)
             regs = self.write(regs, outcome.registers)
             if outcome.flags is not None:
                 flags = outcome.flags
@@ -199,24 +199,24 @@ class _Propagation:
         if self.opaque[pc] or len(stack) < fx.info.pops or (fx.info.condition and flags is UNKNOWN):
             return None
         read = {reg: self.register(regs, reg) for reg in fx.registers_read}
-        taken = stack[len(stack) - fx.info.pops :] if fx.info.pops else ()
-        if any(v is UNKNOWN for v in (*read.values(), *taken)):
+        popped = taken(stack, fx.info.pops, UNKNOWN)[1]
+        if any(v is UNKNOWN for v in (*read.values(), *popped)):
             return None
         key = (
             pc,
             tuple((r, _key(v)) for r, v in sorted(read.items())),
             flags if fx.info.condition else None,
-            tuple(_key(v) for v in taken),
+            tuple(_key(v) for v in popped),
         )
         if key not in self.memo:
-            self.memo[key] = self.run(pc, read, flags, taken)  # type: ignore[arg-type]  # known
+            self.memo[key] = self.run(pc, read, flags, popped)  # type: ignore[arg-type]  # known
         return self.memo[key]
 
     def copies(self, pc: int, fx: Effects, facts: _Facts) -> _Facts:
         """Facts after an instruction that could not be run: what it writes (a tool's results
         too) is unknown, but a value it copies keeps what is known of it."""
         regs, flags, stack = facts
-        taken, put = self.flow.stack_effect(pc)
+        count, put = self.flow.stack_effect(pc)
         operands = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
         moved = [
@@ -228,9 +228,7 @@ class _Propagation:
                 sources = [value for w, value in moved if w == position] or [UNKNOWN]
                 written[target.index] = functools.reduce(join, sources)
         copied = [value for w, value in moved if w == fx.STACK]
-        stack = pushed(
-            stack[: max(len(stack) - taken, 0)], copied + [UNKNOWN] * (put - len(copied))
-        )
+        stack = pushed(taken(stack, count, UNKNOWN)[0], copied + [UNKNOWN] * (put - len(copied)))
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
     def write(

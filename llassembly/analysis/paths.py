@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
-from llassembly.analysis.cfg import ControlFlow, components
+from llassembly.analysis.cfg import ControlFlow, components, cyclic
 from llassembly.language.instructions import CONDITIONS
 from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_STATES, MAX_STEPS
 from llassembly.language.program import Imm, Reg
@@ -82,7 +82,7 @@ class Paths:
     def looped(self) -> frozenset[int]:
         """The states inside a loop (a component with a cycle)."""
         order, succ = self._components[0], self.succ
-        return frozenset(m for members in order if _cyclic(members, succ) for m in members)
+        return frozenset(m for members in order if cyclic(members, succ) for m in members)
 
     @functools.cached_property
     def endless(self) -> tuple[tuple[int, ...], ...]:
@@ -97,7 +97,7 @@ class Paths:
         found = (
             tuple(sorted({self.states[m][0] for m in members}))
             for number, members in enumerate(order)
-            if _cyclic(members, succ)
+            if cyclic(members, succ)
             and all(nxt != END and comp_of[nxt] == number for m in members for nxt in succ[m])
         )
         return tuple(dict.fromkeys(found))
@@ -149,7 +149,7 @@ class Paths:
             own = sum(weight[m] for m in members)
             later = {comp_of[n] for m in members for n in succ[m] if n != END} - {number}
             after = [best[c] for c in later]
-            unbounded = (own and _cyclic(members, succ)) or None in after
+            unbounded = (own and cyclic(members, succ)) or None in after
             best.append(None if unbounded else own + max([a or 0 for a in after], default=0))
         return best[comp_of[0]]
 
@@ -334,7 +334,3 @@ def _components(succ: Sequence[tuple[int, ...]]) -> tuple[list[list[int]], dict[
     component (an index into them) of each state."""
     order = components(0, [tuple(t for t in out if t != END) for out in succ]) if succ else []
     return order, {member: number for number, members in enumerate(order) for member in members}
-
-
-def _cyclic(members: list[int], succ: Sequence[tuple[int, ...]]) -> bool:
-    return len(members) > 1 or members[0] in succ[members[0]]

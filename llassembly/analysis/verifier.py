@@ -31,14 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
-from llassembly.analysis.paths import (
-    fixpoint,
-    joined_stacks,
-    outermost,
-    paths_of,
-    pushed,
-    taken,
-)
+from llassembly.analysis.paths import fixpoint, joined_stacks, outermost, paths_of, pushed, taken
 from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
     INT,
@@ -288,13 +281,13 @@ class PathWalk:
         if fx.info.condition and unset:
             self.unset_jumps.add(pc)
         unset = unset and not (fx.info.condition or fx.flags_written)  # a path going on had some
-        taken, put = flow.stack_effect(pc)
-        if facts.depth < taken:
+        count, put = flow.stack_effect(pc)
+        if facts.depth < count:
             if pc in flow.tools:
                 self.short_calls[pc] = min(facts.depth, self.short_calls.get(pc, facts.depth))
             else:
                 self.empty_pops.add(pc)
-        depth = max(facts.depth - taken, 0) + put
+        depth = max(facts.depth - count, 0) + put
         return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
@@ -331,7 +324,7 @@ class PathWalk:
 
         moved = [(w, copied(r)) for w, r in fx.copies]  # all read before any is written (XCHG)
         out = facts._replace(stack=taken(facts.stack, fx.info.pops, _UNKNOWN)[0])
-        produced = (_PRODUCED.get(OPCODE_INFO[ins.op].produces), False)  # text from SUBSTR:
+        produced = (_PRODUCED.get(fx.info.produces), False)  # text from SUBSTR:
         for position in fx.writes:  # followed by its shape alone
             sources = [v for w, v in moved if w == position] or [produced]
             out = self.put(out, ins.operands[position], functools.reduce(_join, sources))
@@ -433,7 +426,7 @@ class PathWalk:
                         f"read the number in it first: NUM R9, {operand}, then {op} with R9",
                     )
             return
-        if not OPCODE_INFO[ins.op].compares or len(ins.operands) != 2:
+        if not fx.info.compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
@@ -548,7 +541,7 @@ class _Checker:
         program = self.program
         for key, sites in program.label_lines.items():  # each label defined at least once
             name = program.label_names.get(key, key)
-            (first_line, _), *again = sites
+            (first_line, first_column), *again = sites
             for line, group in itertools.groupby(again, operator.itemgetter(0)):  # one per line
                 columns = [column for _, column in group]
                 again_here = (
@@ -560,9 +553,8 @@ class _Checker:
                 )
                 self.report(line, columns[0], message, structural=True)
             if key in program.data:
-                line, column = sites[0]
                 message = f"{name!r} is both a code label and a data label; rename one of them"
-                self.report(line, column, message)
+                self.report(first_line, first_column, message)
 
     def check_operands(self) -> None:
         for index, ins in enumerate(self.program.instructions):
@@ -799,7 +791,7 @@ class _Checker:
         self.report(ins.line, column, message)
 
     def check_memory_size(self) -> None:
-        cells = self.layout.cells
+        cells = sum(len(label.cells) for label in self.layout.labels.values())
         if cells > MAX_MEMORY_CELLS:
             line = max(label.line for label in self.layout.labels.values())
             message = (
