@@ -560,14 +560,14 @@ class _Checker:
         for index, ins in enumerate(self.program.instructions):
             info = OPCODE_INFO[ins.op]
             given = ins.operands
-            wanted = info.accepts(len(given))
-            if wanted is None:
+            form = info.shape(len(given))
+            if form is None:
                 kinds = " or ".join(
-                    "(" + (" and ".join(_KIND_WORDS[k] for k in form.kinds) or "nothing") + ")"
-                    for form in info.shapes
+                    "(" + (" and ".join(_KIND_WORDS[k] for k in other.kinds) or "nothing") + ")"
+                    for other in info.shapes
                 )
                 column = _column(ins, len(info.operands))  # the first operand too many
-                numbers = sorted({len(form.kinds) for form in info.shapes})
+                numbers = sorted({len(other.kinds) for other in info.shapes})
                 takes = " or ".join(str(n) for n in numbers)
                 message = (
                     f"{ins.mnemonic} takes {takes} operand{'' if numbers == [1] else 's'} "
@@ -575,7 +575,7 @@ class _Checker:
                 )
                 self.report(ins.line, column, message, structural=True)
                 continue
-            for position, (kind, operand) in enumerate(zip(wanted, given, strict=True)):
+            for position, (kind, operand) in enumerate(zip(form.kinds, given, strict=True)):
                 column = _column(ins, position)
                 if info.variadic and position:  # a placeholder of SAY's text
                     self.check_placeholder(index, ins, position, column)

@@ -186,11 +186,6 @@ class OpcodeInfo:
             return Form(first.kinds + first.kinds[-1:] * len(extra), first.reads + extra)
         return None
 
-    def accepts(self, count: int) -> tuple[OperandKind, ...] | None:
-        """The operand kinds for ``count`` operands, or ``None`` when no form has that many."""
-        form = self.shape(count)
-        return None if form is None else form.kinds
-
 
 def _info(*forms: str, **facts: object) -> OpcodeInfo:
     facts.setdefault("produces", "number" if facts.get("numeric") else "")  # arithmetic: numbers
