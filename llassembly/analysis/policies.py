@@ -25,7 +25,7 @@ from typing import Any
 
 from llassembly.analysis.summary import CallSite, PlanSummary, ToolUse
 from llassembly.errors import Diagnostic, UsageError, plural
-from llassembly.language.program import Program
+from llassembly.language.program import Program, param_names
 
 PlanPolicy = Callable[[PlanSummary, Program], Iterable[str | Diagnostic]]
 """A rule: ``(summary, program) -> problems`` (strings or diagnostics; none when fine)."""
@@ -43,10 +43,7 @@ def check_names(
     """
     wanted = itertools.chain(
         (("tool", name, list(tools), "") for name in names),
-        (
-            ("argument", a, [str(getattr(p, "name", "")) for p in tools[t].params], t)
-            for t, a in arguments
-        ),
+        (("argument", a, param_names(tools[t]), t) for t, a in arguments),
     )
     for kind, name, known, of in wanted:
         if name in known:

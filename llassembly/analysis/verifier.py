@@ -84,6 +84,7 @@ from llassembly.language.program import (
     fewest_arguments,
     find_tool,
     nested,
+    param_names,
 )
 from llassembly.language.templates import has_placeholders
 
@@ -810,8 +811,8 @@ class _Checker:
         elif isinstance(operand, Imm) and arguments_of(tool, ins.operands) == operand.value:
             return
         else:
-            names = [str(getattr(p, "name", p)) for p in tool.params]
-            least, shown = fewest_arguments(tool), ", ".join(names) or "none"
+            names, least = param_names(tool), fewest_arguments(tool)
+            shown = ", ".join(names) or "none"
             message = (
                 f"CALL {tool.name}, {operand}: the count is how many arguments were pushed, a "
                 f"whole number from {least} to {len(names)}: {tool.name} takes {shown}, and the "
@@ -876,7 +877,7 @@ class _Checker:
             self.report_at(pc, empty + _in_loop(flow, pc))
         for pc, have in walk.short_calls.items():
             tool = flow.tools[pc]
-            params = ", ".join(str(getattr(p, "name", p)) for p in tool.params)
+            params = ", ".join(param_names(tool))
             count, least = flow.stack_effect(pc)[0], fewest_arguments(tool)
             message = (
                 f"CALL {tool.name} takes {count} value{'' if count == 1 else 's'} from the stack "

@@ -384,6 +384,11 @@ def arguments_of(tool: ToolShape, operands: Sequence[Operand]) -> int:
     return len(tool.params)
 
 
+def param_names(tool: ToolShape) -> list[str]:
+    """The names of ``tool``'s parameters, in order (a parameter given as text is its name)."""
+    return [str(getattr(p, "name", p)) for p in tool.params]
+
+
 def fewest_arguments(tool: ToolShape) -> int:
     """The fewest arguments a plan may push for ``tool``: up to its last parameter without a
     default (the ones after it may be left out with ``CALL tool, N``)."""

@@ -33,6 +33,7 @@ from llassembly.language.program import (
     Reg,
     ToolShape,
     Value,
+    param_names,
     place_of,
 )
 from llassembly.machine.access import Context, cell_locator, parts
@@ -196,11 +197,9 @@ def guards_for(
         subject = f"the data-flow policy {policy}"
         check_names(subject, tools, policy.tool_names, policy.tool_arguments)
     calls = {
-        pc: tuple((_names(shape).index(p.argument), p) for p in policies if p.tool == shape.name)
+        pc: tuple(
+            (param_names(shape).index(p.argument), p) for p in policies if p.tool == shape.name
+        )
         for pc, shape in flow.tools.items()
     }
     return Guards(tuple(policies), {pc: found for pc, found in calls.items() if found})
-
-
-def _names(tool: ToolShape) -> list[str]:
-    return [str(getattr(p, "name", "")) for p in tool.params]
