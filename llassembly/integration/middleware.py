@@ -30,6 +30,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -180,8 +181,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """This visit (see :func:`visit`) and what answers its requests (awaitable when
         ``asynchronous``): the model handler, the query model (``query_model``, else the agent's
         own, with no tools), or a plan graph run (with the agent's state and runtime)."""
-        given, state = self._given, request.state
-        externs = given if given is not None else self.planner.request_externs(request.tools)
+        state, externs = request.state, self._given
+        if externs is None:  # the agent's LangChain tools (not provider tools given as dicts)
+            tools = [t for t in request.tools if isinstance(t, BaseTool)]
+            externs = self.planner.externs_for(tools)
         view = TurnView(
             self.planner,
             externs,
