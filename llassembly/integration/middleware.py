@@ -391,7 +391,7 @@ def visit(
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
         view = replace(view, messages=[m for m in view.messages if m.id not in removals])
-    lagging = bool(record and record["lag"])
+    old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
     current = step(record, event, view)
@@ -404,7 +404,7 @@ def visit(
             ran = yield action
             made += query_model_calls(ran.messages)  # the plan's queries are model calls
             event = Received(ran)
-        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
+        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not old_lag:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
@@ -432,10 +432,9 @@ def visit(
     rec["anchor"] = out[-1].id if out else rec["anchor"]
     # The next visit makes no model call: held one below (see counter_updates); a query is one.
     rec["lag"] = 1 if due(rec) in ("person", "results", "run") else 0
-    update: dict[str, Any] = {KEY: rec}
+    update: dict[str, Any] = {KEY: rec, **counter_updates(state, made, old_lag, rec["lag"])}
     if removals:
         update["messages"] = [RemoveMessage(id=i) for i in removals]
-    update.update(counter_updates(state, made, record["lag"] if record else 0, rec["lag"]))
     structured = action.structured if isinstance(action, Finish) else None
     return ExtendedModelResponse(
         model_response=ModelResponse(result=list(out), structured_response=structured),
