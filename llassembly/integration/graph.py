@@ -202,8 +202,7 @@ class PlanGraph:
         out: RunnableConfig = {**base, "configurable": configurable, "recursion_limit": limit}
         if self._dispatching and base.get("max_concurrency") is None:
             # LangGraph runs a step's tasks on min(32, cpus + 4) threads unless told: let a
-            # whole batch (at most the tool-call budget) run at once, as the caller set no
-            # bound. The tools themselves get the caller's config (see _serve).
+            # whole batch (at most the tool-call budget) run at once (the tools: see _serve).
             out["max_concurrency"] = self.max_tool_calls
             configurable[_OWN_POOL] = True
         return out
@@ -456,9 +455,8 @@ def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCal
     run, tools = config["configurable"][RUN_KEY], config
     if config["configurable"].get(_OWN_POOL):
         tools = {k: v for k, v in config.items() if k != "max_concurrency"}  # type: ignore[assignment]
-    if asynchronous:
-        return lambda batch: abatch_results(batch, lambda call: run.execute(call, tools, True))
-    return lambda batch: batch_results(batch, lambda call: run.execute(call, tools, False))
+    results = abatch_results if asynchronous else batch_results
+    return lambda batch: results(batch, lambda call: run.execute(call, tools, asynchronous))
 
 
 class Node(Runnable[Any, Any]):

@@ -30,6 +30,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
@@ -180,8 +181,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         """This visit (see :func:`visit`) and what answers its requests (awaitable when
         ``asynchronous``): the model handler, the query model (``query_model``, else the agent's
         own, with no tools), or a plan graph run (with the agent's state and runtime)."""
-        given, state = self._given, request.state
-        externs = given if given is not None else self.planner.request_externs(request.tools)
+        state, externs = request.state, self._given
+        if externs is None:  # the agent's LangChain tools (not provider tools given as dicts)
+            tools = [t for t in request.tools if isinstance(t, BaseTool)]
+            externs = self.planner.externs_for(tools)
         view = TurnView(
             self.planner,
             externs,
@@ -388,7 +391,7 @@ def visit(
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
         view = replace(view, messages=[m for m in view.messages if m.id not in removals])
-    lagging = bool(record and record["lag"])
+    old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
     current = step(record, event, view)
@@ -401,7 +404,7 @@ def visit(
             ran = yield action
             made += query_model_calls(ran.messages)  # the plan's queries are model calls
             event = Received(ran)
-        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not lagging:
+        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not old_lag:
             made += len(action.requests) if isinstance(action, AskQuery) else 1
             if isinstance(action, AskModel):
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
@@ -429,10 +432,9 @@ def visit(
     rec["anchor"] = out[-1].id if out else rec["anchor"]
     # The next visit makes no model call: held one below (see counter_updates); a query is one.
     rec["lag"] = 1 if due(rec) in ("person", "results", "run") else 0
-    update: dict[str, Any] = {KEY: rec}
+    update: dict[str, Any] = {KEY: rec, **counter_updates(state, made, old_lag, rec["lag"])}
     if removals:
         update["messages"] = [RemoveMessage(id=i) for i in removals]
-    update.update(counter_updates(state, made, record["lag"] if record else 0, rec["lag"]))
     structured = action.structured if isinstance(action, Finish) else None
     return ExtendedModelResponse(
         model_response=ModelResponse(result=list(out), structured_response=structured),

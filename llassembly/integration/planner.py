@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -102,11 +102,6 @@ class Planner:
             add_query(externs, "queries=True")
         check_tool_names(self.options, externs)
         return externs
-
-    def request_externs(self, tools: Sequence[Any]) -> dict[str, Extern]:
-        """:meth:`externs_for` the LangChain tools among a model request's tools (the agent's
-        tools; entries of other kinds, such as provider tools given as dicts, are left out)."""
-        return self.externs_for([t for t in tools if isinstance(t, BaseTool)])
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """The planner's system prompt for these tools and the caller's context (cached)."""

@@ -307,9 +307,8 @@ def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = F
     their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
     ``asynchronous``)."""
     answer = invoker(None, asynchronous)
-    if asynchronous:
-        return abatch_results(requests, lambda r: adrive(_asking(model, r), answer))  # type: ignore[arg-type]
-    return batch_results(requests, lambda r: drive(_asking(model, r), answer))  # type: ignore[arg-type]
+    run, results = (adrive, abatch_results) if asynchronous else (drive, batch_results)
+    return results(requests, lambda r: run(_asking(model, r), answer))  # type: ignore[arg-type]
 
 
 # -- a batch of queries, where the turn asks them (agent path) ------------------------------------
@@ -357,7 +356,6 @@ def query_runner(model: Any) -> Callable[[ToolCall], Value]:
         >>> run = lambda c: answer(c) if c.tool == "query_text" else run_tool(c)  # doctest: +SKIP
         >>> emulator.run(run)  # doctest: +SKIP
     """
-
     return lambda call: drive(
         query_steps(model, call, f"{QUERY_TOOL}_{call.number}"), invoker(None)
     )[0]
