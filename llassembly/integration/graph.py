@@ -187,8 +187,9 @@ class PlanGraph:
 
     def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
         """The input for a fresh run (or one continuing from an emulator snapshot)."""
-        if machine is None:
-            machine = Emulator(self.compiled).snapshot()
+        if machine is None:  # (the plan's own stack limit: the program is not compiled again)
+            depth = self.compiled.max_stack_depth
+            machine = Emulator(self.compiled, max_stack_depth=depth).snapshot()
         return {"machine": machine, "messages": [], "failure": None}
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
@@ -344,7 +345,8 @@ class PlanGraph:
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
-        emulator = Emulator(self.compiled)  # only to build the call: no state is read
+        # only to build the call (no state is read); the plan's own stack limit: not compiled again
+        emulator = Emulator(self.compiled, max_stack_depth=self.compiled.max_stack_depth)
         call = emulator.call_at(payload["index"], payload["values"], payload["number"])
         [outcome] = yield [call]
         return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}

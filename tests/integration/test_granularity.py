@@ -27,6 +27,7 @@ from llassembly.integration.graph import (
     PlanRun,
 )
 from llassembly.language.parser import parse
+from llassembly.machine import steps
 from llassembly.machine.externs import externs_from
 from llassembly.machine.state import ToolCall
 from llassembly.machine.steps import compile_program
@@ -290,3 +291,23 @@ async def test_checkpointed_planner_state_survives_a_msgpack_round_trip(granular
     restored = serde.loads_typed((kind, data))
     assert shape(restored["messages"]) == shape(values["messages"])
     assert isinstance(restored["messages"][-1], AIMessage)
+
+
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_a_plan_with_its_own_stack_limit_is_not_compiled_again_as_it_runs(
+    granularity: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan compiled with a stack limit other than the default runs on its compilation:
+    neither the run's start nor a batch's call task compiles it again (each did: a machine
+    made with the default limit recompiled the program)."""
+    tools = Toolbox().sync_tools
+    text = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nPUSH "Oslo"\nCALL get_temperature')
+    compiled = compile_program(parse(text), externs_from(tools), max_stack_depth=64)  # type: ignore[arg-type]
+    graph = PlanGraph(compiled, granularity, parallel_tools=True)
+    again: list[object] = []
+    real = steps._compile_steps
+    monkeypatch.setattr(steps, "_compile_steps", lambda *args: again.append(args) or real(*args))
+    state = graph.graph.invoke(graph.initial_state(), graph.config_for(_direct_run(tools)))
+    assert state["failure"] is None
+    assert sum(isinstance(m, ToolMessage) for m in state["messages"]) == 2
+    assert again == []
