@@ -42,6 +42,7 @@ from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
     AsmRuntimeError,
+    BudgetExceeded,
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
@@ -297,10 +298,7 @@ class Emulator:
                 # results are in: where the sequential run raises it.
                 try:
                     if executed >= limit:
-                        ins = compiled.program.instructions[pc]
-                        raise InstructionBudgetExceeded(
-                            limit, executed + 1, line=ins.line, source=ins.text
-                        )
+                        raise self._exceeded(InstructionBudgetExceeded, executed + 1, pc)
                     if timed and executed % _CLOCK_EVERY == 0:
                         self._check_clock(pc)
                     executed += 1
@@ -354,10 +352,7 @@ class Emulator:
             values, error = self._values(index, result, tested)
             depth = len(st.stack) + len(st.calls) + len(values)
             if depth > self.max_stack_depth:
-                ins = self.program.instructions[index]
-                raise StackDepthExceeded(
-                    self.max_stack_depth, depth, line=ins.line, source=ins.text
-                )
+                raise self._exceeded(StackDepthExceeded, depth, index)
             to_eax = self._put_results(index, values, tested=tested)
             if tested:
                 if error is not None:  # EAX: the error's text
@@ -567,9 +562,7 @@ class Emulator:
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
         if st.tool_calls >= self.max_tool_calls:
-            raise ToolCallBudgetExceeded(
-                self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
-            )
+            raise self._exceeded(ToolCallBudgetExceeded, st.tool_calls + 1, pc)
         self._check_clock(pc)
         stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
@@ -603,10 +596,14 @@ class Emulator:
             return
         elapsed = time.monotonic() - self._started
         if elapsed > self.max_seconds:
-            ins = self.program.instructions[pc]
-            raise WallClockExceeded(
-                self.max_seconds, round(elapsed, 3), line=ins.line, source=ins.text
-            )
+            raise self._exceeded(WallClockExceeded, round(elapsed, 3), pc)
+
+    def _exceeded(self, error: type[BudgetExceeded], reached: float, pc: int) -> BudgetExceeded:
+        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the
+        setting its budget names (``error.budget``: ``max_tool_calls``...), ``reached`` what
+        the run would reach."""
+        ins = self.program.instructions[pc]
+        return error(getattr(self, error.budget), reached, line=ins.line, source=ins.text)
 
 
 # -- which calls may run together --------------------------------------------------------------
