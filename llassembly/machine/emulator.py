@@ -439,11 +439,9 @@ class Emulator:
             ...     print(stop.value.registers)
             {'R1': 8}
         """
-        request = self.advance()
-        while request is not None:
+        while (request := self.advance()) is not None:
             result = yield request
             self._record(request, result)
-            request = self.advance()
         return self.result()
 
     def run(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
@@ -486,12 +484,10 @@ class Emulator:
         """Yields each batch, takes its outcomes by ``send`` and keeps each completed call in
         :attr:`history`. A failed call's results before it are kept; then its error is
         raised (a tool's exception as :func:`tool_error` words it)."""
-        batch = self.advance_batch()
-        while batch:
+        while batch := self.advance_batch():
             outcomes = yield batch
             for call, outcome in zip(batch, outcomes, strict=True):
                 self._record(call, outcome)
-            batch = self.advance_batch()
         return self.result()
 
     def _record(self, call: ToolCall, result: Any) -> None:
