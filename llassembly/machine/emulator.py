@@ -42,6 +42,7 @@ from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
 from llassembly.errors import (
     AsmRuntimeError,
+    BudgetExceeded,
     ExecutionError,
     InstructionBudgetExceeded,
     StackDepthExceeded,
@@ -297,10 +298,7 @@ class Emulator:
                 # results are in: where the sequential run raises it.
                 try:
                     if executed >= limit:
-                        ins = compiled.program.instructions[pc]
-                        raise InstructionBudgetExceeded(
-                            limit, executed + 1, line=ins.line, source=ins.text
-                        )
+                        raise self._exceeded(InstructionBudgetExceeded, executed + 1, pc)
                     if timed and executed % _CLOCK_EVERY == 0:
                         self._check_clock(pc)
                     executed += 1
@@ -354,10 +352,7 @@ class Emulator:
             values, error = self._values(index, result, tested)
             depth = len(st.stack) + len(st.calls) + len(values)
             if depth > self.max_stack_depth:
-                ins = self.program.instructions[index]
-                raise StackDepthExceeded(
-                    self.max_stack_depth, depth, line=ins.line, source=ins.text
-                )
+                raise self._exceeded(StackDepthExceeded, depth, index)
             to_eax = self._put_results(index, values, tested=tested)
             if tested:
                 if error is not None:  # EAX: the error's text
@@ -444,11 +439,9 @@ class Emulator:
             ...     print(stop.value.registers)
             {'R1': 8}
         """
-        request = self.advance()
-        while request is not None:
+        while (request := self.advance()) is not None:
             result = yield request
             self._record(request, result)
-            request = self.advance()
         return self.result()
 
     def run(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
@@ -491,12 +484,10 @@ class Emulator:
         """Yields each batch, takes its outcomes by ``send`` and keeps each completed call in
         :attr:`history`. A failed call's results before it are kept; then its error is
         raised (a tool's exception as :func:`tool_error` words it)."""
-        batch = self.advance_batch()
-        while batch:
+        while batch := self.advance_batch():
             outcomes = yield batch
             for call, outcome in zip(batch, outcomes, strict=True):
                 self._record(call, outcome)
-            batch = self.advance_batch()
         return self.result()
 
     def _record(self, call: ToolCall, result: Any) -> None:
@@ -567,9 +558,7 @@ class Emulator:
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
         if st.tool_calls >= self.max_tool_calls:
-            raise ToolCallBudgetExceeded(
-                self.max_tool_calls, st.tool_calls + 1, line=ins.line, source=ins.text
-            )
+            raise self._exceeded(ToolCallBudgetExceeded, st.tool_calls + 1, pc)
         self._check_clock(pc)
         stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
@@ -603,10 +592,14 @@ class Emulator:
             return
         elapsed = time.monotonic() - self._started
         if elapsed > self.max_seconds:
-            ins = self.program.instructions[pc]
-            raise WallClockExceeded(
-                self.max_seconds, round(elapsed, 3), line=ins.line, source=ins.text
-            )
+            raise self._exceeded(WallClockExceeded, round(elapsed, 3), pc)
+
+    def _exceeded(self, error: type[BudgetExceeded], reached: float, pc: int) -> BudgetExceeded:
+        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the
+        setting its budget names (``error.budget``: ``max_tool_calls``...), ``reached`` what
+        the run would reach."""
+        ins = self.program.instructions[pc]
+        return error(getattr(self, error.budget), reached, line=ins.line, source=ins.text)
 
 
 # -- which calls may run together --------------------------------------------------------------

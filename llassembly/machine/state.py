@@ -402,10 +402,9 @@ def _count(value: Any, what: str) -> int:
 
 def is_value(value: Any) -> bool:
     """Whether ``value`` may live in a register or on the stack (``None`` is ``NONE``)."""
-    kind = type(value)
-    if kind is str or value is None or is_int64(value):
-        return True
-    return kind is float and math.isfinite(value)
+    if type(value) is float:
+        return math.isfinite(value)
+    return type(value) is str or value is None or is_int64(value)
 
 
 # -- mid-batch snapshots (see machine.emulator): outstanding calls and their Pending values ------

@@ -144,10 +144,8 @@ def _ints(ins: Instruction, *values: Value) -> None:
 
 
 def _flagged(st: MachineState, result: Value) -> Value:
-    """``result``, the flags set from it (zero? negative?)."""
-    st.zf = result == 0
-    st.lt = result < 0  # type: ignore[operator]  # a number here
-    st.flag_mode = ORDERED
+    """``result`` (a number), the flags set from it (zero? negative?)."""
+    st.zf, st.lt, st.flag_mode = result == 0, result < 0, ORDERED  # type: ignore[operator]
     return result
 
 
