@@ -183,10 +183,9 @@ class DataFlowPolicy:
         return ((self.tool, self.argument),)
 
     def refused(self, sources: Iterable[str]) -> tuple[str, ...]:
-        """The tools among ``sources`` (those a value derives from) that it refuses, sorted."""
-        if self.allow:
-            return tuple(sorted(s for s in set(sources) if s not in self.sources))
-        return tuple(sorted(s for s in set(sources) if s in self.sources))
+        """The tools among ``sources`` (those a value derives from) that it refuses, sorted:
+        those it lists when it forbids them, those it does not list when it allows them."""
+        return tuple(sorted(s for s in set(sources) if (s in self.sources) is not self.allow))
 
     def rule(self) -> str:
         """What it asks, as a clause: ``"lets it come only from list_contacts or from values

@@ -352,14 +352,10 @@ def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tup
                 str(getattr(param, "name", f"arg{i + 1}")),
                 value is not UNKNOWN,
                 None if value is UNKNOWN else value,  # type: ignore[arg-type]
-                _sorted({n for n in may if site_line(n) is None}),
-                _sorted({n for n in must or () if site_line(n) is None}),
-                _sorted(answers),
+                tuple(sorted(n for n in may if site_line(n) is None)),
+                tuple(sorted(n for n in must or () if site_line(n) is None)),
+                tuple(sorted(answers)),
                 bool(getattr(param, "has_default", False)),
             )
         )
     return tuple(out)
-
-
-def _sorted(items: set[Any]) -> tuple[Any, ...]:
-    return tuple(sorted(items))
