@@ -142,20 +142,17 @@ def _merge(old: _Facts, new: _Facts) -> _Facts:
     return regs, _join(old[1], new[1]), joined_stacks(old[2], new[2], _join), memory
 
 
-def argument_flows(
-    paths: Paths, layout: Layout, *, query_sites: bool = False
-) -> Callable[[int], tuple[Flow, ...]] | None:
+def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, ...]] | None:
     """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
 
     A sound over-approximation over the states of the paths, by the same :class:`Transfer`
     facts the machine follows: a run's sources for an argument always hold its *must* and are
     always within its *may*. Cells found through registers are weakly updated; a stack slot
     deeper than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold anything: any
-    tool's result and, with ``query_sites``, any query's answer. A query's answer derives from
-    what its model read (:func:`~llassembly.analysis.queries.query_sources`); with
-    ``query_sites`` it is also marked as the answer of the query at its line (``query_text@9``,
-    :func:`~llassembly.analysis.queries.query_site`), for the summary; the machine never
-    carries those marks.
+    tool's result and any query's answer. A query's answer derives from what its model read
+    (:func:`~llassembly.analysis.queries.query_sources`); it is also marked as the answer of
+    the query at its line (``query_text@9``, :func:`~llassembly.analysis.queries.query_site`),
+    for the summary; the machine never carries those marks.
 
     Returns:
         ``flows(state)``: one :data:`Flow` per argument pushed, first pushed first (``()`` for a
@@ -167,7 +164,6 @@ def argument_flows(
     flow, lines = paths.flow, paths.flow.program.instructions
     slot = flow.tracked  # the other registers always hold 0
     marks = {pc: query_site(lines[pc].line) for pc, t in flow.tools.items() if is_query(t)}
-    marks = marks if query_sites else {}
     # What a value the analysis cannot follow (below the stack followed) may derive from:
     # any tool's result and, marked, any query's answer.
     top: Flow = (frozenset({t.name for t in flow.tools.values()} | {*marks.values()}), NO_SOURCES)

@@ -283,7 +283,7 @@ def summarize(
     paths, layout = paths_of(flow), layout_of(program, by_name)
     stacks = constants(paths, layout, semantics)
     queries = {program.instructions[pc].line for pc, t in flow.tools.items() if is_query(t)}
-    flows = argument_flows(paths, layout, query_sites=bool(queries))
+    flows = argument_flows(paths, layout)
     anything = {tool.name for tool in flow.tools.values()} | {query_site(n) for n in queries}
     by_site: dict[int, list[_State]] = {}  # what a reached tool CALL is given, per state
     for number, (pc, _) in enumerate(paths.states):
