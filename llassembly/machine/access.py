@@ -24,7 +24,7 @@ from typing import Any, Final, TypeAlias
 from llassembly.analysis.cfg import Layout
 from llassembly.analysis.dataflow import place_parts
 from llassembly.analysis.shapes import fields_line
-from llassembly.errors import AsmRuntimeError, UsageError
+from llassembly.errors import AsmRuntimeError, UsageError, plural
 from llassembly.language.limits import (
     INT_MAX,
     INT_MIN,
@@ -175,12 +175,9 @@ def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> A
                 path,
                 "a list meets a key that is no whole number",
             )
-        if not -len(node) <= index < len(node):
-            have = (
-                "it is empty"
-                if not node
-                else f"it has {len(node)} element{'s' * (len(node) != 1)} (0..{len(node) - 1})"
-            )
+        size = len(node)
+        if not -size <= index < size:
+            have = f"it has {plural(size, 'element')} (0..{size - 1})" if size else "it is empty"
             words = "an index is past the end of its list"
             raise _off(ins, f"{where}[{index}] is past the end of {where}: {have}", path, words)
         return node[index]
