@@ -93,12 +93,10 @@ def structure_of(st: MachineState, value: Value, ins: Instruction) -> Any:
         return NOT_JSON
     _count(st, len(value), ins)
     try:
-        node = json.loads(value, parse_constant=no_constant)
+        node = json.loads(value, parse_constant=no_constant)  # starts with [ or {: a list or a dict
     except RecursionError:
         raise fail(ins, "the JSON text is nested too deeply to read") from None
     except ValueError:
-        node = NOT_JSON
-    if not isinstance(node, dict | list):
         node = NOT_JSON
     if len(cache) >= _KEPT:
         cache.pop(next(iter(cache)))
