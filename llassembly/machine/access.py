@@ -310,8 +310,7 @@ class Context:
 
 
 def show(value: Value) -> str:
-    """A value in an error message: :func:`~llassembly.machine.externs.short_repr`, 60 characters;
-    ``NONE`` as written."""
+    """A value as an error message shows it (``NONE`` as written)."""
     return "NONE" if value is None else short_repr(value, 60)
 
 

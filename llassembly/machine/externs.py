@@ -392,8 +392,7 @@ def loaded(module: str, name: str) -> Any:
     A value can only be an instance of (or annotated with) a class whose module is loaded, so
     the engine checks for LangChain and LangGraph types this way without importing them.
     """
-    found = sys.modules.get(module)
-    return getattr(found, name, None) if found is not None else None
+    return getattr(sys.modules.get(module), name, None)  # (None has none of the names asked)
 
 
 def label(shape: Shape) -> str:
