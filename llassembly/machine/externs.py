@@ -564,14 +564,13 @@ def _to_value(x: Any) -> Value:
         return number
     if isinstance(x, _TEXT_OR_FLOAT):
         return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
-    tool_message = loaded("langchain_core.messages.tool", "ToolMessage")
-    if tool_message is not None and isinstance(x, tool_message):
+    tool_message = loaded("langchain_core.messages.tool", "ToolMessage") or ()  # (): not loaded
+    if isinstance(x, tool_message):
         return _to_value(x.content)  # a tool that builds its own message: keep the content
-    command = loaded("langgraph.types", "Command")
-    if command is not None and isinstance(x, command):
+    if isinstance(x, loaded("langgraph.types", "Command") or ()):
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
-        answers = [m for m in update.get("messages", []) if isinstance(m, tool_message or ())]
+        answers = [m for m in update.get("messages", []) if isinstance(m, tool_message)]
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):
         return x.model_dump_json()
