@@ -383,7 +383,7 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     return TypeAdapter(TypedDict("Arguments", fields))  # type: ignore[operator]
 
 
-# --- values: what a parameter takes, a result as stack values ---------------------------------
+# --- what a parameter takes: its label, the converter of a popped value --------------------------
 
 
 def loaded(module: str, name: str) -> Any:
@@ -416,9 +416,6 @@ def label(shape: Shape) -> str:
 def _taken(shape: Shape) -> list[Shape]:
     """The shapes a parameter of ``shape`` takes besides ``NONE``."""
     return [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
-
-
-# --- converters: popped value -> what the parameter takes ----------------------------------------
 
 
 def _to_int(v: Any) -> int:
