@@ -151,8 +151,7 @@ def query_message(
 ) -> ToolMessage:
     """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
     model calls it made."""
-    text = result_text(value) if failure is None else ""
-    return _result(call, prefix, text, failure, kind="query", attempts=attempts)
+    return _result(call, prefix, result_text(value), failure, kind="query", attempts=attempts)
 
 
 def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
