@@ -74,15 +74,9 @@ def call_id(prefix: str, number: int) -> str:
 
 def place(call: ToolCall, **extra: Any) -> dict[str, Any]:
     """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
-    return {
-        KEY: {
-            "kind": "call",
-            "index": call.index,
-            "line": call.line,
-            "source": call.source,
-            **extra,
-        }
-    }
+    tag = {"kind": "call", "index": call.index, "line": call.line, "source": call.source}
+    tag.update(extra)
+    return {KEY: tag}
 
 
 def call_request(calls: Sequence[ToolCall], prefix: str, *, query: bool = False) -> AIMessage:
