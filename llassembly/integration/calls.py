@@ -227,8 +227,10 @@ def run_call(
     A tool's exception becomes the call's failure (an error ``ToolMessage``), so the plan's
     ``on_tool_error`` decides."""
     hook = "awrap_tool_call" if asynchronous else "wrap_tool_call"
-    chained = _chain(ctx.planner.options.tool_middleware, hook, handler)
-    return (adrive if asynchronous else drive)(_running(ctx, call, request), chained)
+    # Each middleware's hook wraps the handler, the first one outermost (as create_agent nests).
+    for mw in reversed(ctx.planner.options.tool_middleware):
+        handler = _bind(getattr(mw, hook), handler)
+    return (adrive if asynchronous else drive)(_running(ctx, call, request), handler)
 
 
 def _running(
@@ -314,14 +316,6 @@ def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
     message: ToolMessage = tool_message(output, call["id"], call["name"])
     noted_directly(output, message.content)
     return message
-
-
-def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
-    """``handler`` wrapped by each middleware's ``hook`` (``"wrap_tool_call"`` or
-    ``"awrap_tool_call"``), the first one outermost, as ``create_agent`` nests them."""
-    for mw in reversed(middleware):
-        handler = _bind(getattr(mw, hook), handler)
-    return handler
 
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:
