@@ -220,12 +220,12 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         asked = answer_messages(view.messages, rec, view.response_format is not None)
         return Step(rec, AskAnswer(asked))
     if now == "run" and view.graph:
-        return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
+        return _start(rec, view, [])
     if now == "queries":  # asked where the last step stopped
         dues = rec.get("queries") or []
         if view.queries_one_by_one:  # (a batch queued before the limit's counters were set)
             first = next((n for n, d in enumerate(dues) if not settled(d)), len(dues))
-            dues = rec["queries"] = dues[: first + 1]
+            dues = dues[: first + 1]
         calls = _machine(rec, view).advance_batch()[: len(dues)]
         return _ask_queries(rec, calls, dues, [])
     if now == "person" and approval is not None and "request" in approval:
