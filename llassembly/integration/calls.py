@@ -155,12 +155,8 @@ def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> Tool
     cid = call_id(prefix, call.number)
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
-        found = [
-            m
-            for m in _listed(update.get("messages", []))
-            if isinstance(m, ToolMessage) and m.tool_call_id == cid
-        ]
-        result = found[0] if found else ""
+        found = (m for m in _listed(update.get("messages", [])) if isinstance(m, ToolMessage))
+        result = next((m for m in found if m.tool_call_id == cid), "")
     if isinstance(result, ToolMessage):
         return result
     text = result_text(result)
