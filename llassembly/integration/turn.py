@@ -331,7 +331,6 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         return Step(rec, AskPerson(again))
     if kind == "reject":
         rec["approval"] = None
-        rec["raise_failure"] = False
         rejected = rejection_failure(str(decision.get("message", "")))
         return _end(rec, rejected, view, [])
     messages: list[AnyMessage] = []
