@@ -74,15 +74,9 @@ def call_id(prefix: str, number: int) -> str:
 
 def place(call: ToolCall, **extra: Any) -> dict[str, Any]:
     """The ``response_metadata`` of a plan call's messages: where the call is in the plan."""
-    return {
-        KEY: {
-            "kind": "call",
-            "index": call.index,
-            "line": call.line,
-            "source": call.source,
-            **extra,
-        }
-    }
+    tag = {"kind": "call", "index": call.index, "line": call.line, "source": call.source}
+    tag.update(extra)
+    return {KEY: tag}
 
 
 def call_request(calls: Sequence[ToolCall], prefix: str, *, query: bool = False) -> AIMessage:
@@ -151,8 +145,7 @@ def query_message(
 ) -> ToolMessage:
     """A query's answer (or why it failed) as its ``ToolMessage``, tagged as a query with the
     model calls it made."""
-    text = result_text(value) if failure is None else ""
-    return _result(call, prefix, text, failure, kind="query", attempts=attempts)
+    return _result(call, prefix, result_text(value), failure, kind="query", attempts=attempts)
 
 
 def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> ToolMessage:
@@ -162,12 +155,8 @@ def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> Tool
     cid = call_id(prefix, call.number)
     if isinstance(result, Command):
         update = result.update if isinstance(result.update, dict) else {}
-        found = [
-            m
-            for m in _listed(update.get("messages", []))
-            if isinstance(m, ToolMessage) and m.tool_call_id == cid
-        ]
-        result = found[0] if found else ""
+        found = (m for m in _listed(update.get("messages", [])) if isinstance(m, ToolMessage))
+        result = next((m for m in found if m.tool_call_id == cid), "")
     if isinstance(result, ToolMessage):
         return result
     text = result_text(result)
@@ -234,8 +223,10 @@ def run_call(
     A tool's exception becomes the call's failure (an error ``ToolMessage``), so the plan's
     ``on_tool_error`` decides."""
     hook = "awrap_tool_call" if asynchronous else "wrap_tool_call"
-    chained = _chain(ctx.planner.options.tool_middleware, hook, handler)
-    return (adrive if asynchronous else drive)(_running(ctx, call, request), chained)
+    # Each middleware's hook wraps the handler, the first one outermost (as create_agent nests).
+    for mw in reversed(ctx.planner.options.tool_middleware):
+        handler = _bind(getattr(mw, hook), handler)
+    return (adrive if asynchronous else drive)(_running(ctx, call, request), handler)
 
 
 def _running(
@@ -321,14 +312,6 @@ def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
     message: ToolMessage = tool_message(output, call["id"], call["name"])
     noted_directly(output, message.content)
     return message
-
-
-def _chain(middleware: Sequence[Any], hook: str, handler: Any) -> Any:
-    """``handler`` wrapped by each middleware's ``hook`` (``"wrap_tool_call"`` or
-    ``"awrap_tool_call"``), the first one outermost, as ``create_agent`` nests them."""
-    for mw in reversed(middleware):
-        handler = _bind(getattr(mw, hook), handler)
-    return handler
 
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:

@@ -217,14 +217,15 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":
-        return Step(rec, AskAnswer(_answer_request(rec, view, [])))
+        asked = answer_messages(view.messages, rec, view.response_format is not None)
+        return Step(rec, AskAnswer(asked))
     if now == "run" and view.graph:
-        return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]))
+        return _start(rec, view, [])
     if now == "queries":  # asked where the last step stopped
         dues = rec.get("queries") or []
         if view.queries_one_by_one:  # (a batch queued before the limit's counters were set)
             first = next((n for n, d in enumerate(dues) if not settled(d)), len(dues))
-            dues = rec["queries"] = dues[: first + 1]
+            dues = dues[: first + 1]
         calls = _machine(rec, view).advance_batch()[: len(dues)]
         return _ask_queries(rec, calls, dues, [])
     if now == "person" and approval is not None and "request" in approval:
@@ -232,8 +233,8 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     raise UsageError(f"nothing is due in a turn at phase {rec['phase']!r}")
 
 
-def _ask_for_plan(rec: TurnRecord, view: TurnView) -> Step:
-    """Ask for a plan: a new one, a repaired one, or one after a failure."""
+def _ask_for_plan(rec: TurnRecord, view: TurnView, messages: Sequence[AnyMessage] = ()) -> Step:
+    """Ask for a plan: a new one, a repaired one, or one after a failure (after ``messages``)."""
     rec["phase"] = "planning"
     extra: list[BaseMessage] = []
     failure = rec["failure"]
@@ -244,7 +245,7 @@ def _ask_for_plan(rec: TurnRecord, view: TurnView) -> Step:
         extra.append(HumanMessage(replan_request(failure, rec["tool_calls"])))
     for draft in rec["drafts"]:
         extra += [AIMessage(draft["draft"]), HumanMessage(draft["repair"])]
-    return Step(rec, AskModel(extra))
+    return Step(rec, AskModel(extra), list(messages))
 
 
 def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
@@ -330,7 +331,6 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         return Step(rec, AskPerson(again))
     if kind == "reject":
         rec["approval"] = None
-        rec["raise_failure"] = False
         rejected = rejection_failure(str(decision.get("message", "")))
         return _end(rec, rejected, view, [])
     messages: list[AnyMessage] = []
@@ -506,9 +506,7 @@ def _end(
             failure["type"],
             failure["line"],
         )
-        asked = _ask_for_plan(rec, view)
-        asked.messages[:0] = messages
-        return asked
+        return _ask_for_plan(rec, view, messages)
     raising = (
         failure is not None and opts.on_tool_error == "raise" and failure["type"] != NOT_APPROVED
     )
@@ -521,7 +519,8 @@ def _end(
     )
     if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
-        return Step(rec, AskAnswer(_answer_request(rec, view, messages)), messages)
+        asked = answer_messages([*view.messages, *messages], rec, view.response_format is not None)
+        return Step(rec, AskAnswer(asked), messages)
     rec["raise_failure"] = raising
     return Step(rec, Finish(structured), [*messages, _final(rec, view, messages)])
 
@@ -556,12 +555,6 @@ def _final(
         f"; {why or failure_words(error)}" if error else "",
     )
     return final
-
-
-def _answer_request(
-    rec: TurnRecord, view: TurnView, messages: list[AnyMessage]
-) -> list[BaseMessage]:
-    return answer_messages([*view.messages, *messages], rec, view.response_format is not None)
 
 
 _ON_RECEIVED: dict[str, tuple[Any, Callable[[TurnRecord, Any, TurnView], Step]]] = {
