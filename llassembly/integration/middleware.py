@@ -309,7 +309,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
-        ctx = CallContext(self.planner, externs, record["prefix"])
+        ctx = CallContext(self.planner, externs, record["prefixes"][-1])
         call = call_of(pending, request.tool_call.get("args") or {})
         return run_call(ctx, call, request, handler, asynchronous)
 

@@ -153,8 +153,8 @@ class TurnRecord(TypedDict):
         phase: Where the turn is (what it waits for: :func:`due`).
         plan: The text of the plan that runs (``None`` before one is accepted).
         plan_number: 1 for the turn's first plan, 2 after a replan...
-        prefix: Tool-call ids of the current plan start with it.
-        prefixes: The prefixes of every plan of the turn.
+        prefixes: What the tool-call ids of each plan of the turn start with (the current
+            plan's last).
         machine: The machine's snapshot (``None`` before the plan starts).
         pending: The calls the plan waits on, in program order (agent path).
         drafts: The refused drafts of the plan being written, each with its repair request.
@@ -182,7 +182,6 @@ class TurnRecord(TypedDict):
     phase: Phase
     plan: str | None
     plan_number: int
-    prefix: str
     prefixes: list[str]
     machine: dict[str, Any] | None
     pending: list[PendingCall]
@@ -210,7 +209,6 @@ def new_record() -> TurnRecord:
         phase="idle",
         plan=None,
         plan_number=0,
-        prefix="",
         prefixes=[],
         machine=None,
         pending=[],

@@ -344,14 +344,14 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
 def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
     """``text`` is the turn's plan now; its calls' ids start with a prefix of its own."""
     prefix = f"asm{short_hash(text + salt)}_{rec['plan_number']}_"
-    rec.update({"plan": text, "prefix": prefix, "prefixes": [*rec["prefixes"], prefix]})
+    rec.update({"plan": text, "prefixes": [*rec["prefixes"], prefix]})
 
 
 def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
     """The accepted plan starts: as a plan graph, or up to its first calls."""
     rec["phase"] = "running"
     if view.graph:
-        return Step(rec, RunPlan(str(rec["plan"]), rec["prefix"]), messages)
+        return Step(rec, RunPlan(str(rec["plan"]), rec["prefixes"][-1]), messages)
     emulator = _machine(rec, view)
     if rec["synchronous"]:
         check_sync_tools(emulator.compiled.tools)
@@ -385,13 +385,13 @@ def _advance(
     rec["machine"] = view.planner.keep(emulator)
     if not calls:
         return _end(rec, None, view, messages)
-    pending = [pending_call(call, call_id(rec["prefix"], call.number)) for call in calls]
+    pending = [pending_call(call, call_id(rec["prefixes"][-1], call.number)) for call in calls]
     if view.externs[calls[0].tool].query:  # a batch holds queries only, or tools
         if view.queries_one_by_one:  # the rest of the batch waits for the machine's next step
             calls, pending = calls[:1], pending[:1]
         return _ask_queries(rec, calls, [QueryDue(call=p, refused=[]) for p in pending], messages)
     rec["pending"] = pending
-    message = call_request(calls, rec["prefix"])
+    message = call_request(calls, rec["prefixes"][-1])
     return Step(rec, RunCalls(calls), [*messages, message])
 
 
@@ -455,7 +455,7 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
     if any(not settled(d) for d in dues):
         return _ask_queries(rec, calls, dues, [])
     rec["queries"] = []
-    prefix = rec["prefix"]
+    prefix = rec["prefixes"][-1]
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     for call, d in zip(calls, dues, strict=True):
         found, asked_times = d.get("failure"), len(d["refused"]) + 1
@@ -490,7 +490,7 @@ def _end(
         # they completed (by their messages), though the machine never took their results.
         done = [
             m
-            for m in plan_call_messages([*view.messages, *messages], [rec["prefix"]])
+            for m in plan_call_messages([*view.messages, *messages], rec["prefixes"][-1:])
             if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
         ]
         rec["alongside"] = max(len(done) - before, 0) if failure else 0
