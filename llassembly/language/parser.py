@@ -695,20 +695,6 @@ def _count(token: str, word: str, column: int) -> int:
     return count
 
 
-def _repeat(rest: str, column: int) -> tuple[int, str, str, int]:
-    """``5 dd 0`` after ``times``: the count, the data word and the values."""
-    words = _TIMES.match(rest)
-    if words is None or words[2].upper() not in _DATA_SIZES:
-        raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
-    if words[2].upper() == "EQU":
-        raise LineError(
-            column + 1,
-            "times cannot repeat an equ constant",
-            "times COUNT dd VALUE (a row), or NAME equ VALUE (one constant)",
-        )
-    return _count(words[1], "times", column), words[2].upper(), words[3], column + words.start(3)
-
-
 def _settled(operand: Operand, kind: str, names: Set[str]) -> Operand:
     """What one operand of kind ``kind`` (or a fill of its placeholders) means, given the
     ``names`` of the plan's labels: ``loop.start``, ``github.search`` read as paths are a label
@@ -828,8 +814,18 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             message = f"data label {name!r} is defined twice"
             error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
         repeat, values = 1, [cast("Imm | Name", Imm(0))]
-        if word == "TIMES":
-            repeat, word, rest, column = _repeat(rest, column)
+        if word == "TIMES":  # "times 5 dd 0": the count, the data word and the values
+            words = _TIMES.match(rest)
+            if words is None or words[2].upper() not in _DATA_SIZES:
+                raise LineError(column + 1, "cannot read this times line", "times COUNT dd VALUE")
+            if words[2].upper() == "EQU":
+                raise LineError(
+                    column + 1,
+                    "times cannot repeat an equ constant",
+                    "times COUNT dd VALUE (a row), or NAME equ VALUE (one constant)",
+                )
+            repeat, word = _count(words[1], "times", column), words[2].upper()
+            rest, column = words[3], column + words.start(3)
         if word in _RESERVE_SIZES:  # resd N: N cells of 0
             repeat = _count(rest.strip() or "0", word, column)
         else:
