@@ -139,11 +139,10 @@ def render(value: Value, spec: str = "") -> str:
         return value
     if value is None:
         return ""
-    if type(value) is float:  # whole up to 1e15, else 15 significant digits ("inf" as it is)
-        return (
-            str(int(value)) if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
-        )
-    return str(value)
+    if type(value) is not float:
+        return str(value)
+    # whole up to 1e15, else 15 significant digits ("inf" as it is)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
 
 
 def _formatted(value: Value, spec: str) -> str:
