@@ -782,7 +782,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         raise AsmSyntaxError((too_many,), "a shorter plan: loops and subroutines, not every step")
     shown = _remove_thinking(normalised)
     visible = shown.split("\n")
-    code = _code_line_numbers(visible)
+    code_lines = tuple(index + 1 for index in _code_line_numbers(visible))
     instructions: list[Instruction] = []
     unknown: list[UnknownInstruction] = []
     labels: dict[str, int] = {}
@@ -854,7 +854,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         if word != "EQU":
             memory[key] = MemoryLabel(tuple(row), size, writable, number)
 
-    for number in (index + 1 for index in code):
+    for number in code_lines:
         scanned = scan(visible[number - 1])
         for name, column in scanned.labels:
             if problem := reserved_name(name, "label", column + 1):
@@ -980,7 +980,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         entry_name=entry_name,
         entry_site=entry_site,
         memory=memory,
-        code_lines=tuple(index + 1 for index in code),
+        code_lines=code_lines,
     )
 
 
