@@ -134,7 +134,18 @@ def render(value: Value, spec: str = "") -> str:
         ('2,712.50', '13', '25%', '8')
     """
     if spec:
-        return _formatted(value, spec)
+        kind = spec[-1] if spec[-1] in "dfeg%s" else ""
+        if type(value) is str or value is None:
+            if kind not in ("", "s") or "," in spec or "_" in spec:
+                raise ValueError(f"the format {spec} is for numbers, and this is text")
+            return format(value or "", spec.replace("0", "", 1) if spec[:1] == "0" else spec)
+        if kind == "s":
+            raise ValueError(f"the format {spec} is for text, and this is a number")
+        if kind == "d" and type(value) is float:
+            value = int(format(value, ".0f"))
+        if kind == "" and "." in spec and type(value) is int:
+            spec += "f"  # {R1:.2} on a whole number: two decimals, as on a float
+        return format(value, spec)
     if type(value) is str:
         return value
     if value is None:
@@ -143,21 +154,6 @@ def render(value: Value, spec: str = "") -> str:
         return str(value)
     # whole up to 1e15, else 15 significant digits ("inf" as it is)
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
-
-
-def _formatted(value: Value, spec: str) -> str:
-    kind = spec[-1] if spec[-1] in "dfeg%s" else ""
-    if type(value) is str or value is None:
-        if kind not in ("", "s") or "," in spec or "_" in spec:
-            raise ValueError(f"the format {spec} is for numbers, and this is text")
-        return format(value or "", spec.replace("0", "", 1) if spec[:1] == "0" else spec)
-    if kind == "s":
-        raise ValueError(f"the format {spec} is for text, and this is a number")
-    if kind == "d" and type(value) is float:
-        value = int(format(value, ".0f"))
-    if kind == "" and "." in spec and type(value) is int:
-        spec += "f"  # {R1:.2} on a whole number: two decimals, as on a float
-    return format(value, spec)
 
 
 def template_of(operand: Operand, data: Mapping[str, Value]) -> str | None:
