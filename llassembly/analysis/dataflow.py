@@ -208,8 +208,8 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
             stack, given = taken(stack, count, top)
             result = (result_sources(tool.name),) * 2
             if is_query(tool):  # its answer derives from what its model read, and is a model's
-                (may, must), mark = _all(given), {marks[pc]} if pc in marks else set()
-                result = query_sources(may | mark), query_sources(must | mark)
+                (may, must), mark = _all(given), marks[pc]  # every query's CALL has a mark
+                result = query_sources(may | {mark}), query_sources(must | {mark})
             fx, changed = flow.effects[pc], list(regs)
             if fx.registers_written:  # EAX: its result or error; the flags: did it fail
                 changed[slot[EAX_INDEX]] = result

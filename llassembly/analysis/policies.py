@@ -142,8 +142,7 @@ def check_policies(
 
 
 def _names(names: Sequence[str]) -> str:
-    shown = list(names)
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)

@@ -293,8 +293,7 @@ class PathWalk:
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
-        flow, ins = self.flow, self.program.instructions[pc]
-        fx = flow.effects[pc]
+        flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
