@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -37,11 +36,6 @@ from llassembly.machine.steps import CompiledProgram, compile_program
 _CACHE_SIZE = 256
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-
-
-def short_hash(text: str) -> str:
-    """Six hex digits identifying ``text`` (for short, stable tool-call ids)."""
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
 
 
 class Lru(OrderedDict[_K, tuple[Any, _V]]):

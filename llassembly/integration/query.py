@@ -28,8 +28,8 @@ from llassembly.analysis.queries import (
 )
 from llassembly.analysis.shapes import BOOL, TEXT, Shape
 from llassembly.compat import structured_model, tagged_model
-from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, failure_of
-from llassembly.integration.record import KEY, QueryDue, Refusal
+from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip
+from llassembly.integration.record import KEY, Refusal
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
 from llassembly.language.templates import render
@@ -309,21 +309,6 @@ def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = F
     answer = invoker(None, asynchronous)
     run, results = (adrive, abatch_results) if asynchronous else (drive, batch_results)
     return results(requests, lambda r: run(_asking(model, r), answer))  # type: ignore[arg-type]
-
-
-# -- a batch of queries, where the turn asks them (agent path) ------------------------------------
-
-
-def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
-    """A query of the turn's batch after its model's ``reply``: its value, the answers refused
-    so far (to ask again), or its failure."""
-    try:
-        outcome = settle(call, reply, due["refused"])
-    except QueryFailed as error:
-        return QueryDue(call=due["call"], refused=due["refused"], failure=failure_of(error))
-    if isinstance(outcome, list):  # refused: asked once more, with why
-        return QueryDue(call=due["call"], refused=outcome)
-    return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
 
 
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------
