@@ -337,8 +337,7 @@ def answer_messages(
         for m in messages
         if not isinstance(m, SystemMessage) and id(m) not in calls and not (m.id and m.id in ids)
     ]
-    seen = planner_view(turn, results=True)
-    done: list[str] = [str(m.text) for m in seen if isinstance(m, AIMessage)]
+    done = [str(m.text) for m in planner_view(turn, results=True) if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
     failure = summary.get("failure")
     if failure:
