@@ -324,8 +324,7 @@ def query_steps(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any,
     """
     refused: list[Refusal] = []
     while True:
-        request = query_request(call, refused, call_id)
-        reply = yield from _asking(model, request)
+        reply = yield from _asking(model, query_request(call, refused, call_id))
         outcome = settle(call, reply, refused)
         if not isinstance(outcome, list):
             return outcome, len(refused) + 1

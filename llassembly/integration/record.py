@@ -276,6 +276,5 @@ def plan_failure(error: RepairsExhausted) -> Failure:
 
 def rejection_failure(message: str) -> Failure:
     """The failure of a plan a reviewer rejected (nothing of it ran)."""
-    reason = message.strip() or "no reason given"
-    text = f"a reviewer rejected the plan: {reason}"
+    text = f"a reviewer rejected the plan: {message.strip() or 'no reason given'}"
     return Failure(type=NOT_APPROVED, message=text, detail=text, line=0, source="")

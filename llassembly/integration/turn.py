@@ -333,8 +333,7 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         return Step(rec, AskPerson(again))
     if kind == "reject":
         rec["approval"] = None
-        rejected = rejection_failure(str(decision.get("message", "")))
-        return _end(rec, rejected, view, [])
+        return _end(rec, rejection_failure(str(decision.get("message", ""))), view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
         _use_plan(rec, text)
@@ -394,8 +393,7 @@ def _advance(
             calls, pending = calls[:1], pending[:1]
         return _ask_queries(rec, calls, [QueryDue(call=p, refused=[]) for p in pending], messages)
     rec["pending"] = pending
-    message = call_request(calls, rec["prefixes"][-1])
-    return Step(rec, RunCalls(calls), [*messages, message])
+    return Step(rec, RunCalls(calls), [*messages, call_request(calls, rec["prefixes"][-1])])
 
 
 def _plan_ran(rec: TurnRecord, ran: PlanRan, view: TurnView) -> Step:
