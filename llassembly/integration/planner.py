@@ -44,8 +44,7 @@ class Lru(OrderedDict[_K, tuple[Any, _V]]):
 
     def cached(self, key: _K, owner: Any, build: Callable[[], _V]) -> _V:
         """The value kept under ``key``, else ``build()``, kept beside ``owner``."""
-        found = self.get(key)
-        if found is not None:
+        if (found := self.get(key)) is not None:
             self.move_to_end(key)
             return found[1]
         value = build()
@@ -116,12 +115,9 @@ class Planner:
         parsed = parse(text)
         if isinstance(parsed, Program):
             self.compiled(text, externs, parsed)  # verifies: size first, then every check
-            if self.options.plan_policy:
-                problems = check_policies(
-                    self.options.plan_policy, self.summary(text, externs), parsed
-                )
-                if problems:
-                    raise PlanRejected(problems)
+            policy = self.options.plan_policy
+            if policy and (problems := check_policies(policy, self.summary(text, externs), parsed)):
+                raise PlanRejected(problems)
         return parsed
 
     def compiled(

@@ -134,8 +134,7 @@ def answer_data(text: str) -> Any:
     """The answer a reply's text holds: its JSON (the part from the first ``{`` to the last
     ``}`` when the reply has words around it), else the text itself."""
     cleaned = _THINKING.sub("", text).strip()
-    fenced = _FENCE.match(cleaned)
-    if fenced:
+    if fenced := _FENCE.match(cleaned):
         cleaned = fenced.group(1).strip()
     for candidate in (cleaned, cleaned[cleaned.find("{") : cleaned.rfind("}") + 1]):
         try:

@@ -246,8 +246,7 @@ def due(record: TurnRecord) -> Due:
     for a ``plan`` or the final ``answer``, a ``person``'s decision, the ``results`` of the
     calls it sent out (agent path), the query model's answers to its ``queries``, the machine
     to ``run`` on (a plan graph to run the plan), or ``nothing`` (the turn is over)."""
-    phase = record["phase"]
-    if phase != "running":
+    if (phase := record["phase"]) != "running":
         return _WAITS.get(phase, "nothing")
     if record["pending"]:
         return "results"
