@@ -104,8 +104,7 @@ def plan_call_approved(request: Any) -> bool:
     predicates (in both its modes it carries the agent state).
     """
     record = record_of(getattr(request, "state", None))
-    approval = record["approval"] if record is not None else None
-    if record is None or approval is None or approval["state"] != "approved":
+    if record is None or record["approval"] is None or record["approval"]["state"] != "approved":
         return False
     call_id = (getattr(request, "tool_call", None) or {}).get("id")
     return bool(call_id) and any(p["id"] == call_id for p in record["pending"])

@@ -215,8 +215,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         raising of the error a failed turn handed to this task (see the class docstring)."""
         marker = state.get(RAISE_KEY) if isinstance(state, Mapping) else None
         if isinstance(marker, Mapping):
-            live = self._live.pop(str(marker.get("id")), None)
-            if live is not None:
+            if (live := self._live.pop(str(marker.get("id")), None)) is not None:
                 raise live[1]
             error = error_of(marker["failure"])  # another process, or a retry: the record is left
             error.messages = list(marker.get("messages", []))  # type: ignore[attr-defined]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -39,19 +38,13 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def short_hash(text: str) -> str:
-    """Six hex digits identifying ``text`` (for short, stable tool-call ids)."""
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=3).hexdigest()
-
-
 class Lru(OrderedDict[_K, tuple[Any, _V]]):
     """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the ``owner`` of
     the objects its key names by id (kept alive: no id in a kept key is ever another's)."""
 
     def cached(self, key: _K, owner: Any, build: Callable[[], _V]) -> _V:
         """The value kept under ``key``, else ``build()``, kept beside ``owner``."""
-        found = self.get(key)
-        if found is not None:
+        if (found := self.get(key)) is not None:
             self.move_to_end(key)
             return found[1]
         value = build()
@@ -122,12 +115,9 @@ class Planner:
         parsed = parse(text)
         if isinstance(parsed, Program):
             self.compiled(text, externs, parsed)  # verifies: size first, then every check
-            if self.options.plan_policy:
-                problems = check_policies(
-                    self.options.plan_policy, self.summary(text, externs), parsed
-                )
-                if problems:
-                    raise PlanRejected(problems)
+            policy = self.options.plan_policy
+            if policy and (problems := check_policies(policy, self.summary(text, externs), parsed)):
+                raise PlanRejected(problems)
         return parsed
 
     def compiled(

@@ -209,7 +209,11 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     if not conversation:
         raise UsageError("nothing to plan: the request holds no question or message")
     # "raise": a model that writes no valid plan raises RepairsExhausted.
-    planner = _planner(PlannerOptions.from_arguments({**arguments, "on_tool_error": "raise"}))
+    options = PlannerOptions.from_arguments({**arguments, "on_tool_error": "raise"})
+    try:  # a planner per distinct options, kept (it caches tools, prompts and compiled plans)
+        planner = _cached_planner(options)
+    except TypeError:  # an unhashable policy: a planner of its own
+        planner = Planner(options)
     externs = planner.externs_for(arguments["tools"])
     system = SystemMessage(planner.system_prompt(externs, context))
     view = TurnView(planner, externs, conversation, graph=True)
@@ -222,14 +226,6 @@ def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, P
     compiled = planner.compiled(reply.text, externs) if current.record["plan"] else None
     budgets = {b: getattr(planner.options, b) for b in BUDGETS}
     return Plan(reply, compiled, externs, current.record["model_calls"], **budgets)
-
-
-def _planner(options: PlannerOptions) -> Planner:
-    """A planner per distinct options, kept (it caches tools, prompts and compiled plans)."""
-    try:
-        return _cached_planner(options)
-    except TypeError:  # an unhashable policy: a planner of its own
-        return Planner(options)
 
 
 _cached_planner = functools.lru_cache(maxsize=32)(Planner)

@@ -28,8 +28,8 @@ from llassembly.analysis.queries import (
 )
 from llassembly.analysis.shapes import BOOL, TEXT, Shape
 from llassembly.compat import structured_model, tagged_model
-from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, failure_of
-from llassembly.integration.record import KEY, QueryDue, Refusal
+from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip
+from llassembly.integration.record import KEY, Refusal
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
 from llassembly.language.templates import render
@@ -134,8 +134,7 @@ def answer_data(text: str) -> Any:
     """The answer a reply's text holds: its JSON (the part from the first ``{`` to the last
     ``}`` when the reply has words around it), else the text itself."""
     cleaned = _THINKING.sub("", text).strip()
-    fenced = _FENCE.match(cleaned)
-    if fenced:
+    if fenced := _FENCE.match(cleaned):
         cleaned = fenced.group(1).strip()
     for candidate in (cleaned, cleaned[cleaned.find("{") : cleaned.rfind("}") + 1]):
         try:
@@ -311,21 +310,6 @@ def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = F
     return results(requests, lambda r: run(_asking(model, r), answer))  # type: ignore[arg-type]
 
 
-# -- a batch of queries, where the turn asks them (agent path) ------------------------------------
-
-
-def settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
-    """A query of the turn's batch after its model's ``reply``: its value, the answers refused
-    so far (to ask again), or its failure."""
-    try:
-        outcome = settle(call, reply, due["refused"])
-    except QueryFailed as error:
-        return QueryDue(call=due["call"], refused=due["refused"], failure=failure_of(error))
-    if isinstance(outcome, list):  # refused: asked once more, with why
-        return QueryDue(call=due["call"], refused=outcome)
-    return QueryDue(call=due["call"], refused=due["refused"], value=outcome)
-
-
 # -- a whole query, where a plan graph runs it as a call -------------------------------------------
 
 
@@ -339,8 +323,7 @@ def query_steps(model: Any, call: ToolCall, call_id: str) -> Generator[Any, Any,
     """
     refused: list[Refusal] = []
     while True:
-        request = query_request(call, refused, call_id)
-        reply = yield from _asking(model, request)
+        reply = yield from _asking(model, query_request(call, refused, call_id))
         outcome = settle(call, reply, refused)
         if not isinstance(outcome, list):
             return outcome, len(refused) + 1

@@ -246,8 +246,7 @@ def due(record: TurnRecord) -> Due:
     for a ``plan`` or the final ``answer``, a ``person``'s decision, the ``results`` of the
     calls it sent out (agent path), the query model's answers to its ``queries``, the machine
     to ``run`` on (a plan graph to run the plan), or ``nothing`` (the turn is over)."""
-    phase = record["phase"]
-    if phase != "running":
+    if (phase := record["phase"]) != "running":
         return _WAITS.get(phase, "nothing")
     if record["pending"]:
         return "results"
@@ -276,6 +275,5 @@ def plan_failure(error: RepairsExhausted) -> Failure:
 
 def rejection_failure(message: str) -> Failure:
     """The failure of a plan a reviewer rejected (nothing of it ran)."""
-    reason = message.strip() or "no reason given"
-    text = f"a reviewer rejected the plan: {reason}"
+    text = f"a reviewer rejected the plan: {message.strip() or 'no reason given'}"
     return Failure(type=NOT_APPROVED, message=text, detail=text, line=0, source="")

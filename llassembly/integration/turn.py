@@ -7,6 +7,7 @@ path (:mod:`~llassembly.integration.middleware`) and the turn graph
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from llassembly.errors import (
     ExecutionError,
     Failure,
     PlanError,
+    QueryFailed,
     RepairsExhausted,
     UsageError,
     error_of,
@@ -50,8 +52,8 @@ from llassembly.integration.messages import (
     turn_result,
     without_native_calls,
 )
-from llassembly.integration.planner import Planner, short_hash
-from llassembly.integration.query import QueryRequest, Reply, query_request, settled_due
+from llassembly.integration.planner import Planner
+from llassembly.integration.query import QueryRequest, Reply, query_request, settle
 from llassembly.integration.record import (
     KEY,
     NOT_APPROVED,
@@ -331,8 +333,7 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         return Step(rec, AskPerson(again))
     if kind == "reject":
         rec["approval"] = None
-        rejected = rejection_failure(str(decision.get("message", "")))
-        return _end(rec, rejected, view, [])
+        return _end(rec, rejection_failure(str(decision.get("message", ""))), view, [])
     messages: list[AnyMessage] = []
     if kind == "edit":
         _use_plan(rec, text)
@@ -342,8 +343,9 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
 
 
 def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
-    """``text`` is the turn's plan now; its calls' ids start with a prefix of its own."""
-    prefix = f"asm{short_hash(text + salt)}_{rec['plan_number']}_"
+    """``text`` is the turn's plan now; its calls' ids start with a short prefix of its own."""
+    digest = hashlib.blake2b((text + salt).encode("utf-8", "replace"), digest_size=3).hexdigest()
+    prefix = f"asm{digest}_{rec['plan_number']}_"
     rec.update({"plan": text, "prefixes": [*rec["prefixes"], prefix]})
 
 
@@ -391,8 +393,7 @@ def _advance(
             calls, pending = calls[:1], pending[:1]
         return _ask_queries(rec, calls, [QueryDue(call=p, refused=[]) for p in pending], messages)
     rec["pending"] = pending
-    message = call_request(calls, rec["prefixes"][-1])
-    return Step(rec, RunCalls(calls), [*messages, message])
+    return Step(rec, RunCalls(calls), [*messages, call_request(calls, rec["prefixes"][-1])])
 
 
 def _plan_ran(rec: TurnRecord, ran: PlanRan, view: TurnView) -> Step:
@@ -449,7 +450,7 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
     calls = emulator.advance_batch()[: len(dues)]  # the batch's first, asked one by one
     answers = iter(replies)
     dues = [
-        d if settled(d) else settled_due(c, d, next(answers))
+        d if settled(d) else _settled_due(c, d, next(answers))
         for c, d in zip(calls, dues, strict=True)
     ]
     if any(not settled(d) for d in dues):
@@ -463,6 +464,18 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
     outcomes = [Failed(error_of(d["failure"])) if "failure" in d else d.get("value") for d in dues]
     return _advance(rec, emulator, view, messages, outcomes)
+
+
+def _settled_due(call: ToolCall, due: QueryDue, reply: Reply) -> QueryDue:
+    """A query of the batch after its model's ``reply``: its value, the answers refused so far
+    (to ask again), or its failure."""
+    try:
+        outcome = settle(call, reply, due["refused"])
+    except QueryFailed as error:
+        return {**due, "failure": failure_of(error)}
+    if isinstance(outcome, list):  # refused: asked once more, with why
+        return {**due, "refused": outcome}
+    return {**due, "value": outcome}
 
 
 # -- the end of a plan, and of the turn -------------------------------------------------------
