@@ -525,9 +525,7 @@ class Emulator:
                 return (result,), None
             try:
                 return extern.to_values(result, line=ins.line, source=ins.text), None
-            except AsmRuntimeError as exc:
-                if not tested:
-                    raise
+            except AsmRuntimeError as exc:  # this call's own error: tool_error keeps it
                 error = exc
         if isinstance(error, Exception):  # worded alike on every path
             error = tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
