@@ -61,6 +61,7 @@ from llassembly.machine.access import (
     show,
     structure_of,
     value_of,
+    whole_number,
 )
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
@@ -296,11 +297,9 @@ def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) 
 
 
 def _whole(ins: Instruction, value: Value, what: str) -> int:
-    if type(value) is int:
-        return value
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
+    if (whole := whole_number(value)) is None:
+        raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
+    return whole
 
 
 def _len(ins: Instruction, st: MachineState, value: Value) -> Value:
