@@ -674,8 +674,7 @@ def _plain(operand: Operand, ctx: Context) -> bool:
 def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
     if fx.info.flow == "return":  # a RET that ends the plan reads what the plan leaves
         return lambda st: not st.calls
-    operands = ins.operands
-    copies = fx.copies
+    operands, copies = ins.operands, fx.copies
     # Positions whose value is only copied from a plain place to plain places.
     moved = {r for _w, r in copies if r != Effects.STACK and _plain(operands[r], ctx)}
     moved -= {r for w, r in copies if w != Effects.STACK and not _plain(operands[w], ctx)}
