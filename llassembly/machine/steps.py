@@ -72,7 +72,6 @@ Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
 Compute: TypeAlias = "Callable[..., Value]"
 """``compute(ins, state, *values read)``: what an instruction computes (what it writes, when it
 writes an operand); it sets the flags itself."""
-_MASK64 = (1 << 64) - 1
 
 
 def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
@@ -248,7 +247,7 @@ def _shift(
 def _shr(a: int, n: int) -> int:
     """Logical shift: the 64-bit pattern of ``a`` shifted in zeros (a negative ``a`` shifted by
     at least one bit becomes a large positive number, as on x86)."""
-    return a >> n if a >= 0 or n == 0 else (a & _MASK64) >> n
+    return a >> n if a >= 0 or n == 0 else (a & 0xFFFF_FFFF_FFFF_FFFF) >> n
 
 
 # -- floating point ---------------------------------------------------------------------------
