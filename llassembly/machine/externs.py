@@ -355,9 +355,7 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
 
 
-@functools.lru_cache(maxsize=512)
-def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(annotation)
+_cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
