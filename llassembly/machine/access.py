@@ -278,8 +278,7 @@ def filled(
     ins: Instruction,
 ) -> str:
     """A template's text: ``pieces`` with each value rendered (by its format) between them."""
-    parts = [pieces[0]]
-    size = len(pieces[0])
+    parts, size = [pieces[0]], len(pieces[0])
     for value, piece, spec, name in zip(values, pieces[1:], specs, shown, strict=True):
         try:
             text = render(value, spec)
