@@ -144,11 +144,11 @@ def _kind(node: Any) -> str:
     return f"the text {short_repr(node, 40)}"
 
 
-def _index(key: Value) -> int | None:
-    if type(key) is int:
-        return key
-    if type(key) is float and key.is_integer():
-        return int(key)
+def whole_number(value: Value) -> int | None:
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
     return None
 
 
@@ -164,7 +164,7 @@ def _child(node: Any, key: Value, where: str, ins: Instruction, path: Path) -> A
             raise _off(ins, f"{where} has no field {key!r}; {fields_line(node)}", path, words)
         return node[key]
     if isinstance(node, list):
-        index = _index(key)
+        index = whole_number(key)
         if index is None:
             raise _off(
                 ins,
@@ -246,18 +246,18 @@ def write_path(
         child = _child(node, key, shown[number], ins, path)
         if isinstance(child, dict | list):  # else the next step says it has no parts
             child = dict(child) if isinstance(child, dict) else list(child)
-            node[key if isinstance(node, dict) else _index(key)] = child
+            node[key if isinstance(node, dict) else whole_number(key)] = child
         node = child
     last, where = keys[-1], shown[-2]
     found = structure_of(st, value, ins)  # NONE is null, JSON text of a structure is it
     part = value if found is NOT_JSON else found
     if isinstance(node, dict) and type(last) is str:
         node[last] = part
-    elif isinstance(node, list) and _index(last) == len(node):
+    elif isinstance(node, list) and whole_number(last) == len(node):
         node.append(part)
     else:
         _child(node, last, where, ins, path)  # the error, when there is no such element
-        node[_index(last)] = part
+        node[whole_number(last)] = part
     text = _dumps(copy)
     _count(st, len(text), ins)
     if len(text) > MAX_BUILT_TEXT_CHARS:
@@ -278,8 +278,7 @@ def filled(
     ins: Instruction,
 ) -> str:
     """A template's text: ``pieces`` with each value rendered (by its format) between them."""
-    parts = [pieces[0]]
-    size = len(pieces[0])
+    parts, size = [pieces[0]], len(pieces[0])
     for value, piece, spec, name in zip(values, pieces[1:], specs, shown, strict=True):
         try:
             text = render(value, spec)

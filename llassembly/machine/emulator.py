@@ -525,9 +525,7 @@ class Emulator:
                 return (result,), None
             try:
                 return extern.to_values(result, line=ins.line, source=ins.text), None
-            except AsmRuntimeError as exc:
-                if not tested:
-                    raise
+            except AsmRuntimeError as exc:  # this call's own error: tool_error keeps it
                 error = exc
         if isinstance(error, Exception):  # worded alike on every path
             error = tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
@@ -676,8 +674,7 @@ def _plain(operand: Operand, ctx: Context) -> bool:
 def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
     if fx.info.flow == "return":  # a RET that ends the plan reads what the plan leaves
         return lambda st: not st.calls
-    operands = ins.operands
-    copies = fx.copies
+    operands, copies = ins.operands, fx.copies
     # Positions whose value is only copied from a plain place to plain places.
     moved = {r for _w, r in copies if r != Effects.STACK and _plain(operands[r], ctx)}
     moved -= {r for w, r in copies if w != Effects.STACK and not _plain(operands[w], ctx)}

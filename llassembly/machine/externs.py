@@ -355,9 +355,7 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
 
 
-@functools.lru_cache(maxsize=512)
-def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(annotation)
+_cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
@@ -402,15 +400,14 @@ def label(shape: Shape) -> str:
     if len(options) != 1:
         return " | ".join(label(o) for o in options)  # (a union: see _taken)
     (shape,) = options
-    kind, item = shape.kind, shape.item
     if shape.choices:
         return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
-    if kind == "object" and shape.name:
+    if shape.kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
         return f"JSON {shape.name} {{{fields}}}"
-    if kind == "list" and item is not None and item.kind != "any":
-        return f"JSON array of {label(item)}"
-    return _KINDS.get("bool" if shape.name == "bool" else kind, _NO_KIND)[1]
+    if shape.kind == "list" and shape.item is not None and shape.item.kind != "any":
+        return f"JSON array of {label(shape.item)}"
+    return _KINDS.get("bool" if shape.name == "bool" else shape.kind, _NO_KIND)[1]
 
 
 def _taken(shape: Shape) -> list[Shape]:

@@ -61,6 +61,7 @@ from llassembly.machine.access import (
     show,
     structure_of,
     value_of,
+    whole_number,
 )
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 from llassembly.machine.provenance import Guards, guards_for, instrument
@@ -71,7 +72,6 @@ Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
 Compute: TypeAlias = "Callable[..., Value]"
 """``compute(ins, state, *values read)``: what an instruction computes (what it writes, when it
 writes an operand); it sets the flags itself."""
-_MASK64 = (1 << 64) - 1
 
 
 def _operands(ins: Instruction) -> tuple[Operand | None, tuple[Operand, ...]]:
@@ -247,7 +247,7 @@ def _shift(
 def _shr(a: int, n: int) -> int:
     """Logical shift: the 64-bit pattern of ``a`` shifted in zeros (a negative ``a`` shifted by
     at least one bit becomes a large positive number, as on x86)."""
-    return a >> n if a >= 0 or n == 0 else (a & _MASK64) >> n
+    return a >> n if a >= 0 or n == 0 else (a & 0xFFFF_FFFF_FFFF_FFFF) >> n
 
 
 # -- floating point ---------------------------------------------------------------------------
@@ -296,11 +296,9 @@ def _roundsd(ins: Instruction, st: MachineState, value: Value, mode: Value = 0) 
 
 
 def _whole(ins: Instruction, value: Value, what: str) -> int:
-    if type(value) is int:
-        return value
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
+    if (whole := whole_number(value)) is None:
+        raise fail(ins, f"{ins.mnemonic} needs a whole number for {what}, got {show(value)}")
+    return whole
 
 
 def _len(ins: Instruction, st: MachineState, value: Value) -> Value:
