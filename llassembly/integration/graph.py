@@ -187,9 +187,8 @@ class PlanGraph:
 
     def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
         """The input for a fresh run (or one continuing from an emulator snapshot)."""
-        if machine is None:  # (the plan's own stack limit: the program is not compiled again)
-            depth = self.compiled.max_stack_depth
-            machine = Emulator(self.compiled, max_stack_depth=depth).snapshot()
+        if machine is None:
+            machine = Emulator(self.compiled).snapshot()
         return {"machine": machine, "messages": [], "failure": None}
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
@@ -218,7 +217,6 @@ class PlanGraph:
             self.compiled,
             max_instructions_to_exec=self.max_instructions_to_exec,
             max_tool_calls=self.max_tool_calls,
-            max_stack_depth=self.compiled.max_stack_depth,
             state=state["machine"],
             parallel_tools=self.parallel_tools,
         )
@@ -345,8 +343,7 @@ class PlanGraph:
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
-        # only to build the call (no state is read); the plan's own stack limit: not compiled again
-        emulator = Emulator(self.compiled, max_stack_depth=self.compiled.max_stack_depth)
+        emulator = Emulator(self.compiled)  # only to build the call: no state is read
         call = emulator.call_at(payload["index"], payload["values"], payload["number"])
         [outcome] = yield [call]
         return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}

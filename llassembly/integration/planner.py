@@ -158,7 +158,6 @@ class Planner:
         return Emulator(
             compiled,
             **run_budgets(self.options),
-            max_stack_depth=compiled.max_stack_depth,
             state=state,
             parallel_tools=self.options.parallel_tools,
         )

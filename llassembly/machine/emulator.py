@@ -115,7 +115,8 @@ class Emulator:
             :data:`~llassembly.machine.externs.ToolSpec`).
         max_instructions_to_exec: Most instructions one run may execute.
         max_tool_calls: Most tool calls one run may make.
-        max_stack_depth: Most values on the data stack plus return addresses.
+        max_stack_depth: Most values on the data stack plus return addresses (``None``: the
+            limit a :class:`CompiledProgram` was compiled with, else 256).
         max_seconds: Wall-clock limit for the run, or ``None``.
         state: A :class:`MachineState` or a :meth:`snapshot` dict to continue from.
         parallel_tools: Tools whose calls may run together (``True`` for all): the machine
@@ -138,12 +139,15 @@ class Emulator:
         *,
         max_instructions_to_exec: int = DEFAULT_MAX_INSTRUCTIONS,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
-        max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+        max_stack_depth: int | None = None,
         max_seconds: float | None = None,
         state: MachineState | Mapping[str, Any] | None = None,
         parallel_tools: ParallelTools = False,
         dataflow: Sequence[DataFlowPolicy] = (),
     ) -> None:
+        if max_stack_depth is None:  # a compiled program keeps its own (not compiled again)
+            own = program.max_stack_depth if isinstance(program, CompiledProgram) else None
+            max_stack_depth = own or DEFAULT_MAX_STACK_DEPTH
         for label, limit in (
             ("max_instructions_to_exec", max_instructions_to_exec),
             ("max_tool_calls", max_tool_calls),

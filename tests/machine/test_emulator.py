@@ -1179,3 +1179,19 @@ def test_an_emulator_snapshot_keeps_registers_its_given_state_holds() -> None:
     assert emu.snapshot()["registers"] == {"R1": 2, "R9": "kept"}
     restored = Emulator(parse("MOV R1, 2"), [], state=emu.snapshot())
     assert restored.snapshot() == emu.snapshot()
+
+
+def test_a_compiled_program_runs_on_its_own_stack_limit_unless_given_another() -> None:
+    """Without ``max_stack_depth`` a :class:`CompiledProgram` keeps the limit it was compiled
+    with (it is not compiled again for the default); a parsed program gets the default."""
+
+    def ping(x: int) -> int:
+        return x
+
+    program, externs = parse("PUSH 1\nCALL ping\nPOP R1"), externs_from([ping])
+    compiled = compile_program(program, externs, max_stack_depth=16)
+    kept = Emulator(compiled)
+    assert kept.compiled is compiled and kept.max_stack_depth == 16
+    other = Emulator(compiled, max_stack_depth=32)
+    assert other.compiled is not compiled and other.compiled.max_stack_depth == 32
+    assert Emulator(program, [ping]).max_stack_depth == 256
