@@ -68,7 +68,7 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import ask_all
-from llassembly.integration.record import KEY, TurnRecord, call_of, due, record_of
+from llassembly.integration.record import KEY, TurnRecord, call_of, due, prefix_of, record_of
 from llassembly.integration.turn import (
     AskAnswer,
     AskModel,
@@ -309,7 +309,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
-        ctx = CallContext(self.planner, externs, record["prefixes"][-1])
+        ctx = CallContext(self.planner, externs, prefix_of(record))
         call = call_of(pending, request.tool_call.get("args") or {})
         return run_call(ctx, call, request, handler, asynchronous)
 

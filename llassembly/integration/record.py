@@ -236,6 +236,11 @@ def record_of(state: Any) -> TurnRecord | None:
     return record if isinstance(record, dict) and "phase" in record else None  # type: ignore[return-value]
 
 
+def prefix_of(record: TurnRecord) -> str:
+    """What the tool-call ids of the turn's current plan start with (the last of its plans')."""
+    return record["prefixes"][-1]
+
+
 # -- what is due next ---------------------------------------------------------------------------
 
 Due: TypeAlias = Literal["plan", "answer", "person", "results", "queries", "run", "nothing"]

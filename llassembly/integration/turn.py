@@ -65,6 +65,7 @@ from llassembly.integration.record import (
     new_record,
     pending_call,
     plan_failure,
+    prefix_of,
     rejection_failure,
     settled,
     tag_of,
@@ -353,7 +354,7 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
     """The accepted plan starts: as a plan graph, or up to its first calls."""
     rec["phase"] = "running"
     if view.graph:
-        return Step(rec, RunPlan(str(rec["plan"]), rec["prefixes"][-1]), messages)
+        return Step(rec, RunPlan(str(rec["plan"]), prefix_of(rec)), messages)
     emulator = _machine(rec, view)
     if rec["synchronous"]:
         check_sync_tools(emulator.compiled.tools)
@@ -387,13 +388,13 @@ def _advance(
     rec["machine"] = view.planner.keep(emulator)
     if not calls:
         return _end(rec, None, view, messages)
-    pending = [pending_call(call, call_id(rec["prefixes"][-1], call.number)) for call in calls]
+    pending = [pending_call(call, call_id(prefix_of(rec), call.number)) for call in calls]
     if view.externs[calls[0].tool].query:  # a batch holds queries only, or tools
         if view.queries_one_by_one:  # the rest of the batch waits for the machine's next step
             calls, pending = calls[:1], pending[:1]
         return _ask_queries(rec, calls, [QueryDue(call=p, refused=[]) for p in pending], messages)
     rec["pending"] = pending
-    return Step(rec, RunCalls(calls), [*messages, call_request(calls, rec["prefixes"][-1])])
+    return Step(rec, RunCalls(calls), [*messages, call_request(calls, prefix_of(rec))])
 
 
 def _plan_ran(rec: TurnRecord, ran: PlanRan, view: TurnView) -> Step:
@@ -456,7 +457,7 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
     if any(not settled(d) for d in dues):
         return _ask_queries(rec, calls, dues, [])
     rec["queries"] = []
-    prefix = rec["prefixes"][-1]
+    prefix = prefix_of(rec)
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     for call, d in zip(calls, dues, strict=True):
         found, asked_times = d.get("failure"), len(d["refused"]) + 1
@@ -503,7 +504,7 @@ def _end(
         # they completed (by their messages), though the machine never took their results.
         done = [
             m
-            for m in plan_call_messages([*view.messages, *messages], rec["prefixes"][-1:])
+            for m in plan_call_messages([*view.messages, *messages], [prefix_of(rec)])
             if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
         ]
         rec["alongside"] = max(len(done) - before, 0) if failure else 0

@@ -145,6 +145,7 @@ def _kind(node: Any) -> str:
 
 
 def whole_number(value: Value) -> int | None:
+    """``value`` as a whole number (an int, or a float that is one), else ``None``."""
     if type(value) is int:
         return value
     if type(value) is float and value.is_integer():
