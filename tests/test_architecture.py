@@ -411,9 +411,9 @@ opcode's facts, one reader of a plan's text, an answer shape that is a shape) to
 fifth (one-use helpers and second records of one fact, file by file) to 16,000 and a sixth (one
 cache where there were two, one execute where there were two, checks the parser's records make
 needless) to 15,950 and a seventh (one owner each of the policy name check, a tool's parameter
-names, a plan's JSON rule; one-caller helpers inlined) to 15,805, and 15,810 with an Emulator that keeps a compiled
-program's stack limit. Lower it with every cut; raise it only for new behaviour, saying why in
-the commit."""
+names, a plan's JSON rule; one-caller helpers inlined) to 15,805, and 15,810 with an Emulator
+that keeps a compiled program's stack limit. Lower it with every cut; raise it only for new
+behaviour, saying why in the commit."""
 
 
 def _subpackage(module: str) -> str | None:
