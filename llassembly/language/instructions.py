@@ -192,6 +192,11 @@ def _info(*forms: str, **facts: object) -> OpcodeInfo:
     return OpcodeInfo(tuple(_form(spec) for spec in forms), **facts)  # type: ignore[arg-type]
 
 
+def _each(names: str, *forms: str, **facts: object) -> dict[Opcode, OpcodeInfo]:
+    """The opcodes called ``names`` (separated by spaces), which share their facts."""
+    return dict.fromkeys([Opcode[name] for name in names.split()], _info(*forms, **facts))
+
+
 _ARITH = {"sets_flags": True, "numeric": True}
 
 
@@ -199,12 +204,11 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.MOV: _info("=reg, value", moves=((0, 1),)),
     Opcode.PUSH: _info("value", pushes=1),
     Opcode.POP: _info("=reg", pops=1),
-    Opcode.ADD: _info("+reg, value", **_ARITH),
-    Opcode.SUB: _info("+reg, value", **_ARITH),
+    **_each("ADD SUB AND OR", "+reg, value", **_ARITH),
     Opcode.MUL: _info("+reg, value", "value; +EAX", "=reg, value, value", **_ARITH),
-    Opcode.INC: _info("+reg", **_ARITH),
-    Opcode.DEC: _info("+reg", **_ARITH),
-    Opcode.CMP: _info("value, value", sets_flags=True, compares=True, same_register="equal"),
+    **_each("INC DEC NEG", "+reg", **_ARITH),
+    # CMPI is CMP ignoring the case of texts.
+    **_each("CMP CMPI", "value, value", sets_flags=True, compares=True, same_register="equal"),
     Opcode.JMP: _info("label", flow="jump"),
     # CALL tool, N: only the first N arguments were pushed; the others take their defaults.
     Opcode.CALL: _info("target", "target, count", flow="call"),
@@ -214,42 +218,26 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     Opcode.HLT: _info("", flow="halt"),
     Opcode.DIV: _info("+reg, value", "value; +EAX =EDX", divides=True, **_ARITH),
     Opcode.MOD: _info("+reg, value", divides=True, **_ARITH),
-    Opcode.AND: _info("+reg, value", **_ARITH),
-    Opcode.OR: _info("+reg, value", **_ARITH),
     Opcode.XOR: _info("+reg, value", same_register="clears", **_ARITH),
     Opcode.NOT: _info("+reg", numeric=True),  # the flags are left as they are, as on x86
-    Opcode.NEG: _info("+reg", **_ARITH),
     Opcode.TEST: _info("value, value", compares=True, same_register="tests", **_ARITH),
-    Opcode.SHL: _info("+reg, value", "+reg", **_ARITH),
-    Opcode.SHR: _info("+reg, value", "+reg", **_ARITH),
-    Opcode.SAR: _info("+reg, value", "+reg", **_ARITH),
+    **_each("SHL SHR SAR", "+reg, value", "+reg", **_ARITH),
     Opcode.LEA: _info("=reg, mem", produces="number"),
     Opcode.LOOP: _info("label; +ECX", flow="branch", numeric=True),
     Opcode.XCHG: _info("+reg, +reg", moves=((0, 1), (1, 0))),
     # Conversions and floating point leave the flags as they are, as on x86.
-    Opcode.CVTSI2SD: _info("=reg, value", numeric=True),
-    Opcode.CVTTSD2SI: _info("=reg, value", numeric=True),
-    Opcode.CVTSD2SI: _info("=reg, value", numeric=True),
-    Opcode.ADDSD: _info("+reg, value", numeric=True),
-    Opcode.SUBSD: _info("+reg, value", numeric=True),
-    Opcode.MULSD: _info("+reg, value", numeric=True),
+    **_each("CVTSI2SD CVTTSD2SI CVTSD2SI SQRTSD", "=reg, value", numeric=True),
+    **_each("ADDSD SUBSD MULSD MINSD MAXSD", "+reg, value", numeric=True),
     Opcode.DIVSD: _info("+reg, value", numeric=True, divides=True),
-    Opcode.SQRTSD: _info("=reg, value", numeric=True),
-    Opcode.MINSD: _info("+reg, value", numeric=True),
-    Opcode.MAXSD: _info("+reg, value", numeric=True),
     Opcode.ROUNDSD: _info("=reg, value, value", "=reg, value", numeric=True),
     # The plan's answer to the user (see "Answers" in docs/language.md).
     Opcode.SAY: _info("value", variadic=True),
     # Structured values and text: results are numbers or text; the flags are left as they are.
-    Opcode.LEN: _info("=reg, value", produces="number"),
-    Opcode.HAS: _info("=reg, value, value", produces="number"),
+    **_each("LEN NUM", "=reg, value", produces="number"),
+    **_each("HAS FIND", "=reg, value, value", produces="number"),
     Opcode.KEYS: _info("=reg, value", produces="texts"),
-    Opcode.FIND: _info("=reg, value, value", produces="number"),
     Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
-    Opcode.CMPI: _info("value, value", sets_flags=True, compares=True, same_register="equal"),
-    Opcode.LOWER: _info("=reg, value", produces="text"),
-    Opcode.UPPER: _info("=reg, value", produces="text"),
-    Opcode.NUM: _info("=reg, value", produces="number"),
+    **_each("LOWER UPPER", "=reg, value", produces="text"),
 }
 
 CONDITIONS: dict[str, Callable[[bool, bool], bool]] = {
