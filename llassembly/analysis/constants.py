@@ -65,23 +65,19 @@ alone (the analysis then treats its outputs as unknown)."""
 
 
 class Semantics(Protocol):
-    """How the machine runs one instruction (see :func:`install_semantics`)."""
+    """How the machine runs one instruction (see :func:`install_semantics`); a class deriving
+    from it runs nothing it does not say (:data:`COPIES_ONLY`)."""
 
-    @property
-    def initial_flags(self) -> Hashable:
-        """The flags a run starts with."""
+    initial_flags: Hashable = None
+    """The flags a run starts with."""
 
     def runner(self, flow: ControlFlow, layout: Layout) -> Run:
         """A :data:`Run` for the instructions of ``flow``'s program."""
-
-
-class _CopiesOnly:
-    """No arithmetic: only copies of known values are followed (every flag is unknown)."""
-
-    initial_flags: Hashable = None
-
-    def runner(self, flow: ControlFlow, layout: Layout) -> Run:
         return lambda pc, registers, flags, taken: None
+
+
+class _CopiesOnly(Semantics):
+    """No arithmetic: only copies of known values are followed (every flag is unknown)."""
 
 
 COPIES_ONLY: Final[Semantics] = _CopiesOnly()
@@ -236,8 +232,7 @@ class _Propagation:
     ) -> tuple[Abstract, ...]:
         changed = list(regs)
         for reg, value in values.items():
-            slot = self.slot.get(reg)
-            if slot is not None:
+            if (slot := self.slot.get(reg)) is not None:
                 changed[slot] = value
         return tuple(changed)
 

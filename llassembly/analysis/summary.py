@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -336,14 +337,11 @@ def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tup
     known: a computed argument may then derive from ``anything``."""
     out = []
     for i, param in enumerate(tool.params):
-        value: Abstract = UNKNOWN
-        may: set[str] = set()
-        must: set[str] | None = None
-        for number, (values, flows) in enumerate(states):
-            here = values[i] if i < len(values) else NONE  # CALL tool, N: the rest left out
-            value = here if number == 0 else join(value, here)
-            pair = flows[i] if flows is not None and i < len(flows) else (NO_SOURCES, NO_SOURCES)
-            may, must = may | pair[0], set(pair[1]) if must is None else must & pair[1]
+        # what each state passes (CALL tool, N: the rest left out), and the flows it knows
+        value = functools.reduce(join, [v[i] if i < len(v) else NONE for v, _ in states])
+        pairs = [f[i] if f and i < len(f) else (NO_SOURCES, NO_SOURCES) for _, f in states]
+        may: set[str] = set().union(*(sources for sources, _ in pairs))
+        must = frozenset.intersection(*(certain for _, certain in pairs))
         if value is UNKNOWN and states[0][1] is None:
             may = set(anything)
         answers = {line for name in may if (line := site_line(name)) is not None}
@@ -353,7 +351,7 @@ def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tup
                 value is not UNKNOWN,
                 None if value is UNKNOWN else value,  # type: ignore[arg-type]
                 tuple(sorted(n for n in may if site_line(n) is None)),
-                tuple(sorted(n for n in must or () if site_line(n) is None)),
+                tuple(sorted(n for n in must if site_line(n) is None)),
                 tuple(sorted(answers)),
                 bool(getattr(param, "has_default", False)),
             )
