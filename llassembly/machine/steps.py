@@ -64,10 +64,9 @@ from llassembly.machine.access import (
     whole_number,
 )
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
-from llassembly.machine.provenance import Guards, guards_for, instrument
+from llassembly.machine.provenance import Guards, Step, guards_for, instrument
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 
-Step: TypeAlias = "Callable[[MachineState, int], int]"
 Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
 Compute: TypeAlias = "Callable[..., Value]"
 """``compute(ins, state, *values read)``: what an instruction computes (what it writes, when it
