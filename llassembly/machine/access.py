@@ -432,19 +432,17 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
             built_from, text = kept
             if len(built_from) == len(cells) and all(map(is_, built_from, cells)):
                 return text
-        text_or_none = row_json(cells, limit)
-        if text_or_none is None:
+        built = row_json(cells, limit)
+        if built is None:
             raise fail(
                 ins,
                 f"reading {key!r} whole would build more than {limit} characters of JSON text "
                 "(the row holds too much text); read one cell ([row + i*size]) instead",
             )
         advice = "read the cells you need ([row + i*size]), or the row whole once, after the loop"
-        _count(
-            st, len(text_or_none), ins, f"each changed row read whole is written again: {advice}"
-        )
-        st.row_texts[key] = (list(cells), text_or_none)
-        return text_or_none
+        _count(st, len(built), ins, f"each changed row read whole is written again: {advice}")
+        st.row_texts[key] = (list(cells), built)
+        return built
 
     return read_row
 
