@@ -281,10 +281,9 @@ def _filled(template: Template, fills: Sequence[Getter], ins: Instruction) -> Ge
             try:
                 rendered = render(value, spec)
             except ValueError as exc:
-                words = f"{{{name}:{spec}}}: the value does not fit the format {spec}"
-                raise fail(
-                    ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})", words
-                ) from None
+                said = f"{{{name}:{spec}}}"  # the placeholder as written
+                words = f"{said}: the value does not fit the format {spec}"
+                raise fail(ins, f"{said}: {exc} ({short_repr(value, 40)})", words) from None
             size += len(rendered) + len(piece)
             if size > MAX_BUILT_TEXT_CHARS:
                 limit = MAX_BUILT_TEXT_CHARS
