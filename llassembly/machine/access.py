@@ -270,28 +270,28 @@ def write_path(
     return text
 
 
-def filled(
-    st: MachineState,
-    values: Sequence[Value],
-    pieces: Sequence[str],
-    specs: Sequence[str],
-    shown: Sequence[str],
-    ins: Instruction,
-) -> str:
-    """A template's text: ``pieces`` with each value rendered (by its format) between them."""
-    parts, size = [pieces[0]], len(pieces[0])
-    for value, piece, spec, name in zip(values, pieces[1:], specs, shown, strict=True):
-        try:
-            text = render(value, spec)
-        except ValueError as exc:
-            words = f"{{{name}:{spec}}}: the value does not fit the format {spec}"
-            raise fail(ins, f"{{{name}:{spec}}}: {exc} ({short_repr(value, 40)})", words) from None
-        size += len(text) + len(piece)
-        if size > MAX_BUILT_TEXT_CHARS:
-            limit = MAX_BUILT_TEXT_CHARS
-            raise fail(ins, f"the text would grow past the {limit} characters a plan may build")
-        parts += [text, piece]
-    return "".join(parts)
+def _filled(template: Template, fills: Sequence[Getter], ins: Instruction) -> Getter:
+    """A template's text as it is read: its pieces with each fill's value rendered between them."""
+    pieces, specs, shown = template.pieces, template.specs, [str(f) for f in template.fills]
+
+    def text(st: MachineState) -> str:
+        values = [fill(st) for fill in fills]
+        parts, size = [pieces[0]], len(pieces[0])
+        for value, piece, spec, name in zip(values, pieces[1:], specs, shown, strict=True):
+            try:
+                rendered = render(value, spec)
+            except ValueError as exc:
+                said = f"{{{name}:{spec}}}"  # the placeholder as written
+                words = f"{said}: the value does not fit the format {spec}"
+                raise fail(ins, f"{said}: {exc} ({short_repr(value, 40)})", words) from None
+            size += len(rendered) + len(piece)
+            if size > MAX_BUILT_TEXT_CHARS:
+                limit = MAX_BUILT_TEXT_CHARS
+                raise fail(ins, f"the text would grow past the {limit} characters a plan may build")
+            parts += [rendered, piece]
+        return "".join(parts)
+
+    return text
 
 
 Getter: TypeAlias = "Callable[[MachineState], Value]"
@@ -365,10 +365,7 @@ def getter(operand: Operand, ctx: Context, ins: Instruction) -> Getter:
             return lambda st: read_path(st, base(st), fixed, path, ins)
         return lambda st: read_path(st, base(st), [key(st) for key in keys], path, ins)
     if isinstance(operand, Template):
-        fills = [getter(fill, ctx, ins) for fill in operand.fills]
-        shown = [str(fill) for fill in operand.fills]
-        pieces, specs = operand.pieces, operand.specs
-        return lambda st: filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
+        return _filled(operand, [getter(fill, ctx, ins) for fill in operand.fills], ins)
     live = ctx.layout.live
     if isinstance(operand, Mem):
         locate = cell_locator(operand, ctx, ins)
@@ -434,19 +431,17 @@ def _row_reader(key: str, ctx: Context, ins: Instruction) -> Getter:
             built_from, text = kept
             if len(built_from) == len(cells) and all(map(is_, built_from, cells)):
                 return text
-        text_or_none = row_json(cells, limit)
-        if text_or_none is None:
+        built = row_json(cells, limit)
+        if built is None:
             raise fail(
                 ins,
                 f"reading {key!r} whole would build more than {limit} characters of JSON text "
                 "(the row holds too much text); read one cell ([row + i*size]) instead",
             )
         advice = "read the cells you need ([row + i*size]), or the row whole once, after the loop"
-        _count(
-            st, len(text_or_none), ins, f"each changed row read whole is written again: {advice}"
-        )
-        st.row_texts[key] = (list(cells), text_or_none)
-        return text_or_none
+        _count(st, len(built), ins, f"each changed row read whole is written again: {advice}")
+        st.row_texts[key] = (list(cells), built)
+        return built
 
     return read_row
 

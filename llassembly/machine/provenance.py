@@ -169,12 +169,11 @@ class Guards:
         """
         for position, policy in self.calls.get(index, ()):
             held = sources[position] if position < len(sources) else NO_SOURCES
-            if policy.refused(held):
-                shown = short_repr(values[position], 80) if position < len(values) else "?"
+            if policy.refused(held):  # (never for no sources: so the argument was given)
                 raise DataFlowRefused(
                     policy.tool,
                     policy.argument,
-                    shown,
+                    short_repr(values[position], 80),
                     sorted(held),
                     str(policy),
                     policy.rule(),

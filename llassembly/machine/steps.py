@@ -46,6 +46,7 @@ from llassembly.language.program import (
     Operand,
     Program,
     Reg,
+    Template,
     Value,
     effects,
 )
@@ -55,7 +56,6 @@ from llassembly.machine.access import (
     Context,
     address_of,
     fail,
-    filled,
     getter,
     setter,
     show,
@@ -64,10 +64,9 @@ from llassembly.machine.access import (
     whole_number,
 )
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
-from llassembly.machine.provenance import Guards, guards_for, instrument
+from llassembly.machine.provenance import Guards, Step, guards_for, instrument
 from llassembly.machine.state import ORDERED, UNORDERED, UNSET, MachineState
 
-Step: TypeAlias = "Callable[[MachineState, int], int]"
 Compiler: TypeAlias = "Callable[[Instruction, Context], Step]"
 Compute: TypeAlias = "Callable[..., Value]"
 """``compute(ins, state, *values read)``: what an instruction computes (what it writes, when it
@@ -380,18 +379,15 @@ def _compile_say(ins: Instruction, ctx: Context) -> Step:
     """``SAY``: render its text (placeholders filled) and add it as a line of the answer,
     within :data:`MAX_ANSWER_CHARS` (counted as lines are added, so a plan that says many
     lines costs linear time, not a sum over all lines each time)."""
-    template = template_of(ins.operands[0], ctx.program.data)
-    fills = [getter(operand, ctx, ins) for operand in ins.operands[1:]]
-    whole = getter(ins.operands[0], ctx, ins)
-    pieces, found = split_template(template or "")  # the text around the placeholders
-    specs = [spec for _, spec, _ in found]
-    shown = [str(operand) for operand in ins.operands[1:]]
+    said, fills = ins.operands[0], cast("tuple[Any, ...]", ins.operands[1:])
+    template = template_of(said, ctx.program.data)
+    if template is not None and fills:  # its placeholders (the parser's) filled as a template's
+        pieces, found = split_template(template)  # the text around the placeholders
+        said = Template(template, tuple(pieces), fills, tuple(spec for _, spec, _ in found))
+    read = getter(said, ctx, ins)
 
     def say(st: MachineState, pc: int) -> int:
-        if template is None or not fills:
-            line = render(whole(st))
-        else:
-            line = filled(st, [fill(st) for fill in fills], pieces, specs, shown, ins)
+        line = render(read(st))
         if st.answer_size() + len(line) > MAX_ANSWER_CHARS:
             raise fail(
                 ins,
