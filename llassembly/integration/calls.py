@@ -192,7 +192,7 @@ class CallContext:
     state: Any = None
     runtime: Any = None
     query_model: Any = None
-    errors: dict[str, BaseException] = field(default_factory=dict)
+    errors: dict[str, ExecutionError] = field(default_factory=dict)
     hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
     # run's nodes inherit the handlers of the config it started with), the tools a
@@ -326,7 +326,7 @@ def ends_run(messages: Sequence[BaseMessage]) -> bool:
 
 
 def raised_message(
-    errors: dict[str, BaseException], call: ToolCall, prefix: str, exc: Exception
+    errors: dict[str, ExecutionError], call: ToolCall, prefix: str, exc: Exception
 ) -> ToolMessage:
     """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
     error kept in ``errors`` by call id (to raise it as it is)."""
