@@ -193,7 +193,7 @@ class PlanGraph:
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
-        base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        base = config or {}
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
         steps = self.max_instructions_to_exec if self._max_steps else self.max_tool_calls
         # A batch adds a superstep for its calls and one for the join; a call whose node
