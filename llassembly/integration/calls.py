@@ -26,7 +26,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import Shape, options_of, shape_of
 from llassembly.compat import (
     Recorded,
     is_recording,
@@ -497,11 +497,12 @@ def _decode_one(shape: Shape | None, text: str) -> Any:
     text stays as it was; undeclared results are JSON when they read as such, but plain text
     that happens to be a JSON string stays text.
     """
-    options = [] if shape is None else shape.options if shape.kind == "union" else [shape]
+    options = () if shape is None else options_of(shape)
     kinds = {o.kind for o in options if o.kind != "none"}
-    if kinds and kinds <= {"text", "decimal"} and not any(o.choices for o in options):
+    plain = bool(kinds) and not any(o.choices for o in options)  # (no Literal, no enum)
+    if plain and kinds <= {"text", "decimal"}:
         return text
-    if kinds and kinds <= {"int", "float", "number"} and not any(o.choices for o in options):
+    if plain and kinds <= {"int", "float", "number"}:
         stripped = text.strip()
         if any(o.name == "bool" for o in options) and stripped.lower() in ("true", "false"):
             return stripped.lower() == "true"
@@ -512,11 +513,10 @@ def _decode_one(shape: Shape | None, text: str) -> Any:
         if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(text)
         return number
-    strict = bool(kinds) and not any(o.choices for o in options) and "any" not in kinds
     try:
         data = _json(text)
     except ValueError:
-        if strict:
+        if plain and "any" not in kinds:
             raise
         return text
     if isinstance(data, str) and not kinds:
