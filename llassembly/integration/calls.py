@@ -232,12 +232,16 @@ def run_call(
 def _running(
     ctx: CallContext, call: ToolCall, request: ToolCallRequest
 ) -> Generator[ToolCallRequest, _Result, _Result]:
-    """A call's life, sans-IO: yields the request (with the recording copy of its tool) and
-    takes the chained handler's result, noting what the tool did (interrupts pass: see
-    :func:`~llassembly.machine.emulator.drive`)."""
-    noted, tool = Recorded(), request.tool
+    """A call's life, sans-IO: yields the request (with the recording copy of its tool), takes
+    the chained handler's result, noting what the tool did (interrupts pass: see
+    :func:`~llassembly.machine.emulator.drive`), and returns it tagged as :func:`run_call`
+    says. A ``return_direct`` tool's result is marked: the run ends with it, and the next run
+    must not take the plan up again. Messages a ``Command`` adds beside the result are marked
+    as the call's, so the next step knows they belong to this run."""
+    noted, tool, extern = Recorded(), request.tool, ctx.externs.get(call.tool)
     if tool is not None and not is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
+    ends = {ENDS_RUN: True} if tool is not None and tool.return_direct else {}
     try:
         with recording(noted):
             result = yield request
@@ -245,15 +249,44 @@ def _running(
         # The call's failure (its live error kept), but for a tool that returned before
         # LangChain failed to write its result (an integer too long to print): it gave the
         # plan that value, read as any result is.
-        extern = ctx.externs.get(call.tool)
         if noted.returned and extern is not None:
             message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
         else:
             message = raised_message(ctx.errors, call, ctx.prefix, exc)
-        if request.tool is not None and request.tool.return_direct:
-            message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+        message.response_metadata[KEY].update(ends)  # create_agent ends its run on it too
         return message
-    return _tagged(ctx, call, request, result, noted)
+    extra = ends if noted.ran else {"ran": False, **ends}
+    cid = str(request.tool_call.get("id"))
+
+    def tagged(message: ToolMessage) -> ToolMessage:
+        more = dict(extra)
+        if _as_made(message, noted) and extern is not None and message.status != "error":
+            value = extern.result_of(noted.value)
+            more.update(_value_tag(extern, value, message_text(message), call))
+        # The tool node built this message for this call: its metadata is set, not copied.
+        message.response_metadata = {**message.response_metadata, **place(call, **more)}
+        return message
+
+    if isinstance(result, ToolMessage):
+        return tagged(result)
+    if not isinstance(result, Command):
+        raise UsageError(
+            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
+            "plans need a ToolMessage"
+        )
+    update = result.update
+    if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
+        return result
+    messages: list[Any] = []
+    for m in _listed(update["messages"]):
+        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
+            m = tagged(m)
+        elif isinstance(m, BaseMessage):
+            m = m.model_copy(
+                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
+            )
+        messages.append(m)
+    return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
 def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> ToolCallRequest:
@@ -336,50 +369,6 @@ def raised_message(
     if isinstance(error, QueryFailed):
         return query_message(call, prefix, error.attempts, failure=failure_of(error))
     return _result(call, prefix, failure=failure_of(error))
-
-
-def _tagged(
-    ctx: CallContext, call: ToolCall, request: ToolCallRequest, result: _Result, noted: Recorded
-) -> _Result:
-    """A plan call's result tagged as :func:`run_call` says. A ``return_direct`` tool's result
-    is marked: the run ends with it, and the next run must not take the plan up again.
-    Messages a ``Command`` adds beside the result are marked as the call's, so the next step
-    knows they belong to this run."""
-    extra: dict[str, Any] = {} if noted.ran else {"ran": False}
-    if request.tool is not None and request.tool.return_direct:
-        extra[ENDS_RUN] = True
-    extern = ctx.externs.get(call.tool)
-    cid = str(request.tool_call.get("id"))
-
-    def tagged(message: ToolMessage) -> ToolMessage:
-        more = dict(extra)
-        if _as_made(message, noted) and extern is not None and message.status != "error":
-            value = extern.result_of(noted.value)
-            more.update(_value_tag(extern, value, message_text(message), call))
-        # The tool node built this message for this call: its metadata is set, not copied.
-        message.response_metadata = {**message.response_metadata, **place(call, **more)}
-        return message
-
-    if isinstance(result, ToolMessage):
-        return tagged(result)
-    if not isinstance(result, Command):
-        raise UsageError(
-            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
-            "plans need a ToolMessage"
-        )
-    update = result.update
-    if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
-        return result
-    messages: list[Any] = []
-    for m in _listed(update["messages"]):
-        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
-            m = tagged(m)
-        elif isinstance(m, BaseMessage):
-            m = m.model_copy(
-                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
-            )
-        messages.append(m)
-    return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
 def _as_made(message: ToolMessage, noted: Recorded) -> bool:
