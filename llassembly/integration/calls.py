@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -61,7 +61,6 @@ logger = logging.getLogger("llassembly")
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 _Result = ToolMessage | Command[Any]
-_M = TypeVar("_M", bound=BaseMessage)
 
 
 # -- the call as a message -----------------------------------------------------------------------
@@ -541,7 +540,7 @@ def plan_call_messages(
     ]
 
 
-def without_plan_calls(messages: Sequence[_M], prefixes: Sequence[str]) -> list[_M]:
+def without_plan_calls(messages: Sequence[AnyMessage], prefixes: Sequence[str]) -> list[AnyMessage]:
     """``messages`` less those recording the turn's plan calls (``infer_tools_messages=False``)."""
     dropped = {id(m) for m in plan_call_messages(messages, prefixes)}
     return [m for m in messages if id(m) not in dropped]
