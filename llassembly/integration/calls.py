@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -26,7 +26,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import Shape, options_of, shape_of
 from llassembly.compat import (
     Recorded,
     is_recording,
@@ -61,7 +61,6 @@ logger = logging.getLogger("llassembly")
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
 _Result = ToolMessage | Command[Any]
-_M = TypeVar("_M", bound=BaseMessage)
 
 
 # -- the call as a message -----------------------------------------------------------------------
@@ -192,7 +191,7 @@ class CallContext:
     state: Any = None
     runtime: Any = None
     query_model: Any = None
-    errors: dict[str, BaseException] = field(default_factory=dict)
+    errors: dict[str, ExecutionError] = field(default_factory=dict)
     hand_off: bool = False
     # Worked out once per run: whether anything observes it (callback handlers, tracing: a
     # run's nodes inherit the handlers of the config it started with), the tools a
@@ -232,12 +231,16 @@ def run_call(
 def _running(
     ctx: CallContext, call: ToolCall, request: ToolCallRequest
 ) -> Generator[ToolCallRequest, _Result, _Result]:
-    """A call's life, sans-IO: yields the request (with the recording copy of its tool) and
-    takes the chained handler's result, noting what the tool did (interrupts pass: see
-    :func:`~llassembly.machine.emulator.drive`)."""
-    noted, tool = Recorded(), request.tool
+    """A call's life, sans-IO: yields the request (with the recording copy of its tool), takes
+    the chained handler's result, noting what the tool did (interrupts pass: see
+    :func:`~llassembly.machine.emulator.drive`), and returns it tagged as :func:`run_call`
+    says. A ``return_direct`` tool's result is marked: the run ends with it, and the next run
+    must not take the plan up again. Messages a ``Command`` adds beside the result are marked
+    as the call's, so the next step knows they belong to this run."""
+    noted, tool, extern = Recorded(), request.tool, ctx.externs.get(call.tool)
     if tool is not None and not is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
+    ends = {ENDS_RUN: True} if tool is not None and tool.return_direct else {}
     try:
         with recording(noted):
             result = yield request
@@ -245,15 +248,44 @@ def _running(
         # The call's failure (its live error kept), but for a tool that returned before
         # LangChain failed to write its result (an integer too long to print): it gave the
         # plan that value, read as any result is.
-        extern = ctx.externs.get(call.tool)
         if noted.returned and extern is not None:
             message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
         else:
             message = raised_message(ctx.errors, call, ctx.prefix, exc)
-        if request.tool is not None and request.tool.return_direct:
-            message.response_metadata[KEY][ENDS_RUN] = True  # create_agent ends its run on it too
+        message.response_metadata[KEY].update(ends)  # create_agent ends its run on it too
         return message
-    return _tagged(ctx, call, request, result, noted)
+    extra = ends if noted.ran else {"ran": False, **ends}
+    cid = str(request.tool_call.get("id"))
+
+    def tagged(message: ToolMessage) -> ToolMessage:
+        more = dict(extra)
+        if _as_made(message, noted) and extern is not None and message.status != "error":
+            value = extern.result_of(noted.value)
+            more.update(_value_tag(extern, value, message_text(message), call))
+        # The tool node built this message for this call: its metadata is set, not copied.
+        message.response_metadata = {**message.response_metadata, **place(call, **more)}
+        return message
+
+    if isinstance(result, ToolMessage):
+        return tagged(result)
+    if not isinstance(result, Command):
+        raise UsageError(
+            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
+            "plans need a ToolMessage"
+        )
+    update = result.update
+    if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
+        return result
+    messages: list[Any] = []
+    for m in _listed(update["messages"]):
+        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
+            m = tagged(m)
+        elif isinstance(m, BaseMessage):
+            m = m.model_copy(
+                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
+            )
+        messages.append(m)
+    return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
 def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> ToolCallRequest:
@@ -326,7 +358,7 @@ def ends_run(messages: Sequence[BaseMessage]) -> bool:
 
 
 def raised_message(
-    errors: dict[str, BaseException], call: ToolCall, prefix: str, exc: Exception
+    errors: dict[str, ExecutionError], call: ToolCall, prefix: str, exc: Exception
 ) -> ToolMessage:
     """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
     error kept in ``errors`` by call id (to raise it as it is)."""
@@ -336,50 +368,6 @@ def raised_message(
     if isinstance(error, QueryFailed):
         return query_message(call, prefix, error.attempts, failure=failure_of(error))
     return _result(call, prefix, failure=failure_of(error))
-
-
-def _tagged(
-    ctx: CallContext, call: ToolCall, request: ToolCallRequest, result: _Result, noted: Recorded
-) -> _Result:
-    """A plan call's result tagged as :func:`run_call` says. A ``return_direct`` tool's result
-    is marked: the run ends with it, and the next run must not take the plan up again.
-    Messages a ``Command`` adds beside the result are marked as the call's, so the next step
-    knows they belong to this run."""
-    extra: dict[str, Any] = {} if noted.ran else {"ran": False}
-    if request.tool is not None and request.tool.return_direct:
-        extra[ENDS_RUN] = True
-    extern = ctx.externs.get(call.tool)
-    cid = str(request.tool_call.get("id"))
-
-    def tagged(message: ToolMessage) -> ToolMessage:
-        more = dict(extra)
-        if _as_made(message, noted) and extern is not None and message.status != "error":
-            value = extern.result_of(noted.value)
-            more.update(_value_tag(extern, value, message_text(message), call))
-        # The tool node built this message for this call: its metadata is set, not copied.
-        message.response_metadata = {**message.response_metadata, **place(call, **more)}
-        return message
-
-    if isinstance(result, ToolMessage):
-        return tagged(result)
-    if not isinstance(result, Command):
-        raise UsageError(
-            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
-            "plans need a ToolMessage"
-        )
-    update = result.update
-    if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
-        return result
-    messages: list[Any] = []
-    for m in _listed(update["messages"]):
-        if isinstance(m, ToolMessage) and m.tool_call_id == cid:
-            m = tagged(m)
-        elif isinstance(m, BaseMessage):
-            m = m.model_copy(
-                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
-            )
-        messages.append(m)
-    return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 
 def _as_made(message: ToolMessage, noted: Recorded) -> bool:
@@ -497,11 +485,12 @@ def _decode_one(shape: Shape | None, text: str) -> Any:
     text stays as it was; undeclared results are JSON when they read as such, but plain text
     that happens to be a JSON string stays text.
     """
-    options = [] if shape is None else shape.options if shape.kind == "union" else [shape]
+    options = () if shape is None else options_of(shape)
     kinds = {o.kind for o in options if o.kind != "none"}
-    if kinds and kinds <= {"text", "decimal"} and not any(o.choices for o in options):
+    plain = bool(kinds) and not any(o.choices for o in options)  # (no Literal, no enum)
+    if plain and kinds <= {"text", "decimal"}:
         return text
-    if kinds and kinds <= {"int", "float", "number"} and not any(o.choices for o in options):
+    if plain and kinds <= {"int", "float", "number"}:
         stripped = text.strip()
         if any(o.name == "bool" for o in options) and stripped.lower() in ("true", "false"):
             return stripped.lower() == "true"
@@ -512,11 +501,10 @@ def _decode_one(shape: Shape | None, text: str) -> Any:
         if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(text)
         return number
-    strict = bool(kinds) and not any(o.choices for o in options) and "any" not in kinds
     try:
         data = _json(text)
     except ValueError:
-        if strict:
+        if plain and "any" not in kinds:
             raise
         return text
     if isinstance(data, str) and not kinds:
@@ -552,7 +540,7 @@ def plan_call_messages(
     ]
 
 
-def without_plan_calls(messages: Sequence[_M], prefixes: Sequence[str]) -> list[_M]:
+def without_plan_calls(messages: Sequence[AnyMessage], prefixes: Sequence[str]) -> list[AnyMessage]:
     """``messages`` less those recording the turn's plan calls (``infer_tools_messages=False``)."""
     dropped = {id(m) for m in plan_call_messages(messages, prefixes)}
     return [m for m in messages if id(m) not in dropped]

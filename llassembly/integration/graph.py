@@ -120,7 +120,7 @@ class PlanRun:
     call_id_prefix: str = "asm_"
     announce: Callable[[ToolCall, ToolMessage], None] | None = None
     error: ExecutionError | None = field(default=None, repr=False)
-    errors: dict[str, BaseException] = field(default_factory=dict, repr=False)
+    errors: dict[str, ExecutionError] = field(default_factory=dict, repr=False)
     hand_off: bool = False
     # The machine a node left, with the snapshot it wrote: the next node of the same run
     # reads that very snapshot and goes on with the live machine instead of restoring it.
@@ -193,7 +193,7 @@ class PlanGraph:
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
         """The config to invoke the graph with: ``config`` plus the run and a recursion limit."""
-        base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        base = config or {}
         configurable = {**base.get("configurable", {}), RUN_KEY: run}
         steps = self.max_instructions_to_exec if self._max_steps else self.max_tool_calls
         # A batch adds a superstep for its calls and one for the join; a call whose node
@@ -317,8 +317,7 @@ class PlanGraph:
             outcome = outcome_of(externs.get(call.tool), message, call)
             if isinstance(outcome, Failed) and not emulator.tests_failure():
                 live = run.errors.pop(call_id(run.call_id_prefix, call.number), None)
-                error = live if isinstance(live, ExecutionError) else outcome.error
-                raise error if isinstance(error, ExecutionError) else ExecutionError(str(error))
+                raise live or outcome.error  # (outcome_of reads every failure as an ExecutionError)
             emulator.complete_batch([outcome])
 
     def _message(self, run: PlanRun, call: ToolCall, outcome: Outcome) -> ToolMessage:

@@ -102,9 +102,8 @@ def _route(state: TurnState) -> _Next:
 
 def config_for(run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
     """The config to invoke the turn graph with (the caller's, plus the run)."""
-    base: dict[str, Any] = dict(config or {})
-    configurable = {**base.get("configurable", {}), TURN_KEY: run}
-    return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+    base = config or {}
+    return {**base, "configurable": {**base.get("configurable", {}), TURN_KEY: run}}
 
 
 # -- the node ------------------------------------------------------------------------------------
