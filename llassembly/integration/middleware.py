@@ -230,17 +230,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )
 
     def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Any],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
         return drive(*self._visit(request, handler, asynchronous=False))
 
     async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         return await adrive(*self._visit(request, handler, asynchronous=True))
