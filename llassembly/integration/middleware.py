@@ -356,12 +356,11 @@ def next_event(
             (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
-        return Received(
-            [
-                outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
-                for a, p in zip(answers, pending, strict=True)
-            ]
-        )
+        outcomes = [
+            outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
+            for a, p in zip(answers, pending, strict=True)
+        ]
+        return Received(outcomes)
     if not _latest(record, messages):  # a new run, else the plan and what it asks are saved
         return Begin()
     approval = record["approval"]
