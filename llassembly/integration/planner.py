@@ -165,13 +165,9 @@ class Planner:
 
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
-        return self._summaries.cached(
-            (text, id(externs)),
-            externs,
-            lambda: summarize(
-                self.compiled(text, externs).program, externs, **run_budgets(self.options)
-            ),
-        )
+        program = self.compiled(text, externs).program
+        build = functools.partial(summarize, program, externs, **run_budgets(self.options))
+        return self._summaries.cached((text, id(externs)), externs, build)
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
         """The plan graph of a verified plan, at this planner's granularity (built once)."""

@@ -505,13 +505,8 @@ def _end(
     opts = view.planner.options
     if failure and replan and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
         rec["replans"] += 1
-        logger.info(
-            "new plan %d/%d after %s at line %s",
-            rec["replans"],
-            opts.max_replans,
-            failure["type"],
-            failure["line"],
-        )
+        count = f"{rec['replans']}/{opts.max_replans}"
+        logger.info("new plan %s after %s at line %s", count, failure["type"], failure["line"])
         return _ask_for_plan(rec, view, messages)
     raising = (
         failure is not None and opts.on_tool_error == "raise" and failure["type"] != NOT_APPROVED
