@@ -430,12 +430,9 @@ def _failure_text(failure: Mapping[str, Any], completed: int, alongside: int = 0
         return f"The plan did not run: {failure_words(failure)}."
     if kind == "RepairsExhausted" and not completed:
         return "I could not make a plan that passes the checks, so nothing was done."
-    before = completed - alongside
-    done = (
-        f"{plural(before, 'tool call')} had completed before it."
-        if before
-        else "Nothing had been done before it."
-    )
+    done = "Nothing had been done before it."
+    if before := completed - alongside:
+        done = f"{plural(before, 'tool call')} had completed before it."
     if alongside:
         done += (
             f" {alongside} more, run at the same time, completed after it"

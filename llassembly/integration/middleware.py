@@ -230,17 +230,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         )
 
     def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Any],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
         return drive(*self._visit(request, handler, asynchronous=False))
 
     async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         return await adrive(*self._visit(request, handler, asynchronous=True))
@@ -360,12 +356,11 @@ def next_event(
             (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
-        return Received(
-            [
-                outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
-                for a, p in zip(answers, pending, strict=True)
-            ]
-        )
+        outcomes = [
+            outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
+            for a, p in zip(answers, pending, strict=True)
+        ]
+        return Received(outcomes)
     if not _latest(record, messages):  # a new run, else the plan and what it asks are saved
         return Begin()
     approval = record["approval"]

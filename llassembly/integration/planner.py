@@ -59,6 +59,8 @@ class Planner:
 
     def __init__(self, options: PlannerOptions) -> None:
         self.options = options
+        # What a run of a plan takes from the options: its budgets, the calls run together.
+        self._run = {**run_budgets(options), "parallel_tools": options.parallel_tools}
         self._externs: Lru[tuple[Any, ...], dict[str, Extern]] = Lru()
         self._compiled: Lru[tuple[Any, ...], CompiledProgram] = Lru()
         self._summaries: Lru[tuple[Any, ...], PlanSummary] = Lru()
@@ -98,11 +100,8 @@ class Planner:
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
         """The planner's system prompt for these tools and the caller's context (cached)."""
-        return self._prompts.cached(
-            (id(externs), context),
-            externs,
-            lambda: build_system_prompt(externs, context, self.options.prompt_path),
-        )
+        build = functools.partial(build_system_prompt, externs, context, self.options.prompt_path)
+        return self._prompts.cached((id(externs), context), externs, build)
 
     # -- plans ------------------------------------------------------------------------------
 
@@ -155,12 +154,7 @@ class Planner:
         found = None if state is None else self._live.pop(id(state), None)
         if found is not None and found[0] is state and found[1].compiled is compiled:
             return found[1]
-        return Emulator(
-            compiled,
-            **run_budgets(self.options),
-            state=state,
-            parallel_tools=self.options.parallel_tools,
-        )
+        return Emulator(compiled, state=state, **self._run)
 
     def keep(self, emulator: Emulator) -> dict[str, Any]:
         """The snapshot of ``emulator``, the machine kept for the step that goes on from it
@@ -171,25 +165,16 @@ class Planner:
 
     def summary(self, text: str, externs: Mapping[str, Extern]) -> PlanSummary:
         """The summary of a verified plan against this planner's budgets (built once)."""
-        return self._summaries.cached(
-            (text, id(externs)),
-            externs,
-            lambda: summarize(
-                self.compiled(text, externs).program, externs, **run_budgets(self.options)
-            ),
-        )
+        program = self.compiled(text, externs).program
+        build = functools.partial(summarize, program, externs, **run_budgets(self.options))
+        return self._summaries.cached((text, id(externs)), externs, build)
 
     def plan_graph(self, text: str, externs: Mapping[str, Extern]) -> PlanGraph:
         """The plan graph of a verified plan, at this planner's granularity (built once)."""
         return self._graphs.cached(
             (text, id(externs)),
             externs,
-            lambda: PlanGraph(
-                self.compiled(text, externs),
-                self.options.granularity,
-                **run_budgets(self.options),
-                parallel_tools=self.options.parallel_tools,
-            ),
+            lambda: PlanGraph(self.compiled(text, externs), self.options.granularity, **self._run),
         )
 
     def recording_tool_of(self, tool: BaseTool) -> BaseTool:

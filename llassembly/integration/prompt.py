@@ -94,9 +94,7 @@ def _section(name: str) -> str:
 
 
 def build_system_prompt(
-    externs: ToolSpec,
-    context: str = "",
-    prompt_path: str | os.PathLike[str] | None = None,
+    externs: ToolSpec, context: str = "", prompt_path: str | os.PathLike[str] | None = None
 ) -> str:
     """Return the system prompt for these tools.
 

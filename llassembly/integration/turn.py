@@ -13,13 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 
 from llassembly.errors import (
     MAX_DIAGNOSTICS_SHOWN,
@@ -460,8 +454,7 @@ def _queried(rec: TurnRecord, replies: tuple[Reply, ...], view: TurnView) -> Ste
     prefix = prefix_of(rec)
     messages: list[AnyMessage] = [call_request(calls, prefix, query=True)]
     for call, d in zip(calls, dues, strict=True):
-        found, asked_times = d.get("failure"), len(d["refused"]) + 1
-        attempts = int(found.get("attempts", asked_times)) if found else asked_times
+        attempts, found = len(d["refused"]) + 1, d.get("failure")  # (a failure keeps its refusals)
         messages.append(query_message(call, prefix, attempts, value=d.get("value"), failure=found))
     outcomes = [Failed(error_of(d["failure"])) if "failure" in d else d.get("value") for d in dues]
     return _advance(rec, emulator, view, messages, outcomes)
@@ -502,24 +495,18 @@ def _end(
         before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
         # With parallel_tools the calls of a batch after a failed one ran at the same time:
         # they completed (by their messages), though the machine never took their results.
-        done = [
-            m
+        done = sum(
+            isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
             for m in plan_call_messages([*view.messages, *messages], [prefix_of(rec)])
-            if isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
-        ]
-        rec["alongside"] = max(len(done) - before, 0) if failure else 0
+        )
+        rec["alongside"] = max(done - before, 0) if failure else 0
         rec["tool_calls"] += before + rec["alongside"]
     rec.update({"plan": None, "pending": [], "failure": failure})
     opts = view.planner.options
     if failure and replan and opts.on_tool_error == "replan" and rec["replans"] < opts.max_replans:
         rec["replans"] += 1
-        logger.info(
-            "new plan %d/%d after %s at line %s",
-            rec["replans"],
-            opts.max_replans,
-            failure["type"],
-            failure["line"],
-        )
+        count = f"{rec['replans']}/{opts.max_replans}"
+        logger.info("new plan %s after %s at line %s", count, failure["type"], failure["line"])
         return _ask_for_plan(rec, view, messages)
     raising = (
         failure is not None and opts.on_tool_error == "raise" and failure["type"] != NOT_APPROVED
