@@ -362,9 +362,7 @@ def raised_message(
 ) -> ToolMessage:
     """The error ``ToolMessage`` of a plan call whose tool (or query) raised ``exc``, its live
     error kept in ``errors`` by call id (to raise it as it is)."""
-    wrapped = tool_error(call, exc)
-    error = wrapped if isinstance(wrapped, ExecutionError) else ExecutionError(safe_text(exc))
-    errors[call_id(prefix, call.number)] = error
+    errors[call_id(prefix, call.number)] = error = tool_error(call, exc)
     if isinstance(error, QueryFailed):
         return query_message(call, prefix, error.attempts, failure=failure_of(error))
     return _result(call, prefix, failure=failure_of(error))

@@ -721,7 +721,7 @@ _Req = TypeVar("_Req")
 _Ret = TypeVar("_Ret")
 
 
-def tool_error(call: ToolCall, exc: Exception) -> BaseException:
+def tool_error(call: ToolCall, exc: Exception) -> ExecutionError:
     """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
     line of this plan, with the original as its cause.
 
