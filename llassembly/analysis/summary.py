@@ -36,7 +36,7 @@ from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import plural
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
-from llassembly.language.program import NONE, Program, ToolShape, Value
+from llassembly.language.program import NONE, Program, ToolShape, Value, param_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +336,7 @@ def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tup
     the values pushed (the rest are left out) and their flows, ``None`` when those are not
     known: a computed argument may then derive from ``anything``."""
     out = []
-    for i, param in enumerate(tool.params):
+    for i, (param, name) in enumerate(zip(tool.params, param_names(tool), strict=True)):
         # what each state passes (CALL tool, N: the rest left out), and the flows it knows
         value = functools.reduce(join, [v[i] if i < len(v) else NONE for v, _ in states])
         pairs = [f[i] if f and i < len(f) else (NO_SOURCES, NO_SOURCES) for _, f in states]
@@ -347,7 +347,7 @@ def _arguments(tool: ToolShape, states: list[_State], anything: set[str]) -> tup
         answers = {line for name in may if (line := site_line(name)) is not None}
         out.append(
             Argument(
-                str(getattr(param, "name", f"arg{i + 1}")),
+                name,
                 value is not UNKNOWN,
                 None if value is UNKNOWN else value,  # type: ignore[arg-type]
                 tuple(sorted(n for n in may if site_line(n) is None)),

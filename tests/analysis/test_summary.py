@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given
 from random_plans import EXTERNS, LIMITS, SETTINGS, compiled_or_none, programs
 
 from llassembly import PlanSummary, parse, summarize, verify
+from llassembly.analysis import summary as analysis_summary
 from llassembly.cli import main
 from llassembly.errors import LLAssemblyError, PlanRejected
 from llassembly.language.program import Program
@@ -577,3 +579,21 @@ def test_a_call_every_path_makes_through_a_subroutine_is_not_conditional() -> No
     assert use is not None
     assert [(s.line, s.conditional) for s in use.sites] == [(10, True), (15, False)]
     assert (use.min_calls, use.max_calls, use.conditional) == (1, 2, False)
+
+
+def test_a_parameter_given_as_text_is_named_as_the_verifier_names_it() -> None:
+    """A ``ToolShape`` may give its parameters as their names (``params=("city",)``): the
+    summary names them so, as the verifier's messages do (``program.param_names``), not
+    ``arg1``."""
+
+    @dataclass(frozen=True)
+    class Shape:
+        name: str
+        params: tuple[str, ...]
+        n_results: int = 1
+
+    program = parse('PUSH "Oslo"\nPUSH 3\nCALL forecast\nPOP R1')
+    assert isinstance(program, Program)
+    found = analysis_summary.summarize(program, [Shape("forecast", ("city", "days"))])
+    (site,) = found.tools[0].sites
+    assert [(a.name, a.value) for a in site.arguments] == [("city", "Oslo"), ("days", 3)]
