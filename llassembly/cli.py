@@ -38,11 +38,7 @@ from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.errors import plural, safe_text, well_formed
 from llassembly.integration.query import add_query
-from llassembly.language.limits import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-)
+from llassembly.language import limits
 from llassembly.language.parser import not_words
 from llassembly.machine.externs import check_sync_tools, externs_of
 
@@ -383,10 +379,10 @@ def _parser() -> argparse.ArgumentParser:
                 help="your own system prompt, embedded as the agent's system message is",
             )
         else:
-            add("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS)
-            add("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
+            add("--max-instructions", type=int, default=limits.DEFAULT_MAX_INSTRUCTIONS)
+            add("--max-tool-calls", type=int, default=limits.DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
-            add("--max-stack-depth", type=int, default=DEFAULT_MAX_STACK_DEPTH)
+            add("--max-stack-depth", type=int, default=limits.DEFAULT_MAX_STACK_DEPTH)
         elif name == "check":
             add(
                 "--summary",
