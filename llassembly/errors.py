@@ -214,9 +214,8 @@ class ToolArgumentError(ExecutionError):
 
 
 class CallNotRun(ExecutionError):
-    """A plan's call was not run because a person or a middleware decided so (a reviewer
-    rejected it, a limit refused it): a decision, not a fault of the tool. ``reason`` is what
-    they said."""
+    """A plan's call was not run because a person or a middleware decided so (a reviewer rejected
+    it, a limit refused it): a decision, not a fault of the tool. ``reason`` is what they said."""
 
     def __init__(self, tool: str, reason: str, *, line: int = 0, source: str = "") -> None:
         self.tool = tool

@@ -82,8 +82,7 @@ def _site_policy(
 def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
     """A policy: tool ``name`` may be called at most ``limits[name]`` times on any path.
 
-    A call inside a loop whose trip count is not known can run any number of times, so it
-    goes over every limit.
+    A call in a loop of unknown trip count can run any number of times, so it goes over every limit.
 
     Raises:
         UsageError: A limit is not a non-negative integer.

@@ -226,10 +226,9 @@ def _object(cls: Any, items: list[tuple[str, Any]], depth: int) -> Shape:
 
 
 def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
-    """The shape of ``shape[key]`` (``key`` ``None``: a key not known before the run), and
-    what is wrong when no value of the shape has that part (said of the value: ``has no field
-    'x'; its fields: ...``). A union is wrong only when no
-    option has it (``null`` options are the run's to find)."""
+    """The shape of ``shape[key]`` (``key`` ``None``: not known before the run), and what is wrong
+    when no value of the shape has that part (said of the value: ``has no field 'x'; its fields:
+    ...``). A union is wrong only when no option has it (``null`` options are the run's to find)."""
     if shape.kind == "union":
         parts = [child(option, key) for option in shape.options if option.kind != "none"]
         found = [part for part, wrong in parts if wrong is None]

@@ -50,8 +50,7 @@ class Argument:
         sources: The tools whose results it may derive from on some run, sorted (empty: it
             is made of values written in the plan alone).
         certain: Those it derives from on every run that makes the call.
-        answers: The lines of the queries (``CALL query_text``) whose answer it may derive
-            from, sorted.
+        answers: The lines of the queries (``CALL query_text``) whose answer may reach it, sorted.
         optional: The tool has a default for it, so ``NONE`` leaves it out: a computed
             argument may be left out on some runs.
     """

@@ -151,10 +151,9 @@ class PathWalk:
         empty_pops: ``POP`` reached with an empty stack on some path.
         short_calls: Tool ``CALL`` to the fewest values found on the stack when it runs.
         unset_jumps: Instructions testing the flags reached with no flags set on some path.
-        unwritten_reads: The variable (the first one named) read by each ``(instruction,
-            operand position)`` where, on some path, one it names has not been written yet
-            (these four are recorded at every visit: the facts only grow, so a state's last
-            visit finds everything).
+        unwritten_reads: The variable (the first one named) read by each ``(instruction, operand
+            position)`` where, on some path, one it names has not been written yet (these four are
+            recorded at every visit: the facts only grow, so a state's last visit finds everything).
     """
 
     def __init__(self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape]) -> None:
@@ -412,8 +411,7 @@ class PathWalk:
     def check(
         self, pc: int, ins: Instruction, fx: Effects, read: Mapping[int, Shape | None]
     ) -> None:
-        """Arithmetic on a value that is text on every run, and a compare of text with a
-        number."""
+        """Arithmetic on a value that is text on every run, and a compare of text with a number."""
         op = ins.mnemonic
         if fx.numeric:
             for position, shape in read.items():
