@@ -219,21 +219,16 @@ def check_command(
             report.text(diagnostic.render())
         report.text(f"{plural(len(problems), 'problem')} found.")
         return report.json("rejected", EXIT_PLAN, problems=problems)
-    calls = len(control_flow(program, externs).tools)
+    count, calls = len(program.instructions), len(control_flow(program, externs).tools)
     budgets = dict(
         max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
     )
     summary = summarize(program, externs, **budgets) if report.as_json or args.summary else None
-    report.text(f"OK: {len(program.instructions)} instructions, {calls} tool call sites.")
+    report.text(f"OK: {count} instructions, {calls} tool call sites.")
     if summary is not None:
         report.text(summary.render())
-    return report.json(
-        "ok",
-        EXIT_OK,
-        instructions=len(program.instructions),
-        tool_call_sites=calls,
-        **(summary.to_dict() if summary is not None else {}),
-    )
+    fields = summary.to_dict() if summary is not None else {}
+    return report.json("ok", EXIT_OK, instructions=count, tool_call_sites=calls, **fields)
 
 
 def run_command(
