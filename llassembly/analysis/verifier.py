@@ -438,9 +438,8 @@ class PathWalk:
                 return
 
     def check_arguments(self, pc: int, tool: ToolShape, given: list[Shape | None]) -> None:
-        """Each argument written in the plan (a literal, however it got to the stack) that
-        the tool refuses on every run; ``given`` are the arguments, first parameter first
-        (``None`` for those not known)."""
+        """Each argument written in the plan (a literal, however it got to the stack) that the tool
+        refuses on every run; ``given``: the arguments in parameter order (``None``: not known)."""
         refuses = getattr(tool, "refuses", None)
         if refuses is None:
             return
@@ -999,9 +998,8 @@ def check(
 
     Args:
         program: The parsed plan.
-        tools: The tools the plan may CALL: by name, or a list of tools (externs, or anything
-            with a name, params and n_results; ``llassembly.check`` also takes functions and
-            LangChain tools).
+        tools: The tools the plan may CALL, by name or as a list (externs, or anything with a name,
+            params and n_results; ``llassembly.check`` also takes functions and LangChain tools).
 
     Returns:
         One :class:`~llassembly.errors.Diagnostic` per problem.
