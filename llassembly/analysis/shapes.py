@@ -94,9 +94,7 @@ def join(a: Shape | None, b: Shape | None) -> Shape | None:
     """A value that is ``a`` on some runs and ``b`` on others (``None``: not known)."""
     if a is None or b is None:
         return None
-    if a == b:
-        return a
-    return _union([a, b])
+    return a if a == b else _union([a, b])
 
 
 def _union(shapes: Iterable[Shape]) -> Shape | None:
