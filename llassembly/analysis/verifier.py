@@ -50,6 +50,7 @@ from llassembly.analysis.shapes import (
 )
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import Diagnostic, PlanRejected
+from llassembly.language import limits
 from llassembly.language.instructions import (
     EAX_INDEX,
     MNEMONICS,
@@ -57,14 +58,6 @@ from llassembly.language.instructions import (
     Opcode,
     OperandKind,
     register_name,
-)
-from llassembly.language.limits import (
-    MAX_CALL_DEPTH,
-    MAX_DIAGNOSTICS,
-    MAX_MEMORY_CELLS,
-    MAX_PLAN_INSTRUCTIONS,
-    MAX_STATES,
-    MAX_STEPS,
 )
 from llassembly.language.program import (
     NONE,
@@ -512,7 +505,7 @@ class _Checker:
 
     def report(self, line: int, column: int, message: str, *, structural: bool = False) -> None:
         self.structural = self.structural or structural
-        if len(self.found) >= MAX_DIAGNOSTICS:  # a hostile plan: count the rest, keep none
+        if len(self.found) >= limits.MAX_DIAGNOSTICS:  # a hostile plan: count the rest, keep none
             self.not_kept += 1
             return
         self.found.append(Diagnostic(line, column, message, self.program.source_of(line)))
@@ -527,7 +520,7 @@ class _Checker:
     def check_unknown(self) -> None:
         for unknown in self.program.unknown:
             message = ""  # past MAX_DIAGNOSTICS counted, not listed: no suggestion needed
-            if len(self.found) < MAX_DIAGNOSTICS:
+            if len(self.found) < limits.MAX_DIAGNOSTICS:
                 message = (
                     f"unknown instruction {unknown.mnemonic!r}; "
                     f"{_did_you_mean(unknown.mnemonic.upper())}the instructions are {_OPCODE_LIST}"
@@ -789,10 +782,10 @@ class _Checker:
 
     def check_memory_size(self) -> None:
         cells = sum(len(label.cells) for label in self.layout.labels.values())
-        if cells > MAX_MEMORY_CELLS:
+        if cells > limits.MAX_MEMORY_CELLS:
             line = max(label.line for label in self.layout.labels.values())
             message = (
-                f"the data takes {cells} cells, more than the {MAX_MEMORY_CELLS} a plan may "
+                f"the data takes {cells} cells, more than the {limits.MAX_MEMORY_CELLS} a plan may "
                 "have; keep large data in tools and fetch what the plan needs"
             )
             self.report(line, 1, message)
@@ -845,9 +838,11 @@ class _Checker:
         queries = query_sites(flow, self.layout)
         answers = {pc: s for pc, s in queries.items() if isinstance(s, Shape)}
         walk = PathWalk(flow, self.layout, answers)
-        facts, stopped = fixpoint(paths, walk.start(), walk.transfer, _Facts.merge, MAX_STEPS)
+        facts, stopped = fixpoint(
+            paths, walk.start(), walk.transfer, _Facts.merge, limits.MAX_STEPS
+        )
         if stopped is not None:  # the facts are not final, so no type problem is told
-            what = f"{MAX_STEPS} steps through code and subroutine calls"
+            what = f"{limits.MAX_STEPS} steps through code and subroutine calls"
             self.too_many(outermost(paths.states[stopped]), what)
         else:  # the types told from the facts at the fixed point
             walk.reporting = True
@@ -909,14 +904,15 @@ class _Checker:
         for pc in paths.too_deep:
             label = instructions[pc].operands[0]
             message = (
-                f"CALL {label}: subroutines nest deeper than {MAX_CALL_DEPTH} calls here; the "
-                "checker cannot follow them, so the plan is refused (a subroutine that calls "
+                f"CALL {label}: subroutines nest deeper than {limits.MAX_CALL_DEPTH} calls here; "
+                "the checker cannot follow them, so the plan is refused (a subroutine that calls "
                 "itself nests without end); repeat work with a loop (CMP and a conditional jump "
-                f"back) and nest CALLs at most {MAX_CALL_DEPTH} deep"
+                f"back) and nest CALLs at most {limits.MAX_CALL_DEPTH} deep"
             )
             self.report_at(pc, message)
         if paths.overflow is not None:
-            self.too_many(paths.overflow, f"{MAX_STATES} states of code and subroutine calls")
+            what = f"{limits.MAX_STATES} states of code and subroutine calls"
+            self.too_many(paths.overflow, what)
         for pc, site in queries.items():  # a query's answer shape, known before the run
             if isinstance(site, str):
                 self.report_at(pc, site, 0)
@@ -1009,11 +1005,12 @@ def check(
     """
     by_name = tool_shapes(tools)
     count = len(program.instructions)
-    if count > MAX_PLAN_INSTRUCTIONS:  # refused at once, at the first instruction past the limit
-        first = program.instructions[MAX_PLAN_INSTRUCTIONS]  # (a repair asks for less)
+    # refused at once, at the first instruction past the limit
+    if count > limits.MAX_PLAN_INSTRUCTIONS:
+        first = program.instructions[limits.MAX_PLAN_INSTRUCTIONS]  # (a repair asks for less)
         message = (
-            f"the plan has {count} instructions; at most {MAX_PLAN_INSTRUCTIONS} are accepted: "
-            "repeat work with a loop or a subroutine instead of writing it out"
+            f"the plan has {count} instructions; at most {limits.MAX_PLAN_INSTRUCTIONS} are "
+            "accepted: repeat work with a loop or a subroutine instead of writing it out"
         )
         return (Diagnostic(first.line, first.column, message, program.source_of(first.line)),)
     checker = _Checker(program, by_name)
