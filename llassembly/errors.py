@@ -106,8 +106,7 @@ def safe_text(value: object) -> str:
 
 
 def first_line(exc: BaseException) -> str:
-    """A short, safe description of an error (its first line, never the whole huge value it
-    may quote)."""
+    """A short, safe description of an error: its first line, not the whole huge value it quotes."""
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return clip((safe_text(exc).splitlines() or [type(exc).__name__])[0], 200)
@@ -260,8 +259,7 @@ class DataFlowRefused(CallNotRun):
 
 
 class ToolExecutionError(ExecutionError):
-    """A tool raised. The original exception is ``__cause__`` and ``original``; ``exception``
-    its class's name."""
+    """A tool raised ``original`` (also the ``__cause__``); ``exception`` is its class's name."""
 
     def __init__(
         self, tool: str, original: BaseException, *, line: int = 0, source: str = ""
