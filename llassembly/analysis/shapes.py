@@ -267,7 +267,7 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
 
 def describe(shape: Shape | None) -> str:
     """A shape as the prompt and the messages write it: ``Contact``, ``list[Event]``,
-    ``text | NONE``, ``decimal (text)``."""
+    ``text | NONE``, ``decimal text``."""
     if shape is None or shape.kind == "any":
         return "any"
     item, options = describe(shape.item), [describe(o) for o in shape.options]

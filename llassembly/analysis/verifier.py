@@ -942,7 +942,8 @@ class _Checker:
         found: dict[tuple[int, ...], str] = {}
         for loop in paths_of(flow).endless:
             tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
-            exits = any(t not in loop for pc in loop for t in flow.flat[pc])
+            members = set(loop)  # (a long loop: membership in a tuple would be quadratic)
+            exits = any(t not in members for pc in loop for t in flow.flat[pc])
             known = " (no run takes its jumps out: the flags they test are known)" * exits
             found[loop] = f"there is no way out of it{known}" + (
                 f": it would CALL {', '.join(tools)} again and again until a budget stops the "
