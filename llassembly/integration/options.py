@@ -31,11 +31,7 @@ from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, check_names
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import GRANULARITIES, Granularity
-from llassembly.language.limits import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-)
+from llassembly.language import limits
 from llassembly.machine.emulator import check_parallel_tools
 
 if TYPE_CHECKING:
@@ -165,7 +161,7 @@ class PlannerOptions:
     )
 
     max_instructions_to_exec: int = _option(
-        DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
     )
 
     max_repairs: int = _option(
@@ -189,11 +185,11 @@ class PlannerOptions:
     )
 
     max_tool_calls: int = _option(
-        DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
     )
 
     max_stack_depth: int = _option(
-        DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
     )
 
     granularity: Granularity = _option(
