@@ -210,10 +210,9 @@ class PlannerOptions:
 
     execution: Execution = _option(
         "agent",
-        'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or '
-        '``"graph"`` (the plan runs as a nested graph beside it; faster, but the agent\'s '
-        "tool middleware, approvals and limits do not see its calls). The nodes always run "
-        "plans as a graph.",
+        'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or ``"graph"`` '
+        "(the plan runs as a nested graph beside it; faster, but the agent's tool middleware, "
+        "approvals and limits do not see its calls). The nodes always run plans as a graph.",
         check=_one_of(Execution),
     )
 
@@ -296,9 +295,8 @@ class PlannerOptions:
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> PlannerOptions:
-        """The options among ``arguments`` (a constructor's ``locals()``), kept as
-        :class:`PlannerOptions` keeps them; other names are ignored, missing options take
-        their defaults.
+        """The options in ``arguments`` (a constructor's ``locals()``), as :class:`PlannerOptions`
+        keeps them; other names are ignored, missing options take their defaults.
 
         Raises:
             UsageError: An option is out of range.
