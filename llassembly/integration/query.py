@@ -70,8 +70,7 @@ QUERY_EXTERN: Final = Extern(
     func=_answered_by_a_model,
     query=True,
 )
-"""The built-in query, as the plan calls it (:func:`add_query` adds it to the tools when queries
-are on)."""
+"""The built-in query as plans call it (with queries on, :func:`add_query` adds it to the tools)."""
 
 
 def add_query(externs: dict[str, Extern], option: str) -> None:
@@ -91,9 +90,8 @@ def add_query(externs: dict[str, Extern], option: str) -> None:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the query model answered: its reply's ``text``, what structured output ``parsed``
-    (a dict; ``None``: the text is read instead), or the ``error`` it raised (then nothing else
-    is read)."""
+    """What the query model answered: its reply's ``text``, what structured output ``parsed`` (a
+    dict; ``None``: the text is read), or the ``error`` it raised (then nothing else is read)."""
 
     text: str = ""
     parsed: Any = None
