@@ -1,10 +1,9 @@
 """The typed records of a planner turn: its state, a failure, a call the plan waits on.
 
-Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn
-is checkpointed by any LangGraph saver and continues in another process. The one turn state
-machine (:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent
-path keeps it in the agent's private state under :data:`KEY`, the turn graph of the
-planner nodes in its own state.
+Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn is
+checkpointed by any LangGraph saver and continues in another process. The one turn state machine
+(:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent path keeps it
+in the agent's private state under :data:`KEY`, the planner nodes' turn graph in its own state.
 """
 
 # No ``from __future__ import annotations``: the TypedDicts read ``NotRequired`` at run time.
