@@ -299,10 +299,9 @@ def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callab
 
 
 def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = False) -> Any:
-    """One attempt of each query of a batch (``model`` called with no tools), at once, as a
-    batch of calls runs (an attempt never raises: a failure is its reply's): the list of
-    their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
-    ``asynchronous``)."""
+    """One attempt of each query of a batch (``model`` called with no tools), at once, as a batch
+    of calls runs (an attempt never raises: a failure is its reply's): their :class:`Reply` list,
+    in the order asked (awaitable, the attempts awaited together, when ``asynchronous``)."""
     answer = invoker(None, asynchronous)
     run, results = (adrive, abatch_results) if asynchronous else (drive, batch_results)
     return results(requests, lambda r: run(_asking(model, r), answer))  # type: ignore[arg-type]
