@@ -152,8 +152,7 @@ class TurnRecord(TypedDict):
         phase: Where the turn is (what it waits for: :func:`due`).
         plan: The text of the plan that runs (``None`` before one is accepted).
         plan_number: 1 for the turn's first plan, 2 after a replan...
-        prefixes: What the tool-call ids of each plan of the turn start with (the current
-            plan's last).
+        prefixes: The tool-call id prefix of each plan of the turn (the current plan's last).
         machine: The machine's snapshot (``None`` before the plan starts).
         pending: The calls the plan waits on, in program order (agent path).
         drafts: The refused drafts of the plan being written, each with its repair request.
