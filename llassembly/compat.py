@@ -1,10 +1,9 @@
 """Every assumption the library makes about LangChain and LangGraph beyond their documented API.
 
-Each one is named here, once, in a function or constant that says what it assumes, and pinned
-by ``tests/integration/test_compat.py`` against the installed versions, so an upgrade that
-changes one fails that test rather than a plan in production. Nothing here imports LangChain or
-LangGraph when this module is imported (the engine loads neither); each function imports what
-it needs when it is called.
+Each one is named here, once, in a function or constant that says what it assumes, and pinned by
+``tests/integration/test_compat.py`` against the installed versions, so an upgrade that changes
+one fails that test rather than a plan in production. Nothing here imports LangChain or LangGraph
+at import time (the engine loads neither); each function imports what it needs when it is called.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Plan approval: one human decision about the whole plan, before its first call.
 
-With ``approve_plan`` the planner pauses (``interrupt()``) once a plan is checked and before
-anything runs; see ``docs/approval.md`` for the request and the decisions.
-:func:`unless_plan_approved` keeps ``HumanInTheLoopMiddleware`` from asking again about the
-calls of an approved plan.
+With ``approve_plan`` the planner pauses (``interrupt()``) once a plan is checked, before anything
+runs; see ``docs/approval.md`` for the request and the decisions. :func:`unless_plan_approved`
+keeps ``HumanInTheLoopMiddleware`` from asking again about the calls of an approved plan.
 """
 
 from __future__ import annotations

@@ -29,8 +29,7 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
         options: Passed on to ``langchain_mcp_adapters.tools.load_mcp_tools``.
 
     Raises:
-        UsageError: ``langchain-mcp-adapters`` is not installed (``pip install
-            "llassembly[mcp]"``).
+        UsageError: ``langchain-mcp-adapters`` is missing (``pip install "llassembly[mcp]"``).
 
     Example:
         >>> async with client.session("shop") as session:  # doctest: +SKIP

@@ -31,11 +31,7 @@ from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, check_names
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import GRANULARITIES, Granularity
-from llassembly.language.limits import (
-    DEFAULT_MAX_INSTRUCTIONS,
-    DEFAULT_MAX_STACK_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS,
-)
+from llassembly.language import limits
 from llassembly.machine.emulator import check_parallel_tools
 
 if TYPE_CHECKING:
@@ -165,7 +161,7 @@ class PlannerOptions:
     )
 
     max_instructions_to_exec: int = _option(
-        DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_INSTRUCTIONS, "Instruction budget of a plan.", check=_positive
     )
 
     max_repairs: int = _option(
@@ -189,11 +185,11 @@ class PlannerOptions:
     )
 
     max_tool_calls: int = _option(
-        DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_TOOL_CALLS, "Tool-call budget of a plan.", check=_positive
     )
 
     max_stack_depth: int = _option(
-        DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
+        limits.DEFAULT_MAX_STACK_DEPTH, "Stack budget of a plan.", check=_positive
     )
 
     granularity: Granularity = _option(
@@ -214,10 +210,9 @@ class PlannerOptions:
 
     execution: Execution = _option(
         "agent",
-        'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or '
-        '``"graph"`` (the plan runs as a nested graph beside it; faster, but the agent\'s '
-        "tool middleware, approvals and limits do not see its calls). The nodes always run "
-        "plans as a graph.",
+        'Middleware only: ``"agent"`` (each call through the agent\'s tool node) or ``"graph"`` '
+        "(the plan runs as a nested graph beside it; faster, but the agent's tool middleware, "
+        "approvals and limits do not see its calls). The nodes always run plans as a graph.",
         check=_one_of(Execution),
     )
 
@@ -300,9 +295,8 @@ class PlannerOptions:
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> PlannerOptions:
-        """The options among ``arguments`` (a constructor's ``locals()``), kept as
-        :class:`PlannerOptions` keeps them; other names are ignored, missing options take
-        their defaults.
+        """The options in ``arguments`` (a constructor's ``locals()``), as :class:`PlannerOptions`
+        keeps them; other names are ignored, missing options take their defaults.
 
         Raises:
             UsageError: An option is out of range.

@@ -200,9 +200,8 @@ async def aplan(
 
 
 def _drafts(arguments: Mapping[str, Any]) -> Generator[list[BaseMessage], Any, Plan]:
-    """The turn's planning part for :func:`plan`'s ``arguments``, as every planner runs it
-    (sans-IO: yields model requests): ask, repair, until a plan verifies or the model answers
-    in words."""
+    """The turn's planning part for :func:`plan`'s ``arguments``, as every planner runs it (sans-IO:
+    yields model requests): ask and repair until a plan verifies or the model answers in words."""
     request = arguments["request"]
     messages = [HumanMessage(request)] if isinstance(request, str) else list(request)
     context, conversation = split_system(messages)

@@ -70,8 +70,7 @@ QUERY_EXTERN: Final = Extern(
     func=_answered_by_a_model,
     query=True,
 )
-"""The built-in query, as the plan calls it (:func:`add_query` adds it to the tools when queries
-are on)."""
+"""The built-in query as plans call it (with queries on, :func:`add_query` adds it to the tools)."""
 
 
 def add_query(externs: dict[str, Extern], option: str) -> None:
@@ -91,9 +90,8 @@ def add_query(externs: dict[str, Extern], option: str) -> None:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the query model answered: its reply's ``text``, what structured output ``parsed``
-    (a dict; ``None``: the text is read instead), or the ``error`` it raised (then nothing else
-    is read)."""
+    """What the query model answered: its reply's ``text``, what structured output ``parsed`` (a
+    dict; ``None``: the text is read), or the ``error`` it raised (then nothing else is read)."""
 
     text: str = ""
     parsed: Any = None
@@ -301,10 +299,9 @@ def invoker(config: RunnableConfig | None, asynchronous: bool = False) -> Callab
 
 
 def ask_all(model: Any, requests: Sequence[QueryRequest], asynchronous: bool = False) -> Any:
-    """One attempt of each query of a batch (``model`` called with no tools), at once, as a
-    batch of calls runs (an attempt never raises: a failure is its reply's): the list of
-    their :class:`Reply`, in the order asked (awaitable, the attempts awaited together, when
-    ``asynchronous``)."""
+    """One attempt of each query of a batch (``model`` called with no tools), at once, as a batch
+    of calls runs (an attempt never raises: a failure is its reply's): their :class:`Reply` list,
+    in the order asked (awaitable, the attempts awaited together, when ``asynchronous``)."""
     answer = invoker(None, asynchronous)
     run, results = (adrive, abatch_results) if asynchronous else (drive, batch_results)
     return results(requests, lambda r: run(_asking(model, r), answer))  # type: ignore[arg-type]

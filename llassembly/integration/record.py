@@ -1,10 +1,9 @@
 """The typed records of a planner turn: its state, a failure, a call the plan waits on.
 
-Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn
-is checkpointed by any LangGraph saver and continues in another process. The one turn state
-machine (:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent
-path keeps it in the agent's private state under :data:`KEY`, the turn graph of the
-planner nodes in its own state.
+Everything here is plain data (``TypedDict``s of strings, numbers, lists and dicts), so a turn is
+checkpointed by any LangGraph saver and continues in another process. The one turn state machine
+(:mod:`llassembly.integration.turn`) reads and writes :class:`TurnRecord`; the agent path keeps it
+in the agent's private state under :data:`KEY`, the planner nodes' turn graph in its own state.
 """
 
 # No ``from __future__ import annotations``: the TypedDicts read ``NotRequired`` at run time.
@@ -153,8 +152,7 @@ class TurnRecord(TypedDict):
         phase: Where the turn is (what it waits for: :func:`due`).
         plan: The text of the plan that runs (``None`` before one is accepted).
         plan_number: 1 for the turn's first plan, 2 after a replan...
-        prefixes: What the tool-call ids of each plan of the turn start with (the current
-            plan's last).
+        prefixes: The tool-call id prefix of each plan of the turn (the current plan's last).
         machine: The machine's snapshot (``None`` before the plan starts).
         pending: The calls the plan waits on, in program order (agent path).
         drafts: The refused drafts of the plan being written, each with its repair request.
