@@ -42,11 +42,10 @@ _HOW = (
 
 
 def query_sources(inputs: Iterable[str]) -> frozenset[str]:
-    """The sources of a query's answer: every source of what it read (its arguments: the
-    text and the question), and :data:`QUERY_SOURCE`, since a model produced it. A query is
-    the one call whose results derive from its arguments: they are what its model read (a
-    tool's results derive from the tool alone, see
-    :func:`~llassembly.analysis.dataflow.result_sources`).
+    """The sources of a query's answer: every source of what it read (its arguments: the text and
+    the question), and :data:`QUERY_SOURCE`, since a model produced it. A query is the one call
+    whose results derive from its arguments: they are what its model read (a tool's results derive
+    from the tool alone, see :func:`~llassembly.analysis.dataflow.result_sources`).
 
     Example:
         >>> sorted(query_sources({"read_file"}))
@@ -159,9 +158,8 @@ def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
 
 
 def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
-    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the
-    verifier follows it, or why it has none (the shape is not written in the plan, or is no
-    shape).
+    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the verifier
+    follows it, or why it has none (the shape is not written in the plan, or is no shape).
 
     The shape is the value the plan pushes last before the call, known when every path that
     reaches the call pushes the same text written in the plan (a literal, a data label, or a

@@ -74,11 +74,10 @@ def register_name(index: int) -> str:
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem", "count"]
-"""``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
-register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
-tool name or a code label; ``mem``: a memory operand whose address is computed and not read
-(``LEA``); ``count``: a whole number written in the plan (``CALL tool, N``: the arguments
-pushed)."""
+"""``reg``: where a result goes (a register, a memory operand or a variable); ``value``: register,
+number, string, data label or memory operand; ``label``: a code label; ``target``: a tool name or a
+code label; ``mem``: a memory operand whose address is computed and not read (``LEA``); ``count``: a
+whole number written in the plan (``CALL tool, N``: the arguments pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
