@@ -257,10 +257,9 @@ class PlainAnswer:
 class ToolShape(Protocol):
     """What the verifier and emulator need to know of a tool: its name and its arity.
 
-    A tool may also tell more, read where present: ``result_types`` (the annotations of its
-    results, for the shapes the check follows) and ``refuses(position, value)`` (why it
-    would refuse a value written in the plan for a parameter, or ``None``; see
-    :meth:`llassembly.machine.externs.Extern.refuses`).
+    A tool may tell more, read if present: ``result_types`` (the annotations of its results, for the
+    shapes the check follows) and ``refuses(position, value)`` (why it would refuse a value the plan
+    writes for a parameter, or ``None``; see :meth:`llassembly.machine.externs.Extern.refuses`).
     """
 
     @property
