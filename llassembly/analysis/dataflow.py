@@ -64,10 +64,7 @@ def place_parts(operand: program.Operand) -> tuple[program.Operand, ...]:
     if isinstance(operand, program.Mem):
         return operand.registers
     if isinstance(operand, program.Path):
-        return (
-            operand.base,
-            *(step for step in operand.steps if not isinstance(step, program.Imm)),
-        )
+        return (operand.base, *(s for s in operand.steps if not isinstance(s, program.Imm)))
     return ()
 
 
