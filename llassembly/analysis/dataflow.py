@@ -44,9 +44,8 @@ class Transfer(NamedTuple):
     """How sources move through one instruction (see the module doc).
 
     Attributes:
-        reads: Every operand it reads: value operands, the registers of addresses (its own
-            places' too), the bases and keys of paths written, the registers it uses without
-            naming them.
+        reads: Every operand it reads: value operands, the registers of addresses (its own places'
+            too), the bases and keys of paths written, the registers it uses without naming them.
         writes: The places it writes.
         fx: Its effects: the flags it tests and the values it pops join what it writes; the
             registers it writes without naming them, the values it pushes and the flags it

@@ -2,9 +2,8 @@
 
 A query asks a model with no tools to answer one question about a text with a value of an
 *answer shape* the plan writes (``docs/queries.md``): :func:`parse_answer_shape` reads it,
-:func:`query_sites` finds each query's shape before the run (so the type check follows its
-answer as it follows a tool's typed result), and :func:`query_sources` is the one place that
-says where an answer derives from.
+:func:`query_sites` finds each query's shape before the run (so the type check follows its answer as
+it does a tool's typed result), and :func:`query_sources` alone says where an answer derives from.
 """
 
 from __future__ import annotations

@@ -127,8 +127,7 @@ class OpcodeInfo:
         flow: Its control flow (see :func:`successors`).
         condition: For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is
             conditional, on ``ECX``, and tests no flag.)
-        sets_flags: It sets the flags (all of them: equal, less, and whether numbers or
-            strings were compared).
+        sets_flags: It sets every flag: equal, less, and whether numbers or strings were compared.
         compares: It sets the flags by comparing its operands, strings too (``CMP``, ``TEST``),
             not from a number it computed.
         numeric: The values it reads must be numbers (its result is a number too).
