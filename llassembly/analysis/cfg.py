@@ -446,11 +446,9 @@ def layout_of(program: Program, tools: Mapping[str, ToolShape]) -> Layout:
             variables.append(key)
             labels[key] = MemoryLabel((0,), _VARIABLE_SIZE, True, ins.line)
         for position in fx.writes:
-            operand = place_of(ins.operands[position])
-            if isinstance(operand, Mem | Name):
-                written.add(
-                    str(operand.label or "" if isinstance(operand, Mem) else operand).lower()
-                )
+            place = place_of(ins.operands[position])
+            if isinstance(place, Mem | Name):
+                written.add(str(place.label or "" if isinstance(place, Mem) else place).lower())
     written |= set(labels) if "" in written else set()
     live = frozenset(k for k in written if k in labels and labels[k].writable)
     return Layout(labels, tuple(labels), frozenset(variables), live)

@@ -88,9 +88,8 @@ _INSTALLED: list[Semantics] = []
 def install_semantics(semantics: Semantics) -> None:
     """Make ``semantics`` the one the summary runs instructions with, by default.
 
-    The machine installs its own when it is loaded (``llassembly.machine.steps``), so the
-    summary computes with the very steps the emulator runs; the analysis layer does not import
-    the machine.
+    The machine installs its own when it is loaded (``llassembly.machine.steps``), so the summary
+    computes with the very steps the emulator runs; the analysis layer does not import the machine.
     """
     _INSTALLED[:] = [semantics]
 

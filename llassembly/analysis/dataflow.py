@@ -21,21 +21,9 @@ from typing import Final, NamedTuple, TypeAlias
 from llassembly.analysis.cfg import Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
+from llassembly.language import program
 from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
-from llassembly.language.program import (
-    Effects,
-    Imm,
-    Instruction,
-    Mem,
-    Name,
-    Operand,
-    Path,
-    Reg,
-    Template,
-    effects,
-    place_of,
-)
 
 Sources: TypeAlias = frozenset[str]
 """The tools whose results a value derives from (empty: only the plan's own literals)."""
@@ -48,44 +36,43 @@ class Write(NamedTuple):
     the address or the rest of the structure of its own place); ``None`` for a computed value,
     which gets everything the instruction reads."""
 
-    place: Operand
-    copies: tuple[Operand, ...] | None
+    place: program.Operand
+    copies: tuple[program.Operand, ...] | None
 
 
 class Transfer(NamedTuple):
     """How sources move through one instruction (see the module doc).
 
     Attributes:
-        reads: Every operand it reads: value operands, the registers of addresses (its own
-            places' too), the bases and keys of paths written, the registers it uses without
-            naming them.
+        reads: Every operand it reads: value operands, the registers of addresses (its own places'
+            too), the bases and keys of paths written, the registers it uses without naming them.
         writes: The places it writes.
         fx: Its effects: the flags it tests and the values it pops join what it writes; the
             registers it writes without naming them, the values it pushes and the flags it
             sets each get everything read.
     """
 
-    reads: tuple[Operand, ...]
+    reads: tuple[program.Operand, ...]
     writes: tuple[Write, ...]
-    fx: Effects
+    fx: program.Effects
 
 
-def place_parts(operand: Operand) -> tuple[Operand, ...]:
+def place_parts(operand: program.Operand) -> tuple[program.Operand, ...]:
     """What a written place reads to be found, or keeps: a memory cell's address registers; a
     path's base (the rest of the structure stays) and keys. Nothing for a register or name."""
-    if isinstance(operand, Mem):
+    if isinstance(operand, program.Mem):
         return operand.registers
-    if isinstance(operand, Path):
-        return (operand.base, *(step for step in operand.steps if not isinstance(step, Imm)))
+    if isinstance(operand, program.Path):
+        return (operand.base, *(s for s in operand.steps if not isinstance(s, program.Imm)))
     return ()
 
 
 @functools.lru_cache(maxsize=16_384)
-def transfer_of(instruction: Instruction) -> Transfer | None:
+def transfer_of(instruction: program.Instruction) -> Transfer | None:
     """The :class:`Transfer` of an instruction other than a tool ``CALL`` (see
     :func:`result_sources` for those), from its :func:`~llassembly.language.program.effects`;
     ``None`` when nothing it writes carries sources (a jump, ``NOP``, ``SAY``, ``CALL label``)."""
-    fx = effects(instruction)
+    fx = program.effects(instruction)
     if not (fx.writes or fx.implicit_writes or fx.info.pops + fx.info.pushes or fx.flags_written):
         return None
     operands = instruction.operands
@@ -93,7 +80,7 @@ def transfer_of(instruction: Instruction) -> Transfer | None:
     for position, operand in enumerate(operands):
         if position not in fx.reads:  # a place written, or an address computed (LEA)
             reads += place_parts(operand)
-    reads += [Reg(index, register_name(index)) for index in fx.implicit_reads]
+    reads += [program.Reg(index, register_name(index)) for index in fx.implicit_reads]
     writes = []
     for position in fx.writes:
         copied = tuple(operands[r] for w, r in fx.moves if w == position)
@@ -168,33 +155,34 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
     # any tool's result and, marked, any query's answer.
     top: Flow = (frozenset({t.name for t in flow.tools.values()} | {*marks.values()}), NO_SOURCES)
 
-    def value(operand: Operand, facts: _Facts) -> Flow:
+    def value(operand: program.Operand, facts: _Facts) -> Flow:
         regs, _, _, memory = facts
-        if isinstance(operand, Reg):
+        if isinstance(operand, program.Reg):
             return _EMPTY if operand.index not in slot else regs[slot[operand.index]]
-        if isinstance(operand, Name):  # read-only data, a constant: the plan's own (no cells
-            # written); one cell, or a row read whole: every cell is in the text
+        if isinstance(operand, program.Name):
+            # read-only data, a constant: the plan's own (no cells written); one cell, or a
+            # row read whole: every cell is in the text
             return _all(memory.get(number, _EMPTY) for number in layout.cells_of(operand)[0])
-        if isinstance(operand, Mem):  # one of its cells (through [reg] also read-only data,
+        if isinstance(operand, program.Mem):  # one of its cells (through [reg] also read-only data,
             cells = layout.cells_of(operand)[0]  # or text in reg), and its registers
             held = [memory.get(n, _EMPTY) for n in cells]
             held += [_EMPTY] if operand.label is None or not cells else []
             found = functools.reduce(_join, held)
             return _all([found, *(value(reg, facts) for reg in operand.registers)])
-        if isinstance(operand, Path):
+        if isinstance(operand, program.Path):
             return _all(value(part, facts) for part in (operand.base, *operand.steps))
-        if isinstance(operand, Template):
+        if isinstance(operand, program.Template):
             return _all(value(fill, facts) for fill in operand.fills)
         return _EMPTY  # a literal
 
     def write(
-        place: Operand, pair: Flow, regs: list[Flow], memory: Mapping[int, Flow]
+        place: program.Operand, pair: Flow, regs: list[Flow], memory: Mapping[int, Flow]
     ) -> Mapping[int, Flow]:
         """Write ``pair`` to ``place``: a register in ``regs``, in place; memory copied on
         write (the new memory is returned). A path written changes its base, which holds the
         new text of the whole; a cell found through a register may keep what it held."""
-        place = place_of(place)
-        if isinstance(place, Reg) and place.index in slot:
+        place = program.place_of(place)
+        if isinstance(place, program.Reg) and place.index in slot:
             regs[slot[place.index]] = pair
         cells, exact = layout.cells_of(place)  # none for a register
         joined = {n: pair if exact else _join(memory.get(n, _EMPTY), pair) for n in cells}
@@ -232,7 +220,7 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
         for each, pair in zip(move.writes, values, strict=True):
             memory = write(each.place, pair, new_regs, memory)
         for reg in fx.implicit_writes:
-            memory = write(Reg(reg, register_name(reg)), everything, new_regs, memory)
+            memory = write(program.Reg(reg, register_name(reg)), everything, new_regs, memory)
         stack = pushed(stack, [everything] * fx.info.pushes)
         flags = everything if fx.flags_written else flags
         return tuple(new_regs), flags, stack, memory

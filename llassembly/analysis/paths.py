@@ -26,8 +26,7 @@ from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_S
 from llassembly.language.program import Imm, Reg
 
 END: Final = -1
-"""In a state's successors: the plan ends there (``HLT``, a top-level ``RET``, the last
-instruction)."""
+"""A successor that is the end of the plan (``HLT``, a top-level ``RET``, the last instruction)."""
 
 State = tuple[int, tuple[int, ...]]
 """An instruction and the return stack it runs with (the instruction after each ``CALL

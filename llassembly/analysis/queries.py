@@ -2,9 +2,8 @@
 
 A query asks a model with no tools to answer one question about a text with a value of an
 *answer shape* the plan writes (``docs/queries.md``): :func:`parse_answer_shape` reads it,
-:func:`query_sites` finds each query's shape before the run (so the type check follows its
-answer as it follows a tool's typed result), and :func:`query_sources` is the one place that
-says where an answer derives from.
+:func:`query_sites` finds each query's shape before the run (so the type check follows its answer as
+it does a tool's typed result), and :func:`query_sources` alone says where an answer derives from.
 """
 
 from __future__ import annotations
@@ -42,11 +41,10 @@ _HOW = (
 
 
 def query_sources(inputs: Iterable[str]) -> frozenset[str]:
-    """The sources of a query's answer: every source of what it read (its arguments: the
-    text and the question), and :data:`QUERY_SOURCE`, since a model produced it. A query is
-    the one call whose results derive from its arguments: they are what its model read (a
-    tool's results derive from the tool alone, see
-    :func:`~llassembly.analysis.dataflow.result_sources`).
+    """The sources of a query's answer: every source of what it read (its arguments: the text and
+    the question), and :data:`QUERY_SOURCE`, since a model produced it. A query is the one call
+    whose results derive from its arguments: they are what its model read (a tool's results derive
+    from the tool alone, see :func:`~llassembly.analysis.dataflow.result_sources`).
 
     Example:
         >>> sorted(query_sources({"read_file"}))
@@ -159,14 +157,12 @@ def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
 
 
 def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
-    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the
-    verifier follows it, or why it has none (the shape is not written in the plan, or is no
-    shape).
+    """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the verifier
+    follows it, or why it has none (the shape is not written in the plan, or is no shape).
 
-    The shape is the value the plan pushes last before the call, known when every path that
-    reaches the call pushes the same text written in the plan (a literal, a data label, or a
-    register holding one): values are followed by copying only, so what the check knows does
-    not depend on anything computed.
+    The shape is the value the plan pushes last before the call, known when every path to the call
+    pushes the same text written in the plan (a literal, a data label, or a register holding one):
+    values are followed by copying only, so what the check knows depends on nothing computed.
     """
     sites = {pc: tool for pc, tool in flow.tools.items() if is_query(tool)}
     if not sites:

@@ -74,11 +74,10 @@ def register_name(index: int) -> str:
 
 
 OperandKind = Literal["reg", "value", "label", "target", "mem", "count"]
-"""``reg``: where a result goes (a register, a memory operand or a variable); ``value``:
-register, number, string, data label or memory operand; ``label``: a code label; ``target``: a
-tool name or a code label; ``mem``: a memory operand whose address is computed and not read
-(``LEA``); ``count``: a whole number written in the plan (``CALL tool, N``: the arguments
-pushed)."""
+"""``reg``: where a result goes (a register, a memory operand or a variable); ``value``: register,
+number, string, data label or memory operand; ``label``: a code label; ``target``: a tool name or a
+code label; ``mem``: a memory operand whose address is computed and not read (``LEA``); ``count``: a
+whole number written in the plan (``CALL tool, N``: the arguments pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
@@ -128,8 +127,7 @@ class OpcodeInfo:
         flow: Its control flow (see :func:`successors`).
         condition: For instructions that test the flags: ``e ne l le g ge``. (``LOOP`` is
             conditional, on ``ECX``, and tests no flag.)
-        sets_flags: It sets the flags (all of them: equal, less, and whether numbers or
-            strings were compared).
+        sets_flags: It sets every flag: equal, less, and whether numbers or strings were compared.
         compares: It sets the flags by comparing its operands, strings too (``CMP``, ``TEST``),
             not from a number it computed.
         numeric: The values it reads must be numbers (its result is a number too).

@@ -42,8 +42,7 @@ MAX_PLAN_PLACEHOLDERS: Final = 4096
 text said by several ``SAY`` counts once per ``SAY``)."""
 
 MAX_ANSWER_FIELDS: Final = 32
-"""Most fields (and list elements' shapes) one query answer shape may declare, nested ones
-counted."""
+"""Most fields (and list elements' shapes) a query answer shape may declare, nested ones counted."""
 MAX_ANSWER_DEPTH: Final = 4
 """Most levels one query answer shape may nest."""
 MAX_ANSWER_SHAPE_CHARS: Final = 4000
@@ -60,10 +59,9 @@ MAX_BUILT_TEXT_CHARS: Final = 1_048_576
 text of a structure with a part written (``MOV R1.email, R2``)."""
 
 MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
-"""Most characters of text the reads of writable rows whole may build in one run (counted in
-the running process; an unchanged row read again builds nothing). Without it a loop that
-changes a large row and reads it whole each round would do 10,000 times the work of an
-instruction per round."""
+"""Most characters of text the reads of writable rows whole may build in one run (counted in the
+running process; an unchanged row read again builds nothing). Without it a loop that changes a large
+row and reads it whole each round would do 10,000 times the work of an instruction per round."""
 
 MAX_CALL_DEPTH: Final = 16
 """Subroutine nesting the checks follow; a plan that nests deeper is refused."""

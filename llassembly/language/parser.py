@@ -268,9 +268,8 @@ _PATH_EXPECTED = 'a path like R1.items[0].id, R1["next-cursor"] or [EBX].name'
 
 
 def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
-    """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name``
-    gives a field name, ``[...]`` a key: a number, a quoted field name, a register or a
-    variable."""
+    """A path operand: ``base`` and the steps written in ``token`` from ``start``: ``.name`` gives a
+    field name, ``[...]`` a key: a number, a quoted field name, a register or a variable."""
     if isinstance(base, Mem) and base.label is None and base.index is None and not base.disp:
         base = base.base or base  # [EBX].name: the JSON text EBX holds, as C's EBX->name
     steps: list[Imm | Reg | Name] = []
@@ -456,12 +455,11 @@ _scan_cached = functools.lru_cache(maxsize=16384)(_scan_line)
 
 
 def reserved_name(name: str, kind: str, column: int) -> LineError | None:
-    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always
-    reads as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``,
-    ``xmm0``, the stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction
-    (a mnemonic or an alias; only a line's first word is read as one, so a code label or a
-    ``"variable"`` may have its name: see *Operands* in ``docs/language.md``); ``None`` for a
-    free name."""
+    """The problem of a ``kind`` (``"label"``, ``"data label"``) called by a word that always reads
+    as something else in an operand, in any case: a register (``R5``, ``eax``, ``al``, ``xmm0``, the
+    stack pointer ``esp``), ``NONE``/``NULL``, or for a data label an instruction (a mnemonic or an
+    alias; only a line's first word is read as one, so a code label or a ``"variable"`` may have its
+    name: see *Operands* in ``docs/language.md``); ``None`` for a free name."""
     upper = name.upper()
     if register_index(upper) is not None or upper in _STACK_POINTERS:
         word, why = "a register", f"{name} in an operand always reads the register"
@@ -987,9 +985,8 @@ def _parse(normalised: str) -> Program | PlainAnswer:
 def parse(text: str) -> Program | PlainAnswer:
     """Parse a model's reply.
 
-    The result is one of two types: narrow it with ``isinstance`` before using it as a
-    program (a type checker requires it), or call :func:`parse_program` when only a program
-    will do.
+    The result is one of two types: narrow it with ``isinstance`` before using it as a program (a
+    type checker requires it), or call :func:`parse_program` when only a program will do.
 
     Example:
         >>> reply = parse("PUSH 1\\nPOP R1")

@@ -257,10 +257,9 @@ class PlainAnswer:
 class ToolShape(Protocol):
     """What the verifier and emulator need to know of a tool: its name and its arity.
 
-    A tool may also tell more, read where present: ``result_types`` (the annotations of its
-    results, for the shapes the check follows) and ``refuses(position, value)`` (why it
-    would refuse a value written in the plan for a parameter, or ``None``; see
-    :meth:`llassembly.machine.externs.Extern.refuses`).
+    A tool may tell more, read if present: ``result_types`` (the annotations of its results, for the
+    shapes the check follows) and ``refuses(position, value)`` (why it would refuse a value the plan
+    writes for a parameter, or ``None``; see :meth:`llassembly.machine.externs.Extern.refuses`).
     """
 
     @property
@@ -295,13 +294,12 @@ class Effects:
     ``registers_read`` and ``registers_written`` are every register it reads and writes: the
     implicit ones, and those named inside memory operands (an address is read to find the cell,
     whatever the instruction does with the cell); ``R0`` is never written (it always reads 0).
-    Memory is found through the operand positions (a memory operand, or a data label or
-    variable, at a position read or written): ``writes_memory``, it writes a cell. ``reads``,
-    ``writes``, ``implicit_reads`` and ``implicit_writes`` are those of its operand form,
-    ``numeric``, ``moves`` and ``flags_written`` (it sets the flags) its :class:`OpcodeInfo`'s,
-    for the operands as written (``XOR r, r`` reads nothing: see
-    :attr:`OpcodeInfo.same_register`). A tool ``CALL``'s stack is the tool's (see
-    :meth:`llassembly.analysis.cfg.ControlFlow.stack_effect`).
+    Memory is found through the operand positions (a memory operand, or a data label or variable, at
+    a position read or written): ``writes_memory``, it writes a cell. ``reads``, ``writes``,
+    ``implicit_reads`` and ``implicit_writes`` are those of its operand form, ``numeric``, ``moves``
+    and ``flags_written`` (it sets the flags) its :class:`OpcodeInfo`'s, for the operands as written
+    (``XOR r, r`` reads nothing: see :attr:`OpcodeInfo.same_register`). A tool ``CALL``'s stack is
+    the tool's (see :meth:`llassembly.analysis.cfg.ControlFlow.stack_effect`).
     """
 
     info: OpcodeInfo

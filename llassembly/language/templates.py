@@ -41,22 +41,20 @@ _FORMATS = "{R1:.2f} (2 decimals), {R1:,} (thousands), {R1:02} (zero padded), {R
 
 
 def _braces(text: str) -> Iterator[re.Match[str]]:
-    """Each ``{...}`` of ``text`` meant as a placeholder: one (group ``ref``, and ``spec``),
-    one escaped as ``{{...}}`` (``escaped``), or braces meant as one that do not read as one
-    (``miss``: ``{ R1 }``, ``{R1!r}``, ``{R1:x}``). Other braces (``{"a": 1}``, ``{}``,
-    ``{3}``) are plain text and not listed. Linear in the length of ``text``: each match stops
-    at the next brace."""
+    """Each ``{...}`` of ``text`` meant as a placeholder: one (group ``ref``, and ``spec``), one
+    escaped as ``{{...}}`` (``escaped``), or braces meant as one that do not read as one (``miss``:
+    ``{ R1 }``, ``{R1!r}``, ``{R1:x}``). Other braces (``{"a": 1}``, ``{}``, ``{3}``) are plain text
+    and not listed. Linear in the length of ``text``: each match stops at the next brace."""
     for match in _BRACED.finditer(text):
         if match["ref"] is not None or _MEANT.match(match["escaped"] or match["miss"] or ""):
             yield match
 
 
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
-    """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it
-    names, its format, its index in text)``; escaped ``{{...}}`` are folded into the pieces,
-    and braces meant as a placeholder that do not read as one (:func:`near_misses`, which
-    the parser refuses) are kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1
-    placeholders."""
+    """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it names, its
+    format, its index in text)``; escaped ``{{...}}`` are folded into the pieces, and braces meant
+    as a placeholder that do not read as one (:func:`near_misses`, which the parser refuses) are
+    kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
     pieces: list[str] = []
     found: list[tuple[str, str, int]] = []
     current: list[str] = []
