@@ -8,13 +8,12 @@ executes them (now, later, over several game frames, from async code) and hands 
 :meth:`Emulator.arun` do the loop for you.
 
 With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
-:class:`Pending` values until they come, and stops before the first instruction that would
-read one (:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error
-while calls are outstanding is the state's :attr:`~MachineState.fault`, raised after their
-results are in: where the sequential run raises it, so the plan means what it means run
-sequentially. The state is plain data (:class:`MachineState`): an :meth:`Emulator.snapshot`
-given back as ``state=`` continues, mid-batch included. The steps are compiled once
-(:mod:`llassembly.machine.steps`).
+:class:`Pending` values until they come, and stops before the first instruction that would read one
+(:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error while calls are
+outstanding is the state's :attr:`~MachineState.fault`, raised after their results are in: where the
+sequential run raises it, so the plan means what it means run sequentially. The state is plain data
+(:class:`MachineState`): an :meth:`Emulator.snapshot` given back as ``state=`` continues, mid-batch
+included. The steps are compiled once (:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse
@@ -98,9 +97,8 @@ class Emulator:
 
     Args:
         program: A parsed program (or a :class:`CompiledProgram` to skip verifying again).
-        tools: The tools the plan may call: a list of LangChain tools, plain callables or
-            externs, or a mapping of tool name to tool (see
-            :data:`~llassembly.machine.externs.ToolSpec`).
+        tools: The tools the plan may call: a list of LangChain tools, plain callables or externs,
+            or a mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         max_instructions_to_exec: Most instructions one run may execute.
         max_tool_calls: Most tool calls one run may make.
         max_stack_depth: Most values on the data stack plus return addresses (``None``: the
@@ -258,8 +256,7 @@ class Emulator:
 
         Raises:
             ExecutionError: A budget ran out or an instruction failed; the state stays at the
-                failing instruction (when calls were outstanding, only now, after their
-                results were given).
+                failing instruction (with calls outstanding: only now, once their results are in).
         """
         st = self.state
         if st.outstanding or st.pending is not None:
@@ -315,10 +312,9 @@ class Emulator:
         return batch
 
     def complete_batch(self, results: Sequence[Any]) -> None:
-        """Give results to the batch's calls in program order (a prefix of it may be given;
-        the rest stays outstanding). A :class:`Failed` outcome of a call the plan tests
-        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is
-        raised.
+        """Give results to the batch's calls in program order (a prefix of it may be given; the rest
+        stays outstanding). A :class:`Failed` outcome of a call the plan tests
+        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is raised.
 
         Raises:
             UsageError: More results than outstanding calls.
@@ -368,9 +364,8 @@ class Emulator:
         return not st.outstanding and st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
-        """Run until the next tool call and return it, or ``None`` when the plan ends: the
-        batch of one of :meth:`advance_batch` (one call at a time; with ``max_steps``, also
-        ``None`` when paused before a call).
+        """Run until the next tool call and return it, or ``None`` at the end: the batch of one of
+        :meth:`advance_batch` (with ``max_steps``, also ``None`` when paused before a call).
 
         Raises:
             UsageError: The machine issues calls as batches (``parallel_tools``).
@@ -591,9 +586,8 @@ class Emulator:
     def _exceeded(
         self, error: type[errors.BudgetExceeded], reached: float, pc: int
     ) -> errors.BudgetExceeded:
-        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the
-        setting its budget names (``error.budget``: ``max_tool_calls``...), ``reached`` what
-        the run would reach."""
+        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the setting
+        ``error.budget`` names (``max_tool_calls``...), ``reached`` what the run would reach."""
         ins = self.program.instructions[pc]
         return error(getattr(self, error.budget), reached, line=ins.line, source=ins.text)
 
