@@ -988,8 +988,7 @@ def program_of(program: object, where: str) -> Program:
 
 
 def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
-    """Every problem of ``program`` with these tools (see
-    :func:`llassembly.analysis.verifier.check`).
+    """All problems of ``program`` with ``tools`` (see :func:`llassembly.analysis.verifier.check`).
 
     Example:
         >>> from llassembly import parse

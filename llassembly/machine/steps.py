@@ -677,10 +677,9 @@ def compile_program(
     max_stack_depth: int,
     dataflow: Sequence[DataFlowPolicy] = (),
 ) -> CompiledProgram:
-    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of
-    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`),
-    with the data-flow policies its calls are checked against (see
-    :mod:`llassembly.machine.provenance`).
+    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of tools, as
+    every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`), with the
+    data-flow policies its calls are checked against (see :mod:`llassembly.machine.provenance`).
 
     Raises:
         PlanRejected: The program does not verify.
