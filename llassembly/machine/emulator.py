@@ -368,7 +368,7 @@ class Emulator:
         :meth:`advance_batch` (with ``max_steps``, also ``None`` when paused before a call).
 
         Raises:
-            UsageError: The machine issues calls as batches (``parallel_tools``).
+            UsageError: ``parallel_tools`` issues calls as batches.
             ExecutionError: As for :meth:`advance_batch`.
         """
         if self.marked:
@@ -379,8 +379,7 @@ class Emulator:
         """Give the result of the call :meth:`advance` returned (see :meth:`complete_batch`).
 
         Raises:
-            UsageError: The machine issues calls as batches (``parallel_tools``), or no call
-                is pending.
+            UsageError: ``parallel_tools`` issues calls as batches, or no call is pending.
         """
         if self.marked:
             raise errors.UsageError("parallel_tools issues calls as batches: use complete_batch()")
@@ -713,10 +712,9 @@ def tool_error(call: ToolCall, exc: Exception) -> errors.ExecutionError:
     """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
     line of this plan, with the original as its cause.
 
-    Only an error already raised for this very call (same tool, same line) stays as it is.
-    Anything else, including the library's own errors from inside the tool (a tool that runs a
-    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
-    reported at a line of another plan.
+    Only an error already raised for this very call (same tool, same line) is kept. Anything else,
+    the library's own errors from inside the tool included (a tool that runs a plan of its own), is
+    the tool's failure: it must not escape ``on_tool_error`` or be reported at another plan's line.
     """
     if (
         isinstance(exc, errors.ExecutionError)

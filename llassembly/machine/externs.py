@@ -366,10 +366,9 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 
 def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
-    """What validates a call's arguments: the declared pydantic schema, else a typed dict of
-    the parameters; ``None`` when the conversion alone already gives what the parameters
-    take (plain ``int``/``float``/``str``/``bool`` without constraints, and no validator of
-    the schema's own)."""
+    """What validates a call's arguments: the declared pydantic schema, else a typed dict of the
+    parameters; ``None`` when the conversion alone gives what the parameters take (unconstrained
+    plain ``int``/``float``/``str``/``bool``, and no validator of the schema's own)."""
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
     checks = model.__pydantic_decorators__ if model is not None else None
     own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
