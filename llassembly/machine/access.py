@@ -1,15 +1,13 @@
 """Reading and writing operands at run time: registers, constants, data labels, memory, and the
 parts of structured values (JSON text) read and written by path.
 
-Each operand of an instruction is turned once, when the plan is compiled, into a getter
-(``state -> value``) or a setter (``(state, value) -> None``). Memory operands compute their
-cell from the registers they name; a cell out of bounds or not at a cell boundary stops the
-plan with an error naming the line.
+Each operand is turned once, when the plan is compiled, into a getter (``state -> value``) or a
+setter (``(state, value) -> None``). Memory operands compute their cell from the registers they
+name; a cell out of bounds or not at a cell boundary stops the plan with an error naming the line.
 
-A structure is held as its JSON text: reading a path parses it (each state keeps the last
-texts it parsed) and gives the part as a value, writing one builds the text of the whole
-structure again, within the run's bounds (see *Structured values* and *Text* in
-``docs/language.md``).
+A structure is held as its JSON text: reading a path parses it (each state keeps the last texts it
+parsed) and gives the part as a value; writing one builds the whole structure's text again, within
+the run's bounds (see *Structured values* and *Text* in ``docs/language.md``).
 """
 
 from __future__ import annotations

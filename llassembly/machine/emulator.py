@@ -8,13 +8,12 @@ executes them (now, later, over several game frames, from async code) and hands 
 :meth:`Emulator.arun` do the loop for you.
 
 With ``parallel_tools`` the machine runs ahead of the calls of marked tools, their results
-:class:`Pending` values until they come, and stops before the first instruction that would
-read one (:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error
-while calls are outstanding is the state's :attr:`~MachineState.fault`, raised after their
-results are in: where the sequential run raises it, so the plan means what it means run
-sequentially. The state is plain data (:class:`MachineState`): an :meth:`Emulator.snapshot`
-given back as ``state=`` continues, mid-batch included. The steps are compiled once
-(:mod:`llassembly.machine.steps`).
+:class:`Pending` values until they come, and stops before the first instruction that would read one
+(:func:`_read_check`; *Independent calls at once* in ``docs/language.md``). An error while calls are
+outstanding is the state's :attr:`~MachineState.fault`, raised after their results are in: where the
+sequential run raises it, so the plan means what it means run sequentially. The state is plain data
+(:class:`MachineState`): an :meth:`Emulator.snapshot` given back as ``state=`` continues, mid-batch
+included. The steps are compiled once (:mod:`llassembly.machine.steps`).
 
 Example:
     >>> from llassembly import parse
@@ -36,23 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from llassembly import errors
 from llassembly.analysis.dataflow import NO_SOURCES, place_parts
 from llassembly.analysis.policies import DataFlowPolicy
 from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
-from llassembly.errors import (
-    AsmRuntimeError,
-    BudgetExceeded,
-    ExecutionError,
-    InstructionBudgetExceeded,
-    StackDepthExceeded,
-    ToolCallBudgetExceeded,
-    ToolExecutionError,
-    UsageError,
-    WallClockExceeded,
-    error_of,
-    failure_of,
-)
 from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
@@ -110,9 +97,8 @@ class Emulator:
 
     Args:
         program: A parsed program (or a :class:`CompiledProgram` to skip verifying again).
-        tools: The tools the plan may call: a list of LangChain tools, plain callables or
-            externs, or a mapping of tool name to tool (see
-            :data:`~llassembly.machine.externs.ToolSpec`).
+        tools: The tools the plan may call: a list of LangChain tools, plain callables or externs,
+            or a mapping of tool name to tool (see :data:`~llassembly.machine.externs.ToolSpec`).
         max_instructions_to_exec: Most instructions one run may execute.
         max_tool_calls: Most tool calls one run may make.
         max_stack_depth: Most values on the data stack plus return addresses (``None``: the
@@ -154,11 +140,11 @@ class Emulator:
             ("max_stack_depth", max_stack_depth),
         ):
             if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
-                raise UsageError(f"{label} must be a positive integer, got {limit!r}")
+                raise errors.UsageError(f"{label} must be a positive integer, got {limit!r}")
         if max_seconds is not None and (
             type(max_seconds) not in (int, float) or not max_seconds > 0
         ):
-            raise UsageError(f"max_seconds must be positive or None, got {max_seconds!r}")
+            raise errors.UsageError(f"max_seconds must be positive or None, got {max_seconds!r}")
         if isinstance(program, CompiledProgram):
             self.compiled = recompiled(program, max_stack_depth, tuple(dataflow))
         else:
@@ -176,7 +162,7 @@ class Emulator:
         """Indexes of the tool ``CALL``s that may run together."""
         self._tested = self.compiled.flow.tested
         self._reads = _read_checks(self.compiled) if self.marked else ()
-        self._fault_error: ExecutionError | None = None
+        self._fault_error: errors.ExecutionError | None = None
         self._started: float | None = None
         self.history: list[CallRecord] = []
         self.state = self._initial_state(state)
@@ -190,7 +176,7 @@ class Emulator:
         else:
             st = state if isinstance(state, MachineState) else MachineState.restore(state)
         if not all(map(_is_value, st.values())):
-            raise UsageError(
+            raise errors.UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
             )
         # The registers a snapshot reads: those the program may write (its graph's tracked
@@ -198,31 +184,33 @@ class Emulator:
         self._registers = tuple(sorted({*self.compiled.flow.tracked, *st.holding()}))
         end = len(self.program.instructions)
         if not 0 <= st.pc <= end or any(not 0 <= c <= end for c in st.calls):
-            raise UsageError(f"the state points outside this program's {end} instructions")
+            raise errors.UsageError(f"the state points outside this program's {end} instructions")
         if st.pending is not None and self._tool_at(st.pending[0]) is None:
-            raise UsageError("the state's pending call is not a tool CALL of this program")
+            raise errors.UsageError("the state's pending call is not a tool CALL of this program")
         if not st.mem and expected:  # a state built by hand before the plan had memory
             st.mem = expected
         if {k: len(v) for k, v in st.mem.items()} != {k: len(v) for k, v in expected.items()}:
-            raise UsageError("the state's memory does not match this program's data labels")
+            raise errors.UsageError("the state's memory does not match this program's data labels")
         results = {n: getattr(self._tool_at(i), "n_results", -1) for i, _v, n in st.outstanding}
         if len(results) < len(st.outstanding) or -1 in results.values():
-            raise UsageError("the state's outstanding call is not a tool CALL of this program")
+            raise errors.UsageError(
+                "the state's outstanding call is not a tool CALL of this program"
+            )
         held = [v for place in st.places() for v in place if type(v) is Pending]
         if any(not 0 <= v.result < results.get(v.call, 0) for v in held):
-            raise UsageError("the state holds a pending value of no outstanding call")
+            raise errors.UsageError("the state holds a pending value of no outstanding call")
         if st.fault is not None and not isinstance(st.fault.get("type"), str):
-            raise UsageError("the state's fault is not an error record")
+            raise errors.UsageError("the state's fault is not an error record")
         if self.compiled.dataflow is None:  # no step keeps it: a snapshot's would not fit
             st.provenance = None
             return st
         # Provenance, kept beside every value (a new shadow: no value derives from a result).
         shadow = st.provenance = st.provenance or Shadow(stack=[NO_SOURCES] * len(st.stack))
         if len(shadow.stack) != len(st.stack):
-            raise UsageError("the state's provenance does not fit its stack")
+            raise errors.UsageError("the state's provenance does not fit its stack")
         for key, index in shadow.mem:
             if key not in st.mem or not 0 <= index < len(st.mem[key]):
-                raise UsageError(
+                raise errors.UsageError(
                     f"the state's provenance names a cell {key}[{index}] it does not have"
                 )
         return st
@@ -268,14 +256,13 @@ class Emulator:
 
         Raises:
             ExecutionError: A budget ran out or an instruction failed; the state stays at the
-                failing instruction (when calls were outstanding, only now, after their
-                results were given).
+                failing instruction (with calls outstanding: only now, once their results are in).
         """
         st = self.state
         if st.outstanding or st.pending is not None:
             return [self.call_at(*slot) for slot in st.slots()]
         if st.fault is not None:
-            error = self._fault_error or error_of(st.fault)
+            error = self._fault_error or errors.error_of(st.fault)
             st.fault, self._fault_error = None, None
             raise error
         if st.halted:
@@ -302,7 +289,7 @@ class Emulator:
                 # results are in: where the sequential run raises it.
                 try:
                     if executed >= limit:
-                        raise self._exceeded(InstructionBudgetExceeded, executed + 1, pc)
+                        raise self._exceeded(errors.InstructionBudgetExceeded, executed + 1, pc)
                     if timed and executed % _CLOCK_EVERY == 0:
                         self._check_clock(pc)
                     executed += 1
@@ -310,10 +297,10 @@ class Emulator:
                         pc = step(st, pc)
                         continue
                     batch.append(self._begin_call(pc))  # its checks come before any change
-                except ExecutionError as exc:
+                except errors.ExecutionError as exc:
                     if not batch:
                         raise
-                    st.fault, self._fault_error = dict(failure_of(exc)), exc
+                    st.fault, self._fault_error = dict(errors.failure_of(exc)), exc
                     break
                 if st.pending is not None:
                     break  # issued last in its batch: it completes as a sequential call
@@ -325,10 +312,9 @@ class Emulator:
         return batch
 
     def complete_batch(self, results: Sequence[Any]) -> None:
-        """Give results to the batch's calls in program order (a prefix of it may be given;
-        the rest stays outstanding). A :class:`Failed` outcome of a call the plan tests
-        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is
-        raised.
+        """Give results to the batch's calls in program order (a prefix of it may be given; the rest
+        stays outstanding). A :class:`Failed` outcome of a call the plan tests
+        (:meth:`tests_failure`) sets the carry and the plan goes on; of any other call it is raised.
 
         Raises:
             UsageError: More results than outstanding calls.
@@ -340,8 +326,10 @@ class Emulator:
         waiting = len(st.outstanding) + (st.pending is not None)
         if len(results) > waiting:
             if not waiting:
-                raise UsageError("no pending tool call waits for a result; advance the plan first")
-            raise UsageError(f"got {len(results)} results for {waiting} outstanding calls")
+                raise errors.UsageError(
+                    "no pending tool call waits for a result; advance the plan first"
+                )
+            raise errors.UsageError(f"got {len(results)} results for {waiting} outstanding calls")
         for result in results:
             if st.outstanding:  # a call run ahead is never one the plan tests
                 index, _values, number = st.outstanding.pop(0)
@@ -356,7 +344,7 @@ class Emulator:
             values, error = self._values(index, result, tested)
             depth = len(st.stack) + len(st.calls) + len(values)
             if depth > self.max_stack_depth:
-                raise self._exceeded(StackDepthExceeded, depth, index)
+                raise self._exceeded(errors.StackDepthExceeded, depth, index)
             to_eax = self._put_results(index, values, tested=tested)
             if tested:
                 if error is not None:  # EAX: the error's text
@@ -376,27 +364,25 @@ class Emulator:
         return not st.outstanding and st.pending is not None and st.pending[0] in self._tested
 
     def advance(self, max_steps: int | None = None) -> ToolCall | None:
-        """Run until the next tool call and return it, or ``None`` when the plan ends: the
-        batch of one of :meth:`advance_batch` (one call at a time; with ``max_steps``, also
-        ``None`` when paused before a call).
+        """Run until the next tool call and return it, or ``None`` at the end: the batch of one of
+        :meth:`advance_batch` (with ``max_steps``, also ``None`` when paused before a call).
 
         Raises:
-            UsageError: The machine issues calls as batches (``parallel_tools``).
+            UsageError: ``parallel_tools`` issues calls as batches.
             ExecutionError: As for :meth:`advance_batch`.
         """
         if self.marked:
-            raise UsageError("parallel_tools issues calls as batches: use advance_batch()")
+            raise errors.UsageError("parallel_tools issues calls as batches: use advance_batch()")
         return next(iter(self.advance_batch(max_steps)), None)
 
     def complete(self, result: Any) -> None:
         """Give the result of the call :meth:`advance` returned (see :meth:`complete_batch`).
 
         Raises:
-            UsageError: The machine issues calls as batches (``parallel_tools``), or no call
-                is pending.
+            UsageError: ``parallel_tools`` issues calls as batches, or no call is pending.
         """
         if self.marked:
-            raise UsageError("parallel_tools issues calls as batches: use complete_batch()")
+            raise errors.UsageError("parallel_tools issues calls as batches: use complete_batch()")
         self.complete_batch([result])
 
     def call_at(
@@ -418,7 +404,7 @@ class Emulator:
         """
         extern = self._tool_at(index)
         if extern is None:
-            raise UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
+            raise errors.UsageError(f"no tool CALL at instruction {index} (bad snapshot?)")
         ins = self.program.instructions[index]
         dataflow = self.compiled.dataflow
         if sources is not None and dataflow is not None:
@@ -478,7 +464,7 @@ class Emulator:
         """Refuse, before anything runs, tools whose injected parameters only ``call`` can give."""
         found = {f"{t.name!r} {t.uninjected}" for t in self.compiled.tools if t and t.uninjected}
         if found and not self.state.tool_calls:  # (a caller that made calls gives them)
-            raise UsageError(
+            raise errors.UsageError(
                 f"Emulator.run() cannot give the injected parameters of the tools "
                 f"{'; '.join(sorted(found))}: nothing has run; add them to call.args in run(call), "
                 "or run the plan with ToolsPlannerMiddleware or ToolsPlannerNode"
@@ -529,7 +515,7 @@ class Emulator:
                 return (result,), None
             try:
                 return extern.to_values(result, line=ins.line, source=ins.text), None
-            except AsmRuntimeError as exc:  # this call's own error: tool_error keeps it
+            except errors.AsmRuntimeError as exc:  # this call's own error: tool_error keeps it
                 error = exc
         if isinstance(error, Exception):  # worded alike on every path
             error = tool_error(ToolCall(extern.name, {}, index, ins.line, ins.text, 0), error)
@@ -560,7 +546,7 @@ class Emulator:
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
         if st.tool_calls >= self.max_tool_calls:
-            raise self._exceeded(ToolCallBudgetExceeded, st.tool_calls + 1, pc)
+            raise self._exceeded(errors.ToolCallBudgetExceeded, st.tool_calls + 1, pc)
         self._check_clock(pc)
         stack, count = st.stack, self.compiled.flow.stack_effect(pc)[0]  # CALL tool, N: N
         split = len(stack) - count
@@ -594,12 +580,13 @@ class Emulator:
             return
         elapsed = time.monotonic() - self._started
         if elapsed > self.max_seconds:
-            raise self._exceeded(WallClockExceeded, round(elapsed, 3), pc)
+            raise self._exceeded(errors.WallClockExceeded, round(elapsed, 3), pc)
 
-    def _exceeded(self, error: type[BudgetExceeded], reached: float, pc: int) -> BudgetExceeded:
-        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the
-        setting its budget names (``error.budget``: ``max_tool_calls``...), ``reached`` what
-        the run would reach."""
+    def _exceeded(
+        self, error: type[errors.BudgetExceeded], reached: float, pc: int
+    ) -> errors.BudgetExceeded:
+        """The ``error`` of a budget run out at the instruction at ``pc``: its limit is the setting
+        ``error.budget`` names (``max_tool_calls``...), ``reached`` what the run would reach."""
         ins = self.program.instructions[pc]
         return error(getattr(self, error.budget), reached, line=ins.line, source=ins.text)
 
@@ -617,7 +604,7 @@ def check_parallel_tools(value: Any) -> bool | Literal["read_only"] | tuple[str,
         return value  # type: ignore[no-any-return]  # a bool or "read_only"
     listed = isinstance(value, Sequence | frozenset | set) and not isinstance(value, str)
     if not listed or not all(isinstance(n, str) for n in value):
-        raise UsageError(
+        raise errors.UsageError(
             f"parallel_tools must be True, False, 'read_only' or tool names, got {value!r}"
         )
     return tuple(value)
@@ -707,7 +694,7 @@ def _read_check(ins: Instruction, fx: Effects, ctx: Context) -> _Check | None:
             try:
                 if type(cell(st)) is Pending:
                     return True
-            except ExecutionError:
+            except errors.ExecutionError:
                 return False  # the instruction fails there itself, as sequentially
         mem: dict[str, list[Any]] = st.mem
         return any(type(v) is Pending for key in rows for v in mem[key])
@@ -721,22 +708,21 @@ _Req = TypeVar("_Req")
 _Ret = TypeVar("_Ret")
 
 
-def tool_error(call: ToolCall, exc: Exception) -> ExecutionError:
+def tool_error(call: ToolCall, exc: Exception) -> errors.ExecutionError:
     """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
     line of this plan, with the original as its cause.
 
-    Only an error already raised for this very call (same tool, same line) stays as it is.
-    Anything else, including the library's own errors from inside the tool (a tool that runs a
-    plan of its own), is the tool's failure: it must not escape ``on_tool_error`` or be
-    reported at a line of another plan.
+    Only an error already raised for this very call (same tool, same line) is kept. Anything else,
+    the library's own errors from inside the tool included (a tool that runs a plan of its own), is
+    the tool's failure: it must not escape ``on_tool_error`` or be reported at another plan's line.
     """
     if (
-        isinstance(exc, ExecutionError)
+        isinstance(exc, errors.ExecutionError)
         and exc.line == call.line
         and getattr(exc, "tool", call.tool) == call.tool
     ):
         return exc
-    error = ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
+    error = errors.ToolExecutionError(call.tool, exc, line=call.line, source=call.source)
     error.__cause__ = exc
     return error
 

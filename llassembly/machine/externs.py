@@ -52,21 +52,13 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
+from llassembly import compat
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
 from llassembly.analysis.shapes import ANY, Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.compat import (
-    ainvoke_as_call,
-    bubbling_errors,
-    call_schema,
-    invoke_as_call,
-    mcp_output_schema,
-    mcp_structured,
-    recording_tool,
-)
 from llassembly.errors import (
     AsmRuntimeError,
     Diagnostic,
@@ -259,7 +251,7 @@ class Extern:
             ToolException: The tool answered with an error ``ToolMessage``.
         """
         if self.tool is not None:
-            return self.result_of(invoke_as_call(self._recorder, args))
+            return self.result_of(compat.invoke_as_call(self._recorder, args))
         if self.func is None or self._is_async:
             raise UsageError(
                 f"tool {self.name!r} is async: run the plan with the async node or middleware"
@@ -269,7 +261,7 @@ class Extern:
     async def acall(self, args: dict[str, Any]) -> Any:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
         if self.tool is not None:
-            return self.result_of(await ainvoke_as_call(self._recorder, args))
+            return self.result_of(await compat.ainvoke_as_call(self._recorder, args))
         if self.func is None:
             raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await self.func(**args) if self._is_async else self.func(**args)
@@ -288,7 +280,7 @@ class Extern:
     def _recorder(self) -> BaseTool:
         """The copy of the tool that notes what its code returned."""
         assert self.tool is not None
-        return recording_tool(self.tool)
+        return compat.recording_tool(self.tool)
 
     @property
     def async_only(self) -> bool:
@@ -311,7 +303,7 @@ class Extern:
         if self.tool is None or self.tool.response_format != "content_and_artifact" or not pair:
             return output
         content, artifact = output
-        found = mcp_structured(artifact) if self.structured else None
+        found = compat.mcp_structured(artifact) if self.structured else None
         if found is not None:
             return found
         if isinstance(content, list):  # content blocks: their text, as the message's text
@@ -366,10 +358,9 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 
 def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
-    """What validates a call's arguments: the declared pydantic schema, else a typed dict of
-    the parameters; ``None`` when the conversion alone already gives what the parameters
-    take (plain ``int``/``float``/``str``/``bool`` without constraints, and no validator of
-    the schema's own)."""
+    """What validates a call's arguments: the declared pydantic schema, else a typed dict of the
+    parameters; ``None`` when the conversion alone gives what the parameters take (unconstrained
+    plain ``int``/``float``/``str``/``bool``, and no validator of the schema's own)."""
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
     checks = model.__pydantic_decorators__ if model is not None else None
     own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
@@ -529,7 +520,7 @@ def to_value(x: Any) -> Value:
         raise
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
-    except bubbling_errors():
+    except compat.bubbling_errors():
         raise  # an interrupt from inside the object's own code: not a conversion error
     except Exception as exc:
         raise ValueError(
@@ -669,7 +660,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         raise UsageError(
             f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
-    output = mcp_output_schema(item) if is_tool else None
+    output = compat.mcp_output_schema(item) if is_tool else None
     func = (getattr(item, "func", None) or getattr(item, "coroutine", None)) if is_tool else item
     try:  # the function's resolved annotations, extras kept
         hints = typing.get_type_hints(func if callable(func) else item._run, include_extras=True)
@@ -677,7 +668,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
     injected, runtime = _injected(hints)
     if is_tool:
-        schema, about = call_schema(item), item.description or ""
+        schema, about = compat.call_schema(item), item.description or ""
     else:
         from langchain_core.tools.base import create_schema_from_function
 
@@ -988,8 +979,7 @@ def program_of(program: object, where: str) -> Program:
 
 
 def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
-    """Every problem of ``program`` with these tools (see
-    :func:`llassembly.analysis.verifier.check`).
+    """All problems of ``program`` with ``tools`` (see :func:`llassembly.analysis.verifier.check`).
 
     Example:
         >>> from llassembly import parse

@@ -149,8 +149,7 @@ class Guards:
 
     Attributes:
         policies: The policies, as given.
-        calls: ``CALL`` index to ``(parameter position, policy)`` for each policy about its
-            tool.
+        calls: ``CALL`` index to ``(parameter position, policy)`` for each policy about its tool.
     """
 
     policies: tuple[DataFlowPolicy, ...]
@@ -159,13 +158,11 @@ class Guards:
     def check(
         self, index: int, ins: Instruction, values: Sequence[Value], sources: Sequence[Sources]
     ) -> None:
-        """Refuse the call at ``index`` when an argument derives from a result a policy
-        refuses there (``values`` and their ``sources``: one per parameter, first pushed
-        first).
+        """Refuse the call at ``index`` when an argument derives from a result a policy refuses
+        there (``values`` and their ``sources``: one per parameter, first pushed first).
 
         Raises:
-            DataFlowRefused: Naming the argument, its value, the value's sources and the
-                policy.
+            DataFlowRefused: Naming the argument, its value, the value's sources and the policy.
         """
         for position, policy in self.calls.get(index, ()):
             held = sources[position] if position < len(sources) else NO_SOURCES

@@ -1,11 +1,11 @@
 """Compiling a verified program into step closures, one compiler per opcode.
 
-A step function takes the machine state and its own pc and returns the next pc. Every
-instruction is compiled once, so the emulator's loop is a list index and a call. Which
-instruction is a tool call, and where a result goes, comes from the control-flow graph
-(:mod:`llassembly.analysis.cfg`). Most instructions compute a value from the values they read
-(a :data:`Compute`; the text and structure ones: *Structured values* and *Text* in
-``docs/language.md``); ``_COMPILERS`` says which have steps of their own.
+A step takes the machine state and its own pc and returns the next pc. Every instruction is
+compiled once, so the emulator's loop is a list index and a call. Which instruction is a tool call,
+and where a result goes, comes from the control-flow graph (:mod:`llassembly.analysis.cfg`). Most
+instructions compute a value from what they read (a :data:`Compute`; the text and structure ones:
+*Structured values* and *Text* in ``docs/language.md``); ``_COMPILERS`` says which have steps of
+their own.
 
 The same steps are the plan summary's semantics (:class:`StepSemantics`, installed at import):
 the summary runs an instruction whose inputs it knows by its own step, so a constant it shows
@@ -532,10 +532,9 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
 def _returned(st: MachineState, program: Program, pc: int) -> Value | None:
     """The value a top-level ``RET`` at ``pc`` returns, by the x86 convention.
 
-    The register, ``EAX`` or ``XMM0``, written last in the straight-line code that ends with
-    this ``RET`` (back to the nearest label, jump or call); when that code writes neither,
-    ``XMM0`` if it holds a float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done,
-    nothing to report): ``None``.
+    The register, ``EAX`` or ``XMM0``, written last in the straight-line code up to this ``RET``
+    (back to the nearest label, jump or call); when that code writes neither, ``XMM0`` if it holds a
+    float, else ``EAX``. The integer ``0`` is C's ``return 0`` (done, nothing to report): ``None``.
     """
     starts, index, chosen = set(program.labels.values()), pc, None
     while chosen is None and index not in starts and index > 0:
@@ -677,10 +676,9 @@ def compile_program(
     max_stack_depth: int,
     dataflow: Sequence[DataFlowPolicy] = (),
 ) -> CompiledProgram:
-    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of
-    tools, as every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`),
-    with the data-flow policies its calls are checked against (see
-    :mod:`llassembly.machine.provenance`).
+    """Verify ``program`` and compile it for the tools ``externs`` (a list or a mapping of tools, as
+    every public function takes them: :data:`~llassembly.machine.externs.ToolSpec`), with the
+    data-flow policies its calls are checked against (see :mod:`llassembly.machine.provenance`).
 
     Raises:
         PlanRejected: The program does not verify.
