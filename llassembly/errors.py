@@ -224,7 +224,7 @@ class CallNotRun(ExecutionError):
 
 class DataFlowRefused(CallNotRun):
     """A data-flow policy refused a call before it ran: an argument derives from the result of
-    a tool the policy does not allow there (see ``llassembly.policies.only_from``).
+    a tool the policy does not allow there (see :func:`~llassembly.only_from`).
 
     Attributes:
         tool: The tool that was not called.

@@ -120,10 +120,10 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
     switch the gate it sets off without a word. Names match exactly (case included).
 
     Checked for ``approve_plan``, ``parallel_tools`` and every ``plan_policy`` rule that says
-    which tools it is about (a ``tool_names`` attribute, as :func:`~llassembly.policies.max_calls`
-    and :func:`~llassembly.policies.not_in_loop` have) and which of their arguments (a
+    which tools it is about (a ``tool_names`` attribute, as :func:`~llassembly.max_calls`
+    and :func:`~llassembly.not_in_loop` have) and which of their arguments (a
     ``tool_arguments`` attribute of ``(tool, argument)`` pairs, as the data-flow policies
-    :func:`~llassembly.policies.only_from` and :func:`~llassembly.policies.never_from` have).
+    :func:`~llassembly.only_from` and :func:`~llassembly.never_from` have).
 
     Raises:
         UsageError: An option names an unknown tool or argument; the message names it, the

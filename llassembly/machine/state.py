@@ -1,7 +1,8 @@
-"""The machine's state as plain data, and its JSON-ready snapshot (see ``llassembly.emulator``):
-the state itself, the records of the calls it makes (:class:`ToolCall`, :class:`CallRecord`,
-:class:`RunResult`), its flag modes and the :class:`Pending` value an outstanding call's result
-is until it comes; beside the values, with data-flow policies, their :class:`Shadow`.
+"""The machine's state as plain data, and its JSON-ready snapshot (see
+:mod:`llassembly.machine.emulator`): the state itself, the records of the calls it makes
+(:class:`ToolCall`, :class:`CallRecord`, :class:`RunResult`), its flag modes and the
+:class:`Pending` value an outstanding call's result is until it comes; beside the values, with
+data-flow policies, their :class:`Shadow`.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class MachineState:
 
     Attributes:
         pc: Index of the next instruction (``len(instructions)`` when finished).
-        regs: Register slots (see :func:`~llassembly.program.register_index`).
+        regs: Register slots (see :func:`~llassembly.language.instructions.register_index`).
         stack: The data stack, top last.
         calls: The return stack of ``CALL label``, top last.
         zf: Equal / zero flag.
@@ -256,7 +257,7 @@ class MachineState:
     """The last text each writable row read whole gave, with the cells it was built from (kept
     for this run only, so it is at most what :attr:`text_built` counts); never in a snapshot."""
     parsed: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    """The last JSON texts read by path, parsed (see :mod:`llassembly.machine.structured`);
+    """The last JSON texts read by path, parsed (see :mod:`llassembly.machine.access`);
     never in a snapshot."""
 
     def answer_size(self) -> int:

@@ -705,9 +705,10 @@ class StepSemantics:
     initial_flags: Hashable = (False, False, UNSET)
 
     def runner(self, flow: ControlFlow, layout: Layout) -> Run:
-        """Run instructions of ``flow``'s program alone (see :data:`~llassembly.analysis.
-        constants.Run`): steps compiled on first use, no stack limit, a scratch memory that
-        no step run here reads (the summary runs none that reads memory the plan writes)."""
+        """Run instructions of ``flow``'s program alone (see
+        :data:`~llassembly.analysis.constants.Run`): steps compiled on first use, no stack limit,
+        a scratch memory that no step run here reads (the summary runs none that reads memory the
+        plan writes)."""
         ctx = Context(flow.program, flow.end, sys.maxsize, layout)
         step_at = cache(lambda pc: compile_step(flow.program.instructions[pc], ctx))
         scratch = layout.initial_memory()
