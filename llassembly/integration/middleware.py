@@ -39,16 +39,8 @@ from langgraph.types import Command, interrupt
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.compat import MODEL_CALL_COUNTERS, private_state, tagged_model
 from llassembly.errors import UsageError, error_of
+from llassembly.integration import calls
 from llassembly.integration.approval import read_decision
-from llassembly.integration.calls import (
-    ADDED_BY_CALL,
-    CallContext,
-    ends_run,
-    outcome_of,
-    plan_call_messages,
-    run_call,
-    without_plan_calls,
-)
 from llassembly.integration.graph import Granularity, run_plan
 from llassembly.integration.messages import (
     _M,
@@ -200,7 +192,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             if isinstance(asked, AskQuery):
                 return ask_all(query_model, asked.requests, asynchronous)
             if isinstance(asked, RunPlan):
-                ctx = CallContext(
+                ctx = calls.CallContext(
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
                     hand_off=True,
                 )  # fmt: skip
@@ -305,9 +297,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
-        ctx = CallContext(self.planner, externs, prefix_of(record))
+        ctx = calls.CallContext(self.planner, externs, prefix_of(record))
         call = call_of(pending, request.tool_call.get("args") or {})
-        return run_call(ctx, call, request, handler, asynchronous)
+        return calls.run_call(ctx, call, request, handler, asynchronous)
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -327,7 +319,7 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
             return message
         if isinstance(message, AIMessage) and (
             any(c.get("id") == call_id for c in message.tool_calls)
-            or message.response_metadata.get(ADDED_BY_CALL) != call_id
+            or message.response_metadata.get(calls.ADDED_BY_CALL) != call_id
         ):
             return None
     return None
@@ -349,7 +341,7 @@ def next_event(
     if now == "results":
         pending = record["pending"]
         answers = [a for p in pending if (a := answer_of_call(messages, p["id"])) is not None]
-        if len(answers) < len(pending) or ends_run(answers):  # (that run has ended)
+        if len(answers) < len(pending) or calls.ends_run(answers):  # (that run has ended)
             return Begin()
         # The calls' arguments as the tool node got them (after any middleware that edited them).
         sent = next(
@@ -357,7 +349,7 @@ def next_event(
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
         outcomes = [
-            outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
+            calls.outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
             for a, p in zip(answers, pending, strict=True)
         ]
         return Received(outcomes)
@@ -421,8 +413,8 @@ def visit(
         out.append(note)
         rec["transient"] = [str(note.id)]
     if isinstance(action, Finish) and not view.planner.options.infer_tools_messages:
-        removals += [m.id for m in plan_call_messages(view.messages, rec["prefixes"]) if m.id]
-        out = without_plan_calls(out, rec["prefixes"])
+        removals += [m.id for m in calls.plan_call_messages(view.messages, rec["prefixes"]) if m.id]
+        out = calls.without_plan_calls(out, rec["prefixes"])
     out = [_with_id(m) for m in out]
     rec["anchor"] = out[-1].id if out else rec["anchor"]
     # The next visit makes no model call: held one below (see counter_updates); a query is one.
