@@ -399,10 +399,9 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     """What a plan call's ``ToolMessage`` gives the plan: the tool's value (as the machine's
     ``complete_batch`` takes it) or :class:`~llassembly.machine.emulator.Failed`.
 
-    The one rule for whether the call ran: an error message that did not pass the planner's
-    tool path (no tag: a person or a middleware before it answered instead) or that says the
-    tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
-    message is the tool's failure.
+    The one rule for whether the call ran: an error message that did not pass the planner's tool
+    path (no tag: a person or a middleware before it answered instead) or that says the tool did not
+    run is a decision (:class:`~llassembly.errors.CallNotRun`); any other is the tool's failure.
     """
     tag, recorded = tag_of(message), failure_in(message)
     if recorded is not None:

@@ -390,12 +390,11 @@ def final_message(
     """The ``AIMessage`` that ends the turn (after ``messages``), with what happened in its
     metadata (a :class:`TurnResult`).
 
-    Its text speaks to the user in plain words: the plan's answer (``SAY``, else what it
-    returned, unless that is an object or a list: data); or, when it said nothing, what it did
-    (the calls it made, by tool); or what it could not do and why. The details (line, tool,
-    exception, problems, values) are in the metadata, for the application. With ``reply``
-    (the final model call's reply) the reply ends the turn instead, and the text the plan
-    would have ended with is kept as ``summary``.
+    Its text speaks to the user in plain words: the plan's answer (``SAY``, else what it returned,
+    unless that is an object or a list: data); or, when it said nothing, what it did (the calls it
+    made, by tool); or what it could not do and why. The details (line, tool, exception, problems,
+    values) are in the metadata, for the application. A ``reply`` (the final model call's) ends the
+    turn instead, and the text the plan would have ended with is kept as ``summary``.
     """
     meta = turn_result(record, options)
     failure, said = record.get("failure"), (record.get("machine") or {}).get("answer")

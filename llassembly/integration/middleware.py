@@ -243,9 +243,8 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
         (A step that needs another model call ends with a message showing progress and no
         tool calls, which ends the agent's loop; coming back through here, rather than through
-        a hook after every model-node visit, keeps a plan's steps as cheap as a model turn,
-        and every model call still passes the ``before_model`` middleware, call limits
-        included.)
+        a hook after every model-node visit, keeps a plan's steps as cheap as a model turn, and
+        every model call still passes the ``before_model`` middleware, call limits included.)
         """
         record = record_of(state)
         if record is None:
@@ -300,9 +299,8 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
 
     Searched back to the call's own ``AIMessage``. A tool may add other messages beside its
     result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the planner's
-    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the
-    run that made it has ended (a limit answered it and ended the run, and a new run is
-    starting).
+    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the run
+    that made it has ended (a limit answered it and ended the run, and a new run is starting).
     """
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
@@ -451,14 +449,13 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
 def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:
     """Make ``ModelCallLimitMiddleware`` count real model calls, not visits of the model node.
 
-    That middleware adds one per visit in ``after_model`` and, before every visit, stops the
-    run once its count reaches the limit. A visit that makes no model call (a plan's step)
-    must not count, and must not be refused for the model call that wrote the plan: while the
-    next visit makes no model call, the counters are held one below the real number
-    (``lag``), and the visit after which a model call is due gives the one back. So every
-    model call is checked by that middleware before it is made, and at the end of the turn
-    the counters equal the real model calls. (Writing a key no middleware declared is ignored
-    by LangGraph, so this does nothing without that middleware.)
+    That middleware adds one per visit in ``after_model`` and, before every visit, stops the run
+    once its count reaches the limit. A visit that makes no model call (a plan's step) must not
+    count, and must not be refused for the model call that wrote the plan: while the next visit
+    makes no model call, the counters are held one below the real number (``lag``), and the visit
+    after which a model call is due gives the one back. So that middleware checks every model call
+    before it is made, and at the end of the turn the counters equal the real model calls.
+    (LangGraph ignores a key no middleware declared, so this does nothing without that middleware.)
     """
     delta = old_lag + model_calls - lag - 1
     if not isinstance(state, Mapping) or delta == 0:
