@@ -222,9 +222,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             self.planner, self.externs, state=state, runtime=runtime,
             query_model=self.options.query_model or self.model,
         )  # fmt: skip
-        first = turn.step(
-            None, turn.Begin(), turn.TurnView(self.planner, self.externs, conversation, graph=True)
-        )
+        view = turn.TurnView(self.planner, self.externs, conversation, graph=True)
+        first = turn.step(None, turn.Begin(), view)
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
         return turn_input, config_for(TurnRun(calls, context), ensure_config(config))
 
