@@ -236,10 +236,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """The agent's loop stopped on a message of the planner's: send it back to the model
-        node when the turn's next step is due there (a model call, a person's decision, a plan
-        run); under ``on_tool_error="raise"``, raise the plan's failure now that the turn's
-        messages are saved.
+        """The agent's loop stopped on the planner's message: send it back to the model node when
+        the turn's next step is due there (a model call, a person's decision, a plan run); under
+        ``on_tool_error="raise"``, raise the plan's failure now that the turn's messages are saved.
 
         (A step that needs another model call ends with a message showing progress and no
         tool calls, which ends the agent's loop; coming back through here, rather than through
