@@ -26,15 +26,8 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from llassembly import compat
 from llassembly.analysis.shapes import Shape, options_of, shape_of
-from llassembly.compat import (
-    Recorded,
-    is_recording,
-    noted_directly,
-    recording,
-    tool_injector,
-    tool_message,
-)
 from llassembly.errors import (
     AsmRuntimeError,
     CallNotRun,
@@ -206,7 +199,7 @@ class CallContext:
     @functools.cached_property
     def inject(self) -> Callable[[Any, Any, BaseTool], Any]:
         """:func:`llassembly.compat.tool_injector` for :attr:`tools`."""
-        return tool_injector(self.tools)
+        return compat.tool_injector(self.tools)
 
 
 def run_call(
@@ -237,12 +230,12 @@ def _running(
     says. A ``return_direct`` tool's result is marked: the run ends with it, and the next run
     must not take the plan up again. Messages a ``Command`` adds beside the result are marked
     as the call's, so the next step knows they belong to this run."""
-    noted, tool, extern = Recorded(), request.tool, ctx.externs.get(call.tool)
-    if tool is not None and not is_recording(tool):  # (a plan graph's request has the copy)
+    noted, tool, extern = compat.Recorded(), request.tool, ctx.externs.get(call.tool)
+    if tool is not None and not compat.is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
     ends = {ENDS_RUN: True} if tool is not None and tool.return_direct else {}
     try:
-        with recording(noted):
+        with compat.recording(noted):
             result = yield request
     except Exception as exc:
         # The call's failure (its live error kept), but for a tool that returned before
@@ -340,9 +333,9 @@ def invoke_tool(
 def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
     """The ``ToolMessage`` a tool's function called directly gives, as ``BaseTool.run``
     writes it (and noted as the recording copy would have noted it)."""
-    noted_directly(output, None)  # it returned, whether or not its output can be written
-    message: ToolMessage = tool_message(output, call["id"], call["name"])
-    noted_directly(output, message.content)
+    compat.noted_directly(output, None)  # it returned, whether or not its output can be written
+    message: ToolMessage = compat.tool_message(output, call["id"], call["name"])
+    compat.noted_directly(output, message.content)
     return message
 
 
@@ -368,7 +361,7 @@ def raised_message(
     return _result(call, prefix, failure=failure_of(error))
 
 
-def _as_made(message: ToolMessage, noted: Recorded) -> bool:
+def _as_made(message: ToolMessage, noted: compat.Recorded) -> bool:
     """Whether ``message`` holds the result as the tool made it, so the plan reads the tool's
     own value. A ``wrap_tool_call`` middleware that altered the content after the tool (a
     redaction, a correction) decides what the agent sees, and so what the plan reads: its
@@ -406,10 +399,9 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
     """What a plan call's ``ToolMessage`` gives the plan: the tool's value (as the machine's
     ``complete_batch`` takes it) or :class:`~llassembly.machine.emulator.Failed`.
 
-    The one rule for whether the call ran: an error message that did not pass the planner's
-    tool path (no tag: a person or a middleware before it answered instead) or that says the
-    tool did not run is a decision (:class:`~llassembly.errors.CallNotRun`); any other error
-    message is the tool's failure.
+    The one rule for whether the call ran: an error message that did not pass the planner's tool
+    path (no tag: a person or a middleware before it answered instead) or that says the tool did not
+    run is a decision (:class:`~llassembly.errors.CallNotRun`); any other is the tool's failure.
     """
     tag, recorded = tag_of(message), failure_in(message)
     if recorded is not None:

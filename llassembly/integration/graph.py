@@ -84,8 +84,7 @@ class CallInput(TypedDict):
 
 
 class _NodeInput(TypedDict, total=False):
-    """What a plan node reads: the machine and a batch's results (not the growing message
-    list)."""
+    """What a plan node reads: the machine and a batch's results (not the growing message list)."""
 
     machine: dict[str, Any]
     results: list[ToolMessage] | None
@@ -229,12 +228,11 @@ class PlanGraph:
         the new pc (or the end).
 
         At ``"block"`` and ``"instruction"`` a node first takes the results of the batch its
-        machine waits on (written by the ``call`` tasks), then makes at most one round of
-        calls: one call it runs itself, or a batch it hands out to a ``call`` task per call
-        (``Send``); where no node starts at the machine's pc (it ran ahead of a call), the
-        ``join`` node runs on from there. Nodes route with ``Command(goto=...)`` rather than
-        conditional edges: the next node follows from the machine's pc, and a router would
-        read the whole state each step.
+        machine waits on (written by the ``call`` tasks), then makes at most one round of calls:
+        one call it runs itself, or a batch it hands out to a ``call`` task per call (``Send``);
+        where no node starts at the machine's pc (it ran ahead of a call), the ``join`` node runs
+        on from there. Nodes route with ``Command(goto=...)`` rather than conditional edges: the
+        next node follows from the machine's pc, and a router would read the whole state each step.
         """
         run: PlanRun = config["configurable"][RUN_KEY]
         emulator = self._emulator(state, run)

@@ -39,16 +39,8 @@ from langgraph.types import Command, interrupt
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.compat import MODEL_CALL_COUNTERS, private_state, tagged_model
 from llassembly.errors import UsageError, error_of
+from llassembly.integration import calls, turn
 from llassembly.integration.approval import read_decision
-from llassembly.integration.calls import (
-    ADDED_BY_CALL,
-    CallContext,
-    ends_run,
-    outcome_of,
-    plan_call_messages,
-    run_call,
-    without_plan_calls,
-)
 from llassembly.integration.graph import Granularity, run_plan
 from llassembly.integration.messages import (
     _M,
@@ -69,19 +61,6 @@ from llassembly.integration.options import (
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import ask_all
 from llassembly.integration.record import KEY, TurnRecord, call_of, due, prefix_of, record_of
-from llassembly.integration.turn import (
-    AskAnswer,
-    AskModel,
-    AskQuery,
-    Begin,
-    Event,
-    Finish,
-    Proceed,
-    Received,
-    RunPlan,
-    TurnView,
-    step,
-)
 from llassembly.machine.emulator import adrive, drive
 from llassembly.machine.externs import Extern, ToolSpec
 
@@ -185,7 +164,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         if externs is None:  # the agent's LangChain tools (not provider tools given as dicts)
             tools = [t for t in request.tools if isinstance(t, BaseTool)]
             externs = self.planner.externs_for(tools)
-        view = TurnView(
+        view = turn.TurnView(
             self.planner,
             externs,
             state.get("messages", []) if isinstance(state, dict) else request.messages,
@@ -197,10 +176,10 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         query_model = self.options.query_model or request.model
 
         def serve(asked: Asked) -> Any:
-            if isinstance(asked, AskQuery):
+            if isinstance(asked, turn.AskQuery):
                 return ask_all(query_model, asked.requests, asynchronous)
-            if isinstance(asked, RunPlan):
-                ctx = CallContext(
+            if isinstance(asked, turn.RunPlan):
+                ctx = calls.CallContext(
                     self.planner, externs, asked.prefix, state, request.runtime, query_model,
                     hand_off=True,
                 )  # fmt: skip
@@ -210,12 +189,15 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         return visit(view, state, synchronous=not asynchronous), serve
 
     def _model_request(
-        self, request: ModelRequest[Any], view: TurnView, asked: list[BaseMessage] | AskAnswer
+        self,
+        request: ModelRequest[Any],
+        view: turn.TurnView,
+        asked: list[BaseMessage] | turn.AskAnswer,
     ) -> ModelRequest[Any]:
         """What the model is asked, offered no tools (earlier calls shown as text): the final
         answer call keeps the agent's system prompt and ``response_format``; a planning request
         gets our prompt (the agent's system prompt as its context), tagged :data:`PLAN_TAG`."""
-        if isinstance(asked, AskAnswer):
+        if isinstance(asked, turn.AskAnswer):
             messages = cast("list[AnyMessage]", asked.messages)
             return request.override(messages=messages, tools=[], tool_choice=None)
         context, _ = split_system(request.messages, request.system_message)
@@ -254,16 +236,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """The agent's loop stopped on a message of the planner's: send it back to the model
-        node when the turn's next step is due there (a model call, a person's decision, a plan
-        run); under ``on_tool_error="raise"``, raise the plan's failure now that the turn's
-        messages are saved.
+        """The agent's loop stopped on the planner's message: send it back to the model node when
+        the turn's next step is due there (a model call, a person's decision, a plan run); under
+        ``on_tool_error="raise"``, raise the plan's failure now that the turn's messages are saved.
 
         (A step that needs another model call ends with a message showing progress and no
         tool calls, which ends the agent's loop; coming back through here, rather than through
-        a hook after every model-node visit, keeps a plan's steps as cheap as a model turn,
-        and every model call still passes the ``before_model`` middleware, call limits
-        included.)
+        a hook after every model-node visit, keeps a plan's steps as cheap as a model turn, and
+        every model call still passes the ``before_model`` middleware, call limits included.)
         """
         record = record_of(state)
         if record is None:
@@ -305,9 +285,9 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         tool = request.tool
         extern = self.planner.extern_of(tool) if tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
-        ctx = CallContext(self.planner, externs, prefix_of(record))
+        ctx = calls.CallContext(self.planner, externs, prefix_of(record))
         call = call_of(pending, request.tool_call.get("args") or {})
-        return run_call(ctx, call, request, handler, asynchronous)
+        return calls.run_call(ctx, call, request, handler, asynchronous)
 
 
 # -- the turn on the agent path: one visit of the model node ------------------------------
@@ -318,16 +298,15 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
 
     Searched back to the call's own ``AIMessage``. A tool may add other messages beside its
     result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the planner's
-    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the
-    run that made it has ended (a limit answered it and ended the run, and a new run is
-    starting).
+    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the run
+    that made it has ended (a limit answered it and ended the run, and a new run is starting).
     """
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
             return message
         if isinstance(message, AIMessage) and (
             any(c.get("id") == call_id for c in message.tool_calls)
-            or message.response_metadata.get(ADDED_BY_CALL) != call_id
+            or message.response_metadata.get(calls.ADDED_BY_CALL) != call_id
         ):
             return None
     return None
@@ -340,43 +319,43 @@ def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
 
 def next_event(
     record: TurnRecord | None, messages: Sequence[BaseMessage], externs: Mapping[str, Extern]
-) -> Event:
+) -> turn.Event:
     """What this visit of the model node answers: the results of the plan's calls, a person's
     decision, a model call the last visit left due, or the start of a new turn."""
     if record is None:
-        return Begin()
+        return turn.Begin()
     now = due(record)
     if now == "results":
         pending = record["pending"]
         answers = [a for p in pending if (a := answer_of_call(messages, p["id"])) is not None]
-        if len(answers) < len(pending) or ends_run(answers):  # (that run has ended)
-            return Begin()
+        if len(answers) < len(pending) or calls.ends_run(answers):  # (that run has ended)
+            return turn.Begin()
         # The calls' arguments as the tool node got them (after any middleware that edited them).
         sent = next(
             (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
         )
         asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
         outcomes = [
-            outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
+            calls.outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
             for a, p in zip(answers, pending, strict=True)
         ]
-        return Received(outcomes)
+        return turn.Received(outcomes)
     if not _latest(record, messages):  # a new run, else the plan and what it asks are saved
-        return Begin()
+        return turn.Begin()
     approval = record["approval"]
     if now == "person" and approval is not None:  # (asked again on resume)
-        return Received(read_decision(interrupt(approval.get("request") or {})))
-    return Proceed() if now in ("plan", "answer", "run", "queries") else Begin()
+        return turn.Received(read_decision(interrupt(approval.get("request") or {})))
+    return turn.Proceed() if now in ("plan", "answer", "run", "queries") else turn.Begin()
 
 
-Asked = list[BaseMessage] | AskAnswer | AskQuery | RunPlan
+Asked = list[BaseMessage] | turn.AskAnswer | turn.AskQuery | turn.RunPlan
 """What a visit asks its driver for: the planner model's answer to these messages (after its
 system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
 def visit(
-    view: TurnView, state: Any, *, synchronous: bool
+    view: turn.TurnView, state: Any, *, synchronous: bool
 ) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
     """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
     (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
@@ -389,40 +368,44 @@ def visit(
     old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
-    current = step(record, event, view)
-    if isinstance(event, Begin):
+    current = turn.step(record, event, view)
+    if isinstance(event, turn.Begin):
         current.record["synchronous"] = synchronous
     while True:
         out += current.messages
         action = current.action
-        if isinstance(action, RunPlan) and not made:
+        if isinstance(action, turn.RunPlan) and not made:
             ran = yield action
             made += query_model_calls(ran.messages)  # the plan's queries are model calls
-            event = Received(ran)
-        elif isinstance(action, AskModel | AskAnswer | AskQuery) and not made and not old_lag:
-            made += len(action.requests) if isinstance(action, AskQuery) else 1
-            if isinstance(action, AskModel):
+            event = turn.Received(ran)
+        elif (
+            isinstance(action, turn.AskModel | turn.AskAnswer | turn.AskQuery)
+            and not made
+            and not old_lag
+        ):
+            made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
+            if isinstance(action, turn.AskModel):
                 reply = yield [*split_system(view.messages)[1], *out, *action.extra]
-                event = Received(_with_id(answered(reply).reply))
-            elif isinstance(action, AskQuery):
-                event = Received(tuple((yield action)))
+                event = turn.Received(_with_id(answered(reply).reply))
+            elif isinstance(action, turn.AskQuery):
+                event = turn.Received(tuple((yield action)))
             else:
-                event = Received(answered((yield action)))
+                event = turn.Received(answered((yield action)))
         else:
             break
-        current = step(current.record, event, replace(view, messages=[*view.messages, *out]))
+        current = turn.step(current.record, event, replace(view, messages=[*view.messages, *out]))
     rec = current.record
     rec["transient"] = []
-    if not isinstance(action, Finish) and not (out and isinstance(out[-1], AIMessage)):
+    if not isinstance(action, turn.Finish) and not (out and isinstance(out[-1], AIMessage)):
         # The visit must end on an AIMessage the agent routes on: one showing progress (with
         # no calls it ends the agent's loop, and after_agent sends it back); the next visit
         # takes it out again.
         note = _progress_note(rec, action)
         out.append(note)
         rec["transient"] = [str(note.id)]
-    if isinstance(action, Finish) and not view.planner.options.infer_tools_messages:
-        removals += [m.id for m in plan_call_messages(view.messages, rec["prefixes"]) if m.id]
-        out = without_plan_calls(out, rec["prefixes"])
+    if isinstance(action, turn.Finish) and not view.planner.options.infer_tools_messages:
+        removals += [m.id for m in calls.plan_call_messages(view.messages, rec["prefixes"]) if m.id]
+        out = calls.without_plan_calls(out, rec["prefixes"])
     out = [_with_id(m) for m in out]
     rec["anchor"] = out[-1].id if out else rec["anchor"]
     # The next visit makes no model call: held one below (see counter_updates); a query is one.
@@ -430,7 +413,7 @@ def visit(
     update: dict[str, Any] = {KEY: rec, **counter_updates(state, made, old_lag, rec["lag"])}
     if removals:
         update["messages"] = [RemoveMessage(id=i) for i in removals]
-    structured = action.structured if isinstance(action, Finish) else None
+    structured = action.structured if isinstance(action, turn.Finish) else None
     return ExtendedModelResponse(
         model_response=ModelResponse(result=list(out), structured_response=structured),
         command=Command(update=update),
@@ -447,12 +430,12 @@ def _with_id(message: _M) -> _M:
 def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
     """The message a visit that ends without one of the turn's own shows: a rejected draft, or
     what the planner does next."""
-    if isinstance(action, AskModel) and rec["drafts"]:
+    if isinstance(action, turn.AskModel) and rec["drafts"]:
         text, kind = rec["drafts"][-1]["draft"], "draft"
-    elif isinstance(action, AskQuery):
+    elif isinstance(action, turn.AskQuery):
         lines = ", ".join(f"line {r.line}: {r.source}" for r in action.requests)
         text, kind = f"Asking the query model ({lines}).", "note"
-    elif isinstance(action, AskModel):
+    elif isinstance(action, turn.AskModel):
         failure = rec["failure"]
         where = f"line {failure['line']} ({failure['source']})" if failure else "a line"
         detail = failure["detail"] if failure else "it failed"
@@ -465,14 +448,13 @@ def _progress_note(rec: TurnRecord, action: Any) -> AIMessage:
 def counter_updates(state: Any, model_calls: int, old_lag: int, lag: int) -> dict[str, int]:
     """Make ``ModelCallLimitMiddleware`` count real model calls, not visits of the model node.
 
-    That middleware adds one per visit in ``after_model`` and, before every visit, stops the
-    run once its count reaches the limit. A visit that makes no model call (a plan's step)
-    must not count, and must not be refused for the model call that wrote the plan: while the
-    next visit makes no model call, the counters are held one below the real number
-    (``lag``), and the visit after which a model call is due gives the one back. So every
-    model call is checked by that middleware before it is made, and at the end of the turn
-    the counters equal the real model calls. (Writing a key no middleware declared is ignored
-    by LangGraph, so this does nothing without that middleware.)
+    That middleware adds one per visit in ``after_model`` and, before every visit, stops the run
+    once its count reaches the limit. A visit that makes no model call (a plan's step) must not
+    count, and must not be refused for the model call that wrote the plan: while the next visit
+    makes no model call, the counters are held one below the real number (``lag``), and the visit
+    after which a model call is due gives the one back. So that middleware checks every model call
+    before it is made, and at the end of the turn the counters equal the real model calls.
+    (LangGraph ignores a key no middleware declared, so this does nothing without that middleware.)
     """
     delta = old_lag + model_calls - lag - 1
     if not isinstance(state, Mapping) or delta == 0:

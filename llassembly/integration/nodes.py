@@ -26,6 +26,7 @@ from langgraph.types import Command, Send, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
 from llassembly.errors import ExecutionError, UsageError, error_of
+from llassembly.integration import turn
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, run_plan
@@ -39,17 +40,6 @@ from llassembly.integration.options import (
 )
 from llassembly.integration.planner import Lru, Planner
 from llassembly.integration.record import KEY, TurnRecord, due
-from llassembly.integration.turn import (
-    AskAnswer,
-    AskModel,
-    AskPerson,
-    Begin,
-    Proceed,
-    Received,
-    RunPlan,
-    TurnView,
-    step,
-)
 from llassembly.machine.externs import ToolSpec
 
 RAISE_KEY: Final = f"{KEY}_raise"
@@ -178,31 +168,31 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         here and the model's messages or the plan to run yielded to the driver."""
         run: TurnRun = config["configurable"][TURN_KEY]
         conversation = [*state.get("conversation", []), *state.get("new_messages", [])]
-        view = TurnView(self.planner, self.externs, conversation, graph=True)
-        due_now = step(state["record"], Proceed(), view)
+        view = turn.TurnView(self.planner, self.externs, conversation, graph=True)
+        due_now = turn.step(state["record"], turn.Proceed(), view)
         action = due_now.action
         got: Any
-        if isinstance(action, AskModel):
+        if isinstance(action, turn.AskModel):
             prompt = SystemMessage(self.planner.system_prompt(self.externs, run.context))
             seen = planner_view(conversation, results=self.options.planner_sees_results)
             got = answered((yield [prompt, *seen, *action.extra])).reply
-        elif isinstance(action, AskAnswer):
+        elif isinstance(action, turn.AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
             got = Answered([answered((yield [*system, *action.messages])).reply])
-        elif isinstance(action, AskPerson):  # an edit that fails the checks comes back here
+        elif isinstance(action, turn.AskPerson):  # an edit that fails the checks comes back here
             got = read_decision(interrupt(action.request))
-        elif isinstance(action, RunPlan):
+        elif isinstance(action, turn.RunPlan):
             run.calls.prefix = action.prefix
             got = yield action
             run.error = got.error or run.error
         else:  # pragma: no cover - routed by phase
             raise UsageError(f"the turn graph got {type(action).__name__}")
-        done = step(due_now.record, Received(got), view)
+        done = turn.step(due_now.record, turn.Received(got), view)
         return {"record": done.record, "new_messages": [*due_now.messages, *done.messages]}
 
     def _serve(self, config: RunnableConfig, asynchronous: bool) -> Callable[[Any], Any]:
         def serve(asked: Any) -> Any:
-            if isinstance(asked, RunPlan):
+            if isinstance(asked, turn.RunPlan):
                 run: TurnRun = config["configurable"][TURN_KEY]
                 return run_plan(asked.plan, run.calls, config, asynchronous)
             return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
@@ -232,7 +222,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             self.planner, self.externs, state=state, runtime=runtime,
             query_model=self.options.query_model or self.model,
         )  # fmt: skip
-        first = step(None, Begin(), TurnView(self.planner, self.externs, conversation, graph=True))
+        view = turn.TurnView(self.planner, self.externs, conversation, graph=True)
+        first = turn.step(None, turn.Begin(), view)
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
         return turn_input, config_for(TurnRun(calls, context), ensure_config(config))
 

@@ -527,8 +527,7 @@ def _end(
 
 
 def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
-    """The final model call answered: its reply ends the turn (the plan's summary kept in its
-    metadata)."""
+    """The final model call's reply ends the turn (the plan's summary kept in its metadata)."""
     rec["model_calls"] += 1
     answered = {m.tool_call_id for m in result.messages if isinstance(m, ToolMessage)}
     reply, dropped = without_native_calls(result.reply, answered)  # it reads results: never run
