@@ -1,0 +1,100 @@
+"""Shapes from annotations a tool may carry, and the parts of a shape a path can name."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Literal, NamedTuple, Union
+
+from llassembly.analysis.shapes import (
+    ANY,
+    INT,
+    NONE_SHAPE,
+    TEXT,
+    Shape,
+    child,
+    join,
+    shape_of,
+)
+
+
+class Point(NamedTuple):
+    x: int
+    label: str
+
+
+@dataclasses.dataclass
+class Broken:
+    """A record whose annotation names a type that does not exist."""
+
+    ref: Missing  # type: ignore[name-defined]  # noqa: F821
+    count: int
+
+
+class Plain:
+    """A class that is no record, scalar or container."""
+
+
+def test_an_unknown_option_makes_a_union_unknown() -> None:
+    assert join(INT, ANY) is None
+    assert shape_of(Union[int, Any]) == ANY  # noqa: UP007
+
+
+def test_a_union_of_more_than_six_shapes_is_unknown() -> None:
+    records = [dataclasses.make_dataclass(f"R{i}", [("v", int)]) for i in range(7)]
+    assert shape_of(Union[tuple(records[:6])]).kind == "union"  # noqa: UP007
+    assert shape_of(Union[tuple(records)]) == ANY  # noqa: UP007
+
+
+def test_an_annotation_that_cannot_be_hashed_is_still_read() -> None:
+    assert shape_of(Annotated[int, {"unit": "cm"}]) == INT
+    assert shape_of(Annotated[list[str], ["doc"]]) == Shape("list", item=TEXT)
+
+
+def test_a_record_whose_hints_cannot_be_resolved_keeps_what_it_can() -> None:
+    """``get_type_hints`` fails on the unknown name: the raw annotations are read, the
+    unresolved one as unknown."""
+    shape = shape_of(Broken)
+    assert shape.kind == "object"
+    assert shape.name == "Broken"
+    assert shape.field("ref") == ANY
+    assert shape.field("count") == ANY  # a string annotation ("int") is not evaluated
+
+
+def test_a_named_tuple_is_a_fixed_list_of_its_fields() -> None:
+    assert shape_of(Point) == Shape("tuple", "Point", options=(INT, TEXT))
+
+
+def test_tuples_fixed_and_bare_and_unknown_classes() -> None:
+    assert shape_of(tuple[int, str]) == Shape("tuple", options=(INT, TEXT))
+    assert shape_of(tuple[int, ...]) == Shape("list", item=INT)
+    assert shape_of(tuple) == Shape("list", item=ANY)
+    assert shape_of(Plain) == ANY
+
+
+def test_a_literal_of_bools_or_with_none_keeps_its_kind_without_choices() -> None:
+    assert shape_of(Literal[True, False]) == INT
+    assert shape_of(Literal[True, False]).choices == ()
+    assert shape_of(Literal["a", None]) == Shape("union", options=(TEXT, NONE_SHAPE))
+    assert shape_of(Literal["a", "b"]).choices == ("a", "b")
+
+
+def test_an_unknown_key_of_an_object_is_any_of_its_fields() -> None:
+    point = shape_of(dataclasses.make_dataclass("P", [("x", int), ("name", str)]))
+    assert child(point, None) == (Shape("union", options=(INT, TEXT)), None)
+    assert child(point, 0) == (ANY, "is an object: [0] needs a field name; its fields: x, name")
+
+
+def test_a_map_has_text_keys() -> None:
+    scores = shape_of(dict[str, int])
+    assert child(scores, "alice") == (INT, None)
+    assert child(scores, None) == (INT, None)
+    assert child(scores, 3) == (ANY, "is an object: its keys are text, not [3]")
+
+
+def test_a_tuple_element_by_number_in_range_or_not() -> None:
+    pair = shape_of(tuple[int, str])
+    assert child(pair, 0) == (INT, None)
+    assert child(pair, -1) == (TEXT, None)
+    assert child(pair, None) == (Shape("union", options=(INT, TEXT)), None)
+    assert child(pair, 2) == (ANY, "has 2 elements, not [2]")
+    assert child(pair, -3) == (ANY, "has 2 elements, not [-3]")
