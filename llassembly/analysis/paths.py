@@ -132,8 +132,9 @@ class Paths:
 
     @functools.cached_property
     def ends(self) -> bool:
-        """Some path reaches the end of the plan (every state is reached from the entry)."""
-        return any(END in out for out in self.succ)
+        """Some path reaches the end of the plan (every state is reached from the entry); with
+        no state (the entry is past the last instruction) the run ends at once."""
+        return not self.states or any(END in out for out in self.succ)
 
     def longest(self, weight: Sequence[int]) -> int | None:
         """Most weight on any path from the entry; ``None`` when a weighted state is in a
@@ -156,7 +157,7 @@ class Paths:
         """Least weight on a path from the entry to the end (Dijkstra's), or ``None`` when no
         path ends the plan."""
         if not self.states:
-            return None
+            return 0  # the run ends at once (:attr:`ends`)
         best, queue = {0: weight[0]}, [(weight[0], 0)]
         while queue:
             dist, node = heapq.heappop(queue)

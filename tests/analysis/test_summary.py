@@ -597,3 +597,49 @@ def test_a_parameter_given_as_text_is_named_as_the_verifier_names_it() -> None:
     found = analysis_summary.summarize(program, [Shape("forecast", ("city", "days"))])
     (site,) = found.tools[0].sites
     assert [(a.name, a.value) for a in site.arguments] == [("city", "Oslo"), ("days", 3)]
+
+
+def test_a_plan_whose_entry_is_past_its_last_instruction_ends_at_once() -> None:
+    """``global main`` with ``main:`` after the last instruction verifies, and the run ends
+    having done nothing; the summary said no path ends (``only a budget stops it``)."""
+    program = parse("global main\nPUSH 1\nCALL lookup\nmain:")
+    assert isinstance(program, Program)
+    verify(program, OPS)
+    result = Emulator(program, OPS).run()
+    assert (result.instructions_executed, result.calls) == (0, [])
+    summary = summarize(program, OPS)
+    assert summary.ends and summary.complete and summary.within_budgets
+    assert (summary.max_instructions, summary.min_tool_calls, summary.max_tool_calls) == (0, 0, 0)
+    assert summary.tools == ()
+    assert summary.render().splitlines() == [
+        "This plan calls no tool.",
+        "Tool calls in all: 0 calls (budget 100)",
+        "Instructions: at most 0 (budget 1000)",
+    ]
+
+
+def test_a_plan_that_calls_no_tool_has_no_call_every_path_makes() -> None:
+    summary = summary_of("MOV R1, 1\nHLT")
+    assert (summary.tools, summary.ends, summary.max_instructions) == ((), True, 2)
+    assert summary.render().splitlines() == [
+        "This plan calls no tool.",
+        "Tool calls in all: 0 calls (budget 100)",
+        "Instructions: at most 2 (budget 1000)",
+    ]
+
+
+@pytest.mark.parametrize("jump", ["JMP nowhere", "CALL nowhere"])
+def test_a_plan_with_a_jump_to_no_label_is_summarised_as_not_followed(jump: str) -> None:
+    """The verifier refuses it; the summary still returns, its maxima unbounded."""
+    program = parse(f'PUSH "x"\nCALL lookup\n{jump}\nHLT')
+    assert isinstance(program, Program)
+    with pytest.raises(PlanRejected):
+        verify(program, OPS)
+    summary = summarize(program, OPS)
+    assert (summary.complete, summary.ends, summary.flows_known) == (False, False, False)
+    assert (summary.min_tool_calls, summary.max_tool_calls, summary.max_instructions) == (
+        0,
+        None,
+        None,
+    )
+    assert "The analysis could not follow every path; maxima are unbounded." in summary.render()
