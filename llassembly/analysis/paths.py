@@ -161,8 +161,6 @@ class Paths:
         best, queue = {0: weight[0]}, [(weight[0], 0)]
         while queue:
             dist, node = heapq.heappop(queue)
-            if dist > best[node]:
-                continue
             for nxt in self.succ[node]:
                 if nxt == END:  # nodes are taken nearest first: no end is nearer
                     return dist

@@ -297,7 +297,7 @@ def summarize(
 
     def count(pcs: Container[int]) -> tuple[int, int | None]:
         weight = [int(pc in pcs) for pc, _ in paths.states]
-        return (paths.fewest(weight) if ends else 0) or 0, paths.longest(weight)
+        return paths.fewest(weight) or 0, paths.longest(weight)
 
     sites: dict[str, list[CallSite]] = {}  # by tool, in order of first call line
     for pc, states in sorted(by_site.items()):
