@@ -643,3 +643,25 @@ def test_a_plan_with_a_jump_to_no_label_is_summarised_as_not_followed(jump: str)
         None,
     )
     assert "The analysis could not follow every path; maxima are unbounded." in summary.render()
+
+
+@pytest.mark.parametrize(("divisor", "at_call"), [(1, ("x",)), (0, ())])
+def test_no_constant_goes_on_past_an_instruction_that_fails_on_every_run(
+    divisor: int, at_call: tuple[str, ...]
+) -> None:
+    """``DIV`` by a known 0 fails on every run that gets there: no state after it is reached
+    with facts (its stack is ``()``), where with 1 the pushed constant reaches the CALL."""
+    from llassembly.analysis.cfg import control_flow, layout_of
+    from llassembly.analysis.constants import FAILS, UNKNOWN, constants
+    from llassembly.analysis.paths import paths_of
+    from llassembly.analysis.toolset import tool_shapes
+
+    assert (repr(UNKNOWN), repr(FAILS)) == ("UNKNOWN", "FAILS")
+    program = parse(f'MOV R1, {divisor}\nMOV R2, 5\nDIV R2, R1\nPUSH "x"\nCALL lookup\nHLT')
+    assert isinstance(program, Program)
+    by_name = tool_shapes(OPS)
+    paths = paths_of(control_flow(program, by_name))
+    stacks = constants(paths, layout_of(program, by_name))
+    assert stacks is not None
+    assert [stacks(number) for number, (pc, _) in enumerate(paths.states) if pc == 4] == [at_call]
+    assert args_at(summarize(program, OPS), "lookup") == [["x" if divisor else "?"]]
