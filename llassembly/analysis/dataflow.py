@@ -142,9 +142,9 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
     for the summary; the machine never carries those marks.
 
     Returns:
-        ``flows(state)``: one :data:`Flow` per argument pushed, first pushed first (``()`` for a
-        state that is no tool ``CALL``); or ``None`` when the paths are incomplete or the
-        analysis ran out of steps (nothing is known then).
+        ``flows(state)`` for a tool ``CALL``'s state: one :data:`Flow` per argument pushed,
+        first pushed first; or ``None`` when the paths are incomplete or the analysis ran out
+        of steps (nothing is known then).
     """
     if not paths.complete:
         return None
@@ -233,8 +233,6 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
 
     def flows(state: int) -> tuple[Flow, ...]:
         pc = paths.states[state][0]
-        if pc not in flow.tools or state not in found:
-            return ()
         return tuple(taken(found[state][2], flow.stack_effect(pc)[0], top)[1])
 
     return flows
