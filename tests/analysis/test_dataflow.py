@@ -482,3 +482,18 @@ def test_a_snapshot_with_provenance_resumed_without_policies_drops_it() -> None:
     assert "provenance" not in plain.snapshot()
     again = Emulator(program(plan), TOOLS, state=plain.snapshot(), dataflow=[TO_CONTACTS])
     assert again.state.provenance == Shadow(stack=[frozenset()] * 3)
+
+
+def test_plan_policies_and_data_flow_policies_need_names() -> None:
+    """``not_in_loop()`` with no tool and sources that are not all tool names are refused
+    when the policy is made, not when a plan is checked."""
+    from llassembly.analysis.policies import not_in_loop
+
+    with pytest.raises(UsageError, match=r"^not_in_loop needs at least one tool name$"):
+        not_in_loop()
+    with pytest.raises(
+        UsageError, match=r"never_from: the sources must be tool names, got \('a', 3\)"
+    ):
+        never_from("send_email", "to", ["a", 3])  # type: ignore[list-item]
+    with pytest.raises(UsageError, match=r"only_from: the sources must be tool names, got \('',\)"):
+        only_from("send_email", "to", [""])

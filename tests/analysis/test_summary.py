@@ -665,3 +665,21 @@ def test_no_constant_goes_on_past_an_instruction_that_fails_on_every_run(
     assert stacks is not None
     assert [stacks(number) for number, (pc, _) in enumerate(paths.states) if pc == 4] == [at_call]
     assert args_at(summarize(program, OPS), "lookup") == [["x" if divisor else "?"]]
+
+
+def test_the_rendering_says_why_a_plan_that_ends_may_not_fit_its_budgets() -> None:
+    """An unbounded loop, then a bounded plan longer than its budget: one line each, after
+    the counts, and neither for a plan within its budgets."""
+    looping = summary_of('again:\nPUSH "web"\nCALL restart\nPOP R1\nCMP R1, 0\nJNE again\nHLT')
+    assert looping.ends and looping.max_tool_calls is None
+    assert looping.render().splitlines()[-1] == (
+        "A loop has no bound known before the run: the budgets stop it."
+    )
+    long = summary_of('PUSH "x"\nCALL lookup\nPUSH "y"\nCALL lookup', max_instructions_to_exec=3)
+    assert long.ends and long.max_instructions == 4 and not long.within_budgets
+    assert long.render().splitlines()[-2:] == [
+        "Instructions: at most 4 (budget 3)",
+        "Some paths can go over a budget: the run stops there.",
+    ]
+    fits = summary_of('PUSH "x"\nCALL lookup\nPUSH "y"\nCALL lookup')
+    assert fits.render().splitlines()[-1] == "Instructions: at most 4 (budget 1000)"
