@@ -1,0 +1,66 @@
+"""The verifier's rarer reports: each pinned by its line, column and message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llassembly.analysis.verifier import check
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+
+
+@dataclass(frozen=True)
+class FakeTool:
+    name: str
+    params: tuple[str, ...] = ()
+    n_results: int = 1
+
+
+TOOLS = {"get": FakeTool("get")}
+ENDLESS = "\ntop:\nNOP\nJMP top"  # reached, no exit: a path-level problem
+LOOP = "this loop (lines {}-{}) can never end: there is no way out of it and it calls no tool"
+
+
+def problems(text: str) -> list[tuple[int, int, str]]:
+    program = parse(text)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, TOOLS)]
+
+
+def test_past_a_thousand_problems_the_rest_are_counted_not_listed() -> None:
+    found = problems("CALL nope\n" * 1002 + "HLT")
+    assert len(found) == 1001
+    assert found[0] == (1, 6, "unknown tool 'nope'; available tools: get")
+    assert found[999] == (1000, 6, "unknown tool 'nope'; available tools: get")
+    assert found[1000] == (1000, 6, "... and 2 more problems, not listed; fix the ones above first")
+
+
+def test_a_path_where_a_label_is_needed_is_structural_and_stops_the_path_checks() -> None:
+    """``JMP R1.next``: where the jump goes is not known, so the paths are not walked (the
+    endless loop after it is not reported)."""
+    assert problems("MOV R1, 1\nJMP R1.next" + ENDLESS) == [
+        (2, 5, "JMP needs a label, not the path R1.next")
+    ]
+
+
+def test_a_path_where_memory_is_needed_is_reported_and_the_paths_still_checked() -> None:
+    assert problems("MOV R1, 1\nLEA R2, R1.x" + ENDLESS) == [
+        (2, 9, "LEA needs a memory operand [...], not the path R1.x"),
+        (4, 1, LOOP.format(4, 5)),
+    ]
+
+
+def test_a_count_after_an_unknown_tool_adds_no_second_report() -> None:
+    assert problems("PUSH 1\nCALL nope, 1\nHLT") == [
+        (2, 6, "unknown tool 'nope'; available tools: get")
+    ]
+
+
+def test_a_loop_with_no_exit_is_reported_when_the_paths_cannot_be_followed() -> None:
+    """A subroutine that calls itself leaves the paths incomplete (no endless loop is found
+    on them); the loop the graph shows with no exit is still reported."""
+    found = problems("CALL f" + ENDLESS + "\nf:\nCALL f\nRET")
+    assert found[0] == (3, 1, LOOP.format(3, 4))
+    assert found[1][:2] == (6, 1)
+    assert found[1][2].startswith("CALL f: subroutines nest deeper than 16 calls here")
+    assert len(found) == 2
