@@ -234,9 +234,7 @@ class PathWalk:
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
-            key: str | int | float | None = step.value if isinstance(step, Imm) else None
-            if isinstance(key, float):
-                key = int(key) if key.is_integer() and not last else None
+            key = None if not isinstance(step, Imm) or isinstance(step.value, float) else step.value
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
                 return None
