@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, cast, get_args
+from typing import Literal, cast
 
 # The conditions this machine tests, each with its x86 condition-code spellings (see "Flags" in
 # docs/language.md: there is no separate sign or carry flag; S and B read LT).
@@ -81,8 +81,6 @@ whole number written in the plan (``CALL tool, N``: the arguments pushed)."""
 Flow = Literal["next", "jump", "branch", "call", "return", "halt"]
 """Where control goes after an instruction: see :func:`successors`."""
 
-_KINDS: frozenset[str] = frozenset(get_args(OperandKind))
-
 
 @dataclass(frozen=True, slots=True)
 class Form:
@@ -102,19 +100,13 @@ def _form(spec: str) -> Form:
     named, _, implicit = spec.partition(";")
     words = [word.strip() for word in named.split(",") if word.strip()]
     kinds = [word.lstrip("=+") for word in words]
-    for kind in kinds:
-        if kind not in _KINDS:
-            raise ValueError(f"unknown operand kind {kind!r} in {spec!r}")
-    registers = [(word[0], register_index(word.lstrip("=+")), word) for word in implicit.split()]
-    for _, index, word in registers:
-        if index is None:
-            raise ValueError(f"an implicit register is written =REG, +REG or REG, not {word!r}")
+    registers = [(word[0], register_index(word.lstrip("=+"))) for word in implicit.split()]
     return Form(
         cast("tuple[OperandKind, ...]", tuple(kinds)),
         tuple(p for p, word in enumerate(words) if word[0] == "+" or word == "value"),
         tuple(p for p, word in enumerate(words) if word[0] in "=+"),
-        tuple(cast("int", index) for access, index, _ in registers if access != "="),
-        tuple(cast("int", index) for access, index, _ in registers if access in "=+"),
+        tuple(cast("int", index) for access, index in registers if access != "="),
+        tuple(cast("int", index) for access, index in registers if access in "=+"),
     )
 
 
