@@ -64,3 +64,10 @@ def test_a_loop_with_no_exit_is_reported_when_the_paths_cannot_be_followed() -> 
     assert found[1][:2] == (6, 1)
     assert found[1][2].startswith("CALL f: subroutines nest deeper than 16 calls here")
     assert len(found) == 2
+
+
+def test_messages_write_none_and_a_text_with_placeholders_as_the_plan_does() -> None:
+    assert problems('MOV R1, 1\nJMP "a {R1}"\nHLT') == [(2, 5, 'JMP needs a label, not "a {R1}"')]
+    assert problems("LEA R1, NONE") == [
+        (1, 9, "LEA needs a memory operand like [name + ESI*4], not NONE")
+    ]

@@ -89,3 +89,24 @@ def test_a_times_line_without_a_data_word_and_value_is_refused(rest: str) -> Non
     assert (exc.line, exc.column) == (2, 8)
     assert "cannot read this times line" in str(exc)
     assert exc.expected == "times COUNT dd VALUE"
+
+
+def test_the_listing_writes_none_templates_and_escapes_as_the_plan_would() -> None:
+    """``Program.listing`` writes each operand so that it reads back the same: ``NONE`` as
+    ``NONE`` (not ``None``), a text with placeholders in quotes, quotes and backslashes
+    escaped."""
+    program = parse('MOV R1, NONE\nPUSH "a {R1}"\nMOV R2, "say \\"hi\\" \\\\ bye"\nPUSH 2.5')
+    assert isinstance(program, Program)
+    listing = program.listing()
+    assert listing.splitlines() == [
+        "    MOV R1, NONE",
+        '    PUSH "a {R1}"',
+        '    MOV R2, "say \\"hi\\" \\\\ bye"',
+        "    PUSH 2.5",
+    ]
+    again = parse(listing)
+    assert isinstance(again, Program)
+    assert again.listing() == listing
+    # the same operands (the template's differ only in their columns: the listing is indented)
+    for at in (0, 2, 3):
+        assert again.instructions[at].operands == program.instructions[at].operands

@@ -1,0 +1,54 @@
+"""Placeholders: the near misses the parser names, and formats that meet the other kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from llassembly.errors import AsmRuntimeError, AsmSyntaxError
+from llassembly.language.parser import parse
+from llassembly.language.program import Program
+from llassembly.language.templates import render
+from llassembly.machine.emulator import Emulator
+
+
+@pytest.mark.parametrize(
+    ("braces", "why", "meant"),
+    [
+        ("{:x}", "it names no value", "{R1:.2f}"),  # {R1:x} is no placeholder either
+        ("{:>8}", "it names no value", "{R1:>8}"),
+        ("{a b}", "a b is no register, name, memory or path", "{R1}"),
+    ],
+)
+def test_a_near_miss_says_why_and_what_was_probably_meant(
+    braces: str, why: str, meant: str
+) -> None:
+    with pytest.raises(AsmSyntaxError) as info:
+        parse(f'SAY "a {braces}"')
+    assert (info.value.line, info.value.column) == (1, 8)
+    assert (
+        f"{braces} in the answer text is no placeholder ({why}), so it would be passed on as "
+        f"written; write {meant} for a value, or {{{braces}}} for the braces as text"
+    ) in str(info.value)
+
+
+def test_a_text_format_on_a_number_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"^the format s is for text, and this is a number$"):
+        render(5, "s")
+    assert render("ab", "s") == "ab"
+
+
+def test_a_precision_without_a_type_on_a_whole_number_gives_decimals() -> None:
+    """Python's ``format(5, ".2")`` raises; the plan's ``{R1:.2}`` on 5 writes ``5.00``."""
+    assert render(5, ".2") == "5.00"
+    program = parse('MOV R1, 5\nSAY "{R1:.2} and {R1:5.1}"')
+    assert isinstance(program, Program)
+    assert Emulator(program, []).run().answer == "5.00 and   5.0"
+
+
+def test_a_text_format_on_a_number_stops_the_plan_at_its_placeholder() -> None:
+    program = parse('MOV R1, 5\nSAY "n={R1:s}"')
+    assert isinstance(program, Program)
+    with pytest.raises(AsmRuntimeError) as info:
+        Emulator(program, []).run()
+    assert info.value.line == 2
+    assert "{R1:s}: the format s is for text, and this is a number (5)" in str(info.value)
