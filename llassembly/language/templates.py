@@ -52,16 +52,14 @@ def _braces(text: str) -> Iterator[re.Match[str]]:
 
 def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     """The pieces of ``text`` around its placeholders, and each placeholder as ``(what it names, its
-    format, its index in text)``; escaped ``{{...}}`` are folded into the pieces, and braces meant
-    as a placeholder that do not read as one (:func:`near_misses`, which the parser refuses) are
-    kept as written. Stops after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
+    format, its index in text)``; escaped ``{{...}}`` are folded into the pieces. ``text`` has no
+    near miss (:func:`near_misses`: the parser refuses those before it splits a text). Stops
+    after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
     pieces: list[str] = []
     found: list[tuple[str, str, int]] = []
     current: list[str] = []
     last = 0
     for braces in _braces(text):
-        if braces["miss"] is not None:
-            continue
         current.append(text[last : braces.start()])
         last = braces.end()
         if braces["escaped"] is not None:
