@@ -683,3 +683,31 @@ def test_the_rendering_says_why_a_plan_that_ends_may_not_fit_its_budgets() -> No
     ]
     fits = summary_of('PUSH "x"\nCALL lookup\nPUSH "y"\nCALL lookup')
     assert fits.render().splitlines()[-1] == "Instructions: at most 4 (budget 1000)"
+
+
+@pytest.mark.parametrize(("registers", "known"), [(2, True), (100, False)])
+def test_past_its_work_bound_the_summary_knows_no_constant_and_no_flow(
+    registers: int, known: bool
+) -> None:
+    """The value analyses take at most ``MAX_VALUE_WORK`` register-visits: 11,000 states with
+    100 registers held go past it (the constants and the data flows give up: every argument is
+    computed, the flows not worked out); with 2 registers the same paths are followed."""
+    from llassembly.analysis.cfg import control_flow, layout_of
+    from llassembly.analysis.constants import constants
+    from llassembly.analysis.paths import paths_of
+    from llassembly.analysis.toolset import tool_shapes
+
+    tools = externs_from([transfer])
+    plan = "".join(f"MOV R{i}, {i}\n" for i in range(1, registers + 1))
+    plan += "".join(f"CALL sub\nPUSH {i}\nCALL transfer\n" for i in range(700))
+    plan += "HLT\nsub:\n" + "NOP\n" * 12 + "RET\n"
+    program = parse(plan)
+    assert isinstance(program, Program)
+    by_name = tool_shapes(tools)
+    paths = paths_of(control_flow(program, by_name))
+    assert paths.complete and len(paths.states) > 11_000
+    assert (constants(paths, layout_of(program, by_name)) is not None) is known
+    summary = summarize(program, tools)
+    assert summary.complete and summary.flows_known is known
+    assert args_at(summary, "transfer")[699] == ([699] if known else ["?"])
+    assert ("Data flows: not worked out" in summary.render()) is not known
