@@ -711,3 +711,30 @@ def test_past_its_work_bound_the_summary_knows_no_constant_and_no_flow(
     assert summary.complete and summary.flows_known is known
     assert args_at(summary, "transfer")[699] == ([699] if known else ["?"])
     assert ("Data flows: not worked out" in summary.render()) is not known
+
+
+@pytest.mark.parametrize(("entries", "claimed"), [(5, True), (25, False)])
+def test_past_max_steps_no_call_is_claimed_on_every_path(entries: int, claimed: bool) -> None:
+    """``CALL t1`` runs on every path. Each trampoline at the end of the plan brings the body
+    one call fewer that every path made, so the body's 4,800 states are visited again once
+    per trampoline: 5 stay within ``MAX_STEPS`` visits and the call is claimed; 25 go past
+    it, and the summary claims no call (the line is shown conditional)."""
+
+    @dataclass(frozen=True)
+    class Tool:
+        name: str
+        params: tuple[str, ...] = ()
+        n_results: int = 0
+
+    tools = [Tool(f"t{i}") for i in range(1, entries + 1)]
+    plan = "".join(f"CALL t{i}\nCMP R1, {i}\nJE e{i}\n" for i in range(1, entries + 1)) + "HLT\n"
+    plan += "body:\n" + "CALL sub\n" * 400 + "HLT\nsub:\n" + "NOP\n" * 10 + "RET\n"
+    plan += "".join(f"e{i}:\nJMP body\n" for i in range(entries, 0, -1))
+    program = parse(plan)
+    assert isinstance(program, Program)
+    summary = analysis_summary.summarize(program, tools)
+    assert summary.complete and summary.ends
+    first = summary.tool("t1")
+    assert first is not None
+    assert (first.min_calls, first.max_calls, first.conditional) == (1, 1, False)
+    assert first.sites[0].conditional is not claimed
