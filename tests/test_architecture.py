@@ -217,6 +217,24 @@ def test_every_opcode_has_its_facts_and_a_handler() -> None:
         assert info.flow != "call" or op is Opcode.CALL, op
 
 
+def test_every_operand_form_of_the_table_is_spelled_with_known_kinds_and_registers() -> None:
+    """The table's forms are read from their spelling once, at import: a misspelt operand kind
+    or implicit register (``"+EXA"``) would not fail there, so it fails here."""
+    from typing import get_args
+
+    from llassembly.language.instructions import OPCODE_INFO, OperandKind, _form, register_index
+
+    kinds = set(get_args(OperandKind))
+    for op, info in OPCODE_INFO.items():
+        for form in info.shapes:
+            assert set(form.kinds) <= kinds, (op, form)
+            registers = form.implicit_reads + form.implicit_writes
+            assert all(isinstance(index, int) for index in registers), (op, form)
+    eax, edx = register_index("EAX"), register_index("EDX")
+    assert _form("+reg, value; +EAX =EDX").implicit_writes == (eax, edx)
+    assert None in _form("reg; +EXA").implicit_reads  # (a misspelt register: the check can fail)
+
+
 def test_successors_is_the_one_control_flow_rule() -> None:
     from llassembly.language.instructions import (
         OPCODE_INFO,
