@@ -139,8 +139,8 @@ def render(value: Value, spec: str = "") -> str:
             raise ValueError(f"the format {spec} is for text, and this is a number")
         if kind == "d" and type(value) is float:
             value = int(format(value, ".0f"))
-        if kind == "" and "." in spec and type(value) is int:
-            spec += "f"  # {R1:.2} on a whole number: two decimals, as on a float
+        if kind == "" and "." in spec:  # {R1:.2}: two decimals on any number, int or float
+            spec += "f"  # (Python's would refuse an int, and give 2 digits of a float: 2.7e+03)
         return format(value, spec)
     if type(value) is str:
         return value

@@ -37,9 +37,12 @@ def test_a_text_format_on_a_number_is_an_error() -> None:
     assert render("ab", "s") == "ab"
 
 
-def test_a_precision_without_a_type_on_a_whole_number_gives_decimals() -> None:
-    """Python's ``format(5, ".2")`` raises; the plan's ``{R1:.2}`` on 5 writes ``5.00``."""
-    assert render(5, ".2") == "5.00"
+def test_a_precision_without_a_type_on_a_number_gives_decimals() -> None:
+    """Python's ``format(5, ".2")`` raises and ``format(2712.5, ".2")`` is ``2.7e+03``; the
+    plan's ``{R1:.2}`` writes two decimals on any number (5 and 5.0 alike), as ``.2f`` does."""
+    assert render(5, ".2") == "5.00" == render(5.0, ".2")
+    assert render(2712.5, ".2") == "2712.50" and render(2712.5, ",.1") == "2,712.5"
+    assert render(0.125, "8.2") == "    0.12" and render("Oslo", ".2") == "Os"
     program = parse('MOV R1, 5\nSAY "{R1:.2} and {R1:5.1}"')
     assert isinstance(program, Program)
     assert Emulator(program, []).run().answer == "5.00 and   5.0"
