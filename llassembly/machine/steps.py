@@ -521,9 +521,9 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         count = st.regs[ECX_INDEX]
         if type(count) is not int:
             raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
-        st.regs[ECX_INDEX] = count = count - 1
-        if count < -INT_MAX:
+        if count == INT_MIN:
             raise fail(ins, "LOOP overflowed the 64-bit integer range", plain=True)
+        st.regs[ECX_INDEX] = count = count - 1
         return target if count != 0 else pc + 1
 
     return loop
