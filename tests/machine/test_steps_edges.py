@@ -96,8 +96,13 @@ def test_an_instruction_that_fails_on_its_known_values_fails_in_the_summary() ->
     [
         ('MOV EBX, 1\nLEA EAX, EBX\nPUSH "a"\nCALL restart', 1, FAILS),  # the LEA's own error
         ('MOV EAX, 1\nCMP EAX, 1\nJE EAX\nPUSH "a"\nCALL restart', 2, None),  # no step: cannot tell
+        (
+            'section .rodata\nro dd 5\nsection .text\nPUSH 1\nPOP ro\nPUSH "a"\nCALL restart',
+            1,
+            None,  # a destination no step writes: cannot tell
+        ),
     ],
-    ids=["lea-of-a-register", "branch-to-a-register"],
+    ids=["lea-of-a-register", "branch-to-a-register", "pop-into-read-only-data"],
 )
 def test_the_summary_of_a_plan_that_does_not_verify_runs_what_it_can(
     plan: str, pc: int, outcome: object
