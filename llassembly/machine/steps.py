@@ -114,10 +114,7 @@ def _arithmetic(
     ``SUB``, ``INC``, ``DEC`` and ``MUL``, the steps of every loop, so kept to few calls."""
     if type(a) is str or type(b) is str or a is None or b is None:
         _numbers(ins, a, b)
-    try:
-        result = op(a, b)
-    except OverflowError:  # an int too large to mix with a float
-        raise fail(ins, f"{ins.mnemonic} overflowed the number range", plain=True) from None
+    result = op(a, b)
     if type(result) is not int or not INT_MIN <= result <= INT_MAX:
         _checked(ins, result)
     st.zf, st.lt, st.flag_mode = result == 0, result < 0, ORDERED
@@ -170,10 +167,7 @@ def _divide(ins: Instruction, a: Value, b: Value) -> tuple[int | float, int | fl
     if type(a) is int and type(b) is int:
         quotient = abs(a) // abs(b) * (-1 if (a < 0) != (b < 0) else 1)
         return _checked(ins, quotient), a - quotient * b
-    try:
-        return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
-    except OverflowError:
-        raise fail(ins, f"{ins.mnemonic} overflowed the number range", plain=True) from None
+    return _checked(ins, a / b), math.fmod(a, b)  # type: ignore[operator,arg-type]
 
 
 def _quotient(ins: Instruction, st: MachineState, a: Value, b: Value) -> Value:
@@ -261,8 +255,6 @@ def _sse(
         return _checked(ins, op(float(a), float(b)))  # type: ignore[arg-type]
     except ZeroDivisionError:
         raise fail(ins, f"{ins.mnemonic}: division by zero", plain=True) from None
-    except (OverflowError, ValueError):
-        raise fail(ins, f"{ins.mnemonic} gave no finite number", plain=True) from None
 
 
 def _convert(
@@ -521,9 +513,9 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         count = st.regs[ECX_INDEX]
         if type(count) is not int:
             raise fail(ins, f"LOOP counts down ECX, which holds {show(count)}, not a whole number")
-        st.regs[ECX_INDEX] = count = count - 1
-        if count < -INT_MAX:
+        if count == INT_MIN:
             raise fail(ins, "LOOP overflowed the 64-bit integer range", plain=True)
+        st.regs[ECX_INDEX] = count = count - 1
         return target if count != 0 else pc + 1
 
     return loop
@@ -602,8 +594,6 @@ _COMPILERS: dict[Opcode, Compiler] = {
     Opcode.HLT: _compile_own,
     Opcode.NOP: _compile_own,
 }
-if set(_COMPILERS) != set(Opcode):  # a missing handler fails at import, not at run time
-    raise ImportError(f"opcodes without a handler: {set(Opcode) ^ set(_COMPILERS)}")
 
 
 @dataclass(frozen=True, slots=True)

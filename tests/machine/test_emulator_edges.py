@@ -1,0 +1,96 @@
+"""Edges of the emulator's run (``llassembly.machine.emulator``): a tested call that fails
+under ``arun`` and with data-flow policies, a state at a ``CALL`` with too few values, an
+instruction that fails while a call issued ahead is outstanding."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from llassembly import parse_program
+from llassembly.analysis.policies import never_from
+from llassembly.errors import AsmRuntimeError
+from llassembly.machine.emulator import Emulator, adrive
+from llassembly.machine.state import MachineState
+
+
+def boom(city: str) -> int:
+    """Fail for every city."""
+    raise ValueError(f"no such city: {city}")
+
+
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return key.upper()
+
+
+TESTED = 'PUSH "Oslo"\nCALL boom\nJC bad\nHLT\nbad: MOV R1, EAX\nPUSH "x"\nCALL lookup\nPOP R2'
+ERROR = "tool 'boom' raised ValueError: no such city: Oslo"
+
+
+def test_arun_throws_a_tested_calls_failure_into_the_plan_which_goes_on() -> None:
+    result = asyncio.run(Emulator(parse_program(TESTED), [boom, lookup]).arun())
+    assert result.registers == {"R1": ERROR, "R2": "X", "EAX": ERROR}
+
+
+def test_a_tested_calls_flags_and_eax_derive_from_its_tool() -> None:
+    policy = never_from("lookup", "key", ["boom"])
+    emulator = Emulator(parse_program(TESTED), [boom, lookup], dataflow=[policy])
+    assert emulator.run().registers["R2"] == "X"  # "x" is the plan's own: the policy allows it
+    provenance = emulator.snapshot()["provenance"]
+    assert provenance["flags"] == ["boom"]
+    assert provenance["registers"] == {"EAX": ["boom"], "R1": ["boom"], "R2": ["lookup"]}
+
+
+def test_a_state_at_a_call_without_its_values_fails_at_the_call() -> None:
+    """A state given back at a ``CALL`` whose values are not on the stack (no run leaves one)."""
+    plan = 'PUSH "a"\nCALL lookup\nPOP EBX'
+    emulator = Emulator(parse_program(plan), [lookup], state=MachineState(pc=1))
+    with pytest.raises(
+        AsmRuntimeError, match=r"line 2: CALL lookup needs 1 values on the stack, found 0"
+    ):
+        emulator.run()
+    assert emulator.state.tool_calls == 0
+
+
+def test_an_address_that_fails_while_a_call_is_outstanding_fails_once_the_call_is_done() -> None:
+    """Issued ahead, the call is outstanding when ``ADD ECX, [row + EBX]`` comes: its address
+    is not at a cell, so it does not wait for the call; it fails, as run in order, after it."""
+    plan = (
+        "section .data\nrow dd 1, 2\nsection .text\n"
+        'MOV [row], 3\nMOV EBX, 5\nPUSH "a"\nCALL lookup\nADD ECX, [row + EBX]\nPOP EDX'
+    )
+    emulator = Emulator(parse_program(plan), [lookup], parallel_tools=True)
+    assert [call.args for call in emulator.advance_batch()] == [{"key": "a"}]
+    fault = emulator.snapshot()["fault"]
+    assert (fault["type"], fault["line"]) == ("AsmRuntimeError", 8)
+    emulator.complete_batch(["A"])
+    with pytest.raises(AsmRuntimeError, match=r"line 8: \[row \+ EBX\] is at byte 5 of 'row'"):
+        emulator.advance_batch()
+    assert emulator.state.stack == ["A"]  # the call completed; the failing ADD wrote nothing
+
+
+def test_adrive_throws_a_failed_request_into_the_body_which_may_ask_again() -> None:
+    """What a query's attempts do (an error reply, then asked once more): the body catches
+    the failure and makes a new request, which is awaited as the first was."""
+    asked: list[str] = []
+
+    def body() -> Generator[str, Any, str]:
+        try:
+            yield "first"
+        except RuntimeError as exc:
+            answer = yield f"again after {exc}"
+            return f"got {answer}"
+        return "not reached"
+
+    async def execute(request: str) -> str:
+        asked.append(request)
+        if request == "first":
+            raise RuntimeError("down")
+        return request.upper()
+
+    assert asyncio.run(adrive(body(), execute)) == "got AGAIN AFTER DOWN"
+    assert asked == ["first", "again after down"]

@@ -1,0 +1,227 @@
+"""Edges of reading tools and their results (``llassembly.machine.externs``): odd
+annotations, JSON schemas and docstrings a tool may declare, results a tool may return, and
+values a caller may pass that no plan pushes."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from typing import Annotated, Any, Literal
+
+import pytest
+from langchain_core.tools import StructuredTool, tool
+from langgraph.errors import GraphInterrupt
+from pydantic import AfterValidator, ValidationError
+
+from llassembly import verify
+from llassembly.analysis.shapes import shape_of
+from llassembly.errors import ToolArgumentError, UsageError
+from llassembly.machine.externs import Extern, _first_error, externs_from, label, to_value
+
+
+def one(item: Any) -> Extern:
+    return next(iter(externs_from([item]).values()))
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def _never(value: int) -> int:
+    return value // 0
+
+
+def judged_at_run(x: Annotated[int, AfterValidator(_never)]) -> int:
+    """A validator that raises an error pydantic does not make its own."""
+    return x
+
+
+def test_a_validator_that_cannot_judge_one_value_leaves_it_to_the_run() -> None:
+    extern = one(judged_at_run)
+    assert extern.refuses(0, 5) is None
+    assert extern.refuses(0, "five") == (
+        "argument 'x': expected int, got 'five' (could not convert string to float: 'five')"
+    )
+
+
+def unhashable(x: Annotated[int, ["metadata", "in", "a", "list"]]) -> int:
+    """An annotation that cannot be hashed (no cached adapter)."""
+    return x
+
+
+def test_an_annotation_that_cannot_be_hashed_is_still_checked() -> None:
+    extern = one(unhashable)
+    assert extern.refuses(0, 5) is None
+    assert extern.refuses(0, 2.5) == "argument 'x': expected int, got 2.5 (not a whole number)"
+
+
+def either(x: int | float) -> float:
+    """A union of two kinds."""
+    return x
+
+
+def test_a_union_is_labelled_by_its_kinds() -> None:
+    assert label(shape_of(int | str)) == "int | str"
+    refusal = one(either).refuses(0, "abc")
+    assert refusal is not None and refusal.startswith("argument 'x': expected int | float, got")
+
+
+def ratio(x: float) -> float:
+    """A float."""
+    return x
+
+
+def test_an_integer_too_large_for_a_float_is_refused_as_an_argument() -> None:
+    """No plan pushes one, but ``convert_args`` (and ``Emulator.call_at``) take plain data."""
+    with pytest.raises(ToolArgumentError, match=r"argument 'x': expected float, got .* \(too lar"):
+        one(ratio).convert_args([10**400])
+    assert one(ratio).convert_args([2]) == {"x": 2.0}
+
+
+def test_a_validation_error_with_no_line_errors_is_read_as_its_text() -> None:
+    """Pydantic does not raise one itself; a schema's own code may."""
+    exc = ValidationError.from_exception_data("Arguments", [])
+    assert _first_error(exc) == ("", "0 validation errors for Arguments")
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def test_an_extern_with_neither_a_tool_nor_a_function_cannot_be_called_async() -> None:
+    with pytest.raises(UsageError, match="extern 'noop' has neither a tool nor a function"):
+        asyncio.run(Extern("noop", ()).acall({}))
+
+
+@tool(response_format="content_and_artifact")
+def blocks(q: str) -> tuple[list[Any], dict[str, int]]:
+    """Answer in content blocks."""
+    content = [{"type": "text", "text": f"Hello {q}"}, ", ", {"type": "image", "url": "u"}]
+    return [*content, {"type": "text", "text": "!"}], {"raw": 1}
+
+
+def test_a_content_and_artifact_tools_blocks_are_read_as_their_text() -> None:
+    assert one(blocks).call({"q": "you"}) == "Hello you, !"
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+class Text(str):
+    pass
+
+
+class Number(float):
+    pass
+
+
+class Hue(enum.Enum):
+    RED = "red"
+
+
+class Deep:
+    def __str__(self) -> str:
+        raise RecursionError
+
+
+class Asks(int):
+    def __int__(self) -> int:
+        raise GraphInterrupt(())
+
+
+def test_subclasses_of_text_and_float_are_held_as_the_plain_value() -> None:
+    held = to_value(Text("x")), to_value(Number(1.5))
+    assert held == ("x", 1.5) and (type(held[0]), type(held[1])) == (str, float)
+
+
+def test_an_enum_inside_data_is_written_by_its_value() -> None:
+    assert to_value({"hue": Hue.RED, "all": [Hue.RED]}) == '{"hue":"red","all":["red"]}'
+
+
+def test_a_result_whose_text_recurses_too_deeply_cannot_be_held() -> None:
+    with pytest.raises(ValueError, match="the tool returned data nested too deeply to hold"):
+        to_value(Deep())
+
+
+def test_an_interrupt_from_a_results_own_code_is_not_a_conversion_error() -> None:
+    with pytest.raises(GraphInterrupt):
+        to_value(Asks(3))
+
+
+# -- reading a tool ---------------------------------------------------------------------------
+
+
+def clashes(model_dump: int) -> int:
+    """A parameter named as a pydantic model's method."""
+    return model_dump
+
+
+def test_a_function_whose_parameters_cannot_be_read_is_refused() -> None:
+    with pytest.raises(UsageError, match="cannot read the parameters of tool 'clashes': Field "):
+        one(clashes)
+
+
+def _anything(**kwargs: Any) -> int:
+    return 1
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mode": {"const": "fast"},
+        "wrapped": {"allOf": [{"type": "integer"}]},
+        "maybe": {"type": ["integer", "null"]},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "missing": {"$ref": "#/$defs/Nowhere"},
+    },
+    "required": ["mode", "wrapped", "maybe", "pair", "counts", "missing"],
+}
+
+
+def test_a_json_schemas_properties_are_read_as_the_types_they_declare() -> None:
+    declared = StructuredTool.from_function(
+        _anything, name="declared", description="Declared.", args_schema=SCHEMA
+    )
+    annotations = {p.name: p.annotation for p in one(declared).params}
+    assert annotations == {
+        "mode": Literal["fast"],
+        "wrapped": int,
+        "maybe": int | None,
+        "pair": tuple[int, str],
+        "counts": dict[str, int],
+        "missing": Any,  # a $ref to no definition: anything
+    }
+
+
+def long_default(text: str = "a" * 30, short: str = "hi", hue: Hue = Hue.RED) -> int:
+    """Defaults."""
+    return 1
+
+
+def test_a_long_default_or_one_that_is_no_plain_value_is_not_shown() -> None:
+    assert [p.default_text for p in one(long_default).params] == ["", '"hi"', ""]
+
+
+@tool
+def forecast(city: str, days: int) -> str:
+    """Weather for a city.
+
+    Args:
+        city: The city.
+
+        days: How many days.
+    Returns:
+        The forecast.
+    """
+    return city
+
+
+def test_the_args_section_of_a_tools_description_skips_blank_lines_and_ends_at_the_next() -> None:
+    assert [(p.name, p.description) for p in one(forecast).params] == [
+        ("city", "The city."),
+        ("days", "How many days."),
+    ]
+
+
+def test_verify_refuses_what_is_not_a_parsed_plan() -> None:
+    with pytest.raises(UsageError, match=r"verify\(\) takes a Program from parse\(\), got str"):
+        verify("MOV EAX, 1", [])  # type: ignore[arg-type]
