@@ -692,6 +692,14 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             )
         except Exception as exc:
             raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
+        taken = {*typing.cast(type[BaseModel], schema).model_fields, *injected, "self"}
+        left_out = [repr(p.name) for p in signature if p.default is p.empty and p.name not in taken]
+        if left_out:  # (LangChain's schema drops them; the tool node would fail the same way)
+            raise UsageError(
+                f"tool {name!r} requires {', '.join(left_out)}, which its schema leaves out "
+                "(LangChain leaves out a parameter whose name starts with '_', run_manager and "
+                "callbacks), so no call could pass it: rename it or give it a default"
+            )
         about = inspect.getdoc(item) or ""
     returns = hints.get("return", Any)
     if is_tool and item.response_format == "content_and_artifact" and get_origin(returns) is tuple:

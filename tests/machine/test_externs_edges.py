@@ -225,3 +225,24 @@ def test_the_args_section_of_a_tools_description_skips_blank_lines_and_ends_at_t
 def test_verify_refuses_what_is_not_a_parsed_plan() -> None:
     with pytest.raises(UsageError, match=r"verify\(\) takes a Program from parse\(\), got str"):
         verify("MOV EAX, 1", [])  # type: ignore[arg-type]
+
+
+def test_a_required_parameter_the_schema_leaves_out_is_refused_by_name() -> None:
+    """LangChain's schema of a function leaves out ``_x``, ``run_manager`` and ``callbacks``; a
+    plan could never pass one that has no default, so the tool is refused when it is read (it
+    would fail at its first call), and one with a default is read as the schema says."""
+
+    def pay(_account: int, amount: int) -> int:
+        return amount
+
+    def log(amount: int, callbacks: object) -> int:
+        return amount
+
+    def fine(amount: int, _account: int = 0, callbacks: object = None) -> int:
+        return amount
+
+    with pytest.raises(UsageError, match=r"^tool 'pay' requires '_account', which its schema"):
+        externs_from([pay])
+    with pytest.raises(UsageError, match=r"requires 'callbacks'.*rename it or give it a default$"):
+        externs_from([log])
+    assert [p.name for p in externs_from([fine])["fine"].params] == ["amount"]
