@@ -592,6 +592,8 @@ def _text(x: Any) -> str:
         return str(x)
     except RecursionError:  # (to_value says so)
         raise
+    except compat.bubbling_errors():  # an interrupt from the object's own code passes
+        raise
     except Exception:  # the object's own __str__ may raise anything
         raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
 

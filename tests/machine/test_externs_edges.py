@@ -141,9 +141,20 @@ def test_a_result_whose_text_recurses_too_deeply_cannot_be_held() -> None:
         to_value(Deep())
 
 
+class AsksWhenShown:
+    """A result with no JSON form whose text asks a person first."""
+
+    def __str__(self) -> str:
+        raise GraphInterrupt(())
+
+
 def test_an_interrupt_from_a_results_own_code_is_not_a_conversion_error() -> None:
     with pytest.raises(GraphInterrupt):
         to_value(Asks(3))
+    with pytest.raises(GraphInterrupt):  # from the text of an object with no JSON form too
+        to_value(AsksWhenShown())
+    with pytest.raises(GraphInterrupt):
+        to_value({"who": AsksWhenShown()})
 
 
 # -- reading a tool ---------------------------------------------------------------------------
