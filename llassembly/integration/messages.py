@@ -295,6 +295,7 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
     if response_format is None or not text or text.lstrip()[:1] not in "{[":
         return None
     from langchain.agents.structured_output import (
+        AutoStrategy,
         ProviderStrategy,
         ProviderStrategyBinding,
         ToolStrategy,
@@ -304,8 +305,10 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
         specs = [response_format.schema_spec]
     elif isinstance(response_format, ToolStrategy):
         specs = list(response_format.schema_specs)
-    else:  # AutoStrategy or a bare schema
-        specs = ToolStrategy(getattr(response_format, "schema", response_format)).schema_specs
+    elif isinstance(response_format, AutoStrategy):
+        specs = ToolStrategy(response_format.schema).schema_specs
+    else:  # a bare schema (a middleware's override): a pydantic model's .schema is a method
+        specs = ToolStrategy(response_format).schema_specs
     for spec in specs:
         try:
             return ProviderStrategyBinding.from_schema_spec(spec).parse(AIMessage(content=text))

@@ -156,3 +156,17 @@ def test_a_data_label_named_like_a_register_is_refused_before_any_tool_runs() ->
     assert "line 2" in str(caught.value)
     assert "register" in str(caught.value)
     assert CALLS == []
+
+
+def test_a_rejection_of_many_problems_lists_twenty_and_counts_the_rest() -> None:
+    CALLS.clear()
+    program = parse("\n".join(f"CALL launch{n}" for n in range(1, 24)))
+    assert isinstance(program, Program)
+    with pytest.raises(PlanRejected) as caught:
+        Emulator(program, [log, add]).run()
+    assert len(caught.value.diagnostics) == 23  # every problem is kept
+    message = str(caught.value)
+    assert "line 20, column 6: unknown tool 'launch20'" in message
+    assert "launch21" not in message
+    assert message.endswith("\n... and 3 more problems like these")
+    assert CALLS == []

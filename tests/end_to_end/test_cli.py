@@ -937,3 +937,73 @@ def test_run_json_when_a_tool_raises_an_error_whose_text_raises(tmp_path: Path) 
         "run", plan(tmp_path, "NOP\n"), "--tools", "cli_tools:unprintable_factory"
     )
     assert code == 3 and "a Unprintable that cannot be shown" in data["error"]["message"]
+
+
+# --- what no plan of the examples reaches: odd values, streams and demos -----------------------
+
+
+class BrokenRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_value_whose_repr_raises_is_shown_by_its_type() -> None:
+    from llassembly.cli import show
+
+    assert show(BrokenRepr()) == "<unprintable BrokenRepr>"
+    assert show(10**5000) == "<int of 16610 bits>"
+
+
+def test_text_for_a_stream_of_an_encoding_python_does_not_know_is_ascii_escaped() -> None:
+    from llassembly.cli import printable
+
+    class Odd(io.StringIO):
+        encoding = "no-such-codec"  # type: ignore[assignment]
+
+    assert printable("café \ud800 ok", Odd()) == "caf\\xe9 \\ud800 ok"
+    assert printable("plain", Odd()) == "plain"
+
+
+def test_json_of_odd_values_is_text_that_says_what_they_were() -> None:
+    from llassembly.cli import plain
+
+    deep: list[Any] = []
+    for _ in range(sys.getrecursionlimit() + 100):
+        deep = [deep]
+    assert plain(deep) == "<list nested too deeply to show>"
+    assert plain([1.5, float("inf"), float("-inf")]) == [1.5, "inf", "-inf"]
+    assert plain(float("nan")) == "nan"
+    assert plain(b"\xff\xfe") == "b'\\xff\\xfe'"  # bytes that are no UTF-8
+    assert plain(b"ok") == "ok"
+
+
+def test_a_demo_missing_a_module_of_its_own_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo is installed but a module it imports is not: that error, not 'install it'."""
+    import llassembly.cli as cli_module
+
+    def import_module(name: str) -> Any:
+        raise ModuleNotFoundError("No module named 'pygame'", name="pygame")
+
+    monkeypatch.setattr(cli_module.importlib, "import_module", import_module)
+    with pytest.raises(ModuleNotFoundError) as caught:
+        main(["demo"], out=io.StringIO())
+    assert caught.value.name == "pygame"
+
+
+def test_a_demo_that_stops_on_the_librarys_error_exits_2_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import types
+
+    from llassembly.errors import ToolExecutionError
+
+    demo = types.ModuleType("llassembly_demo.cli")
+
+    def demo_main(argv: list[str], out: Any) -> int:
+        raise ToolExecutionError("move", RuntimeError("blocked"), line=4, source="CALL move")
+
+    demo.main = demo_main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "llassembly_demo.cli", demo)
+    code, out = cli("demo", "--quiet")
+    assert code == 2
+    assert out == "stopped: line 4: tool 'move' raised RuntimeError: blocked (CALL move)\n"

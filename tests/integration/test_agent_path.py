@@ -21,6 +21,7 @@ from conftest import TESTS, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import (
+    AgentMiddleware,
     HumanInTheLoopMiddleware,
     ModelCallLimitMiddleware,
     ToolCallLimitMiddleware,
@@ -916,3 +917,76 @@ async def test_with_langsmith_bookkeeping_inline_an_async_plan_runs_and_pauses_a
     assert inline_log == log == [("ping", 1), ("set_heater", 3), ("ping", 2)]
     assert shape(inline_messages) == shape(messages)
     assert unanswered(inline_messages) == []
+
+
+class Rewriting(AgentMiddleware[Any, Any]):
+    """A tool middleware that replaces each result's text (a redaction)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        message = handler(request)
+        return message.model_copy(update={"content": self.text})
+
+
+@pytest.mark.parametrize(("text", "registers"), [("41", {"R1": 41}), ("[redacted]", None)])
+def test_a_result_a_middleware_rewrote_is_read_from_its_text_by_the_declared_type(
+    text: str, registers: dict[str, Any] | None
+) -> None:
+    """The agent sees the rewritten text, so the plan reads it: as an ``int`` when it is one,
+    else the plan stops on a result that cannot be read as the tool's declared type."""
+
+    @tool
+    def count() -> int:
+        """A count."""
+        return 7
+
+    app = agent([asm("CALL count\nPOP R1")], [count], Rewriting(text))
+    final = app.invoke({"messages": [HumanMessage("count")]})["messages"][-1]
+    record = meta(final)
+    if registers is not None:
+        assert (record["status"], record["registers"]) == ("finished", registers)
+    else:
+        assert record["status"] == "stopped"
+        assert record["error"]["type"] == "AsmRuntimeError"
+        assert record["error"]["detail"] == (
+            "tool 'count' is declared to return int, but its result '[redacted]' cannot be "
+            "read as one"
+        )
+
+
+@pytest.mark.parametrize(
+    ("returns", "text", "expected"),
+    [
+        (int, "[1]", None),  # JSON, but no number
+        (int, '"3"', None),
+        (int, "1e999", None),  # JSON reads it as infinity
+        (float, "NaN", None),
+        (None, '"hi"', '"hi"'),  # undeclared: text that happens to be a JSON string stays text
+        (None, "[1, 2]", [1, 2]),
+        (None, "Infinity", None),
+        (None, "1e999", None),
+    ],
+)
+def test_a_result_text_is_refused_when_it_reads_as_no_value_of_its_type(
+    returns: Any, text: str, expected: Any
+) -> None:
+    from llassembly.errors import AsmRuntimeError
+    from llassembly.integration.calls import decode_text
+    from llassembly.machine.externs import externs_from
+    from llassembly.machine.state import ToolCall
+
+    def measure():  # type: ignore[no-untyped-def]
+        """A measure."""
+
+    if returns is not None:
+        measure.__annotations__["return"] = returns
+    extern = externs_from([measure])["measure"]
+    pending = ToolCall("measure", {}, 1, 3, "CALL measure", 1)
+    if expected is None:
+        with pytest.raises(AsmRuntimeError, match=r"^line 3: tool 'measure' is declared"):
+            decode_text(extern, text, pending)
+    else:
+        got = decode_text(extern, text, pending)
+        assert got == expected and type(got) is type(expected)

@@ -551,3 +551,51 @@ def test_a_policy_can_read_constant_arguments() -> None:
     assert ops.log == ALL_CALLS
     assert "line 11: send_email may only write to a constant" in app.scripted.calls[1][-1].text
     assert meta(out["messages"][-1])["repairs"] == 1
+
+
+def test_a_decision_in_a_list_of_one_as_the_batched_hitl_resumes_is_taken() -> None:
+    """``{"decisions": [d]}`` (HumanInTheLoopMiddleware's batched shape) answers as ``d``."""
+    ops = Ops()
+    app = build("agent", [PLAN], ops.tools(), InMemorySaver(), approve_plan=True)
+    start(app)
+    out = app.invoke(Command(resume={"decisions": [{"type": "approve"}]}), THREAD)
+    assert ops.log == ALL_CALLS and meta(out["messages"][-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("resume", "error"),
+    [
+        ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, "plan approval is answered"),
+        ({"decisions": {"type": "approve"}}, "plan approval is answered"),
+        ({"type": "edit"}, "an 'edit' plan-approval decision needs the new plan text as 'plan'"),
+        ({"type": "edit", "plan": None}, "an 'edit' plan-approval decision needs the new plan"),
+        ({"type": "reject", "message": 3}, "the 'message' of a 'reject' decision must be text"),
+    ],
+)
+def test_a_decision_of_the_wrong_shape_is_refused_and_nothing_runs(
+    resume: dict[str, Any], error: str
+) -> None:
+    ops = Ops()
+    app = build("agent", [PLAN], ops.tools(), InMemorySaver(), approve_plan=True)
+    start(app)
+    with pytest.raises(UsageError, match=error):
+        app.invoke(Command(resume=resume), THREAD)
+    assert ops.log == []
+
+
+@pytest.mark.parametrize("config", ["yes", None, 1])
+def test_unless_plan_approved_refuses_a_config_of_no_known_kind(config: Any) -> None:
+    with pytest.raises(UsageError, match=r"interrupt_on\['restart'\] must be True, False or a"):
+        unless_plan_approved({"restart": config})
+
+
+def test_unless_plan_approved_keeps_false_and_each_configs_keys() -> None:
+    out = unless_plan_approved(
+        {"restart": False, "send_email": {"allowed_decisions": ["approve"], "description": "d"}}
+    )
+    assert out["restart"] is False
+    assert {k: v for k, v in out["send_email"].items() if k != "when"} == {
+        "allowed_decisions": ["approve"],
+        "description": "d",
+    }
+    assert out["send_email"]["when"](object()) is True  # no plan approved: asked as before

@@ -264,3 +264,51 @@ def test_the_tool_node_injects_state_a_state_key_the_store_and_the_runtime() -> 
     }  # fmt: skip
     assert call["args"] == {"x": 1, "call_id": "forged"}  # the caller's call is left as it was
     assert used.invoke({**injected, "type": "tool_call"}).content == "1"  # the id: invoke's
+
+
+def test_a_tool_whose_function_has_no_signature_is_invoked_not_called_directly() -> None:
+    """(``invoke`` then fails as LangChain fails such a tool: the call's failure.)"""
+    from llassembly.compat import direct_function
+
+    class Pair(BaseModel):
+        a: int
+        b: int
+
+    biggest = StructuredTool(name="biggest", description="The larger.", args_schema=Pair, func=max)
+    assert direct_function(biggest) is None  # inspect.signature(max) raises ValueError
+
+
+def test_a_tool_with_a_json_schema_is_called_with_the_arguments_invoke_reads() -> None:
+    from llassembly.compat import direct_function
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+    tool_ = StructuredTool(name="add", description="Add.", args_schema=schema, func=add)
+    direct = direct_function(tool_)
+    assert direct is not None
+    call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1", "type": "tool_call"}
+    assert direct(call) == 3 == tool_.invoke(call["args"])
+
+
+class NoJsonSchemaOutput(ScriptedChatModel):
+    """A model whose profile says it has structured output, but that cannot bind a schema."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        raise NotImplementedError("no json_schema method")
+
+
+def test_a_model_that_cannot_bind_structured_output_is_asked_without_it() -> None:
+    from llassembly.compat import structured_model
+
+    schema = {"title": "answer", "type": "object", "properties": {"value": {"type": "number"}}}
+    assert structured_model(ScriptedChatModel(replies=[]), schema) is None  # no profile
+    able = ScriptedChatModel(replies=[], profile={"structured_output": True})
+    assert structured_model(able, schema) is not None and able.schemas == [schema]
+    unable = NoJsonSchemaOutput(replies=[], profile={"structured_output": True})
+    assert structured_model(unable, schema) is None

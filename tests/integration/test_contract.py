@@ -28,11 +28,16 @@ from conftest import (
     shape,
 )
 from fakes import ScriptedChatModel
-from langchain.agents.middleware import ModelCallLimitMiddleware, ToolRetryMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelCallLimitMiddleware,
+    ToolRetryMiddleware,
+)
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
 from llassembly.errors import (
     RepairsExhausted,
@@ -590,3 +595,57 @@ async def test_tool_retry_giving_up_stops_the_plan_with_the_error(harness: Harne
     assert box.names() == ["flaky", "flaky"]
     final = out["messages"][-1]
     assert meta(final)["status"] == "stopped" and "flaky" in final.text
+
+
+class Replacing(AgentMiddleware[Any, Any]):
+    """A tool middleware that runs the tool and returns ``value`` instead of its result."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        handler(request)
+        return self.value
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        await handler(request)
+        return self.value
+
+
+async def test_a_tool_middleware_returning_neither_message_nor_command_is_refused(
+    harness: Harness,
+) -> None:
+    """On the agent path the developer's mistake is raised; where the plan runs the call itself
+    (a plan graph, a node) it is the call's failure, and the plan stops on it."""
+    box = Toolbox()
+    run = harness.run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[Replacing("40")]
+    )
+    words = "a tool middleware returned str for 'flaky'; plans need a ToolMessage"
+    if harness.defaults.get("execution") == "agent":
+        with pytest.raises(UsageError, match=words):
+            await run
+    else:
+        out = await run
+        error = meta(out["messages"][-1])["error"]
+        assert (error["type"], error["exception"], error["line"]) == (
+            "ToolExecutionError",
+            "UsageError",
+            4,
+        )
+        assert words in error["detail"]
+    assert box.log == [("flaky", {"x": 4})]
+
+
+@pytest.mark.parametrize("name", [n for n in HARNESSES if not n.startswith("agent-")])
+async def test_a_command_without_the_calls_message_gives_the_plan_empty_text(name: str) -> None:
+    """Where the plan runs the call itself, a ``Command`` that adds no message of the call
+    answers it with no text (the state update is the tool's effect)."""
+    box = Toolbox()
+    command = Command(update={"note": 1})
+    out = await make(name).run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[Replacing(command)]
+    )
+    record = meta(out["messages"][-1])
+    assert (record["status"], record["registers"]) == ("finished", {"R1": ""})
+    assert box.log == [("flaky", {"x": 4})]

@@ -16,7 +16,7 @@ import pytest
 from conftest import asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -413,3 +413,34 @@ def test_calls_run_together_are_each_streamed_as_they_complete(path: str) -> Non
         (2, "Oslo"),
     ]
     assert all("result" in e for e in events)
+
+
+class RawSchemaOverride(AgentMiddleware[Any, Any]):
+    """An outer middleware overriding the request's ``response_format`` with the bare pydantic
+    model (LangChain's model node takes one: it makes it an ``AutoStrategy`` itself)."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request.override(response_format=Weather))
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_response_format_overridden_with_a_bare_model_is_filled_from_the_plan_answer(
+    execution: str,
+) -> None:
+    """A bare pydantic model has a ``schema`` method (pydantic's deprecated one): it was taken
+    for an ``AutoStrategy``'s schema, and the turn raised ``ValueError`` (unsupported schema
+    type: method) instead of validating the answer."""
+    plan = asm(
+        'PUSH "Cairo"\nCALL get_temperature\nPOP xmm0\nSAY \'{"city": "Cairo", "celsius": {xmm0}}\''
+    )
+    model = ScriptedChatModel(replies=[plan])
+    app = create_agent(
+        model,
+        tools=TOOLS,
+        middleware=[RawSchemaOverride(), ToolsPlannerMiddleware(execution=execution)],
+        response_format=Weather,
+        checkpointer=InMemorySaver(),
+    )
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert len(model.calls) == 1

@@ -21,6 +21,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from llassembly.errors import UsageError
 from llassembly.integration.graph import (
     GRANULARITIES,
     PlanGraph,
@@ -311,3 +312,10 @@ def test_a_plan_with_its_own_stack_limit_is_not_compiled_again_as_it_runs(
     assert state["failure"] is None
     assert sum(isinstance(m, ToolMessage) for m in state["messages"]) == 2
     assert again == []
+
+
+@pytest.mark.parametrize("granularity", ["line", "Block", "", None])
+def test_a_plan_graph_of_an_unknown_granularity_is_refused(granularity: Any) -> None:
+    words = r"^granularity must be one of \('block', 'instruction', 'program'\), got "
+    with pytest.raises(UsageError, match=words + re.escape(repr(granularity)) + "$"):
+        _plan_graph("PUSH 1\nPOP R1", granularity, [])

@@ -22,13 +22,15 @@ from conftest import (
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    AgentMiddleware,
     ModelRetryMiddleware,
     ToolCallLimitMiddleware,
 )
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
 
-from llassembly.integration.middleware import ToolsPlannerMiddleware
+from llassembly.integration.middleware import ToolsPlannerMiddleware, answer_of_call
 
 # -- 1. public API ------------------------------------------------------------------------------
 
@@ -106,3 +108,41 @@ async def test_on_the_graph_path_tool_call_limit_middleware_does_not_see_plan_ca
     out = agent.invoke({"messages": [HumanMessage("count")]})
     assert box.names() == ["increment"] * 2
     assert "max_tool_calls budget exceeded: limit 2" in out["messages"][-1].text
+
+
+class Answering(AgentMiddleware[Any, Any]):
+    """An outer middleware that answers every model call itself: first with a call of
+    ``ping``, then with words; the planner's model hook never runs."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            return AIMessage("pinged")
+        call = {"name": "ping", "args": {"x": 1}, "id": "own-1", "type": "tool_call"}
+        return AIMessage("", tool_calls=[call])
+
+
+def test_a_call_and_a_turn_the_planner_did_not_make_pass_it_untouched() -> None:
+    """No planner record: its tool hook hands the call on as it is, and its after-agent hook
+    does nothing."""
+    runs: list[int] = []
+
+    @tool
+    def ping(x: int) -> int:
+        """Ping."""
+        runs.append(x)
+        return x + 1
+
+    model = ScriptedChatModel(replies=[])
+    app = create_agent(model, tools=[ping], middleware=[Answering(), ToolsPlannerMiddleware()])
+    out = app.invoke({"messages": [HumanMessage("ping")]})
+    assert runs == [1] and model.calls == []
+    answer = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.text, m.tool_call_id, m.response_metadata) for m in answer] == [("2", "own-1", {})]
+    assert out["messages"][-1].text == "pinged"
+
+
+def test_a_calls_answer_is_none_when_the_history_holds_no_call_of_it() -> None:
+    answer = ToolMessage("2", tool_call_id="c2")
+    assert answer_of_call([HumanMessage("go"), answer], "c1") is None
+    assert answer_of_call([], "c1") is None
+    assert answer_of_call([HumanMessage("go"), answer], "c2") is answer

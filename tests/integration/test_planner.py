@@ -15,6 +15,7 @@ from llassembly.analysis.summary import PlanSummary
 from llassembly.errors import (
     AsmSyntaxError,
     PlanRejected,
+    UsageError,
 )
 from llassembly.integration.calls import CallContext
 from llassembly.integration.nodes import TURN_KEY, TurnRun, config_for
@@ -126,3 +127,29 @@ def test_config_for_adds_the_run_and_keeps_the_callers_config() -> None:
     assert config["configurable"] == {"thread_id": "t", TURN_KEY: run}
     assert config["tags"] == ["x"]
     assert config_for(run, None)["configurable"] == {TURN_KEY: run}
+
+
+def test_a_stored_plan_that_is_no_program_is_refused_before_any_machine_is_built() -> None:
+    """The turn restarts its machine from the plan text its record keeps: a record altered to
+    hold words where the plan was is refused, not run."""
+    turn = Planner(PlannerOptions())
+    externs = turn.externs_for([inc])
+    with pytest.raises(UsageError, match=r"^the stored plan is no longer a program$"):
+        turn.emulator("It is sunny.", externs, None)
+    with pytest.raises(UsageError, match=r"^the stored plan is no longer a program$"):
+        turn.plan_graph("It is sunny.", externs)
+
+
+def test_the_extern_of_a_tool_that_cannot_be_adapted_is_none_and_kept() -> None:
+    """The tool hook reads a call's result through its tool's extern: a tool named like a
+    register has none, and asking again does not try again."""
+
+    def eax() -> None:
+        """A tool no plan can call."""
+
+    turn = Planner(PlannerOptions())
+    assert turn.extern_of(eax) is None
+    assert turn.extern_of(eax) is None
+    assert turn.extern_of(inc) is turn.extern_of(inc)
+    extern = turn.extern_of(inc)
+    assert extern is not None and extern.name == "inc"

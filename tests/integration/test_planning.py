@@ -237,3 +237,21 @@ async def test_aplan_awaits_the_model_and_repairs_too() -> None:
     assert result.tool_calls == 5 and result.answer == "done"
     with pytest.raises(RepairsExhausted):
         await aplan(ScriptedChatModel(replies=[UNKNOWN_TOOL]), TOOLS, "Warm?", max_repairs=0)
+
+
+class OnlyOneNotify:
+    """A plan policy object with ``__eq__`` and so no hash: ``plan`` keeps no planner for it."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OnlyOneNotify)
+
+    def __call__(self, summary: Any, program: Any) -> list[str]:
+        return max_calls({"notify": 1})(summary, program)
+
+
+def test_an_unhashable_policy_gets_a_planner_of_its_own_and_is_applied() -> None:
+    once = asm('PUSH "Paris"\nCALL notify')
+    model = ScriptedChatModel(replies=[WARM_CITIES, once])
+    found = plan(model, TOOLS, "Warm?", plan_policy=[OnlyOneNotify()])
+    assert found.model_calls == 2 and found.text == once
+    assert "notify" in model.calls[1][-1].text

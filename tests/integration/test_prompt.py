@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pytest
 from langchain.tools import ToolRuntime, tool
@@ -527,3 +527,16 @@ def test_every_tool_blocks_example_verifies() -> None:
         program = parse(example)
         assert isinstance(program, Program)
         assert [d.message for d in check(program, tools)] == [], example
+
+
+class Spot(NamedTuple):
+    x: int
+    y: int
+
+
+def test_a_tuple_parameter_is_shown_as_the_array_of_its_items_or_by_its_name() -> None:
+    def move(to: tuple[int, str], path: list[tuple[float, float]], at: Spot) -> None:
+        """Move."""
+
+    signature = extern_signature(externs_from([move])["move"])
+    assert signature == "move(to: [int, str], path: list[[float, float]], at: Spot) -> nothing"

@@ -403,3 +403,20 @@ def _call(text: str, question: str, shape: str) -> Any:
     from llassembly.machine.state import ToolCall
 
     return ToolCall("query_text", {"text": text, "question": question, "shape": shape}, 0, 1, "", 1)
+
+
+@pytest.mark.parametrize(
+    ("shape", "answer", "problem"),
+    [
+        ('["number"]', '{"value": {"a": 1}}', 'value is {"a": 1}, not a list'),
+        ('["text"]', '{"value": "a, b"}', 'value is "a, b", not a list'),
+        ("number", '{"value": [1]}', "value is [1], not a number"),
+        ("integer", '{"value": true}', "value is true, not an integer"),
+        ("number", '{"value": {"amount": 3}}', 'value is {"amount": 3}, not a number'),
+    ],
+)
+def test_an_answer_of_another_kind_than_a_list_or_number_asked_is_refused(
+    shape: str, answer: str, problem: str
+) -> None:
+    refused = settle(args(shape), Reply(text=answer), [])
+    assert isinstance(refused, list) and refused[0]["problem"] == problem

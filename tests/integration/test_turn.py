@@ -16,15 +16,17 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from llassembly.errors import CallNotRun, RepairsExhausted
+from llassembly.errors import CallNotRun, RepairsExhausted, UsageError
 from llassembly.integration.middleware import ToolsPlannerMiddleware
 from llassembly.integration.nodes import ToolsPlannerNode
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
+from llassembly.integration.query import Reply
 from llassembly.integration.record import KEY
 from llassembly.integration.turn import (
     AskModel,
     AskPerson,
+    AskQuery,
     Begin,
     Finish,
     Proceed,
@@ -255,3 +257,64 @@ def test_a_returned_value_is_the_answer_on_every_driver(case: str, execution: st
         else:
             assert "increment" in final.text  # the summary of the calls that ran
     assert _shape(agent_messages) == _shape(graph_messages)
+
+
+# -- events the turn does not wait for ----------------------------------------------------------
+
+
+def test_an_event_of_another_kind_than_the_turn_waits_for_is_refused(box: Toolbox) -> None:
+    view = _view(box)
+    asked = step(None, Begin(), view)
+    with pytest.raises(UsageError, match=r"^list came while the turn waits for 'plan'$"):
+        step(asked.record, Received([2]), view)
+    started = step(asked.record, Received(AIMessage(PLAN)), view)
+    with pytest.raises(UsageError, match=r"^AIMessage came while the turn waits for 'results'$"):
+        step(started.record, Received(AIMessage(PLAN)), view)
+    done = step(step(started.record, Received([2]), view).record, Received([3]), view)
+    assert isinstance(done.action, Finish)
+    with pytest.raises(UsageError, match=r"^list came while the turn waits for 'nothing'$"):
+        step(done.record, Received([4]), view)
+
+
+def test_proceeding_where_nothing_is_due_is_refused(box: Toolbox) -> None:
+    """Only the turn's driver answers results (agent path) and nothing follows the end."""
+    view = _view(box)
+    started = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
+    with pytest.raises(UsageError, match=r"^nothing is due in a turn at phase 'running'$"):
+        step(started.record, Proceed(), view)
+    done = step(step(started.record, Received([2]), view).record, Received([3]), view)
+    with pytest.raises(UsageError, match=r"^nothing is due in a turn at phase 'done'$"):
+        step(done.record, Proceed(), view)
+
+
+def test_an_edit_that_holds_no_instruction_is_asked_about_again(box: Toolbox) -> None:
+    view = _view(box, approve_plan=True)
+    paused = step(step(None, Begin(), view).record, Received(AIMessage(PLAN)), view)
+    words = "Just add one, twice."
+    again = step(paused.record, Received({"type": "edit", "plan": words}), view)
+    assert isinstance(again.action, AskPerson) and again.record["phase"] == "approval"
+    request = again.action.request
+    assert request["problems"] == [
+        "the edited text holds no instruction: write a program, or reject the plan"
+    ]
+    assert request["rejected_edit"] == words and request["plan"] == PLAN
+    assert again.messages == [] and again.record["tool_calls"] == 0
+
+
+def test_query_replies_of_another_number_than_the_queries_asked_are_refused(
+    box: Toolbox,
+) -> None:
+    view = _view(box, queries=True)
+    asked = step(step(None, Begin(), view).record, Received(AIMessage(QUERY_PLAN)), view)
+    assert isinstance(asked.action, AskQuery) and len(asked.action.requests) == 1
+    two = (Reply(text='{"value": 3}'), Reply(text='{"value": 3}'))
+    with pytest.raises(
+        UsageError, match=r"^query replies came while the turn waits on no such queries$"
+    ):
+        step(asked.record, Received(two), view)
+    with pytest.raises(
+        UsageError, match=r"^query replies came while the turn waits on no such queries$"
+    ):
+        step(asked.record, Received(()), view)
+    one = step(asked.record, Received(two[:1]), view)
+    assert isinstance(one.action, RunCalls) and one.action.calls[0].args == {"x": 3}

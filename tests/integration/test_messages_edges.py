@@ -1,0 +1,140 @@
+"""The messages of a planner turn (``llassembly.integration.messages``), function by function,
+at their edges: a repair request too long to send whole, a failure record of no known kind,
+what the planner is shown of a model's words beside its calls and of the turn's own progress
+notes, a model handler that returned no reply, and answers that do or do not fit the agent's
+``response_format``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from pydantic import BaseModel
+
+from llassembly.errors import Diagnostic, PlanRejected, UsageError
+from llassembly.integration.messages import (
+    MAX_REPAIR_REQUEST_CHARS,
+    answered,
+    failure_words,
+    finished_summary,
+    marked,
+    planner_view,
+    repair_request,
+    structured_from_text,
+)
+
+TAIL = "\n\nWrite the whole corrected program again in one ```asm block."
+
+
+def test_a_repair_request_too_long_is_cut_and_says_so() -> None:
+    long = "x" * 300  # the longest message a diagnostic shows
+    problems = tuple(Diagnostic(n, 1, long, "y" * 200) for n in range(1, 21))
+    request = repair_request(PlanRejected(problems))
+    assert len(request) <= MAX_REPAIR_REQUEST_CHARS
+    assert request.endswith("\n... (more problems not shown)" + TAIL)
+    assert request.startswith("Your program cannot run: ")
+    assert "line 1, column 1: " + long in request
+
+
+def test_a_short_repair_request_is_sent_whole() -> None:
+    request = repair_request(PlanRejected((Diagnostic(2, 1, "unknown instruction", "FROB"),)))
+    assert "more problems not shown" not in request
+    assert request.endswith("line 2, column 1: unknown instruction\n    FROB\n    ^" + TAIL)
+
+
+@pytest.mark.parametrize(
+    ("failure", "words"),
+    [
+        ({}, "the instruction could not go on (an error)"),
+        ({"type": "SomethingNew"}, "the instruction could not go on (SomethingNew)"),
+    ],
+)
+def test_a_failure_of_no_known_kind_is_named_by_its_type_only(
+    failure: dict[str, Any], words: str
+) -> None:
+    assert failure_words(failure) == words
+
+
+def test_the_planner_sees_a_models_words_beside_its_calls_before_the_calls() -> None:
+    call = {"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}
+    asked = HumanMessage("add one")
+    view = planner_view(
+        [
+            asked,
+            AIMessage("", tool_calls=[{**call, "id": "c0"}]),
+            ToolMessage("1", tool_call_id="c0"),
+            AIMessage("Adding one now.", id="m1", name="helper", tool_calls=[call]),
+            ToolMessage("2", tool_call_id="c1"),
+        ]
+    )
+    assert [type(m) for m in view] == [HumanMessage, AIMessage, AIMessage, AIMessage]
+    assert view[0] is asked
+    assert view[1].text == "Tool calls made so far (results not shown):\n1. add: succeeded"
+    words = view[2]
+    assert (words.text, words.id, words.name, words.tool_calls) == (
+        "Adding one now.",
+        "m1",
+        "helper",
+        [],
+    )
+    assert view[3].text == "Tool calls made so far (results not shown):\n1. add: succeeded"
+
+
+def test_the_planner_does_not_see_the_turns_own_drafts_and_notes() -> None:
+    asked = HumanMessage("add one")
+    draft = marked(AIMessage("```asm\nFROB\n```"), "draft")
+    note = marked(AIMessage("The plan has finished; asking for the answer."), "note")
+    answer = marked(AIMessage("2"), "answer")
+    assert planner_view([asked, draft, note, answer]) == [asked, answer]
+
+
+def test_a_model_handler_that_returned_no_reply_is_a_usage_error() -> None:
+    class Response:
+        def __init__(self) -> None:
+            self.result = [HumanMessage("not a reply")]
+
+    with pytest.raises(UsageError, match=r"the model handler returned no AIMessage \(Response\)"):
+        answered(Response())
+    with pytest.raises(UsageError, match=r"returned no AIMessage \(NoneType\)"):
+        answered(None)
+
+
+class Weather(BaseModel):
+    city: str
+    degrees: int
+
+
+class Stock(BaseModel):
+    symbol: str
+
+
+@pytest.mark.parametrize(
+    "response_format",
+    [
+        ProviderStrategy(Weather),
+        ToolStrategy(Weather),
+        ToolStrategy(Stock | Weather),
+        AutoStrategy(Weather),
+        Weather,
+    ],
+    ids=["provider", "tool", "tool-union", "auto", "bare"],
+)
+def test_an_answer_of_the_schema_is_validated_into_it(response_format: Any) -> None:
+    got = structured_from_text(response_format, '{"city": "Oslo", "degrees": 3}')
+    assert got == Weather(city="Oslo", degrees=3)
+
+
+@pytest.mark.parametrize(
+    "response_format",
+    [ProviderStrategy(Weather), ToolStrategy(Stock | Weather), Weather],
+    ids=["provider", "tool-union", "bare"],
+)
+@pytest.mark.parametrize("text", ['{"city": "Oslo"}', '{"city": "Oslo", "degrees": "warm"}', "{"])
+def test_an_answer_that_fits_no_schema_gives_none(response_format: Any, text: str) -> None:
+    assert structured_from_text(response_format, text) is None
+
+
+def test_a_plan_that_called_no_tool_says_it_finished_without_one() -> None:
+    assert finished_summary([]) == "Done: the plan finished without calling a tool."
