@@ -229,7 +229,9 @@ def _running(
     :func:`~llassembly.machine.emulator.drive`), and returns it tagged as :func:`run_call`
     says. A ``return_direct`` tool's result is marked: the run ends with it, and the next run
     must not take the plan up again. Messages a ``Command`` adds beside the result are marked
-    as the call's, so the next step knows they belong to this run."""
+    as the call's, so the next step knows they belong to this run; one that adds no message of
+    the call gets one of no text, so every path reads the same answer and the agent's history
+    answers every call. A middleware's result of another type is the call's failure."""
     noted, tool, extern = compat.Recorded(), request.tool, ctx.externs.get(call.tool)
     if tool is not None and not compat.is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
@@ -261,23 +263,31 @@ def _running(
 
     if isinstance(result, ToolMessage):
         return tagged(result)
-    if not isinstance(result, Command):
-        raise UsageError(
+    if not isinstance(result, Command):  # the call's failure, as a middleware's exception is
+        wrong = UsageError(
             f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
             "plans need a ToolMessage"
         )
+        failed = raised_message(ctx.errors, call, ctx.prefix, wrong)
+        failed.response_metadata[KEY].update(ends)
+        return failed
     update = result.update
-    if result.graph is not None or not isinstance(update, dict) or "messages" not in update:
+    if result.graph is not None or not isinstance(update, dict):
         return result
     messages: list[Any] = []
-    for m in _listed(update["messages"]):
+    answered = False
+    for m in _listed(update.get("messages", [])):
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
-            m = tagged(m)
+            m, answered = tagged(m), True
         elif isinstance(m, BaseMessage):
             m = m.model_copy(
                 update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
             )
         messages.append(m)
+    if not answered and extern is not None:  # the update is the call's effect, its answer no text
+        empty = as_message(extern, call, ctx.prefix, "")
+        empty.response_metadata[KEY].update(extra)
+        messages.append(empty)
     return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
 
 

@@ -615,37 +615,36 @@ class Replacing(AgentMiddleware[Any, Any]):
 async def test_a_tool_middleware_returning_neither_message_nor_command_is_refused(
     harness: Harness,
 ) -> None:
-    """On the agent path the developer's mistake is raised; where the plan runs the call itself
-    (a plan graph, a node) it is the call's failure, and the plan stops on it."""
+    """The developer's mistake is the call's failure on every path, as a middleware that raises
+    is: the plan stops on it at the call's line (``on_tool_error`` decides), nothing is lost."""
     box = Toolbox()
-    run = harness.run(
+    out = await harness.run(
         [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[Replacing("40")]
     )
-    words = "a tool middleware returned str for 'flaky'; plans need a ToolMessage"
-    if harness.defaults.get("execution") == "agent":
-        with pytest.raises(UsageError, match=words):
-            await run
-    else:
-        out = await run
-        error = meta(out["messages"][-1])["error"]
-        assert (error["type"], error["exception"], error["line"]) == (
-            "ToolExecutionError",
-            "UsageError",
-            4,
-        )
-        assert words in error["detail"]
+    error = meta(out["messages"][-1])["error"]
+    assert (error["type"], error["exception"], error["line"]) == (
+        "ToolExecutionError",
+        "UsageError",
+        4,
+    )
+    assert "a tool middleware returned str for 'flaky'; plans need a ToolMessage" in error["detail"]
     assert box.log == [("flaky", {"x": 4})]
 
 
-@pytest.mark.parametrize("name", [n for n in HARNESSES if not n.startswith("agent-")])
-async def test_a_command_without_the_calls_message_gives_the_plan_empty_text(name: str) -> None:
-    """Where the plan runs the call itself, a ``Command`` that adds no message of the call
-    answers it with no text (the state update is the tool's effect)."""
+async def test_a_command_without_the_calls_message_gives_the_plan_empty_text(
+    harness: Harness,
+) -> None:
+    """A ``Command`` that adds no message of the call answers it with no text on every path
+    (the state update is the tool's effect): the agent's history gets the call's message, so
+    the plan goes on and the call counts."""
     box = Toolbox()
     command = Command(update={"note": 1})
-    out = await make(name).run(
-        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[Replacing(command)]
+    out = await harness.run(
+        [asm('PUSH 4\nCALL flaky\nPOP R1\nSAY "got [{R1}]"')],
+        box.sync_tools,
+        tool_middleware=[Replacing(command)],
     )
     record = meta(out["messages"][-1])
     assert (record["status"], record["registers"]) == ("finished", {"R1": ""})
+    assert (record["tool_calls"], out["messages"][-1].content) == (1, "got []")
     assert box.log == [("flaky", {"x": 4})]
