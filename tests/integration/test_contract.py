@@ -612,6 +612,29 @@ class Replacing(AgentMiddleware[Any, Any]):
         return self.value
 
 
+class Refusing(AgentMiddleware[Any, Any]):
+    """A tool middleware that raises before the tool runs."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        raise RuntimeError("the quota service is down")
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        raise RuntimeError("the quota service is down")
+
+
+async def test_a_tool_middlewares_exception_is_the_calls_failure(harness: Harness) -> None:
+    """As a tool's exception is, on every path: the plan stops at the call's line, the tool
+    did not run, and the failure says what the middleware raised."""
+    box = Toolbox()
+    out = await harness.run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")], box.sync_tools, tool_middleware=[Refusing()]
+    )
+    error = meta(out["messages"][-1])["error"]
+    assert (error["exception"], error["line"]) == ("RuntimeError", 4)
+    assert "the quota service is down" in error["detail"]
+    assert box.log == []
+
+
 async def test_a_tool_middleware_returning_neither_message_nor_command_is_refused(
     harness: Harness,
 ) -> None:
