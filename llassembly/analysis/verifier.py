@@ -157,11 +157,12 @@ class PathWalk:
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
-        # Shapes are followed when some result has one that is not a number, or some tool is
-        # asked about the arguments written in the plan; else text for certain is all there is.
+        # Shapes are followed when a result has one that is not a number, a tool is asked about
+        # the arguments written in the plan, or the plan has a path; else only text for certain.
         given = [s for places in self.results.values() for s, _ in places if s is not None]
         asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
-        self.shaped = asked or any(not is_number(shape) for shape in given)
+        paths = any(isinstance(o, Path) for i in self.program.instructions for o in i.operands)
+        self.shaped = asked or paths or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False
         self.empty_pops: set[int] = set()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from llassembly.analysis.verifier import check
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
@@ -71,3 +73,24 @@ def test_messages_write_none_and_a_text_with_placeholders_as_the_plan_does() -> 
     assert problems("LEA R1, NONE") == [
         (1, 9, "LEA needs a memory operand like [name + ESI*4], not NONE")
     ]
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        ('MOV R1, 5\nMOV R2, R1.x\nSAY "{R2}"', "it has no field 'x'"),
+        ("MOV R1, 5\nINC R1.x", "it has no field 'x'"),
+        ("MOV R1, 2.5\nMOV R2, R1[0]", "it has no element [0]"),
+    ],
+)
+def test_a_path_on_a_number_the_plan_wrote_is_refused_whatever_the_tools(
+    plan: str, problem: str
+) -> None:
+    """The run would fail at that line; with no tool (or only tools of numbers) the check
+    before the run says so too, as it does beside a tool of structured results."""
+    for tools in ({}, TOOLS):  # none, or one whose result has no declared shape
+        program = parse(plan)
+        assert isinstance(program, Program)
+        found = check(program, tools)
+        assert [d.line for d in found] == [2], (plan, tools)
+        assert "is a number, not an object or a list: " + problem in found[0].message
