@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
@@ -275,8 +276,8 @@ def _running(
     if result.graph is not None or not isinstance(update, dict):
         return result
     messages: list[Any] = []
-    answered = False
-    for m in _listed(update.get("messages", [])):
+    answered, listed = False, _listed(update.get("messages", []))
+    for m in listed:
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
             m, answered = tagged(m), True
         elif isinstance(m, BaseMessage):
@@ -284,7 +285,8 @@ def _running(
                 update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
             )
         messages.append(m)
-    if not answered and extern is not None:  # the update is the call's effect, its answer no text
+    clears = listed == [RemoveMessage(id=REMOVE_ALL_MESSAGES)]  # (LangGraph asks no answer then)
+    if not answered and not clears and extern is not None:  # its answer is no text
         empty = as_message(extern, call, ctx.prefix, "")
         empty.response_metadata[KEY].update(extra)
         messages.append(empty)

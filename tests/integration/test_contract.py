@@ -671,3 +671,40 @@ async def test_a_command_without_the_calls_message_gives_the_plan_empty_text(
     assert (record["status"], record["registers"]) == ("finished", {"R1": ""})
     assert (record["tool_calls"], out["messages"][-1].content) == (1, "got []")
     assert box.log == [("flaky", {"x": 4})]
+
+
+def test_a_command_that_clears_the_history_gets_no_answer_added() -> None:
+    """LangGraph asks no message of the call from a ``Command`` that removes every message, so
+    the tool path adds none there (it would answer a call the history no longer holds); any
+    other ``Command`` without the call's message gets one of no text."""
+    from langchain_core.messages import RemoveMessage
+    from langchain_core.tools import tool
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from llassembly.integration.calls import CallContext, call_id, run_call
+    from llassembly.integration.options import PlannerOptions
+    from llassembly.integration.planner import Planner
+    from llassembly.machine.externs import externs_from
+    from llassembly.machine.state import ToolCall
+
+    @tool
+    def note(x: int) -> int:
+        """Note x."""
+        return x
+
+    ctx = CallContext(Planner(PlannerOptions()), externs_from([note]), "p-")
+    call = ToolCall(tool="note", args={"x": 4}, index=1, number=1, line=2, source="CALL note")
+    cid = call_id("p-", 1)
+    request = ToolCallRequest(
+        tool_call={"name": "note", "args": {"x": 4}, "id": cid, "type": "tool_call"},
+        tool=note,
+        state={},
+        runtime=None,
+    )
+    clear = RemoveMessage(id=REMOVE_ALL_MESSAGES)
+    out = run_call(ctx, call, request, lambda _: Command(update={"messages": [clear]}))
+    assert [type(m).__name__ for m in out.update["messages"]] == ["RemoveMessage"]
+    out = run_call(ctx, call, request, lambda _: Command(update={"note": 1}))
+    (answer,) = out.update["messages"]
+    assert (answer.tool_call_id, answer.content, out.update["note"]) == (cid, "", 1)
