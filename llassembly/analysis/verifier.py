@@ -161,7 +161,8 @@ class PathWalk:
         # the arguments written in the plan, or the plan has a path; else only text for certain.
         given = [s for places in self.results.values() for s, _ in places if s is not None]
         asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
-        paths = any(isinstance(o, Path) for i in self.program.instructions for o in i.operands)
+        parts = (p for i in self.program.instructions for o in i.operands for p in (o, *nested(o)))
+        paths = any(isinstance(p, Path) for p in parts)  # (a template's placeholder too)
         self.shaped = asked or paths or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False

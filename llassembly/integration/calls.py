@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -266,8 +273,8 @@ def _running(
         return tagged(result)
     if not isinstance(result, Command):  # the call's failure, as a middleware's exception is
         wrong = UsageError(
-            f"a tool middleware returned {type(result).__name__} for {call.tool!r}; "
-            "plans need a ToolMessage"
+            f"the call of {call.tool!r} gave a {type(result).__name__}, where a plan takes a "
+            "ToolMessage or a Command (from the tool or a tool middleware)"
         )
         failed = raised_message(ctx.errors, call, ctx.prefix, wrong)
         failed.response_metadata[KEY].update(ends)
@@ -276,7 +283,7 @@ def _running(
     if result.graph is not None or not isinstance(update, dict):
         return result
     messages: list[Any] = []
-    answered, listed = False, _listed(update.get("messages", []))
+    answered, listed = False, convert_to_messages(_listed(update.get("messages", [])))
     for m in listed:
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
             m, answered = tagged(m), True

@@ -81,6 +81,7 @@ def test_messages_write_none_and_a_text_with_placeholders_as_the_plan_does() -> 
         ('MOV R1, 5\nMOV R2, R1.x\nSAY "{R2}"', "it has no field 'x'"),
         ("MOV R1, 5\nINC R1.x", "it has no field 'x'"),
         ("MOV R1, 2.5\nMOV R2, R1[0]", "it has no element [0]"),
+        ('MOV R1, 5\nMOV R2, "v={R1.x}"', "it has no field 'x'"),  # in a text's placeholder
     ],
 )
 def test_a_path_on_a_number_the_plan_wrote_is_refused_whatever_the_tools(

@@ -650,7 +650,8 @@ async def test_a_tool_middleware_returning_neither_message_nor_command_is_refuse
         "UsageError",
         4,
     )
-    assert "a tool middleware returned str for 'flaky'; plans need a ToolMessage" in error["detail"]
+    words = "the call of 'flaky' gave a str, where a plan takes a ToolMessage or a Command"
+    assert words in error["detail"]
     assert box.log == [("flaky", {"x": 4})]
 
 
@@ -708,3 +709,9 @@ def test_a_command_that_clears_the_history_gets_no_answer_added() -> None:
     out = run_call(ctx, call, request, lambda _: Command(update={"note": 1}))
     (answer,) = out.update["messages"]
     assert (answer.tool_call_id, answer.content, out.update["note"]) == (cid, "", 1)
+    # an answer written as a dict (LangGraph reads those as messages too) is the call's answer
+    written = {"role": "tool", "content": "9", "tool_call_id": cid}
+    out = run_call(ctx, call, request, lambda _: Command(update={"messages": [written]}))
+    (answer,) = out.update["messages"]
+    assert (type(answer).__name__, answer.tool_call_id, answer.content) == ("ToolMessage", cid, "9")
+    assert answer.response_metadata["llassembly"]["index"] == 1  # tagged as the call's
