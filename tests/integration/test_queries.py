@@ -247,6 +247,12 @@ def test_an_unusable_answer_is_refused_once_with_why_then_the_query_fails() -> N
         ("text", '{"value": [1]}', "value is [1], not text"),
         ('["number"]', '{"value": [1, "x"]}', 'value[1] is "x", not a number'),
         ("text", '{"value": null}', "value is null; it must be a text"),
+        # an answer of another kind than the list or number asked
+        ('["number"]', '{"value": {"a": 1}}', 'value is {"a": 1}, not a list'),
+        ('["text"]', '{"value": "a, b"}', 'value is "a, b", not a list'),
+        ("number", '{"value": [1]}', "value is [1], not a number"),
+        ("integer", '{"value": true}', "value is true, not an integer"),
+        ("number", '{"value": {"amount": 3}}', 'value is {"amount": 3}, not a number'),
     ],
 )
 def test_an_answer_not_of_the_shape_names_what_is_wrong(
@@ -403,20 +409,3 @@ def _call(text: str, question: str, shape: str) -> Any:
     from llassembly.machine.state import ToolCall
 
     return ToolCall("query_text", {"text": text, "question": question, "shape": shape}, 0, 1, "", 1)
-
-
-@pytest.mark.parametrize(
-    ("shape", "answer", "problem"),
-    [
-        ('["number"]', '{"value": {"a": 1}}', 'value is {"a": 1}, not a list'),
-        ('["text"]', '{"value": "a, b"}', 'value is "a, b", not a list'),
-        ("number", '{"value": [1]}', "value is [1], not a number"),
-        ("integer", '{"value": true}', "value is true, not an integer"),
-        ("number", '{"value": {"amount": 3}}', 'value is {"amount": 3}, not a number'),
-    ],
-)
-def test_an_answer_of_another_kind_than_a_list_or_number_asked_is_refused(
-    shape: str, answer: str, problem: str
-) -> None:
-    refused = settle(args(shape), Reply(text=answer), [])
-    assert isinstance(refused, list) and refused[0]["problem"] == problem
