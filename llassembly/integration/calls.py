@@ -282,12 +282,12 @@ def _running(
     update = result.update
     if result.graph is not None or not isinstance(update, dict):
         return result
-    messages: list[Any] = []
+    messages: list[BaseMessage] = []
     answered, listed = False, convert_to_messages(_listed(update.get("messages", [])))
-    for m in listed:
+    for m in listed:  # (all messages now, dicts included, as LangGraph reads them)
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
             m, answered = tagged(m), True
-        elif isinstance(m, BaseMessage):
+        else:
             m = m.model_copy(
                 update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
             )
