@@ -18,10 +18,13 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Annotated, Any, Final, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
+
+if TYPE_CHECKING:
+    from llassembly.language.program import Template
 
 Kind = Literal[
     "any", "int", "float", "number", "text", "decimal", "none", "object", "map", "list", "tuple",
@@ -43,10 +46,11 @@ class Shape:
         fields: An object's fields, in order.
         item: The shape of a list's elements or a map's values.
         options: A tuple's elements, or a union's shapes.
-        literal: For a value written in the plan (a number or a text in quotes, moved
-            through registers, variables and the stack): the value and the line it is
-            written on, so the check can ask a tool whether it takes it. Where values from
-            different places meet, the literal is dropped and the shape kept.
+        literal: For a value written in the plan (a number or a text in quotes, a text with
+            placeholders as its template, moved through registers, variables and the stack):
+            the value and the line it is written on, so the check can ask a tool whether it
+            takes it. Where values from different places meet, the literal is dropped and
+            the shape kept.
         choices: The values a ``Literal`` or an enum allows (empty: any of its kind).
         type_id: A record's class (its ``id``): two types of one name stay two; not compared.
     """
@@ -56,7 +60,7 @@ class Shape:
     fields: tuple[tuple[str, Shape], ...] = ()
     item: Shape | None = None
     options: tuple[Shape, ...] = ()
-    literal: tuple[int | float | str | None, int] | None = None
+    literal: tuple[int | float | str | Template | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
     type_id: int = dataclasses.field(default=0, compare=False, repr=False)
 

@@ -198,7 +198,8 @@ class PathWalk:
         if isinstance(operand, Template):
             for fill in operand.fills:
                 self.shape(fill, facts, pc, position)
-            return TEXT
+            line = self.program.instructions[pc].line if pc >= 0 else 0
+            return Shape("text", literal=(operand, line))  # (a tool tells what it may become)
         if isinstance(operand, Name):
             key = operand.name.lower()
             if key in self.var:

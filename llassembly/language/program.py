@@ -259,7 +259,8 @@ class ToolShape(Protocol):
 
     A tool may tell more, read if present: ``result_types`` (the annotations of its results, for the
     shapes the check follows) and ``refuses(position, value)`` (why it would refuse a value the plan
-    writes for a parameter, or ``None``; see :meth:`llassembly.machine.externs.Extern.refuses`).
+    writes for a parameter, a :class:`Template` too, or ``None``; see
+    :meth:`llassembly.machine.externs.Extern.refuses`).
     """
 
     @property

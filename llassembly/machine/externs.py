@@ -74,7 +74,14 @@ from llassembly.language.limits import (
     DEFAULT_MAX_TOOL_CALLS,
     is_int64,
 )
-from llassembly.language.program import NONE, PlainAnswer, Program, Value, fewest_arguments
+from llassembly.language.program import (
+    NONE,
+    PlainAnswer,
+    Program,
+    Template,
+    Value,
+    fewest_arguments,
+)
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -198,10 +205,15 @@ class Extern:
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
 
-    def refuses(self, position: int, value: Value) -> str | None:
+    def refuses(self, position: int, value: Value | Template) -> str | None:
         """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
         it), asked by the check before the run: converted as :meth:`convert_args` does, then
-        checked against the parameter's declared type and constraints."""
+        checked against the parameter's declared type and constraints. A text with placeholders
+        (a :class:`~llassembly.language.program.Template`) is refused when no text it may become
+        fits: see :func:`_never_fits`."""
+        if isinstance(value, Template):
+            reason = _never_fits(shape_of(self.params[position].annotation), value.pieces)
+            return None if reason is None else self._refusal(position, value, reason)
         try:
             converted = self._converted(position, value)
             if converted is not _LEFT_OUT:
@@ -233,8 +245,9 @@ class Extern:
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
 
-    def _refusal(self, position: int, value: Value, detail: str) -> str:
-        param, shown = self.params[position], short_repr(value, 80)
+    def _refusal(self, position: int, value: Value | Template, detail: str) -> str:
+        param = self.params[position]
+        shown = clip(str(value), 80) if isinstance(value, Template) else short_repr(value, 80)
         expected = f"expected {label(shape_of(param.annotation))}, got {shown} ({detail})"
         return f"argument {param.name!r}: {expected}"
 
@@ -404,6 +417,30 @@ def label(shape: Shape) -> str:
 def _taken(shape: Shape) -> list[Shape]:
     """The shapes a parameter of ``shape`` takes besides ``NONE``."""
     return [o for o in shape.options if o.kind != "none"] if shape.kind == "union" else [shape]
+
+
+_NUMBER_TEXT = frozenset("+-._eE")  # with digits and spaces: every character of a number's text
+
+
+def _never_fits(shape: Shape, pieces: Sequence[str]) -> str | None:
+    """Why no text made of ``pieces``, anything between them, fits a parameter of ``shape``
+    (``None``: one may), as its converter and its choices judge text: a number's text holds
+    digits, spaces and ``+-._eE`` only; a ``Literal`` or an enum of texts is one of them. A
+    union is judged by its validation alone, at the run."""
+    options = _taken(shape)
+    if len(options) != 1:
+        return None
+    (one,) = options
+    if one.choices and all(type(c) is str for c in one.choices):
+        pattern = re.compile(".*".join(map(re.escape, pieces)), re.DOTALL)
+        if not any(pattern.fullmatch(str(c)) for c in one.choices):
+            return "no text it may become is one of the choices"
+    elif one.kind in ("int", "float", "number") and one.name != "bool":
+        text = "".join(pieces)
+        odd = [c for c in text if not (c.isdecimal() or c.isspace() or c in _NUMBER_TEXT)]
+        if odd:
+            return f"its text around the placeholders holds {odd[0]!r}, which no number holds"
+    return None
 
 
 def _to_int(v: Any) -> int:

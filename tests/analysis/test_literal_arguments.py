@@ -14,6 +14,8 @@ import json
 from typing import Annotated, Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
@@ -193,3 +195,103 @@ def test_the_check_refuses_a_literal_exactly_when_the_run_would(position: int) -
     for value in _VALUES:
         asked = ext.refuses(position, value) is not None
         assert asked == _run_refuses(position, value), (ext.params[position].name, value)
+
+
+# -- a text built with placeholders --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('"a {R1}"', "its text around the placeholders holds 'a', which no number holds"),
+        ('"{R1} nights"', "its text around the placeholders holds 'n', which no number holds"),
+        ('"{R1}/{R1}"', "its text around the placeholders holds '/', which no number holds"),
+    ],
+)
+def test_a_text_with_placeholders_no_number_can_read_as_is_rejected_for_a_number(
+    text: str, reason: str
+) -> None:
+    """``PUSH "a {R1}"`` for an ``int``: whatever R1 holds, the text is no number."""
+    plan = f'PUSH 1\nCALL text_of\nPOP R1\nPUSH "Ocean"\nPUSH {text}\nPUSH NONE\nCALL book'
+    (found,) = rejected(plan, [text_of, book])
+    assert found == (
+        f"7:6: CALL book: argument 'nights': expected int, got {text} ({reason}); "
+        "the value is written on line 5"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ['"{R1}"', '"-{R1}"', '" {R1}.5 "', '"1e{R1}"', '"{R1}_000"', '"{R1:.2f}"']
+)
+def test_a_text_with_placeholders_that_may_read_as_a_number_is_left_to_the_run(text: str) -> None:
+    plan = f'PUSH 0\nCALL text_of\nPOP R1\nPUSH "Ocean"\nPUSH {text}\nPUSH NONE\nCALL book'
+    assert check(program(plan), externs_from([text_of, book])) == ()
+
+
+def test_a_text_with_placeholders_moved_to_a_register_is_followed() -> None:
+    plan = 'PUSH 1\nCALL text_of\nPOP R1\nMOV R2, "a {R1}"\nPUSH "Ocean"\nPUSH R2\n'
+    plan += "PUSH NONE\nCALL book"
+    (found,) = rejected(plan, [text_of, book])
+    assert found.startswith("8:6: CALL book: argument 'nights': expected int, got \"a {R1}\"")
+    assert found.endswith("the value is written on line 4")
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ('"l{R1}"', False),  # "low"
+        ('"{R1}gh"', False),  # "high"
+        ('"{R1}w"', False),
+        ('"x{R1}"', True),
+        ('"{R1}x"', True),
+        ('"lo{R1}gh"', True),
+        ('"mid {R1}"', True),
+    ],
+)
+def test_a_text_with_placeholders_that_spells_no_choice_is_rejected(
+    text: str, refused: bool
+) -> None:
+    ext = externs_from([register])["register"]
+    template = program(f"PUSH {text}").instructions[0].operands[0]
+    reason = ext.refuses(2, template)  # type: ignore[arg-type]
+    if refused:
+        assert reason == (
+            f'argument \'level\': expected one of "low", "high", got {text} (no text it may '
+            "become is one of the choices)"
+        )
+    else:
+        assert reason is None
+
+
+@pytest.mark.parametrize("position", [0, 1, 3, 4, 5])
+def test_a_text_with_placeholders_is_left_to_the_run_for_other_kinds(position: int) -> None:
+    """A bool, a text with a length, JSON, or a constrained number from digits: the check
+    refuses only what no filling of the placeholders can make fit."""
+    ext = externs_from([register])["register"]
+    template = program('PUSH "{R1}9"').instructions[0].operands[0]
+    assert ext.refuses(position, template) is None  # type: ignore[arg-type]
+
+
+_PIECE = st.text(alphabet="0123456789 +-._eEalowhigTRUEx/\u0663", max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    position=st.integers(0, 5),
+    pieces=st.lists(_PIECE, min_size=2, max_size=3),
+    fills=st.lists(st.text(alphabet="0123456789 -.eElowhigtrux", max_size=5), min_size=4),
+)
+def test_a_text_with_placeholders_is_refused_only_when_every_text_it_may_become_is(
+    position: int, pieces: list[str], fills: list[str]
+) -> None:
+    """Sound: each text the template may become (its placeholders filled with any text) is
+    refused too, as the run refuses it (``refuses`` on a value is exact: see above)."""
+    ext = externs_from([register])["register"]
+    text = "{R1}".join(p.replace("{", "").replace("}", "") for p in pieces)
+    template = program(f"PUSH {json.dumps(text)}").instructions[0].operands[0]
+    if ext.refuses(position, template) is None:  # type: ignore[arg-type]
+        return
+    for fill, other in zip(fills, reversed(fills), strict=True):
+        made = template.pieces[0] + fill + template.pieces[1]
+        made += "".join(other + piece for piece in template.pieces[2:])
+        assert ext.refuses(position, made) is not None, made

@@ -588,15 +588,16 @@ def test_pydantic_argument_from_json_text() -> None:
 
 def test_conversion_failure_names_tool_argument_and_line() -> None:
     # A text built as the plan runs: the check before the run does not know it (a literal
-    # the tool refuses is rejected before the run, see test_structured.py).
-    emu = emulator("MOV R1, 'a'\nPUSH '{R1}bc'\nPUSH 1\nCALL make_one_step", TOOLS)
+    # the tool refuses is rejected before the run, see test_structured.py, and so is a text
+    # no filling of its placeholders makes a number: "{R1}bc", see test_literal_arguments.py).
+    emu = emulator("MOV R1, 'a'\nPUSH '{R1}1'\nPUSH 1\nCALL make_one_step", TOOLS)
     with pytest.raises(ToolArgumentError) as info:
         emu.run()
     err = info.value
     assert (err.tool, err.argument, err.line) == ("make_one_step", "x", 4)
     assert "make_one_step" in str(err) and "'x'" in str(err) and "line 4" in str(err)
     assert LOG == []
-    assert emu.state.stack == ["abc", 1]  # a bad value leaves the stack as it was
+    assert emu.state.stack == ["a1", 1]  # a bad value leaves the stack as it was
 
 
 def test_bad_json_for_a_model_is_a_tool_argument_error() -> None:
