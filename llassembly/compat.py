@@ -47,14 +47,17 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
 @dataclass
 class Recorded:
     """What a :func:`recording_tool` saw during one call: whether the tool's code ran, what
-    it returned (a ``(content, artifact)`` pair, for a ``content_and_artifact`` tool), and the
-    content of the ``ToolMessage`` the tool made of it (``None`` when it made none), so a caller
-    can tell whether a ``wrap_tool_call`` middleware rewrote the result after the tool."""
+    it returned (a ``(content, artifact)`` pair, for a ``content_and_artifact`` tool), the
+    content of the ``ToolMessage`` the tool made of it (``None`` when it made none) and the
+    error LangChain raised making it (``unwritten``: an integer too long to print), so a caller
+    can tell whether a ``wrap_tool_call`` middleware rewrote the result after the tool, and
+    that error from a middleware's. An attempt (a retry) starts over, but for ``ran``."""
 
     ran: bool = False
     returned: bool = False
     value: Any = None
     content: Any = None
+    unwritten: BaseException | None = None
 
 
 _RECORDING: ContextVar[Recorded | None] = ContextVar("llassembly_recording", default=None)
@@ -115,18 +118,41 @@ def recording_tool(tool: BaseTool) -> BaseTool:
 
 
 def _noting(
-    func: Callable[..., Any], noted: Callable[[Any], Any], ran: bool, asynchronous: bool
+    func: Callable[..., Any], noted: Callable[[Any], Any], code: bool, asynchronous: bool
 ) -> Callable[..., Any]:
-    """``func`` noting, in the :func:`recording` around it, that the tool ran (when ``ran``),
-    then its output (``noted``; a coroutine's once awaited)."""
+    """``func`` noting, in the :func:`recording` around it, that the tool's code ran (``code``)
+    or that an attempt starts (``BaseTool.run``: an error it raises after the code returned is
+    :attr:`Recorded.unwritten`), then its output (``noted``; a coroutine's once awaited)."""
+
+    def failed(exc: Exception) -> None:
+        record = _current()
+        if not code and record.returned:
+            record.unwritten = exc
 
     async def awaited(output: Awaitable[Any]) -> Any:
-        return noted(await output)
+        try:
+            return noted(await output)
+        except Exception as exc:
+            failed(exc)
+            raise
 
     @functools.wraps(func)
     def call(*args: Any, **kwargs: Any) -> Any:
-        _current().ran |= ran
-        output = func(*args, **kwargs)
+        record = _current()
+        if code:
+            record.ran = True
+        else:
+            record.returned, record.value, record.content, record.unwritten = (
+                False,
+                None,
+                None,
+                None,
+            )
+        try:
+            output = func(*args, **kwargs)
+        except Exception as exc:
+            failed(exc)
+            raise
         return awaited(output) if asynchronous else noted(output)
 
     return call
@@ -265,17 +291,21 @@ def unobserved(config: Any) -> bool:
 
 def tool_message(output: Any, call_id: str, name: str) -> Any:
     """The ``ToolMessage`` ``BaseTool.run`` makes of a tool's output for a tool call (text and
-    content blocks as they are, anything else as JSON, non-ASCII kept, else its ``str``)."""
+    content blocks as they are, anything else as JSON, non-ASCII kept, else its ``str``), noted
+    in the :func:`recording` around the call as a :func:`recording_tool` notes its call (the
+    tool's function was called directly)."""
     from langchain_core.tools.base import _format_output
 
-    return _format_output(output, None, call_id, name, "success")
-
-
-def noted_directly(output: Any, content: Any) -> None:
-    """Note, in the :func:`recording` around a call, a tool's function called directly."""
     record = _current()
     record.ran = record.returned = True
-    record.value, record.content = output, content
+    record.value, record.content, record.unwritten = output, None, None
+    try:
+        message: Any = _format_output(output, None, call_id, name, "success")
+    except Exception as exc:
+        record.unwritten = exc
+        raise
+    record.content = message.content
+    return message
 
 
 MCP_OUTPUT_SCHEMA: Final = "outputSchema"

@@ -248,10 +248,10 @@ def _running(
         with compat.recording(noted):
             result = yield request
     except Exception as exc:
-        # The call's failure (its live error kept), but for a tool that returned before
-        # LangChain failed to write its result (an integer too long to print): it gave the
-        # plan that value, read as any result is.
-        if noted.returned and extern is not None:
+        # The call's failure (its live error kept), but for LangChain failing to write what
+        # the tool returned (an integer too long to print): the tool gave the plan that value,
+        # read as any result is. (A middleware's error after the tool, a guard's, is a failure.)
+        if noted.unwritten is exc and extern is not None:
             message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
         else:
             message = raised_message(ctx.errors, call, ctx.prefix, exc)
@@ -330,8 +330,8 @@ def invoke_tool(
     it (its function called directly when nothing could observe the difference: see
     :func:`llassembly.compat.direct_function`)."""
 
-    async def awaited(call: dict[str, Any], output: Awaitable[Any]) -> ToolMessage:
-        return _directly(call, await output)
+    async def awaited(call: dict[str, Any], output: Awaitable[Any]) -> Any:
+        return compat.tool_message(await output, call["id"], call["name"])
 
     def invoke(request: ToolCallRequest) -> Any:
         tool = request.tool
@@ -344,18 +344,10 @@ def invoke_tool(
         if direct is None:
             return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         output = direct(call)
-        return awaited(call, output) if asynchronous else _directly(call, output)
+        written = compat.tool_message  # (as BaseTool.run writes it, noted as the copy notes it)
+        return awaited(call, output) if asynchronous else written(output, call["id"], call["name"])
 
     return invoke
-
-
-def _directly(call: dict[str, Any], output: Any) -> ToolMessage:
-    """The ``ToolMessage`` a tool's function called directly gives, as ``BaseTool.run``
-    writes it (and noted as the recording copy would have noted it)."""
-    compat.noted_directly(output, None)  # it returned, whether or not its output can be written
-    message: ToolMessage = compat.tool_message(output, call["id"], call["name"])
-    compat.noted_directly(output, message.content)
-    return message
 
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:

@@ -119,6 +119,52 @@ def test_a_raising_tool_is_noted_as_having_run_without_a_value() -> None:
     assert noted.ran and not noted.returned
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_only_langchains_error_writing_the_value_is_noted_and_each_attempt_starts_over(
+    asynchronous: bool,
+) -> None:
+    """``unwritten`` is the error ``BaseTool.run`` raised after the tool's code returned (an
+    integer too long to print), so a caller tells it from a middleware's; a second attempt in
+    the same recording (a retry) drops what the first one noted, but that the tool ran."""
+    results: list[Any] = [10**5000, ValueError("down")]
+
+    def measure() -> int:
+        """A reading."""
+        result = results.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return int(result)
+
+    async def ameasure() -> int:
+        """A reading."""
+        return measure()
+
+    copy = recording_tool(StructuredTool.from_function(measure, coroutine=ameasure))
+    call = {"name": "measure", "args": {}, "id": "c1", "type": "tool_call"}
+
+    def attempt() -> Any:
+        return asyncio.run(copy.ainvoke(call)) if asynchronous else copy.invoke(call)
+
+    with recording(Recorded()) as noted:
+        with pytest.raises(ValueError) as first:
+            attempt()
+        assert noted.returned and noted.value == 10**5000 and noted.unwritten is first.value
+        with pytest.raises(ValueError, match="down"):
+            attempt()
+    assert noted.ran and not noted.returned and noted.unwritten is None
+
+
+def test_a_directly_written_value_is_noted_with_langchains_error_writing_it() -> None:
+    from llassembly.compat import tool_message
+
+    with recording(Recorded()) as noted, pytest.raises(ValueError) as raised:
+        tool_message(10**5000, "c1", "measure")
+    assert noted.returned and noted.value == 10**5000 and noted.unwritten is raised.value
+    with recording(Recorded()) as noted:
+        message = tool_message(3, "c1", "measure")
+    assert (noted.value, noted.content, noted.unwritten) == (3, message.content, None)
+
+
 def test_an_mcp_tools_structured_output_is_in_its_artifact_and_its_schema_in_its_metadata() -> None:
     """``langchain-mcp-adapters`` keeps an MCP call's structured output in the artifact of its
     ``content_and_artifact`` result; ``load_mcp_tools`` keeps the output schema in the tool's

@@ -635,6 +635,54 @@ async def test_a_tool_middlewares_exception_is_the_calls_failure(harness: Harnes
     assert box.log == []
 
 
+class Guarding(AgentMiddleware[Any, Any]):
+    """A tool middleware that runs the tool, then refuses a result holding ``word`` by raising
+    (an output guard: the value must reach nobody)."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def _checked(self, result: Any) -> Any:
+        if self.word in str(result.content):
+            raise PermissionError("the output guard refused the result")
+        return result
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._checked(handler(request))
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._checked(await handler(request))
+
+
+async def test_a_tool_middlewares_exception_after_the_tool_ran_is_the_calls_failure(
+    harness: Harness,
+) -> None:
+    """An output guard is not bypassed: the tool ran, but what it returned reaches neither the
+    plan nor the history; the plan stops on the guard's error at the call's line."""
+    box = Toolbox()
+    plan = asm('PUSH 4\nCALL flaky\nPOP R1\nSAY "got {R1}"')
+    out = await harness.run([plan], box.sync_tools, tool_middleware=[Guarding("40")])
+    error = meta(out["messages"][-1])["error"]
+    assert (error["exception"], error["line"]) == ("PermissionError", 4)
+    assert box.log == [("flaky", {"x": 4})]
+    assert not any("40" in m.text for m in out["messages"] if not isinstance(m, HumanMessage))
+
+
+async def test_a_retry_that_gives_up_does_not_hand_the_plan_an_earlier_refused_result(
+    harness: Harness,
+) -> None:
+    """The first attempt's result is refused by a guard, the second attempt raises, the retry
+    gives up: the plan gets the failure, not the refused result of the first attempt."""
+    box = Toolbox(fail_on={2})
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0, jitter=False, on_failure="error")
+    plan = asm('PUSH 4\nCALL flaky\nPOP R1\nSAY "got {R1}"')
+    out = await harness.run([plan], box.sync_tools, tool_middleware=[retry, Guarding("40")])
+    assert box.names() == ["flaky", "flaky"]
+    final = out["messages"][-1]
+    assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 4
+    assert not any("40" in m.text for m in out["messages"] if not isinstance(m, HumanMessage))
+
+
 async def test_a_tool_middleware_returning_neither_message_nor_command_is_refused(
     harness: Harness,
 ) -> None:
