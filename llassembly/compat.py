@@ -272,12 +272,20 @@ def _settled(output: Any, record: Recorded) -> Any:
     return value.content if isinstance(value, ToolMessage) else value
 
 
-def tool_injector(tools: Sequence[BaseTool]) -> Callable[[Any, Any, BaseTool], Any]:
-    """``(tool_call, runtime, tool) -> tool_call`` with what ``ToolNode._inject_tool_args`` adds
-    for ``tools`` (state, store, ``ToolRuntime``; ``invoke`` adds the tool-call id and config)."""
+def tool_node_steps(
+    tools: Sequence[BaseTool],
+) -> tuple[Callable[[Any, Any, BaseTool], Any], Callable[[Any, Any], Any]]:
+    """What the agent's tool node does around a tool's ``invoke``, for ``tools``: ``(tool_call,
+    runtime, tool) -> tool_call`` with what ``ToolNode._inject_tool_args`` adds (state, store,
+    ``ToolRuntime``; ``invoke`` adds the tool-call id and config), and ``(output, tool_call) ->
+    result`` as ``ToolNode._normalize_tool_response`` takes a tool's output (a ``Command`` must
+    answer its call, its answer named after the tool; a list of them holds one answer)."""
     from langgraph.prebuilt import ToolNode
 
-    return ToolNode(list(tools))._inject_tool_args
+    node = ToolNode(list(tools))
+    return node._inject_tool_args, lambda output, call: node._normalize_tool_response(
+        output, call, "dict"
+    )
 
 
 def unobserved(config: Any) -> bool:
@@ -304,7 +312,7 @@ def tool_message(output: Any, call_id: str, name: str) -> Any:
     except Exception as exc:
         record.unwritten = exc
         raise
-    record.content = message.content
+    record.content = getattr(message, "content", None)  # (a Command, a list: no content)
     return message
 
 

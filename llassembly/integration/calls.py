@@ -61,7 +61,7 @@ ADDED_BY_CALL: Final = "llassembly_added_by_call"
 logger = logging.getLogger("llassembly")
 _JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _SHOWN = 80  # characters of an undecodable result quoted in the error
-_Result = ToolMessage | Command[Any]
+_Result = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 
 
 # -- the call as a message -----------------------------------------------------------------------
@@ -153,9 +153,8 @@ def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> Tool
     own message for this call), or one made of a raw result (tagged with the plan's values
     when its text would read differently)."""
     cid = call_id(prefix, call.number)
-    if isinstance(result, Command):
-        update = result.update if isinstance(result.update, dict) else {}
-        found = (m for m in _listed(update.get("messages", [])) if isinstance(m, ToolMessage))
+    if _is_answer(result):
+        found = (m for m in _carried(result) if isinstance(m, ToolMessage))
         result = next((m for m in found if m.tool_call_id == cid), "")
     if isinstance(result, ToolMessage):
         return result
@@ -165,6 +164,25 @@ def as_message(extern: Extern, call: ToolCall, prefix: str, result: Any) -> Tool
 
 def _listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _is_answer(value: Any) -> bool:
+    """Whether a tool's value is its answer as the agent's tool node takes one: a ``Command``,
+    or a list of ``Command``s and ``ToolMessage``s."""
+    items = value if isinstance(value, list) and value else [value]
+    return isinstance(value, Command | list) and all(
+        isinstance(i, ToolMessage | Command) for i in items
+    )
+
+
+def _carried(result: Any) -> list[Any]:
+    """The messages a tool's result carries: itself, a ``Command``'s update's, or those of each
+    item of a list of them."""
+    if isinstance(result, list):
+        return [m for item in result for m in _carried(item)]
+    if isinstance(result, Command):
+        return _listed(result.update.get("messages", []) if isinstance(result.update, dict) else [])
+    return [result]
 
 
 # -- running a call ------------------------------------------------------------------------------
@@ -205,9 +223,9 @@ class CallContext:
         return [e.tool for e in self.externs.values() if e.tool is not None]
 
     @functools.cached_property
-    def inject(self) -> Callable[[Any, Any, BaseTool], Any]:
-        """:func:`llassembly.compat.tool_injector` for :attr:`tools`."""
-        return compat.tool_injector(self.tools)
+    def steps(self) -> tuple[Callable[[Any, Any, BaseTool], Any], Callable[[Any, Any], Any]]:
+        """:func:`llassembly.compat.tool_node_steps` for :attr:`tools`."""
+        return compat.tool_node_steps(self.tools)
 
 
 def run_call(
@@ -239,7 +257,8 @@ def _running(
     must not take the plan up again. Messages a ``Command`` adds beside the result are marked
     as the call's, so the next step knows they belong to this run; one that adds no message of
     the call gets one of no text, so every path reads the same answer and the agent's history
-    answers every call. A middleware's result of another type is the call's failure."""
+    answers every call; so do those of a list of them (as the agent's tool node takes it). A
+    result of another type is the call's failure."""
     noted, tool, extern = compat.Recorded(), request.tool, ctx.externs.get(call.tool)
     if tool is not None and not compat.is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
@@ -271,33 +290,42 @@ def _running(
 
     if isinstance(result, ToolMessage):
         return tagged(result)
-    if not isinstance(result, Command):  # the call's failure, as a middleware's exception is
+    if not _is_answer(result):  # the call's failure, as a middleware's exception is
         wrong = UsageError(
             f"the call of {call.tool!r} gave a {type(result).__name__}, where a plan takes a "
-            "ToolMessage or a Command (from the tool or a tool middleware)"
+            "ToolMessage, a Command or a list of them (from the tool or a tool middleware)"
         )
         failed = raised_message(ctx.errors, call, ctx.prefix, wrong)
         failed.response_metadata[KEY].update(ends)
         return failed
-    update = result.update
-    if result.graph is not None or not isinstance(update, dict):
+    if isinstance(result, Command) and (result.graph or type(result.update) is not dict):
         return result
-    messages: list[BaseMessage] = []
-    answered, listed = False, convert_to_messages(_listed(update.get("messages", [])))
-    for m in listed:  # (all messages now, dicts included, as LangGraph reads them)
+    answered = clears = False
+
+    def marked(m: BaseMessage) -> BaseMessage:  # the call's answer, or a message beside it
+        nonlocal answered
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
-            m, answered = tagged(m), True
-        else:
-            m = m.model_copy(
-                update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
-            )
-        messages.append(m)
-    clears = listed == [RemoveMessage(id=REMOVE_ALL_MESSAGES)]  # (LangGraph asks no answer then)
+            answered = True
+            return tagged(m)
+        return m.model_copy(
+            update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
+        )
+
+    out: list[Any] = []
+    for item in _listed(result):
+        if isinstance(item, ToolMessage):
+            item = marked(item)
+        elif item.graph is None and isinstance(update := item.update, dict):
+            listed = convert_to_messages(_listed(update.get("messages", [])))  # dicts too
+            clears |= listed == [RemoveMessage(id=REMOVE_ALL_MESSAGES)]  # (no answer asked)
+            update = {**update, "messages": [marked(m) for m in listed]}
+            item = Command(update=update, resume=item.resume, goto=item.goto)
+        out.append(item)
     if not answered and not clears and extern is not None:  # its answer is no text
         empty = as_message(extern, call, ctx.prefix, "")
         empty.response_metadata[KEY].update(extra)
-        messages.append(empty)
-    return Command(update={**update, "messages": messages}, resume=result.resume, goto=result.goto)
+        (out if isinstance(result, list) else out[0].update["messages"]).append(empty)
+    return out if isinstance(result, list) else out[0]
 
 
 def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> ToolCallRequest:
@@ -313,6 +341,8 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
         tool_call_id=cid,
         store=getattr(rt, "store", None),
         tools=ctx.tools,
+        execution_info=getattr(rt, "execution_info", None),
+        server_info=getattr(rt, "server_info", None),
     )
     return ToolCallRequest(
         tool_call={"name": call.tool, "args": dict(call.args), "id": cid, "type": "tool_call"},
@@ -330,22 +360,30 @@ def invoke_tool(
     it (its function called directly when nothing could observe the difference: see
     :func:`llassembly.compat.direct_function`)."""
 
-    async def awaited(call: dict[str, Any], output: Awaitable[Any]) -> Any:
-        return compat.tool_message(await output, call["id"], call["name"])
+    inject, normalize = ctx.steps
+
+    def done(call: dict[str, Any], output: Any, direct: bool) -> Any:
+        if direct:  # written as BaseTool.run writes it, noted as the recording copy notes it
+            output = compat.tool_message(output, call["id"], call["name"])
+        return normalize(output, call)
+
+    async def awaited(call: dict[str, Any], output: Awaitable[Any], direct: bool) -> Any:
+        return done(call, await output, direct)
 
     def invoke(request: ToolCallRequest) -> Any:
         tool = request.tool
         if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
             raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
-        call = {**ctx.inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
+        call = {**inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
         extern = ctx.externs.get(call["name"])
         given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
         direct = None if ctx.observed or not given else ctx.planner.direct_of(tool, asynchronous)
         if direct is None:
-            return (tool.ainvoke if asynchronous else tool.invoke)(call, config)
-        output = direct(call)
-        written = compat.tool_message  # (as BaseTool.run writes it, noted as the copy notes it)
-        return awaited(call, output) if asynchronous else written(output, call["id"], call["name"])
+            output = (tool.ainvoke if asynchronous else tool.invoke)(call, config)
+        else:
+            output = direct(call)
+        is_direct = direct is not None
+        return awaited(call, output, is_direct) if asynchronous else done(call, output, is_direct)
 
     return invoke
 
@@ -378,8 +416,8 @@ def _as_made(message: ToolMessage, noted: compat.Recorded) -> bool:
     redaction, a correction) decides what the agent sees, and so what the plan reads: its
     text. One that only adds text around the result (``HumanInTheLoopMiddleware``'s notice of
     an edited call) leaves the plan the tool's own value."""
-    if not noted.returned:
-        return False
+    if not noted.returned or _is_answer(noted.value):
+        return False  # the tool's value is its answer: the message
     if noted.content is None or message.content == noted.content:
         return True
     made = message_text(ToolMessage(content=noted.content, tool_call_id=message.tool_call_id))

@@ -282,9 +282,9 @@ def test_a_tool_is_called_directly_only_when_invoking_it_adds_nothing_observable
 
 
 def test_the_tool_node_injects_state_a_state_key_the_store_and_the_runtime() -> None:
-    """``tool_injector`` is ``ToolNode._inject_tool_args``: what it adds to a tool call, and
-    that a value the call names for an injected parameter is dropped."""
-    from llassembly.compat import tool_injector
+    """``tool_node_steps`` injects as ``ToolNode._inject_tool_args``: what it adds to a tool
+    call, and that a value the call names for an injected parameter is dropped."""
+    from llassembly.compat import tool_node_steps
 
     def use(
         x: int,
@@ -304,7 +304,7 @@ def test_the_tool_node_injects_state_a_state_key_the_store_and_the_runtime() -> 
         tool_call_id="c1", store="the store",
     )  # fmt: skip
     call = {"name": "use", "args": {"x": 1, "call_id": "forged"}, "id": "c1", "type": "tool_call"}
-    injected = tool_injector([used])(call, runtime, used)
+    injected = tool_node_steps([used])[0](call, runtime, used)
     assert injected["args"] == {
         "x": 1, "state": state, "messages": ["hi"], "store": "the store", "runtime": runtime,
     }  # fmt: skip

@@ -33,6 +33,7 @@ from langchain.agents.middleware import (
     ModelCallLimitMiddleware,
     ToolRetryMiddleware,
 )
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -698,7 +699,7 @@ async def test_a_tool_middleware_returning_neither_message_nor_command_is_refuse
         "UsageError",
         4,
     )
-    words = "the call of 'flaky' gave a str, where a plan takes a ToolMessage or a Command"
+    words = "the call of 'flaky' gave a str, where a plan takes a ToolMessage, a Command or"
     assert words in error["detail"]
     assert box.log == [("flaky", {"x": 4})]
 
@@ -763,3 +764,83 @@ def test_a_command_that_clears_the_history_gets_no_answer_added() -> None:
     (answer,) = out.update["messages"]
     assert (type(answer).__name__, answer.tool_call_id, answer.content) == ("ToolMessage", cid, "9")
     assert answer.response_metadata["llassembly"]["index"] == 1  # tagged as the call's
+
+
+# -- 8. what a tool itself returns, as the agent's tool node takes it ----------------------------
+
+
+def _returning(make: Any) -> StructuredTool:
+    """A tool ``mark(x)`` whose return value ``make(x, call_id)`` builds."""
+
+    def mark(x: int, runtime: ToolRuntime) -> Any:
+        """Mark x."""
+        return make(x, runtime.tool_call_id)
+
+    return StructuredTool.from_function(mark)
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["list of a message", "list of a command", "list of a command and a message"],
+)
+async def test_a_tool_returning_a_list_of_commands_and_messages_answers_its_call(
+    harness: Harness, form: str
+) -> None:
+    """LangGraph's tool node takes a list of ``Command``s and ``ToolMessage``s holding one
+    answer of the call; a plan's call takes it too, on every path, and reads that answer."""
+
+    def make(x: int, cid: str) -> Any:
+        answer = ToolMessage(f"marked {x}", tool_call_id=cid)
+        if form == "list of a message":
+            return [answer]
+        if form == "list of a command":
+            return [Command(update={"messages": [answer]})]
+        return [Command(update={"messages": [ToolMessage("aside", tool_call_id="other")]}), answer]
+
+    out = await harness.run(
+        [asm('PUSH 4\nCALL mark\nPOP R1\nSAY "{R1}"')], [_returning(make)], max_tool_calls=5
+    )
+    record = meta(out["messages"][-1])
+    assert (record["status"], record["registers"]) == ("finished", {"R1": "marked 4"})
+    (answer,) = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.text != "aside"]
+    named = "mark" if form == "list of a command" else None  # (the tool node names those only)
+    assert (answer.text, answer.name) == ("marked 4", named)
+
+
+@pytest.mark.parametrize("form", ["command", "list"])
+async def test_a_tools_command_that_does_not_answer_its_call_is_the_calls_failure(
+    harness: Harness, form: str
+) -> None:
+    """As the agent's tool node refuses it (every tool call needs its ``ToolMessage``), on
+    every path: the plan stops on that error at the call's line."""
+    command = Command(update={"messages": [ToolMessage("aside", tool_call_id="other")]})
+    tool = _returning(lambda x, cid: command if form == "command" else [command])
+    out = await harness.run([asm("PUSH 4\nCALL mark\nPOP R1")], [tool])
+    error = meta(out["messages"][-1])["error"]
+    assert (error["exception"], error["line"]) == ("ValueError", 4)
+    assert "matching ToolMessage" in error["detail"] or "terminating ToolMessage" in error["detail"]
+
+
+async def test_a_tools_command_answer_is_named_after_the_tool(harness: Harness) -> None:
+    """The agent's tool node names the answer a tool's ``Command`` carries; so does a plan."""
+    answer = lambda x, cid: Command(update={"messages": [ToolMessage("ok", tool_call_id=cid)]})  # noqa: E731
+    out = await harness.run([asm("PUSH 4\nCALL mark\nPOP R1")], [_returning(answer)])
+    (message,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert (message.text, message.name) == ("ok", "mark")
+
+
+async def test_a_tools_runtime_carries_the_runs_execution_info(harness: Harness) -> None:
+    """``ToolRuntime.execution_info`` (the thread id among it), as the agent's tool node sets
+    it, on every path."""
+
+    def thread(runtime: ToolRuntime) -> str:
+        """The thread's id."""
+        info = runtime.execution_info
+        return str(info.thread_id if info is not None else "no execution info")
+
+    out = await harness.run(
+        [asm("CALL thread\nPOP R1")],
+        [StructuredTool.from_function(thread)],
+        config={"configurable": {"thread_id": "T1"}},
+    )
+    assert meta(out["messages"][-1])["registers"] == {"R1": "T1"}
