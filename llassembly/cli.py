@@ -73,7 +73,7 @@ JSON output (--json): one object on standard output, whatever happens
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
   status "usage_error" (exit 3): "error": {"type", "message"} (also run of a
-             plan calling an async-only tool: nothing has run)
+             plan calling an async-only or injected tool: nothing has run)
   A call is {"line", "tool", "args", "result"}: JSON values (a record, a
   pydantic model or dataclass, is an object of its fields); a value JSON
   cannot hold (an object of no JSON form, an int too long to print) is its
@@ -238,9 +238,11 @@ def run_command(
         max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
     )
     emulator = Emulator(program, externs, **budgets, max_stack_depth=args.max_stack_depth)
-    # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
-    # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
+    # ``call`` below runs each tool synchronously with the plan's arguments, as ``Emulator.run()``
+    # does without one: refuse as it does, before anything runs, a plan that calls a tool that
+    # can only be awaited or needs injected parameters (a tool-call id, a ``ToolRuntime``...).
     check_sync_tools(emulator.compiled.tools)
+    emulator._check_injected()
     calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from pydantic import BaseModel
 
 
@@ -185,6 +185,15 @@ wait_tool = StructuredTool.from_function(
 )
 
 ASYNC = [record, wait, wait_tool]
+
+
+@tool
+def ship(crate: int, call_id: Annotated[str, InjectedToolCallId]) -> int:
+    """A tool that needs its tool-call id (injected), as one idempotent by call id does."""
+    return crate
+
+
+INJECTED = [record, ship]
 
 
 def broken_factory() -> list[Any]:

@@ -758,6 +758,27 @@ def test_run_refuses_an_async_only_tool_before_any_call(
     assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
 
 
+def test_run_refuses_a_tool_needing_injected_parameters_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``Emulator.run()`` does; ``run`` used to call ``record``, then give ``ship`` the one
+    fixed id ``'ship-call'`` on every call."""
+    from cli_tools import INJECTED, SIDE_EFFECTS
+
+    source = "PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL ship\nPOP R2\n"
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), INJECTED).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", "cli_tools:INJECTED")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    assert "cannot give the injected parameters of the tools 'ship' ('call_id',)" in (
+        str(refused.value)
+    )
+    assert cli("check", path, "--tools", "cli_tools:INJECTED")[0] == 0
+
+
 def test_a_tools_factory_that_raises_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
