@@ -12,10 +12,13 @@ import importlib
 import json
 import math
 import sys
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from langchain_core.tools import BaseTool
 from pydantic_core import to_jsonable_python
 
 from llassembly import (
@@ -185,9 +188,7 @@ def load_tools(spec: str) -> dict[str, Extern]:
         value: Any = getattr(module, attr)
     except AttributeError as exc:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
-    # A plain function with annotations is a tool; a bare factory ``def tools():`` is not.
-    factory = set(getattr(value, "__annotations__", None) or ()) <= {"return"}
-    if callable(value) and not hasattr(value, "invoke") and factory:
+    if callable(value) and not hasattr(value, "invoke") and _returns_tools(value):
         try:
             value = value()
         except Exception as exc:  # the factory's own failure: --tools names no tools
@@ -197,6 +198,30 @@ def load_tools(spec: str) -> dict[str, Extern]:
     # command line there is no list to wrap it in.
     tools = [value] if looks_like_one_tool(value) else value
     return dict(externs_of(tools, param="--tools"))
+
+
+def _returns_tools(func: Any) -> bool:
+    """Whether ``func`` is a factory of tools, not a tool (the API takes any function as one):
+    no parameter annotated, its return annotated as tools (see :func:`_tools_type`)."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # a name it cannot resolve: reading it as a tool says so
+        return False
+    return set(hints) == {"return"} and _tools_type(hints["return"], item=False)
+
+
+def _tools_type(hint: Any, item: bool) -> bool:
+    """Whether ``hint`` is a tool's type (a callable, a LangChain tool, an extern), or a list,
+    tuple or mapping of them; an ``item`` of one may be ``Any`` (or not written)."""
+    origin, args = typing.get_origin(hint) or hint, typing.get_args(hint)
+    kind = origin if isinstance(origin, type) else type(None)
+    if origin in (typing.Union, types.UnionType):
+        return all(_tools_type(arg, item) for arg in args)
+    if origin is Callable or issubclass(kind, BaseTool | Extern) or (item and hint is Any):
+        return True
+    mapping = issubclass(kind, Mapping)
+    many = not item and (mapping or issubclass(kind, list | tuple))
+    return many and _tools_type(args[-1 if mapping else 0] if args else Any, item=True)
 
 
 def _read_plan(path: str) -> str:
@@ -356,7 +381,7 @@ def _parser() -> argparse.ArgumentParser:
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
-            help="a list or mapping of tools (or one tool, or a function returning either)",
+            help="a list or mapping of tools, or one tool, or a function annotated to return them",
         )
         if name == "prompt":  # the planner's options that change its prompt
             add(

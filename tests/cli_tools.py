@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -38,6 +39,28 @@ def make_tools() -> list[Any]:
 
 
 NOT_A_TOOL = 42
+
+
+def launch() -> str:
+    """A tool of no parameters: naming it in --tools must not run it."""
+    SIDE_EFFECTS.append(0)
+    return "launched"
+
+
+def untyped_launch():
+    """A tool of no parameters and no annotation: a tool too, as the API takes it."""
+    SIDE_EFFECTS.append(0)
+    return "launched"
+
+
+def one_tool() -> Callable[..., Any]:
+    """A factory of one tool."""
+    return double
+
+
+def tool_map() -> dict[str, StructuredTool]:
+    """A factory of a mapping of tools."""
+    return {"greet": StructuredTool.from_function(greet)}
 
 
 def chatty(x: int) -> int:

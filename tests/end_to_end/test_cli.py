@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import BaseTool
 from pydantic import Field
 
 import llassembly
 from llassembly.cli import (
     EXIT_CODES,
     JSON_SCHEMA,
+    _returns_tools,
     load_tools,
     main,
 )
@@ -247,6 +250,63 @@ def test_a_single_tool_may_be_named(tmp_path: Path) -> None:
     code, out = cli("run", plan(tmp_path, "PUSH 4\nCALL double\n"), "--tools", "cli_tools:double")
     assert code == 0
     assert "double(x=4) -> 8" in out
+
+
+@pytest.mark.parametrize("tool", ["launch", "untyped_launch"])
+def test_a_tool_of_no_parameters_is_one_tool_not_a_factory(tool: str, tmp_path: Path) -> None:
+    """A factory is a function annotated to return tools; ``check`` used to call ``launch``
+    (``-> str``) as one, then refuse its text as no list of tools."""
+    from cli_tools import SIDE_EFFECTS
+
+    SIDE_EFFECTS.clear()
+    code, out = cli(
+        "check", plan(tmp_path, f"CALL {tool}\nPOP R1\n"), "--tools", f"cli_tools:{tool}"
+    )
+    assert (code, out, SIDE_EFFECTS) == (0, "OK: 2 instructions, 1 tool call sites.\n", [])
+    code, out = cli("run", plan(tmp_path, f"CALL {tool}\nPOP R1\n"), "--tools", f"cli_tools:{tool}")
+    assert (code, SIDE_EFFECTS) == (0, [0])
+    assert f"line   1  {tool}() -> 'launched'" in out
+
+
+@pytest.mark.parametrize(
+    ("factory", "source"),
+    [("one_tool", "PUSH 4\nCALL double\n"), ("tool_map", "PUSH 'Bo'\nCALL greet\n")],
+)
+def test_a_factory_may_return_one_tool_or_a_mapping(
+    factory: str, source: str, tmp_path: Path
+) -> None:
+    code, out = cli("run", plan(tmp_path, source), "--tools", f"cli_tools:{factory}")
+    assert code == 0, out
+
+
+def _ids() -> list[int]:
+    return [1]
+
+
+def _anything() -> Any:
+    return [1]
+
+
+def _tools() -> list[Any]:
+    return []
+
+
+def _named_tools() -> Mapping[str, Callable[..., int]] | None:
+    return None
+
+
+def _tool_tuple() -> tuple[BaseTool, ...]:
+    return ()
+
+
+@pytest.mark.parametrize(
+    ("func", "factory"),
+    [(_ids, False), (_anything, False), (_tools, True), (_named_tools, False), (_tool_tuple, True)],
+)
+def test_a_factory_is_a_function_whose_return_annotation_says_tools(
+    func: Callable[[], Any], factory: bool
+) -> None:
+    assert _returns_tools(func) is factory
 
 
 def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -> None:
