@@ -14,7 +14,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -273,6 +273,8 @@ def run_command(
     def call(request: ToolCall) -> Any:
         arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
+        if isinstance(result, Iterator) and externs[request.tool].n_results == 1:
+            result = list(result)  # read once: the plan reads its items as a list, and so do we
         report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
         made = {"line": request.line, "tool": request.tool, "args": plain(request.args)}
         calls.append({**made, "result": plain(result)})

@@ -25,12 +25,17 @@ def explode(x: int) -> int:
     raise RuntimeError(f"exploded on {x}")
 
 
+def squares(n: int) -> list[int]:
+    """The first n squares, returned lazily (a generator)."""
+    return (i * i for i in range(n))  # type: ignore[return-value]
+
+
 def huge() -> int:
     """Return an integer of 20000 bits (more digits than Python prints by default)."""
     return 2**20000 - 1
 
 
-TOOLS = [double, greet, explode, huge]
+TOOLS = [double, greet, explode, huge, squares]
 
 
 def make_tools() -> list[Any]:

@@ -309,6 +309,25 @@ def test_a_factory_is_a_function_whose_return_annotation_says_tools(
     assert _returns_tools(func) is factory
 
 
+def test_run_records_an_iterator_result_without_emptying_it(tmp_path: Path) -> None:
+    """The plan reads what ``Emulator.run()`` gives it; ``run`` used to record the generator
+    (iterating it) before the plan read it, so the plan read ``[]``."""
+    source = "PUSH 3\nCALL squares\nPOP R1\nSAY '{R1}'\n"
+    from cli_tools import TOOLS
+
+    assert llassembly.Emulator(llassembly.parse(source), TOOLS).run().answer == "[0,1,4]"
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "line   2  squares(n=3) -> [0, 1, 4]" in out
+    assert "answer: [0,1,4]" in out
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert (data["answer"], data["registers"], data["calls"][0]["result"]) == (
+        "[0,1,4]",
+        {"R1": "[0,1,4]"},
+        [0, 1, 4],
+    )
+
+
 def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -> None:
     """Plans hold 64-bit integers: a 20,000-bit result stops the plan at its line."""
     code, out = cli("run", plan(tmp_path, "CALL huge\nPOP R1\n"), "--tools", "cli_tools:TOOLS")
