@@ -1024,6 +1024,23 @@ def test_a_plan_that_is_not_utf8_is_a_usage_error(
     )
 
 
+def test_a_prompt_path_that_is_not_utf8_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to escape as a traceback (exit 1, no JSON)."""
+    path = tmp_path / "latin1.md"
+    path.write_bytes("Réponds. {context}\n{extern_functions}".encode("latin-1"))
+    argv = ("prompt", "--tools", WEATHER_TOOLS, "--prompt-path", str(path))
+    message = (
+        f"cannot read the prompt template {str(path)!r}: 'utf-8' codec can't decode byte 0xe9 "
+        "in position 1: invalid continuation byte"
+    )
+    assert cli(*argv) == (3, "")
+    assert capsys.readouterr().err == f"llassembly: {message}\n"
+    code, data = cli_json(*argv)
+    assert (code, data["error"]) == (3, {"type": "UsageError", "message": message})
+
+
 def test_run_json_when_a_tool_raises_an_error_whose_text_raises(tmp_path: Path) -> None:
     """Only the library's error leaves the run, and ``--json`` still prints one object."""
     code, data = cli_json(
