@@ -360,6 +360,30 @@ def test_bad_tools_spec_exits_3_with_a_message(
     assert message in capsys.readouterr().err
 
 
+def test_an_attribute_whose_lookup_raises_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module ``__getattr__`` that imports what is not installed used to escape as a
+    traceback (exit 1, no JSON)."""
+    (tmp_path / "lazy_tools.py").write_text(
+        "def __getattr__(name):\n    import optional_backend_not_installed\n", encoding="utf-8"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        argv = ("check", plan(tmp_path, "NOP\n"), "--tools", "lazy_tools:TOOLS")
+        assert cli(*argv) == (3, "")
+        code, data = cli_json(*argv)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("lazy_tools", None)
+    message = (
+        "cannot load lazy_tools:TOOLS: ModuleNotFoundError: "
+        "No module named 'optional_backend_not_installed'"
+    )
+    assert capsys.readouterr().err == f"llassembly: {message}\n"
+    assert (code, data["error"]) == (3, {"type": "UsageError", "message": message})
+
+
 def test_load_tools_raises_usage_error() -> None:
     with pytest.raises(UsageError):
         load_tools("nocolon")
