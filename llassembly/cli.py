@@ -38,6 +38,7 @@ from llassembly import (
     summarize,
 )
 from llassembly.analysis.cfg import control_flow
+from llassembly.analysis.summary import check_budgets
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.errors import plural, safe_text, well_formed
 from llassembly.integration.query import add_query
@@ -240,6 +241,10 @@ def _read_plan(path: str) -> str:
 def check_command(
     args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
 ) -> int:
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
+    )
+    check_budgets(**budgets)  # as run refuses them, before the plan is checked
     problems = check(program, externs)
     if problems:
         for diagnostic in problems:
@@ -247,9 +252,6 @@ def check_command(
         report.text(f"{plural(len(problems), 'problem')} found.")
         return report.json("rejected", EXIT_PLAN, problems=problems)
     count, calls = len(program.instructions), len(control_flow(program, externs).tools)
-    budgets = dict(
-        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
-    )
     summary = summarize(program, externs, **budgets) if report.as_json or args.summary else None
     report.text(f"OK: {count} instructions, {calls} tool call sites.")
     if summary is not None:

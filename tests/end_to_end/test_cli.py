@@ -405,6 +405,19 @@ def test_bad_limit_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "max_instructions_to_exec must be a positive integer" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("summary", [(), ("--summary",)])
+def test_check_with_a_bad_limit_exits_3_as_run_does(
+    summary: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check`` used to accept (and summarize against) budgets ``run`` refuses."""
+    argv = ("--tools", "cli_tools:TOOLS", "--max-instructions", "-5", "--max-tool-calls", "0")
+    assert cli("run", plan(tmp_path, "NOP\n"), *argv) == (3, "")
+    refused = capsys.readouterr().err
+    assert refused == "llassembly: max_instructions_to_exec must be a positive integer, got -5\n"
+    assert cli("check", plan(tmp_path, "NOP\n"), *argv, *summary) == (3, "")
+    assert capsys.readouterr().err == refused
+
+
 def test_argparse_errors_exit_3_not_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", WEATHER], out=io.StringIO()) == 3  # --tools is missing
     assert "--tools" in capsys.readouterr().err
