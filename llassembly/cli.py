@@ -308,16 +308,13 @@ def run_command(
     return report.json("finished", EXIT_OK, **{**finished, "calls": calls})
 
 
-def prompt_command(args: argparse.Namespace, report: Report) -> int:
+def prompt_command(args: argparse.Namespace, report: Report, externs: dict[str, Extern]) -> int:
     """Print the system prompt the planner model gets for these tools, as the planner builds
     it (``Planner.system_prompt``), and its size; only the prompt goes to standard output."""
     # Counting tokens needs LangChain's messages, which check and run do not.
     from langchain_core.messages import SystemMessage
     from langchain_core.messages.utils import count_tokens_approximately
 
-    externs = load_tools(args.tools)
-    if args.queries:  # as the planner's queries=True: the built-in query is one more tool
-        add_query(externs, "--queries")
     text = build_system_prompt(externs, args.context, args.prompt_path)
     tokens = count_tokens_approximately([SystemMessage(text)])
     report.text(text, end="")
@@ -389,12 +386,13 @@ def _parser() -> argparse.ArgumentParser:
             metavar="MODULE:ATTR",
             help="a list or mapping of tools, or one tool, or a function annotated to return them",
         )
-        if name == "prompt":  # the planner's options that change its prompt
+        if name != "run":  # run has no model to answer a query
             add(
                 "--queries",
                 action="store_true",
                 help="as the planner's queries=True: plans may read prose with query_text",
             )
+        if name == "prompt":  # the planner's options that change its prompt
             add(
                 "--prompt-path",
                 metavar="FILE",
@@ -446,9 +444,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         # they are imported or called, goes to standard error (the report writes to the
         # stream taken above).
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            if args.command == "prompt":
-                return prompt_command(args, report)
             externs = load_tools(args.tools)
+            if getattr(args, "queries", False):  # as the planner's queries=True: one more tool
+                add_query(externs, "--queries")
+            if args.command == "prompt":
+                return prompt_command(args, report, externs)
             program = parse(_read_plan(args.plan))
             if isinstance(program, PlainAnswer):
                 not_words(program.text)  # code, JSON or a call as text: what the planner repairs

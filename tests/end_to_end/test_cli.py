@@ -34,6 +34,7 @@ from llassembly.cli import (
     main,
 )
 from llassembly.errors import UsageError
+from llassembly.integration.query import add_query
 from llassembly.language.parser import NotWords, not_words
 
 WEATHER = "examples/weather.asm"
@@ -984,6 +985,42 @@ def test_prompt_with_queries_teaches_query_text() -> None:
     assert code == 0
     assert "query_text" not in plain_prompt
     assert "CALL query_text" in with_queries
+
+
+def test_check_with_queries_accepts_the_plans_the_planner_with_queries_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``prompt --queries`` teaches ``CALL query_text``; ``check`` used to refuse every such
+    plan (unknown tool) and had no ``--queries``."""
+    from examples.pay_bill import PLAN, find_payee, pay, read_file
+
+    source = plan(tmp_path, PLAN)
+    (tmp_path / "bill_tools.py").write_text(
+        "from examples.pay_bill import find_payee, pay, read_file\n"
+        "TOOLS = [read_file, find_payee, pay]\n",
+        encoding="utf-8",
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        argv = ("check", source, "--tools", "bill_tools:TOOLS")
+        assert cli(*argv)[0] == 1
+        assert "unknown tool 'query_text'" in cli(*argv)[1]
+        code, out = cli(*argv, "--queries")
+        code_json, data = cli_json(*argv, "--queries", "--summary")
+        code_clash, _ = cli("check", source, "--tools", "cli_tools:QUERY_CLASH", "--queries")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bill_tools", None)
+    assert (code, out) == (0, "OK: 20 instructions, 4 tool call sites.\n")
+    assert (code_json, [t["name"] for t in data["tools"]]) == (
+        0,
+        ["read_file", "query_text", "find_payee", "pay"],
+    )
+    assert code_clash == 3
+    assert "a tool is named 'query_text'" in capsys.readouterr().err
+    externs = llassembly.externs_from([read_file, find_payee, pay])
+    add_query(externs, "queries")  # what the planner's queries=True adds
+    assert llassembly.check(llassembly.parse(PLAN), externs) == ()
 
 
 @pytest.mark.parametrize(
