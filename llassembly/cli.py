@@ -229,7 +229,10 @@ def _tools_type(hint: Any, item: bool) -> bool:
 
 def _read_plan(path: str) -> str:
     try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path != "-":
+            return Path(path).read_text(encoding="utf-8")
+        stdin = sys.stdin  # its bytes, as UTF-8 like a file's, whatever the console's encoding
+        return stdin.buffer.read().decode("utf-8") if hasattr(stdin, "buffer") else stdin.read()
     except OSError as exc:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:  # a plan saved in another encoding

@@ -206,6 +206,18 @@ def test_run_reads_the_plan_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "registers: R3=10" in out
 
 
+@pytest.mark.parametrize("console", ["cp1252", "latin-1", "ascii", "utf-8"])
+def test_the_plan_on_standard_input_is_utf8_whatever_the_console(
+    console: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to be read in the console's encoding: ``hÃ©llo`` on cp1252, or refused as not
+    UTF-8 on an ASCII console."""
+    stream = io.TextIOWrapper(io.BytesIO('SAY "héllo"\n'.encode()), encoding=console)
+    monkeypatch.setattr(sys, "stdin", stream)
+    code, data = cli_json("run", "-", "--tools", "cli_tools:TOOLS")
+    assert (code, data["answer"]) == (0, "héllo")
+
+
 def test_run_stops_on_the_instruction_budget(tmp_path: Path) -> None:
     source = "loop: INC R1\nCMP R1, 1000\nJL loop\n"
     code, out = cli(
