@@ -11,6 +11,7 @@ import dataclasses
 import importlib
 import json
 import math
+import os
 import sys
 import types
 import typing
@@ -427,6 +428,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _tools_write_to_stderr(report: Report) -> Iterator[None]:
+    """Under ``--json`` standard output holds the one JSON object: what the tools write to it,
+    as they are imported or called, goes to standard error, by ``print`` and to file descriptor
+    1 (a process a tool runs), and the report writes to the real standard output."""
+    out, saved = report.out, None
+    with contextlib.suppress(OSError, ValueError):  # (a stream with no descriptor: print's alone)
+        if out.fileno() == 1:
+            out.flush()
+            saved = os.dup(1)
+            os.dup2(2, 1)
+            report.out = open(saved, "w", encoding="ascii", closefd=False)  # noqa: SIM115
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            report.out.flush()
+            out.flush()  # (what a tool wrote to sys.__stdout__ goes to standard error too)
+            os.dup2(saved, 1)
+            os.close(saved)
+            report.out = out
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
     stream = out if out is not None else sys.stdout
@@ -443,10 +468,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
-        # Under --json standard output holds the one JSON object: what the tools print, as
-        # they are imported or called, goes to standard error (the report writes to the
-        # stream taken above).
-        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        with _tools_write_to_stderr(report) if as_json else contextlib.nullcontext():
             externs = load_tools(args.tools)
             if getattr(args, "queries", False):  # as the planner's queries=True: one more tool
                 add_query(externs, "--queries")

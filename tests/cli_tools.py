@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -81,6 +83,17 @@ def chatty_failure(x: int) -> int:
 
 
 CHATTY = [chatty, chatty_failure]
+
+
+def shell_out(x: int) -> int:
+    """Write to file descriptor 1 itself, and run a process that does, as tools that shell
+    out do."""
+    os.write(1, b"debug: from fd 1\n")
+    subprocess.run(["echo", "debug: from a process"], check=True)
+    return x
+
+
+SHELL = [shell_out]
 
 
 # --- hostile text: what tools from outside return -----------------------------------------------

@@ -806,6 +806,18 @@ def run_process(
     )
 
 
+def test_run_json_stays_json_when_a_tool_writes_to_file_descriptor_1(tmp_path: Path) -> None:
+    """A process a tool runs, or ``os.write(1, ...)``, used to write before the JSON object:
+    under ``--json`` file descriptor 1 too goes to standard error for the command."""
+    path = plan(tmp_path, "PUSH 3\nCALL shell_out\nPOP R1\nPUSH 4\nCALL shell_out\nPOP R2\n")
+    done = run_process(["run", path, "--tools", "cli_tools:SHELL", "--json"], {})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["registers"] == {"R1": 3, "R2": 4}
+    assert done.stderr.decode().splitlines() == ["debug: from fd 1", "debug: from a process"] * 2
+    done = run_process(["run", path, "--tools", "cli_tools:SHELL"], {})
+    assert done.stdout.decode().startswith("debug: from fd 1\ndebug: from a process\nline ")
+
+
 @pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
 def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
     changes: dict[str, str | None], tmp_path: Path
