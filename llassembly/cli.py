@@ -453,7 +453,17 @@ def _tools_write_to_stderr(report: Report) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
+    """Run the command line and return its exit code (see :data:`EXIT_CODES`; 141 when the
+    reader of standard output went away, as a shell says of a process that SIGPIPE ended)."""
+    try:
+        return _command_line(argv, out)
+    except BrokenPipeError:  # `llassembly run ... | head -1`: stop quietly, as `yes | head` does
+        with contextlib.suppress(OSError, ValueError):  # (and no error as Python exits)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
     stream = out if out is not None else sys.stdout
     words = list(sys.argv[1:] if argv is None else argv)
     # Under --json even a usage mistake is a JSON object (the command is known only when

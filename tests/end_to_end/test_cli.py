@@ -818,6 +818,25 @@ def test_run_json_stays_json_when_a_tool_writes_to_file_descriptor_1(tmp_path: P
     assert done.stdout.decode().startswith("debug: from fd 1\ndebug: from a process\nline ")
 
 
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(command: str, tmp_path: Path) -> None:
+    """``llassembly run ... | head -1`` used to end in a ``BrokenPipeError`` traceback."""
+    many = "".join(f"CALL nowhere{n}\n" for n in range(3000))  # 3,000 problems for check
+    source = "MOV R1, 0\nnext:\nPUSH R1\nCALL double\nPOP R2\nINC R1\nCMP R1, 5000\nJL next\n"
+    path = plan(tmp_path, source if command == "run" else many)
+    argv = [command, path, "--tools", "cli_tools:TOOLS", "--max-tool-calls", "9999"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline()
+        process.stdout.close()
+        err = process.stderr.read()
+        assert (process.wait(timeout=120), err) == (141, b"")
+
+
 @pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
 def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
     changes: dict[str, str | None], tmp_path: Path
