@@ -147,6 +147,10 @@ def _json_value(value: Any) -> Any:
     return _json_value(data)
 
 
+class ReaderGone(BaseException):
+    """The reader of standard output went away (``| head -1``): the command stops at once."""
+
+
 @dataclasses.dataclass
 class Report:
     """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
@@ -158,7 +162,10 @@ class Report:
     def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
         if not self.as_json:
-            self.out.write(printable(line + end, self.out))
+            try:
+                self.out.write(printable(line + end, self.out))
+            except BrokenPipeError as exc:  # (a run must not take it for a tool's failure)
+                raise ReaderGone from exc
 
     def json(self, status: str, code: int, **fields: Any) -> int:
         """The one JSON object under ``--json``, ASCII and its strings well formed (why: *JSON
@@ -457,7 +464,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     reader of standard output went away, as a shell says of a process that SIGPIPE ended)."""
     try:
         return _command_line(argv, out)
-    except BrokenPipeError:  # `llassembly run ... | head -1`: stop quietly, as `yes | head` does
+    except (BrokenPipeError, ReaderGone):  # `... | head -1`: stop quietly, as `yes | head` does
         with contextlib.suppress(OSError, ValueError):  # (and no error as Python exits)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -96,6 +96,16 @@ def shell_out(x: int) -> int:
 SHELL = [shell_out]
 
 
+def count(x: int) -> int:
+    """Add a line to the file $COUNT_FILE names: a side effect another process sees."""
+    with open(os.environ["COUNT_FILE"], "a", encoding="utf-8") as file:
+        file.write(f"{x}\n")
+    return x
+
+
+COUNTING = [count]
+
+
 # --- hostile text: what tools from outside return -----------------------------------------------
 
 CUT_EMOJI = "abc\ud83d"

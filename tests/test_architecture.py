@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_739
+MAX_PACKAGE_LINES = 15_746
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -446,7 +446,8 @@ and 15,682 with a `--tools` factory told from a tool of no parameters by its ret
 budgets the Emulator refuses, and 15,702 with a plan on standard input read as UTF-8 whatever the
 console, and 15,724 with `--json` sending what tools write to file descriptor 1 to standard error,
 and 15,734 with a command whose reader went away ending quietly, and 15,739 with plan-policy
-problems pointing at the `CALL`, a string at no line.
+problems pointing at the `CALL`, a string at no line, and 15,746 with a run whose reader went away
+stopping at once.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -837,6 +837,29 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(command: str, tmp_path
         assert (process.wait(timeout=120), err) == (141, b"")
 
 
+def test_a_reader_that_goes_away_stops_the_run_even_where_the_plan_tests_its_calls(
+    tmp_path: Path,
+) -> None:
+    """The failed write used to be taken for the tool's failure: a plan that tests its calls
+    (``JC``) went on calling the tool 5,000 times with no one reading."""
+    source = "MOV R1, 0\nagain:\nPUSH R1\nCALL count\nJC failed\nfailed:\nPOP R2\nINC R1\n"
+    path = plan(tmp_path, source + "CMP R1, 5000\nJL again\n")
+    counted = tmp_path / "count.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "COUNT_FILE": str(counted)}
+    argv = ["run", path, "--tools", "cli_tools:COUNTING", "--max-tool-calls", "9999"]
+    argv += ["--max-instructions", "99999"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"line   4  count(x=0) -> 0")
+        process.stdout.close()
+        err = process.stderr.read()
+        assert (process.wait(timeout=120), err) == (141, b"")
+    assert len(counted.read_text(encoding="utf-8").splitlines()) < 5000
+
+
 @pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
 def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
     changes: dict[str, str | None], tmp_path: Path
