@@ -11,11 +11,15 @@ import dataclasses
 import importlib
 import json
 import math
+import os
 import sys
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from langchain_core.tools import BaseTool
 from pydantic_core import to_jsonable_python
 
 from llassembly import (
@@ -35,6 +39,7 @@ from llassembly import (
     summarize,
 )
 from llassembly.analysis.cfg import control_flow
+from llassembly.analysis.summary import check_budgets
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.errors import plural, safe_text, well_formed
 from llassembly.integration.query import add_query
@@ -73,7 +78,7 @@ JSON output (--json): one object on standard output, whatever happens
   status "stopped" (run, exit 2): "error": {"type", "message", "line", "source"},
              "calls" made before it, "answer" said before it
   status "usage_error" (exit 3): "error": {"type", "message"} (also run of a
-             plan calling an async-only tool: nothing has run)
+             plan calling an async-only or injected tool: nothing has run)
   A call is {"line", "tool", "args", "result"}: JSON values (a record, a
   pydantic model or dataclass, is an object of its fields); a value JSON
   cannot hold (an object of no JSON form, an int too long to print) is its
@@ -142,6 +147,10 @@ def _json_value(value: Any) -> Any:
     return _json_value(data)
 
 
+class ReaderGone(BaseException):
+    """The reader of standard output went away (``| head -1``): the command stops at once."""
+
+
 @dataclasses.dataclass
 class Report:
     """Where a command's outcome goes: text for a person, or one JSON object (``--json``)."""
@@ -153,7 +162,10 @@ class Report:
     def text(self, line: str, end: str = "\n") -> None:
         """A line for a person (see :func:`printable`); nothing under ``--json``."""
         if not self.as_json:
-            self.out.write(printable(line + end, self.out))
+            try:
+                self.out.write(printable(line + end, self.out))
+            except BrokenPipeError as exc:  # (a run must not take it for a tool's failure)
+                raise ReaderGone from exc
 
     def json(self, status: str, code: int, **fields: Any) -> int:
         """The one JSON object under ``--json``, ASCII and its strings well formed (why: *JSON
@@ -185,9 +197,9 @@ def load_tools(spec: str) -> dict[str, Extern]:
         value: Any = getattr(module, attr)
     except AttributeError as exc:
         raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
-    # A plain function with annotations is a tool; a bare factory ``def tools():`` is not.
-    factory = set(getattr(value, "__annotations__", None) or ()) <= {"return"}
-    if callable(value) and not hasattr(value, "invoke") and factory:
+    except Exception as exc:  # a module __getattr__ that fails (an optional import...)
+        raise UsageError(f"cannot load {spec}: {type(exc).__name__}: {safe_text(exc)}") from exc
+    if callable(value) and not hasattr(value, "invoke") and _returns_tools(value):
         try:
             value = value()
         except Exception as exc:  # the factory's own failure: --tools names no tools
@@ -199,9 +211,36 @@ def load_tools(spec: str) -> dict[str, Extern]:
     return dict(externs_of(tools, param="--tools"))
 
 
+def _returns_tools(func: Any) -> bool:
+    """Whether ``func`` is a factory of tools, not a tool (the API takes any function as one):
+    no parameter annotated, its return annotated as tools (see :func:`_tools_type`)."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # a name it cannot resolve: reading it as a tool says so
+        return False
+    return set(hints) == {"return"} and _tools_type(hints["return"], item=False)
+
+
+def _tools_type(hint: Any, item: bool) -> bool:
+    """Whether ``hint`` is a tool's type (a callable, a LangChain tool, an extern), or a list,
+    tuple or mapping of them; an ``item`` of one may be ``Any`` (or not written)."""
+    origin, args = typing.get_origin(hint) or hint, typing.get_args(hint)
+    kind = origin if isinstance(origin, type) else type(None)
+    if origin in (typing.Union, types.UnionType):
+        return all(_tools_type(arg, item) for arg in args)
+    if origin is Callable or issubclass(kind, BaseTool | Extern) or (item and hint is Any):
+        return True
+    mapping = issubclass(kind, Mapping)
+    many = not item and (mapping or issubclass(kind, list | tuple))
+    return many and _tools_type(args[-1 if mapping else 0] if args else Any, item=True)
+
+
 def _read_plan(path: str) -> str:
     try:
-        return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path != "-":
+            return Path(path).read_text(encoding="utf-8")
+        stdin = sys.stdin  # its bytes, as UTF-8 like a file's, whatever the console's encoding
+        return stdin.buffer.read().decode("utf-8") if hasattr(stdin, "buffer") else stdin.read()
     except OSError as exc:
         raise UsageError(f"cannot read plan {path!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:  # a plan saved in another encoding
@@ -213,6 +252,10 @@ def _read_plan(path: str) -> str:
 def check_command(
     args: argparse.Namespace, report: Report, externs: dict[str, Extern], program: Program
 ) -> int:
+    budgets = dict(
+        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
+    )
+    check_budgets(**budgets)  # as run refuses them, before the plan is checked
     problems = check(program, externs)
     if problems:
         for diagnostic in problems:
@@ -220,9 +263,6 @@ def check_command(
         report.text(f"{plural(len(problems), 'problem')} found.")
         return report.json("rejected", EXIT_PLAN, problems=problems)
     count, calls = len(program.instructions), len(control_flow(program, externs).tools)
-    budgets = dict(
-        max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
-    )
     summary = summarize(program, externs, **budgets) if report.as_json or args.summary else None
     report.text(f"OK: {count} instructions, {calls} tool call sites.")
     if summary is not None:
@@ -238,14 +278,18 @@ def run_command(
         max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
     )
     emulator = Emulator(program, externs, **budgets, max_stack_depth=args.max_stack_depth)
-    # ``call`` below runs each tool synchronously, as ``Emulator.run()`` does without one:
-    # refuse as it does, before anything runs, a plan that calls a tool that can only be awaited.
+    # ``call`` below runs each tool synchronously with the plan's arguments, as ``Emulator.run()``
+    # does without one: refuse as it does, before anything runs, a plan that calls a tool that
+    # can only be awaited or needs injected parameters (a tool-call id, a ``ToolRuntime``...).
     check_sync_tools(emulator.compiled.tools)
+    emulator._check_injected()
     calls: list[dict[str, Any]] = []
 
     def call(request: ToolCall) -> Any:
         arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
         result = externs[request.tool].call(request.args)
+        if isinstance(result, Iterator) and externs[request.tool].n_results == 1:
+            result = list(result)  # read once: the plan reads its items as a list, and so do we
         report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")
         made = {"line": request.line, "tool": request.tool, "args": plain(request.args)}
         calls.append({**made, "result": plain(result)})
@@ -275,16 +319,13 @@ def run_command(
     return report.json("finished", EXIT_OK, **{**finished, "calls": calls})
 
 
-def prompt_command(args: argparse.Namespace, report: Report) -> int:
+def prompt_command(args: argparse.Namespace, report: Report, externs: dict[str, Extern]) -> int:
     """Print the system prompt the planner model gets for these tools, as the planner builds
     it (``Planner.system_prompt``), and its size; only the prompt goes to standard output."""
     # Counting tokens needs LangChain's messages, which check and run do not.
     from langchain_core.messages import SystemMessage
     from langchain_core.messages.utils import count_tokens_approximately
 
-    externs = load_tools(args.tools)
-    if args.queries:  # as the planner's queries=True: the built-in query is one more tool
-        add_query(externs, "--queries")
     text = build_system_prompt(externs, args.context, args.prompt_path)
     tokens = count_tokens_approximately([SystemMessage(text)])
     report.text(text, end="")
@@ -354,14 +395,15 @@ def _parser() -> argparse.ArgumentParser:
             "--tools",
             required=True,
             metavar="MODULE:ATTR",
-            help="a list or mapping of tools (or one tool, or a function returning either)",
+            help="a list or mapping of tools, or one tool, or a function annotated to return them",
         )
-        if name == "prompt":  # the planner's options that change its prompt
+        if name != "run":  # run has no model to answer a query
             add(
                 "--queries",
                 action="store_true",
                 help="as the planner's queries=True: plans may read prose with query_text",
             )
+        if name == "prompt":  # the planner's options that change its prompt
             add(
                 "--prompt-path",
                 metavar="FILE",
@@ -393,8 +435,42 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _tools_write_to_stderr(report: Report) -> Iterator[None]:
+    """Under ``--json`` standard output holds the one JSON object: what the tools write to it,
+    as they are imported or called, goes to standard error, by ``print`` and to file descriptor
+    1 (a process a tool runs), and the report writes to the real standard output."""
+    out, saved = report.out, None
+    with contextlib.suppress(OSError, ValueError):  # (a stream with no descriptor: print's alone)
+        if out.fileno() == 1:
+            out.flush()
+            saved = os.dup(1)
+            os.dup2(2, 1)
+            report.out = open(saved, "w", encoding="ascii", closefd=False)  # noqa: SIM115
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            report.out.flush()
+            out.flush()  # (what a tool wrote to sys.__stdout__ goes to standard error too)
+            os.dup2(saved, 1)
+            os.close(saved)
+            report.out = out
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line and return its exit code (see :data:`EXIT_CODES`)."""
+    """Run the command line and return its exit code (see :data:`EXIT_CODES`; 141 when the
+    reader of standard output went away, as a shell says of a process that SIGPIPE ended)."""
+    try:
+        return _command_line(argv, out)
+    except (BrokenPipeError, ReaderGone):  # `... | head -1`: stop quietly, as `yes | head` does
+        with contextlib.suppress(OSError, ValueError):  # (and no error as Python exits)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
     stream = out if out is not None else sys.stdout
     words = list(sys.argv[1:] if argv is None else argv)
     # Under --json even a usage mistake is a JSON object (the command is known only when
@@ -409,13 +485,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
-        # Under --json standard output holds the one JSON object: what the tools print, as
-        # they are imported or called, goes to standard error (the report writes to the
-        # stream taken above).
-        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            if args.command == "prompt":
-                return prompt_command(args, report)
+        with _tools_write_to_stderr(report) if as_json else contextlib.nullcontext():
             externs = load_tools(args.tools)
+            if getattr(args, "queries", False):  # as the planner's queries=True: one more tool
+                add_query(externs, "--queries")
+            if args.command == "prompt":
+                return prompt_command(args, report, externs)
             program = parse(_read_plan(args.plan))
             if isinstance(program, PlainAnswer):
                 not_words(program.text)  # code, JSON or a call as text: what the planner repairs

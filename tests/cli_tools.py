@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from pydantic import BaseModel
 
 
@@ -24,12 +27,17 @@ def explode(x: int) -> int:
     raise RuntimeError(f"exploded on {x}")
 
 
+def squares(n: int) -> list[int]:
+    """The first n squares, returned lazily (a generator)."""
+    return (i * i for i in range(n))  # type: ignore[return-value]
+
+
 def huge() -> int:
     """Return an integer of 20000 bits (more digits than Python prints by default)."""
     return 2**20000 - 1
 
 
-TOOLS = [double, greet, explode, huge]
+TOOLS = [double, greet, explode, huge, squares]
 
 
 def make_tools() -> list[Any]:
@@ -38,6 +46,28 @@ def make_tools() -> list[Any]:
 
 
 NOT_A_TOOL = 42
+
+
+def launch() -> str:
+    """A tool of no parameters: naming it in --tools must not run it."""
+    SIDE_EFFECTS.append(0)
+    return "launched"
+
+
+def untyped_launch():
+    """A tool of no parameters and no annotation: a tool too, as the API takes it."""
+    SIDE_EFFECTS.append(0)
+    return "launched"
+
+
+def one_tool() -> Callable[..., Any]:
+    """A factory of one tool."""
+    return double
+
+
+def tool_map() -> dict[str, StructuredTool]:
+    """A factory of a mapping of tools."""
+    return {"greet": StructuredTool.from_function(greet)}
 
 
 def chatty(x: int) -> int:
@@ -53,6 +83,27 @@ def chatty_failure(x: int) -> int:
 
 
 CHATTY = [chatty, chatty_failure]
+
+
+def shell_out(x: int) -> int:
+    """Write to file descriptor 1 itself, and run a process that does, as tools that shell
+    out do."""
+    os.write(1, b"debug: from fd 1\n")
+    subprocess.run(["echo", "debug: from a process"], check=True)
+    return x
+
+
+SHELL = [shell_out]
+
+
+def count(x: int) -> int:
+    """Add a line to the file $COUNT_FILE names: a side effect another process sees."""
+    with open(os.environ["COUNT_FILE"], "a", encoding="utf-8") as file:
+        file.write(f"{x}\n")
+    return x
+
+
+COUNTING = [count]
 
 
 # --- hostile text: what tools from outside return -----------------------------------------------
@@ -185,6 +236,15 @@ wait_tool = StructuredTool.from_function(
 )
 
 ASYNC = [record, wait, wait_tool]
+
+
+@tool
+def ship(crate: int, call_id: Annotated[str, InjectedToolCallId]) -> int:
+    """A tool that needs its tool-call id (injected), as one idempotent by call id does."""
+    return crate
+
+
+INJECTED = [record, ship]
 
 
 def broken_factory() -> list[Any]:

@@ -69,7 +69,7 @@ def _site_policy(
 
     def policy(summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
         return [
-            Diagnostic(site.line, 1, message, program.source_of(site.line))
+            _at_call(program, site.line, message)
             for name in names
             if (use := summary.tool(name)) is not None
             for site, message in refusals(name, use)
@@ -125,13 +125,18 @@ def not_in_loop(*tools: str) -> PlanPolicy:
     return _site_policy(tuple(tools), looped)
 
 
+def _at_call(program: Program, line: int, message: str) -> Diagnostic:
+    """A problem of the ``CALL`` on ``line``, the caret under its mnemonic."""
+    column = next((ins.column for ins in program.instructions if ins.line == line), 1)
+    return Diagnostic(line, column, message, program.source_of(line))
+
+
 def check_policies(
     policies: Sequence[PlanPolicy], summary: PlanSummary, program: Program
 ) -> tuple[Diagnostic, ...]:
-    """Every problem the policies find, as diagnostics (a string points at no line)."""
-    first = program.instructions[0].line if program.instructions else 1
+    """Every problem the policies find, as diagnostics (a string points at no line: line 0)."""
     return tuple(
-        found if isinstance(found, Diagnostic) else Diagnostic(first, 1, f"plan policy: {found}")
+        found if isinstance(found, Diagnostic) else Diagnostic(0, 0, f"plan policy: {found}")
         for policy in policies
         for found in policy(summary, program)
     )
@@ -199,7 +204,7 @@ class DataFlowPolicy:
         :class:`~llassembly.analysis.summary.Argument`)."""
         use = summary.tool(self.tool)
         return [
-            Diagnostic(site.line, 1, self._refusal(bad), program.source_of(site.line))
+            _at_call(program, site.line, self._refusal(bad))
             for site in (use.sites if use else ())
             for argument in site.arguments
             if argument.name == self.argument and (bad := self.refused(argument.certain))

@@ -34,7 +34,7 @@ from llassembly.analysis.dataflow import NO_SOURCES, Flow, argument_flows
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.errors import plural
+from llassembly.errors import UsageError, plural
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
 from llassembly.language.program import NONE, Program, ToolShape, Value, param_names
 
@@ -256,6 +256,13 @@ def _notes(in_loop: bool, conditional: bool) -> str:
 _State = tuple[tuple[Abstract, ...], tuple[Flow, ...] | None]  # a CALL's arguments, their flows
 
 
+def check_budgets(**budgets: object) -> None:
+    """Raise ``UsageError`` for a budget that is no positive integer, as the Emulator does."""
+    for label, limit in budgets.items():
+        if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
+            raise UsageError(f"{label} must be a positive integer, got {limit!r}")
+
+
 def summarize(
     program: Program,
     tools: Mapping[str, ToolShape] | Iterable[ToolShape],
@@ -277,7 +284,11 @@ def summarize(
         max_tool_calls: The tool-call budget the run will have.
         semantics: How instructions run on known values (default: the machine's own steps,
             see :func:`llassembly.analysis.constants.install_semantics`).
+
+    Raises:
+        UsageError: A budget is not a positive integer.
     """
+    check_budgets(max_instructions_to_exec=max_instructions_to_exec, max_tool_calls=max_tool_calls)
     by_name = tool_shapes(tools)
     flow = control_flow(program, by_name)
     paths, layout = paths_of(flow), layout_of(program, by_name)

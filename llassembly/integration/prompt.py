@@ -62,7 +62,7 @@ def load_template(prompt_path: str | os.PathLike[str] | None = None) -> str:
     try:
         with open(prompt_path, encoding="utf-8") as f:
             return f.read()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # also a template in another encoding
         msg = f"cannot read the prompt template {os.fspath(prompt_path)!r}: {exc}"
         raise UsageError(msg) from exc
 

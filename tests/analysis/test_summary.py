@@ -18,7 +18,7 @@ from random_plans import EXTERNS, LIMITS, SETTINGS, compiled_or_none, programs
 from llassembly import PlanSummary, parse, summarize, verify
 from llassembly.analysis import summary as analysis_summary
 from llassembly.cli import main
-from llassembly.errors import LLAssemblyError, PlanRejected
+from llassembly.errors import LLAssemblyError, PlanRejected, UsageError
 from llassembly.language.program import Program
 from llassembly.machine.emulator import Emulator
 from llassembly.machine.externs import (
@@ -738,3 +738,24 @@ def test_past_max_steps_no_call_is_claimed_on_every_path(entries: int, claimed: 
     assert first is not None
     assert (first.min_calls, first.max_calls, first.conditional) == (1, 1, False)
     assert first.sites[0].conditional is not claimed
+
+
+@pytest.mark.parametrize(
+    "budgets",
+    [
+        {"max_instructions_to_exec": -5},
+        {"max_tool_calls": 0},
+        {"max_tool_calls": True},
+        {"max_instructions_to_exec": 2.5},
+    ],
+)
+def test_summarize_refuses_the_budgets_the_emulator_refuses(budgets: dict[str, Any]) -> None:
+    """It used to summarize against a budget of -5 instructions; the public summarize and
+    the analysis' own refuse what Emulator refuses, with its words."""
+    program = parse("NOP")
+    with pytest.raises(UsageError) as refused:
+        Emulator(program, [], **budgets)
+    for summarize_it in (summarize, analysis_summary.summarize):
+        with pytest.raises(UsageError) as also:
+            summarize_it(program, [], **budgets)
+        assert str(also.value) == str(refused.value)

@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,19 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import BaseTool
 from pydantic import Field
 
 import llassembly
 from llassembly.cli import (
     EXIT_CODES,
     JSON_SCHEMA,
+    _returns_tools,
     load_tools,
     main,
 )
 from llassembly.errors import UsageError
+from llassembly.integration.query import add_query
 from llassembly.language.parser import NotWords, not_words
 
 WEATHER = "examples/weather.asm"
@@ -202,6 +206,18 @@ def test_run_reads_the_plan_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "registers: R3=10" in out
 
 
+@pytest.mark.parametrize("console", ["cp1252", "latin-1", "ascii", "utf-8"])
+def test_the_plan_on_standard_input_is_utf8_whatever_the_console(
+    console: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to be read in the console's encoding: ``hÃ©llo`` on cp1252, or refused as not
+    UTF-8 on an ASCII console."""
+    stream = io.TextIOWrapper(io.BytesIO('SAY "héllo"\n'.encode()), encoding=console)
+    monkeypatch.setattr(sys, "stdin", stream)
+    code, data = cli_json("run", "-", "--tools", "cli_tools:TOOLS")
+    assert (code, data["answer"]) == (0, "héllo")
+
+
 def test_run_stops_on_the_instruction_budget(tmp_path: Path) -> None:
     source = "loop: INC R1\nCMP R1, 1000\nJL loop\n"
     code, out = cli(
@@ -249,6 +265,82 @@ def test_a_single_tool_may_be_named(tmp_path: Path) -> None:
     assert "double(x=4) -> 8" in out
 
 
+@pytest.mark.parametrize("tool", ["launch", "untyped_launch"])
+def test_a_tool_of_no_parameters_is_one_tool_not_a_factory(tool: str, tmp_path: Path) -> None:
+    """A factory is a function annotated to return tools; ``check`` used to call ``launch``
+    (``-> str``) as one, then refuse its text as no list of tools."""
+    from cli_tools import SIDE_EFFECTS
+
+    SIDE_EFFECTS.clear()
+    code, out = cli(
+        "check", plan(tmp_path, f"CALL {tool}\nPOP R1\n"), "--tools", f"cli_tools:{tool}"
+    )
+    assert (code, out, SIDE_EFFECTS) == (0, "OK: 2 instructions, 1 tool call sites.\n", [])
+    code, out = cli("run", plan(tmp_path, f"CALL {tool}\nPOP R1\n"), "--tools", f"cli_tools:{tool}")
+    assert (code, SIDE_EFFECTS) == (0, [0])
+    assert f"line   1  {tool}() -> 'launched'" in out
+
+
+@pytest.mark.parametrize(
+    ("factory", "source"),
+    [("one_tool", "PUSH 4\nCALL double\n"), ("tool_map", "PUSH 'Bo'\nCALL greet\n")],
+)
+def test_a_factory_may_return_one_tool_or_a_mapping(
+    factory: str, source: str, tmp_path: Path
+) -> None:
+    code, out = cli("run", plan(tmp_path, source), "--tools", f"cli_tools:{factory}")
+    assert code == 0, out
+
+
+def _ids() -> list[int]:
+    return [1]
+
+
+def _anything() -> Any:
+    return [1]
+
+
+def _tools() -> list[Any]:
+    return []
+
+
+def _named_tools() -> Mapping[str, Callable[..., int]] | None:
+    return None
+
+
+def _tool_tuple() -> tuple[BaseTool, ...]:
+    return ()
+
+
+@pytest.mark.parametrize(
+    ("func", "factory"),
+    [(_ids, False), (_anything, False), (_tools, True), (_named_tools, False), (_tool_tuple, True)],
+)
+def test_a_factory_is_a_function_whose_return_annotation_says_tools(
+    func: Callable[[], Any], factory: bool
+) -> None:
+    assert _returns_tools(func) is factory
+
+
+def test_run_records_an_iterator_result_without_emptying_it(tmp_path: Path) -> None:
+    """The plan reads what ``Emulator.run()`` gives it; ``run`` used to record the generator
+    (iterating it) before the plan read it, so the plan read ``[]``."""
+    source = "PUSH 3\nCALL squares\nPOP R1\nSAY '{R1}'\n"
+    from cli_tools import TOOLS
+
+    assert llassembly.Emulator(llassembly.parse(source), TOOLS).run().answer == "[0,1,4]"
+    code, out = cli("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert code == 0
+    assert "line   2  squares(n=3) -> [0, 1, 4]" in out
+    assert "answer: [0,1,4]" in out
+    code, data = cli_json("run", plan(tmp_path, source), "--tools", "cli_tools:TOOLS")
+    assert (data["answer"], data["registers"], data["calls"][0]["result"]) == (
+        "[0,1,4]",
+        {"R1": "[0,1,4]"},
+        [0, 1, 4],
+    )
+
+
 def test_run_reports_an_int_too_long_for_repr_without_crashing(tmp_path: Path) -> None:
     """Plans hold 64-bit integers: a 20,000-bit result stops the plan at its line."""
     code, out = cli("run", plan(tmp_path, "CALL huge\nPOP R1\n"), "--tools", "cli_tools:TOOLS")
@@ -281,6 +373,30 @@ def test_bad_tools_spec_exits_3_with_a_message(
     assert message in capsys.readouterr().err
 
 
+def test_an_attribute_whose_lookup_raises_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module ``__getattr__`` that imports what is not installed used to escape as a
+    traceback (exit 1, no JSON)."""
+    (tmp_path / "lazy_tools.py").write_text(
+        "def __getattr__(name):\n    import optional_backend_not_installed\n", encoding="utf-8"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        argv = ("check", plan(tmp_path, "NOP\n"), "--tools", "lazy_tools:TOOLS")
+        assert cli(*argv) == (3, "")
+        code, data = cli_json(*argv)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("lazy_tools", None)
+    message = (
+        "cannot load lazy_tools:TOOLS: ModuleNotFoundError: "
+        "No module named 'optional_backend_not_installed'"
+    )
+    assert capsys.readouterr().err == f"llassembly: {message}\n"
+    assert (code, data["error"]) == (3, {"type": "UsageError", "message": message})
+
+
 def test_load_tools_raises_usage_error() -> None:
     with pytest.raises(UsageError):
         load_tools("nocolon")
@@ -300,6 +416,19 @@ def test_bad_limit_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
     assert code == 3
     assert "max_instructions_to_exec must be a positive integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("summary", [(), ("--summary",)])
+def test_check_with_a_bad_limit_exits_3_as_run_does(
+    summary: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check`` used to accept (and summarize against) budgets ``run`` refuses."""
+    argv = ("--tools", "cli_tools:TOOLS", "--max-instructions", "-5", "--max-tool-calls", "0")
+    assert cli("run", plan(tmp_path, "NOP\n"), *argv) == (3, "")
+    refused = capsys.readouterr().err
+    assert refused == "llassembly: max_instructions_to_exec must be a positive integer, got -5\n"
+    assert cli("check", plan(tmp_path, "NOP\n"), *argv, *summary) == (3, "")
+    assert capsys.readouterr().err == refused
 
 
 def test_argparse_errors_exit_3_not_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -677,6 +806,60 @@ def run_process(
     )
 
 
+def test_run_json_stays_json_when_a_tool_writes_to_file_descriptor_1(tmp_path: Path) -> None:
+    """A process a tool runs, or ``os.write(1, ...)``, used to write before the JSON object:
+    under ``--json`` file descriptor 1 too goes to standard error for the command."""
+    path = plan(tmp_path, "PUSH 3\nCALL shell_out\nPOP R1\nPUSH 4\nCALL shell_out\nPOP R2\n")
+    done = run_process(["run", path, "--tools", "cli_tools:SHELL", "--json"], {})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["registers"] == {"R1": 3, "R2": 4}
+    assert done.stderr.decode().splitlines() == ["debug: from fd 1", "debug: from a process"] * 2
+    done = run_process(["run", path, "--tools", "cli_tools:SHELL"], {})
+    assert done.stdout.decode().startswith("debug: from fd 1\ndebug: from a process\nline ")
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(command: str, tmp_path: Path) -> None:
+    """``llassembly run ... | head -1`` used to end in a ``BrokenPipeError`` traceback."""
+    many = "".join(f"CALL nowhere{n}\n" for n in range(3000))  # 3,000 problems for check
+    source = "MOV R1, 0\nnext:\nPUSH R1\nCALL double\nPOP R2\nINC R1\nCMP R1, 5000\nJL next\n"
+    path = plan(tmp_path, source if command == "run" else many)
+    argv = [command, path, "--tools", "cli_tools:TOOLS", "--max-tool-calls", "9999"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline()
+        process.stdout.close()
+        err = process.stderr.read()
+        assert (process.wait(timeout=120), err) == (141, b"")
+
+
+def test_a_reader_that_goes_away_stops_the_run_even_where_the_plan_tests_its_calls(
+    tmp_path: Path,
+) -> None:
+    """The failed write used to be taken for the tool's failure: a plan that tests its calls
+    (``JC``) went on calling the tool 5,000 times with no one reading."""
+    source = "MOV R1, 0\nagain:\nPUSH R1\nCALL count\nJC failed\nfailed:\nPOP R2\nINC R1\n"
+    path = plan(tmp_path, source + "CMP R1, 5000\nJL again\n")
+    counted = tmp_path / "count.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "COUNT_FILE": str(counted)}
+    argv = ["run", path, "--tools", "cli_tools:COUNTING", "--max-tool-calls", "9999"]
+    argv += ["--max-instructions", "99999"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "llassembly", *argv],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"line   4  count(x=0) -> 0")
+        process.stdout.close()
+        err = process.stderr.read()
+        assert (process.wait(timeout=120), err) == (141, b"")
+    assert len(counted.read_text(encoding="utf-8").splitlines()) < 5000
+
+
 @pytest.mark.parametrize("changes", _ENVIRONMENTS.values(), ids=_ENVIRONMENTS)
 def test_a_process_prints_a_lone_surrogate_whatever_the_locale(
     changes: dict[str, str | None], tmp_path: Path
@@ -756,6 +939,27 @@ def test_run_refuses_an_async_only_tool_before_any_call(
     assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
     assert "nothing has run" in str(refused.value)
     assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
+
+
+def test_run_refuses_a_tool_needing_injected_parameters_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``Emulator.run()`` does; ``run`` used to call ``record``, then give ``ship`` the one
+    fixed id ``'ship-call'`` on every call."""
+    from cli_tools import INJECTED, SIDE_EFFECTS
+
+    source = "PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL ship\nPOP R2\n"
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), INJECTED).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", "cli_tools:INJECTED")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    assert "cannot give the injected parameters of the tools 'ship' ('call_id',)" in (
+        str(refused.value)
+    )
+    assert cli("check", path, "--tools", "cli_tools:INJECTED")[0] == 0
 
 
 def test_a_tools_factory_that_raises_is_a_usage_error(
@@ -849,6 +1053,42 @@ def test_prompt_with_queries_teaches_query_text() -> None:
     assert "CALL query_text" in with_queries
 
 
+def test_check_with_queries_accepts_the_plans_the_planner_with_queries_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``prompt --queries`` teaches ``CALL query_text``; ``check`` used to refuse every such
+    plan (unknown tool) and had no ``--queries``."""
+    from examples.pay_bill import PLAN, find_payee, pay, read_file
+
+    source = plan(tmp_path, PLAN)
+    (tmp_path / "bill_tools.py").write_text(
+        "from examples.pay_bill import find_payee, pay, read_file\n"
+        "TOOLS = [read_file, find_payee, pay]\n",
+        encoding="utf-8",
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        argv = ("check", source, "--tools", "bill_tools:TOOLS")
+        assert cli(*argv)[0] == 1
+        assert "unknown tool 'query_text'" in cli(*argv)[1]
+        code, out = cli(*argv, "--queries")
+        code_json, data = cli_json(*argv, "--queries", "--summary")
+        code_clash, _ = cli("check", source, "--tools", "cli_tools:QUERY_CLASH", "--queries")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bill_tools", None)
+    assert (code, out) == (0, "OK: 20 instructions, 4 tool call sites.\n")
+    assert (code_json, [t["name"] for t in data["tools"]]) == (
+        0,
+        ["read_file", "query_text", "find_payee", "pay"],
+    )
+    assert code_clash == 3
+    assert "a tool is named 'query_text'" in capsys.readouterr().err
+    externs = llassembly.externs_from([read_file, find_payee, pay])
+    add_query(externs, "queries")  # what the planner's queries=True adds
+    assert llassembly.check(llassembly.parse(PLAN), externs) == ()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -922,6 +1162,23 @@ def test_a_plan_that_is_not_utf8_is_a_usage_error(
     assert data["error"]["message"] == (
         f"cannot read plan {name!r}: it is not UTF-8 text (byte 0xe9 at offset 9)"
     )
+
+
+def test_a_prompt_path_that_is_not_utf8_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to escape as a traceback (exit 1, no JSON)."""
+    path = tmp_path / "latin1.md"
+    path.write_bytes("Réponds. {context}\n{extern_functions}".encode("latin-1"))
+    argv = ("prompt", "--tools", WEATHER_TOOLS, "--prompt-path", str(path))
+    message = (
+        f"cannot read the prompt template {str(path)!r}: 'utf-8' codec can't decode byte 0xe9 "
+        "in position 1: invalid continuation byte"
+    )
+    assert cli(*argv) == (3, "")
+    assert capsys.readouterr().err == f"llassembly: {message}\n"
+    code, data = cli_json(*argv)
+    assert (code, data["error"]) == (3, {"type": "UsageError", "message": message})
 
 
 def test_run_json_when_a_tool_raises_an_error_whose_text_raises(tmp_path: Path) -> None:

@@ -441,6 +441,18 @@ def test_missing_prompt_path_is_a_usage_error(tmp_path: Path) -> None:
         build_system_prompt(EXTERNS, prompt_path=tmp_path / "nope.md")
 
 
+def test_a_prompt_path_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    """It used to escape as a bare ``UnicodeDecodeError``."""
+    path = tmp_path / "latin1.md"
+    path.write_bytes("Réponds. {context}\n{extern_functions}".encode("latin-1"))
+    with pytest.raises(UsageError) as refused:
+        build_system_prompt(EXTERNS, prompt_path=path)
+    assert str(refused.value) == (
+        f"cannot read the prompt template {str(path)!r}: 'utf-8' codec can't decode byte 0xe9 "
+        "in position 1: invalid continuation byte"
+    )
+
+
 # -- every example plan the prompt shows verifies ------------------------------------------------
 
 
