@@ -39,7 +39,6 @@ from llassembly import (
     summarize,
 )
 from llassembly.analysis.cfg import control_flow
-from llassembly.analysis.summary import check_budgets
 from llassembly.analysis.toolset import looks_like_one_tool
 from llassembly.errors import plural, safe_text, well_formed
 from llassembly.integration.query import add_query
@@ -255,7 +254,7 @@ def check_command(
     budgets = dict(
         max_instructions_to_exec=args.max_instructions, max_tool_calls=args.max_tool_calls
     )
-    check_budgets(**budgets)  # as run refuses them, before the plan is checked
+    limits.check_budgets(**budgets)  # as run refuses them, before the plan is checked
     problems = check(program, externs)
     if problems:
         for diagnostic in problems:

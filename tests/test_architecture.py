@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_792
+MAX_PACKAGE_LINES = 15_798
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -439,14 +439,14 @@ middleware's odd result read alike on every path (a Command's answer written as 
 paths checked whatever the tools, and 15,633 with a text with placeholders refused before the
 run when no text it may become fits its parameter, and 15,655 with a middleware's error after
 the tool ran (an output guard) no longer taken for LangChain's failing to write the value,
-and 15,792 with the fixes of more defects outside testers found: a tool's output taken as the
+and 15,798 with the fixes of more defects outside testers found: a tool's output taken as the
 agent's tool node takes it on every path (a list of Commands, a Command that must answer its
 call), and the command line's (`run` refusing injected parameters as `Emulator.run()` does, a
 `--tools` factory told from a tool by its return annotation, an iterator result read once, the
 plan on standard input read as UTF-8, `--json` kept whole when tools write to file descriptor 1,
 a reader going away ending the command quietly), budgets `summarize` refuses as the Emulator
-does, and plan-policy problems pointing at the `CALL`. Lower it with every cut; raise it only
-for new behaviour, saying why in the commit."""
+does (the rule moved to `limits`, its one owner), and plan-policy problems pointing at the
+`CALL`. Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 
 def _subpackage(module: str) -> str | None:
@@ -542,6 +542,13 @@ def test_the_64_bit_integer_range_is_defined_once() -> None:
     hits = _occurrences(_INT64)
     assert _files(hits) == {"llassembly/language/limits.py"} and len(hits) == 2, hits
     assert re.search(_INT64, "if not -(2**63) <= value < 2 ** 63:")  # both spellings
+
+
+def test_the_budget_rule_has_one_owner() -> None:
+    """``limits.check_budgets``: a budget is a positive integer at every entry point that takes
+    one (the Emulator, ``summarize``, the command line); a second copy of the rule can drift."""
+    hits = _occurrences(r"must be a positive integer")
+    assert _files(hits) == {"llassembly/language/limits.py"} and len(hits) == 1, hits
 
 
 def test_a_call_id_is_formatted_in_one_place() -> None:

@@ -34,8 +34,12 @@ from llassembly.analysis.dataflow import NO_SOURCES, Flow, argument_flows
 from llassembly.analysis.paths import paths_of
 from llassembly.analysis.queries import is_query, query_site, site_line
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.errors import UsageError, plural
-from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
+from llassembly.errors import plural
+from llassembly.language.limits import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    DEFAULT_MAX_TOOL_CALLS,
+    check_budgets,
+)
 from llassembly.language.program import NONE, Program, ToolShape, Value, param_names
 
 
@@ -254,13 +258,6 @@ def _notes(in_loop: bool, conditional: bool) -> str:
 # -- summarising ----------------------------------------------------------------------------------
 
 _State = tuple[tuple[Abstract, ...], tuple[Flow, ...] | None]  # a CALL's arguments, their flows
-
-
-def check_budgets(**budgets: object) -> None:
-    """Raise ``UsageError`` for a budget that is no positive integer, as the Emulator does."""
-    for label, limit in budgets.items():
-        if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
-            raise UsageError(f"{label} must be a positive integer, got {limit!r}")
 
 
 def summarize(

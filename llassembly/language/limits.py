@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from llassembly.errors import UsageError
+
 INT_MIN: Final = -(2**63)
 """The least integer a register holds."""
 INT_MAX: Final = 2**63 - 1
@@ -21,6 +23,15 @@ DEFAULT_MAX_TOOL_CALLS: Final = 100
 """Tool calls one run may make (``max_tool_calls``)."""
 DEFAULT_MAX_STACK_DEPTH: Final = 256
 """Values on the data stack plus return addresses (``max_stack_depth``)."""
+
+
+def check_budgets(**budgets: object) -> None:
+    """Raise ``UsageError`` for a budget (named as its keyword) that is not a positive integer:
+    the one rule of every entry point that takes one."""
+    for label, limit in budgets.items():
+        if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
+            raise UsageError(f"{label} must be a positive integer, got {limit!r}")
+
 
 MAX_PLAN_INSTRUCTIONS: Final = 4096
 """Most instructions a plan may have (loops and subroutines keep real plans far below it): the

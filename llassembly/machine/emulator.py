@@ -45,6 +45,7 @@ from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_STACK_DEPTH,
     DEFAULT_MAX_TOOL_CALLS,
+    check_budgets,
     is_int64,
 )
 from llassembly.language.program import (
@@ -134,13 +135,11 @@ class Emulator:
         if max_stack_depth is None:  # a compiled program keeps its own (not compiled again)
             own = program.max_stack_depth if isinstance(program, CompiledProgram) else None
             max_stack_depth = own or DEFAULT_MAX_STACK_DEPTH
-        for label, limit in (
-            ("max_instructions_to_exec", max_instructions_to_exec),
-            ("max_tool_calls", max_tool_calls),
-            ("max_stack_depth", max_stack_depth),
-        ):
-            if type(limit) is not int or limit < 1:  # bool is an int, but not a limit
-                raise errors.UsageError(f"{label} must be a positive integer, got {limit!r}")
+        check_budgets(
+            max_instructions_to_exec=max_instructions_to_exec,
+            max_tool_calls=max_tool_calls,
+            max_stack_depth=max_stack_depth,
+        )
         if max_seconds is not None and (
             type(max_seconds) not in (int, float) or not max_seconds > 0
         ):
