@@ -37,7 +37,7 @@ class Diagnostic:
     """One problem found in a plan, pointing at its place in the model's reply.
 
     Attributes:
-        line: 1-based line number in the model's reply.
+        line: 1-based line number in the model's reply (0: the problem is at no line).
         column: 1-based column of the offending token.
         message: What is wrong, written for the model that will repair the plan.
         source: The text of that line as the model wrote it.
@@ -49,14 +49,15 @@ class Diagnostic:
     source: str = ""
 
     def render(self) -> str:
-        """Return ``line N, column C: message`` followed by the source line and a caret.
+        """Return ``line N, column C: message`` followed by the source line and a caret (the
+        message alone for no line).
 
         Bounded whatever the plan: the message and the quoted line are clipped (a long line is
         shown as a window around the column).
         """
         message = clip(self.message, MAX_MESSAGE_CHARS)
-        head = f"line {self.line}, column {self.column}: {message}"
-        if not self.source:
+        head = f"line {self.line}, column {self.column}: {message}" if self.line else message
+        if not self.source or not self.line:
             return head
         column = max(self.column, 1)
         start = max(0, column - 1 - MAX_SOURCE_CHARS // 2)

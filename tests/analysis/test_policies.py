@@ -47,6 +47,7 @@ def test_a_policys_string_points_at_no_line() -> None:
     string itself names."""
     (found,) = problems(lambda summary, program: ["line 11: restart_service only once"])
     assert found == Diagnostic(0, 0, "plan policy: line 11: restart_service only once")
+    assert found.render() == "plan policy: line 11: restart_service only once"  # no "line 0"
 
 
 def test_a_refused_call_is_pointed_at_its_call_not_at_column_1() -> None:
