@@ -138,6 +138,8 @@ class Extern:
             ``tool_call_schema``, or one made from :attr:`params`).
         structured: The plan reads the tool's structured output (an MCP tool with an output
             schema) rather than its text content.
+        unpacks: The tool returns a ``tuple[...]``: a call pushes its values (a ``tuple[int]``
+            its one int, not the tuple).
     """
 
     name: str
@@ -152,6 +154,7 @@ class Extern:
     query: bool = False
     schema: Any = None
     structured: bool = False
+    unpacks: bool = False
     _converters: tuple[Converter, ...] = field(init=False, repr=False)
     _validator: TypeAdapter[Any] | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
@@ -337,7 +340,7 @@ class Extern:
         """
         n = self.n_results
         try:
-            if n == 1:
+            if n == 1 and not (self.unpacks and isinstance(result, (tuple, list))):
                 return (to_value(result),)
             if n == 0:
                 return ()
@@ -745,7 +748,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),)
+        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
@@ -777,6 +780,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         tool=item if is_tool else None,
         func=None if is_tool else item,
         structured=output is not None,
+        unpacks=results[2],
     )
 
 
@@ -890,20 +894,21 @@ def _subclass(value: Any, base: Any) -> bool:
     return isinstance(value, type) and issubclass(value, base)
 
 
-def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
-    """How many values a call pushes, and their types, from the return annotation. A tool
+def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...], bool]:
+    """How many values a call pushes, their types, and whether they are a tuple's (see
+    :attr:`Extern.unpacks`), from the return annotation. A tool
     declared to return a ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's
     content) gives the text of its message."""
     if annotation is Any:
-        return 1, ()
+        return 1, (), False
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
-        return 0, ()
+        return 0, (), False
     command = loaded("langgraph.types", "Command") or ()
     message_like = (command, loaded("langchain_core.messages.tool", "ToolMessage") or ())
     options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
     if any(_subclass(get_origin(o) or o, message_like) for o in options):
-        return 1, (str,)  # the plan reads the text of the message it hands the agent
+        return 1, (str,), False  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -912,8 +917,8 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
                 "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
                 "return a list"
             )
-        return len(args), args
-    return 1, (ann,)
+        return len(args), args, True
+    return 1, (ann,), False
 
 
 def _default_text(default: Any) -> str:

@@ -535,6 +535,23 @@ def test_a_result_that_is_not_its_declared_type_reaches_the_plan_as_the_tool_ret
     assert meta(final)["registers"] == {"R1": "very humid"}
 
 
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_one_value_tuple_result_reaches_the_plan_as_its_value(execution: str) -> None:
+    """``-> tuple[int]`` pushes its one value on the agent's paths too (the tool's message
+    holds the JSON array ``[5]``)."""
+
+    @tool
+    def next_ticket() -> tuple[int]:
+        """The next ticket number."""
+        return (5,)
+
+    model = ScriptedChatModel(replies=[asm('CALL next_ticket\nPOP R1\nADD R1, 1\nSAY "{R1}"')])
+    planner = ToolsPlannerMiddleware(execution=execution)
+    app = create_agent(model, tools=[next_ticket], middleware=[planner])
+    final = app.invoke({"messages": [HumanMessage("next?")]})["messages"][-1]
+    assert meta(final)["status"] == "finished" and final.text == "6"
+
+
 # -- resuming in another process ------------------------------------------------------------------
 
 
