@@ -134,8 +134,9 @@ class Extern:
         runtime_param: The parameter that receives the ``ToolRuntime``, if any.
         result_types: Declared types of the results, one per value pushed (empty: any).
         query: It is the built-in query (``query_text``), answered by a model, not run.
-        schema: The declared schema the arguments are validated against (the tool's pydantic
-            ``tool_call_schema``, or one made from :attr:`params`).
+        schema: The declared schema the arguments are validated against (a LangChain tool's own
+            pydantic ``args_schema``, validators and config kept, else its ``tool_call_schema``;
+            or one made from :attr:`params`).
         structured: The plan reads the tool's structured output (an MCP tool with an output
             schema) rather than its text content.
         unpacks: The tool returns a ``tuple[...]``: a call pushes its values (a ``tuple[int]``
@@ -200,7 +201,10 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            name, detail = _first_error(exc)
+            found = _first_error(exc, {"", *(p.name for p in params)})
+            if found is None:  # only what the runtime injects is missing: the plan's are fine
+                return args
+            name, detail = found
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
             reason = f"the arguments do not fit its schema ({detail})"
             reason = self._refusal(at, values[at], detail) if at >= 0 else reason
@@ -211,20 +215,23 @@ class Extern:
     def refuses(self, position: int, value: Value | Template) -> str | None:
         """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
         it), asked by the check before the run: converted as :meth:`convert_args` does, then
-        checked against the parameter's declared type and constraints. A text with placeholders
+        checked against its field of the declared schema (its type, constraints, the schema's own
+        validators and config; errors of the other fields, missing, aside). A text with placeholders
         (a :class:`~llassembly.language.program.Template`) is refused when no text it may become
         fits: see :func:`_never_fits`."""
         if isinstance(value, Template):
             reason = _never_fits(shape_of(self.params[position].annotation), value.pieces)
             return None if reason is None else self._refusal(position, value, reason)
+        name = self.params[position].name
         try:
             converted = self._converted(position, value)
-            if converted is not _LEFT_OUT:
-                _adapter(self.params[position].annotation).validate_python(converted)
+            if converted is not _LEFT_OUT and self._validator is not None:
+                self._validator.validate_python({name: converted})
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
-            return self._refusal(position, value, _first_error(exc)[1])
+            found = _first_error(exc, {name})
+            return None if found is None else self._refusal(position, value, found[1])
         except Exception:  # a converter, type or validator that cannot judge one value alone
             return None  # the run decides
         return None
@@ -355,12 +362,17 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    """The argument of pydantic's first error (``""``: none) and what it says."""
+def _first_error(exc: ValidationError, names: set[str]) -> tuple[str, str] | None:
+    """The argument of pydantic's first error at one of ``names`` (``""``: at none) and what
+    it says; ``None`` when there is none."""
     errors = exc.errors(include_url=False)
     if not errors:
-        return "", first_line(exc)
-    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
+        return ("", first_line(exc)) if "" in names else None
+    for error in errors:
+        name = str((error.get("loc") or ("",))[0])
+        if name in names:
+            return name, str(error.get("msg", ""))
+    return None
 
 
 _cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
@@ -380,7 +392,8 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
     checks = model.__pydantic_decorators__ if model is not None else None
     own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
-    if not own and all(p.annotation in _PLAIN_TYPES for p in params):
+    config = model is not None and set(model.model_config) - {"arbitrary_types_allowed"}
+    if not (own or config) and all(p.annotation in _PLAIN_TYPES for p in params):
         return None
     if model is not None:
         return _adapter(model)
@@ -709,6 +722,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     except Exception as exc:
         raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
     injected, runtime = _injected(hints)
+    kept = getattr(item, "args_schema", None) if is_tool else None  # validators, config kept
     if is_tool:
         schema, about = compat.call_schema(item), item.description or ""
     else:
@@ -776,7 +790,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         injected=injected,
         runtime_param=runtime,
         result_types=results[1],
-        schema=None if isinstance(schema, dict) else schema,
+        schema=kept if _subclass(kept, BaseModel) else None if isinstance(schema, dict) else schema,
         tool=item if is_tool else None,
         func=None if is_tool else item,
         structured=output is not None,
