@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_714
+MAX_PACKAGE_LINES = 15_722
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -441,7 +441,7 @@ run when no text it may become fits its parameter, and 15,655 with a middleware'
 the tool ran (an output guard) no longer taken for LangChain's failing to write the value, and
 15,660 with a ``tuple[int]`` result pushing its one value, and 15,700 with a pydantic result's
 shape read from the JSON it writes (aliases, computed and excluded fields, serializers), and
-15,714 with a tool's own args_schema (its validators and config) validating its arguments.
+15,722 with a tool's own args_schema (its validators and config) validating its arguments.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -48,7 +48,7 @@ from typing import (
     get_origin,
 )
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -201,10 +201,7 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            found = _first_error(exc, {"", *(p.name for p in params)})
-            if found is None:  # only what the runtime injects is missing: the plan's are fine
-                return args
-            name, detail = found
+            name, detail = _first_error(exc) or ("", "")
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
             reason = f"the arguments do not fit its schema ({detail})"
             reason = self._refusal(at, values[at], detail) if at >= 0 else reason
@@ -362,15 +359,15 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError, names: set[str]) -> tuple[str, str] | None:
-    """The argument of pydantic's first error at one of ``names`` (``""``: at none) and what
-    it says; ``None`` when there is none."""
+def _first_error(exc: ValidationError, names: set[str] | None = None) -> tuple[str, str] | None:
+    """The argument of pydantic's first error (``""``: none) and what it says; of the first at
+    one of ``names`` if given (``None``: none is)."""
     errors = exc.errors(include_url=False)
     if not errors:
-        return ("", first_line(exc)) if "" in names else None
+        return ("", first_line(exc)) if names is None or "" in names else None
     for error in errors:
         name = str((error.get("loc") or ("",))[0])
-        if name in names:
+        if names is None or name in names:
             return name, str(error.get("msg", ""))
     return None
 
@@ -790,12 +787,23 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         injected=injected,
         runtime_param=runtime,
         result_types=results[1],
-        schema=kept if _subclass(kept, BaseModel) else None if isinstance(schema, dict) else schema,
+        schema=_own_schema(kept, params) or (None if isinstance(schema, dict) else schema),
         tool=item if is_tool else None,
         func=None if is_tool else item,
         structured=output is not None,
         unpacks=results[2],
     )
+
+
+def _own_schema(model: Any, params: list[Param]) -> Any:
+    """A tool's own pydantic ``args_schema`` (``None``: not one) when it validates more than
+    LangChain's ``tool_call_schema`` copy (validators, config), what the plan does not pass
+    (what the runtime injects) made optional; else ``None``."""
+    if not _subclass(model, BaseModel) or _validator(model, ()) is None:
+        return None
+    given = {p.name for p in params}
+    others: Any = {n: (Any, None) for n in model.model_fields if n not in given}
+    return create_model(model.__name__, __base__=model, **others) if others else model
 
 
 def _title(*words: str) -> str:
