@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PlainSerializer, WrapSerializer
+from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
 
 if TYPE_CHECKING:
@@ -177,8 +178,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         if issubclass(ann, enum.Enum):
             return _choices([m.value for m in ann])
         if issubclass(ann, BaseModel):
-            items = [(n, f.annotation) for n, f in ann.model_fields.items()]
-            return _object(ann, items, depth)
+            return _model(ann, depth)
         if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)
             return _object(ann, list(_hints(ann).items()), depth)
         if dataclasses.is_dataclass(ann):
@@ -217,6 +217,46 @@ def _choices(values: Sequence[Any]) -> Shape:
     if found.kind in ("int", "float", "text") and plain:
         return dataclasses.replace(found, choices=tuple(values))
     return found
+
+
+def _model(cls: type[BaseModel], depth: int) -> Shape:
+    """A pydantic model as ``model_dump_json`` writes it, which the machine holds: a root model
+    as its root; keys by serialization alias if it serializes by alias, its computed fields, not
+    its excluded ones; a field a serializer writes as that returns (unknown if unsaid); dates,
+    times or durations its config writes as numbers as numbers."""
+    checks, config = cls.__pydantic_decorators__, cls.model_config
+    if checks.model_serializers:
+        return ANY
+    serializers = checks.field_serializers.values()
+    written = {f: _hints(d.func).get("return", Any) for d in serializers for f in d.info.fields}
+    kept = [(n, f) for n, f in cls.model_fields.items() if not f.exclude]
+    fields = [(n, f.serialization_alias, f.annotation, f.metadata) for n, f in kept]
+    fields += [(n, c.alias, c.return_type, []) for n, c in cls.model_computed_fields.items()]
+    items = []
+    for name, alias, annotation, metadata in fields:
+        own = [m.return_type for m in metadata if isinstance(m, PlainSerializer | WrapSerializer)]
+        found = written.get(name, written.get("*", own[-1] if own else annotation))
+        key = alias if alias and config.get("serialize_by_alias") else name
+        items.append((key, Any if found is PydanticUndefined else found))
+    if cls.__pydantic_root_model__:
+        return shape_of(items[0][1], depth)
+    shape = _object(cls, items, depth)
+    temporal = config.get("ser_json_temporal") in ("seconds", "milliseconds")
+    numbers = {"datetime", "date", "time", "duration"} if temporal else set()
+    numbers |= {"duration"} if config.get("ser_json_timedelta") == "float" else set()
+    return _numbers(shape, numbers) if numbers else shape
+
+
+def _numbers(shape: Shape, names: set[str]) -> Shape:
+    """``shape`` with its texts named one of ``names`` as numbers."""
+    if shape.kind == "text" and shape.name in names:
+        return NUMBER
+    parts = tuple(_numbers(o, names) for o in shape.options)
+    if shape.kind == "union":
+        return _union(parts) or ANY
+    item = shape.item and _numbers(shape.item, names)
+    fields = tuple((n, _numbers(s, names)) for n, s in shape.fields)
+    return dataclasses.replace(shape, fields=fields, item=item, options=parts)
 
 
 def _object(cls: Any, items: list[tuple[str, Any]], depth: int) -> Shape:

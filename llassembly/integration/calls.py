@@ -47,6 +47,7 @@ from llassembly.errors import (
     clip,
     error_of,
     failure_of,
+    plural,
     safe_text,
 )
 from llassembly.integration.record import KEY, tag_of
@@ -498,14 +499,16 @@ def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
         return None
     shape = shape_of(extern.result_types[0]) if n == 1 and extern.result_types else None
     try:
-        if n == 1:
+        if n == 1 and not extern.unpacks:
             return _decode_one(shape, text)
         data = _json(text)
         if isinstance(data, list) and len(data) == n:
             return data
     except ValueError:
         pass
-    what = f"{n} values (a JSON array)" if n > 1 else label(shape) if shape else "any"
+    what = label(shape) if shape else "any"
+    if n > 1 or extern.unpacks:
+        what = f"{plural(n, 'value')} (a JSON array)"
     shown = clip(text, _SHOWN)
     raise AsmRuntimeError(
         f"tool {extern.name!r} is declared to return {what}, but its result {shown!r} cannot "

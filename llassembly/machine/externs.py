@@ -48,7 +48,7 @@ from typing import (
     get_origin,
 )
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -134,10 +134,13 @@ class Extern:
         runtime_param: The parameter that receives the ``ToolRuntime``, if any.
         result_types: Declared types of the results, one per value pushed (empty: any).
         query: It is the built-in query (``query_text``), answered by a model, not run.
-        schema: The declared schema the arguments are validated against (the tool's pydantic
-            ``tool_call_schema``, or one made from :attr:`params`).
+        schema: The declared schema the arguments are validated against (a LangChain tool's own
+            pydantic ``args_schema``, validators and config kept, else its ``tool_call_schema``;
+            or one made from :attr:`params`).
         structured: The plan reads the tool's structured output (an MCP tool with an output
             schema) rather than its text content.
+        unpacks: The tool returns a ``tuple[...]``: a call pushes its values (a ``tuple[int]``
+            its one int, not the tuple).
     """
 
     name: str
@@ -152,6 +155,7 @@ class Extern:
     query: bool = False
     schema: Any = None
     structured: bool = False
+    unpacks: bool = False
     _converters: tuple[Converter, ...] = field(init=False, repr=False)
     _validator: TypeAdapter[Any] | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
@@ -197,7 +201,7 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            name, detail = _first_error(exc)
+            name, detail = _first_error(exc) or ("", "")
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
             reason = f"the arguments do not fit its schema ({detail})"
             reason = self._refusal(at, values[at], detail) if at >= 0 else reason
@@ -208,20 +212,23 @@ class Extern:
     def refuses(self, position: int, value: Value | Template) -> str | None:
         """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
         it), asked by the check before the run: converted as :meth:`convert_args` does, then
-        checked against the parameter's declared type and constraints. A text with placeholders
+        checked against its field of the declared schema (its type, constraints, the schema's own
+        validators and config; errors of the other fields, missing, aside). A text with placeholders
         (a :class:`~llassembly.language.program.Template`) is refused when no text it may become
         fits: see :func:`_never_fits`."""
         if isinstance(value, Template):
             reason = _never_fits(shape_of(self.params[position].annotation), value.pieces)
             return None if reason is None else self._refusal(position, value, reason)
+        name = self.params[position].name
         try:
             converted = self._converted(position, value)
-            if converted is not _LEFT_OUT:
-                _adapter(self.params[position].annotation).validate_python(converted)
+            if converted is not _LEFT_OUT and self._validator is not None:
+                self._validator.validate_python({name: converted})
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
-            return self._refusal(position, value, _first_error(exc)[1])
+            found = _first_error(exc, {name})
+            return None if found is None else self._refusal(position, value, found[1])
         except Exception:  # a converter, type or validator that cannot judge one value alone
             return None  # the run decides
         return None
@@ -337,7 +344,7 @@ class Extern:
         """
         n = self.n_results
         try:
-            if n == 1:
+            if n == 1 and not (self.unpacks and isinstance(result, (tuple, list))):
                 return (to_value(result),)
             if n == 0:
                 return ()
@@ -352,12 +359,17 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    """The argument of pydantic's first error (``""``: none) and what it says."""
+def _first_error(exc: ValidationError, names: set[str] | None = None) -> tuple[str, str] | None:
+    """The argument of pydantic's first error (``""``: none) and what it says; of the first at
+    one of ``names`` if given (``None``: none is)."""
     errors = exc.errors(include_url=False)
     if not errors:
-        return "", first_line(exc)
-    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
+        return ("", first_line(exc)) if names is None or "" in names else None
+    for error in errors:
+        name = str((error.get("loc") or ("",))[0])
+        if names is None or name in names:
+            return name, str(error.get("msg", ""))
+    return None
 
 
 _cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
@@ -377,7 +389,8 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
     checks = model.__pydantic_decorators__ if model is not None else None
     own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
-    if not own and all(p.annotation in _PLAIN_TYPES for p in params):
+    config = model is not None and set(model.model_config) - {"arbitrary_types_allowed"}
+    if not (own or config) and all(p.annotation in _PLAIN_TYPES for p in params):
         return None
     if model is not None:
         return _adapter(model)
@@ -706,6 +719,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     except Exception as exc:
         raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
     injected, runtime = _injected(hints)
+    kept = getattr(item, "args_schema", None) if is_tool else None  # validators, config kept
     if is_tool:
         schema, about = compat.call_schema(item), item.description or ""
     else:
@@ -745,7 +759,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),)
+        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
@@ -773,11 +787,23 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         injected=injected,
         runtime_param=runtime,
         result_types=results[1],
-        schema=None if isinstance(schema, dict) else schema,
+        schema=_own_schema(kept, params) or (None if isinstance(schema, dict) else schema),
         tool=item if is_tool else None,
         func=None if is_tool else item,
         structured=output is not None,
+        unpacks=results[2],
     )
+
+
+def _own_schema(model: Any, params: list[Param]) -> Any:
+    """A tool's own pydantic ``args_schema`` (``None``: not one) when it validates more than
+    LangChain's ``tool_call_schema`` copy (validators, config), what the plan does not pass
+    (what the runtime injects) made optional; else ``None``."""
+    if not _subclass(model, BaseModel) or _validator(model, ()) is None:
+        return None
+    given = {p.name for p in params}
+    others: Any = {n: (Any, None) for n in model.model_fields if n not in given}
+    return create_model(model.__name__, __base__=model, **others) if others else model
 
 
 def _title(*words: str) -> str:
@@ -890,20 +916,21 @@ def _subclass(value: Any, base: Any) -> bool:
     return isinstance(value, type) and issubclass(value, base)
 
 
-def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
-    """How many values a call pushes, and their types, from the return annotation. A tool
+def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...], bool]:
+    """How many values a call pushes, their types, and whether they are a tuple's (see
+    :attr:`Extern.unpacks`), from the return annotation. A tool
     declared to return a ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's
     content) gives the text of its message."""
     if annotation is Any:
-        return 1, ()
+        return 1, (), False
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
     if ann is None or ann is type(None):
-        return 0, ()
+        return 0, (), False
     command = loaded("langgraph.types", "Command") or ()
     message_like = (command, loaded("langchain_core.messages.tool", "ToolMessage") or ())
     options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
     if any(_subclass(get_origin(o) or o, message_like) for o in options):
-        return 1, (str,)  # the plan reads the text of the message it hands the agent
+        return 1, (str,), False  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
@@ -912,8 +939,8 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...]]:
                 "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
                 "return a list"
             )
-        return len(args), args
-    return 1, (ann,)
+        return len(args), args, True
+    return 1, (ann,), False
 
 
 def _default_text(default: Any) -> str:

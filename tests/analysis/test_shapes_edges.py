@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
+from pydantic import BaseModel, PlainSerializer, model_serializer
+
 from llassembly.analysis.shapes import (
     ANY,
     INT,
@@ -98,3 +100,23 @@ def test_a_tuple_element_by_number_in_range_or_not() -> None:
     assert child(pair, None) == (Shape("union", options=(INT, TEXT)), None)
     assert child(pair, 2) == (ANY, "has 2 elements, not [2]")
     assert child(pair, -3) == (ANY, "has 2 elements, not [-3]")
+
+
+class Written(BaseModel):
+    """Fields its serializers write: one said, one not, one by a model serializer below."""
+
+    said: Annotated[int, PlainSerializer(str, return_type=str)] = 1
+    unsaid: Annotated[int, PlainSerializer(str)] = 1
+
+
+class Whole(BaseModel):
+    n: int = 1
+
+    @model_serializer
+    def _all(self) -> dict[str, Any]:
+        return {"m": self.n}
+
+
+def test_a_serializer_gives_a_field_the_shape_it_writes_or_none_known() -> None:
+    assert shape_of(Written).fields == (("said", TEXT), ("unsaid", ANY))
+    assert shape_of(Whole) == ANY

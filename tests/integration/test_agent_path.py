@@ -535,6 +535,42 @@ def test_a_result_that_is_not_its_declared_type_reaches_the_plan_as_the_tool_ret
     assert meta(final)["registers"] == {"R1": "very humid"}
 
 
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_one_value_tuple_result_reaches_the_plan_as_its_value(execution: str) -> None:
+    """``-> tuple[int]`` pushes its one value on the agent's paths too (the tool's message
+    holds the JSON array ``[5]``)."""
+
+    @tool
+    def next_ticket() -> tuple[int]:
+        """The next ticket number."""
+        return (5,)
+
+    model = ScriptedChatModel(replies=[asm('CALL next_ticket\nPOP R1\nADD R1, 1\nSAY "{R1}"')])
+    planner = ToolsPlannerMiddleware(execution=execution)
+    app = create_agent(model, tools=[next_ticket], middleware=[planner])
+    final = app.invoke({"messages": [HumanMessage("next?")]})["messages"][-1]
+    assert meta(final)["status"] == "finished" and final.text == "6"
+
+
+def test_a_one_value_tuple_result_is_read_from_its_text_too() -> None:
+    """A message the tool path did not tag (a middleware's, a person's) holds the JSON array
+    ``[5]``: the plan reads its one value from it, as from the tool's own value."""
+    from llassembly.errors import AsmRuntimeError
+    from llassembly.integration.calls import decode_text
+    from llassembly.machine.externs import externs_from
+    from llassembly.machine.state import ToolCall
+
+    def next_ticket() -> tuple[int]:
+        """The next ticket number."""
+        return (5,)
+
+    extern = externs_from([next_ticket])["next_ticket"]
+    pending = ToolCall("next_ticket", {}, 1, 3, "CALL next_ticket", 1)
+    assert extern.to_values(decode_text(extern, "[5]", pending)) == (5,)
+    with pytest.raises(AsmRuntimeError, match=r"declared to return 1 value \(a JSON array\)"):
+        decode_text(extern, "5", pending)
+
+
 # -- resuming in another process ------------------------------------------------------------------
 
 

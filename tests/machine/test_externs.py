@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from llassembly import Emulator, ToolExecutionError, parse, parse_program
+from llassembly import Emulator, ToolExecutionError, check, parse, parse_program
 from llassembly.errors import (
     AsmRuntimeError,
     ToolArgumentError,
@@ -473,6 +473,24 @@ def test_a_tuple_result_becomes_values_in_natural_order() -> None:
 
     ext = one(pos)
     assert ext.to_values(ext.call({})) == (3, 1, '{"a":1}')
+
+
+def test_a_one_value_tuple_result_pushes_its_value_as_the_check_and_prompt_say() -> None:
+    """``-> tuple[int]`` pushes the int (docs: a tuple result pushes its values in order), as
+    the check takes it; a tuple of another length is the count error."""
+
+    def next_ticket() -> tuple[int]:
+        """The next ticket number."""
+        return (5,)
+
+    ext = one(next_ticket)
+    assert (ext.n_results, ext.result_types) == (1, (int,))
+    assert ext.to_values((5,)) == (5,) and ext.to_values(["a"]) == ("a",)
+    with pytest.raises(AsmRuntimeError, match="'next_ticket' is annotated to return 1 values"):
+        ext.to_values((5, 6))
+    source = 'CALL next_ticket\nPOP R1\nADD R1, 1\nSAY "{R1}"'
+    assert check(parse(source), [next_ticket]) == ()
+    assert Emulator(parse_program(source), [next_ticket]).run().answer == "6"
 
 
 @pytest.mark.parametrize("result", [(1,), (1, 2, 3), 5, "ab"])

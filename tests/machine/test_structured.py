@@ -10,13 +10,15 @@ through ``create_agent`` are in ``test_real_apis.py``.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import decimal
 import json
 from typing import Any, TypedDict
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, computed_field, field_serializer
 
+from llassembly import build_system_prompt
 from llassembly.analysis.summary import summarize
 from llassembly.errors import AsmRuntimeError, AsmSyntaxError, PlanRejected, ToolArgumentError
 from llassembly.language.parser import parse
@@ -863,3 +865,73 @@ def test_a_structure_built_too_large_stops_the_plan() -> None:
     source = start + "loop: MOV R1.a, R1\nMOV R1.b, R1\nINC R2\nCMP R2, 99\nJL loop"
     error = failure(source)
     assert "would grow past the 1048576 characters a plan may build" in error.detail
+
+
+class User(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True, populate_by_name=True)
+    first_name: str = Field(alias="firstName")
+
+
+class Line(BaseModel):
+    model_config = ConfigDict(ser_json_timedelta="float")
+    qty: int
+    unit_price: float
+    internal_note: str = Field(default="", exclude=True)
+    price: float = 0.5
+    waits: list[datetime.timedelta] = [datetime.timedelta(seconds=2)]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> float:
+        return self.qty * self.unit_price
+
+    @field_serializer("price")
+    def _price(self, value: float) -> str:
+        return f"{value:.2f}"
+
+
+class Codes(RootModel[list[str]]):
+    pass
+
+
+def get_user() -> User:
+    """The current user."""
+    return User(firstName="Ann")
+
+
+def get_line() -> Line:
+    """An order line."""
+    return Line(qty=2, unit_price=1.5)
+
+
+def get_codes() -> Codes:
+    """Codes."""
+    return Codes(["a", "b"])
+
+
+MODELS = [get_user, get_line, get_codes]
+MODELS_PLAN = "CALL get_user\nPOP R1\nCALL get_line\nPOP R2\nCALL get_codes\nPOP R3\n"
+
+
+def test_a_pydantic_result_has_the_shape_of_the_json_the_machine_holds() -> None:
+    """The machine holds ``model_dump_json()``: keys by alias when the model serializes by
+    alias, computed fields, no excluded field, a field as its serializer writes it, a duration
+    as a number under ``ser_json_timedelta="float"``, a root model as its root."""
+    reads = "MOV R4, R1.firstName\nMOV R5, R2.total\nADD R5, R2.waits[0]\nMOV R6, R3[1]\n"
+    found = regs(MODELS_PLAN + reads + "MOV R7, R2.price", MODELS)
+    assert [found[r] for r in ("R4", "R5", "R6", "R7")] == ["Ann", 5.0, "b", "0.50"]
+    assert rejected(MODELS_PLAN + "MOV R4, R1.first_name\nMOV R5, R2.internal_note", MODELS) == [
+        "7: R1.first_name: R1 (User) has no field 'first_name'; its fields: firstName",
+        "8: R2.internal_note: R2 (Line) has no field 'internal_note'; its fields: qty, "
+        "unit_price, price, waits, total",
+    ]
+    assert rejected(MODELS_PLAN + "ADD R4, R2.price", MODELS) == [
+        "7: ADD needs numbers, but R2.price is text (it is text); read the number in it first: "
+        "NUM R9, R2.price, then ADD with R9"
+    ]
+    prompt = build_system_prompt(MODELS)
+    assert "User {firstName: str}" in prompt and "MOV R2, R1.firstName" in prompt
+    assert "Line {qty: int, unit_price: float, price: str, waits: list[number], total: float}" in (
+        prompt
+    )
+    assert "get_codes() -> list[str]" in prompt
