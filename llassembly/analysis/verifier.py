@@ -157,13 +157,6 @@ class PathWalk:
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
-        # Shapes are followed when a result has one that is not a number, a tool is asked about
-        # the arguments written in the plan, or the plan has a path; else only text for certain.
-        given = [s for places in self.results.values() for s, _ in places if s is not None]
-        asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
-        parts = (p for i in self.program.instructions for o in i.operands for p in (o, *nested(o)))
-        paths = any(isinstance(p, Path) for p in parts)  # (a template's placeholder too)
-        self.shaped = asked or paths or any(not is_number(shape) for shape in given)
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False
         self.empty_pops: set[int] = set()
@@ -189,8 +182,6 @@ class PathWalk:
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
-        if not self.shaped:
-            return None
         if isinstance(operand, Reg):
             return self.register(facts, operand.index)[0]
         if isinstance(operand, Imm):

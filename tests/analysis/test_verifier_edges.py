@@ -9,6 +9,7 @@ import pytest
 from llassembly.analysis.verifier import check
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
+from llassembly.machine.externs import externs_from
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,32 @@ def test_a_path_on_a_number_the_plan_wrote_is_refused_whatever_the_tools(
         found = check(program, tools)
         assert [d.line for d in found] == [2], (plan, tools)
         assert "is a number, not an object or a list: " + problem in found[0].message
+
+
+def test_a_compare_of_text_the_plan_wrote_with_a_number_is_refused_whatever_the_tools() -> None:
+    """The run stops at the ordered jump on every run; the check says so before it, with no
+    tool or beside tools of numbers only, as it does beside a tool of text (finding 1)."""
+
+    def count_open() -> int:
+        """How many tickets are open."""
+        return 12
+
+    compare = (
+        "CMP compares R2, which is text, with R1, a number: text is never equal to a number and "
+        'has no order; compare it with text (CMP R2, "..."), or read the number in it first '
+        "(NUM R9, R2)"
+    )
+    plan = parse('CALL count_open\nPOP R1\nMOV R2, "10"\nCMP R1, R2\nJG out\nout: HLT')
+    assert isinstance(plan, Program)
+    assert [(d.line, d.column, d.message) for d in check(plan, externs_from([count_open]))] == [
+        (4, 9, compare)
+    ]
+    assert problems('MOV R1, "abc"\nCMP R1, 5\nJL x\nx: HLT') == [
+        (
+            2,
+            5,
+            "CMP compares R1, which is text, with 5, a number: text is never equal to a number "
+            'and has no order; compare it with text (CMP R1, "..."), or read the number in it '
+            "first (NUM R9, R1)",
+        )
+    ]
