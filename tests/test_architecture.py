@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_655
+MAX_PACKAGE_LINES = 15_659
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -438,7 +438,9 @@ gone to 15,569 (with the fixes of six defects the same pass found), and 15,590 w
 middleware's odd result read alike on every path (a Command's answer written as a dict too) and
 paths checked whatever the tools, and 15,633 with a text with placeholders refused before the
 run when no text it may become fits its parameter, and 15,655 with a middleware's error after
-the tool ran (an output guard) no longer taken for LangChain's failing to write the value.
+the tool ran (an output guard) no longer taken for LangChain's failing to write the value,
+and 15,659 with shapes followed whatever the tools (9 lines fewer) and a data label's template
+refused when read as memory or as a placeholder.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

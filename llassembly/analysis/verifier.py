@@ -577,18 +577,8 @@ class _Checker:
         key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
-        elif (
-            kind == "value"
-            and ins.op is not Opcode.SAY
-            and isinstance(text := self.program.data.get(key), str)
-            and has_placeholders(text)
-        ):
-            message = (
-                f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
-                "from a data label; write the text in the instruction instead "
-                f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
-            )
-            self.report(line, column, message)
+        elif kind == "value" and ins.op is not Opcode.SAY and self.template(ins, operand, column):
+            return
         elif kind in ("label", "target"):  # a label, or (CALL) a tool or a label
             if isinstance(operand, Mem):
                 where = "a label of the plan" if kind == "label" else _KIND_WORDS[kind]
@@ -634,6 +624,25 @@ class _Checker:
             self.report(line, column, message)
         elif kind == "count":
             self.check_count(index, ins, operand, column)
+
+    def template(self, ins: Instruction, operand: Operand, column: int, say: bool = False) -> bool:
+        """Report a read of a data label whose text has placeholders (by name, or as memory
+        where the plan does not write it), which only ``SAY label`` fills in; ``say``: in SAY."""
+        key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
+        text = self.program.data.get(str(key).lower())
+        if not isinstance(text, str) or not has_placeholders(text):
+            return False
+        if isinstance(operand, Mem) and str(key).lower() in self.layout.live:
+            return False
+        message = f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
+        message += (
+            f"from a data label; write SAY {key} (the label alone) to fill them in"
+            if say
+            else "from a data label; write the text in the instruction instead "
+            '(PUSH "... {R1} ..."), where placeholders are filled in'
+        )
+        self.report(ins.line, column, message)
+        return True
 
     def no_value(self, name: Name) -> str:
         """What a name read as a value names when it is no data label or variable: ``"label"``,
@@ -706,6 +715,8 @@ class _Checker:
                 "({[table + ESI*4]})"
             )
             self.report(ins.line, column, message)
+        else:
+            self.template(ins, operand, column, say=True)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
@@ -735,6 +746,8 @@ class _Checker:
         """A memory operand: a known data label, in bounds and at a cell where it is known."""
         if mem.label is None:
             return
+        if kind == "value":
+            self.template(ins, mem, column, say=ins.op is Opcode.SAY)
         key = mem.label.lower()
         label = self.layout.labels.get(key)
         if label is None:

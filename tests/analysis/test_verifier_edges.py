@@ -125,3 +125,27 @@ def test_a_compare_of_text_the_plan_wrote_with_a_number_is_refused_whatever_the_
             "first (NUM R9, R1)",
         )
     ]
+
+
+def test_a_data_label_with_placeholders_read_as_memory_or_a_placeholder_is_refused() -> None:
+    """Only ``SAY label`` fills the label's text in; read as ``[label]`` (at any address in it),
+    or as a placeholder of a text (in ``SAY`` too), the template would go out unfilled."""
+    head = 'section .rodata\nsubject db "Invoice {R1} is due", 0\nsection .text\nMOV R1, 7\n'
+    other = (
+        "holds text with placeholders ({...}), and only SAY fills them in from a data label; "
+        'write the text in the instruction instead (PUSH "... {R1} ..."), where placeholders '
+        "are filled in"
+    )
+    say = (
+        "holds text with placeholders ({...}), and only SAY fills them in from a data label; "
+        "write SAY subject (the label alone) to fill them in"
+    )
+    assert problems(head + "PUSH [subject]\nCALL get") == [(5, 6, "[subject] " + other)]
+    assert problems(head + "MOV R2, [subject + ESI]") == [(5, 9, "[subject + ESI] " + other)]
+    assert problems(head + 'MOV R2, "re: {[subject]}"') == [(5, 14, "[subject] " + other)]
+    assert problems(head + "SAY [subject]") == [(5, 5, "[subject] " + say)]
+    assert problems(head + 'SAY "{subject}"') == [(5, 6, "subject " + say)]
+    assert problems(head + 'SAY "Re: {[subject]}"') == [(5, 10, "[subject] " + say)]
+    assert problems(head + "SAY subject") == []
+    writes = 'section .data\nsubject db "Invoice {R1}", 0\nsection .text\nMOV [subject], "x"\n'
+    assert problems(writes + "PUSH [subject]\nCALL get") == []  # the plan wrote it: the run's
