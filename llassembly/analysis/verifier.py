@@ -101,6 +101,7 @@ class _Facts(NamedTuple):
     depth: int  # least data-stack depth any path brings
     unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
+    tester: int = -1  # the JC/JNC testing a call that all paths here come from, straight
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -111,6 +112,7 @@ class _Facts(NamedTuple):
             min(self.depth, other.depth),
             self.unset or other.unset,
             self.unwritten | other.unwritten,
+            self.tester if self.tester == other.tester else -1,
         )
 
 
@@ -157,6 +159,21 @@ class PathWalk:
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
+        # a JC/JNC testing a call (EAX not written and no label between): where it goes when
+        # the call succeeded, and EAX there (NONE, or the result by the EAX convention)
+        self.splits: dict[int, tuple[int, _Place]] = {}
+        marked, fx = set(self.program.labels.values()), flow.effects
+        for call in flow.tested:
+            test = next(i for i in itertools.count(call + 1) if fx[i].info.condition)
+            target = flow.targets.get(test, test + 1)  # (SETC, CMOVC: no branch)
+            if (
+                target != test + 1
+                and marked.isdisjoint(range(call + 1, test + 1))
+                and all(EAX_INDEX not in fx[i].registers_written for i in range(call + 1, test))
+            ):
+                jnc = self.program.instructions[test].mnemonic.upper().startswith("JN")
+                success = self.results[call][0] if call in flow.eax else (NONE_SHAPE, False)
+                self.splits[test] = (target if jnc else test + 1, success)
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False
         self.empty_pops: set[int] = set()
@@ -237,6 +254,7 @@ class PathWalk:
                 if self.reporting:
                     where = str(path.base) + "".join(_step_text(s) for s in path.steps[:number])
                     message = f"{path}: {where} ({describe(current)}) {problem}"
+                    message += _POP_IT if current.kind == "none" and _is_eax(path.base) else ""
                     self.found.setdefault((pc, position, 0), message)
                 return None
             current = _known(part)
@@ -273,11 +291,18 @@ class PathWalk:
             else:
                 self.empty_pops.add(pc)
         depth = max(facts.depth - count, 0) + put
-        return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
+        tester = pc if pc in self.splits else -1
+        return self.values(pc, facts)._replace(
+            depth=depth, unset=unset, unwritten=unwritten, tester=tester
+        )
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
+        eax = Reg(EAX_INDEX, "EAX")
+        if facts.tester >= 0:  # where a JC/JNC testing a call went: EAX as the call did
+            ok, success = self.splits[facts.tester]
+            facts = self.put(facts, eax, success if pc == ok else (TEXT, True))
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
@@ -285,7 +310,6 @@ class PathWalk:
             if self.reporting:
                 self.check_arguments(pc, flow.tools[pc], [shape for shape, _ in given])
             results, facts = self.results[pc], facts._replace(stack=stack)
-            eax = Reg(EAX_INDEX, "EAX")
             if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
                 results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
                 error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
@@ -400,7 +424,12 @@ class PathWalk:
         op = ins.mnemonic
         if fx.numeric:
             for position, shape in read.items():
-                if is_text(shape):
+                if shape is not None and shape.kind == "none":  # (a union is never all NONE)
+                    operand = ins.operands[position]
+                    hint = _POP_IT if _is_eax(operand) else " (NONE is no number)"
+                    message = f"{op} needs numbers, but {operand} is NONE on every run here{hint}"
+                    self.found.setdefault((pc, position, 0), message)
+                elif is_text(shape):
                     operand, what = ins.operands[position], describe(shape)
                     hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
                     self.found.setdefault(
@@ -447,6 +476,16 @@ def _step_text(step: Imm | Reg | Name) -> str:
     if isinstance(step, Imm) and isinstance(step.value, str):
         return f".{step.value}" if step.value.isidentifier() else f'["{step.value}"]'
     return f"[{step}]"
+
+
+_POP_IT = (
+    "; when a CALL tested with JC or JNC succeeds, EAX holds NONE and its results are on the "
+    "stack: POP them"
+)
+
+
+def _is_eax(operand: Operand) -> bool:
+    return isinstance(operand, Reg) and operand.index == EAX_INDEX
 
 
 def _needs_numbers(ins: Instruction, what: str) -> str:

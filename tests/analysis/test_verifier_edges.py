@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from pydantic import BaseModel
 
 from llassembly.analysis.verifier import check
 from llassembly.language.parser import parse
@@ -149,3 +150,47 @@ def test_a_data_label_with_placeholders_read_as_memory_or_a_placeholder_is_refus
     assert problems(head + "SAY subject") == []
     writes = 'section .data\nsubject db "Invoice {R1}", 0\nsection .text\nMOV [subject], "x"\n'
     assert problems(writes + "PUSH [subject]\nCALL get") == []  # the plan wrote it: the run's
+
+
+class Item(BaseModel):
+    id: int
+    title: str
+
+
+def get_item(item_id: int) -> Item:
+    """An item."""
+    return Item(id=item_id, title="lamp")
+
+
+def after_get_item(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("PUSH 1\nCALL get_item\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([get_item]))]
+
+
+POP_IT = (
+    "; when a CALL tested with JC or JNC succeeds, EAX holds NONE and its results are on the "
+    "stack: POP them"
+)
+
+
+def test_eax_after_a_tested_call_that_succeeded_is_none() -> None:
+    """``CALL f`` / ``JC failed``: where the call succeeded, its result is on the stack and EAX
+    holds NONE, so a path or arithmetic on EAX there fails on every run (finding 5)."""
+    path = "EAX.title: EAX (NONE) is always NONE (null), not an object or a list: it has no "
+    path += "field 'title'" + POP_IT
+    failed = '\nHLT\nfailed:\nSAY "no item: {EAX}"'
+    assert after_get_item("JC failed\nMOV R1, EAX.title" + failed) == [(4, 9, path)]
+    assert after_get_item('JNC ok\nSAY "{EAX}"\nHLT\nok:\nMOV R1, EAX.title') == [(7, 9, path)]
+    add = "ADD needs numbers, but EAX is NONE on every run here" + POP_IT
+    assert after_get_item("JC failed\nADD EAX, 1" + failed) == [(4, 5, add)]
+    assert after_get_item("JC failed\nPOP R1\nMOV R2, R1.title" + failed) == []
+    assert (
+        after_get_item("JC failed\nPOP R1\nMOV R2, EAX" + failed.replace("{EAX}", "{EAX.x}")) == []
+    )
+    # EAX written again before the test, or the test reached from elsewhere: no split
+    assert after_get_item("POP EAX\nJC failed\nMOV R1, EAX.title" + failed) == []
+    assert after_get_item("again:\nJC failed\nMOV R1, EAX.title\nJMP again" + failed) == []
+    assert problems("MOV R1, NONE\nINC R1") == [
+        (2, 5, "INC needs numbers, but R1 is NONE on every run here (NONE is no number)")
+    ]
