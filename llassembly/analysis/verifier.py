@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import itertools
@@ -34,6 +35,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import fixpoint, joined_stacks, outermost, paths_of, pushed, taken
 from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
+    ANY,
     INT,
     NONE_SHAPE,
     NUMBER,
@@ -245,7 +247,7 @@ class PathWalk:
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
-            key = None if not isinstance(step, Imm) or isinstance(step.value, float) else step.value
+            key = _key(step)
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
                 return None
@@ -345,8 +347,7 @@ class PathWalk:
         value, text = place
         if isinstance(operand, Path):  # the base holds the JSON text of a changed structure
             before = self.shape(operand.base, facts, -1, -1)  # a memory cell's is not known
-            kept = before if before is not None and before.kind in ("object", "list") else None
-            return self.put(facts, operand.base, (kept, True))
+            return self.put(facts, operand.base, (_with_part(before, operand.steps, value), True))
         if isinstance(operand, Reg):
             slot = self.flow.tracked.get(operand.index)  # none for R0, which stays 0
             if slot is None:
@@ -470,6 +471,29 @@ class PathWalk:
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
             message = f"CALL {tool.name}: {reasons[0]}{where}"
             self.found.setdefault((pc, 0, number), message)
+
+
+def _key(step: Imm | Reg | Name) -> str | int | None:
+    """The key a path's step names (``None``: not known before the run)."""
+    return None if not isinstance(step, Imm) or isinstance(step.value, float) else step.value
+
+
+def _with_part(
+    shape: Shape | None, steps: tuple[Imm | Reg | Name, ...], value: Shape | None
+) -> Shape | None:
+    """``shape`` after its part at ``steps`` is written a value of shape ``value`` (the run
+    sets or adds a field, or an element; ``None``: not known)."""
+    if not steps or shape is None:
+        return value if not steps else None
+    key, rest = _key(steps[0]), steps[1:]
+    if shape.kind == "object" and isinstance(key, str):
+        fields = dict(shape.fields) | {key: _with_part(shape.field(key), rest, value) or ANY}
+        return dataclasses.replace(shape, fields=tuple(fields.items()))
+    if shape.kind in ("list", "map") and isinstance(key, str) == (shape.kind == "map"):
+        return dataclasses.replace(
+            shape, item=join(shape.item, _with_part(shape.item, rest, value))
+        )
+    return None
 
 
 def _step_text(step: Imm | Reg | Name) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pytest
 from pydantic import BaseModel
@@ -193,4 +194,45 @@ def test_eax_after_a_tested_call_that_succeeded_is_none() -> None:
     assert after_get_item("again:\nJC failed\nMOV R1, EAX.title\nJMP again" + failed) == []
     assert problems("MOV R1, NONE\nINC R1") == [
         (2, 5, "INC needs numbers, but R1 is NONE on every run here (NONE is no number)")
+    ]
+
+
+class Order(TypedDict):
+    id: int
+    status: str
+    lines: list[Item]
+
+
+def get_order(order_id: int) -> Order:
+    """An order."""
+    return {"id": order_id, "status": "7", "lines": [Item(id=1, title="lamp")]}
+
+
+def order_problems(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("PUSH 42\nCALL get_order\nPOP R1\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([get_order]))]
+
+
+def test_a_path_the_plan_wrote_into_a_record_is_there_with_the_value_written() -> None:
+    """Writing ``R1.total`` adds the field, writing ``R1.status`` changes its value: read back
+    after the write, each is what was written (finding 2: both were refused by the tool's
+    declared shape)."""
+    assert order_problems('MOV R1.total, 7.5\nSAY "total {R1.total}"') == []
+    assert order_problems("MOV R1.status, 1\nMOV R2, R1.status\nINC R2") == []
+    assert order_problems('MOV R1.lines[0].note, "x"\nMOV R2, R1.lines[0].note') == []
+    assert order_problems('MOV R1.id, "x"\nADD R2, R1.id') == [
+        (
+            5,
+            9,
+            "ADD needs numbers, but R1.id is text (it is text); read the number in it first: "
+            "NUM R9, R1.id, then ADD with R9",
+        )
+    ]
+    assert order_problems("MOV R1.total, 1\nMOV R2, R1.totl") == [
+        (
+            5,
+            9,
+            "R1.totl: R1 (Order) has no field 'totl'; its fields: id, status, lines, total",
+        )
     ]
