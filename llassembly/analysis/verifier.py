@@ -39,6 +39,7 @@ from llassembly.analysis.shapes import (
     INT,
     NONE_SHAPE,
     NUMBER,
+    STRUCTURES,
     TEXT,
     Kind,
     Shape,
@@ -252,6 +253,9 @@ class PathWalk:
             if current is None or (last and current.kind in grows):
                 return None
             part, problem = child(current, key)
+            listed = key is None and current.kind in ("list", "tuple")  # a key that is text:
+            if listed and is_text(self.shape(step, facts, pc, position)):
+                problem = f"is a list: its elements are found by a whole number; {step} is text"
             if problem is not None:
                 if self.reporting:
                     where = str(path.base) + "".join(_step_text(s) for s in path.steps[:number])
@@ -433,10 +437,13 @@ class PathWalk:
                 elif is_text(shape):
                     operand, what = ins.operands[position], describe(shape)
                     hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                    fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
+                    if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                        hint = "an object or a list is held as its JSON text"
+                        fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
+                    what += f" ({hint or 'it is text'})"
                     self.found.setdefault(
-                        (pc, position, 0),
-                        f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); "
-                        f"read the number in it first: NUM R9, {operand}, then {op} with R9",
+                        (pc, position, 0), f"{op} needs numbers, but {operand} is {what}; {fix}"
                     )
             return
         if not fx.info.compares or len(ins.operands) != 2:

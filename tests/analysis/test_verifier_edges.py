@@ -236,3 +236,77 @@ def test_a_path_the_plan_wrote_into_a_record_is_there_with_the_value_written() -
             "R1.totl: R1 (Order) has no field 'totl'; its fields: id, status, lines, total",
         )
     ]
+
+
+class Tagged(BaseModel):
+    id: int
+    title: str
+    tags: list[str]
+
+
+def find_items(query: str) -> list[Tagged]:
+    """Items matching a query."""
+    return [Tagged(id=1, title="lamp", tags=["home"])]
+
+
+def found_problems(plan: str) -> list[tuple[int, int, str]]:
+    program = parse('PUSH "lamp"\nCALL find_items\nPOP R1\n' + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([find_items]))]
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        (
+            "MOV R2, R1[0]\nADD R2, 1",
+            (
+                5,
+                5,
+                "ADD needs numbers, but R2 is Tagged (an object or a list is held as its JSON "
+                "text); take a number out of it with a path (R2.field, R2[0])",
+            ),
+        ),
+        (
+            "MOV R2, R1[0].tags\nINC R2",
+            (
+                5,
+                5,
+                "INC needs numbers, but R2 is list[text] (an object or a list is held as its "
+                "JSON text); take a number out of it with a path (R2.field, R2[0])",
+            ),
+        ),
+        (
+            "CMP R1[0], 1\nJL a\na: HLT",
+            (
+                4,
+                5,
+                "CMP compares R1[0], which is Tagged, with 1, a number: text is never equal "
+                'to a number and has no order; compare it with text (CMP R1[0], "..."), or read '
+                "the number in it first (NUM R9, R1[0])",
+            ),
+        ),
+        (
+            'MOV ESI, "a"\nMOV R2, R1[ESI]',
+            (
+                5,
+                9,
+                "R1[ESI]: R1 (list[Tagged]) is a list: its elements are found by a whole "
+                "number; ESI is text",
+            ),
+        ),
+    ],
+)
+def test_what_a_record_or_a_list_cannot_be_used_for_is_refused(
+    plan: str, problem: tuple[int, int, str]
+) -> None:
+    """Records and lists are JSON text: these fail on every run (finding 8)."""
+    assert found_problems(plan) == [problem]
+
+
+def test_what_a_record_or_a_list_can_be_used_for_passes() -> None:
+    plan = (
+        'LEN R2, R1\nLEN R3, R1[0].title\nHAS R4, R1[0], "id"\nKEYS R5, R1[0]\n'
+        "MOV ESI, 0\nMOV R6, R1[ESI].id\nADD R6, 1\nCMP R1[0].id, 1\nJE a\na: HLT"
+    )
+    assert found_problems(plan) == []
