@@ -725,13 +725,19 @@ class _Checker:
         return "tool" if find_tool(name.name, self.tools) is not None else "nothing"
 
     def literal_zero(self, operand: Operand) -> bool:
-        """Whether an operand is the number 0 written in the program (a literal or constant)."""
+        """Whether an operand is the number 0 written in the program (a literal, a constant or a
+        cell of read-only data at a fixed address)."""
         if isinstance(operand, Imm):
             return operand.value == 0  # text is never 0
         if isinstance(operand, Name):
             label = self.program.memory.get(operand.name.lower())
             writable = label is not None and label.writable
             return not writable and self.program.data.get(operand.name.lower()) == 0
+        if isinstance(operand, Mem) and operand.label and not operand.registers:  # [zero + 8]
+            label = self.layout.labels.get(operand.label.lower())
+            at, off = divmod(operand.disp, label.size if label else 1)
+            cells = label.cells if label and not label.writable and not off and at >= 0 else ()
+            return at < len(cells) and cells[at] == 0
         return False
 
     def check_compound(

@@ -310,3 +310,14 @@ def test_what_a_record_or_a_list_can_be_used_for_passes() -> None:
         "MOV ESI, 0\nMOV R6, R1[ESI].id\nADD R6, 1\nCMP R1[0].id, 1\nJE a\na: HLT"
     )
     assert found_problems(plan) == []
+
+
+def test_a_division_by_a_read_only_cell_holding_zero_is_refused() -> None:
+    """``[zero]`` reads the one cell of read-only data holding 0, as ``zero`` does (finding 4);
+    a cell of .data may change, and a computed address is the run's."""
+    data = "section .rodata\nzero dd 0\nrow dd 4, 0\nsection .data\nz dd 0\nsection .text\n"
+    refused = "DIV divides by {}, which is 0: division by zero; divide by a number that is not 0 "
+    refused += "(CMP it with 0 and jump around first)"
+    assert problems(data + "MOV R1, 5\nDIV R1, [zero]") == [(8, 9, refused.format("[zero]"))]
+    assert problems(data + "MOV R1, 5\nDIV R1, [row + 4]") == [(8, 9, refused.format("[row + 4]"))]
+    assert problems(data + "MOV R1, 5\nDIV R1, [row]\nDIV R1, [z]\nDIV R1, [row + ESI]") == []
