@@ -736,8 +736,8 @@ class _Checker:
         if isinstance(operand, Mem) and operand.label and not operand.registers:  # [zero + 8]
             label = self.layout.labels.get(operand.label.lower())
             at, off = divmod(operand.disp, label.size if label else 1)
-            cells = label.cells if label and not label.writable and not off and at >= 0 else ()
-            return at < len(cells) and cells[at] == 0
+            cells = label.cells if label and not label.writable and not off else ()
+            return 0 <= at < len(cells) and cells[at] == 0
         return False
 
     def check_compound(

@@ -321,3 +321,6 @@ def test_a_division_by_a_read_only_cell_holding_zero_is_refused() -> None:
     assert problems(data + "MOV R1, 5\nDIV R1, [zero]") == [(8, 9, refused.format("[zero]"))]
     assert problems(data + "MOV R1, 5\nDIV R1, [row + 4]") == [(8, 9, refused.format("[row + 4]"))]
     assert problems(data + "MOV R1, 5\nDIV R1, [row]\nDIV R1, [z]\nDIV R1, [row + ESI]") == []
+    assert problems(data + "MOV R1, 5\nDIV R1, [zero - 4]") == [
+        (8, 9, "[zero - 4] reads cell -1 of zero, which has 1 (cells 0..0, at bytes 0..0)")
+    ]
