@@ -85,6 +85,7 @@ from llassembly.language.program import (
 from llassembly.language.templates import has_placeholders
 
 _WRITTEN: dict[type, Kind] = {type(None): "none", str: "text", int: "int"}  # else a float
+_EAX = Reg(EAX_INDEX, "EAX")
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
@@ -305,10 +306,9 @@ class PathWalk:
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
-        eax = Reg(EAX_INDEX, "EAX")
         if facts.tester >= 0:  # where a JC/JNC testing a call went: EAX as the call did
             ok, success = self.splits[facts.tester]
-            facts = self.put(facts, eax, success if pc == ok else (TEXT, True))
+            facts = self.put(facts, _EAX, success if pc == ok else (TEXT, True))
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
@@ -319,9 +319,9 @@ class PathWalk:
             if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
                 results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
                 error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
-                facts = self.put(facts, eax, (error, True))
+                facts = self.put(facts, _EAX, (error, True))
             if pc in flow.eax:
-                return facts if pc in flow.tested else self.put(facts, eax, results[0])
+                return facts if pc in flow.tested else self.put(facts, _EAX, results[0])
             return facts._replace(stack=pushed(stack, reversed(results)))
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
