@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_737
+MAX_PACKAGE_LINES = 15_740
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -443,8 +443,9 @@ and 15,659 with shapes followed whatever the tools (9 lines fewer) and a data la
 refused when read as memory or as a placeholder, and 15,698 with EAX known to be NONE where a
 JC/JNC goes when its tested call succeeded (and arithmetic on NONE refused), and 15,722 with
 a path the plan writes into a record followed (the field there, holding what was written), and
-15,731 with records and lists known to be JSON text (arithmetic, compares, list keys), and
-15,737 with a division by a read-only cell holding 0 at a fixed address refused.
+15,731 with records and lists known to be JSON text (arithmetic, compares, list keys), 15,737
+with a division by a read-only cell holding 0 at a fixed address refused, and 15,740 with a
+compare of a record with a number saying to take a number out by a path.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

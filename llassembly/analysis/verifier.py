@@ -451,11 +451,14 @@ class PathWalk:
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
             if is_text(shape) and is_number(other):
+                fix = f'compare it with text ({op} {text}, "..."), or read the number in it first'
+                fix += f" (NUM R9, {text})"
+                if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                    fix = f"take a number out of it with a path ({text}.field, {text}[0])"
                 self.found.setdefault(
                     (pc, at, 0),
                     f"{op} compares {text}, which is {describe(shape)}, with {number}, a number: "
-                    "text is never equal to a number and has no order; compare it with text "
-                    f'({op} {text}, "..."), or read the number in it first (NUM R9, {text})',
+                    f"text is never equal to a number and has no order; {fix}",
                 )
                 return
 

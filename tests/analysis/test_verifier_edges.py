@@ -282,8 +282,8 @@ def found_problems(plan: str) -> list[tuple[int, int, str]]:
                 4,
                 5,
                 "CMP compares R1[0], which is Tagged, with 1, a number: text is never equal "
-                'to a number and has no order; compare it with text (CMP R1[0], "..."), or read '
-                "the number in it first (NUM R9, R1[0])",
+                "to a number and has no order; take a number out of it with a path (R1[0].field, "
+                "R1[0][0])",
             ),
         ),
         (
