@@ -78,7 +78,8 @@ NUMBER: Final = Shape("number")
 TEXT: Final = Shape("text")
 NONE_SHAPE: Final = Shape("none")
 _NUMBERS: Final = frozenset({"int", "float", "number"})
-_TEXTS: Final = frozenset({"text", "decimal"})
+STRUCTURES: Final = frozenset({"object", "map", "list", "tuple"})  # held as their JSON text
+_TEXTS: Final = frozenset({"text", "decimal"}) | STRUCTURES
 _SCALAR_TYPES: dict[type, Shape] = {  # asked in order (bool is an int, datetime a date)
     bool: BOOL,
     int: INT,
@@ -125,7 +126,8 @@ def options_of(shape: Shape) -> tuple[Shape, ...]:
 
 
 def is_text(shape: Shape | None) -> bool:
-    """Whether the value is text on every run (``NONE`` among texts: it reads as empty text)."""
+    """Whether the value is text on every run (``NONE`` among texts: it reads as empty text; a
+    structure is its JSON text)."""
     if shape is None:
         return False
     found = [o.kind for o in options_of(shape)]

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import itertools
@@ -34,9 +35,11 @@ from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import fixpoint, joined_stacks, outermost, paths_of, pushed, taken
 from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
+    ANY,
     INT,
     NONE_SHAPE,
     NUMBER,
+    STRUCTURES,
     TEXT,
     Kind,
     Shape,
@@ -82,6 +85,7 @@ from llassembly.language.program import (
 from llassembly.language.templates import has_placeholders
 
 _WRITTEN: dict[type, Kind] = {type(None): "none", str: "text", int: "int"}  # else a float
+_EAX = Reg(EAX_INDEX, "EAX")
 _PRODUCED = {"number": NUMBER, "text": TEXT, "texts": Shape("list", item=TEXT)}
 
 
@@ -101,6 +105,7 @@ class _Facts(NamedTuple):
     depth: int  # least data-stack depth any path brings
     unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
+    tester: int = -1  # the JC/JNC testing a call that all paths here come from, straight
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -111,6 +116,7 @@ class _Facts(NamedTuple):
             min(self.depth, other.depth),
             self.unset or other.unset,
             self.unwritten | other.unwritten,
+            self.tester if self.tester == other.tester else -1,
         )
 
 
@@ -157,13 +163,21 @@ class PathWalk:
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
-        # Shapes are followed when a result has one that is not a number, a tool is asked about
-        # the arguments written in the plan, or the plan has a path; else only text for certain.
-        given = [s for places in self.results.values() for s, _ in places if s is not None]
-        asked = any(t.params and getattr(t, "refuses", None) for t in flow.tools.values())
-        parts = (p for i in self.program.instructions for o in i.operands for p in (o, *nested(o)))
-        paths = any(isinstance(p, Path) for p in parts)  # (a template's placeholder too)
-        self.shaped = asked or paths or any(not is_number(shape) for shape in given)
+        # a JC/JNC testing a call (EAX not written and no label between): where it goes when
+        # the call succeeded, and EAX there (NONE, or the result by the EAX convention)
+        self.splits: dict[int, tuple[int, _Place]] = {}
+        marked, fx = set(self.program.labels.values()), flow.effects
+        for call in flow.tested:
+            test = next(i for i in itertools.count(call + 1) if fx[i].info.condition)
+            target = flow.targets.get(test, test + 1)  # (SETC, CMOVC: no branch)
+            if (
+                target != test + 1
+                and marked.isdisjoint(range(call + 1, test + 1))
+                and all(EAX_INDEX not in fx[i].registers_written for i in range(call + 1, test))
+            ):
+                jnc = self.program.instructions[test].mnemonic.upper().startswith("JN")
+                success = self.results[call][0] if call in flow.eax else (NONE_SHAPE, False)
+                self.splits[test] = (target if jnc else test + 1, success)
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False
         self.empty_pops: set[int] = set()
@@ -189,8 +203,6 @@ class PathWalk:
 
     def shape(self, operand: Operand, facts: _Facts, pc: int, position: int) -> Shape | None:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
-        if not self.shaped:
-            return None
         if isinstance(operand, Reg):
             return self.register(facts, operand.index)[0]
         if isinstance(operand, Imm):
@@ -237,15 +249,19 @@ class PathWalk:
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
-            key = None if not isinstance(step, Imm) or isinstance(step.value, float) else step.value
+            key = _key(step)
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
                 return None
             part, problem = child(current, key)
+            listed = key is None and current.kind in ("list", "tuple")  # a key that is text:
+            if listed and is_text(self.shape(step, facts, pc, position)):
+                problem = f"is a list: its elements are found by a whole number; {step} is text"
             if problem is not None:
                 if self.reporting:
                     where = str(path.base) + "".join(_step_text(s) for s in path.steps[:number])
                     message = f"{path}: {where} ({describe(current)}) {problem}"
+                    message += _POP_IT if current.kind == "none" and _is_eax(path.base) else ""
                     self.found.setdefault((pc, position, 0), message)
                 return None
             current = _known(part)
@@ -282,11 +298,17 @@ class PathWalk:
             else:
                 self.empty_pops.add(pc)
         depth = max(facts.depth - count, 0) + put
-        return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
+        tester = pc if pc in self.splits else -1
+        return self.values(pc, facts)._replace(
+            depth=depth, unset=unset, unwritten=unwritten, tester=tester
+        )
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
+        if facts.tester >= 0:  # where a JC/JNC testing a call went: EAX as the call did
+            ok, success = self.splits[facts.tester]
+            facts = self.put(facts, _EAX, success if pc == ok else (TEXT, True))
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
@@ -294,13 +316,12 @@ class PathWalk:
             if self.reporting:
                 self.check_arguments(pc, flow.tools[pc], [shape for shape, _ in given])
             results, facts = self.results[pc], facts._replace(stack=stack)
-            eax = Reg(EAX_INDEX, "EAX")
             if pc in flow.tested:  # failed: NONE for each result, the error's text in EAX
                 results = tuple((join(shape, NONE_SHAPE), text) for shape, text in results)
                 error = join(results[0][0], TEXT) if pc in flow.eax else join(NONE_SHAPE, TEXT)
-                facts = self.put(facts, eax, (error, True))
+                facts = self.put(facts, _EAX, (error, True))
             if pc in flow.eax:
-                return facts if pc in flow.tested else self.put(facts, eax, results[0])
+                return facts if pc in flow.tested else self.put(facts, _EAX, results[0])
             return facts._replace(stack=pushed(stack, reversed(results)))
         read = {p: self.shape(ins.operands[p], facts, pc, p) for p in fx.reads}
         for position in fx.writes:  # a path written: what it goes through must be there
@@ -330,8 +351,7 @@ class PathWalk:
         value, text = place
         if isinstance(operand, Path):  # the base holds the JSON text of a changed structure
             before = self.shape(operand.base, facts, -1, -1)  # a memory cell's is not known
-            kept = before if before is not None and before.kind in ("object", "list") else None
-            return self.put(facts, operand.base, (kept, True))
+            return self.put(facts, operand.base, (_with_part(before, operand.steps, value), True))
         if isinstance(operand, Reg):
             slot = self.flow.tracked.get(operand.index)  # none for R0, which stays 0
             if slot is None:
@@ -409,13 +429,21 @@ class PathWalk:
         op = ins.mnemonic
         if fx.numeric:
             for position, shape in read.items():
-                if is_text(shape):
+                if shape is not None and shape.kind == "none":  # (a union is never all NONE)
+                    operand = ins.operands[position]
+                    hint = _POP_IT if _is_eax(operand) else " (NONE is no number)"
+                    message = f"{op} needs numbers, but {operand} is NONE on every run here{hint}"
+                    self.found.setdefault((pc, position, 0), message)
+                elif is_text(shape):
                     operand, what = ins.operands[position], describe(shape)
                     hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                    fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
+                    if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                        hint = "an object or a list is held as its JSON text"
+                        fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
+                    what += f" ({hint or 'it is text'})"
                     self.found.setdefault(
-                        (pc, position, 0),
-                        f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); "
-                        f"read the number in it first: NUM R9, {operand}, then {op} with R9",
+                        (pc, position, 0), f"{op} needs numbers, but {operand} is {what}; {fix}"
                     )
             return
         if not fx.info.compares or len(ins.operands) != 2:
@@ -423,11 +451,14 @@ class PathWalk:
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
             if is_text(shape) and is_number(other):
+                fix = f'compare it with text ({op} {text}, "..."), or read the number in it first'
+                fix += f" (NUM R9, {text})"
+                if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                    fix = f"take a number out of it with a path ({text}.field, {text}[0])"
                 self.found.setdefault(
                     (pc, at, 0),
                     f"{op} compares {text}, which is {describe(shape)}, with {number}, a number: "
-                    "text is never equal to a number and has no order; compare it with text "
-                    f'({op} {text}, "..."), or read the number in it first (NUM R9, {text})',
+                    f"text is never equal to a number and has no order; {fix}",
                 )
                 return
 
@@ -452,10 +483,43 @@ class PathWalk:
             self.found.setdefault((pc, 0, number), message)
 
 
+def _key(step: Imm | Reg | Name) -> str | int | None:
+    """The key a path's step names (``None``: not known before the run)."""
+    return None if not isinstance(step, Imm) or isinstance(step.value, float) else step.value
+
+
+def _with_part(
+    shape: Shape | None, steps: tuple[Imm | Reg | Name, ...], value: Shape | None
+) -> Shape | None:
+    """``shape`` after its part at ``steps`` is written a value of shape ``value`` (the run
+    sets or adds a field, or an element; ``None``: not known)."""
+    if not steps or shape is None:
+        return value if not steps else None
+    key, rest = _key(steps[0]), steps[1:]
+    if shape.kind == "object" and isinstance(key, str):
+        fields = dict(shape.fields) | {key: _with_part(shape.field(key), rest, value) or ANY}
+        return dataclasses.replace(shape, fields=tuple(fields.items()))
+    if shape.kind in ("list", "map") and isinstance(key, str) == (shape.kind == "map"):
+        return dataclasses.replace(
+            shape, item=join(shape.item, _with_part(shape.item, rest, value))
+        )
+    return None
+
+
 def _step_text(step: Imm | Reg | Name) -> str:
     if isinstance(step, Imm) and isinstance(step.value, str):
         return f".{step.value}" if step.value.isidentifier() else f'["{step.value}"]'
     return f"[{step}]"
+
+
+_POP_IT = (
+    "; when a CALL tested with JC or JNC succeeds, EAX holds NONE and its results are on the "
+    "stack: POP them"
+)
+
+
+def _is_eax(operand: Operand) -> bool:
+    return isinstance(operand, Reg) and operand.index == EAX_INDEX
 
 
 def _needs_numbers(ins: Instruction, what: str) -> str:
@@ -586,18 +650,8 @@ class _Checker:
         key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
-        elif (
-            kind == "value"
-            and ins.op is not Opcode.SAY
-            and isinstance(text := self.program.data.get(key), str)
-            and has_placeholders(text)
-        ):
-            message = (
-                f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
-                "from a data label; write the text in the instruction instead "
-                f'(PUSH "... {{R1}} ..."), where placeholders are filled in'
-            )
-            self.report(line, column, message)
+        elif kind == "value" and ins.op is not Opcode.SAY and self.template(ins, operand, column):
+            return
         elif kind in ("label", "target"):  # a label, or (CALL) a tool or a label
             if isinstance(operand, Mem):
                 where = "a label of the plan" if kind == "label" else _KIND_WORDS[kind]
@@ -644,6 +698,25 @@ class _Checker:
         elif kind == "count":
             self.check_count(index, ins, operand, column)
 
+    def template(self, ins: Instruction, operand: Operand, column: int, say: bool = False) -> bool:
+        """Report a read of a data label whose text has placeholders (by name, or as memory
+        where the plan does not write it), which only ``SAY label`` fills in; ``say``: in SAY."""
+        key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
+        text = self.program.data.get(str(key).lower())
+        if not isinstance(text, str) or not has_placeholders(text):
+            return False
+        if isinstance(operand, Mem) and str(key).lower() in self.layout.live:
+            return False
+        message = f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
+        message += (
+            f"from a data label; write SAY {key} (the label alone) to fill them in"
+            if say
+            else "from a data label; write the text in the instruction instead "
+            '(PUSH "... {R1} ..."), where placeholders are filled in'
+        )
+        self.report(ins.line, column, message)
+        return True
+
     def no_value(self, name: Name) -> str:
         """What a name read as a value names when it is no data label or variable: ``"label"``,
         ``"tool"`` or ``"nothing"``; ``""`` when it is one."""
@@ -655,13 +728,19 @@ class _Checker:
         return "tool" if find_tool(name.name, self.tools) is not None else "nothing"
 
     def literal_zero(self, operand: Operand) -> bool:
-        """Whether an operand is the number 0 written in the program (a literal or constant)."""
+        """Whether an operand is the number 0 written in the program (a literal, a constant or a
+        cell of read-only data at a fixed address)."""
         if isinstance(operand, Imm):
             return operand.value == 0  # text is never 0
         if isinstance(operand, Name):
             label = self.program.memory.get(operand.name.lower())
             writable = label is not None and label.writable
             return not writable and self.program.data.get(operand.name.lower()) == 0
+        if isinstance(operand, Mem) and operand.label and not operand.registers:  # [zero + 8]
+            label = self.layout.labels.get(operand.label.lower())
+            at, off = divmod(operand.disp, label.size if label else 1)
+            cells = label.cells if label and not label.writable and not off else ()
+            return 0 <= at < len(cells) and cells[at] == 0
         return False
 
     def check_compound(
@@ -715,6 +794,8 @@ class _Checker:
                 "({[table + ESI*4]})"
             )
             self.report(ins.line, column, message)
+        else:
+            self.template(ins, operand, column, say=True)
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
@@ -744,6 +825,8 @@ class _Checker:
         """A memory operand: a known data label, in bounds and at a cell where it is known."""
         if mem.label is None:
             return
+        if kind == "value":
+            self.template(ins, mem, column, say=ins.op is Opcode.SAY)
         key = mem.label.lower()
         label = self.layout.labels.get(key)
         if label is None:

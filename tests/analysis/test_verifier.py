@@ -305,7 +305,7 @@ def test_a_plan_longer_than_the_size_limit_is_refused_before_any_path_is_followe
 def test_many_branches_into_one_place_are_checked_quickly() -> None:
     """1,500 string compares jumping to one label, then a long tail: no repeated passes."""
     switch = "".join(f'CMP R1, "a{i}"\nJE target\n' for i in range(1500))
-    plan = switch + "target:\n" + "NOP\n" * 1000 + "POP R1\ndone: HLT"  # 4,002 instructions
+    plan = 'MOV R1, "a"\n' + switch + "target:\n" + "NOP\n" * 999 + "POP R1\ndone: HLT"  # 4,002
     with counted_steps() as steps:
         error = rejected(plan)
     assert steps[0] <= len(program_of(plan).instructions)  # one visit per instruction
@@ -480,10 +480,11 @@ def test_a_jump_reached_with_different_flags_may_go_either_way() -> None:
     "plan",
     [
         'MOV R1, "abc"\nCMP R1, "abd"\nJL smaller\nHLT\nsmaller:\nHLT',
-        'section .data\ncity db "Paris", 0\nsection .text\nCMP R1, city\nJGE out\nout: HLT',
-        'CMP R2, 0\nJE numbers\nCMP R1, "x"\nJMP test\nnumbers:\nCMP R1, 5\ntest:\nJG out\n'
+        'section .data\ncity db "Paris", 0\nsection .text\nMOV R1, "Rome"\nCMP R1, city\nJGE out\n'
         "out: HLT",
-        'CMP R1, "a"\njb out\nout: HLT',
+        'MOV R3, "y"\nCMP R2, 0\nJE numbers\nCMP R3, "x"\nJMP test\nnumbers:\nCMP R1, 5\ntest:\n'
+        "JG out\nout: HLT",
+        'MOV R1, "b"\nCMP R1, "a"\njb out\nout: HLT',
     ],
 )
 def test_ordered_jumps_after_a_string_compare_are_accepted(plan: str) -> None:
@@ -504,11 +505,11 @@ def test_a_compare_of_text_with_a_number_is_refused_where_the_types_are_known() 
 
 
 def test_equality_jump_after_a_string_compare_is_accepted() -> None:
-    accepted('CMP R1, "abc"\nJE out\nout: HLT')
+    accepted('MOV R1, "abd"\nCMP R1, "abc"\nJE out\nout: HLT')
 
 
 def test_arithmetic_after_a_string_compare_makes_ordered_jumps_valid() -> None:
-    accepted('CMP R1, "abc"\nDEC R2\nJL out\nout: HLT')
+    accepted('MOV R1, "abd"\nCMP R1, "abc"\nDEC R2\nJL out\nout: HLT')
 
 
 def test_ordered_jump_after_a_number_data_label_compare_is_accepted() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pytest
+from pydantic import BaseModel
 
 from llassembly.analysis.verifier import check
 from llassembly.language.parser import parse
 from llassembly.language.program import Program
+from llassembly.machine.externs import externs_from
 
 
 @dataclass(frozen=True)
@@ -95,3 +98,229 @@ def test_a_path_on_a_number_the_plan_wrote_is_refused_whatever_the_tools(
         found = check(program, tools)
         assert [d.line for d in found] == [2], (plan, tools)
         assert "is a number, not an object or a list: " + problem in found[0].message
+
+
+def test_a_compare_of_text_the_plan_wrote_with_a_number_is_refused_whatever_the_tools() -> None:
+    """The run stops at the ordered jump on every run; the check says so before it, with no
+    tool or beside tools of numbers only, as it does beside a tool of text (finding 1)."""
+
+    def count_open() -> int:
+        """How many tickets are open."""
+        return 12
+
+    compare = (
+        "CMP compares R2, which is text, with R1, a number: text is never equal to a number and "
+        'has no order; compare it with text (CMP R2, "..."), or read the number in it first '
+        "(NUM R9, R2)"
+    )
+    plan = parse('CALL count_open\nPOP R1\nMOV R2, "10"\nCMP R1, R2\nJG out\nout: HLT')
+    assert isinstance(plan, Program)
+    assert [(d.line, d.column, d.message) for d in check(plan, externs_from([count_open]))] == [
+        (4, 9, compare)
+    ]
+    assert problems('MOV R1, "abc"\nCMP R1, 5\nJL x\nx: HLT') == [
+        (
+            2,
+            5,
+            "CMP compares R1, which is text, with 5, a number: text is never equal to a number "
+            'and has no order; compare it with text (CMP R1, "..."), or read the number in it '
+            "first (NUM R9, R1)",
+        )
+    ]
+
+
+def test_a_data_label_with_placeholders_read_as_memory_or_a_placeholder_is_refused() -> None:
+    """Only ``SAY label`` fills the label's text in; read as ``[label]`` (at any address in it),
+    or as a placeholder of a text (in ``SAY`` too), the template would go out unfilled."""
+    head = 'section .rodata\nsubject db "Invoice {R1} is due", 0\nsection .text\nMOV R1, 7\n'
+    other = (
+        "holds text with placeholders ({...}), and only SAY fills them in from a data label; "
+        'write the text in the instruction instead (PUSH "... {R1} ..."), where placeholders '
+        "are filled in"
+    )
+    say = (
+        "holds text with placeholders ({...}), and only SAY fills them in from a data label; "
+        "write SAY subject (the label alone) to fill them in"
+    )
+    assert problems(head + "PUSH [subject]\nCALL get") == [(5, 6, "[subject] " + other)]
+    assert problems(head + "MOV R2, [subject + ESI]") == [(5, 9, "[subject + ESI] " + other)]
+    assert problems(head + 'MOV R2, "re: {[subject]}"') == [(5, 14, "[subject] " + other)]
+    assert problems(head + "SAY [subject]") == [(5, 5, "[subject] " + say)]
+    assert problems(head + 'SAY "{subject}"') == [(5, 6, "subject " + say)]
+    assert problems(head + 'SAY "Re: {[subject]}"') == [(5, 10, "[subject] " + say)]
+    assert problems(head + "SAY subject") == []
+    writes = 'section .data\nsubject db "Invoice {R1}", 0\nsection .text\nMOV [subject], "x"\n'
+    assert problems(writes + "PUSH [subject]\nCALL get") == []  # the plan wrote it: the run's
+
+
+class Item(BaseModel):
+    id: int
+    title: str
+
+
+def get_item(item_id: int) -> Item:
+    """An item."""
+    return Item(id=item_id, title="lamp")
+
+
+def after_get_item(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("PUSH 1\nCALL get_item\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([get_item]))]
+
+
+POP_IT = (
+    "; when a CALL tested with JC or JNC succeeds, EAX holds NONE and its results are on the "
+    "stack: POP them"
+)
+
+
+def test_eax_after_a_tested_call_that_succeeded_is_none() -> None:
+    """``CALL f`` / ``JC failed``: where the call succeeded, its result is on the stack and EAX
+    holds NONE, so a path or arithmetic on EAX there fails on every run (finding 5)."""
+    path = "EAX.title: EAX (NONE) is always NONE (null), not an object or a list: it has no "
+    path += "field 'title'" + POP_IT
+    failed = '\nHLT\nfailed:\nSAY "no item: {EAX}"'
+    assert after_get_item("JC failed\nMOV R1, EAX.title" + failed) == [(4, 9, path)]
+    assert after_get_item('JNC ok\nSAY "{EAX}"\nHLT\nok:\nMOV R1, EAX.title') == [(7, 9, path)]
+    add = "ADD needs numbers, but EAX is NONE on every run here" + POP_IT
+    assert after_get_item("JC failed\nADD EAX, 1" + failed) == [(4, 5, add)]
+    assert after_get_item("JC failed\nPOP R1\nMOV R2, R1.title" + failed) == []
+    assert (
+        after_get_item("JC failed\nPOP R1\nMOV R2, EAX" + failed.replace("{EAX}", "{EAX.x}")) == []
+    )
+    # EAX written again before the test, or the test reached from elsewhere: no split
+    assert after_get_item("POP EAX\nJC failed\nMOV R1, EAX.title" + failed) == []
+    assert after_get_item("again:\nJC failed\nMOV R1, EAX.title\nJMP again" + failed) == []
+    assert problems("MOV R1, NONE\nINC R1") == [
+        (2, 5, "INC needs numbers, but R1 is NONE on every run here (NONE is no number)")
+    ]
+
+
+class Order(TypedDict):
+    id: int
+    status: str
+    lines: list[Item]
+
+
+def get_order(order_id: int) -> Order:
+    """An order."""
+    return {"id": order_id, "status": "7", "lines": [Item(id=1, title="lamp")]}
+
+
+def order_problems(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("PUSH 42\nCALL get_order\nPOP R1\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([get_order]))]
+
+
+def test_a_path_the_plan_wrote_into_a_record_is_there_with_the_value_written() -> None:
+    """Writing ``R1.total`` adds the field, writing ``R1.status`` changes its value: read back
+    after the write, each is what was written (finding 2: both were refused by the tool's
+    declared shape)."""
+    assert order_problems('MOV R1.total, 7.5\nSAY "total {R1.total}"') == []
+    assert order_problems("MOV R1.status, 1\nMOV R2, R1.status\nINC R2") == []
+    assert order_problems('MOV R1.lines[0].note, "x"\nMOV R2, R1.lines[0].note') == []
+    assert order_problems('MOV R1.id, "x"\nADD R2, R1.id') == [
+        (
+            5,
+            9,
+            "ADD needs numbers, but R1.id is text (it is text); read the number in it first: "
+            "NUM R9, R1.id, then ADD with R9",
+        )
+    ]
+    assert order_problems("MOV R1.total, 1\nMOV R2, R1.totl") == [
+        (
+            5,
+            9,
+            "R1.totl: R1 (Order) has no field 'totl'; its fields: id, status, lines, total",
+        )
+    ]
+
+
+class Tagged(BaseModel):
+    id: int
+    title: str
+    tags: list[str]
+
+
+def find_items(query: str) -> list[Tagged]:
+    """Items matching a query."""
+    return [Tagged(id=1, title="lamp", tags=["home"])]
+
+
+def found_problems(plan: str) -> list[tuple[int, int, str]]:
+    program = parse('PUSH "lamp"\nCALL find_items\nPOP R1\n' + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([find_items]))]
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        (
+            "MOV R2, R1[0]\nADD R2, 1",
+            (
+                5,
+                5,
+                "ADD needs numbers, but R2 is Tagged (an object or a list is held as its JSON "
+                "text); take a number out of it with a path (R2.field, R2[0])",
+            ),
+        ),
+        (
+            "MOV R2, R1[0].tags\nINC R2",
+            (
+                5,
+                5,
+                "INC needs numbers, but R2 is list[text] (an object or a list is held as its "
+                "JSON text); take a number out of it with a path (R2.field, R2[0])",
+            ),
+        ),
+        (
+            "CMP R1[0], 1\nJL a\na: HLT",
+            (
+                4,
+                5,
+                "CMP compares R1[0], which is Tagged, with 1, a number: text is never equal "
+                "to a number and has no order; take a number out of it with a path (R1[0].field, "
+                "R1[0][0])",
+            ),
+        ),
+        (
+            'MOV ESI, "a"\nMOV R2, R1[ESI]',
+            (
+                5,
+                9,
+                "R1[ESI]: R1 (list[Tagged]) is a list: its elements are found by a whole "
+                "number; ESI is text",
+            ),
+        ),
+    ],
+)
+def test_what_a_record_or_a_list_cannot_be_used_for_is_refused(
+    plan: str, problem: tuple[int, int, str]
+) -> None:
+    """Records and lists are JSON text: these fail on every run (finding 8)."""
+    assert found_problems(plan) == [problem]
+
+
+def test_what_a_record_or_a_list_can_be_used_for_passes() -> None:
+    plan = (
+        'LEN R2, R1\nLEN R3, R1[0].title\nHAS R4, R1[0], "id"\nKEYS R5, R1[0]\n'
+        "MOV ESI, 0\nMOV R6, R1[ESI].id\nADD R6, 1\nCMP R1[0].id, 1\nJE a\na: HLT"
+    )
+    assert found_problems(plan) == []
+
+
+def test_a_division_by_a_read_only_cell_holding_zero_is_refused() -> None:
+    """``[zero]`` reads the one cell of read-only data holding 0, as ``zero`` does (finding 4);
+    a cell of .data may change, and a computed address is the run's."""
+    data = "section .rodata\nzero dd 0\nrow dd 4, 0\nsection .data\nz dd 0\nsection .text\n"
+    refused = "DIV divides by {}, which is 0: division by zero; divide by a number that is not 0 "
+    refused += "(CMP it with 0 and jump around first)"
+    assert problems(data + "MOV R1, 5\nDIV R1, [zero]") == [(8, 9, refused.format("[zero]"))]
+    assert problems(data + "MOV R1, 5\nDIV R1, [row + 4]") == [(8, 9, refused.format("[row + 4]"))]
+    assert problems(data + "MOV R1, 5\nDIV R1, [row]\nDIV R1, [z]\nDIV R1, [row + ESI]") == []
+    assert problems(data + "MOV R1, 5\nDIV R1, [zero - 4]") == [
+        (8, 9, "[zero - 4] reads cell -1 of zero, which has 1 (cells 0..0, at bytes 0..0)")
+    ]
