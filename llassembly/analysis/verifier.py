@@ -431,8 +431,14 @@ class PathWalk:
             for position, shape in read.items():
                 if shape is not None and shape.kind == "none":  # (a union is never all NONE)
                     operand = ins.operands[position]
-                    hint = _POP_IT if _is_eax(operand) else " (NONE is no number)"
-                    message = f"{op} needs numbers, but {operand} is NONE on every run here{hint}"
+                    message = f"{op} needs numbers, but NONE (no value) is not one"
+                    if not isinstance(operand, Imm):  # a place holding NONE
+                        fix = (
+                            _POP_IT if _is_eax(operand) else f"; MOV a number into {operand} first"
+                        )
+                        message = (
+                            f"{op} needs numbers, but {operand} is NONE on every run here{fix}"
+                        )
                     self.found.setdefault((pc, position, 0), message)
                 elif is_text(shape):
                     operand, what = ins.operands[position], describe(shape)

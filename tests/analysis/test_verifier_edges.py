@@ -193,8 +193,9 @@ def test_eax_after_a_tested_call_that_succeeded_is_none() -> None:
     assert after_get_item("POP EAX\nJC failed\nMOV R1, EAX.title" + failed) == []
     assert after_get_item("again:\nJC failed\nMOV R1, EAX.title\nJMP again" + failed) == []
     assert problems("MOV R1, NONE\nINC R1") == [
-        (2, 5, "INC needs numbers, but R1 is NONE on every run here (NONE is no number)")
+        (2, 5, "INC needs numbers, but R1 is NONE on every run here; MOV a number into R1 first")
     ]
+    assert problems("ADD R1, NONE") == [(1, 9, "ADD needs numbers, but NONE (no value) is not one")]
 
 
 class Order(TypedDict):
