@@ -195,7 +195,9 @@ def load_tools(spec: str) -> dict[str, Extern]:
     try:
         value: Any = getattr(module, attr)
     except AttributeError as exc:
-        raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from exc
+        where = getattr(module, "__file__", None) or "a module with no file"
+        msg = f"module {module_name!r} ({where}) has no attribute {attr!r}"  # (a stdlib namesake?)
+        raise UsageError(msg) from exc
     except Exception as exc:  # a module __getattr__ that fails (an optional import...)
         raise UsageError(f"cannot load {spec}: {type(exc).__name__}: {safe_text(exc)}") from exc
     if callable(value) and not hasattr(value, "invoke") and _returns_tools(value):

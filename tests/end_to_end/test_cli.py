@@ -373,6 +373,16 @@ def test_bad_tools_spec_exits_3_with_a_message(
     assert message in capsys.readouterr().err
 
 
+def test_a_missing_attribute_names_the_file_the_module_was_read_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``./calendar.py`` is shadowed by the standard library's ``calendar``, which Python had
+    imported already: the message names the file that was read, so the user sees why."""
+    code, _ = cli("check", plan(tmp_path, "NOP\n"), "--tools", "calendar:TOOLS")
+    err = capsys.readouterr().err
+    assert code == 3 and "module 'calendar' (" in err and "calendar.py) has no attribute" in err
+
+
 def test_an_attribute_whose_lookup_raises_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
