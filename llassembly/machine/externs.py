@@ -48,7 +48,7 @@ from typing import (
     get_origin,
 )
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -134,9 +134,8 @@ class Extern:
         runtime_param: The parameter that receives the ``ToolRuntime``, if any.
         result_types: Declared types of the results, one per value pushed (empty: any).
         query: It is the built-in query (``query_text``), answered by a model, not run.
-        schema: The declared schema the arguments are validated against (a LangChain tool's own
-            pydantic ``args_schema``, validators and config kept, else its ``tool_call_schema``;
-            or one made from :attr:`params`).
+        schema: The declared schema the arguments are validated against (the tool's pydantic
+            ``tool_call_schema``, or one made from :attr:`params`).
         structured: The plan reads the tool's structured output (an MCP tool with an output
             schema) rather than its text content.
         unpacks: The tool returns a ``tuple[...]``: a call pushes its values (a ``tuple[int]``
@@ -201,7 +200,7 @@ class Extern:
         try:
             validated = self._validator.validate_python(args)
         except ValidationError as exc:
-            name, detail = _first_error(exc) or ("", "")
+            name, detail = _first_error(exc)
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
             reason = f"the arguments do not fit its schema ({detail})"
             reason = self._refusal(at, values[at], detail) if at >= 0 else reason
@@ -212,23 +211,20 @@ class Extern:
     def refuses(self, position: int, value: Value | Template) -> str | None:
         """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
         it), asked by the check before the run: converted as :meth:`convert_args` does, then
-        checked against its field of the declared schema (its type, constraints, the schema's own
-        validators and config; errors of the other fields, missing, aside). A text with placeholders
+        checked against the parameter's declared type and constraints. A text with placeholders
         (a :class:`~llassembly.language.program.Template`) is refused when no text it may become
         fits: see :func:`_never_fits`."""
         if isinstance(value, Template):
             reason = _never_fits(shape_of(self.params[position].annotation), value.pieces)
             return None if reason is None else self._refusal(position, value, reason)
-        name = self.params[position].name
         try:
             converted = self._converted(position, value)
-            if converted is not _LEFT_OUT and self._validator is not None:
-                self._validator.validate_python({name: converted})
+            if converted is not _LEFT_OUT:
+                _adapter(self.params[position].annotation).validate_python(converted)
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
-            found = _first_error(exc, {name})
-            return None if found is None else self._refusal(position, value, found[1])
+            return self._refusal(position, value, _first_error(exc)[1])
         except Exception:  # a converter, type or validator that cannot judge one value alone
             return None  # the run decides
         return None
@@ -359,17 +355,12 @@ class Extern:
             raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError, names: set[str] | None = None) -> tuple[str, str] | None:
-    """The argument of pydantic's first error (``""``: none) and what it says; of the first at
-    one of ``names`` if given (``None``: none is)."""
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    """The argument of pydantic's first error (``""``: none) and what it says."""
     errors = exc.errors(include_url=False)
     if not errors:
-        return ("", first_line(exc)) if names is None or "" in names else None
-    for error in errors:
-        name = str((error.get("loc") or ("",))[0])
-        if names is None or name in names:
-            return name, str(error.get("msg", ""))
-    return None
+        return "", first_line(exc)
+    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
 
 
 _cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
@@ -389,8 +380,7 @@ def _validator(schema: Any, params: Sequence[Param]) -> TypeAdapter[Any] | None:
     model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
     checks = model.__pydantic_decorators__ if model is not None else None
     own = checks and (checks.model_validators or checks.field_validators or checks.root_validators)
-    config = model is not None and set(model.model_config) - {"arbitrary_types_allowed"}
-    if not (own or config) and all(p.annotation in _PLAIN_TYPES for p in params):
+    if not own and all(p.annotation in _PLAIN_TYPES for p in params):
         return None
     if model is not None:
         return _adapter(model)
@@ -437,23 +427,16 @@ _NUMBER_TEXT = frozenset("+-._eE")  # with digits and spaces: every character of
 
 def _never_fits(shape: Shape, pieces: Sequence[str]) -> str | None:
     """Why no text made of ``pieces``, anything between them, fits a parameter of ``shape``
-    (``None``: one may), as its converter and its choices judge text: a number's text holds
-    digits, spaces and ``+-._eE`` only; a ``Literal`` or an enum of texts is one of them. A
-    union is judged by its validation alone, at the run."""
+    (``None``: one may), as its converter judges text before any validator may rewrite it: a
+    number's text holds digits, spaces and ``+-._eE`` only. Anything else (a ``Literal`` a
+    validator may read case-blind, a union) is the run's to judge."""
     options = _taken(shape)
-    if len(options) != 1:
+    if len(options) != 1 or options[0].kind not in ("int", "float", "number"):
         return None
-    (one,) = options
-    if one.choices and all(type(c) is str for c in one.choices):
-        pattern = re.compile(".*".join(map(re.escape, pieces)), re.DOTALL)
-        if not any(pattern.fullmatch(str(c)) for c in one.choices):
-            return "no text it may become is one of the choices"
-    elif one.kind in ("int", "float", "number") and one.name != "bool":
-        text = "".join(pieces)
-        odd = [c for c in text if not (c.isdecimal() or c.isspace() or c in _NUMBER_TEXT)]
-        if odd:
-            return f"its text around the placeholders holds {odd[0]!r}, which no number holds"
-    return None
+    odd = [c for c in "".join(pieces) if not (c.isdecimal() or c.isspace() or c in _NUMBER_TEXT)]
+    if options[0].name == "bool" or not odd:
+        return None
+    return f"its text around the placeholders holds {odd[0]!r}, which no number holds"
 
 
 def _to_int(v: Any) -> int:
@@ -719,7 +702,6 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     except Exception as exc:
         raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
     injected, runtime = _injected(hints)
-    kept = getattr(item, "args_schema", None) if is_tool else None  # validators, config kept
     if is_tool:
         schema, about = compat.call_schema(item), item.description or ""
     else:
@@ -787,23 +769,12 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         injected=injected,
         runtime_param=runtime,
         result_types=results[1],
-        schema=_own_schema(kept, params) or (None if isinstance(schema, dict) else schema),
+        schema=None if isinstance(schema, dict) else schema,
         tool=item if is_tool else None,
         func=None if is_tool else item,
         structured=output is not None,
         unpacks=results[2],
     )
-
-
-def _own_schema(model: Any, params: list[Param]) -> Any:
-    """A tool's own pydantic ``args_schema`` (``None``: not one) when it validates more than
-    LangChain's ``tool_call_schema`` copy (validators, config), what the plan does not pass
-    (what the runtime injects) made optional; else ``None``."""
-    if not _subclass(model, BaseModel) or _validator(model, ()) is None:
-        return None
-    given = {p.name for p in params}
-    others: Any = {n: (Any, None) for n in model.model_fields if n not in given}
-    return create_model(model.__name__, __base__=model, **others) if others else model
 
 
 def _title(*words: str) -> str:

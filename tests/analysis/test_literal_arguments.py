@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.tools import InjectedToolCallId, tool
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
 
 from llassembly import check, externs_from
 from llassembly.errors import PlanRejected, ToolArgumentError, ToolExecutionError
@@ -197,65 +197,6 @@ def test_the_check_refuses_a_literal_exactly_when_the_run_would(position: int) -
         assert asked == _run_refuses(position, value), (ext.params[position].name, value)
 
 
-class TickerArgs(BaseModel):
-    symbol: str
-
-    @field_validator("symbol")
-    @classmethod
-    def _upper(cls, value: str) -> str:
-        if not value.isupper():
-            raise ValueError("must be upper case")
-        return value
-
-
-@tool(args_schema=TickerArgs)
-def quote(symbol: str) -> str:
-    """A stock quote."""
-    CALLS.append(symbol)
-    return f"{symbol}: 10"
-
-
-class CodeArgs(BaseModel):
-    model_config = ConfigDict(str_max_length=3)
-    code: str
-    call_id: Annotated[str, InjectedToolCallId]
-
-
-@tool(args_schema=CodeArgs)
-def airport(code: str, call_id: Annotated[str, InjectedToolCallId]) -> str:
-    """An airport by its code."""
-    CALLS.append(code)
-    return code
-
-
-def test_a_literal_the_tools_own_args_schema_refuses_is_rejected_and_a_value_at_the_run() -> None:
-    """The validators and the config of a tool's own ``args_schema`` (which LangChain's
-    ``tool_call_schema`` copy drops) judge a literal before the run, and any value at the run
-    as the library's ``ToolArgumentError`` before the tool runs; what the runtime injects is
-    no argument of the plan."""
-    assert [p.name for p in externs_from([airport])["airport"].params] == ["code"]
-    assert rejected('PUSH "aapl"\nCALL quote\nPOP R1', [quote]) == [
-        "2:6: CALL quote: argument 'symbol': expected str, got 'aapl' (Value error, must be "
-        "upper case); the value is written on line 1"
-    ]
-    assert rejected(BEFORE + 'PUSH "OSLO"\nCALL airport\nPOP R1', [note, airport]) == [
-        "5:6: CALL airport: argument 'code': expected str, got 'OSLO' (String should have at "
-        "most 3 characters); the value is written on line 4"
-    ]
-    CALLS.clear()
-    assert Emulator(program('PUSH "AAPL"\nCALL quote\nPOP R1'), [quote]).run().answer == ""
-    assert CALLS == ["AAPL"]
-    code = externs_from([airport])["airport"]  # (the runtime gives call_id)
-    assert code.convert_args(["OSL"]) == {"code": "OSL"}
-    with pytest.raises(ToolArgumentError, match="at most 3 characters"):
-        code.convert_args(["OSLO"])
-    CALLS.clear()
-    late = 'PUSH "aapl"\nCALL same\nPOP R9\nPUSH R9\nCALL quote\nPOP R1'
-    with pytest.raises(ToolArgumentError, match=r"argument 'symbol'.*must be upper case") as info:
-        Emulator(program(late), [same, quote]).run()
-    assert (info.value.line, info.value.argument, CALLS) == (5, "symbol", [])
-
-
 # -- a text built with placeholders --------------------------------------------------------------
 
 
@@ -295,31 +236,13 @@ def test_a_text_with_placeholders_moved_to_a_register_is_followed() -> None:
     assert found.endswith("the value is written on line 4")
 
 
-@pytest.mark.parametrize(
-    ("text", "refused"),
-    [
-        ('"l{R1}"', False),  # "low"
-        ('"{R1}gh"', False),  # "high"
-        ('"{R1}w"', False),
-        ('"x{R1}"', True),
-        ('"{R1}x"', True),
-        ('"lo{R1}gh"', True),
-        ('"mid {R1}"', True),
-    ],
-)
-def test_a_text_with_placeholders_that_spells_no_choice_is_rejected(
-    text: str, refused: bool
-) -> None:
+@pytest.mark.parametrize("text", ['"l{R1}"', '"x{R1}"', '"mid {R1}"', '"HIGH{R1}"'])
+def test_a_text_with_placeholders_for_a_literal_is_left_to_the_run(text: str) -> None:
+    """A validator may read the text before the choices do (a ``BeforeValidator`` that lowers
+    it, an enum's ``_missing_``), so no spelling is refused before the run."""
     ext = externs_from([register])["register"]
     template = program(f"PUSH {text}").instructions[0].operands[0]
-    reason = ext.refuses(2, template)  # type: ignore[arg-type]
-    if refused:
-        assert reason == (
-            f'argument \'level\': expected one of "low", "high", got {text} (no text it may '
-            "become is one of the choices)"
-        )
-    else:
-        assert reason is None
+    assert ext.refuses(2, template) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("position", [0, 1, 3, 4, 5])

@@ -37,6 +37,7 @@ from pydantic.v1 import confloat
 from llassembly import (
     Emulator,
     ToolArgumentError,
+    ToolExecutionError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
     UsageError,
@@ -513,8 +514,10 @@ def test_the_args_schemas_own_validators_run_on_every_path(path: str, traced: bo
     BOOKED.clear()
     refused = _run_on(path, [book], plan.format(5, 1), config)
     assert BOOKED == []
-    if path == "Emulator":  # the library's refusal, before the tool: as for a Field constraint
-        assert isinstance(refused, ToolArgumentError) and "start must be before end" in str(refused)
+    if path == "Emulator":
+        assert isinstance(refused, ToolExecutionError) and "start must be before end" in str(
+            refused
+        )
     else:
         assert meta(refused)["status"] == "stopped"
 
@@ -548,3 +551,31 @@ def test_an_argument_read_only_by_its_alias_is_a_usage_error(path: str) -> None:
     final = _run_on(path, [tool_of(args_schema=NamedTransferArgs)], plan, {})
     assert (final.answer if path == "Emulator" else final.text) == "ok"
     assert sent == [{"from_": "acct1", "amount": 12.5}]
+
+
+class DoubleArgs(BaseModel):
+    n: int
+
+    @field_validator("n")
+    @classmethod
+    def doubled(cls, n: int) -> int:
+        return n * 2
+
+
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+def test_the_args_schemas_own_validators_run_once_per_call(path: str, traced: bool) -> None:
+    """A validator that is not idempotent (``n * 2``) gives what ``tool.invoke`` gives: it is
+    applied once, not once by the library and again by LangChain."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    def show(n: int) -> str:
+        return f"n={n}"
+
+    tool = StructuredTool.from_function(
+        show, name="show", description="Show.", args_schema=DoubleArgs
+    )
+    config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
+    assert tool.invoke({"n": 3}) == "n=6"
+    final = _run_on(path, [tool], 'PUSH 3\nCALL show\nPOP R1\nSAY "{R1}"', config)
+    assert (final.answer if path == "Emulator" else final.text) == "n=6"
