@@ -45,7 +45,8 @@ class Shape:
             (text keys, values of one shape), ``list``, ``tuple`` (a fixed list), ``union``.
         name: The type's name (``Contact``, ``date``), for messages and the prompt.
         fields: An object's fields, in order.
-        item: The shape of a list's elements or a map's values.
+        item: The shape of a list's elements or a map's values (an object's other fields, when
+            it keeps extra ones: a model with ``extra="allow"``).
         options: A tuple's elements, or a union's shapes.
         literal: For a value written in the plan (a number or a text in quotes, a text with
             placeholders as its template, moved through registers, variables and the stack):
@@ -243,21 +244,25 @@ def _model(cls: type[BaseModel], depth: int) -> Shape:
     if cls.__pydantic_root_model__:
         return shape_of(items[0][1], depth)
     shape = _object(cls, items, depth)
+    shape = dataclasses.replace(shape, item=ANY) if config.get("extra") == "allow" else shape
     temporal = config.get("ser_json_temporal") in ("seconds", "milliseconds")
     numbers = {"datetime", "date", "time", "duration"} if temporal else set()
     numbers |= {"duration"} if config.get("ser_json_timedelta") == "float" else set()
     return _numbers(shape, numbers) if numbers else shape
 
 
-def _numbers(shape: Shape, names: set[str]) -> Shape:
-    """``shape`` with its texts named one of ``names`` as numbers."""
+def _numbers(shape: Shape, names: set[str], top: bool = True) -> Shape:
+    """``shape`` with its texts named one of ``names`` as numbers, but in a record it holds (a
+    nested model is written by its own config)."""
     if shape.kind == "text" and shape.name in names:
         return NUMBER
-    parts = tuple(_numbers(o, names) for o in shape.options)
+    if shape.kind == "object" and not top:
+        return shape
+    parts = tuple(_numbers(o, names, False) for o in shape.options)
     if shape.kind == "union":
         return _union(parts) or ANY
-    item = shape.item and _numbers(shape.item, names)
-    fields = tuple((n, _numbers(s, names)) for n, s in shape.fields)
+    item = shape.item and _numbers(shape.item, names, False)
+    fields = tuple((n, _numbers(s, names, False)) for n, s in shape.fields)
     return dataclasses.replace(shape, fields=fields, item=item, options=parts)
 
 
@@ -285,6 +290,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         if isinstance(key, str):
             if named := shape.field(key):
                 return named, None
+            if shape.item is not None:  # it keeps extra fields
+                return shape.item, None
             return ANY, f"has no field {key!r}; {fields_line(dict(shape.fields))}"
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None

@@ -705,13 +705,14 @@ class _Checker:
             self.check_count(index, ins, operand, column)
 
     def template(self, ins: Instruction, operand: Operand, column: int, say: bool = False) -> bool:
-        """Report a read of a data label whose text has placeholders (by name, or as memory
-        where the plan does not write it), which only ``SAY label`` fills in; ``say``: in SAY."""
+        """Report a read of a data label whose text has placeholders (by name, as memory or as
+        a placeholder) where the plan does not write it, which only ``SAY label`` fills in;
+        ``say``: in SAY."""
         key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
         text = self.program.data.get(str(key).lower())
         if not isinstance(text, str) or not has_placeholders(text):
             return False
-        if isinstance(operand, Mem) and str(key).lower() in self.layout.live:
+        if str(key).lower() in self.layout.live:  # (what it holds then is the run's to know)
             return False
         message = f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
         message += (

@@ -889,9 +889,9 @@ def _subclass(value: Any, base: Any) -> bool:
 
 def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...], bool]:
     """How many values a call pushes, their types, and whether they are a tuple's (see
-    :attr:`Extern.unpacks`), from the return annotation. A tool
-    declared to return a ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's
-    content) gives the text of its message."""
+    :attr:`Extern.unpacks`), from the return annotation. A tool declared to return a
+    ``Command`` or a ``ToolMessage`` (or maybe one: an MCP tool's content; or a list of them, as
+    the agent's tool node takes them) gives the text of its message."""
     if annotation is Any:
         return 1, (), False
     ann = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
@@ -899,8 +899,11 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...], boo
         return 0, (), False
     command = loaded("langgraph.types", "Command") or ()
     message_like = (command, loaded("langchain_core.messages.tool", "ToolMessage") or ())
-    options = get_args(ann) if get_origin(ann) in (typing.Union, type(int | str)) else (ann,)
-    if any(_subclass(get_origin(o) or o, message_like) for o in options):
+    unions = (typing.Union, type(int | str))
+    options = get_args(ann) if get_origin(ann) in unions else (ann,)
+    listed = [get_args(o)[0] if get_origin(o) is list and get_args(o) else o for o in options]
+    parts = [p for o in listed for p in (get_args(o) if get_origin(o) in unions else (o,))]
+    if any(_subclass(get_origin(p) or p, message_like) for p in parts):
         return 1, (str,), False  # the plan reads the text of the message it hands the agent
     if get_origin(ann) is tuple:
         args = get_args(ann)

@@ -151,6 +151,9 @@ def test_a_data_label_with_placeholders_read_as_memory_or_a_placeholder_is_refus
     assert problems(head + "SAY subject") == []
     writes = 'section .data\nsubject db "Invoice {R1}", 0\nsection .text\nMOV [subject], "x"\n'
     assert problems(writes + "PUSH [subject]\nCALL get") == []  # the plan wrote it: the run's
+    for read in ('SAY "got {subject}"', "MOV R2, subject", 'MOV R2, "re: {[subject]}"'):
+        assert problems(writes + read) == []  # so it is by name or as a placeholder
+        assert problems(writes.replace("[subject]", "subject") + read) == []
 
 
 class Item(BaseModel):

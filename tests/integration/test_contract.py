@@ -844,3 +844,19 @@ async def test_a_tools_runtime_carries_the_runs_execution_info(harness: Harness)
         config={"configurable": {"thread_id": "T1"}},
     )
     assert meta(out["messages"][-1])["registers"] == {"R1": "T1"}
+
+
+async def test_a_tool_annotated_to_return_a_list_of_commands_gives_its_answers_text(
+    harness: Harness,
+) -> None:
+    """``-> list[Command]`` is an answer as ``-> Command`` is: the plan reads its message's text,
+    not a JSON array of commands."""
+
+    def note(text: str, runtime: ToolRuntime) -> list[Command]:  # type: ignore[type-arg]
+        """Note a text."""
+        answer = ToolMessage(f"noted {text}", tool_call_id=runtime.tool_call_id)
+        return [Command(update={"messages": [answer]})]
+
+    plan = asm('PUSH "x"\nCALL note\nPOP R1\nSAY "got: {R1}"')
+    out = await harness.run([plan], [StructuredTool.from_function(note)])
+    assert out["messages"][-1].text == "got: noted x"

@@ -935,3 +935,26 @@ def test_a_pydantic_result_has_the_shape_of_the_json_the_machine_holds() -> None
         prompt
     )
     assert "get_codes() -> list[str]" in prompt
+
+
+class Stamp(BaseModel):
+    at: datetime.date
+
+
+class Log(BaseModel):
+    model_config = ConfigDict(ser_json_temporal="seconds", extra="allow")
+    day: datetime.date
+    stamp: Stamp
+
+
+def get_log() -> Log:
+    """A log entry."""
+    return Log.model_validate({"day": "2024-05-01", "stamp": {"at": "2024-05-01"}, "note": "hi"})
+
+
+def test_a_models_config_shapes_its_own_fields_and_keeps_its_extra_ones() -> None:
+    """``ser_json_temporal`` writes the model's own dates as numbers, not those of a model it
+    holds (written by its own config); ``extra="allow"`` keeps fields it does not declare."""
+    plan = 'CALL get_log\nPOP R1\nADD R2, R1.day\nMOV R3, R1.note\nCMP R1.stamp.at, "2024-01-01"'
+    found = regs(plan + "\nJL early\nMOV R4, 1\nearly:", [get_log])
+    assert (found["R2"], found["R3"], found["R4"]) == (1714521600, "hi", 1)
