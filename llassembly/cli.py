@@ -467,7 +467,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return _command_line(argv, out)
     except (BrokenPipeError, ReaderGone):  # `... | head -1`: stop quietly, as `yes | head` does
         with contextlib.suppress(OSError, ValueError):  # (and no error as Python exits)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
         return 141
 
 

@@ -495,8 +495,14 @@ def _end(
         before = max(int(machine.get("tool_calls", 0)) - waiting, 0)
         # With parallel_tools the calls of a batch after a failed one ran at the same time:
         # they completed (by their messages), though the machine never took their results.
+        # The one it waits on stopped the plan (its answer could not be read), not beside it.
+        last = call_id(prefix_of(rec), int(machine.get("tool_calls", 0)))
+        stopped = last if machine.get("pending") is not None else None
         done = sum(
-            isinstance(m, ToolMessage) and m.status != "error" and "failure" not in tag_of(m)
+            isinstance(m, ToolMessage)
+            and m.status != "error"
+            and "failure" not in tag_of(m)
+            and m.tool_call_id != stopped
             for m in plan_call_messages([*view.messages, *messages], [prefix_of(rec)])
         )
         rec["alongside"] = max(done - before, 0) if failure else 0

@@ -12,6 +12,7 @@ import pytest
 from conftest import BAD_PLAN, FLAKY_PLAN, WEATHER_PLAN, Toolbox, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.tools import tool
@@ -84,6 +85,36 @@ def test_the_stop_message_counts_the_calls_that_ran_beside_the_failed_one(path: 
     assert sorted(ran) == [1, 2, 3]
     assert "1 tool call had completed before it. 1 more, run at the same time" in final.text
     assert meta(final)["tool_calls"] == 2
+
+
+class Rewriting(AgentMiddleware[Any, Any]):
+    """A tool middleware that writes text over the result: the plan cannot read it as an int."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        result = handler(request)
+        result.content = "not a number"
+        return result
+
+
+@pytest.mark.parametrize("path", ["agent", "graph"])
+def test_a_call_whose_answer_cannot_be_read_is_not_counted_as_run_beside_itself(path: str) -> None:
+    """The call that stopped the plan (its answer read as no int) was said to be "1 more, run
+    at the same time, completed after it"."""
+
+    @tool
+    def count() -> int:
+        """Count."""
+        return 3
+
+    model = ScriptedChatModel(replies=[asm('CALL count\nPOP R1\nSAY "{R1}"')])
+    rewriting = [Rewriting()]  # inside the agent, or the planner's option on the graph path
+    options = {"tool_middleware": rewriting} if path == "graph" else {}
+    planner = ToolsPlannerMiddleware(execution=path, **options)  # type: ignore[arg-type]
+    inner = rewriting if path == "agent" else []
+    agent = create_agent(model, tools=[count], middleware=[planner, *inner])
+    final = agent.invoke({"messages": [HumanMessage("go")]})["messages"][-1]
+    assert meta(final)["status"] == "stopped" and meta(final)["error"]["line"] == 3
+    assert "run at the same time" not in final.text and meta(final)["tool_calls"] == 0
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph"])
