@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_972
+MAX_PACKAGE_LINES = 15_974
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -451,7 +451,8 @@ writes (aliases, computed and excluded fields, serializers), and the verifier's 
 followed whatever the tools, a data label's template refused when read as memory or a
 placeholder, EAX known after a tested call, a path the plan writes into a record followed,
 records and lists known to be JSON text, a division by a read-only cell holding 0), and 15,972
-with a copy of EAX made before the JC testing a call known to hold what EAX holds after it. Lower it
+with a copy of EAX made before the JC testing a call known to hold what EAX holds after it,
+and 15,974 with an element written at a fixed list's length added, as the run does. Lower it
 with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -279,13 +279,15 @@ class PathWalk:
     ) -> Shape | None:
         """The shape ``path`` reads as (``None``: not known), telling the first step no value of
         its shape has; ``written``: the last step may also add itself (a field to an object or a
-        map, an element by its index to a list)."""
+        map, an element by its index to a list, at its length to a fixed list)."""
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
             key = _key(step)
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
+                return None
+            if last and (current.kind, key) == ("tuple", len(current.options)):  # added at its end
                 return None
             part, problem = child(current, key)
             listed = key is None and current.kind in ("list", "tuple")  # a key that is text:

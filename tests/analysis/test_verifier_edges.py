@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import pytest
 from pydantic import BaseModel
@@ -356,3 +356,28 @@ def test_a_copy_of_eax_made_before_the_test_of_a_call_holds_what_eax_holds_after
     assert after_one('MOV R1, EAX\nJNC ok\nADD R1, 1\nHLT\nok:\nSAY "{R1}"') == [
         (4, 5, text.format("R1"))
     ]
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+def point() -> Point:
+    """A point."""
+    return Point(1, 2)
+
+
+def after_point(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("CALL point\nPOP R1\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([point]))]
+
+
+def test_an_element_written_at_a_fixed_lists_length_is_added_as_to_any_list() -> None:
+    """A NamedTuple is held as a JSON array: ``MOV R1[2], 5`` adds an element, as for a list
+    (finding F8: refused as "has 2 elements"); past the end, or through it, the run fails."""
+    assert after_point("MOV R1[2], 5\nMOV R2, R1[2]\nADD R2, 1") == []
+    assert after_point("MOV R1[1], 7\nMOV R1[-2], 7") == []
+    assert after_point("MOV R1[3], 5") == [(3, 5, "R1[3]: R1 (Point) has 2 elements, not [3]")]
+    assert after_point("MOV R1[2].x, 5") == [(3, 5, "R1[2].x: R1 (Point) has 2 elements, not [2]")]
