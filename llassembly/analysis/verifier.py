@@ -159,13 +159,14 @@ class PathWalk:
         self.flow = flow
         self.layout = layout
         self.program = flow.program
-        self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
+        self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
         # a JC/JNC testing a call (EAX not written and no label between): where it goes when
-        # the call succeeded, and EAX there (NONE, or the result by the EAX convention)
-        self.splits: dict[int, tuple[int, _Place]] = {}
+        # the call succeeded, EAX there (NONE, or the result by the EAX convention), and the
+        # places holding EAX's value at the test (copied from it between)
+        self.splits: dict[int, tuple[int, _Place, list[Operand], set[int]]] = {}
         marked, fx = set(self.program.labels.values()), flow.effects
         for call in flow.tested:
             test = next(i for i in itertools.count(call + 1) if fx[i].info.condition)
@@ -177,13 +178,46 @@ class PathWalk:
             ):
                 jnc = self.program.instructions[test].mnemonic.upper().startswith("JN")
                 success = self.results[call][0] if call in flow.eax else (NONE_SHAPE, False)
-                self.splits[test] = (target if jnc else test + 1, success)
+                self.splits[test] = (target if jnc else test + 1, success, *self.copies(call, test))
         self.found: dict[tuple[int, int, int], str] = {}
         self.reporting = False
         self.empty_pops: set[int] = set()
         self.short_calls: dict[int, int] = {}
         self.unset_jumps: set[int] = set()
         self.unwritten_reads: dict[tuple[int, int], str] = {}
+
+    def copies(self, call: int, test: int) -> tuple[list[Operand], set[int]]:
+        """The registers and variables holding EAX's value after the straight-line code between
+        ``call`` and ``test``, and the stack slots (by depth from the top)."""
+
+        def key(operand: Operand) -> int | str | None:
+            if isinstance(operand, Reg) and operand.index in self.flow.tracked:
+                return operand.index
+            named = operand.name.lower() if isinstance(operand, Name) else None
+            return named if named in self.var else None
+
+        held: dict[int | str | None, Operand] = {EAX_INDEX: _EAX}
+        stack: list[bool] = []  # what this code pushed, top last: whether a copy of EAX
+        for pc in range(call + 1, test):  # (straight-line: cfg._tested)
+            ins, fx = self.program.instructions[pc], self.flow.effects[pc]
+            was = [
+                (w, stack[-1:] == [True] if r < 0 else key(ins.operands[r]) in held)
+                for w, r in fx.copies
+            ]
+            count, put = self.flow.stack_effect(pc)
+            pushed = [copy for w, copy in was if w == Effects.STACK]
+            stack = stack[: max(len(stack) - count, 0)] + [False] * (put - len(pushed)) + pushed
+            for position in fx.writes:
+                operand = ins.operands[position]
+                whole = key(operand.base if isinstance(operand, Path) else operand)
+                if whole is None:  # a cell found by its address: it may be a variable's
+                    held = {k: v for k, v in held.items() if isinstance(k, int)}
+                held.pop(whole, None)
+                if (position, True) in was and whole is not None and not isinstance(operand, Path):
+                    held[whole] = operand
+            for reg in fx.implicit_writes:
+                held.pop(reg, None)
+        return [*held.values()], {len(stack) - 1 - i for i, copy in enumerate(stack) if copy}
 
     def start(self) -> _Facts:
         text_cells = sum(  # the cells that start as text
@@ -245,13 +279,15 @@ class PathWalk:
     ) -> Shape | None:
         """The shape ``path`` reads as (``None``: not known), telling the first step no value of
         its shape has; ``written``: the last step may also add itself (a field to an object or a
-        map, an element by its index to a list)."""
+        map, an element by its index to a list, at its length to a fixed list)."""
         current = self.shape(path.base, facts, pc, position)
         for number, step in enumerate(path.steps):
             last = written and number == len(path.steps) - 1
             key = _key(step)
             grows = ("object", "map", "union", *(("list",) if isinstance(key, int) else ()))
             if current is None or (last and current.kind in grows):
+                return None
+            if last and (current.kind, key) == ("tuple", len(current.options)):  # added at its end
                 return None
             part, problem = child(current, key)
             listed = key is None and current.kind in ("list", "tuple")  # a key that is text:
@@ -307,8 +343,13 @@ class PathWalk:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
         if facts.tester >= 0:  # where a JC/JNC testing a call went: EAX as the call did
-            ok, success = self.splits[facts.tester]
-            facts = self.put(facts, _EAX, success if pc == ok else (TEXT, True))
+            ok, success, places, slots = self.splits[facts.tester]
+            place = success if pc == ok else (TEXT, True)
+            for operand in places:
+                facts = self.put(facts, operand, place)
+            at = len(facts.stack) - 1  # (slots by depth)
+            stack = tuple(place if at - i in slots else v for i, v in enumerate(facts.stack))
+            facts = facts._replace(stack=stack)
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import pytest
 from pydantic import BaseModel
@@ -328,3 +328,59 @@ def test_a_division_by_a_read_only_cell_holding_zero_is_refused() -> None:
     assert problems(data + "MOV R1, 5\nDIV R1, [zero - 4]") == [
         (8, 9, "[zero - 4] reads cell -1 of zero, which has 1 (cells 0..0, at bytes 0..0)")
     ]
+
+
+def one() -> int:
+    """A number."""
+    return 5
+
+
+def after_one(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("CALL one\n" + plan + '\nHLT\nbad:\nSAY "bad {EAX}"')
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([one]))]
+
+
+def test_a_copy_of_eax_made_before_the_test_of_a_call_holds_what_eax_holds_after_it() -> None:
+    """``CALL one`` / ``MOV R1, EAX`` / ``JC bad``: where the call succeeded, every place copied
+    from EAX between the CALL and the JC holds the result, as EAX does; where it failed, the
+    error's text (finding F5: R1 was "text on some path" after the success)."""
+    assert after_one("MOV R1, EAX\nJC bad\nADD R1, 1") == []
+    assert after_one("MOV R1, EAX\nJNC ok\nHLT\nok:\nADD R1, 1") == []
+    copies = "MOV R1, EAX\nMOV R2, R1\nMOV x, R2\nPUSH EAX\nXCHG R3, R2\nJC bad\n"
+    assert after_one(copies + "ADD R1, 1\nADD x, 1\nADD R3, 1\nPOP R4\nADD R4, 1") == []
+    text = "ADD needs numbers, but on some path {0} holds a string here (from a string literal, "
+    text += "string data or a tool that returns str); keep text and numbers in different "
+    text += "registers, or MOV a number into {0} first (arithmetic works on numbers only)"
+    # written again before the test: what was written; and on the failure side: the error
+    assert after_one('MOV R1, EAX\nMOV R2, R1\nMOV R1, "x"\nJC bad\nADD R2, 1\nADD R1, 1') == [
+        (7, 5, text.format("R1"))
+    ]
+    assert after_one('MOV R1, EAX\nJNC ok\nADD R1, 1\nHLT\nok:\nSAY "{R1}"') == [
+        (4, 5, text.format("R1"))
+    ]
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+def point() -> Point:
+    """A point."""
+    return Point(1, 2)
+
+
+def after_point(plan: str) -> list[tuple[int, int, str]]:
+    program = parse("CALL point\nPOP R1\n" + plan)
+    assert isinstance(program, Program)
+    return [(d.line, d.column, d.message) for d in check(program, externs_from([point]))]
+
+
+def test_an_element_written_at_a_fixed_lists_length_is_added_as_to_any_list() -> None:
+    """A NamedTuple is held as a JSON array: ``MOV R1[2], 5`` adds an element, as for a list
+    (finding F8: refused as "has 2 elements"); past the end, or through it, the run fails."""
+    assert after_point("MOV R1[2], 5\nMOV R2, R1[2]\nADD R2, 1") == []
+    assert after_point("MOV R1[1], 7\nMOV R1[-2], 7") == []
+    assert after_point("MOV R1[3], 5") == [(3, 5, "R1[3]: R1 (Point) has 2 elements, not [3]")]
+    assert after_point("MOV R1[2].x, 5") == [(3, 5, "R1[2].x: R1 (Point) has 2 elements, not [2]")]
