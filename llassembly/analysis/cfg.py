@@ -64,8 +64,8 @@ class ControlFlow:
         ambiguous: ``CALL``s of a name that is both a tool and a code label (the verifier
             refuses them; the tool is taken here, as the machine would).
         eax: Tool ``CALL``s whose one result goes to ``EAX`` rather than the stack.
-        tested: Tool ``CALL``s whose failure the plan tests (``JC``/``JNC`` next): a failure
-            sets the carry and the plan goes on.
+        tested: Tool ``CALL``s whose failure the plan tests, each with the instruction that
+            tests it (``JC``/``JNC`` next): a failure sets the carry and the plan goes on.
         mixed: ``(CALL, reader, POP)``: the result of an ``eax`` call is read in ``EAX`` at
             ``reader`` and then ``POP`` would take it off the stack too (the verifier refuses).
         successors: Per instruction, where control goes next (:func:`~llassembly.language.
@@ -79,7 +79,7 @@ class ControlFlow:
     targets: Mapping[int, int]
     ambiguous: frozenset[int]
     eax: frozenset[int]
-    tested: frozenset[int]
+    tested: Mapping[int, int]
     mixed: tuple[tuple[int, int, int], ...]
     successors: tuple[tuple[int, ...], ...]
     return_sites: tuple[int, ...]
@@ -184,9 +184,9 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
         for pc, fx in enumerate(found)
     )
     eax, mixed = _eax_convention(program, found, tool_at)
-    tested = frozenset(pc for pc in tool_at if _tested(program.instructions, found, pc))
+    tested = {pc: t for pc in tool_at if (t := _test_of(program.instructions, found, pc))}
     changed = list(found)  # EAX: the result or the error; the flags: did it fail
-    for pc in eax | tested:
+    for pc in eax | tested.keys():
         changed[pc] = replace(
             found[pc],
             registers_written=found[pc].registers_written | {EAX_INDEX},
@@ -234,14 +234,16 @@ def _eax_convention(
     return frozenset(eax), tuple(mixed)
 
 
-def _tested(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc: int) -> bool:
-    """Whether the first instruction after the tool ``CALL`` at ``pc`` that uses the flags, in
-    the straight-line code before any other that sets them, tests the carry (``JC``...)."""
+def _test_of(instructions: Sequence[Instruction], found: tuple[Effects, ...], pc: int) -> int:
+    """The first instruction after the tool ``CALL`` at ``pc`` that uses the flags, in the
+    straight-line code before any other that sets them, if it tests the carry (``JC``...);
+    else 0 (never an instruction after a ``CALL``)."""
     for index in _straight_after(found, pc):
         fx = found[index]
         if fx.info.condition or fx.flags_written or fx.info.flow != "next":
-            return bool(fx.info.condition) and tests_carry(instructions[index].mnemonic)
-    return False
+            carry = bool(fx.info.condition) and tests_carry(instructions[index].mnemonic)
+            return index if carry else 0
+    return 0
 
 
 def _straight_after(found: tuple[Effects, ...], pc: int) -> Iterator[int]:

@@ -168,15 +168,14 @@ class PathWalk:
         # places holding EAX's value at the test (copied from it between)
         self.splits: dict[int, tuple[int, _Place, list[Operand], set[int]]] = {}
         marked, fx = set(self.program.labels.values()), flow.effects
-        for call in flow.tested:
-            test = next(i for i in itertools.count(call + 1) if fx[i].info.condition)
+        for call, test in flow.tested.items():
             target = flow.targets.get(test, test + 1)  # (SETC, CMOVC: no branch)
             if (
                 target != test + 1
                 and marked.isdisjoint(range(call + 1, test + 1))
                 and all(EAX_INDEX not in fx[i].registers_written for i in range(call + 1, test))
             ):
-                jnc = self.program.instructions[test].mnemonic.upper().startswith("JN")
+                jnc = fx[test].info.condition == "ge"  # (the carry is LT: JNC is JGE)
                 success = self.results[call][0] if call in flow.eax else (NONE_SHAPE, False)
                 self.splits[test] = (target if jnc else test + 1, success, *self.copies(call, test))
         self.found: dict[tuple[int, int, int], str] = {}
