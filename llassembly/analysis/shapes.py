@@ -21,6 +21,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args, get_origin
 
 from pydantic import BaseModel, PlainSerializer, WrapSerializer
+from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
 
@@ -180,7 +181,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
                 return found
         if issubclass(ann, enum.Enum):
             return _choices([m.value for m in ann])
-        if issubclass(ann, BaseModel):
+        if issubclass(ann, BaseModel) or is_pydantic_dataclass(ann):
             return _model(ann, depth)
         if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)
             return _object(ann, list(_hints(ann).items()), depth)
@@ -222,26 +223,29 @@ def _choices(values: Sequence[Any]) -> Shape:
     return found
 
 
-def _model(cls: type[BaseModel], depth: int) -> Shape:
-    """A pydantic model as ``model_dump_json`` writes it, which the machine holds: a root model
-    as its root; keys by serialization alias if it serializes by alias, its computed fields, not
-    its excluded ones; a field a serializer writes as that returns (unknown if unsaid); dates,
-    times or durations its config writes as numbers as numbers."""
-    checks, config = cls.__pydantic_decorators__, cls.model_config
+def _model(cls: Any, depth: int) -> Shape:
+    """A pydantic model (or dataclass) as pydantic writes it to JSON, which the machine holds: a
+    root model as its root; keys by serialization alias if it serializes by alias, its computed
+    fields, not its excluded ones; a field a serializer writes as that returns (unknown if
+    unsaid); dates, times or durations its config writes as numbers as numbers."""
+    _MODELS.add(id(cls))
+    checks = cls.__pydantic_decorators__
+    config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
     if checks.model_serializers:
         return ANY
     serializers = checks.field_serializers.values()
     written = {f: _hints(d.func).get("return", Any) for d in serializers for f in d.info.fields}
-    kept = [(n, f) for n, f in cls.model_fields.items() if not f.exclude]
+    every = cls.model_fields if issubclass(cls, BaseModel) else cls.__pydantic_fields__
+    kept = [(n, f) for n, f in every.items() if not f.exclude]
     fields = [(n, f.serialization_alias, f.annotation, f.metadata) for n, f in kept]
-    fields += [(n, c.alias, c.return_type, []) for n, c in cls.model_computed_fields.items()]
+    fields += [(n, c.info.alias, c.info.return_type, []) for n, c in checks.computed_fields.items()]
     items = []
     for name, alias, annotation, metadata in fields:
         own = [m.return_type for m in metadata if isinstance(m, PlainSerializer | WrapSerializer)]
         found = written.get(name, written.get("*", own[-1] if own else annotation))
         key = alias if alias and config.get("serialize_by_alias") else name
         items.append((key, Any if found is PydanticUndefined else found))
-    if cls.__pydantic_root_model__:
+    if getattr(cls, "__pydantic_root_model__", False):
         return shape_of(items[0][1], depth)
     shape = _object(cls, items, depth)
     shape = dataclasses.replace(shape, item=ANY) if config.get("extra") == "allow" else shape
@@ -251,12 +255,15 @@ def _model(cls: type[BaseModel], depth: int) -> Shape:
     return _numbers(shape, numbers) if numbers else shape
 
 
+_MODELS: set[int] = set()  # the pydantic classes read (by id): each is written by its own config
+
+
 def _numbers(shape: Shape, names: set[str], top: bool = True) -> Shape:
-    """``shape`` with its texts named one of ``names`` as numbers, but in a record it holds (a
-    nested model is written by its own config)."""
+    """``shape`` with its texts named one of ``names`` as numbers, but in a pydantic model it
+    holds (written by its own config)."""
     if shape.kind == "text" and shape.name in names:
         return NUMBER
-    if shape.kind == "object" and not top:
+    if shape.kind == "object" and not top and shape.type_id in _MODELS:
         return shape
     parts = tuple(_numbers(o, names, False) for o in shape.options)
     if shape.kind == "union":

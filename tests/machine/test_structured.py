@@ -13,10 +13,20 @@ import dataclasses
 import datetime
 import decimal
 import json
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, RootModel, computed_field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    computed_field,
+    field_serializer,
+    model_serializer,
+)
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from typing_extensions import TypedDict  # (pydantic reads it on Python 3.11)
 
 from llassembly import build_system_prompt
 from llassembly.analysis.summary import summarize
@@ -958,3 +968,81 @@ def test_a_models_config_shapes_its_own_fields_and_keeps_its_extra_ones() -> Non
     plan = 'CALL get_log\nPOP R1\nADD R2, R1.day\nMOV R3, R1.note\nCMP R1.stamp.at, "2024-01-01"'
     found = regs(plan + "\nJL early\nMOV R4, 1\nearly:", [get_log])
     assert (found["R2"], found["R3"], found["R4"]) == (1714521600, "hi", 1)
+
+
+class Moment(TypedDict):
+    at: datetime.date
+
+
+@dataclasses.dataclass
+class Span:
+    at: datetime.date
+
+
+class Timeline(BaseModel):
+    model_config = ConfigDict(ser_json_temporal="seconds")
+    moment: Moment
+    span: Span
+
+
+@pydantic_dataclass(config=ConfigDict(serialize_by_alias=True))
+class Pair:
+    n: int = Field(serialization_alias="N")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def twice(self) -> int:
+        return self.n * 2
+
+
+@pydantic_dataclass
+class Count:
+    n: int
+
+    @model_serializer
+    def _number(self) -> int:
+        return self.n
+
+
+def get_timeline() -> Timeline:
+    """A timeline."""
+    return Timeline.model_validate({"moment": {"at": "2024-05-01"}, "span": {"at": "2024-05-01"}})
+
+
+def get_pair() -> Pair:
+    """A pair."""
+    return Pair(n=2)
+
+
+def get_count() -> Count:
+    """A count."""
+    return Count(n=4)
+
+
+def test_a_models_config_writes_the_typed_dicts_and_dataclasses_it_holds() -> None:
+    """Only a pydantic model it holds is written by a config of its own."""
+    plan = "CALL get_timeline\nPOP R1\nMOV R2, R1.moment.at\nADD R2, R1.span.at"
+    assert regs(plan, [get_timeline])["R2"] == 2 * 1714521600
+
+
+def test_a_pydantic_dataclass_has_the_shape_pydantic_writes() -> None:
+    """Its aliases, computed fields and serializers, as a model's."""
+    plan = (
+        "CALL get_pair\nPOP R1\nMOV R2, R1.N\nADD R2, R1.twice\nCALL get_count\nPOP R3\nADD R3, 1"
+    )
+    found = regs(plan, [get_pair, get_count])
+    assert (found["R2"], found["R3"]) == (6, 5)
+
+
+class Score(RootModel[int]):
+    pass
+
+
+def get_score() -> Score:
+    """A score."""
+    return Score(5)
+
+
+def test_a_root_model_of_a_number_is_held_as_its_root() -> None:
+    """As the check reads it: ``ADD`` works (it was held as the JSON text ``'5'``)."""
+    assert regs("CALL get_score\nPOP R1\nADD R1, 1", [get_score])["R1"] == 6
