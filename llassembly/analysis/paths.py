@@ -260,6 +260,7 @@ def fixpoint(
     merge: Callable[[_F, _F], _F],
     limit: int,
     goes: Callable[[int, _F], int | None] | None = None,
+    edge: Callable[[int, int, _F], _F] | None = None,
 ) -> tuple[dict[int, _F], int | None]:
     """Facts on entry to each state of ``paths``, from ``start`` at the first.
 
@@ -267,7 +268,8 @@ def fixpoint(
     successors, ``merge``d where paths meet, until nothing changes; states are taken in program
     order, so a loop's body settles before what follows it. ``transfer`` returns ``None`` when
     the instruction fails on every run that brings these facts (no path goes on); ``goes`` gives
-    the one instruction a branch goes to when the facts decide it (``None``: every successor).
+    the one instruction a branch goes to when the facts decide it (``None``: every successor);
+    ``edge`` what the facts a branch sends become on the way to each instruction it goes to.
 
     Returns:
         The facts (none when there is no state) and ``None``; or, when that takes more than
@@ -290,8 +292,9 @@ def fixpoint(
         for nxt in paths.succ[number]:
             if nxt == END or (only is not None and paths.states[nxt][0] != only):
                 continue
+            sent = out if edge is None else edge(pc, paths.states[nxt][0], out)
             old = facts.get(nxt)
-            merged = out if old is None else merge(old, out)
+            merged = sent if old is None else merge(old, sent)
             if merged != old:
                 facts[nxt] = merged
                 if nxt not in queued:

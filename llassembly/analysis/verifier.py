@@ -105,7 +105,6 @@ class _Facts(NamedTuple):
     depth: int  # least data-stack depth any path brings
     unset: bool  # on some path no flag-setting instruction has run yet
     unwritten: int  # bit i: variable i may not have been written yet on some path
-    tester: int = -1  # the JC/JNC testing a call that all paths here come from, straight
 
     def merge(self, other: _Facts) -> _Facts:
         return _Facts(
@@ -116,7 +115,6 @@ class _Facts(NamedTuple):
             min(self.depth, other.depth),
             self.unset or other.unset,
             self.unwritten | other.unwritten,
-            self.tester if self.tester == other.tester else -1,
         )
 
 
@@ -163,18 +161,14 @@ class PathWalk:
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
-        # a JC/JNC testing a call (EAX not written and no label between): where it goes when
-        # the call succeeded, EAX there (NONE, or the result by the EAX convention), and the
-        # places holding EAX's value at the test (copied from it between)
+        # a JC/JNC testing a call (nothing jumps in between): where it goes when the call
+        # succeeded, EAX there (NONE, or the result by the EAX convention), and the places
+        # holding EAX's value at the test (copied from it between)
         self.splits: dict[int, tuple[int, _Place, list[Operand], set[int]]] = {}
-        marked, fx = set(self.program.labels.values()), flow.effects
+        marked, fx = {*flow.targets.values(), self.program.entry}, flow.effects
         for call, test in flow.tested.items():
             target = flow.targets.get(test, test + 1)  # (SETC, CMOVC: no branch)
-            if (
-                target != test + 1
-                and marked.isdisjoint(range(call + 1, test + 1))
-                and all(EAX_INDEX not in fx[i].registers_written for i in range(call + 1, test))
-            ):
+            if target != test + 1 and marked.isdisjoint(range(call + 1, test + 1)):
                 jnc = fx[test].info.condition == "ge"  # (the carry is LT: JNC is JGE)
                 success = self.results[call][0] if call in flow.eax else (NONE_SHAPE, False)
                 self.splits[test] = (target if jnc else test + 1, success, *self.copies(call, test))
@@ -333,22 +327,25 @@ class PathWalk:
             else:
                 self.empty_pops.add(pc)
         depth = max(facts.depth - count, 0) + put
-        tester = pc if pc in self.splits else -1
-        return self.values(pc, facts)._replace(
-            depth=depth, unset=unset, unwritten=unwritten, tester=tester
+        return self.values(pc, facts)._replace(depth=depth, unset=unset, unwritten=unwritten)
+
+    def edge(self, pc: int, to: int, facts: _Facts) -> _Facts:
+        """The facts a JC/JNC testing a call sends to ``to``: where it goes when the call
+        succeeded, EAX and its copies as the call left them; elsewhere the error's text."""
+        if pc not in self.splits:
+            return facts
+        ok, success, places, slots = self.splits[pc]
+        place = success if to == ok else (TEXT, True)
+        for operand in places:
+            facts = self.put(facts, operand, place)
+        at = len(facts.stack) - 1  # (slots by depth)
+        return facts._replace(
+            stack=tuple(place if at - i in slots else v for i, v in enumerate(facts.stack))
         )
 
     def values(self, pc: int, facts: _Facts) -> _Facts:
         """The shapes and text after the instruction at ``pc`` (telling the problems)."""
         flow, ins, fx = self.flow, self.program.instructions[pc], self.flow.effects[pc]
-        if facts.tester >= 0:  # where a JC/JNC testing a call went: EAX as the call did
-            ok, success, places, slots = self.splits[facts.tester]
-            place = success if pc == ok else (TEXT, True)
-            for operand in places:
-                facts = self.put(facts, operand, place)
-            at = len(facts.stack) - 1  # (slots by depth)
-            stack = tuple(place if at - i in slots else v for i, v in enumerate(facts.stack))
-            facts = facts._replace(stack=stack)
         if self.reporting:
             self.check_text(pc, ins, fx, facts)
         if pc in flow.tools:
@@ -970,7 +967,7 @@ class _Checker:
         answers = {pc: s for pc, s in queries.items() if isinstance(s, Shape)}
         walk = PathWalk(flow, self.layout, answers)
         facts, stopped = fixpoint(
-            paths, walk.start(), walk.transfer, _Facts.merge, limits.MAX_STEPS
+            paths, walk.start(), walk.transfer, _Facts.merge, limits.MAX_STEPS, edge=walk.edge
         )
         if stopped is not None:  # the facts are not final, so no type problem is told
             what = f"{limits.MAX_STEPS} steps through code and subroutine calls"

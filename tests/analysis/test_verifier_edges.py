@@ -361,6 +361,19 @@ def test_a_copy_of_eax_made_before_the_test_of_a_call_holds_what_eax_holds_after
     ]
 
 
+def test_the_success_side_of_a_tested_call_holds_where_paths_meet_after_it() -> None:
+    """The split is made on the JC/JNC's edges, so a default set on the failure side meets the
+    success side's result (it used to be lost where the two met); EAX written again between
+    the CALL and the test, or a label nothing jumps to, no longer turns it off for the copies."""
+    assert after_one("MOV R1, EAX\nJNC ok\nMOV R1, 0\nok:\nADD R1, 1") == []
+    assert after_one("MOV R1, EAX\nJC no\nj:\nADD R1, 1\nHLT\nno:\nMOV R1, 0\nJMP j") == []
+    assert after_one("XCHG EAX, R5\nJC bad\nADD R5, 1") == []
+    assert after_one("MOV R1, EAX\nMOV EAX, 0\nJC bad\nADD R1, 1\nADD EAX, 1") == []
+    assert after_one("MOV R1, EAX\ncheck:\nJC bad\nADD R1, 1") == []
+    # a jump into the code between the CALL and the test: the facts there are not the call's
+    assert after_one('MOV R1, EAX\nc:\nJC no\nADD R1, 1\nHLT\nno:\nMOV R1, "x"\nJMP c') != []
+
+
 class Point(NamedTuple):
     x: int
     y: int
