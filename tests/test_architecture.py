@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_005
+MAX_PACKAGE_LINES = 16_006
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -439,7 +439,7 @@ middleware's odd result read alike on every path (a Command's answer written as 
 paths checked whatever the tools, and 15,633 with a text with placeholders refused before the
 run when no text it may become fits its parameter, and 15,655 with a middleware's error after
 the tool ran (an output guard) no longer taken for LangChain's failing to write the value,
-and 16,005 with the fixes of more defects outside testers found: a tool's output taken as the
+and 16,006 with the fixes of more defects outside testers found: a tool's output taken as the
 agent's tool node takes it on every path (a list of Commands, a Command that must answer its
 call), and the command line's (`run` refusing injected parameters as `Emulator.run()` does, a
 `--tools` factory told from a tool by its return annotation, an iterator result read once, the

@@ -180,14 +180,15 @@ class PathWalk:
         self.unwritten_reads: dict[tuple[int, int], str] = {}
 
     def copies(self, call: int, test: int) -> tuple[list[Operand], set[int]]:
-        """The registers and variables holding EAX's value after the straight-line code between
-        ``call`` and ``test``, and the stack slots (by depth from the top)."""
+        """The registers, variables and one-cell labels holding EAX's value after the
+        straight-line code between ``call`` and ``test``, and the stack slots (by depth from the
+        top)."""
 
         def key(operand: Operand) -> int | str | None:
             if isinstance(operand, Reg) and operand.index in self.flow.tracked:
                 return operand.index
-            named = operand.name.lower() if isinstance(operand, Name) else None
-            return named if named in self.var else None
+            cells, one = self.layout.cells_of(operand)  # a variable, or one cell of a label
+            return f"cell {cells[0]}" if one and isinstance(operand, Name | Mem) else None
 
         held: dict[int | str | None, Operand] = {EAX_INDEX: _EAX}
         stack: list[bool] = []  # what this code pushed, top last: whether a copy of EAX

@@ -370,6 +370,10 @@ def test_the_success_side_of_a_tested_call_holds_where_paths_meet_after_it() -> 
     assert after_one("XCHG EAX, R5\nJC bad\nADD R5, 1") == []
     assert after_one("MOV R1, EAX\nMOV EAX, 0\nJC bad\nADD R1, 1\nADD EAX, 1") == []
     assert after_one("MOV R1, EAX\ncheck:\nJC bad\nADD R1, 1") == []
+    # a copy into a one-cell label of the plan's data, by name or as memory, as into a variable
+    for copy in ("MOV v, EAX", "MOV [v], EAX"):
+        plan = f"{copy}\nJC bad\nMOV R1, v\nADD R1, 1\nHLT\nsection .data\nv dd 0"
+        assert after_one(plan) == []
     # a jump into the code between the CALL and the test: the facts there are not the call's
     assert after_one('MOV R1, EAX\nc:\nJC no\nADD R1, 1\nHLT\nno:\nMOV R1, "x"\nJMP c') != []
 
