@@ -781,11 +781,11 @@ class _Checker:
             label = self.program.memory.get(operand.name.lower())
             writable = label is not None and label.writable
             return not writable and self.program.data.get(operand.name.lower()) == 0
-        if isinstance(operand, Mem) and operand.label and not operand.registers:  # [zero + 8]
-            label = self.layout.labels.get(operand.label.lower())
-            at, off = divmod(operand.disp, label.size if label else 1)
-            cells = label.cells if label and not label.writable and not off else ()
-            return 0 <= at < len(cells) and cells[at] == 0
+        cells, one = self.layout.cells_of(operand)  # [zero + 8]: one cell, at a fixed offset
+        if isinstance(operand, Mem) and operand.label and one:
+            key = operand.label.lower()
+            label, first = self.layout.labels[key], self.layout.first_cell[key]
+            return not label.writable and label.cells[cells[0] - first] == 0
         return False
 
     def check_compound(
