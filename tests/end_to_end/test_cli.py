@@ -937,18 +937,29 @@ def test_run_refuses_an_async_only_tool_before_any_call(
     from cli_tools import ASYNC, SIDE_EFFECTS
 
     source = f"PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL {tool}\nPOP R2\n"
-    with pytest.raises(UsageError) as refused:
-        llassembly.Emulator(llassembly.parse(source), ASYNC).run()
-    path = plan(tmp_path, source)
-    SIDE_EFFECTS.clear()
-    code, out = cli("run", path, "--tools", "cli_tools:ASYNC")
-    assert (code, out, SIDE_EFFECTS) == (3, "", [])
-    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    path, refused = _run_refuses_as_the_emulator(tmp_path, capsys, source, "ASYNC", ASYNC)
     code, data = cli_json("run", path, "--tools", "cli_tools:ASYNC")
     assert (code, SIDE_EFFECTS) == (3, [])
-    assert data["error"] == {"type": "UsageError", "message": str(refused.value)}
-    assert "nothing has run" in str(refused.value)
+    assert data["error"] == {"type": "UsageError", "message": refused}
+    assert "nothing has run" in refused
     assert cli("check", path, "--tools", "cli_tools:ASYNC")[0] == 0  # check runs no tool
+
+
+def _run_refuses_as_the_emulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, name: str, tools: Any
+) -> tuple[Path, str]:
+    """``run --tools cli_tools:NAME`` exits 3 with ``Emulator.run()``'s refusal, nothing run;
+    the plan's path and the refusal."""
+    from cli_tools import SIDE_EFFECTS
+
+    with pytest.raises(UsageError) as refused:
+        llassembly.Emulator(llassembly.parse(source), tools).run()
+    path = plan(tmp_path, source)
+    SIDE_EFFECTS.clear()
+    code, out = cli("run", path, "--tools", f"cli_tools:{name}")
+    assert (code, out, SIDE_EFFECTS) == (3, "", [])
+    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
+    return path, str(refused.value)
 
 
 def test_run_refuses_a_tool_needing_injected_parameters_before_any_call(
@@ -956,19 +967,11 @@ def test_run_refuses_a_tool_needing_injected_parameters_before_any_call(
 ) -> None:
     """As ``Emulator.run()`` does; ``run`` used to call ``record``, then give ``ship`` the one
     fixed id ``'ship-call'`` on every call."""
-    from cli_tools import INJECTED, SIDE_EFFECTS
+    from cli_tools import INJECTED
 
     source = "PUSH 1\nCALL record\nPOP R1\nPUSH 2\nCALL ship\nPOP R2\n"
-    with pytest.raises(UsageError) as refused:
-        llassembly.Emulator(llassembly.parse(source), INJECTED).run()
-    path = plan(tmp_path, source)
-    SIDE_EFFECTS.clear()
-    code, out = cli("run", path, "--tools", "cli_tools:INJECTED")
-    assert (code, out, SIDE_EFFECTS) == (3, "", [])
-    assert capsys.readouterr().err == f"llassembly: {refused.value}\n"
-    assert "cannot give the injected parameters of the tools 'ship' ('call_id',)" in (
-        str(refused.value)
-    )
+    path, refused = _run_refuses_as_the_emulator(tmp_path, capsys, source, "INJECTED", INJECTED)
+    assert "cannot give the injected parameters of the tools 'ship' ('call_id',)" in refused
     assert cli("check", path, "--tools", "cli_tools:INJECTED")[0] == 0
 
 
