@@ -14,37 +14,22 @@ import math
 import os
 import sys
 import types
-import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, Union, cast, get_args, get_origin, get_type_hints
 
 from langchain_core.tools import BaseTool
 from pydantic_core import to_jsonable_python
 
-from llassembly import (
-    Emulator,
-    ExecutionError,
-    Extern,
-    LLAssemblyError,
-    PlainAnswer,
-    PlanError,
-    Program,
-    ToolCall,
-    UsageError,
-    __version__,
-    build_system_prompt,
-    check,
-    parse,
-    summarize,
-)
+from llassembly import Emulator, PlainAnswer, Program, ToolCall, __version__, errors
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.toolset import looks_like_one_tool
-from llassembly.errors import plural, safe_text, well_formed
+from llassembly.errors import UsageError, plural, safe_text, well_formed
+from llassembly.integration.prompt import build_system_prompt
 from llassembly.integration.query import add_query
 from llassembly.language import limits
-from llassembly.language.parser import not_words
-from llassembly.machine.externs import check_sync_tools, externs_of
+from llassembly.language.parser import not_words, parse
+from llassembly.machine.externs import Extern, check, check_sync_tools, externs_of, summarize
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
@@ -216,7 +201,7 @@ def _returns_tools(func: Any) -> bool:
     """Whether ``func`` is a factory of tools, not a tool (the API takes any function as one):
     no parameter annotated, its return annotated as tools (see :func:`_tools_type`)."""
     try:
-        hints = typing.get_type_hints(func)
+        hints = get_type_hints(func)
     except Exception:  # a name it cannot resolve: reading it as a tool says so
         return False
     return set(hints) == {"return"} and _tools_type(hints["return"], item=False)
@@ -225,9 +210,9 @@ def _returns_tools(func: Any) -> bool:
 def _tools_type(hint: Any, item: bool) -> bool:
     """Whether ``hint`` is a tool's type (a callable, a LangChain tool, an extern), or a list,
     tuple or mapping of them; an ``item`` of one may be ``Any`` (or not written)."""
-    origin, args = typing.get_origin(hint) or hint, typing.get_args(hint)
+    origin, args = get_origin(hint) or hint, get_args(hint)
     kind = origin if isinstance(origin, type) else type(None)
-    if origin in (typing.Union, types.UnionType):
+    if origin in (Union, types.UnionType):
         return all(_tools_type(arg, item) for arg in args)
     if origin is Callable or issubclass(kind, BaseTool | Extern) or (item and hint is Any):
         return True
@@ -298,7 +283,7 @@ def run_command(
 
     try:
         result = emulator.run(call)
-    except ExecutionError as exc:
+    except errors.ExecutionError as exc:
         report.text(f"stopped: {exc}")
         error = dict(type=type(exc).__name__, message=exc.detail, line=exc.line, source=exc.source)
         said = "\n".join(emulator.state.answer)
@@ -357,8 +342,7 @@ def run_demo(argv: Sequence[str], out: TextIO) -> int:
             "root, pip install -e . -e examples/npc_demo, then run llassembly demo "
             "(or llassembly-demo)"
         ) from exc
-    code: int = demo.main(list(argv), out=out)
-    return code
+    return cast(int, demo.main(list(argv), out=out))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -501,7 +485,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
                 return report.json("plain_answer", EXIT_PLAN, text=program.text)
             handle = check_command if args.command == "check" else run_command
             return handle(args, report, externs, program)
-    except PlanError as exc:
+    except errors.PlanError as exc:
         report.text(str(exc))
         return report.json("rejected", EXIT_PLAN, problems=exc.diagnostics)
     except UsageError as exc:
@@ -510,7 +494,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
             sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
         error = {"type": type(exc).__name__, "message": str(exc)}
         return report.json("usage_error", EXIT_USAGE, error=error)
-    except LLAssemblyError as exc:
+    except errors.LLAssemblyError as exc:
         report.text(f"stopped: {exc}")
         error = {"type": type(exc).__name__, "message": str(exc)}
         return report.json("stopped", EXIT_RUN, error=error)
