@@ -320,12 +320,6 @@ def prompt_command(args: argparse.Namespace, report: Report, externs: dict[str, 
     return report.json("ok", EXIT_OK, system_prompt=text, tokens=tokens, tools=list(externs))
 
 
-DEMO_HELP = (
-    "run the NPC demo with its own arguments (the llassembly-demo package: "
-    "pip install -e examples/npc_demo); llassembly demo --help shows them"
-)
-
-
 def run_demo(argv: Sequence[str], out: TextIO) -> int:
     """Hand the arguments to the demo's command line when its package is installed.
 
@@ -363,60 +357,48 @@ class _Parser(argparse.ArgumentParser):
         raise mistake
 
 
+_HELP = {
+    "check": "print every problem in a plan, with the line and a caret",
+    "run": "run a plan: each tool call and its result, the registers, the answer",
+    "prompt": "print the system prompt the planner model is sent for these tools",
+    "demo": (
+        "run the NPC demo with its own arguments (the llassembly-demo package: "
+        "pip install -e examples/npc_demo); llassembly demo --help shows them"
+    ),
+    "--tools": "a list or mapping of tools, or one tool, or a function annotated to return them",
+    "--queries": "as the planner's queries=True: plans may read prose with query_text",
+    "--prompt-path": "a template replacing the built-in prompt (the planner's prompt_path)",
+    "--context": "your own system prompt, embedded as the agent's system message is",
+    "--summary": "also print what the plan can do: each tool's call counts and arguments",
+    "--json": "print one JSON object and nothing else, also on errors (schema below)",
+}
+"""What ``llassembly --help`` says of each command, and each command's help of its options."""
+
+
 def _parser() -> argparse.ArgumentParser:
     about = "Check and run LLM-written assembly plans against your tools."
     parser = _Parser(prog="llassembly", description=about)
     parser.add_argument("--version", action="version", version=f"llassembly {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, helptext in (
-        ("check", "print every problem in a plan, with the line and a caret"),
-        ("run", "run a plan: each tool call and its result, the registers, the answer"),
-        ("prompt", "print the system prompt the planner model is sent for these tools"),
-    ):
-        add = commands.add_parser(name, help=helptext, description=helptext).add_argument
+    for name in ("check", "run", "prompt"):
+        add = commands.add_parser(name, help=_HELP[name], description=_HELP[name]).add_argument
         if name != "prompt":
             add("plan", help="the plan file, or - for standard input")
-        add(
-            "--tools",
-            required=True,
-            metavar="MODULE:ATTR",
-            help="a list or mapping of tools, or one tool, or a function annotated to return them",
-        )
+        add("--tools", required=True, metavar="MODULE:ATTR", help=_HELP["--tools"])
         if name != "run":  # run has no model to answer a query
-            add(
-                "--queries",
-                action="store_true",
-                help="as the planner's queries=True: plans may read prose with query_text",
-            )
+            add("--queries", action="store_true", help=_HELP["--queries"])
         if name == "prompt":  # the planner's options that change its prompt
-            add(
-                "--prompt-path",
-                metavar="FILE",
-                help="a template replacing the built-in prompt (the planner's prompt_path)",
-            )
-            add(
-                "--context",
-                default="",
-                metavar="TEXT",
-                help="your own system prompt, embedded as the agent's system message is",
-            )
+            add("--prompt-path", metavar="FILE", help=_HELP["--prompt-path"])
+            add("--context", default="", metavar="TEXT", help=_HELP["--context"])
         else:
             add("--max-instructions", type=int, default=limits.DEFAULT_MAX_INSTRUCTIONS)
             add("--max-tool-calls", type=int, default=limits.DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
             add("--max-stack-depth", type=int, default=limits.DEFAULT_MAX_STACK_DEPTH)
         elif name == "check":
-            add(
-                "--summary",
-                action="store_true",
-                help="also print what the plan can do: each tool's call counts and arguments",
-            )
-        add(
-            "--json",
-            action="store_true",
-            help="print one JSON object and nothing else, also on errors (schema below)",
-        )
-    commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP, add_help=False)
+            add("--summary", action="store_true", help=_HELP["--summary"])
+        add("--json", action="store_true", help=_HELP["--json"])
+    commands.add_parser("demo", help=_HELP["demo"], description=_HELP["demo"], add_help=False)
     return parser
 
 
