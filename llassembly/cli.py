@@ -445,8 +445,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
     # Under --json even a usage mistake is a JSON object (the command is known only when
     # parsing got that far).
     command = words[0] if words and words[0] in ("check", "run", "prompt") else None
-    as_json = "--json" in words and words[:1] != ["demo"]
-    report = Report(stream, as_json=as_json, command=command)
+    report = Report(stream, as_json="--json" in words and words[:1] != ["demo"], command=command)
     try:
         if words[:1] == ["demo"]:  # the demo parses its own arguments, --help included
             return run_demo(words[1:], stream)
@@ -454,7 +453,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
-        with _tools_write_to_stderr(report) if as_json else contextlib.nullcontext():
+        with _tools_write_to_stderr(report) if report.as_json else contextlib.nullcontext():
             externs = load_tools(args.tools)
             if getattr(args, "queries", False):  # as the planner's queries=True: one more tool
                 add_query(externs, "--queries")
