@@ -346,10 +346,8 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, **kwargs: Any) -> None:
         codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
-        raw = argparse.RawDescriptionHelpFormatter
-        super().__init__(
-            epilog=f"exit codes:\n{codes}\n\n{JSON_SCHEMA}", formatter_class=raw, **kwargs
-        )
+        kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+        super().__init__(epilog=f"exit codes:\n{codes}\n\n{JSON_SCHEMA}", **kwargs)
 
     def error(self, message: str) -> NoReturn:
         mistake = UsageError(message)
