@@ -14,37 +14,22 @@ import math
 import os
 import sys
 import types
-import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, Union, cast, get_args, get_origin, get_type_hints
 
 from langchain_core.tools import BaseTool
 from pydantic_core import to_jsonable_python
 
-from llassembly import (
-    Emulator,
-    ExecutionError,
-    Extern,
-    LLAssemblyError,
-    PlainAnswer,
-    PlanError,
-    Program,
-    ToolCall,
-    UsageError,
-    __version__,
-    build_system_prompt,
-    check,
-    parse,
-    summarize,
-)
+from llassembly import Emulator, PlainAnswer, Program, ToolCall, __version__, errors
 from llassembly.analysis.cfg import control_flow
 from llassembly.analysis.toolset import looks_like_one_tool
-from llassembly.errors import plural, safe_text, well_formed
+from llassembly.errors import UsageError, plural, safe_text, well_formed
+from llassembly.integration.prompt import build_system_prompt
 from llassembly.integration.query import add_query
 from llassembly.language import limits
-from llassembly.language.parser import not_words
-from llassembly.machine.externs import check_sync_tools, externs_of
+from llassembly.language.parser import not_words, parse
+from llassembly.machine.externs import Extern, check, check_sync_tools, externs_of, summarize
 
 EXIT_OK, EXIT_PLAN, EXIT_RUN, EXIT_USAGE = 0, 1, 2, 3
 
@@ -216,7 +201,7 @@ def _returns_tools(func: Any) -> bool:
     """Whether ``func`` is a factory of tools, not a tool (the API takes any function as one):
     no parameter annotated, its return annotated as tools (see :func:`_tools_type`)."""
     try:
-        hints = typing.get_type_hints(func)
+        hints = get_type_hints(func)
     except Exception:  # a name it cannot resolve: reading it as a tool says so
         return False
     return set(hints) == {"return"} and _tools_type(hints["return"], item=False)
@@ -225,9 +210,9 @@ def _returns_tools(func: Any) -> bool:
 def _tools_type(hint: Any, item: bool) -> bool:
     """Whether ``hint`` is a tool's type (a callable, a LangChain tool, an extern), or a list,
     tuple or mapping of them; an ``item`` of one may be ``Any`` (or not written)."""
-    origin, args = typing.get_origin(hint) or hint, typing.get_args(hint)
+    origin, args = get_origin(hint) or hint, get_args(hint)
     kind = origin if isinstance(origin, type) else type(None)
-    if origin in (typing.Union, types.UnionType):
+    if origin in (Union, types.UnionType):
         return all(_tools_type(arg, item) for arg in args)
     if origin is Callable or issubclass(kind, BaseTool | Extern) or (item and hint is Any):
         return True
@@ -298,7 +283,7 @@ def run_command(
 
     try:
         result = emulator.run(call)
-    except ExecutionError as exc:
+    except errors.ExecutionError as exc:
         report.text(f"stopped: {exc}")
         error = dict(type=type(exc).__name__, message=exc.detail, line=exc.line, source=exc.source)
         said = "\n".join(emulator.state.answer)
@@ -335,12 +320,6 @@ def prompt_command(args: argparse.Namespace, report: Report, externs: dict[str, 
     return report.json("ok", EXIT_OK, system_prompt=text, tokens=tokens, tools=list(externs))
 
 
-DEMO_HELP = (
-    "run the NPC demo with its own arguments (the llassembly-demo package: "
-    "pip install -e examples/npc_demo); llassembly demo --help shows them"
-)
-
-
 def run_demo(argv: Sequence[str], out: TextIO) -> int:
     """Hand the arguments to the demo's command line when its package is installed.
 
@@ -357,8 +336,7 @@ def run_demo(argv: Sequence[str], out: TextIO) -> int:
             "root, pip install -e . -e examples/npc_demo, then run llassembly demo "
             "(or llassembly-demo)"
         ) from exc
-    code: int = demo.main(list(argv), out=out)
-    return code
+    return cast(int, demo.main(list(argv), out=out))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -368,10 +346,8 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, **kwargs: Any) -> None:
         codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES.items())
-        raw = argparse.RawDescriptionHelpFormatter
-        super().__init__(
-            epilog=f"exit codes:\n{codes}\n\n{JSON_SCHEMA}", formatter_class=raw, **kwargs
-        )
+        kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+        super().__init__(epilog=f"exit codes:\n{codes}\n\n{JSON_SCHEMA}", **kwargs)
 
     def error(self, message: str) -> NoReturn:
         mistake = UsageError(message)
@@ -379,60 +355,48 @@ class _Parser(argparse.ArgumentParser):
         raise mistake
 
 
+_HELP = {
+    "check": "print every problem in a plan, with the line and a caret",
+    "run": "run a plan: each tool call and its result, the registers, the answer",
+    "prompt": "print the system prompt the planner model is sent for these tools",
+    "demo": (
+        "run the NPC demo with its own arguments (the llassembly-demo package: "
+        "pip install -e examples/npc_demo); llassembly demo --help shows them"
+    ),
+    "--tools": "a list or mapping of tools, or one tool, or a function annotated to return them",
+    "--queries": "as the planner's queries=True: plans may read prose with query_text",
+    "--prompt-path": "a template replacing the built-in prompt (the planner's prompt_path)",
+    "--context": "your own system prompt, embedded as the agent's system message is",
+    "--summary": "also print what the plan can do: each tool's call counts and arguments",
+    "--json": "print one JSON object and nothing else, also on errors (schema below)",
+}
+"""What ``llassembly --help`` says of each command, and each command's help of its options."""
+
+
 def _parser() -> argparse.ArgumentParser:
     about = "Check and run LLM-written assembly plans against your tools."
     parser = _Parser(prog="llassembly", description=about)
     parser.add_argument("--version", action="version", version=f"llassembly {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, helptext in (
-        ("check", "print every problem in a plan, with the line and a caret"),
-        ("run", "run a plan: each tool call and its result, the registers, the answer"),
-        ("prompt", "print the system prompt the planner model is sent for these tools"),
-    ):
-        add = commands.add_parser(name, help=helptext, description=helptext).add_argument
+    for name in ("check", "run", "prompt"):
+        add = commands.add_parser(name, help=_HELP[name], description=_HELP[name]).add_argument
         if name != "prompt":
             add("plan", help="the plan file, or - for standard input")
-        add(
-            "--tools",
-            required=True,
-            metavar="MODULE:ATTR",
-            help="a list or mapping of tools, or one tool, or a function annotated to return them",
-        )
+        add("--tools", required=True, metavar="MODULE:ATTR", help=_HELP["--tools"])
         if name != "run":  # run has no model to answer a query
-            add(
-                "--queries",
-                action="store_true",
-                help="as the planner's queries=True: plans may read prose with query_text",
-            )
+            add("--queries", action="store_true", help=_HELP["--queries"])
         if name == "prompt":  # the planner's options that change its prompt
-            add(
-                "--prompt-path",
-                metavar="FILE",
-                help="a template replacing the built-in prompt (the planner's prompt_path)",
-            )
-            add(
-                "--context",
-                default="",
-                metavar="TEXT",
-                help="your own system prompt, embedded as the agent's system message is",
-            )
+            add("--prompt-path", metavar="FILE", help=_HELP["--prompt-path"])
+            add("--context", default="", metavar="TEXT", help=_HELP["--context"])
         else:
             add("--max-instructions", type=int, default=limits.DEFAULT_MAX_INSTRUCTIONS)
             add("--max-tool-calls", type=int, default=limits.DEFAULT_MAX_TOOL_CALLS)
         if name == "run":
             add("--max-stack-depth", type=int, default=limits.DEFAULT_MAX_STACK_DEPTH)
         elif name == "check":
-            add(
-                "--summary",
-                action="store_true",
-                help="also print what the plan can do: each tool's call counts and arguments",
-            )
-        add(
-            "--json",
-            action="store_true",
-            help="print one JSON object and nothing else, also on errors (schema below)",
-        )
-    commands.add_parser("demo", help=DEMO_HELP, description=DEMO_HELP, add_help=False)
+            add("--summary", action="store_true", help=_HELP["--summary"])
+        add("--json", action="store_true", help=_HELP["--json"])
+    commands.add_parser("demo", help=_HELP["demo"], description=_HELP["demo"], add_help=False)
     return parser
 
 
@@ -479,8 +443,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
     # Under --json even a usage mistake is a JSON object (the command is known only when
     # parsing got that far).
     command = words[0] if words and words[0] in ("check", "run", "prompt") else None
-    as_json = "--json" in words and words[:1] != ["demo"]
-    report = Report(stream, as_json=as_json, command=command)
+    report = Report(stream, as_json="--json" in words and words[:1] != ["demo"], command=command)
     try:
         if words[:1] == ["demo"]:  # the demo parses its own arguments, --help included
             return run_demo(words[1:], stream)
@@ -488,7 +451,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
             args = _parser().parse_args(words)
         except SystemExit as exc:  # --help or --version, printed by argparse
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
-        with _tools_write_to_stderr(report) if as_json else contextlib.nullcontext():
+        with _tools_write_to_stderr(report) if report.as_json else contextlib.nullcontext():
             externs = load_tools(args.tools)
             if getattr(args, "queries", False):  # as the planner's queries=True: one more tool
                 add_query(externs, "--queries")
@@ -501,7 +464,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
                 return report.json("plain_answer", EXIT_PLAN, text=program.text)
             handle = check_command if args.command == "check" else run_command
             return handle(args, report, externs, program)
-    except PlanError as exc:
+    except errors.PlanError as exc:
         report.text(str(exc))
         return report.json("rejected", EXIT_PLAN, problems=exc.diagnostics)
     except UsageError as exc:
@@ -510,7 +473,7 @@ def _command_line(argv: Sequence[str] | None, out: TextIO | None) -> int:
             sys.stderr.write(printable(f"{usage}llassembly: {exc}\n", sys.stderr))
         error = {"type": type(exc).__name__, "message": str(exc)}
         return report.json("usage_error", EXIT_USAGE, error=error)
-    except LLAssemblyError as exc:
+    except errors.LLAssemblyError as exc:
         report.text(f"stopped: {exc}")
         error = {"type": type(exc).__name__, "message": str(exc)}
         return report.json("stopped", EXIT_RUN, error=error)

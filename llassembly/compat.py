@@ -142,12 +142,8 @@ def _noting(
         if code:
             record.ran = True
         else:
-            record.returned, record.value, record.content, record.unwritten = (
-                False,
-                None,
-                None,
-                None,
-            )
+            record.returned = False
+            record.value = record.content = record.unwritten = None
         try:
             output = func(*args, **kwargs)
         except Exception as exc:

@@ -379,17 +379,13 @@ def failure_of(error: ExecutionError) -> Failure:
     return failure
 
 
-def _by_name(cls: type[ExecutionError]) -> dict[str, type[ExecutionError]]:
-    found = {cls.__name__: cls}
-    for sub in cls.__subclasses__():
-        found.update(_by_name(sub))
-    return found
-
-
 def error_of(failure: Mapping[str, Any]) -> ExecutionError:
     """The error a :class:`Failure` describes, rebuilt where the live exception is gone (after
     a checkpoint, in another process): its class by name, its attributes, its message."""
-    cls = _by_name(ExecutionError).get(str(failure.get("type")), ExecutionError)
+    classes = [ExecutionError]
+    for known in classes:  # every subclass, found as the list grows
+        classes.extend(known.__subclasses__())
+    cls = {c.__name__: c for c in classes}.get(str(failure.get("type")), ExecutionError)
     error = cls.__new__(cls)
     ExecutionError.__init__(
         error,
