@@ -591,11 +591,9 @@ def _to_value(x: Any) -> Value:
         answers = [m for m in update.get("messages", []) if isinstance(m, tool_message)]
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
-        return (
-            _to_value(x.model_dump(mode="json"))
-            if x.__pydantic_root_model__
-            else x.model_dump_json()
-        )
+        if x.__pydantic_root_model__:
+            return _to_value(x.model_dump(mode="json"))
+        return x.model_dump_json()
     if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
