@@ -669,9 +669,8 @@ def _text_keys(x: Any) -> Any:
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`), read as
-    the module doc says: its schema's parameters in order, each with its declared type and
-    constraints (a JSON schema's properties as types the checks and pydantic read) and its
-    description; its function's annotations (what the runtime injects) and its results."""
+    the module doc says, each parameter's declared constraints kept with its type (a JSON
+    schema's properties as types the checks and pydantic read)."""
     # (BaseTool is loaded if the item is one)
     is_tool = isinstance(item, loaded("langchain_core.tools.base", "BaseTool") or ())
     if isinstance(item, Extern) or is_tool:
