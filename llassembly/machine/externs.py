@@ -925,11 +925,9 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     description holds its function's whole docstring unless LangChain parsed it)."""
     out: dict[str, str] = {}
     lines = inspect.cleandoc(doc or "").splitlines()
-    start = next(
-        (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), len(lines)
-    )
+    heads = (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:"))
     current, indent = "", -1
-    for ln in lines[start + 1 :]:
+    for ln in lines[next(heads, len(lines)) + 1 :]:  # the lines after the first head
         if not ln.strip():
             continue
         depth = len(ln) - len(ln.lstrip())
