@@ -541,13 +541,11 @@ def to_value(x: Any) -> Value:
     """
     try:
         return _to_value(x)
-    except ValueError:
-        raise
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
-    except compat.bubbling_errors():
-        raise  # an interrupt from inside the object's own code: not a conversion error
     except Exception as exc:
+        if isinstance(exc, (ValueError, *compat.bubbling_errors())):
+            raise  # (an interrupt from inside the object's own code: not a conversion error)
         raise ValueError(
             f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
         ) from exc
@@ -617,11 +615,9 @@ def _text(x: Any) -> str:
     """The text of a result (or part of one) that has no JSON form."""
     try:
         return str(x)
-    except RecursionError:  # (to_value says so)
-        raise
-    except compat.bubbling_errors():  # an interrupt from the object's own code passes
-        raise
-    except Exception:  # the object's own __str__ may raise anything
+    except Exception as exc:  # the object's own __str__ may raise anything
+        if isinstance(exc, (RecursionError, *compat.bubbling_errors())):
+            raise  # (to_value says so; an interrupt from the object's own code passes)
         raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
 
 
