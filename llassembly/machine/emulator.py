@@ -171,9 +171,8 @@ class Emulator:
         snapshot is refused); the registers a snapshot writes are settled here."""
         expected = self.compiled.layout.initial_memory()
         if state is None:
-            st = MachineState(pc=self.program.entry, mem=expected)
-        else:
-            st = state if isinstance(state, MachineState) else MachineState.restore(state)
+            state = MachineState(pc=self.program.entry, mem=expected)
+        st = state if isinstance(state, MachineState) else MachineState.restore(state)
         if not all(map(_is_value, st.values())):
             raise errors.UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
