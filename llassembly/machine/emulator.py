@@ -641,13 +641,11 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     """Per instruction, the test "would it read a pending value now?" (``None``: it reads
     none, or it is a tool ``CALL``, which the machine checks itself); built once per program."""
     if (found := compiled.cache.get(_READS_KEY)) is None:
-        program, flow = compiled.program, compiled.flow
+        program, flow, steps = compiled.program, compiled.flow, compiled.steps
         ctx = Context(program, flow.end, compiled.max_stack_depth, compiled.layout)
         found = compiled.cache[_READS_KEY] = tuple(
             None if step is None else _read_check(ins, fx, ctx)
-            for ins, fx, step in zip(
-                program.instructions, flow.effects, compiled.steps, strict=True
-            )
+            for ins, fx, step in zip(program.instructions, flow.effects, steps, strict=True)
         )
     return found
 
