@@ -325,21 +325,20 @@ def parts(
     rows: list[str] = []
     live = ctx.layout.live
 
-    def read(operand: Operand) -> None:
-        if isinstance(operand, Reg):
-            registers[operand.index] = None
-        elif isinstance(operand, Mem):
-            registers.update(dict.fromkeys(r.index for r in operand.registers))
-            if operand.label is None or operand.label.lower() in live:
-                cells.append(operand)
-        elif isinstance(operand, Name) and operand.name.lower() in live:
-            rows.append(operand.name.lower())
-        elif isinstance(operand, Path | Template):
-            for part in place_parts(operand) if isinstance(operand, Path) else operand.fills:
-                read(part)
+    def read(found: Iterable[Operand]) -> None:
+        for operand in found:
+            if isinstance(operand, Reg):
+                registers[operand.index] = None
+            elif isinstance(operand, Mem):
+                registers.update(dict.fromkeys(r.index for r in operand.registers))
+                if operand.label is None or operand.label.lower() in live:
+                    cells.append(operand)
+            elif isinstance(operand, Name) and operand.name.lower() in live:
+                rows.append(operand.name.lower())
+            elif isinstance(operand, Path | Template):
+                read(place_parts(operand) if isinstance(operand, Path) else operand.fills)
 
-    for operand in operands:
-        read(operand)
+    read(operands)
     registers.pop(0, None)
     return tuple(registers), tuple(cells), tuple(rows)
 

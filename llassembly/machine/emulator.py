@@ -171,9 +171,8 @@ class Emulator:
         snapshot is refused); the registers a snapshot writes are settled here."""
         expected = self.compiled.layout.initial_memory()
         if state is None:
-            st = MachineState(pc=self.program.entry, mem=expected)
-        else:
-            st = state if isinstance(state, MachineState) else MachineState.restore(state)
+            state = MachineState(pc=self.program.entry, mem=expected)
+        st = state if isinstance(state, MachineState) else MachineState.restore(state)
         if not all(map(_is_value, st.values())):
             raise errors.UsageError(
                 "the state holds a value that is not a 64-bit int, finite float or string"
@@ -642,13 +641,11 @@ def _read_checks(compiled: CompiledProgram) -> tuple[_Check | None, ...]:
     """Per instruction, the test "would it read a pending value now?" (``None``: it reads
     none, or it is a tool ``CALL``, which the machine checks itself); built once per program."""
     if (found := compiled.cache.get(_READS_KEY)) is None:
-        program, flow = compiled.program, compiled.flow
+        program, flow, steps = compiled.program, compiled.flow, compiled.steps
         ctx = Context(program, flow.end, compiled.max_stack_depth, compiled.layout)
         found = compiled.cache[_READS_KEY] = tuple(
             None if step is None else _read_check(ins, fx, ctx)
-            for ins, fx, step in zip(
-                program.instructions, flow.effects, compiled.steps, strict=True
-            )
+            for ins, fx, step in zip(program.instructions, flow.effects, steps, strict=True)
         )
     return found
 

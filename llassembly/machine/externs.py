@@ -52,22 +52,14 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
-from llassembly import compat
+from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
 from llassembly.analysis.shapes import ANY, Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.errors import (
-    AsmRuntimeError,
-    Diagnostic,
-    ToolArgumentError,
-    UsageError,
-    UsageTypeError,
-    clip,
-    first_line,
-)
+from llassembly.errors import clip, first_line
 from llassembly.language.instructions import register_index
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
@@ -179,8 +171,8 @@ class Extern:
         """
         params, tool = self.params, self.name
 
-        def refused(message: str, argument: str = "") -> ToolArgumentError:
-            return ToolArgumentError(
+        def refused(message: str, argument: str = "") -> errors.ToolArgumentError:
+            return errors.ToolArgumentError(
                 message, tool=tool, argument=argument, line=line, source=source
             )
 
@@ -269,7 +261,7 @@ class Extern:
         if self.tool is not None:
             return self.result_of(compat.invoke_as_call(self._recorder, args))
         if self.func is None or self._is_async:
-            raise UsageError(
+            raise errors.UsageError(
                 f"tool {self.name!r} is async: run the plan with the async node or middleware"
             )
         return self.func(**args)
@@ -279,7 +271,7 @@ class Extern:
         if self.tool is not None:
             return self.result_of(await compat.ainvoke_as_call(self._recorder, args))
         if self.func is None:
-            raise UsageError(f"extern {self.name!r} has neither a tool nor a function")
+            raise errors.UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await self.func(**args) if self._is_async else self.func(**args)
 
     @functools.cached_property
@@ -347,20 +339,20 @@ class Extern:
             if not isinstance(result, (tuple, list)) or len(result) != n:
                 got = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
                 msg = f"tool {self.name!r} is annotated to return {n} values but returned {got}"
-                raise AsmRuntimeError(msg, line=line, source=source, words=msg)
+                raise errors.AsmRuntimeError(msg, line=line, source=source, words=msg)
             return tuple(to_value(r) for r in result)
         except ValueError as exc:
             held = f"tool {self.name!r} returned a value a plan cannot hold"
             message = f"tool {self.name!r}: {exc}"
-            raise AsmRuntimeError(message, line=line, source=source, words=held) from exc
+            raise errors.AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
 def _first_error(exc: ValidationError) -> tuple[str, str]:
     """The argument of pydantic's first error (``""``: none) and what it says."""
-    errors = exc.errors(include_url=False)
-    if not errors:
+    found = exc.errors(include_url=False)
+    if not found:
         return "", first_line(exc)
-    return str((errors[0].get("loc") or ("",))[0]), str(errors[0].get("msg", ""))
+    return str((found[0].get("loc") or ("",))[0]), str(found[0].get("msg", ""))
 
 
 _cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)
@@ -549,13 +541,11 @@ def to_value(x: Any) -> Value:
     """
     try:
         return _to_value(x)
-    except ValueError:
-        raise
     except RecursionError:
         raise ValueError("the tool returned data nested too deeply to hold") from None
-    except compat.bubbling_errors():
-        raise  # an interrupt from inside the object's own code: not a conversion error
     except Exception as exc:
+        if isinstance(exc, (ValueError, *compat.bubbling_errors())):
+            raise  # (an interrupt from inside the object's own code: not a conversion error)
         raise ValueError(
             f"the tool returned a {type(x).__name__} that cannot be read ({first_line(exc)})"
         ) from exc
@@ -591,11 +581,9 @@ def _to_value(x: Any) -> Value:
         answers = [m for m in update.get("messages", []) if isinstance(m, tool_message)]
         return _to_value(answers[0].content) if answers else ""
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
-        return (
-            _to_value(x.model_dump(mode="json"))
-            if x.__pydantic_root_model__
-            else x.model_dump_json()
-        )
+        if x.__pydantic_root_model__:
+            return _to_value(x.model_dump(mode="json"))
+        return x.model_dump_json()
     if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
@@ -627,11 +615,9 @@ def _text(x: Any) -> str:
     """The text of a result (or part of one) that has no JSON form."""
     try:
         return str(x)
-    except RecursionError:  # (to_value says so)
-        raise
-    except compat.bubbling_errors():  # an interrupt from the object's own code passes
-        raise
-    except Exception:  # the object's own __str__ may raise anything
+    except Exception as exc:  # the object's own __str__ may raise anything
+        if isinstance(exc, (RecursionError, *compat.bubbling_errors())):
+            raise  # (to_value says so; an interrupt from the object's own code passes)
         raise ValueError(f"the tool returned a {type(x).__name__} that cannot be held") from None
 
 
@@ -671,32 +657,31 @@ def _text_keys(x: Any) -> Any:
 
 def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     """One tool of the tools argument as an extern (the adapter of :func:`tool_shapes`), read as
-    the module doc says: its schema's parameters in order, each with its declared type and
-    constraints (a JSON schema's properties as types the checks and pydantic read) and its
-    description; its function's annotations (what the runtime injects) and its results."""
+    the module doc says, each parameter's declared constraints kept with its type (a JSON
+    schema's properties as types the checks and pydantic read)."""
     # (BaseTool is loaded if the item is one)
     is_tool = isinstance(item, loaded("langchain_core.tools.base", "BaseTool") or ())
     if isinstance(item, Extern) or is_tool:
         if key is not None and key != item.name:
             own = "extern" if isinstance(item, Extern) else "LangChain tool"
-            raise UsageError(
+            raise errors.UsageError(
                 f"{where}: the {own} is named {item.name!r}; key it by its name, or give it "
                 f"the name {key!r} (@tool({key!r}) for a LangChain tool)"
             )
         if isinstance(item, Extern):
             return item
     elif not callable(item):
-        raise UsageTypeError(
+        raise errors.UsageTypeError(
             f"{where}: {short_repr(item, 80)} is neither a LangChain tool nor a callable"
         )
     name = item.name if is_tool else key if key is not None else getattr(item, "__name__", "")
     if not _NAME_RE.match(name):
-        raise UsageError(
+        raise errors.UsageError(
             f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
             "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
         )
     if register_index(name) is not None:
-        raise UsageError(
+        raise errors.UsageError(
             f"tool name {name!r} is a register name in the plan language: rename the tool"
         )
     output = compat.mcp_output_schema(item) if is_tool else None
@@ -704,7 +689,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     try:  # the function's resolved annotations, extras kept
         hints = typing.get_type_hints(func if callable(func) else item._run, include_extras=True)
     except Exception as exc:
-        raise UsageError(f"cannot resolve the type annotations of tool {name!r}: {exc}") from exc
+        raise errors.UsageError(
+            f"cannot resolve the type annotations of tool {name!r}: {exc}"
+        ) from exc
     injected, runtime = _injected(hints)
     if is_tool:
         schema, about = compat.call_schema(item), item.description or ""
@@ -715,7 +702,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         variadic = [p for p in signature if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if variadic:  # (each as the signature writes it, without its type: *args, **kwargs)
             shown = ", ".join(str(p.replace(annotation=p.empty)) for p in variadic)
-            raise UsageError(
+            raise errors.UsageError(
                 f"tool {name!r} takes {shown}: a plan passes each argument by its place on the "
                 "stack, so every argument needs a name and a type (e.g. def f(city: str)), or "
                 "give a LangChain tool whose args_schema declares them"
@@ -730,11 +717,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
                 include_injected=False,
             )
         except Exception as exc:
-            raise UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
+            raise errors.UsageError(f"cannot read the parameters of tool {name!r}: {exc}") from exc
         taken = {*typing.cast(type[BaseModel], schema).model_fields, *injected, "self"}
         left_out = [repr(p.name) for p in signature if p.default is p.empty and p.name not in taken]
         if left_out:  # (LangChain's schema drops them; the tool node would fail the same way)
-            raise UsageError(
+            raise errors.UsageError(
                 f"tool {name!r} requires {', '.join(left_out)}, which its schema leaves out "
                 "(LangChain leaves out a parameter whose name starts with '_', run_manager and "
                 "callbacks), so no call could pass it: rename it or give it a default"
@@ -912,7 +899,7 @@ def _result_count(annotation: Any, name: str) -> tuple[int, tuple[Any, ...], boo
     if get_origin(ann) is tuple:
         args = get_args(ann)
         if len(args) == 2 and args[1] is Ellipsis:
-            raise UsageError(
+            raise errors.UsageError(
                 f"tool {name!r} returns {label(shape_of(ann))} of unknown length: annotate a "
                 "fixed tuple (tuple[int, int]) so the plan knows how many values to POP, or "
                 "return a list"
@@ -934,11 +921,9 @@ def _docstring_args(doc: str | None) -> dict[str, str]:
     description holds its function's whole docstring unless LangChain parsed it)."""
     out: dict[str, str] = {}
     lines = inspect.cleandoc(doc or "").splitlines()
-    start = next(
-        (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:")), len(lines)
-    )
+    heads = (i for i, ln in enumerate(lines) if ln.strip() in ("Args:", "Arguments:"))
     current, indent = "", -1
-    for ln in lines[start + 1 :]:
+    for ln in lines[next(heads, len(lines)) + 1 :]:  # the lines after the first head
         if not ln.strip():
             continue
         depth = len(ln) - len(ln.lstrip())
@@ -1004,7 +989,7 @@ def check_sync_tools(tools: Iterable[Extern | None]) -> None:
     blocked = sorted({t.name for t in tools if t is not None and t.async_only})
     if blocked:
         listed = ", ".join(repr(n) for n in blocked)
-        raise UsageError(
+        raise errors.UsageError(
             f"the plan calls async-only tools ({listed}) but runs synchronously: nothing has "
             "run; use ainvoke / the async node, or give the tools a sync function"
         )
@@ -1020,17 +1005,17 @@ def program_of(program: object, where: str) -> Program:
     if isinstance(program, Program):
         return program
     if isinstance(program, PlainAnswer):
-        raise UsageError(
+        raise errors.UsageError(
             f"{where}() takes a Program, but the reply held no instruction (parse() gave a "
             "PlainAnswer): check isinstance(parsed, Program) first, or use parse_program()"
         )
-    raise UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
+    raise errors.UsageError(f"{where}() takes a Program from parse(), got {type(program).__name__}")
 
 
 # --- the engine's checks, with the tools as the API takes them -----------------------------------
 
 
-def check(program: Program, tools: ToolSpec) -> tuple[Diagnostic, ...]:
+def check(program: Program, tools: ToolSpec) -> tuple[errors.Diagnostic, ...]:
     """All problems of ``program`` with ``tools`` (see :func:`llassembly.analysis.verifier.check`).
 
     Example:
