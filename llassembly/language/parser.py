@@ -218,8 +218,7 @@ def read_operand(token: str, column: int) -> Operand:
 def _read(token: str) -> Operand:
     """Turn one raw operand token into an operand (columns counted from the token's start)."""
     if token[0] in "\"'":
-        value, _ = _read_string(token, 0)
-        return Imm(value)
+        return Imm(_read_string(token, 0)[0])
     if token[0] == "[":
         close = token.find("]")
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
@@ -231,8 +230,7 @@ def _read(token: str) -> Operand:
         return Imm(read_number(token, 0))
     if token.endswith("()"):
         token = token[:-2]
-    head = _PATH_HEAD.match(token)
-    if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
+    if head := _PATH_HEAD.match(token):  # R1.items[0].id, page.next_cursor
         base = _register(head.group()) or Name(head.group())
         try:
             return _path(token, head.end(), base)
@@ -397,16 +395,14 @@ _LABEL = re.compile(rf"({_NAME})[ \t]*+:")
 def strip_comment(text: str) -> str:
     """Cut a ``;``, ``#`` or ``//`` comment, ignoring those characters inside quotes."""
     position = 0
-    while True:
-        found = _COMMENT_OR_QUOTE.search(text, position)
-        if found is None:  # the common case: nothing to cut, found in C
-            return text
+    while found := _COMMENT_OR_QUOTE.search(text, position):
         if found.group() not in ("'", '"'):
             return text[: found.start()]
         closed = _STRING.match(text, found.start())
         if closed is None:  # an unterminated string runs to the end of the line
             return text
         position = closed.end()
+    return text  # the common case: nothing to cut, found in C
 
 
 class Scanned(NamedTuple):
