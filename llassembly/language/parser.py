@@ -275,8 +275,7 @@ def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     while i < end:
         step = _STEP.match(token, i)
         if step is None:
-            message = f"cannot read {clip(token)!r} as a path"
-            raise LineError(i + 1, message, _PATH_EXPECTED)
+            raise LineError(i + 1, f"cannot read {clip(token)!r} as a path", _PATH_EXPECTED)
         steps.append(Imm(step[1]) if step[1] else _key(step[2].strip(), token, i))
         i = step.end()
     return Path(base, tuple(steps), token)
@@ -883,10 +882,8 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 column = scanned.mnemonic_col + 1
                 if opcode is None:
                     unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
-                else:
-                    instructions.append(
-                        Instruction(opcode, operands, number, column, text, columns)
-                    )
+                    continue
+                instructions.append(Instruction(opcode, operands, number, column, text, columns))
         except LineError as exc:
             error(number, exc)
 
