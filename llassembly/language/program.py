@@ -236,15 +236,10 @@ class Program:
 
     def listing(self) -> str:
         """Return the program as text, one instruction per line, labels included."""
-        by_index: dict[int, list[str]] = {}
-        for key, index in self.labels.items():
-            by_index.setdefault(index, []).append(self.label_names.get(key, key))
-        out: list[str] = []
-        for index, instruction in enumerate(self.instructions):
-            out.extend(f"{name}:" for name in sorted(by_index.get(index, [])))
-            out.append(f"    {instruction}")
-        out.extend(f"{name}:" for name in sorted(by_index.get(len(self.instructions), [])))
-        return "\n".join(out)
+        # by position, each label (in name order) before the instruction it marks
+        rows = [(at, 0, self.label_names.get(key, key), ":") for key, at in self.labels.items()]
+        rows += [(at, 1, f"    {ins}", "") for at, ins in enumerate(self.instructions)]
+        return "\n".join(text + colon for *_, text, colon in sorted(rows))
 
 
 @dataclass(frozen=True, slots=True)
