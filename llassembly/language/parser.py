@@ -621,15 +621,14 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
     if not text:
         raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
     if text[0] in "{[":
-        start = column + len(rest) - len(rest.lstrip())
         try:
             loaded = json.loads(text, parse_constant=no_constant)
             dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             return [Imm(dumped)]
         except (ValueError, RecursionError) as exc:
-            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-            message = f"invalid JSON in data: {detail[:80]}"
-            raise LineError(start + 1, message, "valid JSON") from None
+            detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+            start = column + len(rest) - len(rest.lstrip())
+            raise LineError(start + 1, f"invalid JSON in data: {detail}", "valid JSON") from None
     parts = _operands(rest, column, most)[0]
     if any(not isinstance(p, Imm | Name) for p in parts):
         raise LineError(

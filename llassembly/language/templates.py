@@ -86,8 +86,7 @@ def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
     meant to be (``where`` is the text's name): the text would reach a tool or the answer as
     written, so the parser refuses it."""
     for braces in _braces(text):
-        inner = braces["miss"]
-        if inner is None:
+        if (inner := braces["miss"]) is None:
             continue
         name, sep, rest = inner.strip().partition(":")
         if "!" in name:
@@ -142,10 +141,8 @@ def render(value: Value, spec: str = "") -> str:
         if kind == "" and "." in spec:  # {R1:.2}: two decimals on any number, int or float
             spec += "f"  # (Python's would refuse an int, and give 2 digits of a float: 2.7e+03)
         return format(value, spec)
-    if type(value) is str:
-        return value
-    if value is None:
-        return ""
+    if type(value) is str or value is None:
+        return value or ""
     if type(value) is not float:
         return str(value)
     # whole up to 1e15, else 15 significant digits ("inf" as it is)
