@@ -55,24 +55,21 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     format, its index in text)``; escaped ``{{...}}`` are folded into the pieces. ``text`` has no
     near miss (:func:`near_misses`: the parser refuses those before it splits a text). Stops
     after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
-    pieces: list[str] = []
+    pieces: list[list[str]] = [[]]  # the parts of each piece, joined once at the end
     found: list[tuple[str, str, int]] = []
-    current: list[str] = []
     last = 0
     for braces in _braces(text):
-        current.append(text[last : braces.start()])
+        pieces[-1].append(text[last : braces.start()])
         last = braces.end()
         if braces["escaped"] is not None:
-            current.append("{" + braces["escaped"] + "}")
+            pieces[-1].append("{" + braces["escaped"] + "}")
             continue
-        pieces.append("".join(current))
-        current = []
+        pieces.append([])
         found.append((braces["ref"], braces["spec"] or "", braces.start()))
         if len(found) > MAX_SAY_PLACEHOLDERS:
             break
-    current.append(text[last:])
-    pieces.append("".join(current))
-    return pieces, found
+    pieces[-1].append(text[last:])
+    return ["".join(piece) for piece in pieces], found
 
 
 def has_placeholders(text: str) -> bool:
