@@ -432,10 +432,9 @@ def _scan_line(line: str) -> Scanned:
     # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
     if second is not None and second.upper() in _DATA_WORDS:
-        value_col = head.end(4)
-        value = code[value_col:]
+        value = code[head.end(4) :]
         if word.upper() not in MNEMONICS or (value[:1].isspace() and value.strip()[:1] not in ",;"):
-            return Scanned(labels, second, pos, value, value_col, word)
+            return Scanned(labels, second, pos, value, head.end(4), word)
     rest = code[rest_col:]
     if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
@@ -788,11 +787,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     cells = 0  # cells of the rows read so far (see MAX_MEMORY_CELLS)
     # rows naming other labels (cities dd paris, oslo), filled in once all are read
     pending_rows: list[tuple[str, list[Imm | Name], int, int]] = []
-    errors: list[tuple[Diagnostic, str]] = []  # each problem, with what was expected there
-
-    def error(line: int, problem: LineError) -> None:
-        diagnostic = Diagnostic(line, problem.column, problem.message, source_lines[line - 1])
-        errors.append((diagnostic, problem.expected))
+    errors: list[tuple[int, LineError]] = []  # each problem, with its line
 
     def define(number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
@@ -804,7 +799,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         key = name.lower()
         if key in data:
             message = f"data label {name!r} is defined twice"
-            error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
+            errors.append((number, LineError(scanned.mnemonic_col + 1, message, "a new name")))
         repeat, values = 1, [cast("Imm | Name", Imm(0))]
         if word == "TIMES":  # "times 5 dd 0": the count, the data word and the values
             words = _TIMES.match(rest)
@@ -850,7 +845,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         scanned = scan(visible[number - 1])
         for name, column in scanned.labels:
             if problem := reserved_name(name, "label", column + 1):
-                error(number, problem)
+                errors.append((number, problem))
                 continue
             label_lines.setdefault(name.lower(), []).append((number, column + 1))
             labels.setdefault(name.lower(), len(instructions))
@@ -884,7 +879,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                     continue
                 instructions.append(Instruction(opcode, operands, number, column, text, columns))
         except LineError as exc:
-            error(number, exc)
+            errors.append((number, exc))
 
     # Fill in the rows that name other labels: each named label stands for its value.
     rows = {key for key, *_ in pending_rows}
@@ -895,12 +890,12 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             if isinstance(part, Name) and (value is None or part.name.lower() in rows):
                 message = f"{clip(part.name)!r} in this data row is no data label with a value"
                 expected = "numbers, strings or names of data labels defined with values"
-                error(number, LineError(column + 1, message, expected))
+                errors.append((number, LineError(column + 1, message, expected)))
                 value = 0
             found.append(value)
         listed = row_json(found, MAX_DATA_TEXT_CHARS)
         if listed is None:
-            error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
+            errors.append((number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS)))
         memory[key] = dataclasses.replace(memory[key], cells=tuple(found))
         data[key] = listed or ""
 
@@ -933,8 +928,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
                 problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
             settled.append(_settled(operand, kind, names))
-        for problem in problems:
-            error(ins.line, problem)
+        errors += [(ins.line, problem) for problem in problems]
         said = settled[0] if say and settled else None
         if isinstance(said, Template):  # its placeholders are operands of their own
             operands, columns = (ins.operands[0], *said.fills), (columns[0], *said.columns)
@@ -949,11 +943,12 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 "placeholders a plan may have"
             )
             expected = "fewer placeholders: SAY in a loop, or say a summary"
-            error(ins.line, LineError(ins.column, message, expected))
+            errors.append((ins.line, LineError(ins.column, message, expected)))
             break
 
     if errors:
-        raise AsmSyntaxError(tuple(d for d, _ in errors), errors[0][1])
+        reported = tuple(Diagnostic(n, e.column, e.message, source_lines[n - 1]) for n, e in errors)
+        raise AsmSyntaxError(reported, errors[0][1].expected)
     if not instructions and not unknown:
         if not shown.strip():  # only thinking: nothing was said to the user
             raise EmptyReply()
