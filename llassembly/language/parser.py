@@ -135,13 +135,9 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         return None
     body_start = start + 1
     shorter: list[int] = []  # value indexes of the characters written as a two-character escape
-    produced, last = 0, body_start
     for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
-        produced += escape.start() - last
-        known = escape.group(1) in _ESCAPES
-        if known:
-            shorter.append(produced)
-        produced, last = produced + (1 if known else 2), escape.end()
+        if escape.group(1) in _ESCAPES:  # its offset, less one per known escape before it
+            shorter.append(escape.start() - body_start - len(shorter))
     # each character is as many columns further as there are escapes before it
     return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
 
