@@ -74,6 +74,8 @@ _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][
 
 _SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
 _SIZE_WORDS |= {"XMMWORD": 16}
+# A size word ("dword"), maybe with "ptr", still waiting for its "[...]".
+_SIZED = re.compile(rf"\s*+(?:{'|'.join(_SIZE_WORDS)})(?:\s++PTR)?+\s*+", re.IGNORECASE)
 _STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
 _NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
 """The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
@@ -161,7 +163,7 @@ def _operands(
         start = i
         token = _TOKEN.match(text, i)  # None only at a quote: a string
         i = token.end() if token else _string_end(text, i, offset)
-        if not expect_operand and text[start] in "[pP" and _sized(tokens[-1][0]):
+        if not expect_operand and text[start] in "[pP" and _SIZED.fullmatch(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
             tokens.append((text[column - offset : i], column))
@@ -173,14 +175,6 @@ def _operands(
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
-
-
-def _sized(token: str) -> bool:
-    """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
-    words = token.upper().split()
-    if not words or token.endswith("]"):
-        return False
-    return words[0] in _SIZE_WORDS and words[1:] in ([], ["PTR"])
 
 
 def read_number(token: str, column: int) -> int | float:
@@ -220,7 +214,7 @@ def _read(token: str) -> Operand:
         if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
             return _path(token, close + 1, _read_memory(token[: close + 1]))
         return _read_memory(token)
-    if _sized(token.split("[", 1)[0].strip()):
+    if _SIZED.fullmatch(token.split("[", 1)[0]):
         return _read_memory(token)
     if _NUMBER.match(token):
         return Imm(read_number(token, 0))
