@@ -99,10 +99,9 @@ def _form(spec: str) -> Form:
     """A :class:`Form` from its spelling: ``"+reg, value; +EAX =EDX"`` (see the module doc)."""
     named, _, implicit = spec.partition(";")
     words = [word.strip() for word in named.split(",") if word.strip()]
-    kinds = [word.lstrip("=+") for word in words]
     registers = [(word[0], register_index(word.lstrip("=+"))) for word in implicit.split()]
     return Form(
-        cast("tuple[OperandKind, ...]", tuple(kinds)),
+        cast("tuple[OperandKind, ...]", tuple(word.lstrip("=+") for word in words)),
         tuple(p for p, word in enumerate(words) if word[0] == "+" or word == "value"),
         tuple(p for p, word in enumerate(words) if word[0] in "=+"),
         tuple(cast("int", index) for access, index in registers if access != "="),
