@@ -719,8 +719,7 @@ def _as_template(
     pieces, found = split_template(text) if not misses else ([], [])
     at = [i for i, _ in misses] or [i for _, _, i in found]
     # each character's own column when the text is written on this line, else the operand's
-    written = string_columns(source_line, column - 1, at) if isinstance(operand, Imm) else None
-    columns = written if written is not None else [column] * len(at)
+    columns = string_columns(source_line, column - 1, at) or [column] * len(at)
     if misses:
         return operand, [
             LineError(c, why, _VALID_FORMS) for c, (_, why) in zip(columns, misses, strict=True)
