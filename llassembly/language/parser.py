@@ -153,16 +153,15 @@ def _operands(
     i = 0
     expect_operand = True
     while found := _NOT_SPACE.search(text, i):
-        i = found.start()
-        if text[i] == ",":
+        start = found.start()
+        if text[start] == ",":
             if expect_operand:
-                raise LineError(offset + i + 1, "unexpected comma", "an operand")
+                raise LineError(offset + start + 1, "unexpected comma", "an operand")
             expect_operand = True
-            i += 1
+            i = start + 1
             continue
-        start = i
-        token = _TOKEN.match(text, i)  # None only at a quote: a string
-        i = token.end() if token else _string_end(text, i, offset)
+        token = _TOKEN.match(text, start)  # None only at a quote: a string
+        i = token.end() if token else _string_end(text, start, offset)
         if not expect_operand and text[start] in "[pP" and _SIZED.fullmatch(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
