@@ -125,12 +125,12 @@ def render(value: Value, spec: str = "") -> str:
         >>> render(2712.5, ",.2f"), render(13, "02"), render(0.25, ".0%"), render(7.6, "d")
         ('2,712.50', '13', '25%', '8')
     """
+    kind = spec[-1] if spec and spec[-1] in "dfeg%s" else ""
+    if type(value) is str or value is None:  # NONE reads as empty text
+        if kind not in ("", "s") or "," in spec or "_" in spec:
+            raise ValueError(f"the format {spec} is for numbers, and this is text")
+        return format(value or "", spec.removeprefix("0"))
     if spec:
-        kind = spec[-1] if spec[-1] in "dfeg%s" else ""
-        if type(value) is str or value is None:
-            if kind not in ("", "s") or "," in spec or "_" in spec:
-                raise ValueError(f"the format {spec} is for numbers, and this is text")
-            return format(value or "", spec.replace("0", "", 1) if spec[:1] == "0" else spec)
         if kind == "s":
             raise ValueError(f"the format {spec} is for text, and this is a number")
         if kind == "d" and type(value) is float:
@@ -138,8 +138,6 @@ def render(value: Value, spec: str = "") -> str:
         if kind == "" and "." in spec:  # {R1:.2}: two decimals on any number, int or float
             spec += "f"  # (Python's would refuse an int, and give 2 digits of a float: 2.7e+03)
         return format(value, spec)
-    if type(value) is str or value is None:
-        return value or ""
     if type(value) is not float:
         return str(value)
     # whole up to 1e15, else 15 significant digits ("inf" as it is)
