@@ -157,16 +157,10 @@ def row_json(cells: Sequence[Value], limit: int) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
-    """One parsed instruction.
-
-    Attributes:
-        op: The opcode (aliases already mapped).
-        operands: Operands as written, in order.
-        line: 1-based line number in the model's reply.
-        column: 1-based column where the mnemonic starts.
-        text: The instruction as written (without label or comment).
-        operand_columns: 1-based column of each operand, for diagnostics.
-    """
+    """One parsed instruction: its opcode ``op`` (aliases already mapped), its ``operands`` as
+    written, in order, its 1-based ``line`` in the model's reply and ``column`` where the mnemonic
+    starts, its ``text`` as written (without label or comment) and the 1-based column of each
+    operand (``operand_columns``, for diagnostics)."""
 
     op: Opcode
     operands: tuple[Operand, ...]
