@@ -1038,13 +1038,10 @@ _PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in w
 
 
 def not_words(text: str) -> None:
-    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words: a tool call in a
-    model's markup, or, with little prose beside it, code (fenced or not), a JSON object or
-    list that starts a line and ends one, a call written as code (``get_weather(city="Paris")``).
-
-    Raises:
-        NotWords: Saying what the reply holds and what to write instead.
-    """
+    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words (raise :class:`NotWords`,
+    saying what the reply holds and what to write instead): a tool call in a model's markup, or,
+    with little prose beside it, code (fenced or not), a JSON object or list that starts a line and
+    ends one, a call written as code (``get_weather(city="Paris")``)."""
     stripped = text.strip()
     fences = [m.group(1).lower() for m in map(_FENCE.match, stripped.splitlines()) if m]
     prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)

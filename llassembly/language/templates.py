@@ -114,10 +114,8 @@ def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
 
 def render(value: Value, spec: str = "") -> str:
     """A value as a person reads it, with a format (``spec``) as Python's ``format`` writes it
-    (see *Values* and *Formats* in ``docs/language.md``).
-
-    Raises:
-        ValueError: A number format for text (``{R1:.2f}`` on ``"abc"``).
+    (see *Values* and *Formats* in ``docs/language.md``); a number format for text (``{R1:.2f}``
+    on ``"abc"``) raises ``ValueError``.
 
     Example:
         >>> render(19.5), render(0.1 + 0.2), render(31.0), render(7), render("Oslo")
