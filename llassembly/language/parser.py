@@ -208,12 +208,10 @@ def _read(token: str) -> Operand:
     """Turn one raw operand token into an operand (columns counted from the token's start)."""
     if token[0] in "\"'":
         return Imm(_read_string(token, 0)[0])
-    if token[0] == "[":
-        close = token.find("]")
-        if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
-            return _path(token, close + 1, _read_memory(token[: close + 1]))
-        return _read_memory(token)
-    if _SIZED.fullmatch(token.split("[", 1)[0]):
+    close = token.find("]")
+    if token[0] == "[" and 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
+        return _path(token, close + 1, _read_memory(token[: close + 1]))
+    if token[0] == "[" or _SIZED.fullmatch(token.split("[", 1)[0]):
         return _read_memory(token)
     if _NUMBER.match(token):
         return Imm(read_number(token, 0))
