@@ -821,8 +821,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             return
         # Text written out in the plan is kept whatever its length; text built from it
         # (repeated by times) may not grow past the limit.
-        limit = max(MAX_DATA_TEXT_CHARS, len(rest))
-        value, row = _data_cells(parts, column, limit)
+        value, row = _data_cells(parts, column, max(MAX_DATA_TEXT_CHARS, len(rest)))
         data[key] = value
         if word != "EQU":
             memory[key] = MemoryLabel(tuple(row), size, writable, number)
