@@ -74,8 +74,8 @@ _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][
 
 _SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
 _SIZE_WORDS |= {"XMMWORD": 16}
-# A size word ("dword"), maybe with "ptr", still waiting for its "[...]".
 _SIZED = re.compile(rf"\s*+(?:{'|'.join(_SIZE_WORDS)})(?:\s++PTR)?+\s*+", re.IGNORECASE)
+"""A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
 _STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
 _NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
 """The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
