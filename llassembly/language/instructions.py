@@ -99,10 +99,9 @@ def _form(spec: str) -> Form:
     """A :class:`Form` from its spelling: ``"+reg, value; +EAX =EDX"`` (see the module doc)."""
     named, _, implicit = spec.partition(";")
     words = [word.strip() for word in named.split(",") if word.strip()]
-    kinds = [word.lstrip("=+") for word in words]
     registers = [(word[0], register_index(word.lstrip("=+"))) for word in implicit.split()]
     return Form(
-        cast("tuple[OperandKind, ...]", tuple(kinds)),
+        cast("tuple[OperandKind, ...]", tuple(word.lstrip("=+") for word in words)),
         tuple(p for p, word in enumerate(words) if word[0] == "+" or word == "value"),
         tuple(p for p, word in enumerate(words) if word[0] in "=+"),
         tuple(cast("int", index) for access, index in registers if access != "="),
@@ -167,14 +166,11 @@ class OpcodeInfo:
 
     def shape(self, count: int) -> Form | None:
         """The form with ``count`` operands, or ``None`` when none has that many."""
-        for form in self.shapes:
-            if len(form.kinds) == count:
-                return form
         first = self.shapes[0]
         if self.variadic and count > len(first.kinds):
             extra = tuple(range(len(first.kinds), count))
             return Form(first.kinds + first.kinds[-1:] * len(extra), first.reads + extra)
-        return None
+        return next((form for form in self.shapes if len(form.kinds) == count), None)
 
 
 def _info(*forms: str, **facts: object) -> OpcodeInfo:
@@ -285,11 +281,8 @@ def successors(info: OpcodeInfo, pc: int, target: int | None) -> tuple[int | Non
     ``pc + 1``: see :class:`llassembly.analysis.cfg.ControlFlow`); ``RET`` (its destinations
     are the call stack's) and ``HLT`` have none here. A branch lists the taken successor first.
     """
-    flow = info.flow
-    if flow == "return" or flow == "halt":
+    if info.flow in ("return", "halt"):
         return ()
-    if flow == "jump" or (flow == "call" and target is not None):
+    if info.flow == "jump" or (info.flow == "call" and target is not None):
         return (target,)
-    if flow == "branch":
-        return (target, pc + 1)
-    return (pc + 1,)
+    return (target, pc + 1) if info.flow == "branch" else (pc + 1,)

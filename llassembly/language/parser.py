@@ -74,6 +74,8 @@ _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][
 
 _SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
 _SIZE_WORDS |= {"XMMWORD": 16}
+_SIZED = re.compile(rf"\s*+(?:{'|'.join(_SIZE_WORDS)})(?:\s++PTR)?+\s*+", re.IGNORECASE)
+"""A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
 _STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})
 _NO_VALUE_WORDS = frozenset({"NONE", "NULL"})
 """The words for the value "no value" (see :data:`~llassembly.language.program.NONE`)."""
@@ -135,13 +137,9 @@ def string_columns(line: str, start: int, positions: Sequence[int]) -> list[int]
         return None
     body_start = start + 1
     shorter: list[int] = []  # value indexes of the characters written as a two-character escape
-    produced, last = 0, body_start
     for escape in _ESCAPE.finditer(line, body_start, closed.end() - 1):
-        produced += escape.start() - last
-        known = escape.group(1) in _ESCAPES
-        if known:
-            shorter.append(produced)
-        produced, last = produced + (1 if known else 2), escape.end()
+        if escape.group(1) in _ESCAPES:  # its offset, less one per known escape before it
+            shorter.append(escape.start() - body_start - len(shorter))
     # each character is as many columns further as there are escapes before it
     return [body_start + p + bisect.bisect_left(shorter, p) + 1 for p in positions]
 
@@ -155,17 +153,16 @@ def _operands(
     i = 0
     expect_operand = True
     while found := _NOT_SPACE.search(text, i):
-        i = found.start()
-        if text[i] == ",":
+        start = found.start()
+        if text[start] == ",":
             if expect_operand:
-                raise LineError(offset + i + 1, "unexpected comma", "an operand")
+                raise LineError(offset + start + 1, "unexpected comma", "an operand")
             expect_operand = True
-            i += 1
+            i = start + 1
             continue
-        start = i
-        token = _TOKEN.match(text, i)  # None only at a quote: a string
-        i = token.end() if token else _string_end(text, i, offset)
-        if not expect_operand and text[start] in "[pP" and _sized(tokens[-1][0]):
+        token = _TOKEN.match(text, start)  # None only at a quote: a string
+        i = token.end() if token else _string_end(text, start, offset)
+        if not expect_operand and text[start] in "[pP" and _SIZED.fullmatch(tokens[-1][0]):
             # "dword [n]", "DWORD PTR [n]": a size word and its memory operand are one operand
             column = tokens.pop()[1]
             tokens.append((text[column - offset : i], column))
@@ -177,14 +174,6 @@ def _operands(
     if tokens and expect_operand:
         raise LineError(offset + len(text.rstrip()), "trailing comma", "an operand after ','")
     return tuple([read_operand(t, c) for t, c in tokens]), tuple([c + 1 for _, c in tokens])
-
-
-def _sized(token: str) -> bool:
-    """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
-    words = token.upper().split()
-    if not words or token.endswith("]"):
-        return False
-    return words[0] in _SIZE_WORDS and words[1:] in ([], ["PTR"])
 
 
 def read_number(token: str, column: int) -> int | float:
@@ -218,21 +207,17 @@ def read_operand(token: str, column: int) -> Operand:
 def _read(token: str) -> Operand:
     """Turn one raw operand token into an operand (columns counted from the token's start)."""
     if token[0] in "\"'":
-        value, _ = _read_string(token, 0)
-        return Imm(value)
-    if token[0] == "[":
-        close = token.find("]")
-        if 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
-            return _path(token, close + 1, _read_memory(token[: close + 1]))
-        return _read_memory(token)
-    if _sized(token.split("[", 1)[0].strip()):
+        return Imm(_read_string(token, 0)[0])
+    close = token.find("]")
+    if token[0] == "[" and 0 < close < len(token) - 1:  # [EBX].name, [row + 8].items[0]
+        return _path(token, close + 1, _read_memory(token[: close + 1]))
+    if token[0] == "[" or _SIZED.fullmatch(token.split("[", 1)[0]):
         return _read_memory(token)
     if _NUMBER.match(token):
         return Imm(read_number(token, 0))
     if token.endswith("()"):
         token = token[:-2]
-    head = _PATH_HEAD.match(token)
-    if head is not None and head.end() < len(token):  # R1.items[0].id, page.next_cursor
+    if head := _PATH_HEAD.match(token):  # R1.items[0].id, page.next_cursor
         base = _register(head.group()) or Name(head.group())
         try:
             return _path(token, head.end(), base)
@@ -277,8 +262,7 @@ def _path(token: str, start: int, base: Reg | Name | Mem) -> Path:
     while i < end:
         step = _STEP.match(token, i)
         if step is None:
-            message = f"cannot read {clip(token)!r} as a path"
-            raise LineError(i + 1, message, _PATH_EXPECTED)
+            raise LineError(i + 1, f"cannot read {clip(token)!r} as a path", _PATH_EXPECTED)
         steps.append(Imm(step[1]) if step[1] else _key(step[2].strip(), token, i))
         i = step.end()
     return Path(base, tuple(steps), token)
@@ -397,16 +381,14 @@ _LABEL = re.compile(rf"({_NAME})[ \t]*+:")
 def strip_comment(text: str) -> str:
     """Cut a ``;``, ``#`` or ``//`` comment, ignoring those characters inside quotes."""
     position = 0
-    while True:
-        found = _COMMENT_OR_QUOTE.search(text, position)
-        if found is None:  # the common case: nothing to cut, found in C
-            return text
+    while found := _COMMENT_OR_QUOTE.search(text, position):
         if found.group() not in ("'", '"'):
             return text[: found.start()]
         closed = _STRING.match(text, found.start())
         if closed is None:  # an unterminated string runs to the end of the line
             return text
         position = closed.end()
+    return text  # the common case: nothing to cut, found in C
 
 
 class Scanned(NamedTuple):
@@ -437,10 +419,9 @@ def _scan_line(line: str) -> Scanned:
     # "MOV string, R1" and "PUSH db" stay instructions: no value follows the data word there.
     second = head.group(4)
     if second is not None and second.upper() in _DATA_WORDS:
-        value_col = head.end(4)
-        value = code[value_col:]
+        value = code[head.end(4) :]
         if word.upper() not in MNEMONICS or (value[:1].isspace() and value.strip()[:1] not in ",;"):
-            return Scanned(labels, second, pos, value, value_col, word)
+            return Scanned(labels, second, pos, value, head.end(4), word)
     rest = code[rest_col:]
     if labels and word.upper() in _DATA_WORDS:
         name, column = labels[-1]
@@ -626,15 +607,14 @@ def _data_parts(rest: str, column: int, most: int) -> list[Imm | Name]:
     if not text:
         raise LineError(column + 1, "data definition without a value", "a string, number or JSON")
     if text[0] in "{[":
-        start = column + len(rest) - len(rest.lstrip())
         try:
             loaded = json.loads(text, parse_constant=no_constant)
             dumped = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             return [Imm(dumped)]
         except (ValueError, RecursionError) as exc:
-            detail = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
-            message = f"invalid JSON in data: {detail[:80]}"
-            raise LineError(start + 1, message, "valid JSON") from None
+            detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+            start = column + len(rest) - len(rest.lstrip())
+            raise LineError(start + 1, f"invalid JSON in data: {detail}", "valid JSON") from None
     parts = _operands(rest, column, most)[0]
     if any(not isinstance(p, Imm | Name) for p in parts):
         raise LineError(
@@ -736,8 +716,7 @@ def _as_template(
     pieces, found = split_template(text) if not misses else ([], [])
     at = [i for i, _ in misses] or [i for _, _, i in found]
     # each character's own column when the text is written on this line, else the operand's
-    written = string_columns(source_line, column - 1, at) if isinstance(operand, Imm) else None
-    columns = written if written is not None else [column] * len(at)
+    columns = string_columns(source_line, column - 1, at) or [column] * len(at)
     if misses:
         return operand, [
             LineError(c, why, _VALID_FORMS) for c, (_, why) in zip(columns, misses, strict=True)
@@ -794,11 +773,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     cells = 0  # cells of the rows read so far (see MAX_MEMORY_CELLS)
     # rows naming other labels (cities dd paris, oslo), filled in once all are read
     pending_rows: list[tuple[str, list[Imm | Name], int, int]] = []
-    errors: list[tuple[Diagnostic, str]] = []  # each problem, with what was expected there
-
-    def error(line: int, problem: LineError) -> None:
-        diagnostic = Diagnostic(line, problem.column, problem.message, source_lines[line - 1])
-        errors.append((diagnostic, problem.expected))
+    errors: list[tuple[int, LineError]] = []  # each problem, with its line
 
     def define(number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
@@ -810,7 +785,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         key = name.lower()
         if key in data:
             message = f"data label {name!r} is defined twice"
-            error(number, LineError(scanned.mnemonic_col + 1, message, "a new name"))
+            errors.append((number, LineError(scanned.mnemonic_col + 1, message, "a new name")))
         repeat, values = 1, [cast("Imm | Name", Imm(0))]
         if word == "TIMES":  # "times 5 dd 0": the count, the data word and the values
             words = _TIMES.match(rest)
@@ -846,8 +821,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             return
         # Text written out in the plan is kept whatever its length; text built from it
         # (repeated by times) may not grow past the limit.
-        limit = max(MAX_DATA_TEXT_CHARS, len(rest))
-        value, row = _data_cells(parts, column, limit)
+        value, row = _data_cells(parts, column, max(MAX_DATA_TEXT_CHARS, len(rest)))
         data[key] = value
         if word != "EQU":
             memory[key] = MemoryLabel(tuple(row), size, writable, number)
@@ -856,7 +830,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         scanned = scan(visible[number - 1])
         for name, column in scanned.labels:
             if problem := reserved_name(name, "label", column + 1):
-                error(number, problem)
+                errors.append((number, problem))
                 continue
             label_lines.setdefault(name.lower(), []).append((number, column + 1))
             labels.setdefault(name.lower(), len(instructions))
@@ -887,12 +861,10 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 column = scanned.mnemonic_col + 1
                 if opcode is None:
                     unknown.append(UnknownInstruction(scanned.mnemonic, number, column, text))
-                else:
-                    instructions.append(
-                        Instruction(opcode, operands, number, column, text, columns)
-                    )
+                    continue
+                instructions.append(Instruction(opcode, operands, number, column, text, columns))
         except LineError as exc:
-            error(number, exc)
+            errors.append((number, exc))
 
     # Fill in the rows that name other labels: each named label stands for its value.
     rows = {key for key, *_ in pending_rows}
@@ -903,12 +875,12 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             if isinstance(part, Name) and (value is None or part.name.lower() in rows):
                 message = f"{clip(part.name)!r} in this data row is no data label with a value"
                 expected = "numbers, strings or names of data labels defined with values"
-                error(number, LineError(column + 1, message, expected))
+                errors.append((number, LineError(column + 1, message, expected)))
                 value = 0
             found.append(value)
         listed = row_json(found, MAX_DATA_TEXT_CHARS)
         if listed is None:
-            error(number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS))
+            errors.append((number, _too_long(column, _ROW_TEXT, MAX_DATA_TEXT_CHARS)))
         memory[key] = dataclasses.replace(memory[key], cells=tuple(found))
         data[key] = listed or ""
 
@@ -941,8 +913,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             if kind == "reg" and isinstance(written, Name):  # MOV none, 3: no variable
                 problems += filter(None, [reserved_name(written.name, "variable", columns[at])])
             settled.append(_settled(operand, kind, names))
-        for problem in problems:
-            error(ins.line, problem)
+        errors += [(ins.line, problem) for problem in problems]
         said = settled[0] if say and settled else None
         if isinstance(said, Template):  # its placeholders are operands of their own
             operands, columns = (ins.operands[0], *said.fills), (columns[0], *said.columns)
@@ -957,11 +928,12 @@ def _parse(normalised: str) -> Program | PlainAnswer:
                 "placeholders a plan may have"
             )
             expected = "fewer placeholders: SAY in a loop, or say a summary"
-            error(ins.line, LineError(ins.column, message, expected))
+            errors.append((ins.line, LineError(ins.column, message, expected)))
             break
 
     if errors:
-        raise AsmSyntaxError(tuple(d for d, _ in errors), errors[0][1])
+        reported = tuple(Diagnostic(n, e.column, e.message, source_lines[n - 1]) for n, e in errors)
+        raise AsmSyntaxError(reported, errors[0][1].expected)
     if not instructions and not unknown:
         if not shown.strip():  # only thinking: nothing was said to the user
             raise EmptyReply()
@@ -1063,13 +1035,10 @@ _PROSE_WORDS = 12  # words of prose beside code that make a reply an answer in w
 
 
 def not_words(text: str) -> None:
-    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words: a tool call in a
-    model's markup, or, with little prose beside it, code (fenced or not), a JSON object or
-    list that starts a line and ends one, a call written as code (``get_weather(city="Paris")``).
-
-    Raises:
-        NotWords: Saying what the reply holds and what to write instead.
-    """
+    """Refuse a :class:`PlainAnswer`'s ``text`` that is no answer in words (raise :class:`NotWords`,
+    saying what the reply holds and what to write instead): a tool call in a model's markup, or,
+    with little prose beside it, code (fenced or not), a JSON object or list that starts a line and
+    ends one, a call written as code (``get_weather(city="Paris")``)."""
     stripped = text.strip()
     fences = [m.group(1).lower() for m in map(_FENCE.match, stripped.splitlines()) if m]
     prose = re.sub(r"```.*?(```|$)", " ", stripped, flags=re.S)

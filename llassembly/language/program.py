@@ -157,16 +157,10 @@ def row_json(cells: Sequence[Value], limit: int) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
-    """One parsed instruction.
-
-    Attributes:
-        op: The opcode (aliases already mapped).
-        operands: Operands as written, in order.
-        line: 1-based line number in the model's reply.
-        column: 1-based column where the mnemonic starts.
-        text: The instruction as written (without label or comment).
-        operand_columns: 1-based column of each operand, for diagnostics.
-    """
+    """One parsed instruction: its opcode ``op`` (aliases already mapped), its ``operands`` as
+    written, in order, its 1-based ``line`` in the model's reply and ``column`` where the mnemonic
+    starts, its ``text`` as written (without label or comment) and the 1-based column of each
+    operand (``operand_columns``, for diagnostics)."""
 
     op: Opcode
     operands: tuple[Operand, ...]
@@ -236,15 +230,10 @@ class Program:
 
     def listing(self) -> str:
         """Return the program as text, one instruction per line, labels included."""
-        by_index: dict[int, list[str]] = {}
-        for key, index in self.labels.items():
-            by_index.setdefault(index, []).append(self.label_names.get(key, key))
-        out: list[str] = []
-        for index, instruction in enumerate(self.instructions):
-            out.extend(f"{name}:" for name in sorted(by_index.get(index, [])))
-            out.append(f"    {instruction}")
-        out.extend(f"{name}:" for name in sorted(by_index.get(len(self.instructions), [])))
-        return "\n".join(out)
+        # by position, each label (in name order) before the instruction it marks
+        rows = [(at, 0, self.label_names.get(key, key), ":") for key, at in self.labels.items()]
+        rows += [(at, 1, f"    {ins}", "") for at, ins in enumerate(self.instructions)]
+        return "\n".join(text + colon for *_, text, colon in sorted(rows))
 
 
 @dataclass(frozen=True, slots=True)

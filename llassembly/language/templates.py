@@ -55,24 +55,21 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
     format, its index in text)``; escaped ``{{...}}`` are folded into the pieces. ``text`` has no
     near miss (:func:`near_misses`: the parser refuses those before it splits a text). Stops
     after :data:`MAX_SAY_PLACEHOLDERS` + 1 placeholders."""
-    pieces: list[str] = []
+    pieces: list[list[str]] = [[]]  # the parts of each piece, joined once at the end
     found: list[tuple[str, str, int]] = []
-    current: list[str] = []
     last = 0
     for braces in _braces(text):
-        current.append(text[last : braces.start()])
+        pieces[-1].append(text[last : braces.start()])
         last = braces.end()
         if braces["escaped"] is not None:
-            current.append("{" + braces["escaped"] + "}")
+            pieces[-1].append("{" + braces["escaped"] + "}")
             continue
-        pieces.append("".join(current))
-        current = []
+        pieces.append([])
         found.append((braces["ref"], braces["spec"] or "", braces.start()))
         if len(found) > MAX_SAY_PLACEHOLDERS:
             break
-    current.append(text[last:])
-    pieces.append("".join(current))
-    return pieces, found
+    pieces[-1].append(text[last:])
+    return ["".join(piece) for piece in pieces], found
 
 
 def has_placeholders(text: str) -> bool:
@@ -86,8 +83,7 @@ def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
     meant to be (``where`` is the text's name): the text would reach a tool or the answer as
     written, so the parser refuses it."""
     for braces in _braces(text):
-        inner = braces["miss"]
-        if inner is None:
+        if (inner := braces["miss"]) is None:
             continue
         name, sep, rest = inner.strip().partition(":")
         if "!" in name:
@@ -118,10 +114,8 @@ def near_misses(text: str, where: str) -> Iterator[tuple[int, str]]:
 
 def render(value: Value, spec: str = "") -> str:
     """A value as a person reads it, with a format (``spec``) as Python's ``format`` writes it
-    (see *Values* and *Formats* in ``docs/language.md``).
-
-    Raises:
-        ValueError: A number format for text (``{R1:.2f}`` on ``"abc"``).
+    (see *Values* and *Formats* in ``docs/language.md``); a number format for text (``{R1:.2f}``
+    on ``"abc"``) raises ``ValueError``.
 
     Example:
         >>> render(19.5), render(0.1 + 0.2), render(31.0), render(7), render("Oslo")
@@ -129,12 +123,12 @@ def render(value: Value, spec: str = "") -> str:
         >>> render(2712.5, ",.2f"), render(13, "02"), render(0.25, ".0%"), render(7.6, "d")
         ('2,712.50', '13', '25%', '8')
     """
+    kind = spec[-1] if spec and spec[-1] in "dfeg%s" else ""
+    if type(value) is str or value is None:  # NONE reads as empty text
+        if kind not in ("", "s") or "," in spec or "_" in spec:
+            raise ValueError(f"the format {spec} is for numbers, and this is text")
+        return format(value or "", spec.removeprefix("0"))
     if spec:
-        kind = spec[-1] if spec[-1] in "dfeg%s" else ""
-        if type(value) is str or value is None:
-            if kind not in ("", "s") or "," in spec or "_" in spec:
-                raise ValueError(f"the format {spec} is for numbers, and this is text")
-            return format(value or "", spec.replace("0", "", 1) if spec[:1] == "0" else spec)
         if kind == "s":
             raise ValueError(f"the format {spec} is for text, and this is a number")
         if kind == "d" and type(value) is float:
@@ -142,10 +136,6 @@ def render(value: Value, spec: str = "") -> str:
         if kind == "" and "." in spec:  # {R1:.2}: two decimals on any number, int or float
             spec += "f"  # (Python's would refuse an int, and give 2 digits of a float: 2.7e+03)
         return format(value, spec)
-    if type(value) is str:
-        return value
-    if value is None:
-        return ""
     if type(value) is not float:
         return str(value)
     # whole up to 1e15, else 15 significant digits ("inf" as it is)
