@@ -735,7 +735,7 @@ def _as_template(
         try:
             fill = read_operand(ref, column - 1)
         except LineError as exc:
-            message = f"cannot read {clip(shown)} in {where.removesuffix(' text')}: {exc.message}"
+            message = f"cannot read {clip(shown)} in {where}: {exc.message}"
             problems.append(LineError(column, message, exc.expected))
             continue
         if not isinstance(fill, Reg | Name | Mem | Path):  # {.5} reads as a number

@@ -110,3 +110,14 @@ def test_the_listing_writes_none_templates_and_escapes_as_the_plan_would() -> No
     # the same operands (the template's differ only in their columns: the listing is indented)
     for at in (0, 2, 3):
         assert again.instructions[at].operands == program.instructions[at].operands
+
+
+@pytest.mark.parametrize(
+    ("reply", "where"),
+    [('MOV R1, "a {R1..} b"\nSAY R1', "the text"), ('SAY "a {R1..} b"', "the answer text")],
+)
+def test_an_unreadable_placeholder_names_the_text_it_is_in(reply: str, where: str) -> None:
+    """The message says which text holds the placeholder: a text operand's, or SAY's."""
+    assert f"cannot read {{R1..}} in {where}: cannot read 'R1..' as a path" in str(
+        syntax_error(reply)
+    )
