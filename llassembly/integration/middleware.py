@@ -378,10 +378,8 @@ def visit(
             ran = yield action
             made += query_model_calls(ran.messages)  # the plan's queries are model calls
             event = turn.Received(ran)
-        elif (
-            isinstance(action, turn.AskModel | turn.AskAnswer | turn.AskQuery)
-            and not made
-            and not old_lag
+        elif isinstance(action, turn.AskModel | turn.AskAnswer | turn.AskQuery) and not (
+            made or old_lag
         ):
             made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
             if isinstance(action, turn.AskModel):
