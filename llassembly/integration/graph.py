@@ -172,8 +172,7 @@ class PlanGraph:
 
     def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
         """The input for a fresh run (or one continuing from an emulator snapshot)."""
-        if machine is None:
-            machine = Emulator(self.compiled).snapshot()
+        machine = Emulator(self.compiled).snapshot() if machine is None else machine
         return {"machine": machine, "messages": [], "failure": None}
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:

@@ -282,8 +282,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         pending = next((p for p in record["pending"] if p["id"] == cid), None) if record else None
         if record is None or pending is None:
             return handler(request)
-        tool = request.tool
-        extern = self.planner.extern_of(tool) if tool is not None else None
+        extern = self.planner.extern_of(request.tool) if request.tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
         ctx = calls.CallContext(self.planner, externs, prefix_of(record))
         call = call_of(pending, request.tool_call.get("args") or {})
@@ -331,10 +330,8 @@ def next_event(
         if len(answers) < len(pending) or calls.ends_run(answers):  # (that run has ended)
             return turn.Begin()
         # The calls' arguments as the tool node got them (after any middleware that edited them).
-        sent = next(
-            (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
-        )
-        asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
+        sent = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls][-1:]
+        asked = {c.get("id") or "": c.get("args") or {} for m in sent for c in m.tool_calls}
         outcomes = [
             calls.outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
             for a, p in zip(answers, pending, strict=True)
