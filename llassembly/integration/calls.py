@@ -121,8 +121,7 @@ def result_text(result: Any) -> str:
 
 def message_text(message: ToolMessage) -> str:
     """A ``ToolMessage``'s content as text."""
-    content = message.content
-    return content if type(content) is str else str(message.text)
+    return message.content if type(message.content) is str else str(message.text)
 
 
 def _result(
