@@ -325,8 +325,7 @@ class PlanGraph:
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
-        emulator = Emulator(self.compiled)  # only to build the call: no state is read
-        call = emulator.call_at(payload["index"], payload["values"], payload["number"])
+        call = Emulator(self.compiled).call_at(**payload)  # only builds the call: reads no state
         [outcome] = yield [call]
         return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
