@@ -248,8 +248,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         record = record_of(state)
         if record is None:
             return None
-        at_the_model = due(record) not in ("results", "nothing")
-        if _latest(record, state.get("messages", [])) and at_the_model:
+        if _latest(record, state.get("messages", [])) and due(record) not in ("results", "nothing"):
             return {"jump_to": "model"}
         if record["raise_failure"] and record["failure"] is not None:
             raise error_of(record["failure"])
