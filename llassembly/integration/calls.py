@@ -193,8 +193,7 @@ class CallContext:
     """What a plan's calls need from their driver (live objects, never in graph state).
 
     Attributes:
-        planner: The planner (its options' ``tool_middleware``, its tools' recording copies
-            and direct functions).
+        planner: Its options' ``tool_middleware``, its tools' recording copies and direct functions.
         externs: The tools the plan may call.
         prefix: The plan's call-id prefix.
         state: The caller's graph state, given to tools as ``ToolRuntime.state``.
