@@ -121,8 +121,7 @@ def result_text(result: Any) -> str:
 
 def message_text(message: ToolMessage) -> str:
     """A ``ToolMessage``'s content as text."""
-    content = message.content
-    return content if type(content) is str else str(message.text)
+    return message.content if type(message.content) is str else str(message.text)
 
 
 def _result(
@@ -194,8 +193,7 @@ class CallContext:
     """What a plan's calls need from their driver (live objects, never in graph state).
 
     Attributes:
-        planner: The planner (its options' ``tool_middleware``, its tools' recording copies
-            and direct functions).
+        planner: Its options' ``tool_middleware``, its tools' recording copies and direct functions.
         externs: The tools the plan may call.
         prefix: The plan's call-id prefix.
         state: The caller's graph state, given to tools as ``ToolRuntime.state``.
@@ -267,6 +265,11 @@ def _running(
     try:
         with compat.recording(noted):
             result = yield request
+        if not isinstance(result, ToolMessage) and not _is_answer(result):
+            raise UsageError(  # the call's failure, as a middleware's exception is
+                f"the call of {call.tool!r} gave a {type(result).__name__}, where a plan takes a "
+                "ToolMessage, a Command or a list of them (from the tool or a tool middleware)"
+            )
     except Exception as exc:
         # The call's failure (its live error kept), but for LangChain failing to write what
         # the tool returned (an integer too long to print): the tool gave the plan that value,
@@ -291,14 +294,6 @@ def _running(
 
     if isinstance(result, ToolMessage):
         return tagged(result)
-    if not _is_answer(result):  # the call's failure, as a middleware's exception is
-        wrong = UsageError(
-            f"the call of {call.tool!r} gave a {type(result).__name__}, where a plan takes a "
-            "ToolMessage, a Command or a list of them (from the tool or a tool middleware)"
-        )
-        failed = raised_message(ctx.errors, call, ctx.prefix, wrong)
-        failed.response_metadata[KEY].update(ends)
-        return failed
     if isinstance(result, Command) and (result.graph or type(result.update) is not dict):
         return result
     answered = clears = False
@@ -383,8 +378,7 @@ def invoke_tool(
             output = (tool.ainvoke if asynchronous else tool.invoke)(call, config)
         else:
             output = direct(call)
-        is_direct = direct is not None
-        return awaited(call, output, is_direct) if asynchronous else done(call, output, is_direct)
+        return (awaited if asynchronous else done)(call, output, direct is not None)
 
     return invoke
 

@@ -22,21 +22,7 @@ from langgraph.types import Command, Send
 
 from llassembly.compat import unobserved
 from llassembly.errors import ExecutionError, Failure, UsageError, failure_of
-from llassembly.integration.calls import (
-    CallContext,
-    as_message,
-    call_id,
-    call_request,
-    ends_run,
-    invoke_tool,
-    jsonable,
-    message_text,
-    outcome_of,
-    query_message,
-    raised_message,
-    run_call,
-    tool_request,
-)
+from llassembly.integration import calls
 from llassembly.integration.query import invoker, query_steps
 from llassembly.integration.record import KEY
 from llassembly.language.limits import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_MAX_TOOL_CALLS
@@ -186,8 +172,7 @@ class PlanGraph:
 
     def initial_state(self, machine: dict[str, Any] | None = None) -> PlanState:
         """The input for a fresh run (or one continuing from an emulator snapshot)."""
-        if machine is None:
-            machine = Emulator(self.compiled).snapshot()
+        machine = Emulator(self.compiled).snapshot() if machine is None else machine
         return {"machine": machine, "messages": [], "failure": None}
 
     def config_for(self, run: PlanRun, config: RunnableConfig | None = None) -> RunnableConfig:
@@ -244,12 +229,12 @@ class PlanGraph:
             if self._dispatching and (st.outstanding or st.pending is not None):
                 batch = emulator.advance_batch()  # the batch the call tasks ran
                 found = {m.tool_call_id: m for m in state.get("results") or []}
-                ids = [call_id(run.call_id_prefix, c.number) for c in batch]
+                ids = [calls.call_id(run.call_id_prefix, c.number) for c in batch]
                 # (Without every result, as from a snapshot taken mid-batch, the batch is
                 # handed out again below.)
                 if all(i in found for i in ids):
                     self._take(emulator, run, batch, [found[i] for i in ids], messages)
-            while not ends_run(messages):
+            while not calls.ends_run(messages):
                 batch = emulator.advance_batch(self._max_steps)
                 externs = self.compiled.externs
                 if not batch or (  # (see hand_off)
@@ -308,13 +293,13 @@ class PlanGraph:
         """
         externs = self.compiled.externs
         query = externs[batch[0].tool].query
-        messages += [call_request(batch, run.call_id_prefix, query=query), *results]
-        if ends_run(results):
+        messages += [calls.call_request(batch, run.call_id_prefix, query=query), *results]
+        if calls.ends_run(results):
             return
         for call, message in zip(batch, results, strict=True):
-            outcome = outcome_of(externs.get(call.tool), message, call)
+            outcome = calls.outcome_of(externs.get(call.tool), message, call)
             if isinstance(outcome, Failed) and not emulator.tests_failure():
-                live = run.errors.pop(call_id(run.call_id_prefix, call.number), None)
+                live = run.errors.pop(calls.call_id(run.call_id_prefix, call.number), None)
                 raise live or outcome.error  # (outcome_of reads every failure as an ExecutionError)
             emulator.complete_batch([outcome])
 
@@ -324,10 +309,10 @@ class PlanGraph:
         if isinstance(outcome, Failed):
             if not isinstance(outcome.error, Exception):
                 raise outcome.error
-            message = raised_message(run.errors, call, run.call_id_prefix, outcome.error)
+            message = calls.raised_message(run.errors, call, run.call_id_prefix, outcome.error)
         else:
             extern = self.compiled.externs[call.tool]
-            message = as_message(extern, call, run.call_id_prefix, outcome)
+            message = calls.as_message(extern, call, run.call_id_prefix, outcome)
         if run.announce is not None:
             run.announce(call, message)
         return message
@@ -340,8 +325,7 @@ class PlanGraph:
         An interrupt in the call propagates: LangGraph keeps what the batch's other tasks
         wrote and runs only this one again on resume.
         """
-        emulator = Emulator(self.compiled)  # only to build the call: no state is read
-        call = emulator.call_at(payload["index"], payload["values"], payload["number"])
+        call = Emulator(self.compiled).call_at(**payload)  # only builds the call: reads no state
         [outcome] = yield [call]
         return {"results": [self._message(config["configurable"][RUN_KEY], call, outcome)]}
 
@@ -406,12 +390,12 @@ class PlanGraph:
         if self.granularity == "instruction":
             edges = self._edges(pc)
             return text(pc), edges if len(edges) <= _MAX_DESTINATIONS else end
-        calls = self._reachable_calls(pc)
-        if calls is None:
+        found = self._reachable_calls(pc)
+        if found is None:
             return f"from L{instructions[pc].line} to one of many tool calls", end
-        ends = " | ".join(map(text, sorted(calls)))
+        ends = " | ".join(map(text, sorted(found)))
         label = f"from L{instructions[pc].line}" + (f" to {ends}" if ends else " to the end")
-        return label, [("", i + 1) for i in sorted(calls) if i + 1 < len(instructions)] + end
+        return label, [("", i + 1) for i in sorted(found) if i + 1 < len(instructions)] + end
 
     def _edges(self, pc: int) -> list[tuple[str, int | None]]:
         """Control-flow successors of one instruction, labelled; ``None`` means the end (a
@@ -427,21 +411,19 @@ class PlanGraph:
     def _reachable_calls(self, pc: int) -> set[int] | None:
         """Tool CALLs reachable from ``pc`` through pure instructions, or ``None`` when the
         walk exceeds its bounds (the drawing then shows fewer edges)."""
-        seen: set[int] = set()
-        calls: set[int] = set()
-        todo = [pc]
+        seen, found, todo = set[int](), set[int](), [pc]
         while todo:
             index = todo.pop()
             if index in seen:
                 continue
             seen.add(index)
-            if len(seen) > _MAX_WALK or len(calls) > _MAX_DESTINATIONS:
+            if len(seen) > _MAX_WALK or len(found) > _MAX_DESTINATIONS:
                 return None
             if index in self.compiled.flow.tools:
-                calls.add(index)
+                found.add(index)
                 continue
             todo.extend(t for _, t in self._edges(index) if t is not None)
-        return calls
+        return found
 
 
 def _serve(config: RunnableConfig, asynchronous: bool) -> Callable[[list[ToolCall]], Any]:
@@ -486,16 +468,16 @@ class Node(Runnable[Any, Any]):
 # -- a planner's plan, run as a plan graph ---------------------------------------------------
 
 
-def _query_call(ctx: CallContext, call: ToolCall) -> Generator[Any, Any, ToolMessage]:
+def _query_call(ctx: calls.CallContext, call: ToolCall) -> Generator[Any, Any, ToolMessage]:
     """A query run as a plan call, sans-IO: its answer as its ``ToolMessage``."""
     if ctx.query_model is None:  # pragma: no cover - every driver gives one with queries on
         raise UsageError("the plan makes a query, but no query model was given")
-    cid = call_id(ctx.prefix, call.number)
+    cid = calls.call_id(ctx.prefix, call.number)
     value, attempts = yield from query_steps(ctx.query_model, call, cid)
-    return query_message(call, ctx.prefix, attempts, value=value)
+    return calls.query_message(call, ctx.prefix, attempts, value=value)
 
 
-def run_plan(plan: str, ctx: CallContext, config: RunnableConfig, asynchronous: bool) -> Any:
+def run_plan(plan: str, ctx: calls.CallContext, config: RunnableConfig, asynchronous: bool) -> Any:
     """Run the plan graph of ``ctx.planner``'s verified ``plan`` to its :class:`PlanRan` end
     (or failure) with ``invoke`` (``ainvoke``, awaitable, when ``asynchronous``); it shares the
     caller's checkpointer (it runs inside the caller's node, with the node's config), so on
@@ -512,7 +494,7 @@ def run_plan(plan: str, ctx: CallContext, config: RunnableConfig, asynchronous: 
 
 
 def _running(
-    graph: PlanGraph, ctx: CallContext, config: RunnableConfig
+    graph: PlanGraph, ctx: calls.CallContext, config: RunnableConfig
 ) -> Generator[tuple[PlanState, RunnableConfig], Any, PlanRan]:
     """A planner's plan run as its plan graph, sans-IO (yields the graph's input and config):
     each call through the one tool path (its ``ToolRuntime``, the planner's
@@ -526,23 +508,24 @@ def _running(
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
             asked = _query_call(ctx, call)
             return (adrive if asynchronous else drive)(asked, invoker(node_config, asynchronous))
-        handler = invoke_tool(ctx, node_config, asynchronous=asynchronous)
-        return run_call(ctx, call, tool_request(ctx, call, node_config), handler, asynchronous)
+        handler = calls.invoke_tool(ctx, node_config, asynchronous=asynchronous)
+        request = calls.tool_request(ctx, call, node_config)
+        return calls.run_call(ctx, call, request, handler, asynchronous)
 
     def announce(call: ToolCall, message: ToolMessage) -> None:
         shown = {
-            "id": call_id(ctx.prefix, call.number),
+            "id": calls.call_id(ctx.prefix, call.number),
             "tool": call.tool,
-            "args": jsonable(call.args),
+            "args": calls.jsonable(call.args),
             "line": call.line,
             "source": call.source,
             "number": call.number,
         }
         kind = "error" if message.status == "error" else "result"
-        writer({KEY: {"call": shown, kind: message_text(message)}})
+        writer({KEY: {"call": shown, kind: calls.message_text(message)}})
 
     announced = announce if writer is not None else None
     run = PlanRun(execute, ctx.prefix, announced, errors=ctx.errors, hand_off=ctx.hand_off)
     result = yield graph.initial_state(), graph.config_for(run, config)
     said = list(result.get("messages", []))
-    return PlanRan(result["machine"], result.get("failure"), said, run.error, ends_run(said))
+    return PlanRan(result["machine"], result.get("failure"), said, run.error, calls.ends_run(said))

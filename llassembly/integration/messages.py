@@ -326,13 +326,8 @@ def answer_messages(
     the agent's ``response_format``, asked for rather than words)."""
     turn = plan_call_messages(messages, summary["prefixes"])
     # A call message of this turn is left out, given again as another object (same id) too.
-    ids = {m.id for m in turn if m.id and isinstance(m, AIMessage | ToolMessage)}
-    calls = {id(m) for m in turn}
-    kept = [
-        m
-        for m in messages
-        if not isinstance(m, SystemMessage) and id(m) not in calls and not (m.id and m.id in ids)
-    ]
+    ids, calls = {m.id for m in turn if m.id}, {id(m) for m in turn}
+    kept = [m for m in split_system(messages)[1] if id(m) not in calls and m.id not in ids]
     done = [str(m.text) for m in planner_view(turn, results=True) if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
     if failure := summary.get("failure"):

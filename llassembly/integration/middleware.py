@@ -248,8 +248,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         record = record_of(state)
         if record is None:
             return None
-        at_the_model = due(record) not in ("results", "nothing")
-        if _latest(record, state.get("messages", [])) and at_the_model:
+        if _latest(record, state.get("messages", [])) and due(record) not in ("results", "nothing"):
             return {"jump_to": "model"}
         if record["raise_failure"] and record["failure"] is not None:
             raise error_of(record["failure"])
@@ -282,8 +281,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         pending = next((p for p in record["pending"] if p["id"] == cid), None) if record else None
         if record is None or pending is None:
             return handler(request)
-        tool = request.tool
-        extern = self.planner.extern_of(tool) if tool is not None else None
+        extern = self.planner.extern_of(request.tool) if request.tool is not None else None
         externs = {extern.name: extern} if extern is not None else {}
         ctx = calls.CallContext(self.planner, externs, prefix_of(record))
         call = call_of(pending, request.tool_call.get("args") or {})
@@ -331,10 +329,8 @@ def next_event(
         if len(answers) < len(pending) or calls.ends_run(answers):  # (that run has ended)
             return turn.Begin()
         # The calls' arguments as the tool node got them (after any middleware that edited them).
-        sent = next(
-            (m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None
-        )
-        asked = {c.get("id") or "": c.get("args") or {} for c in sent.tool_calls} if sent else {}
+        sent = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls][-1:]
+        asked = {c.get("id") or "": c.get("args") or {} for m in sent for c in m.tool_calls}
         outcomes = [
             calls.outcome_of(externs.get(p["tool"]), a, call_of(p, asked.get(p["id"], {})))
             for a, p in zip(answers, pending, strict=True)
@@ -378,10 +374,8 @@ def visit(
             ran = yield action
             made += query_model_calls(ran.messages)  # the plan's queries are model calls
             event = turn.Received(ran)
-        elif (
-            isinstance(action, turn.AskModel | turn.AskAnswer | turn.AskQuery)
-            and not made
-            and not old_lag
+        elif isinstance(action, turn.AskModel | turn.AskAnswer | turn.AskQuery) and not (
+            made or old_lag
         ):
             made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
             if isinstance(action, turn.AskModel):

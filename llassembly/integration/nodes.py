@@ -1,10 +1,8 @@
-"""``ToolsPlannerNode``: the planner as one node of your ``StateGraph`` (``invoke`` and
-``ainvoke`` alike; ``AToolsPlannerNode`` is the same node under its earlier name).
+"""``ToolsPlannerNode``: the planner as one node of your ``StateGraph``.
 
 Inside, the turn is a small graph sharing your checkpointer (nodes ``model``, ``approve`` and
-``execute``, routed by what the turn's record says is due), so a resume after an
-``interrupt()`` calls no model again and runs no completed tool call again (see
-``docs/architecture.md``, *One turn*).
+``execute``, routed by what the turn's record says is due), so a resume after an ``interrupt()``
+calls no model and runs no completed tool call again (see ``docs/architecture.md``, *One turn*).
 """
 
 from __future__ import annotations

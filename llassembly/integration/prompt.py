@@ -184,8 +184,7 @@ def extern_signature(extern: Extern, names: Names | None = None) -> str:
 
 def first_paragraph(text: str | None) -> str:
     """The first paragraph of a tool's description, on one line."""
-    text = inspect.cleandoc(text or "")
-    return " ".join(text.split("\n\n", 1)[0].split())
+    return " ".join(inspect.cleandoc(text or "").split("\n\n", 1)[0].split())
 
 
 def describe_extern(extern: Extern, names: Names | None = None) -> str:

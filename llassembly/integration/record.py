@@ -89,9 +89,6 @@ class Approval(TypedDict):
     request: NotRequired[dict[str, Any]]
 
 
-Phase: TypeAlias = Literal["idle", "planning", "approval", "running", "answering", "done"]
-
-
 class Draft(TypedDict):
     """A reply the checks refused: its text and its problems (each with line and caret)."""
 
@@ -177,7 +174,7 @@ class TurnRecord(TypedDict):
         rejected: The replies the checks refused this turn, with their problems.
     """
 
-    phase: Phase
+    phase: Literal["idle", "planning", "approval", "running", "answering", "done"]
     plan: str | None
     plan_number: int
     prefixes: list[str]

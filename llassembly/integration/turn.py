@@ -223,8 +223,7 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         if view.queries_one_by_one:  # (a batch queued before the limit's counters were set)
             first = next((n for n, d in enumerate(dues) if not settled(d)), len(dues))
             dues = dues[: first + 1]
-        calls = _machine(rec, view).advance_batch()[: len(dues)]
-        return _ask_queries(rec, calls, dues, [])
+        return _ask_queries(rec, _machine(rec, view).advance_batch()[: len(dues)], dues, [])
     if now == "person" and approval is not None and "request" in approval:
         return Step(rec, AskPerson(approval["request"]))
     raise UsageError(f"nothing is due in a turn at phase {rec['phase']!r}")
@@ -340,8 +339,7 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
 def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
     """``text`` is the turn's plan now; its calls' ids start with a short prefix of its own."""
     digest = hashlib.blake2b((text + salt).encode("utf-8", "replace"), digest_size=3).hexdigest()
-    prefix = f"asm{digest}_{rec['plan_number']}_"
-    rec.update({"plan": text, "prefixes": [*rec["prefixes"], prefix]})
+    rec.update({"plan": text, "prefixes": [*rec["prefixes"], f"asm{digest}_{rec['plan_number']}_"]})
 
 
 def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
