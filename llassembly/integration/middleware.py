@@ -180,9 +180,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                 return ask_all(query_model, asked.requests, asynchronous)
             if isinstance(asked, turn.RunPlan):
                 ctx = calls.CallContext(
-                    self.planner, externs, asked.prefix, state, request.runtime, query_model,
+                    self.planner,
+                    externs,
+                    asked.prefix,
+                    state,
+                    request.runtime,
+                    query_model,
                     hand_off=True,
-                )  # fmt: skip
+                )
                 return run_plan(asked.plan, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 

@@ -217,9 +217,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         except RuntimeError:  # called outside a graph
             runtime = None
         calls = CallContext(
-            self.planner, self.externs, state=state, runtime=runtime,
+            self.planner,
+            self.externs,
+            state=state,
+            runtime=runtime,
             query_model=self.options.query_model or self.model,
-        )  # fmt: skip
+        )
         view = turn.TurnView(self.planner, self.externs, conversation, graph=True)
         first = turn.step(None, turn.Begin(), view)
         turn_input = {"record": first.record, "conversation": conversation, "new_messages": []}
