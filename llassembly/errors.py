@@ -11,6 +11,7 @@ Every error derives from :class:`LLAssemblyError`.
 """
 
 # No ``from __future__ import annotations``: ``Failure`` reads ``NotRequired`` at run time.
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired
@@ -83,6 +84,13 @@ TRUNCATED: Final = "... [truncated]"
 def clip(text: str, limit: int = 40, mark: str = "...") -> str:
     """``text`` cut to ``limit`` characters, ``mark`` marking the cut (for messages)."""
     return text if len(text) <= limit else text[: limit - len(mark)] + mark
+
+
+def fenced(data: str) -> str:
+    """``data`` between ``<<<`` and ``>>>`` lines longer than any run of ``<`` or ``>`` in it
+    (for a model to read it as data: no line of it can close the fence)."""
+    size = max([3, *(len(run) + 1 for run in re.findall(r"<+|>+", data))])
+    return f"{'<' * size}\n{data}\n{'>' * size}"
 
 
 def plural(count: int, word: str) -> str:

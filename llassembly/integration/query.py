@@ -28,7 +28,7 @@ from llassembly.analysis.queries import (
 )
 from llassembly.analysis.shapes import BOOL, TEXT, Shape
 from llassembly.compat import structured_model, tagged_model
-from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip
+from llassembly.errors import TRUNCATED, QueryFailed, UsageError, clip, fenced
 from llassembly.integration.record import KEY, Refusal
 from llassembly.language.limits import is_int64
 from llassembly.language.program import Value
@@ -260,7 +260,7 @@ def query_request(call: ToolCall, refused: Sequence[Refusal], call_id: str) -> Q
     described = json.dumps(schema["properties"], ensure_ascii=False)
     asked = (
         f"Question: {question}\nAnswer shape: {answer_words(shape)}\n"
-        f"Reply as JSON of this schema: {described}\n\nThe text:\n<<<\n{text}\n>>>"
+        f"Reply as JSON of this schema: {described}\n\nThe text:\n{fenced(text)}"
     )
     messages: list[BaseMessage] = [SystemMessage(QUERY_INSTRUCTIONS), HumanMessage(asked)]
     for refusal in refused:

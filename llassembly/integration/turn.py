@@ -26,6 +26,7 @@ from llassembly.errors import (
     UsageError,
     error_of,
     failure_of,
+    fenced,
     plural,
 )
 from llassembly.integration.approval import edit_note
@@ -35,7 +36,6 @@ from llassembly.integration.messages import (
     Answered,
     answer_messages,
     failure_words,
-    fenced,
     final_message,
     marked,
     native_calls_error,
