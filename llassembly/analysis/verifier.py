@@ -233,13 +233,12 @@ class PathWalk:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
         if isinstance(operand, Reg):
             return self.register(facts, operand.index)[0]
-        if isinstance(operand, Imm):
-            return _written(operand.value, self.program.instructions[pc].line if pc >= 0 else 0)
-        if isinstance(operand, Template):
+        if isinstance(operand, Imm):  # (pc -1: a path's base, never a literal)
+            return _written(operand.value, self.program.instructions[pc].line)
+        if isinstance(operand, Template):  # (a tool tells what it may become)
             for fill in operand.fills:
                 self.shape(fill, facts, pc, position)
-            line = self.program.instructions[pc].line if pc >= 0 else 0
-            return Shape("text", literal=(operand, line))  # (a tool tells what it may become)
+            return Shape("text", literal=(operand, self.program.instructions[pc].line))
         if isinstance(operand, Name):
             key = operand.name.lower()
             if key in self.var:
@@ -395,11 +394,10 @@ class PathWalk:
             if slot is None:
                 return facts
             return facts._replace(regs=(*facts.regs[:slot], place, *facts.regs[slot + 1 :]))
-        if isinstance(operand, Name) and operand.name.lower() in self.var:
-            slot = self.var[operand.name.lower()]
-            facts = facts._replace(
-                variables=(*facts.variables[:slot], value, *facts.variables[slot + 1 :])
-            )
+        slot = self.var.get(operand.name.lower()) if isinstance(operand, Name) else None
+        if slot is not None:
+            variables = (*facts.variables[:slot], value, *facts.variables[slot + 1 :])
+            facts = facts._replace(variables=variables)
         cells, one = self.layout.cells_of(operand)
         bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:
@@ -465,32 +463,28 @@ class PathWalk:
     ) -> None:
         """Arithmetic on a value that is text on every run, and a compare of text with a number."""
         op = ins.mnemonic
-        if fx.numeric:
-            for position, shape in read.items():
-                if shape is not None and shape.kind == "none":  # (a union is never all NONE)
-                    operand = ins.operands[position]
-                    message = f"{op} needs numbers, but NONE (no value) is not one"
-                    if not isinstance(operand, Imm):  # a place holding NONE
-                        fix = (
-                            _POP_IT if _is_eax(operand) else f"; MOV a number into {operand} first"
-                        )
-                        message = (
-                            f"{op} needs numbers, but {operand} is NONE on every run here{fix}"
-                        )
-                    self.found.setdefault((pc, position, 0), message)
-                elif is_text(shape):
-                    operand, what = ins.operands[position], describe(shape)
-                    hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
-                    fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
-                    if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
-                        hint = "an object or a list is held as its JSON text"
-                        fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
-                    what += f" ({hint or 'it is text'})"
-                    self.found.setdefault(
-                        (pc, position, 0), f"{op} needs numbers, but {operand} is {what}; {fix}"
-                    )
-            return
-        if not fx.info.compares or len(ins.operands) != 2:
+        for position, shape in read.items() if fx.numeric else ():
+            operand, what = ins.operands[position], describe(shape)
+            if shape is not None and shape.kind == "none":  # (a union is never all NONE)
+                fix = _POP_IT if _is_eax(operand) else f"; MOV a number into {operand} first"
+                message = (  # a literal NONE, or a place holding NONE
+                    f"{op} needs numbers, but NONE (no value) is not one"
+                    if isinstance(operand, Imm)
+                    else f"{op} needs numbers, but {operand} is NONE on every run here{fix}"
+                )
+            elif is_text(shape):
+                hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
+                if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                    hint = "an object or a list is held as its JSON text"
+                    fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
+                message = (
+                    f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); {fix}"
+                )
+            else:
+                continue
+            self.found.setdefault((pc, position, 0), message)
+        if fx.numeric or not fx.info.compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
@@ -1067,29 +1061,26 @@ class _Checker:
         """Every loop that can never end: one no path leaves, whatever it calls (only a budget
         would stop it), or one with no tool call where nothing changes a register, memory or
         the stack (see :attr:`Paths.endless` and :attr:`ControlFlow.loops`)."""
-        flow, program = self.flow, self.program
-        found: dict[tuple[int, ...], str] = {}
-        for loop in paths_of(flow).endless:
+        flow, endless = self.flow, dict.fromkeys(paths_of(self.flow).endless)
+        for loop in {**endless, **dict.fromkeys(flow.loops)}:  # (a loop of both: told as endless)
             tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
             members = set(loop)  # (a long loop: membership in a tuple would be quadratic)
             exits = any(t not in members for pc in loop for t in flow.flat[pc])
-            known = " (no run takes its jumps out: the flags they test are known)" * exits
-            found[loop] = f"there is no way out of it{known}" + (
-                f": it would CALL {', '.join(tools)} again and again until a budget stops the "
-                "plan; give the loop an exit (CMP and a conditional jump out of it)"
-                if tools
-                else " and it calls no tool"
-            )
-        for loop in flow.loops:
-            if loop in found or any(pc in flow.tools for pc in loop):
+            if loop in endless:
+                known = " (no run takes its jumps out: the flags they test are known)" * exits
+                why = f"there is no way out of it{known}" + (
+                    f": it would CALL {', '.join(tools)} again and again until a budget stops the "
+                    "plan; give the loop an exit (CMP and a conditional jump out of it)"
+                    if tools
+                    else " and it calls no tool"
+                )
+            elif not tools and not exits:
+                why = "there is no way out of it and it calls no tool"
+            elif not tools and not any(flow.effects[pc].changes_state for pc in loop):
+                why = "nothing in it changes a register or the stack and it calls no tool"
+            else:
                 continue
-            members = set(loop)
-            if not any(t not in members for pc in loop for t in flow.flat[pc]):
-                found[loop] = "there is no way out of it and it calls no tool"
-            elif not any(flow.effects[pc].changes_state for pc in loop):
-                found[loop] = "nothing in it changes a register or the stack and it calls no tool"
-        for loop, why in found.items():
-            self.report_at(loop[0], f"this loop ({_span(program, loop)}) can never end: {why}")
+            self.report_at(loop[0], f"this loop ({_span(self.program, loop)}) can never end: {why}")
 
 
 def _in_loop(flow: ControlFlow, pc: int) -> str:
