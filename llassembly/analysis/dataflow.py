@@ -22,7 +22,7 @@ from llassembly.analysis.cfg import Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language import program
-from llassembly.language.instructions import EAX_INDEX, register_name
+from llassembly.language.instructions import register_name
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 
 Sources: TypeAlias = frozenset[str]
@@ -190,40 +190,34 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
 
     def transfer(pc: int, facts: _Facts) -> _Facts:
         regs, flags, stack, memory = facts
-        tool = flow.tools.get(pc)
-        if tool is not None:
-            count, put = flow.stack_effect(pc)
-            stack, given = taken(stack, count, top)
-            result = (result_sources(tool.name),) * 2
-            if is_query(tool):  # its answer derives from what its model read, and is a model's
-                (may, must), mark = _all(given), marks[pc]  # every query's CALL has a mark
-                result = query_sources(may | {mark}), query_sources(must | {mark})
-            fx, changed = flow.effects[pc], list(regs)
-            if fx.registers_written:  # EAX: its result or error; the flags: did it fail
-                changed[slot[EAX_INDEX]] = result
-            flags = result if fx.flags_written else flags
-            return tuple(changed), flags, pushed(stack, [result] * put), memory
-        move = transfer_of(lines[pc])
-        if move is None:
+        tool, move, fx = flow.tools.get(pc), transfer_of(lines[pc]), flow.effects[pc]
+        if tool is None and move is None:
             return facts
-        fx = move.fx
-        stack, popped = taken(stack, fx.info.pops, top)
-        chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
-        everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
-        values = [  # everything is read before anything is written (XCHG)
-            everything
-            if write.copies is None
-            else _all([*chose, *(value(o, facts) for o in write.copies)])
-            for write in move.writes
-        ]
+        count, put = flow.stack_effect(pc)
+        stack, popped = taken(stack, count, top)
+        if tool is not None:  # its results, its error in EAX and the flags (did it fail)
+            everything, writes = (result_sources(tool.name),) * 2, []
+            if is_query(tool):  # its answer derives from what its model read, and is a model's
+                (may, must), mark = _all(popped), marks[pc]  # every query's CALL has a mark
+                everything = query_sources(may | {mark}), query_sources(must | {mark})
+        elif move is not None:
+            chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
+            everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
+            writes = [  # everything is read before anything is written (XCHG)
+                (
+                    w.place,
+                    everything
+                    if w.copies is None
+                    else _all([*chose, *(value(o, facts) for o in w.copies)]),
+                )
+                for w in move.writes
+            ]
+        writes += [(program.Reg(reg, register_name(reg)), everything) for reg in fx.implicit_writes]
         new_regs = list(regs)
-        for each, pair in zip(move.writes, values, strict=True):
-            memory = write(each.place, pair, new_regs, memory)
-        for reg in fx.implicit_writes:
-            memory = write(program.Reg(reg, register_name(reg)), everything, new_regs, memory)
-        stack = pushed(stack, [everything] * fx.info.pushes)
+        for place, pair in writes:
+            memory = write(place, pair, new_regs, memory)
         flags = everything if fx.flags_written else flags
-        return tuple(new_regs), flags, stack, memory
+        return tuple(new_regs), flags, pushed(stack, [everything] * put), memory
 
     start: _Facts = ((_EMPTY,) * len(slot), _EMPTY, (), {})
     limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(slot) + layout.live_cells, 1))
