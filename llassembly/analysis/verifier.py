@@ -154,9 +154,7 @@ class PathWalk:
     """
 
     def __init__(self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape]) -> None:
-        self.flow = flow
-        self.layout = layout
-        self.program = flow.program
+        self.flow, self.layout, self.program = flow, layout, flow.program
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
@@ -685,7 +683,6 @@ class _Checker:
         self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
     ) -> None:
         line, op = ins.line, ins.mnemonic
-        key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
         elif kind == "value" and ins.op is not Opcode.SAY and self.template(ins, operand, column):
@@ -700,7 +697,7 @@ class _Checker:
             elif not isinstance(operand, Name):
                 message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
             elif kind == "label":
-                if key in self.program.labels:
+                if operand.name.lower() in self.program.labels:
                     return
                 labels = _names(list(self.program.label_names.values()))
                 message = f"jump to undefined label {operand.name!r}; labels: {labels}"
@@ -741,11 +738,9 @@ class _Checker:
         a placeholder) where the plan does not write it, which only ``SAY label`` fills in;
         ``say``: in SAY."""
         key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
-        text = self.program.data.get(str(key).lower())
+        text = None if key.lower() in self.layout.live else self.program.data.get(key.lower())
         if not isinstance(text, str) or not has_placeholders(text):
-            return False
-        if str(key).lower() in self.layout.live:  # (what it holds then is the run's to know)
-            return False
+            return False  # (a label the plan writes: what it holds then is the run's to know)
         message = f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
         message += (
             f"from a data label; write SAY {key} (the label alone) to fill them in"
@@ -838,8 +833,7 @@ class _Checker:
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
-        op = ins.mnemonic
-        key = operand.name.lower() if isinstance(operand, Name) else ""
+        op, key = ins.mnemonic, operand.name.lower() if isinstance(operand, Name) else ""
         label = self.layout.labels.get(key)
         if label is None:
             message = (
