@@ -176,10 +176,8 @@ class _Propagation:
             return None
         if isinstance(outcome, Outcome):
             stack = pushed(taken(stack, fx.info.pops, UNKNOWN)[0], outcome.pushed)
-            regs = self.write(regs, outcome.registers)
-            if outcome.flags is not None:
-                flags = outcome.flags
-            return regs, flags, stack
+            flags = flags if outcome.flags is None else outcome.flags
+            return self.write(regs, outcome.registers), flags, stack
         return self.copies(pc, fx, facts)
 
     def goes(self, pc: int, facts: _Facts) -> int | None:
@@ -229,11 +227,7 @@ class _Propagation:
     def write(
         self, regs: tuple[Abstract, ...], values: Mapping[int, Abstract]
     ) -> tuple[Abstract, ...]:
-        changed = list(regs)
-        for reg, value in values.items():
-            if (slot := self.slot.get(reg)) is not None:
-                changed[slot] = value
-        return tuple(changed)
+        return tuple(values.get(reg, old) for reg, old in zip(self.slot, regs, strict=True))
 
 
 def constants(
