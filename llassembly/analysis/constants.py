@@ -86,11 +86,9 @@ _INSTALLED: list[Semantics] = []
 
 
 def install_semantics(semantics: Semantics) -> None:
-    """Make ``semantics`` the one the summary runs instructions with, by default.
-
-    The machine installs its own when it is loaded (``llassembly.machine.steps``), so the summary
-    computes with the very steps the emulator runs; the analysis layer does not import the machine.
-    """
+    """Make ``semantics`` the one the summary runs instructions with by default: the machine
+    installs its own when it is loaded (``llassembly.machine.steps``), so the summary computes
+    with the very steps the emulator runs; the analysis layer does not import the machine."""
     _INSTALLED[:] = [semantics]
 
 

@@ -130,13 +130,12 @@ def _merge(old: _Facts, new: _Facts) -> _Facts:
 
 
 def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, ...]] | None:
-    """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
-
-    A sound over-approximation over the states of the paths, by the same :class:`Transfer`
-    facts the machine follows: a run's sources for an argument always hold its *must* and are
-    always within its *may*. Cells found through registers are weakly updated; a stack slot
-    deeper than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold anything: any
-    tool's result and any query's answer. A query's answer derives from what its model read
+    """Which tools' results can reach the arguments of the tool ``CALL`` of each state: a sound
+    over-approximation over the states of the paths, by the same :class:`Transfer` facts the
+    machine follows (a run's sources for an argument always hold its *must* and are always
+    within its *may*). Cells found through registers are weakly updated; a stack slot deeper
+    than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold any tool's result and
+    any query's answer. A query's answer derives from what its model read
     (:func:`~llassembly.analysis.queries.query_sources`); it is also marked as the answer of
     the query at its line (``query_text@9``, :func:`~llassembly.analysis.queries.query_site`),
     for the summary; the machine never carries those marks.

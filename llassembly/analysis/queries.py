@@ -158,12 +158,10 @@ def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
 
 def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
     """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the verifier
-    follows it, or why it has none (the shape is not written in the plan, or is no shape).
-
-    The shape is the value the plan pushes last before the call, known when every path to the call
-    pushes the same text written in the plan (a literal, a data label, or a register holding one):
-    values are followed by copying only, so what the check knows depends on nothing computed.
-    """
+    follows it, or why it has none (the shape is not written in the plan, or is no shape). The
+    shape is the value pushed last before the call, known when every path to the call pushes
+    the same text written in the plan (a literal, a data label, or a register holding one):
+    values are followed by copying only, so what the check knows depends on nothing computed."""
     sites = {pc: tool for pc, tool in flow.tools.items() if is_query(tool)}
     if not sites:
         return {}

@@ -64,10 +64,9 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
 def tool_shapes(
     tools: object, adapt: Adapt | None = None, *, param: str = "tools"
 ) -> Mapping[str, Any]:
-    """The tools by name, from a mapping ``name -> tool`` or a list of tools.
-
-    A mapping whose every value is already what ``adapt`` makes of it is returned as it is
-    (the control-flow graph of one program and one mapping is built once).
+    """The tools by name, from a mapping ``name -> tool`` or a list of tools; a mapping whose
+    every value is already what ``adapt`` makes of it is returned as it is (the control-flow
+    graph of one program and one mapping is built once).
 
     Args:
         adapt: Makes each item the tool its caller needs (without it, an item must already be

@@ -178,9 +178,8 @@ class PathWalk:
         self.unwritten_reads: dict[tuple[int, int], str] = {}
 
     def copies(self, call: int, test: int) -> tuple[list[Operand], set[int]]:
-        """The registers, variables and one-cell labels holding EAX's value after the
-        straight-line code between ``call`` and ``test``, and the stack slots (by depth from the
-        top)."""
+        """The registers, variables and one-cell labels holding EAX's value after the straight-line
+        code between ``call`` and ``test``, and the stack slots (by depth from the top)."""
 
         def key(operand: Operand) -> int | str | None:
             if isinstance(operand, Reg) and operand.index in self.flow.tracked:
@@ -734,9 +733,8 @@ class _Checker:
             self.check_count(index, ins, operand, column)
 
     def template(self, ins: Instruction, operand: Operand, column: int, say: bool = False) -> bool:
-        """Report a read of a data label whose text has placeholders (by name, as memory or as
-        a placeholder) where the plan does not write it, which only ``SAY label`` fills in;
-        ``say``: in SAY."""
+        """Report a read (by name, as memory or as a placeholder; ``say``: in SAY) of a data label
+        the plan does not write whose text has placeholders, which only ``SAY label`` fills in."""
         key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
         text = None if key.lower() in self.layout.live else self.program.data.get(key.lower())
         if not isinstance(text, str) or not has_placeholders(text):
