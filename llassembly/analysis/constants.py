@@ -112,8 +112,8 @@ def join(a: Abstract, b: Abstract) -> Abstract:
     return a if same_value(a, b) else UNKNOWN
 
 
-# registers (the tracked ones, in order), flags, stack (top last)
-_Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
+_Regs = tuple[Abstract, ...]  # the tracked registers, in order
+_Facts = tuple[_Regs, object, tuple[Abstract, ...]]  # the registers, flags, stack (top last)
 
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
@@ -144,11 +144,11 @@ class _Propagation:
             for part in (whole, *nested(whole))
         )
 
-    def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:
+    def register(self, regs: _Regs, index: int) -> Abstract:
         slot = self.slot.get(index)
         return 0 if slot is None else regs[slot]
 
-    def operand(self, operand: Operand, regs: tuple[Abstract, ...]) -> Abstract:
+    def operand(self, operand: Operand, regs: _Regs) -> Abstract:
         """What is known of an operand without running anything (a register, a literal, or
         a data label of one value that the plan never writes)."""
         if isinstance(operand, Reg):
@@ -208,23 +208,19 @@ class _Propagation:
         too) is unknown, but a value it copies keeps what is known of it."""
         regs, flags, stack = facts
         count, put = self.flow.stack_effect(pc)
-        operands = self.flow.program.instructions[pc].operands
+        ops = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
-        moved = [
-            (w, top if r == fx.STACK else self.operand(operands[r], regs)) for w, r in fx.copies
-        ]
+        moved = [(w, top if r == fx.STACK else self.operand(ops[r], regs)) for w, r in fx.copies]
         written: dict[int, Abstract] = {reg: UNKNOWN for reg in fx.registers_written}
         for position in fx.writes:
-            if isinstance(target := operands[position], Reg) and target.index:
+            if isinstance(target := ops[position], Reg) and target.index:
                 sources = [value for w, value in moved if w == position] or [UNKNOWN]
                 written[target.index] = functools.reduce(join, sources)
         copied = [value for w, value in moved if w == fx.STACK]
         stack = pushed(taken(stack, count, UNKNOWN)[0], copied + [UNKNOWN] * (put - len(copied)))
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
-    def write(
-        self, regs: tuple[Abstract, ...], values: Mapping[int, Abstract]
-    ) -> tuple[Abstract, ...]:
+    def write(self, regs: _Regs, values: Mapping[int, Abstract]) -> _Regs:
         return tuple(values.get(reg, old) for reg, old in zip(self.slot, regs, strict=True))
 
 

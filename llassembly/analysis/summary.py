@@ -318,11 +318,9 @@ def summarize(
         pcs = [pc for pc in by_site if flow.tools[pc].name == name]
         low, high = count(pcs)
         tool = flow.tools[pcs[0]]
-        arguments = _arguments(tool, [state for pc in pcs for state in by_site[pc]], anything)
+        args = _arguments(tool, [state for pc in pcs for state in by_site[pc]], anything)
         in_loop, query = any(s.in_loop for s in found), is_query(tool)
-        uses.append(
-            ToolUse(name, low, high, in_loop, ends and not low, arguments, (*found,), query)
-        )
+        uses.append(ToolUse(name, low, high, in_loop, ends and not low, args, (*found,), query))
     low_calls, high_calls = count(by_site)
     return PlanSummary(
         tools=tuple(uses),

@@ -23,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import itertools
 import operator
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
@@ -455,9 +455,7 @@ class PathWalk:
                     )
                 self.found.setdefault((pc, -1, reg), message)
 
-    def check(
-        self, pc: int, ins: Instruction, fx: Effects, read: Mapping[int, Shape | None]
-    ) -> None:
+    def check(self, pc: int, ins: Instruction, fx: Effects, read: dict[int, Shape | None]) -> None:
         """Arithmetic on a value that is text on every run, and a compare of text with a number."""
         op = ins.mnemonic
         for position, shape in read.items() if fx.numeric else ():
@@ -533,11 +531,9 @@ def _with_part(
     key, rest = _key(steps[0]), steps[1:]
     if shape.kind == "object" and isinstance(key, str):
         fields = dict(shape.fields) | {key: _with_part(shape.field(key), rest, value) or ANY}
-        return dataclasses.replace(shape, fields=tuple(fields.items()))
+        return replace(shape, fields=tuple(fields.items()))
     if shape.kind in ("list", "map") and isinstance(key, str) == (shape.kind == "map"):
-        return dataclasses.replace(
-            shape, item=join(shape.item, _with_part(shape.item, rest, value))
-        )
+        return replace(shape, item=join(shape.item, _with_part(shape.item, rest, value)))
     return None
 
 
