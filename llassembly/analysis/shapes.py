@@ -194,12 +194,10 @@ def _shape(annotation: Any, depth: int) -> Shape:
             parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
             return Shape("tuple", ann.__name__, options=parts)
     container = origin if origin is not None else ann
-    if container is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return Shape("list", item=shape_of(args[0], depth + 1))
-        if args:
-            return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
-        return Shape("list", item=ANY)
+    if container is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return Shape("list", item=shape_of(args[0], depth + 1))
+    if container is tuple and args:  # (a bare tuple: a list, below)
+        return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
     if isinstance(container, type) and issubclass(container, Mapping):
         return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
     if container is Iterable or (  # str and bytes are text (above)
@@ -295,10 +293,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
-            if named := shape.field(key):
-                return named, None
-            if shape.item is not None:  # it keeps extra fields
-                return shape.item, None
+            if part := shape.field(key) or shape.item:  # (item: it keeps extra fields)
+                return part, None
             return ANY, f"has no field {key!r}; {fields_line(dict(shape.fields))}"
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None
