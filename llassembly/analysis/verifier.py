@@ -499,9 +499,7 @@ class PathWalk:
         """Each argument written in the plan (a literal, however it got to the stack) that the tool
         refuses on every run; ``given``: the arguments in parameter order (``None``: not known)."""
         refuses = getattr(tool, "refuses", None)
-        if refuses is None:
-            return
-        for number, shape in enumerate(given):
+        for number, shape in enumerate(given) if refuses is not None else ():
             # checked when every value it may be is written in the plan (NONE included)
             options = options_of(shape) if shape is not None else ()
             written = [o.literal or (NONE, 0) for o in options if o.literal or o.kind == "none"]
@@ -512,8 +510,7 @@ class PathWalk:
                 continue
             lines = sorted({line for _, line in written if line})
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
-            message = f"CALL {tool.name}: {reasons[0]}{where}"
-            self.found.setdefault((pc, 0, number), message)
+            self.found.setdefault((pc, 0, number), f"CALL {tool.name}: {reasons[0]}{where}")
 
 
 def _key(step: Imm | Reg | Name) -> str | int | None:
