@@ -499,7 +499,9 @@ class PathWalk:
         """Each argument written in the plan (a literal, however it got to the stack) that the tool
         refuses on every run; ``given``: the arguments in parameter order (``None``: not known)."""
         refuses = getattr(tool, "refuses", None)
-        for number, shape in enumerate(given) if refuses is not None else ():
+        if refuses is None:
+            return
+        for number, shape in enumerate(given):
             # checked when every value it may be is written in the plan (NONE included)
             options = options_of(shape) if shape is not None else ()
             written = [o.literal or (NONE, 0) for o in options if o.literal or o.kind == "none"]
