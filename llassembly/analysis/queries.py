@@ -110,15 +110,13 @@ def parse_answer_shape(spec: object) -> Shape:
         raise ValueError(f"the answer shape must be text, not {spec!r}; {_HOW}")
     if len(spec) > MAX_ANSWER_SHAPE_CHARS:
         raise ValueError(f"the answer shape is longer than {MAX_ANSWER_SHAPE_CHARS} characters")
-    stripped = spec.strip()
-    if stripped[:1] in ("{", "["):
+    data: Any = spec.strip()
+    if data[:1] in ("{", "["):
         try:
-            data = json.loads(stripped)
+            data = json.loads(data)
         except (ValueError, RecursionError):
             shown = json.dumps(clip(spec, 60), ensure_ascii=False)
             raise ValueError(f"the answer shape {shown} is not valid JSON; {_HOW}") from None
-    else:
-        data = stripped
     return _parse(data, 0, [0])  # [fields counted]
 
 

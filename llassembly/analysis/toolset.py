@@ -46,10 +46,9 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
         return tools
     one = looks_like_one_tool(tools)
     if isinstance(tools, str | bytes) or not isinstance(tools, Iterable) or one:
-        kind = type(tools).__name__
         msg = (
             f"{param} must be a list of tools (LangChain tools, functions or externs) or a "
-            f"mapping of tool name to tool, not {kind}"
+            f"mapping of tool name to tool, not {type(tools).__name__}"
         )
         if isinstance(tools, str | bytes):
             msg += ": a name is not a tool; give the tool itself, in a list"
