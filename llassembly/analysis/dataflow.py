@@ -168,10 +168,8 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
             held += [_EMPTY] if operand.label is None or not cells else []
             found = functools.reduce(_join, held)
             return _all([found, *(value(reg, facts) for reg in operand.registers)])
-        if isinstance(operand, program.Path):
-            return _all(value(part, facts) for part in (operand.base, *operand.steps))
-        if isinstance(operand, program.Template):
-            return _all(value(fill, facts) for fill in operand.fills)
+        if isinstance(operand, program.Path | program.Template):  # its base, keys or fills
+            return _all(value(part, facts) for part in program.nested(operand))
         return _EMPTY  # a literal
 
     def write(
@@ -203,12 +201,9 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
             chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
             everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
             writes = [  # everything is read before anything is written (XCHG)
-                (
-                    w.place,
-                    everything
-                    if w.copies is None
-                    else _all([*chose, *(value(o, facts) for o in w.copies)]),
-                )
+                (w.place, everything)
+                if w.copies is None
+                else (w.place, _all([*chose, *(value(o, facts) for o in w.copies)]))
                 for w in move.writes
             ]
         writes += [(program.Reg(reg, register_name(reg)), everything) for reg in fx.implicit_writes]
