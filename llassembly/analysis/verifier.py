@@ -935,8 +935,7 @@ class _Checker:
             f"global {name} names {what}, so the plan has no entry point; put the label "
             f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
         )
-        line, column = program.entry_site
-        self.report(line, column, message)
+        self.report(*program.entry_site, message)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -944,8 +943,7 @@ class _Checker:
         """Walk the paths (see the module doc) and report what they may do wrong, written for
         the model that will fix the plan, and every mix of the EAX convention."""
         flow, instructions = self.flow, self.program.instructions
-        paths = paths_of(flow)
-        queries = query_sites(flow, self.layout)
+        paths, queries = paths_of(flow), query_sites(flow, self.layout)
         answers = {pc: s for pc, s in queries.items() if isinstance(s, Shape)}
         walk = PathWalk(flow, self.layout, answers)
         facts, stopped = fixpoint(
