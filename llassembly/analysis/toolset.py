@@ -79,8 +79,7 @@ def tool_shapes(
     given, adapt = given_tools(tools, param), adapt or _as_shape
     if isinstance(given, Mapping):
         found = {key: adapt(tool, key, f"{param}[{key!r}]") for key, tool in given.items()}
-        same = all(found[key] is given[key] for key in found)
-        return given if same else found
+        return given if all(found[key] is given[key] for key in found) else found
     by_name: dict[str, Any] = {}
     for index, item in enumerate(given):
         tool = adapt(item, None, f"{param}[{index}]")
