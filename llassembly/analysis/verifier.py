@@ -690,12 +690,10 @@ class _Checker:
                 )
             elif not isinstance(operand, Name):
                 message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
-            elif kind == "label":
-                if operand.name.lower() in self.program.labels:
-                    return
+            elif kind == "label" and operand.name.lower() not in self.program.labels:
                 labels = _names(list(self.program.label_names.values()))
                 message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-            elif index in self.flow.ambiguous:
+            elif index in self.flow.ambiguous:  # (a CALL; a jump to its label is in targets)
                 message = (
                     f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
                     "code label; rename the label"
