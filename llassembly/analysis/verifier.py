@@ -1135,11 +1135,8 @@ def check(
 
 
 def verify(program: Program, tools: Mapping[str, ToolShape] | Iterable[ToolShape]) -> None:
-    """Check ``program`` and raise if anything is wrong.
-
-    Args:
-        program: The parsed plan.
-        tools: The tools the plan may CALL, by name or as a list (see :func:`check`).
+    """Check the parsed plan ``program`` with ``tools`` (as :func:`check` takes them) and raise
+    if anything is wrong.
 
     Raises:
         PlanRejected: The plan has problems; ``diagnostics`` lists all of them.
