@@ -374,9 +374,7 @@ class Layout:
     def locate(self, address: int) -> tuple[str, int] | None:
         """The label an address falls in and the byte offset in it, or ``None``."""
         slot, offset = divmod(address, SPAN)
-        if not 1 <= slot <= len(self.order):
-            return None
-        return self.order[slot - 1], offset
+        return (self.order[slot - 1], offset) if 1 <= slot <= len(self.order) else None
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable cells as a run starts (read-only labels are read from the program)."""

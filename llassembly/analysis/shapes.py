@@ -100,9 +100,7 @@ _SCALAR_TYPES: dict[type, Shape] = {  # asked in order (bool is an int, datetime
 
 def join(a: Shape | None, b: Shape | None) -> Shape | None:
     """A value that is ``a`` on some runs and ``b`` on others (``None``: not known)."""
-    if a is None or b is None:
-        return None
-    return a if a == b else _union([a, b])
+    return None if a is None or b is None else (a if a == b else _union([a, b]))
 
 
 def _union(shapes: Iterable[Shape]) -> Shape | None:
