@@ -220,7 +220,6 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
         return None
 
     def flows(state: int) -> tuple[Flow, ...]:
-        pc = paths.states[state][0]
-        return tuple(taken(found[state][2], flow.stack_effect(pc)[0], top)[1])
+        return tuple(taken(found[state][2], flow.stack_effect(paths.states[state][0])[0], top)[1])
 
     return flows

@@ -213,8 +213,7 @@ def _choices(values: Sequence[Any]) -> Shape:
     they are all plain values of one kind."""
     scalars = ((int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))  # bool: int
     found = _union(next((s for t, s in scalars if isinstance(v, t)), ANY) for v in values) or ANY
-    plain = all(type(v) in (int, float, str) for v in values)
-    if found.kind in ("int", "float", "text") and plain:
+    if found.kind in ("int", "float", "text") and all(type(v) in (int, float, str) for v in values):
         return dataclasses.replace(found, choices=tuple(values))
     return found
 
