@@ -227,12 +227,9 @@ class _Propagation:
 def constants(
     paths: Paths, layout: Layout, semantics: Semantics | None = None
 ) -> Callable[[int], tuple[Abstract, ...]] | None:
-    """Propagate constants over ``paths``.
-
-    Args:
-        paths: The states of a program.
-        layout: Its memory (what the plan may write is never a constant).
-        semantics: How instructions run (default: :func:`default_semantics`).
+    """Propagate constants over the states ``paths`` of a program, whose memory is ``layout``
+    (what the plan may write is never a constant), running instructions by ``semantics``
+    (default: :func:`default_semantics`).
 
     Returns:
         ``stack(state)``: the stack (top last, at most its top
