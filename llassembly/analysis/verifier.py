@@ -693,7 +693,7 @@ class _Checker:
             elif kind == "label" and operand.name.lower() not in self.program.labels:
                 labels = _names(list(self.program.label_names.values()))
                 message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-            elif index in self.flow.ambiguous:  # (a CALL; a jump to its label is in targets)
+            elif index in self.flow.ambiguous:  # (a CALL: jumps to known labels are in targets)
                 message = (
                     f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
                     "code label; rename the label"
