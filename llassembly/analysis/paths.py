@@ -275,11 +275,10 @@ def fixpoint(
     if not paths.states:
         return {}, None
     facts: dict[int, _F] = {0: start}
-    queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
-    while queue:
-        if steps >= limit:
-            return facts, queue[0][1]
-        steps += 1
+    queue, queued = [(paths.states[0][0], 0)], {0}
+    for _ in range(limit):
+        if not queue:
+            return facts, None
         pc, number = heapq.heappop(queue)
         queued.discard(number)
         out = transfer(pc, facts[number])
@@ -297,7 +296,7 @@ def fixpoint(
                 if nxt not in queued:
                     queued.add(nxt)
                     heapq.heappush(queue, (paths.states[nxt][0], nxt))
-    return facts, None
+    return facts, queue[0][1] if queue else None
 
 
 # -- the data stack as the analyses keep it --------------------------------------------------------
