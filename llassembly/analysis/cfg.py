@@ -51,10 +51,9 @@ _CACHED = 16  # programs whose graph is kept (a planner checks, compiles and sum
 
 @dataclass(frozen=True, eq=False)
 class ControlFlow:
-    """The control flow of one program with one set of tools (see :func:`control_flow`).
-
-    Indexes are instruction indexes; ``len(program.instructions)`` stands for the end of the
-    program (running past the last instruction).
+    """The control flow of one program with one set of tools (see :func:`control_flow`), by
+    instruction index; ``len(program.instructions)`` stands for the end of the program (running
+    past the last instruction).
 
     Attributes:
         program: The program.
@@ -114,11 +113,9 @@ class ControlFlow:
     @functools.cached_property
     def flat(self) -> tuple[tuple[int, ...], ...]:
         """Successors as if every subroutine returned: a ``CALL label`` goes to its label and to
-        the next instruction; ``RET`` and ``HLT`` go nowhere; the end (last entry) nowhere.
-
-        Every cycle of this graph with no edge out really cannot be left (a ``RET`` or ``HLT``
-        is never inside one): the graph the verifier finds endless loops in.
-        """
+        the next instruction; ``RET``, ``HLT`` and the end (last entry) go nowhere. The graph the
+        verifier finds endless loops in: a cycle of it with no edge out really cannot be left (a
+        ``RET`` or ``HLT`` is never inside one)."""
         out = [
             (*succ, pc + 1) if self.subroutine_call(pc) else succ
             for pc, succ in enumerate(self.successors)
@@ -136,11 +133,9 @@ class ControlFlow:
 
 
 def control_flow(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
-    """The control-flow graph of ``program`` with ``tools``, built once for both.
-
-    The same program object with the same tools mapping (holding the same tools) gives the
-    same graph: the verifier, the compiler and the summary of one plan build it once.
-    """
+    """The control-flow graph of ``program`` with ``tools``: the same program object with the
+    same tools mapping (holding the same tools) gives the same graph, so the verifier, the
+    compiler and the summary of one plan build it once."""
     # The same tools, not merely equal ones; the entry keeps them (and the program) alive, so
     # their ids stay theirs while it is kept.
     items = tuple(tools.items())
@@ -213,14 +208,11 @@ def _build(program: Program, tools: Mapping[str, ToolShape]) -> ControlFlow:
 def _eax_convention(
     program: Program, found: tuple[Effects, ...], tool_at: Mapping[int, ToolShape]
 ) -> tuple[frozenset[int], tuple[tuple[int, int, int], ...]]:
-    """Decide, for each one-result tool ``CALL``, where its result goes.
-
-    The rule (static, from the straight-line code after the ``CALL``): the result goes to
-    ``EAX`` when ``EAX`` is read before any ``POP``, ``PUSH``, ``CALL``, jump or write of
-    ``EAX``; otherwise it is pushed, as always. A ``POP`` after such a read, before any
+    """Where the result of each one-result tool ``CALL`` goes, static, from the straight-line
+    code after it: to ``EAX`` when ``EAX`` is read before any ``POP``, ``PUSH``, ``CALL``, jump
+    or write of ``EAX``; else pushed, as always. A ``POP`` after such a read, before any
     ``PUSH`` or ``CALL``, mixes the two ways and is reported, unless it restores a register
-    saved just below the call's arguments (``PUSH ECX``, the arguments, ``CALL``, ``POP ECX``).
-    """
+    saved just below the call's arguments (``PUSH ECX``, the arguments, ``CALL``, ``POP ECX``)."""
     eax: set[int] = set()
     mixed: list[tuple[int, int, int]] = []
     for pc, tool in tool_at.items():  # in program order
@@ -382,9 +374,7 @@ class Layout:
     def locate(self, address: int) -> tuple[str, int] | None:
         """The label an address falls in and the byte offset in it, or ``None``."""
         slot, offset = divmod(address, SPAN)
-        if not 1 <= slot <= len(self.order):
-            return None
-        return self.order[slot - 1], offset
+        return (self.order[slot - 1], offset) if 1 <= slot <= len(self.order) else None
 
     def initial_memory(self) -> dict[str, list[Value]]:
         """The writable cells as a run starts (read-only labels are read from the program)."""
@@ -395,8 +385,7 @@ class Layout:
     @functools.cached_property
     def first_cell(self) -> dict[str, int]:
         """Each label's first cell, numbered over every label for the analyses before the run:
-        the live labels first, so that the cells a write through ``[reg]`` may change are
-        ``range(live_cells)``."""
+        the live labels first, so a write through ``[reg]`` may change ``range(live_cells)``."""
         order = sorted(self.order, key=lambda k: k not in self.live)
         sizes = [len(self.labels[key].cells) for key in order]
         return dict(zip(order, accumulate(sizes, initial=0), strict=False))  # one more: the end

@@ -86,11 +86,9 @@ _INSTALLED: list[Semantics] = []
 
 
 def install_semantics(semantics: Semantics) -> None:
-    """Make ``semantics`` the one the summary runs instructions with, by default.
-
-    The machine installs its own when it is loaded (``llassembly.machine.steps``), so the summary
-    computes with the very steps the emulator runs; the analysis layer does not import the machine.
-    """
+    """Make ``semantics`` the one the summary runs instructions with by default: the machine
+    installs its own when it is loaded (``llassembly.machine.steps``), so the summary computes
+    with the very steps the emulator runs; the analysis layer does not import the machine."""
     _INSTALLED[:] = [semantics]
 
 
@@ -114,8 +112,8 @@ def join(a: Abstract, b: Abstract) -> Abstract:
     return a if same_value(a, b) else UNKNOWN
 
 
-# registers (the tracked ones, in order), flags, stack (top last)
-_Facts = tuple[tuple[Abstract, ...], object, tuple[Abstract, ...]]
+_Regs = tuple[Abstract, ...]  # the tracked registers, in order
+_Facts = tuple[_Regs, object, tuple[Abstract, ...]]  # the registers, flags, stack (top last)
 
 
 def _merge(old: _Facts, new: _Facts) -> _Facts:
@@ -146,11 +144,11 @@ class _Propagation:
             for part in (whole, *nested(whole))
         )
 
-    def register(self, regs: tuple[Abstract, ...], index: int) -> Abstract:
+    def register(self, regs: _Regs, index: int) -> Abstract:
         slot = self.slot.get(index)
         return 0 if slot is None else regs[slot]
 
-    def operand(self, operand: Operand, regs: tuple[Abstract, ...]) -> Abstract:
+    def operand(self, operand: Operand, regs: _Regs) -> Abstract:
         """What is known of an operand without running anything (a register, a literal, or
         a data label of one value that the plan never writes)."""
         if isinstance(operand, Reg):
@@ -176,10 +174,8 @@ class _Propagation:
             return None
         if isinstance(outcome, Outcome):
             stack = pushed(taken(stack, fx.info.pops, UNKNOWN)[0], outcome.pushed)
-            regs = self.write(regs, outcome.registers)
-            if outcome.flags is not None:
-                flags = outcome.flags
-            return regs, flags, stack
+            flags = flags if outcome.flags is None else outcome.flags
+            return self.write(regs, outcome.registers), flags, stack
         return self.copies(pc, fx, facts)
 
     def goes(self, pc: int, facts: _Facts) -> int | None:
@@ -212,39 +208,28 @@ class _Propagation:
         too) is unknown, but a value it copies keeps what is known of it."""
         regs, flags, stack = facts
         count, put = self.flow.stack_effect(pc)
-        operands = self.flow.program.instructions[pc].operands
+        ops = self.flow.program.instructions[pc].operands
         top = stack[-1] if stack else UNKNOWN
-        moved = [
-            (w, top if r == fx.STACK else self.operand(operands[r], regs)) for w, r in fx.copies
-        ]
+        moved = [(w, top if r == fx.STACK else self.operand(ops[r], regs)) for w, r in fx.copies]
         written: dict[int, Abstract] = {reg: UNKNOWN for reg in fx.registers_written}
         for position in fx.writes:
-            if isinstance(target := operands[position], Reg) and target.index:
+            if isinstance(target := ops[position], Reg) and target.index:
                 sources = [value for w, value in moved if w == position] or [UNKNOWN]
                 written[target.index] = functools.reduce(join, sources)
         copied = [value for w, value in moved if w == fx.STACK]
         stack = pushed(taken(stack, count, UNKNOWN)[0], copied + [UNKNOWN] * (put - len(copied)))
         return self.write(regs, written), UNKNOWN if fx.flags_written else flags, stack
 
-    def write(
-        self, regs: tuple[Abstract, ...], values: Mapping[int, Abstract]
-    ) -> tuple[Abstract, ...]:
-        changed = list(regs)
-        for reg, value in values.items():
-            if (slot := self.slot.get(reg)) is not None:
-                changed[slot] = value
-        return tuple(changed)
+    def write(self, regs: _Regs, values: Mapping[int, Abstract]) -> _Regs:
+        return tuple(values.get(reg, old) for reg, old in zip(self.slot, regs, strict=True))
 
 
 def constants(
     paths: Paths, layout: Layout, semantics: Semantics | None = None
 ) -> Callable[[int], tuple[Abstract, ...]] | None:
-    """Propagate constants over ``paths``.
-
-    Args:
-        paths: The states of a program.
-        layout: Its memory (what the plan may write is never a constant).
-        semantics: How instructions run (default: :func:`default_semantics`).
+    """Propagate constants over the states ``paths`` of a program, whose memory is ``layout``
+    (what the plan may write is never a constant), running instructions by ``semantics``
+    (default: :func:`default_semantics`).
 
     Returns:
         ``stack(state)``: the stack (top last, at most its top

@@ -22,7 +22,7 @@ from llassembly.analysis.cfg import Layout
 from llassembly.analysis.paths import Paths, fixpoint, joined_stacks, pushed, taken
 from llassembly.analysis.queries import is_query, query_site, query_sources
 from llassembly.language import program
-from llassembly.language.instructions import EAX_INDEX, register_name
+from llassembly.language.instructions import register_name
 from llassembly.language.limits import MAX_VALUE_STEPS, MAX_VALUE_WORK
 
 Sources: TypeAlias = frozenset[str]
@@ -130,13 +130,12 @@ def _merge(old: _Facts, new: _Facts) -> _Facts:
 
 
 def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, ...]] | None:
-    """Which tools' results can reach the arguments of the tool ``CALL`` of each state.
-
-    A sound over-approximation over the states of the paths, by the same :class:`Transfer`
-    facts the machine follows: a run's sources for an argument always hold its *must* and are
-    always within its *may*. Cells found through registers are weakly updated; a stack slot
-    deeper than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold anything: any
-    tool's result and any query's answer. A query's answer derives from what its model read
+    """Which tools' results can reach the arguments of the tool ``CALL`` of each state: a sound
+    over-approximation over the states of the paths, by the same :class:`Transfer` facts the
+    machine follows (a run's sources for an argument always hold its *must* and are always
+    within its *may*). Cells found through registers are weakly updated; a stack slot deeper
+    than :data:`~llassembly.language.limits.MAX_FOLLOWED_STACK` may hold any tool's result and
+    any query's answer. A query's answer derives from what its model read
     (:func:`~llassembly.analysis.queries.query_sources`); it is also marked as the answer of
     the query at its line (``query_text@9``, :func:`~llassembly.analysis.queries.query_site`),
     for the summary; the machine never carries those marks.
@@ -169,10 +168,8 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
             held += [_EMPTY] if operand.label is None or not cells else []
             found = functools.reduce(_join, held)
             return _all([found, *(value(reg, facts) for reg in operand.registers)])
-        if isinstance(operand, program.Path):
-            return _all(value(part, facts) for part in (operand.base, *operand.steps))
-        if isinstance(operand, program.Template):
-            return _all(value(fill, facts) for fill in operand.fills)
+        if isinstance(operand, program.Path | program.Template):  # its base, keys or fills
+            return _all(value(part, facts) for part in program.nested(operand))
         return _EMPTY  # a literal
 
     def write(
@@ -190,40 +187,31 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
 
     def transfer(pc: int, facts: _Facts) -> _Facts:
         regs, flags, stack, memory = facts
-        tool = flow.tools.get(pc)
-        if tool is not None:
-            count, put = flow.stack_effect(pc)
-            stack, given = taken(stack, count, top)
-            result = (result_sources(tool.name),) * 2
-            if is_query(tool):  # its answer derives from what its model read, and is a model's
-                (may, must), mark = _all(given), marks[pc]  # every query's CALL has a mark
-                result = query_sources(may | {mark}), query_sources(must | {mark})
-            fx, changed = flow.effects[pc], list(regs)
-            if fx.registers_written:  # EAX: its result or error; the flags: did it fail
-                changed[slot[EAX_INDEX]] = result
-            flags = result if fx.flags_written else flags
-            return tuple(changed), flags, pushed(stack, [result] * put), memory
-        move = transfer_of(lines[pc])
-        if move is None:
+        tool, move, fx = flow.tools.get(pc), transfer_of(lines[pc]), flow.effects[pc]
+        if tool is None and move is None:
             return facts
-        fx = move.fx
-        stack, popped = taken(stack, fx.info.pops, top)
-        chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
-        everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
-        values = [  # everything is read before anything is written (XCHG)
-            everything
-            if write.copies is None
-            else _all([*chose, *(value(o, facts) for o in write.copies)])
-            for write in move.writes
-        ]
+        count, put = flow.stack_effect(pc)
+        stack, popped = taken(stack, count, top)
+        if tool is not None:  # its results, its error in EAX and the flags (did it fail)
+            everything, writes = (result_sources(tool.name),) * 2, []
+            if is_query(tool):  # its answer derives from what its model read, and is a model's
+                (may, must), mark = _all(popped), marks[pc]  # every query's CALL has a mark
+                everything = query_sources(may | {mark}), query_sources(must | {mark})
+        elif move is not None:
+            chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
+            everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
+            writes = [  # everything is read before anything is written (XCHG)
+                (w.place, everything)
+                if w.copies is None
+                else (w.place, _all([*chose, *(value(o, facts) for o in w.copies)]))
+                for w in move.writes
+            ]
+        writes += [(program.Reg(reg, register_name(reg)), everything) for reg in fx.implicit_writes]
         new_regs = list(regs)
-        for each, pair in zip(move.writes, values, strict=True):
-            memory = write(each.place, pair, new_regs, memory)
-        for reg in fx.implicit_writes:
-            memory = write(program.Reg(reg, register_name(reg)), everything, new_regs, memory)
-        stack = pushed(stack, [everything] * fx.info.pushes)
+        for place, pair in writes:
+            memory = write(place, pair, new_regs, memory)
         flags = everything if fx.flags_written else flags
-        return tuple(new_regs), flags, stack, memory
+        return tuple(new_regs), flags, pushed(stack, [everything] * put), memory
 
     start: _Facts = ((_EMPTY,) * len(slot), _EMPTY, (), {})
     limit = min(MAX_VALUE_STEPS, MAX_VALUE_WORK // max(len(slot) + layout.live_cells, 1))
@@ -232,7 +220,6 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
         return None
 
     def flows(state: int) -> tuple[Flow, ...]:
-        pc = paths.states[state][0]
-        return tuple(taken(found[state][2], flow.stack_effect(pc)[0], top)[1])
+        return tuple(taken(found[state][2], flow.stack_effect(paths.states[state][0])[0], top)[1])
 
     return flows

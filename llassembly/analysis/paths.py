@@ -170,12 +170,10 @@ class Paths:
         return None
 
     def always(self, sites: Iterable[int]) -> frozenset[int]:
-        """The instructions of ``sites`` that every path ending the plan runs.
-
-        A must-analysis over the states: the sites on every path to a state are those on every
-        path to each state before it, plus its own; the greatest fixed point is exact (the set
-        of paths is not approximated). Past :data:`MAX_STEPS` visits none is claimed.
-        """
+        """The instructions of ``sites`` that every path ending the plan runs, by a must-analysis
+        over the states: the sites on every path to a state are those on every path to each
+        state before it, plus its own; the greatest fixed point is exact (the set of paths is
+        not approximated). Past :data:`MAX_STEPS` visits none is claimed."""
         bit_of = {pc: 1 << i for i, pc in enumerate(dict.fromkeys(sites))}
         if not bit_of or not self.states:
             return frozenset()
@@ -262,14 +260,13 @@ def fixpoint(
     goes: Callable[[int, _F], int | None] | None = None,
     edge: Callable[[int, int, _F], _F] | None = None,
 ) -> tuple[dict[int, _F], int | None]:
-    """Facts on entry to each state of ``paths``, from ``start`` at the first.
-
-    Each state's facts go through ``transfer`` (given the state's instruction index) to its
-    successors, ``merge``d where paths meet, until nothing changes; states are taken in program
-    order, so a loop's body settles before what follows it. ``transfer`` returns ``None`` when
-    the instruction fails on every run that brings these facts (no path goes on); ``goes`` gives
-    the one instruction a branch goes to when the facts decide it (``None``: every successor);
-    ``edge`` what the facts a branch sends become on the way to each instruction it goes to.
+    """Facts on entry to each state of ``paths``, from ``start`` at the first: each state's facts
+    go through ``transfer`` (given the state's instruction index) to its successors, ``merge``d
+    where paths meet, until nothing changes; states are taken in program order, so a loop's
+    body settles before what follows it. ``transfer`` returns ``None`` when the instruction
+    fails on every run that brings these facts (no path goes on); ``goes`` gives the one
+    instruction a branch goes to when the facts decide it (``None``: every successor); ``edge``
+    what the facts a branch sends become on the way to each instruction it goes to.
 
     Returns:
         The facts (none when there is no state) and ``None``; or, when that takes more than
@@ -278,11 +275,10 @@ def fixpoint(
     if not paths.states:
         return {}, None
     facts: dict[int, _F] = {0: start}
-    queue, queued, steps = [(paths.states[0][0], 0)], {0}, 0
-    while queue:
-        if steps >= limit:
-            return facts, queue[0][1]
-        steps += 1
+    queue, queued = [(paths.states[0][0], 0)], {0}
+    for _ in range(limit):
+        if not queue:
+            return facts, None
         pc, number = heapq.heappop(queue)
         queued.discard(number)
         out = transfer(pc, facts[number])
@@ -300,7 +296,7 @@ def fixpoint(
                 if nxt not in queued:
                     queued.add(nxt)
                     heapq.heappush(queue, (paths.states[nxt][0], nxt))
-    return facts, None
+    return facts, queue[0][1] if queue else None
 
 
 # -- the data stack as the analyses keep it --------------------------------------------------------

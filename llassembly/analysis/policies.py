@@ -39,8 +39,7 @@ def check_names(
 ) -> None:
     """Refuse a rule or option (``subject``) that names a tool ``tools`` lack, or an argument
     (``(tool, argument)``) its tool does not take, since a misspelt name would switch it off
-    without a word: a ``UsageError`` that offers a name differing only in case, or the closest.
-    """
+    without a word: a ``UsageError`` offers a name differing only in case, or the closest."""
     wanted = itertools.chain(
         (("tool", name, list(tools), "") for name in names),
         (("argument", a, param_names(tools[t]), t) for t, a in arguments),

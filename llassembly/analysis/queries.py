@@ -110,15 +110,13 @@ def parse_answer_shape(spec: object) -> Shape:
         raise ValueError(f"the answer shape must be text, not {spec!r}; {_HOW}")
     if len(spec) > MAX_ANSWER_SHAPE_CHARS:
         raise ValueError(f"the answer shape is longer than {MAX_ANSWER_SHAPE_CHARS} characters")
-    stripped = spec.strip()
-    if stripped[:1] in ("{", "["):
+    data: Any = spec.strip()
+    if data[:1] in ("{", "["):
         try:
-            data = json.loads(stripped)
+            data = json.loads(data)
         except (ValueError, RecursionError):
             shown = json.dumps(clip(spec, 60), ensure_ascii=False)
             raise ValueError(f"the answer shape {shown} is not valid JSON; {_HOW}") from None
-    else:
-        data = stripped
     return _parse(data, 0, [0])  # [fields counted]
 
 
@@ -158,12 +156,10 @@ def _parse(data: Any, depth: int, counted: list[int]) -> Shape:
 
 def query_sites(flow: ControlFlow, layout: Layout) -> dict[int, Shape | str]:
     """Each reachable ``CALL query_text`` of ``flow``'s program: its answer shape as the verifier
-    follows it, or why it has none (the shape is not written in the plan, or is no shape).
-
-    The shape is the value the plan pushes last before the call, known when every path to the call
-    pushes the same text written in the plan (a literal, a data label, or a register holding one):
-    values are followed by copying only, so what the check knows depends on nothing computed.
-    """
+    follows it, or why it has none (the shape is not written in the plan, or is no shape). The
+    shape is the value pushed last before the call, known when every path to the call pushes
+    the same text written in the plan (a literal, a data label, or a register holding one):
+    values are followed by copying only, so what the check knows depends on nothing computed."""
     sites = {pc: tool for pc, tool in flow.tools.items() if is_query(tool)}
     if not sites:
         return {}

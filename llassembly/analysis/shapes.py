@@ -100,9 +100,7 @@ _SCALAR_TYPES: dict[type, Shape] = {  # asked in order (bool is an int, datetime
 
 def join(a: Shape | None, b: Shape | None) -> Shape | None:
     """A value that is ``a`` on some runs and ``b`` on others (``None``: not known)."""
-    if a is None or b is None:
-        return None
-    return a if a == b else _union([a, b])
+    return None if a is None or b is None else (a if a == b else _union([a, b]))
 
 
 def _union(shapes: Iterable[Shape]) -> Shape | None:
@@ -194,12 +192,10 @@ def _shape(annotation: Any, depth: int) -> Shape:
             parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
             return Shape("tuple", ann.__name__, options=parts)
     container = origin if origin is not None else ann
-    if container is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return Shape("list", item=shape_of(args[0], depth + 1))
-        if args:
-            return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
-        return Shape("list", item=ANY)
+    if container is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return Shape("list", item=shape_of(args[0], depth + 1))
+    if container is tuple and args:  # (a bare tuple: a list, below)
+        return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
     if isinstance(container, type) and issubclass(container, Mapping):
         return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
     if container is Iterable or (  # str and bytes are text (above)
@@ -217,8 +213,7 @@ def _choices(values: Sequence[Any]) -> Shape:
     they are all plain values of one kind."""
     scalars = ((int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))  # bool: int
     found = _union(next((s for t, s in scalars if isinstance(v, t)), ANY) for v in values) or ANY
-    plain = all(type(v) in (int, float, str) for v in values)
-    if found.kind in ("int", "float", "text") and plain:
+    if found.kind in ("int", "float", "text") and all(type(v) in (int, float, str) for v in values):
         return dataclasses.replace(found, choices=tuple(values))
     return found
 
@@ -295,10 +290,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         return ANY, None
     if kind == "object":
         if isinstance(key, str):
-            if named := shape.field(key):
-                return named, None
-            if shape.item is not None:  # it keeps extra fields
-                return shape.item, None
+            if part := shape.field(key) or shape.item:  # (item: it keeps extra fields)
+                return part, None
             return ANY, f"has no field {key!r}; {fields_line(dict(shape.fields))}"
         if key is None:
             return _union(s for _, s in shape.fields) or ANY, None

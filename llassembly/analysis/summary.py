@@ -180,12 +180,11 @@ class PlanSummary:
         out = ["What this plan can do:"] if self.tools else ["This plan calls no tool."]
         width = max((len(use.name) for use in self.tools), default=0)
         for use in self.tools:
-            notes = _notes(use.in_loop, use.conditional)
-            out.append(f"  {use.name:<{width}}  {_calls(use.min_calls, use.max_calls)}{notes}")
+            calls = _calls(use.min_calls, use.max_calls)
+            out.append(f"  {use.name:<{width}}  {calls}{_notes(use)}")
             for site in use.sites:
                 args = ", ".join(a.shown() for a in site.arguments)
-                site_notes = _notes(site.in_loop, site.conditional)
-                out.append(f"      line {site.line}: {use.name}({args}){site_notes}")
+                out.append(f"      line {site.line}: {use.name}({args}){_notes(site)}")
         total = _calls(self.min_tool_calls, self.max_tool_calls)
         out.append(f"Tool calls in all: {total} (budget {self.tool_call_budget})")
         most = self.max_instructions
@@ -250,8 +249,8 @@ def _queries(summary: PlanSummary) -> list[str]:
     return ["Queries (a model with no tools reads a text for the plan):", *lines] if lines else []
 
 
-def _notes(in_loop: bool, conditional: bool) -> str:
-    notes = [n for n, on in (("in a loop", in_loop), ("conditional", conditional)) if on]
+def _notes(of: ToolUse | CallSite) -> str:
+    notes = [n for n, on in (("in a loop", of.in_loop), ("conditional", of.conditional)) if on]
     return f"  ({', '.join(notes)})" if notes else ""
 
 
@@ -318,11 +317,9 @@ def summarize(
         pcs = [pc for pc in by_site if flow.tools[pc].name == name]
         low, high = count(pcs)
         tool = flow.tools[pcs[0]]
-        arguments = _arguments(tool, [state for pc in pcs for state in by_site[pc]], anything)
+        args = _arguments(tool, [state for pc in pcs for state in by_site[pc]], anything)
         in_loop, query = any(s.in_loop for s in found), is_query(tool)
-        uses.append(
-            ToolUse(name, low, high, in_loop, ends and not low, arguments, (*found,), query)
-        )
+        uses.append(ToolUse(name, low, high, in_loop, ends and not low, args, (*found,), query))
     low_calls, high_calls = count(by_site)
     return PlanSummary(
         tools=tuple(uses),

@@ -46,10 +46,9 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
         return tools
     one = looks_like_one_tool(tools)
     if isinstance(tools, str | bytes) or not isinstance(tools, Iterable) or one:
-        kind = type(tools).__name__
         msg = (
             f"{param} must be a list of tools (LangChain tools, functions or externs) or a "
-            f"mapping of tool name to tool, not {kind}"
+            f"mapping of tool name to tool, not {type(tools).__name__}"
         )
         if isinstance(tools, str | bytes):
             msg += ": a name is not a tool; give the tool itself, in a list"
@@ -64,10 +63,9 @@ def given_tools(tools: object, param: str = "tools") -> Mapping[str, Any] | tupl
 def tool_shapes(
     tools: object, adapt: Adapt | None = None, *, param: str = "tools"
 ) -> Mapping[str, Any]:
-    """The tools by name, from a mapping ``name -> tool`` or a list of tools.
-
-    A mapping whose every value is already what ``adapt`` makes of it is returned as it is
-    (the control-flow graph of one program and one mapping is built once).
+    """The tools by name, from a mapping ``name -> tool`` or a list of tools; a mapping whose
+    every value is already what ``adapt`` makes of it is returned as it is (the control-flow
+    graph of one program and one mapping is built once).
 
     Args:
         adapt: Makes each item the tool its caller needs (without it, an item must already be
@@ -81,8 +79,7 @@ def tool_shapes(
     given, adapt = given_tools(tools, param), adapt or _as_shape
     if isinstance(given, Mapping):
         found = {key: adapt(tool, key, f"{param}[{key!r}]") for key, tool in given.items()}
-        same = all(found[key] is given[key] for key in found)
-        return given if same else found
+        return given if all(found[key] is given[key] for key in found) else found
     by_name: dict[str, Any] = {}
     for index, item in enumerate(given):
         tool = adapt(item, None, f"{param}[{index}]")

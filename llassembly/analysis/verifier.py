@@ -23,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import itertools
 import operator
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import NamedTuple
 
 from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
@@ -154,9 +154,7 @@ class PathWalk:
     """
 
     def __init__(self, flow: ControlFlow, layout: Layout, answers: Mapping[int, Shape]) -> None:
-        self.flow = flow
-        self.layout = layout
-        self.program = flow.program
+        self.flow, self.layout, self.program = flow, layout, flow.program
         self.results = {pc: _results(tool) for pc, tool in flow.tools.items()}
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
@@ -180,9 +178,8 @@ class PathWalk:
         self.unwritten_reads: dict[tuple[int, int], str] = {}
 
     def copies(self, call: int, test: int) -> tuple[list[Operand], set[int]]:
-        """The registers, variables and one-cell labels holding EAX's value after the
-        straight-line code between ``call`` and ``test``, and the stack slots (by depth from the
-        top)."""
+        """The registers, variables and one-cell labels holding EAX's value after the straight-line
+        code between ``call`` and ``test``, and the stack slots (by depth from the top)."""
 
         def key(operand: Operand) -> int | str | None:
             if isinstance(operand, Reg) and operand.index in self.flow.tracked:
@@ -233,13 +230,12 @@ class PathWalk:
         """The shape ``operand`` reads as, reporting a path no value of its base has."""
         if isinstance(operand, Reg):
             return self.register(facts, operand.index)[0]
-        if isinstance(operand, Imm):
-            return _written(operand.value, self.program.instructions[pc].line if pc >= 0 else 0)
-        if isinstance(operand, Template):
+        if isinstance(operand, Imm):  # (pc -1: a path's base, never a literal)
+            return _written(operand.value, self.program.instructions[pc].line)
+        if isinstance(operand, Template):  # (a tool tells what it may become)
             for fill in operand.fills:
                 self.shape(fill, facts, pc, position)
-            line = self.program.instructions[pc].line if pc >= 0 else 0
-            return Shape("text", literal=(operand, line))  # (a tool tells what it may become)
+            return Shape("text", literal=(operand, self.program.instructions[pc].line))
         if isinstance(operand, Name):
             key = operand.name.lower()
             if key in self.var:
@@ -395,11 +391,10 @@ class PathWalk:
             if slot is None:
                 return facts
             return facts._replace(regs=(*facts.regs[:slot], place, *facts.regs[slot + 1 :]))
-        if isinstance(operand, Name) and operand.name.lower() in self.var:
-            slot = self.var[operand.name.lower()]
-            facts = facts._replace(
-                variables=(*facts.variables[:slot], value, *facts.variables[slot + 1 :])
-            )
+        slot = self.var.get(operand.name.lower()) if isinstance(operand, Name) else None
+        if slot is not None:
+            variables = (*facts.variables[:slot], value, *facts.variables[slot + 1 :])
+            facts = facts._replace(variables=variables)
         cells, one = self.layout.cells_of(operand)
         bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:
@@ -460,37 +455,31 @@ class PathWalk:
                     )
                 self.found.setdefault((pc, -1, reg), message)
 
-    def check(
-        self, pc: int, ins: Instruction, fx: Effects, read: Mapping[int, Shape | None]
-    ) -> None:
+    def check(self, pc: int, ins: Instruction, fx: Effects, read: dict[int, Shape | None]) -> None:
         """Arithmetic on a value that is text on every run, and a compare of text with a number."""
         op = ins.mnemonic
-        if fx.numeric:
-            for position, shape in read.items():
-                if shape is not None and shape.kind == "none":  # (a union is never all NONE)
-                    operand = ins.operands[position]
-                    message = f"{op} needs numbers, but NONE (no value) is not one"
-                    if not isinstance(operand, Imm):  # a place holding NONE
-                        fix = (
-                            _POP_IT if _is_eax(operand) else f"; MOV a number into {operand} first"
-                        )
-                        message = (
-                            f"{op} needs numbers, but {operand} is NONE on every run here{fix}"
-                        )
-                    self.found.setdefault((pc, position, 0), message)
-                elif is_text(shape):
-                    operand, what = ins.operands[position], describe(shape)
-                    hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
-                    fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
-                    if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
-                        hint = "an object or a list is held as its JSON text"
-                        fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
-                    what += f" ({hint or 'it is text'})"
-                    self.found.setdefault(
-                        (pc, position, 0), f"{op} needs numbers, but {operand} is {what}; {fix}"
-                    )
-            return
-        if not fx.info.compares or len(ins.operands) != 2:
+        for position, shape in read.items() if fx.numeric else ():
+            operand, what = ins.operands[position], describe(shape)
+            if shape is not None and shape.kind == "none":  # (a union is never all NONE)
+                fix = _POP_IT if _is_eax(operand) else f"; MOV a number into {operand} first"
+                message = (  # a literal NONE, or a place holding NONE
+                    f"{op} needs numbers, but NONE (no value) is not one"
+                    if isinstance(operand, Imm)
+                    else f"{op} needs numbers, but {operand} is NONE on every run here{fix}"
+                )
+            elif is_text(shape):
+                hint = "a decimal is text as the tool writes it" if "decimal" in what else ""
+                fix = f"read the number in it first: NUM R9, {operand}, then {op} with R9"
+                if any(o.kind in STRUCTURES for o in options_of(shape or ANY)):
+                    hint = "an object or a list is held as its JSON text"
+                    fix = f"take a number out of it with a path ({operand}.field, {operand}[0])"
+                message = (
+                    f"{op} needs numbers, but {operand} is {what} ({hint or 'it is text'}); {fix}"
+                )
+            else:
+                continue
+            self.found.setdefault((pc, position, 0), message)
+        if fx.numeric or not fx.info.compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))
         for text, number, shape, other, at in ((a, b, sa, sb, 0), (b, a, sb, sa, 1)):
@@ -523,8 +512,7 @@ class PathWalk:
                 continue
             lines = sorted({line for _, line in written if line})
             where = f"; the value is written on line {', '.join(map(str, lines))}" if lines else ""
-            message = f"CALL {tool.name}: {reasons[0]}{where}"
-            self.found.setdefault((pc, 0, number), message)
+            self.found.setdefault((pc, 0, number), f"CALL {tool.name}: {reasons[0]}{where}")
 
 
 def _key(step: Imm | Reg | Name) -> str | int | None:
@@ -542,11 +530,9 @@ def _with_part(
     key, rest = _key(steps[0]), steps[1:]
     if shape.kind == "object" and isinstance(key, str):
         fields = dict(shape.fields) | {key: _with_part(shape.field(key), rest, value) or ANY}
-        return dataclasses.replace(shape, fields=tuple(fields.items()))
+        return replace(shape, fields=tuple(fields.items()))
     if shape.kind in ("list", "map") and isinstance(key, str) == (shape.kind == "map"):
-        return dataclasses.replace(
-            shape, item=join(shape.item, _with_part(shape.item, rest, value))
-        )
+        return replace(shape, item=join(shape.item, _with_part(shape.item, rest, value)))
     return None
 
 
@@ -691,7 +677,6 @@ class _Checker:
         self, index: int, ins: Instruction, kind: OperandKind, operand: Operand, column: int
     ) -> None:
         line, op = ins.line, ins.mnemonic
-        key = operand.name.lower() if isinstance(operand, Name) else ""
         if isinstance(operand, Path | Template):
             self.check_compound(index, ins, kind, operand, column)
         elif kind == "value" and ins.op is not Opcode.SAY and self.template(ins, operand, column):
@@ -705,12 +690,10 @@ class _Checker:
                 )
             elif not isinstance(operand, Name):
                 message = f"{op} needs {_KIND_WORDS[kind]}, not {operand}"
-            elif kind == "label":
-                if key in self.program.labels:
-                    return
+            elif kind == "label" and operand.name.lower() not in self.program.labels:
                 labels = _names(list(self.program.label_names.values()))
                 message = f"jump to undefined label {operand.name!r}; labels: {labels}"
-            elif index in self.flow.ambiguous:
+            elif index in self.flow.ambiguous:  # (a CALL: jumps to known labels are in targets)
                 message = (
                     f"CALL {operand.name} is ambiguous: {operand.name!r} is both a tool and a "
                     "code label; rename the label"
@@ -743,15 +726,12 @@ class _Checker:
             self.check_count(index, ins, operand, column)
 
     def template(self, ins: Instruction, operand: Operand, column: int, say: bool = False) -> bool:
-        """Report a read of a data label whose text has placeholders (by name, as memory or as
-        a placeholder) where the plan does not write it, which only ``SAY label`` fills in;
-        ``say``: in SAY."""
+        """Report a read (by name, as memory or as a placeholder; ``say``: in SAY) of a data label
+        the plan does not write whose text has placeholders, which only ``SAY label`` fills in."""
         key = (operand.label or "") if isinstance(operand, Mem) else getattr(operand, "name", "")
-        text = self.program.data.get(str(key).lower())
+        text = None if key.lower() in self.layout.live else self.program.data.get(key.lower())
         if not isinstance(text, str) or not has_placeholders(text):
-            return False
-        if str(key).lower() in self.layout.live:  # (what it holds then is the run's to know)
-            return False
+            return False  # (a label the plan writes: what it holds then is the run's to know)
         message = f"{operand} holds text with placeholders ({{...}}), and only SAY fills them in "
         message += (
             f"from a data label; write SAY {key} (the label alone) to fill them in"
@@ -844,8 +824,7 @@ class _Checker:
 
     def check_destination(self, ins: Instruction, operand: Operand, column: int) -> None:
         """A destination that is no register: a variable, or a one-cell writable label."""
-        op = ins.mnemonic
-        key = operand.name.lower() if isinstance(operand, Name) else ""
+        op, key = ins.mnemonic, operand.name.lower() if isinstance(operand, Name) else ""
         label = self.layout.labels.get(key)
         if label is None:
             message = (
@@ -954,8 +933,7 @@ class _Checker:
             f"global {name} names {what}, so the plan has no entry point; put the label "
             f"{name}: on the instruction to start from, or remove this line (code labels: {labels})"
         )
-        line, column = program.entry_site
-        self.report(line, column, message)
+        self.report(*program.entry_site, message)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -963,8 +941,7 @@ class _Checker:
         """Walk the paths (see the module doc) and report what they may do wrong, written for
         the model that will fix the plan, and every mix of the EAX convention."""
         flow, instructions = self.flow, self.program.instructions
-        paths = paths_of(flow)
-        queries = query_sites(flow, self.layout)
+        paths, queries = paths_of(flow), query_sites(flow, self.layout)
         answers = {pc: s for pc, s in queries.items() if isinstance(s, Shape)}
         walk = PathWalk(flow, self.layout, answers)
         facts, stopped = fixpoint(
@@ -1067,29 +1044,26 @@ class _Checker:
         """Every loop that can never end: one no path leaves, whatever it calls (only a budget
         would stop it), or one with no tool call where nothing changes a register, memory or
         the stack (see :attr:`Paths.endless` and :attr:`ControlFlow.loops`)."""
-        flow, program = self.flow, self.program
-        found: dict[tuple[int, ...], str] = {}
-        for loop in paths_of(flow).endless:
+        flow, endless = self.flow, dict.fromkeys(paths_of(self.flow).endless)
+        for loop in {**endless, **dict.fromkeys(flow.loops)}:  # (a loop of both: told as endless)
             tools = sorted({flow.tools[pc].name for pc in loop if pc in flow.tools})
             members = set(loop)  # (a long loop: membership in a tuple would be quadratic)
             exits = any(t not in members for pc in loop for t in flow.flat[pc])
-            known = " (no run takes its jumps out: the flags they test are known)" * exits
-            found[loop] = f"there is no way out of it{known}" + (
-                f": it would CALL {', '.join(tools)} again and again until a budget stops the "
-                "plan; give the loop an exit (CMP and a conditional jump out of it)"
-                if tools
-                else " and it calls no tool"
-            )
-        for loop in flow.loops:
-            if loop in found or any(pc in flow.tools for pc in loop):
+            if loop in endless:
+                known = " (no run takes its jumps out: the flags they test are known)" * exits
+                why = f"there is no way out of it{known}" + (
+                    f": it would CALL {', '.join(tools)} again and again until a budget stops the "
+                    "plan; give the loop an exit (CMP and a conditional jump out of it)"
+                    if tools
+                    else " and it calls no tool"
+                )
+            elif not tools and not exits:
+                why = "there is no way out of it and it calls no tool"
+            elif not tools and not any(flow.effects[pc].changes_state for pc in loop):
+                why = "nothing in it changes a register or the stack and it calls no tool"
+            else:
                 continue
-            members = set(loop)
-            if not any(t not in members for pc in loop for t in flow.flat[pc]):
-                found[loop] = "there is no way out of it and it calls no tool"
-            elif not any(flow.effects[pc].changes_state for pc in loop):
-                found[loop] = "nothing in it changes a register or the stack and it calls no tool"
-        for loop, why in found.items():
-            self.report_at(loop[0], f"this loop ({_span(program, loop)}) can never end: {why}")
+            self.report_at(loop[0], f"this loop ({_span(self.program, loop)}) can never end: {why}")
 
 
 def _in_loop(flow: ControlFlow, pc: int) -> str:
@@ -1161,11 +1135,8 @@ def check(
 
 
 def verify(program: Program, tools: Mapping[str, ToolShape] | Iterable[ToolShape]) -> None:
-    """Check ``program`` and raise if anything is wrong.
-
-    Args:
-        program: The parsed plan.
-        tools: The tools the plan may CALL, by name or as a list (see :func:`check`).
+    """Check the parsed plan ``program`` with ``tools`` (as :func:`check` takes them) and raise
+    if anything is wrong.
 
     Raises:
         PlanRejected: The plan has problems; ``diagnostics`` lists all of them.
