@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_760
+MAX_PACKAGE_LINES = 15_789
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -454,8 +454,9 @@ records and lists known to be JSON text, a division by a read-only cell holding 
 EAX made before the test of a call, an element added at a fixed list's end, pydantic dataclasses
 and root models read as pydantic writes them), and 15,760 with a fifth round of cuts, one
 reader per package, of constructions longer than what they say (a query's text fenced by the
-one fence rule). Lower it with every cut; raise it only for new behaviour, saying why in the
-commit."""
+one fence rule), and 15,789 with structure instructions refused before the run on a value
+they fail on at every run (`LEN` of a number, `KEYS` of a list). Lower it with every cut;
+raise it only for new behaviour, saying why in the commit."""
 
 
 def _subpackage(module: str) -> str | None:

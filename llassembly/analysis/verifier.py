@@ -479,6 +479,15 @@ class PathWalk:
             else:
                 continue
             self.found.setdefault((pc, position, 0), message)
+        never, shape = fx.info.never, read.get(1)
+        if never and shape is not None and all(o.kind in never for o in options_of(shape)):
+            value, takes = ins.operands[1], fx.info.takes  # (LEN of a number, KEYS of a list...)
+            self.found.setdefault(
+                (pc, 1, 0),
+                f"{op} needs {takes}, not {value}"
+                if isinstance(value, Imm)
+                else f"{op} needs {takes}, but {value} is {describe(shape)} on every run here",
+            )
         if fx.numeric or not fx.info.compares or len(ins.operands) != 2:
             return
         (a, b), (sa, sb) = ins.operands, (read.get(0), read.get(1))

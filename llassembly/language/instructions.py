@@ -137,6 +137,9 @@ class OpcodeInfo:
         produces: What it writes when it computes a value: ``"number"`` (arithmetic, ``LEN``,
             ``FIND``...), ``"text"`` (``SUBSTR``, ``LOWER``...), ``"texts"`` (the JSON list of
             texts ``KEYS`` gives) or ``""`` (a copy, or nothing).
+        takes: What a structure instruction reads (``LEN``: a list, an object or text), in
+            words; ``never``: the kinds of value (``analysis.shapes.Kind``) it fails on at every
+            run (``LEN`` of a number, ``KEYS`` of a list), which the verifier refuses.
     """
 
     shapes: tuple[Form, ...]
@@ -152,6 +155,8 @@ class OpcodeInfo:
     pops: int = 0
     pushes: int = 0
     produces: Literal["", "number", "text", "texts"] = ""
+    takes: str = ""
+    never: frozenset[str] = frozenset()
 
     @property
     def operands(self) -> tuple[OperandKind, ...]:
@@ -184,6 +189,8 @@ def _each(names: str, *forms: str, **facts: object) -> dict[Opcode, OpcodeInfo]:
 
 
 _ARITH = {"sets_flags": True, "numeric": True}
+_NUMBERS = frozenset({"int", "float", "number"})
+_STRUCTURES = frozenset({"object", "map", "list", "tuple"})
 
 
 OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
@@ -219,9 +226,22 @@ OPCODE_INFO: dict[Opcode, OpcodeInfo] = {
     # The plan's answer to the user (see "Answers" in docs/language.md).
     Opcode.SAY: _info("value", variadic=True),
     # Structured values and text: results are numbers or text; the flags are left as they are.
-    **_each("LEN NUM", "=reg, value", produces="number"),
-    **_each("HAS FIND", "=reg, value, value", produces="number"),
-    Opcode.KEYS: _info("=reg, value", produces="texts"),
+    Opcode.LEN: _info(
+        "=reg, value", produces="number", takes="a list, an object or text", never=_NUMBERS
+    ),
+    Opcode.NUM: _info(
+        "=reg, value", produces="number", takes="a number or a text holding one", never=_STRUCTURES
+    ),
+    Opcode.HAS: _info(
+        "=reg, value, value", produces="number", takes="an object or a list", never=_NUMBERS
+    ),
+    Opcode.FIND: _info("=reg, value, value", produces="number"),
+    Opcode.KEYS: _info(
+        "=reg, value",
+        produces="texts",
+        takes="an object",
+        never=_NUMBERS | {"list", "tuple", "none"},
+    ),
     Opcode.SUBSTR: _info("=reg, value, value, value", "=reg, value, value", produces="text"),
     **_each("LOWER UPPER", "=reg, value", produces="text"),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import get_args
 from unittest import mock
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llassembly
+from llassembly.analysis.shapes import Kind
 from llassembly.analysis.summary import summarize
 from llassembly.analysis.verifier import PathWalk, check, verify
 from llassembly.errors import (
@@ -843,3 +845,11 @@ def test_random_programs_never_crash_the_verifier(program: Program) -> None:
     assert list(diagnostics) == sorted(diagnostics, key=lambda d: (d.line, d.column))
     summary = summarize(program, NPC_TOOLS)
     assert summary.complete or summary.max_tool_calls is None
+
+
+def test_the_kinds_an_instruction_never_reads_are_kinds_of_shapes() -> None:
+    """The instruction table names, in its own layer, the kinds the verifier's shapes have: a
+    misspelt kind would refuse nothing."""
+    never = {kind for info in OPCODE_INFO.values() for kind in info.never}
+    assert never and never <= set(get_args(Kind))
+    assert all(info.takes for info in OPCODE_INFO.values() if info.never)

@@ -119,7 +119,7 @@ READS = {
     'MOV R4, "{R1}!"': True,
     "MOV R2.x, R1": True,  # a part written: the whole text is built with the value
     "MOV R4, R2[R1]": True,  # a key (R1.x: a field of a number, refused before the run)
-    "LEN R4, R1": True,
+    "SUBSTR R4, R2, R1": True,  # (LEN of a number, R1 here, is refused before the run)
     "NUM R4, R1": True,
     "LEA R4, [buf + R1*8]": True,
     "MOV R4, [buf + R1*8]": True,  # an address

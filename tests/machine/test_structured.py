@@ -233,8 +233,9 @@ def test_structure_and_text_instructions(source: str, value: Any) -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("LEN R2, 5", "LEN needs a list, an object or text, got the number 5"),
-        ('HAS R2, 5, "x"', "HAS needs an object or a list, got the number 5"),
+        # (a value the check cannot know: a literal number or NONE is refused before the run)
+        ("LEN R2, R1.total", "LEN needs a list, an object or text, got the number 2"),
+        ('HAS R2, R1.total, "x"', "HAS needs an object or a list, got the number 2"),
         ('NUM R2, "12 EUR"', "NUM cannot read '12 EUR' as a number"),
         ('SUBSTR R2, "abc", 1.5', "SUBSTR needs a whole number for the start, got 1.5"),
         ('SUBSTR R2, "abc", 0, -1', "SUBSTR takes a count of characters, 0 or more, not -1"),
@@ -242,7 +243,7 @@ def test_structure_and_text_instructions(source: str, value: Any) -> None:
         ("ROUNDSD R2, 1.5, 16", "ROUNDSD: the rounding mode is 0 to 15, not 16"),
         ("KEYS R2, R1.items", "KEYS needs an object, got a list: its elements are found by index"),
         ('KEYS R2, "text"', "KEYS needs an object, got 'text'"),
-        ("KEYS R2, NONE", "KEYS needs an object, got NONE"),
+        ("KEYS R2, R1.next_cursor", "KEYS needs an object, got NONE"),
     ],
 )
 def test_text_instructions_refuse_what_they_cannot_read(source: str, message: str) -> None:
@@ -808,6 +809,38 @@ def test_a_path_or_compare_the_result_types_refuse_is_rejected_before_the_run(
 
 
 @pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            SEARCH + "LEN R2, R1.items[0].id",
+            "5: LEN needs a list, an object or text, but R1.items[0].id is int on every run here",
+        ),
+        (
+            SEARCH + 'HAS R2, R1.items[0].id, "x"',
+            "5: HAS needs an object or a list, but R1.items[0].id is int on every run here",
+        ),
+        (
+            SEARCH + "KEYS R2, R1.items",
+            "5: KEYS needs an object, but R1.items is list[Item] on every run here",
+        ),
+        (
+            SEARCH + "NUM R2, R1.items[0]",
+            "5: NUM needs a number or a text holding one, but R1.items[0] is Item on every run "
+            "here",
+        ),
+        ("LEN R2, 5", "1: LEN needs a list, an object or text, not 5"),
+        ("KEYS R2, NONE", "1: KEYS needs an object, not NONE"),
+    ],
+)
+def test_a_structure_instruction_on_a_value_it_can_never_read_is_rejected_before_the_run(
+    source: str, message: str
+) -> None:
+    """``LEN``/``HAS`` of a number, ``KEYS`` of a list, a number or NONE, ``NUM`` of a record
+    or a list: an error on every run (docs/language.md), so refused before any tool runs."""
+    assert rejected(source, TYPED) == [message]
+
+
+@pytest.mark.parametrize(
     "source",
     [
         SEARCH + "MOV R2, R1.items[0].title\nNUM R3, R1.items[0].price\nADD R3, 1",
@@ -815,6 +848,9 @@ def test_a_path_or_compare_the_result_types_refuse_is_rejected_before_the_run(
         'PUSH "q"\nCALL raw\nPOP R1\nMOV R2, R1.whatever.at[3]',  # dict: checked as it runs
         "MOV R1, '{\"a\": 1}'\nMOV R2, R1.b",  # JSON the plan writes: checked as it runs
         SEARCH + "MOV R9, '[]'\nLEN R8, R9\nMOV R9[R8], R1.items[0]\nMOV R2, R9[0].title",
+        # what a structure instruction reads on some run (a text may hold JSON; NONE is empty)
+        SEARCH + 'LEN R2, R1.items\nKEYS R3, R1\nHAS R4, R1, "items"\nLEN R5, R1.next_cursor\n'
+        "KEYS R6, R1.next_cursor\nNUM R7, R1.items[0].price\nNUM R8, R1.items[0].id",
     ],
 )
 def test_what_a_shape_allows_or_cannot_know_passes_the_check(source: str) -> None:
