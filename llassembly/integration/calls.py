@@ -28,7 +28,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -455,7 +455,8 @@ def outcome_of(extern: Extern | None, message: ToolMessage, call: ToolCall) -> A
         if not tag or tag.get("ran") is False:  # a person or a middleware answered instead
             outcome = Failed(CallNotRun(call.tool, text, **where))
         else:
-            outcome = Failed(ToolExecutionError(call.tool, RuntimeError(text), **where))
+            # (what the tool answered as an error message: a ToolException, as Extern.call says)
+            outcome = Failed(ToolExecutionError(call.tool, ToolException(text), **where))
     elif extern is None:
         gone = f"tool {call.tool!r} is no longer offered by the agent"
         outcome = Failed(AsmRuntimeError(gone, line=call.line, source=call.source, words=gone))

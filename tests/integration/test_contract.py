@@ -35,7 +35,7 @@ from langchain.agents.middleware import (
 )
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import StructuredTool, ToolException
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
@@ -47,6 +47,8 @@ from llassembly.errors import (
 )
 from llassembly.integration.middleware import ToolsPlannerMiddleware
 from llassembly.integration.nodes import ToolsPlannerNode
+from llassembly.language.parser import parse
+from llassembly.machine.emulator import Emulator
 
 # LangChain's own ToolNode emits this warning too when a dataclass context reaches a tool.
 UPSTREAM_CONTEXT_WARNING = "ignore:Pydantic serializer warnings:UserWarning"
@@ -860,3 +862,21 @@ async def test_a_tool_annotated_to_return_a_list_of_commands_gives_its_answers_t
     plan = asm('PUSH "x"\nCALL note\nPOP R1\nSAY "got: {R1}"')
     out = await harness.run([plan], [StructuredTool.from_function(note)])
     assert out["messages"][-1].text == "got: noted x"
+
+
+async def test_a_failure_the_tool_answers_itself_reads_alike_on_every_path(
+    harness: Harness,
+) -> None:
+    """A tool that answers its own failure (``handle_tool_error``; every MCP tool's error
+    result) gives a tested call's EAX the same text on every path as ``Emulator`` gives it."""
+
+    def fail(x: int) -> int:
+        """Fail."""
+        raise ToolException(f"boom {x}")
+
+    tool = StructuredTool.from_function(fail, handle_tool_error=True)
+    plan = 'PUSH 4\nCALL fail\nJC bad\nHLT\nbad:\nSAY "EAX={EAX}"'
+    said = Emulator(parse(plan), [tool]).run().answer
+    assert said == "EAX=tool 'fail' raised ToolException: boom 4"
+    out = await harness.run([asm(plan)], [tool])
+    assert out["messages"][-1].text == said
