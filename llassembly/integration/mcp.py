@@ -25,7 +25,8 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
     Args:
         session: An initialised ``mcp.ClientSession`` (e.g. from
             ``MultiServerMCPClient(...).session(name)``); the tools call the server through it,
-            so use them while it is open.
+            so use them while it is open. ``None`` with a ``connection`` option: each call opens
+            a session of its own, as the adapter's tools do.
         options: Passed on to ``langchain_mcp_adapters.tools.load_mcp_tools``.
 
     Raises:
@@ -44,14 +45,25 @@ async def load_mcp_tools(session: Any, **options: Any) -> list[BaseTool]:
         ) from exc
     tools: list[BaseTool] = await load(session, **options)
     server = options.get("server_name") if options.get("tool_name_prefix") else None
-    prefix = f"{server}_" if server else ""  # the adapter's documented rule
+    if session is not None:
+        schemas = await _output_schemas(session, f"{server}_" if server else "")
+    else:  # the adapter's session-less mode: the schemas read over a session of the connection
+        from langchain_mcp_adapters.sessions import create_session
+
+        async with create_session(options["connection"]) as opened:
+            await opened.initialize()
+            schemas = await _output_schemas(opened, f"{server}_" if server else "")
+    for tool in (t for t in tools if t.name in schemas):
+        tool.metadata = {**(tool.metadata or {}), MCP_OUTPUT_SCHEMA: schemas[tool.name]}
+    return tools
+
+
+async def _output_schemas(session: Any, prefix: str) -> dict[str, Any]:
+    """Each tool's output schema by its name (``prefix``: the adapter's documented rule)."""
     schemas: dict[str, Any] = {}
     cursor = None
     while True:
         listed = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
         schemas.update({prefix + t.name: t.outputSchema for t in listed.tools if t.outputSchema})
         if not (cursor := getattr(listed, "nextCursor", None)):
-            break
-    for tool in (t for t in tools if t.name in schemas):
-        tool.metadata = {**(tool.metadata or {}), MCP_OUTPUT_SCHEMA: schemas[tool.name]}
-    return tools
+            return schemas

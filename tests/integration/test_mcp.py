@@ -131,6 +131,19 @@ async def test_prefixed_mcp_tools_keep_their_output_schemas() -> None:
     assert externs["shop_greet"].result_types == (str,) and not externs["shop_greet"].structured
 
 
+async def test_mcp_tools_loaded_from_a_connection_keep_their_output_schemas() -> None:
+    """The adapter's session-less mode (``session=None, connection=...``: each call opens its
+    own session) works too: the output schemas are read over a session of the connection."""
+    connection = {"command": sys.executable, "args": [str(SERVER)], "transport": "stdio"}
+    tools = await load_mcp_tools(None, connection=connection)
+    externs = externs_from(tools)
+    assert externs["get_order"].structured and externs["get_order"].result_types[0].__name__ == (
+        "Order"
+    )
+    said = await Emulator(parse(SHOPPING), tools).arun()
+    assert said.answer == SAID
+
+
 async def test_a_plan_calls_mcp_tools_through_create_agent() -> None:
     async with shop() as (tools, _):
         model = ScriptedChatModel(replies=[asm(SHOPPING)])
