@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 15_789
+MAX_PACKAGE_LINES = 15_860
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -455,8 +455,11 @@ EAX made before the test of a call, an element added at a fixed list's end, pyda
 and root models read as pydantic writes them), and 15,760 with a fifth round of cuts, one
 reader per package, of constructions longer than what they say (a query's text fenced by the
 one fence rule), and 15,789 with structure instructions refused before the run on a value
-they fail on at every run (`LEN` of a number, `KEYS` of a list). Lower it with every cut;
-raise it only for new behaviour, saying why in the commit."""
+they fail on at every run (`LEN` of a number, `KEYS` of a list), and 15,860 with JSON-schema
+arguments as MCP servers write them (keys an object does not list kept, an `allOf` of objects,
+a union's object or list, a pattern pydantic cannot compile left to the tool), MCP tools loaded
+without a session, and a tool's own failure worded alike on every path. Lower it with every
+cut; raise it only for new behaviour, saying why in the commit."""
 
 
 def _subpackage(module: str) -> str | None:

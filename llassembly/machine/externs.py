@@ -48,7 +48,7 @@ from typing import (
     get_origin,
 )
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -56,7 +56,7 @@ from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import ANY, Shape, shape_of
+from llassembly.analysis.shapes import Shape, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import clip, first_line
@@ -504,10 +504,33 @@ def converter(shape: Shape) -> Converter:
     """The one converter used for every value passed to a parameter of this shape: a popped
     value becomes the JSON-ready value the parameter takes (a number, a text, the object or
     array its JSON text holds); the parameter's own validation (its declared schema) comes
-    after it (a union of kinds: that validation alone)."""
+    after it (a union of kinds: that validation alone, JSON text of an object or a list it
+    may be read as that structure first)."""
     options = _taken(shape)
-    one = options[0] if len(options) == 1 else ANY
+    if len(options) > 1:
+        kinds = tuple(_STRUCTURES[o.kind] for o in options if o.kind in _STRUCTURES)
+        return _json_or_as_is(kinds) if kinds else _NO_KIND[0]
+    one = options[0]
     return _KINDS.get("bool" if one.name == "bool" else one.kind, _NO_KIND)[0]
+
+
+_STRUCTURES = {"object": dict, "map": dict, "list": list, "tuple": list}
+
+
+def _json_or_as_is(kinds: tuple[type, ...]) -> Converter:
+    """A converter for a union with structures among its kinds: JSON text of a structure of
+    ``kinds`` is that structure; any other value goes to the union's validation as it is."""
+
+    def convert(v: Any) -> Any:
+        if type(v) is str and v.lstrip()[:1] in ("{", "["):
+            try:
+                data = json.loads(v)
+            except ValueError:
+                return v
+            return data if isinstance(data, kinds) else v
+        return v
+
+    return convert
 
 
 # --- result -> stack values ----------------------------------------------------------------------
@@ -812,6 +835,14 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     options = schema.get("anyOf") or schema.get("oneOf")
     if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
         options = schema["allOf"]
+    elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
+        each = [
+            defs.get(str(p["$ref"]).rsplit("/", 1)[-1]) if _is_ref(p) else p
+            for p in schema["allOf"]
+        ]
+        objects = [p for p in each if isinstance(p, Mapping) and p.get("properties")]
+        if len(objects) == len(each):  # objects: one holding them all
+            return _annotation(_all_of(schema, objects), defs, name, depth + 1)
     kinds = schema.get("type")
     if isinstance(kinds, list):
         options = [{**schema, "type": k} for k in kinds]
@@ -835,6 +866,8 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
                 for ann in [_annotation(spec, defs, _title(title, key), depth + 1)]
             }
             base = typing.cast(Any, TypedDict)(_title(title), fields)
+            # keys it does not list: allowed (JSON Schema's default, kept as written), or refused
+            base.__pydantic_config__ = ConfigDict(extra="forbid" if extra is False else "allow")
         else:
             value = _annotation(extra, defs, f"{title}Value", depth + 1) if extra else Any
             base = dict[str, value]  # type: ignore[valid-type]
@@ -844,9 +877,34 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
         if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
             kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
+    if "pattern" in kw and not (isinstance(kw["pattern"], str) and _compiles(kw["pattern"])):
+        del kw["pattern"]  # ECMA-262's look-around, say, which pydantic cannot: the tool's to judge
     if kw and base is not Any:
         return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
+
+
+def _is_ref(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)
+
+
+def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """An ``allOf`` of objects as one object with every part's properties, each required one
+    required (a value must be each of them)."""
+    properties = {k: v for p in parts for k, v in p["properties"].items()}
+    required = sorted({str(k) for p in parts for k in p.get("required") or ()})
+    rest = {k: v for k, v in schema.items() if k != "allOf"}
+    return {**rest, "type": "object", "properties": properties, "required": required}
+
+
+@functools.lru_cache(maxsize=256)
+def _compiles(pattern: str) -> bool:
+    """Whether pydantic's regex engine takes ``pattern``."""
+    try:
+        TypeAdapter(Annotated[str, Field(pattern=pattern)])
+    except Exception:  # pydantic_core's SchemaError
+        return False
+    return True
 
 
 def _literal(values: list[Any]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -13,7 +14,7 @@ from langchain_core.tools import StructuredTool, tool
 from langgraph.errors import GraphInterrupt
 from pydantic import AfterValidator, ValidationError
 
-from llassembly import verify
+from llassembly import Emulator, build_system_prompt, check, parse, verify
 from llassembly.analysis.shapes import shape_of
 from llassembly.errors import ToolArgumentError, UsageError
 from llassembly.machine.externs import Extern, _first_error, externs_from, label, to_value
@@ -257,3 +258,75 @@ def test_a_required_parameter_the_schema_leaves_out_is_refused_by_name() -> None
     with pytest.raises(UsageError, match=r"requires 'callbacks'.*rename it or give it a default$"):
         externs_from([log])
     assert [p.name for p in externs_from([fine])["fine"].params] == ["amount"]
+
+
+# -- JSON-schema arguments as the tool declares them (an MCP tool's, a StructuredTool's) -------
+
+
+def _echo(**kwargs: Any) -> str:
+    return json.dumps(kwargs, sort_keys=True)
+
+
+def _schema_tool(name: str, properties: dict[str, Any]) -> StructuredTool:
+    """A tool taking ``properties`` (all required), as a JSON schema declares them."""
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    return StructuredTool.from_function(_echo, name=name, description="Echo.", args_schema=schema)
+
+
+def _sent(tool: StructuredTool, plan: str) -> Any:
+    """What the tool got from ``plan`` (checked first: no problem)."""
+    program = parse(plan + "\nPOP R1\nSAY R1")
+    assert [d.message for d in check(program, [tool])] == []
+    return json.loads(Emulator(program, [tool]).run().answer)
+
+
+_OBJ = {"type": "object", "properties": {"source": {"type": "string"}}, "required": ["source"]}
+
+
+def test_keys_an_object_schema_does_not_list_reach_the_tool_unless_it_forbids_them() -> None:
+    """JSON Schema allows keys an object does not list (``additionalProperties`` is true unless
+    said): the tool gets the object the plan wrote, whole; ``false`` refuses them."""
+    tag = _schema_tool("tag", {"meta": _OBJ})
+    meta = {"source": "web", "campaign": "x"}
+    assert _sent(tag, f"PUSH '{json.dumps(meta)}'\nCALL tag") == {"meta": meta}
+    strict = _schema_tool("strict", {"meta": {**_OBJ, "additionalProperties": False}})
+    found = check(parse(f"PUSH '{json.dumps(meta)}'\nCALL strict"), [strict])
+    assert [(d.line, "campaign" in d.message) for d in found] == [(2, True)]
+
+
+def test_an_argument_of_a_union_with_objects_or_lists_is_given_its_json() -> None:
+    """``oneOf`` objects, "one id or a list of ids": JSON text of an object or a list is the
+    structure (as for a parameter of one structure); other text stays text."""
+    circle = {"type": "object", "properties": {"r": {"type": "number"}}, "required": ["r"]}
+    square = {"type": "object", "properties": {"side": {"type": "number"}}, "required": ["side"]}
+    draw = _schema_tool("draw", {"shape": {"oneOf": [circle, square]}})
+    assert _sent(draw, "PUSH '{\"r\": 2}'\nCALL draw") == {"shape": {"r": 2}}
+    ids = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
+    fetch = _schema_tool("fetch", {"ids": ids})
+    assert _sent(fetch, 'PUSH \'["a", "b"]\'\nCALL fetch') == {"ids": ["a", "b"]}
+    assert _sent(fetch, 'PUSH "a"\nCALL fetch') == {"ids": "a"}
+
+
+def test_an_all_of_of_objects_is_one_object_with_every_field() -> None:
+    named = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    aged = {"type": "object", "properties": {"age": {"type": "integer"}}}
+    create = _schema_tool("create", {"p": {"allOf": [named, aged]}})
+    assert "create(p: " in build_system_prompt(externs_from([create]))
+    person = {"name": "Ada", "age": 36}
+    assert _sent(create, f"PUSH '{json.dumps(person)}'\nCALL create") == {"p": person}
+    found = check(parse("PUSH '{\"age\": 3}'\nCALL create"), [create])
+    assert [(d.line, "name" in d.message) for d in found] == [(2, True)]
+
+
+def test_a_pattern_pydantic_cannot_compile_is_left_to_the_tool() -> None:
+    """JSON Schema patterns are ECMA-262 and may look around (zod's email rule does), which
+    pydantic's engine cannot compile: the tool is still read, and the tool judges the value."""
+    email = {"type": "string", "pattern": "^(?!\\.)[^@]+@[^@]+$"}
+    mail = _schema_tool("mail", {"to": email, "code": {"type": "string", "pattern": "^[A-Z]+$"}})
+    assert "mail(to: str, code: str)" in build_system_prompt(externs_from([mail]))
+    assert _sent(mail, 'PUSH "ada@x.org"\nPUSH "AB"\nCALL mail') == {
+        "to": "ada@x.org",
+        "code": "AB",
+    }
+    found = check(parse('PUSH "ada@x.org"\nPUSH "ab"\nCALL mail'), [mail])  # compiled: checked
+    assert [d.line for d in found] == [3]
