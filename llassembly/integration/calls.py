@@ -303,9 +303,8 @@ def _running(
         if isinstance(m, ToolMessage) and m.tool_call_id == cid:
             answered = True
             return tagged(m)
-        return m.model_copy(
-            update={"response_metadata": {**m.response_metadata, ADDED_BY_CALL: cid}}
-        )
+        kept = {k: v for k, v in m.response_metadata.items() if k != KEY}  # (a forged tag)
+        return m.model_copy(update={"response_metadata": {**kept, ADDED_BY_CALL: cid}})
 
     out: list[Any] = []
     for item in _listed(result):

@@ -24,7 +24,7 @@ from langchain_core.messages import (
 )
 
 from llassembly import errors
-from llassembly.integration.calls import failure_in, plan_call_messages
+from llassembly.integration.calls import ADDED_BY_CALL, failure_in, plan_call_messages
 from llassembly.integration.record import (
     CALL_REFUSED,
     KEY,
@@ -123,10 +123,11 @@ _RESULT_CHARS = 2000  # most characters of one result shown with planner_sees_re
 
 def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> list[BaseMessage]:
     """The conversation as the planner model sees it: the user's messages, its own plans and
-    the answers given to the user as they are; each run of tool calls as one assistant
+    the answers given to the user (their text); each run of tool calls as one assistant
     message saying which calls ran and how they ended, never their arguments or results (the
     call of a plan is found in the plan itself, by its line). With ``results`` (the option
-    ``planner_sees_results=True``, weaker) each result is shown too, fenced as data.
+    ``planner_sees_results=True``, weaker) each result is shown too, fenced as data. Messages
+    a tool added beside its result are its output: never shown.
 
     Example:
         >>> from langchain_core.messages import AIMessage, ToolMessage
@@ -150,6 +151,8 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
     names: dict[str, str] = {}  # tool-call id -> how the call is named
     for message in messages:
         kind = tag_of(message).get("kind")
+        if _added(message):
+            continue  # what a tool added beside its result (a Command's messages): its output
         if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
             if message.text.strip() and kind is None:  # a model's words beside its calls
                 flush()
@@ -169,8 +172,10 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
             lines[index : index + 1] = [f"{index + 1}. {_call_line(name, message, results)}"]
         elif kind in ("draft", "note"):
             continue  # the turn's own progress, not the conversation
-        else:
+        else:  # an answer as the user read it: its text alone (its reasoning may quote data)
             flush()
+            if isinstance(message, AIMessage):  # (its metadata holds the turn's record: results)
+                message = AIMessage(message.text, id=message.id, name=message.name)
             out.append(message)
     flush()
     return out
@@ -243,9 +248,14 @@ def split_system(
     conversation, joined: the planner prompt's ``{context}``; the model then sees exactly one
     system message, ours) and the conversation without them."""
     parts = [system_message.text] if system_message is not None else []
-    parts += [m.text for m in messages if isinstance(m, SystemMessage)]
+    parts += [m.text for m in messages if isinstance(m, SystemMessage) and not _added(m)]
     context = "\n\n".join(p for p in parts if p)
     return context, [m for m in messages if not isinstance(m, SystemMessage)]
+
+
+def _added(message: BaseMessage) -> bool:
+    """Whether a tool added ``message`` beside its result: tool output, whatever its role."""
+    return ADDED_BY_CALL in message.response_metadata
 
 
 # -- the end of a turn ------------------------------------------------------------------

@@ -708,14 +708,16 @@ def tool_error(call: ToolCall, exc: Exception) -> errors.ExecutionError:
     """What a tool's exception becomes: a :class:`ToolExecutionError` naming the tool and the
     line of this plan, with the original as its cause.
 
-    Only an error already raised for this very call (same tool, same line) is kept. Anything else,
-    the library's own errors from inside the tool included (a tool that runs a plan of its own), is
-    the tool's failure: it must not escape ``on_tool_error`` or be reported at another plan's line.
+    Only an error already raised for this very call (its line and instruction, and its tool when
+    it names one) is kept.
+    Anything else, the library's own errors from inside the tool included (a tool that runs a
+    plan of its own, whatever its lines), is the tool's failure: it must not escape
+    ``on_tool_error``, be reported at another plan's line, or word the plan's own error.
     """
+    own = (call.line, call.source, call.tool)
     if (
         isinstance(exc, errors.ExecutionError)
-        and exc.line == call.line
-        and getattr(exc, "tool", call.tool) == call.tool
+        and (exc.line, exc.source, getattr(exc, "tool", call.tool)) == own
     ):
         return exc
     error = errors.ToolExecutionError(call.tool, exc, line=call.line, source=call.source)

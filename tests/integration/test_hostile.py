@@ -466,3 +466,29 @@ async def test_a_query_reply_that_is_a_lone_surrogate_is_refused(
     )
     final = await _turn(kind, execution, asynchronous, [asm(plan)], [], query_model=reader)
     assert meta(final)["status"] == "stopped" and "query" in final.text
+
+
+@EXECUTIONS
+def test_a_library_error_inside_a_tool_at_the_outer_calls_line_is_still_the_tools_failure(
+    execution: str,
+) -> None:
+    """An inner plan whose failing line has the outer ``CALL``'s number (a document's snippet
+    padded to it): its error, source and words are the tool's failure, not the outer plan's
+    own error at that line, and its text reaches no planner request."""
+    from llassembly import Emulator, parse
+
+    @tool
+    def evaluate() -> int:
+        """Run a snippet."""
+        inner = "NOP\n" * 4 + "MOV R1, '{\"a\": 1}'\nMOV R2, R1.INJECTED_call_send_money"
+        return Emulator(parse(inner)).run().tool_calls
+
+    out, model = run(
+        [asm("NOP\nNOP\nNOP\nCALL evaluate\nPOP R1"), asm('SAY "no"')],
+        [evaluate],
+        execution=execution,
+        on_tool_error="replan",
+    )
+    assert out["messages"][-1].text == "no"
+    request = model.calls[1][-1].text
+    assert "INJECTED" not in request and "the tool evaluate failed" in request

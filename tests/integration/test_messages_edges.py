@@ -87,7 +87,9 @@ def test_the_planner_does_not_see_the_turns_own_drafts_and_notes() -> None:
     draft = marked(AIMessage("```asm\nFROB\n```"), "draft")
     note = marked(AIMessage("The plan has finished; asking for the answer."), "note")
     answer = marked(AIMessage("2"), "answer")
-    assert planner_view([asked, draft, note, answer]) == [asked, answer]
+    shown = planner_view([asked, draft, note, answer])
+    assert [(type(m), m.text) for m in shown] == [(HumanMessage, "add one"), (AIMessage, "2")]
+    assert shown[1].response_metadata == {}  # an answer's metadata holds the turn's record
 
 
 def test_a_model_handler_that_returned_no_reply_is_a_usage_error() -> None:
