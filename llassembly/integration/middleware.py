@@ -301,15 +301,16 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
 
     Searched back to the call's own ``AIMessage``. A tool may add other messages beside its
     result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the planner's
-    ``wrap_tool_call``); they do not hide it. Any other ``AIMessage`` after the call means the run
-    that made it has ended (a limit answered it and ended the run, and a new run is starting).
+    ``wrap_tool_call``, this call or another of its batch); they do not hide it. Any other
+    ``AIMessage`` after the call means the run that made it has ended (a limit answered it and
+    ended the run, and a new run is starting).
     """
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
             return message
         if isinstance(message, AIMessage) and (
             any(c.get("id") == call_id for c in message.tool_calls)
-            or message.response_metadata.get(calls.ADDED_BY_CALL) != call_id
+            or calls.ADDED_BY_CALL not in message.response_metadata
         ):
             return None
     return None

@@ -56,6 +56,18 @@ def run_budgets(holder: Any) -> dict[str, Any]:
     return {budget: getattr(holder, budget) for budget in BUDGETS if budget != "max_stack_depth"}
 
 
+def _wraps_tool_calls(middleware: Any) -> bool:
+    """Whether ``middleware`` overrides ``wrap_tool_call`` or ``awrap_tool_call``: the ones
+    ``create_agent`` chains around a tool call (it leaves out the others)."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    own = type(middleware)
+    return any(getattr(own, h, None) is not getattr(AgentMiddleware, h) for h in _TOOL_HOOKS)
+
+
+_TOOL_HOOKS = ("wrap_tool_call", "awrap_tool_call")
+
+
 @dataclass(frozen=True)
 class Option(Generic[T]):
     """One planner option, as :class:`PlannerOptions` declares it: its ``default`` is the
@@ -205,7 +217,7 @@ class PlannerOptions:
         "``wrap_tool_call`` middleware to apply to each call of a plan (e.g. "
         "``ToolRetryMiddleware``). On the middleware's agent path the agent's own middleware "
         "already wraps every plan call; these wrap plan calls only.",
-        keep=tuple,
+        keep=lambda given: tuple(m for m in given if _wraps_tool_calls(m)),
     )
 
     execution: Execution = _option(

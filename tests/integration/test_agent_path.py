@@ -765,6 +765,35 @@ def test_an_ai_message_a_tool_adds_beside_its_result_does_not_end_the_plan() -> 
     assert result.response_metadata["llassembly"]["source"] == "CALL hand_off"
 
 
+@pytest.mark.parametrize("first", ["hand_off", "ping"])
+def test_an_ai_message_a_tool_adds_in_a_batch_hides_no_other_calls_answer(first: str) -> None:
+    """In a batch (``parallel_tools``) the note one call adds after its result belongs to the
+    batch's run: every call of it is answered, whatever the calls' order."""
+    log: list[str] = []
+
+    @tool
+    def hand_off(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Hand the case over."""
+        log.append("hand_off")
+        note = AIMessage("(the case was handed over)")
+        return Command(update={"messages": [ToolMessage("7", tool_call_id=tool_call_id), note]})
+
+    @tool
+    def ping() -> int:
+        """Answer 1."""
+        log.append("ping")
+        return 1
+
+    second = "ping" if first == "hand_off" else "hand_off"
+    plan = asm(f'CALL {first}\nPOP R1\nCALL {second}\nPOP R2\nSAY "{{R1}} {{R2}}"')
+    model = ScriptedChatModel(replies=[plan, asm('SAY "second plan"')])
+    planner = ToolsPlannerMiddleware(parallel_tools=True)
+    app = create_agent(model, tools=[hand_off, ping], middleware=[planner])
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    assert sorted(log) == ["hand_off", "ping"] and len(model.calls) == 1
+    assert out["messages"][-1].text == ("7 1" if first == "hand_off" else "1 7")
+
+
 def test_a_plan_whose_tools_are_no_longer_offered_stops_instead_of_escaping() -> None:
     """A tool selector listed before the planner may offer other tools at a later step."""
     from langchain.agents.middleware import AgentMiddleware

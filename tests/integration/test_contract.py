@@ -589,6 +589,18 @@ async def test_tool_retry_middleware_retries_a_flaky_tool_inside_a_plan(
     assert [m.text for m in out["messages"] if isinstance(m, ToolMessage)] == ["40"]
 
 
+async def test_a_tool_middleware_that_wraps_no_tool_call_is_left_out(harness: Harness) -> None:
+    """As ``create_agent`` leaves out a middleware that overrides neither ``wrap_tool_call``
+    nor ``awrap_tool_call`` (a model middleware given by mistake): the plan's calls run."""
+    box = Toolbox()
+    out = await harness.run(
+        [asm("PUSH 4\nCALL flaky\nPOP R1")],
+        box.sync_tools,
+        tool_middleware=[ModelCallLimitMiddleware(run_limit=5)],
+    )
+    assert meta(out["messages"][-1])["registers"] == {"R1": 40} and box.names() == ["flaky"]
+
+
 async def test_tool_retry_giving_up_stops_the_plan_with_the_error(harness: Harness) -> None:
     box = Toolbox(fail_on={1, 2, 3})
     retry = ToolRetryMiddleware(max_retries=1, initial_delay=0, jitter=False)
@@ -880,3 +892,21 @@ async def test_a_failure_the_tool_answers_itself_reads_alike_on_every_path(
     assert said == "EAX=tool 'fail' raised ToolException: boom 4"
     out = await harness.run([asm(plan)], [tool])
     assert out["messages"][-1].text == said
+
+
+async def test_a_tools_message_that_answers_another_call_is_the_calls_failure(
+    harness: Harness,
+) -> None:
+    """A ``ToolMessage`` the tool returns for another call's id answers nothing: the call's
+    failure, at its line, on every path (as a ``Command`` that does not answer its call); the
+    turn neither starts over nor runs the tool again."""
+    ran: list[int] = []
+
+    def receipt(x: int, cid: str) -> ToolMessage:
+        ran.append(x)
+        return ToolMessage(f"paid {x}", tool_call_id="receipt-42")
+
+    out = await harness.run([asm("PUSH 4\nCALL mark\nPOP R1")], [_returning(receipt)])
+    error = meta(out["messages"][-1])["error"]
+    assert (error["exception"], error["line"], ran) == ("ValueError", 4, [4])
+    assert "receipt-42" in error["detail"]
