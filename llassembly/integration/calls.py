@@ -8,6 +8,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -504,7 +505,11 @@ def decode_text(extern: Extern, text: str, call: ToolCall) -> Any:
         if isinstance(data, list) and len(data) == n:
             return data
     except ValueError:
-        pass
+        # An MCP server declaring a plain result as {"result": ...} (FastMCP) sends the bare
+        # value as the text: that text is the field's value.
+        if extern.structured and shape is not None and [k for k, _ in shape.fields] == ["result"]:
+            with contextlib.suppress(ValueError):
+                return {"result": _decode_one(shape.fields[0][1], text)}
     what = label(shape) if shape else "any"
     if n > 1 or extern.unpacks:
         what = f"{plural(n, 'value')} (a JSON array)"

@@ -10,6 +10,7 @@ are hand-written replies (``ScriptedChatModel``).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ import pytest
 from conftest import TESTS, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
@@ -229,3 +231,25 @@ async def test_the_emulator_reads_mcp_results_and_failures_as_the_agent_does() -
         with pytest.raises(ToolExecutionError) as raised:
             await Emulator(failing, list(tools.values())).arun()  # type: ignore[arg-type]
         assert raised.value.line == 2 and "unknown order 99" in str(raised.value)
+
+
+class _Redacting(AgentMiddleware):
+    """Blanks out the digits of every tool result: a redaction after the tool."""
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        message = await handler(request)
+        return message.model_copy(update={"content": re.sub(r"\d", "#", message.text)})
+
+
+async def test_a_wrapped_plain_result_a_middleware_altered_is_read_by_its_field() -> None:
+    """An MCP server (FastMCP) declares a plain result as ``{"result": ...}`` and sends the bare
+    value as the text: a middleware's altered text is that field's value, read by path."""
+    async with shop() as (tools, _):
+        plan = asm('PUSH "hi"\nCALL add_note\nPOP R1\nSAY "{R1.result}"')
+        agent = create_agent(
+            ScriptedChatModel(replies=[plan]),
+            tools=list(tools.values()),
+            middleware=[ToolsPlannerMiddleware(), _Redacting()],
+        )
+        out = await agent.ainvoke({"messages": [HumanMessage("Note it.")]})
+        assert out["messages"][-1].text == "noted (# notes)"
