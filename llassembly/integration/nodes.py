@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -211,7 +211,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         found = getattr(state, "messages", None) if found is None else found
         if found is None:
             raise UsageError("the planner node needs a `messages` key in the graph state")
-        context, conversation = split_system(list(found))
+        context, conversation = split_system(convert_to_messages(found))  # as add_messages
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import inspect
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from conftest import (
@@ -33,6 +35,12 @@ from llassembly.integration.nodes import (
 @pytest.fixture(params=[False, True], ids=["ToolsPlannerNode-invoke", "AToolsPlannerNode-ainvoke"])
 def harness(request: pytest.FixtureRequest) -> Harness:
     return Harness("node", asynchronous=request.param)
+
+
+class AppendState(TypedDict):
+    """A state whose messages keep what they were given (no ``add_messages``)."""
+
+    messages: Annotated[list[Any], operator.add]
 
 
 # -- 1. public API ------------------------------------------------------------------------------
@@ -90,6 +98,24 @@ def test_node_runs_outside_a_graph(box: Toolbox) -> None:
     update = node({"messages": [HumanMessage("Warm?")]}, {})
     assert box.names() == ["get_temperature", "notify"]
     assert meta(update["messages"][-1])["status"] == "finished"
+
+
+def test_node_reads_message_likes_as_langchain_does(box: Toolbox) -> None:
+    """A state whose list keeps what it was given (no ``add_messages``) may hold message-likes,
+    which chat models and ``create_agent`` accept: the node converts them the same way."""
+    from langgraph.graph import END, START, StateGraph
+
+    plan = asm('PUSH 1\nCALL increment\nPOP R1\nSAY "{R1}"')
+    for given in [("user", "go"), {"role": "user", "content": "go"}, "go"]:
+        graph = StateGraph(AppendState)
+        graph.add_node(
+            "planner", ToolsPlannerNode(ScriptedChatModel(replies=[plan]), box.sync_tools)
+        )
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        out = graph.compile().invoke({"messages": [given]})
+        assert out["messages"][-1].text == "2"
+        assert meta(out["messages"][-1])["status"] == "finished"
 
 
 # -- 2. tools ------------------------------------------------------------------------------------
