@@ -89,9 +89,13 @@ def _route(state: TurnState) -> _Next:
 
 
 def config_for(run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
-    """The config to invoke the turn graph with (the caller's, plus the run)."""
-    base = config or {}
-    return {**base, "configurable": {**base.get("configurable", {}), TURN_KEY: run}}
+    """The config to invoke the turn graph with: the caller's, plus the run and a recursion
+    limit from the options (not the caller's): each plan takes a step per draft, two for its
+    approval (a refused edit is asked again) and one to run; then the answer."""
+    base, opts = config or {}, run.calls.planner.options
+    limit = (opts.max_replans + 1) * (opts.max_repairs + 4) + 2
+    configurable = {**base.get("configurable", {}), TURN_KEY: run}
+    return {**base, "configurable": configurable, "recursion_limit": limit}
 
 
 # -- the node ------------------------------------------------------------------------------------
