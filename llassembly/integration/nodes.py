@@ -113,7 +113,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         (every planner option)
 
     Under ``on_tool_error="raise"`` a failed turn's messages are kept and its error raised by
-    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once.
+    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once,
+    and an interrupt (which cannot pause there) raises ``UsageError``.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -237,6 +238,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     ) -> dict[str, Any] | Command[str]:
         """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
         the node's next task, so that its messages are kept (see the class docstring)."""
+        if final.get("__interrupt__"):  # outside a graph: LangGraph returns it, with no pause
+            raise UsageError(
+                "the planner node was interrupted (a plan approval or interrupt() in a tool) "
+                "outside a graph: add it to a StateGraph compiled with a checkpointer to pause "
+                "and resume"
+            )
         record = final["record"]
         messages: list[AnyMessage] = list(final.get("new_messages", []))
         if not self.options.infer_tools_messages and not ends_run(messages):

@@ -101,6 +101,41 @@ def test_node_runs_outside_a_graph(box: Toolbox) -> None:
     assert meta(update["messages"][-1])["status"] == "finished"
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize("asking", ["approve_plan", "tool"])
+async def test_node_outside_a_graph_refuses_to_pause(asking: str, asynchronous: bool) -> None:
+    """An interrupt (plan approval, ``interrupt()`` in a tool) cannot pause a node called
+    outside a graph: it raises, rather than return a turn cut short as if it were done."""
+    from langchain_core.tools import tool
+    from langgraph.types import interrupt
+
+    shipped: list[int] = []
+
+    @tool
+    def ship(n: int) -> int:
+        """Ship crate n."""
+        shipped.append(n)
+        return n
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask a person."""
+        return str(interrupt(question))
+
+    plan = asm('PUSH 1\nCALL ship\nPOP R1\nPUSH "ok?"\nCALL ask\nPOP R2\nSAY "{R2}"')
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[plan]), [ship, ask], approve_plan=asking == "approve_plan"
+    )
+    state = {"messages": [HumanMessage("ship")]}
+    with pytest.raises(UsageError) as raised:
+        await node.ainvoke(state) if asynchronous else node.invoke(state)
+    assert str(raised.value) == (
+        "the planner node was interrupted (a plan approval or interrupt() in a tool) outside a "
+        "graph: add it to a StateGraph compiled with a checkpointer to pause and resume"
+    )
+    assert shipped == ([] if asking == "approve_plan" else [1])
+
+
 def test_node_reads_message_likes_as_langchain_does(box: Toolbox) -> None:
     """A state whose list keeps what it was given (no ``add_messages``) may hold message-likes,
     which chat models and ``create_agent`` accept: the node converts them the same way."""
