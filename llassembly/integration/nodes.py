@@ -23,12 +23,14 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
+from llassembly.compat import tagged_model
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration import turn
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
+from llassembly.integration.middleware import PLAN_TAG
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -147,6 +149,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     ) -> None:
         self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
         self.model = model
+        self._planning = tagged_model(model, PLAN_TAG, {KEY: "plan"})
         self.planner = Planner(self.options)
         self.externs = self.planner.externs_for(tools)
         # The turn graph (compiled once): each node does what the record says is due.
@@ -178,10 +181,10 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         if isinstance(action, turn.AskModel):
             prompt = SystemMessage(self.planner.system_prompt(self.externs, run.context))
             seen = planner_view(conversation, results=self.options.planner_sees_results)
-            got = answered((yield [prompt, *seen, *action.extra])).reply
+            got = answered((yield self._planning, [prompt, *seen, *action.extra])).reply
         elif isinstance(action, turn.AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            got = Answered([answered((yield [*system, *action.messages])).reply])
+            got = Answered([answered((yield self.model, [*system, *action.messages])).reply])
         elif isinstance(action, turn.AskPerson):  # an edit that fails the checks comes back here
             got = read_decision(interrupt(action.request))
         elif isinstance(action, turn.RunPlan):
@@ -198,7 +201,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             if isinstance(asked, turn.RunPlan):
                 run: TurnRun = config["configurable"][TURN_KEY]
                 return run_plan(asked.plan, run.calls, config, asynchronous)
-            return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
+            model, messages = asked  # the planner's model calls are tagged PLAN_TAG
+            return (model.ainvoke if asynchronous else model.invoke)(messages)
 
         return serve
 
