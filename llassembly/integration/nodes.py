@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -23,12 +23,14 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
+from llassembly.compat import tagged_model
 from llassembly.errors import ExecutionError, UsageError, error_of
 from llassembly.integration import turn
 from llassembly.integration.approval import read_decision
 from llassembly.integration.calls import CallContext, ends_run, without_plan_calls
 from llassembly.integration.graph import Granularity, Node, run_plan
 from llassembly.integration.messages import Answered, answered, planner_view, split_system
+from llassembly.integration.middleware import PLAN_TAG
 from llassembly.integration.options import (
     FinalAnswer,
     OnToolError,
@@ -89,9 +91,13 @@ def _route(state: TurnState) -> _Next:
 
 
 def config_for(run: TurnRun, config: RunnableConfig | None) -> RunnableConfig:
-    """The config to invoke the turn graph with (the caller's, plus the run)."""
-    base = config or {}
-    return {**base, "configurable": {**base.get("configurable", {}), TURN_KEY: run}}
+    """The config to invoke the turn graph with: the caller's, plus the run and a recursion
+    limit from the options (not the caller's): each plan takes a step per draft, two for its
+    approval (a refused edit is asked again) and one to run; then the answer."""
+    base, opts = config or {}, run.calls.planner.options
+    limit = (opts.max_replans + 1) * (opts.max_repairs + 4) + 2
+    configurable = {**base.get("configurable", {}), TURN_KEY: run}
+    return {**base, "configurable": configurable, "recursion_limit": limit}
 
 
 # -- the node ------------------------------------------------------------------------------------
@@ -109,7 +115,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         (every planner option)
 
     Under ``on_tool_error="raise"`` a failed turn's messages are kept and its error raised by
-    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once.
+    the node's next task (see ``docs/durability.md``); called outside a graph it raises at once,
+    and an interrupt (which cannot pause there) raises ``UsageError``.
 
     Example:
         >>> graph = StateGraph(MessagesState)  # doctest: +SKIP
@@ -142,6 +149,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     ) -> None:
         self.options = PlannerOptions.from_arguments({**locals(), "execution": "graph"})
         self.model = model
+        self._planning = tagged_model(model, PLAN_TAG, {KEY: "plan"})
         self.planner = Planner(self.options)
         self.externs = self.planner.externs_for(tools)
         # The turn graph (compiled once): each node does what the record says is due.
@@ -173,10 +181,10 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         if isinstance(action, turn.AskModel):
             prompt = SystemMessage(self.planner.system_prompt(self.externs, run.context))
             seen = planner_view(conversation, results=self.options.planner_sees_results)
-            got = answered((yield [prompt, *seen, *action.extra])).reply
+            got = answered((yield self._planning, [prompt, *seen, *action.extra])).reply
         elif isinstance(action, turn.AskAnswer):
             system = [SystemMessage(run.context)] if run.context else []
-            got = Answered([answered((yield [*system, *action.messages])).reply])
+            got = Answered([answered((yield self.model, [*system, *action.messages])).reply])
         elif isinstance(action, turn.AskPerson):  # an edit that fails the checks comes back here
             got = read_decision(interrupt(action.request))
         elif isinstance(action, turn.RunPlan):
@@ -193,7 +201,8 @@ class ToolsPlannerNode(Runnable[Any, Any]):
             if isinstance(asked, turn.RunPlan):
                 run: TurnRun = config["configurable"][TURN_KEY]
                 return run_plan(asked.plan, run.calls, config, asynchronous)
-            return (self.model.ainvoke if asynchronous else self.model.invoke)(asked)
+            model, messages = asked  # the planner's model calls are tagged PLAN_TAG
+            return (model.ainvoke if asynchronous else model.invoke)(messages)
 
         return serve
 
@@ -211,7 +220,7 @@ class ToolsPlannerNode(Runnable[Any, Any]):
         found = getattr(state, "messages", None) if found is None else found
         if found is None:
             raise UsageError("the planner node needs a `messages` key in the graph state")
-        context, conversation = split_system(list(found))
+        context, conversation = split_system(convert_to_messages(found))  # as add_messages
         try:
             runtime: Any = get_runtime()
         except RuntimeError:  # called outside a graph
@@ -233,6 +242,12 @@ class ToolsPlannerNode(Runnable[Any, Any]):
     ) -> dict[str, Any] | Command[str]:
         """The node's update; a failed turn under ``on_tool_error="raise"`` hands its error to
         the node's next task, so that its messages are kept (see the class docstring)."""
+        if final.get("__interrupt__"):  # outside a graph: LangGraph returns it, with no pause
+            raise UsageError(
+                "the planner node was interrupted (a plan approval or interrupt() in a tool) "
+                "outside a graph: add it to a StateGraph compiled with a checkpointer to pause "
+                "and resume"
+            )
         record = final["record"]
         messages: list[AnyMessage] = list(final.get("new_messages", []))
         if not self.options.infer_tools_messages and not ends_run(messages):

@@ -346,6 +346,12 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
     """The accepted plan starts: as a plan graph, or up to its first calls."""
     rec["phase"] = "running"
     if view.graph:
+        try:  # (compiled once) the agent may offer other tools now (a tool selector before it)
+            view.planner.compiled(str(rec["plan"]), view.externs)
+        except PlanError as error:
+            first = error.diagnostics[0] if error.diagnostics else None
+            where = (first.line, first.source) if first else (0, "")
+            return _unfit(rec, error, view, *where, messages)
         return Step(rec, RunPlan(str(rec["plan"]), prefix_of(rec)), messages)
     emulator = _machine(rec, view)
     if rec["synchronous"]:
@@ -407,10 +413,17 @@ def _returned(rec: TurnRecord, outcomes: Sequence[Any], view: TurnView) -> Step:
         emulator = _machine(rec, view)
     except PlanError as error:  # the agent offers other tools now (a tool selector before it)
         line, source = (pending[0]["line"], pending[0]["source"]) if pending else (0, "")
-        detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
-        changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
-        return _end(rec, changed, view, [], replan=False)
+        return _unfit(rec, error, view, line, source)
     return _advance(rec, emulator, view, [], outcomes)
+
+
+def _unfit(
+    rec: TurnRecord, error: PlanError, view: TurnView, line: int, source: str, messages: Any = ()
+) -> Step:
+    """The turn stops: its plan does not verify with the tools the agent offers now."""
+    detail = f"the plan no longer fits the tools the agent offers now: {error.summary}"
+    changed = failure_of(AsmRuntimeError(detail, line=line, source=source, words=detail))
+    return _end(rec, changed, view, list(messages), replan=False)
 
 
 # -- queries: the query model reads texts for the plan (agent path) ----------------------------

@@ -819,6 +819,40 @@ def test_a_plan_whose_tools_are_no_longer_offered_stops_instead_of_escaping() ->
     assert "no longer fits the tools" in meta(final)["error"]["detail"]
 
 
+@pytest.mark.parametrize("granularity", ["block", "instruction", "program"])
+def test_on_the_graph_path_a_plan_whose_tools_are_no_longer_offered_stops_too(
+    granularity: str,
+) -> None:
+    """As above, where the step that runs the plan graph is offered fewer tools than the step
+    that accepted the plan: nothing runs, and the turn stops as on the agent path."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class DropPingAfterPlanning(AgentMiddleware):  # type: ignore[type-arg]
+        visits = 0
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            self.visits += 1
+            if self.visits > 1:
+                request = request.override(tools=[t for t in request.tools if t.name != "ping"])
+            return handler(request)
+
+    rec = Recorder()
+    plan = asm("PUSH 1\nCALL ping\nPOP R1\nPUSH 2\nCALL set_heater")
+    app = create_agent(
+        ScriptedChatModel(replies=[plan]),
+        tools=rec.tools(),
+        middleware=[
+            DropPingAfterPlanning(),
+            ToolsPlannerMiddleware(execution="graph", granularity=granularity),
+        ],
+    )
+    out = app.invoke({"messages": [HumanMessage("go")]})
+    error = meta(out["messages"][-1])["error"]
+    assert rec.log == []
+    assert (meta(out["messages"][-1])["status"], error["line"]) == ("stopped", 4)
+    assert error["detail"].startswith("the plan no longer fits the tools the agent offers now: ")
+
+
 @pytest.mark.parametrize("execution", ["agent", "graph"])
 def test_results_reach_the_plan_as_the_tool_returned_them_on_both_paths(execution: str) -> None:
 

@@ -107,8 +107,8 @@ def build(
         planner = ToolsPlannerMiddleware(granularity=granularity)
         return create_agent(model, tools=TOOLS, middleware=[planner], checkpointer=checkpointer)
     if surface == "graph-agent":
-        # On the graph path the plan runs in after_model, which LangChain does not tell the
-        # agent's tools: in a fresh process they are passed explicitly to resume the plan.
+        # The plan graph runs in a visit of the model node, which has the agent's tools; some
+        # tests still pass them in a fresh process (tools= must keep working there too).
         planner = ToolsPlannerMiddleware(
             execution="graph", granularity=granularity, tools=TOOLS if fresh_process else None
         )

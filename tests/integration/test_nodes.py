@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import gc
 import inspect
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from conftest import (
+    BAD_PLAN,
     WEATHER_PLAN,
     Harness,
     Toolbox,
@@ -33,6 +36,12 @@ from llassembly.integration.nodes import (
 @pytest.fixture(params=[False, True], ids=["ToolsPlannerNode-invoke", "AToolsPlannerNode-ainvoke"])
 def harness(request: pytest.FixtureRequest) -> Harness:
     return Harness("node", asynchronous=request.param)
+
+
+class AppendState(TypedDict):
+    """A state whose messages keep what they were given (no ``add_messages``)."""
+
+    messages: Annotated[list[Any], operator.add]
 
 
 # -- 1. public API ------------------------------------------------------------------------------
@@ -92,6 +101,59 @@ def test_node_runs_outside_a_graph(box: Toolbox) -> None:
     assert meta(update["messages"][-1])["status"] == "finished"
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize("asking", ["approve_plan", "tool"])
+async def test_node_outside_a_graph_refuses_to_pause(asking: str, asynchronous: bool) -> None:
+    """An interrupt (plan approval, ``interrupt()`` in a tool) cannot pause a node called
+    outside a graph: it raises, rather than return a turn cut short as if it were done."""
+    from langchain_core.tools import tool
+    from langgraph.types import interrupt
+
+    shipped: list[int] = []
+
+    @tool
+    def ship(n: int) -> int:
+        """Ship crate n."""
+        shipped.append(n)
+        return n
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask a person."""
+        return str(interrupt(question))
+
+    plan = asm('PUSH 1\nCALL ship\nPOP R1\nPUSH "ok?"\nCALL ask\nPOP R2\nSAY "{R2}"')
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[plan]), [ship, ask], approve_plan=asking == "approve_plan"
+    )
+    state = {"messages": [HumanMessage("ship")]}
+    with pytest.raises(UsageError) as raised:
+        await node.ainvoke(state) if asynchronous else node.invoke(state)
+    assert str(raised.value) == (
+        "the planner node was interrupted (a plan approval or interrupt() in a tool) outside a "
+        "graph: add it to a StateGraph compiled with a checkpointer to pause and resume"
+    )
+    assert shipped == ([] if asking == "approve_plan" else [1])
+
+
+def test_node_reads_message_likes_as_langchain_does(box: Toolbox) -> None:
+    """A state whose list keeps what it was given (no ``add_messages``) may hold message-likes,
+    which chat models and ``create_agent`` accept: the node converts them the same way."""
+    from langgraph.graph import END, START, StateGraph
+
+    plan = asm('PUSH 1\nCALL increment\nPOP R1\nSAY "{R1}"')
+    for given in [("user", "go"), {"role": "user", "content": "go"}, "go"]:
+        graph = StateGraph(AppendState)
+        graph.add_node(
+            "planner", ToolsPlannerNode(ScriptedChatModel(replies=[plan]), box.sync_tools)
+        )
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        out = graph.compile().invoke({"messages": [given]})
+        assert out["messages"][-1].text == "2"
+        assert meta(out["messages"][-1])["status"] == "finished"
+
+
 # -- 2. tools ------------------------------------------------------------------------------------
 
 
@@ -138,3 +200,68 @@ async def test_one_node_class_serves_invoke_and_ainvoke(node_type: type[ToolsPla
         out = await app.ainvoke(question) if asynchronous else app.invoke(question)
         assert out["messages"][-1].text in ("14", "7")
         assert meta(out["messages"][-1])["status"] == "finished"
+
+
+# -- 3. the turn graph ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("replans", "repairs"), [(13, 0), (0, 24), (5, 6)], ids=["replans", "repairs", "both"]
+)
+def test_a_turn_within_the_options_never_meets_the_callers_recursion_limit(
+    box: Toolbox, replans: int, repairs: int
+) -> None:
+    """The turn graph's steps (one per model call, plan run, approval) are bounded by the
+    node's own options, not by the graph's ``recursion_limit`` (LangGraph's default 25):
+    every draft repaired and every plan replanned, as the options allow, and the turn ends."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    box.fail_on = set(range(1, replans + 1))
+    good = asm('PUSH 1\nCALL flaky\nPOP R1\nSAY "{R1}"')
+    replies = ([BAD_PLAN] * repairs + [good]) * (replans + 1)
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=replies),
+        box.sync_tools,
+        on_tool_error="replan",
+        max_replans=replans,
+        max_repairs=repairs,
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node("planner", node)
+    graph.add_edge(START, "planner")
+    graph.add_edge("planner", END)
+    out = graph.compile().invoke({"messages": [HumanMessage("go")]})
+    assert out["messages"][-1].text == "10"
+    result = meta(out["messages"][-1])
+    assert (result["status"], result["replans"], result["repairs"]) == (
+        "finished",
+        replans,
+        repairs * (replans + 1),
+    )
+
+
+def test_an_approved_turn_with_no_repairs_or_replans_fits_its_recursion_limit(box: Toolbox) -> None:
+    """The least limit: a plan, a refused edit asked again, a good edit, the run, the answer."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.types import Command
+
+    good = asm('PUSH 1\nCALL flaky\nPOP R1\nSAY "{R1}"')
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[good, "It is 20."]),
+        box.sync_tools,
+        max_replans=0,
+        max_repairs=0,
+        approve_plan=True,
+        final_answer="model",
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node("planner", node)
+    graph.add_edge(START, "planner")
+    graph.add_edge("planner", END)
+    app, config = graph.compile(checkpointer=InMemorySaver()), {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [HumanMessage("go")]}, config)
+    app.invoke(Command(resume={"type": "edit", "plan": "FROB R1"}), config)
+    edit = asm('PUSH 2\nCALL flaky\nPOP R1\nSAY "{R1}"')
+    out = app.invoke(Command(resume={"type": "edit", "plan": edit}), config)
+    assert (out["messages"][-1].text, box.log) == ("It is 20.", [("flaky", {"x": 2})])

@@ -144,6 +144,35 @@ def test_streamed_plan_text_carries_the_planner_tag_and_the_answer_does_not(
     assert len(answers) == 1 and "```asm" not in answers[0]
 
 
+def test_the_nodes_planner_calls_carry_the_planner_tag_and_its_answer_call_does_not(
+    box: Toolbox,
+) -> None:
+    """As above, for ``ToolsPlannerNode`` (whose model streams from the turn graph inside it:
+    ``subgraphs=True``), with a final answer written by the model."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    node = ToolsPlannerNode(
+        ScriptedChatModel(replies=[BAD_PLAN, WEATHER_PLAN, "Warm: 21."]),
+        box.sync_tools,
+        final_answer="model",
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node("planner", node)
+    graph.add_edge(START, "planner")
+    graph.add_edge("planner", END)
+    tagged, untagged = [], []
+    for _, (chunk, metadata) in graph.compile().stream(
+        {"messages": [HumanMessage("Warm?")]}, stream_mode="messages", subgraphs=True
+    ):
+        if PLAN_TAG in metadata.get("tags", []):
+            assert metadata.get("llassembly") == "plan"
+            tagged.append(chunk.text)
+        elif isinstance(chunk, AIMessage | AIMessageChunk):
+            untagged.append(chunk.text)
+    assert tagged == [BAD_PLAN, WEATHER_PLAN]
+    assert "Warm: 21." in untagged and not any("```asm" in text for text in untagged)
+
+
 def test_a_plain_answer_streams_as_the_answer_once(box: Toolbox) -> None:
     app, _ = _app(["It is warm: 21 degrees."], box)
     answers = [
