@@ -329,8 +329,8 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
         rec["approval"] = None
         return _end(rec, rejection_failure(str(decision.get("message", ""))), view, [])
     messages: list[AnyMessage] = []
-    if kind == "edit":
-        _use_plan(rec, text)
+    if kind == "edit":  # (salted by the plan it replaces, which the model's reply salted)
+        _use_plan(rec, text, prefix_of(rec))
         messages.append(edit_note(text))
     rec["approval"] = {"state": "approved"}
     return _start(rec, view, messages)

@@ -246,6 +246,21 @@ def test_an_edited_plan_is_verified_and_runs_instead(surface: str, saver: Any) -
 
 
 @pytest.mark.parametrize("surface", SURFACES)
+def test_the_same_edit_in_two_turns_runs_in_each_with_calls_of_its_own(surface: str) -> None:
+    """A reviewer's plan is salted by the plan it replaces, as a model's plan by its reply:
+    the same edit in two turns of one thread runs in each, with call ids of its own."""
+    ops = Ops()
+    app = build(surface, [PLAN, PLAN], ops.tools(), InMemorySaver(), approve_plan=True)
+    for _ in range(2):
+        start(app)
+        out = app.invoke(Command(resume={"type": "edit", "plan": EDITED}), THREAD)
+        assert meta(out["messages"][-1])["registers"] == {"R2": "db restarted"}
+    assert ops.log == [("restart", "db")] * 2 and unanswered(out["messages"]) == []
+    ids = [c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(ids) == len(set(ids)) == 2
+
+
+@pytest.mark.parametrize("surface", SURFACES)
 def test_an_edit_without_a_fence_is_recorded_in_one(surface: str, saver: Any) -> None:
     ops = Ops()
     app = build(surface, [PLAN], ops.tools(), saver, approve_plan=True)
