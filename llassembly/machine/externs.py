@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 Converter = Callable[[Any], Any]
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_NAME_RE = re.compile(r"[A-Za-z_][\w.]*(?:-[\w.]+)*\Z", re.ASCII)  # as the parser reads one
 _LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 _PLAIN_TYPES = (int, float, str, bool, Any)
 _SCHEMA_DEPTH = 8  # deeper JSON schemas (a recursive one) are read as "any"
@@ -701,7 +701,8 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     if not _NAME_RE.match(name):
         raise errors.UsageError(
             f"tool name {name!r} cannot be written in a plan: use letters, digits, '_', '.', '-' "
-            "and start with a letter or '_' (give the tool a name, e.g. @tool('my_tool'))"
+            "(between them) and start with a letter or '_' (give the tool a name, e.g. "
+            "@tool('my_tool'))"
         )
     if register_index(name) is not None:
         raise errors.UsageError(

@@ -330,3 +330,16 @@ def test_a_pattern_pydantic_cannot_compile_is_left_to_the_tool() -> None:
     }
     found = check(parse('PUSH "ada@x.org"\nPUSH "ab"\nCALL mail'), [mail])  # compiled: checked
     assert [d.line for d in found] == [3]
+
+
+@pytest.mark.parametrize("name", ["get-weather", "files.read", "x_1", "a-b-c"])
+def test_a_tool_name_a_plan_can_write_is_taken_and_called(name: str) -> None:
+    tool = _schema_tool(name, {})
+    assert _sent(tool, f"CALL {name}") == {}
+
+
+@pytest.mark.parametrize("name", ["a-", "a--b", "-a", "1abc", "my tool"])
+def test_a_tool_name_no_plan_can_write_is_refused_when_the_tool_is_read(name: str) -> None:
+    """A name the parser cannot read after ``CALL`` (a dash goes between parts of a name)."""
+    with pytest.raises(UsageError, match="cannot be written in a plan"):
+        externs_from([_schema_tool(name, {})])
