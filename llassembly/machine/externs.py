@@ -191,6 +191,9 @@ class Extern:
             return args
         try:
             validated = self._validator.validate_python(args)
+        except TypeError as exc:  # a constraint pydantic cannot apply (`"minimum": "5"`)
+            detail = f"the arguments do not fit its schema ({first_line(exc)})"
+            raise refused(f"tool {tool!r}, {detail}") from exc
         except ValidationError as exc:
             name, detail = _first_error(exc)
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
@@ -804,17 +807,13 @@ _JSON_TYPES: dict[str, Any] = {
     "boolean": bool,
     "null": type(None),
 }
-_CONSTRAINTS = {
-    "minimum": "ge",
-    "maximum": "le",
-    "exclusiveMinimum": "gt",
-    "exclusiveMaximum": "lt",
-    "multipleOf": "multiple_of",
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "pattern": "pattern",
-    "minItems": "min_length",
-    "maxItems": "max_length",
+_NUMBER_WORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt"}
+_NUMBER_WORDS |= {"exclusiveMaximum": "lt", "multipleOf": "multiple_of"}
+_CONSTRAINTS: dict[str, dict[str, str]] = {  # by the JSON type a keyword applies to (else: ignored)
+    "integer": _NUMBER_WORDS,
+    "number": _NUMBER_WORDS,
+    "string": {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"},
+    "array": {"minItems": "min_length", "maxItems": "max_length"},
 }
 
 
@@ -873,7 +872,8 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
             base = dict[str, value]  # type: ignore[valid-type]
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
-    kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    words = _CONSTRAINTS.get(kinds, {}) if isinstance(kinds, str) else {}
+    kw = {key: schema[word] for word, key in words.items() if word in schema}
     for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
         if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
             kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)

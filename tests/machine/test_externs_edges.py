@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from langchain_core.tools import StructuredTool, tool
 from langgraph.errors import GraphInterrupt
-from pydantic import AfterValidator, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from llassembly import Emulator, build_system_prompt, check, parse, verify
 from llassembly.analysis.shapes import shape_of
@@ -330,3 +330,32 @@ def test_a_pattern_pydantic_cannot_compile_is_left_to_the_tool() -> None:
     }
     found = check(parse('PUSH "ada@x.org"\nPUSH "ab"\nCALL mail'), [mail])  # compiled: checked
     assert [d.line for d in found] == [3]
+
+
+def test_a_keyword_applies_only_to_the_json_type_it_is_for() -> None:
+    """``maxLength``/``pattern`` bind strings, ``minimum`` numbers, ``maxItems`` arrays; on
+    another type (the ``null`` of ``type: [string, null]`` too) JSON Schema ignores them."""
+    props = {
+        "nick": {"type": ["string", "null"], "maxLength": 3},
+        "limit": {"type": ["integer", "null"], "minimum": 0},
+        "code": {"type": "integer", "pattern": "^[0-9]+$"},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxLength": 1},
+    }
+    odd = _schema_tool("odd", props)
+    plan = 'PUSH NONE\nPUSH NONE\nPUSH 5\nPUSH \'["a", "b"]\'\nCALL odd'
+    assert _sent(odd, plan) == {"nick": None, "limit": None, "code": 5, "tags": ["a", "b"]}
+    found = check(parse('PUSH "abcd"\nPUSH -1\nPUSH 5\nPUSH "[]"\nCALL odd'), [odd])
+    assert [(d.line, d.message.split(": expected")[0]) for d in found] == [
+        (5, "CALL odd: argument 'nick'"),
+        (5, "CALL odd: argument 'limit'"),
+    ]
+
+
+def bad(n: Annotated[int | str, Field(ge=5)]) -> int:
+    return 1
+
+
+def test_a_constraint_pydantic_cannot_apply_refuses_the_call_as_the_librarys_error() -> None:
+    """pydantic raises ``TypeError`` (no ``ValidationError``) for ``ge`` on a union."""
+    with pytest.raises(ToolArgumentError, match=r"^tool 'bad', the arguments do not fit its sch"):
+        one(bad).convert_args(["abc"])
