@@ -758,11 +758,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),), False
+        results = 1, (_annotation(output, _defs(output), _title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
-        defs = schema.get("$defs") or schema.get("definitions") or {}
+        defs = _defs(schema)
         required = set(schema.get("required") or ())
         for field, spec in (schema.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
@@ -792,6 +792,11 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         structured=output is not None,
         unpacks=results[2],
     )
+
+
+def _defs(schema: Mapping[str, Any]) -> Any:
+    """The definitions a schema's ``$ref``s name: ``$defs``, or draft-07's ``definitions``."""
+    return schema.get("$defs") or schema.get("definitions") or {}
 
 
 def _title(*words: str) -> str:

@@ -359,3 +359,23 @@ def test_a_constraint_pydantic_cannot_apply_refuses_the_call_as_the_librarys_err
     """pydantic raises ``TypeError`` (no ``ValidationError``) for ``ge`` on a union."""
     with pytest.raises(ToolArgumentError, match=r"^tool 'bad', the arguments do not fit its sch"):
         one(bad).convert_args(["abc"])
+
+
+_ORDER = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+def _declaring(output: dict[str, Any]) -> Extern:
+    """An extern for a tool whose (MCP) output schema is ``output``."""
+    from llassembly.compat import MCP_OUTPUT_SCHEMA
+
+    tool = _schema_tool("get_order", {})
+    tool.metadata = {MCP_OUTPUT_SCHEMA: output}
+    return one(tool)
+
+
+def test_an_output_schemas_definitions_are_read_as_the_input_schemas_are() -> None:
+    """Draft-07 keeps them under ``definitions`` (zod-to-json-schema writes so)."""
+    ext = _declaring({"$ref": "#/definitions/Order", "definitions": {"Order": _ORDER}})
+    assert label(shape_of(ext.result_types[0])) == 'JSON Order {"id": int}'
+    found = check(parse('CALL get_order\nPOP R1\nSAY "{R1.idd}"'), {"get_order": ext})
+    assert [(d.line, "has no field 'idd'" in d.message) for d in found] == [(3, True)]
