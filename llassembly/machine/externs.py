@@ -763,8 +763,10 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     params = []
     if isinstance(schema, dict):
         defs = _defs(schema)
-        required = set(schema.get("required") or ())
-        for field, spec in (schema.get("properties") or {}).items():
+        body = schema if schema.get("properties") else _deref(schema, defs)  # a root $ref's
+        body = body if isinstance(body, Mapping) else {}  # (invopop/jsonschema writes them)
+        required = set(body.get("required") or ())
+        for field, spec in (body.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
             annotation: Any = _annotation(spec, defs, _title(field))
@@ -828,10 +830,9 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     (``maximum``, ``pattern``...) kept as pydantic ``Field`` metadata."""
     if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
         return Any
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        key = ref.rsplit("/", 1)[-1]
-        return _annotation(defs.get(key), defs, _title(key), depth + 1)
+    if _is_ref(schema):
+        key = str(schema["$ref"]).rsplit("/", 1)[-1]
+        return _annotation(_deref(schema, defs), defs, _title(key), depth + 1)
     if "const" in schema:
         return _literal([schema["const"]])
     if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -840,10 +841,7 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
         options = schema["allOf"]
     elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        each = [
-            defs.get(str(p["$ref"]).rsplit("/", 1)[-1]) if _is_ref(p) else p
-            for p in schema["allOf"]
-        ]
+        each = [_deref(p, defs) for p in schema["allOf"]]
         objects = [p for p in each if isinstance(p, Mapping) and p.get("properties")]
         if len(objects) == len(each):  # objects: one holding them all
             return _annotation(_all_of(schema, objects), defs, name, depth + 1)
@@ -891,6 +889,11 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
 
 def _is_ref(schema: Any) -> bool:
     return isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)
+
+
+def _deref(schema: Any, defs: Mapping[str, Any]) -> Any:
+    """The schema a ``$ref`` names (``None``: none), or ``schema`` when it is no ``$ref``."""
+    return defs.get(str(schema["$ref"]).rsplit("/", 1)[-1]) if _is_ref(schema) else schema
 
 
 def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:

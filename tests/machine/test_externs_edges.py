@@ -379,3 +379,16 @@ def test_an_output_schemas_definitions_are_read_as_the_input_schemas_are() -> No
     assert label(shape_of(ext.result_types[0])) == 'JSON Order {"id": int}'
     found = check(parse('CALL get_order\nPOP R1\nSAY "{R1.idd}"'), {"get_order": ext})
     assert [(d.line, "has no field 'idd'" in d.message) for d in found] == [(3, True)]
+
+
+def test_an_input_schema_whose_root_is_a_ref_takes_the_arguments_it_names() -> None:
+    """Reflectors such as Go's invopop/jsonschema write the arguments as a definition."""
+    args = {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "$ref": "#/$defs/Args",
+        "$defs": {"Args": {**args, "required": ["q"]}},
+    }
+    search = StructuredTool.from_function(_echo, name="search", description=".", args_schema=schema)
+    assert [(p.name, p.has_default) for p in one(search).params] == [("q", False), ("limit", True)]
+    assert _sent(search, 'PUSH "cats"\nCALL search, 1') == {"q": "cats"}
