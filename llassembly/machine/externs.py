@@ -758,18 +758,17 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, _defs(output), _title(name, "Result")),), False
+        results = 1, (_annotation(output, output, _title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
-        defs = _defs(schema)
-        body = schema if schema.get("properties") else _deref(schema, defs)  # a root $ref's
+        body = schema if schema.get("properties") else _deref(schema, schema)  # a root $ref's
         body = body if isinstance(body, Mapping) else {}  # (invopop/jsonschema writes them)
         required = set(body.get("required") or ())
         for field, spec in (body.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
-            annotation: Any = _annotation(spec, defs, _title(field))
+            annotation: Any = _annotation(spec, schema, _title(field))
             doc = str(spec.get("description") or described.get(field, ""))
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
@@ -796,11 +795,6 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     )
 
 
-def _defs(schema: Mapping[str, Any]) -> Any:
-    """The definitions a schema's ``$ref``s name: ``$defs``, or draft-07's ``definitions``."""
-    return schema.get("$defs") or schema.get("definitions") or {}
-
-
 def _title(*words: str) -> str:
     """A type name made of ``words`` (``order_item`` -> ``OrderItem``)."""
     text = "".join(p[:1].upper() + p[1:] for w in words for p in re.split(r"[^A-Za-z0-9]+", w))
@@ -824,15 +818,16 @@ _CONSTRAINTS: dict[str, dict[str, str]] = {  # by the JSON type a keyword applie
 }
 
 
-def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0) -> Any:
-    """A JSON schema as the type it declares: ``integer`` is ``int``, an ``enum`` a
-    ``Literal``, an object with properties a ``TypedDict`` named after it, constraints
-    (``maximum``, ``pattern``...) kept as pydantic ``Field`` metadata."""
+def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0) -> Any:
+    """A JSON schema (a part of ``root``, which its ``$ref``s point into) as the type it
+    declares: ``integer`` is ``int``, an ``enum`` a ``Literal``, an object with properties a
+    ``TypedDict`` named after it, constraints (``maximum``, ``pattern``...) kept as pydantic
+    ``Field`` metadata."""
     if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
         return Any
     if _is_ref(schema):
         key = str(schema["$ref"]).rsplit("/", 1)[-1]
-        return _annotation(_deref(schema, defs), defs, _title(key), depth + 1)
+        return _annotation(_deref(schema, root), root, _title(key), depth + 1)
     if "const" in schema:
         return _literal([schema["const"]])
     if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -841,23 +836,23 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
         options = schema["allOf"]
     elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        each = [_deref(p, defs) for p in schema["allOf"]]
+        each = [_deref(p, root) for p in schema["allOf"]]
         objects = [p for p in each if isinstance(p, Mapping) and p.get("properties")]
         if len(objects) == len(each):  # objects: one holding them all
-            return _annotation(_all_of(schema, objects), defs, name, depth + 1)
+            return _annotation(_all_of(schema, objects), root, name, depth + 1)
     kinds = schema.get("type")
     if isinstance(kinds, list):
         options = [{**schema, "type": k} for k in kinds]
     if isinstance(options, list) and options:
-        found = tuple(_annotation(o, defs, name, depth + 1) for o in options)
+        found = tuple(_annotation(o, root, name, depth + 1) for o in options)
         return typing.cast(Any, typing.Union)[found]  # (of one type: that type)
     if kinds == "array":
         items = schema.get("prefixItems")
         if isinstance(items, list) and items:
-            parts = tuple(_annotation(i, defs, f"{name}Item", depth + 1) for i in items)
+            parts = tuple(_annotation(i, root, f"{name}Item", depth + 1) for i in items)
             base: Any = typing.cast(Any, tuple)[parts]
         else:
-            base = list[_annotation(schema.get("items"), defs, f"{name}Item", depth + 1)]  # type: ignore[misc]
+            base = list[_annotation(schema.get("items"), root, f"{name}Item", depth + 1)]  # type: ignore[misc]
     elif kinds == "object":  # with properties: a TypedDict named after it
         title, properties = str(schema.get("title") or name), schema.get("properties")
         required, extra = set(schema.get("required") or ()), schema.get("additionalProperties")
@@ -865,13 +860,13 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
             fields = {
                 key: (ann if key in required else NotRequired[ann])
                 for key, spec in properties.items()
-                for ann in [_annotation(spec, defs, _title(title, key), depth + 1)]
+                for ann in [_annotation(spec, root, _title(title, key), depth + 1)]
             }
             base = typing.cast(Any, TypedDict)(_title(title), fields)
             # keys it does not list: allowed (JSON Schema's default, kept as written), or refused
             base.__pydantic_config__ = ConfigDict(extra="forbid" if extra is False else "allow")
         else:
-            value = _annotation(extra, defs, f"{title}Value", depth + 1) if extra else Any
+            value = _annotation(extra, root, f"{title}Value", depth + 1) if extra else Any
             base = dict[str, value]  # type: ignore[valid-type]
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
@@ -891,9 +886,20 @@ def _is_ref(schema: Any) -> bool:
     return isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)
 
 
-def _deref(schema: Any, defs: Mapping[str, Any]) -> Any:
-    """The schema a ``$ref`` names (``None``: none), or ``schema`` when it is no ``$ref``."""
-    return defs.get(str(schema["$ref"]).rsplit("/", 1)[-1]) if _is_ref(schema) else schema
+def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
+    """The schema a ``$ref`` names by its JSON pointer into ``root`` (``#/$defs/Point``,
+    ``#/properties/origin``; ``None``: none), or ``schema`` when it is no ``$ref``."""
+    ref = str(schema["$ref"]) if _is_ref(schema) else None
+    if ref is None or not ref.startswith("#"):
+        return schema if ref is None else None  # (another document's: not read)
+    found: Any = root
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(found, list) and part.isdigit() and int(part) < len(found):
+            found = found[int(part)]
+        else:
+            found = found.get(part) if isinstance(found, Mapping) else None
+    return found
 
 
 def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:

@@ -392,3 +392,17 @@ def test_an_input_schema_whose_root_is_a_ref_takes_the_arguments_it_names() -> N
     search = StructuredTool.from_function(_echo, name="search", description=".", args_schema=schema)
     assert [(p.name, p.has_default) for p in one(search).params] == [("q", False), ("limit", True)]
     assert _sent(search, 'PUSH "cats"\nCALL search, 1') == {"q": "cats"}
+
+
+def test_a_ref_by_json_pointer_names_the_schema_it_points_at() -> None:
+    """zod-to-json-schema writes a reused object as ``{"$ref": "#/properties/<first use>"}``;
+    a pointer may step into a list, and a cycle of refs is read as far as any schema is."""
+    point = {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}
+    distance = _schema_tool("distance", {"a": point, "b": {"$ref": "#/properties/a"}})
+    assert "distance(a: A, b: A2) -> str" in build_system_prompt(externs_from([distance]))
+    plan = "PUSH '{\"lat\": 1}'\nPUSH '{\"lat\": 2}'\nCALL distance"
+    assert _sent(distance, plan) == {"a": {"lat": 1}, "b": {"lat": 2}}
+    odd = {"c": {"anyOf": [{"type": "integer"}]}, "d": {"$ref": "#/properties/c/anyOf/0"}}
+    odd |= {"e": {"$ref": "#/properties/e"}, "f": {"$ref": "#/properties/f~1x"}}
+    annotations = {p.name: p.annotation for p in one(_schema_tool("odd", odd)).params}
+    assert (annotations["d"], annotations["e"], annotations["f"]) == (int, Any, Any)
