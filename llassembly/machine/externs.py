@@ -837,8 +837,8 @@ def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0)
         options = schema["allOf"]
     elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
         each = [_deref(p, root) for p in schema["allOf"]]
-        objects = [p for p in each if isinstance(p, Mapping) and p.get("properties")]
-        if len(objects) == len(each):  # objects: one holding them all
+        objects = [p for p in each if _object_part(p)]
+        if len(objects) == len(each) and any(p.get("properties") for p in objects):
             return _annotation(_all_of(schema, objects), root, name, depth + 1)
     kinds = schema.get("type")
     if isinstance(kinds, list):
@@ -902,10 +902,18 @@ def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
     return found
 
 
+def _object_part(part: Any) -> bool:
+    """Whether ``part`` of an ``allOf`` is an object's: with properties, or only saying what is
+    required (``allOf: [{"$ref": "#/$defs/Base"}, {"required": ["name"]}]``)."""
+    if not isinstance(part, Mapping) or part.get("type", "object") != "object":
+        return False
+    return bool(part.get("properties")) or set(part) <= {"type", "required", "description", "title"}
+
+
 def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:
     """An ``allOf`` of objects as one object with every part's properties, each required one
     required (a value must be each of them)."""
-    properties = {k: v for p in parts for k, v in p["properties"].items()}
+    properties = {k: v for p in parts for k, v in (p.get("properties") or {}).items()}
     required = sorted({str(k) for p in parts for k in p.get("required") or ()})
     rest = {k: v for k, v in schema.items() if k != "allOf"}
     return {**rest, "type": "object", "properties": properties, "required": required}

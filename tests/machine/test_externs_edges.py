@@ -406,3 +406,19 @@ def test_a_ref_by_json_pointer_names_the_schema_it_points_at() -> None:
     odd |= {"e": {"$ref": "#/properties/e"}, "f": {"$ref": "#/properties/f~1x"}}
     annotations = {p.name: p.annotation for p in one(_schema_tool("odd", odd)).params}
     assert (annotations["d"], annotations["e"], annotations["f"]) == (int, Any, Any)
+
+
+def test_an_all_of_of_a_base_object_and_what_is_required_here_is_one_object() -> None:
+    base = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    }
+    p = {"allOf": [{"$ref": "#/$defs/Base"}, {"required": ["name"], "description": "."}]}
+    schema = {"type": "object", "properties": {"p": p}, "required": ["p"], "$defs": {"Base": base}}
+    create = StructuredTool.from_function(_echo, name="create", description=".", args_schema=schema)
+    assert "create(p: P) -> str" in build_system_prompt(externs_from([create]))
+    assert _sent(create, 'PUSH \'{"name": "Ada"}\'\nCALL create') == {"p": {"name": "Ada"}}
+    found = check(parse("PUSH '{\"age\": 3}'\nCALL create"), [create])
+    assert [(d.line, d.message.split("(")[-1]) for d in found] == [
+        (2, "Field required); the value is written on line 1")
+    ]
