@@ -56,7 +56,7 @@ from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import Shape, choices_text, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import clip, first_line
@@ -399,11 +399,11 @@ def label(shape: Shape) -> str:
     """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
     ``JSON array of int``, ``one of "a", "b"``..."""
     options = _taken(shape)
+    if choices := choices_text(options):
+        return choices
     if len(options) != 1:
         return " | ".join(label(o) for o in options)  # (a union: see _taken)
     (shape,) = options
-    if shape.choices:
-        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if shape.kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
         return f"JSON {shape.name} {{{fields}}}"
