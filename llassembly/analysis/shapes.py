@@ -13,6 +13,7 @@ import decimal
 import enum
 import functools
 import inspect
+import json
 import typing
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -209,13 +210,22 @@ _cached = functools.lru_cache(maxsize=1024)(_shape)
 
 
 def _choices(values: Sequence[Any]) -> Shape:
-    """The shape of a ``Literal`` or an enum: its values' kind, and the values themselves when
-    they are all plain values of one kind."""
-    scalars = ((int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))  # bool: int
-    found = _union(next((s for t, s in scalars if isinstance(v, t)), ANY) for v in values) or ANY
-    if found.kind in ("int", "float", "text") and all(type(v) in (int, float, str) for v in values):
-        return dataclasses.replace(found, choices=tuple(values))
-    return found
+    """The shape of a ``Literal`` or an enum: its values' kinds (a union of them, ``None``
+    among them ``NONE``), each with its values when they are plain ones (a bool as 1 or 0)."""
+    scalars = ((bool, BOOL), (int, INT), (float, FLOAT), (str, TEXT), (type(None), NONE_SHAPE))
+    kinds: dict[Shape, list[Any]] = {}
+    for v in values:
+        kinds.setdefault(next((s for t, s in scalars if isinstance(v, t)), ANY), []).append(v)
+    plain = (bool, int, float, str)
+    return (
+        _union(
+            dataclasses.replace(k, choices=tuple(int(v) if type(v) is bool else v for v in vs))
+            if k.kind != "none" and all(type(v) in plain for v in vs)
+            else k
+            for k, vs in kinds.items()
+        )
+        or ANY
+    )
 
 
 def _model(cls: Any, depth: int) -> Shape:
@@ -334,6 +344,16 @@ def describe(shape: Shape | None) -> str:
         "decimal": "decimal text",
         "text": f"text ({shape.name})" if shape.name else "text",
     }.get(shape.kind, shape.kind)
+
+
+def choices_text(options: Sequence[Shape]) -> str:
+    """``one of "red", "green" or NONE``: the values of a value that is one of ``options``, when
+    each is a ``Literal``'s or an enum's (or ``NONE``); else ``""``."""
+    values = [json.dumps(c) for o in options for c in o.choices]
+    if not values or not all(o.choices or o.kind == "none" for o in options):
+        return ""
+    none = " or NONE" if any(o.kind == "none" for o in options) else ""
+    return f"one of {', '.join(values)}{none}"
 
 
 def fields_line(fields: Iterable[str]) -> str:

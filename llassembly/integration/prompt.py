@@ -28,7 +28,14 @@ from importlib import resources
 from typing import Any, Final, TypeAlias
 
 from llassembly.analysis.queries import is_query
-from llassembly.analysis.shapes import ANY, Shape, named_shapes, options_of, shape_of
+from llassembly.analysis.shapes import (
+    ANY,
+    Shape,
+    choices_text,
+    named_shapes,
+    options_of,
+    shape_of,
+)
 from llassembly.errors import UsageError
 from llassembly.language.program import fewest_arguments
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
@@ -143,8 +150,8 @@ def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -
         return "any"
     kind, name = shape.kind, (names or {}).get((shape.name, shape.type_id), shape.name)
     inner = functools.partial(type_text, depth=depth + 1, names=names)
-    if shape.choices:
-        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
+    if choices := choices_text(options_of(shape)):
+        return choices
     if kind == "union":
         return " | ".join(map(inner, shape.options))
     if shape.name == "bool":

@@ -56,7 +56,7 @@ from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import Shape, shape_of
+from llassembly.analysis.shapes import Shape, choices_text, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import clip, first_line
@@ -191,6 +191,9 @@ class Extern:
             return args
         try:
             validated = self._validator.validate_python(args)
+        except TypeError as exc:  # a constraint pydantic cannot apply (`"minimum": "5"`)
+            detail = f"the arguments do not fit its schema ({first_line(exc)})"
+            raise refused(f"tool {tool!r}, {detail}") from exc
         except ValidationError as exc:
             name, detail = _first_error(exc)
             at = next((i for i, p in enumerate(params) if p.name == name), -1)
@@ -396,11 +399,11 @@ def label(shape: Shape) -> str:
     """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
     ``JSON array of int``, ``one of "a", "b"``..."""
     options = _taken(shape)
+    if choices := choices_text(options):
+        return choices
     if len(options) != 1:
         return " | ".join(label(o) for o in options)  # (a union: see _taken)
     (shape,) = options
-    if shape.choices:
-        return "one of " + ", ".join(json.dumps(c) for c in shape.choices)
     if shape.kind == "object" and shape.name:
         fields = ", ".join(f'"{n}": {label(f)}' for n, f in shape.fields)
         return f"JSON {shape.name} {{{fields}}}"
@@ -756,16 +759,17 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, output.get("$defs", {}), _title(name, "Result")),), False
+        results = 1, (_annotation(output, output, _title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
-        defs = schema.get("$defs") or schema.get("definitions") or {}
-        required = set(schema.get("required") or ())
-        for field, spec in (schema.get("properties") or {}).items():
+        body = schema if schema.get("properties") else _deref(schema, schema)  # a root $ref's
+        body = body if isinstance(body, Mapping) else {}  # (invopop/jsonschema writes them)
+        required = set(body.get("required") or ())
+        for field, spec in (body.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
-            annotation: Any = _annotation(spec, defs, _title(field))
+            annotation: Any = _annotation(spec, schema, _title(field))
             doc = str(spec.get("description") or described.get(field, ""))
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
@@ -805,30 +809,26 @@ _JSON_TYPES: dict[str, Any] = {
     "boolean": bool,
     "null": type(None),
 }
-_CONSTRAINTS = {
-    "minimum": "ge",
-    "maximum": "le",
-    "exclusiveMinimum": "gt",
-    "exclusiveMaximum": "lt",
-    "multipleOf": "multiple_of",
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "pattern": "pattern",
-    "minItems": "min_length",
-    "maxItems": "max_length",
+_NUMBER_WORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt"}
+_NUMBER_WORDS |= {"exclusiveMaximum": "lt", "multipleOf": "multiple_of"}
+_CONSTRAINTS: dict[str, dict[str, str]] = {  # by the JSON type a keyword applies to (else: ignored)
+    "integer": _NUMBER_WORDS,
+    "number": _NUMBER_WORDS,
+    "string": {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"},
+    "array": {"minItems": "min_length", "maxItems": "max_length"},
 }
 
 
-def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0) -> Any:
-    """A JSON schema as the type it declares: ``integer`` is ``int``, an ``enum`` a
-    ``Literal``, an object with properties a ``TypedDict`` named after it, constraints
-    (``maximum``, ``pattern``...) kept as pydantic ``Field`` metadata."""
+def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0) -> Any:
+    """A JSON schema (a part of ``root``, which its ``$ref``s point into) as the type it
+    declares: ``integer`` is ``int``, an ``enum`` a ``Literal``, an object with properties a
+    ``TypedDict`` named after it, constraints (``maximum``, ``pattern``...) kept as pydantic
+    ``Field`` metadata."""
     if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
         return Any
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        key = ref.rsplit("/", 1)[-1]
-        return _annotation(defs.get(key), defs, _title(key), depth + 1)
+    if _is_ref(schema):
+        key = str(schema["$ref"]).rsplit("/", 1)[-1]
+        return _annotation(_deref(schema, root), root, _title(key), depth + 1)
     if "const" in schema:
         return _literal([schema["const"]])
     if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -837,26 +837,23 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
     if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
         options = schema["allOf"]
     elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        each = [
-            defs.get(str(p["$ref"]).rsplit("/", 1)[-1]) if _is_ref(p) else p
-            for p in schema["allOf"]
-        ]
-        objects = [p for p in each if isinstance(p, Mapping) and p.get("properties")]
-        if len(objects) == len(each):  # objects: one holding them all
-            return _annotation(_all_of(schema, objects), defs, name, depth + 1)
+        each = [_deref(p, root) for p in schema["allOf"]]
+        objects = [p for p in each if _object_part(p)]
+        if len(objects) == len(each) and any(p.get("properties") for p in objects):
+            return _annotation(_all_of(schema, objects), root, name, depth + 1)
     kinds = schema.get("type")
     if isinstance(kinds, list):
         options = [{**schema, "type": k} for k in kinds]
     if isinstance(options, list) and options:
-        found = tuple(_annotation(o, defs, name, depth + 1) for o in options)
+        found = tuple(_annotation(o, root, name, depth + 1) for o in options)
         return typing.cast(Any, typing.Union)[found]  # (of one type: that type)
     if kinds == "array":
         items = schema.get("prefixItems")
         if isinstance(items, list) and items:
-            parts = tuple(_annotation(i, defs, f"{name}Item", depth + 1) for i in items)
+            parts = tuple(_annotation(i, root, f"{name}Item", depth + 1) for i in items)
             base: Any = typing.cast(Any, tuple)[parts]
         else:
-            base = list[_annotation(schema.get("items"), defs, f"{name}Item", depth + 1)]  # type: ignore[misc]
+            base = list[_annotation(schema.get("items"), root, f"{name}Item", depth + 1)]  # type: ignore[misc]
     elif kinds == "object":  # with properties: a TypedDict named after it
         title, properties = str(schema.get("title") or name), schema.get("properties")
         required, extra = set(schema.get("required") or ()), schema.get("additionalProperties")
@@ -864,17 +861,18 @@ def _annotation(schema: Any, defs: Mapping[str, Any], name: str, depth: int = 0)
             fields = {
                 key: (ann if key in required else NotRequired[ann])
                 for key, spec in properties.items()
-                for ann in [_annotation(spec, defs, _title(title, key), depth + 1)]
+                for ann in [_annotation(spec, root, _title(title, key), depth + 1)]
             }
             base = typing.cast(Any, TypedDict)(_title(title), fields)
             # keys it does not list: allowed (JSON Schema's default, kept as written), or refused
             base.__pydantic_config__ = ConfigDict(extra="forbid" if extra is False else "allow")
         else:
-            value = _annotation(extra, defs, f"{title}Value", depth + 1) if extra else Any
+            value = _annotation(extra, root, f"{title}Value", depth + 1) if extra else Any
             base = dict[str, value]  # type: ignore[valid-type]
     else:
         base = _JSON_TYPES.get(str(kinds), Any)
-    kw = {key: schema[word] for word, key in _CONSTRAINTS.items() if word in schema}
+    words = _CONSTRAINTS.get(kinds, {}) if isinstance(kinds, str) else {}
+    kw = {key: schema[word] for word, key in words.items() if word in schema}
     for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
         if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
             kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
@@ -889,10 +887,34 @@ def _is_ref(schema: Any) -> bool:
     return isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)
 
 
+def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
+    """The schema a ``$ref`` names by its JSON pointer into ``root`` (``#/$defs/Point``,
+    ``#/properties/origin``; ``None``: none), or ``schema`` when it is no ``$ref``."""
+    ref = str(schema["$ref"]) if _is_ref(schema) else None
+    if ref is None or not ref.startswith("#"):
+        return schema if ref is None else None  # (another document's: not read)
+    found: Any = root
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(found, list) and part.isdigit() and int(part) < len(found):
+            found = found[int(part)]
+        else:
+            found = found.get(part) if isinstance(found, Mapping) else None
+    return found
+
+
+def _object_part(part: Any) -> bool:
+    """Whether ``part`` of an ``allOf`` is an object's: with properties, or only saying what is
+    required (``allOf: [{"$ref": "#/$defs/Base"}, {"required": ["name"]}]``)."""
+    if not isinstance(part, Mapping) or part.get("type", "object") != "object":
+        return False
+    return bool(part.get("properties")) or set(part) <= {"type", "required", "description", "title"}
+
+
 def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:
     """An ``allOf`` of objects as one object with every part's properties, each required one
     required (a value must be each of them)."""
-    properties = {k: v for p in parts for k, v in p["properties"].items()}
+    properties = {k: v for p in parts for k, v in (p.get("properties") or {}).items()}
     required = sorted({str(k) for p in parts for k in p.get("required") or ()})
     rest = {k: v for k, v in schema.items() if k != "allOf"}
     return {**rest, "type": "object", "properties": properties, "required": required}

@@ -73,10 +73,12 @@ def test_tuples_fixed_and_bare_and_unknown_classes() -> None:
     assert shape_of(Plain) == ANY
 
 
-def test_a_literal_of_bools_or_with_none_keeps_its_kind_without_choices() -> None:
-    assert shape_of(Literal[True, False]) == INT
-    assert shape_of(Literal[True, False]).choices == ()
-    assert shape_of(Literal["a", None]) == Shape("union", options=(TEXT, NONE_SHAPE))
+def test_a_literal_of_bools_or_with_none_or_of_kinds_keeps_its_values_by_kind() -> None:
+    assert shape_of(Literal[True, False]) == Shape("int", "bool", choices=(1, 0))
+    a = Shape("text", choices=("a",))
+    assert shape_of(Literal["a", None]) == Shape("union", options=(a, NONE_SHAPE))
+    assert shape_of(Literal["a", None]) == shape_of(Literal["a"] | None)
+    assert shape_of(Literal["a", 1, 2]) == Shape("union", options=(a, Shape("int", choices=(1, 2))))
     assert shape_of(Literal["a", "b"]).choices == ("a", "b")
 
 

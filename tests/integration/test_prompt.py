@@ -7,9 +7,11 @@ from typing import Any, Literal, NamedTuple
 
 import pytest
 from langchain.tools import ToolRuntime, tool
+from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import TypedDict
 
+from llassembly import check, parse
 from llassembly.errors import UsageError
 from llassembly.integration.prompt import (
     TOOL_BLOCK_BUDGET,
@@ -552,3 +554,31 @@ def test_a_tuple_parameter_is_shown_as_the_array_of_its_items_or_by_its_name() -
 
     signature = extern_signature(externs_from([move])["move"])
     assert signature == "move(to: [int, str], path: list[[float, float]], at: Spot) -> nothing"
+
+
+def _paint(**kwargs: Any) -> str:
+    return ""
+
+
+def test_an_enum_shows_its_values_whatever_their_kinds() -> None:
+    """With ``None`` among them (``NONE``), booleans (1 or 0, as the plan holds them), or
+    values of several kinds; a check message says them alike."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "color": {"type": ["string", "null"], "enum": ["red", "green", None]},
+            "confirm": {"type": "boolean", "const": True},
+            "level": {"enum": ["auto", 1, 2]},
+        },
+        "required": ["color", "confirm", "level"],
+    }
+    paint = StructuredTool.from_function(_paint, name="paint", description=".", args_schema=schema)
+    assert extern_signature(externs_from([paint])["paint"]) == (
+        'paint(color: one of "red", "green" or NONE, confirm: one of 1, level: one of "auto", 1, 2)'
+        " -> str"
+    )
+    found = check(parse('PUSH "x"\nPUSH 1\nPUSH 3\nCALL paint'), [paint])
+    assert [d.message.split(", got")[0] for d in found] == [
+        'CALL paint: argument \'color\': expected one of "red", "green"',
+        "CALL paint: argument 'level': expected one of \"auto\", 1, 2",
+    ]

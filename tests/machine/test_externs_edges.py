@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from langchain_core.tools import StructuredTool, tool
 from langgraph.errors import GraphInterrupt
-from pydantic import AfterValidator, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from llassembly import Emulator, build_system_prompt, check, parse, verify
 from llassembly.analysis.shapes import shape_of
@@ -343,3 +343,95 @@ def test_a_tool_name_no_plan_can_write_is_refused_when_the_tool_is_read(name: st
     """A name the parser cannot read after ``CALL`` (a dash goes between parts of a name)."""
     with pytest.raises(UsageError, match="cannot be written in a plan"):
         externs_from([_schema_tool(name, {})])
+
+
+def test_a_keyword_applies_only_to_the_json_type_it_is_for() -> None:
+    """``maxLength``/``pattern`` bind strings, ``minimum`` numbers, ``maxItems`` arrays; on
+    another type (the ``null`` of ``type: [string, null]`` too) JSON Schema ignores them."""
+    props = {
+        "nick": {"type": ["string", "null"], "maxLength": 3},
+        "limit": {"type": ["integer", "null"], "minimum": 0},
+        "code": {"type": "integer", "pattern": "^[0-9]+$"},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxLength": 1},
+    }
+    odd = _schema_tool("odd", props)
+    plan = 'PUSH NONE\nPUSH NONE\nPUSH 5\nPUSH \'["a", "b"]\'\nCALL odd'
+    assert _sent(odd, plan) == {"nick": None, "limit": None, "code": 5, "tags": ["a", "b"]}
+    found = check(parse('PUSH "abcd"\nPUSH -1\nPUSH 5\nPUSH "[]"\nCALL odd'), [odd])
+    assert [(d.line, d.message.split(": expected")[0]) for d in found] == [
+        (5, "CALL odd: argument 'nick'"),
+        (5, "CALL odd: argument 'limit'"),
+    ]
+
+
+def bad(n: Annotated[int | str, Field(ge=5)]) -> int:
+    return 1
+
+
+def test_a_constraint_pydantic_cannot_apply_refuses_the_call_as_the_librarys_error() -> None:
+    """pydantic raises ``TypeError`` (no ``ValidationError``) for ``ge`` on a union."""
+    with pytest.raises(ToolArgumentError, match=r"^tool 'bad', the arguments do not fit its sch"):
+        one(bad).convert_args(["abc"])
+
+
+_ORDER = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+def _declaring(output: dict[str, Any]) -> Extern:
+    """An extern for a tool whose (MCP) output schema is ``output``."""
+    from llassembly.compat import MCP_OUTPUT_SCHEMA
+
+    tool = _schema_tool("get_order", {})
+    tool.metadata = {MCP_OUTPUT_SCHEMA: output}
+    return one(tool)
+
+
+def test_an_output_schemas_definitions_are_read_as_the_input_schemas_are() -> None:
+    """Draft-07 keeps them under ``definitions`` (zod-to-json-schema writes so)."""
+    ext = _declaring({"$ref": "#/definitions/Order", "definitions": {"Order": _ORDER}})
+    assert label(shape_of(ext.result_types[0])) == 'JSON Order {"id": int}'
+    found = check(parse('CALL get_order\nPOP R1\nSAY "{R1.idd}"'), {"get_order": ext})
+    assert [(d.line, "has no field 'idd'" in d.message) for d in found] == [(3, True)]
+
+
+def test_an_input_schema_whose_root_is_a_ref_takes_the_arguments_it_names() -> None:
+    """Reflectors such as Go's invopop/jsonschema write the arguments as a definition."""
+    args = {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "$ref": "#/$defs/Args",
+        "$defs": {"Args": {**args, "required": ["q"]}},
+    }
+    search = StructuredTool.from_function(_echo, name="search", description=".", args_schema=schema)
+    assert [(p.name, p.has_default) for p in one(search).params] == [("q", False), ("limit", True)]
+    assert _sent(search, 'PUSH "cats"\nCALL search, 1') == {"q": "cats"}
+
+
+def test_a_ref_by_json_pointer_names_the_schema_it_points_at() -> None:
+    """zod-to-json-schema writes a reused object as ``{"$ref": "#/properties/<first use>"}``;
+    a pointer may step into a list, and a cycle of refs is read as far as any schema is."""
+    point = {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}
+    distance = _schema_tool("distance", {"a": point, "b": {"$ref": "#/properties/a"}})
+    assert "distance(a: A, b: A2) -> str" in build_system_prompt(externs_from([distance]))
+    plan = "PUSH '{\"lat\": 1}'\nPUSH '{\"lat\": 2}'\nCALL distance"
+    assert _sent(distance, plan) == {"a": {"lat": 1}, "b": {"lat": 2}}
+    odd = {"c": {"anyOf": [{"type": "integer"}]}, "d": {"$ref": "#/properties/c/anyOf/0"}}
+    odd |= {"e": {"$ref": "#/properties/e"}, "f": {"$ref": "#/properties/f~1x"}}
+    annotations = {p.name: p.annotation for p in one(_schema_tool("odd", odd)).params}
+    assert (annotations["d"], annotations["e"], annotations["f"]) == (int, Any, Any)
+
+
+def test_an_all_of_of_a_base_object_and_what_is_required_here_is_one_object() -> None:
+    base = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    }
+    p = {"allOf": [{"$ref": "#/$defs/Base"}, {"required": ["name"], "description": "."}]}
+    schema = {"type": "object", "properties": {"p": p}, "required": ["p"], "$defs": {"Base": base}}
+    create = StructuredTool.from_function(_echo, name="create", description=".", args_schema=schema)
+    assert "create(p: P) -> str" in build_system_prompt(externs_from([create]))
+    assert _sent(create, 'PUSH \'{"name": "Ada"}\'\nCALL create') == {"p": {"name": "Ada"}}
+    found = check(parse("PUSH '{\"age\": 3}'\nCALL create"), [create])
+    assert [(d.line, d.message.split("(")[-1]) for d in found] == [
+        (2, "Field required); the value is written on line 1")
+    ]
