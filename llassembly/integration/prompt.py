@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Final, TypeAlias
 
+from pydantic import TypeAdapter
+
 from llassembly.analysis.queries import is_query
 from llassembly.analysis.shapes import (
     ANY,
@@ -36,7 +38,7 @@ from llassembly.analysis.shapes import (
     options_of,
     shape_of,
 )
-from llassembly.errors import UsageError
+from llassembly.errors import UsageError, clip
 from llassembly.language.program import fewest_arguments
 from llassembly.machine.externs import Extern, ToolSpec, externs_of
 
@@ -219,11 +221,12 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
     params = extern.params
     head = [f"## {extern.name}", extern_signature(extern, names)]
     rest = []
-    if any(p.description for p in params):
+    limits = [_limits_text(_declared(p.annotation)) for p in params]
+    if any(p.description for p in params) or any(limits):
         rest.append("Arguments:")
-        for p in params:
+        for p, limit in zip(params, limits, strict=True):
             about = p.description or type_text(shape_of(p.annotation), 0, names)
-            rest.append(f"  {p.name}: " + _cut(about, _ARGUMENT))
+            rest.append(f"  {p.name}: " + _cut(about, _ARGUMENT) + limit)
     n = extern.n_results
     if n == 0:
         rest.append("Returns nothing: do not POP after it.")
@@ -236,6 +239,38 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
     room = max(_LEAST_DESCRIPTION, min(_DESCRIPTION, TOOL_BLOCK_BUDGET - fixed - 1))
     about = _cut(first_paragraph(extern.description), room)
     return "\n".join(head + ([about] if about else []) + rest + example)
+
+
+def _declared(annotation: Any) -> dict[str, Any]:
+    """The JSON schema keywords a parameter's type declares (its one option besides null)."""
+    try:
+        schema = TypeAdapter(annotation).json_schema()
+    except Exception:  # a type with no JSON schema: nothing more is said of it
+        return {}
+    options = [o for o in schema.get("anyOf", [schema]) if o.get("type") != "null"]
+    return options[0] if len(options) == 1 else {}
+
+
+_LIMITS: Final = {
+    "exclusiveMinimum": "> {}",
+    "minimum": ">= {}",
+    "exclusiveMaximum": "< {}",
+    "maximum": "<= {}",
+    "multipleOf": "a multiple of {}",
+    "minLength": "at least {} characters",
+    "maxLength": "at most {} characters",
+    "minItems": "at least {} elements",
+    "maxItems": "at most {} elements",
+    "pattern": "matching {}",
+}
+
+
+def _limits_text(declared: Mapping[str, Any]) -> str:
+    """`` (>= 1, <= 3)``: the constraints a parameter's schema declares, or ``""``."""
+    said = [
+        w.format(clip(str(declared[k]), _ARGUMENT)) for k, w in _LIMITS.items() if k in declared
+    ]
+    return f" ({', '.join(said)})" if said else ""
 
 
 def _cut(text: str, limit: int) -> str:
@@ -286,7 +321,7 @@ def _example(extern: Extern, names: Names | None = None) -> list[str]:
     the others to their defaults, its results popped (and a field read)."""
     pushed = fewest_arguments(extern)
     params = extern.params
-    rows = [_push(p.name, p.annotation, i, names) for i, p in enumerate(params[:pushed])]
+    rows = [_push(extern, i, names) for i in range(pushed)]
     if pushed < len(params):
         left = [p.name for p in params[pushed:]]
         their = "its default" if len(left) == 1 else "their defaults"
@@ -308,20 +343,37 @@ def _example(extern: Extern, names: Names | None = None) -> list[str]:
     return [f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in rows]
 
 
-def _push(name: str, annotation: Any, index: int, names: Names | None) -> tuple[str, str]:
-    """The example's line pushing a literal that fits the argument, and its note."""
-    shape = shape_of(annotation)
+def _push(extern: Extern, index: int, names: Names | None) -> tuple[str, str]:
+    """The example's line pushing a literal that fits the argument (one its constraints take,
+    as the check before the run judges it), and its note."""
+    name, annotation = extern.params[index].name, extern.params[index].annotation
+    shape, declared = shape_of(annotation), _declared(annotation)
     sample = _sample(shape)
     if isinstance(sample, bool):
         return f"PUSH {int(sample)}", name
-    if isinstance(sample, int):
-        return f"PUSH {5 + 2 * index}", name
-    if isinstance(sample, float | str):
-        return f"PUSH {json.dumps(sample)}", name
+    if isinstance(sample, int | float | str):  # the first one the check takes, if any
+        low = {"minimum": 0, "exclusiveMinimum": 1, "maximum": 0}  # (a bound, and the step in)
+        tried: list[Any] = [5 + 2 * index] if type(sample) is int else []
+        tried += [sample, *(declared[k] + d for k, d in low.items() if _is_number(declared.get(k)))]
+        tried += [*declared.get("examples", ()), _FORMATS.get(str(declared.get("format")))]
+        kinds = (str,) if isinstance(sample, str) else (int, float)
+        fits = (v for v in tried if type(v) in kinds and extern.refuses(index, v) is None)
+        sample = next(fits, None)
     text = json.dumps(sample, ensure_ascii=False)
-    if len(text) > _LITERAL:  # a structure too long to write out: one the plan holds
-        return "PUSH R3", f"{name}: a {type_text(shape, 0, names)} (JSON text)"
-    return f"PUSH '{text}'", name  # JSON text in single quotes
+    if sample is None or len(text) > _LITERAL:  # no literal known to fit: one the plan holds
+        what = type_text(shape, 0, names) + (" (JSON text)" if shape.kind in _JSON_KINDS else "")
+        return "PUSH R3", f"{name}: a {what}{_limits_text(declared)}"
+    return (f"PUSH '{text}'" if isinstance(sample, dict | list) else f"PUSH {text}"), name
+
+
+_FORMATS: Final = {"date": "2026-01-31", "date-time": "2026-01-31T09:00:00Z", "time": "09:00:00"}
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+_JSON_KINDS: Final = ("object", "map", "list", "tuple")
 
 
 def _without_none(shape: Shape) -> Shape:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 import pytest
 from langchain.tools import ToolRuntime, tool
@@ -541,6 +542,34 @@ def test_every_tool_blocks_example_verifies() -> None:
         program = parse(example)
         assert isinstance(program, Program)
         assert [d.message for d in check(program, tools)] == [], example
+
+
+def route(
+    origin: Annotated[str, Field(pattern="^[A-Z]{3}$")],
+    stops: Annotated[int, Field(ge=1, le=3)],
+    budget: Annotated[float, Field(gt=100, le=10000, description="In EUR.")],
+    day: datetime.date,
+) -> str:
+    """Plan a route."""
+    return ""
+
+
+def test_an_arguments_constraints_are_shown_and_its_example_keeps_them() -> None:
+    """The planner writes literals the check takes: each constraint of the declared schema is
+    shown beside its argument, and the example pushes values that keep them (a value held in
+    a register where no literal is known to fit)."""
+    tools = externs_from([route])
+    block = describe_extern(tools["route"])
+    assert "  origin: str (matching ^[A-Z]{3}$)" in block
+    assert "  stops: int (>= 1, <= 3)" in block
+    assert "  budget: In EUR. (> 100, <= 10000)" in block
+    assert (
+        'PUSH "2026-01-31" ; day' in block
+        and "PUSH R3           ; origin: a str (matching" in block
+    )
+    example = block.split("Example:\n", 1)[1]
+    program = parse(example)
+    assert [d.message for d in check(program, tools)] == [], example
 
 
 class Spot(NamedTuple):
