@@ -765,7 +765,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
     if isinstance(schema, dict):
         body = schema if schema.get("properties") else _deref(schema, schema)  # a root $ref's
         body = body if isinstance(body, Mapping) else {}  # (invopop/jsonschema writes them)
-        required = set(body.get("required") or ())
+        required = _required(body)
         for field, spec in (body.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
@@ -856,7 +856,7 @@ def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0)
             base = list[_annotation(schema.get("items"), root, f"{name}Item", depth + 1)]  # type: ignore[misc]
     elif kinds == "object":  # with properties: a TypedDict named after it
         title, properties = str(schema.get("title") or name), schema.get("properties")
-        required, extra = set(schema.get("required") or ()), schema.get("additionalProperties")
+        required, extra = _required(schema), schema.get("additionalProperties")
         if isinstance(properties, Mapping) and properties:
             fields = {
                 key: (ann if key in required else NotRequired[ann])
@@ -876,8 +876,9 @@ def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0)
     for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
         if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
             kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
-    if "pattern" in kw and not (isinstance(kw["pattern"], str) and _compiles(kw["pattern"])):
-        del kw["pattern"]  # ECMA-262's look-around, say, which pydantic cannot: the tool's to judge
+    # A keyword no validator can be built from (ECMA-262's look-around in a pattern, a bound of
+    # the wrong type, multipleOf 0) is the tool's to judge.
+    kw = {key: value for key, value in kw.items() if _builds(base, key, value)}
     if kw and base is not Any:
         return typing.cast(Any, Annotated)[(base, Field(**kw))]
     return base
@@ -915,19 +916,24 @@ def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[s
     """An ``allOf`` of objects as one object with every part's properties, each required one
     required (a value must be each of them)."""
     properties = {k: v for p in parts for k, v in (p.get("properties") or {}).items()}
-    required = sorted({str(k) for p in parts for k in p.get("required") or ()})
+    required = sorted({name for p in parts for name in _required(p)})
     rest = {k: v for k, v in schema.items() if k != "allOf"}
     return {**rest, "type": "object", "properties": properties, "required": required}
 
 
-@functools.lru_cache(maxsize=256)
-def _compiles(pattern: str) -> bool:
-    """Whether pydantic's regex engine takes ``pattern``."""
+def _builds(base: Any, key: str, value: Any) -> bool:
+    """Whether pydantic builds a validator of ``base`` constrained by ``key=value``."""
     try:
-        TypeAdapter(Annotated[str, Field(pattern=pattern)])
-    except Exception:  # pydantic_core's SchemaError
+        TypeAdapter(Annotated[base, Field(**{key: value})])
+    except Exception:  # pydantic_core's SchemaError, a TypeError
         return False
     return True
+
+
+def _required(schema: Mapping[str, Any]) -> set[str]:
+    """The names an object's schema requires (a draft-3 ``"required": true`` names none)."""
+    found = schema.get("required")
+    return {str(name) for name in found} if isinstance(found, list) else set()
 
 
 def _literal(values: list[Any]) -> Any:

@@ -435,3 +435,23 @@ def test_an_all_of_of_a_base_object_and_what_is_required_here_is_one_object() ->
     assert [(d.line, d.message.split("(")[-1]) for d in found] == [
         (2, "Field required); the value is written on line 1")
     ]
+
+
+MALFORMED = {
+    "required_true": {"type": "object", "required": True, "properties": {"a": {"type": "string"}}},
+    "minimum_text": {"type": "integer", "minimum": "5"},
+    "pattern_number": {"type": "string", "pattern": 5},
+    "multiple_of_zero": {"type": "number", "multipleOf": 0},
+    "negative_length": {"type": "string", "maxLength": -1},
+    "float_length": {"type": "string", "minLength": 1.0},
+    "properties_list": {"type": "object", "properties": []},
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_schema_keyword_no_validator_can_hold_is_left_to_the_tool(name: str) -> None:
+    """A server's sloppy schema (draft-3 ``"required": true``, a bound of the wrong type, an
+    impossible one) does not keep its tools from loading: a keyword no validator can be
+    built from is the tool's to judge, and the argument is still passed."""
+    tool = _schema_tool("sloppy", {"a": MALFORMED[name]})
+    assert "sloppy(a: " in build_system_prompt(externs_from([tool]))
