@@ -190,7 +190,15 @@ class Extern:
         if self._validator is None:
             return args
         try:
-            validated = self._validator.validate_python(args)
+            try:
+                validated = self._validator.validate_python(args)
+            except ValidationError:  # a union's JSON text that does not fit as JSON: its text
+                named = ((i, params[i].name) for i in range(len(values)))
+                texts = {n: values[i] for i, n in named if n in args and self._as_text(i, args[n])}
+                if not texts:
+                    raise
+                validated = self._validator.validate_python({**args, **texts})
+                args.update(texts)
         except TypeError as exc:  # a constraint pydantic cannot apply (`"minimum": "5"`)
             detail = f"the arguments do not fit its schema ({first_line(exc)})"
             raise refused(f"tool {tool!r}, {detail}") from exc
@@ -215,7 +223,13 @@ class Extern:
         try:
             converted = self._converted(position, value)
             if converted is not _LEFT_OUT:
-                _adapter(self.params[position].annotation).validate_python(converted)
+                adapter = _adapter(self.params[position].annotation)
+                try:
+                    adapter.validate_python(converted)
+                except ValidationError:  # (as convert_args: the text itself may fit)
+                    if not self._as_text(position, converted):
+                        raise
+                    adapter.validate_python(value)
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
@@ -242,6 +256,12 @@ class Extern:
             return self._converters[position](value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
+
+    def _as_text(self, position: int, converted: Any) -> bool:
+        """Whether the value at ``position`` is JSON text a union parameter took as the
+        structure it holds (:func:`converter`), which may fit as the text it is instead."""
+        shape = shape_of(self.params[position].annotation)
+        return isinstance(converted, dict | list) and len(_taken(shape)) > 1
 
     def _refusal(self, position: int, value: Value | Template, detail: str) -> str:
         param = self.params[position]

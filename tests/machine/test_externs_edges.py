@@ -455,3 +455,20 @@ def test_a_schema_keyword_no_validator_can_hold_is_left_to_the_tool(name: str) -
     built from is the tool's to judge, and the argument is still passed."""
     tool = _schema_tool("sloppy", {"a": MALFORMED[name]})
     assert "sloppy(a: " in build_system_prompt(externs_from([tool]))
+
+
+def test_a_unions_json_text_that_fits_only_as_text_is_given_as_text() -> None:
+    """JSON text of a structure is the structure where that fits (``str | list[str]`` given
+    ``["a", "b"]``), else the text it is (``[1, 2]`` is no list of texts, but it is a text)."""
+    got: list[Any] = []
+
+    def search(q: str | list[str]) -> int:
+        """Search."""
+        got.append(q)
+        return 1
+
+    for literal in ("'[1, 2]'", "'[\"a\", \"b\"]'", '"plain"'):
+        program = parse(f"PUSH {literal}\nCALL search\nPOP R1")
+        assert [d.message for d in check(program, [search])] == []
+        Emulator(program, [search]).run()
+    assert got == ["[1, 2]", ["a", "b"], "plain"]
