@@ -467,7 +467,7 @@ def test_a_unions_json_text_that_fits_only_as_text_is_given_as_text() -> None:
         got.append(q)
         return 1
 
-    for literal in ("'[1, 2]'", "'[\"a\", \"b\"]'", '"plain"'):
+    for literal in ("'[1, 2]'", '\'["a", "b"]\'', '"plain"'):
         program = parse(f"PUSH {literal}\nCALL search\nPOP R1")
         assert [d.message for d in check(program, [search])] == []
         Emulator(program, [search]).run()
