@@ -12,7 +12,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -123,7 +123,7 @@ _RESULT_CHARS = 2000  # most characters of one result shown with planner_sees_re
 
 def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> list[BaseMessage]:
     """The conversation as the planner model sees it: the user's messages, its own plans and
-    the answers given to the user (their text); each run of tool calls as one assistant
+    the answers given to the user (without their reasoning); each run of tool calls as one assistant
     message saying which calls ran and how they ended, never their arguments or results (the
     call of a plan is found in the plan itself, by its line). With ``results`` (the option
     ``planner_sees_results=True``, weaker) each result is shown too, fenced as data. Messages
@@ -172,13 +172,25 @@ def planner_view(messages: Sequence[BaseMessage], *, results: bool = False) -> l
             lines[index : index + 1] = [f"{index + 1}. {_call_line(name, message, results)}"]
         elif kind in ("draft", "note"):
             continue  # the turn's own progress, not the conversation
-        else:  # an answer as the user read it: its text alone (its reasoning may quote data)
+        else:  # an answer as the user read it: without its reasoning (which may quote data)
             flush()
-            if isinstance(message, AIMessage):  # (its metadata holds the turn's record: results)
-                message = AIMessage(message.text, id=message.id, name=message.name)
+            if isinstance(message, AIMessage):  # (nor its metadata: the turn's record, results)
+                content = message.content
+                if isinstance(content, list):
+                    content = [b for b in content if _type(b) not in _REASONING]
+                if not content:
+                    continue
+                message = AIMessage(content, id=message.id, name=message.name)
             out.append(message)
     flush()
     return out
+
+
+_REASONING: Final = ("reasoning", "thinking", "redacted_thinking")  # content blocks' types
+
+
+def _type(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
 
 
 def _call_line(name: str, message: ToolMessage, shown: bool) -> str:

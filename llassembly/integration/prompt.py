@@ -23,7 +23,7 @@ import inspect
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any, Final, TypeAlias
 
@@ -221,7 +221,8 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
     params = extern.params
     head = [f"## {extern.name}", extern_signature(extern, names)]
     rest = []
-    limits = [_limits_text(_declared(p.annotation)) for p in params]
+    declared = [_declared(p.annotation) for p in params]
+    limits = [_limits_text(d) for d in declared]
     if any(p.description for p in params) or any(limits):
         rest.append("Arguments:")
         for p, limit in zip(params, limits, strict=True):
@@ -232,7 +233,7 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
         rest.append("Returns nothing: do not POP after it.")
     elif n > 1:
         rest.append(f"Returns {n} values: the first POP gets the first one.")
-    example = ["Example:", *_example(extern, names)]
+    example = ["Example:", *_example(extern, names, declared)]
     fixed = len("\n".join(head + rest + example))
     if fixed > TOOL_BLOCK_BUDGET:  # arguments are never cut: the example goes instead
         example, fixed = [], len("\n".join(head + rest))
@@ -316,12 +317,14 @@ def types_section(externs: list[Extern], names: Names) -> str:
     return "\n".join([head, *found])
 
 
-def _example(extern: Extern, names: Names | None = None) -> list[str]:
+def _example(
+    extern: Extern, names: Names | None, declared: Sequence[Mapping[str, Any]]
+) -> list[str]:
     """The lines of a call: the arguments without a default pushed, ``CALL tool, N`` leaving
     the others to their defaults, its results popped (and a field read)."""
     pushed = fewest_arguments(extern)
     params = extern.params
-    rows = [_push(extern, i, names) for i in range(pushed)]
+    rows = [_push(extern, i, names, declared[i]) for i in range(pushed)]
     if pushed < len(params):
         left = [p.name for p in params[pushed:]]
         their = "its default" if len(left) == 1 else "their defaults"
@@ -343,11 +346,13 @@ def _example(extern: Extern, names: Names | None = None) -> list[str]:
     return [f"    {code.ljust(width)}; {note}" if note else f"    {code}" for code, note in rows]
 
 
-def _push(extern: Extern, index: int, names: Names | None) -> tuple[str, str]:
+def _push(
+    extern: Extern, index: int, names: Names | None, declared: Mapping[str, Any]
+) -> tuple[str, str]:
     """The example's line pushing a literal that fits the argument (one its constraints take,
-    as the check before the run judges it), and its note."""
-    name, annotation = extern.params[index].name, extern.params[index].annotation
-    shape, declared = shape_of(annotation), _declared(annotation)
+    as the check before the run judges it; ``declared``: its schema's keywords), and its note."""
+    name = extern.params[index].name
+    shape = shape_of(extern.params[index].annotation)
     sample = _sample(shape)
     if isinstance(sample, bool):
         return f"PUSH {int(sample)}", name

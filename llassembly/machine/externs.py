@@ -912,15 +912,18 @@ def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
     """The schema a ``$ref`` names by its JSON pointer into ``root`` (``#/$defs/Point``,
     ``#/properties/origin``; ``None``: none), or ``schema`` when it is no ``$ref``."""
     ref = str(schema["$ref"]) if _is_ref(schema) else None
-    if ref is None or not ref.startswith("#"):
-        return schema if ref is None else None  # (another document's: not read)
+    if ref is None or not ref.startswith("#/"):
+        return schema if ref is None else None  # (another document's, an anchor: not read)
     found: Any = root
-    for part in ref[1:].split("/")[1:]:
+    for part in ref[2:].split("/"):
         part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(found, list) and part.isdigit() and int(part) < len(found):
-            found = found[int(part)]
+        if isinstance(found, list) and re.fullmatch("[0-9]{1,9}", part):
+            found = found[int(part)] if int(part) < len(found) else None
         else:
             found = found.get(part) if isinstance(found, Mapping) else None
+    if found is None:  # a definition by its name, wherever the schema keeps it
+        defs = [root.get(k) for k in ("$defs", "definitions")]
+        found = next((d[part] for d in defs if isinstance(d, Mapping) and part in d), None)
     return found
 
 
@@ -929,14 +932,22 @@ def _object_part(part: Any) -> bool:
     required (``allOf: [{"$ref": "#/$defs/Base"}, {"required": ["name"]}]``)."""
     if not isinstance(part, Mapping) or part.get("type", "object") != "object":
         return False
-    return bool(part.get("properties")) or set(part) <= {"type", "required", "description", "title"}
+    if isinstance(part.get("properties"), Mapping):
+        return bool(part["properties"])
+    return set(part) <= {"type", "required", "description", "title"}
 
 
 def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:
     """An ``allOf`` of objects as one object with every part's properties, each required one
     required (a value must be each of them)."""
-    properties = {k: v for p in parts for k, v in (p.get("properties") or {}).items()}
-    required = sorted({name for p in parts for name in _required(p)})
+    every = [schema, *parts]  # (its own fields too)
+    properties = {
+        k: v
+        for p in every
+        if isinstance(p.get("properties"), Mapping)
+        for k, v in p["properties"].items()
+    }
+    required = sorted({name for p in every for name in _required(p)})
     rest = {k: v for k, v in schema.items() if k != "allOf"}
     return {**rest, "type": "object", "properties": properties, "required": required}
 

@@ -140,3 +140,20 @@ def test_an_answer_that_fits_no_schema_gives_none(response_format: Any, text: st
 
 def test_a_plan_that_called_no_tool_says_it_finished_without_one() -> None:
     assert finished_summary([]) == "Done: the plan finished without calling a tool."
+
+
+def test_an_earlier_answer_is_shown_without_its_reasoning_and_with_its_other_parts() -> None:
+    """What the user was shown (text, an image) stays; the reasoning beside it, which may
+    quote what a tool wrote, goes, and an answer that was reasoning only is left out."""
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    thinking = {"type": "reasoning", "reasoning": "the page said ..."}
+    shown = planner_view(
+        [
+            HumanMessage("a cat?"),
+            AIMessage([thinking, {"type": "text", "text": "A cat."}, image]),
+            AIMessage([{"type": "thinking", "thinking": "..."}]),
+            AIMessage("plain", additional_kwargs={"reasoning_content": "the page said ..."}),
+        ]
+    )
+    assert [m.content for m in shown[1:]] == [[{"type": "text", "text": "A cat."}, image], "plain"]
+    assert "the page said" not in repr(shown)

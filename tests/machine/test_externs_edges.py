@@ -472,3 +472,53 @@ def test_a_unions_json_text_that_fits_only_as_text_is_given_as_text() -> None:
         assert [d.message for d in check(program, [search])] == []
         Emulator(program, [search]).run()
     assert got == ["[1, 2]", ["a", "b"], "plain"]
+
+
+def test_an_all_of_keeps_the_objects_own_fields_beside_its_parts() -> None:
+    """``{"properties": {"o": ...}, "required": ["o"], "allOf": [base, more]}``: its own
+    fields and requirements hold with the parts'."""
+    base = {"type": "object", "properties": {"b": {"type": "integer"}}}
+    own = {"type": "object", "properties": {"o": {"type": "integer"}}, "required": ["o"]}
+    both = _schema_tool("both", {"x": {**own, "allOf": [base, {"required": ["b"]}]}})
+    assert _sent(both, 'PUSH \'{"o": 1, "b": 2}\'\nCALL both') == {"x": {"o": 1, "b": 2}}
+    found = check(parse("PUSH '{\"b\": 2}'\nCALL both"), [both])
+    assert [(d.line, "'o'" in d.message or " o" in d.message) for d in found] == [(2, True)]
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "#foo",  # an $anchor: not a pointer, not read
+        "#/allOf/" + "9" * 5000,  # an index past what int() reads
+        "#/allOf/\u00b2",  # a digit that is no ASCII digit
+    ],
+)
+def test_a_ref_that_points_at_nothing_is_read_as_any(ref: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"x": {"$ref": ref}},
+        "required": ["x"],
+        "allOf": [{"properties": [1]}],
+        "$defs": {"B": {"type": "object", "properties": {"b": {"type": "integer"}}}},
+    }
+    tool = StructuredTool.from_function(_echo, name="t", description="T.", args_schema=schema)
+    assert [str(p.annotation) for p in externs_from([tool])["t"].params] == ["typing.Any"]
+
+
+def test_an_all_of_part_whose_properties_are_no_mapping_is_no_object() -> None:
+    odd = {"allOf": [{"properties": [1]}, {"properties": {"a": {"type": "integer"}}}]}
+    assert [
+        str(p.annotation) for p in externs_from([_schema_tool("t", {"x": odd})])["t"].params
+    ] == ["typing.Any"]
+
+
+def test_a_ref_to_a_definition_kept_elsewhere_finds_it_by_name() -> None:
+    """``#/definitions/B`` where the schema keeps ``B`` under ``$defs`` (a mixed draft)."""
+    schema = {
+        "type": "object",
+        "properties": {"x": {"$ref": "#/definitions/B"}},
+        "required": ["x"],
+        "$defs": {"B": {"type": "object", "properties": {"b": {"type": "integer"}}}},
+    }
+    tool = StructuredTool.from_function(_echo, name="t", description="T.", args_schema=schema)
+    assert _sent(tool, 'PUSH \'{"b": "7"}\'\nCALL t') == {"x": {"b": 7}}
