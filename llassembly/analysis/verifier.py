@@ -395,6 +395,10 @@ class PathWalk:
         if slot is not None:
             variables = (*facts.variables[:slot], value, *facts.variables[slot + 1 :])
             facts = facts._replace(variables=variables)
+        elif isinstance(operand, Mem) and operand.label is None:  # through [reg]: a variable's
+            live = {self.var[name] for name in self.layout.live if name in self.var}  # cell too
+            variables = tuple(None if i in live else v for i, v in enumerate(facts.variables))
+            facts = facts._replace(variables=variables)
         cells, one = self.layout.cells_of(operand)
         bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:

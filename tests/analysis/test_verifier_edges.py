@@ -401,3 +401,17 @@ def test_an_element_written_at_a_fixed_lists_length_is_added_as_to_any_list() ->
     assert after_point("MOV R1[1], 7\nMOV R1[-2], 7") == []
     assert after_point("MOV R1[3], 5") == [(3, 5, "R1[3]: R1 (Point) has 2 elements, not [3]")]
     assert after_point("MOV R1[2].x, 5") == [(3, 5, "R1[2].x: R1 (Point) has 2 elements, not [2]")]
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        'MOV v, 0\nLEA ESI, [v]\nMOV [ESI], "hello"\nLEN R2, v\nSAY "{R2}"',
+        "MOV v, '[1]'\nLEA ESI, [v]\nMOV [ESI], '{\"a\": 1}'\nKEYS R2, v\nSAY \"{R2}\"",
+        'MOV v, "x"\nLEA ESI, [v]\nMOV [ESI], 4\nINC v\nSAY "{v}"',
+    ],
+)
+def test_a_variable_written_through_its_address_holds_what_was_written(plan: str) -> None:
+    """A write through an address (``[ESI]`` after ``LEA ESI, [v]``) may be the variable's:
+    what the variable held before is no longer known, so nothing it held is refused."""
+    assert problems(plan) == []
