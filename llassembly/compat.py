@@ -244,24 +244,28 @@ def invoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
     agent's tool node invokes it (or the content of the message it answered with); an error
     message (a failure the tool handles itself) raises ``ToolException``."""
     with recording(Recorded()) as record:
-        return _settled(recorder.invoke(_as_call(recorder, args)), record)
+        call = _as_call(recorder, args)
+        return _settled(recorder.invoke(call), record, call["id"])
 
 
 async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
     """Async :func:`invoke_as_call`."""
     with recording(Recorded()) as record:
-        return _settled(await recorder.ainvoke(_as_call(recorder, args)), record)
+        call = _as_call(recorder, args)
+        return _settled(await recorder.ainvoke(call), record, call["id"])
 
 
 def _as_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_call", "name": tool.name, "args": args, "id": f"{tool.name}-call"}
 
 
-def _settled(output: Any, record: Recorded) -> Any:
+def _settled(output: Any, record: Recorded, call_id: str) -> Any:
     from langchain_core.messages import ToolMessage
     from langchain_core.tools import ToolException
 
     value = record.value if record.returned else output
+    if isinstance(value, ToolMessage) and value.tool_call_id != call_id:  # (as the agent paths)
+        raise ValueError(f"the tool answered the call {value.tool_call_id!r}, not its own")
     for message in (output, value):
         if isinstance(message, ToolMessage) and message.status == "error":
             raise ToolException(message.text)
@@ -332,8 +336,10 @@ def mcp_structured(artifact: Any) -> Any:
 
 def tagged_model(model: Any, tag: str, metadata: dict[str, Any]) -> Any:
     """``model`` whose runs carry ``tag`` and ``metadata`` (streamed chunks do too), still
-    usable as the model of a ``ModelRequest`` that offers no tools."""
-    return model.with_config(tags=[tag], metadata=metadata)
+    usable as the model of a ``ModelRequest`` that offers no tools; a model that is no
+    ``Runnable`` (``invoke`` alone) as it is."""
+    configured = getattr(model, "with_config", None)
+    return model if configured is None else configured(tags=[tag], metadata=metadata)
 
 
 def structured_model(model: Any, schema: dict[str, Any]) -> Any | None:

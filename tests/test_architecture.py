@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_082
+MAX_PACKAGE_LINES = 16_093
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -474,8 +474,10 @@ kept by its example, and 16,030 with a sloppy schema's keyword left to its tool,
 with a union's JSON text given as text where it fits only as text, and 16,078 with the review's
 fixes of the day's (an `allOf`'s own fields kept, a `$ref` that points at nothing read as any or
 found by name, an answer's other parts kept beside its reasoning dropped, a variable written
-through its address no longer known). Lower it with every cut; raise it only for new
-behaviour, saying why in the commit."""
+through its address no longer known), and 16,093 with the review's second round (a model with
+`invoke` alone planning untagged, a closed object's other keys left out, a union's text
+fallback per argument, a call answered for another id failing in the Emulator too). Lower it
+with every cut; raise it only for new behaviour, saying why in the commit."""
 
 
 def _subpackage(module: str) -> str | None:

@@ -192,9 +192,14 @@ class Extern:
         try:
             try:
                 validated = self._validator.validate_python(args)
-            except ValidationError:  # a union's JSON text that does not fit as JSON: its text
+            except ValidationError as exc:  # a union's JSON text that does not fit: its text
+                bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]}
                 named = ((i, params[i].name) for i in range(len(values)))
-                texts = {n: values[i] for i, n in named if n in args and self._as_text(i, args[n])}
+                texts = {
+                    n: values[i]
+                    for i, n in named
+                    if n in bad & set(args) and self._as_text(i, args[n])
+                }
                 if not texts:
                     raise
                 validated = self._validator.validate_python({**args, **texts})
@@ -548,7 +553,7 @@ def _json_or_as_is(kinds: tuple[type, ...]) -> Converter:
         if type(v) is str and v.lstrip()[:1] in ("{", "["):
             try:
                 data = json.loads(v)
-            except ValueError:
+            except (ValueError, RecursionError):  # (too deep: text all the same)
                 return v
             return data if isinstance(data, kinds) else v
         return v
@@ -884,8 +889,8 @@ def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0)
                 for ann in [_annotation(spec, root, _title(title, key), depth + 1)]
             }
             base = typing.cast(Any, TypedDict)(_title(title), fields)
-            # keys it does not list: allowed (JSON Schema's default, kept as written), or refused
-            base.__pydantic_config__ = ConfigDict(extra="forbid" if extra is False else "allow")
+            # keys it does not list: kept (JSON Schema's default), or left out (a closed one's)
+            base.__pydantic_config__ = ConfigDict(extra="ignore" if extra is False else "allow")
         else:
             value = _annotation(extra, root, f"{title}Value", depth + 1) if extra else Any
             base = dict[str, value]  # type: ignore[valid-type]
@@ -964,7 +969,7 @@ def _builds(base: Any, key: str, value: Any) -> bool:
 def _required(schema: Mapping[str, Any]) -> set[str]:
     """The names an object's schema requires (a draft-3 ``"required": true`` names none)."""
     found = schema.get("required")
-    return {str(name) for name in found} if isinstance(found, list) else set()
+    return {str(name) for name in found} if isinstance(found, list | tuple | set) else set()
 
 
 def _literal(values: list[Any]) -> Any:

@@ -24,7 +24,7 @@ from conftest import (
     meta,
 )
 from fakes import ScriptedChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from llassembly.errors import UsageError
 from llassembly.integration.nodes import (
@@ -265,3 +265,24 @@ def test_an_approved_turn_with_no_repairs_or_replans_fits_its_recursion_limit(bo
     edit = asm('PUSH 2\nCALL flaky\nPOP R1\nSAY "{R1}"')
     out = app.invoke(Command(resume={"type": "edit", "plan": edit}), config)
     assert (out["messages"][-1].text, box.log) == ("It is 20.", [("flaky", {"x": 2})])
+
+
+def test_a_model_with_invoke_alone_still_plans_untagged() -> None:
+    """A duck-typed model (``invoke``/``ainvoke``, no ``with_config``) worked before the node
+    tagged its plans: it still does, its calls untagged."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    class Duck:
+        def invoke(self, messages: Any, config: Any = None, **kw: Any) -> AIMessage:
+            return AIMessage(asm('PUSH 2\nPUSH 3\nCALL add, 2\nPOP R1\nSAY "sum {R1}"'))
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("p", ToolsPlannerNode(Duck(), [add]))  # type: ignore[arg-type]
+    graph.add_edge(START, "p")
+    graph.add_edge("p", END)
+    out = graph.compile().invoke({"messages": [HumanMessage("add")]})
+    assert out["messages"][-1].text == "sum 5"
