@@ -153,7 +153,7 @@ class Extern:
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
-        set_("_converters", tuple(converter(shape_of(p.annotation)) for p in self.params))
+        set_("_converters", tuple(converter(p.annotation) for p in self.params))
         set_("_validator", _validator(self.schema, self.params))
         set_("_is_async", self.func is not None and inspect.iscoroutinefunction(self.func))
 
@@ -190,20 +190,7 @@ class Extern:
         if self._validator is None:
             return args
         try:
-            try:
-                validated = self._validator.validate_python(args)
-            except ValidationError as exc:  # a union's JSON text that does not fit: its text
-                bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]}
-                named = ((i, params[i].name) for i in range(len(values)))
-                texts = {
-                    n: values[i]
-                    for i, n in named
-                    if n in bad & set(args) and self._as_text(i, args[n])
-                }
-                if not texts:
-                    raise
-                validated = self._validator.validate_python({**args, **texts})
-                args.update(texts)
+            validated = self._validator.validate_python(args)
         except TypeError as exc:  # a constraint pydantic cannot apply (`"minimum": "5"`)
             detail = f"the arguments do not fit its schema ({first_line(exc)})"
             raise refused(f"tool {tool!r}, {detail}") from exc
@@ -228,13 +215,7 @@ class Extern:
         try:
             converted = self._converted(position, value)
             if converted is not _LEFT_OUT:
-                adapter = _adapter(self.params[position].annotation)
-                try:
-                    adapter.validate_python(converted)
-                except ValidationError:  # (as convert_args: the text itself may fit)
-                    if not self._as_text(position, converted):
-                        raise
-                    adapter.validate_python(value)
+                _adapter(self.params[position].annotation).validate_python(converted)
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
@@ -261,12 +242,6 @@ class Extern:
             return self._converters[position](value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
-
-    def _as_text(self, position: int, converted: Any) -> bool:
-        """Whether the value at ``position`` is JSON text a union parameter took as the
-        structure it holds (:func:`converter`), which may fit as the text it is instead."""
-        shape = shape_of(self.params[position].annotation)
-        return isinstance(converted, dict | list) and len(_taken(shape)) > 1
 
     def _refusal(self, position: int, value: Value | Template, detail: str) -> str:
         param = self.params[position]
@@ -528,16 +503,16 @@ _KINDS: dict[str, tuple[Converter, str]] = {
 _NO_KIND: tuple[Converter, str] = (lambda v: v, "any")  # none, any, a union: its validation alone
 
 
-def converter(shape: Shape) -> Converter:
-    """The one converter used for every value passed to a parameter of this shape: a popped
-    value becomes the JSON-ready value the parameter takes (a number, a text, the object or
-    array its JSON text holds); the parameter's own validation (its declared schema) comes
+def converter(annotation: Any) -> Converter:
+    """The one converter used for every value passed to a parameter of this declared type: a
+    popped value becomes the JSON-ready value the parameter takes (a number, a text, the object
+    or array its JSON text holds); the parameter's own validation (its declared schema) comes
     after it (a union of kinds: that validation alone, JSON text of an object or a list it
     may be read as that structure first)."""
-    options = _taken(shape)
+    options = _taken(shape_of(annotation))
     if len(options) > 1:
         kinds = tuple(_STRUCTURES[o.kind] for o in options if o.kind in _STRUCTURES)
-        return _json_or_as_is(kinds) if kinds else _NO_KIND[0]
+        return _json_or_as_is(kinds, annotation) if kinds else _NO_KIND[0]
     one = options[0]
     return _KINDS.get("bool" if one.name == "bool" else one.kind, _NO_KIND)[0]
 
@@ -545,9 +520,17 @@ def converter(shape: Shape) -> Converter:
 _STRUCTURES = {"object": dict, "map": dict, "list": list, "tuple": list}
 
 
-def _json_or_as_is(kinds: tuple[type, ...]) -> Converter:
+def _json_or_as_is(kinds: tuple[type, ...], annotation: Any) -> Converter:
     """A converter for a union with structures among its kinds: JSON text of a structure of
-    ``kinds`` is that structure; any other value goes to the union's validation as it is."""
+    ``kinds`` is that structure where the declared type takes it (``str | list[str]`` keeps
+    ``[1, 2]`` as text); any other value goes to the union's validation as it is."""
+
+    def fits(data: Any) -> bool:
+        try:
+            _adapter(annotation).validate_python(data)
+        except ValidationError:
+            return False
+        return True
 
     def convert(v: Any) -> Any:
         if type(v) is str and v.lstrip()[:1] in ("{", "["):
@@ -555,7 +538,7 @@ def _json_or_as_is(kinds: tuple[type, ...]) -> Converter:
                 data = json.loads(v)
             except (ValueError, RecursionError):  # (too deep: text all the same)
                 return v
-            return data if isinstance(data, kinds) else v
+            return data if isinstance(data, kinds) and fits(data) else v
         return v
 
     return convert
