@@ -32,6 +32,7 @@ from pydantic import TypeAdapter
 from llassembly.analysis.queries import is_query
 from llassembly.analysis.shapes import (
     ANY,
+    STRUCTURES,
     Shape,
     choices_text,
     named_shapes,
@@ -359,26 +360,20 @@ def _push(
     if isinstance(sample, int | float | str):  # the first one the check takes, if any
         low = {"minimum": 0, "exclusiveMinimum": 1, "maximum": 0}  # (a bound, and the step in)
         tried: list[Any] = [5 + 2 * index] if type(sample) is int else []
-        tried += [sample, *(declared[k] + d for k, d in low.items() if _is_number(declared.get(k)))]
+        bounds = [declared[k] + d for k, d in low.items() if type(declared.get(k)) in (int, float)]
+        tried += [sample, *bounds]
         tried += [*declared.get("examples", ()), _FORMATS.get(str(declared.get("format")))]
         kinds = (str,) if isinstance(sample, str) else (int, float)
         fits = (v for v in tried if type(v) in kinds and extern.refuses(index, v) is None)
         sample = next(fits, None)
     text = json.dumps(sample, ensure_ascii=False)
     if sample is None or len(text) > _LITERAL:  # no literal known to fit: one the plan holds
-        what = type_text(shape, 0, names) + (" (JSON text)" if shape.kind in _JSON_KINDS else "")
+        what = type_text(shape, 0, names) + (" (JSON text)" if shape.kind in STRUCTURES else "")
         return "PUSH R3", f"{name}: a {what}{_limits_text(declared)}"
     return (f"PUSH '{text}'" if isinstance(sample, dict | list) else f"PUSH {text}"), name
 
 
 _FORMATS: Final = {"date": "2026-01-31", "date-time": "2026-01-31T09:00:00Z", "time": "09:00:00"}
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-_JSON_KINDS: Final = ("object", "map", "list", "tuple")
 
 
 def _without_none(shape: Shape) -> Shape:
