@@ -259,13 +259,21 @@ def _as_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_call", "name": tool.name, "args": args, "id": f"{tool.name}-call"}
 
 
+def refuse_other_answer(message: Any, call_id: str) -> None:
+    """Raise ``ValueError`` when ``message`` is a ``ToolMessage`` answering another call than
+    ``call_id``: it answers none of the plan's (the tool node refuses a ``Command`` so)."""
+    from langchain_core.messages import ToolMessage
+
+    if isinstance(message, ToolMessage) and (other := message.tool_call_id) != call_id:
+        raise ValueError(f"no matching ToolMessage: it answers the call {other!r}, not {call_id!r}")
+
+
 def _settled(output: Any, record: Recorded, call_id: str) -> Any:
     from langchain_core.messages import ToolMessage
     from langchain_core.tools import ToolException
 
     value = record.value if record.returned else output
-    if isinstance(value, ToolMessage) and value.tool_call_id != call_id:  # (as the agent paths)
-        raise ValueError(f"the tool answered the call {value.tool_call_id!r}, not its own")
+    refuse_other_answer(value, call_id)
     for message in (output, value):
         if isinstance(message, ToolMessage) and message.status == "error":
             raise ToolException(message.text)

@@ -271,11 +271,7 @@ def _running(
                 f"the call of {call.tool!r} gave a {type(result).__name__}, where a plan takes a "
                 "ToolMessage, a Command or a list of them (from the tool or a tool middleware)"
             )
-        if isinstance(result, ToolMessage) and result.tool_call_id != request.tool_call["id"]:
-            raise ValueError(  # (as the tool node refuses a Command that does not answer)
-                f"the call of {call.tool!r} was answered by a ToolMessage for the call "
-                f"{result.tool_call_id!r}, not its own: no matching ToolMessage"
-            )
+        compat.refuse_other_answer(result, str(request.tool_call["id"]))
     except Exception as exc:
         # The call's failure (its live error kept), but for LangChain failing to write what
         # the tool returned (an integer too long to print): the tool gave the plan that value,
