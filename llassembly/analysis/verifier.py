@@ -159,6 +159,7 @@ class PathWalk:
         for pc, shape in answers.items():  # a query: one result
             self.results[pc] = ((shape, self.results[pc][0][1]),)
         self.var = {name: i for i, name in enumerate(sorted(layout.variables))}
+        self.reachable = {self.var[name] for name in layout.live if name in self.var}  # by [reg]
         # a JC/JNC testing a call (nothing jumps in between): where it goes when the call
         # succeeded, EAX there (NONE, or the result by the EAX convention), and the places
         # holding EAX's value at the test (copied from it between)
@@ -396,9 +397,8 @@ class PathWalk:
             variables = (*facts.variables[:slot], value, *facts.variables[slot + 1 :])
             facts = facts._replace(variables=variables)
         elif isinstance(operand, Mem) and operand.label is None:  # through [reg]: a variable's
-            live = {self.var[name] for name in self.layout.live if name in self.var}  # cell too
-            variables = tuple(None if i in live else v for i, v in enumerate(facts.variables))
-            facts = facts._replace(variables=variables)
+            found = (None if i in self.reachable else v for i, v in enumerate(facts.variables))
+            facts = facts._replace(variables=tuple(found))  # cell too
         cells, one = self.layout.cells_of(operand)
         bits = ((1 << len(cells)) - 1) << cells.start if cells else 0
         if one:
