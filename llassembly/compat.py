@@ -51,13 +51,16 @@ class Recorded:
     content of the ``ToolMessage`` the tool made of it (``None`` when it made none) and the
     error LangChain raised making it (``unwritten``: an integer too long to print), so a caller
     can tell whether a ``wrap_tool_call`` middleware rewrote the result after the tool, and
-    that error from a middleware's. An attempt (a retry) starts over, but for ``ran``."""
+    that error from a middleware's; ``refused``: the error of the tool's own ``args_schema``
+    refusing the arguments before its code ran. An attempt (a retry) starts over, but for
+    ``ran``."""
 
     ran: bool = False
     returned: bool = False
     value: Any = None
     content: Any = None
     unwritten: BaseException | None = None
+    refused: BaseException | None = None
 
 
 _RECORDING: ContextVar[Recorded | None] = ContextVar("llassembly_recording", default=None)
@@ -128,6 +131,8 @@ def _noting(
         record = _current()
         if not code and record.returned:
             record.unwritten = exc
+        elif not code and not record.ran and _is_validation_error(exc):
+            record.refused = exc
 
     async def awaited(output: Awaitable[Any]) -> Any:
         try:
@@ -143,7 +148,7 @@ def _noting(
             record.ran = True
         else:
             record.returned = False
-            record.value = record.content = record.unwritten = None
+            record.value = record.content = record.unwritten = record.refused = None
         try:
             output = func(*args, **kwargs)
         except Exception as exc:
@@ -186,11 +191,25 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
         args: tuple[Any, ...] = ()
         kwargs = tool_call["args"]
         if not checked:  # read as invoke reads them
-            args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
+            try:
+                args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
+            except Exception as exc:
+                if _is_validation_error(exc):
+                    _current().refused = exc
+                raise
         _current().ran = True  # it runs, whether it returns or raises
         return func(*args, **kwargs)
 
     return call
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is pydantic's refusal of values (v2 or v1), as ``BaseTool.run`` tells
+    its arguments' from other errors."""
+    from pydantic import ValidationError
+    from pydantic.v1 import ValidationError as V1Error
+
+    return isinstance(exc, ValidationError | V1Error)
 
 
 def _checks_nothing_more(schema: Any) -> bool:
@@ -239,18 +258,18 @@ def call_schema(tool: BaseTool) -> Any:
     return schema
 
 
-def invoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
+def invoke_as_call(recorder: BaseTool, args: dict[str, Any], record: Recorded) -> Any:
     """What the code of a :func:`recording_tool` returned when invoked with a tool call, as an
-    agent's tool node invokes it (or the content of the message it answered with); an error
-    message (a failure the tool handles itself) raises ``ToolException``."""
-    with recording(Recorded()) as record:
+    agent's tool node invokes it (or the content of the message it answered with), noted in
+    ``record``; an error message (a failure the tool handles itself) raises ``ToolException``."""
+    with recording(record):
         call = _as_call(recorder, args)
         return _settled(recorder.invoke(call), record, call["id"])
 
 
-async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any]) -> Any:
+async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any], record: Recorded) -> Any:
     """Async :func:`invoke_as_call`."""
-    with recording(Recorded()) as record:
+    with recording(record):
         call = _as_call(recorder, args)
         return _settled(await recorder.ainvoke(call), record, call["id"])
 

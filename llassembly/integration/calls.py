@@ -260,6 +260,12 @@ def _running(
     answers every call; so do those of a list of them (as the agent's tool node takes it). A
     result of another type is the call's failure."""
     noted, tool, extern = compat.Recorded(), request.tool, ctx.externs.get(call.tool)
+
+    def _refusal(exc: BaseException) -> Any:  # the tool's schema refused the arguments
+        if exc is not noted.refused or extern is None:
+            return exc
+        return extern.refused_by_schema(exc, call.args, line=call.line, source=call.source)
+
     if tool is not None and not compat.is_recording(tool):  # (a plan graph's request has the copy)
         request = request.override(tool=ctx.planner.recording_tool_of(tool))
     ends = {ENDS_RUN: True} if tool is not None and tool.return_direct else {}
@@ -279,10 +285,14 @@ def _running(
         if noted.unwritten is exc and extern is not None:
             message = as_message(extern, call, ctx.prefix, extern.result_of(noted.value))
         else:
-            message = raised_message(ctx.errors, call, ctx.prefix, exc)
+            message = raised_message(ctx.errors, call, ctx.prefix, _refusal(exc))
         message.response_metadata[KEY].update(ends)  # create_agent ends its run on it too
         return message
-    extra = ends if noted.ran else {"ran": False, **ends}
+    extra: dict[str, Any] = ends if noted.ran else {"ran": False, **ends}
+    if noted.refused is not None and isinstance(result, ToolMessage) and result.status == "error":
+        # (the tool node's own message for it, which does not say why: the failure does)
+        error = ctx.errors[call_id(ctx.prefix, call.number)] = _refusal(noted.refused)
+        extra["failure"] = dict(failure_of(error))
     cid = str(request.tool_call.get("id"))
 
     def tagged(message: ToolMessage) -> ToolMessage:

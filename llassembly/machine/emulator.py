@@ -445,7 +445,8 @@ class Emulator:
         if call is None:
             check_sync_tools(self.compiled.tools)
             self._check_injected()
-        execute = call or (lambda request: self.compiled.externs[request.tool].call(request.args))
+        externs = self.compiled.externs
+        execute = call or (lambda r: externs[r.tool].call(r.args, line=r.line, source=r.source))
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
@@ -453,7 +454,8 @@ class Emulator:
         a batch's calls are awaited together."""
         if call is None:
             self._check_injected()
-        execute = call or (lambda request: self.compiled.externs[request.tool].acall(request.args))
+        externs = self.compiled.externs
+        execute = call or (lambda r: externs[r.tool].acall(r.args, line=r.line, source=r.source))
         return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import inspect
@@ -35,7 +36,7 @@ import math
 import re
 import sys
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -195,13 +196,24 @@ class Extern:
             detail = f"the arguments do not fit its schema ({first_line(exc)})"
             raise refused(f"tool {tool!r}, {detail}") from exc
         except ValidationError as exc:
-            name, detail = _first_error(exc)
-            at = next((i for i, p in enumerate(params) if p.name == name), -1)
-            reason = f"the arguments do not fit its schema ({detail})"
-            reason = self._refusal(at, values[at], detail) if at >= 0 else reason
-            raise refused(f"tool {tool!r}, {reason}", argument=name) from None
+            given = {p.name: v for p, v in zip(params, values, strict=False)}
+            raise self.refused_by_schema(exc, given, line=line, source=source) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
         return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
+
+    def refused_by_schema(
+        self, exc: BaseException, given: Mapping[str, Any], *, line: int = 0, source: str = ""
+    ) -> errors.ToolArgumentError:
+        """The call's error when the tool's schema refuses its arguments ``given`` (by name), as
+        pydantic's ``exc`` says: naming the argument pydantic names first (``""``: the arguments
+        together, a model validator's refusal) and its reason."""
+        name, detail = _first_error(exc)
+        at = next((i for i, p in enumerate(self.params) if p.name == name), -1)
+        reason = f"the arguments do not fit its schema ({detail})"
+        reason = self._refusal(at, given[name], detail) if name in given and at >= 0 else reason
+        return errors.ToolArgumentError(
+            f"tool {self.name!r}, {reason}", tool=self.name, argument=name, line=line, source=source
+        )
 
     def refuses(self, position: int, value: Value | Template) -> str | None:
         """Why the tool refuses ``value`` for its parameter at ``position`` (``None``: it takes
@@ -251,7 +263,7 @@ class Extern:
 
     # -- running --------------------------------------------------------------------------------
 
-    def call(self, args: dict[str, Any]) -> Any:
+    def call(self, args: dict[str, Any], *, line: int = 0, source: str = "") -> Any:
         """Run the tool with :meth:`convert_args`'s arguments (the caller adds the injected
         ones) and return what the plan reads of its result (:meth:`result_of`). A plain function
         is called directly; a LangChain tool is invoked with a tool call, as an agent's tool node
@@ -260,19 +272,36 @@ class Extern:
         Raises:
             UsageError: The tool is async only (use :meth:`acall`).
             ToolException: The tool answered with an error ``ToolMessage``.
+            ToolArgumentError: The tool's ``args_schema`` refused them (at ``line``, ``source``).
         """
         if self.tool is not None:
-            return self.result_of(compat.invoke_as_call(self._recorder, args))
+            noted = compat.Recorded()
+            with self._refusing(noted, args, line, source):
+                return self.result_of(compat.invoke_as_call(self._recorder, args, noted))
         if self.func is None or self._is_async:
             raise errors.UsageError(
                 f"tool {self.name!r} is async: run the plan with the async node or middleware"
             )
         return self.func(**args)
 
-    async def acall(self, args: dict[str, Any]) -> Any:
+    @contextlib.contextmanager
+    def _refusing(
+        self, noted: compat.Recorded, args: dict[str, Any], line: int, source: str
+    ) -> Iterator[None]:
+        """Within it, the tool's schema refusing ``args`` (``noted``) is the call's error."""
+        try:
+            yield
+        except Exception as exc:
+            if exc is noted.refused:
+                raise self.refused_by_schema(exc, args, line=line, source=source) from exc
+            raise
+
+    async def acall(self, args: dict[str, Any], *, line: int = 0, source: str = "") -> Any:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
         if self.tool is not None:
-            return self.result_of(await compat.ainvoke_as_call(self._recorder, args))
+            noted = compat.Recorded()
+            with self._refusing(noted, args, line, source):
+                return self.result_of(await compat.ainvoke_as_call(self._recorder, args, noted))
         if self.func is None:
             raise errors.UsageError(f"extern {self.name!r} has neither a tool nor a function")
         return await self.func(**args) if self._is_async else self.func(**args)
@@ -350,9 +379,9 @@ class Extern:
             raise errors.AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    """The argument of pydantic's first error (``""``: none) and what it says."""
-    found = exc.errors(include_url=False)
+def _first_error(exc: Any) -> tuple[str, str]:
+    """The argument of pydantic's (or ``pydantic.v1``'s) first error (``""``: none), its text."""
+    found = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc.errors()
     if not found:
         return "", first_line(exc)
     return str((found[0].get("loc") or ("",))[0]), str(found[0].get("msg", ""))

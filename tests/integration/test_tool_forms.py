@@ -37,7 +37,6 @@ from pydantic.v1 import confloat
 from llassembly import (
     Emulator,
     ToolArgumentError,
-    ToolExecutionError,
     ToolsPlannerMiddleware,
     ToolsPlannerNode,
     UsageError,
@@ -457,6 +456,8 @@ class BookArgs(BaseModel):
     @field_validator("city")
     @classmethod
     def tidy(cls, city: str) -> str:
+        if not city.strip():
+            raise ValueError("no city given")
         return city.strip().title()
 
     @model_validator(mode="after")
@@ -497,9 +498,8 @@ def _run_on(path: str, tools: list[Any], plan: str, config: dict[str, Any]) -> A
 @pytest.mark.parametrize("traced", [False, True])
 @pytest.mark.parametrize("path", PATHS)
 def test_the_args_schemas_own_validators_run_on_every_path(path: str, traced: bool) -> None:
-    """A call gets what ``tool.invoke`` gives the function (a field validator's tidied value)
-    and is refused where it refuses (a model validator), with or without a callback handler
-    (tracing): the tool's function is never called with arguments its schema refuses."""
+    """A call gets what ``tool.invoke`` gives the function (a field validator's tidied value),
+    with or without a callback handler (tracing); where the schema refuses, see the next test."""
     from langchain_core.callbacks import BaseCallbackHandler
 
     book = StructuredTool.from_function(
@@ -511,15 +511,40 @@ def test_the_args_schemas_own_validators_run_on_every_path(path: str, traced: bo
     good = _run_on(path, [book], plan.format(1, 2), config)
     assert BOOKED == [("Paris", 1, 2)]
     assert (good.answer if path == "Emulator" else good.text) == "booked Paris 1-2"
+
+
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    ("city", "start", "argument", "reason"),
+    [("paris", 5, "", "start must be before end"), ("   ", 1, "city", "no city given")],
+)
+def test_arguments_the_args_schemas_validators_refuse_are_the_calls_argument_error(
+    path: str, traced: bool, city: str, start: int, argument: str, reason: str
+) -> None:
+    """A validator of the tool's own ``args_schema`` (a model's, a field's) refusing the
+    arguments refuses the call before the tool's code runs, the same on every path: a
+    ``ToolArgumentError`` at the ``CALL``, naming the argument pydantic names, with the
+    validator's reason (the agent's tool node words its own error message without it)."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    book = StructuredTool.from_function(
+        _book, name="book", description="Book.", args_schema=BookArgs
+    )
+    config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
+    plan = f'PUSH "{city}"\nPUSH {start}\nPUSH 2\nCALL book\nPOP R1\nSAY "{{R1}}"'
     BOOKED.clear()
-    refused = _run_on(path, [book], plan.format(5, 1), config)
+    refused = _run_on(path, [book], plan, config)
     assert BOOKED == []
     if path == "Emulator":
-        assert isinstance(refused, ToolExecutionError) and "start must be before end" in str(
-            refused
-        )
+        assert isinstance(refused, ToolArgumentError) and refused.line == 4
+        error = {"message": str(refused), "source": refused.source, "argument": refused.argument}
     else:
-        assert meta(refused)["status"] == "stopped"
+        record = meta(refused)
+        assert record["status"] == "stopped" and record["error"]["type"] == "ToolArgumentError"
+        error = record["error"]
+    assert error["source"] == "CALL book" and error["argument"] == argument
+    assert reason in error["message"] and "tool 'book'" in error["message"]
 
 
 class TransferArgs(BaseModel):
