@@ -279,6 +279,8 @@ def _running(
             )
         compat.refuse_other_answer(result, str(request.tool_call["id"]))
     except Exception as exc:
+        if isinstance(exc, NotImplementedError) and not noted.ran:
+            raise  # a middleware lacks the hook this run needs: LangChain fails the run on it
         # The call's failure (its live error kept), but for LangChain failing to write what
         # the tool returned (an integer too long to print): the tool gave the plan that value,
         # read as any result is. (A middleware's error after the tool, a guard's, is a failure.)
@@ -392,6 +394,24 @@ def invoke_tool(
         return (awaited if asynchronous else done)(call, output, direct is not None)
 
     return invoke
+
+
+def check_tool_middleware(middleware: Sequence[Any], asynchronous: bool) -> None:
+    """Raise ``NotImplementedError``, as ``create_agent`` raises it at the first tool call, when
+    a ``tool_middleware`` lacks the hook this run needs (``awrap_tool_call`` under ``ainvoke``,
+    ``wrap_tool_call`` under ``invoke``): before anything runs."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    hook = "awrap_tool_call" if asynchronous else "wrap_tool_call"
+    inherited = (None, getattr(AgentMiddleware, hook))
+    if lacking := [
+        type(m).__name__ for m in middleware if getattr(type(m), hook, None) in inherited
+    ]:
+        run = "ainvoke" if asynchronous else "invoke"
+        raise NotImplementedError(
+            f"tool_middleware {', '.join(lacking)} has no {hook}, which a run with {run} needs: "
+            "define it, or run the other way (nothing has run)"
+        )
 
 
 def _bind(wrapper: Callable[[ToolCallRequest, Any], Any], handler: Any) -> Any:

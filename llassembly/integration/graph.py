@@ -487,6 +487,7 @@ def run_plan(plan: str, ctx: calls.CallContext, config: RunnableConfig, asynchro
         UsageError: The plan calls async-only tools, run with ``invoke`` (nothing has run).
     """
     graph: PlanGraph = ctx.planner.plan_graph(plan, ctx.externs)
+    calls.check_tool_middleware(ctx.planner.options.tool_middleware, asynchronous)
     if asynchronous:
         return adrive(_running(graph, ctx, config), lambda asked: graph.graph.ainvoke(*asked))
     check_sync_tools(graph.compiled.tools)

@@ -787,7 +787,8 @@ def batch_results(batch: Sequence[ToolCall], execute: Callable[[ToolCall], Any])
 async def abatch_results(
     batch: Sequence[ToolCall], execute: Callable[[ToolCall], Awaitable[Any]]
 ) -> list[Outcome]:
-    """Async :func:`batch_results`: the calls are awaited together (``asyncio.gather``)."""
+    """Async :func:`batch_results`: the calls are awaited together (``asyncio.gather``); an
+    interrupt propagates once every call has ended, as LangGraph waits for a step's tasks."""
 
     async def one(call: ToolCall) -> Outcome:
         try:
@@ -797,4 +798,8 @@ async def abatch_results(
         except Exception as exc:
             return Failed(exc)
 
-    return list(await asyncio.gather(*(one(call) for call in batch)))
+    outcomes = await asyncio.gather(*(one(call) for call in batch), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import functools
@@ -297,14 +298,15 @@ class Extern:
             raise
 
     async def acall(self, args: dict[str, Any], *, line: int = 0, source: str = "") -> Any:
-        """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``."""
+        """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``; a plain function
+        runs on a thread (as ``ainvoke`` runs a sync tool), leaving the event loop free."""
         if self.tool is not None:
             noted = compat.Recorded()
             with self._refusing(noted, args, line, source):
                 return self.result_of(await compat.ainvoke_as_call(self._recorder, args, noted))
         if self.func is None:
             raise errors.UsageError(f"extern {self.name!r} has neither a tool nor a function")
-        return await self.func(**args) if self._is_async else self.func(**args)
+        return await (self.func(**args) if self._is_async else asyncio.to_thread(self.func, **args))
 
     @functools.cached_property
     def uninjected(self) -> tuple[str, ...]:
@@ -326,12 +328,9 @@ class Extern:
     def async_only(self) -> bool:
         """Whether the tool can only be awaited (a coroutine function, or a LangChain tool
         built from one): a synchronous run cannot call it."""
-        if self.tool is not None:
-            return (
-                getattr(self.tool, "func", True) is None
-                and getattr(self.tool, "coroutine", None) is not None
-            )
-        return self._is_async
+        if (tool := self.tool) is None:
+            return self._is_async
+        return getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None
 
     # -- results --------------------------------------------------------------------------------
 

@@ -146,3 +146,58 @@ def test_a_calls_answer_is_none_when_the_history_holds_no_call_of_it() -> None:
     assert answer_of_call([HumanMessage("go"), answer], "c1") is None
     assert answer_of_call([], "c1") is None
     assert answer_of_call([HumanMessage("go"), answer], "c2") is answer
+
+
+class _SyncOnly(AgentMiddleware):
+    """A ``wrap_tool_call`` middleware with its sync hook only."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
+class _AsyncOnly(AgentMiddleware):
+    """A ``wrap_tool_call`` middleware with its async hook only."""
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["ainvoke", "invoke"])
+async def test_a_tool_middleware_without_the_hook_the_run_needs_fails_the_run(
+    path: str, asynchronous: bool
+) -> None:
+    """A middleware with only the sync hook under ``ainvoke`` (only the async one under
+    ``invoke``) cannot wrap a call: LangChain raises its ``NotImplementedError`` out of the
+    run, for the model's own tool calls too. A plan's call lets it through, where it used to
+    be the tool's failure ("tool 'fetch' raised NotImplementedError"), the tool never run."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from llassembly import ToolsPlannerNode
+
+    ran: list[str] = []
+
+    @tool
+    def fetch(key: str) -> str:
+        """Fetch a key."""
+        ran.append(key)
+        return key.upper()
+
+    middleware = _AsyncOnly() if not asynchronous else _SyncOnly()
+    model = ScriptedChatModel(replies=['```asm\nPUSH "a"\nCALL fetch\nPOP R1\nSAY "{R1}"\n```'])
+    app: Any
+    if path == "node":
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", ToolsPlannerNode(model, [fetch], tool_middleware=[middleware]))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        app = graph.compile()
+    elif path == "graph":
+        planner = ToolsPlannerMiddleware(execution="graph", tool_middleware=[middleware])
+        app = create_agent(model, tools=[fetch], middleware=[planner])
+    else:
+        app = create_agent(model, tools=[fetch], middleware=[ToolsPlannerMiddleware(), middleware])
+    given = {"messages": [HumanMessage("go")]}
+    with pytest.raises(NotImplementedError, match="wrap_tool_call"):
+        await app.ainvoke(given) if asynchronous else app.invoke(given)
+    assert ran == []

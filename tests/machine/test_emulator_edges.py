@@ -94,3 +94,48 @@ def test_adrive_throws_a_failed_request_into_the_body_which_may_ask_again() -> N
 
     assert asyncio.run(adrive(body(), execute)) == "got AGAIN AFTER DOWN"
     assert asked == ["first", "again after down"]
+
+
+BATCH = 'PUSH "a"\nCALL wait\nPOP R1\nPUSH "b"\nCALL wait\nPOP R2\nPUSH "c"\nCALL wait\nPOP R3'
+
+
+def test_arun_runs_a_batch_of_plain_functions_at_once_off_the_event_loop() -> None:
+    """A plain (sync) function is run on a thread under ``arun``, as LangChain runs a sync
+    tool under ``ainvoke``: a batch's calls overlap (each waits for the other two here, which
+    calls run one by one on the event loop never do) and the loop stays free meanwhile."""
+    import threading
+
+    together = threading.Barrier(3, timeout=5)
+    on_loop: list[bool] = []
+
+    def wait(key: str) -> str:
+        """Wait for the other calls of the batch."""
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        together.wait()
+        return key.upper()
+
+    emulator = Emulator(parse_program(BATCH), [wait], parallel_tools=True)
+    result = asyncio.run(emulator.arun())
+    assert [result.registers[r] for r in ("R1", "R2", "R3")] == ["A", "B", "C"]
+    assert on_loop == [False] * 3
+
+
+def test_an_interrupt_in_an_async_batch_is_raised_once_the_other_calls_have_ended() -> None:
+    """As LangGraph waits for a step's other tasks when one interrupts (and as the threaded
+    batch does): no call of the batch is left running after the run has returned."""
+    from langgraph.errors import GraphInterrupt
+
+    ended: list[str] = []
+
+    async def wait(key: str) -> str:
+        """Ask a person about "a"; look the others up."""
+        if key == "a":
+            raise GraphInterrupt(())
+        await asyncio.sleep(0.05)
+        ended.append(key)
+        return key
+
+    emulator = Emulator(parse_program(BATCH), [wait], parallel_tools=True)
+    with pytest.raises(GraphInterrupt):
+        asyncio.run(emulator.arun())
+    assert sorted(ended) == ["b", "c"]
