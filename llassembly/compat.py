@@ -160,6 +160,7 @@ def _noting(
 
 
 _NOT_DIRECT: Final = frozenset({"callbacks", "run_manager", "config"})
+_VARIADIC: Final = frozenset({"args", "kwargs"})  # (fields pydantic makes of *args, **kwargs)
 
 
 def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[..., Any] | None:
@@ -186,11 +187,17 @@ def direct_function(tool: BaseTool, *, asynchronous: bool = False) -> Callable[.
     except (TypeError, ValueError):
         return None
     checked = _checks_nothing_more(tool.args_schema)  # then the library's check is invoke's
+    fields: dict[str, Any] = getattr(tool.args_schema, "model_fields", {}) if checked else {}
+    defaults = {n: f for n, f in fields.items() if not f.is_required() and n not in _VARIADIC}
 
     def call(tool_call: dict[str, Any]) -> Any:
         args: tuple[Any, ...] = ()
         kwargs = tool_call["args"]
-        if not checked:  # read as invoke reads them
+        if checked and (left_out := defaults.keys() - kwargs.keys()):  # invoke gives its default
+            kwargs = kwargs | {
+                n: defaults[n].get_default(call_default_factory=True) for n in left_out
+            }
+        elif not checked:  # read as invoke reads them
             try:
                 args, kwargs = tool._to_args_and_kwargs(dict(tool_call["args"]), tool_call["id"])
             except Exception as exc:

@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from llassembly import compat
 from llassembly.analysis.shapes import Shape, options_of, shape_of
@@ -97,17 +97,19 @@ def call_request(calls: Sequence[ToolCall], prefix: str, *, query: bool = False)
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON-ready data: pydantic models dumped, containers walked, anything else
-    that JSON has no type for as its text."""
-    if value is None or isinstance(value, str | int | float | bool):
+    """``value`` as JSON-ready data, as pydantic writes it as JSON (what a model calling the
+    tool sends: a model or dataclass as an object, an enum member as its value, a set as an
+    array, a time as ISO text); containers walked, anything it cannot write as its text."""
+    if value is None or type(value) in (str, int, float, bool):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
     if isinstance(value, dict):
         return {safe_text(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
-    return safe_text(value)
+    try:
+        return to_jsonable_python(value, by_alias=False, fallback=safe_text)
+    except (ValueError, TypeError, RecursionError):  # (a model whose own serializer fails)
+        return safe_text(value)
 
 
 def result_text(result: Any) -> str:

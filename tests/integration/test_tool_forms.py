@@ -16,6 +16,9 @@ run, one whose parameter it cannot give.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
+import enum
 import functools
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -472,9 +475,11 @@ def _book(city: str, start: int, end: int) -> str:
     return f"booked {city} {start}-{end}"
 
 
-def _run_on(path: str, tools: list[Any], plan: str, config: dict[str, Any]) -> Any:
-    """The final message of a turn on ``path`` (the Emulator's answer, or its error), run
-    synchronously (a sync tool's function may be called directly)."""
+def _run_on(
+    path: str, tools: list[Any], plan: str, config: dict[str, Any], *, history: bool = False
+) -> Any:
+    """The final message of a turn on ``path`` (``history``: all its messages; the Emulator's
+    answer, or its error), run synchronously (a sync tool's function may be called directly)."""
     if path == "Emulator":
         emulator = Emulator(parse(plan), tools)
         try:
@@ -492,7 +497,7 @@ def _run_on(path: str, tools: list[Any], plan: str, config: dict[str, Any]) -> A
         planner = ToolsPlannerMiddleware(execution=path)  # type: ignore[arg-type]
         runnable = create_agent(model, tools=tools, middleware=[planner])
     out = runnable.invoke({"messages": [HumanMessage("book")]}, config)
-    return out["messages"][-1]
+    return out["messages"] if history else out["messages"][-1]
 
 
 @pytest.mark.parametrize("traced", [False, True])
@@ -604,3 +609,92 @@ def test_the_args_schemas_own_validators_run_once_per_call(path: str, traced: bo
     assert tool.invoke({"n": 3}) == "n=6"
     final = _run_on(path, [tool], 'PUSH 3\nCALL show\nPOP R1\nSAY "{R1}"', config)
     assert (final.answer if path == "Emulator" else final.text) == "n=6"
+
+
+class PageArgs(BaseModel):
+    account: str
+    limit: int = 5
+
+
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+def test_an_argument_left_out_gets_the_schemas_default_as_invoke_gives_it(
+    path: str, traced: bool
+) -> None:
+    """``CALL tool, 1`` leaves the rest to their defaults: the tool gets what ``tool.invoke``
+    gives it, the schema's default (a ``Field(default=...)``'s value, a ``default_factory``'s,
+    an ``args_schema``'s over the function's own), never the function's ``FieldInfo``."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    @tool
+    def transactions(
+        account: str,
+        limit: int = Field(default=50, ge=1),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008
+    ) -> str:
+        """List an account's transactions."""
+        return f"{account} {limit!r} {tags!r}"
+
+    def page(account: str, limit: int = 10) -> str:
+        return f"{account} {limit!r}"
+
+    paged = StructuredTool.from_function(
+        page, name="page", description="Page.", args_schema=PageArgs
+    )
+    config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
+    for given, plan, said in [
+        (transactions, 'PUSH "chk"\nCALL transactions, 1\nPOP R1\nSAY "{R1}"', "chk 50 []"),
+        (paged, 'PUSH "chk"\nCALL page, 1\nPOP R1\nSAY "{R1}"', "chk 5"),
+    ]:
+        assert given.invoke({"account": "chk"}) == said
+        final = _run_on(path, [given], plan, config)
+        assert (final.answer if path == "Emulator" else final.text) == said
+
+
+class Hue(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Size(str, enum.Enum):  # noqa: UP042 (the spelling before StrEnum, still common)
+    SMALL = "s"
+    LARGE = "l"
+
+
+@dataclasses.dataclass
+class Slot:
+    room: str
+    seats: int
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_a_calls_arguments_are_the_json_a_model_would_send(path: str) -> None:
+    """A converted argument (an enum member, a dataclass, a set, a time) goes into the call's
+    ``AIMessage`` as the JSON the tool's schema declares (what a model calling the tool sends),
+    never as its ``repr`` or a Python object; so the agent's tool node runs it as the other
+    paths do."""
+    got: list[tuple[Any, ...]] = []
+
+    @tool
+    def paint(hue: Hue, size: Size, slot: Slot, tags: set[str], at: datetime.time) -> str:
+        """Paint a wall."""
+        got.append((hue, size, slot, tags, at))
+        return "painted"
+
+    plan = (
+        'PUSH "red"\nPUSH "l"\nPUSH \'{"room": "A1", "seats": 4}\'\nPUSH \'["b", "a"]\'\n'
+        'PUSH "09:30"\nCALL paint\nPOP R1\nSAY "{R1}"'
+    )
+    messages = _run_on(path, [paint], plan, {}, history=True)
+    assert messages[-1].text == "painted"
+    assert got == [(Hue.RED, Size.LARGE, Slot("A1", 4), {"a", "b"}, datetime.time(9, 30))]
+    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
+    args = call["args"]
+    assert {**args, "tags": sorted(args["tags"])} == {
+        "hue": "red",
+        "size": "l",
+        "slot": {"room": "A1", "seats": 4},
+        "tags": ["a", "b"],
+        "at": "09:30:00",
+    }
+    assert all(type(v) in (str, dict, list) for v in args.values())
