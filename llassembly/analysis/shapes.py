@@ -175,11 +175,11 @@ def _shape(annotation: Any, depth: int) -> Shape:
     if origin is Literal:
         return _choices(args)
     if isinstance(ann, type):
-        for kind, found in _SCALAR_TYPES.items():  # an int or float enum: its choices
-            if issubclass(ann, kind) and not (kind in (int, float) and issubclass(ann, enum.Enum)):
-                return found
-        if issubclass(ann, enum.Enum):
+        if issubclass(ann, enum.Enum):  # whatever else it derives from (str, int)
             return _choices([m.value for m in ann])
+        for kind, found in _SCALAR_TYPES.items():
+            if issubclass(ann, kind):
+                return found
         if issubclass(ann, BaseModel) or is_pydantic_dataclass(ann):
             return _model(ann, depth)
         if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -611,3 +612,37 @@ def test_an_enum_shows_its_values_whatever_their_kinds() -> None:
         'CALL paint: argument \'color\': expected one of "red", "green"',
         "CALL paint: argument 'level': expected one of \"auto\", 1, 2",
     ]
+
+
+class _Category(str, enum.Enum):  # noqa: UP042 (the spelling before StrEnum, still common)
+    GROCERIES = "groceries"
+    RENT = "rent"
+
+
+class _Unit(enum.StrEnum):
+    KG = "kg"
+    LB = "lb"
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+def test_an_enum_shows_its_values_whatever_it_derives_from() -> None:
+    """A ``str`` enum (and a ``StrEnum``) shows its values as an ``Enum`` and an ``IntEnum``
+    do, in the signature and in a refusal: the model is told what it may push."""
+
+    @tool
+    def spend(category: _Category, unit: _Unit, level: _Level) -> str:
+        """Spend."""
+        return "ok"
+
+    assert extern_signature(externs_from([spend])["spend"]) == (
+        'spend(category: one of "groceries", "rent", unit: one of "kg", "lb", level: one of 1, 2)'
+        " -> str"
+    )
+    [found] = check(parse('PUSH "food"\nPUSH "kg"\nPUSH 1\nCALL spend'), [spend])
+    assert found.message.startswith(
+        'CALL spend: argument \'category\': expected one of "groceries", "rent", got'
+    )
