@@ -11,8 +11,9 @@ operand: a placeholder that names nothing is refused before the plan runs.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
@@ -70,6 +71,33 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
             break
     pieces[-1].append(text[last:])
     return ["".join(piece) for piece in pieces], found
+
+
+def in_json_strings(pieces: Sequence[str]) -> tuple[bool, ...]:
+    """For each placeholder between ``pieces`` (a template's text around them), whether it
+    stands inside a string of JSON text: the text is a JSON object or array once each
+    placeholder is filled (one in a string with a letter, any other with a number). Such a
+    placeholder's value is written as JSON writes a string's characters, so whatever it holds
+    (a quote, a line break, text that would close the string) stays in that one string."""
+    inside, found = False, []
+    for piece in pieces[:-1]:
+        escaped = False
+        for char in piece:
+            if escaped:
+                escaped = False
+            elif inside and char == "\\":
+                escaped = True
+            elif char == '"':
+                inside = not inside
+        found.append(inside)
+    probe = "".join(p + ("x" if f else "0") for p, f in zip(pieces, found, strict=False))
+    if not found or pieces[0].lstrip()[:1] not in ("{", "["):
+        return (False,) * len(found)
+    try:
+        json.loads(probe + pieces[-1])
+    except ValueError:
+        return (False,) * len(found)
+    return tuple(found)
 
 
 def has_placeholders(text: str) -> bool:

@@ -46,7 +46,7 @@ from llassembly.language.program import (
     Value,
     row_json,
 )
-from llassembly.language.templates import render
+from llassembly.language.templates import in_json_strings, render
 from llassembly.machine.externs import short_repr
 from llassembly.machine.state import MachineState
 
@@ -271,17 +271,22 @@ def write_path(
 def _filled(template: Template, fills: Sequence[Getter], ins: Instruction) -> Getter:
     """A template's text as it is read: its pieces with each fill's value rendered between them."""
     pieces, specs, shown = template.pieces, template.specs, [str(f) for f in template.fills]
+    in_strings = in_json_strings(pieces)
 
     def text(st: MachineState) -> str:
         values = [fill(st) for fill in fills]
         parts, size = [pieces[0]], len(pieces[0])
-        for value, piece, spec, name in zip(values, pieces[1:], specs, shown, strict=True):
+        for value, piece, spec, name, in_string in zip(
+            values, pieces[1:], specs, shown, in_strings, strict=True
+        ):
             try:
                 rendered = render(value, spec)
             except ValueError as exc:
                 said = f"{{{name}:{spec}}}"  # the placeholder as written
                 words = f"{said}: the value does not fit the format {spec}"
                 raise fail(ins, f"{said}: {exc} ({short_repr(value, 40)})", words) from None
+            if in_string:  # (a string of JSON text: the value stays in it, whatever it holds)
+                rendered = json.dumps(rendered, ensure_ascii=False)[1:-1]
             size += len(rendered) + len(piece)
             if size > MAX_BUILT_TEXT_CHARS:
                 limit = MAX_BUILT_TEXT_CHARS
