@@ -56,7 +56,9 @@ class Diagnostic:
         Bounded whatever the plan: the message and the quoted line are clipped (a long line is
         shown as a window around the column).
         """
-        message = clip(self.message, MAX_MESSAGE_CHARS)
+        message, keep = self.message, MAX_MESSAGE_CHARS // 3  # (the end says why: it stays)
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - keep - 5] + " ... " + message[-keep:]
         head = f"line {self.line}, column {self.column}: {message}" if self.line else message
         if not self.source or not self.line:
             return head

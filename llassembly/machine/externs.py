@@ -205,13 +205,12 @@ class Extern:
     def refused_by_schema(
         self, exc: BaseException, given: Mapping[str, Any], *, line: int = 0, source: str = ""
     ) -> errors.ToolArgumentError:
-        """The call's error when the tool's schema refuses its arguments ``given`` (by name), as
-        pydantic's ``exc`` says: naming the argument pydantic names first (``""``: the arguments
-        together, a model validator's refusal) and its reason."""
+        """The call's error when the tool's schema refuses its arguments ``given`` as ``exc`` says,
+        naming the argument pydantic names (``""``: all together, a model validator's refusal)."""
         name, detail = _first_error(exc)
-        at = next((i for i, p in enumerate(self.params) if p.name == name), -1)
+        at = next((i for i, p in enumerate(self.params) if p.name == name in given), -1)
         reason = f"the arguments do not fit its schema ({detail})"
-        reason = self._refusal(at, given[name], detail) if name in given and at >= 0 else reason
+        reason = self._refusal(at, given[name], detail) if at >= 0 else reason
         return errors.ToolArgumentError(
             f"tool {self.name!r}, {reason}", tool=self.name, argument=name, line=line, source=source
         )
@@ -232,7 +231,7 @@ class Extern:
         except _Refused as exc:
             return str(exc)
         except ValidationError as exc:
-            return self._refusal(position, value, _first_error(exc)[1])
+            return self._refusal(position, value, _first_error(exc, within=True)[1])
         except Exception:  # a converter, type or validator that cannot judge one value alone
             return None  # the run decides
         return None
@@ -276,8 +275,7 @@ class Extern:
             ToolArgumentError: The tool's ``args_schema`` refused them (at ``line``, ``source``).
         """
         if self.tool is not None:
-            noted = compat.Recorded()
-            with self._refusing(noted, args, line, source):
+            with self._refusing(args, line, source) as noted:
                 return self.result_of(compat.invoke_as_call(self._recorder, args, noted))
         if self.func is None or self._is_async:
             raise errors.UsageError(
@@ -286,12 +284,11 @@ class Extern:
         return self.func(**args)
 
     @contextlib.contextmanager
-    def _refusing(
-        self, noted: compat.Recorded, args: dict[str, Any], line: int, source: str
-    ) -> Iterator[None]:
-        """Within it, the tool's schema refusing ``args`` (``noted``) is the call's error."""
+    def _refusing(self, args: dict[str, Any], line: int, source: str) -> Iterator[compat.Recorded]:
+        """A call's record; within it, the schema refusing ``args`` is the call's error."""
+        noted = compat.Recorded()
         try:
-            yield
+            yield noted
         except Exception as exc:
             if exc is noted.refused:
                 raise self.refused_by_schema(exc, args, line=line, source=source) from exc
@@ -301,8 +298,7 @@ class Extern:
         """Async :meth:`call`: awaits coroutine functions and ``tool.ainvoke``; a plain function
         runs on a thread (as ``ainvoke`` runs a sync tool), leaving the event loop free."""
         if self.tool is not None:
-            noted = compat.Recorded()
-            with self._refusing(noted, args, line, source):
+            with self._refusing(args, line, source) as noted:
                 return self.result_of(await compat.ainvoke_as_call(self._recorder, args, noted))
         if self.func is None:
             raise errors.UsageError(f"extern {self.name!r} has neither a tool nor a function")
@@ -378,12 +374,17 @@ class Extern:
             raise errors.AsmRuntimeError(message, line=line, source=source, words=held) from exc
 
 
-def _first_error(exc: Any) -> tuple[str, str]:
-    """The argument of pydantic's (or ``pydantic.v1``'s) first error (``""``: none), its text."""
+def _first_error(exc: Any, within: bool = False) -> tuple[str, str]:
+    """The argument of pydantic's (v1's too) first error (``""``: none), its text led by where
+    in the argument it is (``payee.iban: Field required``; ``within``: one argument's value)."""
     found = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc.errors()
     if not found:
         return "", first_line(exc)
-    return str((found[0].get("loc") or ("",))[0]), str(found[0].get("msg", ""))
+    loc = found[0].get("loc") or ()
+    loc = ("", *loc) if within else loc or ("",)
+    said = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in loc[1:]).lstrip(".")
+    message = str(found[0].get("msg", ""))
+    return str(loc[0]), f"{said}: {message}" if said else message
 
 
 _cached_adapter = functools.lru_cache(maxsize=512)(TypeAdapter)

@@ -277,3 +277,41 @@ def test_a_text_with_placeholders_is_refused_only_when_every_text_it_may_become_
         made = template.pieces[0] + fill + template.pieces[1]
         made += "".join(other + piece for piece in template.pieces[2:])
         assert ext.refuses(position, made) is not None, made
+
+
+class _Payee(BaseModel):
+    name: str
+    iban: str
+
+
+class _Order(BaseModel):
+    payee: _Payee
+    amount: str
+    day_of_month: int = Field(ge=1, le=28)
+    reference: str | None = None
+
+
+@tool
+def create_order(order: _Order) -> str:
+    """Create a standing order."""
+    return "ok"
+
+
+def test_a_record_refused_for_one_field_names_the_field_and_its_limit() -> None:
+    """The refusal a model reads (clipped for the repair request) keeps what it must fix: the
+    field's path and pydantic's reason, not only the start of the value it wrote."""
+    from llassembly.errors import Diagnostic
+
+    order = {
+        "payee": {"name": "Landlord Ltd", "iban": "DE55LAND0000111122223333"},
+        "amount": "900.00",
+        "reference": "rent for the flat on the third floor",
+        "day_of_month": 31,
+    }
+    plan = parse(f"PUSH '{json.dumps(order)}'\nCALL create_order")
+    [problem] = check(plan, [create_order])
+    shown = Diagnostic(4, 10, problem.message, "CALL create_order").render()
+    assert "day_of_month: Input should be less than or equal to 28" in shown
+    order["payee"] = {"name": "Landlord Ltd"}
+    [problem] = check(parse(f"PUSH '{json.dumps(order)}'\nCALL create_order"), [create_order])
+    assert "payee.iban: Field required" in problem.message

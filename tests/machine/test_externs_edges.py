@@ -434,7 +434,7 @@ def test_an_all_of_of_a_base_object_and_what_is_required_here_is_one_object() ->
     assert _sent(create, 'PUSH \'{"name": "Ada"}\'\nCALL create') == {"p": {"name": "Ada"}}
     found = check(parse("PUSH '{\"age\": 3}'\nCALL create"), [create])
     assert [(d.line, d.message.split("(")[-1]) for d in found] == [
-        (2, "Field required); the value is written on line 1")
+        (2, "name: Field required); the value is written on line 1")
     ]
 
 
