@@ -294,7 +294,10 @@ class Emulator:
                     if step is not None:
                         pc = step(st, pc)
                         continue
-                    batch.append(self._begin_call(pc))  # its checks come before any change
+                    if (call := self._begin_call(pc)) is None:
+                        pc += 1  # a call the plan tests was refused: its failure is in
+                        continue
+                    batch.append(call)  # (its checks came before any change)
                 except errors.ExecutionError as exc:
                     if not batch:
                         raise
@@ -332,26 +335,28 @@ class Emulator:
             if st.outstanding:  # a call run ahead is never one the plan tests
                 index, _values, number = st.outstanding.pop(0)
                 st.fill(number, self._values(index, result, False)[0])
-                continue
-            # The pending call: its results pushed, then past its CALL. One the plan tests
-            # sets the carry (LT) when it failed (its results NONE, its error's text in EAX)
-            # and clears it when it did not (EAX: its result by the EAX convention, else NONE).
-            assert st.pending is not None  # counted above
-            index = st.pending[0]
-            tested = index in self._tested
-            values, error = self._values(index, result, tested)
-            depth = len(st.stack) + len(st.calls) + len(values)
-            if depth > self.max_stack_depth:
-                raise self._exceeded(errors.StackDepthExceeded, depth, index)
-            to_eax = self._put_results(index, values, tested=tested)
-            if tested:
-                if error is not None:  # EAX: the error's text
-                    st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
-                elif not to_eax:
-                    st.regs[EAX_INDEX] = NONE
-                st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
-            st.pending = None
-            st.pc = index + 1
+            else:
+                assert st.pending is not None  # counted above
+                self._settle(st.pending[0], result)
+
+    def _settle(self, index: int, result: Any) -> None:
+        """The pending call at ``index`` done: its results pushed, then past its ``CALL``. One
+        the plan tests sets the carry (LT) when it failed (its results NONE, its error's text in
+        EAX) and clears it when it did not (EAX: its result by the EAX convention, else NONE)."""
+        st, tested = self.state, index in self._tested
+        values, error = self._values(index, result, tested)
+        depth = len(st.stack) + len(st.calls) + len(values)
+        if depth > self.max_stack_depth:
+            raise self._exceeded(errors.StackDepthExceeded, depth, index)
+        to_eax = self._put_results(index, values, tested=tested)
+        if tested:
+            if error is not None:  # EAX: the error's text
+                st.regs[EAX_INDEX] = str(getattr(error, "detail", error))
+            elif not to_eax:
+                st.regs[EAX_INDEX] = NONE
+            st.zf, st.lt, st.flag_mode = False, error is not None, ORDERED
+        st.pending = None
+        st.pc = index + 1
 
     def tests_failure(self) -> bool:
         """Whether the plan tests the failure of the call that waits for its outcome next (a
@@ -538,10 +543,11 @@ class Emulator:
             st.provenance.results(name, len(values), to_eax, tested=tested)
         return to_eax
 
-    def _begin_call(self, pc: int) -> ToolCall:
+    def _begin_call(self, pc: int) -> ToolCall | None:
         """Make the tool ``CALL`` at ``pc``: its arguments popped, it is pending, or issued
         ahead when it is marked, the plan does not test it next (it completes first) and its
-        results fit on the stack (they are :class:`Pending` values until it completes)."""
+        results fit on the stack (they are :class:`Pending` values until it completes).
+        ``None``: the plan tests it and its arguments were refused, which is its failure."""
         st = self.state
         extern, ins = self.compiled.tools[pc], self.program.instructions[pc]
         assert extern is not None  # steps and tools are built together
@@ -559,12 +565,20 @@ class Emulator:
         values = stack[split:]
         shadow = st.provenance  # check and convert before popping: a refusal changes nothing
         sources = shadow.stack[split:] if shadow is not None else None
-        call = self.call_at(pc, values, st.tool_calls + 1, sources)
+        try:
+            call: ToolCall | None = self.call_at(pc, values, st.tool_calls + 1, sources)
+        except (errors.ToolArgumentError, errors.DataFlowRefused) as exc:
+            if pc not in self._tested:
+                raise
+            call, refused = None, exc
         del stack[split:]
         if shadow is not None:
             if extern.query:  # a model reads the arguments: its answer derives from them
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
+        if call is None:
+            self._settle(pc, Failed(refused))
+            return None
         st.tool_calls += 1
         depth = len(st.stack) + len(st.calls) + extern.n_results
         if pc not in self.marked or pc in self._tested or depth > self.max_stack_depth:

@@ -6,11 +6,11 @@ import asyncio
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langgraph.errors import GraphInterrupt
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import llassembly.machine.emulator as emulator_module
 from llassembly.errors import (
@@ -742,6 +742,43 @@ def test_complete_batch_takes_a_failure_the_plan_tests_and_raises_any_other() ->
     assert not untested.tests_failure()
     with pytest.raises(ToolExecutionError, match="raised RuntimeError: down"):
         untested.complete_batch([Failed(RuntimeError("down"))])
+
+
+def pay(amount: Annotated[float, Field(gt=0)]) -> str:
+    """Pay an amount."""
+    PAID.append(amount)
+    return "paid"
+
+
+PAID: list[float] = []
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_tested_call_whose_computed_argument_the_schema_refuses_fails_as_the_call(
+    parallel: bool,
+) -> None:
+    """An argument refused when the call is made (a value computed by the plan, outside the
+    tool's declared constraints) is that call's failure: a plan that tests the call goes on
+    (its results NONE, EAX saying why), the tool not called, as for any other failure; a plan
+    that does not test it stops there."""
+    PAID.clear()
+    plan = (
+        "CALL weather_here\nPOP R1\nMOV R2, 5\nSUB R2, 10\nPUSH R2\nCALL pay\n{test}\nPOP R3\nHLT\n"
+        "failed: POP R4"
+    )
+    tested = plan.format(test="JC failed")
+    result = emulator(tested, [weather_here, pay], parallel_tools=parallel).run()
+    assert PAID == [] and result.tool_calls == 1
+    assert result.registers["R4"] is None and "greater than 0" in result.registers["EAX"]
+    assert "argument 'amount'" in result.registers["EAX"]
+    with pytest.raises(ToolArgumentError, match="greater than 0"):
+        emulator(plan.format(test="NOP"), [weather_here, pay], parallel_tools=parallel).run()
+    assert PAID == []
+
+
+def weather_here() -> float:
+    """Today's temperature here."""
+    return 3.5
 
 
 def test_a_tested_call_completes_before_the_plan_runs_ahead_of_it() -> None:
