@@ -172,6 +172,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             response_format=request.response_format,
             queries_one_by_one=isinstance(state, Mapping)
             and any(key in state for key in MODEL_CALL_COUNTERS),
+            synchronous=not asynchronous,
         )
         query_model = self.options.query_model or request.model
 
@@ -191,7 +192,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                 return run_plan(asked.plan, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 
-        return visit(view, state, synchronous=not asynchronous), serve
+        return visit(view, state), serve
 
     def _model_request(
         self,
@@ -356,9 +357,7 @@ system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
-def visit(
-    view: turn.TurnView, state: Any, *, synchronous: bool
-) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
+def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
     """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
     (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
     model-call counters, see :func:`counter_updates`) as a state update."""
@@ -371,8 +370,6 @@ def visit(
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
     current = turn.step(record, event, view)
-    if isinstance(event, turn.Begin):
-        current.record["synchronous"] = synchronous
     while True:
         out += current.messages
         action = current.action

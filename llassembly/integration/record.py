@@ -166,7 +166,6 @@ class TurnRecord(TypedDict):
             note that a new plan is asked for); the next step takes them out.
         anchor: Id of the last message the turn added; a step goes on with the turn only
             while it is (or the results of its calls are) the latest (a new run starts anew).
-        synchronous: The agent runs with ``invoke`` (plans must not call async-only tools).
         raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.
@@ -191,7 +190,6 @@ class TurnRecord(TypedDict):
     approval: Approval | None
     transient: list[str]
     anchor: str | None
-    synchronous: bool
     raise_failure: bool
     lag: int
     queries: NotRequired[list[QueryDue]]
@@ -217,7 +215,6 @@ def new_record() -> TurnRecord:
         approval=None,
         transient=[],
         anchor=None,
-        synchronous=False,
         raise_failure=False,
         lag=0,
         queries=[],

@@ -182,6 +182,8 @@ class TurnView:
         queries_one_by_one: A query of a batch is asked in a step of its own (the agent
             counts model calls before each visit of its model node, so a batch asked at once
             would pass a model-call limit unchecked).
+        synchronous: This run is driven with ``invoke`` (plans must not call async-only
+            tools); a turn's runs (a resume) may differ.
     """
 
     planner: Planner
@@ -190,6 +192,7 @@ class TurnView:
     graph: bool = False
     response_format: Any = None
     queries_one_by_one: bool = False
+    synchronous: bool = False
 
 
 # -- the step --------------------------------------------------------------------------------
@@ -354,7 +357,7 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
             return _unfit(rec, error, view, *where, messages)
         return Step(rec, RunPlan(str(rec["plan"]), prefix_of(rec)), messages)
     emulator = _machine(rec, view)
-    if rec["synchronous"]:
+    if view.synchronous:
         check_sync_tools(emulator.compiled.tools)
     return _advance(rec, emulator, view, messages)
 

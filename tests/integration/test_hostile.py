@@ -246,7 +246,9 @@ def test_an_async_only_tool_under_invoke_is_refused_before_anything_runs() -> No
         model = ScriptedChatModel(replies=[asm('PUSH 3\nCALL pay\nPUSH "done"\nCALL notify')])
         planner = ToolsPlannerMiddleware(execution=execution)  # type: ignore[arg-type]
         app = create_agent(model, tools=tools, middleware=[planner])
-        with pytest.raises(UsageError, match=r"async-only tools \('notify'\).*nothing has run"):
+        with pytest.raises(
+            UsageError, match=r"async-only tools \('notify'\).*none of its calls has run"
+        ):
             app.invoke({"messages": [HumanMessage("go")]})
         assert log == []
 
@@ -492,3 +494,50 @@ def test_a_library_error_inside_a_tool_at_the_outer_calls_line_is_still_the_tool
     assert out["messages"][-1].text == "no"
     request = model.calls[1][-1].text
     assert "INJECTED" not in request and "the tool evaluate failed" in request
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_async_only_check_follows_how_the_current_run_is_driven(execution: str) -> None:
+    """A turn begun with ``invoke`` and resumed with ``ainvoke`` may call an async-only tool
+    in its new plan (a replan); one begun with ``ainvoke`` and resumed with ``invoke`` is
+    refused before that tool is called, as on the graph path, not failed as the tool's."""
+    import asyncio
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    @tool
+    def ask(q: str) -> str:
+        """Ask a person."""
+        answer: str = interrupt(q)
+        return answer
+
+    @tool
+    def boom(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError("down")
+
+    @tool
+    async def afetch(key: str) -> str:
+        """Fetch (async only)."""
+        return key.upper()
+
+    first = asm('PUSH "ok?"\nCALL ask\nPOP R1\nPUSH 1\nCALL boom\nPOP R2\nSAY "{R1} {R2}"')
+    second = asm('PUSH "a"\nCALL afetch\nPOP R1\nSAY "replanned {R1}"')
+
+    def agent() -> Any:
+        model = ScriptedChatModel(replies=[first, second])
+        planner = ToolsPlannerMiddleware(execution=execution, on_tool_error="replan")  # type: ignore[arg-type]
+        return create_agent(
+            model, tools=[ask, boom, afetch], middleware=[planner], checkpointer=InMemorySaver()
+        )
+
+    config: Any = {"configurable": {"thread_id": "t"}}
+    app = agent()
+    app.invoke({"messages": [HumanMessage("go")]}, config)  # paused in ask
+    out = asyncio.run(app.ainvoke(Command(resume="yes"), config))
+    assert out["messages"][-1].text == "replanned A"
+    app = agent()
+    asyncio.run(app.ainvoke({"messages": [HumanMessage("go")]}, config))
+    with pytest.raises(UsageError, match=r"async-only tools \('afetch'\)"):
+        app.invoke(Command(resume="yes"), config)
