@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -37,7 +38,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from llassembly import errors
 from llassembly.analysis.dataflow import NO_SOURCES, place_parts
-from llassembly.analysis.policies import DataFlowPolicy
+from llassembly.analysis.policies import DataFlowPolicy, check_names
 from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
 from llassembly.language.instructions import EAX_INDEX, register_name
@@ -443,10 +444,13 @@ class Emulator:
 
         Raises:
             UsageError: Without ``call``, the plan calls an async-only tool or one whose
-                injected parameters only ``call`` can give (nothing has run).
+                injected parameters only ``call`` can give; ``call`` is a coroutine function
+                (nothing has run).
             ToolExecutionError: A tool raised (the original is its ``__cause__``).
             ExecutionError: A budget ran out or an instruction failed.
         """
+        if inspect.iscoroutinefunction(call):
+            raise errors.UsageError("run(call) takes a function; await arun(call) for an async one")
         if call is None:
             check_sync_tools(self.compiled.tools)
             self._check_injected()
@@ -454,13 +458,18 @@ class Emulator:
         execute = call or (lambda r: externs[r.tool].call(r.args, line=r.line, source=r.source))
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
-    async def arun(self, call: Callable[[ToolCall], Awaitable[Any]] | None = None) -> RunResult:
-        """Async :meth:`run`: ``call`` is awaited for each tool call (default: the tool's own);
-        a batch's calls are awaited together."""
+    async def arun(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
+        """Async :meth:`run`: ``call`` is awaited for each tool call, when what it returns is
+        awaitable (default: the tool's own); a batch's calls are awaited together."""
         if call is None:
             self._check_injected()
         externs = self.compiled.externs
-        execute = call or (lambda r: externs[r.tool].acall(r.args, line=r.line, source=r.source))
+        given = call or (lambda r: externs[r.tool].acall(r.args, line=r.line, source=r.source))
+
+        async def execute(request: ToolCall) -> Any:
+            made = given(request)
+            return await made if inspect.isawaitable(made) else made
+
         return await adrive(self._batches(), lambda batch: abatch_results(batch, execute))
 
     # -- internals --------------------------------------------------------------------------
@@ -637,6 +646,8 @@ def marked_calls(compiled: CompiledProgram, parallel_tools: ParallelTools) -> fr
         said = isinstance(metadata, Mapping) and metadata.get("readOnlyHint") is True
         return extern.query or said
 
+    if isinstance(parallel_tools, tuple):  # (a misspelt name would mark nothing, unsaid)
+        check_names("parallel_tools", compiled.externs, parallel_tools)
     if not parallel_tools:
         return frozenset()
     return frozenset(pc for pc, t in enumerate(compiled.tools) if t is not None and marked(t))

@@ -139,3 +139,40 @@ def test_an_interrupt_in_an_async_batch_is_raised_once_the_other_calls_have_ende
     with pytest.raises(GraphInterrupt):
         asyncio.run(emulator.arun())
     assert sorted(ended) == ["b", "c"]
+
+
+def test_parallel_tools_naming_a_tool_there_is_not_is_refused() -> None:
+    """As the planner's option is: a misspelt name would run every call one by one without
+    a word (the Emulator, and so a plan's own emulator)."""
+    from llassembly.errors import UsageError
+
+    def get_temperature(city: str) -> float:
+        """Today's temperature."""
+        return 20.0
+
+    source = 'PUSH "Oslo"\nCALL get_temperature\nPOP R1'
+    with pytest.raises(UsageError, match=r"names the tool 'get_temprature'.*'get_temperature'"):
+        Emulator(parse_program(source), [get_temperature], parallel_tools=["get_temprature"])
+    emulator = Emulator(parse_program(source), [get_temperature], parallel_tools=[])
+    assert emulator.run().registers == {"R1": 20.0}
+
+
+def test_run_refuses_an_async_call_function_and_arun_takes_a_sync_one() -> None:
+    """``run(call)`` with a coroutine function used to give the plan ``'<coroutine object>'``
+    as every result (the tool never run); ``arun(call)`` with a plain function failed each
+    call as the tool's (``object int can't be used in 'await' expression``)."""
+    from llassembly.errors import UsageError
+
+    def double(x: int) -> int:
+        """Twice x."""
+        return 2 * x
+
+    source = "PUSH 4\nCALL double\nPOP R1"
+
+    async def acall(request: Any) -> int:
+        return double(**request.args)
+
+    with pytest.raises(UsageError, match="arun"):
+        Emulator(parse_program(source), [double]).run(acall)
+    result = asyncio.run(Emulator(parse_program(source), [double]).arun(lambda r: double(**r.args)))
+    assert result.registers == {"R1": 8}
