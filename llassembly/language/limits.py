@@ -74,6 +74,10 @@ MAX_ROW_TEXT_PER_RUN: Final = 64 * MAX_DATA_TEXT_CHARS
 running process; an unchanged row read again builds nothing). Without it a loop that changes a large
 row and reads it whole each round would do 10,000 times the work of an instruction per round."""
 
+MAX_ARGUMENT_DEPTH: Final = 100
+"""Deepest nesting of objects and arrays in a tool argument's value: a call's arguments are
+kept in its message, which a checkpointer must store (LangGraph's refuses data nested a few
+hundred levels deep)."""
 MAX_CALL_DEPTH: Final = 16
 """Subroutine nesting the checks follow; a plan that nests deeper is refused."""
 MAX_STATES: Final = 20_000

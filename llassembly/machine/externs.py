@@ -43,14 +43,13 @@ from typing import (
     TYPE_CHECKING,
     Annotated,
     Any,
-    Literal,
     NotRequired,  # pydantic reads these on Python 3.11
     TypeAlias,
     get_args,
     get_origin,
 )
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -66,6 +65,7 @@ from llassembly.language.instructions import register_index
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
     DEFAULT_MAX_TOOL_CALLS,
+    MAX_ARGUMENT_DEPTH,
     is_int64,
 )
 from llassembly.language.program import (
@@ -76,6 +76,7 @@ from llassembly.language.program import (
     Value,
     fewest_arguments,
 )
+from llassembly.machine import schemas
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -84,7 +85,6 @@ Converter = Callable[[Any], Any]
 _NAME_RE = re.compile(r"[A-Za-z_][\w.]*(?:-[\w.]+)*\Z", re.ASCII)  # as the parser reads one
 _LEFT_OUT: Any = object()  # what NONE converts to where the tool has a default: left out
 _PLAIN_TYPES = (int, float, str, bool, Any)
-_SCHEMA_DEPTH = 8  # deeper JSON schemas (a recursive one) are read as "any"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +187,9 @@ class Extern:
                 converted = self._converted(position, value)
             except _Refused as exc:
                 raise refused(f"tool {tool!r}, {exc}", argument=name) from exc.__cause__
+            if isinstance(converted, dict | list) and _deeper(converted, MAX_ARGUMENT_DEPTH):
+                levels = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+                raise refused(f"tool {tool!r}, argument {name!r}: {levels}", argument=name)
             if converted is not _LEFT_OUT:
                 args[name] = converted
         if self._validator is None:
@@ -372,6 +375,20 @@ class Extern:
             held = f"tool {self.name!r} returned a value a plan cannot hold"
             message = f"tool {self.name!r}: {exc}"
             raise errors.AsmRuntimeError(message, line=line, source=source, words=held) from exc
+
+
+def _deeper(value: Any, levels: int) -> bool:
+    """Whether objects and arrays nest in ``value`` more than ``levels`` deep (level by level:
+    no recursion, each part seen once)."""
+    level = [value]
+    for _ in range(levels):
+        level = [
+            part
+            for v in level
+            if isinstance(v, dict | list | tuple)
+            for part in (v.values() if isinstance(v, dict) else v)
+        ]
+    return any(isinstance(v, dict | list | tuple) for v in level)
 
 
 def _first_error(exc: Any, within: bool = False) -> tuple[str, str]:
@@ -796,17 +813,17 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         returns = get_args(returns)[0]  # the plan reads the content
     results = _result_count(returns, name)
     if output is not None:
-        results = 1, (_annotation(output, output, _title(name, "Result")),), False
+        results = 1, (schemas.type_of(output, output, schemas.title(name, "Result")),), False
     described = _docstring_args(about)
     params = []
     if isinstance(schema, dict):
-        body = schema if schema.get("properties") else _deref(schema, schema)  # a root $ref's
+        body = schema if schema.get("properties") else schemas.resolve(schema, schema)  # root $ref
         body = body if isinstance(body, Mapping) else {}  # (invopop/jsonschema writes them)
-        required = _required(body)
+        required = schemas.required(body)
         for field, spec in (body.get("properties") or {}).items():
             spec = spec if isinstance(spec, Mapping) else {}
             shown = _default_text(spec.get("default")) if "default" in spec else ""
-            annotation: Any = _annotation(spec, schema, _title(field))
+            annotation: Any = schemas.type_of(spec, schema, schemas.title(field))
             doc = str(spec.get("description") or described.get(field, ""))
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
@@ -831,162 +848,6 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         structured=output is not None,
         unpacks=results[2],
     )
-
-
-def _title(*words: str) -> str:
-    """A type name made of ``words`` (``order_item`` -> ``OrderItem``)."""
-    text = "".join(p[:1].upper() + p[1:] for w in words for p in re.split(r"[^A-Za-z0-9]+", w))
-    return text if text.isidentifier() else "Object"
-
-
-_JSON_TYPES: dict[str, Any] = {
-    "integer": int,
-    "number": float,
-    "string": str,
-    "boolean": bool,
-    "null": type(None),
-}
-_NUMBER_WORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt"}
-_NUMBER_WORDS |= {"exclusiveMaximum": "lt", "multipleOf": "multiple_of"}
-_CONSTRAINTS: dict[str, dict[str, str]] = {  # by the JSON type a keyword applies to (else: ignored)
-    "integer": _NUMBER_WORDS,
-    "number": _NUMBER_WORDS,
-    "string": {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"},
-    "array": {"minItems": "min_length", "maxItems": "max_length"},
-}
-
-
-def _annotation(schema: Any, root: Mapping[str, Any], name: str, depth: int = 0) -> Any:
-    """A JSON schema (a part of ``root``, which its ``$ref``s point into) as the type it
-    declares: ``integer`` is ``int``, an ``enum`` a ``Literal``, an object with properties a
-    ``TypedDict`` named after it, constraints (``maximum``, ``pattern``...) kept as pydantic
-    ``Field`` metadata."""
-    if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
-        return Any
-    if _is_ref(schema):
-        key = str(schema["$ref"]).rsplit("/", 1)[-1]
-        return _annotation(_deref(schema, root), root, _title(key), depth + 1)
-    if "const" in schema:
-        return _literal([schema["const"]])
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return _literal(schema["enum"])
-    options = schema.get("anyOf") or schema.get("oneOf")
-    if not options and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
-        options = schema["allOf"]
-    elif not options and isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        each = [_deref(p, root) for p in schema["allOf"]]
-        objects = [p for p in each if _object_part(p)]
-        if len(objects) == len(each) and any(p.get("properties") for p in objects):
-            return _annotation(_all_of(schema, objects), root, name, depth + 1)
-    kinds = schema.get("type")
-    if isinstance(kinds, list):
-        options = [{**schema, "type": k} for k in kinds]
-    if isinstance(options, list) and options:
-        found = tuple(_annotation(o, root, name, depth + 1) for o in options)
-        return typing.cast(Any, typing.Union)[found]  # (of one type: that type)
-    if kinds == "array":
-        items = schema.get("prefixItems")
-        if isinstance(items, list) and items:
-            parts = tuple(_annotation(i, root, f"{name}Item", depth + 1) for i in items)
-            base: Any = typing.cast(Any, tuple)[parts]
-        else:
-            base = list[_annotation(schema.get("items"), root, f"{name}Item", depth + 1)]  # type: ignore[misc]
-    elif kinds == "object":  # with properties: a TypedDict named after it
-        title, properties = str(schema.get("title") or name), schema.get("properties")
-        required, extra = _required(schema), schema.get("additionalProperties")
-        if isinstance(properties, Mapping) and properties:
-            fields = {
-                key: (ann if key in required else NotRequired[ann])
-                for key, spec in properties.items()
-                for ann in [_annotation(spec, root, _title(title, key), depth + 1)]
-            }
-            base = typing.cast(Any, TypedDict)(_title(title), fields)
-            # keys it does not list: kept (JSON Schema's default), or left out (a closed one's)
-            base.__pydantic_config__ = ConfigDict(extra="ignore" if extra is False else "allow")
-        else:
-            value = _annotation(extra, root, f"{title}Value", depth + 1) if extra else Any
-            base = dict[str, value]  # type: ignore[valid-type]
-    else:
-        base = _JSON_TYPES.get(str(kinds), Any)
-    words = _CONSTRAINTS.get(kinds, {}) if isinstance(kinds, str) else {}
-    kw = {key: schema[word] for word, key in words.items() if word in schema}
-    for inclusive, exclusive in (("ge", "gt"), ("le", "lt")):  # draft 4: exclusiveMinimum: true
-        if isinstance(kw.get(exclusive), bool) and kw.pop(exclusive) and inclusive in kw:
-            kw[exclusive] = kw.pop(inclusive)  # makes minimum exclusive (false: inclusive)
-    # A keyword no validator can be built from (ECMA-262's look-around in a pattern, a bound of
-    # the wrong type, multipleOf 0) is the tool's to judge.
-    kw = {key: value for key, value in kw.items() if _builds(base, key, value)}
-    if kw and base is not Any:
-        return typing.cast(Any, Annotated)[(base, Field(**kw))]
-    return base
-
-
-def _is_ref(schema: Any) -> bool:
-    return isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)
-
-
-def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
-    """The schema a ``$ref`` names by its JSON pointer into ``root`` (``#/$defs/Point``,
-    ``#/properties/origin``; ``None``: none), or ``schema`` when it is no ``$ref``."""
-    ref = str(schema["$ref"]) if _is_ref(schema) else None
-    if ref is None or not ref.startswith("#/"):
-        return schema if ref is None else None  # (another document's, an anchor: not read)
-    found: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(found, list) and re.fullmatch("[0-9]{1,9}", part):
-            found = found[int(part)] if int(part) < len(found) else None
-        else:
-            found = found.get(part) if isinstance(found, Mapping) else None
-    if found is None:  # a definition by its name, wherever the schema keeps it
-        defs = [root.get(k) for k in ("$defs", "definitions")]
-        found = next((d[part] for d in defs if isinstance(d, Mapping) and part in d), None)
-    return found
-
-
-def _object_part(part: Any) -> bool:
-    """Whether ``part`` of an ``allOf`` is an object's: with properties, or only saying what is
-    required (``allOf: [{"$ref": "#/$defs/Base"}, {"required": ["name"]}]``)."""
-    if not isinstance(part, Mapping) or part.get("type", "object") != "object":
-        return False
-    if isinstance(part.get("properties"), Mapping):
-        return bool(part["properties"])
-    return set(part) <= {"type", "required", "description", "title"}
-
-
-def _all_of(schema: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """An ``allOf`` of objects as one object with every part's properties, each required one
-    required (a value must be each of them)."""
-    every = [schema, *parts]  # (its own fields too)
-    properties = {
-        k: v
-        for p in every
-        if isinstance(p.get("properties"), Mapping)
-        for k, v in p["properties"].items()
-    }
-    required = sorted({name for p in every for name in _required(p)})
-    rest = {k: v for k, v in schema.items() if k != "allOf"}
-    return {**rest, "type": "object", "properties": properties, "required": required}
-
-
-def _builds(base: Any, key: str, value: Any) -> bool:
-    """Whether pydantic builds a validator of ``base`` constrained by ``key=value``."""
-    try:
-        TypeAdapter(Annotated[base, Field(**{key: value})])
-    except Exception:  # pydantic_core's SchemaError, a TypeError
-        return False
-    return True
-
-
-def _required(schema: Mapping[str, Any]) -> set[str]:
-    """The names an object's schema requires (a draft-3 ``"required": true`` names none)."""
-    found = schema.get("required")
-    return {str(name) for name in found} if isinstance(found, list | tuple | set) else set()
-
-
-def _literal(values: list[Any]) -> Any:
-    plain = [v for v in values if v is None or isinstance(v, str | int | float | bool)]
-    return typing.cast(Any, Literal)[tuple(plain)] if plain else Any
 
 
 def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:

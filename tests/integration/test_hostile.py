@@ -197,6 +197,38 @@ def test_deeply_nested_json_for_a_dict_argument_is_the_plans_error(execution: st
 
 
 @EXECUTIONS
+@pytest.mark.parametrize("depth", [150, 600])
+def test_an_argument_the_plan_nests_too_deeply_stops_at_its_call_and_the_state_saves(
+    execution: str, depth: int
+) -> None:
+    """JSON text a loop wraps in itself (a few KB) used to reach the tool call's message
+    nested hundreds of levels deep: ``RecursionError`` out of ``invoke``, or a checkpointer
+    refusing the message. The argument is refused at its ``CALL`` (the plan's error, with
+    its line), and the turn's state saves."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seen: list[Any] = []
+
+    @tool
+    def put(record: dict[str, Any]) -> str:
+        """Store a record."""
+        seen.append(record)
+        return "ok"
+
+    plan = (
+        f"MOV R1, 1\nMOV ECX, {depth}\nagain: MOV R1, '{{\"a\": {{R1}}}}'\nLOOP again\n"
+        "PUSH R1\nCALL put\nPOP R2"
+    )
+    model = ScriptedChatModel(replies=[asm(plan)])
+    planner = ToolsPlannerMiddleware(execution=execution, max_instructions_to_exec=5000)  # type: ignore[arg-type]
+    app = create_agent(model, tools=[put], middleware=[planner], checkpointer=InMemorySaver())
+    out = app.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}})
+    error = meta(out["messages"][-1])["error"]
+    assert (error["type"], error["line"], error["argument"]) == ("ToolArgumentError", 8, "record")
+    assert "nested more than 100 levels deep" in error["message"] and seen == []
+
+
+@EXECUTIONS
 @pytest.mark.parametrize("number", [2**64, 10**400, 10**5000], ids=["2^64", "1e400", "5000 digits"])
 def test_a_huge_integer_result_stops_the_plan_and_the_state_still_saves(
     execution: str, number: int

@@ -14,7 +14,13 @@ import pytest
 from conftest import ROOT
 
 from llassembly import parse_program
-from llassembly.errors import AsmRuntimeError, AsmSyntaxError, ExecutionError, PlanRejected
+from llassembly.errors import (
+    AsmRuntimeError,
+    AsmSyntaxError,
+    ExecutionError,
+    PlanRejected,
+    ToolArgumentError,
+)
 from llassembly.integration.options import PlannerOptions
 from llassembly.integration.planner import Planner
 from llassembly.integration.query import QUERY_EXTERN
@@ -62,6 +68,15 @@ def _run(source: str) -> None:
     program = parse_program(source)
     compiled = compile_program(program, externs, max_stack_depth=256)
     Emulator(compiled, max_instructions_to_exec=10**6).run(lambda call: call.args["text"])
+
+
+def store(record: dict[str, Any]) -> str:
+    """Stores a record."""
+    return "stored"
+
+
+def _call(source: str) -> None:
+    Emulator(parse_program(source), [store], max_instructions_to_exec=10**6).run()
 
 
 def _plan_of(source: str) -> None:
@@ -133,6 +148,11 @@ PAST: dict[str, tuple[Any, str, int]] = {
     ),
     "MAX_STATES": (_verify, _fan(5, 20), 1),
     "MAX_STEPS": (_verify, _STEPS_LOOP, 2002 + (limits.MAX_STEPS - 2000) % 60),
+    "MAX_ARGUMENT_DEPTH": (
+        _call,
+        "MOV R1, 1\nMOV ECX, 101\nagain: MOV R1, '{\"a\": {R1}}'\nLOOP again\nPUSH R1\nCALL store",
+        6,
+    ),
     "MAX_ROW_TEXT_PER_RUN": (
         _run,
         "section .data\nrow times 4000 dd text\ntext db '" + "x" * 58 + "'\nsection .text\n"
@@ -141,7 +161,11 @@ PAST: dict[str, tuple[Any, str, int]] = {
     ),
 }
 
-_ERRORS = {"AsmSyntaxError": AsmSyntaxError, "AsmRuntimeError": AsmRuntimeError}
+_ERRORS = {
+    "AsmSyntaxError": AsmSyntaxError,
+    "AsmRuntimeError": AsmRuntimeError,
+    "ToolArgumentError": ToolArgumentError,
+}
 
 
 @pytest.mark.parametrize("name", sorted(PAST))

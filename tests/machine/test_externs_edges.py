@@ -570,3 +570,26 @@ def test_a_unions_text_too_deep_for_json_is_given_as_text() -> None:
     emulator.state.regs[2] = deep
     emulator.run()
     assert got == [deep]
+
+
+def test_a_definition_named_many_times_is_one_type_read_once() -> None:
+    """A ``$ref`` read anew at each place it is named gave one type per path to it (``L2``,
+    ``L22``, ``L227``... in the prompt) and work that grew as the schema's fan-out to the
+    power of its depth; a definition that names itself is "any" inside itself."""
+    defs: dict[str, Any] = {"L0": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    for k in range(1, 6):
+        fields = {f"f{i}": {"$ref": f"#/$defs/L{k - 1}"} for i in range(8)}
+        defs[f"L{k}"] = {"type": "object", "properties": fields}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/L5"}}, "$defs": defs}
+    tree = StructuredTool.from_function(_echo, name="tree", description=".", args_schema=schema)
+    prompt = build_system_prompt(externs_from([tree]))
+    types = prompt.split("# Types", 1)[1].split("\n\n", 1)[0]
+    named = [line.split(" ", 1)[0] for line in types.splitlines()[2:]]
+    assert named[0] == "L5" and len(set(named)) == len(named)
+    assert set(named) <= {f"L{k}" for k in range(6)}  # (as deep as a shape is followed)
+    node = {"type": "object", "properties": {f"c{i}": {"$ref": "#"} for i in range(12)}}
+    node["properties"]["label"] = {"type": "string"}
+    nodes = StructuredTool.from_function(
+        _echo, name="nodes", description=".", args_schema={**node, "title": "Node"}
+    )
+    assert "nodes(" in build_system_prompt(externs_from([nodes]))
