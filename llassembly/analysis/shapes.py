@@ -67,6 +67,31 @@ class Shape:
     literal: tuple[int | float | str | Template | None, int] | None = None
     choices: tuple[int | float | str, ...] = ()
     type_id: int = dataclasses.field(default=0, compare=False, repr=False)
+    _hash: int = dataclasses.field(default=0, init=False, compare=False, repr=False)
+
+    def _own(self) -> tuple[Any, ...]:
+        return (
+            self.kind,
+            self.name,
+            self.fields,
+            self.item,
+            self.options,
+            self.literal,
+            self.choices,
+        )
+
+    def __post_init__(self) -> None:  # hashed once: a type that reuses a part is no tree walk
+        object.__setattr__(self, "_hash", hash(self._own()))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return (
+            isinstance(other, Shape) and self._hash == other._hash and self._own() == other._own()
+        )
 
     def field(self, key: str) -> Shape | None:
         """An object's field, or ``None``."""

@@ -122,3 +122,48 @@ class Whole(BaseModel):
 def test_a_serializer_gives_a_field_the_shape_it_writes_or_none_known() -> None:
     assert shape_of(Written).fields == (("said", TEXT), ("unsaid", ANY))
     assert shape_of(Whole) == ANY
+
+
+def _nested(fan: int, levels: int = 6) -> Any:
+    """``L5`` with ``fan`` fields of type ``L4``, ... ``L0`` with ``fan`` int fields: a few
+    hundred bytes of schema that unfold into ``fan ** levels`` leaves."""
+    from pydantic import create_model
+
+    made: Any = int
+    for k in range(levels):
+        made = create_model(f"L{k}", **{f"f{i}": (made, ...) for i in range(fan)})
+    return made
+
+
+def test_a_type_that_reuses_one_model_costs_as_its_declared_size() -> None:
+    """Shapes are hashed once each (a shared part is not walked again at each place), and a
+    refusal names the records a type nests instead of spelling them out: the message of a
+    wrong value for ``L5`` (8 fields of ``L4``...) was 3.5 million characters; the verifier's
+    joins and the prompt hashed every unfolded tree, walking it whole each time."""
+    from langchain_core.tools import StructuredTool
+    from pydantic import create_model
+
+    from llassembly import build_system_prompt, check, externs_from, parse_program
+
+    top = _nested(8)
+    use = StructuredTool.from_function(
+        lambda x: 1, name="use", description="A tool.", args_schema=create_model("Use", x=top)
+    )
+    assert "use(x: L5)" in build_system_prompt(externs_from([use]))
+    [problem] = check(parse_program("PUSH 1\nCALL use\nPOP R1\nSAY R1"), [use])
+    assert len(problem.message) < 1000 and "expected JSON L5 {" in problem.message
+    shape = shape_of(top)
+    calls = 0
+    fields = type(shape).__hash__
+
+    def counting(self: Any) -> int:
+        nonlocal calls
+        calls += 1
+        return fields(self)
+
+    type(shape).__hash__ = counting  # type: ignore[method-assign]
+    try:
+        hash(shape)
+    finally:
+        type(shape).__hash__ = fields  # type: ignore[method-assign]
+    assert calls == 1  # (its parts' hashes were kept when it was made)
