@@ -11,8 +11,9 @@ Every error derives from :class:`LLAssemblyError`.
 """
 
 # No ``from __future__ import annotations``: ``Failure`` reads ``NotRequired`` at run time.
+import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired
 
@@ -93,6 +94,13 @@ def fenced(data: str) -> str:
     (for a model to read it as data: no line of it can close the fence)."""
     size = max([3, *(len(run) + 1 for run in re.findall(r"<+|>+", data))])
     return f"{'<' * size}\n{data}\n{'>' * size}"
+
+
+def first_names(names: Iterable[str], count: int = 20) -> str:
+    """``id, name, email, ...``: the first ``count`` of ``names``, each clipped (for a message
+    that lists what a plan may have meant; ``""``: none)."""
+    shown = list(itertools.islice(names, count + 1))
+    return ", ".join(clip(n) for n in shown[:count]) + (", ..." if len(shown) > count else "")
 
 
 def plural(count: int, word: str) -> str:

@@ -26,6 +26,8 @@ from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
 
+from llassembly.errors import first_names
+
 if TYPE_CHECKING:
     from llassembly.language.program import Template
 
@@ -384,9 +386,8 @@ def choices_text(options: Sequence[Shape]) -> str:
 def fields_line(fields: Iterable[str]) -> str:
     """``its fields: id, name, email`` (the first 20): what an object has, for a message about
     a path that names a field it has not, before the run and while it runs."""
-    names = list(fields)
-    shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-    return f"its fields: {shown}" if names else "it has no fields"
+    shown = first_names(fields)
+    return f"its fields: {shown}" if shown else "it has no fields"
 
 
 def named_shapes(shape: Shape | None) -> list[Shape]:

@@ -52,7 +52,7 @@ from llassembly.analysis.shapes import (
     shape_of,
 )
 from llassembly.analysis.toolset import tool_shapes
-from llassembly.errors import Diagnostic, PlanRejected
+from llassembly.errors import Diagnostic, PlanRejected, first_names
 from llassembly.language import limits
 from llassembly.language.instructions import (
     EAX_INDEX,
@@ -590,7 +590,7 @@ def _did_you_mean(word: str) -> str:
 
 
 def _names(names: list[str]) -> str:
-    return ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") or "none"
+    return first_names(names) or "none"
 
 
 def _column(ins: Instruction, position: int) -> int:

@@ -296,12 +296,17 @@ def type_names(externs: list[Extern]) -> dict[tuple[str, int], str]:
     """Each record type's name in the prompt: its own, the first of a name; a second type of
     one name (two classes ``Tag`` from two modules) gets a number no type has (``Tag2``)."""
     names: dict[tuple[str, int], str] = {}
-    for name, type_id in (found := _records(externs)):
-        given, number = name, 1
-        while given in names.values() or (number > 1 and given in {n for n, _ in found}):
+    found = _records(externs)
+    own, taken, last = {n for n, _ in found}, set[str](), dict[str, int]()
+    for name, type_id in found:
+        number = last.get(name, 1)  # (each name counts on from its last number: linear)
+        given = f"{name}{number}" if number > 1 else name
+        while given in taken or (number > 1 and given in own):
             number += 1
             given = f"{name}{number}"
+        last[name] = number
         names[name, type_id] = given
+        taken.add(given)
     return names
 
 

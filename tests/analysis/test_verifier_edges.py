@@ -415,3 +415,14 @@ def test_a_variable_written_through_its_address_holds_what_was_written(plan: str
     """A write through an address (``[ESI]`` after ``LEA ESI, [v]``) may be the variable's:
     what the variable held before is no longer known, so nothing it held is refused."""
     assert problems(plan) == []
+
+
+def test_a_message_that_lists_names_clips_each_one() -> None:
+    """A list of the labels (or fields) a plan may have meant shows each name clipped: twenty
+    25,000-character label names, listed in each of a thousand problems, held half a
+    gigabyte of messages."""
+    labels = "".join(f"{chr(97 + i)}{'x' * 25_000} dd 1\n" for i in range(20))
+    source = "section .data\n" + labels + "section .text\n" + "MOV R1, [nothing]\n" * 50
+    problems = check(parse(source), externs_from([]))
+    assert len(problems) == 50
+    assert all("names no data label" in p.message and len(p.message) < 2000 for p in problems)
