@@ -71,6 +71,11 @@ _READ_ONCE: Final = (
 
 def _count(st: MachineState, chars: int, ins: Instruction, advice: str = _READ_ONCE) -> None:
     st.text_built += chars
+    if chars > MAX_ROW_TEXT_PER_RUN:  # (no way of reading it helps)
+        what = f"this JSON text holds {chars} characters, more than a run may read"
+        raise fail(
+            ins, f"{what} ({MAX_ROW_TEXT_PER_RUN}); ask the tool for less (a filter, a page)"
+        )
     if st.text_built > MAX_ROW_TEXT_PER_RUN:
         passed = f"has passed {MAX_ROW_TEXT_PER_RUN} characters in this run"
         raise fail(ins, f"reading and building structured text {passed}; {advice}")

@@ -197,3 +197,17 @@ def test_the_instruction_budget_still_stops_a_row_reading_loop() -> None:
     plan = "section .data\nrow dd 1, 2\nsection .text\nMOV ECX, 0\nagain: MOV R1, row\nLOOP again"
     with pytest.raises(InstructionBudgetExceeded, match="line 6"):
         Emulator(parse_program(plan), max_instructions_to_exec=500).run()
+
+
+def test_a_result_longer_than_a_run_may_read_says_so_not_to_read_it_once() -> None:
+    """A structured result longer than the run's reading budget cannot be read even once: the
+    error says so and what to do (ask the tool for less), not "read the parts you need once",
+    which the plan already did."""
+
+    def export() -> dict[str, int]:
+        """Every counter."""
+        return {f"key{i:07d}": i for i in range(MAX_ROW_TEXT_PER_RUN // 16)}
+
+    with pytest.raises(AsmRuntimeError, match="more than a run may read") as caught:
+        Emulator(parse_program("CALL export\nPOP R1\nLEN R2, R1"), [export]).run()
+    assert "ask the tool for less" in str(caught.value) and "once" not in str(caught.value)
