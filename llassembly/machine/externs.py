@@ -76,6 +76,7 @@ from llassembly.language.program import (
     Value,
     fewest_arguments,
 )
+from llassembly.language.templates import render
 from llassembly.machine import schemas
 
 if TYPE_CHECKING:
@@ -543,7 +544,7 @@ _KINDS: dict[str, tuple[Converter, str]] = {
     "float": (_to_float, "float"),
     "number": (_to_float, "number"),
     "text": (str, "str"),
-    "decimal": (str, "str"),
+    "decimal": (render, "str"),  # (a float as the plan shows it: 250.4, not 250.4000000000001)
     "object": (_json_of(dict), "JSON object"),
     "map": (_json_of(dict), "JSON object"),
     "list": (_json_of(list), "JSON array"),

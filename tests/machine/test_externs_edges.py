@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -593,3 +594,20 @@ def test_a_definition_named_many_times_is_one_type_read_once() -> None:
         _echo, name="nodes", description=".", args_schema={**node, "title": "Node"}
     )
     assert "nodes(" in build_system_prompt(externs_from([nodes]))
+
+
+def test_a_computed_number_for_a_decimal_is_the_number_the_plan_shows() -> None:
+    """A float the plan computed reaches a ``Decimal`` parameter as the plan's own answer
+    shows it (15 significant digits), not with the binary noise of its last digit: money
+    computed as 1250.40 - 1000 is 250.4, not 250.4000000000001."""
+    paid: list[Decimal] = []
+
+    @tool
+    def pay(amount: Decimal) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    plan = 'NUM R1, "1250.40"\nSUB R1, 1000\nPUSH R1\nCALL pay\nPOP R2\nSAY "{R1}"'
+    assert Emulator(parse(plan), [pay]).run().answer == "250.4"
+    assert paid == [Decimal("250.4")] and str(paid[0]) == "250.4"
