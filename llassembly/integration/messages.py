@@ -382,7 +382,9 @@ def turn_result(
         replans=int(record.get("replans", 0)),
         tool_calls=int(record.get("tool_calls", 0)),
         instructions=int(record.get("executed", 0)),
-        registers=dict(machine.get("registers", {})),
+        registers={  # (a value still to come is written {"call": n, ...}: no plan value)
+            k: v for k, v in (machine.get("registers") or {}).items() if not isinstance(v, dict)
+        },
         answer=final_answer_of(machine),
         returned=machine.get("returned"),
         granularity=options.granularity,

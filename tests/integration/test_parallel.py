@@ -753,3 +753,32 @@ def test_the_tools_of_a_batch_get_the_callers_max_concurrency(caller: int | None
     out = builder.compile().invoke({"messages": [HumanMessage("go")]}, config)
     assert meta(out["messages"][-1])["status"] == "finished"
     assert seen == [caller] * 3
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_stopped_batchs_record_holds_no_pending_marker_as_a_register(execution: str) -> None:
+    """Registers run ahead of a batch that then failed may still wait for a call's result; the
+    turn's record shows the plan's own values only, never the snapshot's encoding of a value
+    to come ({"call": n, "result": k}, which reads like a structured result)."""
+
+    @tool
+    def add2(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @tool
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError("broken is down")
+
+    plan = (
+        "PUSH 1\nPUSH 2\nCALL add2\nPUSH 5\nCALL broken\nPUSH 3\nPUSH 4\nCALL add2\n"
+        'POP R3\nPOP R2\nPOP R1\nSAY "{R1} {R2} {R3}"'
+    )
+    planner = ToolsPlannerMiddleware(parallel_tools=True, execution=execution)  # type: ignore[arg-type]
+    app = create_agent(
+        ScriptedChatModel(replies=[asm(plan)]), tools=[add2, broken], middleware=[planner]
+    )
+    record = meta(app.invoke({"messages": [HumanMessage("go")]})["messages"][-1])
+    assert record["status"] == "stopped" and record["error"]["tool"] == "broken"
+    assert all(type(v) in (int, float, str) for v in record["registers"].values())
