@@ -356,14 +356,17 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
             where = (first.line, first.source) if first else (0, "")
             return _unfit(rec, error, view, *where, messages)
         return Step(rec, RunPlan(str(rec["plan"]), prefix_of(rec)), messages)
-    emulator = _machine(rec, view)
-    if view.synchronous:
-        check_sync_tools(emulator.compiled.tools)
-    return _advance(rec, emulator, view, messages)
+    return _advance(rec, _machine(rec, view), view, messages)
 
 
 def _machine(rec: TurnRecord, view: TurnView) -> Emulator:
-    return view.planner.emulator(str(rec["plan"]), view.externs, rec["machine"])
+    """The turn's machine, for this visit: a synchronous one (a run, or a resume, with
+    ``invoke``) refuses a plan that calls async-only tools before it calls any more."""
+    emulator = view.planner.emulator(str(rec["plan"]), view.externs, rec["machine"])
+    if view.synchronous:  # (the tools looked at once per plan)
+        tools, cache = emulator.compiled.tools, emulator.compiled.cache
+        check_sync_tools(cache.setdefault("async_only", [t for t in tools if t and t.async_only]))
+    return emulator
 
 
 def _advance(

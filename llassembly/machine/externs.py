@@ -990,8 +990,9 @@ def check_sync_tools(tools: Iterable[Extern | None]) -> None:
     if blocked:
         listed = ", ".join(repr(n) for n in blocked)
         raise errors.UsageError(
-            f"the plan calls async-only tools ({listed}) but runs synchronously: none of its "
-            "calls has run; use ainvoke / the async node, or give the tools a sync function"
+            f"the plan calls async-only tools ({listed}) but runs synchronously (invoke): none "
+            "of their calls can be made; use ainvoke / the async node, or give the tools a sync "
+            "function"
         )
 
 

@@ -279,7 +279,7 @@ def test_an_async_only_tool_under_invoke_is_refused_before_anything_runs() -> No
         planner = ToolsPlannerMiddleware(execution=execution)  # type: ignore[arg-type]
         app = create_agent(model, tools=tools, middleware=[planner])
         with pytest.raises(
-            UsageError, match=r"async-only tools \('notify'\).*none of its calls has run"
+            UsageError, match=r"async-only tools \('notify'\).*none of their calls can be made"
         ):
             app.invoke({"messages": [HumanMessage("go")]})
         assert log == []
@@ -573,3 +573,11 @@ def test_the_async_only_check_follows_how_the_current_run_is_driven(execution: s
     asyncio.run(app.ainvoke({"messages": [HumanMessage("go")]}, config))
     with pytest.raises(UsageError, match=r"async-only tools \('afetch'\)"):
         app.invoke(Command(resume="yes"), config)
+    # The plan begun with ainvoke calls the async-only tool itself, after the pause.
+    first = asm('PUSH "ok?"\nCALL ask\nPOP R1\nPUSH "a"\nCALL afetch\nPOP R2\nSAY "{R2}"')
+    app, config = agent(), {"configurable": {"thread_id": "u"}}
+    asyncio.run(app.ainvoke({"messages": [HumanMessage("go")]}, config))
+    with pytest.raises(UsageError, match=r"async-only tools \('afetch'\)"):
+        app.invoke(Command(resume="yes"), config)
+    out = asyncio.run(app.ainvoke(Command(resume="yes"), config))
+    assert out["messages"][-1].text == "A"
