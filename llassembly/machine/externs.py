@@ -544,7 +544,7 @@ _KINDS: dict[str, tuple[Converter, str]] = {
     "float": (_to_float, "float"),
     "number": (_to_float, "number"),
     "text": (str, "str"),
-    "decimal": (render, "str"),  # (a float as the plan shows it: 250.4, not 250.4000000000001)
+    "decimal": (render, "decimal number"),  # (a float as the plan shows it: 250.4, not 250.40..01)
     "object": (_json_of(dict), "JSON object"),
     "map": (_json_of(dict), "JSON object"),
     "list": (_json_of(list), "JSON array"),

@@ -611,3 +611,16 @@ def test_a_computed_number_for_a_decimal_is_the_number_the_plan_shows() -> None:
     plan = 'NUM R1, "1250.40"\nSUB R1, 1000\nPUSH R1\nCALL pay\nPOP R2\nSAY "{R1}"'
     assert Emulator(parse(plan), [pay]).run().answer == "250.4"
     assert paid == [Decimal("250.4")] and str(paid[0]) == "250.4"
+
+
+def test_a_refused_decimal_is_said_to_be_one() -> None:
+    """The refusal of a value for a ``Decimal`` said "expected str", where the prompt shows
+    ``str (decimal)`` and a number is taken: it says what it takes."""
+
+    @tool
+    def pay(amount: Annotated[Decimal, Field(gt=0)]) -> str:
+        """Pay an amount."""
+        return "paid"
+
+    [problem] = check(parse("PUSH -5\nCALL pay"), [pay])
+    assert "expected decimal number, got -5" in problem.message
