@@ -11,9 +11,12 @@ operand: a placeholder that names nothing is refused before the plan runs.
 
 from __future__ import annotations
 
+import contextlib
+import decimal
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from llassembly.errors import clip
 from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
@@ -152,18 +155,25 @@ def render(value: Value, spec: str = "") -> str:
         ('2,712.50', '13', '25%', '8')
     """
     kind = spec[-1] if spec and spec[-1] in "dfeg%s" else ""
+    number: Any = value
     if type(value) is str or value is None:  # NONE reads as empty text
-        if kind not in ("", "s") or "," in spec or "_" in spec:
+        if kind in ("", "s") and "," not in spec and "_" not in spec:
+            return format(value or "", spec.removeprefix("0"))
+        with contextlib.suppress(ArithmeticError):  # a number format on a number's text
+            number = decimal.Decimal(value.strip()) if value else None  # ("1200.40": money)
+        if (
+            not (isinstance(number, decimal.Decimal) and number.is_finite())
+            or number.adjusted() > 308
+        ):
             raise ValueError(f"the format {spec} is for numbers, and this is text")
-        return format(value or "", spec.removeprefix("0"))
     if spec:
         if kind == "s":
             raise ValueError(f"the format {spec} is for text, and this is a number")
-        if kind == "d" and type(value) is float:
-            value = int(format(value, ".0f"))
+        if kind == "d" and not isinstance(number, int):
+            number = int(format(number, ".0f"))
         if kind == "" and "." in spec:  # {R1:.2}: two decimals on any number, int or float
             spec += "f"  # (Python's would refuse an int, and give 2 digits of a float: 2.7e+03)
-        return format(value, spec)
+        return format(number, spec)
     if type(value) is not float:
         return str(value)
     # whole up to 1e15, else 15 significant digits ("inf" as it is)

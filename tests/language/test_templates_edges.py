@@ -105,3 +105,23 @@ def test_a_value_filled_into_text_that_is_not_json_is_written_as_it_is() -> None
     the value goes between them as it is."""
     plan = 'MOV R1, \'a "b"\'\nSAY "she said \\"{R1}\\" twice"\nSAY \'{"a": "{R1}" oops\''
     assert Emulator(parse(plan)).run().answer == 'she said "a "b"" twice\n{"a": "a "b"" oops'
+
+
+@pytest.mark.parametrize(
+    ("text", "spec", "shown"),
+    [
+        ("1200.40", ",.2f", "1,200.40"),
+        (" 3.5 ", ".0%", "350%"),
+        ("7.6", "d", "8"),
+        ("42", ",", "42"),
+    ],
+)
+def test_a_number_format_on_text_that_holds_a_number_formats_that_number(
+    text: str, spec: str, shown: str
+) -> None:
+    """A decimal's text (money as JSON writes a ``Decimal``: ``"1200.40"``) takes a number
+    format as its number does: the plan reads it, then says it, with no step between that
+    could fail after the tools ran. Text that holds no number is still refused."""
+    assert render(text, spec) == shown
+    with pytest.raises(ValueError, match="is for numbers, and this is text"):
+        render("12 apples", spec)
