@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from llassembly import errors
-from llassembly.analysis.dataflow import NO_SOURCES, place_parts
+from llassembly.analysis.dataflow import NO_SOURCES, place_parts, result_sources
 from llassembly.analysis.policies import DataFlowPolicy, check_names
 from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
@@ -455,7 +455,15 @@ class Emulator:
             check_sync_tools(self.compiled.tools)
             self._check_injected()
         externs = self.compiled.externs
-        execute = call or (lambda r: externs[r.tool].call(r.args, line=r.line, source=r.source))
+        given = call or (lambda r: externs[r.tool].call(r.args, line=r.line, source=r.source))
+
+        def execute(request: ToolCall) -> Any:
+            if inspect.isawaitable(made := given(request)):
+                if inspect.iscoroutine(made):
+                    made.close()  # (never awaited: no warning)
+                raise errors.UsageError("run(call): call gave an awaitable; await arun(call)")
+            return made
+
         return drive(self._batches(), lambda batch: batch_results(batch, execute))
 
     async def arun(self, call: Callable[[ToolCall], Any] | None = None) -> RunResult:
@@ -585,7 +593,9 @@ class Emulator:
             if extern.query:  # a model reads the arguments: its answer derives from them
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
-        if call is None:
+        if call is None:  # EAX will say why, quoting the arguments: it derives from them too
+            if shadow is not None and sources is not None:
+                shadow.query = result_sources(extern.name).union(shadow.query, *sources)
             self._settle(pc, Failed(refused))
             return None
         st.tool_calls += 1
@@ -818,13 +828,20 @@ async def abatch_results(
     async def one(call: ToolCall) -> Outcome:
         try:
             return await execute(call)
-        except bubbling_errors():
-            raise
+        except bubbling_errors() as exc:
+            return _Bubbling(exc)  # (raised once every call has ended)
         except Exception as exc:
             return Failed(exc)
 
-    outcomes = await asyncio.gather(*(one(call) for call in batch), return_exceptions=True)
+    outcomes = await asyncio.gather(*(one(call) for call in batch))
     for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+        if isinstance(outcome, _Bubbling):
+            raise outcome.error
     return outcomes
+
+
+@dataclass(frozen=True)
+class _Bubbling:
+    """A batch call's interrupt (see :func:`abatch_results`), told apart from its result."""
+
+    error: BaseException

@@ -3,8 +3,9 @@ and of any tool whose ``args_schema`` is a JSON schema).
 
 ``integer`` is ``int``, an ``enum`` a ``Literal``, an object with properties a ``TypedDict``
 named after it, constraints (``maximum``, ``pattern``...) pydantic ``Field`` metadata; ``$ref``
-pointers are followed into the schema (each definition read once per schema: one type, however
-often it is named; a definition that refers to itself is "any" inside itself).
+pointers are followed into the schema, each definition read once for each depth it is met at
+(one type, however often it is named there; so a schema's cost is its size, not the number of
+paths through it), down to the depth limit as any nesting is (a recursive definition too).
 :mod:`~llassembly.machine.externs` reads a tool's schema with :func:`type_of`.
 """
 
@@ -51,19 +52,18 @@ _CONSTRAINTS: dict[str, dict[str, str]] = {  # by the JSON type a keyword applie
 
 
 def _annotation(
-    schema: Any, root: Mapping[str, Any], name: str, depth: int, read: dict[str, Any]
+    schema: Any, root: Mapping[str, Any], name: str, depth: int, read: dict[tuple[str, int], Any]
 ) -> Any:
-    """:func:`type_of`, ``depth`` levels in, with the definitions ``read`` so far by ``$ref``
-    (one being read is "any" inside itself)."""
+    """:func:`type_of`, ``depth`` levels in, with the definitions ``read`` so far (by their
+    ``$ref`` and the depth they were met at)."""
     if not isinstance(schema, Mapping) or depth > _SCHEMA_DEPTH:
         return Any
     if _is_ref(schema):
         ref = str(schema["$ref"])
-        if ref not in read:
-            read[ref] = Any  # (while it is read)
-            found = resolve(schema, root)
-            read[ref] = _annotation(found, root, title(ref.rsplit("/", 1)[-1]), depth + 1, read)
-        return read[ref]
+        if (ref, depth) not in read:  # (a read depends on the depth left: kept by both)
+            named = title(ref.rsplit("/", 1)[-1])
+            read[ref, depth] = _annotation(resolve(schema, root), root, named, depth + 1, read)
+        return read[ref, depth]
     if "const" in schema:
         return _literal([schema["const"]])
     if isinstance(schema.get("enum"), list) and schema["enum"]:

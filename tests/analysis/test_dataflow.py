@@ -12,10 +12,10 @@ random plans against the summary and against runs with other results in
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from llassembly import (
     DataFlowPolicy,
@@ -497,3 +497,38 @@ def test_plan_policies_and_data_flow_policies_need_names() -> None:
         never_from("send_email", "to", ["a", 3])  # type: ignore[list-item]
     with pytest.raises(UsageError, match=r"only_from: the sources must be tool names, got \('',\)"):
         only_from("send_email", "to", [""])
+
+
+def _latest_email() -> str:
+    """The latest email."""
+    return "IBAN DE44500105175407324931, password hunter2"
+
+
+def _set_pin(pin: Annotated[str, Field(max_length=4)]) -> str:
+    """Set a 4-character PIN."""
+    return "ok"
+
+
+@pytest.mark.parametrize("refusal", ["schema", "policy"])
+def test_a_tested_calls_refusal_derives_from_the_arguments_it_quotes(refusal: str) -> None:
+    """A call the plan tests whose arguments are refused (by the tool's schema, by a policy)
+    leaves why in ``EAX``, quoting the value: ``EAX`` derives from that value's sources too,
+    so it cannot carry an email's text past a policy on where that text may go."""
+    sent: list[str] = []
+
+    def send_email(body: str) -> str:
+        """Send an email."""
+        sent.append(body)
+        return "sent"
+
+    policy = [never_from("send_email", "body", ["_latest_email"])]
+    if refusal == "policy":
+        policy.append(never_from("_set_pin", "pin", ["_latest_email"]))
+    plan = (
+        "CALL _latest_email\nPOP R1\nPUSH R1\nCALL _set_pin\nJNC done\n"
+        'PUSH EAX\nCALL send_email\nPOP R2\ndone:\nSAY "done"'
+    )
+    tools = [_latest_email, _set_pin, send_email]
+    with pytest.raises(DataFlowRefused, match="send_email"):
+        Emulator(parse(plan), tools, dataflow=policy).run()
+    assert sent == []

@@ -176,3 +176,33 @@ def test_run_refuses_an_async_call_function_and_arun_takes_a_sync_one() -> None:
         Emulator(parse_program(source), [double]).run(acall)
     result = asyncio.run(Emulator(parse_program(source), [double]).arun(lambda r: double(**r.args)))
     assert result.registers == {"R1": 8}
+
+
+def test_an_error_a_tool_returns_is_its_value_under_arun_too() -> None:
+    """A tool may return an exception object (a log tool that gives back what it logged):
+    the batch's outcomes are told apart from what was raised on either run."""
+
+    def note(text: str) -> Any:
+        """Log a text; gives back the error it logged."""
+        return ValueError(text)
+
+    plan = 'PUSH "boom"\nCALL note\nPOP R1\nSAY "logged: {R1}"'
+    assert Emulator(parse_program(plan), [note]).run().answer == "logged: boom"
+    assert asyncio.run(Emulator(parse_program(plan), [note]).arun()).answer == "logged: boom"
+
+
+def test_run_refuses_a_call_function_that_gives_an_awaitable() -> None:
+    """Not only an ``async def``: a lambda returning a coroutine, an object whose ``__call__``
+    is async. The plan used to read '<coroutine object ...>' as the tool's result."""
+    from llassembly.errors import ToolExecutionError
+
+    def double(x: int) -> int:
+        """Twice x."""
+        return 2 * x
+
+    async def adouble(request: Any) -> int:
+        return double(**request.args)
+
+    source = "PUSH 4\nCALL double\nPOP R1"
+    with pytest.raises(ToolExecutionError, match="arun"):
+        Emulator(parse_program(source), [double]).run(lambda r: adouble(r))

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.errors import GraphInterrupt
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from llassembly import Emulator, build_system_prompt, check, parse, verify
 from llassembly.analysis.shapes import shape_of
@@ -624,3 +624,35 @@ def test_a_refused_decimal_is_said_to_be_one() -> None:
 
     [problem] = check(parse("PUSH -5\nCALL pay"), [pay])
     assert "expected decimal number, got -5" in problem.message
+
+
+class _Item(BaseModel):
+    qty: int = Field(ge=1)
+
+
+class _Inner(BaseModel):
+    item: _Item
+
+
+class _Outer(BaseModel):
+    inner: _Inner
+
+
+class _Order(BaseModel):
+    deep: _Outer | None = None  # _Item is first named deep in the schema...
+    item: _Item  # ... and then near its top
+
+
+class _OrderArgs(BaseModel):
+    order: _Order
+
+
+def test_a_definition_met_deep_first_is_read_whole_where_it_is_met_near_the_top() -> None:
+    """A definition read once per schema was read where it was first met, near the depth
+    limit, and that cut read ("any" inside) stood for it everywhere: a JSON-schema tool's
+    constraint near the top (``item.qty >= 1``) went unchecked. Each depth reads its own."""
+    place = StructuredTool.from_function(
+        _echo, name="place", description=".", args_schema=_OrderArgs.model_json_schema()
+    )
+    [problem] = check(parse('MOV R1, \'{"item": {"qty": 0}}\'\nPUSH R1\nCALL place'), [place])
+    assert "item.qty: Input should be greater than or equal to 1" in problem.message
