@@ -232,7 +232,12 @@ def _checks_nothing_more(schema: Any) -> bool:
         return False
     if found.model_validators or set(schema.model_config) - {"arbitrary_types_allowed", "title"}:
         return False
-    return all(f.alias is f.validation_alias is None for f in schema.model_fields.values())
+    return all(  # (a default validated, or made of the other arguments, is invoke's to give)
+        f.alias is f.validation_alias is None
+        and not f.validate_default
+        and not getattr(f, "default_factory_takes_validated_data", False)  # (pydantic 2.10+)
+        for f in schema.model_fields.values()
+    )
 
 
 def call_schema(tool: BaseTool) -> Any:

@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_360
+MAX_PACKAGE_LINES = 16_363
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -497,7 +497,9 @@ to read saying so, and 16,327 with a computed number for a Decimal written as th
 async-only check made at each synchronous visit of a running plan, and 16,343 with a number format
 taking a number's text, and 16,360 with the review's fixes of the day's (a tested call's refusal
 deriving from its arguments, each depth of a schema read on its own, a tool's returned error kept
-under arun, an awaitable from run's call refused).
+under arun, an awaitable from run's call refused), and 16,363 with the review's second part (a
+call's arguments as the tool node reads them again, a nested record told by its fields, a default
+validated or made of the other arguments left to invoke, JSON text told by how it opens and closes).
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

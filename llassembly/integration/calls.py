@@ -33,6 +33,7 @@ from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
+from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_core import to_jsonable_python
 
 from llassembly import compat
@@ -103,10 +104,14 @@ def jsonable(value: Any) -> Any:
     if value is None or type(value) in (str, int, float, bool):
         return value
     if isinstance(value, dict):
-        return {safe_text(k): jsonable(v) for k, v in value.items()}
+        return {safe_text(jsonable(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
+    if isinstance(value, SecretStr | SecretBytes):  # the plan holds it as text: the tool gets it
+        return jsonable(value.get_secret_value())
     try:
+        if isinstance(value, BaseModel):  # (by alias where the model writes itself so)
+            return value.model_dump(mode="json")
         return to_jsonable_python(value, by_alias=False, fallback=safe_text)
     except (ValueError, TypeError, RecursionError):  # (a model whose own serializer fails)
         return safe_text(value)

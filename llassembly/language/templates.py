@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import decimal
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -78,12 +77,12 @@ def split_template(text: str) -> tuple[list[str], list[tuple[str, str, int]]]:
 
 def in_json_strings(pieces: Sequence[str]) -> tuple[bool, ...]:
     """For each placeholder between ``pieces`` (a template's text around them), whether it
-    stands inside a string of JSON text: the text is a JSON object or array once each
-    placeholder is filled (one in a string with a letter, any other with a number). Such a
+    stands inside a string of JSON text: text that opens as a JSON object or array and closes
+    as one, its quotes paired (what other placeholders fill in between is theirs). Such a
     placeholder's value is written as JSON writes a string's characters, so whatever it holds
     (a quote, a line break, text that would close the string) stays in that one string."""
     inside, found = False, []
-    for piece in pieces[:-1]:
+    for piece in pieces:
         escaped = False
         for char in piece:
             if escaped:
@@ -93,14 +92,10 @@ def in_json_strings(pieces: Sequence[str]) -> tuple[bool, ...]:
             elif char == '"':
                 inside = not inside
         found.append(inside)
-    probe = "".join(p + ("x" if f else "0") for p, f in zip(pieces, found, strict=False))
-    if not found or pieces[0].lstrip()[:1] not in ("{", "["):
-        return (False,) * len(found)
-    try:
-        json.loads(probe + pieces[-1])
-    except ValueError:
-        return (False,) * len(found)
-    return tuple(found)
+    ends = pieces[0].lstrip()[:1] + pieces[-1].rstrip()[-1:]
+    return (
+        tuple(found[:-1]) if ends in ("{}", "[]") and not found[-1] else (False,) * len(found[:-1])
+    )
 
 
 def has_placeholders(text: str) -> bool:

@@ -444,19 +444,17 @@ def loaded(module: str, name: str) -> Any:
 
 def label(shape: Shape, inside: bool = False) -> str:
     """A short, model-readable name for what a parameter takes: ``int``, ``bool (1 or 0)``,
-    ``JSON array of int``, ``one of "a", "b"``...; a record with its fields, each record
-    ``inside`` it by its name (the prompt's types list their fields)."""
+    ``JSON array of int``, ``one of "a", "b"``...; a record with its fields' types, a record
+    ``inside`` it with their names only (so the words stay as long as its declaration)."""
     options = _taken(shape)
     if choices := choices_text(options):
         return choices
     if len(options) != 1:
         return " | ".join(label(o, inside) for o in options)  # (a union: see _taken)
     (shape,) = options
-    if shape.kind == "object" and shape.name and inside:
-        return f"JSON {shape.name}"
-    if shape.kind == "object" and shape.name:
-        fields = ", ".join(f'"{n}": {label(f, True)}' for n, f in shape.fields)
-        return f"JSON {shape.name} {{{clip(fields, 500)}}}"
+    if shape.kind == "object" and shape.name:  # inside: its fields' names (the name is shared?)
+        said = (f'"{n}"' + ("" if inside else f": {label(f, True)}") for n, f in shape.fields)
+        return f"JSON {shape.name} {{{clip(', '.join(said), 500)}}}"
     if shape.kind == "list" and shape.item is not None and shape.item.kind != "any":
         return f"JSON array of {label(shape.item, inside)}"
     return _KINDS.get("bool" if shape.name == "bool" else shape.kind, _NO_KIND)[1]

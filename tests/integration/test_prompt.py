@@ -646,3 +646,31 @@ def test_an_enum_shows_its_values_whatever_it_derives_from() -> None:
     assert found.message.startswith(
         'CALL spend: argument \'category\': expected one of "groceries", "rent", got'
     )
+
+
+def test_a_record_inside_a_refused_one_is_told_by_its_fields_when_its_name_is_shared() -> None:
+    """Two record types named ``Tag`` (the prompt lists the second as ``Tag2``): a refusal
+    that named the inner record by its class name alone pointed at the other one's fields."""
+    import types
+
+    first, second = types.ModuleType("shop_a"), types.ModuleType("shop_b")
+    exec("from pydantic import BaseModel\nclass Tag(BaseModel):\n    label: str\n", vars(first))
+    code = "from pydantic import BaseModel\nclass Tag(BaseModel):\n    code: int\n    color: str\n"
+    exec(code, vars(second))
+    order = create_model("Order", sku=(str, ...), tag=(second.Tag, ...))
+    tag_item = StructuredTool.from_function(
+        lambda tag: "ok",
+        name="tag_item",
+        description=".",
+        args_schema=create_model("T", tag=first.Tag),
+    )
+    place = StructuredTool.from_function(
+        lambda order: "ok",
+        name="place",
+        description=".",
+        args_schema=create_model("P", order=order),
+    )
+    assert "Tag2 {code: int, color: str}" in build_system_prompt(externs_from([tag_item, place]))
+    plan = 'MOV R1, \'{"sku": "x", "tag": {"code": "red", "color": "r"}}\'\nPUSH R1\nCALL place'
+    [problem] = check(parse(plan), [tag_item, place])
+    assert '"tag": JSON Tag {"code", "color"}' in problem.message

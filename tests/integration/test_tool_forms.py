@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import enum
 import functools
+import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -32,7 +33,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.v1 import BaseModel as BaseModelV1
 from pydantic.v1 import Field as FieldV1
 from pydantic.v1 import confloat
@@ -616,6 +617,16 @@ class PageArgs(BaseModel):
     limit: int = 5
 
 
+class SpanArgs(BaseModel):
+    n: int
+    twice: int = Field(default_factory=lambda data: data["n"] * 2)
+    given: int = Field(default="5", validate_default=True)
+
+
+def _span(n: int, twice: int = 7, given: int = 7) -> str:
+    return f"{n}:{twice}:{given!r}"
+
+
 @pytest.mark.parametrize("traced", [False, True])
 @pytest.mark.parametrize("path", PATHS)
 def test_an_argument_left_out_gets_the_schemas_default_as_invoke_gives_it(
@@ -641,12 +652,18 @@ def test_an_argument_left_out_gets_the_schemas_default_as_invoke_gives_it(
     paged = StructuredTool.from_function(
         page, name="page", description="Page.", args_schema=PageArgs
     )
+    spanned = StructuredTool.from_function(
+        _span, name="span", description="Span.", args_schema=SpanArgs
+    )
     config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
-    for given, plan, said in [
-        (transactions, 'PUSH "chk"\nCALL transactions, 1\nPOP R1\nSAY "{R1}"', "chk 50 []"),
-        (paged, 'PUSH "chk"\nCALL page, 1\nPOP R1\nSAY "{R1}"', "chk 5"),
+    for given, first, said in [
+        (transactions, {"account": "chk"}, "chk 50 []"),
+        (paged, {"account": "chk"}, "chk 5"),
+        (spanned, {"n": 3}, "3:6:5"),
     ]:
-        assert given.invoke({"account": "chk"}) == said
+        assert given.invoke(first) == said
+        pushed = json.dumps(next(iter(first.values())))
+        plan = f'PUSH {pushed}\nCALL {given.name}, 1\nPOP R1\nSAY "{{R1}}"'
         final = _run_on(path, [given], plan, config)
         assert (final.answer if path == "Emulator" else final.text) == said
 
@@ -698,3 +715,35 @@ def test_a_calls_arguments_are_the_json_a_model_would_send(path: str) -> None:
         "at": "09:30:00",
     }
     assert all(type(v) in (str, dict, list) for v in args.values())
+
+
+class Window(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True)
+    start: str = Field(alias="from")
+    n: int
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_an_argument_the_tool_node_revalidates_is_written_as_its_schema_reads_it(
+    path: str,
+) -> None:
+    """What the agent's tool node validates again: a model that writes itself by alias (as
+    LangChain shows the model its schema), an enum as a mapping's key, a secret's own text
+    (the plan holds it as text; a mask would reach the tool as its value)."""
+    got: list[tuple[Any, ...]] = []
+
+    @tool
+    def book(w: Window, counts: dict[Hue, int], pin: SecretStr) -> str:
+        """Book a window."""
+        got.append((w.start, w.n, counts, pin.get_secret_value()))
+        return "booked"
+
+    plan = (
+        'PUSH \'{"from": "9am", "n": 2}\'\nPUSH \'{"red": 2}\'\nPUSH "1234"\nCALL book\n'
+        'POP R1\nSAY "{R1}"'
+    )
+    messages = _run_on(path, [book], plan, {}, history=True)
+    assert messages[-1].text == "booked"
+    assert got == [("9am", 2, {Hue.RED: 2}, "1234")]
+    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
+    assert call["args"] == {"w": {"from": "9am", "n": 2}, "counts": {"red": 2}, "pin": "1234"}
