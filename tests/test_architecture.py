@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_363
+MAX_PACKAGE_LINES = 16_372
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -499,7 +499,9 @@ taking a number's text, and 16,360 with the review's fixes of the day's (a teste
 deriving from its arguments, each depth of a schema read on its own, a tool's returned error kept
 under arun, an awaitable from run's call refused), and 16,363 with the review's second part (a
 call's arguments as the tool node reads them again, a nested record told by its fields, a default
-validated or made of the other arguments left to invoke, JSON text told by how it opens and closes).
+validated or made of the other arguments left to invoke, JSON text told by how it opens and closes),
+and 16,372 with the second review's fixes (a tested call's arguments in the summary's sources, a
+secret inside a record written as the plan holds it).
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -192,11 +192,14 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
             return facts
         count, put = flow.stack_effect(pc)
         stack, popped = taken(stack, count, top)
+        said = None  # (what EAX and the flags get, where it differs from everything)
         if tool is not None:  # its results, its error in EAX and the flags (did it fail)
             everything, writes = (result_sources(tool.name),) * 2, []
             if is_query(tool):  # its answer derives from what its model read, and is a model's
                 (may, must), mark = _all(popped), marks[pc]  # every query's CALL has a mark
                 everything = query_sources(may | {mark}), query_sources(must | {mark})
+            elif pc in flow.tested:  # its arguments refused: why, in EAX, quotes them
+                said = everything[0] | _all(popped)[0], everything[1]
         elif move is not None:
             chose = [flags] if fx.info.condition else []  # SETcc: what the flags chose is data
             everything = _all([*(value(o, facts) for o in move.reads), *popped, *chose])
@@ -206,11 +209,12 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
                 else (w.place, _all([*chose, *(value(o, facts) for o in w.copies)]))
                 for w in move.writes
             ]
-        writes += [(program.Reg(reg, register_name(reg)), everything) for reg in fx.implicit_writes]
+        said = said or everything
+        writes += [(program.Reg(reg, register_name(reg)), said) for reg in fx.implicit_writes]
         new_regs = list(regs)
         for place, pair in writes:
             memory = write(place, pair, new_regs, memory)
-        flags = everything if fx.flags_written else flags
+        flags = said if fx.flags_written else flags
         return tuple(new_regs), flags, pushed(stack, [everything] * put), memory
 
     start: _Facts = ((_EMPTY,) * len(slot), _EMPTY, (), {})

@@ -9,6 +9,7 @@ reads any plan call's ``ToolMessage`` back into what the machine takes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import json
@@ -33,7 +34,7 @@ from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from pydantic import BaseModel, SecretBytes, SecretStr
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from llassembly import compat
@@ -103,17 +104,21 @@ def jsonable(value: Any) -> Any:
     array, a time as ISO text); containers walked, anything it cannot write as its text."""
     if value is None or type(value) in (str, int, float, bool):
         return value
-    if isinstance(value, dict):
-        return {safe_text(jsonable(k)): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, SecretStr | SecretBytes):  # the plan holds it as text: the tool gets it
-        return jsonable(value.get_secret_value())
     try:
-        if isinstance(value, BaseModel):  # (by alias where the model writes itself so)
-            return value.model_dump(mode="json")
+        if hasattr(
+            value, "get_secret_value"
+        ):  # a secret: the plan holds its text, the tool gets it
+            return jsonable(value.get_secret_value())
+        if isinstance(value, BaseModel):  # its fields (by alias where it writes itself so)
+            value = value.model_dump()
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return {safe_text(jsonable(k)): jsonable(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [jsonable(v) for v in value]
         return to_jsonable_python(value, by_alias=False, fallback=safe_text)
-    except (ValueError, TypeError, RecursionError):  # (a model whose own serializer fails)
+    except (ValueError, TypeError, AttributeError, RecursionError):  # (a failing serializer)
         return safe_text(value)
 
 

@@ -457,8 +457,8 @@ class Emulator:
         externs = self.compiled.externs
         given = call or (lambda r: externs[r.tool].call(r.args, line=r.line, source=r.source))
 
-        def execute(request: ToolCall) -> Any:
-            if inspect.isawaitable(made := given(request)):
+        def execute(request: ToolCall) -> Any:  # (a tool's own value may be awaitable: its value)
+            if inspect.isawaitable(made := given(request)) and call is not None:
                 if inspect.iscoroutine(made):
                     made.close()  # (never awaited: no warning)
                 raise errors.UsageError("run(call): call gave an awaitable; await arun(call)")

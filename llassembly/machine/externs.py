@@ -452,9 +452,9 @@ def label(shape: Shape, inside: bool = False) -> str:
     if len(options) != 1:
         return " | ".join(label(o, inside) for o in options)  # (a union: see _taken)
     (shape,) = options
-    if shape.kind == "object" and shape.name:  # inside: its fields' names (the name is shared?)
+    if shape.kind == "object" and shape.name:  # inside: by its fields' names (a name is shared?)
         said = (f'"{n}"' + ("" if inside else f": {label(f, True)}") for n, f in shape.fields)
-        return f"JSON {shape.name} {{{clip(', '.join(said), 500)}}}"
+        return f"JSON {'object' if inside else shape.name} {{{clip(', '.join(said), 500)}}}"
     if shape.kind == "list" and shape.item is not None and shape.item.kind != "any":
         return f"JSON array of {label(shape.item, inside)}"
     return _KINDS.get("bool" if shape.name == "bool" else shape.kind, _NO_KIND)[1]

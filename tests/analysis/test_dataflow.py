@@ -532,3 +532,6 @@ def test_a_tested_calls_refusal_derives_from_the_arguments_it_quotes(refusal: st
     with pytest.raises(DataFlowRefused, match="send_email"):
         Emulator(parse(plan), tools, dataflow=policy).run()
     assert sent == []
+    # Before the run too: what an approver sees, what a plan_policy rule reads.
+    use = summarize(parse(plan), tools).tool("send_email")
+    assert use is not None and "_latest_email" in use.sites[0].arguments[0].sources

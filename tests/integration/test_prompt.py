@@ -673,4 +673,4 @@ def test_a_record_inside_a_refused_one_is_told_by_its_fields_when_its_name_is_sh
     assert "Tag2 {code: int, color: str}" in build_system_prompt(externs_from([tag_item, place]))
     plan = 'MOV R1, \'{"sku": "x", "tag": {"code": "red", "color": "r"}}\'\nPUSH R1\nCALL place'
     [problem] = check(parse(plan), [tag_item, place])
-    assert '"tag": JSON Tag {"code", "color"}' in problem.message
+    assert '"tag": JSON object {"code", "color"}' in problem.message

@@ -723,6 +723,11 @@ class Window(BaseModel):
     n: int
 
 
+class Login(BaseModel):
+    user: str
+    password: SecretStr
+
+
 @pytest.mark.parametrize("path", ["agent", "graph", "node"])
 def test_an_argument_the_tool_node_revalidates_is_written_as_its_schema_reads_it(
     path: str,
@@ -733,17 +738,23 @@ def test_an_argument_the_tool_node_revalidates_is_written_as_its_schema_reads_it
     got: list[tuple[Any, ...]] = []
 
     @tool
-    def book(w: Window, counts: dict[Hue, int], pin: SecretStr) -> str:
+    def book(w: Window, counts: dict[Hue, int], pin: SecretStr, login: Login) -> str:
         """Book a window."""
-        got.append((w.start, w.n, counts, pin.get_secret_value()))
+        secrets = pin.get_secret_value(), login.password.get_secret_value()
+        got.append((w.start, w.n, counts, *secrets))
         return "booked"
 
     plan = (
-        'PUSH \'{"from": "9am", "n": 2}\'\nPUSH \'{"red": 2}\'\nPUSH "1234"\nCALL book\n'
-        'POP R1\nSAY "{R1}"'
+        'PUSH \'{"from": "9am", "n": 2}\'\nPUSH \'{"red": 2}\'\nPUSH "1234"\n'
+        'PUSH \'{"user": "ann", "password": "hunter2"}\'\nCALL book\nPOP R1\nSAY "{R1}"'
     )
     messages = _run_on(path, [book], plan, {}, history=True)
     assert messages[-1].text == "booked"
-    assert got == [("9am", 2, {Hue.RED: 2}, "1234")]
+    assert got == [("9am", 2, {Hue.RED: 2}, "1234", "hunter2")]
     [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
-    assert call["args"] == {"w": {"from": "9am", "n": 2}, "counts": {"red": 2}, "pin": "1234"}
+    assert call["args"] == {
+        "w": {"from": "9am", "n": 2},
+        "counts": {"red": 2},
+        "pin": "1234",
+        "login": {"user": "ann", "password": "hunter2"},
+    }

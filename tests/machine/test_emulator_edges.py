@@ -206,3 +206,15 @@ def test_run_refuses_a_call_function_that_gives_an_awaitable() -> None:
     source = "PUSH 4\nCALL double\nPOP R1"
     with pytest.raises(ToolExecutionError, match="arun"):
         Emulator(parse_program(source), [double]).run(lambda r: adouble(r))
+
+    class Lazy:  # a tool's own value that happens to be awaitable is its value
+        def __await__(self) -> Any:
+            yield
+            return 1
+
+    def fetch() -> Any:
+        """A lazy result."""
+        return Lazy()
+
+    result = Emulator(parse_program("CALL fetch\nPOP R1"), [fetch]).run()
+    assert result.registers["R1"].startswith("<")
