@@ -223,7 +223,7 @@ def _checks_nothing_more(schema: Any) -> bool:
     """Whether validating arguments against ``schema`` checks nothing that validating them
     against the tool-call schema made of it (which the library does before every call) does
     not: a pydantic model with no validators, aliases or validation settings of its own."""
-    from pydantic import BaseModel
+    from pydantic import BaseModel, Json
 
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return False
@@ -236,6 +236,7 @@ def _checks_nothing_more(schema: Any) -> bool:
         f.alias is f.validation_alias is None
         and not f.validate_default
         and not getattr(f, "default_factory_takes_validated_data", False)  # (pydantic 2.10+)
+        and not any(type(m) is Json for m in f.metadata)  # (the library passes its text on)
         for f in schema.model_fields.values()
     )
 

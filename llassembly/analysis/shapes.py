@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args, get_origin
 
-from pydantic import BaseModel, PlainSerializer, WrapSerializer
+from pydantic import BaseModel, Json, PlainSerializer, WrapSerializer
 from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
@@ -191,6 +191,8 @@ def _hints(cls: Any) -> dict[str, Any]:
 def _shape(annotation: Any, depth: int) -> Shape:
     ann = annotation
     while get_origin(ann) is Annotated:
+        if any(type(m) is Json for m in get_args(ann)[1:]):  # (an instance of it)
+            return Shape("text", "JSON text")  # pydantic's Json[...]: the tool parses the text
         ann = get_args(ann)[0]
     if ann is Any or ann is object or ann is inspect.Parameter.empty:
         return ANY

@@ -153,10 +153,12 @@ class Extern:
     _converters: tuple[Converter, ...] = field(init=False, repr=False)
     _validator: TypeAdapter[Any] | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
+    _as_text: frozenset[str] = field(init=False, repr=False)  # (Json[...]: the tool parses it)
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
         set_("_converters", tuple(converter(p.annotation) for p in self.params))
+        set_("_as_text", frozenset(p.name for p in self.params if _json_text(p.annotation)))
         set_("_validator", _validator(self.schema, self.params))
         set_("_is_async", self.func is not None and inspect.iscoroutinefunction(self.func))
 
@@ -204,7 +206,8 @@ class Extern:
             given = {p.name: v for p, v in zip(params, values, strict=False)}
             raise self.refused_by_schema(exc, given, line=line, source=source) from None
         fields = validated if isinstance(validated, dict) else vars(validated)
-        return {name: fields[name] for name in args}  # as validated; defaults stay the tool's
+        kept = self._as_text  # as validated, but JSON text the tool reads; defaults the tool's
+        return {name: args[name] if name in kept else fields[name] for name in args}
 
     def refused_by_schema(
         self, exc: BaseException, given: Mapping[str, Any], *, line: int = 0, source: str = ""
@@ -376,6 +379,11 @@ class Extern:
             held = f"tool {self.name!r} returned a value a plan cannot hold"
             message = f"tool {self.name!r}: {exc}"
             raise errors.AsmRuntimeError(message, line=line, source=source, words=held) from exc
+
+
+def _json_text(annotation: Any) -> bool:
+    """Whether a parameter takes JSON text the tool parses itself (pydantic's ``Json[...]``)."""
+    return shape_of(annotation).name == "JSON text"
 
 
 def _deeper(value: Any, levels: int) -> bool:

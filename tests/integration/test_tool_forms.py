@@ -33,7 +33,15 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Json,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.v1 import BaseModel as BaseModelV1
 from pydantic.v1 import Field as FieldV1
 from pydantic.v1 import confloat
@@ -758,3 +766,19 @@ def test_an_argument_the_tool_node_revalidates_is_written_as_its_schema_reads_it
         "pin": "1234",
         "login": {"user": "ann", "password": "hunter2"},
     }
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_json_text_parameter_takes_the_plans_json_text(path: str) -> None:
+    """A ``pydantic.Json[...]`` parameter takes JSON text, which the tool parses (LangChain shows
+    the model a string): the plan's JSON text reaches it as text. It used to be read as the
+    structure, which ``Json`` refuses, so no plan could call such a tool."""
+
+    @tool
+    def store(payload: Json[dict[str, int]]) -> str:
+        """Store a JSON payload."""
+        return f"stored {sorted(payload.items())}"
+
+    assert store.invoke({"payload": '{"a": 1}'}) == "stored [('a', 1)]"
+    final = _run_on(path, [store], 'PUSH \'{"a": 1}\'\nCALL store\nPOP R1\nSAY "{R1}"', {})
+    assert (final.answer if path == "Emulator" else final.text) == "stored [('a', 1)]"
