@@ -92,34 +92,48 @@ def call_request(calls: Sequence[ToolCall], prefix: str, *, query: bool = False)
     if len(calls) > 1:
         meta[KEY]["batch"] = [place(c)[KEY] for c in calls]
     tool_calls = [
-        {"name": c.tool, "args": jsonable(c.args), "id": i, "type": "tool_call"}
+        {"name": c.tool, "args": jsonable(c.args, as_read=True), "id": i, "type": "tool_call"}
         for c, i in zip(calls, ids, strict=True)
     ]
     return AIMessage(content="", tool_calls=tool_calls, response_metadata=meta, id=ids[0])
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: Any, as_read: bool = False) -> Any:
     """``value`` as JSON-ready data, as pydantic writes it as JSON (what a model calling the
     tool sends: a model or dataclass as an object, an enum member as its value, a set as an
-    array, a time as ISO text); containers walked, anything it cannot write as its text."""
+    array, a time as ISO text); containers walked, anything it cannot write as its text.
+    ``as_read``: a call's arguments, which the tool node validates again: a model is written
+    with the keys and values it reads (not as it dumps itself: aliases, excluded fields,
+    serializers), a secret as the text the plan holds."""
     if value is None or type(value) in (str, int, float, bool):
         return value
     try:
         if hasattr(
             value, "get_secret_value"
         ):  # a secret: the plan holds its text, the tool gets it
-            return jsonable(value.get_secret_value())
-        if isinstance(value, BaseModel):  # its fields (by alias where it writes itself so)
-            value = value.model_dump()
+            return jsonable(value.get_secret_value(), as_read)
+        if isinstance(value, BaseModel):
+            value = _as_read(value) if as_read else value.model_dump()
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         if isinstance(value, dict):
-            return {safe_text(jsonable(k)): jsonable(v) for k, v in value.items()}
+            return {safe_text(jsonable(k)): jsonable(v, as_read) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [jsonable(v) for v in value]
+            return [jsonable(v, as_read) for v in value]
         return to_jsonable_python(value, by_alias=False, fallback=safe_text)
     except (ValueError, TypeError, AttributeError, RecursionError):  # (a failing serializer)
         return safe_text(value)
+
+
+def _as_read(model: BaseModel) -> dict[str, Any]:
+    """A model's fields by the keys it validates (its alias where it reads one), and its other
+    keys (``extra="allow"``)."""
+    by_alias = type(model).model_config.get("validate_by_alias", True)
+    read: dict[str, Any] = dict(model.__pydantic_extra__ or {})
+    for name, info in type(model).model_fields.items():
+        alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+        read[alias if by_alias and alias else name] = getattr(model, name)
+    return read
 
 
 def result_text(result: Any) -> str:

@@ -517,7 +517,7 @@ def _running(
         shown = {
             "id": calls.call_id(ctx.prefix, call.number),
             "tool": call.tool,
-            "args": calls.jsonable(call.args),
+            "args": calls.jsonable(call.args, as_read=True),
             "line": call.line,
             "source": call.source,
             "number": call.number,

@@ -39,6 +39,7 @@ from pydantic import (
     Field,
     Json,
     SecretStr,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -782,3 +783,45 @@ def test_a_json_text_parameter_takes_the_plans_json_text(path: str) -> None:
     assert store.invoke({"payload": '{"a": 1}'}) == "stored [('a', 1)]"
     final = _run_on(path, [store], 'PUSH \'{"a": 1}\'\nCALL store\nPOP R1\nSAY "{R1}"', {})
     assert (final.answer if path == "Emulator" else final.text) == "stored [('a', 1)]"
+
+
+class Slot2(BaseModel):
+    start: str = Field(alias="from")  # read by its alias only; written by its name
+
+
+class Job(BaseModel):
+    name: str
+    token: str = Field(exclude=True)  # left out of what the model writes
+    size: int
+
+    @field_serializer("size")
+    def _bytes(self, size: int) -> str:
+        return f"{size} bytes"  # written as what it does not read back
+
+
+class Booking(BaseModel):
+    slot: Slot2
+    job: Job
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_a_model_argument_is_written_as_it_reads_not_as_it_serializes(path: str) -> None:
+    """The tool node validates a call's arguments again: a model in them is written with the
+    keys and values it reads (its validation aliases, its excluded fields, its values before
+    any serializer), not as it dumps itself, which it may not read back."""
+    got: list[Booking] = []
+
+    @tool
+    def book(b: Booking) -> str:
+        """Book."""
+        got.append(b)
+        return "booked"
+
+    value = '{"slot": {"from": "9am"}, "job": {"name": "a", "token": "t1", "size": 3}}'
+    messages = _run_on(
+        path, [book], f"PUSH '{value}'\nCALL book\nPOP R1\nSAY \"{{R1}}\"", {}, history=True
+    )
+    assert messages[-1].text == "booked"
+    assert [(b.slot.start, b.job.token, b.job.size) for b in got] == [("9am", "t1", 3)]
+    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
+    assert call["args"] == {"b": json.loads(value)}
