@@ -34,10 +34,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     Json,
+    RootModel,
     SecretStr,
     field_serializer,
     field_validator,
@@ -787,6 +789,7 @@ def test_a_json_text_parameter_takes_the_plans_json_text(path: str) -> None:
 
 class Slot2(BaseModel):
     start: str = Field(alias="from")  # read by its alias only; written by its name
+    end: str = Field(validation_alias=AliasChoices("to", "until"))  # read by these alone
 
 
 class Job(BaseModel):
@@ -817,7 +820,7 @@ def test_a_model_argument_is_written_as_it_reads_not_as_it_serializes(path: str)
         got.append(b)
         return "booked"
 
-    value = '{"slot": {"from": "9am"}, "job": {"name": "a", "token": "t1", "size": 3}}'
+    value = '{"slot": {"from": "9am", "to": "5pm"}, "job": {"name": "a", "token": "t1", "size": 3}}'
     messages = _run_on(
         path, [book], f"PUSH '{value}'\nCALL book\nPOP R1\nSAY \"{{R1}}\"", {}, history=True
     )
@@ -825,3 +828,23 @@ def test_a_model_argument_is_written_as_it_reads_not_as_it_serializes(path: str)
     assert [(b.slot.start, b.job.token, b.job.size) for b in got] == [("9am", "t1", 3)]
     [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
     assert call["args"] == {"b": json.loads(value)}
+
+
+class Ids(RootModel[list[int]]):
+    pass
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_a_root_model_argument_is_written_as_its_root(path: str) -> None:
+    """A ``RootModel`` reads its root value, not an object with a ``root`` key."""
+
+    @tool
+    def take(ids: Ids) -> str:
+        """Take ids."""
+        return f"got {ids.root}"
+
+    messages = _run_on(
+        path, [take], "PUSH '[1, 2]'\nCALL take\nPOP R1\nSAY \"{R1}\"", {}, history=True
+    )
+    assert messages[-1].text == "got [1, 2]"
+    assert [c["args"] for m in messages for c in getattr(m, "tool_calls", [])] == [{"ids": [1, 2]}]
