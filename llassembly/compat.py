@@ -28,6 +28,15 @@ MODEL_CALL_COUNTERS: Final = ("thread_model_call_count", "run_model_call_count")
 planner corrects to count real model calls (``integration.middleware.counter_updates``)."""
 
 
+def defines_hook(middleware: Any, hook: str) -> bool:
+    """Whether ``middleware`` defines the tool-call ``hook`` (``wrap_tool_call``,
+    ``awrap_tool_call``) itself, not ``AgentMiddleware``'s, which raises ``NotImplementedError``:
+    what ``create_agent`` asks to chain a middleware around a tool call, and to run it."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    return getattr(type(middleware), hook, None) not in (None, getattr(AgentMiddleware, hook))
+
+
 def private_state() -> Any:
     """LangChain's ``PrivateStateAttr``: annotates an agent-state key that stays out of the
     agent's input and output schemas."""

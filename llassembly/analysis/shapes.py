@@ -107,6 +107,8 @@ BOOL: Final = Shape("int", "bool")  # a bool is a number the machine holds as 1 
 NUMBER: Final = Shape("number")
 TEXT: Final = Shape("text")
 NONE_SHAPE: Final = Shape("none")
+JSON_TEXT: Final = Shape("text", "JSON text")
+"""Pydantic's ``Json[...]``: JSON text the tool parses itself (the plan passes the text)."""
 _NUMBERS: Final = frozenset({"int", "float", "number"})
 STRUCTURES: Final = frozenset({"object", "map", "list", "tuple"})  # held as their JSON text
 _TEXTS: Final = frozenset({"text", "decimal"}) | STRUCTURES
@@ -192,7 +194,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
     ann = annotation
     while get_origin(ann) is Annotated:
         if any(type(m) is Json for m in get_args(ann)[1:]):  # (an instance of it)
-            return Shape("text", "JSON text")  # pydantic's Json[...]: the tool parses the text
+            return JSON_TEXT
         ann = get_args(ann)[0]
     if ann is Any or ann is object or ann is inspect.Parameter.empty:
         return ANY

@@ -108,9 +108,7 @@ def jsonable(value: Any, as_read: bool = False) -> Any:
     if value is None or type(value) in (str, int, float, bool):
         return value
     try:
-        if hasattr(
-            value, "get_secret_value"
-        ):  # a secret: the plan holds its text, the tool gets it
+        if hasattr(value, "get_secret_value"):  # a secret: the plan holds its text; the tool too
             return jsonable(value.get_secret_value(), as_read)
         if isinstance(value, BaseModel):
             value = _as_read(value) if as_read else value.model_dump()
@@ -431,13 +429,8 @@ def check_tool_middleware(middleware: Sequence[Any], asynchronous: bool) -> None
     """Raise ``NotImplementedError``, as ``create_agent`` raises it at the first tool call, when
     a ``tool_middleware`` lacks the hook this run needs (``awrap_tool_call`` under ``ainvoke``,
     ``wrap_tool_call`` under ``invoke``): before anything runs."""
-    from langchain.agents.middleware import AgentMiddleware
-
     hook = "awrap_tool_call" if asynchronous else "wrap_tool_call"
-    inherited = (None, getattr(AgentMiddleware, hook))
-    if lacking := [
-        type(m).__name__ for m in middleware if getattr(type(m), hook, None) in inherited
-    ]:
+    if lacking := [type(m).__name__ for m in middleware if not compat.defines_hook(m, hook)]:
         run = "ainvoke" if asynchronous else "invoke"
         raise NotImplementedError(
             f"tool_middleware {', '.join(lacking)} has no {hook}, which a run with {run} needs: "

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, get_args
 
 from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, check_names
+from llassembly.compat import defines_hook
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
 from llassembly.integration.graph import GRANULARITIES, Granularity
@@ -57,15 +58,9 @@ def run_budgets(holder: Any) -> dict[str, Any]:
 
 
 def _wraps_tool_calls(middleware: Any) -> bool:
-    """Whether ``middleware`` overrides ``wrap_tool_call`` or ``awrap_tool_call``: the ones
+    """Whether ``middleware`` defines ``wrap_tool_call`` or ``awrap_tool_call``: the ones
     ``create_agent`` chains around a tool call (it leaves out the others)."""
-    from langchain.agents.middleware import AgentMiddleware
-
-    own = type(middleware)
-    return any(getattr(own, h, None) is not getattr(AgentMiddleware, h) for h in _TOOL_HOOKS)
-
-
-_TOOL_HOOKS = ("wrap_tool_call", "awrap_tool_call")
+    return any(defines_hook(middleware, h) for h in ("wrap_tool_call", "awrap_tool_call"))
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import Shape, choices_text, shape_of
+from llassembly.analysis.shapes import JSON_TEXT, Shape, choices_text, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import clip, first_line
@@ -215,7 +215,7 @@ class Extern:
         """The call's error when the tool's schema refuses its arguments ``given`` as ``exc`` says,
         naming the argument pydantic names (``""``: all together, a model validator's refusal)."""
         name, detail = _first_error(exc)
-        at = next((i for i, p in enumerate(self.params) if p.name == name in given), -1)
+        at = next((i for i, p in enumerate(self.params) if name == p.name and name in given), -1)
         reason = f"the arguments do not fit its schema ({detail})"
         reason = self._refusal(at, given[name], detail) if at >= 0 else reason
         return errors.ToolArgumentError(
@@ -383,7 +383,7 @@ class Extern:
 
 def _json_text(annotation: Any) -> bool:
     """Whether a parameter takes JSON text the tool parses itself (pydantic's ``Json[...]``)."""
-    return shape_of(annotation).name == "JSON text"
+    return shape_of(annotation) == JSON_TEXT
 
 
 def _deeper(value: Any, levels: int) -> bool:
