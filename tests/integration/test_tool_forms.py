@@ -512,6 +512,14 @@ def _run_on(
     return out["messages"] if history else out["messages"][-1]
 
 
+def _sent(path: str, tools: list[Any], plan: str) -> tuple[str, dict[str, Any]]:
+    """A turn's final text on ``path`` and the arguments of its one tool call, as its
+    ``AIMessage`` holds them (what the agent's tool node validates again)."""
+    messages = _run_on(path, tools, plan, {}, history=True)
+    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
+    return messages[-1].text, call["args"]
+
+
 @pytest.mark.parametrize("traced", [False, True])
 @pytest.mark.parametrize("path", PATHS)
 def test_the_args_schemas_own_validators_run_on_every_path(path: str, traced: bool) -> None:
@@ -713,11 +721,9 @@ def test_a_calls_arguments_are_the_json_a_model_would_send(path: str) -> None:
         'PUSH "red"\nPUSH "l"\nPUSH \'{"room": "A1", "seats": 4}\'\nPUSH \'["b", "a"]\'\n'
         'PUSH "09:30"\nCALL paint\nPOP R1\nSAY "{R1}"'
     )
-    messages = _run_on(path, [paint], plan, {}, history=True)
-    assert messages[-1].text == "painted"
+    said, args = _sent(path, [paint], plan)
+    assert said == "painted"
     assert got == [(Hue.RED, Size.LARGE, Slot("A1", 4), {"a", "b"}, datetime.time(9, 30))]
-    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
-    args = call["args"]
     assert {**args, "tags": sorted(args["tags"])} == {
         "hue": "red",
         "size": "l",
@@ -759,11 +765,10 @@ def test_an_argument_the_tool_node_revalidates_is_written_as_its_schema_reads_it
         'PUSH \'{"from": "9am", "n": 2}\'\nPUSH \'{"red": 2}\'\nPUSH "1234"\n'
         'PUSH \'{"user": "ann", "password": "hunter2"}\'\nCALL book\nPOP R1\nSAY "{R1}"'
     )
-    messages = _run_on(path, [book], plan, {}, history=True)
-    assert messages[-1].text == "booked"
+    said, args = _sent(path, [book], plan)
+    assert said == "booked"
     assert got == [("9am", 2, {Hue.RED: 2}, "1234", "hunter2")]
-    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
-    assert call["args"] == {
+    assert args == {
         "w": {"from": "9am", "n": 2},
         "counts": {"red": 2},
         "pin": "1234",
@@ -821,13 +826,10 @@ def test_a_model_argument_is_written_as_it_reads_not_as_it_serializes(path: str)
         return "booked"
 
     value = '{"slot": {"from": "9am", "to": "5pm"}, "job": {"name": "a", "token": "t1", "size": 3}}'
-    messages = _run_on(
-        path, [book], f"PUSH '{value}'\nCALL book\nPOP R1\nSAY \"{{R1}}\"", {}, history=True
-    )
-    assert messages[-1].text == "booked"
+    said, args = _sent(path, [book], f"PUSH '{value}'\nCALL book\nPOP R1\nSAY \"{{R1}}\"")
+    assert said == "booked"
     assert [(b.slot.start, b.job.token, b.job.size) for b in got] == [("9am", "t1", 3)]
-    [call] = [c for m in messages for c in getattr(m, "tool_calls", [])]
-    assert call["args"] == {"b": json.loads(value)}
+    assert args == {"b": json.loads(value)}
 
 
 class Ids(RootModel[list[int]]):
@@ -843,8 +845,5 @@ def test_a_root_model_argument_is_written_as_its_root(path: str) -> None:
         """Take ids."""
         return f"got {ids.root}"
 
-    messages = _run_on(
-        path, [take], "PUSH '[1, 2]'\nCALL take\nPOP R1\nSAY \"{R1}\"", {}, history=True
-    )
-    assert messages[-1].text == "got [1, 2]"
-    assert [c["args"] for m in messages for c in getattr(m, "tool_calls", [])] == [{"ids": [1, 2]}]
+    said, args = _sent(path, [take], "PUSH '[1, 2]'\nCALL take\nPOP R1\nSAY \"{R1}\"")
+    assert (said, args) == ("got [1, 2]", {"ids": [1, 2]})
