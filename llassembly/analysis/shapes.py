@@ -71,16 +71,9 @@ class Shape:
     type_id: int = dataclasses.field(default=0, compare=False, repr=False)
     _hash: int = dataclasses.field(default=0, init=False, compare=False, repr=False)
 
-    def _own(self) -> tuple[Any, ...]:
-        return (
-            self.kind,
-            self.name,
-            self.fields,
-            self.item,
-            self.options,
-            self.literal,
-            self.choices,
-        )
+    def _own(self) -> tuple[Any, ...]:  # (what is compared: all but type_id)
+        s = self
+        return (s.kind, s.name, s.fields, s.item, s.options, s.literal, s.choices)
 
     def __post_init__(self) -> None:  # hashed once: a type that reuses a part is no tree walk
         object.__setattr__(self, "_hash", hash(self._own()))

@@ -364,8 +364,10 @@ def _machine(rec: TurnRecord, view: TurnView) -> Emulator:
     ``invoke``) refuses a plan that calls async-only tools before it calls any more."""
     emulator = view.planner.emulator(str(rec["plan"]), view.externs, rec["machine"])
     if view.synchronous:  # (the tools looked at once per plan)
-        tools, cache = emulator.compiled.tools, emulator.compiled.cache
-        check_sync_tools(cache.setdefault("async_only", [t for t in tools if t and t.async_only]))
+        cache = emulator.compiled.cache  # (not at every step: it is the agent path's hot one)
+        if "async_only" not in cache:
+            cache["async_only"] = [t for t in emulator.compiled.tools if t and t.async_only]
+        check_sync_tools(cache["async_only"])
     return emulator
 
 
