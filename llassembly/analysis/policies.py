@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +40,22 @@ def check_names(
     """Refuse a rule or option (``subject``) that names a tool ``tools`` lack, or an argument
     (``(tool, argument)``) its tool does not take, since a misspelt name would switch it off
     without a word: a ``UsageError`` offers a name differing only in case, or the closest."""
+    for _, problem in name_problems(subject, tools, names, arguments):
+        raise UsageError(problem)
+
+
+def name_problems(
+    subject: str,
+    tools: Mapping[str, Any],
+    names: Iterable[str] = (),
+    arguments: Iterable[tuple[str, str]] = (),
+    lacking: str = "is not among the tools",
+) -> Iterator[tuple[str, str]]:
+    """Each name of :func:`check_names`'s that ``tools`` lack, as ``(kind, message)``: kind
+    ``"tool"`` (the tool is ``lacking``) or ``"argument"`` (of a tool ``tools`` have)."""
     wanted = itertools.chain(
         (("tool", name, list(tools), "") for name in names),
-        (("argument", a, param_names(tools[t]), t) for t, a in arguments),
+        (("argument", a, param_names(tools[t]), t) for t, a in arguments if t in tools),
     )
     for kind, name, known, of in wanted:
         if name in known:
@@ -50,21 +63,23 @@ def check_names(
         same = [k for k in known if k.lower() == name.lower()]
         close = same or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        missing, listed = (f"{of} does not take", "its arguments") if of else _NO_TOOL
+        missing, listed = (f"{of} does not take", "its arguments") if of else (lacking, _LISTED)
         where, shown = f" of {of}" if of else "", ", ".join(sorted(known)[:20]) or "none"
-        raise UsageError(
-            f"{subject} names the {kind} {name!r}{where}, which {missing}{hint} ({listed}: {shown})"
-        )
+        said = f"{subject} names the {kind} {name!r}{where}, which {missing}{hint}"
+        yield kind, f"{said} ({listed}: {shown})"
 
 
-_NO_TOOL = ("is not among the tools", "tool names match exactly; the tools")
+_LISTED = "tool names match exactly; the tools"
 
 
 def _site_policy(
-    names: tuple[str, ...], refusals: Callable[[str, ToolUse], Iterable[tuple[CallSite, str]]]
+    label: str,
+    names: tuple[str, ...],
+    refusals: Callable[[str, ToolUse], Iterable[tuple[CallSite, str]]],
 ) -> PlanPolicy:
-    """A policy: ``refusals(name, use)`` gives each call site of tool ``name`` it refuses,
-    with why (the planner checks ``tool_names`` against its tools)."""
+    """A policy (called ``label`` in messages): ``refusals(name, use)`` gives each call site
+    of tool ``name`` it refuses, with why (the planner checks ``tool_names`` against its
+    tools)."""
 
     def policy(summary: PlanSummary, program: Program) -> list[str | Diagnostic]:
         return [
@@ -75,6 +90,7 @@ def _site_policy(
         ]
 
     policy.tool_names = names  # type: ignore[attr-defined]
+    policy.__qualname__ = label
     return policy
 
 
@@ -102,7 +118,7 @@ def max_calls(limits: Mapping[str, int]) -> PlanPolicy:
             )
             yield use.sites[0], message
 
-    return _site_policy(tuple(wanted), over)
+    return _site_policy(f"max_calls({wanted!r})", tuple(wanted), over)
 
 
 def not_in_loop(*tools: str) -> PlanPolicy:
@@ -121,7 +137,7 @@ def not_in_loop(*tools: str) -> PlanPolicy:
         )
         return [(site, message) for site in use.sites if site.in_loop]
 
-    return _site_policy(tuple(tools), looped)
+    return _site_policy(f"not_in_loop{tools!r}", tuple(tools), looped)
 
 
 def _at_call(program: Program, line: int, message: str) -> Diagnostic:

@@ -163,7 +163,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         state, externs = request.state, self._given
         if externs is None:  # the agent's LangChain tools (not provider tools given as dicts)
             tools = [t for t in request.tools if isinstance(t, BaseTool)]
-            externs = self.planner.externs_for(tools)
+            externs = self.planner.externs_for(tools, offered=True)
         view = turn.TurnView(
             self.planner,
             externs,

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, get_args
 
-from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, check_names
+from llassembly.analysis.policies import DataFlowPolicy, PlanPolicy, name_problems
 from llassembly.compat import defines_hook
 from llassembly.errors import UsageError
 from llassembly.integration.approval import approval_option
@@ -122,7 +123,9 @@ def _readable_file(name: str, value: Any) -> None:
         raise UsageError(f"{name} {str(value)!r} is not a readable file")
 
 
-def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
+def check_tool_names(
+    options: PlannerOptions, tools: Mapping[str, Any], *, offered: bool = False
+) -> None:
     """Refuse an option that names a tool the planner does not have: a misspelt name would
     switch the gate it sets off without a word. Names match exactly (case included).
 
@@ -132,18 +135,30 @@ def check_tool_names(options: PlannerOptions, tools: Mapping[str, Any]) -> None:
     ``tool_arguments`` attribute of ``(tool, argument)`` pairs, as the data-flow policies
     :func:`~llassembly.only_from` and :func:`~llassembly.never_from` have).
 
+    ``offered``: ``tools`` are those one model request offers, which a tool selector before
+    the planner may have narrowed. A tool they lack is then warned of (``UserWarning``), not
+    refused: a plan cannot call it there, so what the option says of it holds.
+
     Raises:
         UsageError: An option names an unknown tool or argument; the message names it, the
             option, and the closest names.
     """
-    for option in ("approve_plan", "parallel_tools"):
-        names = getattr(options, option)
-        check_names(option, tools, map(str, names) if isinstance(names, tuple) else ())
+    lacking = "this model request does not offer" if offered else "is not among the tools"
+    named: list[tuple[str, Any, Any]] = [
+        (option, map(str, names) if isinstance(names, tuple) else (), ())
+        for option in ("approve_plan", "parallel_tools")
+        if (names := getattr(options, option))
+    ]
     for policy in options.plan_policy:
         shown = policy if isinstance(policy, DataFlowPolicy) else None
         label = f"plan_policy {shown or getattr(policy, '__qualname__', type(policy).__name__)}"
         pairs = [(str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
-        check_names(label, tools, map(str, getattr(policy, "tool_names", ())), pairs)
+        named.append((label, map(str, getattr(policy, "tool_names", ())), pairs))
+    for subject, names, pairs in named:
+        for kind, problem in name_problems(subject, tools, names, pairs, lacking):
+            if not (offered and kind == "tool"):
+                raise UsageError(problem)
+            warnings.warn(f"{problem}; it applies where a request offers that tool", stacklevel=2)
 
 
 @dataclass(frozen=True, kw_only=True)

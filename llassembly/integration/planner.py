@@ -73,9 +73,10 @@ class Planner:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def externs_for(self, tools: ToolSpec) -> dict[str, Extern]:
+    def externs_for(self, tools: ToolSpec, *, offered: bool = False) -> dict[str, Extern]:
         """The tools as plans call them, adapted once per distinct list or mapping (same
-        objects; see :data:`~llassembly.machine.externs.ToolSpec`).
+        objects; see :data:`~llassembly.machine.externs.ToolSpec`). ``offered``: they are
+        those of one model request (see :func:`~.options.check_tool_names`).
 
         Raises:
             UsageError: ``tools`` is no list or mapping of tools (a ``TypeError`` too), a tool
@@ -83,19 +84,22 @@ class Planner:
         """
         given = given_tools(tools)
         key: tuple[Any, ...] = (
-            tuple((name, id(tool)) for name, tool in given.items())
-            if isinstance(given, Mapping)
-            else tuple(map(id, given))
+            offered,
+            *(
+                ((name, id(tool)) for name, tool in given.items())
+                if isinstance(given, Mapping)
+                else map(id, given)
+            ),
         )
-        return self._externs.cached(key, given, lambda: self._adapted(given))
+        return self._externs.cached(key, given, lambda: self._adapted(given, offered))
 
-    def _adapted(self, given: Any) -> dict[str, Extern]:
+    def _adapted(self, given: Any, offered: bool) -> dict[str, Extern]:
         externs = externs_from(given)
         if self.options.execution == "graph":  # a plan graph runs each call as a tool
             externs = {name: _as_tool(extern) for name, extern in externs.items()}
         if self.options.queries:
             add_query(externs, "queries=True")
-        check_tool_names(self.options, externs)
+        check_tool_names(self.options, externs, offered=offered)
         return externs
 
     def system_prompt(self, externs: Mapping[str, Extern], context: str) -> str:
@@ -137,7 +141,11 @@ class Planner:
                 parsed,
                 externs,
                 max_stack_depth=self.options.max_stack_depth,
-                dataflow=dataflow_policies(self.options.plan_policy),  # checked as the plan runs
+                dataflow=tuple(  # checked as the plan runs; of the tools it may call
+                    dataclasses.replace(p, sources=tuple(s for s in p.sources if s in externs))
+                    for p in dataflow_policies(self.options.plan_policy)
+                    if p.tool in externs
+                ),
             )
 
         key = (text, id(externs), self.options.max_stack_depth)
@@ -154,7 +162,7 @@ class Planner:
         found = None if state is None else self._live.pop(id(state), None)
         if found is not None and found[0] is state and found[1].compiled is compiled:
             return found[1]
-        return Emulator(compiled, state=state, **self._run)
+        return Emulator(compiled, state=state, **self._run_with(externs))
 
     def keep(self, emulator: Emulator) -> dict[str, Any]:
         """The snapshot of ``emulator``, the machine kept for the step that goes on from it
@@ -174,8 +182,19 @@ class Planner:
         return self._graphs.cached(
             (text, id(externs)),
             externs,
-            lambda: PlanGraph(self.compiled(text, externs), self.options.granularity, **self._run),
+            lambda: PlanGraph(
+                self.compiled(text, externs), self.options.granularity, **self._run_with(externs)
+            ),
         )
+
+    def _run_with(self, externs: Mapping[str, Extern]) -> dict[str, Any]:
+        """What a run of a plan calling ``externs`` takes from the options: its budgets, and
+        ``parallel_tools`` among ``externs`` (a model request may offer fewer tools than it
+        names: see :func:`~.options.check_tool_names`)."""
+        named = self.options.parallel_tools
+        if not isinstance(named, tuple) or all(n in externs for n in named):
+            return self._run
+        return {**self._run, "parallel_tools": tuple(n for n in named if n in externs)}
 
     def recording_tool_of(self, tool: BaseTool) -> BaseTool:
         """The copy of an agent's tool that notes its return value (built once per tool; see
