@@ -23,6 +23,7 @@ import inspect
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any, Final, TypeAlias
@@ -222,7 +223,7 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
     params = extern.params
     head = [f"## {extern.name}", extern_signature(extern, names)]
     rest = []
-    declared = [_declared(p.annotation) for p in params]
+    declared = [_one(_declared(p.annotation)) for p in params]
     limits = [_limits_text(d) for d in declared]
     if any(p.description for p in params) or any(limits):
         rest.append("Arguments:")
@@ -244,13 +245,36 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
 
 
 def _declared(annotation: Any) -> dict[str, Any]:
-    """The JSON schema keywords a parameter's type declares (its one option besides null)."""
+    """The JSON schema of a parameter's type (``{}`` for a type with none: nothing more is said
+    of it)."""
     try:
-        schema = TypeAdapter(annotation).json_schema()
-    except Exception:  # a type with no JSON schema: nothing more is said of it
+        return TypeAdapter(annotation).json_schema()
+    except Exception:
         return {}
+
+
+def _one(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The keywords of a schema's one option besides null, or none."""
     options = [o for o in schema.get("anyOf", [schema]) if o.get("type") != "null"]
     return options[0] if len(options) == 1 else {}
+
+
+def _taken_fields(externs: list[Extern], named: Mapping[str, int]) -> dict[tuple[str, str], str]:
+    """What ``# Types`` says after the type of a field of a record the tools take, by record
+    and field name: its constraints and, where it may be left out, its default. A record is
+    found by its schema's title, so of a name ``named`` counts twice none is."""
+    said: dict[tuple[str, str], str] = {}
+    for p in (p for extern in externs for p in extern.params):
+        schema = _declared(p.annotation)
+        for record in [schema, *schema.get("$defs", {}).values()]:
+            if named.get(title := record.get("title", "")) != 1:
+                continue
+            needed = record.get("required", ())
+            for field, declared in record.get("properties", {}).items():
+                default = json.dumps(declared["default"]) if "default" in declared else "default"
+                left_out = "" if field in needed else f" = {clip(default, _ARGUMENT)}"
+                said.setdefault((title, field), _limits_text(_one(declared)) + left_out)
+    return said
 
 
 _LIMITS: Final = {
@@ -312,10 +336,17 @@ def type_names(externs: list[Extern]) -> dict[tuple[str, int], str]:
 
 def types_section(externs: list[Extern], names: Names) -> str:
     """``# Types``: every record type the tools take or return (nested ones too), by its name
-    in ``names``, with the types of its fields, once: the tools' blocks name them (``Hotel``)."""
+    in ``names``, with the types of its fields, once: the tools' blocks name them (``Hotel``).
+    A record a tool takes says, as a signature does, its fields' constraints and defaults."""
+    records = _records(externs)
+    taken = _taken_fields(externs, Counter(name for name, _ in records))
     found = [
-        f"{names[key]} {{{', '.join(f'{f}: {type_text(s, 1, names)}' for f, s in shape.fields)}}}"
-        for key, shape in _records(externs).items()
+        f"{names[key]} {{"
+        + ", ".join(
+            f"{f}: {type_text(s, 1, names)}{taken.get((key[0], f), '')}" for f, s in shape.fields
+        )
+        + "}"
+        for key, shape in records.items()
     ]
     if not found:
         return ""

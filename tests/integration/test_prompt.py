@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 
 import pytest
 from langchain.tools import ToolRuntime, tool
@@ -248,8 +248,69 @@ def test_two_record_types_of_one_name_get_two_names_in_the_prompt() -> None:
     assert types.splitlines()[1:] == [
         "Tag {label: str}",
         "Tag3 {totally: int, different: str}",
-        "Node {name: str, children: list[Node]}",
+        "Node {name: str, children: list[Node] = []}",
         "Tag2 {mine: int}",
+    ]
+
+
+class Payee(BaseModel):
+    iban: str = Field(pattern=r"^[A-Z]{2}[0-9]+$")
+    name: str = Field(max_length=40)
+    share: float = Field(default=1.0, gt=0, le=1)
+    note: str | None = None
+
+
+class Order(TypedDict):
+    payee: Payee
+    day: Annotated[int, Field(ge=1, le=28)]
+    memo: NotRequired[str]
+
+
+def test_the_types_say_what_a_taken_record_s_fields_must_be_and_which_may_be_left_out() -> None:
+    """A record a tool takes is checked against its schema: its fields' constraints, and a
+    default (``= ...``) where a field may be left out, as the tools' signatures say them. A
+    record a tool only returns says neither: a plan never writes one."""
+
+    def pay(order: Order) -> Payee:
+        """Pay someone."""
+        raise NotImplementedError
+
+    def last_payee() -> Item:
+        """The last item bought."""
+        raise NotImplementedError
+
+    prompt = build_system_prompt(externs_from([pay, last_payee]))
+    assert prompt.split("\n# Types\n", 1)[1].splitlines()[1:] == [
+        "Order {payee: Payee, day: int (>= 1, <= 28), memo: str = default}",
+        "Payee {iban: str (matching ^[A-Z]{2}[0-9]+$), name: str (at most 40 characters), "
+        "share: float (> 0, <= 1) = 1.0, note: str | None = null}",
+        "Item {id: int, title: str, price: float}",
+    ]
+
+
+def test_the_types_of_a_json_schema_tool_say_its_records_constraints_too() -> None:
+    """An MCP tool declares its records in JSON schema (``$defs``): read the same way (a
+    nested field's default value is not kept: ``= default`` says it may be left out)."""
+    schema = {
+        "type": "object",
+        "properties": {"order": {"$ref": "#/$defs/Order"}},
+        "required": ["order"],
+        "$defs": {
+            "Order": {
+                "type": "object",
+                "title": "Order",
+                "properties": {
+                    "amount": {"type": "number", "exclusiveMinimum": 0},
+                    "currency": {"type": "string", "default": "EUR", "minLength": 3},
+                },
+                "required": ["amount"],
+            }
+        },
+    }
+    pay = StructuredTool(name="pay", description="Pay.", args_schema=schema, func=lambda **kw: "ok")
+    prompt = build_system_prompt(externs_from([pay]))
+    assert prompt.split("\n# Types\n", 1)[1].splitlines()[1:] == [
+        "Order {amount: float (> 0), currency: str (at least 3 characters) = default}",
     ]
 
 
