@@ -9,6 +9,7 @@ very objects it was built for, so agents built per request with new tools do not
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections import OrderedDict
@@ -40,17 +41,20 @@ _V = TypeVar("_V")
 
 class Lru(OrderedDict[_K, tuple[Any, _V]]):
     """A dict that keeps its newest :data:`_CACHE_SIZE` entries, each beside the ``owner`` of
-    the objects its key names by id (kept alive: no id in a kept key is ever another's)."""
+    the objects its key names by id (kept alive: no id in a kept key is ever another's). One
+    planner serves every thread: two may build one value; neither fails on the other's drop."""
 
     def cached(self, key: _K, owner: Any, build: Callable[[], _V]) -> _V:
         """The value kept under ``key``, else ``build()``, kept beside ``owner``."""
         if (found := self.get(key)) is not None:
-            self.move_to_end(key)
+            with contextlib.suppress(KeyError):  # (another thread may have just dropped it)
+                self.move_to_end(key)
             return found[1]
         value = build()
         self[key] = (owner, value)
         if len(self) > _CACHE_SIZE:
-            self.popitem(last=False)
+            with contextlib.suppress(KeyError):
+                self.popitem(last=False)
         return value
 
 

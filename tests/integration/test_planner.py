@@ -153,3 +153,21 @@ def test_the_extern_of_a_tool_that_cannot_be_adapted_is_none_and_kept() -> None:
     assert turn.extern_of(inc) is turn.extern_of(inc)
     extern = turn.extern_of(inc)
     assert extern is not None and extern.name == "inc"
+
+
+def test_a_cache_entry_another_thread_drops_between_finding_and_touching_it_is_still_given() -> (
+    None
+):
+    """One planner serves every thread of a server (``agent.batch`` runs on a thread pool): an
+    entry evicted by another thread right after this one found it is no ``KeyError``."""
+    from llassembly.integration.planner import Lru
+
+    class EvictedMeanwhile(Lru[str, int]):
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            self.pop(key, None)  # what a thread switch here may do
+            return found
+
+    cache = EvictedMeanwhile()
+    cache.cached("plan", None, lambda: 1)
+    assert cache.cached("plan", None, lambda: 2) == 1
