@@ -234,11 +234,12 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
     def before_agent(
         self, state: PlannerAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """A new run starts: a failure an earlier run raised is not raised again."""
+        """A new run starts: it begins a new turn (see :func:`next_event`), and a failure an
+        earlier run raised is not raised again."""
         record = record_of(state)
-        if record is None or not record["raise_failure"]:
+        if record is None or (record["anchor"] is None and not record["raise_failure"]):
             return None
-        return {KEY: {**record, "raise_failure": False}}
+        return {KEY: {**record, "anchor": None, "raise_failure": False}}
 
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: PlannerAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -343,8 +344,8 @@ def next_event(
             for a, p in zip(answers, pending, strict=True)
         ]
         return turn.Received(outcomes)
-    if not _latest(record, messages):  # a new run, else the plan and what it asks are saved
-        return turn.Begin()
+    if record["anchor"] is None:  # a new run (before_agent), else the plan and what it asks
+        return turn.Begin()  # are saved (a before_model hook may have added messages since)
     approval = record["approval"]
     if now == "person" and approval is not None:  # (asked again on resume)
         return turn.Received(read_decision(interrupt(approval.get("request") or {})))

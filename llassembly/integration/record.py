@@ -164,8 +164,9 @@ class TurnRecord(TypedDict):
         approval: A plan-approval request and where it stands.
         transient: Ids of messages a step added only to show progress (a rejected draft, a
             note that a new plan is asked for); the next step takes them out.
-        anchor: Id of the last message the turn added; a step goes on with the turn only
-            while it is (or the results of its calls are) the latest (a new run starts anew).
+        anchor: Id of the last message the turn added (``None`` once a new run starts,
+            which starts a new turn); the agent's loop comes back for the turn's next step
+            only while it is the latest.
         raise_failure: Under ``on_tool_error="raise"``: the failure is raised once the
             turn's messages are saved.
         lag: How far the agent's model-call counters are held below the real count.

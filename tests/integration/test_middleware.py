@@ -201,3 +201,60 @@ async def test_a_tool_middleware_without_the_hook_the_run_needs_fails_the_run(
     with pytest.raises(NotImplementedError, match="wrap_tool_call"):
         await app.ainvoke(given) if asynchronous else app.invoke(given)
     assert ran == []
+
+
+class Reminding(AgentMiddleware[Any, Any]):
+    """Adds a message before every model-node visit (the date, a retrieved note): an everyday
+    ``before_model`` hook, harmless in a plain agent."""
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {"messages": [HumanMessage("(reminder: today is Monday)")]}
+
+
+SAYING = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nSAY "{R1}"')
+BROKEN = asm("CALL nowhere")
+
+
+@pytest.mark.parametrize(
+    ("execution", "options", "replies", "model_calls"),
+    [
+        ("graph", {}, [SAYING], 1),
+        ("agent", {"final_answer": "model"}, [SAYING, "It is 21 °C."], 2),
+        ("graph", {"final_answer": "model"}, [SAYING, "It is 21 °C."], 2),
+        ("agent", {"max_repairs": 1}, [BROKEN, SAYING], 2),
+        ("graph", {"max_repairs": 1}, [BROKEN, SAYING], 2),
+    ],
+    ids=["graph", "agent-answer", "graph-answer", "agent-repair", "graph-repair"],
+)
+def test_a_message_a_before_model_hook_adds_is_part_of_the_same_turn(
+    box: Toolbox, execution: str, options: dict[str, Any], replies: list[str], model_calls: int
+) -> None:
+    """The hook runs before every visit of the model node, also those of one turn's steps
+    (a plan run, a repair, the final answer): what it adds does not start a new turn, so
+    the plan runs once and the repairs stay within ``max_repairs``."""
+    model = ScriptedChatModel(replies=[*replies, SAYING, SAYING])  # (more: a turn begun again)
+    planner = ToolsPlannerMiddleware(execution=execution, **options)
+    agent = create_agent(model, tools=box.sync_tools, middleware=[planner, Reminding()])
+    out = agent.invoke({"messages": [HumanMessage("Warm in Paris?")]})
+    assert box.names() == ["get_temperature"]
+    assert len(model.calls) == model_calls
+    assert meta(out["messages"][-1])["status"] in ("finished", "answered")
+
+
+def test_a_message_a_before_model_hook_adds_does_not_skip_the_plan_s_approval(box: Toolbox) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    model = ScriptedChatModel(replies=[SAYING, SAYING, SAYING])
+    planner = ToolsPlannerMiddleware(approve_plan=True)
+    agent = create_agent(
+        model,
+        tools=box.sync_tools,
+        middleware=[planner, Reminding()],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    paused = agent.invoke({"messages": [HumanMessage("Warm in Paris?")]}, config)
+    assert "__interrupt__" in paused and box.log == [] and len(model.calls) == 1
+    agent.invoke(Command(resume={"type": "approve"}), config)
+    assert box.names() == ["get_temperature"] and len(model.calls) == 1
