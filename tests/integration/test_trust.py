@@ -369,3 +369,64 @@ def test_the_answer_models_reasoning_never_reaches_the_next_turns_planner(path: 
     app.invoke({"messages": [HumanMessage("Anything else?")]}, thread)
     asked = seen_by_planner(model.calls[2])
     assert INJECTED not in repr(asked) and "I read your inbox." in texts(asked, AIMessage)
+
+
+class Summarizer(ScriptedChatModel):
+    """Summarises as a real model would: keeping the facts it read, the tools' results among
+    them (hand-written, as every reply here)."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        said = "The inbox said: " + INJECTED if INJECTED in repr(messages) else "Nothing."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(said))])
+
+
+@pytest.mark.parametrize("results", [False, True], ids=["default", "planner_sees_results"])
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_summary_of_the_conversation_is_never_the_users_words(
+    execution: str, results: bool
+) -> None:
+    """LangChain's ``SummarizationMiddleware`` replaces the history with a ``HumanMessage`` a
+    model wrote from every message, the tools' results included: to the planner it is what
+    tools wrote. It is not shown (with ``planner_sees_results``: fenced as data, in the
+    assistant's role), and the planner is told the history before it was summarised."""
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    read = 'CALL read_inbox\nPOP R1\nCALL list_contacts\nPOP R2\nSAY "Read."'
+    model = ScriptedChatModel(replies=[asm(read), asm('SAY "ok"')])
+    summary = SummarizationMiddleware(
+        model=Summarizer(replies=[]), trigger=("messages", 6), keep=("messages", 2)
+    )
+    planner = ToolsPlannerMiddleware(execution=execution, planner_sees_results=results)  # type: ignore[arg-type]
+    app = create_agent(model, TOOLS, middleware=[planner, summary], checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": f"summary-{execution}-{results}"}}
+    app.invoke({"messages": [HumanMessage("Check my inbox.")]}, thread)
+    app.invoke({"messages": [HumanMessage("Anything else?")]}, thread)
+    asked = seen_by_planner(model.calls[1])
+    assert INJECTED not in texts(asked, HumanMessage)
+    assert (INJECTED in texts(asked, AIMessage)) is results
+    assert "summary of the conversation" in texts(asked, AIMessage)
+    assert texts(asked, HumanMessage).endswith("Anything else?")
+
+
+def test_legacy_function_results_are_what_tools_wrote_too() -> None:
+    """A ``FunctionMessage`` (OpenAI's older function calling) or a ``ChatMessage`` in the
+    role of a tool or function is a tool's result: shown by its structure, never its text."""
+    from langchain_core.messages import ChatMessage, FunctionMessage
+
+    from llassembly.integration.messages import planner_view
+
+    asked = AIMessage("", additional_kwargs={"function_call": {"name": "read_inbox"}})
+    history = [
+        HumanMessage("Check my inbox."),
+        asked,
+        FunctionMessage(INJECTED, name="read_inbox"),
+        ChatMessage(INJECTED, role="tool"),
+        ChatMessage(INJECTED, role="function"),
+        HumanMessage("Anything else?"),
+    ]
+    shown = planner_view(history)
+    assert INJECTED not in repr(shown)
+    assert texts(shown, HumanMessage) == "Check my inbox.\nAnything else?"
+    assert "read_inbox: succeeded" in texts(shown, AIMessage)
