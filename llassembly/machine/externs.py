@@ -50,6 +50,7 @@ from typing import (
 )
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -838,6 +839,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
         for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
+            hidden = typing.cast(type, SkipJsonSchema)  # (a generic alias to mypy)
+            if field in injected or any(isinstance(m, hidden) for m in declared.metadata):
+                continue  # (the tool node gives it; a model is not shown it)
             annotation = declared.rebuild_annotation() if declared.annotation is not None else Any
             optional = not declared.is_required()
             default = declared.get_default(call_default_factory=False) if optional else None

@@ -45,6 +45,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic.v1 import BaseModel as BaseModelV1
 from pydantic.v1 import Field as FieldV1
 from pydantic.v1 import confloat
@@ -357,6 +358,24 @@ def _runtime() -> Any:
     return note
 
 
+class HiddenRuntime(BaseModel):
+    """An ``args_schema`` as LangChain's ``ShellToolMiddleware`` writes its tool's: the
+    runtime among its fields, hidden from the model's JSON schema."""
+
+    x: int
+    runtime: Annotated[Any, SkipJsonSchema()] = None
+
+
+def _hidden_runtime() -> Any:
+    def note(x: int, runtime: ToolRuntime) -> int:
+        SEEN.append(runtime.tool_call_id if runtime else None)  # (the schema's default: None)
+        return x
+
+    return StructuredTool.from_function(
+        note, name="note", description="Note x.", args_schema=HiddenRuntime
+    )
+
+
 def _function_state() -> Any:
     def note(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
         """Note x."""
@@ -372,6 +391,7 @@ INJECTED: dict[str, Callable[[], Any]] = {
     "InjectedState(key)": _state_key,
     "RunnableConfig": _config,
     "ToolRuntime": _runtime,
+    "ToolRuntime, hidden in args_schema": _hidden_runtime,
     "plain function, InjectedState": _function_state,
 }
 # What a plain Emulator.run() cannot give (it passes the plan's arguments; a LangChain tool's
@@ -409,7 +429,7 @@ async def test_a_tool_with_an_injected_parameter_gets_what_the_tool_node_gives_o
     assert meta(final)["status"] == "finished" and final.text == "5"
     [call] = [c for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
     [seen] = SEEN
-    if form in ("InjectedToolCallId", "ToolRuntime"):
+    if form.startswith(("InjectedToolCallId", "ToolRuntime")):
         assert seen == call["id"]
     elif form == "RunnableConfig":
         assert seen == "u1"
