@@ -920,7 +920,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             instructions[position] = dataclasses.replace(
                 ins, operands=operands, operand_columns=columns
             )
-        elif not say and tuple(settled) != ins.operands:
+        elif tuple(settled) != ins.operands:
             instructions[position] = dataclasses.replace(ins, operands=tuple(settled))
         if placeholders > MAX_PLAN_PLACEHOLDERS:
             message = (

@@ -550,6 +550,20 @@ def test_a_near_miss_in_say_or_in_a_data_label_is_refused_too() -> None:
     assert found[0].startswith("2: msg holds text with placeholders")
 
 
+@pytest.mark.parametrize(
+    "plan",
+    [
+        'SAY "{{R1}} {{x: 1}}"',
+        'MOV R2, "{{R1}} {{x: 1}}"\nSAY R2',
+        'section .rodata\nmsg db "{{R1}} {{x: 1}}"\nsection .text\nSAY msg',
+    ],
+    ids=["SAY", "MOV", "data label"],
+)
+def test_doubled_braces_are_one_brace_in_said_text_too(plan: str) -> None:
+    """Also where the text holds no placeholder to fill (docs/language.md, *Text*)."""
+    assert Emulator(parse(plan), []).run().answer == "{R1} {x: 1}"
+
+
 def test_doubled_braces_keep_a_near_miss_as_text() -> None:
     assert regs('MOV R3, "{{ R1 }} {{R1!r}} {{x: 1}}"')["R3"] == "{ R1 } {R1!r} {x: 1}"
 
