@@ -22,7 +22,7 @@ from llassembly.language.limits import MAX_SAY_PLACEHOLDERS
 from llassembly.language.program import Imm, Name, Operand, Value
 
 _REF = (
-    r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?][\w.$@?]*)"  # [memory] or a name (R1, best, ...)
+    r"(?:\[[^\[\]{}\"'\n]*\]|[A-Za-z_.$@?])[\w.$@?]*"  # [memory] or a name (R1, best), .name
     r"(?:\[[^\[\]{}\n]*\][\w.$@?]*)*"  # path steps: [0], ["key"], then .name
 )
 _SPEC = r"[<>^]?0?\d{0,2}[,_]?(?:\.\d{1,2})?[dfeg%s]?"

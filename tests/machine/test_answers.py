@@ -107,6 +107,23 @@ SAY '{"first": {[temps]}, "second": {[temps + ESI*8]}, "none": {}}'
     assert json.loads(answer) == {"first": 1.5, "second": 2.5, "none": {}}
 
 
+@pytest.mark.parametrize("said", ["{[EBX].name}", "{[row].name}", "{[row + 0].tags[1]}"])
+def test_a_placeholder_reads_a_path_on_a_memory_cell(said: str) -> None:
+    """A path may be read wherever a value is, a placeholder of any text among them
+    (``[EBX].name``: field ``name`` of the JSON in ``EBX``; ``[row].name``: of the cell)."""
+    source = f"""
+section .data
+row dq '{{"name": "Ann", "tags": ["a", "b"]}}'
+section .text
+MOV EBX, [row]
+MOV R1, [EBX].name
+PUSH "{said}"
+POP R2
+SAY "{said} {{R2}}"
+"""
+    assert run(source).result().answer in ("Ann Ann", "b b")
+
+
 def test_a_plan_that_says_nothing_has_no_answer() -> None:
     emulator = run("MOV R1, 1")
     assert emulator.result().answer == ""
