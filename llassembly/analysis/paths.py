@@ -23,7 +23,7 @@ from typing import Final, TypeVar
 from llassembly.analysis.cfg import ControlFlow, components, cyclic
 from llassembly.language.instructions import CONDITIONS
 from llassembly.language.limits import MAX_CALL_DEPTH, MAX_FOLLOWED_STACK, MAX_STATES, MAX_STEPS
-from llassembly.language.program import Imm, Reg
+from llassembly.language.program import Imm, one_place
 
 END: Final = -1
 """A successor that is the end of the plan (``HLT``, a top-level ``RET``, the last instruction)."""
@@ -114,8 +114,10 @@ class Paths:
             ins, info = flow.program.instructions[pc], flow.effects[pc].info
             if flow.effects[pc].flags_written or pc in flow.tools:
                 first, second = (*ins.operands, None, None)[:2]
-                same = info.same_register == "equal" and isinstance(first, Reg | Imm)
-                flags = frozenset({(True, False)}) if same and first == second else every
+                same = (isinstance(first, Imm) and first == second) or one_place(first, second)
+                flags = (
+                    frozenset({(True, False)}) if same and info.same_register == "equal" else every
+                )
             target = flow.targets.get(pc, pc + 1)  # a jump on a condition: its two ways
             test = CONDITIONS.get(info.condition) if pc + 1 != target < flow.end else None
             out = []

@@ -116,6 +116,15 @@ class Template:
 Operand: TypeAlias = Reg | Imm | Name | Mem | Path | Template
 
 
+def one_place(first: object, second: object) -> bool:
+    """Whether two operands are one register, by any of its names (``EAX``, ``RAX``, ``AX``
+    and ``AL`` are one), or one variable: ``XOR r, r`` clears it, ``TEST r, r`` tests its
+    value, ``CMP r, r`` finds it equal (see :attr:`OpcodeInfo.same_register`)."""
+    if isinstance(first, Reg) and isinstance(second, Reg):
+        return first.index == second.index
+    return isinstance(first, Name) and first == second
+
+
 def nested(operand: Operand) -> tuple[Operand, ...]:
     """The operands read to find ``operand``'s value or place, at any depth (not ``operand``
     itself): the registers of an address, the base and key operands of a path, the fills of a
@@ -330,8 +339,7 @@ def effects(instruction: Instruction) -> Effects:
     info = OPCODE_INFO[instruction.op]
     form = info.shape(count) or info.shapes[0]
     # XOR r, r reads nothing and writes 0, TEST r, r tests text too: neither asks for numbers
-    same = count == 2 and isinstance(operands[0], Reg) and operands[0] == operands[1]
-    same = same and bool(info.same_register)
+    same = count == 2 and bool(info.same_register) and one_place(*operands)
     read = () if same and info.same_register == "clears" else form.reads
     reads = tuple(p for p in read if p < count)
     writes = tuple(p for p in form.writes if p < count)

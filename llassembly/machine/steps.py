@@ -49,6 +49,7 @@ from llassembly.language.program import (
     Template,
     Value,
     effects,
+    one_place,
 )
 from llassembly.language.templates import render, split_template, template_of
 from llassembly.machine.access import (
@@ -218,7 +219,7 @@ def _neg(ins: Instruction, st: MachineState, value: Value) -> Value:
 
 
 def _test(ins: Instruction, st: MachineState, a: Value, b: Value) -> None:
-    if ins.operands[0] == ins.operands[1]:
+    if one_place(*ins.operands):
         if type(a) is str or a is None:  # TEST r, r on text: is it empty (NONE is)?
             st.zf, st.lt, st.flag_mode = not a, False, UNORDERED
         else:  # TEST r, r on a number: zero? negative?

@@ -259,6 +259,19 @@ def test_cmpi_compares_ignoring_case(a: str, b: str, equal: bool) -> None:
     assert emu.state.zf is equal
 
 
+@pytest.mark.parametrize(
+    "pair", ["EAX, EAX", "EAX, RAX", "RAX, AL", "AX, EAX", "v, v"], ids=lambda p: p
+)
+def test_one_register_by_any_of_its_names_is_one_register_twice(pair: str) -> None:
+    """``XOR r, r`` gives 0 and ``TEST r, r`` tests the value itself, text too, whichever names
+    of ``r`` are written (``EAX``, ``RAX``, ``AX`` and ``AL`` are one register), and so for
+    one variable twice; before the run and at run time alike."""
+    setup = 'MOV EAX, "Oslo"\nMOV v, "Oslo"\n'
+    target = pair.split(",")[0]
+    said = f'TEST {pair}\nSETNE R2\nXOR {pair}\nSETE R3\nSAY "{{R2}} {{R3}} {{{target}}}"'
+    assert machine(setup + said).result().answer == "1 1 0"
+
+
 def test_none_equals_empty_text_and_is_empty() -> None:
     emu = machine('MOV R1, NONE\nCMP R1, ""\nSETE R2\nTEST R1, R1\nSETE R3\nLEN R4, R1')
     got = emu.result().registers
