@@ -313,7 +313,10 @@ def _has(ins: Instruction, st: MachineState, value: Value, key: Value) -> Value:
     if isinstance(found, dict):
         return int(type(key) is str and found.get(key) is not None)
     if isinstance(found, list):
-        return int(type(key) is int and -len(found) <= key < len(found) and found[key] is not None)
+        index = whole_number(key)  # (as a path reads it: 1.0 is element 1)
+        return int(
+            index is not None and -len(found) <= index < len(found) and found[index] is not None
+        )
     return 0
 
 

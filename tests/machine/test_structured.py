@@ -201,6 +201,8 @@ def test_a_variable_holding_json_is_written_in_place() -> None:
         ('HAS R2, R1, "nope"', 0),
         ("HAS R2, R1.items, 1", 1),
         ("HAS R2, R1.items, 2", 0),
+        ("MOV ESI, 1.0\nHAS R2, R1.items, ESI", 1),  # as R1.items[ESI] reads it
+        ("HAS R2, R1.items, 0.5", 0),
         ('HAS R2, "text", "x"', 0),
         ("KEYS R2, R1", '["items","next_cursor","total","on","my-key"]'),
         ("KEYS R2, R1.items[0]\nMOV R2, R2[-1]", "tags"),
