@@ -512,7 +512,8 @@ safe to share between threads, and 16,483 with a message a before_model hook add
 for a new turn, and 16,507 with a conversation's summary and legacy function results kept from the
 planner, and 16,511 with an args_schema's hidden and injected fields kept out of a plan's arguments,
 and 16,522 with one register by any of its names one register twice to XOR, TEST and CMP, and 16,525
-with HAS reading a list's index as a path does.
+with HAS reading a list's index as a path does, and 16,525 with {R1:02} zero-padding the number a
+text holds.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -152,14 +152,14 @@ def render(value: Value, spec: str = "") -> str:
     kind = spec[-1] if spec and spec[-1] in "dfeg%s" else ""
     number: Any = value
     if type(value) is str or value is None:  # NONE reads as empty text
-        if kind in ("", "s") and "," not in spec and "_" not in spec:
-            return format(value or "", spec.removeprefix("0"))
         with contextlib.suppress(ArithmeticError):  # a number format on a number's text
             number = decimal.Decimal(value.strip()) if value else None  # ("1200.40": money)
-        if (
-            not (isinstance(number, decimal.Decimal) and number.is_finite())
-            or number.adjusted() > 308
-        ):
+        numeric = isinstance(number, decimal.Decimal) and number.is_finite()
+        numeric = numeric and number.adjusted() <= 308
+        text = kind in ("", "s") and "," not in spec and "_" not in spec
+        if text and not (numeric and kind == "" and spec.startswith("0")):  # ({:02}: digits)
+            return format(value or "", spec.removeprefix("0"))
+        if not numeric:
             raise ValueError(f"the format {spec} is for numbers, and this is text")
     if spec:
         if kind == "s":

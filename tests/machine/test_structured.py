@@ -590,6 +590,8 @@ def test_doubled_braces_keep_a_near_miss_as_text() -> None:
         (",.2f", "2712.5", "2,712.50"),
         (",", "1234567", "1,234,567"),
         ("02", "5", "05"),
+        ("02", '"5"', "05"),  # text holding a number: that number (a Decimal field's)
+        ("02", '"ab"', "ab"),
         ("d", "7.6", "8"),
         (".0%", "0.25", "25%"),
         (">5", '"ab"', "   ab"),
