@@ -467,7 +467,7 @@ def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt
     that reads as code), ``"mnemonic"`` (a known mnemonic in a sentence: ``Push it.``, or a
     lower-case one with the wrong operands), ``"code"`` (a data definition, a directive or a
     lone label), ``"misspelt"`` (an upper-case word of 2 to 7 letters with readable operands:
-    an unknown mnemonic) or ``""`` (prose)."""
+    an unknown mnemonic; or an instruction after a label it cannot read) or ``""`` (prose)."""
     scanned = scan(line)
     word = scanned.mnemonic
     if scanned.data_name and scanned.data_name.upper() in MNEMONICS:
@@ -476,7 +476,11 @@ def line_kind(line: str) -> Literal["instruction", "mnemonic", "code", "misspelt
     if scanned.data_name or word.upper() in _DIRECTIVES:
         return "code"
     if not word:
-        return "code" if scanned.labels and not scanned.rest else ""
+        if scanned.labels and not scanned.rest:
+            return "code"
+        head, colon, rest = line.partition(":")  # (report-1: SAY "x": a label it cannot read)
+        code = colon and head.strip() and not any(c.isspace() for c in head.strip())
+        return "misspelt" if code and line_kind(rest) == "instruction" else ""
     opcode = MNEMONICS.get(word.upper())
     if opcode is None and not (2 <= len(word) <= 7 and word.isalpha() and word.isupper()):
         return ""

@@ -793,6 +793,23 @@ def test_misspelt_instruction_next_to_unfenced_code_is_kept_and_reported() -> No
         verify(program, {})
 
 
+@pytest.mark.parametrize(
+    ("reply", "line"),
+    [
+        ('MOV R1, 1\nreport-1: SAY "It is {R1}"', 2),
+        ("start-1: MOV R1, 'Oslo'\nSAY \"It is {R1}\"", 1),
+        ("1st: MOV R1, 1\nSAY R1\n\nThat is all.", 1),
+    ],
+)
+def test_an_instruction_after_a_label_that_cannot_be_read_next_to_unfenced_code_is_reported(
+    reply: str, line: int
+) -> None:
+    """``label: INSTRUCTION`` with a label the language cannot read is code, not prose: on the
+    first or last line of unfenced code too, it is a syntax error, never a shorter plan."""
+    with pytest.raises(AsmSyntaxError, match=rf"line {line}, column 1: cannot read"):
+        parse(reply)
+
+
 def test_short_upper_case_prose_is_still_a_plain_answer() -> None:
     assert isinstance(parse("OK"), PlainAnswer)
 
