@@ -47,10 +47,11 @@ MAX_REPEAT: Final = 1 << 16
 """The largest ``times`` or ``resX`` count."""
 
 MAX_SAY_PLACEHOLDERS: Final = 256
-"""Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one ``SAY`` text may hold."""
+"""Most placeholders (``{R1}``, ``{[t + ESI*4]}``) one text (a ``SAY``'s, or any quoted one)
+may hold."""
 MAX_PLAN_PLACEHOLDERS: Final = 4096
-"""Most placeholders all the ``SAY`` instructions of one plan may hold together (a data-label
-text said by several ``SAY`` counts once per ``SAY``)."""
+"""Most placeholders all the texts of one plan may hold together (a data-label text said by
+several ``SAY`` counts once per ``SAY``)."""
 
 MAX_ANSWER_FIELDS: Final = 32
 """Most fields (and list elements' shapes) a query answer shape may declare, nested ones counted."""
