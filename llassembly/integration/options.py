@@ -58,10 +58,23 @@ def run_budgets(holder: Any) -> dict[str, Any]:
     return {budget: getattr(holder, budget) for budget in BUDGETS if budget != "max_stack_depth"}
 
 
-def _wraps_tool_calls(middleware: Any) -> bool:
-    """Whether ``middleware`` defines ``wrap_tool_call`` or ``awrap_tool_call``: the ones
-    ``create_agent`` chains around a tool call (it leaves out the others)."""
-    return any(defines_hook(middleware, h) for h in ("wrap_tool_call", "awrap_tool_call"))
+def _tool_middleware(name: str, given: tuple[Any, ...]) -> None:
+    """Refuse a middleware whose work is in hooks ``tool_middleware`` never runs: one with no
+    ``wrap_tool_call`` (nor ``awrap_tool_call``), and LangChain's approval in its default
+    ``interrupt_mode="batched"``, which asks in ``after_model``."""
+    for middleware in given:
+        label = f"{name}: {type(middleware).__name__}"
+        if not any(defines_hook(middleware, h) for h in ("wrap_tool_call", "awrap_tool_call")):
+            raise UsageError(
+                f"{label} has no wrap_tool_call hook, the only one {name} runs, so none of it "
+                "would run: give it to create_agent's middleware (the planner's own limits: "
+                "max_tool_calls, max_instructions_to_exec)"
+            )
+        if getattr(middleware, "interrupt_mode", None) == "batched":
+            raise UsageError(
+                f"{label} in interrupt_mode='batched' asks in after_model, which {name} does "
+                "not run, so no call would be approved: give it interrupt_mode='per_call'"
+            )
 
 
 @dataclass(frozen=True)
@@ -227,7 +240,8 @@ class PlannerOptions:
         "``wrap_tool_call`` middleware to apply to each call of a plan (e.g. "
         "``ToolRetryMiddleware``). On the middleware's agent path the agent's own middleware "
         "already wraps every plan call; these wrap plan calls only.",
-        keep=lambda given: tuple(m for m in given if _wraps_tool_calls(m)),
+        check=_tool_middleware,
+        keep=tuple,
     )
 
     execution: Execution = _option(

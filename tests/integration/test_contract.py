@@ -9,6 +9,8 @@ record their calls (see ``conftest.Toolbox``).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,9 @@ from conftest import (
 from fakes import ScriptedChatModel
 from langchain.agents.middleware import (
     AgentMiddleware,
+    HumanInTheLoopMiddleware,
     ModelCallLimitMiddleware,
+    ToolCallLimitMiddleware,
     ToolRetryMiddleware,
 )
 from langchain.tools import ToolRuntime
@@ -589,16 +593,32 @@ async def test_tool_retry_middleware_retries_a_flaky_tool_inside_a_plan(
     assert [m.text for m in out["messages"] if isinstance(m, ToolMessage)] == ["40"]
 
 
-async def test_a_tool_middleware_that_wraps_no_tool_call_is_left_out(harness: Harness) -> None:
-    """As ``create_agent`` leaves out a middleware that overrides neither ``wrap_tool_call``
-    nor ``awrap_tool_call`` (a model middleware given by mistake): the plan's calls run."""
-    box = Toolbox()
-    out = await harness.run(
-        [asm("PUSH 4\nCALL flaky\nPOP R1")],
-        box.sync_tools,
-        tool_middleware=[ModelCallLimitMiddleware(run_limit=5)],
-    )
-    assert meta(out["messages"][-1])["registers"] == {"R1": 40} and box.names() == ["flaky"]
+@pytest.mark.parametrize(
+    ("middleware", "words"),
+    [
+        (lambda: ModelCallLimitMiddleware(run_limit=5), "has no wrap_tool_call hook"),
+        (lambda: ToolCallLimitMiddleware(run_limit=1), "has no wrap_tool_call hook"),
+        (
+            lambda: HumanInTheLoopMiddleware(interrupt_on={"flaky": True}),
+            "in interrupt_mode='batched' asks in after_model",
+        ),
+    ],
+    ids=["model call limit", "tool call limit", "batched approval"],
+)
+@pytest.mark.parametrize("kind", ["agent", "node"])
+def test_a_tool_middleware_whose_work_is_in_hooks_it_never_runs_is_refused(
+    kind: str, box: Toolbox, middleware: Callable[[], Any], words: str
+) -> None:
+    """``tool_middleware`` runs a middleware's ``wrap_tool_call`` alone: one that does its work
+    in other hooks (a limit counting in ``after_model``, an approval asked there) would do
+    nothing, silently; it is refused when the planner is built, saying where it belongs."""
+    with pytest.raises(UsageError, match=rf"tool_middleware: \w+ {re.escape(words)}"):
+        planner(kind, box, tool_middleware=[middleware()])
+
+
+def test_approval_in_per_call_mode_is_a_tool_middleware() -> None:
+    approval = HumanInTheLoopMiddleware(interrupt_on={"flaky": True}, interrupt_mode="per_call")
+    assert ToolsPlannerMiddleware(tool_middleware=[approval]).options.tool_middleware == (approval,)
 
 
 async def test_tool_retry_giving_up_stops_the_plan_with_the_error(harness: Harness) -> None:
