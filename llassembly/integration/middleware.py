@@ -192,7 +192,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                 return run_plan(asked.plan, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 
-        return visit(view, state), serve
+        return visit(view, state, request.messages), serve
 
     def _model_request(
         self,
@@ -358,12 +358,17 @@ system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
-def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
+def visit(
+    view: turn.TurnView, state: Any, sent: Sequence[BaseMessage]
+) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
     """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
     (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
-    model-call counters, see :func:`counter_updates`) as a state update."""
+    model-call counters, see :func:`counter_updates`) as a state update. The turn reads the
+    state's messages (``view``); the planner's model is sent those of the request (``sent``:
+    what a ``wrap_model_call`` middleware before the planner left of them)."""
     record = record_of(state)
     removals = list(record["transient"]) if record else []
+    sent = [m for m in sent if m.id not in removals]
     event = next_event(record, view.messages, view.externs)
     if removals:  # the last visit's progress message is not part of the conversation
         view = replace(view, messages=[m for m in view.messages if m.id not in removals])
@@ -383,7 +388,7 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
         ):
             made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
             if isinstance(action, turn.AskModel):
-                reply = yield [*split_system(view.messages)[1], *out, *action.extra]
+                reply = yield [*split_system(sent)[1], *out, *action.extra]
                 event = turn.Received(_with_id(answered(reply).reply))
             elif isinstance(action, turn.AskQuery):
                 event = turn.Received(tuple((yield action)))

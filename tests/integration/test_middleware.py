@@ -258,3 +258,27 @@ def test_a_message_a_before_model_hook_adds_does_not_skip_the_plan_s_approval(bo
     assert "__interrupt__" in paused and box.log == [] and len(model.calls) == 1
     agent.invoke(Command(resume={"type": "approve"}), config)
     assert box.names() == ["get_temperature"] and len(model.calls) == 1
+
+
+class DroppingSecrets(AgentMiddleware[Any, Any]):
+    """A message filter: the model is never sent a message that holds a secret."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        kept = [m for m in request.messages if "SECRET" not in m.text]
+        return handler(request.override(messages=[*kept, HumanMessage("(context: in Paris)")]))
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_planner_model_is_sent_the_messages_a_middleware_before_it_left(
+    box: Toolbox, execution: str
+) -> None:
+    """A ``wrap_model_call`` listed before the planner that edits the messages (drops some,
+    adds context) decides what the planner's model reads, as it would the model's."""
+    model = ScriptedChatModel(replies=[SAYING])
+    planner = ToolsPlannerMiddleware(execution=execution)
+    agent = create_agent(model, tools=box.sync_tools, middleware=[DroppingSecrets(), planner])
+    history = [HumanMessage("my SECRET card is 4111"), HumanMessage("Warm?")]
+    out = agent.invoke({"messages": history})
+    asked = [m.text for m in model.calls[0][1:]]
+    assert asked == ["Warm?", "(context: in Paris)"]
+    assert box.names() == ["get_temperature"] and meta(out["messages"][-1])["status"] == "finished"
