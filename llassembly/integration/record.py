@@ -172,6 +172,7 @@ class TurnRecord(TypedDict):
         lag: How far the agent's model-call counters are held below the real count.
         queries: The batch of queries the plan waits on (agent path; empty when none).
         rejected: The replies the checks refused this turn, with their problems.
+        graph: The granularity of the plan graph the plan runs as (none: not one).
     """
 
     phase: Literal["idle", "planning", "approval", "running", "answering", "done"]
@@ -195,6 +196,7 @@ class TurnRecord(TypedDict):
     lag: int
     queries: NotRequired[list[QueryDue]]
     rejected: NotRequired[list[Draft]]
+    graph: NotRequired[str]
 
 
 def new_record() -> TurnRecord:

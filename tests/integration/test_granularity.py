@@ -319,3 +319,78 @@ def test_a_plan_graph_of_an_unknown_granularity_is_refused(granularity: Any) -> 
     words = r"^granularity must be one of \('block', 'instruction', 'program'\), got "
     with pytest.raises(UsageError, match=words + re.escape(repr(granularity)) + "$"):
         _plan_graph("PUSH 1\nPOP R1", granularity, [])
+
+
+PAUSING = asm(
+    'PUSH 1\nCALL step\nPOP R1\nPUSH "ok?"\nCALL ask\nPOP R2\nPUSH 3\nCALL step\nPOP R3\nSAY "done"'
+)
+
+
+def _pausing_tools(ran: list[Any]) -> list[BaseTool]:
+    from langgraph.types import interrupt
+
+    @tool
+    def step(n: int) -> int:
+        """Take step n."""
+        ran.append(n)
+        return n
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask the person."""
+        ran.append("ask")
+        return str(interrupt(question))
+
+    return [step, ask]
+
+
+def _pausing_app(where: str, tools: list[BaseTool], saver: Any, **options: Any) -> Any:
+    from fakes import ScriptedChatModel
+    from langchain.agents import create_agent
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from llassembly import ToolsPlannerMiddleware, ToolsPlannerNode
+
+    model = ScriptedChatModel(replies=[PAUSING])
+    if where == "node":
+        builder = StateGraph(MessagesState)
+        builder.add_node("planner", ToolsPlannerNode(model, tools, **options))
+        builder.add_edge(START, "planner")
+        builder.add_edge("planner", END)
+        return builder.compile(checkpointer=saver)
+    planner = ToolsPlannerMiddleware(**{"execution": "graph", **options})
+    return create_agent(model, tools=tools, middleware=[planner], checkpointer=saver)
+
+
+@pytest.mark.parametrize(
+    ("where", "before", "after"),
+    [
+        ("node", {"granularity": "block"}, {"granularity": "instruction"}),
+        ("node", {"granularity": "program"}, {"granularity": "block"}),
+        ("agent", {"granularity": "block"}, {"granularity": "instruction"}),
+        ("agent", {"granularity": "block"}, {"execution": "agent"}),
+    ],
+)
+def test_a_plan_paused_in_a_plan_graph_resumes_only_as_it_ran(
+    where: str, before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    """A plan graph's checkpoints hold the steps of its shape: resumed by a planner built with
+    another ``granularity`` (or the middleware with ``execution="agent"``), the turn says so,
+    before anything runs, and the same options resume it as ever."""
+    from langgraph.types import Command
+
+    ran: list[Any] = []
+    saver, thread = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    tools = _pausing_tools(ran)
+    paused = _pausing_app(where, tools, saver, **before).invoke(
+        {"messages": [HumanMessage("go")]}, thread
+    )
+    assert "__interrupt__" in paused and ran == [1, "ask"]
+    ran.clear()
+    with pytest.raises(UsageError, match=r"paused while it ran as a plan graph at granularity="):
+        _pausing_app(where, tools, saver, **{**before, **after}).invoke(
+            Command(resume="yes"), thread
+        )
+    assert ran == []
+    out = _pausing_app(where, tools, saver, **before).invoke(Command(resume="yes"), thread)
+    assert out["messages"][-1].text == "done" and ran[-1] == 3 and ran.count("ask") == 1
