@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from llassembly import errors
-from llassembly.analysis.dataflow import NO_SOURCES, place_parts, result_sources
+from llassembly.analysis.dataflow import NO_SOURCES, place_parts
 from llassembly.analysis.policies import DataFlowPolicy, check_names
 from llassembly.analysis.queries import query_sources
 from llassembly.compat import bubbling_errors
@@ -593,10 +593,12 @@ class Emulator:
             if extern.query:  # a model reads the arguments: its answer derives from them
                 shadow.query = query_sources(NO_SOURCES.union(*shadow.stack[split:]))
             del shadow.stack[split:]
-        if call is None:  # EAX will say why, quoting the arguments: it derives from them too
-            if shadow is not None and sources is not None:
-                shadow.query = result_sources(extern.name).union(shadow.query, *sources)
+        if call is None:
             self._settle(pc, Failed(refused))
+            if shadow is not None and sources is not None:  # EAX says why, quoting the
+                quoted = NO_SOURCES.union(*sources)  # arguments: it (and the flags) derive
+                shadow.put(EAX_INDEX, shadow.regs.get(EAX_INDEX, NO_SOURCES) | quoted)
+                shadow.flags |= quoted  # from them too; its results from its tool alone
             return None
         st.tool_calls += 1
         depth = len(st.stack) + len(st.calls) + extern.n_results

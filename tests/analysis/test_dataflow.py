@@ -535,3 +535,25 @@ def test_a_tested_calls_refusal_derives_from_the_arguments_it_quotes(refusal: st
     # Before the run too: what an approver sees, what a plan_policy rule reads.
     use = summarize(parse(plan), tools).tool("send_email")
     assert use is not None and "_latest_email" in use.sites[0].arguments[0].sources
+
+
+@pytest.mark.parametrize("refusal", ["schema", "policy"])
+def test_a_refused_tested_calls_results_derive_from_its_tool_alone(refusal: str) -> None:
+    """Its results (``NONE``) quote nothing: like any call's, they derive from the tool alone,
+    at run time as in the summary (only ``EAX``, which quotes the value, derives from it)."""
+
+    def echo(text: str | None) -> str:
+        """Echo."""
+        return str(text)
+
+    policy = [never_from("echo", "text", ["_latest_email"])]
+    if refusal == "policy":
+        policy.append(never_from("_set_pin", "pin", ["_latest_email"]))
+    plan = (
+        "CALL _latest_email\nPOP R1\nPUSH R1\nCALL _set_pin\nJC failed\nfailed:\n"
+        'POP R5\nPUSH R5\nCALL echo\nPOP R6\nSAY "done"'
+    )
+    tools = [_latest_email, _set_pin, echo]
+    assert Emulator(parse(plan), tools, dataflow=policy).run().answer == "done"
+    use = summarize(parse(plan), tools).tool("echo")
+    assert use is not None and use.sites[0].arguments[0].sources == ("_set_pin",)
