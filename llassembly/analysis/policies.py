@@ -50,9 +50,10 @@ def name_problems(
     names: Iterable[str] = (),
     arguments: Iterable[tuple[str, str]] = (),
     lacking: str = "is not among the tools",
-) -> Iterator[tuple[str, str]]:
-    """Each name of :func:`check_names`'s that ``tools`` lack, as ``(kind, message)``: kind
-    ``"tool"`` (the tool is ``lacking``) or ``"argument"`` (of a tool ``tools`` have)."""
+) -> Iterator[tuple[bool, str]]:
+    """Each name of :func:`check_names`'s that ``tools`` lack, as ``(sure, message)``: ``sure``
+    for an argument (of a tool ``tools`` have) and for a tool whose name one of them has but
+    for case, unlike a tool they are only ``lacking``."""
     wanted = itertools.chain(
         (("tool", name, list(tools), "") for name in names),
         (("argument", a, param_names(tools[t]), t) for t, a in arguments if t in tools),
@@ -66,7 +67,7 @@ def name_problems(
         missing, listed = (f"{of} does not take", "its arguments") if of else (lacking, _LISTED)
         where, shown = f" of {of}" if of else "", ", ".join(sorted(known)[:20]) or "none"
         said = f"{subject} names the {kind} {name!r}{where}, which {missing}{hint}"
-        yield kind, f"{said} ({listed}: {shown})"
+        yield bool(of or same), f"{said} ({listed}: {shown})"
 
 
 _LISTED = "tool names match exactly; the tools"

@@ -150,7 +150,8 @@ def check_tool_names(
 
     ``offered``: ``tools`` are those one model request offers, which a tool selector before
     the planner may have narrowed. A tool they lack is then warned of (``UserWarning``), not
-    refused: a plan cannot call it there, so what the option says of it holds.
+    refused: a plan cannot call it there, so what the option says of it holds (unless they
+    hold it but for case: a plan calls it by either name, so that is refused).
 
     Raises:
         UsageError: An option names an unknown tool or argument; the message names it, the
@@ -168,8 +169,8 @@ def check_tool_names(
         pairs = [(str(t), str(a)) for t, a in getattr(policy, "tool_arguments", ())]
         named.append((label, map(str, getattr(policy, "tool_names", ())), pairs))
     for subject, names, pairs in named:
-        for kind, problem in name_problems(subject, tools, names, pairs, lacking):
-            if not (offered and kind == "tool"):
+        for sure, problem in name_problems(subject, tools, names, pairs, lacking):
+            if sure or not offered:
                 raise UsageError(problem)
             warnings.warn(f"{problem}; it applies where a request offers that tool", stacklevel=2)
 

@@ -69,7 +69,10 @@ def test_the_middleware_refuses_it_when_built_with_tools(box: Toolbox, case: str
         ToolsPlannerMiddleware(tools=box.sync_tools, **options)
 
 
-@pytest.mark.parametrize("case", [case for case in BAD_OPTIONS if "argument" not in case])
+SURE = ("data-flow argument", "approve_plan other case")  # (a plan calls a tool in any case)
+
+
+@pytest.mark.parametrize("case", [case for case in BAD_OPTIONS if case not in SURE])
 def test_the_middleware_warns_of_a_tool_at_a_request_otherwise(box: Toolbox, case: str) -> None:
     """Without ``tools=`` the planner knows only the tools the request offers, which a tool
     selector may have narrowed: the name is warned of, with the same words, and the plan runs."""
@@ -82,10 +85,13 @@ def test_the_middleware_warns_of_a_tool_at_a_request_otherwise(box: Toolbox, cas
     assert box.names() == ["get_temperature", "notify"]
 
 
-def test_the_middleware_refuses_an_argument_an_offered_tool_lacks_at_the_request(
-    box: Toolbox,
+@pytest.mark.parametrize("case", SURE)
+def test_the_middleware_refuses_at_the_request_what_is_sure_to_be_about_an_offered_tool(
+    box: Toolbox, case: str
 ) -> None:
-    options, match = BAD_OPTIONS["data-flow argument"]
+    """An argument an offered tool lacks; a tool named but for case as an offered one (a plan
+    that calls it by that name calls the offered tool: the option must gate it)."""
+    options, match = BAD_OPTIONS[case]
     model = ScriptedChatModel(replies=[WEATHER_PLAN])
     app = create_agent(model, tools=box.sync_tools, middleware=[ToolsPlannerMiddleware(**options)])
     with pytest.raises(UsageError, match=match):
