@@ -16,7 +16,7 @@ from typing import Any, Final
 from llassembly.analysis.cfg import ControlFlow, Layout
 from llassembly.analysis.constants import COPIES_ONLY, UNKNOWN, Abstract, constants, join
 from llassembly.analysis.paths import paths_of
-from llassembly.analysis.shapes import BOOL, INT, NUMBER, TEXT, Shape
+from llassembly.analysis.shapes import ANSWER_TEXT, BOOL, INT, NUMBER, Shape
 from llassembly.errors import clip
 from llassembly.language.limits import MAX_ANSWER_DEPTH, MAX_ANSWER_FIELDS, MAX_ANSWER_SHAPE_CHARS
 
@@ -31,7 +31,7 @@ the tool's (see :func:`query_sources`)."""
 _SCALARS: Final = (  # a scalar answer: its shape, JSON schema type, words, and names to write
     (NUMBER, "number", "number", ("number", "float")),
     (INT, "integer", "integer", ("integer", "int")),
-    (TEXT, "string", "text", ("text", "string", "str")),
+    (ANSWER_TEXT, "string", "text", ("text", "string", "str")),
     (BOOL, "boolean", "true or false", ("boolean", "bool")),
 )
 _HOW = (

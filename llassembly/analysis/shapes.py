@@ -102,6 +102,9 @@ TEXT: Final = Shape("text")
 NONE_SHAPE: Final = Shape("none")
 JSON_TEXT: Final = Shape("text", "JSON text")
 """Pydantic's ``Json[...]``: JSON text the tool parses itself (the plan passes the text)."""
+ANSWER_TEXT: Final = Shape("text", "answer text")
+"""A query's answer (or an answer's field) of shape ``"text"``: text, checked as text, that no
+path reads (where a tool's ``str`` may be JSON it wrote)."""
 _NUMBERS: Final = frozenset({"int", "float", "number"})
 STRUCTURES: Final = frozenset({"object", "map", "list", "tuple"})  # held as their JSON text
 _TEXTS: Final = frozenset({"text", "decimal"}) | STRUCTURES
@@ -320,6 +323,8 @@ def child(shape: Shape, key: str | int | None) -> tuple[Shape, str | None]:
         problem = next((wrong for _, wrong in parts if wrong is not None), None)
         return (_union(found) or ANY, None) if found else (ANY, problem)
     kind = shape.kind
+    if shape == ANSWER_TEXT:  # (its JSON, if a model wrote some, is no shape's to check)
+        return ANY, "is a query's text answer: ask for the fields in the answer's shape"
     if kind == "any" or kind == "text":  # text may be JSON (a tool that returns json.dumps)
         return ANY, None
     if kind == "object":
@@ -366,7 +371,7 @@ def describe(shape: Shape | None) -> str:
         "union": " | ".join(options),
         "none": "NONE",
         "decimal": "decimal text",
-        "text": f"text ({shape.name})" if shape.name else "text",
+        "text": f"text ({shape.name})" if shape.name and shape != ANSWER_TEXT else "text",
     }.get(shape.kind, shape.kind)
 
 

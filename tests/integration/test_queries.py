@@ -134,6 +134,17 @@ def test_a_query_with_a_shape_written_in_the_plan_verifies() -> None:
     assert problems(with_label) == []
 
 
+@pytest.mark.parametrize(
+    ("shape", "path"), [("'text'", "R2.iban"), (f"'{BILL_SHAPE}'", "R2.iban.country")]
+)
+def test_a_path_into_a_text_answer_is_refused_before_the_run(shape: str, path: str) -> None:
+    """A text the library checks a model's answer to be is text: what a path would read of it
+    (JSON a model wrote in it) no shape checks, so the plan asks for those fields instead."""
+    found = problems(READ + query(shape) + f"PUSH {path}\nPUSH 1\nCALL pay\nPOP R0")
+    assert [line for line, _ in found] == [9]
+    assert "a query's text answer: ask for the fields in the answer's shape" in found[0][1]
+
+
 def test_a_shape_not_written_in_the_plan_is_refused_before_anything_runs() -> None:
     found = problems(READ + query("R1"))
     assert found == [
