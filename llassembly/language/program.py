@@ -117,12 +117,13 @@ Operand: TypeAlias = Reg | Imm | Name | Mem | Path | Template
 
 
 def one_place(first: object, second: object) -> bool:
-    """Whether two operands are one register, by any of its names (``EAX``, ``RAX``, ``AX``
-    and ``AL`` are one), or one variable: ``XOR r, r`` clears it, ``TEST r, r`` tests its
-    value, ``CMP r, r`` finds it equal (see :attr:`OpcodeInfo.same_register`)."""
+    """Whether two operands are one place: one register, by any of its names (``EAX``, ``RAX``,
+    ``AX`` and ``AL`` are one), or one variable, cell or path written twice alike. ``XOR r, r``
+    clears it, ``TEST r, r`` tests its value, ``CMP r, r`` finds it equal (see
+    :attr:`OpcodeInfo.same_register`)."""
     if isinstance(first, Reg) and isinstance(second, Reg):
         return first.index == second.index
-    return isinstance(first, Name) and first == second
+    return isinstance(first, Name | Mem | Path) and first == second
 
 
 def nested(operand: Operand) -> tuple[Operand, ...]:

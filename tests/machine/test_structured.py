@@ -262,13 +262,16 @@ def test_cmpi_compares_ignoring_case(a: str, b: str, equal: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "pair", ["EAX, EAX", "EAX, RAX", "RAX, AL", "AX, EAX", "v, v"], ids=lambda p: p
+    "pair",
+    ["EAX, EAX", "EAX, RAX", "RAX, AL", "AX, EAX", "v, v", "R1.name, R1.name", "[t], [t]"],
+    ids=lambda p: p,
 )
 def test_one_register_by_any_of_its_names_is_one_register_twice(pair: str) -> None:
     """``XOR r, r`` gives 0 and ``TEST r, r`` tests the value itself, text too, whichever names
     of ``r`` are written (``EAX``, ``RAX``, ``AX`` and ``AL`` are one register), and so for
-    one variable twice; before the run and at run time alike."""
-    setup = 'MOV EAX, "Oslo"\nMOV v, "Oslo"\n'
+    one variable, cell or path twice; before the run and at run time alike."""
+    setup = 'section .data\nt dq "Oslo"\nsection .text\nMOV EAX, "Oslo"\nMOV v, "Oslo"\n'
+    setup += 'MOV R1, \'{"name": "Oslo"}\'\n'
     target = pair.split(",")[0]
     said = f'TEST {pair}\nSETNE R2\nXOR {pair}\nSETE R3\nSAY "{{R2}} {{R3}} {{{target}}}"'
     assert machine(setup + said).result().answer == "1 1 0"
