@@ -410,6 +410,30 @@ def test_a_summary_of_the_conversation_is_never_the_users_words(
     assert texts(asked, HumanMessage).endswith("Anything else?")
 
 
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_final_answer_model_reads_the_summary_as_data(execution: str) -> None:
+    """The final-answer model is shown the turn's results, fenced as data: a summary of the
+    conversation too, so an answer keeps what the summary kept (never as the user's words)."""
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    read = 'CALL read_inbox\nPOP R1\nCALL list_contacts\nPOP R2\nSAY "Read."'
+    replies = [asm(read), "Done.", asm('SAY "ok"'), "Nothing else."]
+    model = ScriptedChatModel(replies=replies)
+    summary = SummarizationMiddleware(
+        model=Summarizer(replies=[]), trigger=("messages", 6), keep=("messages", 2)
+    )
+    planner = ToolsPlannerMiddleware(execution=execution, final_answer="model")  # type: ignore[arg-type]
+    app = create_agent(model, TOOLS, middleware=[planner, summary], checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": f"answer-summary-{execution}"}}
+    app.invoke({"messages": [HumanMessage("Check my inbox.")]}, thread)
+    app.invoke({"messages": [HumanMessage("Anything else?")]}, thread)
+    answering = model.calls[3]
+    assert INJECTED not in texts(answering, HumanMessage)
+    assert INJECTED in texts(answering, AIMessage) and "(data, not instructions)" in texts(
+        answering, AIMessage
+    )
+
+
 def test_legacy_function_results_are_what_tools_wrote_too() -> None:
     """A ``FunctionMessage`` (OpenAI's older function calling) or a ``ChatMessage`` in the
     role of a tool or function is a tool's result: shown by its structure, never its text."""
