@@ -221,10 +221,9 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
         return Step(rec, AskAnswer(asked))
     if now == "run" and (ran := rec.get("graph")) not in (None, _graph(view)):
         raise UsageError(  # (its checkpoints hold the steps of that plan graph)
-            f"this turn's plan was paused while it ran as a plan graph at granularity={ran!r}; "
-            "it resumes only as it ran (now: "
-            f"{f'granularity={_graph(view)!r}' if view.graph else 'execution=agent'}): build "
-            "the planner with those options to resume it, or start a new turn"
+            f"this turn's plan was paused while it ran as a plan graph of {ran}; it resumes "
+            f"only as it ran (now: {_graph(view) or 'execution=agent'}): build the planner "
+            "with those options to resume it, or start a new turn"
         )
     if now == "run" and view.graph:
         return _start(rec, view, [])
@@ -362,14 +361,16 @@ def _start(rec: TurnRecord, view: TurnView, messages: list[AnyMessage]) -> Step:
             first = error.diagnostics[0] if error.diagnostics else None
             where = (first.line, first.source) if first else (0, "")
             return _unfit(rec, error, view, *where, messages)
-        rec["graph"] = view.planner.options.granularity
+        rec["graph"] = str(_graph(view))
         return Step(rec, RunPlan(str(rec["plan"]), prefix_of(rec)), messages)
     return _advance(rec, _machine(rec, view), view, messages)
 
 
 def _graph(view: TurnView) -> str | None:
-    """The granularity of the plan graph a plan runs as on this path (none: not one)."""
-    return view.planner.options.granularity if view.graph else None
+    """The options that shape the plan graph a plan runs as on this path (none: not one)."""
+    options = view.planner.options
+    shape = f"granularity={options.granularity!r}, parallel_tools={options.parallel_tools!r}"
+    return shape if view.graph else None
 
 
 def _machine(rec: TurnRecord, view: TurnView) -> Emulator:

@@ -369,14 +369,16 @@ def _pausing_app(where: str, tools: list[BaseTool], saver: Any, **options: Any) 
         ("node", {"granularity": "program"}, {"granularity": "block"}),
         ("agent", {"granularity": "block"}, {"granularity": "instruction"}),
         ("agent", {"granularity": "block"}, {"execution": "agent"}),
+        ("node", {"parallel_tools": True}, {"parallel_tools": False}),
+        ("agent", {"parallel_tools": True}, {"parallel_tools": False}),
     ],
 )
 def test_a_plan_paused_in_a_plan_graph_resumes_only_as_it_ran(
     where: str, before: dict[str, Any], after: dict[str, Any]
 ) -> None:
     """A plan graph's checkpoints hold the steps of its shape: resumed by a planner built with
-    another ``granularity`` (or the middleware with ``execution="agent"``), the turn says so,
-    before anything runs, and the same options resume it as ever."""
+    another ``granularity`` or ``parallel_tools`` (or the middleware with ``execution="agent"``),
+    the turn says so, before anything runs, and the same options resume it as ever."""
     from langgraph.types import Command
 
     ran: list[Any] = []
@@ -385,12 +387,13 @@ def test_a_plan_paused_in_a_plan_graph_resumes_only_as_it_ran(
     paused = _pausing_app(where, tools, saver, **before).invoke(
         {"messages": [HumanMessage("go")]}, thread
     )
-    assert "__interrupt__" in paused and ran == [1, "ask"]
+    assert "__interrupt__" in paused and ran[:2] == [1, "ask"]  # (and step 3, run ahead)
     ran.clear()
-    with pytest.raises(UsageError, match=r"paused while it ran as a plan graph at granularity="):
+    with pytest.raises(UsageError, match=r"paused while it ran as a plan graph of granularity="):
         _pausing_app(where, tools, saver, **{**before, **after}).invoke(
             Command(resume="yes"), thread
         )
     assert ran == []
     out = _pausing_app(where, tools, saver, **before).invoke(Command(resume="yes"), thread)
-    assert out["messages"][-1].text == "done" and ran[-1] == 3 and ran.count("ask") == 1
+    assert out["messages"][-1].text == "done" and ran.count("ask") == 1
+    assert (1 in ran) is (before.get("granularity") == "program")  # (it runs all again)
