@@ -299,20 +299,14 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
 
 def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage | None:
-    """The ``ToolMessage`` answering ``call_id`` in the current run, or ``None``.
-
-    Searched back to the call's own ``AIMessage``. A tool may add other messages beside its
-    result (a ``Command`` update, tagged with :data:`ADDED_BY_CALL` by the planner's
-    ``wrap_tool_call``, this call or another of its batch); they do not hide it. Any other
-    ``AIMessage`` after the call means the run that made it has ended (a limit answered it and
-    ended the run, and a new run is starting).
-    """
+    """The ``ToolMessage`` answering ``call_id``, or ``None``: searched back to the call's own
+    ``AIMessage``, past any message a tool or a hook added since (a new run begins anew before
+    this is asked: see :func:`next_event`)."""
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
             return message
-        if isinstance(message, AIMessage) and (
-            any(c.get("id") == call_id for c in message.tool_calls)
-            or calls.ADDED_BY_CALL not in message.response_metadata
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call_id for c in message.tool_calls
         ):
             return None
     return None
@@ -327,8 +321,9 @@ def next_event(
     record: TurnRecord | None, messages: Sequence[BaseMessage], externs: Mapping[str, Extern]
 ) -> turn.Event:
     """What this visit of the model node answers: the results of the plan's calls, a person's
-    decision, a model call the last visit left due, or the start of a new turn."""
-    if record is None:
+    decision, a model call the last visit left due (the plan and what it asks are saved; a
+    hook may have added messages since), or the start of a new turn."""
+    if record is None or record["anchor"] is None:  # a new run (before_agent) begins anew
         return turn.Begin()
     now = due(record)
     if now == "results":
@@ -344,8 +339,6 @@ def next_event(
             for a, p in zip(answers, pending, strict=True)
         ]
         return turn.Received(outcomes)
-    if record["anchor"] is None:  # a new run (before_agent), else the plan and what it asks
-        return turn.Begin()  # are saved (a before_model hook may have added messages since)
     approval = record["approval"]
     if now == "person" and approval is not None:  # (asked again on resume)
         return turn.Received(read_decision(interrupt(approval.get("request") or {})))

@@ -282,3 +282,59 @@ def test_the_planner_model_is_sent_the_messages_a_middleware_before_it_left(
     asked = [m.text for m in model.calls[0][1:]]
     assert asked == ["Warm?", "(context: in Paris)"]
     assert box.names() == ["get_temperature"] and meta(out["messages"][-1])["status"] == "finished"
+
+
+class NotingInTheAssistantsRole(AgentMiddleware[Any, Any]):
+    """Adds an assistant's note before every model-node visit, each call step's too."""
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("(note: the tools are slow today)")]}
+
+
+def test_a_message_a_before_model_hook_adds_between_a_plans_calls_is_no_new_turn(
+    box: Toolbox,
+) -> None:
+    """On the agent path each call of a plan is a visit of the model node: an AIMessage a
+    hook adds after a call's result does not hide the result, nor end the turn."""
+    plan = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nPUSH "Oslo"\nCALL get_temperature')
+    model = ScriptedChatModel(replies=[plan, plan])
+    planner = ToolsPlannerMiddleware()
+    agent = create_agent(
+        model, tools=box.sync_tools, middleware=[planner, NotingInTheAssistantsRole()]
+    )
+    out = agent.invoke({"messages": [HumanMessage("Warm?")]})
+    assert box.names() == ["get_temperature"] * 2 and len(model.calls) == 1
+    assert meta(out["messages"][-1])["status"] == "finished"
+
+
+def test_a_new_run_after_one_stopped_between_a_call_and_its_step_begins_a_new_turn(
+    box: Toolbox,
+) -> None:
+    """A run stopped after the tool node answered a call (a recursion limit, a process that
+    died there): resumed with ``invoke(None)`` it goes on; a new message instead starts anew."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.errors import GraphRecursionError
+
+    plan = asm('PUSH "Paris"\nCALL get_temperature\nPOP R1\nSAY "Paris {R1}"')
+    notify = asm('PUSH "hello"\nCALL notify\nSAY "notified"')
+    model = ScriptedChatModel(replies=[plan, notify])
+    agent = create_agent(
+        model, box.sync_tools, middleware=[ToolsPlannerMiddleware()], checkpointer=InMemorySaver()
+    )
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(GraphRecursionError):
+        agent.invoke({"messages": [HumanMessage("Warm?")]}, {**thread, "recursion_limit": 3})
+    assert isinstance(agent.get_state(thread).values["messages"][-1], ToolMessage)
+    out = agent.invoke({"messages": [HumanMessage("Forget that. Notify me.")]}, thread)
+    assert box.names() == ["get_temperature", "notify"] and len(model.calls) == 2
+    assert out["messages"][-1].text == "notified"
+
+    box.log.clear()
+    model = ScriptedChatModel(replies=[plan])
+    agent = create_agent(
+        model, box.sync_tools, middleware=[ToolsPlannerMiddleware()], checkpointer=InMemorySaver()
+    )
+    with pytest.raises(GraphRecursionError):
+        agent.invoke({"messages": [HumanMessage("Warm?")]}, {**thread, "recursion_limit": 3})
+    assert agent.invoke(None, thread)["messages"][-1].text == "Paris 21"
+    assert box.names() == ["get_temperature"] and len(model.calls) == 1
