@@ -172,14 +172,16 @@ def planner_view(
                 names[call.get("id") or ""] = name
                 lines.append(f"{len(lines) + 1}. {name}: no result")  # until its result comes
         elif isinstance(message, ToolMessage | FunctionMessage) or _tools_role(message):
-            if not isinstance(message, ToolMessage):  # the older function calling's result
-                message = ToolMessage(message.content, tool_call_id="", name=message.name)
-            index = (
-                calls.get(message.tool_call_id, len(lines)) if message.tool_call_id else len(lines)
+            cid = message.tool_call_id if isinstance(message, ToolMessage) else None
+            result = (  # the older function calling's result: a line of its own
+                message
+                if isinstance(message, ToolMessage)
+                else ToolMessage(message.content, tool_call_id="", name=message.name)
             )
-            name = names.get(message.tool_call_id) or message.name or "tool"
+            index = len(lines) if cid is None else calls.get(cid, len(lines))
+            name = (None if cid is None else names.get(cid)) or message.name or "tool"
             # The line of its call, or a line of its own after the last.
-            lines[index : index + 1] = [f"{index + 1}. {_call_line(name, message, results)}"]
+            lines[index : index + 1] = [f"{index + 1}. {_call_line(name, result, results)}"]
         elif message.additional_kwargs.get("lc_source") == "summarization":
             flush()  # (LangChain's SummarizationMiddleware: a model's summary of every message)
             said = "An earlier part of the conversation was summarised, from what tools wrote too"

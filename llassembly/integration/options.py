@@ -62,8 +62,12 @@ def _tool_middleware(name: str, given: tuple[Any, ...]) -> None:
     """Refuse a middleware whose work is in hooks ``tool_middleware`` never runs: one with no
     ``wrap_tool_call`` (nor ``awrap_tool_call``), and LangChain's approval in its default
     ``interrupt_mode="batched"``, which asks in ``after_model``."""
+    if not isinstance(given, tuple):
+        raise UsageError(f"{name} takes a list of middleware, got {given!r}")
     for middleware in given:
         label = f"{name}: {type(middleware).__name__}"
+        if isinstance(middleware, type):
+            raise UsageError(f"{name} takes middleware, not the class {middleware.__name__}")
         if not any(defines_hook(middleware, h) for h in ("wrap_tool_call", "awrap_tool_call")):
             raise UsageError(
                 f"{label} has no wrap_tool_call hook, the only one {name} runs, so none of it "
@@ -242,7 +246,7 @@ class PlannerOptions:
         "``ToolRetryMiddleware``). On the middleware's agent path the agent's own middleware "
         "already wraps every plan call; these wrap plan calls only.",
         check=_tool_middleware,
-        keep=tuple,
+        keep=lambda given: tuple(given) if isinstance(given, list | tuple) else given,
     )
 
     execution: Execution = _option(

@@ -616,6 +616,19 @@ def test_a_tool_middleware_whose_work_is_in_hooks_it_never_runs_is_refused(
         planner(kind, box, tool_middleware=[middleware()])
 
 
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ([ToolRetryMiddleware], "takes middleware, not the class ToolRetryMiddleware"),
+        (ToolRetryMiddleware(), "takes a list of middleware, got"),
+    ],
+    ids=["a class", "not a list"],
+)
+def test_tool_middleware_given_wrongly_says_how(given: Any, words: str) -> None:
+    with pytest.raises(UsageError, match=rf"^tool_middleware {re.escape(words)}"):
+        ToolsPlannerMiddleware(tool_middleware=given)
+
+
 def test_approval_in_per_call_mode_is_a_tool_middleware() -> None:
     approval = HumanInTheLoopMiddleware(interrupt_on={"flaky": True}, interrupt_mode="per_call")
     assert ToolsPlannerMiddleware(tool_middleware=[approval]).options.tool_middleware == (approval,)

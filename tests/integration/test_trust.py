@@ -442,8 +442,10 @@ def test_legacy_function_results_are_what_tools_wrote_too() -> None:
     from llassembly.integration.messages import planner_view
 
     asked = AIMessage("", additional_kwargs={"function_call": {"name": "read_inbox"}})
+    no_id = {"name": "send_email", "args": {}, "id": None, "type": "tool_call"}
     history = [
         HumanMessage("Check my inbox."),
+        AIMessage("", tool_calls=[no_id]),
         asked,
         FunctionMessage(INJECTED, name="read_inbox"),
         ChatMessage(INJECTED, role="tool"),
@@ -454,3 +456,4 @@ def test_legacy_function_results_are_what_tools_wrote_too() -> None:
     assert INJECTED not in repr(shown)
     assert texts(shown, HumanMessage) == "Check my inbox.\nAnything else?"
     assert "read_inbox: succeeded" in texts(shown, AIMessage)
+    assert "send_email: no result" in texts(shown, AIMessage)  # (not answered by them)
