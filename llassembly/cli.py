@@ -174,7 +174,7 @@ def load_tools(spec: str) -> dict[str, Extern]:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # a missing module, or one that fails while importing
+    except (Exception, SystemExit) as exc:  # missing, failing or exiting while imported
         msg = f"cannot import module {module_name!r}: {type(exc).__name__}: {safe_text(exc)}"
         raise UsageError(msg) from exc
     try:
@@ -188,7 +188,7 @@ def load_tools(spec: str) -> dict[str, Extern]:
     if callable(value) and not hasattr(value, "invoke") and _returns_tools(value):
         try:
             value = value()
-        except Exception as exc:  # the factory's own failure: --tools names no tools
+        except (Exception, SystemExit) as exc:  # the factory's failure: --tools names none
             msg = f"calling {spec} raised {type(exc).__name__}: {safe_text(exc)}"
             raise UsageError(msg) from exc
     # The tools argument of the API (a list or a mapping, see ToolSpec), or one tool: on the

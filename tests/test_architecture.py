@@ -522,7 +522,7 @@ naming an offered tool but for case refused at the request, and 16,573 with a pa
 text answer refused, and 16,574 with a cell or path twice one place too, and 16,578 with the
 final-answer model reading a summary as data, and 16,579 with parallel_tools part of a paused plan
 graph's shape, and 16,572 with a new run told by before_agent alone, and 16,578 with tool_middleware
-given wrongly told how.
+given wrongly told how, and 16,578 with a plan file's byte order mark read as text.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

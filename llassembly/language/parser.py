@@ -982,7 +982,7 @@ def parse(text: str) -> Program | PlainAnswer:
         AsmSyntaxError: Some code line cannot be read; every such line is listed.
         EmptyReply: The reply is empty, blank or only thinking: neither a plan nor an answer.
     """
-    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    normalised = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")  # (BOM)
     if not normalised.strip():
         raise EmptyReply()
     # A large reply builds tens of thousands of small objects that hold no reference cycles;

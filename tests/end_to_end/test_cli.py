@@ -1280,3 +1280,38 @@ def test_a_demo_that_stops_on_the_librarys_error_exits_2_and_says_why(
     code, out = cli("demo", "--quiet")
     assert code == 2
     assert out == "stopped: line 4: tool 'move' raised RuntimeError: blocked (CALL move)\n"
+
+
+@pytest.mark.parametrize("exiting", ["sys.exit(0)", "argparse"])
+def test_a_tools_module_that_exits_while_imported_is_a_usage_error(
+    exiting: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module that parses the command line (or exits) when imported raises ``SystemExit``:
+    a usage error with JSON, never exit 0 with nothing checked."""
+    body = (
+        "import sys\nsys.exit(0)\n"
+        if exiting.startswith("sys")
+        else "import argparse\nargparse.ArgumentParser().add_argument('--x', required=True)\n"
+        "argparse.ArgumentParser().parse_args(['--nope'])\n"
+    )
+    (tmp_path / "exiting_tools.py").write_text(body, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, data = cli_json("check", plan(tmp_path, "NOP\n"), "--tools", "exiting_tools:TOOLS")
+    assert (code, data["status"]) == (3, "usage_error")
+    assert "cannot import module 'exiting_tools': SystemExit" in data["error"]["message"]
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_plan_saved_with_a_byte_order_mark_is_read_as_its_text(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """UTF-8 with a BOM, as Windows editors save it: the first instruction is kept."""
+    path = tmp_path / "bom.asm"
+    path.write_bytes('MOV R1, 5\nSAY "R1 is {R1}"\n'.encode("utf-8-sig"))
+    if source == "stdin":
+        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", stream)
+    code, data = cli_json(
+        "run", str(path) if source == "file" else "-", "--tools", "cli_tools:TOOLS"
+    )
+    assert (code, data["answer"]) == (0, "R1 is 5")
