@@ -53,6 +53,14 @@ def bubbling_errors() -> tuple[type[BaseException], ...]:
     return (kind,) if isinstance(kind, type) and issubclass(kind, BaseException) else ()
 
 
+def invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` is LangGraph's for a resume value an ``interrupt``'s
+    ``response_schema`` refused: no failure of the tool, it fails the run, so that the
+    interrupt can be answered again (as LangGraph's tool node lets it)."""
+    check = getattr(sys.modules.get("langgraph.errors"), "is_invalid_resume", None)
+    return callable(check) and check(error) is True
+
+
 @dataclass
 class Recorded:
     """What a :func:`recording_tool` saw during one call: whether the tool's code ran, what

@@ -308,8 +308,9 @@ def _running(
             )
         compat.refuse_other_answer(result, str(request.tool_call["id"]))
     except Exception as exc:
-        if isinstance(exc, NotImplementedError) and not noted.ran:
-            raise  # a middleware lacks the hook this run needs: LangChain fails the run on it
+        if compat.invalid_resume(exc) or (isinstance(exc, NotImplementedError) and not noted.ran):
+            raise  # an answer an interrupt refused, a middleware without the hook this run
+            # needs: LangChain fails the run on either
         # The call's failure (its live error kept), but for LangChain failing to write what
         # the tool returned (an integer too long to print): the tool gave the plan that value,
         # read as any result is. (A middleware's error after the tool, a guard's, is a failure.)

@@ -40,7 +40,7 @@ from llassembly import errors
 from llassembly.analysis.dataflow import NO_SOURCES, place_parts
 from llassembly.analysis.policies import DataFlowPolicy, check_names
 from llassembly.analysis.queries import query_sources
-from llassembly.compat import bubbling_errors
+from llassembly.compat import bubbling_errors, invalid_resume
 from llassembly.language.instructions import EAX_INDEX, register_name
 from llassembly.language.limits import (
     DEFAULT_MAX_INSTRUCTIONS,
@@ -812,6 +812,8 @@ def batch_results(batch: Sequence[ToolCall], execute: Callable[[ToolCall], Any])
         except bubbling_errors():
             raise
         except Exception as exc:
+            if invalid_resume(exc):  # an answer an interrupt refused: the run's failure
+                raise
             return Failed(exc)
 
     if len(batch) == 1:
@@ -832,8 +834,8 @@ async def abatch_results(
             return await execute(call)
         except bubbling_errors() as exc:
             return _Bubbling(exc)  # (raised once every call has ended)
-        except Exception as exc:
-            return Failed(exc)
+        except Exception as exc:  # (an answer an interrupt refused: the run's failure too)
+            return _Bubbling(exc) if invalid_resume(exc) else Failed(exc)
 
     outcomes = await asyncio.gather(*(one(call) for call in batch))
     for outcome in outcomes:
@@ -844,6 +846,6 @@ async def abatch_results(
 
 @dataclass(frozen=True)
 class _Bubbling:
-    """A batch call's interrupt (see :func:`abatch_results`), told apart from its result."""
+    """A batch call's interrupt, or an answer an interrupt refused (see :func:`abatch_results`)."""
 
     error: BaseException

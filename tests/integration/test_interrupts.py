@@ -324,3 +324,60 @@ def test_program_granularity_reruns_completed_calls_on_resume(surface: Surface) 
     assert len(model.calls) == 1
     names = tool_names(result["messages"])
     assert names == ["step", "step", "ask_permission", "step"]
+
+
+def _door_app(where: str, opened: list[str], asked_by: str) -> Any:
+    """A plan that opens a door, asked about per call: by LangChain's approval (``hitl``) or
+    by the tool's own ``interrupt`` with a ``response_schema`` (``tool``)."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from pydantic import BaseModel
+
+    class Approval(BaseModel):
+        approve: bool
+
+    @tool
+    def open_door(room: str) -> str:
+        """Open a door."""
+        if asked_by == "tool":
+            answer = interrupt(f"Open {room}?", response_schema=Approval)  # type: ignore[call-arg]
+            if not answer.approve:
+                return "kept shut"
+        opened.append(room)
+        return f"{room} open"
+
+    plan = '```asm\nPUSH "hall"\nCALL open_door\nPOP R1\nSAY "{R1}"\n```'
+    model = ScriptedChatModel(replies=[plan])
+    per_call = HumanInTheLoopMiddleware(interrupt_on={"open_door": True}, interrupt_mode="per_call")
+    gates = [per_call] if asked_by == "hitl" else []
+    if where == "node":
+        builder = StateGraph(MessagesState)
+        builder.add_node("p", ToolsPlannerNode(model, [open_door], tool_middleware=gates))
+        builder.add_edge(START, "p")
+        builder.add_edge("p", END)
+        return builder.compile(checkpointer=InMemorySaver())
+    if where == "graph":
+        planner = ToolsPlannerMiddleware(execution="graph", tool_middleware=gates)
+        return create_agent(model, [open_door], middleware=[planner], checkpointer=InMemorySaver())
+    middleware = [ToolsPlannerMiddleware(), *gates]
+    return create_agent(model, [open_door], middleware=middleware, checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("asked_by", ["hitl", "tool"])
+@pytest.mark.parametrize("where", ["agent", "graph", "node"])
+def test_a_resume_value_an_interrupt_refuses_fails_the_run_and_can_be_given_again(
+    where: str, asked_by: str
+) -> None:
+    """As in LangGraph's tool node: an answer that does not match the interrupt's
+    ``response_schema`` is no failure of the tool (it never ran); the run fails and the
+    same interrupt takes a well-formed answer."""
+    from pydantic import ValidationError
+
+    opened: list[str] = []
+    app, thread = _door_app(where, opened, asked_by), {"configurable": {"thread_id": "t"}}
+    assert "__interrupt__" in app.invoke({"messages": [HumanMessage("Open the hall.")]}, thread)
+    typo = {"type": "aprove"} if asked_by == "hitl" else {"aprove": True}
+    with pytest.raises(ValidationError):
+        app.invoke(Command(resume=typo), thread)
+    good = {"type": "approve"} if asked_by == "hitl" else {"approve": True}
+    out = app.invoke(Command(resume=good), thread)
+    assert out["messages"][-1].text == "hall open" and opened == ["hall"]
