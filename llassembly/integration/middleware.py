@@ -318,11 +318,15 @@ def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
 
 
 def next_event(
-    record: TurnRecord | None, messages: Sequence[BaseMessage], externs: Mapping[str, Extern]
+    record: TurnRecord | None,
+    messages: Sequence[BaseMessage],
+    externs: Mapping[str, Extern],
+    structured: bool = False,
 ) -> turn.Event:
     """What this visit of the model node answers: the results of the plan's calls, a person's
     decision, a model call the last visit left due (the plan and what it asks are saved; a
-    hook may have added messages since), or the start of a new turn."""
+    hook may have added messages since; with a ``structured`` answer, the one the agent's
+    strategy refused and asks for again), or the start of a new turn."""
     if record is None or record["anchor"] is None:  # a new run (before_agent) begins anew
         return turn.Begin()
     now = due(record)
@@ -339,10 +343,11 @@ def next_event(
             for a, p in zip(answers, pending, strict=True)
         ]
         return turn.Received(outcomes)
-    approval = record["approval"]
-    if now == "person" and approval is not None:  # (asked again on resume)
-        return turn.Received(read_decision(interrupt(approval.get("request") or {})))
-    return turn.Proceed() if now in ("plan", "answer", "run", "queries") else turn.Begin()
+    if now == "person":  # (asked again on resume)
+        approval = record["approval"]
+        request = approval.get("request") if approval is not None else None
+        return turn.Received(read_decision(interrupt(request or {})))
+    return turn.Proceed() if now != "nothing" or structured else turn.Begin()
 
 
 Asked = list[BaseMessage] | turn.AskAnswer | turn.AskQuery | turn.RunPlan
@@ -362,7 +367,7 @@ def visit(
     record = record_of(state)
     removals = list(record["transient"]) if record else []
     sent = [m for m in sent if m.id not in removals]
-    event = next_event(record, view.messages, view.externs)
+    event = next_event(record, view.messages, view.externs, view.response_format is not None)
     if removals:  # the last visit's progress message is not part of the conversation
         view = replace(view, messages=[m for m in view.messages if m.id not in removals])
     old_lag = record["lag"] if record else 0

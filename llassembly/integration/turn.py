@@ -214,6 +214,8 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
 
 def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     now, approval = due(rec), rec["approval"]
+    if now == "nothing" and view.response_format is not None:  # back in the run it ended in:
+        rec["phase"], now = "answering", "answer"  # the agent's strategy refused the answer
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":

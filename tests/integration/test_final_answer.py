@@ -297,6 +297,25 @@ def test_response_format_is_filled_by_the_final_call_with_the_agents_strategy(
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
+def test_a_structured_answer_the_strategy_refuses_is_asked_again_and_no_tool_runs_again(
+    execution: str,
+) -> None:
+    """``ToolStrategy`` answers a call its schema refuses with an error and sends the agent
+    back to the model, as for any agent: the final answer is asked for again, nothing else."""
+    wrong, right = _structured_call(city="Cairo"), _structured_call(city="Cairo", celsius=31)
+    app, model = build(
+        execution,
+        [SAY_PLAN, wrong, right, SAY_PLAN],
+        final_answer="model",
+        response_format=ToolStrategy(Weather),
+    )
+    out = run(app, execution)
+    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
+    assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 3
+    assert meta([m for m in out["messages"] if isinstance(m, AIMessage)][-1])["model_calls"] == 3
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
 def test_a_structured_final_answer_keeps_its_own_call_and_no_other(execution: str) -> None:
     reply = _structured_call(city="Cairo", celsius=31)
     reply.tool_calls.append({"name": "get_temperature", "args": {"city": "Oslo"}, "id": "x1"})
