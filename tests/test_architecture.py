@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_596
+MAX_PACKAGE_LINES = 16_603
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -524,7 +524,8 @@ final-answer model reading a summary as data, and 16,579 with parallel_tools par
 graph's shape, and 16,572 with a new run told by before_agent alone, and 16,578 with tool_middleware
 given wrongly told how, and 16,578 with a plan file's byte order mark read as text, and 16,589 with
 an answer an interrupt refused failing the run, not the call, and 16,596 with a structured answer
-the strategy refuses asked for again.
+the strategy refuses asked for again, and 16,603 with a plan answer checked against a JSON-schema
+response_format.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -24,6 +24,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import TypeAdapter
 
 from llassembly import errors
 from llassembly.integration.calls import ADDED_BY_CALL, failure_in, plan_call_messages
@@ -35,6 +36,7 @@ from llassembly.integration.record import (
     TurnResult,
     tag_of,
 )
+from llassembly.machine.schemas import type_of
 from llassembly.machine.state import final_answer_of
 
 if TYPE_CHECKING:
@@ -335,7 +337,8 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
     """The plan's answer validated into the agent's ``response_format``, or ``None``.
 
     The answer must be JSON of the schema (any of them, for a union ``ToolStrategy``); it is
-    parsed and validated by LangChain's own binding for the schema.
+    parsed and validated by LangChain's own binding for the schema, and a JSON schema's, which
+    that binding leaves to the provider, by the schema read as a type (``machine.schemas``).
     """
     if response_format is None or not text or text.lstrip()[:1] not in "{[":
         return None
@@ -356,7 +359,11 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
         specs = ToolStrategy(response_format).schema_specs
     for spec in specs:
         try:
-            return ProviderStrategyBinding.from_schema_spec(spec).parse(AIMessage(content=text))
+            found = ProviderStrategyBinding.from_schema_spec(spec).parse(AIMessage(content=text))
+            if spec.schema_kind == "json_schema":  # (LangChain leaves it to the provider)
+                schema = spec.json_schema
+                TypeAdapter(type_of(schema, schema, "Answer")).validate_python(found, strict=True)
+            return found
         except Exception:
             continue
     return None

@@ -355,6 +355,31 @@ def test_response_format_falls_back_to_one_call_when_the_answer_does_not_validat
     assert len(model.calls) == 2 and RUNS == ["Paris", "Cairo", "Oslo"]
 
 
+WEATHER_SCHEMA = {
+    "title": "Weather",
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+    "required": ["city", "celsius"],
+}
+
+
+@pytest.mark.parametrize("said", ['{"temp": 31, "wind": 4}', "[1, 2]", '{"city": 3, "celsius": 4}'])
+@pytest.mark.parametrize("strategy", ["bare", "ToolStrategy"])
+def test_a_plan_answer_not_of_a_json_schema_response_format_is_no_structured_response(
+    said: str, strategy: str
+) -> None:
+    """LangChain leaves a JSON schema for the provider to enforce; the plan's answer is checked
+    against it here, and one that does not fit makes the one final call, as for a model."""
+    plan = asm(f"SAY '{said}'")
+    reply = _structured_call(city="Cairo", celsius=31)
+    reply.tool_calls[0]["name"] = "Weather"
+    form = WEATHER_SCHEMA if strategy == "bare" else ToolStrategy(WEATHER_SCHEMA)
+    app, model = build("agent", [plan, reply], response_format=form)
+    out = run(app, "agent")
+    assert out["structured_response"] == {"city": "Cairo", "celsius": 31}
+    assert len(model.calls) == 2
+
+
 def _custom_events(app: Any, path: str) -> list[dict[str, Any]]:
     payload = {"messages": [HumanMessage("Which city is warmest?")]}
     config = {"configurable": {"thread_id": "t"}}
