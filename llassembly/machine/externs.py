@@ -670,7 +670,9 @@ def _to_value(x: Any) -> Value:
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
         answers = [m for m in update.get("messages", []) if isinstance(m, tool_message)]
-        return _to_value(answers[0].content) if answers else ""
+        if not answers:  # (as the agent's tool node refuses it: no message answers the call)
+            raise ValueError("the tool returned a Command whose update holds no ToolMessage")
+        return _to_value(answers[0].content)
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
         if x.__pydantic_root_model__:
             return _to_value(x.model_dump(mode="json"))

@@ -22,6 +22,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.types import Command
 from pydantic import BaseModel
 
 from llassembly.integration.middleware import ToolsPlannerMiddleware
@@ -197,3 +198,20 @@ def test_a_typed_result_a_middleware_rewrote_is_read_from_its_text(path: str) ->
 
     messages = _with_middleware(path, [count], 'CALL count\nPOP R1\nADD R1, 1\nSAY "{R1}"')
     assert messages[-1].text == "43"
+
+
+def test_a_tools_command_that_answers_no_call_is_the_calls_failure_in_the_emulator() -> None:
+    """As on every planner path (the agent's tool node refuses it): a ``Command`` whose update
+    holds no ``ToolMessage`` is no result, not an empty text."""
+    from llassembly import AsmRuntimeError, Emulator, parse
+
+    @tool
+    def setter(x: int) -> Command:  # type: ignore[type-arg]
+        """Set x in the agent's state."""
+        return Command(update={"x": x})
+
+    with pytest.raises(
+        AsmRuntimeError, match=r"^line 2: tool 'setter': .*no ToolMessage"
+    ) as caught:
+        Emulator(parse('PUSH 3\nCALL setter\nSAY "done"'), [setter]).run()
+    assert caught.value.line == 2
