@@ -518,7 +518,8 @@ def query_model_calls(messages: Sequence[BaseMessage]) -> int:
 
 def marked(message: _M, kind: str, *, new_id: bool = False) -> _M:
     """``message`` with ``response_metadata["llassembly"]["kind"]`` set: what it is in the
-    turn (``"plan"``, ``"answer"``, ``"draft"``, ``"note"``; a call's messages are ``"call"``).
+    turn (``"plan"``, ``"answer"``, ``"draft"``, ``"note"``, ``"edit"``; a call's messages are
+    ``"call"``).
     ``new_id`` gives it an id of its own (the copy is then a message of its own: a stream shows
     it, though the model's reply it copies streamed already)."""
     meta = {**message.response_metadata, KEY: {**tag_of(message), "kind": kind}}

@@ -342,7 +342,7 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
     messages: list[AnyMessage] = []
     if kind == "edit":  # (salted by the plan it replaces, which the model's reply salted)
         _use_plan(rec, text, prefix_of(rec))
-        messages.append(edit_note(text))
+        messages.append(marked(edit_note(text), "edit"))
     rec["approval"] = {"state": "approved"}
     return _start(rec, view, messages)
 

@@ -298,7 +298,9 @@ def test_the_edit_note_holds_the_plan_in_one_fenced_block(case: str, surface: st
     start(app)
     out = app.invoke(Command(resume={"type": "edit", "plan": edit}), THREAD)
     assert [name for name, _ in ops.log] == ["restart"]
-    [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    [message] = [m for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    note = message.text
+    assert message.response_metadata["llassembly"]["kind"] == "edit"  # (as every turn's message)
     fence = "`````" if "````" in code else "```"
     head = "A reviewer replaced the plan before it ran; this plan runs instead:"
     assert note == f"{head}\n{fence}asm\n{code}\n{fence}"
