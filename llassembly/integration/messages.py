@@ -458,11 +458,10 @@ def final_message(
         calls = plan_call_messages(messages, record["prefixes"])
         ours = [m for m in calls if isinstance(m, AIMessage) and KEY in m.response_metadata]
         text = finished_summary([call["name"] for m in ours for call in m.tool_calls])
-    if reply is not None:  # the final model call's reply ends the turn
-        meta["summary"] = text
-        return reply.model_copy(
-            update={"response_metadata": {**reply.response_metadata, KEY: meta}}
-        )
+    if reply is not None:  # the final model call's reply ends the turn, a message of its own
+        meta["summary"] = text  # (its id too: a stream shows it, though the reply streamed)
+        update = {"response_metadata": {**reply.response_metadata, KEY: meta}}
+        return reply.model_copy(update={**update, "id": f"llassembly-{uuid.uuid4()}"})
     return AIMessage(content=text, response_metadata={KEY: meta})
 
 

@@ -144,6 +144,26 @@ def test_streamed_plan_text_carries_the_planner_tag_and_the_answer_does_not(
     assert len(answers) == 1 and "```asm" not in answers[0]
 
 
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_streamed_answer_a_model_wrote_is_shown_once_as_the_answer(
+    box: Toolbox, execution: str
+) -> None:
+    """With ``final_answer="model"`` the recipe of docs/tutorial.md (*Streaming*) shows the
+    final call's answer: the message that ends the turn is streamed with its kind."""
+    app, _ = _app(
+        [WEATHER_PLAN, "It is warm in Paris."], box, execution=execution, final_answer="model"
+    )
+    answers = [
+        chunk.text
+        for chunk, metadata in app.stream(
+            {"messages": [HumanMessage("Warm?")]}, stream_mode="messages"
+        )
+        if PLAN_TAG not in metadata.get("tags", [])
+        and chunk.response_metadata.get("llassembly", {}).get("kind") == "answer"
+    ]
+    assert answers == ["It is warm in Paris."]
+
+
 def test_the_nodes_planner_calls_carry_the_planner_tag_and_its_answer_call_does_not(
     box: Toolbox,
 ) -> None:
