@@ -370,16 +370,21 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
 
 
 def answer_messages(
-    messages: Sequence[BaseMessage], summary: Mapping[str, Any], structured: bool = False
+    messages: Sequence[BaseMessage],
+    summary: Mapping[str, Any],
+    structured: bool = False,
+    sent: Sequence[BaseMessage] | None = None,
 ) -> list[BaseMessage]:
-    """The final answer request: the conversation before and during the turn (its system
-    messages left out; this turn's plans kept), then one message listing this turn's calls
-    and results (``summary``: the turn's record) and asking for the reply (``structured``:
-    the agent's ``response_format``, asked for rather than words)."""
+    """The final answer request: the conversation before and during the turn (as a model is
+    ``sent`` it, if given; its system messages left out; this turn's plans kept), then one
+    message listing this turn's calls and results (``summary``: the turn's record; found in
+    ``messages``) and asking for the reply (``structured``: the agent's ``response_format``,
+    asked for rather than words)."""
     turn = plan_call_messages(messages, summary["prefixes"])
     # A call message of this turn is left out, given again as another object (same id) too.
     ids, calls = {m.id for m in turn if m.id}, {id(m) for m in turn}
-    kept = [m for m in split_system(messages)[1] if id(m) not in calls and m.id not in ids]
+    conversation = split_system(messages if sent is None else sent)[1]
+    kept = [m for m in conversation if id(m) not in calls and m.id not in ids]
     done = [str(m.text) for m in planner_view(turn, results=True) if isinstance(m, AIMessage)]
     lines = done or ["The program called no tool."]
     if failure := summary.get("failure"):

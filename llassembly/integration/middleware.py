@@ -173,6 +173,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
             queries_one_by_one=isinstance(state, Mapping)
             and any(key in state for key in MODEL_CALL_COUNTERS),
             synchronous=not asynchronous,
+            sent=request.messages,
         )
         query_model = self.options.query_model or request.model
 
@@ -192,7 +193,7 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
                 return run_plan(asked.plan, ctx, get_config(), asynchronous)
             return handler(self._model_request(request, view, asked))
 
-        return visit(view, state, request.messages), serve
+        return visit(view, state), serve
 
     def _model_request(
         self,
@@ -356,20 +357,18 @@ system prompt), the final answer call (its action), queries to the query model
 (their replies), or a plan run (a :class:`PlanRan`)."""
 
 
-def visit(
-    view: turn.TurnView, state: Any, sent: Sequence[BaseMessage]
-) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
+def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedModelResponse[Any]]:
     """One visit of the model node, sans-IO: yields what it asks for and takes back the answer
     (see :data:`Asked`); returns the model turn's answer with the planner's record (and the
     model-call counters, see :func:`counter_updates`) as a state update. The turn reads the
-    state's messages (``view``); the planner's model is sent those of the request (``sent``:
-    what a ``wrap_model_call`` middleware before the planner left of them)."""
+    state's messages (``view.messages``); its models are sent those of the request
+    (``view.sent``: what a ``wrap_model_call`` middleware before the planner left of them)."""
     record = record_of(state)
     removals = list(record["transient"]) if record else []
-    sent = [m for m in sent if m.id not in removals]
     event = next_event(record, view.messages, view.externs, view.response_format is not None)
-    if removals:  # the last visit's progress message is not part of the conversation
-        view = replace(view, messages=[m for m in view.messages if m.id not in removals])
+    # the last visit's progress message is not part of the conversation
+    sent = [m for m in (view.messages if view.sent is None else view.sent) if m.id not in removals]
+    view = replace(view, messages=[m for m in view.messages if m.id not in removals], sent=sent)
     old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
@@ -394,7 +393,8 @@ def visit(
                 event = turn.Received(answered((yield action)))
         else:
             break
-        current = turn.step(current.record, event, replace(view, messages=[*view.messages, *out]))
+        now = replace(view, messages=[*view.messages, *out], sent=[*sent, *out])
+        current = turn.step(current.record, event, now)
     rec = current.record
     rec["transient"] = []
     if not isinstance(action, turn.Finish) and not (out and isinstance(out[-1], AIMessage)):

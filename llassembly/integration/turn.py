@@ -184,6 +184,8 @@ class TurnView:
             would pass a model-call limit unchecked).
         synchronous: This run is driven with ``invoke`` (plans must not call async-only
             tools); a turn's runs (a resume) may differ.
+        sent: The conversation as a model is sent it (the model request's messages, which a
+            middleware before the planner may have edited; ``None``: ``messages``).
     """
 
     planner: Planner
@@ -193,6 +195,7 @@ class TurnView:
     response_format: Any = None
     queries_one_by_one: bool = False
     synchronous: bool = False
+    sent: Sequence[BaseMessage] | None = None
 
 
 # -- the step --------------------------------------------------------------------------------
@@ -219,7 +222,7 @@ def _proceed(rec: TurnRecord, view: TurnView) -> Step:
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":
-        asked = answer_messages(view.messages, rec, view.response_format is not None)
+        asked = answer_messages(view.messages, rec, view.response_format is not None, view.sent)
         return Step(rec, AskAnswer(asked))
     if now == "run" and (ran := rec.get("graph")) not in (None, _graph(view)):
         raise UsageError(  # (its checkpoints hold the steps of that plan graph)
@@ -305,7 +308,7 @@ def _plain_answer(
         return _end(rec, rec["failure"], view, [answer], replan=False, answer=False)
     if view.response_format is not None and structured is None:
         rec["phase"] = "answering"
-        return Step(rec, AskAnswer(answer_messages(view.messages, rec, True)))
+        return Step(rec, AskAnswer(answer_messages(view.messages, rec, True, view.sent)))
     rec["phase"] = "done"
     logger.info("turn ended: answered in words (%s)", plural(rec["model_calls"], "model call"))
     answer.response_metadata[KEY] = turn_result(rec, view.planner.options, "answered")
@@ -571,7 +574,9 @@ def _end(
     )
     if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
-        asked = answer_messages([*view.messages, *messages], rec, view.response_format is not None)
+        sent = None if view.sent is None else [*view.sent, *messages]
+        structured = view.response_format is not None
+        asked = answer_messages([*view.messages, *messages], rec, structured, sent)
         return Step(rec, AskAnswer(asked), messages)
     rec["raise_failure"] = raising
     return Step(rec, Finish(structured), [*messages, _final(rec, view, messages)])

@@ -338,3 +338,20 @@ def test_a_new_run_after_one_stopped_between_a_call_and_its_step_begins_a_new_tu
         agent.invoke({"messages": [HumanMessage("Warm?")]}, {**thread, "recursion_limit": 3})
     assert agent.invoke(None, thread)["messages"][-1].text == "Paris 21"
     assert box.names() == ["get_temperature"] and len(model.calls) == 1
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_final_answer_model_is_sent_what_a_middleware_before_the_planner_left(
+    box: Toolbox, execution: str
+) -> None:
+    """As the planner's model is (above): the final answer's request holds the conversation
+    the filter left, with the turn's calls and results as ever."""
+    model = ScriptedChatModel(replies=[SAYING, "It is 21 °C in Paris."])
+    planner = ToolsPlannerMiddleware(execution=execution, final_answer="model")
+    agent = create_agent(model, tools=box.sync_tools, middleware=[DroppingSecrets(), planner])
+    history = [HumanMessage("my SECRET card is 4111"), HumanMessage("Warm?")]
+    out = agent.invoke({"messages": history})
+    answering = model.calls[1]
+    assert "SECRET" not in repr(answering) and "(context: in Paris)" in repr(answering)
+    assert "get_temperature" in repr(answering)
+    assert out["messages"][-1].text == "It is 21 °C in Paris."
