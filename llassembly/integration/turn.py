@@ -262,16 +262,13 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     opts = view.planner.options
     rec["model_calls"] += 1
     cleaned, native = without_native_calls(reply)
-    structured = None  # (an answer that is JSON of the agent's response_format: that answer)
     try:
         checked = not native or cleaned.text.strip()  # (bare native calls: nothing to check)
         parsed = view.planner.check(cleaned.text, view.externs) if checked else None
         if native and not isinstance(parsed, Program):  # a program may stand beside them
             raise native_calls_error(native)
         if isinstance(parsed, PlainAnswer):
-            structured = structured_from_text(view.response_format, parsed.text)
-            if structured is None:
-                not_words(parsed.text)  # code, JSON or a call written as text: no answer
+            not_words(parsed.text)  # code, JSON or a call written as text: no answer
     except PlanError as error:
         attempts = len(rec["drafts"]) + 1
         problems = [d.render() for d in error.diagnostics[:MAX_DIAGNOSTICS_SHOWN]]
@@ -292,27 +289,20 @@ def _replied(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
         return _end(rec, plan_failure(exhausted), view, [], replan=False)
     rec["drafts"] = []
     if isinstance(parsed, PlainAnswer):
-        return _plain_answer(rec, cleaned, view, structured)
+        return _plain_answer(rec, cleaned, view)
     return _new_plan(rec, cleaned, view)
 
 
-def _plain_answer(
-    rec: TurnRecord, reply: AIMessage, view: TurnView, structured: Any = None
-) -> Step:
+def _plain_answer(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     """The model answered in words: that is the turn's end. After a failed plan (asked for a
-    new one) the failure stays on record, reported after the answer. An agent that asks for a
-    ``response_format`` gets it: from the answer when it is JSON of it (``structured``), else
-    from the final call, as that agent's model would be made to give it."""
+    new one) the failure stays on record, reported after the answer."""
     answer = marked(reply, "answer", new_id=True)
     if rec["plan_number"]:
         return _end(rec, rec["failure"], view, [answer], replan=False, answer=False)
-    if view.response_format is not None and structured is None:
-        rec["phase"] = "answering"
-        return Step(rec, AskAnswer(answer_messages(view.messages, rec, True, view.sent)))
     rec["phase"] = "done"
     logger.info("turn ended: answered in words (%s)", plural(rec["model_calls"], "model call"))
     answer.response_metadata[KEY] = turn_result(rec, view.planner.options, "answered")
-    return Step(rec, Finish(structured), [answer])
+    return Step(rec, Finish(), [answer])
 
 
 def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:

@@ -355,34 +355,6 @@ def test_response_format_falls_back_to_one_call_when_the_answer_does_not_validat
     assert len(model.calls) == 2 and RUNS == ["Paris", "Cairo", "Oslo"]
 
 
-@pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
-def test_a_turn_answered_in_words_fills_the_response_format_with_the_final_call(
-    execution: str,
-) -> None:
-    """An agent's model is made to give its ``response_format`` on every turn: so is the
-    planner's, when it answers in words (one final call, with the agent's strategy)."""
-    reply = _structured_call(city="Cairo", celsius=31)
-    app, model = build(
-        execution, ["It is 31 degrees in Cairo.", reply], response_format=ToolStrategy(Weather)
-    )
-    out = run(app, execution)
-    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
-    assert RUNS == [] and len(model.calls) == 2
-
-
-@pytest.mark.parametrize("execution", ["agent", "graph"])
-def test_a_reply_that_is_json_of_the_response_format_is_the_structured_answer(
-    execution: str,
-) -> None:
-    """A reply that is JSON of the schema is no refused 'JSON value': it is the answer."""
-    app, model = build(
-        execution, ['{"city": "Cairo", "celsius": 31}'], response_format=ToolStrategy(Weather)
-    )
-    out = run(app, execution)
-    assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
-    assert len(model.calls) == 1 and meta(out["messages"][-1])["status"] == "answered"
-
-
 WEATHER_SCHEMA = {
     "title": "Weather",
     "type": "object",
