@@ -362,7 +362,7 @@ def structured_from_text(response_format: Any, text: str | None) -> Any:
             found = ProviderStrategyBinding.from_schema_spec(spec).parse(AIMessage(content=text))
             if spec.schema_kind == "json_schema":  # (LangChain leaves it to the provider)
                 schema = spec.json_schema
-                TypeAdapter(type_of(schema, schema, "Answer")).validate_python(found, strict=True)
+                TypeAdapter(type_of(schema, schema, "Answer")).validate_python(found)
             return found
         except Exception:
             continue

@@ -380,6 +380,23 @@ def test_a_plan_answer_not_of_a_json_schema_response_format_is_no_structured_res
     assert len(model.calls) == 2
 
 
+def test_a_plan_answer_of_a_json_schema_response_format_is_taken_as_json_schema_reads_it() -> None:
+    """3.0 is an integer and an array a tuple's (``prefixItems``) in JSON Schema."""
+    schema = {
+        "title": "Place",
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "at": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]},
+        },
+        "required": ["n", "at"],
+    }
+    plan = asm('SAY \'{"n": 3.0, "at": [30.0, 31.2]}\'')
+    app, model = build("agent", [plan], response_format=schema)
+    out = run(app, "agent")
+    assert out["structured_response"] == {"n": 3.0, "at": [30.0, 31.2]} and len(model.calls) == 1
+
+
 def _custom_events(app: Any, path: str) -> list[dict[str, Any]]:
     payload = {"messages": [HumanMessage("Which city is warmest?")]}
     config = {"configurable": {"thread_id": "t"}}
