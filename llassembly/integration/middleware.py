@@ -348,7 +348,17 @@ def next_event(
         approval = record["approval"]
         request = approval.get("request") if approval is not None else None
         return turn.Received(read_decision(interrupt(request or {})))
-    return turn.Proceed() if now != "nothing" or structured else turn.Begin()
+    if now == "nothing" and not _refused(record, messages, structured):
+        return turn.Begin()  # (the run goes on after the turn: another middleware's jump)
+    return turn.Proceed()
+
+
+def _refused(record: TurnRecord, messages: Sequence[BaseMessage], structured: bool) -> bool:
+    """Whether the agent's structured-output strategy refused the turn's answer: its model
+    call ends on the error message answering the answer's call (the turn's last message,
+    still the latest), and the agent comes back to the model node."""
+    last = messages[-1] if structured and messages else None
+    return isinstance(last, ToolMessage) and last.id == record["anchor"]
 
 
 Asked = list[BaseMessage] | turn.AskAnswer | turn.AskQuery | turn.RunPlan

@@ -216,13 +216,16 @@ def step(record: TurnRecord | None, event: Event, view: TurnView) -> Step:
 
 
 def _proceed(rec: TurnRecord, view: TurnView) -> Step:
-    now, approval = due(rec), rec["approval"]
+    now, approval, refused = due(rec), rec["approval"], None
     if now == "nothing" and view.response_format is not None:  # back in the run it ended in:
         rec["phase"], now = "answering", "answer"  # the agent's strategy refused the answer
+        refused = view.messages[-1] if view.messages else None  # (its words: see next_event)
     if now == "plan":
         return _ask_for_plan(rec, view)
     if now == "answer":
         asked = answer_messages(view.messages, rec, view.response_format is not None, view.sent)
+        if isinstance(refused, ToolMessage):  # the model is told why, as the agent tells it
+            asked[-1] = HumanMessage(f"{refused.text}\n\n{asked[-1].text}")
         return Step(rec, AskAnswer(asked))
     if now == "run" and (ran := rec.get("graph")) not in (None, _graph(view)):
         raise UsageError(  # (its checkpoints hold the steps of that plan graph)

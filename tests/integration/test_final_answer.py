@@ -16,7 +16,7 @@ import pytest
 from conftest import asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware, hook_config
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -313,6 +313,48 @@ def test_a_structured_answer_the_strategy_refuses_is_asked_again_and_no_tool_run
     assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
     assert RUNS == ["Paris", "Cairo", "Oslo"] and len(model.calls) == 3
     assert meta([m for m in out["messages"] if isinstance(m, AIMessage)][-1])["model_calls"] == 3
+    # The model is told why, in the strategy's words, as any agent's model is.
+    assert "Failed to parse structured output for tool 'Weather'" in model.calls[2][-1].text
+
+
+class AskingMore(AgentMiddleware):  # type: ignore[type-arg]
+    """Once the turn has answered, adds the user's next question and sends the agent back."""
+
+    asked = False
+
+    @hook_config(can_jump_to=["model"])
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        done = any(
+            m.response_metadata.get("llassembly", {}).get("kind") == "answer"
+            for m in state["messages"][-2:]
+        )
+        if self.asked or not done:
+            return None
+        self.asked = True
+        return {"messages": [HumanMessage("And Oslo?")], "jump_to": "model"}
+
+
+def test_a_visit_after_a_structured_turn_that_no_refusal_brought_begins_a_new_turn() -> None:
+    """Only the strategy's refusal asks the answer again: a question another middleware adds
+    in the same run is planned, as without a ``response_format``."""
+    oslo = asm(
+        'PUSH "Oslo"\nCALL get_temperature\nPOP R1\nSAY \'{"city": "Oslo", "celsius": {R1}}\''
+    )
+    app, model = build(
+        "agent",
+        [
+            SAY_PLAN,
+            _structured_call(city="Cairo", celsius=31),
+            oslo,
+            _structured_call(city="Oslo", celsius=7),
+        ],
+        final_answer="model",
+        response_format=ToolStrategy(Weather),
+        middleware=[AskingMore()],
+    )
+    out = run(app, "agent")
+    assert len(model.calls) == 4 and "And Oslo?" in model.calls[2][-1].text  # planned
+    assert out["structured_response"].city == "Oslo" and RUNS[-1] == "Oslo"
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph", "aagent", "agraph"])
