@@ -273,7 +273,12 @@ def run_command(
 
     def call(request: ToolCall) -> Any:
         arguments = ", ".join(f"{k}={show(v)}" for k, v in request.args.items())
-        result = externs[request.tool].call(request.args, line=request.line, source=request.source)
+        try:
+            result = externs[request.tool].call(
+                request.args, line=request.line, source=request.source
+            )
+        except SystemExit as exc:  # a tool that exits: its failure, reported as any other
+            raise RuntimeError(f"the tool called sys.exit({exc.code!r})") from exc
         if isinstance(result, Iterator) and externs[request.tool].n_results == 1:
             result = list(result)  # read once: the plan reads its items as a list, and so do we
         report.text(f"line {request.line:>3}  {request.tool}({arguments}) -> {show(result)}")

@@ -1315,3 +1315,20 @@ def test_a_plan_saved_with_a_byte_order_mark_is_read_as_its_text(
         "run", str(path) if source == "file" else "-", "--tools", "cli_tools:TOOLS"
     )
     assert (code, data["answer"]) == (0, "R1 is 5")
+
+
+def test_a_tool_that_exits_stops_the_run_with_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json`` prints one object whatever happens: a tool calling ``sys.exit`` too."""
+    body = (
+        "import sys\nfrom langchain_core.tools import tool\n\n@tool\n"
+        'def leave(x: int) -> int:\n    """Leave."""\n    sys.exit(0)\n\nTOOLS = [leave]\n'
+    )
+    (tmp_path / "leaving_tools.py").write_text(body, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, data = cli_json(
+        "run", plan(tmp_path, 'PUSH 1\nCALL leave\nSAY "x"\n'), "--tools", "leaving_tools:TOOLS"
+    )
+    assert (code, data["status"], data["error"]["line"]) == (2, "stopped", 2)
+    assert "sys.exit(0)" in data["error"]["message"]
