@@ -376,9 +376,11 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
     record = record_of(state)
     removals = list(record["transient"]) if record else []
     event = next_event(record, view.messages, view.externs, view.response_format is not None)
-    # the last visit's progress message is not part of the conversation
-    sent = [m for m in (view.messages if view.sent is None else view.sent) if m.id not in removals]
-    view = replace(view, messages=[m for m in view.messages if m.id not in removals], sent=sent)
+    sent = view.messages if view.sent is None else view.sent
+    if removals:  # the last visit's progress message is not part of the conversation
+        sent = [m for m in sent if m.id not in removals]
+        view = replace(view, messages=[m for m in view.messages if m.id not in removals])
+    view = replace(view, sent=sent)
     old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
