@@ -392,6 +392,22 @@ def fields_line(fields: Iterable[str]) -> str:
     return f"its fields: {shown}" if shown else "it has no fields"
 
 
+def carries(shape: Shape, part: Shape) -> bool:
+    """Whether ``part`` is ``shape`` or one of its fields, elements or options, at any depth
+    (each shape looked at once: a type may reuse one record in many places)."""
+    seen: set[int] = set()
+    todo = [shape]
+    while todo:
+        current = todo.pop()
+        if current == part:
+            return True
+        if id(current) not in seen:
+            seen.add(id(current))
+            todo += [s for _, s in current.fields] + list(current.options)
+            todo += [current.item] if current.item is not None else []
+    return False
+
+
 def named_shapes(shape: Shape | None) -> list[Shape]:
     """The objects inside ``shape`` (itself first, then the ones its fields hold), each once:
     all of them (a shape nests at most ``_MAX_DEPTH`` levels)."""

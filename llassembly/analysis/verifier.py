@@ -35,6 +35,7 @@ from llassembly.analysis.cfg import ControlFlow, Layout, control_flow, layout_of
 from llassembly.analysis.paths import fixpoint, joined_stacks, outermost, paths_of, pushed, taken
 from llassembly.analysis.queries import query_sites
 from llassembly.analysis.shapes import (
+    ANSWER_TEXT,
     ANY,
     INT,
     NONE_SHAPE,
@@ -43,6 +44,7 @@ from llassembly.analysis.shapes import (
     TEXT,
     Kind,
     Shape,
+    carries,
     child,
     describe,
     is_number,
@@ -234,8 +236,9 @@ class PathWalk:
         if isinstance(operand, Imm):  # (pc -1: a path's base, never a literal)
             return _written(operand.value, self.program.instructions[pc].line)
         if isinstance(operand, Template):  # (a tool tells what it may become)
-            for fill in operand.fills:
-                self.shape(fill, facts, pc, position)
+            fills = [self.shape(fill, facts, pc, position) for fill in operand.fills]
+            if any(fill is not None and carries(fill, ANSWER_TEXT) for fill in fills):
+                return ANSWER_TEXT  # (a model's text copied: its JSON is still no shape's)
             return Shape("text", literal=(operand, self.program.instructions[pc].line))
         if isinstance(operand, Name):
             key = operand.name.lower()

@@ -145,6 +145,22 @@ def test_a_path_into_a_text_answer_is_refused_before_the_run(shape: str, path: s
     assert "a query's text answer: ask for the fields in the answer's shape" in found[0][1]
 
 
+@pytest.mark.parametrize(
+    ("shape", "filled"),
+    [("'text'", '"{R2}"'), ("'text'", "'{{\"bill\": {R2}}}'"), (f"'{BILL_SHAPE}'", '"{R2.iban}"')],
+)
+def test_a_text_filled_with_a_text_answer_is_read_by_no_path_either(
+    shape: str, filled: str
+) -> None:
+    """Copied into another text by a placeholder, the answer's JSON is still what a model
+    wrote and no shape checked: a path into that text is refused too."""
+    found = problems(
+        READ + query(shape) + f"MOV R3, {filled}\nPUSH R3.iban\nPUSH 1\nCALL pay\nPOP R0"
+    )
+    assert [line for line, _ in found] == [10]
+    assert "a query's text answer: ask for the fields in the answer's shape" in found[0][1]
+
+
 def test_a_shape_not_written_in_the_plan_is_refused_before_anything_runs() -> None:
     found = problems(READ + query("R1"))
     assert found == [
