@@ -174,12 +174,10 @@ def planner_view(
                 names[call.get("id") or ""] = name
                 lines.append(f"{len(lines) + 1}. {name}: no result")  # until its result comes
         elif isinstance(message, ToolMessage | FunctionMessage) or _tools_role(message):
-            cid = message.tool_call_id if isinstance(message, ToolMessage) else None
-            result = (  # the older function calling's result: a line of its own
-                message
-                if isinstance(message, ToolMessage)
-                else ToolMessage(message.content, tool_call_id="", name=message.name)
-            )
+            if isinstance(message, ToolMessage):
+                cid, result = message.tool_call_id, message
+            else:  # the older function calling's result: a line of its own
+                cid, result = None, ToolMessage(message.content, tool_call_id="", name=message.name)
             index = len(lines) if cid is None else calls.get(cid, len(lines))
             name = (None if cid is None else names.get(cid)) or message.name or "tool"
             # The line of its call, or a line of its own after the last.

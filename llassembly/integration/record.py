@@ -172,7 +172,8 @@ class TurnRecord(TypedDict):
         lag: How far the agent's model-call counters are held below the real count.
         queries: The batch of queries the plan waits on (agent path; empty when none).
         rejected: The replies the checks refused this turn, with their problems.
-        graph: The granularity of the plan graph the plan runs as (none: not one).
+        graph: The options that shape the plan graph the plan runs as (``granularity``,
+            ``parallel_tools``), which a resume must have (none: not one).
     """
 
     phase: Literal["idle", "planning", "approval", "running", "answering", "done"]

@@ -568,8 +568,8 @@ def _end(
     if answer and wanted and not (failure and (raising or failure["type"] in NOTHING_RAN)):
         rec["phase"] = "answering"
         sent = None if view.sent is None else [*view.sent, *messages]
-        structured = view.response_format is not None
-        asked = answer_messages([*view.messages, *messages], rec, structured, sent)
+        formatted = view.response_format is not None
+        asked = answer_messages([*view.messages, *messages], rec, formatted, sent)
         return Step(rec, AskAnswer(asked), messages)
     rec["raise_failure"] = raising
     return Step(rec, Finish(structured), [*messages, _final(rec, view, messages)])

@@ -509,6 +509,15 @@ def _set_pin(pin: Annotated[str, Field(max_length=4)]) -> str:
     return "ok"
 
 
+def _refusing(tool: str, argument: str, refusal: str) -> list[DataFlowPolicy]:
+    """``tool``'s ``argument`` may not come from the email; with ``refusal="policy"`` neither
+    may the PIN (else the PIN's schema refuses the email's text)."""
+    policy = [never_from(tool, argument, ["_latest_email"])]
+    if refusal == "policy":
+        policy.append(never_from("_set_pin", "pin", ["_latest_email"]))
+    return policy
+
+
 @pytest.mark.parametrize("refusal", ["schema", "policy"])
 def test_a_tested_calls_refusal_derives_from_the_arguments_it_quotes(refusal: str) -> None:
     """A call the plan tests whose arguments are refused (by the tool's schema, by a policy)
@@ -521,9 +530,7 @@ def test_a_tested_calls_refusal_derives_from_the_arguments_it_quotes(refusal: st
         sent.append(body)
         return "sent"
 
-    policy = [never_from("send_email", "body", ["_latest_email"])]
-    if refusal == "policy":
-        policy.append(never_from("_set_pin", "pin", ["_latest_email"]))
+    policy = _refusing("send_email", "body", refusal)
     plan = (
         "CALL _latest_email\nPOP R1\nPUSH R1\nCALL _set_pin\nJNC done\n"
         'PUSH EAX\nCALL send_email\nPOP R2\ndone:\nSAY "done"'
@@ -546,9 +553,7 @@ def test_a_refused_tested_calls_results_derive_from_its_tool_alone(refusal: str)
         """Echo."""
         return str(text)
 
-    policy = [never_from("echo", "text", ["_latest_email"])]
-    if refusal == "policy":
-        policy.append(never_from("_set_pin", "pin", ["_latest_email"]))
+    policy = _refusing("echo", "text", refusal)
     plan = (
         "CALL _latest_email\nPOP R1\nPUSH R1\nCALL _set_pin\nJC failed\nfailed:\n"
         'POP R5\nPUSH R5\nCALL echo\nPOP R6\nSAY "done"'

@@ -153,7 +153,14 @@ def test_the_streamed_answer_a_model_wrote_is_shown_once_as_the_answer(
     app, _ = _app(
         [WEATHER_PLAN, "It is warm in Paris."], box, execution=execution, final_answer="model"
     )
-    answers = [
+    answers = _streamed_answers(app)
+    assert answers == ["It is warm in Paris."]
+
+
+def _streamed_answers(app: Any) -> list[str]:
+    """What the tutorial's streaming recipe shows a user: the chunks of kind ``"answer"``
+    outside the planner's own model calls."""
+    return [
         chunk.text
         for chunk, metadata in app.stream(
             {"messages": [HumanMessage("Warm?")]}, stream_mode="messages"
@@ -161,7 +168,6 @@ def test_the_streamed_answer_a_model_wrote_is_shown_once_as_the_answer(
         if PLAN_TAG not in metadata.get("tags", [])
         and chunk.response_metadata.get("llassembly", {}).get("kind") == "answer"
     ]
-    assert answers == ["It is warm in Paris."]
 
 
 def test_the_nodes_planner_calls_carry_the_planner_tag_and_its_answer_call_does_not(
@@ -195,14 +201,7 @@ def test_the_nodes_planner_calls_carry_the_planner_tag_and_its_answer_call_does_
 
 def test_a_plain_answer_streams_as_the_answer_once(box: Toolbox) -> None:
     app, _ = _app(["It is warm: 21 degrees."], box)
-    answers = [
-        chunk.text
-        for chunk, metadata in app.stream(
-            {"messages": [HumanMessage("Warm?")]}, stream_mode="messages"
-        )
-        if PLAN_TAG not in metadata.get("tags", [])
-        and chunk.response_metadata.get("llassembly", {}).get("kind") == "answer"
-    ]
+    answers = _streamed_answers(app)
     assert answers == ["It is warm: 21 degrees."]
 
 
