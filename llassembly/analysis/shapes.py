@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args, get_origin
 
-from pydantic import BaseModel, Json, PlainSerializer, WrapSerializer
+from pydantic import AliasChoices, BaseModel, Json, PlainSerializer, WrapSerializer
 from pydantic.dataclasses import is_pydantic_dataclass
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticUndefined
 from typing_extensions import is_typeddict
 
@@ -168,15 +169,16 @@ def is_number(shape: Shape | None) -> bool:
 # -- from annotations ---------------------------------------------------------------------------
 
 
-def shape_of(annotation: Any, depth: int = 0) -> Shape:
+def shape_of(annotation: Any, depth: int = 0, read: bool = False) -> Shape:
     """The shape of a value of type ``annotation`` as the machine holds it (``depth``: how
-    deep inside another shape it is; past ``_MAX_DEPTH`` nothing is known)."""
+    deep inside another shape it is; past ``_MAX_DEPTH`` nothing is known). ``read``: as a
+    tool reads it (an argument), not as it is written (a result): see :func:`_model`."""
     if depth >= _MAX_DEPTH:
         return ANY
     try:
-        return _cached(annotation, depth)
+        return _cached(annotation, depth, read)
     except TypeError:  # an annotation that cannot be hashed
-        return _shape(annotation, depth)
+        return _shape(annotation, depth, read)
 
 
 def _hints(cls: Any) -> dict[str, Any]:
@@ -186,7 +188,7 @@ def _hints(cls: Any) -> dict[str, Any]:
         return dict(getattr(cls, "__annotations__", {}))
 
 
-def _shape(annotation: Any, depth: int) -> Shape:
+def _shape(annotation: Any, depth: int, read: bool) -> Shape:
     ann = annotation
     while get_origin(ann) is Annotated:
         if any(type(m) is Json for m in get_args(ann)[1:]):  # (an instance of it)
@@ -198,7 +200,7 @@ def _shape(annotation: Any, depth: int) -> Shape:
         return NONE_SHAPE
     origin, args = get_origin(ann), get_args(ann)
     if origin is typing.Union or type(ann).__name__ == "UnionType":
-        return _union(shape_of(a, depth) for a in args) or ANY
+        return _union(shape_of(a, depth, read) for a in args) or ANY
     if origin is Literal:
         return _choices(args)
     if isinstance(ann, type):
@@ -208,28 +210,28 @@ def _shape(annotation: Any, depth: int) -> Shape:
             if issubclass(ann, kind):
                 return found
         if issubclass(ann, BaseModel) or is_pydantic_dataclass(ann):
-            return _model(ann, depth)
+            return _model(ann, depth, read)
         if is_typeddict(ann):  # typing's or typing_extensions' (which pydantic reads)
-            return _object(ann, list(_hints(ann).items()), depth)
+            return _object(ann, list(_hints(ann).items()), depth, read)
         if dataclasses.is_dataclass(ann):
             hints = _hints(ann)
             items = [(f.name, hints.get(f.name, Any)) for f in dataclasses.fields(ann)]
-            return _object(ann, items, depth)
+            return _object(ann, items, depth, read)
         if issubclass(ann, tuple) and hasattr(ann, "_fields"):  # a NamedTuple: a JSON array
             hints = _hints(ann)
-            parts = tuple(shape_of(hints.get(f, Any), depth + 1) for f in ann._fields)
+            parts = tuple(shape_of(hints.get(f, Any), depth + 1, read) for f in ann._fields)
             return Shape("tuple", ann.__name__, options=parts)
     container = origin if origin is not None else ann
     if container is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return Shape("list", item=shape_of(args[0], depth + 1))
+        return Shape("list", item=shape_of(args[0], depth + 1, read))
     if container is tuple and args:  # (a bare tuple: a list, below)
-        return Shape("tuple", options=tuple(shape_of(a, depth + 1) for a in args))
+        return Shape("tuple", options=tuple(shape_of(a, depth + 1, read) for a in args))
     if isinstance(container, type) and issubclass(container, Mapping):
-        return Shape("map", item=shape_of(args[1], depth + 1) if len(args) == 2 else ANY)
+        return Shape("map", item=shape_of(args[1], depth + 1, read) if len(args) == 2 else ANY)
     if container is Iterable or (  # str and bytes are text (above)
         isinstance(container, type) and issubclass(container, Sequence | set | frozenset)
     ):
-        return Shape("list", item=shape_of(args[0], depth + 1) if args else ANY)
+        return Shape("list", item=shape_of(args[0], depth + 1, read) if args else ANY)
     return ANY
 
 
@@ -255,19 +257,42 @@ def _choices(values: Sequence[Any]) -> Shape:
     )
 
 
-def _model(cls: Any, depth: int) -> Shape:
+def _model(cls: Any, depth: int, read: bool) -> Shape:
     """A pydantic model (or dataclass) as pydantic writes it to JSON, which the machine holds: a
     root model as its root; keys by serialization alias if it serializes by alias, its computed
     fields, not its excluded ones; a field a serializer writes as that returns (unknown if
-    unsaid); dates, times or durations its config writes as numbers as numbers."""
+    unsaid); dates, times or durations its config writes as numbers as numbers. ``read``: as
+    its schema shows it to a model that writes one (a tool's argument): keys by
+    :func:`read_keys`, no computed field, no field ``SkipJsonSchema`` hides."""
     _MODELS.add(id(cls))
     checks = cls.__pydantic_decorators__
     config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
-    if checks.model_serializers:
+    every = cls.model_fields if issubclass(cls, BaseModel) else cls.__pydantic_fields__
+    if read:
+        keys = read_keys(cls)
+        hidden = [n for n, f in every.items() if any(isinstance(m, _HIDDEN) for m in f.metadata)]
+        items = [(keys[n], f.annotation) for n, f in every.items() if n not in hidden]
+    elif checks.model_serializers:
         return ANY
+    else:
+        items = _written(cls, every, checks, config)
+    if getattr(cls, "__pydantic_root_model__", False):
+        return shape_of(items[0][1], depth, read)
+    shape = _object(cls, items, depth, read)
+    shape = dataclasses.replace(shape, item=ANY) if config.get("extra") == "allow" else shape
+    temporal = config.get("ser_json_temporal") in ("seconds", "milliseconds")
+    numbers = {"datetime", "date", "time", "duration"} if temporal and not read else set()
+    numbers |= {"duration"} if config.get("ser_json_timedelta") == "float" and not read else set()
+    return _numbers(shape, numbers) if numbers else shape
+
+
+_HIDDEN: Final = typing.cast(type, SkipJsonSchema)  # (a generic alias to mypy)
+
+
+def _written(cls: Any, every: Any, checks: Any, config: Any) -> list[tuple[str, Any]]:
+    """A model's keys as it writes them, each with the type of what it writes."""
     serializers = checks.field_serializers.values()
     written = {f: _hints(d.func).get("return", Any) for d in serializers for f in d.info.fields}
-    every = cls.model_fields if issubclass(cls, BaseModel) else cls.__pydantic_fields__
     kept = [(n, f) for n, f in every.items() if not f.exclude]
     fields = [(n, f.serialization_alias, f.annotation, f.metadata) for n, f in kept]
     fields += [(n, c.info.alias, c.info.return_type, []) for n, c in checks.computed_fields.items()]
@@ -277,14 +302,23 @@ def _model(cls: Any, depth: int) -> Shape:
         found = written.get(name, written.get("*", own[-1] if own else annotation))
         key = alias if alias and config.get("serialize_by_alias") else name
         items.append((key, Any if found is PydanticUndefined else found))
-    if getattr(cls, "__pydantic_root_model__", False):
-        return shape_of(items[0][1], depth)
-    shape = _object(cls, items, depth)
-    shape = dataclasses.replace(shape, item=ANY) if config.get("extra") == "allow" else shape
-    temporal = config.get("ser_json_temporal") in ("seconds", "milliseconds")
-    numbers = {"datetime", "date", "time", "duration"} if temporal else set()
-    numbers |= {"duration"} if config.get("ser_json_timedelta") == "float" else set()
-    return _numbers(shape, numbers) if numbers else shape
+    return items
+
+
+def read_keys(cls: Any) -> dict[str, str]:
+    """A pydantic model's (or dataclass's) fields, each with the key it is read by: its alias
+    where it validates by alias (the first name of an ``AliasChoices``), else its name."""
+    every = cls.model_fields if issubclass(cls, BaseModel) else cls.__pydantic_fields__
+    config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", {})
+    by_alias = config.get("validate_by_alias", True)
+    keys = {}
+    for name, info in every.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            alias = next((c for c in alias.choices if isinstance(c, str)), None)
+        alias = alias if isinstance(alias, str) else info.alias
+        keys[name] = alias if by_alias and alias else name
+    return keys
 
 
 _MODELS: set[int] = set()  # the pydantic classes read (by id): each is written by its own config
@@ -305,8 +339,8 @@ def _numbers(shape: Shape, names: set[str], top: bool = True) -> Shape:
     return dataclasses.replace(shape, fields=fields, item=item, options=parts)
 
 
-def _object(cls: Any, items: list[tuple[str, Any]], depth: int) -> Shape:
-    fields = tuple((n, shape_of(a, depth + 1)) for n, a in items)
+def _object(cls: Any, items: list[tuple[str, Any]], depth: int, read: bool) -> Shape:
+    fields = tuple((n, shape_of(a, depth + 1, read)) for n, a in items)
     return Shape("object", cls.__name__, fields, type_id=id(cls))
 
 

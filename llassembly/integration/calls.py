@@ -34,11 +34,11 @@ from langchain_core.tools import BaseTool, ToolException
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from pydantic import AliasChoices, BaseModel, RootModel
+from pydantic import BaseModel, RootModel
 from pydantic_core import to_jsonable_python
 
 from llassembly import compat
-from llassembly.analysis.shapes import Shape, options_of, shape_of
+from llassembly.analysis.shapes import Shape, options_of, read_keys, shape_of
 from llassembly.errors import (
     AsmRuntimeError,
     CallNotRun,
@@ -124,18 +124,12 @@ def jsonable(value: Any, as_read: bool = False) -> Any:
 
 
 def _as_read(model: BaseModel) -> Any:
-    """A model's fields by the keys it validates (its alias where it reads one), and its other
-    keys (``extra="allow"``); a ``RootModel``'s root value."""
+    """A model's fields by the keys it validates (:func:`~llassembly.analysis.shapes.read_keys`),
+    and its other keys (``extra="allow"``); a ``RootModel``'s root value."""
     if isinstance(model, RootModel):
         return model.root
-    by_alias = type(model).model_config.get("validate_by_alias", True)
     read: dict[str, Any] = dict(model.__pydantic_extra__ or {})
-    for name, info in type(model).model_fields.items():
-        alias = info.validation_alias
-        if isinstance(alias, AliasChoices):  # (its first key that is a name)
-            alias = next((c for c in alias.choices if isinstance(c, str)), None)
-        alias = alias if isinstance(alias, str) else info.alias
-        read[alias if by_alias and alias else name] = getattr(model, name)
+    read.update((key, getattr(model, name)) for name, key in read_keys(type(model)).items())
     return read
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import json
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, Final, TypeAlias
 
@@ -179,7 +180,7 @@ def type_text(shape: Shape | None, depth: int = 0, names: Names | None = None) -
 def extern_signature(extern: Extern, names: Names | None = None) -> str:
     """Return ``name(a: int, b: str = "x") -> Page`` (``-> (int, int)`` for two results)."""
     args = ", ".join(
-        f"{p.name}: {type_text(shape_of(p.annotation), 0, names)}"
+        f"{p.name}: {type_text(shape_of(p.annotation, read=True), 0, names)}"
         + (f" = {p.default_text or 'default'}" if p.has_default else "")
         for p in extern.params
     )
@@ -228,7 +229,7 @@ def describe_extern(extern: Extern, names: Names | None = None) -> str:
     if any(p.description for p in params) or any(limits):
         rest.append("Arguments:")
         for p, limit in zip(params, limits, strict=True):
-            about = p.description or type_text(shape_of(p.annotation), 0, names)
+            about = p.description or type_text(shape_of(p.annotation, read=True), 0, names)
             rest.append(f"  {p.name}: " + _cut(about, _ARGUMENT) + limit)
     n = extern.n_results
     if n == 0:
@@ -307,12 +308,21 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _records(externs: list[Extern]) -> dict[tuple[str, int], Shape]:
-    """Every named record type the tools take or return (nested too), once: its outermost shape."""
+    """Every named record type the tools take or return (nested too), once: its outermost shape,
+    as the tools read it where one takes it (a plan writes it then)."""
+
+    def records(annotations: Iterable[Any], read: bool) -> Iterator[Shape]:
+        return (s for a in annotations for s in named_shapes(shape_of(a, read=read)) if s.name)
+
+    taken: dict[tuple[str, int], Shape] = {}
+    for named in records((p.annotation for e in externs for p in e.params), True):
+        taken.setdefault((named.name, named.type_id), named)
     found: dict[tuple[str, int], Shape] = {}
     for extern in externs:
-        annotations = [p.annotation for p in extern.params] + list(extern.result_types)
-        for named in (s for a in annotations for s in named_shapes(shape_of(a)) if s.name):
-            found.setdefault((named.name, named.type_id), named)
+        params = records((p.annotation for p in extern.params), True)
+        for named in itertools.chain(params, records(extern.result_types, False)):
+            key = (named.name, named.type_id)
+            found.setdefault(key, taken.get(key, named))
     return found
 
 
@@ -389,7 +399,7 @@ def _push(
     """The example's line pushing a literal that fits the argument (one its constraints take,
     as the check before the run judges it; ``declared``: its schema's keywords), and its note."""
     name = extern.params[index].name
-    shape = shape_of(extern.params[index].annotation)
+    shape = shape_of(extern.params[index].annotation, read=True)
     sample = _sample(shape)
     if isinstance(sample, bool):
         return f"PUSH {int(sample)}", name

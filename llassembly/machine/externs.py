@@ -230,7 +230,7 @@ class Extern:
         (a :class:`~llassembly.language.program.Template`) is refused when no text it may become
         fits: see :func:`_never_fits`."""
         if isinstance(value, Template):
-            reason = _never_fits(shape_of(self.params[position].annotation), value.pieces)
+            reason = _never_fits(self._shape(position), value.pieces)
             return None if reason is None else self._refusal(position, value, reason)
         try:
             converted = self._converted(position, value)
@@ -249,7 +249,7 @@ class Extern:
         raises :class:`_Refused` with the reason when it does not fit."""
         param = self.params[position]
         if value is None:
-            shape = shape_of(param.annotation)
+            shape = self._shape(position)
             if param.has_default:
                 return _LEFT_OUT
             if shape.kind in ("any", "none") or any(o.kind == "none" for o in shape.options):
@@ -266,8 +266,12 @@ class Extern:
     def _refusal(self, position: int, value: Value | Template, detail: str) -> str:
         param = self.params[position]
         shown = clip(str(value), 80) if isinstance(value, Template) else short_repr(value, 80)
-        expected = f"expected {label(shape_of(param.annotation))}, got {shown} ({detail})"
+        expected = f"expected {label(self._shape(position))}, got {shown} ({detail})"
         return f"argument {param.name!r}: {expected}"
+
+    def _shape(self, position: int) -> Shape:
+        """The shape of the parameter at ``position``, as the tool reads it."""
+        return shape_of(self.params[position].annotation, read=True)
 
     # -- running --------------------------------------------------------------------------------
 

@@ -10,10 +10,11 @@ from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 import pytest
 from langchain.tools import ToolRuntime, tool
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, computed_field, create_model
+from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from llassembly import check, parse
+from llassembly import Emulator, check, parse
 from llassembly.errors import UsageError
 from llassembly.integration.prompt import (
     TOOL_BLOCK_BUDGET,
@@ -286,6 +287,44 @@ def test_the_types_say_what_a_taken_record_s_fields_must_be_and_which_may_be_lef
         "share: float (> 0, <= 1) = 1.0, note: str | None = null}",
         "Item {id: int, title: str, price: float}",
     ]
+
+
+class Booking(BaseModel):
+    guest: str
+    when: str = Field("today", alias="date")
+    nights: int = Field(1, ge=1)
+    secret: SkipJsonSchema[str] = "server-side"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return f"{self.guest} {self.when}"
+
+
+def test_a_taken_record_is_written_as_the_tool_reads_it() -> None:
+    """A record a tool takes is described by the keys its schema validates, as the model's own
+    tool schema shows it: an aliased field by its alias, no field hidden from models
+    (``SkipJsonSchema``) at any depth, no computed field (it is written, never read); the
+    call's example writes it so too, and a plan writing it so reaches the tool."""
+    got: list[Booking] = []
+
+    def book(booking: Booking) -> str:
+        """Book a room."""
+        got.append(booking)
+        return "ok"
+
+    externs = externs_from([book])
+    prompt = build_system_prompt(externs)
+    assert prompt.split("\n# Types\n", 1)[1].splitlines()[1:] == [
+        'Booking {guest: str, date: str = "today", nights: int (>= 1) = 1}',
+    ]
+    tools = prompt.split("\n# Tools\n", 1)[1]
+    assert "secret" not in tools and "label" not in tools and "when" not in tools
+    assert '{"guest": "text", "date": "text"' in describe_extern(externs["book"])
+    plan = 'PUSH \'{"guest": "Ada", "date": "monday"}\'\nCALL book\nPOP R1\n'
+    assert check(parse(plan), externs) == ()
+    Emulator(parse(plan), externs).run()
+    assert (got[0].when, got[0].secret) == ("monday", "server-side")
 
 
 def test_the_types_of_a_json_schema_tool_say_its_records_constraints_too() -> None:
