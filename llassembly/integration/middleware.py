@@ -37,7 +37,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
-from llassembly.compat import MODEL_CALL_COUNTERS, private_state, tagged_model
+from llassembly.compat import MODEL_CALL_COUNTERS, agent_name, private_state, tagged_model
 from llassembly.errors import UsageError, error_of
 from llassembly.integration import calls, turn
 from llassembly.integration.approval import read_decision
@@ -222,13 +222,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
-        return drive(*self._visit(request, handler, asynchronous=False))
+        return _named(drive(*self._visit(request, handler, asynchronous=False)))
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        return await adrive(*self._visit(request, handler, asynchronous=True))
+        return _named(await adrive(*self._visit(request, handler, asynchronous=True)))
 
     # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------
 
@@ -431,6 +431,18 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
         model_response=ModelResponse(result=list(out), structured_response=structured),
         command=Command(update=update),
     )
+
+
+def _named(response: ExtendedModelResponse[Any]) -> ExtendedModelResponse[Any]:
+    """``response`` with the planner's own messages named as the agent names its model's."""
+    name = agent_name()
+    if name is None:
+        return response
+    named = [
+        m.model_copy(update={"name": name}) if isinstance(m, AIMessage) and not m.name else m
+        for m in response.model_response.result
+    ]
+    return replace(response, model_response=replace(response.model_response, result=named))
 
 
 def _with_id(message: _M) -> _M:

@@ -355,3 +355,20 @@ def test_the_final_answer_model_is_sent_what_a_middleware_before_the_planner_lef
     assert "SECRET" not in repr(answering) and "(context: in Paris)" in repr(answering)
     assert "get_temperature" in repr(answering)
     assert out["messages"][-1].text == "It is 21 °C in Paris."
+
+
+@pytest.mark.parametrize("final_answer", ["plan", "model"])
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_the_planner_s_messages_carry_the_agent_s_name(
+    box: Toolbox, execution: str, final_answer: str
+) -> None:
+    """``create_agent(name=...)`` names every message its model node answers with; the
+    planner answers in the model's place, so its calls, notes and answer carry the name too
+    (a supervisor tells agents apart by it), whichever way the answer is written."""
+    model = ScriptedChatModel(replies=[WEATHER_PLAN, "It is cold."])
+    planner = ToolsPlannerMiddleware(execution=execution, final_answer=final_answer)
+    agent = create_agent(model, tools=box.sync_tools, middleware=[planner], name="weather")
+    out = agent.invoke({"messages": [HumanMessage("Warm in Paris?")]})
+    said = [m for m in out["messages"] if isinstance(m, AIMessage)]
+    assert len(said) >= 3 if execution == "agent" else len(said) >= 2
+    assert [m.name for m in said] == ["weather"] * len(said)
