@@ -314,8 +314,16 @@ def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage
 
 
 def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:
-    """Whether the last message the turn added is still the latest (the same run goes on)."""
-    return bool(messages) and record["anchor"] is not None and messages[-1].id == record["anchor"]
+    """Whether the last message the turn added is still the model node's latest answer: no
+    ``AIMessage`` came after it (another middleware's note may have: the same run goes on;
+    a limit that ends the run answers in the model's place, with an ``AIMessage``)."""
+    anchor = record["anchor"]
+    for message in reversed(messages if anchor is not None else ()):
+        if message.id == anchor:
+            return True
+        if isinstance(message, AIMessage):
+            return False
+    return False
 
 
 def next_event(

@@ -372,3 +372,35 @@ def test_the_planner_s_messages_carry_the_agent_s_name(
     said = [m for m in out["messages"] if isinstance(m, AIMessage)]
     assert len(said) >= 3 if execution == "agent" else len(said) >= 2
     assert [m.name for m in said] == ["weather"] * len(said)
+
+
+class Noting(AgentMiddleware[Any, Any]):
+    """Adds a message after every model-node visit (an audit note): harmless in a plain agent."""
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {"messages": [HumanMessage("(audit: model turn logged)")]}
+
+
+@pytest.mark.parametrize(
+    ("execution", "options", "replies", "model_calls"),
+    [
+        ("graph", {}, [SAYING], 1),
+        ("agent", {"final_answer": "model"}, [SAYING, "It is 21."], 2),
+        ("agent", {"max_repairs": 1}, [BROKEN, SAYING], 2),
+        ("graph", {"max_repairs": 1}, [BROKEN, SAYING], 2),
+    ],
+    ids=["graph", "agent-answer", "agent-repair", "graph-repair"],
+)
+def test_a_message_an_after_model_hook_adds_does_not_end_the_turn(
+    box: Toolbox, execution: str, options: dict[str, Any], replies: list[str], model_calls: int
+) -> None:
+    """A hook after the model node that adds a message (no model's answer: a note) leaves
+    the turn's next step due: the plan runs, the repair and the final answer are asked for."""
+    model = ScriptedChatModel(replies=[*replies, SAYING, SAYING])
+    planner = ToolsPlannerMiddleware(execution=execution, **options)
+    agent = create_agent(model, tools=box.sync_tools, middleware=[planner, Noting()])
+    out = agent.invoke({"messages": [HumanMessage("Warm in Paris?")]})
+    assert box.names() == ["get_temperature"]
+    assert len(model.calls) == model_calls
+    answer = [m for m in out["messages"] if isinstance(m, AIMessage)][-1]
+    assert meta(answer)["status"] in ("finished", "answered")
