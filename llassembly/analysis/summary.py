@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Final
 
 from llassembly.analysis.cfg import control_flow, layout_of
 from llassembly.analysis.constants import UNKNOWN, Abstract, Semantics, constants, join
@@ -198,7 +199,16 @@ class PlanSummary:
             out.append("Some paths can go over a budget: the run stops there.")
         if not self.complete:
             out.append("The analysis could not follow every path; maxima are unbounded.")
-        return "\n".join(out + _flows(self) + _queries(self))
+        return _visible("\n".join(out + _flows(self) + _queries(self)))
+
+
+def _visible(text: str) -> str:
+    """``text`` with the characters that change how text shows, not what it says (a
+    right-to-left override, a zero-width space, a line separator), escaped: ``\\u202e``."""
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _HIDING else c for c in text)
+
+
+_HIDING: Final = ("Cf", "Zl", "Zp")
 
 
 def _calls(low: int, high: int | None) -> str:

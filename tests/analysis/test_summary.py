@@ -759,3 +759,15 @@ def test_summarize_refuses_the_budgets_the_emulator_refuses(budgets: dict[str, A
         with pytest.raises(UsageError) as also:
             summarize_it(program, [], **budgets)
         assert str(also.value) == str(refused.value)
+
+
+def test_the_summary_shows_invisible_characters_of_a_constant_escaped() -> None:
+    """A person reads the summary to approve the plan: a right-to-left override or a
+    zero-width character in a constant would show them other text than the tool is sent
+    (``"a\\u202eelpmaxe.live@"`` shows as an address that is not ``a@live.example``), so
+    characters that change how text is shown, not what it says, are written escaped."""
+    plan = 'PUSH "a\u202eelpmaxe.live@"\nPUSH "hi\u200b\u2028there"\nPUSH "x"\nCALL send_email'
+    text = summary_of(plan).render()
+    assert '"a\\u202eelpmaxe.live@"' in text
+    assert '"hi\\u200b\\u2028there"' in text
+    assert not any(c in text for c in "\u202e\u200b\u2028")
