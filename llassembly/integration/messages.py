@@ -36,6 +36,7 @@ from llassembly.integration.record import (
     TurnResult,
     tag_of,
 )
+from llassembly.language.parser import remove_thinking
 from llassembly.machine.schemas import type_of
 from llassembly.machine.state import final_answer_of
 
@@ -197,12 +198,10 @@ def planner_view(
                 out.append(AIMessage(f"{said}: the summary of the conversation is not shown."))
         elif kind in ("draft", "note"):
             continue  # the turn's own progress, not the conversation
-        else:  # an answer as the user read it: without its reasoning (which may quote data)
+        else:  # an answer as the user read it
             flush()
-            if isinstance(message, AIMessage):  # (nor its metadata: the turn's record, results)
-                content = message.content
-                if isinstance(content, list):
-                    content = [b for b in content if _type(b) not in _REASONING]
+            if isinstance(message, AIMessage):  # (not its metadata: the turn's record, results)
+                content = _as_read(message.content)
                 if not content:
                     continue
                 message = AIMessage(content, id=message.id, name=message.name)
@@ -211,7 +210,27 @@ def planner_view(
     return out
 
 
-_REASONING: Final = ("reasoning", "thinking", "redacted_thinking")  # content blocks' types
+def _as_read(content: str | list[Any]) -> str | list[Any]:
+    """What a user reads of an answer: its text and images, in any provider's spelling; not
+    its reasoning, nor what a provider's own tools returned (search results, code output),
+    nor the citations that quote them: what tools wrote."""
+    if isinstance(content, str):
+        return remove_thinking(content).strip()
+    read: list[Any] = []
+    for block in content:
+        if _type(block) in ("image", "image_url"):
+            read.append(block)
+        elif text := remove_thinking(_text_of(block)).strip():
+            read.append({"type": "text", "text": text})
+    return read
+
+
+def _text_of(block: Any) -> str:
+    """A content block's text, if it is text (``""`` for any other block)."""
+    if isinstance(block, str):
+        return block
+    text = block.get("text") if _type(block) == "text" else None
+    return text if isinstance(text, str) else ""
 
 
 def _tools_role(message: BaseMessage) -> bool:
@@ -250,15 +269,7 @@ def without_native_calls(
     native = [c.get("name") or "?" for c in calls if c.get("id") not in keep]
     content: Any = reply.content
     if isinstance(content, list):
-        content = [
-            b
-            for b in content
-            if not (
-                isinstance(b, dict)
-                and b.get("type") in ("tool_use", "tool_call")
-                and b.get("id") not in keep
-            )
-        ]
+        content = [b for b in content if _type(b) not in _CALLS or _call_id(b) in keep]
     raw = reply.additional_kwargs.get("tool_calls")
     kept = [c for c in raw or () if isinstance(c, dict) and c.get("id") in keep]
     if not native and content == reply.content and kept == (raw or []):
@@ -272,6 +283,14 @@ def without_native_calls(
         "invalid_tool_calls": [],
     }
     return reply.model_copy(update=update), native
+
+
+_CALLS: Final = ("tool_use", "tool_call", "function_call")
+"""The content blocks of a native call: Anthropic's, langchain-core's, OpenAI's Responses API's."""
+
+
+def _call_id(block: Mapping[str, Any]) -> Any:
+    return block.get("call_id", block.get("id"))  # (a Responses call's own id is another)
 
 
 def native_calls_error(names: Sequence[str]) -> errors.PlanRejected:

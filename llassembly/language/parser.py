@@ -507,7 +507,7 @@ _ASM_TAGS = frozenset({"asm", "nasm", "masm", "gas", "fasm", "yasm", "tasm", "x8
 _ASM_TAGS |= {"assembly", "assembler", "s", "llasm", "llassembly"}
 
 
-def _remove_thinking(text: str) -> str:
+def remove_thinking(text: str) -> str:
     """Blank out ``<think>`` blocks (and everything before a lone ``</think>``), keeping lines.
     A ``<think>`` in a code comment (``CALL withdraw ; see <think> notes``) starts no thinking
     block: tags are searched for in a copy of ``text`` whose code lines have their comments
@@ -761,7 +761,7 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         message = f"the reply has more than {MAX_REPLY_LINES} lines; a plan needs far fewer"
         too_many = Diagnostic(MAX_REPLY_LINES + 1, 1, message, source_lines[-1].split("\n", 1)[0])
         raise AsmSyntaxError((too_many,), "a shorter plan: loops and subroutines, not every step")
-    shown = _remove_thinking(normalised)
+    shown = remove_thinking(normalised)
     visible = shown.split("\n")
     code_lines = tuple(index + 1 for index in _code_line_numbers(visible))
     instructions: list[Instruction] = []

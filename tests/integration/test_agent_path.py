@@ -467,6 +467,35 @@ def test_native_tool_calls_beside_a_program_are_dropped_and_the_program_runs() -
     assert plan_message.response_metadata["llassembly_dropped_tool_calls"] == ["wire_money"]
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "tool_use", "id": "native999", "name": "wire_money", "input": {"amount": 999}},
+        {"type": "tool_call", "id": "native999", "name": "wire_money", "args": {"amount": 999}},
+        {  # OpenAI's Responses API
+            "type": "function_call",
+            "call_id": "native999",
+            "id": "fc_1",
+            "name": "wire_money",
+            "arguments": '{"amount": 999}',
+        },
+    ],
+    ids=["anthropic", "standard", "responses"],
+)
+def test_a_dropped_native_call_leaves_no_call_block_in_the_plan(block: dict[str, Any]) -> None:
+    """A provider that writes a native call in the content too (its block) keeps no trace of
+    it in the plan's message: later requests, which offer no tools, would carry a call no
+    result answers (providers refuse that)."""
+    rec = Recorder()
+    both = _native(999, text=asm("PUSH 5\nCALL wire_money\nPOP R1"))
+    both.content = [{"type": "text", "text": both.content}, block]
+    out = agent([both], rec.tools()).invoke({"messages": [HumanMessage("pay")]})
+    assert rec.log == [("wire_money", 5)]
+    plan_message = out["messages"][1]
+    assert [b["type"] for b in plan_message.content] == ["text"]
+    assert plan_message.response_metadata["llassembly_dropped_tool_calls"] == ["wire_money"]
+
+
 def test_native_tool_calls_that_never_become_a_program_run_nothing() -> None:
     rec = Recorder()
     app = agent([_native(1), _native(2)], rec.tools(), planner={"max_repairs": 1})
