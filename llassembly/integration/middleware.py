@@ -202,12 +202,17 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         asked: list[BaseMessage] | turn.AskAnswer,
     ) -> ModelRequest[Any]:
         """What the model is asked, offered no tools (earlier calls shown as text): the final
-        answer call keeps the agent's system prompt and ``response_format``; a planning request
-        gets our prompt (the agent's system prompt as its context), tagged :data:`PLAN_TAG`."""
+        answer call keeps the agent's system prompt (the conversation's system messages joined
+        to it) and ``response_format``; a planning request gets our prompt (those as its
+        context), tagged :data:`PLAN_TAG`."""
+        context, conversation = split_system(request.messages, request.system_message)
         if isinstance(asked, turn.AskAnswer):
+            joined = len(conversation) < len(request.messages)
+            system = SystemMessage(context) if joined else request.system_message
             messages = cast("list[AnyMessage]", asked.messages)
-            return request.override(messages=messages, tools=[], tool_choice=None)
-        context, _ = split_system(request.messages, request.system_message)
+            return request.override(
+                messages=messages, system_message=system, tools=[], tool_choice=None
+            )
         shown = planner_view(asked, results=self.options.planner_sees_results)
         return request.override(
             model=tagged_model(request.model, PLAN_TAG, {KEY: "plan"}),

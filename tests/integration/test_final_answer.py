@@ -547,3 +547,19 @@ def test_response_format_overridden_with_a_bare_model_is_filled_from_the_plan_an
     out = run(app, execution)
     assert out["structured_response"] == Weather(city="Cairo", celsius=31.0)
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_final_call_is_sent_the_conversation_s_system_messages(path: str) -> None:
+    """A system message in the conversation (an instruction for the answer) reaches the model
+    that writes the answer on every path, as it reaches the planner and, without the planner,
+    the agent's model."""
+    from langchain_core.messages import SystemMessage
+
+    app, model = build(path, [SAY_PLAN, JOINED], final_answer="model")
+    asked = {"messages": [SystemMessage("Answer in French."), HumanMessage("Warmest?")]}
+    app.invoke(asked, {"configurable": {"thread_id": "t"}})
+    planning, answering = model.calls
+    for request in (planning, answering):
+        assert "Answer in French." in request[0].text and isinstance(request[0], SystemMessage)
+    assert sum(isinstance(m, SystemMessage) for m in answering) == 1
