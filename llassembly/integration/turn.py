@@ -582,7 +582,10 @@ def _answered(rec: TurnRecord, result: Answered, view: TurnView) -> Step:
     reply, dropped = without_native_calls(result.reply, answered)  # it reads results: never run
     if dropped:
         logger.warning("the final answer's tool calls were dropped: %s", ", ".join(dropped))
-    final = _final(rec, view, [], reply)
+    said = reply.text.strip() or reply.tool_calls  # (a strategy's call: a structured answer)
+    if not said:  # (its tokens went on reasoning, say): the plan's answer is the answer
+        logger.warning("the final answer has no words: the plan's answer ends the turn")
+    final = _final(rec, view, [], reply if said else None)
     messages = [final if m is result.reply else m for m in result.messages]
     return Step(rec, Finish(result.structured), messages)
 

@@ -563,3 +563,28 @@ def test_the_final_call_is_sent_the_conversation_s_system_messages(path: str) ->
     for request in (planning, answering):
         assert "Answer in French." in request[0].text and isinstance(request[0], SystemMessage)
     assert sum(isinstance(m, SystemMessage) for m in answering) == 1
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "reply",
+    [
+        AIMessage("", response_metadata={"finish_reason": "length"}),
+        AIMessage([{"type": "thinking", "thinking": "Let me see", "signature": "s"}]),
+        AIMessage(
+            "",
+            tool_calls=[{"name": "get_temperature", "args": {"city": "Rome"}, "id": "n1"}],
+        ),
+    ],
+    ids=["empty", "thinking-only", "native-call-only"],
+)
+def test_a_final_call_that_writes_no_words_leaves_the_plan_s_answer(
+    path: str, reply: AIMessage
+) -> None:
+    """A final reply with no text (a reasoning model that spent its tokens thinking, a call
+    that is dropped) does not end the turn blank: the plan's own answer is the answer."""
+    app, _ = build(path, [SAY_PLAN, reply], final_answer="model")
+    final = run(app, path)["messages"][-1]
+    assert final.text == SAY_TEXT
+    assert meta(final)["status"] == "finished" and meta(final)["model_calls"] == 2
+    assert RUNS == ["Paris", "Cairo", "Oslo"]
