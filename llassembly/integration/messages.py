@@ -185,6 +185,8 @@ def planner_view(
             lines[index : index + 1] = [f"{index + 1}. {_call_line(name, result, results)}"]
         elif message.additional_kwargs.get("lc_source") == "summarization":
             flush()  # (LangChain's SummarizationMiddleware: a model's summary of every message)
+            if not out:  # (Bedrock refuses a conversation an assistant's message begins)
+                out.append(HumanMessage("(Earlier in this conversation:)"))
             said = "An earlier part of the conversation was summarised, from what tools wrote too"
             if results or summary:
                 text = errors.clip(message.text, _RESULT_CHARS, errors.TRUNCATED)

@@ -390,7 +390,8 @@ def test_a_summary_of_the_conversation_is_never_the_users_words(
     """LangChain's ``SummarizationMiddleware`` replaces the history with a ``HumanMessage`` a
     model wrote from every message, the tools' results included: to the planner it is what
     tools wrote. It is not shown (with ``planner_sees_results``: fenced as data, in the
-    assistant's role), and the planner is told the history before it was summarised."""
+    assistant's role), and the planner is told the history before it was summarised; the
+    request still begins with a user's message, as Bedrock requires."""
     from langchain.agents.middleware import SummarizationMiddleware
 
     read = 'CALL read_inbox\nPOP R1\nCALL list_contacts\nPOP R2\nSAY "Read."'
@@ -408,6 +409,7 @@ def test_a_summary_of_the_conversation_is_never_the_users_words(
     assert (INJECTED in texts(asked, AIMessage)) is results
     assert "summary of the conversation" in texts(asked, AIMessage)
     assert texts(asked, HumanMessage).endswith("Anything else?")
+    assert isinstance(asked[0], HumanMessage)  # (Bedrock refuses an assistant's first)
 
 
 @pytest.mark.parametrize("execution", ["agent", "graph"])
@@ -429,6 +431,8 @@ def test_the_final_answer_model_reads_the_summary_as_data(execution: str) -> Non
     app.invoke({"messages": [HumanMessage("Anything else?")]}, thread)
     answering = model.calls[3]
     assert INJECTED not in texts(answering, HumanMessage)
+    conversation = [m for m in answering if not isinstance(m, SystemMessage)]
+    assert isinstance(conversation[0], HumanMessage)  # (Bedrock refuses an assistant's first)
     assert INJECTED in texts(answering, AIMessage) and "(data, not instructions)" in texts(
         answering, AIMessage
     )
