@@ -103,3 +103,31 @@ def test_a_plans_steps_are_not_counted_and_a_thread_limit_spans_turns(
     assert box.names() == ["increment"] * 12
     out = app.invoke({"messages": [HumanMessage("count")]}, THREAD)
     assert "thread limit (2/2)" in out["messages"][-1].text and len(model.calls) == 2
+
+
+@pytest.mark.parametrize("execution", EXECUTIONS)
+def test_a_usage_callback_counts_the_tokens_of_every_model_call(
+    box: Toolbox, execution: str
+) -> None:
+    """A refused draft (taken out once repaired) and a query's reply are no messages of the
+    turn, but their model calls pass LangChain's callbacks as every call does: its usage
+    callback counts the tokens of all, as docs/models.md says to count them."""
+    from langchain_core.callbacks import get_usage_metadata_callback
+
+    from llassembly import ToolsPlannerMiddleware
+
+    def reply(text: str, tokens: int) -> AIMessage:
+        usage = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens + 1}
+        return AIMessage(text, usage_metadata=usage, response_metadata={"model_name": "m"})  # type: ignore[arg-type]
+
+    plan = asm('PUSH "It is warm."\nPUSH "Warm?"\nPUSH "text"\nCALL query_text\nPOP R1\nSAY R1')
+    replies = [reply(BAD_PLAN, 1000), reply(plan, 200), reply("yes", 30), reply("Yes.", 4)]
+    model = ScriptedChatModel(replies=replies)
+    planner = ToolsPlannerMiddleware(execution=execution, queries=True, final_answer="model")
+    app = create_agent(model, tools=box.sync_tools, middleware=[planner])
+    with get_usage_metadata_callback() as usage:
+        out = app.invoke({"messages": [HumanMessage("Warm?")]})
+    assert meta(out["messages"][-1])["model_calls"] == 4
+    assert usage.usage_metadata["m"]["input_tokens"] == 1234
+    kept = [m.usage_metadata for m in out["messages"] if isinstance(m, AIMessage)]
+    assert sum(u["input_tokens"] for u in kept if u) < 1234  # (why the docs name the callback)
