@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_766
+MAX_PACKAGE_LINES = 16_771
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -537,7 +537,8 @@ on the planner's messages, and 16,727 with a note an after_model hook adds kept 
 turn, and 16,737 with invisible characters escaped in the summary, and 16,756 with an answer shown
 to the planner as read, and 16,761 with the conversation's system messages sent to the final call,
 and 16,764 with a wordless final reply leaving the plan's answer, and 16,766 with a summarised
-conversation begun by a user's line.
+conversation begun by a user's line, and 16,771 with JSON too deep to write or read as an answer
+refused at its line.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

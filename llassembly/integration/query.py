@@ -115,6 +115,8 @@ def settle(call: ToolCall, reply: Reply, refused: Sequence[Refusal]) -> Value | 
             return read_answer(shape, _unwrapped(data, shape))
         except ValueError as exc:
             problem = str(exc)
+        except RecursionError:  # (a model reads untrusted text: any answer may come)
+            problem = "the answer is nested too deeply to read"
         now = [*refused, Refusal(answer=clip(reply.text, 2000, TRUNCATED), problem=problem)]
         if attempts < MAX_QUERY_ATTEMPTS:
             return now

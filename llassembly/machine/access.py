@@ -262,7 +262,10 @@ def write_path(
     else:
         _child(node, last, where, ins, path)  # the error, when there is no such element
         node[whole_number(last)] = part
-    text = _dumps(copy)
+    try:
+        text = _dumps(copy)
+    except RecursionError:  # (text a template built may nest deeper than JSON is written)
+        raise fail(ins, f"{path}: the JSON text would be nested too deeply to write") from None
     _count(st, len(text), ins)
     if len(text) > MAX_BUILT_TEXT_CHARS:
         raise fail(

@@ -247,6 +247,19 @@ def test_structured_output_is_read_before_the_text() -> None:
     )
 
 
+@pytest.mark.parametrize("shape", ["number", "text", "boolean", '["text"]', BILL_SHAPE])
+def test_an_answer_nested_too_deeply_is_refused_as_any_unusable_answer(shape: str) -> None:
+    """A query model reads untrusted text: an answer nested deeper than JSON can be written
+    is an answer of the wrong shape (asked again, then the query fails), never a crash."""
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    refused = settle(args(shape), Reply(text="[[...]]", parsed={"value": deep}), [])
+    assert isinstance(refused, list) and "nested too deeply" in refused[0]["problem"]
+    with pytest.raises(QueryFailed):
+        settle(args(shape), Reply(text="[[...]]", parsed={"value": deep}), refused)
+
+
 def test_the_text_cannot_close_its_fence_early() -> None:
     """A text holding ``>>>`` (a tool's output, which anyone may write) stays inside the
     fence: the request's own lines come before it, and the fence outlasts the text's runs."""

@@ -41,6 +41,19 @@ def test_json_nested_too_deeply_to_read_stops_the_plan_at_the_read() -> None:
     assert "EBX" not in emulator.snapshot()["registers"]  # nothing written
 
 
+def test_a_write_that_nests_json_too_deeply_to_write_stops_the_plan_at_its_line() -> None:
+    """Text built by templates may nest deeper than JSON can be written again: a write of a
+    part that would nest it one level deeper stops at its line (the library's error, not
+    Python's ``RecursionError``), as reading too deep a text does."""
+    wrap = "[" * 100 + "{R1}" + "]" * 100
+    plan = (
+        f'MOV R1, 0\nMOV ECX, 9\ngrow:\nMOV R1, "{wrap}"\nLOOP grow\nMOV ECX, 150\n'
+        'deeper:\nMOV R3, "{}"\nMOV R3.x, R1\nMOV R1, R3\nLOOP deeper'
+    )
+    with pytest.raises(AsmRuntimeError, match=r"line 9: .*nested too deeply"):
+        Emulator(parse_program(plan), [], max_instructions_to_exec=10_000).run()
+
+
 def test_a_json_number_too_large_for_a_float_is_refused_when_read() -> None:
     with pytest.raises(AsmRuntimeError, match=r"line 2: EAX\.a is a number too large to hold"):
         run('MOV EAX, "{\\"a\\": 1e999}"\nMOV EBX, EAX.a')
