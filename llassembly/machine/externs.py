@@ -191,9 +191,6 @@ class Extern:
                 converted = self._converted(position, value)
             except _Refused as exc:
                 raise refused(f"tool {tool!r}, {exc}", argument=name) from exc.__cause__
-            if isinstance(converted, dict | list) and _deeper(converted, MAX_ARGUMENT_DEPTH):
-                levels = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-                raise refused(f"tool {tool!r}, argument {name!r}: {levels}", argument=name)
             if converted is not _LEFT_OUT:
                 args[name] = converted
         if self._validator is None:
@@ -259,9 +256,13 @@ class Extern:
                 f"default for it and takes {label(shape)}; push a value"
             )
         try:
-            return self._converters[position](value)
+            converted = self._converters[position](value)
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise _Refused(self._refusal(position, value, first_line(exc))) from exc
+        if isinstance(converted, dict | list) and _deeper(converted, MAX_ARGUMENT_DEPTH):
+            levels = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+            raise _Refused(f"argument {param.name!r}: {levels}")
+        return converted
 
     def _refusal(self, position: int, value: Value | Template, detail: str) -> str:
         param = self.params[position]

@@ -581,3 +581,18 @@ def test_the_async_only_check_follows_how_the_current_run_is_driven(execution: s
         app.invoke(Command(resume="yes"), config)
     out = asyncio.run(app.ainvoke(Command(resume="yes"), config))
     assert out["messages"][-1].text == "A"
+
+
+@pytest.mark.parametrize("depth", [150, 900])
+def test_an_argument_written_too_deeply_nested_is_refused_before_the_run(depth: int) -> None:
+    """JSON text written in the plan nested deeper than a call takes is refused by the check
+    before the run, as the call itself would refuse it, so no tool runs first."""
+
+    def put(record: list[Any]) -> str:
+        """Store a record."""
+        return "ok"
+
+    plan = f"PUSH '{'[' * depth}{']' * depth}'\nCALL put\nPOP R1"
+    found = [(d.line, d.message) for d in check(parse_program(plan), [put])]
+    assert len(found) == 1 and found[0][0] == 2
+    assert "nested more than 100 levels deep" in found[0][1]
