@@ -386,12 +386,13 @@ def tool_request(ctx: CallContext, call: ToolCall, config: RunnableConfig) -> To
 
 
 def invoke_tool(
-    ctx: CallContext, config: RunnableConfig, *, asynchronous: bool = False
+    ctx: CallContext, call: ToolCall, config: RunnableConfig, *, asynchronous: bool = False
 ) -> Callable[[ToolCallRequest], Any]:
-    """The handler that runs a plan graph's call (awaitable when ``asynchronous``): the tool
-    invoked with the tool call, what the agent's tool node injects added, as that node invokes
-    it (its function called directly when nothing could observe the difference: see
-    :func:`llassembly.compat.direct_function`)."""
+    """The handler that runs a plan graph's ``call`` (awaitable when ``asynchronous``): the
+    tool invoked with the tool call, what the agent's tool node injects added, as that node
+    invokes it (its function called directly when nothing could observe the difference: see
+    :func:`llassembly.compat.direct_function`; and when the arguments are the plan's, which the
+    library checked, and need no validation to become what the function takes)."""
 
     inject, normalize = ctx.steps
 
@@ -407,15 +408,17 @@ def invoke_tool(
         tool = request.tool
         if tool is None:  # pragma: no cover - a plan graph runs only the tools it was given
             raise UsageError(f"tool {request.tool_call['name']!r} is not a LangChain tool")
-        call = {**inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
-        extern = ctx.externs.get(call["name"])
-        given = extern is None or set(extern.injected) <= set(call["args"])  # invoke adds the rest
-        direct = None if ctx.observed or not given else ctx.planner.direct_of(tool, asynchronous)
+        sent = {**inject(request.tool_call, request.runtime, tool), "type": "tool_call"}
+        extern = ctx.externs.get(sent["name"])
+        given = extern is None or set(extern.injected) <= set(sent["args"])  # invoke adds the rest
+        plans = request.tool_call["args"] == call.args  # (not a middleware's or a person's)
+        taken = plans and given and not (extern and extern.unvalidated)  # as the function takes
+        direct = ctx.planner.direct_of(tool, asynchronous) if taken and not ctx.observed else None
         if direct is None:
-            output = (tool.ainvoke if asynchronous else tool.invoke)(call, config)
+            output = (tool.ainvoke if asynchronous else tool.invoke)(sent, config)
         else:
-            output = direct(call)
-        return (awaited if asynchronous else done)(call, output, direct is not None)
+            output = direct(sent)
+        return (awaited if asynchronous else done)(sent, output, direct is not None)
 
     return invoke
 

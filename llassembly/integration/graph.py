@@ -509,7 +509,7 @@ def _running(
         if ctx.externs[call.tool].query:  # a model answers it, not a tool
             asked = _query_call(ctx, call)
             return (adrive if asynchronous else drive)(asked, invoker(node_config, asynchronous))
-        handler = calls.invoke_tool(ctx, node_config, asynchronous=asynchronous)
+        handler = calls.invoke_tool(ctx, call, node_config, asynchronous=asynchronous)
         request = calls.tool_request(ctx, call, node_config)
         return calls.run_call(ctx, call, request, handler, asynchronous)
 

@@ -168,8 +168,10 @@ class Extern:
     def convert_args(
         self, values: Sequence[Value], *, line: int = 0, source: str = ""
     ) -> dict[str, Any]:
-        """Popped values (first pushed first) as the call's arguments, as the tool's declared
-        schema validates them (a pydantic model built from its object, a date from its text).
+        """Popped values (first pushed first) as the call's arguments, checked against the
+        tool's declared schema: as it validates them (a pydantic model built from its object, a
+        date from its text); for a LangChain tool that validates its calls itself (a pydantic
+        ``args_schema``), as converted (the JSON-ready values a model's call of it would hold).
 
         Raises:
             ToolArgumentError: A value does not fit its parameter, the schema refuses the
@@ -203,9 +205,19 @@ class Extern:
         except ValidationError as exc:
             given = {p.name: v for p, v in zip(params, values, strict=False)}
             raise self.refused_by_schema(exc, given, line=line, source=source) from None
+        if self.unvalidated:
+            return args
         fields = validated if isinstance(validated, dict) else vars(validated)
         kept = self._as_text  # as validated, but JSON text the tool reads; defaults the tool's
         return {name: args[name] if name in kept else fields[name] for name in args}
+
+    @property
+    def unvalidated(self) -> bool:
+        """Whether :meth:`convert_args` gives a call's arguments as converted, not validated: the
+        tool validates them itself (a pydantic ``args_schema``), as a model's call of it, and
+        that validation may change them."""
+        model = isinstance(getattr(self.tool, "args_schema", None), type)
+        return model and self._validator is not None
 
     def refused_by_schema(
         self, exc: BaseException, given: Mapping[str, Any], *, line: int = 0, source: str = ""

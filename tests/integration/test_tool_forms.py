@@ -28,12 +28,14 @@ import pytest
 from conftest import Harness, asm, meta
 from fakes import ScriptedChatModel
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain.tools import InjectedState, ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -651,6 +653,60 @@ def test_the_args_schemas_own_validators_run_once_per_call(path: str, traced: bo
     assert (final.answer if path == "Emulator" else final.text) == "n=6"
 
 
+class Cents(BaseModel):
+    cents: int
+
+    @field_validator("cents")
+    @classmethod
+    def from_dollars(cls, cents: int) -> int:
+        return cents * 100
+
+
+@tool
+def pay(
+    dollars: Annotated[int, AfterValidator(lambda v: v * 100)],
+    note: Annotated[str, AfterValidator(lambda s: s + "!")],
+) -> str:
+    """Pay an amount in dollars (kept in cents)."""
+    return f"{dollars} {note}"
+
+
+@tool
+def place(order: Cents) -> str:
+    """Place an order."""
+    return str(order.cents)
+
+
+@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    ("chosen", "plan", "given"),
+    [
+        (pay, 'PUSH 5\nPUSH "hi"\nCALL pay', {"dollars": 5, "note": "hi"}),
+        (place, "PUSH '{\"cents\": 5}'\nCALL place", {"order": {"cents": 5}}),
+    ],
+    ids=["annotated", "model-parameter"],
+)
+def test_a_parameters_own_validators_run_once_per_call(
+    path: str, traced: bool, chosen: Any, plan: str, given: dict[str, Any]
+) -> None:
+    """Validators written where a tool declares its parameters (``Annotated[...,
+    AfterValidator]``, a model's ``field_validator``) are applied once, as a model's call of
+    the tool applies them; the call's message records the values the plan gave."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    config: dict[str, Any] = {"callbacks": [BaseCallbackHandler()]} if traced else {}
+    expected = chosen.invoke(given)
+    final = _run_on(path, [chosen], plan + '\nPOP R1\nSAY "{R1}"', config, history=True)
+    if path == "Emulator":
+        assert final.answer == expected
+        return
+    assert final[-1].text == expected
+    if path == "agent":
+        [call] = [c for m in final for c in getattr(m, "tool_calls", [])]
+        assert call["args"] == given
+
+
 class PageArgs(BaseModel):
     account: str
     limit: int = 5
@@ -749,7 +805,7 @@ def test_a_calls_arguments_are_the_json_a_model_would_send(path: str) -> None:
         "size": "l",
         "slot": {"room": "A1", "seats": 4},
         "tags": ["a", "b"],
-        "at": "09:30:00",
+        "at": "09:30",  # (as the plan wrote it: the tool's schema reads it)
     }
     assert all(type(v) in (str, dict, list) for v in args.values())
 
@@ -867,3 +923,36 @@ def test_a_root_model_argument_is_written_as_its_root(path: str) -> None:
 
     said, args = _sent(path, [take], "PUSH '[1, 2]'\nCALL take\nPOP R1\nSAY \"{R1}\"")
     assert (said, args) == ("got [1, 2]", {"ids": [1, 2]})
+
+
+class Retyping(AgentMiddleware[Any, Any]):
+    """A tool middleware that rewrites a call's argument as text (a sanitiser, an edit)."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        call = {**request.tool_call, "args": {"n": str(request.tool_call["args"]["n"])}}
+        return handler(request.override(tool_call=call))
+
+
+@pytest.mark.parametrize("path", ["agent", "graph", "node"])
+def test_arguments_a_tool_middleware_changes_are_validated_by_the_tool(path: str) -> None:
+    """What a tool middleware (or a person editing a call) gives the tool is validated by the
+    tool's schema, as the agent's tool node validates it: ``"5"`` for an ``int`` is 5."""
+
+    @tool
+    def double(n: int) -> str:
+        """Double a number."""
+        return repr(n * 2)
+
+    plan = asm('PUSH 5\nCALL double\nPOP R1\nSAY "{R1}"')
+    model = ScriptedChatModel(replies=[plan])
+    if path == "node":
+        graph = StateGraph(MessagesState)
+        graph.add_node("planner", ToolsPlannerNode(model, [double], tool_middleware=[Retyping()]))
+        graph.add_edge(START, "planner")
+        graph.add_edge("planner", END)
+        runnable: Any = graph.compile()
+    else:
+        planner = ToolsPlannerMiddleware(execution=path, tool_middleware=[Retyping()])  # type: ignore[arg-type]
+        runnable = create_agent(model, tools=[double], middleware=[planner])
+    out = runnable.invoke({"messages": [HumanMessage("double 5")]})
+    assert out["messages"][-1].text == "10"
