@@ -312,7 +312,8 @@ def _new_plan(rec: TurnRecord, reply: AIMessage, view: TurnView) -> Step:
     number = rec["plan_number"] + 1
     rec.update({"plan_number": number, "failure": None, "machine": None, "pending": []})
     rec["approval"] = None  # (a person's approval is of one plan)
-    _use_plan(rec, reply.text, str(reply.id))
+    asked = next((m.id for m in reversed(view.messages) if isinstance(m, HumanMessage)), "")
+    _use_plan(rec, reply.text, f"{reply.id}{asked}")  # (a cached reply has its id each time)
     logger.debug("plan %d accepted:\n%s", number, reply.text)
     request = view.planner.approval(reply.text, view.externs)
     if request is None:
@@ -354,8 +355,10 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
 
 
 def _use_plan(rec: TurnRecord, text: str, salt: str = "") -> None:
-    """``text`` is the turn's plan now; its calls' ids start with a short prefix of its own."""
-    digest = hashlib.blake2b((text + salt).encode("utf-8", "replace"), digest_size=3).hexdigest()
+    """``text`` is the turn's plan now; its calls' ids start with a prefix of its own, made
+    from it and ``salt`` (the same when a step runs again), long enough (64 bits) that two
+    turns' ids do not meet by chance: a tool keys its effects on them."""
+    digest = hashlib.blake2b((text + salt).encode("utf-8", "replace"), digest_size=8).hexdigest()
     rec.update({"plan": text, "prefixes": [*rec["prefixes"], f"asm{digest}_{rec['plan_number']}_"]})
 
 

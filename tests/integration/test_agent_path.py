@@ -1118,3 +1118,27 @@ def test_a_result_text_is_refused_when_it_reads_as_no_value_of_its_type(
     else:
         got = decode_text(extern, text, pending)
         assert got == expected and type(got) is type(expected)
+
+
+def test_two_runs_answered_by_one_cached_reply_give_their_calls_distinct_ids() -> None:
+    """A call's id is the key of its effect (docs/durability.md): two runs of one request
+    whose plan comes from LangChain's model cache (the same reply, its id too) are two
+    shipments, so their calls' ids differ; the prefix is long enough not to repeat by chance."""
+    from langchain_core.caches import InMemoryCache
+
+    seen: list[str] = []
+
+    @tool
+    def ship(crate: int, runtime: ToolRuntime) -> int:
+        """Ship one crate."""
+        seen.append(str(runtime.tool_call_id))
+        return crate
+
+    plan = asm('PUSH 7\nCALL ship\nPOP R1\nSAY "shipped"')
+    model = ScriptedChatModel(replies=[plan, plan], cache=InMemoryCache())
+    app = create_agent(model, tools=[ship], middleware=[ToolsPlannerMiddleware()])
+    for _ in range(2):
+        app.invoke({"messages": [HumanMessage("ship crate 7")]})
+    assert len(model.calls) == 1  # the second plan came from the cache
+    assert len(seen) == 2 and seen[0] != seen[1]
+    assert len(seen[0].split("_")[0]) >= len("asm") + 16  # (64 bits: no repeat by chance)
