@@ -12,6 +12,7 @@ the run's bounds (see *Structured values* and *Text* in ``docs/language.md``).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -472,20 +473,55 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
         return lambda st, value: put(
             st, write_path(st, base(st), [key(st) for key in keys], value, path, ins)
         )
-    live = ctx.layout.live
     if isinstance(operand, Mem):
-        locate = cell_locator(operand, ctx, ins)
+        locate = _writable(operand, ctx, ins)
 
         def write_memory(st: MachineState, value: Value) -> None:
             key, index = locate(st)
-            if key not in live:
-                raise fail(ins, f"{operand} is in read-only data ({key!r}); write to .data")
             st.mem[key][index] = value
 
         return write_memory
-    if isinstance(operand, Name) and (key := operand.name.lower()) in live:
+    if isinstance(operand, Name) and (key := operand.name.lower()) in ctx.layout.live:
         return lambda st, value: st.mem[key].__setitem__(0, value)
     raise UsageError(f"destination {operand} cannot be written (was the program verified?)")
+
+
+def place(operand: Operand, ctx: Context, ins: Instruction) -> Callable[[MachineState], Any]:
+    """Where ``operand`` writes, found when called (a cell's address, a path's keys, from the
+    registers as they are then): a function writing a value there. ``XCHG`` finds both of its
+    places before it writes either, as x86 works out an address once."""
+    if isinstance(operand, Mem):
+        locate = _writable(operand, ctx, ins)
+
+        def cell(st: MachineState) -> Callable[[Value], None]:
+            key, index = locate(st)
+            return lambda value: st.mem[key].__setitem__(index, value)
+
+        return cell
+    if isinstance(operand, Path):
+        base, where = getter(operand.base, ctx, ins), place(operand.base, ctx, ins)
+        keys = [getter(step, ctx, ins) for step in operand.steps]
+
+        def part(st: MachineState) -> Callable[[Value], None]:
+            found, put = [key(st) for key in keys], where(st)
+            return lambda value: put(write_path(st, base(st), found, value, operand, ins))
+
+        return part
+    put = setter(operand, ctx, ins)
+    return lambda st: functools.partial(put, st)
+
+
+def _writable(operand: Mem, ctx: Context, ins: Instruction) -> Callable[[MachineState], Any]:
+    """The cell a memory operand names, as ``(label, index)``; one in read-only data fails."""
+    locate, live = cell_locator(operand, ctx, ins), ctx.layout.live
+
+    def cell(st: MachineState) -> tuple[str, int]:
+        key, index = locate(st)
+        if key not in live:
+            raise fail(ins, f"{operand} is in read-only data ({key!r}); write to .data")
+        return key, index
+
+    return cell
 
 
 def _offset(operand: Mem, ins: Instruction) -> Callable[[MachineState], int]:

@@ -58,6 +58,7 @@ from llassembly.machine.access import (
     address_of,
     fail,
     getter,
+    place,
     setter,
     show,
     structure_of,
@@ -467,13 +468,14 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         return lambda st, pc: pc + 1
     if op is Opcode.XCHG:
         first, second = ins.operands
-        get_a, put_a = getter(first, ctx, ins), setter(first, ctx, ins)
-        get_b, put_b = getter(second, ctx, ins), setter(second, ctx, ins)
+        get_a, at_a = getter(first, ctx, ins), place(first, ctx, ins)
+        get_b, at_b = getter(second, ctx, ins), place(second, ctx, ins)
 
         def xchg(st: MachineState, pc: int) -> int:
-            a = get_a(st)
-            put_a(st, get_b(st))
-            put_b(st, a)
+            a, b = get_a(st), get_b(st)
+            put_a, put_b = at_a(st), at_b(st)  # (both places before either write)
+            put_a(b)
+            put_b(a)
             return pc + 1
 
         return xchg

@@ -43,3 +43,22 @@ def test_a_step_kept_with_provenance_refuses_a_state_without_it() -> None:
     ):
         step(state, 0)
     assert state.regs == MachineState().regs  # nothing written
+
+
+def test_a_value_swapped_into_a_cell_its_register_addressed_keeps_its_sources() -> None:
+    """``XCHG ESI, [cells + ESI*8]`` puts a tool's result in the cell ESI addressed before
+    the swap, and its sources with it: reading that cell into the guarded argument is
+    refused, as with ``MOV``."""
+    def amount() -> int:
+        """An amount an email asks for."""
+        return 3
+
+    plan = (
+        "section .bss\ncells resq 10\nsection .text\nCALL amount\nPOP ESI\n"
+        "XCHG ESI, [cells + ESI*8]\nPUSH [cells + 3*8]\nCALL lookup\nPOP R1"
+    )
+    guard = never_from("lookup", "key", ["amount"])
+    emulator = Emulator(parse_program(plan), [lookup, amount], dataflow=[guard])
+    with pytest.raises(Exception, match="amount"):
+        emulator.run()
+    assert emulator.state.mem["cells"][:4] == [0, 0, 0, 3]  # (where the result went)

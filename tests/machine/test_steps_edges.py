@@ -125,3 +125,32 @@ def test_a_register_the_step_says_it_writes_but_did_not_is_not_an_outcome() -> N
     taken = run(2, {ebx: 1}, (True, False, ORDERED), [])
     assert isinstance(taken, Outcome) and taken.registers == {ecx: 1}
     assert run(2, {ebx: 1, ecx: 7}, (False, False, ORDERED), ()) == Outcome({ecx: 7}, None, (), 3)
+
+
+@pytest.mark.parametrize(
+    ("plan", "expected"),
+    [
+        (  # the cell the register addressed before the swap
+            "section .bss\ncells resq 50\nsection .text\nMOV ESI, 42\n"
+            "XCHG ESI, [cells + ESI*8]\nMOV R1, [cells + 42*8]\nMOV R2, [cells]",
+            {"ESI": 0, "R1": 42, "R2": 0},
+        ),
+        (  # the same, the memory operand first
+            "section .bss\ncells resq 50\nsection .text\nMOV ESI, 42\n"
+            "XCHG [cells + ESI*8], ESI\nMOV R1, [cells + 42*8]\nMOV R2, [cells]",
+            {"ESI": 0, "R1": 42, "R2": 0},
+        ),
+        (  # a path keyed by the register swapped
+            "MOV R2, '[5, 0, 7]'\nMOV ESI, 2\nXCHG ESI, R2[ESI]",
+            {"ESI": 7, "R2": "[5,0,2]"},
+        ),
+    ],
+    ids=["register-first", "memory-first", "path"],
+)
+def test_xchg_finds_both_places_before_it_writes_either(
+    plan: str, expected: dict[str, object]
+) -> None:
+    """As x86 does: ``XCHG ESI, [cells + ESI*8]`` swaps ESI with the cell ESI addressed
+    before the swap, whichever operand comes first."""
+    found = registers(plan)
+    assert {name: found.get(name, 0) for name in expected} == expected
