@@ -468,11 +468,8 @@ def setter(operand: Operand, ctx: Context, ins: Instruction) -> Setter:
 
         return write_register
     if isinstance(operand, Path):
-        path, base, put = operand, getter(operand.base, ctx, ins), setter(operand.base, ctx, ins)
-        keys = [getter(step, ctx, ins) for step in operand.steps]
-        return lambda st, value: put(
-            st, write_path(st, base(st), [key(st) for key in keys], value, path, ins)
-        )
+        at = place(operand, ctx, ins)
+        return lambda st, value: at(st)(value)
     if isinstance(operand, Mem):
         locate = _writable(operand, ctx, ins)
 
