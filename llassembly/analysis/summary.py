@@ -74,8 +74,9 @@ class Argument:
         if not self.constant:
             left_out = ", or left out: the tool's default" if self.optional else ""
             return f"{self.name}=<computed{left_out}>"
-        if self.value is NONE:
-            return f"{self.name}=NONE (left out: the tool's default)"
+        if self.value is NONE:  # (a tool with no default for it is given None)
+            given = "left out: the tool's default" if self.optional else "None: no value"
+            return f"{self.name}=NONE ({given})"
         return f"{self.name}={json.dumps(self.value, ensure_ascii=False)}"
 
 
@@ -204,11 +205,32 @@ class PlanSummary:
 
 def _visible(text: str) -> str:
     """``text`` with the characters that change how text shows, not what it says (a
-    right-to-left override, a zero-width space, a line separator), escaped: ``\\u202e``."""
-    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _HIDING else c for c in text)
+    right-to-left override, a zero-width space, a line separator, a control character, one
+    that shows as nothing), escaped: ``\\u202e``."""
+    return "".join(_escaped(c) if _hiding(c) else c for c in text)
 
 
-_HIDING: Final = ("Cf", "Zl", "Zp")
+def _escaped(c: str) -> str:
+    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+
+
+def _hiding(c: str) -> bool:
+    if unicodedata.category(c) in ("Cf", "Zl", "Zp", "Cc"):
+        return c not in "\n"  # (the summary's own lines)
+    return any(low <= ord(c) <= high for low, high in _IGNORABLE)
+
+
+_IGNORABLE: Final = (  # Unicode's default-ignorable code points that are not of category Cf
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
 
 
 def _calls(low: int, high: int | None) -> str:

@@ -771,3 +771,23 @@ def test_the_summary_shows_invisible_characters_of_a_constant_escaped() -> None:
     assert '"a\\u202eelpmaxe.live@"' in text
     assert '"hi\\u200b\\u2028there"' in text
     assert not any(c in text for c in "\u202e\u200b\u2028")
+    hidden = "\ufe0f\U000e0100\u034f\u3164\x9b\x85"  # shown as nothing, or as a line break
+    text = summary_of(
+        f'PUSH "ceo@example.com{hidden}"\nPUSH "s"\nPUSH "b"\nCALL send_email'
+    ).render()
+    assert "\\ufe0f\\U000e0100\\u034f\\u3164\\u009b\\u0085" in text
+    assert not any(c in text for c in hidden) and len(text.splitlines()) == 5
+
+
+def test_none_for_an_argument_with_no_default_is_shown_as_none_given() -> None:
+    """``PUSH NONE`` leaves out an argument the tool has a default for; one it has none for
+    gets ``None`` (a phone erased, say): the summary a person approves says which."""
+
+    def set_phone(contact_id: int, phone: str | None, note: str | None = None) -> None:
+        """Set a contact's phone."""
+
+    program = parse("PUSH 8\nPUSH NONE\nPUSH NONE\nCALL set_phone")
+    assert isinstance(program, Program)
+    text = summarize(program, externs_from([set_phone])).render()
+    assert "phone=NONE (None: no value)" in text
+    assert "note=NONE (left out: the tool's default)" in text

@@ -49,6 +49,7 @@ def test_a_value_swapped_into_a_cell_its_register_addressed_keeps_its_sources() 
     """``XCHG ESI, [cells + ESI*8]`` puts a tool's result in the cell ESI addressed before
     the swap, and its sources with it: reading that cell into the guarded argument is
     refused, as with ``MOV``."""
+
     def amount() -> int:
         """An amount an email asks for."""
         return 3
