@@ -74,6 +74,13 @@ _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][
 
 _SIZE_WORDS = {"BYTE": 1, "WORD": 2, "DWORD": 4, "QWORD": 8, "TWORD": 10, "OWORD": 16}
 _SIZE_WORDS |= {"XMMWORD": 16}
+
+
+def size_word(name: str) -> bool:
+    """Whether ``name`` is a size word (``DWORD``, as in ``DWORD PTR [x]``): no name of a tool."""
+    return name.upper() in _SIZE_WORDS
+
+
 _SIZED = re.compile(rf"\s*+(?:{'|'.join(_SIZE_WORDS)})(?:\s++PTR)?+\s*+", re.IGNORECASE)
 """A size word (``dword``), maybe with ``ptr``, still waiting for its ``[...]``."""
 _STACK_POINTERS = frozenset({"ESP", "RSP", "SP"})

@@ -69,6 +69,7 @@ from llassembly.language.limits import (
     MAX_ARGUMENT_DEPTH,
     is_int64,
 )
+from llassembly.language.parser import size_word
 from llassembly.language.program import (
     NONE,
     PlainAnswer,
@@ -791,9 +792,10 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             "(between them) and start with a letter or '_' (give the tool a name, e.g. "
             "@tool('my_tool'))"
         )
-    if register_index(name) is not None:
+    if register_index(name) is not None or size_word(name):
+        kind = "a size word" if size_word(name) else "a register name"
         raise errors.UsageError(
-            f"tool name {name!r} is a register name in the plan language: rename the tool"
+            f"tool name {name!r} is {kind} in the plan language: rename the tool"
         )
     output = compat.mcp_output_schema(item) if is_tool else None
     func = (getattr(item, "func", None) or getattr(item, "coroutine", None)) if is_tool else item

@@ -258,6 +258,18 @@ def test_tool_named_like_a_register_is_a_usage_error() -> None:
         externs_from([eax])
 
 
+@pytest.mark.parametrize("name", ["word", "DWord", "xmmword"])
+def test_tool_named_like_a_size_word_is_a_usage_error(name: str) -> None:
+    """``CALL dword`` starts a memory operand (``DWORD PTR [x]``), so no plan could call it:
+    such a tool is refused when given, as one named like a register is."""
+
+    def f() -> None: ...
+
+    f.__name__ = name
+    with pytest.raises(UsageError, match=f"tool name '{name}' is a size word"):
+        externs_from([f])
+
+
 def test_unresolvable_annotation_is_a_usage_error() -> None:
     def f(x: NoSuchType) -> None: ...  # type: ignore[name-defined]  # noqa: F821
 
