@@ -462,14 +462,19 @@ def _as_made(message: ToolMessage, noted: compat.Recorded) -> bool:
     """Whether ``message`` holds the result as the tool made it, so the plan reads the tool's
     own value. A ``wrap_tool_call`` middleware that altered the content after the tool (a
     redaction, a correction) decides what the agent sees, and so what the plan reads: its
-    text. One that only adds text around the result (``HumanInTheLoopMiddleware``'s notice of
-    an edited call) leaves the plan the tool's own value."""
+    text. One that only adds lines or blocks before or after the result, which stands whole
+    (``HumanInTheLoopMiddleware``'s notice of an edited call), leaves the plan the tool's own
+    value."""
     if not noted.returned or _is_answer(noted.value):
         return False  # the tool's value is its answer: the message
-    if noted.content is None or message.content == noted.content:
+    content, made = message.content, noted.content
+    if made is None or content == made:
         return True
-    made = message_text(ToolMessage(content=noted.content, tool_call_id=message.tool_call_id))
-    return made in message_text(message)
+    if isinstance(content, str):  # the tool's text whole, a line added before or after it
+        own = made if isinstance(made, str) else message_text(ToolMessage(made, tool_call_id=""))
+        return content.startswith(f"{own}\n") or content.endswith(f"\n{own}")
+    blocks = made if isinstance(made, list) else [made]  # its blocks, one added before or after
+    return blocks in (content[: len(blocks)], content[len(content) - len(blocks) :])
 
 
 def _value_tag(extern: Extern, result: Any, text: str, call: ToolCall) -> dict[str, Any]:

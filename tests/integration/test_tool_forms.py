@@ -956,3 +956,50 @@ def test_arguments_a_tool_middleware_changes_are_validated_by_the_tool(path: str
         runnable = create_agent(model, tools=[double], middleware=[planner])
     out = runnable.invoke({"messages": [HumanMessage("double 5")]})
     assert out["messages"][-1].text == "10"
+
+
+class Correcting(AgentMiddleware[Any, Any]):
+    """A tool middleware that corrects a result after the tool (a stale cache, a unit)."""
+
+    def __init__(self, fixes: dict[str, str]) -> None:
+        super().__init__()
+        self.fixes = fixes
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        message = handler(request)
+        message.content = self.fixes.get(message.content, message.content)
+        return message
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+@pytest.mark.parametrize(
+    ("fixes", "said"),
+    [
+        ({"1": "12"}, "stock=12"),  # the tool's text inside the new one, but not whole
+        ({"1": "7"}, "stock=7"),
+        ({"1": "Note: checked.\n1"}, "stock=1"),  # a line added before it: the tool's value
+    ],
+)
+def test_a_correction_decides_what_the_plan_reads_unless_it_only_adds_lines(
+    execution: str, fixes: dict[str, str], said: str
+) -> None:
+    """A tool middleware that alters a result decides what the plan reads (its text, by the
+    declared type); one that only adds lines around the tool's text (a notice) leaves the
+    plan the tool's own value."""
+
+    @tool
+    def stock(item: str) -> int:
+        """Units in stock."""
+        return 1
+
+    plan = asm('PUSH "bolts"\nCALL stock\nPOP R1\nSAY "stock={R1}"')
+    middleware = [Correcting(fixes)]
+    if execution == "agent":
+        agent_middleware = [ToolsPlannerMiddleware(), *middleware]
+    else:
+        agent_middleware = [ToolsPlannerMiddleware(execution="graph", tool_middleware=middleware)]
+    model = ScriptedChatModel(replies=[plan])
+    out = create_agent(model, tools=[stock], middleware=agent_middleware).invoke(
+        {"messages": [HumanMessage("stock?")]}
+    )
+    assert out["messages"][-1].text == said
