@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_861
+MAX_PACKAGE_LINES = 16_872
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -542,7 +542,8 @@ refused at its line, and 16,772 with an argument's depth checked before the run,
 tool's own validators run once, and 16,790 with 64-bit call-id prefixes salted by the turn's
 message, and 16,828 with XCHG finding both places first, and 16,825 with a path's write found by
 place alone, and 16,847 with every hiding character escaped and NONE given shown, and 16,856 with
-tools named like size words refused, and 16,861 with a correction told from a notice by whole lines.
+tools named like size words refused, and 16,861 with a correction told from a notice by whole lines,
+and 16,872 with injected arguments an args_schema declares.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -805,6 +805,9 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
         raise errors.UsageError(
             f"cannot resolve the type annotations of tool {name!r}: {exc}"
         ) from exc
+    declared = getattr(item, "args_schema", None) if is_tool else None
+    if isinstance(declared, type):  # (LangChain reads injected arguments from it too)
+        hints = {**hints, **_hints_of(declared)}
     injected, runtime = _injected(hints)
     if is_tool:
         schema, about = compat.call_schema(item), item.description or ""
@@ -903,6 +906,14 @@ def _injected(hints: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
             # (the tool node gives the runtime to an injected parameter named "runtime" too)
             runtime = name if is_runtime or name == "runtime" else runtime
     return tuple(names), runtime
+
+
+def _hints_of(schema: type) -> dict[str, Any]:
+    """A schema's annotations, extras kept (none when they cannot be resolved)."""
+    try:
+        return typing.get_type_hints(schema, include_extras=True)
+    except Exception:
+        return {}
 
 
 def _subclass(value: Any, base: Any) -> bool:

@@ -59,6 +59,7 @@ from llassembly import (
     ToolsPlannerNode,
     UsageError,
     check,
+    externs_from,
     parse,
 )
 
@@ -1003,3 +1004,32 @@ def test_a_correction_decides_what_the_plan_reads_unless_it_only_adds_lines(
         {"messages": [HumanMessage("stock?")]}
     )
     assert out["messages"][-1].text == said
+
+
+class ShipArgs(BaseModel):
+    crate: int
+    tool_call_id: Annotated[str, InjectedToolCallId]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_injected_argument_its_args_schema_declares_is_given_on_every_path(path: str) -> None:
+    """LangChain reads injected arguments from a tool's input schema as well as from its
+    function: a call id declared in the ``args_schema`` reaches the tool on every planner path
+    (a plain ``Emulator.run()`` says it cannot give it), and is never an argument a plan
+    pushes."""
+    seen: list[tuple[int, str]] = []
+
+    def ship_once(crate: int, tool_call_id: str) -> str:
+        seen.append((crate, tool_call_id))
+        return "shipped"
+
+    ship = StructuredTool.from_function(
+        ship_once, name="ship", description="Ship a crate once.", args_schema=ShipArgs
+    )
+    assert [p.name for p in externs_from([ship])["ship"].params] == ["crate"]
+    final = _run_on(path, [ship], 'PUSH 7\nCALL ship\nPOP R1\nSAY "{R1}"', {})
+    if path == "Emulator":  # (as for one its function declares: a plain run has no call id)
+        assert isinstance(final, UsageError) and "tool_call_id" in str(final) and seen == []
+        return
+    assert final.text == "shipped"
+    assert len(seen) == 1 and seen[0][0] == 7 and seen[0][1]
