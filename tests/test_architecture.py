@@ -543,7 +543,8 @@ tool's own validators run once, and 16,790 with 64-bit call-id prefixes salted b
 message, and 16,828 with XCHG finding both places first, and 16,825 with a path's write found by
 place alone, and 16,847 with every hiding character escaped and NONE given shown, and 16,856 with
 tools named like size words refused, and 16,861 with a correction told from a notice by whole lines,
-and 16,872 with injected arguments an args_schema declares.
+and 16,872 with injected arguments an args_schema declares, and 16,872 with NaN refused in JSON
+arguments.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

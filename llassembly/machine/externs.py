@@ -69,7 +69,7 @@ from llassembly.language.limits import (
     MAX_ARGUMENT_DEPTH,
     is_int64,
 )
-from llassembly.language.parser import size_word
+from llassembly.language.parser import no_constant, size_word
 from llassembly.language.program import (
     NONE,
     PlainAnswer,
@@ -555,7 +555,7 @@ def _json_of(kind: type) -> Converter:
     def convert(v: Any) -> Any:
         if type(v) is not str:
             raise ValueError("push it as JSON text")
-        data = json.loads(v)  # (too deeply nested: a RecursionError, said as such)
+        data = json.loads(v, parse_constant=no_constant)  # (too deep: a RecursionError, said so)
         if not isinstance(data, kind):
             raise ValueError(f"the JSON is not {what}")
         return data
@@ -610,8 +610,8 @@ def _json_or_as_is(kinds: tuple[type, ...], annotation: Any) -> Converter:
     def convert(v: Any) -> Any:
         if type(v) is str and v.lstrip()[:1] in ("{", "["):
             try:
-                data = json.loads(v)
-            except (ValueError, RecursionError):  # (too deep: text all the same)
+                data = json.loads(v, parse_constant=no_constant)
+            except (ValueError, RecursionError):  # (too deep, NaN: text all the same)
                 return v
             return data if isinstance(data, kinds) and fits(data) else v
         return v

@@ -596,3 +596,22 @@ def test_an_argument_written_too_deeply_nested_is_refused_before_the_run(depth: 
     found = [(d.line, d.message) for d in check(parse_program(plan), [put])]
     assert len(found) == 1 and found[0][0] == 2
     assert "nested more than 100 levels deep" in found[0][1]
+
+
+@pytest.mark.parametrize("text", ["[NaN, 1]", "[Infinity]", '{"x": -Infinity}'])
+def test_a_json_argument_holding_no_finite_number_is_refused_before_the_run(text: str) -> None:
+    """Plans hold finite numbers wherever they come from: JSON text with ``NaN`` or
+    ``Infinity`` for a structured argument is refused, as in a plan's data or a result."""
+
+    def mean(xs: list[float] | dict[str, float]) -> float:
+        """The mean."""
+        return 0.0
+
+    def total(xs: list[float]) -> float:
+        """The sum."""
+        return 0.0
+
+    found = [d.message for d in check(parse_program(f"PUSH '{text}'\nCALL total"), [total])]
+    assert len(found) == 1 and "not a finite number" in found[0]
+    program = parse_program(f"PUSH '{text}'\nCALL mean")
+    assert check(program, [mean]) != ()  # (as text, which neither a list nor a dict is)
