@@ -334,11 +334,34 @@ def _settled(output: Any, record: Recorded, call_id: str) -> Any:
     from langchain_core.tools import ToolException
 
     value = record.value if record.returned else output
+    value = _answer_in(value, call_id) or value
     refuse_other_answer(value, call_id)
     for message in (output, value):
         if isinstance(message, ToolMessage) and message.status == "error":
             raise ToolException(message.text)
-    return value.content if isinstance(value, ToolMessage) else value
+    return value
+
+
+def _answer_in(value: Any, call_id: str) -> Any:
+    """The ``ToolMessage`` a ``Command``'s update (or a list of ``Command``s and messages)
+    answers the call with, as the tool node reads it (a message written as a dict too); the
+    first it carries when none answers the call (:func:`refuse_other_answer` refuses it);
+    ``None`` when ``value`` is no such answer or carries no message of a tool."""
+    from langchain_core.messages import ToolMessage, convert_to_messages
+    from langgraph.types import Command
+
+    items = value if isinstance(value, list) and value else [value]
+    if not isinstance(value, Command | list) or not all(
+        isinstance(i, Command | ToolMessage) for i in items
+    ):
+        return None
+    carried: list[Any] = []
+    for item in items:
+        update = item.update if isinstance(item, Command) else {"messages": [item]}
+        listed = update.get("messages", []) if isinstance(update, dict) else []
+        carried += convert_to_messages(listed if isinstance(listed, list) else [listed])
+    answers = [m for m in carried if isinstance(m, ToolMessage)]
+    return next((m for m in answers if m.tool_call_id == call_id), answers[0] if answers else None)
 
 
 def tool_node_steps(

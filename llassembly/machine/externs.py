@@ -682,15 +682,15 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, _TEXT_OR_FLOAT):
         return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage") or ()  # (): not loaded
-    if isinstance(x, tool_message):
-        return _to_value(x.content)  # a tool that builds its own message: keep the content
+    if isinstance(x, tool_message):  # a tool that builds its own message: its text
+        return _to_value(x.content if isinstance(x.content, str) else x.text)
     if isinstance(x, loaded("langgraph.types", "Command") or ()):
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
         answers = [m for m in update.get("messages", []) if isinstance(m, tool_message)]
         if not answers:  # (as the agent's tool node refuses it: no message answers the call)
             raise ValueError("the tool returned a Command whose update holds no ToolMessage")
-        return _to_value(answers[0].content)
+        return _to_value(answers[0])
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
         if x.__pydantic_root_model__:
             return _to_value(x.model_dump(mode="json"))

@@ -1033,3 +1033,38 @@ def test_an_injected_argument_its_args_schema_declares_is_given_on_every_path(pa
         return
     assert final.text == "shipped"
     assert len(seen) == 1 and seen[0][0] == 7 and seen[0][1]
+
+
+def _answers(kind: str) -> Any:
+    """A tool whose result is its answer in one of the forms the agent's tool node takes."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.types import Command
+
+    def reply(cid: Annotated[str, InjectedToolCallId] = "") -> Any:
+        blocks = [{"type": "text", "text": "hi"}]
+        message = {"role": "tool", "content": "hi", "tool_call_id": cid}
+        return {
+            "blocks": Command(update={"messages": [ToolMessage(blocks, tool_call_id=cid)]}),
+            "dict": Command(update={"messages": [message]}),
+            "list": [Command(update={"messages": [ToolMessage("hi", tool_call_id=cid)]})],
+            "direct-blocks": ToolMessage(blocks, tool_call_id=cid),
+            "error": Command(
+                update={"messages": [ToolMessage("nope", tool_call_id=cid, status="error")]}
+            ),
+        }[kind]
+
+    return StructuredTool.from_function(reply, name="reply", description="Reply.")
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("kind", ["blocks", "dict", "list", "direct-blocks", "error"])
+def test_a_tools_answer_in_any_form_the_tool_node_takes_reads_alike_on_every_path(
+    path: str, kind: str
+) -> None:
+    """A ``Command`` carrying the call's ``ToolMessage`` (its content in blocks, or written as
+    a dict), a list of them, a ``ToolMessage`` itself: the plan reads the message's text on
+    every path, the Emulator's too; an error message is the call's failure (``JC`` taken)."""
+    plan = 'CALL reply\nJC failed\nPOP R1\nSAY "{R1}"\nHLT\nfailed:\nSAY "failed"'
+    final = _run_on(path, [_answers(kind)], plan, {})
+    text = final.answer if path == "Emulator" else final.text
+    assert text == ("failed" if kind == "error" else "hi")
