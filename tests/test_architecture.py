@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_895
+MAX_PACKAGE_LINES = 16_902
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -544,7 +544,8 @@ message, and 16,828 with XCHG finding both places first, and 16,825 with a path'
 place alone, and 16,847 with every hiding character escaped and NONE given shown, and 16,856 with
 tools named like size words refused, and 16,861 with a correction told from a notice by whole lines,
 and 16,872 with injected arguments an args_schema declares, and 16,872 with NaN refused in JSON
-arguments, and 16,895 with a tool's answer read alike by the Emulator.
+arguments, and 16,895 with a tool's answer read alike by the Emulator, and 16,902 with a reply's
+lines kept when its thinking is hidden.
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

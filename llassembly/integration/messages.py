@@ -217,14 +217,21 @@ def _as_read(content: str | list[Any]) -> str | list[Any]:
     its reasoning, nor what a provider's own tools returned (search results, code output),
     nor the citations that quote them: what tools wrote."""
     if isinstance(content, str):
-        return remove_thinking(content).strip()
+        return _unthought(content)
     read: list[Any] = []
     for block in content:
         if _type(block) in ("image", "image_url"):
             read.append(block)
-        elif text := remove_thinking(_text_of(block)).strip():
+        elif text := _unthought(_text_of(block)):
             read.append({"type": "text", "text": text})
     return read
+
+
+def _unthought(text: str) -> str:
+    """``text`` without its ``<think>`` blocks, which leave their lines empty: a problem's line
+    number counts the lines of the reply as it came."""
+    kept = "\n".join(line.rstrip() for line in remove_thinking(text).split("\n")).rstrip()
+    return kept if kept.strip() else ""
 
 
 def _text_of(block: Any) -> str:

@@ -194,3 +194,16 @@ def test_an_earlier_answer_shows_the_planner_only_what_the_user_read(content: An
     shown = planner_view([HumanMessage("Weather?"), AIMessage(content), HumanMessage("And?")])
     assert [m.text.strip() for m in shown] == ["Weather?", "It is mild.", "And?"]
     assert INJECTED not in repr(shown)
+
+
+def test_a_reply_shown_without_its_thinking_keeps_its_line_numbers() -> None:
+    """A repair or a replan names a line of the reply as it came; the reply shown again
+    without its ``<think>`` block keeps that block's lines, empty, so the line named is the
+    line shown."""
+    reply = (
+        "<think>\nThe user wants this.\nI will call it.\n</think>\n```asm\nPUSH 1\nCALL nosuch\n```"
+    )
+    [shown] = [m for m in planner_view([AIMessage(reply)]) if isinstance(m, AIMessage)]
+    lines = shown.text.split("\n")
+    assert lines.index("CALL nosuch") == reply.split("\n").index("CALL nosuch")
+    assert "think" not in shown.text and "user wants" not in shown.text
