@@ -79,16 +79,21 @@ def read_decision(value: Any) -> dict[str, Any]:
     return decision
 
 
-def edit_note(plan: str) -> HumanMessage:
-    """The message recording that a reviewer replaced the plan (shown to later models): the
-    plan's code (the lines the parser reads, without the reviewer's prose and fences) in one
-    fenced block, its fence longer than any run of backticks inside."""
+def plan_code(plan: str) -> str:
+    """The lines of ``plan`` the parser reads, without a reviewer's prose and fences: the plan
+    that runs after an edit, whose lines a failure's line counts, as :func:`edit_note` shows."""
     program = parse_program(plan)
-    body = "\n".join(program.source_of(line) for line in program.code_lines)
-    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", body)), default=0))
+    return "\n".join(program.source_of(line) for line in program.code_lines)
+
+
+def edit_note(code: str) -> HumanMessage:
+    """The message recording that a reviewer replaced the plan (shown to later models): its
+    code (:func:`plan_code`) in one fenced block, its fence longer than any run of backticks
+    inside."""
+    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", code)), default=0))
     return HumanMessage(
         "A reviewer replaced the plan before it ran; this plan runs instead:\n"
-        f"{fence}asm\n{body}\n{fence}",
+        f"{fence}asm\n{code}\n{fence}",
         name="plan_reviewer",
     )
 

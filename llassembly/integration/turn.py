@@ -29,7 +29,7 @@ from llassembly.errors import (
     fenced,
     plural,
 )
-from llassembly.integration.approval import edit_note
+from llassembly.integration.approval import edit_note, plan_code
 from llassembly.integration.calls import call_id, call_request, plan_call_messages, query_message
 from llassembly.integration.graph import PlanRan
 from llassembly.integration.messages import (
@@ -335,6 +335,8 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
                 problem = (
                     "the edited text holds no instruction: write a program, or reject the plan"
                 )
+            else:  # (what runs: its lines are those a failure names, as the note shows them)
+                text = plan_code(text)
         except PlanError as error:
             problem = repair_request(error).rsplit("\n\n", 1)[0]
     said = "edit, refused by the checks (asked again)" if problem else kind

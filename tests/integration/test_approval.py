@@ -307,6 +307,21 @@ def test_the_edit_note_holds_the_plan_in_one_fenced_block(case: str, surface: st
 
 
 @pytest.mark.parametrize("surface", SURFACES)
+def test_a_failure_of_an_edited_plan_names_its_line_in_the_note(surface: str) -> None:
+    """The edited plan runs as the note shows it (its code, without the reviewer's prose and
+    fences): a failure's line is the line of the note's block that holds the instruction."""
+    ops = Ops()
+    edit = 'Try this:\n\n```asm\nPUSH "db"\nCALL restart\nPOP R1\nMOV R3, R1.state\n```'
+    app = build(surface, [PLAN], ops.tools(), InMemorySaver(), approve_plan=True)
+    start(app)
+    out = app.invoke(Command(resume={"type": "edit", "plan": edit}), THREAD)
+    [note] = [m.text for m in out["messages"] if "A reviewer replaced the plan" in m.text]
+    error = meta(out["messages"][-1])["error"]
+    block = note.split("```asm\n", 1)[1].split("\n")
+    assert block[error["line"] - 1] == error["source"] == "MOV R3, R1.state"
+
+
+@pytest.mark.parametrize("surface", SURFACES)
 def test_a_broken_edit_asks_again_with_its_problems_and_runs_nothing(
     surface: str, saver: Any
 ) -> None:
