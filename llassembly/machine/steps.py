@@ -510,7 +510,11 @@ def _compile_own(ins: Instruction, ctx: Context) -> Step:
         def ret(st: MachineState, pc: int) -> int:
             if st.calls:
                 return st.calls.pop()
-            st.returned = _returned(st, program, pc)  # the x86 return value, at top level
+            st.returned = returned = _returned(st, program, pc)  # the x86 return value
+            if not st.answer and returned is not None and len(render(returned)) > MAX_ANSWER_CHARS:
+                raise fail(  # (it is the answer then: as long as SAY may make one)
+                    ins, f"the value returned, the answer, has over {MAX_ANSWER_CHARS} characters"
+                )
             return end
 
         return ret

@@ -154,3 +154,13 @@ def test_xchg_finds_both_places_before_it_writes_either(
     before the swap, whichever operand comes first."""
     found = registers(plan)
     assert {name: found.get(name, 0) for name in expected} == expected
+
+
+def test_a_returned_value_is_held_to_the_answer_s_length_as_say_is() -> None:
+    """A plan that says nothing answers with the value its ``RET`` returns, so that value is
+    held to the length ``SAY`` lines are (16,000 characters), at the ``RET``."""
+    grow = 'MOV R1, "x"\nMOV ECX, 15\nagain:\nMOV R1, "{R1}{R1}"\nLOOP again\n'
+    with pytest.raises(AsmRuntimeError, match=r"line 7: the value returned, the answer, has over"):
+        Emulator(parse_program(grow + "MOV EAX, R1\nRET")).run()
+    short = Emulator(parse_program('MOV R1, "x"\nMOV EAX, R1\nRET')).run()
+    assert short.returned == "x"
