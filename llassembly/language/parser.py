@@ -815,12 +815,17 @@ def _parse(normalised: str) -> Program | PlainAnswer:
         else:
             # Values past the budget are refused before they are read (an equ constant is no
             # memory, but holds no more values than a row may).
-            room = MAX_MEMORY_CELLS if word == "EQU" else (MAX_MEMORY_CELLS - cells) // repeat
+            room = MAX_MEMORY_CELLS if word == "EQU" else MAX_MEMORY_CELLS - cells
             values = _data_parts(rest, column, room)
         # A row counts against the memory budget before it is built, so a short reply cannot
-        # make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``).
+        # make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``);
+        # a string is one cell, however it is repeated, but no more parts than its text may hold.
+        literal = [v.value for v in values if isinstance(v, Imm)]
+        text = len(literal) == len(values) and isinstance(literal[0], str)
+        if text and len(values) * repeat > MAX_DATA_TEXT_CHARS:
+            raise _too_long(column, "this string", MAX_DATA_TEXT_CHARS)
         if word != "EQU":
-            cells += len(values) * repeat
+            cells += 1 if text else len(values) * repeat
             if cells > MAX_MEMORY_CELLS:
                 raise _too_many(column)
         size, parts = _SIZES[word], values * repeat

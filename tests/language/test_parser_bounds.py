@@ -306,3 +306,15 @@ def test_every_say_operand_is_a_placeholder_of_its_text() -> None:
     say = program.instructions[0]
     assert say.op is Opcode.SAY
     assert [str(o) for o in say.operands[1:]] == ["R1", "[t + ESI*4]"]
+
+
+def test_a_repeated_string_is_one_cell_of_the_memory_budget() -> None:
+    """``sep times 5000 db "-"`` builds one string, one cell, as the language says: it counts
+    as one against the 4096 cells (its length is held to the text limit instead)."""
+    program = parse_program(
+        'section .rodata\nsep times 5000 db "-"\nbar times 3000 db "="\nsection .text\nMOV R1, sep'
+    )
+    assert program.data["sep"] == "-" * 5000 and program.data["bar"] == "=" * 3000
+    assert len(program.memory["sep"].cells) == 1
+    with pytest.raises(AsmSyntaxError, match="this string"):
+        parse('x times 65536 db "", "", "", "", ""\nNOP')  # (more parts than the text holds)
