@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import json
 import math
 import sys
 import time
@@ -43,6 +44,7 @@ from langchain_core.tools import tool
 from llassembly import (
     Emulator,
     ToolsPlannerMiddleware,
+    check,
     compile_program,
     externs_from,
     parse_program,
@@ -282,6 +284,37 @@ def _summary(size: int) -> Callable[[], Any]:
     return run
 
 
+def _checked(text: str) -> Callable[[], Any]:
+    """A plan checked, then summarised (what approval and policies do before a run)."""
+    program = parse_program(text)
+
+    def run() -> Any:
+        check(program, EXTERNS)
+        return summarize(program, EXTERNS)
+
+    return run
+
+
+def _reads(size: int) -> dict[str, Callable[[], Any]]:
+    """Plans that read one label many times: a read-only row of 4000 texts, a JSON text near
+    ``size`` bytes, a subroutine whose text fills 200 placeholders from a row, CALLed from 100
+    lines (each read once joined every cell, parsed the text again, scanned it again)."""
+    texts = ", ".join(f"'{i:060d}'" for i in range(4000))
+    row = f"section .rodata\nrow dd {texts}\nsection .text\n"
+    row += "".join(f"MOV R{1 + i % 7}, row[1]\n" for i in range(3000))
+    keys = max(size // 250, 1)
+    big = json.dumps({f"k{i}": "v" * 200 for i in range(keys)})
+    label = f"section .rodata\nbig db '{big}'\nsection .text\n"
+    label += "".join(f"MOV R{1 + i % 7}, big.k{i % keys}\n" for i in range(4000))
+    fills = "section .rodata\nrow times 4000 dd 7\nsection .text\n"
+    fills += "CALL s\n" * 100 + 'HLT\ns: PUSH "' + "{row[1]}" * 200 + '"\nCALL put\nRET'
+    return {
+        "summary: a 4000-text row read 3000 times": _checked(row),
+        f"check + summary: {len(big) // 1000} KB JSON read 4000 times": _checked(label),
+        "summary: 200 fills x 100 CALL sites": _checked(fills),
+    }
+
+
 def _row_plan(width: int, changing: bool) -> str:
     """A plan that reads a writable row of 4095 cells whole in a loop until the instruction
     budget runs out (``changing``: one cell written each round, so each read builds new text,
@@ -331,6 +364,7 @@ def issue_cases(quick: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         ),
         "nested list result, 600 deep": ("graph path", _graph_path(_deep(600))),
         f"summary + policies, {plan} KB plan": ("summarize", _summary(plan * 1000)),
+        **{name: ("summarize", run) for name, run in _reads(big).items()},
         "CALL [rax]-style operands, 64 KB": ("engine", _engine(junk)),
     }
 

@@ -161,6 +161,8 @@ def argument_flows(paths: Paths, layout: Layout) -> Callable[[int], tuple[Flow, 
         if isinstance(operand, program.Name):
             # read-only data, a constant: the plan's own (no cells written); one cell, or a
             # row read whole: every cell is in the text
+            if operand.name.lower() not in layout.live:
+                return _EMPTY
             return _all(memory.get(number, _EMPTY) for number in layout.cells_of(operand)[0])
         if isinstance(operand, program.Mem):  # one of its cells (through [reg] also read-only data,
             cells = layout.cells_of(operand)[0]  # or text in reg), and its registers

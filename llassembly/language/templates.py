@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import decimal
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -98,6 +99,7 @@ def in_json_strings(pieces: Sequence[str]) -> tuple[bool, ...]:
     )
 
 
+@functools.lru_cache(maxsize=256)  # (a plan's checks ask it of one long text at every read)
 def has_placeholders(text: str) -> bool:
     """Whether ``text`` holds a placeholder, or braces meant as one that do not read as one."""
     return any(b["escaped"] is None for b in _braces(text))

@@ -712,6 +712,7 @@ class StepSemantics:
         ctx = Context(flow.program, flow.end, sys.maxsize, layout)
         step_at = cache(lambda pc: compile_step(flow.program.instructions[pc], ctx))
         scratch = layout.initial_memory()
+        parsed: dict[str, Any] = {}  # (the texts read, parsed once for every instruction)
 
         def run(
             pc: int, registers: Mapping[int, Value], flags: Hashable, taken: Sequence[Value]
@@ -722,6 +723,7 @@ class StepSemantics:
             try:
                 step = step_at(pc)
                 st = MachineState(pc=pc, stack=list(taken), mem=scratch)
+                st.parsed = parsed
                 for reg in fx.registers_written:
                     st.regs[reg] = _NOT_WRITTEN
                 for reg, value in registers.items():
