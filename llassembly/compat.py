@@ -130,7 +130,11 @@ def recording_tool(tool: BaseTool) -> BaseTool:
     """
     from langchain_core.messages import ToolMessage
 
+    pair = tool.response_format == "content_and_artifact"
+
     def returned(value: Any) -> Any:
+        if pair and not (isinstance(value, tuple) and len(value) == 2):
+            return value  # (not the pair it declares, which LangChain refuses: a failure)
         record = _current()
         record.returned, record.value = True, value
         return value

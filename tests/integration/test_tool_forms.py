@@ -1068,3 +1068,19 @@ def test_a_tools_answer_in_any_form_the_tool_node_takes_reads_alike_on_every_pat
     final = _run_on(path, [_answers(kind)], plan, {})
     text = final.answer if path == "Emulator" else final.text
     assert text == ("failed" if kind == "error" else "hi")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_content_and_artifact_tool_that_returns_no_pair_fails_its_call(path: str) -> None:
+    """LangChain refuses a ``content_and_artifact`` tool's value that is not a (content,
+    artifact) pair, so the agent's tool node fails the call: it fails on every path."""
+
+    def broken() -> Any:
+        return "oops"
+
+    tool = StructuredTool.from_function(
+        broken, name="broken", description="Broken.", response_format="content_and_artifact"
+    )
+    plan = 'CALL broken\nJC failed\nPOP R1\nSAY "{R1}"\nHLT\nfailed:\nSAY "failed"'
+    final = _run_on(path, [tool], plan, {})
+    assert (final.answer if path == "Emulator" else final.text) == "failed"
