@@ -310,14 +310,31 @@ def invoke_as_call(recorder: BaseTool, args: dict[str, Any], record: Recorded) -
     ``record``; an error message (a failure the tool handles itself) raises ``ToolException``."""
     with recording(record):
         call = _as_call(recorder, args)
-        return _settled(recorder.invoke(call), record, call["id"])
+        try:
+            output = recorder.invoke(call)
+        except Exception as exc:
+            output = _unwritten(exc, record)
+        return _settled(output, record, call["id"])
 
 
 async def ainvoke_as_call(recorder: BaseTool, args: dict[str, Any], record: Recorded) -> Any:
     """Async :func:`invoke_as_call`."""
     with recording(record):
         call = _as_call(recorder, args)
-        return _settled(await recorder.ainvoke(call), record, call["id"])
+        try:
+            output = await recorder.ainvoke(call)
+        except Exception as exc:
+            output = _unwritten(exc, record)
+        return _settled(output, record, call["id"])
+
+
+def _unwritten(exc: Exception, record: Recorded) -> Any:
+    """What the tool returned when ``exc`` is LangChain failing to write it (an integer too
+    long to print): the plan reads that value as any result (and is told if it cannot hold
+    it); any other error is raised."""
+    if exc is not record.unwritten:
+        raise exc
+    return record.value
 
 
 def _as_call(tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:

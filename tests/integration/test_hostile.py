@@ -615,3 +615,19 @@ def test_a_json_argument_holding_no_finite_number_is_refused_before_the_run(text
     assert len(found) == 1 and "not a finite number" in found[0]
     program = parse_program(f"PUSH '{text}'\nCALL mean")
     assert check(program, [mean]) != ()  # (as text, which neither a list nor a dict is)
+
+
+@pytest.mark.parametrize("number", [2**64, 10**5000], ids=["2^64", "5000 digits"])
+def test_a_huge_integer_result_reads_alike_in_the_emulator(number: int) -> None:
+    """An integer LangChain cannot even write as text is, in the Emulator too, the library's
+    range error at the call (its words in EAX after JC), not the tool's failure."""
+    from llassembly import Emulator
+
+    @tool
+    def measure() -> int:
+        """A reading."""
+        return number
+
+    plan = 'CALL measure\nJC bad\nPOP R1\nHLT\nbad:\nSAY "{EAX}"'
+    answer = Emulator(parse_program(plan), [measure]).run().answer
+    assert "outside the 64-bit range; plans hold 64-bit integers" in answer
