@@ -698,7 +698,7 @@ def _to_value(x: Any) -> Value:
     if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)
-        except PydanticSerializationError:
+        except (PydanticSerializationError, UnicodeDecodeError):  # (bytes that are no UTF-8)
             return _text(x)
         return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
     # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
@@ -745,7 +745,7 @@ def _json_or_text(obj: Any) -> Any:
     else:
         try:
             data = to_jsonable_python(obj)
-        except PydanticSerializationError:
+        except (PydanticSerializationError, UnicodeDecodeError):
             return _text(obj)
     return _text_keys(data)
 

@@ -656,3 +656,20 @@ def test_a_definition_met_deep_first_is_read_whole_where_it_is_met_near_the_top(
     )
     [problem] = check(parse('MOV R1, \'{"item": {"qty": 0}}\'\nPUSH R1\nCALL place'), [place])
     assert "item.qty: Input should be greater than or equal to 1" in problem.message
+
+
+def test_bytes_that_are_no_utf_8_are_held_as_their_text() -> None:
+    """A result of bytes that do not decode (an image, a hash) is held as its text, as
+    LangChain shows it to a model, alone or inside a structure; never a stopped plan."""
+
+    def raw() -> bytes:
+        """Raw bytes."""
+        return b"ab\xff"
+
+    def record() -> dict[str, bytes]:
+        """A record holding raw bytes."""
+        return {"digest": b"\xff\xfe"}
+
+    result = Emulator(parse("CALL raw\nPOP R1\nCALL record\nPOP R2"), [raw, record]).run()
+    assert result.registers["R1"] == "b'ab\\xff'"
+    assert json.loads(str(result.registers["R2"])) == {"digest": "b'\\xff\\xfe'"}
