@@ -694,7 +694,7 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
         if x.__pydantic_root_model__:
             return _to_value(x.model_dump(mode="json"))
-        return x.model_dump_json()
+        return _dumps(x.model_dump(mode="json"))  # (NaN refused, as in any other structure)
     if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
             plain = to_jsonable_python(x)

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from llassembly import Emulator, build_system_prompt, check, parse, verify
 from llassembly.analysis.shapes import shape_of
-from llassembly.errors import ToolArgumentError, ToolExecutionError, UsageError
+from llassembly.errors import AsmRuntimeError, ToolArgumentError, ToolExecutionError, UsageError
 from llassembly.machine.externs import Extern, _first_error, externs_from, label, to_value
 
 
@@ -673,3 +673,25 @@ def test_bytes_that_are_no_utf_8_are_held_as_their_text() -> None:
     result = Emulator(parse("CALL raw\nPOP R1\nCALL record\nPOP R2"), [raw, record]).run()
     assert result.registers["R1"] == "b'ab\\xff'"
     assert json.loads(str(result.registers["R2"])) == {"digest": "b'\\xff\\xfe'"}
+
+
+class Reading(BaseModel):
+    station: str
+    temp: float
+
+
+def test_a_model_result_holding_nan_stops_the_plan_as_a_dict_holding_it_does() -> None:
+    """One rule for a non-finite float inside a structure, whatever holds it: the plan
+    stops at the CALL (a model is not written with NaN as null, reading as "no value")."""
+
+    def model() -> Reading:
+        """A reading."""
+        return Reading(station="A", temp=float("nan"))
+
+    def mapping() -> dict[str, Any]:
+        """A reading."""
+        return {"station": "A", "temp": float("nan")}
+
+    for reading in (model, mapping):
+        with pytest.raises(AsmRuntimeError, match="cannot be held as JSON"):
+            Emulator(parse(f"CALL {reading.__name__}\nPOP R1"), [reading]).run()
