@@ -693,11 +693,11 @@ def _to_value(x: Any) -> Value:
         return _to_value(answers[0])
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
         if x.__pydantic_root_model__:
-            return _to_value(x.model_dump(mode="json"))
-        return _dumps(x.model_dump(mode="json"))  # (NaN refused, as in any other structure)
+            return _to_value(x.model_dump(mode="json", fallback=_text))
+        return _dumps(x.model_dump(mode="json", fallback=_text))  # (NaN refused, as anywhere)
     if not isinstance(x, _CONTAINERS):
-        try:  # a date, bytes, a UUID...: the JSON scalar pydantic writes, held as itself
-            plain = to_jsonable_python(x)
+        try:  # a date, bytes, a UUID, a dataclass...: as pydantic writes it (a part it cannot
+            plain = to_jsonable_python(x, fallback=_text)  # write as its text), held as itself
         except (PydanticSerializationError, UnicodeDecodeError):  # (bytes that are no UTF-8)
             return _text(x)
         return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
@@ -737,14 +737,14 @@ def _json_or_text(obj: Any) -> Any:
     pydantic writes as JSON (dates and times in ISO form, bytes as text, UUIDs, decimals,
     dataclasses), with keys as :func:`_text_keys` writes them; anything else as its text."""
     if isinstance(obj, BaseModel):
-        data: Any = obj.model_dump(mode="json")
+        data: Any = obj.model_dump(mode="json", fallback=_text)
     elif isinstance(obj, (set, frozenset)):
         data = list(obj)
     elif isinstance(obj, enum.Enum):
         data = obj.value
     else:
         try:
-            data = to_jsonable_python(obj)
+            data = to_jsonable_python(obj, fallback=_text)
         except (PydanticSerializationError, UnicodeDecodeError):
             return _text(obj)
     return _text_keys(data)

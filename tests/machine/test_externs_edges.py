@@ -5,6 +5,7 @@ values a caller may pass that no plan pushes."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import json
 from decimal import Decimal
@@ -695,3 +696,44 @@ def test_a_model_result_holding_nan_stops_the_plan_as_a_dict_holding_it_does() -
     for reading in (model, mapping):
         with pytest.raises(AsmRuntimeError, match="cannot be held as JSON"):
             Emulator(parse(f"CALL {reading.__name__}\nPOP R1"), [reading]).run()
+
+
+class Handle:
+    """A part with no JSON form."""
+
+    def __str__(self) -> str:
+        return "h-42"
+
+
+@dataclasses.dataclass
+class Job:
+    id: int
+    handle: Any
+
+
+class JobModel(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+    id: int
+    handle: Handle
+
+
+def test_a_structure_with_a_part_that_has_no_json_form_keeps_its_other_parts() -> None:
+    """A dataclass or a model result holding an object with no JSON form is JSON with that
+    part as its text, as a dict holding it is: its fields stay readable by path."""
+
+    def as_dataclass() -> Job:
+        """A job."""
+        return Job(1, Handle())
+
+    def as_model() -> JobModel:
+        """A job."""
+        return JobModel(id=1, handle=Handle())
+
+    def as_dict() -> dict[str, Any]:
+        """A job."""
+        return {"id": 1, "handle": Handle()}
+
+    for job in (as_dataclass, as_model, as_dict):
+        result = Emulator(parse(f"CALL {job.__name__}\nPOP R1\nMOV R2, R1.id"), [job]).run()
+        assert json.loads(str(result.registers["R1"])) == {"id": 1, "handle": "h-42"}
+        assert result.registers["R2"] == 1
