@@ -256,13 +256,20 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         (A step that needs another model call ends with a message showing progress and no
         tool calls, which ends the agent's loop; coming back through here, rather than through
         a hook after every model-node visit, keeps a plan's steps as cheap as a model turn, and
-        every model call still passes the ``before_model`` middleware, call limits included.)
+        every model call still passes the ``before_model`` middleware, call limits included.
+        It is sent back once for a message: when it stops on it again, the model node did not
+        run, so a hook before it ended the run, ``jump_to: "end"``, as it may.)
         """
         record = record_of(state)
         if record is None:
             return None
-        if _latest(record, state.get("messages", [])) and due(record) not in ("results", "nothing"):
-            return {"jump_to": "model"}
+        anchor = record["anchor"]
+        next_due = _latest(record, state.get("messages", [])) and due(record) not in (
+            "results",
+            "nothing",
+        )
+        if next_due and record.get("sent_back") != anchor:
+            return {"jump_to": "model", KEY: {**record, "sent_back": anchor}}
         if record["raise_failure"] and record["failure"] is not None:
             raise error_of(record["failure"])
         return None

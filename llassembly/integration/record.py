@@ -174,6 +174,8 @@ class TurnRecord(TypedDict):
         rejected: The replies the checks refused this turn, with their problems.
         graph: The options that shape the plan graph the plan runs as (``granularity``,
             ``parallel_tools``), which a resume must have (none: not one).
+        sent_back: :attr:`anchor` when the agent was last sent back to the model node for
+            the turn's next step (still the anchor: the model node has not run since).
     """
 
     phase: Literal["idle", "planning", "approval", "running", "answering", "done"]
@@ -198,6 +200,7 @@ class TurnRecord(TypedDict):
     queries: NotRequired[list[QueryDue]]
     rejected: NotRequired[list[Draft]]
     graph: NotRequired[str]
+    sent_back: NotRequired[str | None]
 
 
 def new_record() -> TurnRecord:

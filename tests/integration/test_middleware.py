@@ -25,6 +25,7 @@ from langchain.agents.middleware import (
     AgentMiddleware,
     ModelRetryMiddleware,
     ToolCallLimitMiddleware,
+    hook_config,
 )
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatResult
@@ -404,3 +405,37 @@ def test_a_message_an_after_model_hook_adds_does_not_end_the_turn(
     assert len(model.calls) == model_calls
     answer = [m for m in out["messages"] if isinstance(m, AIMessage)][-1]
     assert meta(answer)["status"] in ("finished", "answered")
+
+
+class Gating(AgentMiddleware[Any, Any]):
+    """Ends the run before the second model-node visit (a budget guard), with a note or not."""
+
+    def __init__(self, note: list[Any]) -> None:
+        super().__init__()
+        self.note, self.visits = note, 0
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        self.visits += 1
+        return {"messages": self.note, "jump_to": "end"} if self.visits >= 2 else None
+
+
+@pytest.mark.parametrize("note", ["human", "none"])
+@pytest.mark.parametrize(
+    ("execution", "options", "replies"),
+    [("graph", {}, [SAYING]), ("agent", {"max_repairs": 1}, [BROKEN, SAYING])],
+    ids=["graph", "agent-repair"],
+)
+def test_a_hook_that_ends_the_run_before_the_model_node_ends_it(
+    box: Toolbox, execution: str, options: dict[str, Any], replies: list[str], note: str
+) -> None:
+    """A ``before_model`` hook that jumps to the end (a guard) ends the run there, with or
+    without a message of its own: the planner does not send the agent back to a model node
+    that did not run."""
+    said = {"human": [HumanMessage("(stopped by a guard)")], "none": []}[note]
+    gate = Gating(said)
+    model = ScriptedChatModel(replies=[*replies, SAYING, SAYING])
+    planner = ToolsPlannerMiddleware(execution=execution, **options)
+    agent = create_agent(model, tools=box.sync_tools, middleware=[planner, gate])
+    agent.invoke({"messages": [HumanMessage("Warm in Paris?")]}, {"recursion_limit": 40})
+    assert gate.visits == 2
