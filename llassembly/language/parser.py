@@ -34,6 +34,7 @@ from typing import Any, Literal, NamedTuple, cast
 from llassembly.errors import AsmSyntaxError, Diagnostic, EmptyReply, PlanRejected, clip
 from llassembly.language.instructions import MNEMONICS, OPCODE_INFO, Opcode, register_index
 from llassembly.language.limits import (
+    MAX_BUILT_TEXT_CHARS,
     MAX_DATA_TEXT_CHARS,
     MAX_MEMORY_CELLS,
     MAX_PLAN_PLACEHOLDERS,
@@ -782,13 +783,14 @@ def _parse(normalised: str) -> Program | PlainAnswer:
     memory: dict[str, MemoryLabel] = {}  # each data label but an equ constant to its cells
     read_only = False  # the current section is read-only (.rodata)
     cells = 0  # cells of the rows read so far (see MAX_MEMORY_CELLS)
+    repeated = 0  # characters the strings repeated by times build (see MAX_BUILT_TEXT_CHARS)
     # rows naming other labels (cities dd paris, oslo), filled in once all are read
     pending_rows: list[tuple[str, list[Imm | Name], int, int]] = []
     errors: list[tuple[int, LineError]] = []  # each problem, with its line
 
     def define(number: int, scanned: Scanned) -> None:
         """A data definition: its bare value in ``data``, its cells in ``memory``."""
-        nonlocal cells
+        nonlocal cells, repeated
         name, word = scanned.data_name, scanned.mnemonic.upper()
         rest, column = scanned.rest, scanned.rest_col
         if problem := reserved_name(name, "data label", scanned.mnemonic_col + 1):
@@ -819,11 +821,17 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             values = _data_parts(rest, column, room)
         # A row counts against the memory budget before it is built, so a short reply cannot
         # make the parser build millions of cells (``times 65536 dd 1, 2, ...``, many ``resd``);
-        # a string is one cell, however it is repeated, but no more parts than its text may hold.
+        # a string is one cell, however it is repeated, and what repeated strings build (each
+        # part at least a character) counts against a budget of its own, before it is built.
         literal = [v.value for v in values if isinstance(v, Imm)]
         text = len(literal) == len(values) and isinstance(literal[0], str)
-        if text and len(values) * repeat > MAX_DATA_TEXT_CHARS:
-            raise _too_long(column, "this string", MAX_DATA_TEXT_CHARS)
+        if text and repeat > 1:
+            once = sum(max(len(v), 1) if isinstance(v, str) else 1 for v in literal)
+            if once * repeat > MAX_DATA_TEXT_CHARS:
+                raise _too_long(column, "this string", MAX_DATA_TEXT_CHARS)
+            repeated += once * repeat
+            if repeated > MAX_BUILT_TEXT_CHARS:
+                raise _too_long(column, "the strings times repeats", MAX_BUILT_TEXT_CHARS)
         if word != "EQU":
             cells += 1 if text else len(values) * repeat
             if cells > MAX_MEMORY_CELLS:
@@ -836,8 +844,13 @@ def _parse(normalised: str) -> Program | PlainAnswer:
             memory[key] = MemoryLabel((), size, writable, number)
             return
         # Text written out in the plan is kept whatever its length; text built from it
-        # (repeated by times) may not grow past the limit.
-        value, row = _data_cells(parts, column, max(MAX_DATA_TEXT_CHARS, len(rest)))
+        # (repeated by times) may not grow past the limit (checked above: strings alone).
+        value: Value
+        if text and all(type(v) is str for v in literal):
+            value = "".join(cast("list[str]", literal)) * repeat
+            row: list[Value] = [value]
+        else:
+            value, row = _data_cells(parts, column, max(MAX_DATA_TEXT_CHARS, len(rest)))
         data[key] = value
         if word != "EQU":
             memory[key] = MemoryLabel(tuple(row), size, writable, number)

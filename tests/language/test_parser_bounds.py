@@ -318,3 +318,11 @@ def test_a_repeated_string_is_one_cell_of_the_memory_budget() -> None:
     assert len(program.memory["sep"].cells) == 1
     with pytest.raises(AsmSyntaxError, match="this string"):
         parse('x times 65536 db "", "", "", "", ""\nNOP')  # (more parts than the text holds)
+
+
+def test_strings_repeated_over_many_rows_build_no_more_than_the_plan_may() -> None:
+    """Each repeated string is one cell, so the rows' sum of what ``times`` builds has a
+    budget of its own: a short reply of many such rows is refused before they are built."""
+    rows = "".join(f's{i} times 65536 db "a"\n' for i in range(400))
+    with pytest.raises(AsmSyntaxError, match="the strings times repeats would be longer"):
+        parse(rows + "NOP")
