@@ -45,18 +45,6 @@ def private_state() -> Any:
     return PrivateStateAttr
 
 
-def agent_name() -> str | None:
-    """The name ``create_agent(name=...)`` gives its model's messages, which it also puts in
-    its runs' metadata (``lc_agent_name``); ``None`` outside such a run."""
-    from langgraph.config import get_config
-
-    try:
-        name = (get_config().get("metadata") or {}).get("lc_agent_name")
-    except RuntimeError:  # (not inside a runnable's run)
-        return None
-    return name if isinstance(name, str) else None
-
-
 def bubbling_errors() -> tuple[type[BaseException], ...]:
     """LangGraph's ``GraphBubbleUp`` (interrupts, parent commands) once ``langgraph.errors``
     is loaded, else nothing (no such exception can exist before)."""

@@ -37,7 +37,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from llassembly.analysis.policies import PlanPolicy
-from llassembly.compat import MODEL_CALL_COUNTERS, agent_name, private_state, tagged_model
+from llassembly.compat import MODEL_CALL_COUNTERS, private_state, tagged_model
 from llassembly.errors import UsageError, error_of
 from llassembly.integration import calls, turn
 from llassembly.integration.approval import read_decision
@@ -227,13 +227,13 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Answer the model turn: the next step of the planner's turn."""
-        return _named(drive(*self._visit(request, handler, asynchronous=False)))
+        return drive(*self._visit(request, handler, asynchronous=False))
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        return _named(await adrive(*self._visit(request, handler, asynchronous=True)))
+        return await adrive(*self._visit(request, handler, asynchronous=True))
 
     # -- a run's start and end (sync hooks: create_agent runs them under ainvoke too) -----------
 
@@ -404,6 +404,7 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
     old_lag = record["lag"] if record else 0
     made = 0  # real model calls in this visit (one per query of a batch)
     out: list[AnyMessage] = []
+    name = record.get("agent") if record else None  # (the agent's, create_agent(name=...))
     current = turn.step(record, event, view)
     while True:
         out += current.messages
@@ -417,8 +418,9 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
         ):
             made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
             if isinstance(action, turn.AskModel):
-                reply = yield [*split_system(sent)[1], *out, *action.extra]
-                event = turn.Received(_with_id(answered(reply).reply))
+                reply = answered((yield [*split_system(sent)[1], *out, *action.extra])).reply
+                name = reply.name or name  # (the agent names its model's messages)
+                event = turn.Received(_with_id(reply))
             elif isinstance(action, turn.AskQuery):
                 event = turn.Received(tuple((yield action)))
             else:
@@ -439,8 +441,8 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
     if isinstance(action, turn.Finish) and not view.planner.options.infer_tools_messages:
         removals += [m.id for m in calls.plan_call_messages(view.messages, rec["prefixes"]) if m.id]
         out = calls.without_plan_calls(out, rec["prefixes"])
-    out = [_with_id(m) for m in out]
-    rec["anchor"] = out[-1].id if out else rec["anchor"]
+    out = [_with_id(_named(m, name)) for m in out]
+    rec["anchor"], rec["agent"] = (out[-1].id if out else rec["anchor"]), name
     # The next visit makes no model call: held one below (see counter_updates); a query is one.
     rec["lag"] = 1 if due(rec) in ("person", "results", "run") else 0
     update: dict[str, Any] = {KEY: rec, **counter_updates(state, made, old_lag, rec["lag"])}
@@ -453,16 +455,11 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
     )
 
 
-def _named(response: ExtendedModelResponse[Any]) -> ExtendedModelResponse[Any]:
-    """``response`` with the planner's own messages named as the agent names its model's."""
-    name = agent_name()
-    if name is None:
-        return response
-    named = [
-        m.model_copy(update={"name": name}) if isinstance(m, AIMessage) and not m.name else m
-        for m in response.model_response.result
-    ]
-    return replace(response, model_response=replace(response.model_response, result=named))
+def _named(message: _M, name: str | None) -> _M:
+    """``message`` (the planner's own ``AIMessage``) named as the agent names its model's."""
+    if name is None or message.name or not isinstance(message, AIMessage):
+        return message
+    return message.model_copy(update={"name": name})
 
 
 def _with_id(message: _M) -> _M:

@@ -176,6 +176,8 @@ class TurnRecord(TypedDict):
             ``parallel_tools``), which a resume must have (none: not one).
         sent_back: :attr:`anchor` when the agent was last sent back to the model node for
             the turn's next step (still the anchor: the model node has not run since).
+        agent: The name the agent gives its model's messages (``create_agent(name=...)``),
+            read off the model's replies: the planner's own messages get it too.
     """
 
     phase: Literal["idle", "planning", "approval", "running", "answering", "done"]
@@ -201,6 +203,7 @@ class TurnRecord(TypedDict):
     rejected: NotRequired[list[Draft]]
     graph: NotRequired[str]
     sent_back: NotRequired[str | None]
+    agent: NotRequired[str | None]
 
 
 def new_record() -> TurnRecord:

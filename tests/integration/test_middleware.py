@@ -439,3 +439,30 @@ def test_a_hook_that_ends_the_run_before_the_model_node_ends_it(
     agent = create_agent(model, tools=box.sync_tools, middleware=[planner, gate])
     agent.invoke({"messages": [HumanMessage("Warm in Paris?")]}, {"recursion_limit": 40})
     assert gate.visits == 2
+
+
+def test_an_unnamed_agent_inside_a_named_one_gives_its_messages_no_name(box: Toolbox) -> None:
+    """The name is the agent's own (its model's replies carry it), never one a named agent
+    running it as a tool passes down in the run's metadata."""
+    inner = create_agent(
+        ScriptedChatModel(replies=[WEATHER_PLAN]),
+        tools=box.sync_tools,
+        middleware=[ToolsPlannerMiddleware()],
+    )
+    seen: list[Any] = []
+
+    @tool
+    def ask_weather(question: str) -> str:
+        """Ask the weather agent."""
+        out = inner.invoke({"messages": [HumanMessage(question)]})
+        seen.extend(m for m in out["messages"] if isinstance(m, AIMessage))
+        return str(out["messages"][-1].text)
+
+    call = {"name": "ask_weather", "args": {"question": "Warm?"}, "id": "c1", "type": "tool_call"}
+    outer = create_agent(
+        ScriptedChatModel(replies=[AIMessage("", tool_calls=[call]), "Done."]),
+        tools=[ask_weather],
+        name="supervisor",
+    )
+    outer.invoke({"messages": [HumanMessage("Warm in Paris?")]})
+    assert seen and [m.name for m in seen] == [None] * len(seen)
