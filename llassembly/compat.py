@@ -343,12 +343,14 @@ def _settled(output: Any, record: Recorded, call_id: str) -> Any:
     from langchain_core.tools import ToolException
 
     value = record.value if record.returned else output
-    value = _answer_in(value, call_id) or value
-    refuse_other_answer(value, call_id)
-    for message in (output, value):
+    answer = _answer_in(value, call_id)
+    refuse_other_answer(answer or value, call_id)
+    for message in (output, answer or value):
         if isinstance(message, ToolMessage) and message.status == "error":
             raise ToolException(message.text)
-    return value
+    if answer is None:
+        return value  # (the tool's value; a message it returns itself, read as its text)
+    return answer.content if isinstance(answer.content, str) else answer.text
 
 
 def _answer_in(value: Any, call_id: str) -> Any:
@@ -370,7 +372,9 @@ def _answer_in(value: Any, call_id: str) -> Any:
         listed = update.get("messages", []) if isinstance(update, dict) else []
         carried += convert_to_messages(listed if isinstance(listed, list) else [listed])
     answers = [m for m in carried if isinstance(m, ToolMessage)]
-    return next((m for m in answers if m.tool_call_id == call_id), answers[0] if answers else None)
+    if len(mine := [m for m in answers if m.tool_call_id == call_id]) > 1:
+        raise ValueError(f"{len(mine)} ToolMessages answer the call {call_id!r}: one may")
+    return mine[0] if mine else answers[0] if answers else None
 
 
 def tool_node_steps(

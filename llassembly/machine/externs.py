@@ -682,8 +682,9 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, _TEXT_OR_FLOAT):
         return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage") or ()  # (): not loaded
-    if isinstance(x, tool_message):  # a tool that builds its own message: its text
-        return _to_value(x.content if isinstance(x.content, str) else x.text)
+    if isinstance(x, tool_message):  # a tool that builds its own message: its content, the
+        blocks = all(isinstance(b, dict) for b in x.content)  # text of its blocks
+        return _to_value(x.text if blocks and not isinstance(x.content, str) else x.content)
     if isinstance(x, loaded("langgraph.types", "Command") or ()):
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}

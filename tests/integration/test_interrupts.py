@@ -381,3 +381,30 @@ def test_a_resume_value_an_interrupt_refuses_fails_the_run_and_can_be_given_agai
     good = {"type": "approve"} if asked_by == "hitl" else {"approve": True}
     out = app.invoke(Command(resume=good), thread)
     assert out["messages"][-1].text == "hall open" and opened == ["hall"]
+
+
+@pytest.mark.parametrize("result", ["done", ""])
+def test_a_reviewers_edit_notice_is_no_result_even_around_an_empty_one(result: str) -> None:
+    """``HumanInTheLoopMiddleware`` adds a notice to the result of a call a reviewer edited
+    (with no line break when the result is empty): the plan reads the tool's own result."""
+    from conftest import asm
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+    @tool
+    def archive(folder: str) -> str:
+        """Archive a folder; a note, empty when there is nothing to say."""
+        return result
+
+    plan = asm('PUSH "inbox"\nCALL archive\nPOP R1\nSAY "result=[{R1}]"')
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"archive": True})
+    app = create_agent(
+        ScriptedChatModel(replies=[plan]),
+        tools=[archive],
+        middleware=[ToolsPlannerMiddleware(), hitl],
+        checkpointer=InMemorySaver(),
+    )
+    thread = {"configurable": {"thread_id": "edited"}}
+    app.invoke({"messages": [HumanMessage("archive")]}, thread)
+    edit = {"type": "edit", "edited_action": {"name": "archive", "args": {"folder": "old"}}}
+    out = app.invoke(Command(resume={"decisions": [edit]}), thread)
+    assert out["messages"][-1].text == f"result=[{result}]"

@@ -1084,3 +1084,22 @@ def test_a_content_and_artifact_tool_that_returns_no_pair_fails_its_call(path: s
     plan = 'CALL broken\nJC failed\nPOP R1\nSAY "{R1}"\nHLT\nfailed:\nSAY "failed"'
     final = _run_on(path, [tool], plan, {})
     assert (final.answer if path == "Emulator" else final.text) == "failed"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_two_answers_to_one_call_fail_it_and_a_list_of_strings_reads_as_json(path: str) -> None:
+    """As the tool node: a result holding two messages that answer one call fails the call;
+    a message whose content is a list of strings (no blocks) reads as that list's JSON."""
+    from langchain_core.messages import ToolMessage
+
+    def twice(cid: Annotated[str, InjectedToolCallId] = "") -> Any:
+        return [ToolMessage("first", tool_call_id=cid), ToolMessage("second", tool_call_id=cid)]
+
+    def strings(cid: Annotated[str, InjectedToolCallId] = "") -> Any:
+        return ToolMessage(["a", "b"], tool_call_id=cid)
+
+    plan = 'CALL {}\nJC failed\nPOP R1\nSAY "{{R1}}"\nHLT\nfailed:\nSAY "failed"'
+    for func, said in ((twice, "failed"), (strings, '["a","b"]')):
+        made = StructuredTool.from_function(func, name=func.__name__, description="A.")
+        final = _run_on(path, [made], plan.format(func.__name__), {})
+        assert (final.answer if path == "Emulator" else final.text) == said
