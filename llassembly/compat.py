@@ -45,6 +45,15 @@ def private_state() -> Any:
     return PrivateStateAttr
 
 
+def edit_notice(text: str) -> bool:
+    """Whether ``text`` is ``HumanInTheLoopMiddleware``'s notice of a call a reviewer edited
+    (in its default words), which it puts before the call's result."""
+    from langchain.agents.middleware import human_in_the_loop
+
+    notice = getattr(human_in_the_loop, "_EDIT_NOTICE", None)
+    return isinstance(notice, str) and text.startswith(notice)
+
+
 def bubbling_errors() -> tuple[type[BaseException], ...]:
     """LangGraph's ``GraphBubbleUp`` (interrupts, parent commands) once ``langgraph.errors``
     is loaded, else nothing (no such exception can exist before)."""
@@ -372,7 +381,8 @@ def _answer_in(value: Any, call_id: str) -> Any:
         listed = update.get("messages", []) if isinstance(update, dict) else []
         carried += convert_to_messages(listed if isinstance(listed, list) else [listed])
     answers = [m for m in carried if isinstance(m, ToolMessage)]
-    if len(mine := [m for m in answers if m.tool_call_id == call_id]) > 1:
+    mine = [m for m in answers if m.tool_call_id == call_id]
+    if len(mine) > 1 and isinstance(value, list):  # (as the tool node: one Command may)
         raise ValueError(f"{len(mine)} ToolMessages answer the call {call_id!r}: one may")
     return mine[0] if mine else answers[0] if answers else None
 

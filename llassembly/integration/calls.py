@@ -472,7 +472,9 @@ def _as_made(message: ToolMessage, noted: compat.Recorded) -> bool:
         return True
     if isinstance(content, str):  # the tool's text whole, a line added before or after it
         own = made if isinstance(made, str) else message_text(ToolMessage(made, tool_call_id=""))
-        return not own or content.startswith(f"{own}\n") or content.endswith(f"\n{own}")
+        if not own:  # (HumanInTheLoopMiddleware puts its notice alone before no text)
+            return compat.edit_notice(content)
+        return content.startswith(f"{own}\n") or content.endswith(f"\n{own}")
     blocks = made if isinstance(made, list) else [made]  # its blocks, one added before or after
     return blocks in (content[: len(blocks)], content[len(content) - len(blocks) :])
 

@@ -419,7 +419,7 @@ def visit(view: turn.TurnView, state: Any) -> Generator[Asked, Any, ExtendedMode
             made += len(action.requests) if isinstance(action, turn.AskQuery) else 1
             if isinstance(action, turn.AskModel):
                 reply = answered((yield [*split_system(sent)[1], *out, *action.extra])).reply
-                name = reply.name or name  # (the agent names its model's messages)
+                name = reply.name  # (the agent names its model's messages, or does not)
                 event = turn.Received(_with_id(reply))
             elif isinstance(action, turn.AskQuery):
                 event = turn.Received(tuple((yield action)))

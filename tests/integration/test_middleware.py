@@ -466,3 +466,23 @@ def test_an_unnamed_agent_inside_a_named_one_gives_its_messages_no_name(box: Too
     )
     outer.invoke({"messages": [HumanMessage("Warm in Paris?")]})
     assert seen and [m.name for m in seen] == [None] * len(seen)
+
+
+def test_the_name_is_the_agent_s_of_this_turn_not_of_an_earlier_one(box: Toolbox) -> None:
+    """A thread continued by an agent with no name (the same graph built without ``name=``)
+    gives the planner's messages no name, as its model's replies have none."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver, thread = InMemorySaver(), {"configurable": {"thread_id": "named"}}
+    for name in ("weather", None):
+        model = ScriptedChatModel(replies=[WEATHER_PLAN])
+        agent = create_agent(
+            model,
+            tools=box.sync_tools,
+            middleware=[ToolsPlannerMiddleware()],
+            checkpointer=saver,
+            name=name,
+        )
+        out = agent.invoke({"messages": [HumanMessage("Warm in Paris?")]}, thread)
+        last = out["messages"][-1]
+        assert isinstance(last, AIMessage) and last.name == name

@@ -1103,3 +1103,27 @@ def test_two_answers_to_one_call_fail_it_and_a_list_of_strings_reads_as_json(pat
         made = StructuredTool.from_function(func, name=func.__name__, description="A.")
         final = _run_on(path, [made], plan.format(func.__name__), {})
         assert (final.answer if path == "Emulator" else final.text) == said
+
+
+@pytest.mark.parametrize("execution", ["agent", "graph"])
+def test_a_middleware_that_fills_an_empty_result_decides_what_the_plan_reads(
+    execution: str,
+) -> None:
+    """An empty result a middleware replaces ("No results found.") is a correction: the plan
+    reads the message, as for any other result (only a reviewer's notice is no result)."""
+
+    @tool
+    def search(query: str) -> str:
+        """Search."""
+        return ""
+
+    plan = asm('PUSH "x"\nCALL search\nPOP R1\nSAY "result=[{R1}]"')
+    middleware = [Correcting({"": "No results found."})]
+    if execution == "agent":
+        agent_middleware = [ToolsPlannerMiddleware(), *middleware]
+    else:
+        agent_middleware = [ToolsPlannerMiddleware(execution="graph", tool_middleware=middleware)]
+    out = create_agent(
+        ScriptedChatModel(replies=[plan]), tools=[search], middleware=agent_middleware
+    ).invoke({"messages": [HumanMessage("search")]})
+    assert out["messages"][-1].text == "result=[No results found.]"
