@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import enum
 import functools
 import inspect
@@ -692,15 +693,20 @@ def _to_value(x: Any) -> Value:
         if not answers:  # (as the agent's tool node refuses it: no message answers the call)
             raise ValueError("the tool returned a Command whose update holds no ToolMessage")
         return _to_value(answers[0])
+    plain: Any
     if isinstance(x, BaseModel):  # (a root model is its root, as its shape says)
-        if x.__pydantic_root_model__:
-            return _to_value(x.model_dump(mode="json", fallback=_text))
-        return _dumps(x.model_dump(mode="json", fallback=_text))  # (NaN refused, as anywhere)
+        try:
+            plain = x.model_dump(mode="json", fallback=_text)
+        except UnicodeDecodeError:  # (bytes that are no UTF-8 in it: each part as JSON can)
+            plain = x.model_dump()
+        return _to_value(plain) if x.__pydantic_root_model__ else _dumps(plain)  # (NaN refused)
     if not isinstance(x, _CONTAINERS):
         try:  # a date, bytes, a UUID, a dataclass...: as pydantic writes it (a part it cannot
             plain = to_jsonable_python(x, fallback=_text)  # write as its text), held as itself
         except (PydanticSerializationError, UnicodeDecodeError):  # (bytes that are no UTF-8)
-            return _text(x)
+            if not dataclasses.is_dataclass(x):
+                return _text(x)
+            plain = {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}  # (each part)
         return _to_value(plain) if type(plain) in (str, int, float, bool) else _dumps(plain)
     # A dict or list is JSON text whatever it holds (the plan reads it by path): a part with
     # no JSON form is written as its text, and so is a key JSON cannot have.

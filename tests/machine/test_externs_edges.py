@@ -737,3 +737,36 @@ def test_a_structure_with_a_part_that_has_no_json_form_keeps_its_other_parts() -
         result = Emulator(parse(f"CALL {job.__name__}\nPOP R1\nMOV R2, R1.id"), [job]).run()
         assert json.loads(str(result.registers["R1"])) == {"id": 1, "handle": "h-42"}
         assert result.registers["R2"] == 1
+
+
+@dataclasses.dataclass
+class Blob:
+    id: int
+    blob: bytes
+
+
+class BlobModel(BaseModel):
+    id: int
+    blob: bytes
+
+
+def test_bytes_that_are_no_utf_8_inside_any_structure_keep_its_other_parts() -> None:
+    """Raw bytes inside a dataclass or a model are held as their text and the other fields
+    stay readable by path, as inside a dict."""
+
+    def as_dataclass() -> Blob:
+        """A blob."""
+        return Blob(1, b"\xff\xfe")
+
+    def as_model() -> BlobModel:
+        """A blob."""
+        return BlobModel(id=1, blob=b"\xff\xfe")
+
+    def as_dict() -> dict[str, Any]:
+        """A blob."""
+        return {"id": 1, "blob": b"\xff\xfe"}
+
+    for blob in (as_dataclass, as_model, as_dict):
+        result = Emulator(parse(f"CALL {blob.__name__}\nPOP R1\nMOV R2, R1.id"), [blob]).run()
+        assert json.loads(str(result.registers["R1"])) == {"id": 1, "blob": "b'\\xff\\xfe'"}
+        assert result.registers["R2"] == 1
