@@ -312,17 +312,19 @@ class ToolsPlannerMiddleware(AgentMiddleware[PlannerAgentState, Any]):
 
 
 def answer_of_call(messages: Sequence[BaseMessage], call_id: str) -> ToolMessage | None:
-    """The ``ToolMessage`` answering ``call_id``, or ``None``: searched back to the call's own
-    ``AIMessage``, past any message a tool or a hook added since (a new run begins anew before
-    this is asked: see :func:`next_event`)."""
+    """The ``ToolMessage`` answering ``call_id`` (the first, of two a ``Command`` carried, as
+    every path reads it), or ``None``: searched back to the call's own ``AIMessage``, past any
+    message a tool or a hook added since (a new run begins anew before this is asked: see
+    :func:`next_event`)."""
+    found = None
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
-            return message
-        if isinstance(message, AIMessage) and any(
+            found = message
+        elif isinstance(message, AIMessage) and any(
             c.get("id") == call_id for c in message.tool_calls
         ):
-            return None
-    return None
+            break
+    return found
 
 
 def _latest(record: TurnRecord, messages: Sequence[BaseMessage]) -> bool:

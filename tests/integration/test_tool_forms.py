@@ -1127,3 +1127,21 @@ def test_a_middleware_that_fills_an_empty_result_decides_what_the_plan_reads(
         ScriptedChatModel(replies=[plan]), tools=[search], middleware=agent_middleware
     ).invoke({"messages": [HumanMessage("search")]})
     assert out["messages"][-1].text == "result=[No results found.]"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_one_command_carrying_two_answers_to_a_call_reads_the_first_on_every_path(
+    path: str,
+) -> None:
+    """The tool node takes one ``Command`` holding two messages that answer the call (a list
+    of two it refuses): every path reads the first."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.types import Command
+
+    def twice(cid: Annotated[str, InjectedToolCallId] = "") -> Any:
+        said = [ToolMessage("first", tool_call_id=cid), ToolMessage("second", tool_call_id=cid)]
+        return Command(update={"messages": said})
+
+    made = StructuredTool.from_function(twice, name="twice", description="Twice.")
+    final = _run_on(path, [made], 'CALL twice\nPOP R1\nSAY "{R1}"', {})
+    assert (final.answer if path == "Emulator" else final.text) == "first"
