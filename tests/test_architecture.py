@@ -419,7 +419,7 @@ MAX_MODULE_LINES = 1200
 """A module is one idea, whole: a big idea may take 1,000 lines (LangGraph's ``ToolNode`` takes
 2,000), but not more than this."""
 MAX_MODULES = 55
-MAX_PACKAGE_LINES = 16_981
+MAX_PACKAGE_LINES = 16_985
 """A ratchet, not the goal: the package may not grow back unnoticed. The goal is 15,000 lines
 (issue 32; 20,682 when it was filed); cuts that removed only duplication and indirection reached
 17,453, the fixes of twenty defects outside testers found added about 300, a third round of cuts
@@ -553,7 +553,8 @@ Emulator, and 16,955 with a hook's end before the model node kept, and 16,968 wi
 text budgeted plan-wide, and 16,956 with the agent's name read off its model's replies, and 16,961
 with one answer a call and an empty result's notice told apart, and 16,973 with the review's last
 mends, and 16,979 with raw bytes inside any structure held as text, and 16,981 with the first of two
-answers read on every path.
+answers read on every path, and 16,985 with the final reading's mends (one owner of a hidden field,
+an edit's code from its check).
 Lower it with every cut; raise it only for new behaviour, saying why in the commit."""
 
 

@@ -270,8 +270,7 @@ def _model(cls: Any, depth: int, read: bool) -> Shape:
     every = cls.model_fields if issubclass(cls, BaseModel) else cls.__pydantic_fields__
     if read:
         keys = read_keys(cls)
-        hidden = [n for n, f in every.items() if any(isinstance(m, _HIDDEN) for m in f.metadata)]
-        items = [(keys[n], f.annotation) for n, f in every.items() if n not in hidden]
+        items = [(keys[n], f.annotation) for n, f in every.items() if not hidden(f)]
     elif checks.model_serializers:
         return ANY
     else:
@@ -284,6 +283,12 @@ def _model(cls: Any, depth: int, read: bool) -> Shape:
     numbers = {"datetime", "date", "time", "duration"} if temporal and not read else set()
     numbers |= {"duration"} if config.get("ser_json_timedelta") == "float" and not read else set()
     return _numbers(shape, numbers) if numbers else shape
+
+
+def hidden(field: Any) -> bool:
+    """Whether a pydantic field (its ``FieldInfo``) is hidden from models: ``SkipJsonSchema``
+    leaves it out of the schema a model is shown."""
+    return any(isinstance(m, _HIDDEN) for m in field.metadata)
 
 
 _HIDDEN: Final = typing.cast(type, SkipJsonSchema)  # (a generic alias to mypy)

@@ -15,10 +15,10 @@ from langchain_core.messages import HumanMessage
 
 from llassembly.errors import UsageError
 from llassembly.integration.record import record_of
-from llassembly.language.parser import parse_program
 
 if TYPE_CHECKING:
     from llassembly.analysis.summary import PlanSummary
+    from llassembly.language.program import Program
 
 
 APPROVAL_DECISIONS: Final = ("approve", "edit", "reject")
@@ -79,10 +79,9 @@ def read_decision(value: Any) -> dict[str, Any]:
     return decision
 
 
-def plan_code(plan: str) -> str:
-    """The lines of ``plan`` the parser reads, without a reviewer's prose and fences: the plan
+def plan_code(program: Program) -> str:
+    """The lines of a plan the parser read, without a reviewer's prose and fences: the plan
     that runs after an edit, whose lines a failure's line counts, as :func:`edit_note` shows."""
-    program = parse_program(plan)
     return "\n".join(program.source_of(line) for line in program.code_lines)
 
 

@@ -331,12 +331,13 @@ def _decided(rec: TurnRecord, decision: Mapping[str, Any], view: TurnView) -> St
     kind, text, problem = decision["type"], str(decision.get("plan")), None
     if kind == "edit":
         try:
-            if not isinstance(view.planner.check(text, view.externs), Program):
+            checked = view.planner.check(text, view.externs)
+            if not isinstance(checked, Program):
                 problem = (
                     "the edited text holds no instruction: write a program, or reject the plan"
                 )
             else:  # (what runs: its lines are those a failure names, as the note shows them)
-                text = plan_code(text)
+                text = plan_code(checked)
         except PlanError as error:
             problem = repair_request(error).rsplit("\n\n", 1)[0]
     said = "edit, refused by the checks (asked again)" if problem else kind

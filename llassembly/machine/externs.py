@@ -51,7 +51,6 @@ from typing import (
 )
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -59,7 +58,7 @@ from llassembly import compat, errors
 from llassembly.analysis import summary as _summary
 from llassembly.analysis import verifier as _verifier
 from llassembly.analysis.constants import Semantics
-from llassembly.analysis.shapes import JSON_TEXT, Shape, choices_text, shape_of
+from llassembly.analysis.shapes import JSON_TEXT, Shape, choices_text, hidden, shape_of
 from llassembly.analysis.summary import PlanSummary
 from llassembly.analysis.toolset import tool_shapes
 from llassembly.errors import clip, first_line
@@ -683,9 +682,10 @@ def _to_value(x: Any) -> Value:
     if isinstance(x, _TEXT_OR_FLOAT):
         return _to_value(float(x) if isinstance(x, float) else str.__str__(x))
     tool_message = loaded("langchain_core.messages.tool", "ToolMessage") or ()  # (): not loaded
-    if isinstance(x, tool_message):  # a tool that builds its own message: its content, the
-        blocks = all(isinstance(b, dict) for b in x.content)  # text of its blocks
-        return _to_value(x.text if blocks and not isinstance(x.content, str) else x.content)
+    if isinstance(x, tool_message):  # a tool that builds its own message: its content, or
+        content = x.content  # the text of its blocks
+        blocks = not isinstance(content, str) and all(isinstance(b, dict) for b in content)
+        return _to_value(x.text if blocks else content)
     if isinstance(x, loaded("langgraph.types", "Command") or ()):
         # a state update: the value is its ToolMessage's text
         update = x.update if isinstance(x.update, dict) else {}
@@ -870,8 +870,7 @@ def _extern_of(item: Any, key: str | None, where: str) -> Extern:
             params.append(Param(field, annotation, doc, field not in required, shown))
     else:
         for field, declared in typing.cast(type[BaseModel], schema).model_fields.items():
-            hidden = typing.cast(type, SkipJsonSchema)  # (a generic alias to mypy)
-            if field in injected or any(isinstance(m, hidden) for m in declared.metadata):
+            if field in injected or hidden(declared):
                 continue  # (the tool node gives it; a model is not shown it)
             annotation = declared.rebuild_annotation() if declared.annotation is not None else Any
             optional = not declared.is_required()

@@ -1162,17 +1162,22 @@ def test_the_size_line_of_the_docs_is_what_prompt_writes(
     assert capsys.readouterr().err == quoted.group(1) + "\n"
 
 
+def _plan_given(source: str, data: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A plan's bytes given as a file, or on standard input: the name to pass the CLI."""
+    path = tmp_path / "plan.asm"
+    path.write_bytes(data)
+    if source == "stdin":
+        stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", stream)
+    return str(path) if source == "file" else "-"
+
+
 @pytest.mark.parametrize("source", ["file", "stdin"])
 def test_a_plan_that_is_not_utf8_is_a_usage_error(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A plan saved in Latin-1 used to escape as a traceback (exit 1, no JSON)."""
-    path = tmp_path / "latin1.asm"
-    path.write_bytes("NOP ; café\n".encode("latin-1"))
-    if source == "stdin":
-        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
-        monkeypatch.setattr(sys, "stdin", stream)
-    name = str(path) if source == "file" else "-"
+    name = _plan_given(source, "NOP ; café\n".encode("latin-1"), tmp_path, monkeypatch)
     code, data = cli_json("check", name, "--tools", "cli_tools:TOOLS")
     assert (code, data["status"]) == (3, "usage_error")
     assert data["error"]["message"] == (
@@ -1306,13 +1311,9 @@ def test_a_plan_saved_with_a_byte_order_mark_is_read_as_its_text(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """UTF-8 with a BOM, as Windows editors save it: the first instruction is kept."""
-    path = tmp_path / "bom.asm"
-    path.write_bytes('MOV R1, 5\nSAY "R1 is {R1}"\n'.encode("utf-8-sig"))
-    if source == "stdin":
-        stream = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
-        monkeypatch.setattr(sys, "stdin", stream)
+    text = 'MOV R1, 5\nSAY "R1 is {R1}"\n'.encode("utf-8-sig")
     code, data = cli_json(
-        "run", str(path) if source == "file" else "-", "--tools", "cli_tools:TOOLS"
+        "run", _plan_given(source, text, tmp_path, monkeypatch), "--tools", "cli_tools:TOOLS"
     )
     assert (code, data["answer"]) == (0, "R1 is 5")
 
